@@ -1,0 +1,30 @@
+# Two entry points, each sets itself up on a fresh machine with only python3.11 and make:
+#   make report   -> virtual environment + default derivation report in ./report
+#   make test     -> virtual environment + quick test tier
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: report test test-thorough check clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+report: $(STAMP)
+	$(BIN)/attnverify report --out report
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not thorough"
+
+test-thorough: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+check: $(STAMP)
+	$(BIN)/attnverify check
+
+clean:
+	rm -rf $(VENV) report .pytest_cache .hypothesis
