@@ -1,0 +1,47 @@
+"""The built-in claims, theory by theory, and the collection of claims from any module."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from .claim import Claim
+
+#: Theory modules under ``attnverify.checks`` whose claims are built in, in report order.
+THEORIES = ("single_location",)
+
+
+def claims_in_module(module: ModuleType) -> list[Claim]:
+    """Every :class:`Claim` defined at the top level of ``module``, in definition order."""
+    found = [value for value in vars(module).values() if isinstance(value, Claim)]
+    names = [c.name for c in found]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"claim names must be unique within {module.__name__}: {duplicates}")
+    return found
+
+
+def builtin_claims() -> list[Claim]:
+    """All built-in claims of every theory."""
+    claims: list[Claim] = []
+    for theory in THEORIES:
+        claims += claims_in_module(importlib.import_module(f"attnverify.checks.{theory}"))
+    return claims
+
+
+def load_user_module(path: str | Path) -> ModuleType:
+    """Import a theorist's own ``FILE.py`` (outside the package) so its claims can be run."""
+    path = Path(path).resolve()
+    if not path.is_file() or path.suffix != ".py":
+        raise ValueError(f"FILE must be an existing .py file, got {str(path)!r}")
+    module_name = f"attnverify_user_{path.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ValueError(f"cannot import {str(path)!r} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,105 @@
+"""A claim: a statement, a hypothesis strategy for its parameters, and a check of one example.
+
+A theory module defines its claims with the :func:`claim` decorator; so does a theorist's own
+file run by ``attnverify verify FILE.py``. The check receives the drawn parameters and a
+:class:`Context` (profile, backend, a seeded random generator) and returns an
+:class:`~attnverify.checks.evidence.Evidence`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+import numpy as np
+from hypothesis import strategies as st
+
+from ..numerics.backend import Backend
+from .evidence import Evidence
+
+PROFILES = ("quick", "thorough")
+_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a check may use besides its parameters: profile, backend and its random generator."""
+
+    profile: str
+    backend: Backend
+    rng: np.random.Generator
+    seed: int
+
+    def choose(self, *, quick: Any, thorough: Any) -> Any:
+        """The value for the current profile (sample sizes, grid sizes, numbers of seeds)."""
+        return quick if self.profile == "quick" else thorough
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A checkable statement about a theory.
+
+    ``name`` is namespaced by theory (``single_location.oracle_risk``). ``expect`` is
+    ``"holds"`` for a theorem, ``"refuted"`` for a statement the tool is meant to disprove.
+    ``examples`` gives how many parameter draws each profile makes.
+    """
+
+    name: str
+    statement: str
+    parameters: st.SearchStrategy
+    check: Callable[[dict, Context], Evidence]
+    source: str = ""
+    expect: Literal["holds", "refuted"] = "holds"
+    examples: dict[str, int] = field(default_factory=lambda: {"quick": 5, "thorough": 25})
+    shrink_budget: int = 40
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ValueError(
+                f"claim name must be dotted lower_snake_case namespaced by theory "
+                f"(e.g. 'single_location.oracle_risk'), got {self.name!r}"
+            )
+        if self.expect not in ("holds", "refuted"):
+            raise ValueError(f"expect must be 'holds' or 'refuted', got {self.expect!r}")
+        for profile in PROFILES:
+            count = self.examples.get(profile)
+            if not isinstance(count, int) or count < 1:
+                raise ValueError(f"examples[{profile!r}] must be a positive int, got {count!r}")
+
+    @property
+    def theory(self) -> str:
+        return self.name.split(".", 1)[0]
+
+
+def claim(
+    name: str,
+    *,
+    parameters: st.SearchStrategy,
+    statement: str | None = None,
+    source: str = "",
+    expect: Literal["holds", "refuted"] = "holds",
+    examples: dict[str, int] | None = None,
+    shrink_budget: int = 40,
+) -> Callable[[Callable[[dict, Context], Evidence]], Claim]:
+    """Decorator turning ``check(params, ctx) -> Evidence`` into a :class:`Claim`.
+
+    The statement defaults to the check's docstring.
+    """
+
+    def wrap(check: Callable[[dict, Context], Evidence]) -> Claim:
+        text = statement or " ".join((check.__doc__ or "").split())
+        if not text:
+            raise ValueError(f"claim {name!r} needs a statement (argument or docstring)")
+        return Claim(
+            name=name,
+            statement=text,
+            parameters=parameters,
+            check=check,
+            source=source,
+            expect=expect,
+            examples=dict(examples or {"quick": 5, "thorough": 25}),
+            shrink_budget=shrink_budget,
+        )
+
+    return wrap

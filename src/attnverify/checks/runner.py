@@ -1,0 +1,244 @@
+"""The claim runner: hypothesis draws the parameters, the check measures, failures shrink.
+
+Every example gets its own Monte Carlo seed, drawn by hypothesis alongside the parameters, so an
+example replays exactly from ``(parameters, seed)`` and a whole run replays from the run's seed.
+A failing example is shrunk by hypothesis for at most ``claim.shrink_budget`` further checks
+(Monte Carlo checks are expensive); the smallest failing example found is the counterexample.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+
+from ..numerics.backend import Backend, get_backend
+from .claim import PROFILES, Claim, Context
+from .evidence import Evidence
+
+#: Upper end (exclusive) of the per-example Monte Carlo seeds.
+SEED_RANGE = 2**32
+
+
+@dataclass
+class Example:
+    """One evaluated example: its parameters, its Monte Carlo seed, and what it showed."""
+
+    parameters: dict
+    seed: int
+    evidence: Evidence | None = None
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def holds(self) -> bool:
+        return self.error is None and self.evidence is not None and self.evidence.holds
+
+    def as_dict(self) -> dict:
+        return {
+            "parameters": _jsonable(self.parameters),
+            "seed": self.seed,
+            "evidence": None if self.evidence is None else _jsonable(self.evidence.as_dict()),
+            "error": self.error,
+            "seconds": round(self.seconds, 4),
+        }
+
+
+@dataclass
+class ClaimResult:
+    """The outcome of running one claim under one profile."""
+
+    claim: Claim
+    status: str  # "holds" | "refuted" | "error"
+    examples: list[Example]
+    counterexample: Example | None
+    profile: str
+    backend: str
+    seed: int
+    seconds: float
+    shrink_trials: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when the claim came out as expected (held, or was refuted as intended)."""
+        return self.status == self.claim.expect
+
+    @property
+    def replay_command(self) -> str:
+        return (
+            f"attnverify check --only {self.claim.name} --profile {self.profile} "
+            f"--backend {self.backend} --seed {self.seed}"
+        )
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.claim.name,
+            "statement": self.claim.statement,
+            "source": self.claim.source,
+            "expect": self.claim.expect,
+            "status": self.status,
+            "ok": self.ok,
+            "profile": self.profile,
+            "backend": self.backend,
+            "seed": self.seed,
+            "seconds": round(self.seconds, 3),
+            "shrink_trials": self.shrink_trials,
+            "examples": [e.as_dict() for e in self.examples],
+            "counterexample": None if self.counterexample is None else self.counterexample.as_dict(),
+            "replay": self.replay_command,
+            "notes": self.notes,
+        }
+
+
+class _ExampleFailed(Exception):
+    """Raised inside hypothesis so that it shrinks towards a smaller failing example."""
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (np.floating, np.integer, np.bool_)):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return value
+
+
+def evaluate(claim: Claim, parameters: dict, seed: int, *, profile: str = "quick", backend: Any = None) -> Example:
+    """Run the check of ``claim`` on one example; exceptions become an error, not a crash."""
+    backend = get_backend(backend)
+    ctx = Context(profile=profile, backend=backend, rng=np.random.default_rng(seed), seed=seed)
+    start = time.perf_counter()
+    try:
+        evidence = claim.check(dict(parameters), ctx)
+        if not isinstance(evidence, Evidence):
+            raise TypeError(f"check of {claim.name} returned {type(evidence).__name__}, not Evidence")
+        return Example(dict(parameters), seed, evidence=evidence, seconds=time.perf_counter() - start)
+    except Exception as error:  # a crash is reported with its traceback, never hidden
+        detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+        tb = traceback.format_exc(limit=-3)
+        return Example(dict(parameters), seed, error=f"{detail}\n{tb}", seconds=time.perf_counter() - start)
+
+
+def run_claim(
+    claim: Claim,
+    *,
+    profile: str = "quick",
+    backend: str | Backend | None = None,
+    seed: int = 0,
+    progress: Callable[[Claim, int, int], None] | None = None,
+) -> ClaimResult:
+    """Check ``claim`` on hypothesis-drawn examples; shrink the first failure to a minimal one."""
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+    backend = get_backend(backend)
+    total = claim.examples[profile]
+    examples: list[Example] = []
+    failing: dict[str, Example] = {}
+    state = {"failed": False, "shrink_trials": 0, "last": None}
+    start = time.perf_counter()
+
+    @settings(
+        max_examples=total,
+        database=None,
+        deadline=None,
+        derandomize=False,
+        print_blob=False,
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+        phases=(Phase.explicit, Phase.generate, Phase.shrink),
+    )
+    @hypothesis_seed(seed)
+    @given(drawn=st.tuples(claim.parameters, st.integers(0, SEED_RANGE - 1)))
+    def search(drawn: tuple[dict, int]) -> None:
+        parameters, example_seed = drawn
+        key = repr((sorted(parameters.items()), example_seed))
+        if key not in failing:  # else hypothesis is replaying the minimal failure at the end
+            if state["failed"]:
+                if state["shrink_trials"] >= claim.shrink_budget:
+                    return  # budget spent: untried shrinks count as passing, the best failure stays
+                state["shrink_trials"] += 1
+            example = evaluate(claim, parameters, example_seed, profile=profile, backend=backend)
+            if not state["failed"]:
+                examples.append(example)
+                if progress is not None:
+                    progress(claim, len(examples), total)
+            if example.holds:
+                return
+            state["failed"] = True
+            failing[key] = example
+        state["last"] = key
+        raise _ExampleFailed(key)  # one raise site: hypothesis sees one failure to shrink
+
+    try:
+        search()
+    except _ExampleFailed:
+        pass
+    except BaseExceptionGroup as group:  # several distinct failures: keep the last replayed
+        if not all(isinstance(e, _ExampleFailed) for e in group.exceptions):
+            raise
+    counterexample = failing.get(state["last"]) if state["last"] else None
+    if counterexample is None:
+        status = "holds"
+    elif counterexample.error is not None:
+        status = "error"
+    else:
+        status = "refuted"
+    return ClaimResult(
+        claim=claim,
+        status=status,
+        examples=examples,
+        counterexample=counterexample,
+        profile=profile,
+        backend=backend.name,
+        seed=seed,
+        seconds=time.perf_counter() - start,
+        shrink_trials=state["shrink_trials"],
+    )
+
+
+def select(claims: Iterable[Claim], pattern: str | None) -> list[Claim]:
+    """Claims whose name starts with, or contains, ``pattern`` (all when None)."""
+    claims = list(claims)
+    if not pattern:
+        return claims
+    return [c for c in claims if c.name == pattern or c.name.startswith(pattern + ".") or pattern in c.name]
+
+
+def run_claims(
+    claims: Iterable[Claim],
+    *,
+    profile: str = "quick",
+    backend: str | Backend | None = None,
+    seed: int = 0,
+    progress: Callable[[Claim, int, int], None] | None = None,
+    on_result: Callable[[ClaimResult], None] | None = None,
+) -> list[ClaimResult]:
+    """Run claims one after another; ``on_result`` sees each result as soon as it is done."""
+    results = []
+    for c in claims:
+        result = run_claim(c, profile=profile, backend=backend, seed=seed, progress=progress)
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return results
+
+
+def write_results(results: list[ClaimResult], path: str) -> None:
+    """Write results as JSON (atomically, so a finished run is never half-written)."""
+    import os
+
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump({"claims": [r.as_dict() for r in results]}, handle, indent=2)
+    os.replace(tmp, path)

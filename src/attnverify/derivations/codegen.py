@@ -1,0 +1,174 @@
+"""Code generation: sympy expressions -> evaluators for numpy or cupy.
+
+The printer emits array code on two names only, ``xp`` (numpy or cupy) and ``special``
+(``scipy.special`` or ``cupyx.scipy.special``), so one generated source runs on either backend.
+sympy's stock NumPy/CuPy printers route ``erf`` to ``math.erf``, which fails on arrays; here every
+function goes to an array module or is refused at print time. Functions that no array library
+provides (e.g. the Gaussian expectation ``zeta`` of single-location regression) declare an
+``array_implementation(backend, *args)`` on their sympy class and are called through it.
+
+Common subexpressions are eliminated (``sympy.cse``) and evaluators are cached by
+(expressions, arguments, backend).
+"""
+
+from __future__ import annotations
+
+import keyword
+from dataclasses import dataclass, field
+from functools import partial
+from types import ModuleType, SimpleNamespace
+from typing import Any, Callable, Sequence
+
+import sympy
+from sympy.printing.numpy import NumPyPrinter, _known_constants_numpy, _known_functions_numpy
+
+#: sympy function name -> name in ``scipy.special`` / ``cupyx.scipy.special``.
+SPECIAL_FUNCTIONS = {
+    "erf": "erf",
+    "erfc": "erfc",
+    "erfinv": "erfinv",
+    "erfcinv": "erfcinv",
+    "gamma": "gamma",
+    "loggamma": "gammaln",
+    "besseli": "iv",
+    "besselj": "jv",
+    "besselk": "kv",
+    "bessely": "yv",
+    "polygamma": "polygamma",
+    "digamma": "digamma",
+}
+
+_ARRAY_FUNCTIONS = {name: "xp." + target for name, target in _known_functions_numpy.items()}
+_ARRAY_FUNCTIONS.update({name: "special." + target for name, target in SPECIAL_FUNCTIONS.items()})
+_ARRAY_CONSTANTS = {name: "xp." + target for name, target in _known_constants_numpy.items()}
+
+
+class BackendPrinter(NumPyPrinter):
+    """sympy printer for array code on ``xp`` and ``special`` (numpy/scipy or cupy/cupyx)."""
+
+    _module = "xp"
+    _kf = _ARRAY_FUNCTIONS
+    _kc = _ARRAY_CONSTANTS
+
+    def __init__(self, settings: dict | None = None):
+        super().__init__(settings={"fully_qualified_modules": True, **(settings or {})})
+        # NumPyPrinter merges in the ``math.*`` table; a scalar ``math`` call never belongs here.
+        self.known_functions = {
+            name: target
+            for name, target in self.known_functions.items()
+            if target.startswith(("xp.", "special."))
+        }
+        self.implementations: dict[str, type] = {}
+
+    def _print_Function(self, expr: sympy.Function) -> str:
+        cls = type(expr)
+        if hasattr(cls, "array_implementation"):
+            name = f"_impl_{cls.__name__}"
+            self.implementations[name] = cls
+            return f"{name}({', '.join(self._print(a) for a in expr.args)})"
+        name = cls.__name__
+        if name in self.known_functions:
+            return f"{self.known_functions[name]}({', '.join(self._print(a) for a in expr.args)})"
+        raise NotImplementedError(
+            f"no array implementation for the function {name!r}: add it to SPECIAL_FUNCTIONS "
+            "or give its sympy class an array_implementation(backend, *args)"
+        )
+
+    def _print_Derivative(self, expr: sympy.Derivative) -> str:
+        raise NotImplementedError(
+            f"unevaluated derivative {expr} cannot be printed as array code; give the function an "
+            "explicit fdiff so that sympy differentiates it in closed form"
+        )
+
+
+def _default_backend() -> SimpleNamespace:
+    import numpy
+    import scipy.special
+
+    return SimpleNamespace(name="numpy", xp=numpy, special=scipy.special)
+
+
+def _identifier(symbol: sympy.Symbol, index: int) -> str:
+    name = str(symbol)
+    if name.isidentifier() and not keyword.iskeyword(name) and name not in ("xp", "special"):
+        return name
+    return f"arg{index}"
+
+
+@dataclass(frozen=True)
+class Evaluator:
+    """A generated array function of ``arguments`` returning one array per expression."""
+
+    arguments: tuple[sympy.Symbol, ...]
+    expressions: tuple[sympy.Expr, ...]
+    backend_name: str
+    source: str
+    function: Callable[..., tuple]
+    xp: ModuleType = field(repr=False)
+
+    def __call__(self, *values: Any) -> Any:
+        if len(values) != len(self.arguments):
+            raise TypeError(
+                f"evaluator of {[str(a) for a in self.arguments]} takes {len(self.arguments)} "
+                f"arguments, got {len(values)}"
+            )
+        arrays = [self.xp.asarray(v, dtype=self.xp.float64) for v in values]
+        shape = self.xp.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
+        outputs = tuple(
+            self.xp.broadcast_to(self.xp.asarray(out, dtype=self.xp.float64), shape)
+            for out in self.function(*arrays)
+        )
+        return outputs[0] if self._single else outputs
+
+    @property
+    def _single(self) -> bool:
+        return len(self.expressions) == 1
+
+
+_CACHE: dict[tuple, Evaluator] = {}
+
+
+def generate_source(
+    expressions: Sequence[sympy.Expr], arguments: Sequence[sympy.Symbol], name: str = "evaluate"
+) -> tuple[str, dict[str, type]]:
+    """Python source of ``name(*arguments)`` returning a tuple of the expressions, after CSE."""
+    printer = BackendPrinter()
+    names = [_identifier(a, i) for i, a in enumerate(arguments)]
+    renaming = {a: sympy.Symbol(n, real=True) for a, n in zip(arguments, names)}
+    exprs = [sympy.sympify(e).xreplace(renaming) for e in expressions]
+    replacements, reduced = sympy.cse(exprs, symbols=sympy.numbered_symbols("_cse"), optimizations="basic")
+    lines = [f"def {name}({', '.join(names)}):"]
+    lines += [f"    {sym} = {printer.doprint(value)}" for sym, value in replacements]
+    lines.append(f"    return ({', '.join(printer.doprint(e) for e in reduced)},)")
+    return "\n".join(lines) + "\n", printer.implementations
+
+
+def evaluator(
+    expressions: sympy.Expr | Sequence[sympy.Expr],
+    arguments: Sequence[sympy.Symbol],
+    backend: Any = None,
+) -> Evaluator:
+    """Generate (or fetch from the cache) an array evaluator of ``expressions``.
+
+    ``backend`` is anything with ``name``, ``xp`` and ``special`` (see ``numerics.backend``);
+    ``None`` means numpy with ``scipy.special``.
+    """
+    backend = _default_backend() if backend is None else backend
+    single = isinstance(expressions, sympy.Basic)
+    exprs = (expressions,) if single else tuple(sympy.sympify(e) for e in expressions)
+    args = tuple(arguments)
+    free = set().union(*(e.free_symbols for e in exprs)) - set(args)
+    if free:
+        raise ValueError(f"expressions depend on symbols not among the arguments: {sorted(map(str, free))}")
+    key = (exprs, args, backend.name)
+    cached = _CACHE.get(key)
+    if cached is not None:
+        return cached
+    source, implementations = generate_source(exprs, args)
+    namespace: dict[str, Any] = {"xp": backend.xp, "special": backend.special}
+    for impl_name, cls in implementations.items():
+        namespace[impl_name] = partial(cls.array_implementation, backend)
+    exec(compile(source, f"<attnverify generated, {backend.name}>", "exec"), namespace)
+    result = Evaluator(args, exprs, backend.name, source, namespace["evaluate"], backend.xp)
+    _CACHE[key] = result
+    return result

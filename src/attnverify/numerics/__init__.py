@@ -1,0 +1,1 @@
+"""Array code on numpy (default) or cupy: backends, data generators, simulators, statistics."""

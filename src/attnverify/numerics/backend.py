@@ -1,0 +1,112 @@
+"""Array backends: numpy (default, CPU) or cupy (GPU, only when asked for and working).
+
+The backend is chosen by an explicit ``name`` argument, else by the environment variable
+``ATTNVERIFY_BACKEND``, else numpy. Asking for cupy where no GPU works raises
+:class:`BackendUnavailable`; there is no silent fallback to the CPU.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+ENVIRONMENT_VARIABLE = "ATTNVERIFY_BACKEND"
+BACKEND_NAMES = ("numpy", "cupy")
+
+
+class BackendUnavailable(RuntimeError):
+    """The requested array backend cannot run on this machine."""
+
+
+@dataclass(frozen=True)
+class Backend:
+    """An array namespace ``xp`` with its special-function module ``special``."""
+
+    name: str
+    xp: ModuleType
+    special: ModuleType
+
+    def asarray(self, x: Any, dtype: Any = None) -> Any:
+        """Move ``x`` onto this backend (float64 unless ``dtype`` says otherwise)."""
+        return self.xp.asarray(x, dtype=self.xp.float64 if dtype is None else dtype)
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        """Bring an array of this backend back to host memory as numpy."""
+        return to_numpy(x)
+
+    def random(self, seed: int | None) -> Any:
+        """A random generator of this backend, seeded explicitly."""
+        return self.xp.random.default_rng(seed)
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """numpy view/copy of a numpy or cupy array (or scalar)."""
+    get = getattr(x, "get", None)
+    if callable(get) and type(x).__module__.startswith("cupy"):
+        return get()
+    return np.asarray(x)
+
+
+@lru_cache(maxsize=None)
+def _numpy_backend() -> Backend:
+    import scipy.special
+
+    return Backend("numpy", np, scipy.special)
+
+
+@lru_cache(maxsize=None)
+def _cupy_backend() -> Backend:
+    try:
+        import cupy
+        import cupyx.scipy.special
+    except Exception as error:  # ImportError, or a broken CUDA library load
+        raise BackendUnavailable(
+            "backend 'cupy' was requested but cupy cannot be imported "
+            f"({type(error).__name__}: {error}); install the [gpu] extra on a machine with "
+            "an NVIDIA GPU, or use backend='numpy'"
+        ) from error
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            raise BackendUnavailable("no CUDA device is visible")
+        probe = cupy.arange(4, dtype=cupy.float64) * 2.0  # a real allocation and kernel launch
+        if float(probe.sum()) != 12.0:
+            raise BackendUnavailable("a test kernel on the GPU returned a wrong result")
+    except BackendUnavailable as error:
+        raise BackendUnavailable(f"backend 'cupy' was requested but {error}") from None
+    except Exception as error:
+        raise BackendUnavailable(
+            "backend 'cupy' was requested but a test allocation on the GPU failed "
+            f"({type(error).__name__}: {error}); use backend='numpy'"
+        ) from error
+    return Backend("cupy", cupy, cupyx.scipy.special)
+
+
+def get_backend(name: str | Backend | None = None) -> Backend:
+    """The backend called ``name`` (``'numpy'`` or ``'cupy'``), or the environment's choice.
+
+    ``None`` reads ``ATTNVERIFY_BACKEND`` and defaults to numpy.
+    """
+    if isinstance(name, Backend):
+        return name
+    if name is None:
+        name = os.environ.get(ENVIRONMENT_VARIABLE, "") or "numpy"
+    key = str(name).strip().lower()
+    if key == "numpy":
+        return _numpy_backend()
+    if key == "cupy":
+        return _cupy_backend()
+    raise ValueError(f"backend must be one of {BACKEND_NAMES}, got {name!r}")
+
+
+def cupy_works() -> bool:
+    """True where the cupy backend can run (used to skip GPU tests, never to fall back)."""
+    try:
+        _cupy_backend()
+    except BackendUnavailable:
+        return False
+    return True

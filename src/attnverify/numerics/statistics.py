@@ -1,0 +1,91 @@
+"""Monte Carlo estimates with standard errors, and weighted line fits with error bars."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .backend import to_numpy
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A Monte Carlo estimate: sample ``mean``, its ``standard_error``, and the sample count."""
+
+    mean: float
+    standard_error: float
+    samples: int
+
+    def interval(self, z: float = 1.96) -> tuple[float, float]:
+        """The interval mean ± z·standard_error."""
+        return self.mean - z * self.standard_error, self.mean + z * self.standard_error
+
+    def as_dict(self) -> dict:
+        return {"mean": self.mean, "standard_error": self.standard_error, "samples": self.samples}
+
+
+def mean_estimate(values) -> Estimate:
+    """Mean of i.i.d. draws with standard error s/√n (numpy or cupy input, float64)."""
+    x = to_numpy(values).astype(np.float64).ravel()
+    n = x.size
+    if n < 2:
+        raise ValueError(f"values must hold at least 2 draws to estimate an error, got {n}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("values contain NaN or infinity; the simulation produced invalid draws")
+    return Estimate(float(x.mean()), float(x.std(ddof=1) / np.sqrt(n)), int(n))
+
+
+def combine(estimates: list[Estimate]) -> Estimate:
+    """Pool independent estimates of the same mean, weighted by their sample counts."""
+    if not estimates:
+        raise ValueError("estimates must not be empty")
+    n = np.array([e.samples for e in estimates], dtype=np.float64)
+    w = n / n.sum()
+    mean = float(np.sum(w * [e.mean for e in estimates]))
+    se = float(np.sqrt(np.sum((w * [e.standard_error for e in estimates]) ** 2)))
+    return Estimate(mean, se, int(n.sum()))
+
+
+@dataclass(frozen=True)
+class LineFit:
+    """y ≈ intercept + slope·x, with standard errors from the weights (or the residuals)."""
+
+    slope: float
+    intercept: float
+    slope_standard_error: float
+    intercept_standard_error: float
+    points: int
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def fit_line(x, y, standard_errors=None) -> LineFit:
+    """Weighted least-squares line through (x, y).
+
+    With ``standard_errors`` the weights are 1/σ² and the parameter errors are the usual
+    (XᵀWX)⁻¹ diagonal (solved, not inverted); without, the residual variance is used.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1 or x.size < 3:
+        raise ValueError(f"x and y must be 1-D of equal length ≥ 3, got shapes {x.shape}, {y.shape}")
+    design = np.stack([np.ones_like(x), x], axis=1)
+    if standard_errors is None:
+        weights = np.ones_like(x)
+    else:
+        sigma = np.asarray(standard_errors, dtype=np.float64)
+        if sigma.shape != x.shape or np.any(sigma <= 0):
+            raise ValueError("standard_errors must be positive and shaped like x")
+        weights = 1.0 / sigma**2
+    normal = design.T @ (weights[:, None] * design)
+    rhs = design.T @ (weights * y)
+    chol = np.linalg.cholesky(normal)
+    params = np.linalg.solve(chol.T, np.linalg.solve(chol, rhs))
+    covariance = np.linalg.solve(chol.T, np.linalg.solve(chol, np.eye(2)))
+    if standard_errors is None:
+        residual = y - design @ params
+        covariance = covariance * float(residual @ residual) / (x.size - 2)
+    errors = np.sqrt(np.diag(covariance))
+    return LineFit(float(params[1]), float(params[0]), float(errors[1]), float(errors[0]), int(x.size))
