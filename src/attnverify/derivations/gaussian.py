@@ -41,6 +41,19 @@ def zeta_at_zero(g: sympy.Expr) -> sympy.Expr:
     return 2 / pi * asin(2 * g**2 / (1 + 2 * g**2))
 
 
+def zeta_mpmath(t, g):
+    """ζ(t, g) in mpmath at the working precision: ζ(0, g) + ∫₀^{|t|} ∂_sζ(s, g) ds."""
+    t, g = abs(mpmath.mpf(t)), mpmath.mpf(g)
+    s = 1 + 2 * g**2
+    c = mpmath.sqrt(s * (1 + 4 * g**2))
+    at_zero = 2 / mpmath.pi * mpmath.asin(2 * g**2 / s)
+    if t == 0:
+        return at_zero
+    derivative = lambda u: 4 / mpmath.sqrt(mpmath.pi * s) * mpmath.erf(u / c) * mpmath.exp(-(u**2) / s)  # noqa: E731
+    upper = min(t, 12 * mpmath.sqrt(s))  # beyond 12 widths the integrand is below e^-144
+    return at_zero + mpmath.quad(derivative, mpmath.linspace(0, upper, 9))
+
+
 # Composite Gauss–Legendre rule on [0, 1] used by the array implementation of ζ.
 _PANELS = 24
 _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(16)
@@ -83,18 +96,11 @@ class ErfSquareMean(sympy.Function):
         return r"\zeta\left(%s, %s\right)" % (printer._print(self.args[0]), printer._print(self.args[1]))
 
     def _eval_evalf(self, prec):
-        t, g = (sympy.Float(a.evalf(prec)) for a in self.args)
-        if not (t.is_real and g.is_real):
+        t, g = (a.evalf(prec) for a in self.args)
+        if not (t.is_real and g.is_real and t.is_number and g.is_number):
             return None
         with mpmath.workprec(prec + 20):
-            tt, gg = mpmath.mpf(abs(t)), mpmath.mpf(g)
-            s = 1 + 2 * gg**2
-            c = mpmath.sqrt(s * (1 + 4 * gg**2))
-            value = 2 / mpmath.pi * mpmath.asin(2 * gg**2 / s) + mpmath.quad(
-                lambda u: 2 / mpmath.sqrt(s) * mpmath.erf(u / c) * 2 / mpmath.sqrt(mpmath.pi)
-                * mpmath.exp(-(u**2) / s),
-                mpmath.linspace(0, tt, 8),
-            )
+            value = zeta_mpmath(mpmath.mpf(str(t)), mpmath.mpf(str(g)))
         return sympy.Float(value, prec)
 
     @staticmethod

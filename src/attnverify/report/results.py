@@ -1,0 +1,195 @@
+"""Claim results as text: key figures, the results table and the detail of a surprise.
+
+Everything here reads the plain dictionaries of ``ClaimResult.as_dict()``, so the command line,
+the HTML/Markdown report and a results.json written earlier all show a result the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import time
+import traceback
+from typing import Any, Callable
+
+from ..checks.claim import Claim
+from ..checks.runner import ClaimResult, Example, run_claim
+from ..numerics.backend import Backend
+
+#: Columns of the results table, in order.
+COLUMNS = ("name", "expected", "status", "verdict", "examples", "seconds", "key figures")
+
+
+def run_claim_or_error(
+    claim: Claim,
+    *,
+    profile: str,
+    backend: Backend,
+    seed: int,
+    progress: Callable[[Claim, int, int], None] | None = None,
+) -> ClaimResult:
+    """``run_claim``, except that a crash outside the check (e.g. in the parameter strategy)
+    becomes a result with status ``"error"`` and its traceback, so one claim never ends a run."""
+    start = time.perf_counter()
+    try:
+        return run_claim(claim, profile=profile, backend=backend, seed=seed, progress=progress)
+    except Exception as error:
+        detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+        failure = Example(parameters={}, seed=seed, error=f"{detail}\n{traceback.format_exc()}")
+        return ClaimResult(
+            claim=claim,
+            status="error",
+            examples=[],
+            counterexample=failure,
+            profile=profile,
+            backend=backend.name,
+            seed=seed,
+            seconds=time.perf_counter() - start,
+            notes=["the run itself failed before or while drawing examples"],
+        )
+
+
+def format_value(value: Any) -> str:
+    """A number in 6 significant digits; anything else as ``str``."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.6g}" if math.isfinite(value) else str(value)
+    if isinstance(value, int):
+        return str(value)
+    if hasattr(value, "item") and callable(value.item):  # numpy scalar
+        try:
+            return format_value(value.item())
+        except (TypeError, ValueError):
+            pass
+    return str(value)
+
+
+def format_parameters(parameters: dict) -> str:
+    """``name=value, …`` with numbers in 6 significant digits."""
+    return ", ".join(f"{k}={format_value(v)}" for k, v in parameters.items())
+
+
+def shown_example(result: dict) -> dict | None:
+    """The example a summary shows: the counterexample, else the last example run."""
+    if result.get("counterexample"):
+        return result["counterexample"]
+    examples = result.get("examples") or []
+    return examples[-1] if examples else None
+
+
+def first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text and text.strip() else ""
+
+
+def key_figures(result: dict) -> str:
+    """``theory T vs observed O ± tol`` for the shown example, or the first line of its error."""
+    example = shown_example(result)
+    if example is None:
+        return ""
+    if example.get("error"):
+        return "error: " + first_line(example["error"])
+    evidence = example.get("evidence") or {}
+    theory, observed, tolerance = evidence.get("theory"), evidence.get("observed"), evidence.get("tolerance")
+    if theory is None and observed is None:
+        return first_line(evidence.get("note", ""))
+    text = f"theory {format_value(theory)} vs observed {format_value(observed)}"
+    if tolerance is not None:
+        text += f" ± {format_value(tolerance)}"
+    return text
+
+
+def verdict(result: dict) -> str:
+    return "OK" if result["ok"] else "UNEXPECTED"
+
+
+def table_row(result: dict) -> list[str]:
+    """One row of the results table, as the strings of :data:`COLUMNS`."""
+    return [
+        result["name"],
+        result["expect"],
+        result["status"],
+        verdict(result),
+        str(len(result.get("examples") or [])),
+        f"{result['seconds']:.2f}",
+        key_figures(result),
+    ]
+
+
+def text_table(header: list[str], rows: list[list[str]]) -> str:
+    """A plain-text table with padded columns (the last column is left unpadded)."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list) -> str:
+        padded = [str(c).ljust(w) for c, w in zip(cells[:-1], widths[:-1])]
+        return "  ".join([*padded, str(cells[-1])]).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), rule, *(line(r) for r in rows)])
+
+
+def results_table(results: list[dict]) -> str:
+    """The results table of a run, as plain text."""
+    return text_table(list(COLUMNS), [table_row(r) for r in results])
+
+
+def needs_details(result: dict) -> bool:
+    """A result is spelled out when it is unexpected, or when it is a refutation."""
+    return not result["ok"] or result["status"] == "refuted"
+
+
+def replay_line(result: dict, command: str | None = None) -> str:
+    """The command that replays the run of this claim; ``command`` replaces ``attnverify check``
+    (e.g. ``attnverify verify FILE.py`` for a theorist's own file)."""
+    replay = result["replay"]
+    if command and replay.startswith("attnverify check"):
+        replay = command + replay[len("attnverify check"):]
+    return replay
+
+
+def result_details(result: dict, *, command: str | None = None) -> str:
+    """The full story of one result: parameters, the two sides, tolerance, note, error, replay."""
+    lines = [
+        f"--- {result['name']}: {result['status']} (expected {result['expect']}) -> {verdict(result)}",
+        f"statement:  {result['statement']}",
+    ]
+    if result.get("source"):
+        lines.append(f"source:     {result['source']}")
+    example = shown_example(result)
+    if result.get("counterexample"):
+        lines.append(f"counterexample (after {result.get('shrink_trials', 0)} shrink trials):")
+    elif example is not None:
+        lines.append(f"held on all {len(result.get('examples') or [])} examples; the last one:")
+    else:
+        lines.append("no example was run")
+    if example is not None:
+        lines.append(f"  parameters: {format_parameters(example['parameters'])}")
+        lines.append(f"  seed:       {example['seed']}")
+        evidence = example.get("evidence")
+        if evidence:
+            lines.append(f"  theory:     {format_value(evidence.get('theory'))}")
+            lines.append(f"  observed:   {format_value(evidence.get('observed'))}")
+            tolerance = f"  tolerance:  {format_value(evidence.get('tolerance'))}"
+            if evidence.get("standard_error") is not None:
+                tolerance += f" (standard error {format_value(evidence['standard_error'])})"
+            lines.append(tolerance)
+            if evidence.get("note"):
+                lines.append(f"  note:       {evidence['note']}")
+        if example.get("error"):
+            lines.append("  error:")
+            lines += ["    " + line for line in example["error"].rstrip().splitlines()]
+    for note in result.get("notes") or []:
+        lines.append(f"note: {note}")
+    lines.append(f"replay:     {replay_line(result, command)}")
+    if example is not None:
+        lines.append(
+            "  this example alone: attnverify.checks.runner.evaluate(claim, "
+            f"{example['parameters']!r}, {example['seed']}, profile={result['profile']!r}, "
+            f"backend={result['backend']!r})"
+        )
+    return "\n".join(lines)
+
+
+def verify_command(path: str) -> str:
+    """``attnverify verify FILE`` with the file name quoted for a shell."""
+    return f"attnverify verify {shlex.quote(str(path))}"

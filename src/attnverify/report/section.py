@@ -1,0 +1,60 @@
+"""What a theory contributes to the report: a section of derivations, figures and tables.
+
+A theory's report module ``attnverify.report.<theory>`` exposes::
+
+    build_section(out_dir: pathlib.Path, *, profile: str, backend: Backend, seed: int,
+                  progress: Callable[[str], None]) -> Section
+
+It writes its PNG files into ``out_dir`` and returns :class:`Figure` objects naming them (file
+names relative to ``out_dir``); ``progress`` takes one short status line and is never None.
+The builder adds the theory's claims; rendering lives in :mod:`attnverify.report.render`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..derivations.derivation import Derivation
+
+
+@dataclass
+class Figure:
+    """A PNG in the report directory; ``data`` holds every number plotted (goes to results.json)."""
+
+    filename: str
+    caption: str
+    data: dict = field(default_factory=dict)
+
+
+@dataclass
+class Table:
+    """A table of numbers or text; ``rows`` are lists as long as ``header``."""
+
+    caption: str
+    header: list[str]
+    rows: list[list]
+
+
+@dataclass
+class Section:
+    """One theory's part of the report. ``introduction`` is Markdown text."""
+
+    theory: str
+    title: str
+    introduction: str
+    derivations: list[Derivation] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+
+
+@dataclass
+class TheoryOutcome:
+    """What the builder got for one theory: its section (None if building it failed), the
+    results of its claims (``ClaimResult.as_dict()``), errors met on the way, and the time spent."""
+
+    theory: str
+    section: Section | None = None
+    claims: list[dict] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
