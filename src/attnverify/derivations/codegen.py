@@ -157,13 +157,13 @@ def evaluator(
     single = isinstance(expressions, sympy.Basic)
     exprs = (expressions,) if single else tuple(sympy.sympify(e) for e in expressions)
     args = tuple(arguments)
-    free = set().union(*(e.free_symbols for e in exprs)) - set(args)
-    if free:
-        raise ValueError(f"expressions depend on symbols not among the arguments: {sorted(map(str, free))}")
     key = (exprs, args, backend.name)
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
+    free = set().union(*(e.free_symbols for e in exprs)) - set(args)
+    if free:
+        raise ValueError(f"expressions depend on symbols not among the arguments: {sorted(map(str, free))}")
     source, implementations = generate_source(exprs, args)
     namespace: dict[str, Any] = {"xp": backend.xp, "special": backend.special}
     for impl_name, cls in implementations.items():
@@ -172,3 +172,19 @@ def evaluator(
     result = Evaluator(args, exprs, backend.name, source, namespace["evaluate"], backend.xp)
     _CACHE[key] = result
     return result
+
+
+def mpmath_evaluator(expressions: sympy.Expr | Sequence[sympy.Expr], arguments: Sequence[sympy.Symbol]) -> Callable:
+    """An mpmath evaluator of ``expressions`` (at the caller's ``mpmath.workdps``), for limits
+    where float64 cancels: functions without an mpmath counterpart declare ``mpmath_implementation``."""
+    single = isinstance(expressions, sympy.Basic)
+    exprs = [expressions] if single else list(expressions)
+    functions = set().union(*(e.atoms(sympy.Function) for e in exprs))
+    namespace = {
+        type(f).__name__: type(f).mpmath_implementation
+        for f in functions
+        if hasattr(type(f), "mpmath_implementation")
+    }
+    f = sympy.lambdify(list(arguments), exprs[0] if single else exprs, modules=[namespace, "mpmath"])
+    return f
+

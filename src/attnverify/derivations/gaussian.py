@@ -104,6 +104,11 @@ class ErfSquareMean(sympy.Function):
         return sympy.Float(value, prec)
 
     @staticmethod
+    def mpmath_implementation(t, g):
+        """ζ at the current mpmath precision (see :func:`zeta_mpmath`)."""
+        return zeta_mpmath(t, g)
+
+    @staticmethod
     def array_implementation(backend, t, g):
         """ζ on arrays (numpy or cupy): closed form at 0 plus composite Gauss–Legendre in s/√(1+2g²)."""
         xp = backend.xp

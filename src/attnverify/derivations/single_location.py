@@ -10,13 +10,14 @@ Stein's lemma), differentiated by sympy, and turned into array evaluators by :mo
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Any
 
 import sympy
 from sympy import Eq, Function, Rational, erf, sqrt
 
-from .codegen import evaluator
+from .codegen import evaluator, mpmath_evaluator
 from .derivation import Derivation, DerivationRecorder
 from .gaussian import ErfSquareMean, gaussian_expectation, gaussian_moments_expectation
 
@@ -30,6 +31,7 @@ d = sympy.Symbol("d", positive=True)
 L = sympy.Symbol("L", positive=True)
 eps = sympy.Symbol("epsilon", nonnegative=True)
 OVERLAPS = (kappa, nu, theta, eta, rho)
+lam_symbol, gamma_symbol, d_symbol, L_symbol, eps_symbol = lam, gamma, d, L, eps  # unshadowed aliases
 PARAMETERS = (lam, gamma, d, L, eps)
 
 # Gaussian coordinates: g_k, w_1, w_2, ξ standard normal and independent.
@@ -252,9 +254,31 @@ def oracle_risk(lam, d, L, gamma, eps, backend=None):
     return f(lam, gamma, d, L, eps)
 
 
+@lru_cache(maxsize=None)
+def _oracle_excess_mpmath():
+    expression = oracle_risk_derivation().result.rhs.subs(eps, 0)
+    return mpmath_evaluator(expression, (lam_symbol, gamma_symbol, d_symbol, L_symbol))
+
+
+def oracle_excess_risk_high_precision(lam, d, L, gamma, dps=None) -> float:
+    """ℛ(T*) − ε² evaluated with ``dps`` digits (mpmath; by default enough for 15 significant
+    digits of erfc(λ√(d/2))², i.e. 25 + 2a²/ln 10 with a = λ√(d/2)).
+
+    In float64 the bracket 1 − 2erf(a) + ζ of Theorem 1 cancels below 1e-16, while it decays like
+    erfc(λ√(d/2))²; the asymptotic claims need it resolved, hence the extended precision.
+    """
+    import mpmath
+
+    _check_parameters(lam, gamma, d, L, 0.0)
+    f = _oracle_excess_mpmath()
+    if dps is None:
+        dps = 25 + int(2 * lam**2 * d / 2 / math.log(10)) + 1
+    with mpmath.workdps(dps):
+        return float(f(mpmath.mpf(lam), mpmath.mpf(gamma), mpmath.mpf(d), mpmath.mpf(L)))
+
+
 def linear_risk(L, gamma, eps, backend=None):
     """Risk of the best linear predictor: ε² + γ² − γ⁴/(γ² + L − 1)  (spec §2.4, Proposition 3)."""
     _check_parameters(1.0, gamma, 4, L, eps)
-    symbols = (PARAMETERS[1], PARAMETERS[3], PARAMETERS[4])  # γ, L, ε (the arguments shadow them)
-    f = evaluator(linear_risk_derivation().result.rhs, symbols, backend)
+    f = evaluator(linear_risk_derivation().result.rhs, (gamma_symbol, L_symbol, eps_symbol), backend)
     return f(gamma, L, eps)

@@ -92,11 +92,14 @@ class MathMLPrinter(MathMLPresentationPrinter):
             return self._element("msup", base, self._print(power))
 
         order = sum(count for _, count in e.variable_count)
-        numerator = d_power(self._element("mo", text=d), order)
+        def d_sign():
+            return self._element("mi", text=d, mathvariant="normal")
+
+        numerator = d_power(d_sign(), order)
         denominator = self._element(
             "mrow",
             *[
-                self._element("mrow", self._element("mo", text=d), d_power(self._print(variable), count))
+                self._element("mrow", d_sign(), d_power(self._print(variable), count))
                 for variable, count in e.variable_count
             ],
         )

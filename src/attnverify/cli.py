@@ -1,0 +1,298 @@
+"""The ``attnverify`` command line: list, check, verify and report.
+
+``check`` runs the built-in claims, ``verify FILE.py`` a theorist's own claims, both through
+:func:`run_and_report`; ``report`` builds the HTML/Markdown report. Exit status: 0 when every
+claim came out as expected, 1 otherwise, 2 for a usage error (unknown option value, a pattern
+matching no claim, a backend that cannot run here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import traceback
+from pathlib import Path
+from typing import Callable, TextIO
+
+from . import __version__
+from .checks import catalogue
+from .checks.claim import PROFILES, Claim
+from .checks.runner import ClaimResult, select, write_results
+from .numerics.backend import BACKEND_NAMES, ENVIRONMENT_VARIABLE, Backend, BackendUnavailable, get_backend
+from .report.results import (
+    needs_details,
+    result_details,
+    results_table,
+    run_claim_or_error,
+    text_table,
+    verify_command,
+)
+
+
+class UsageError(Exception):
+    """A command line that cannot be carried out as given (exit status 2)."""
+
+
+# ----------------------------------------------------------------------------- progress
+
+
+class Progress:
+    """Progress on stderr: one line updated in place on a terminal, else one line per claim."""
+
+    _COUNTER = re.compile(r": example \d+/\d+$")
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+        isatty = getattr(stream, "isatty", None)
+        self.tty = bool(callable(isatty) and isatty())
+        self._width = 0
+        self._prefix = ""
+
+    def _overwrite(self, text: str) -> None:
+        self.stream.write("\r" + text + " " * max(0, self._width - len(text)))
+        self.stream.flush()
+        self._width = len(text)
+
+    def close(self) -> None:
+        """End an updating line, so that what follows starts on a fresh one."""
+        if self.tty and self._width:
+            self._overwrite("")
+            self.stream.write("\r")
+            self.stream.flush()
+            self._width = 0
+
+    def claim_started(self, index: int, total: int, claim: Claim, examples: int) -> None:
+        self._prefix = f"[{index}/{total}] {claim.name}"
+        if self.tty:
+            self._overwrite(f"{self._prefix} ({examples} examples)")
+        else:
+            self.stream.write(f"{self._prefix} ({examples} examples) ... ")
+            self.stream.flush()
+
+    def example(self, claim: Claim, index: int, total: int) -> None:
+        if self.tty:
+            self._overwrite(f"{self._prefix}: example {index}/{total}")
+
+    def claim_finished(self, result: ClaimResult) -> None:
+        outcome = f"{result.status}, {'OK' if result.ok else 'UNEXPECTED'} ({result.seconds:.1f} s)"
+        if self.tty:
+            self._overwrite(f"{self._prefix}: {outcome}")
+            self.stream.write("\n")
+            self._width = 0
+        else:
+            self.stream.write(outcome + "\n")
+        self.stream.flush()
+
+    def __call__(self, message: str) -> None:
+        """A status line from the report builder (example counters only on a terminal)."""
+        if self.tty:
+            self._overwrite(message)
+        elif not self._COUNTER.search(message):
+            self.stream.write(message + "\n")
+            self.stream.flush()
+
+
+# ----------------------------------------------------------------------------- running claims
+
+
+def run_and_report(
+    claims: list[Claim],
+    *,
+    profile: str,
+    backend: Backend,
+    seed: int,
+    json_path: str | None = None,
+    command: str | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Run ``claims`` one after another, print the results table and the detail of every
+    surprise or refutation; with ``json_path`` rewrite the results after each claim.
+
+    ``command`` replaces ``attnverify check`` in replay lines. Returns the exit status.
+    """
+    out = out or sys.stdout
+    progress = Progress(err or sys.stderr)
+    results: list[ClaimResult] = []
+    for index, claim in enumerate(claims, 1):
+        progress.claim_started(index, len(claims), claim, claim.examples[profile])
+        result = run_claim_or_error(claim, profile=profile, backend=backend, seed=seed, progress=progress.example)
+        progress.claim_finished(result)
+        results.append(result)
+        if json_path:
+            write_results(results, json_path)
+    return _print_results([r.as_dict() for r in results], out=out, command=command, json_path=json_path)
+
+
+def _print_results(results: list[dict], *, out: TextIO, command: str | None, json_path: str | None) -> int:
+    print(results_table(results), file=out)
+    for result in results:
+        if needs_details(result):
+            print("\n" + result_details(result, command=command), file=out)
+    unexpected = [r["name"] for r in results if not r["ok"]]
+    print(f"\n{len(results)} claims: {len(results) - len(unexpected)} as expected, "
+          f"{len(unexpected)} unexpected" + (f" ({', '.join(unexpected)})" if unexpected else ""), file=out)
+    if json_path:
+        print(f"results written to {json_path}", file=out)
+    return 0 if not unexpected else 1
+
+
+def _backend(name: str | None) -> Backend:
+    try:
+        return get_backend(name)
+    except ValueError as error:  # e.g. a bad ATTNVERIFY_BACKEND
+        raise UsageError(f"{error} (from --backend or {ENVIRONMENT_VARIABLE})") from None
+
+
+def _prepare_json(path: str | None) -> None:
+    """Fail before a long run, not after it, when the results file cannot be written."""
+    if path is None:
+        return
+    try:
+        write_results([], path)
+    except OSError as error:
+        raise UsageError(f"cannot write --json {path!r}: {error.strerror or error}") from None
+
+
+def _chosen(claims: list[Claim], only: str | None, where: str) -> list[Claim]:
+    chosen = select(claims, only)
+    if not chosen:
+        raise UsageError(f"--only {only!r} matches none of the {len(claims)} claims {where}")
+    return chosen
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def _list(args: argparse.Namespace) -> int:
+    claims = _chosen(catalogue.builtin_claims(), args.only, "built in (run `attnverify list` to see them)")
+    rows = []
+    for c in claims:
+        statement = " ".join(c.statement.split())
+        if len(statement) > 90:
+            statement = statement[:89] + "…"
+        rows.append([c.name, c.expect, c.source or "-", statement])
+    print(text_table(["name", "expect", "source", "statement"], rows))
+    print(f"\n{len(claims)} claims")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    backend = _backend(args.backend)
+    claims = _chosen(catalogue.builtin_claims(), args.only, "built in (run `attnverify list` to see them)")
+    _prepare_json(args.json)
+    return run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    backend = _backend(args.backend)
+    try:
+        module = catalogue.load_user_module(args.file)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    except Exception:
+        print(f"attnverify: error: importing {args.file} failed:\n{traceback.format_exc()}", file=sys.stderr)
+        return 2
+    try:
+        claims = catalogue.claims_in_module(module)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if not claims:
+        raise UsageError(
+            f"{args.file} defines no claims; define them at the top level of the file with "
+            "`@claim(\"theory.name\", parameters=...)` from attnverify.checks"
+        )
+    claims = _chosen(claims, args.only, f"defined in {args.file}")
+    _prepare_json(args.json)
+    return run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
+                          command=verify_command(args.file))
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .report import builder
+
+    backend = _backend(args.backend)
+    try:
+        builder.select_theories(args.only)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    progress = Progress(sys.stderr)
+    try:
+        document = builder.build_report(args.out, profile=args.profile, backend=backend, seed=args.seed,
+                                        only=args.only, progress=progress)
+    finally:
+        progress.close()
+    for section in document["sections"]:
+        for error in section["errors"]:
+            print(f"{section['theory']}: error: {error.strip().splitlines()[-1]} (traceback in the report)")
+        for warning in section["warnings"]:
+            print(f"{section['theory']}: warning: {warning}")
+    status = _print_results(document["claims"], out=sys.stdout, command=None, json_path=None)
+    out = Path(args.out)
+    print(f"report written to {out / 'index.html'}, {out / 'report.md'} and {out / 'results.json'}")
+    return 0 if document["ok"] and status == 0 else 1
+
+
+# ----------------------------------------------------------------------------- parser
+
+
+def _add_run_options(parser: argparse.ArgumentParser, only_help: str, only_metavar: str = "PATTERN") -> None:
+    parser.add_argument("--only", metavar=only_metavar, help=only_help)
+    parser.add_argument("--profile", choices=PROFILES, default="quick",
+                        help="quick (default; seconds to minutes) or thorough (more examples, larger samples)")
+    parser.add_argument("--backend", choices=BACKEND_NAMES, default=None,
+                        help=f"array backend (default: ${ENVIRONMENT_VARIABLE}, else numpy); cupy needs a GPU")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0); replays exactly")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="attnverify",
+        description="A symbolic-numeric verifier for the theory of attention layers.",
+    )
+    parser.add_argument("--version", action="version", version=f"attnverify {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    listing = commands.add_parser("list", help="list the built-in claims")
+    listing.add_argument("--only", metavar="PATTERN", help="only claims whose name contains PATTERN")
+    listing.set_defaults(handler=_list)
+
+    check = commands.add_parser("check", help="check the built-in claims")
+    _add_run_options(check, "only claims whose name is, starts with or contains PATTERN")
+    check.add_argument("--json", metavar="FILE", help="write the results as JSON (rewritten after each claim)")
+    check.set_defaults(handler=_check)
+
+    verify = commands.add_parser("verify", help="check the claims defined in your own FILE.py")
+    verify.add_argument("file", metavar="FILE.py", help="a Python file defining claims with @claim")
+    _add_run_options(verify, "only claims whose name is, starts with or contains PATTERN")
+    verify.add_argument("--json", metavar="FILE", help="write the results as JSON (rewritten after each claim)")
+    verify.set_defaults(handler=_verify)
+
+    report = commands.add_parser("report", help="build the derivation report (HTML, Markdown, JSON)")
+    report.add_argument("--out", metavar="DIR", required=True, help="directory to write the report into")
+    _add_run_options(report, "only the theory named THEORY", only_metavar="THEORY")
+    report.set_defaults(handler=_report)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse: --help/--version (0) or a usage error (2)
+        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except (UsageError, BackendUnavailable) as error:
+        print(f"attnverify: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\nattnverify: interrupted (results of finished claims are kept in --json/results.json)",
+              file=sys.stderr)
+        return 130

@@ -1,0 +1,160 @@
+"""The report builder writes a self-contained HTML page, Markdown and a complete results.json.
+
+A fake theory ("fake") stands in for the real sections: its report module is injected into
+``sys.modules`` and the built-in claims are replaced by two tiny claims, so these tests depend on
+no theory module.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import types
+
+import pytest
+import sympy
+
+from attnverify.checks import catalogue, close, st
+from attnverify.checks.claim import claim
+from attnverify.derivations.derivation import DerivationRecorder
+from attnverify.report import Figure, Section, Table, builder
+from attnverify.report.figures import pyplot, save_figure
+
+MATHML_XMLNS = "http://www.w3.org/1998/Math/MathML"
+
+
+@claim("fake.square_is_product", parameters=st.fixed_dictionaries({"x": st.integers(-5, 5)}),
+       examples={"quick": 3, "thorough": 4})
+def square_is_product(params, ctx):
+    """x² equals x·x."""
+    return close(params["x"] ** 2, params["x"] * params["x"])
+
+
+@claim("fake.square_is_two", parameters=st.fixed_dictionaries({"x": st.integers(-5, 5)}),
+       expect="refuted", examples={"quick": 3, "thorough": 4})
+def square_is_two(params, ctx):
+    """x² = 2 for integers (false: the tool must refute it)."""
+    return close(float(params["x"] ** 2), 2.0)
+
+
+def fake_build_section(out_dir, *, profile, backend, seed, progress):
+    progress("fake: drawing")
+    kappa, x = sympy.symbols("kappa x", positive=True)
+    rec = DerivationRecorder("fake.gaussian", "A Gaussian integral <with markup>", "Fake et al., eq. (1)")
+    rec.step("Write the integral of $e^{-\\kappa x^2}$.",
+             sympy.Integral(sympy.exp(-kappa * x**2), (x, -sympy.oo, sympy.oo)))
+    rec.step("Evaluate it.", sympy.Eq(sympy.Symbol("I"), sympy.sqrt(sympy.pi / kappa)))
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot([1, 2, 3], [1.0, 0.5, 0.25])
+    figure = save_figure(fig, out_dir, "fake_decay.png", "A decay.", {"x": [1, 2, 3], "y": [1.0, 0.5, 0.25]})
+    return Section(
+        theory="fake",
+        title="A fake theory",
+        introduction="Some **Markdown** with `code` and a <tag>.",
+        derivations=[rec.finish()],
+        figures=[figure],
+        tables=[Table("Numbers", ["n", "value"], [[1, 0.5], [2, 0.25]])],
+    )
+
+
+@pytest.fixture
+def fake_theory(monkeypatch):
+    module = types.ModuleType("attnverify.report.fake")
+    module.build_section = fake_build_section
+    monkeypatch.setitem(sys.modules, "attnverify.report.fake", module)
+    monkeypatch.setattr(builder, "SECTIONS", ("fake",))
+    monkeypatch.setattr(catalogue, "builtin_claims", lambda: [square_is_product, square_is_two])
+    return module
+
+
+def test_report_is_self_contained_and_complete(tmp_path, fake_theory):
+    messages = []
+    document = builder.build_report(tmp_path / "out", profile="quick", seed=3, progress=messages.append)
+    out = tmp_path / "out"
+
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "<math" in page and 'display="block"' in page
+    urls = re.findall(r"https?://[^\s\"'<>]*", page)
+    assert set(urls) == {MATHML_XMLNS}, "the page must load nothing from the network"
+    assert '<img src="fake_decay.png"' in page
+    assert "&lt;with markup&gt;" in page and "a &lt;tag&gt;" in page
+    assert "<strong>Markdown</strong>" in page
+    assert "fake.square_is_two" in page and "attnverify check --only fake.square_is_two" in page
+
+    markdown = (out / "report.md").read_text(encoding="utf-8")
+    assert markdown.count("$$") >= 4  # two steps, each $$ … $$
+    assert "![A decay.](fake_decay.png)" in markdown
+    assert "| n | value |" in markdown
+
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert results == json.loads(json.dumps(document))
+    assert results["complete"] is True and results["ok"] is True
+    assert results["metadata"]["profile"] == "quick" and results["metadata"]["seed"] == 3
+    assert set(results["metadata"]["versions"]) >= {"attnverify", "sympy", "numpy", "scipy"}
+    (section,) = results["sections"]
+    assert section["figures"] == [{"filename": "fake_decay.png", "caption": "A decay.",
+                                   "data": {"x": [1, 2, 3], "y": [1.0, 0.5, 0.25]}}]
+    assert section["tables"][0]["rows"] == [[1, 0.5], [2, 0.25]]
+    assert [s["latex"] for s in section["derivations"][0]["steps"]][1] == sympy.latex(
+        sympy.Eq(sympy.Symbol("I"), sympy.sqrt(sympy.pi / sympy.Symbol("kappa", positive=True))))
+    statuses = {c["name"]: (c["status"], c["ok"]) for c in results["claims"]}
+    assert statuses == {"fake.square_is_product": ("holds", True), "fake.square_is_two": ("refuted", True)}
+    assert "fake: drawing" in messages and any("example 1/3" in m for m in messages)
+
+
+def test_results_are_written_after_each_claim(tmp_path, fake_theory, monkeypatch):
+    seen = []
+    real = builder._write_results
+
+    def spy(out_dir, outcomes, metadata, *, complete):
+        document = real(out_dir, outcomes, metadata, complete=complete)
+        seen.append((complete, len(json.loads((out_dir / "results.json").read_text())["claims"])))
+        return document
+
+    monkeypatch.setattr(builder, "_write_results", spy)
+    builder.build_report(tmp_path, seed=0)
+    assert seen == [(False, 0), (False, 1), (False, 2), (True, 2)]
+
+
+def test_a_broken_section_is_reported_not_fatal(tmp_path, fake_theory):
+    def broken(out_dir, **kwargs):
+        raise RuntimeError("the saddle point did not converge")
+
+    fake_theory.build_section = broken
+    document = builder.build_report(tmp_path)
+    assert document["ok"] is False
+    assert "did not converge" in document["sections"][0]["errors"][0]
+    assert len(document["claims"]) == 2  # the claims still ran
+    assert "did not converge" in (tmp_path / "index.html").read_text()
+
+
+def test_missing_figure_file_is_a_warning(tmp_path, fake_theory):
+    def no_file(out_dir, **kwargs):
+        return Section("fake", "Fake", "", figures=[Figure("absent.png", "never drawn", {})])
+
+    fake_theory.build_section = no_file
+    document = builder.build_report(tmp_path)
+    assert "absent.png" in document["sections"][0]["warnings"][0]
+
+
+def test_arguments_are_validated_before_any_work(tmp_path, fake_theory):
+    with pytest.raises(ValueError, match="profile"):
+        builder.build_report(tmp_path / "a", profile="slow")
+    with pytest.raises(ValueError, match="matches no theory"):
+        builder.build_report(tmp_path / "b", only="nonexistent")
+    with pytest.raises(ValueError, match="backend"):
+        builder.build_report(tmp_path / "c", backend="tpu")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_jsonable_makes_strict_json():
+    import numpy as np
+
+    value = {"a": np.arange(3), "b": np.float64(0.5), "c": float("nan"), "d": (1, np.int64(2)),
+             "e": sympy.Rational(1, 4), "f": Figure("x.png", "c", {})}
+    assert json.loads(json.dumps(builder.jsonable(value), allow_nan=False)) == {
+        "a": [0, 1, 2], "b": 0.5, "c": None, "d": [1, 2], "e": 0.25,
+        "f": {"filename": "x.png", "caption": "c", "data": {}},
+    }

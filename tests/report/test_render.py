@@ -1,0 +1,72 @@
+"""Equations render as well-formed MathML (HTML) and LaTeX (Markdown); failures fall back."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+import sympy
+
+from attnverify.report import render
+
+x, kappa, nu, lam, gamma, eps, n = sympy.symbols("x kappa nu lambda gamma epsilon n")
+f = sympy.Function("f")
+
+TYPICAL = {
+    "Eq with Integral and erf": sympy.Eq(
+        f(x), sympy.Integral(sympy.exp(-(x**2)) * sympy.erf(kappa * x), (x, -sympy.oo, sympy.oo))
+    ),
+    "sqrt of Greek": sympy.sqrt(nu / lam) * gamma + eps,
+    "Derivative": sympy.Derivative(f(x), x, 2),
+    "partial Derivative": sympy.Derivative(x**2 * nu + x, x, nu),
+    "Sum": sympy.Sum(1 / n**2, (n, 1, sympy.oo)),
+    "Piecewise": sympy.Piecewise((x, x < 0), (kappa, True)),
+    "relations": sympy.And(sympy.Lt(x, 1), sympy.Ge(x, 0)),
+    "odd symbol name": sympy.Symbol("a&b<c") + 1,
+    "Function application": sympy.Function("zeta")(kappa, nu),
+}
+
+
+@pytest.mark.parametrize("expr", TYPICAL.values(), ids=TYPICAL.keys())
+def test_mathml_is_well_formed_xml(expr):
+    html = render.equation_html(expr)
+    assert html.startswith('<math display="block" xmlns="http://www.w3.org/1998/Math/MathML">')
+    ET.fromstring(html)  # escaped text, numeric character references only
+    assert "$$" in render.equation_markdown(expr)
+
+
+def test_greek_letters_and_piecewise_read_as_mathematics():
+    mathml = render.equation_mathml(sympy.Piecewise((kappa * nu, x < lam), (gamma, True)))
+    assert "&#954;" in mathml and "&#957;" in mathml and "&#955;" in mathml  # κ ν λ
+    assert "otherwise" in mathml and "piecewise" not in mathml
+
+
+def test_failing_mathml_falls_back_to_latex(monkeypatch):
+    def broken(self, expr):
+        raise NotImplementedError("no MathML for this")
+
+    monkeypatch.setattr(render.MathMLPrinter, "doprint", broken)
+    html = render.equation_html(sympy.sqrt(kappa))
+    assert "<math" not in html and "<code>" in html and "\\sqrt{\\kappa}" in html
+
+
+def test_long_expression_is_folded_but_shown(monkeypatch):
+    monkeypatch.setattr(render, "LONG_EXPRESSION", 400)  # the real threshold is 6000 characters
+    huge = sum(sympy.Symbol(f"a_{k}") * x**k for k in range(40))
+    html = render.equation_html(huge)
+    assert html.startswith("<details") and "<math" in html
+    assert render.equation_markdown(huge).startswith("<details>")
+    assert not render.equation_html(x + 1).startswith("<details")
+
+
+def test_markdown_subset_is_escaped():
+    html = render.markdown_to_html("Intro with <b>raw</b> & `x<y`.\n\n- one\n- two\n\n$$\nU = 1\n$$")
+    assert "&lt;b&gt;raw&lt;/b&gt; &amp;" in html
+    assert "<code>x&lt;y</code>" in html
+    assert "<ul><li>one</li><li>two</li></ul>" in html
+    assert '<pre class="tex"><code>U = 1</code></pre>' in html
+
+
+def test_markdown_table_escapes_pipes():
+    table = render.markdown_table(["a", "b"], [["x|y", 0.123456789]])
+    assert table.splitlines()[-1] == "| x\\|y | 0.123457 |"

@@ -1,0 +1,227 @@
+"""The command line: list, check, verify and report, with their exit statuses (0, 1, 2).
+
+The built-in claims are replaced by tiny fake ones, so these tests depend on no theory module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+
+from attnverify import cli
+from attnverify.checks import catalogue, close, st
+from attnverify.checks.claim import claim
+from attnverify.numerics.backend import cupy_works
+from attnverify.report import Section, builder
+
+SMALL = {"quick": 3, "thorough": 4}
+INTEGERS = st.fixed_dictionaries({"x": st.integers(-5, 5)})
+
+
+@claim("fake.square_is_product", parameters=INTEGERS, examples=SMALL, source="Fake (2024), eq. 1")
+def square_is_product(params, ctx):
+    """x² equals x·x."""
+    return close(params["x"] ** 2, params["x"] * params["x"])
+
+
+@claim("fake.square_is_two", parameters=INTEGERS, expect="refuted", examples=SMALL)
+def square_is_two(params, ctx):
+    """x² = 2 for integers (false: the tool must refute it)."""
+    return close(float(params["x"] ** 2), 2.0)
+
+
+@claim("wrong.square_is_x", parameters=INTEGERS, examples=SMALL)
+def square_is_x(params, ctx):
+    """x² = x (false, but expected to hold: an unexpected refutation)."""
+    return close(float(params["x"] ** 2), float(params["x"]), note="squares are not the identity")
+
+
+@claim("broken.bad_strategy", parameters=st.integers(0, 3).map(lambda v: 1 // 0), examples=SMALL)
+def bad_strategy(params, ctx):
+    """Never reached: drawing the parameters fails."""
+    return close(1.0, 1.0)
+
+
+ALL = [square_is_product, square_is_two, square_is_x, bad_strategy]
+
+
+@pytest.fixture(autouse=True)
+def fake_claims(monkeypatch):
+    monkeypatch.setattr(catalogue, "builtin_claims", lambda: list(ALL))
+    monkeypatch.delenv("ATTNVERIFY_BACKEND", raising=False)
+
+
+def test_list_shows_name_expectation_source_and_statement(capsys):
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    for c in ALL:
+        assert c.name in out
+    assert "Fake (2024), eq. 1" in out and "refuted" in out and "4 claims" in out
+
+
+def test_list_with_a_pattern_matching_nothing_is_a_usage_error(capsys):
+    assert cli.main(["list", "--only", "nothing_like_this"]) == 2
+    assert "matches none" in capsys.readouterr().err
+
+
+def test_check_passes_when_every_claim_comes_out_as_expected(capsys):
+    assert cli.main(["check", "--only", "fake"]) == 0
+    captured = capsys.readouterr()
+    assert "fake.square_is_product" in captured.out and "UNEXPECTED" not in captured.out
+    # the expected refutation is still spelled out, with its replay line
+    assert "--- fake.square_is_two: refuted (expected refuted) -> OK" in captured.out
+    assert "replay:     attnverify check --only fake.square_is_two --profile quick --backend numpy --seed 0" \
+        in captured.out
+    # stderr is not a terminal here: one line per claim
+    assert "[1/2] fake.square_is_product (3 examples) ... holds, OK" in captured.err
+
+
+def test_check_fails_on_an_unexpected_refutation_and_shows_the_counterexample(capsys):
+    assert cli.main(["check", "--only", "wrong", "--seed", "7"]) == 1
+    out = capsys.readouterr().out
+    assert "UNEXPECTED" in out and "counterexample" in out
+    assert "parameters: x=" in out and "tolerance:" in out and "squares are not the identity" in out
+    assert "--seed 7" in out and "this example alone: attnverify.checks.runner.evaluate" in out
+
+
+def test_a_crash_while_drawing_parameters_is_an_error_result(capsys):
+    assert cli.main(["check", "--only", "broken"]) == 1
+    out = capsys.readouterr().out
+    assert "error" in out and "ZeroDivisionError" in out
+
+
+def test_usage_errors_exit_2(capsys):
+    assert cli.main(["check", "--only", "no_such_claim"]) == 2
+    assert "matches none of the 4 claims" in capsys.readouterr().err
+    assert cli.main(["check", "--profile", "slow"]) == 2
+    assert cli.main(["check", "--backend", "tpu"]) == 2
+    assert cli.main([]) == 2
+    assert cli.main(["--help"]) == 0
+
+
+def test_bad_backend_from_the_environment_is_a_usage_error(capsys, monkeypatch):
+    monkeypatch.setenv("ATTNVERIFY_BACKEND", "tpu")
+    assert cli.main(["check", "--only", "fake"]) == 2
+    assert "ATTNVERIFY_BACKEND" in capsys.readouterr().err
+
+
+def test_cupy_without_a_gpu_is_a_clear_one_line_error(capsys):
+    status = cli.main(["check", "--only", "fake.square_is_product", "--backend", "cupy"])
+    if cupy_works():
+        pytest.skip("cupy works on this machine")
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.startswith("attnverify: error: backend 'cupy' was requested but")
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_json_is_written_after_each_claim(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "results.json"
+    written = []
+    real = cli.write_results
+
+    def spy(results, target):
+        real(results, target)
+        written.append(len(json.loads(Path(target).read_text())["claims"]))
+
+    monkeypatch.setattr(cli, "write_results", spy)
+    assert cli.main(["check", "--only", "fake", "--json", str(path)]) == 0
+    assert written == [0, 1, 2]  # an empty file up front, then after each claim
+    claims = json.loads(path.read_text())["claims"]
+    assert [c["name"] for c in claims] == ["fake.square_is_product", "fake.square_is_two"]
+    assert all(c["ok"] for c in claims)
+
+
+def test_json_into_a_missing_directory_is_a_usage_error(tmp_path, capsys):
+    assert cli.main(["check", "--only", "fake", "--json", str(tmp_path / "no" / "dir.json")]) == 2
+    assert "cannot write --json" in capsys.readouterr().err
+
+
+USER_FILE = '''
+from attnverify.checks import claim, close, st
+
+@claim("mine.double", parameters=st.fixed_dictionaries({"x": st.integers(0, 9)}),
+       examples={"quick": 3, "thorough": 3})
+def double(params, ctx):
+    """2x = x + x."""
+    return close(2.0 * params["x"], params["x"] + params["x"])
+
+@claim("mine.cube", parameters=st.fixed_dictionaries({"x": st.integers(2, 9)}),
+       examples={"quick": 3, "thorough": 3})
+def cube(params, ctx):
+    """x³ = 3x (false)."""
+    return close(float(params["x"] ** 3), 3.0 * params["x"])
+'''
+
+
+def test_verify_runs_the_claims_of_a_user_file(tmp_path, capsys):
+    path = tmp_path / "my_claims.py"
+    path.write_text(USER_FILE)
+    assert cli.main(["verify", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "mine.double" in out and "mine.cube" in out
+    assert "--- mine.cube: refuted (expected holds) -> UNEXPECTED" in out
+    assert "counterexample" in out and "parameters: x=2" in out  # shrunk to the smallest x
+    assert f"replay:     attnverify verify {path} --only mine.cube" in out
+    assert cli.main(["verify", str(path), "--only", "mine.double"]) == 0
+
+
+def test_verify_usage_errors(tmp_path, capsys):
+    empty = tmp_path / "empty.py"
+    empty.write_text("x = 1\n")
+    assert cli.main(["verify", str(empty)]) == 2
+    assert "defines no claims" in capsys.readouterr().err
+    assert cli.main(["verify", str(tmp_path / "absent.py")]) == 2
+    assert "existing .py file" in capsys.readouterr().err
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise RuntimeError('oops in user code')\n")
+    assert cli.main(["verify", str(broken)]) == 2
+    assert "oops in user code" in capsys.readouterr().err
+
+
+@pytest.fixture
+def fake_section(monkeypatch):
+    module = types.ModuleType("attnverify.report.fake")
+    module.build_section = lambda out_dir, **kw: Section("fake", "A fake theory", "Nothing to derive.")
+    monkeypatch.setitem(sys.modules, "attnverify.report.fake", module)
+    monkeypatch.setattr(builder, "SECTIONS", ("fake",))
+
+
+def test_report_command_writes_the_report(tmp_path, capsys, fake_section):
+    out = tmp_path / "report"
+    assert cli.main(["report", "--out", str(out)]) == 0
+    assert {"index.html", "report.md", "results.json"} <= {p.name for p in out.iterdir()}
+    assert "report written to" in capsys.readouterr().out
+    assert cli.main(["report", "--out", str(out), "--only", "nonexistent"]) == 2
+    assert "matches no theory" in capsys.readouterr().err
+
+
+def test_python_dash_m_runs_the_same_command_line():
+    src = Path(__file__).resolve().parents[1] / "src"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "attnverify", "check", "--help"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0 and "--profile" in done.stdout
+
+
+def test_progress_on_a_terminal_updates_one_line():
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Terminal()
+    progress = cli.Progress(stream)
+    progress.claim_started(1, 1, square_is_product, 3)
+    progress.example(square_is_product, 1, 3)
+    progress.example(square_is_product, 2, 3)
+    assert "\r[1/1] fake.square_is_product: example 2/3" in stream.getvalue()
+    assert "\n" not in stream.getvalue()
