@@ -9,6 +9,7 @@ matching no claim, a backend that cannot run here).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import traceback
@@ -165,14 +166,16 @@ def _chosen(claims: list[Claim], only: str | None, where: str) -> list[Claim]:
 # ----------------------------------------------------------------------------- commands
 
 
+def _shorten(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def _list(args: argparse.Namespace) -> int:
     claims = _chosen(catalogue.builtin_claims(), args.only, "built in (run `attnverify list` to see them)")
     rows = []
     for c in claims:
-        statement = " ".join(c.statement.split())
-        if len(statement) > 90:
-            statement = statement[:89] + "…"
-        rows.append([c.name, c.expect, c.source or "-", statement])
+        rows.append([c.name, c.expect, _shorten(c.source or "-", 48), _shorten(c.statement, 90)])
     print(text_table(["name", "expect", "source", "statement"], rows))
     print(f"\n{len(claims)} claims")
     return 0
@@ -292,6 +295,13 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, BackendUnavailable) as error:
         print(f"attnverify: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `attnverify list | head`: the reader left, nothing is wrong
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 1
     except KeyboardInterrupt:
         print("\nattnverify: interrupted (results of finished claims are kept in --json/results.json)",
               file=sys.stderr)

@@ -86,6 +86,7 @@ def test_report_is_self_contained_and_complete(tmp_path, fake_theory):
     markdown = (out / "report.md").read_text(encoding="utf-8")
     assert markdown.count("$$") >= 4  # two steps, each $$ … $$
     assert "![A decay.](fake_decay.png)" in markdown
+    assert "### A Gaussian integral &lt;with markup>" in markdown
     assert "| n | value |" in markdown
 
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))

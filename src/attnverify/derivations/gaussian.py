@@ -55,7 +55,7 @@ def zeta_mpmath(t, g):
 
 
 # Composite Gauss–Legendre rule on [0, 1] used by the array implementation of ζ.
-_PANELS = 24
+_PANELS = 8
 _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(16)
 #: ζ'(s) ∝ erf'(s/√(1+2g²)) is below 1e-40 of its peak beyond 9.6 widths: the integral stops there.
 _SUPPORT = 9.6

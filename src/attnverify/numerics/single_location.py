@@ -227,7 +227,9 @@ class Task:
                 raise ValueError(f"{name} must have unit norm (within {UNIT_TOLERANCE:g}), got {norm!r}")
         inner = float(k_star @ v_star)
         if abs(inner) > UNIT_TOLERANCE:
-            raise ValueError(f"k_star and v_star must be orthogonal (within {UNIT_TOLERANCE:g}), got ⟨k*, v*⟩ = {inner!r}")
+            raise ValueError(
+                f"k_star and v_star must be orthogonal (within {UNIT_TOLERANCE:g}), got ⟨k*, v*⟩ = {inner!r}"
+            )
 
 
 def make_task(
@@ -625,7 +627,9 @@ def overlap_gradient_to_vectors(
     """
     be = get_backend(backend)
     if len(partials) != 5:
-        raise ValueError(f"partials must hold the 5 derivatives (ℛ_κ, ℛ_ν, ℛ_θ, ℛ_η, ℛ_ρ), got {len(partials)}")
+        raise ValueError(
+            f"partials must hold the 5 derivatives (ℛ_κ, ℛ_ν, ℛ_θ, ℛ_η, ℛ_ρ), got {len(partials)}"
+        )
     r_kappa, r_nu, r_theta, r_eta, r_rho = (be.asarray(p)[..., None] for p in partials)
     k, v = be.asarray(k), be.asarray(v)
     k_star, v_star = be.asarray(k_star), be.asarray(v_star)

@@ -443,7 +443,7 @@ def render_html(outcomes: list[TheoryOutcome], metadata: dict) -> str:
     claims = [c for o in outcomes for c in o.claims]
     unexpected = sum(1 for c in claims if not c["ok"])
     body = ["<h1>attnverify report</h1>"]
-    body.append(_html_table(["", ""], _metadata_rows(metadata), caption="Run"))
+    body.append(_html_table(["setting", "value"], _metadata_rows(metadata), caption="Run"))
     summary = f"{len(claims)} claims checked: {len(claims) - unexpected} as expected, {unexpected} unexpected."
     errors = sum(len(o.errors) for o in outcomes)
     if errors:
@@ -493,8 +493,19 @@ def render_html(outcomes: list[TheoryOutcome], metadata: dict) -> str:
 # ----------------------------------------------------------------------------- Markdown
 
 
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def _md_text(text: str) -> str:
+    """Plain text for Markdown: what looks like an HTML tag is escaped (outside code and $math$)."""
+    return "".join(
+        piece if _INLINE_LITERAL.fullmatch(piece) else _TAG_START.sub("&lt;", piece)
+        for piece in _INLINE_LITERAL.split(str(text))
+    )
+
+
 def _md_cell(value) -> str:
-    return format_value(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return _md_text(format_value(value)).replace("|", "\\|").replace("\n", " ")
 
 
 def markdown_table(header: Iterable, rows: Iterable[Iterable]) -> str:
@@ -505,21 +516,21 @@ def markdown_table(header: Iterable, rows: Iterable[Iterable]) -> str:
 
 
 def derivation_markdown(derivation: Derivation) -> str:
-    parts = [f"### {derivation.title}"]
+    parts = [f"### {_md_text(derivation.title)}"]
     if derivation.source:
-        parts.append(f"*Source: {derivation.source}*")
+        parts.append(f"*Source: {_md_text(derivation.source)}*")
     for k, step in enumerate(derivation.steps, 1):
         result = " (result)" if k == len(derivation.steps) else ""
-        parts.append(f"**Step {k}{result}.** {step.description}")
+        parts.append(f"**Step {k}{result}.** {_md_text(step.description)}")
         parts.append(equation_markdown(step.expression))
     return "\n\n".join(parts)
 
 
 def claim_detail_markdown(result: dict) -> str:
     parts = [f"#### `{result['name']}` — {result['status']} (expected {result['expect']}): {verdict(result)}",
-             result["statement"]]
+             _md_text(result["statement"])]
     if result.get("source"):
-        parts.append(f"*Source: {result['source']}*")
+        parts.append(f"*Source: {_md_text(result['source'])}*")
     rows, _ = _example_rows(result)
     if rows:
         parts.append(markdown_table(
@@ -529,11 +540,11 @@ def claim_detail_markdown(result: dict) -> str:
     if counter is not None:
         evidence = counter.get("evidence") or {}
         if evidence.get("note"):
-            parts.append(f"Counterexample note: {evidence['note']}")
+            parts.append(f"Counterexample note: {_md_text(evidence['note'])}")
         if counter.get("error"):
             parts.append("```\n" + counter["error"].rstrip() + "\n```")
     for note in result.get("notes") or []:
-        parts.append(f"Note: {note}")
+        parts.append(f"Note: {_md_text(note)}")
     parts.append(f"Replay: `{result['replay']}`")
     return "\n\n".join(parts)
 
@@ -542,15 +553,15 @@ def render_markdown(outcomes: list[TheoryOutcome], metadata: dict) -> str:
     """The whole report as Markdown, equations as ``$$ … $$`` LaTeX."""
     claims = [c for o in outcomes for c in o.claims]
     unexpected = sum(1 for c in claims if not c["ok"])
-    parts = ["# attnverify report", markdown_table(["", ""], _metadata_rows(metadata))]
+    parts = ["# attnverify report", markdown_table(["setting", "value"], _metadata_rows(metadata))]
     parts.append(f"{len(claims)} claims checked: {len(claims) - unexpected} as expected, {unexpected} unexpected.")
     figure_number = 0
     for outcome in outcomes:
-        parts.append(f"## {_section_title(outcome)}")
+        parts.append(f"## {_md_text(_section_title(outcome))}")
         for error in outcome.errors:
             parts.append("Part of this section could not be built:\n\n```\n" + error.rstrip() + "\n```")
         for warning in outcome.warnings:
-            parts.append(f"**Warning:** {warning}")
+            parts.append(f"**Warning:** {_md_text(warning)}")
         section = outcome.section
         if section is not None:
             if section.introduction.strip():
@@ -558,10 +569,10 @@ def render_markdown(outcomes: list[TheoryOutcome], metadata: dict) -> str:
             parts += [derivation_markdown(d) for d in section.derivations]
             for figure in section.figures:
                 figure_number += 1
-                parts.append(f"![{figure.caption}]({quote(figure.filename)})\n\n"
-                             f"**Figure {figure_number}.** {figure.caption}")
+                caption = _md_text(figure.caption)
+                parts.append(f"![{caption}]({quote(figure.filename)})\n\n**Figure {figure_number}.** {caption}")
             for table in section.tables:
-                parts.append(f"*{table.caption}*\n\n" + markdown_table(table.header, table.rows))
+                parts.append(f"*{_md_text(table.caption)}*\n\n" + markdown_table(table.header, table.rows))
         if outcome.claims:
             parts.append("### Claims")
             parts.append(markdown_table(
