@@ -195,24 +195,6 @@ def oracle_beats_linear(p: dict, ctx: Context) -> Evidence:
 
 
 # ---------------------------------------------------------------------------------------------
-# Population projected gradient descent in the exact 4-dimensional reduction
-# ---------------------------------------------------------------------------------------------
-
-
-def population_pgd(k0, v0, *, lam0, scheduled, step_size, steps, d, L, gamma, eps, record_every, backend=None):
-    """Population PGD (spec §3.2) from unit k0, v0 in R⁴ with k* = e1, v* = e2."""
-    e1, e2 = np.eye(4)[0], np.eye(4)[1]
-
-    def gradient(k, v, lam):
-        partials = theory.risk_gradient_from_overlaps(*theory.overlaps(k, v, e1, e2), lam=lam, gamma=gamma, d=d, L=L, eps=eps, backend=backend)
-        return sim.overlap_gradient_to_vectors(partials, k, v, e1, e2, backend=backend)
-
-    return sim.projected_gradient_descent(k0, v0, gradient, steps=steps, step_size=step_size,
-                                          lam_schedule=sim.lambda_schedule(lam0, scheduled),
-                                          record_every=record_every, backend=backend)
-
-
-# ---------------------------------------------------------------------------------------------
 # 5. the manifold θ = η = ρ = 0 is invariant
 # ---------------------------------------------------------------------------------------------
 
@@ -239,7 +221,7 @@ def manifold_invariance(p: dict, ctx: Context) -> Evidence:
     task = sim.make_task(p["d"], p["L"], seed=ctx.seed)
     k0, v0 = sim.initialize_on_manifold(8, task.k_star, task.v_star, ctx.rng.integers(2**63))
     (k4, v4), _ = sim.reduce_to_four_dimensions(k0, v0, task.k_star, task.v_star)
-    path = population_pgd(k4, v4, lam0=p["lam"], scheduled=p["scheduled"], step_size=p["step_size"], steps=steps,
+    path = sim.population_projected_gradient_descent(k4, v4, lam0=p["lam"], scheduled=p["scheduled"], step_size=p["step_size"], steps=steps,
                           d=p["d"], L=p["L"], gamma=GAMMA, eps=0.1, record_every=50)
     kappa, nu, theta, eta, rho = theory.overlaps(path.k, path.v, np.eye(4)[0], np.eye(4)[1])
     distance = np.sqrt(theta**2 + eta**2 + rho**2)
@@ -329,7 +311,7 @@ def _pgd_outcome(config: str, start: str, runs: int, ctx: Context) -> Evidence:
     else:
         k0, v0 = sim.initialize_on_manifold(runs, task.k_star, task.v_star, seed)
     (k4, v4), _ = sim.reduce_to_four_dimensions(k0, v0, task.k_star, task.v_star)
-    path = population_pgd(k4, v4, lam0=lam0, scheduled=scheduled, step_size=step_size, steps=steps,
+    path = sim.population_projected_gradient_descent(k4, v4, lam0=lam0, scheduled=scheduled, step_size=step_size, steps=steps,
                           d=PGD_DIMENSION, L=PGD_LENGTH, gamma=GAMMA, eps=0.1, record_every=max(steps // 50, 1))
     e1, e2 = np.eye(4)[0], np.eye(4)[1]
     kappa, nu, theta, eta, rho = (np.asarray(x) for x in theory.overlaps(path.k[-1], path.v[-1], e1, e2))

@@ -223,8 +223,6 @@ def overlaps(k, v, k_star, v_star, xp=None):
 def _check_unit_vectors(**vectors) -> None:
     import numpy as np
 
-    from ..numerics.backend import to_numpy  # noqa: F401  (kept light: only numpy validation)
-
     for name, value in vectors.items():
         arr = np.asarray(value.get() if hasattr(value, "get") else value, dtype=float)
         if arr.ndim < 1 or arr.shape[-1] < 4:

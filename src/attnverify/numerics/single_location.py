@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..derivations import single_location as theory
 from .backend import Backend, get_backend, to_numpy
 from .statistics import Estimate
 
@@ -611,10 +612,7 @@ def overlaps(k: Any, v: Any, k_star: Any, v_star: Any, *, backend: Any = None) -
     k, v of shape (..., dim); each overlap has shape (...).
     """
     be = get_backend(backend)
-    xp = be.xp
-    k, v = be.asarray(k), be.asarray(v)
-    k_star, v_star = be.asarray(k_star), be.asarray(v_star)
-    return k @ k_star, v @ v_star, v @ k_star, k @ v_star, xp.sum(k * v, axis=-1)
+    return theory.overlaps(*(be.asarray(u) for u in (k, v, k_star, v_star)), be.xp)
 
 
 def overlap_gradient_to_vectors(
@@ -983,3 +981,58 @@ def stochastic_gradient_descent(
         progress=progress,
         extra=test_risk,
     )
+
+
+# --------------------------------------------------------------------------- population dynamics
+
+
+def population_gradient(*, d: int, L: int, gamma: float, eps: float, backend: Any = None) -> Callable:
+    """(k, v, λ) ↦ (∇_kℛ, ∇_vℛ) of the closed-form population risk in R⁴ with k* = e1, v* = e2.
+
+    The partials in the overlaps are the sympy derivatives of the derived risk
+    (:func:`attnverify.derivations.single_location.risk_gradient_from_overlaps`), pulled back to
+    (k, v) by :func:`overlap_gradient_to_vectors` (spec §3.2).
+    """
+    be = get_backend(backend)
+    e1, e2 = be.asarray([1.0, 0.0, 0.0, 0.0]), be.asarray([0.0, 1.0, 0.0, 0.0])
+
+    def gradient(k: Any, v: Any, lam: float) -> tuple[Any, Any]:
+        partials = theory.risk_gradient_from_overlaps(
+            *theory.overlaps(k, v, e1, e2, be.xp), lam=lam, gamma=gamma, d=d, L=L, eps=eps, backend=be
+        )
+        return overlap_gradient_to_vectors(partials, k, v, e1, e2, backend=be)
+
+    return gradient
+
+
+def population_projected_gradient_descent(
+    k0: Any,
+    v0: Any,
+    *,
+    lam0: float,
+    scheduled: bool,
+    step_size: float,
+    steps: int,
+    d: int,
+    L: int,
+    gamma: float,
+    eps: float,
+    record_every: int,
+    backend: Any = None,
+    progress: Callable[[int, int], Any] | None = None,
+) -> Trajectory:
+    """Population PGD (spec §3.2) in the exact 4-dimensional reduction: k0, v0 of shape (runs, 4)
+    are coordinates on (k*, v*, e3, e4) (see :func:`reduce_to_four_dimensions`); d enters only
+    through the risk."""
+    return projected_gradient_descent(
+        k0,
+        v0,
+        population_gradient(d=d, L=L, gamma=gamma, eps=eps, backend=backend),
+        steps=steps,
+        step_size=step_size,
+        lam_schedule=lambda_schedule(lam0, scheduled),
+        record_every=record_every,
+        backend=backend,
+        progress=progress,
+    )
+
