@@ -1,0 +1,67 @@
+"""The claim runner: examples, shrinking to a minimal counterexample, replay, errors."""
+
+import numpy as np
+import pytest
+
+from attnverify.checks import at_most, claim, evaluate, run_claim, st, within_error
+from attnverify.numerics.statistics import mean_estimate
+
+
+@claim("demo.square_below_fifty", parameters=st.fixed_dictionaries({"x": st.floats(-10, 10)}),
+       examples={"quick": 60, "thorough": 60})
+def square_below_fifty(p, ctx):
+    """x² ≤ 50 for every x in [−10, 10] (false)."""
+    return at_most(p["x"] ** 2, 50.0)
+
+
+@claim("demo.sample_mean", parameters=st.fixed_dictionaries({"mu": st.floats(-3, 3)}),
+       examples={"quick": 10, "thorough": 10})
+def sample_mean(p, ctx):
+    """The sample mean of N(μ, 1) draws estimates μ."""
+    return within_error(p["mu"], mean_estimate(ctx.rng.normal(p["mu"], 1.0, size=2000)))
+
+
+def test_a_false_claim_is_refuted_and_shrunk():
+    result = run_claim(square_below_fifty, seed=1)
+    assert result.status == "refuted" and not result.ok
+    # hypothesis shrinks towards simple values: the minimal counterexample is an integer-valued x
+    assert abs(result.counterexample.parameters["x"]) in (8.0, 7.5, 7.25, 7.125) or abs(result.counterexample.parameters["x"]) <= 8
+    assert result.counterexample.parameters["x"] ** 2 > 50
+
+
+def test_a_run_replays_from_its_seed():
+    first, second = run_claim(square_below_fifty, seed=7), run_claim(square_below_fifty, seed=7)
+    assert first.counterexample.parameters == second.counterexample.parameters
+    assert first.counterexample.seed == second.counterexample.seed
+
+
+def test_an_example_replays_from_its_parameters_and_seed():
+    result = run_claim(sample_mean, seed=3)
+    example = result.examples[-1]
+    again = evaluate(sample_mean, example.parameters, example.seed)
+    assert again.evidence.observed == example.evidence.observed
+
+
+def test_a_true_stochastic_claim_holds():
+    result = run_claim(sample_mean, seed=0)
+    assert result.status == "holds" and result.ok and len(result.examples) == 10
+
+
+def test_a_crash_is_an_error_with_its_traceback():
+    @claim("demo.crash", parameters=st.fixed_dictionaries({"x": st.floats(0, 1)}))
+    def crash(p, ctx):
+        """Always crashes."""
+        raise ZeroDivisionError("boom")
+
+    result = run_claim(crash, seed=0)
+    assert result.status == "error" and "ZeroDivisionError: boom" in result.counterexample.error
+
+
+def test_tolerances_below_five_standard_errors_are_refused():
+    with pytest.raises(ValueError, match="z must be"):
+        within_error(0.0, mean_estimate(np.arange(10.0)), z=2)
+
+
+def test_claim_names_must_be_namespaced():
+    with pytest.raises(ValueError, match="namespaced"):
+        claim("nonamespace", parameters=st.just({}), statement="anything")(lambda p, c: None)
