@@ -224,3 +224,15 @@ def test_progress_on_a_terminal_updates_one_line():
     progress.example(square_is_product, 2, 3)
     assert "\r[1/1] fake.square_is_product: example 2/3" in stream.getvalue()
     assert "\n" not in stream.getvalue()
+
+
+def test_the_readme_example_refutes_the_heuristic_and_confirms_the_safe_bound(capsys):
+    """The README's `attnverify verify examples/new_bound.py` run, as a user would type it."""
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "new_bound.py"
+    code = cli.main(["verify", str(example)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "mybounds.erfc_squared" in out and "refuted" in out and "counterexample" in out
+    assert [line for line in out.splitlines() if line.startswith("mybounds.two_erfc")][0].split()[2] == "holds"
