@@ -43,3 +43,10 @@ def test_a_wrong_identity_is_caught(monkeypatch):
     monkeypatch.setattr(codegen, "_CACHE", {})
     result = run_claim(claims.gaussian_identities, profile="quick", seed=0)
     assert result.status == "refuted"
+
+
+@pytest.mark.thorough
+@pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
+def test_claim_comes_out_as_expected_in_the_thorough_profile(claim):
+    result = run_claim(claim, profile="thorough", seed=0)
+    assert result.ok, (result.status, result.counterexample.as_dict() if result.counterexample else None)
