@@ -119,6 +119,16 @@ def risk_gradient_expressions() -> tuple[sympy.Expr, ...]:
 
 
 @lru_cache(maxsize=None)
+def manifold_is_invariant() -> bool:
+    """True when sympy proves ∂ℛ/∂θ = ∂ℛ/∂η = ∂ℛ/∂ρ = 0 on M = {θ = η = ρ = 0} (spec §3.3, fact 1).
+
+    Then ∇_kℛ ∥ k* and ∇_vℛ ∥ v* on M, so every projected gradient step maps M into M.
+    """
+    on_manifold = {theta: 0, eta: 0, rho: 0}
+    return all(sympy.simplify(partial.subs(on_manifold)) == 0 for partial in risk_gradient_expressions()[2:])
+
+
+@lru_cache(maxsize=None)
 def oracle_risk_derivation() -> Derivation:
     """ℛ(T*) at (k, v) = (k*, v*): κ = ν = 1, θ = η = ρ = 0 (spec §2.2, ≈ Theorem 1)."""
     rec = DerivationRecorder(
