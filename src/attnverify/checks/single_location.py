@@ -87,7 +87,7 @@ def closed_form_risk(p: dict, ctx: Context) -> Evidence:
 )
 def gaussian_identities(p: dict, ctx: Context) -> Evidence:
     """Every Gaussian/erf identity the derivation uses (E erf(a+bZ), E[Z erf], E[Z² erf],
-    E erf(aZ)erf(bZ), ζ(t,g), ∂_tζ, ∂_gζ, E[Z erf²], E[Z² erf²]) equals 30-digit quadrature."""
+    E erf(aZ)erf(bZ), ζ(t,g), ∂_tζ, ∂_gζ, E[Z erf²], E[Z² erf²]) equals 20-digit quadrature."""
     worst, rows = None, []
     for identity in gaussian.identity_table():
         first, second = identity["parameters"]
