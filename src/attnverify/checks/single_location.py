@@ -64,8 +64,7 @@ def _embed(task: sim.Task, four: np.ndarray) -> np.ndarray:
 def closed_form_risk(p: dict, ctx: Context) -> Evidence:
     """The closed-form population risk ℛ(κ, ν, θ, η, ρ) equals the Monte Carlo risk E[(Y − T(X))²]
     for arbitrary unit (k, v), λ, γ, d, L, ε."""
-    task = sim.make_task(p["d"], p["L"], gamma=p["gamma"], eps=p["eps"], seed=ctx.seed, backend=ctx.backend)
-    task = sim.Task(task.d, task.L, task.gamma, task.eps, *[np.asarray(ctx.backend.to_numpy(u)) for u in (task.k_star, task.v_star)])
+    task = sim.make_task(p["d"], p["L"], gamma=p["gamma"], eps=p["eps"], seed=ctx.seed)  # host vectors; MC on ctx.backend
     k, v = _embed(task, _unit(p["k"])), _embed(task, _unit(p["v"]))
     closed = float(theory.population_risk(k, v, task.k_star, task.v_star, p["lam"], p["gamma"], p["d"], p["L"], p["eps"]))
     n = ctx.choose(quick=400_000, thorough=4_000_000)

@@ -36,8 +36,8 @@ PARAMETERS = (lam, gamma, d, L, eps)
 
 # Gaussian coordinates: g_k, w_1, w_2, ξ standard normal and independent.
 g_k, w_1, w_2, xi = sympy.symbols("g_k w_1 w_2 xi", real=True)
-E = Function("E")
-R = sympy.Symbol(r"\mathcal{R}")
+E = Function("𝔼")  # expectation, printed as such in LaTeX and MathML
+R = sympy.Symbol("ℛ")
 
 
 def _signal_token_error(rec: DerivationRecorder) -> sympy.Expr:
