@@ -9,9 +9,11 @@ A failing example is shrunk by hypothesis for at most ``claim.shrink_budget`` fu
 from __future__ import annotations
 
 import json
+import math
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -19,7 +21,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from ..numerics.backend import Backend, get_backend
+from ..numerics.backend import Backend, get_backend, to_numpy
 from .claim import PROFILES, Claim, Context
 from .evidence import Evidence
 
@@ -43,9 +45,9 @@ class Example:
 
     def as_dict(self) -> dict:
         return {
-            "parameters": _jsonable(self.parameters),
+            "parameters": jsonable(self.parameters),
             "seed": self.seed,
-            "evidence": None if self.evidence is None else _jsonable(self.evidence.as_dict()),
+            "evidence": None if self.evidence is None else jsonable(self.evidence.as_dict()),
             "error": self.error,
             "seconds": round(self.seconds, 4),
         }
@@ -102,16 +104,28 @@ class _ExampleFailed(Exception):
     """Raised inside hypothesis so that it shrinks towards a smaller failing example."""
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """``value`` with numpy/cupy arrays and scalars, dataclasses and paths made JSON-ready; NaN and
+    infinities become None (strict JSON has no such numbers)."""
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (np.floating, np.integer, np.bool_)):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    return value
+        return [jsonable(v) for v in value]
+    if is_dataclass(value) and not isinstance(value, type):
+        return jsonable(asdict(value))
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if hasattr(value, "tolist"):  # numpy or cupy arrays and scalars
+        return jsonable(to_numpy(value).tolist())
+    if isinstance(value, Path):
+        return str(value)
+    try:
+        number = float(value)  # sympy numbers, fractions
+    except (TypeError, ValueError):
+        return str(value)
+    return number if math.isfinite(number) else None
 
 
 def evaluate(claim: Claim, parameters: dict, seed: int, *, profile: str = "quick", backend: Any = None) -> Example:
@@ -240,5 +254,5 @@ def write_results(results: list[ClaimResult], path: str) -> None:
 
     tmp = f"{path}.tmp"
     with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump({"claims": [r.as_dict() for r in results]}, handle, indent=2)
+        json.dump(jsonable({"claims": [r.as_dict() for r in results]}), handle, indent=2, allow_nan=False)
     os.replace(tmp, path)

@@ -173,7 +173,8 @@ def oracle_beats_linear(p: dict, ctx: Context) -> Evidence:
     oracle ahead by more than 5 SE, the simulated oracle is ahead too."""
     d, L, g, e = p["d"], p["L"], p["gamma"], p["eps"]
     lam = p["scale"] * math.sqrt(math.log(max(d / L, 2.0)) / d)
-    gap_theory = float(theory.oracle_risk(lam, d, L, g, e)) - float(theory.linear_risk(L, g, e))
+    oracle_risk, linear_risk = float(theory.oracle_risk(lam, d, L, g, e)), float(theory.linear_risk(L, g, e))
+    gap_theory = oracle_risk - linear_risk
     task = sim.make_task(d, L, gamma=g, eps=e, seed=ctx.seed, backend=ctx.backend)
     n = ctx.choose(quick=300_000, thorough=3_000_000)
     sample = sim.sample_reduced(task, None, None, n, ctx.rng.integers(2**63), backend=ctx.backend)
@@ -184,8 +185,7 @@ def oracle_beats_linear(p: dict, ctx: Context) -> Evidence:
     linear = (g**2 / (g**2 + L - 1)) * xp.sum(along_v, axis=-1)
     paired = (sample.y - oracle) ** 2 - (sample.y - linear) ** 2
     estimate = mean_estimate(paired)
-    evidence = within_error(gap_theory, estimate, figures={"lam": lam, "oracle_risk": gap_theory + float(theory.linear_risk(L, g, e)),
-                                                            "linear_risk": float(theory.linear_risk(L, g, e))})
+    evidence = within_error(gap_theory, estimate, figures={"lam": lam, "oracle_risk": oracle_risk, "linear_risk": linear_risk})
     decisive = gap_theory < -5 * estimate.standard_error
     ahead = estimate.mean + 5 * estimate.standard_error < 0
     holds = evidence.holds and (ahead or not decisive)
@@ -370,7 +370,8 @@ def _pgd_outcome(config: str, start: str, runs: int, ctx: Context) -> Evidence:
     path = sim.population_projected_gradient_descent(k4, v4, lam0=lam0, scheduled=scheduled, step_size=step_size, steps=steps,
                           d=PGD_DIMENSION, L=PGD_LENGTH, gamma=GAMMA, eps=0.1, record_every=max(steps // 50, 1))
     e1, e2 = np.eye(4)[0], np.eye(4)[1]
-    kappa, nu, theta, eta, rho = (np.asarray(x) for x in theory.overlaps(path.k[-1], path.v[-1], e1, e2))
+    along_path = [np.asarray(x) for x in theory.overlaps(path.k, path.v, e1, e2)]  # (records, runs) each
+    kappa, nu, theta, eta, rho = (x[-1] for x in along_path)
     lam_end = float(path.lam[-1])
     risk = np.asarray(theory.population_risk_from_overlaps(kappa, nu, theta, eta, rho, lam=lam_end, gamma=GAMMA,
                                                            d=PGD_DIMENSION, L=PGD_LENGTH, eps=0.1))
@@ -395,8 +396,7 @@ def _pgd_outcome(config: str, start: str, runs: int, ctx: Context) -> Evidence:
         figures={"config": config, "start": start, "runs": runs, "fraction_reached": fraction, "wilson_95": [low, high],
                  "oracle_risk": oracle, "final_lambda": lam_end, "others": others,
                  "steps": path.steps.tolist(),
-                 "kappa_path": np.asarray(theory.overlaps(path.k, path.v, e1, e2)[0]).tolist(),
-                 "nu_path": np.asarray(theory.overlaps(path.k, path.v, e1, e2)[1]).tolist()},
+                 "kappa_path": along_path[0].tolist(), "nu_path": along_path[1].tolist()},
     )
 
 

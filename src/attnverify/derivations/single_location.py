@@ -15,11 +15,11 @@ from functools import lru_cache
 from typing import Any
 
 import sympy
-from sympy import Eq, Function, Rational, erf, sqrt
+from sympy import Eq, Function, erf, sqrt
 
 from .codegen import evaluator, mpmath_evaluator
 from .derivation import Derivation, DerivationRecorder
-from .gaussian import ErfSquareMean, gaussian_expectation, gaussian_moments_expectation
+from .gaussian import gaussian_expectation, gaussian_moments_expectation
 
 SOURCE = "Marion, Berthier, Biau, Boyer (ICLR 2025)"
 
@@ -247,7 +247,7 @@ def population_risk(k, v, k_star, v_star, lam, gamma, d, L, eps, backend=None):
     _check_unit_vectors(k=k, v=v, k_star=k_star, v_star=v_star)
     import numpy as np
 
-    cross = float(np.dot(np.asarray(k_star, dtype=float).ravel()[: np.size(v_star)], np.asarray(v_star, dtype=float).ravel()))
+    cross = float(np.asarray(k_star, dtype=float) @ np.asarray(v_star, dtype=float))
     if abs(cross) > 1e-8:
         raise ValueError(f"k_star and v_star must be orthogonal, got ⟨k*, v*⟩ = {cross:.3g}")
     xp = getattr(backend, "xp", np)

@@ -11,19 +11,17 @@ from __future__ import annotations
 import datetime
 import importlib
 import json
-import math
 import os
 import platform
 import time
 import traceback
-from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from .. import __version__
 from ..checks import catalogue
 from ..checks.claim import PROFILES
-from ..checks.runner import select
+from ..checks.runner import jsonable, select
 from ..numerics.backend import Backend, get_backend
 from .render import equation_latex, render_html, render_markdown
 from .results import run_claim_or_error
@@ -43,32 +41,6 @@ def select_theories(only: str | None) -> list[str]:
         raise ValueError(f"only={only!r} matches no theory; the theories are {', '.join(SECTIONS)}")
     return chosen
 
-
-def jsonable(value: Any) -> Any:
-    """``value`` with numpy arrays/scalars, dataclasses and paths made JSON-ready; NaN and
-    infinities become None (strict JSON has no such numbers)."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if is_dataclass(value) and not isinstance(value, type):
-        return jsonable(asdict(value))
-    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if hasattr(value, "tolist"):  # numpy (or cupy via .get() first) arrays and scalars
-        getter = getattr(value, "get", None)
-        if callable(getter) and type(value).__module__.startswith("cupy"):
-            value = getter()
-        return jsonable(value.tolist())
-    if isinstance(value, Path):
-        return str(value)
-    try:
-        number = float(value)  # sympy numbers, fractions
-    except (TypeError, ValueError):
-        return str(value)
-    return number if math.isfinite(number) else None
 
 
 def _versions() -> dict[str, str]:
