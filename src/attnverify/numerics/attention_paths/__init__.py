@@ -1,0 +1,1 @@
+"""Numerics of attention paths (Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS 2024)."""
