@@ -1,0 +1,168 @@
+"""The energy E(U) = ln det(K(U) + T I) + Yᵀ(K(U) + T I)^{-1} Y and its gradient ∂E/∂U, three ways.
+
+K(U)^{μν} = Σ_{ππ'} U_{ππ'} C^{μν}_{ππ'} is the renormalized kernel (spec §1.2, §2.1) and
+
+    ∂E/∂U_{ππ'} = Tr(A C_{ππ'}) − rᵀ C_{ππ'} r,   A = (K + T I)^{-1},  r = A Y        (spec §2.2)
+
+(symmetrised). All three representations take the Cholesky factor R of U = R Rᵀ:
+
+* :class:`KernelEnergy` from the path-path kernels C (𝓗, 𝓗, P, P): small problems and tests.
+* :class:`FeatureKernelEnergy` from the path features X (P, N0, 𝓗) without forming C: with
+  Φ = X(I ⊗ R) (P × N0𝓗), K = ΦΦᵀ, and Tr(A C_{ππ'}) = Σ_i (L^{-1}X_{·iπ})·(L^{-1}X_{·iπ'}) for
+  the Cholesky factor L of K + T I. Cost per call O(P² N0 𝓗 + P³).
+* :class:`FeatureSpaceEnergy` when D = N0·𝓗 < P: Woodbury and the matrix-determinant lemma on
+  B = ΦᵀΦ + T I_D = (I ⊗ R)ᵀ Γ (I ⊗ R) + T I_D, with the Gram matrix Γ = XᵀX formed once, so a
+  call costs O(D³) whatever P is:
+      ln det(K + T I_P) = (P − D) ln T + ln det B,
+      Yᵀ(K + T I)^{-1}Y = (YᵀY − cᵀB^{-1}c)/T,           c = (I ⊗ R)ᵀ XᵀY,
+      Xᵀ A X = (Γ − QᵀB^{-1}Q)/T,  Xᵀ r = (XᵀY − QᵀB^{-1}c)/T,   Q = (I ⊗ R)ᵀ Γ.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import cho_solve, cholesky, solve_triangular
+
+
+def _labels(y, P: int) -> np.ndarray:
+    y = np.asarray(y, dtype=float)
+    if y.shape != (P,):
+        raise ValueError(f"y must have shape ({P},) to match the {P} training examples, got {y.shape}")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("y must be finite")
+    return y
+
+
+def _diagonal_blocks(matrix: np.ndarray, N0: int, paths: int) -> np.ndarray:
+    """Σ_i matrix[(i,π),(i,π')] for a (N0𝓗 × N0𝓗) matrix indexed (i, π) with π fast."""
+    return np.einsum("iaib->ab", matrix.reshape(N0, paths, N0, paths))
+
+
+def _symmetric(G: np.ndarray) -> np.ndarray:
+    return 0.5 * (G + G.T)
+
+
+class KernelEnergy:
+    """E and ∂E/∂U from the path-path kernels C[π, π', μ, ν] (shape (𝓗, 𝓗, P, P))."""
+
+    def __init__(self, C, y, temperature: float):
+        C = np.asarray(C, dtype=float)
+        if C.ndim != 4 or C.shape[0] != C.shape[1] or C.shape[2] != C.shape[3]:
+            raise ValueError(f"C must have shape (𝓗, 𝓗, P, P), got {C.shape}")
+        if not np.all(np.isfinite(C)):
+            raise ValueError("C must be finite")
+        asymmetry = np.max(np.abs(C - C.transpose(1, 0, 3, 2)))
+        if asymmetry > 1e-10 * max(1.0, np.max(np.abs(C))):
+            raise ValueError(f"C must satisfy C[π,π',μ,ν] = C[π',π,ν,μ] (path-path kernels); asymmetry {asymmetry:.3g}")
+        self.C, self.paths, self.P = C, C.shape[0], C.shape[2]
+        self.y = _labels(y, self.P)
+        self.temperature = float(temperature)
+
+    def kernel(self, R: np.ndarray) -> np.ndarray:
+        return np.einsum("ab,abpq->pq", R @ R.T, self.C)
+
+    def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
+        G = self.kernel(R) + self.temperature * np.eye(self.P)
+        L = cholesky(G, lower=True)
+        r = cho_solve((L, True), self.y)
+        # Tr(A C_{ππ'}) needs every entry of A = G^{-1}; it is formed by Cholesky solves.
+        A = cho_solve((L, True), np.eye(self.P))
+        value = 2.0 * np.sum(np.log(np.diag(L))) + self.y @ r
+        grad = np.einsum("pq,abpq->ab", A, self.C) - np.einsum("p,abpq,q->ab", r, self.C, r)
+        return float(value), _symmetric(grad)
+
+
+def _features(X) -> np.ndarray:
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 3:
+        raise ValueError(f"X must have shape (P, N0, 𝓗) (path features), got {X.shape}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("X must be finite")
+    return X
+
+
+class FeatureKernelEnergy:
+    """E and ∂E/∂U from the path features X (P, N0, 𝓗), in the P × P kernel space, without C."""
+
+    def __init__(self, X, y, temperature: float):
+        self.X = _features(X)
+        self.P, self.N0, self.paths = self.X.shape
+        self.y = _labels(y, self.P)
+        self.temperature = float(temperature)
+        self._Xy = np.einsum("pia,p->ia", self.X, self.y)
+
+    def kernel(self, R: np.ndarray) -> np.ndarray:
+        Phi = (self.X @ R).reshape(self.P, -1)
+        return Phi @ Phi.T
+
+    def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
+        G = self.kernel(R)
+        G[np.diag_indices_from(G)] += self.temperature
+        L = cholesky(G, lower=True, overwrite_a=True)
+        r = cho_solve((L, True), self.y)
+        Z = solve_triangular(L, self.X.reshape(self.P, -1), lower=True).reshape(self.X.shape)
+        Xr = np.einsum("pia,p->ia", self.X, r)
+        value = 2.0 * np.sum(np.log(np.diag(L))) + self.y @ r
+        grad = np.einsum("pia,pib->ab", Z, Z) - Xr.T @ Xr
+        return float(value), _symmetric(grad)
+
+
+class FeatureSpaceEnergy:
+    """E and ∂E/∂U from the path features in the D = N0·𝓗 feature space (Woodbury), for D < P.
+
+    The Gram matrix Γ = XᵀX (D × D) and XᵀY are formed once; a call never touches P again.
+    """
+
+    def __init__(self, X, y, temperature: float):
+        X = _features(X)
+        self.P, self.N0, self.paths = X.shape
+        self.D = self.N0 * self.paths
+        if self.D >= self.P:
+            raise ValueError(
+                f"feature space needs N0·𝓗 < P (here {self.N0}·{self.paths} = {self.D} ≥ P = {self.P}); "
+                "use the kernel space (FeatureKernelEnergy)"
+            )
+        self.y = _labels(y, self.P)
+        self.temperature = float(temperature)
+        flat = X.reshape(self.P, self.D)
+        self.gram = flat.T @ flat
+        self.Xy = flat.T @ self.y
+        self.yy = float(self.y @ self.y)
+
+    def _lift(self, R: np.ndarray, M: np.ndarray) -> np.ndarray:
+        """(I_{N0} ⊗ R)ᵀ M for M with D rows (R acts on the fast path index)."""
+        shaped = M.reshape(self.N0, self.paths, -1)
+        return np.einsum("ab,iaj->ibj", R, shaped).reshape(self.D, -1)
+
+    def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
+        T = self.temperature
+        Q = self._lift(R, self.gram)  # (I ⊗ R)ᵀ Γ
+        B = self._lift(R, Q.T.copy())  # (I ⊗ R)ᵀ Γ (I ⊗ R), symmetric
+        B = _symmetric(B)
+        B[np.diag_indices_from(B)] += T
+        LB = cholesky(B, lower=True, overwrite_a=True)
+        c = (self._lift(R, self.Xy[:, None]))[:, 0]
+        W = solve_triangular(LB, Q, lower=True)  # L_B^{-1} Q
+        w = solve_triangular(LB, c, lower=True)
+        value = (self.P - self.D) * np.log(T) + 2.0 * np.sum(np.log(np.diag(LB))) + (self.yy - w @ w) / T
+        XAX = (self.gram - W.T @ W) / T
+        Xr = ((self.Xy - W.T @ w) / T).reshape(self.N0, self.paths)
+        grad = _diagonal_blocks(XAX, self.N0, self.paths) - Xr.T @ Xr
+        return float(value), _symmetric(grad)
+
+
+def energy_for(X=None, C=None, *, y, temperature: float, space: str = "auto"):
+    """The energy representation for the given inputs; ``space`` ∈ {"auto", "kernel", "feature"}."""
+    if (X is None) == (C is None):
+        raise ValueError("give exactly one of X (path features, (P, N0, 𝓗)) and C (path-path kernels)")
+    if space not in ("auto", "kernel", "feature"):
+        raise ValueError(f"space must be 'auto', 'kernel' or 'feature', got {space!r}")
+    if C is not None:
+        if space == "feature":
+            raise ValueError("space='feature' needs the path features X, not C")
+        return KernelEnergy(C, y, temperature)
+    X = _features(X)
+    P, N0, paths = X.shape
+    if space == "feature" or (space == "auto" and N0 * paths < P):
+        return FeatureSpaceEnergy(X, y, temperature)
+    return FeatureKernelEnergy(X, y, temperature)

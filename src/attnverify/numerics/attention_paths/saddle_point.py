@@ -1,0 +1,283 @@
+"""The saddle point of the attention-path action: the order parameters U_1 (= U), …, U_L, U_a.
+
+Minimises S = E(U_1) + 𝓛(U_a, U_L, …, U_1) (spec §2.1) over positive-definite U_ℓ:
+
+* positive definiteness by construction: U_ℓ = R_ℓ R_ℓᵀ, R_ℓ lower triangular with a
+  log-parametrised diagonal;
+* U_a profiled out in closed form (∂S/∂U_a = 0, generated from sympy in
+  ``attnverify.derivations.attention_paths``); by the envelope theorem ∂S/∂U_L is unchanged;
+* analytic gradients (matrix formulas of §2.2, chained to the Cholesky parameters);
+* started at the GP point U_ℓ = σ_a² Π_{k≥ℓ} σ_k² I (§3), quasi-Newton (L-BFGS) then Newton
+  steps on a finite-difference Hessian of the analytic gradient;
+* converged when max |∂(S/n_max)/∂U_ℓ| ≤ ``tolerance`` (the saddle-point equations themselves), and
+  accepted only when the Hessian there is positive definite (a minimum, as the authors' code tests).
+Otherwise :class:`SaddlePointError` says what failed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+from scipy.optimize import minimize
+
+from .energy import energy_for
+from .entropy import ActionConfig, entropy, entropy_gradients
+
+
+def _theory():
+    from ...derivations import attention_paths  # generated closed forms (U_a, GP point)
+
+    return attention_paths
+
+
+class SaddlePointError(RuntimeError):
+    """The solver did not reach a minimum of the action (gradient too large or Hessian not positive)."""
+
+
+@dataclass(frozen=True)
+class SaddlePoint:
+    """The solution. ``order_parameter`` is U = U_1 (𝓗 × 𝓗); ``order_parameters`` is (U_1, …, U_L)."""
+
+    order_parameter: np.ndarray
+    order_parameters: tuple[np.ndarray, ...]
+    readout_order_parameter: float
+    action: float
+    energy: float
+    entropy: float
+    gradient_norm: float
+    hessian_eigenvalues: np.ndarray
+    converged: bool
+    iterations: int
+    newton_steps: int
+    evaluations: int
+    seconds: float
+    space: str
+    config: ActionConfig
+    message: str = ""
+    history: list[float] = field(default_factory=list, repr=False)
+
+    @property
+    def is_minimum(self) -> bool:
+        return bool(self.hessian_eigenvalues.size and self.hessian_eigenvalues.min() > 0)
+
+    @property
+    def below_wishart_rank(self) -> bool:
+        """n_{ℓ−1} < D_ℓ for some layer: the leading-order theory is then a formal extrapolation
+        (a sampled U_ℓ would be rank-deficient; spec §5 quirk 7)."""
+        c = self.config
+        return any(c.widths[level - 1] < c.dimension(level) for level in range(1, c.depth + 1))
+
+
+class _Parametrisation:
+    """θ ↔ (R_1, …, R_L): lower-triangular entries, diagonal as logs."""
+
+    def __init__(self, config: ActionConfig):
+        self.sizes = [config.dimension(level) for level in range(1, config.depth + 1)]
+        self.indices = [np.tril_indices(D) for D in self.sizes]
+        self.counts = [D * (D + 1) // 2 for D in self.sizes]
+        self.size = sum(self.counts)
+
+    def factors(self, theta: np.ndarray) -> list[np.ndarray]:
+        out, start = [], 0
+        for D, (rows, cols), count in zip(self.sizes, self.indices, self.counts):
+            R = np.zeros((D, D))
+            R[rows, cols] = theta[start:start + count]
+            R[np.diag_indices(D)] = np.exp(np.diag(R))
+            out.append(R)
+            start += count
+        return out
+
+    def theta(self, factors: Sequence[np.ndarray]) -> np.ndarray:
+        parts = []
+        for R, (rows, cols) in zip(factors, self.indices):
+            R = np.array(R, dtype=float)
+            R[np.diag_indices(R.shape[0])] = np.log(np.diag(R))
+            parts.append(R[rows, cols])
+        return np.concatenate(parts)
+
+    def chain(self, factors: Sequence[np.ndarray], gradients: Sequence[np.ndarray]) -> np.ndarray:
+        """dS/dθ from the symmetric dS/dU_ℓ: dS/dR = 2 G R (lower part), diagonal × R_ii."""
+        parts = []
+        for R, G, (rows, cols) in zip(factors, gradients, self.indices):
+            dR = 2.0 * G @ R
+            dR[np.diag_indices(R.shape[0])] *= np.diag(R)
+            parts.append(dR[rows, cols])
+        return np.concatenate(parts)
+
+
+class Action:
+    """S(θ)/scale and its gradient for one problem; U_a is profiled out in closed form."""
+
+    def __init__(self, config: ActionConfig, energy: Callable[[np.ndarray], tuple[float, np.ndarray]]):
+        self.config, self.energy = config, energy
+        self.parametrisation = _Parametrisation(config)
+        self.scale = max(config.widths)
+        self.evaluations = 0
+
+    def readout(self, factors: Sequence[np.ndarray]) -> float:
+        c = self.config
+        L = c.depth
+        return float(_theory().readout_order_parameter(
+            float(np.sum(factors[L - 1] ** 2)), c.heads[L - 1], c.widths[L - 1], c.widths[L],
+            c.variances[L - 1], c.variances[L],
+        ))
+
+    def parts(self, theta: np.ndarray) -> tuple[float, float, list[np.ndarray], float, list[np.ndarray]]:
+        """(E, 𝓛, factors, U_a, [∂S/∂U_ℓ]) at θ."""
+        self.evaluations += 1
+        factors = self.parametrisation.factors(theta)
+        U_a = self.readout(factors)
+        E, dE = self.energy(factors[0])
+        grads, _ = entropy_gradients(self.config, factors, U_a)
+        grads[0] = grads[0] + dE
+        return E, entropy(self.config, factors, U_a), factors, U_a, grads
+
+    def __call__(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        E, H, factors, _, grads = self.parts(theta)
+        return (E + H) / self.scale, self.parametrisation.chain(factors, grads) / self.scale
+
+    def gradient_norm(self, theta: np.ndarray) -> float:
+        """max_ℓ max |∂(S/n_max)/∂U_ℓ|: the residual of the saddle-point equations."""
+        grads = self.parts(theta)[4]
+        return float(max(np.max(np.abs(G)) for G in grads) / self.scale)
+
+    def hessian(self, theta: np.ndarray, step: float = 1e-5) -> np.ndarray:
+        """Central finite differences of the analytic gradient in θ, symmetrised.
+
+        At a stationary point the Hessian's inertia does not depend on the parametrisation, so its
+        eigenvalues in θ decide whether the point is a minimum in U."""
+        n = theta.size
+        H = np.empty((n, n))
+        for i in range(n):
+            e = np.zeros(n)
+            e[i] = step
+            H[:, i] = (self(theta + e)[1] - self(theta - e)[1]) / (2 * step)
+        return 0.5 * (H + H.T)
+
+
+def gp_start(config: ActionConfig) -> list[np.ndarray]:
+    """Cholesky factors of the GP order parameters U_ℓ = σ_a² Π_{k≥ℓ} σ_k² I (spec §3)."""
+    U = _theory().gp_order_parameters(config.heads, config.variances)
+    return [np.linalg.cholesky(np.asarray(U_l, dtype=float)) for U_l in U[:-1]]
+
+
+def solve(
+    action: Action,
+    *,
+    tolerance: float = 1e-9,
+    max_iterations: int = 5000,
+    newton_steps: int = 20,
+    start: Sequence[np.ndarray] | None = None,
+    space: str = "",
+    raise_on_failure: bool = True,
+) -> SaddlePoint:
+    """Minimise ``action`` from the GP point (or ``start`` factors); see the module docstring."""
+    if not (tolerance > 0):
+        raise ValueError(f"tolerance must be > 0, got {tolerance!r}")
+    t0 = time.perf_counter()
+    param = action.parametrisation
+    theta = param.theta(start if start is not None else gp_start(action.config))
+    history: list[float] = []
+
+    def record(x):
+        history.append(float(action(x)[0]))
+
+    result = minimize(action, theta, jac=True, method="L-BFGS-B", callback=record,
+                      options={"maxiter": max_iterations, "maxcor": 30, "gtol": tolerance * 1e-3,
+                               "ftol": 1e-15, "maxls": 50})
+    theta, iterations = result.x, int(result.nit)
+    residual = action.gradient_norm(theta)
+    steps = 0
+    hessian = action.hessian(theta)
+    while residual > tolerance and steps < newton_steps:
+        value, grad = action(theta)
+        eigenvalues, vectors = np.linalg.eigh(hessian)
+        if eigenvalues.min() <= 0:
+            break
+        direction = -vectors @ ((vectors.T @ grad) / eigenvalues)
+        # Near the minimum the predicted decrease drops below the round-off of S, so a step that
+        # lowers the residual of the saddle-point equations is accepted on that ground alone.
+        t, rounding = 1.0, 1e-13 * max(1.0, abs(value))
+        while t > 1e-8:
+            trial = theta + t * direction
+            if action(trial)[0] <= value + 1e-4 * t * (grad @ direction) + rounding \
+                    or action.gradient_norm(trial) < residual:
+                break
+            t *= 0.5
+        if t <= 1e-8:
+            break
+        theta = trial
+        steps += 1
+        history.append(float(action(theta)[0]))
+        residual = action.gradient_norm(theta)
+        hessian = action.hessian(theta)
+    eigenvalues = np.linalg.eigvalsh(hessian)
+    E, H, factors, U_a, _ = action.parts(theta)
+    order = tuple(R @ R.T for R in factors)
+    converged = residual <= tolerance
+    message = (f"max |∂(S/n)/∂U| = {residual:.3g} (tolerance {tolerance:g}) after {iterations} L-BFGS "
+               f"iterations and {steps} Newton steps; smallest Hessian eigenvalue {eigenvalues.min():.3g}")
+    solution = SaddlePoint(
+        order_parameter=order[0], order_parameters=order, readout_order_parameter=U_a,
+        action=E + H, energy=E, entropy=H, gradient_norm=residual, hessian_eigenvalues=eigenvalues,
+        converged=converged, iterations=iterations, newton_steps=steps, evaluations=action.evaluations,
+        seconds=time.perf_counter() - t0, space=space, config=action.config, message=message, history=history,
+    )
+    if raise_on_failure and not (converged and solution.is_minimum):
+        what = "did not converge" if not converged else "is not a minimum (Hessian not positive definite)"
+        raise SaddlePointError(f"the saddle point {what}: {message}")
+    return solution
+
+
+def saddle_point(
+    C,
+    y,
+    *,
+    heads: Sequence[int],
+    width,
+    temperature: float,
+    prior_var=1.0,
+    tolerance: float = 1e-9,
+    raise_on_failure: bool = True,
+) -> SaddlePoint:
+    """Saddle point from the path-path kernels C (𝓗, 𝓗, P, P), C[π,π',μ,ν] = X^μ_π·X^ν_{π'}.
+
+    heads = (H_1, …, H_L); width = N or (n_0, …, n_L); prior_var = σ² or (σ_1², …, σ_L², σ_a²).
+    For large P use :func:`saddle_point_from_features`, which never forms C.
+    """
+    config = ActionConfig.build(heads, width, temperature, prior_var)
+    energy = energy_for(C=C, y=y, temperature=config.temperature)
+    _check_paths(config, energy.paths, "C.shape[0]")
+    return solve(Action(config, energy), tolerance=tolerance, space="kernel", raise_on_failure=raise_on_failure)
+
+
+def saddle_point_from_features(
+    X,
+    y,
+    *,
+    heads: Sequence[int],
+    width,
+    temperature: float,
+    prior_var=1.0,
+    space: str = "auto",
+    tolerance: float = 1e-9,
+    raise_on_failure: bool = True,
+) -> SaddlePoint:
+    """Saddle point from the path features X (P, N0, 𝓗), without forming C.
+
+    ``space="auto"`` works in the (N0𝓗)-dimensional feature space (Woodbury) when N0·𝓗 < P, so an
+    iteration costs O((N0𝓗)³) independently of P, and in the P × P kernel space otherwise.
+    """
+    config = ActionConfig.build(heads, width, temperature, prior_var)
+    energy = energy_for(X=X, y=y, temperature=config.temperature, space=space)
+    _check_paths(config, energy.paths, "X.shape[2]")
+    chosen = "feature" if type(energy).__name__ == "FeatureSpaceEnergy" else "kernel"
+    return solve(Action(config, energy), tolerance=tolerance, space=chosen, raise_on_failure=raise_on_failure)
+
+
+def _check_paths(config: ActionConfig, paths: int, where: str) -> None:
+    if paths != config.paths:
+        raise ValueError(f"{where} = {paths} paths, but heads = {config.heads} give 𝓗 = {config.paths}")

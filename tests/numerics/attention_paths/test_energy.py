@@ -1,0 +1,76 @@
+"""The energy E(U) and ∂E/∂U: three representations agree, and the gradient is the derivative."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from numpy.testing import assert_allclose
+from numerics.attention_paths.problems import five_point_derivative, random_factor, random_features
+
+from attnverify.numerics.attention_paths import FeatureKernelEnergy, FeatureSpaceEnergy, KernelEnergy, energy_for
+
+
+def direct_energy(U, X, y, T):
+    """ln det(K+TI) + Yᵀ(K+TI)^{-1}Y with K formed entry by entry from C (slogdet and solve)."""
+    C = np.einsum("pia,qib->abpq", X, X)
+    G = np.einsum("ab,abpq->pq", U, C) + T * np.eye(len(y))
+    sign, logdet = np.linalg.slogdet(G)
+    assert sign > 0
+    return logdet + y @ np.linalg.solve(G, y)
+
+
+@settings(max_examples=15)
+@given(paths=st.sampled_from([1, 2, 4]), N0=st.integers(1, 6), P=st.integers(3, 40),
+       T=st.floats(1e-3, 2.0), seed=st.integers(0, 2**16))
+def test_three_representations_equal_the_direct_evaluation(paths, N0, P, T, seed):
+    X, y = random_features(P, N0, paths, seed)
+    R = random_factor(paths, np.random.default_rng(seed + 1))
+    expected = direct_energy(R @ R.T, X, y, T)
+    C = np.einsum("pia,qib->abpq", X, X)
+    values = [KernelEnergy(C, y, T)(R), FeatureKernelEnergy(X, y, T)(R)]
+    if N0 * paths < P:
+        values.append(FeatureSpaceEnergy(X, y, T)(R))
+    # ∂E/∂U = Tr(A C) − rᵀCr cancels between two terms of order P/T: compare on their scale
+    G = np.einsum("ab,abpq->pq", R @ R.T, C) + T * np.eye(P)
+    r = np.linalg.solve(G, y)
+    scale = np.abs(np.einsum("pq,abpq->ab", np.linalg.inv(G), C)).max() + np.abs(np.einsum("p,abpq,q->ab", r, C, r)).max()
+    for value, grad in values:
+        assert_allclose(value, expected, rtol=1e-10)
+        assert_allclose(grad, values[0][1], rtol=0, atol=1e-11 * np.linalg.cond(G) * scale)
+
+
+@pytest.mark.parametrize("representation", ["kernel", "features", "feature_space"])
+def test_gradient_is_the_derivative(representation):
+    """Five-point differences along symmetric directions: truncation O(h⁴) ≈ 1e-10, round-off ≈ 1e-11·|E|/h."""
+    X, y = random_features(60, 4, 4, seed=3)
+    T = 0.05
+    energy = {"kernel": lambda: KernelEnergy(np.einsum("pia,qib->abpq", X, X), y, T),
+              "features": lambda: FeatureKernelEnergy(X, y, T),
+              "feature_space": lambda: FeatureSpaceEnergy(X, y, T)}[representation]()
+    rng = np.random.default_rng(4)
+    R = random_factor(4, rng)
+    U = R @ R.T
+    _, grad = energy(R)
+    for _ in range(5):
+        V = rng.normal(size=(4, 4))
+        V = V + V.T
+        along = lambda t: energy(np.linalg.cholesky(U + t * V))[0]  # noqa: E731
+        assert_allclose(five_point_derivative(along, 2e-4), np.sum(grad * V), rtol=1e-8)
+
+
+def test_feature_space_refuses_when_it_does_not_pay():
+    X, y = random_features(10, 4, 4, seed=0)
+    with pytest.raises(ValueError, match="N0·𝓗 < P"):
+        FeatureSpaceEnergy(X, y, 0.1)
+    assert isinstance(energy_for(X=X, y=y, temperature=0.1), FeatureKernelEnergy)
+
+
+def test_bad_inputs_are_named():
+    X, y = random_features(10, 2, 2, seed=0)
+    with pytest.raises(ValueError, match="y must have shape"):
+        energy_for(X=X, y=y[:-1], temperature=0.1)
+    with pytest.raises(ValueError, match="exactly one of X"):
+        energy_for(y=y, temperature=0.1)
+    C = np.einsum("pia,qib->abpq", X, X)
+    C[0, 1, 0, 1] += 1.0
+    with pytest.raises(ValueError, match="C must satisfy"):
+        KernelEnergy(C, y, 0.1)

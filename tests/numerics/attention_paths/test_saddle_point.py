@@ -1,0 +1,105 @@
+"""The saddle-point solver: gradients are derivatives, the answer solves the equations and is a
+minimum, the three representations agree, and failure is loud."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from numerics.attention_paths.problems import random_factor, random_features
+
+from attnverify.numerics.attention_paths import (
+    Action, ActionConfig, SaddlePointError, entropy, entropy_gradients, energy_for, saddle_point,
+    saddle_point_from_features, scalar_renormalization,
+)
+
+
+@pytest.mark.parametrize("heads", [(1,), (3,), (2, 2), (2, 1, 3)])
+def test_entropy_gradient_is_the_derivative(heads):
+    config = ActionConfig.build(heads, width=(7, 5, 9, 4)[: len(heads) + 1], temperature=0.1,
+                                prior_var=(0.8, 1.3, 0.9, 1.1)[: len(heads) + 1])
+    rng = np.random.default_rng(1)
+    factors = [random_factor(config.dimension(l), rng) for l in range(1, config.depth + 1)]
+    U_a = 1.7
+    grads, grad_a = entropy_gradients(config, factors, U_a)
+    h = 1e-5
+    for level, R in enumerate(factors):
+        U = R @ R.T
+        V = rng.normal(size=U.shape)
+        V = V + V.T
+        shifted = [list(factors), list(factors)]
+        shifted[0][level] = np.linalg.cholesky(U + h * V)
+        shifted[1][level] = np.linalg.cholesky(U - h * V)
+        numeric = (entropy(config, shifted[0], U_a) - entropy(config, shifted[1], U_a)) / (2 * h)
+        assert_allclose(numeric, np.sum(grads[level] * V), rtol=1e-6)
+    numeric_a = (entropy(config, factors, U_a + h) - entropy(config, factors, U_a - h)) / (2 * h)
+    assert_allclose(numeric_a, grad_a, rtol=1e-6)
+
+
+def test_action_gradient_in_the_cholesky_parameters():
+    X, y = random_features(40, 3, 4, seed=2)
+    config = ActionConfig.build((2, 2), width=8, temperature=0.05)
+    action = Action(config, energy_for(X=X, y=y, temperature=0.05))
+    theta = np.random.default_rng(3).normal(scale=0.3, size=action.parametrisation.size)
+    _, grad = action(theta)
+    h = 1e-6
+    numeric = [(action(theta + h * e)[0] - action(theta - h * e)[0]) / (2 * h) for e in np.eye(theta.size)]
+    assert_allclose(numeric, grad, rtol=1e-5, atol=1e-9)
+
+
+def test_solution_solves_the_equations_and_is_a_minimum():
+    X, y = random_features(50, 4, 4, seed=5)
+    solution = saddle_point_from_features(X, y, heads=(2, 2), width=6, temperature=0.02, tolerance=1e-10)
+    assert solution.converged and solution.gradient_norm <= 1e-10
+    assert solution.hessian_eigenvalues.min() > 0
+    assert np.all(np.linalg.eigvalsh(solution.order_parameter) > 0)
+    assert solution.below_wishart_rank is False
+
+
+def test_three_representations_reach_the_same_saddle_point():
+    """Kernel (from C), kernel (from X) and feature space: the same U to 1e-8 (tolerance 1e-11 on
+    the gradient and a Hessian eigenvalue ≳ 1e-2 bound the distance to the minimum by ~1e-9)."""
+    X, y = random_features(120, 3, 4, seed=7)
+    C = np.einsum("pia,qib->abpq", X, X)
+    kwargs = dict(heads=(2, 2), width=10, temperature=0.05, tolerance=1e-11)
+    from_kernels = saddle_point(C, y, **kwargs)
+    from_features = saddle_point_from_features(X, y, space="kernel", **kwargs)
+    in_feature_space = saddle_point_from_features(X, y, **kwargs)
+    assert in_feature_space.space == "feature" and from_features.space == "kernel"
+    for other in (from_features, in_feature_space):
+        assert_allclose(other.order_parameter, from_kernels.order_parameter, rtol=1e-8, atol=1e-9)
+        assert_allclose(other.action, from_kernels.action, rtol=1e-12)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_single_head_equals_the_scalar_renormalization(depth):
+    X, y = random_features(30, 5, 1, seed=depth)
+    C = np.einsum("pia,qib->abpq", X, X)
+    for width in (3, 40):
+        matrix = saddle_point(C, y, heads=(1,) * depth, width=width, temperature=0.1, tolerance=1e-12)
+        scalar = scalar_renormalization(C[0, 0], y, depth=depth, width=width, temperature=0.1)
+        assert_allclose(matrix.order_parameter[0, 0], scalar.order_parameter, rtol=1e-8)
+        assert_allclose(matrix.readout_order_parameter, scalar.readout_order_parameter, rtol=1e-8)
+        assert_allclose(matrix.action, scalar.action, rtol=1e-12)
+
+
+def test_failure_is_loud():
+    X, y = random_features(30, 3, 2, seed=0)
+    with pytest.raises(SaddlePointError, match="did not converge"):
+        saddle_point_from_features(X, y, heads=(2,), width=5, temperature=0.1, tolerance=1e-30)
+    quiet = saddle_point_from_features(X, y, heads=(2,), width=5, temperature=0.1, tolerance=1e-30,
+                                       raise_on_failure=False)
+    assert not quiet.converged and "tolerance 1e-30" in quiet.message
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(heads=(2, 0)), "heads must be"),
+    (dict(width=-1), "width must be finite and > 0"),
+    (dict(width=(5, 5)), "width must be a number or a sequence of 3"),
+    (dict(temperature=0.0), "temperature must be a finite number > 0"),
+    (dict(prior_var=(1, 1)), "prior_var must be a number or a sequence of 3"),
+    (dict(heads=(2, 1)), "X.shape\\[2\\] = 4 paths, but heads"),
+])
+def test_bad_arguments_are_named(kwargs, message):
+    X, y = random_features(20, 2, 4, seed=0)
+    arguments = dict(heads=(2, 2), width=5, temperature=0.1) | kwargs
+    with pytest.raises(ValueError, match=message):
+        saddle_point_from_features(X, y, **arguments)
