@@ -23,14 +23,9 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.optimize import minimize
 
+from ...derivations import attention_paths as theory
 from .energy import energy_for
 from .entropy import ActionConfig, entropy, entropy_gradients
-
-
-def _theory():
-    from ...derivations import attention_paths  # generated closed forms (U_a, GP point)
-
-    return attention_paths
 
 
 class SaddlePointError(RuntimeError):
@@ -39,7 +34,8 @@ class SaddlePointError(RuntimeError):
 
 @dataclass(frozen=True)
 class SaddlePoint:
-    """The solution. ``order_parameter`` is U = U_1 (𝓗 × 𝓗); ``order_parameters`` is (U_1, …, U_L)."""
+    """The solution. ``order_parameter`` is U = U_1 (𝓗 × 𝓗); ``order_parameters`` is (U_1, …, U_L);
+    ``error_estimate`` bounds max |U_ℓ − U_ℓ*| by the size of one more Newton step."""
 
     order_parameter: np.ndarray
     order_parameters: tuple[np.ndarray, ...]
@@ -48,6 +44,7 @@ class SaddlePoint:
     energy: float
     entropy: float
     gradient_norm: float
+    error_estimate: float
     hessian_eigenvalues: np.ndarray
     converged: bool
     iterations: int
@@ -120,7 +117,7 @@ class Action:
     def readout(self, factors: Sequence[np.ndarray]) -> float:
         c = self.config
         L = c.depth
-        return float(_theory().readout_order_parameter(
+        return float(theory.readout_order_parameter(
             float(np.sum(factors[L - 1] ** 2)), c.heads[L - 1], c.widths[L - 1], c.widths[L],
             c.variances[L - 1], c.variances[L],
         ))
@@ -160,8 +157,17 @@ class Action:
 
 def gp_start(config: ActionConfig) -> list[np.ndarray]:
     """Cholesky factors of the GP order parameters U_ℓ = σ_a² Π_{k≥ℓ} σ_k² I (spec §3)."""
-    U = _theory().gp_order_parameters(config.heads, config.variances)
+    U = theory.gp_order_parameters(config.heads, config.variances)
     return [np.linalg.cholesky(np.asarray(U_l, dtype=float)) for U_l in U[:-1]]
+
+
+def _newton_error_estimate(action: Action, theta: np.ndarray, hessian: np.ndarray, order) -> float:
+    """max_ℓ max |ΔU_ℓ| of one more Newton step: the a-posteriori error of the order parameters
+    (quadratic convergence makes the next step the size of the remaining error, or of the
+    round-off noise in the gradient once that dominates)."""
+    step = np.linalg.solve(hessian, action(theta)[1])
+    moved = action.parametrisation.factors(theta - step)
+    return float(max(np.max(np.abs(R @ R.T - U)) for R, U in zip(moved, order)))
 
 
 def solve(
@@ -192,7 +198,8 @@ def solve(
     residual = action.gradient_norm(theta)
     steps = 0
     hessian = action.hessian(theta)
-    while residual > tolerance and steps < newton_steps:
+    stalls = 0
+    while residual > tolerance and steps < newton_steps and stalls < 2:
         value, grad = action(theta)
         eigenvalues, vectors = np.linalg.eigh(hessian)
         if eigenvalues.min() <= 0:
@@ -212,17 +219,21 @@ def solve(
         theta = trial
         steps += 1
         history.append(float(action(theta)[0]))
-        residual = action.gradient_norm(theta)
+        previous, residual = residual, action.gradient_norm(theta)
+        stalls = stalls + 1 if residual > 0.5 * previous else 0  # round-off floor of the gradient
         hessian = action.hessian(theta)
     eigenvalues = np.linalg.eigvalsh(hessian)
     E, H, factors, U_a, _ = action.parts(theta)
     order = tuple(R @ R.T for R in factors)
+    error = _newton_error_estimate(action, theta, hessian, order) if eigenvalues.min() > 0 else np.inf
     converged = residual <= tolerance
     message = (f"max |∂(S/n)/∂U| = {residual:.3g} (tolerance {tolerance:g}) after {iterations} L-BFGS "
-               f"iterations and {steps} Newton steps; smallest Hessian eigenvalue {eigenvalues.min():.3g}")
+               f"iterations and {steps} Newton steps; smallest Hessian eigenvalue {eigenvalues.min():.3g}; "
+               f"estimated error of U {error:.2g}")
     solution = SaddlePoint(
         order_parameter=order[0], order_parameters=order, readout_order_parameter=U_a,
-        action=E + H, energy=E, entropy=H, gradient_norm=residual, hessian_eigenvalues=eigenvalues,
+        action=E + H, energy=E, entropy=H, gradient_norm=residual, error_estimate=error,
+        hessian_eigenvalues=eigenvalues,
         converged=converged, iterations=iterations, newton_steps=steps, evaluations=action.evaluations,
         seconds=time.perf_counter() - t0, space=space, config=action.config, message=message, history=history,
     )

@@ -21,12 +21,14 @@ from scipy.optimize import brentq
 
 @dataclass(frozen=True)
 class ScalarRenormalization:
-    """U_1 (the kernel's scale), the ratio variables u_0..u_L (u_L is u_a) and U_a."""
+    """U_1 (the kernel's scale), the ratio variables u_0..u_L (u_L is u_a) and U_a;
+    ``error_estimate`` is the round-off error of U_1 (noise of the residual over its slope)."""
 
     order_parameter: float
     ratios: tuple[float, ...]
     readout_order_parameter: float
     action: float
+    error_estimate: float
 
 
 def _energy_terms(K0, y, temperature):
@@ -37,7 +39,10 @@ def _energy_terms(K0, y, temperature):
     eigenvalues, vectors = np.linalg.eigh(0.5 * (K0 + K0.T))
     if eigenvalues.min() < -1e-10 * max(1.0, eigenvalues.max()):
         raise ValueError(f"K0 must be positive semidefinite; smallest eigenvalue {eigenvalues.min():.3g}")
-    return np.clip(eigenvalues, 0.0, None), (vectors.T @ y) ** 2
+    # Eigenvalues within round-off of zero (|λ| ≤ P·eps·λ_max) are zero: K_0 = X Xᵀ has rank ≤ N0, and
+    # the noise of a float64 null eigenvalue would enter U E'(U) amplified by 1/T².
+    floor = K0.shape[0] * np.finfo(float).eps * max(eigenvalues.max(), 0.0)
+    return np.where(eigenvalues > floor, eigenvalues, 0.0), (vectors.T @ y) ** 2
 
 
 def scalar_renormalization(K0, y, *, depth: int, width, temperature: float, prior_var=1.0) -> ScalarRenormalization:
@@ -82,5 +87,11 @@ def scalar_renormalization(K0, y, *, depth: int, width, temperature: float, prio
         raise ValueError("no root of the scalar saddle-point equation was bracketed")
     best = min(roots, key=action)
     u = ratios(best)
+    d = best * lam + T
+    magnitude = np.sum(best * lam / d) + np.sum(z2 * best * lam / d**2)  # terms cancelling in U E'(U)
+    noise = 4 * np.finfo(float).eps * (abs(np.log(best)) + np.sum(magnitude / (n * u)) + np.sum(np.abs(np.log(u))))
+    h = 1e-6 * best
+    slope_of_residual = abs(residual(best + h) - residual(best - h)) / (2 * h)
     return ScalarRenormalization(order_parameter=float(best), ratios=tuple(float(v) for v in u),
-                                 readout_order_parameter=float(s2[-1] * u[-1]), action=action(best))
+                                 readout_order_parameter=float(s2[-1] * u[-1]), action=action(best),
+                                 error_estimate=float(noise / slope_of_residual))

@@ -1,0 +1,87 @@
+"""The paper's figure-2 experiments as functions: GP reference lines and sweeps over the width N.
+
+Shared by the claims and the report, so that both state the same numbers.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..statistics import Estimate, mean_estimate
+from .predictor import predictor_statistics
+from .saddle_point import saddle_point_from_features
+
+#: The authors' 4-path Markov features (shared/data/README.md); set ATTNVERIFY_SHARED_DATA to move it.
+AUTHORS_MARKOV_FILE = "markov_4paths_authors.npz"
+
+
+def shared_data_dir() -> Path:
+    """``$ATTNVERIFY_SHARED_DATA``, else ``shared/data`` next to the repository checkout."""
+    env = os.environ.get("ATTNVERIFY_SHARED_DATA")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[5] / "shared" / "data"
+
+
+def authors_markov_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """(X, y, X_test, y_test) of the authors' 4-path network (T = 0.01 in the paper), or None if absent."""
+    path = shared_data_dir() / AUTHORS_MARKOV_FILE
+    if not path.is_file():
+        return None
+    with np.load(path) as data:
+        return data["Xa"], data["y"], data["Xta"], data["yt"]
+
+
+def subnetwork_features(X: np.ndarray, paths: Sequence[int]) -> np.ndarray:
+    """Features of the network made of ``paths`` only: X_π = sqrt(σ0²/(N0 𝓗')) ξ^π, so the columns of
+    the full network's X (normalised by 𝓗) are rescaled by sqrt(𝓗/𝓗')."""
+    paths = list(paths)
+    if not paths or min(paths) < 0 or max(paths) >= X.shape[2]:
+        raise ValueError(f"paths must index the {X.shape[2]} paths of X, got {paths}")
+    return X[:, :, paths] * np.sqrt(X.shape[2] / len(paths))
+
+
+@dataclass(frozen=True)
+class TheoryPoint:
+    """Test statistics of the mean predictor at one width (or in the GP limit, width = inf)."""
+
+    width: float
+    accuracy: Estimate
+    generalisation_error: Estimate
+    correct: np.ndarray
+    order_parameter: np.ndarray
+    seconds: float = 0.0
+
+
+def evaluate(U, X, y, X_test, y_test, temperature: float, width: float = np.inf, seconds: float = 0.0) -> TheoryPoint:
+    stats = predictor_statistics(U, X, y, X_test, temperature)
+    correct = (np.sign(stats.mean) == np.sign(y_test)).astype(float)
+    return TheoryPoint(width, mean_estimate(correct), stats.generalisation_error(y_test), correct,
+                       np.asarray(U, dtype=float), seconds)
+
+
+def gp_point(X, y, X_test, y_test, temperature: float, prior_scale: float = 1.0) -> TheoryPoint:
+    """The GP limit: U = σ_a² Π σ_ℓ² I (spec §3)."""
+    return evaluate(prior_scale * np.eye(X.shape[2]), X, y, X_test, y_test, temperature)
+
+
+def width_sweep(X, y, X_test, y_test, *, heads: Sequence[int], widths: Sequence[float], temperature: float,
+                progress: Callable[[str], None] | None = None) -> list[TheoryPoint]:
+    """The finite-width theory at each N (equal widths, unit prior variances), solved from the GP point."""
+    points = []
+    for N in widths:
+        solution = saddle_point_from_features(X, y, heads=heads, width=N, temperature=temperature)
+        points.append(evaluate(solution.order_parameter, X, y, X_test, y_test, temperature, N, solution.seconds))
+        if progress:
+            progress(f"N = {N:g}: accuracy {points[-1].accuracy.mean:.3f} ({solution.seconds:.1f} s)")
+    return points
+
+
+def paired_difference(a: TheoryPoint, b: TheoryPoint) -> Estimate:
+    """Accuracy of a minus accuracy of b on the same test inputs, with the paired standard error."""
+    return mean_estimate(a.correct - b.correct)
