@@ -197,9 +197,10 @@ def solve(
     theta, iterations = result.x, int(result.nit)
     residual = action.gradient_norm(theta)
     steps = 0
-    hessian = action.hessian(theta)
+    hessian = None  # a finite-difference Hessian costs 2·dim(θ) gradients: only where it is needed
     stalls = 0
     while residual > tolerance and steps < newton_steps and stalls < 2:
+        hessian = action.hessian(theta) if hessian is None else hessian
         value, grad = action(theta)
         eigenvalues, vectors = np.linalg.eigh(hessian)
         if eigenvalues.min() <= 0:
@@ -221,7 +222,8 @@ def solve(
         history.append(float(action(theta)[0]))
         previous, residual = residual, action.gradient_norm(theta)
         stalls = stalls + 1 if residual > 0.5 * previous else 0  # round-off floor of the gradient
-        hessian = action.hessian(theta)
+        hessian = None
+    hessian = action.hessian(theta) if hessian is None else hessian
     eigenvalues = np.linalg.eigvalsh(hessian)
     E, H, factors, U_a, _ = action.parts(theta)
     order = tuple(R @ R.T for R in factors)
