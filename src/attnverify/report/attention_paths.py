@@ -23,7 +23,6 @@ from typing import Any, Callable
 import numpy as np
 
 from ..checks.attention_paths import DENOISING, GOOD, MARKOV_TEMPERATURE
-from ..checks.claim import PROFILES
 from ..derivations import attention_paths as theory
 from ..numerics.attention_paths import kernel_task_alignment
 from ..numerics.attention_paths import experiments
@@ -31,7 +30,7 @@ from ..numerics.attention_paths.experiments import TheoryPoint
 from ..numerics.attention_paths.markov_chain import MarkovChainTask, markov_dataset
 from ..numerics.backend import Backend, get_backend
 from .figures import pyplot, save_figure
-from .section import Figure, Section, Table
+from .section import Figure, Section, Table, check_section_arguments
 
 THEORY = "attention_paths"
 TITLE = ("Attention paths: the finite-width theory of a Bayesian transformer "
@@ -395,12 +394,7 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
     predictor run in numpy. ``seed`` (an integer ≥ 0) fixes every random draw through
     SeedSequence(seed).spawn; the authors' 4-path features, when present, do not depend on it.
     """
-    if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an integer ≥ 0 (it seeds numpy's SeedSequence), got {seed!r}")
-    if not callable(progress):
-        raise TypeError(f"progress must be callable (str) -> None, got {progress!r}")
+    check_section_arguments(profile, seed, progress)
     be = get_backend(backend)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

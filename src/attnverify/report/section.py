@@ -14,7 +14,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..checks.claim import PROFILES
 from ..derivations.derivation import Derivation
+
+
+def check_section_arguments(profile: str, seed: int, progress) -> None:
+    """Validate the common arguments of every ``build_section`` (the contract above)."""
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an integer ≥ 0 (it seeds numpy's SeedSequence), got {seed!r}")
+    if not callable(progress):
+        raise TypeError(f"progress must be callable (str) -> None, got {progress!r}")
 
 
 @dataclass

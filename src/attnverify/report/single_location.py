@@ -24,13 +24,12 @@ from typing import Any, Callable
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from ..checks.claim import PROFILES
 from ..checks.single_location import GAMMA, PGD_CONFIGS, PGD_DIMENSION, PGD_LENGTH
 from ..derivations import single_location as theory
 from ..numerics import single_location as sim
 from ..numerics.backend import Backend, get_backend
 from .figures import pyplot, save_figure
-from .section import Figure, Section, Table
+from .section import Figure, Section, Table, check_section_arguments
 
 THEORY = "single_location"
 TITLE = "Single-location regression (Marion, Berthier, Biau, Boyer, ICLR 2025)"
@@ -577,12 +576,7 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
     Writes ``single_location_*.png`` into ``out_dir``. ``backend`` (a Backend or a name) runs every
     simulation; ``seed`` (an integer ≥ 0) fixes every random draw through SeedSequence(seed).spawn.
     """
-    if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an integer ≥ 0 (it seeds numpy's SeedSequence), got {seed!r}")
-    if not callable(progress):
-        raise TypeError(f"progress must be callable (str) -> None, got {progress!r}")
+    check_section_arguments(profile, seed, progress)
     be = get_backend(backend)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -17,8 +17,6 @@ attention on BOS, a ~1 % tail of our head distribution (1.4 % ± 1.8 %).
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,11 +26,12 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from attnverify.numerics.attention_paths import features as ft
 from attnverify.numerics.attention_paths import markov_chain as mc
+from attnverify.numerics.attention_paths.experiments import AUTHORS_MARKOV_FILE, shared_data_dir
 from attnverify.numerics.statistics import mean_estimate
 
 Z = 5.0  # standard errors allowed in every Monte Carlo comparison (see module docstring)
 ROUND_OFF = 1e-12
-FIXTURE = "markov_4paths_authors.npz"
+FIXTURE = AUTHORS_MARKOV_FILE
 
 
 def assert_mean(values, expected, what=""):
@@ -234,14 +233,6 @@ def test_markov_dataset_is_seeded(seed, head_seed):
 
 
 # --------------------------------------------------------------------------- the authors' fixture
-
-
-def shared_data_dir() -> Path:
-    """$ATTNVERIFY_SHARED_DATA if set, else ../shared/data next to the repository."""
-    env = os.environ.get("ATTNVERIFY_SHARED_DATA")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
 
 
 @pytest.fixture(scope="module")
