@@ -1,0 +1,198 @@
+"""Posterior sampling of the attention network: HMC on the hidden weights, exact Gibbs on the readout.
+
+One iteration per chain (a Metropolis-within-Gibbs sweep, both steps leave p(Θ | D) invariant):
+  1. HMC transition of the hidden weights (Z_0, Z_{ℓ,h}) given z_a, prior-whitened, MH-corrected
+     (``numerics.hmc``);
+  2. z_a ~ p(z_a | Z, D), drawn exactly from its Gaussian conditional (``NetworkPosterior.draw_readout``).
+Warm-up adapts each chain's step size by dual averaging and then freezes it; the number of leapfrog steps is
+fixed at the end of warm-up so that the median chain integrates for ``trajectory_length``.
+
+Recorded per draw: the order parameters U_1..U_L, U_a (spec §1.2) and, when test features are given, the
+network outputs on them, so the posterior-mean predictor and its MCSE follow. Diagnostics (split R-hat, bulk
+and tail ESS, acceptance, divergences, step sizes) and the seed are stored with every result.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+from typing import Any, Callable
+
+import numpy as np
+
+from ..diagnostics import ChainSummary, summarize
+from ..hmc import HMCKernel, initial_step_size
+from ..statistics import Estimate
+from .posterior import NetworkPosterior, Weights
+
+
+@dataclass(frozen=True)
+class SamplerSettings:
+    """How to sample: chains, warm-up and kept draws per chain, HMC trajectory and target acceptance."""
+
+    chains: int = 4
+    warmup: int = 500
+    draws: int = 500
+    trajectory_length: float = math.pi / 2
+    target_acceptance: float = 0.8
+    max_leapfrog: int = 1024
+    step_jitter: float = 0.1
+
+    def __post_init__(self) -> None:
+        for name, low in (("chains", 2), ("warmup", 10), ("draws", 4), ("max_leapfrog", 1)):
+            value = getattr(self, name)
+            if not isinstance(value, Integral) or value < low:
+                raise ValueError(f"{name} must be an int ≥ {low}, got {value!r}")
+        if not (isinstance(self.trajectory_length, Real) and 0 < self.trajectory_length < 100):
+            raise ValueError(f"trajectory_length must be in (0, 100), got {self.trajectory_length!r}")
+        if not (isinstance(self.target_acceptance, Real) and 0.1 <= self.target_acceptance <= 0.99):
+            raise ValueError(f"target_acceptance must be in [0.1, 0.99], got {self.target_acceptance!r}")
+        if not (isinstance(self.step_jitter, Real) and 0 <= self.step_jitter < 1):
+            raise ValueError(f"step_jitter must be in [0, 1), got {self.step_jitter!r}")
+
+
+@dataclass
+class PosteriorSamples:
+    """Draws (…, chains, draws) of the order parameters and test outputs, with diagnostics and provenance."""
+
+    order_parameters: list[np.ndarray]
+    test_outputs: np.ndarray | None
+    acceptance: np.ndarray
+    divergences: np.ndarray
+    step_size: np.ndarray
+    leapfrog_steps: int
+    seed: int
+    settings: SamplerSettings
+    seconds: float
+    gradient_evaluations: int
+    extras: dict = field(default_factory=dict)
+
+    @property
+    def order_parameter(self) -> np.ndarray:
+        """Draws of U = U_1, shaped (𝓗, 𝓗, chains, draws)."""
+        return self.order_parameters[0]
+
+    def order_parameter_summary(self, level: int = 1) -> ChainSummary:
+        """Posterior mean of U_level with MCSE, R-hat and ESS per entry (level L+1 is U_a)."""
+        return summarize(self.order_parameters[level - 1])
+
+    def predictor_summary(self) -> ChainSummary:
+        """Posterior-mean predictor on the test inputs, per test point, with MCSE and diagnostics."""
+        if self.test_outputs is None:
+            raise ValueError("no test features were given to the sampler")
+        return summarize(self.test_outputs)
+
+    def accuracy(self, y_test, *, replicates: int = 2000, seed: int = 0) -> Estimate:
+        """Accuracy of sign(posterior-mean predictor) on the test set, with its Monte Carlo standard error.
+
+        The MCSE is the spread of the accuracy when every point's mean is redrawn from N(mean, MCSE²)
+        (a parametric bootstrap of the sampler's error; the test set itself is held fixed, as the theory
+        is evaluated on the same points).
+        """
+        summary = self.predictor_summary()
+        y = np.sign(np.asarray(y_test, dtype=float))
+        if y.shape != summary.mean.shape:
+            raise ValueError(f"y_test must be shaped {summary.mean.shape}, got {y.shape}")
+        accuracy = float(np.mean(np.sign(summary.mean) == y))
+        rng = np.random.default_rng(seed)
+        redrawn = summary.mean + summary.mcse * rng.standard_normal((replicates, y.size))
+        spread = float(np.std(np.mean(np.sign(redrawn) == y, axis=1), ddof=1))
+        return Estimate(accuracy, spread, int(y.size))
+
+    def diagnostics(self) -> dict:
+        """Sampler figures stored with every result (seed, settings, acceptance, divergences, R-hat, ESS)."""
+        U = self.order_parameter_summary()
+        out = {
+            "seed": self.seed,
+            "chains": self.settings.chains,
+            "warmup": self.settings.warmup,
+            "draws": self.settings.draws,
+            "leapfrog_steps": self.leapfrog_steps,
+            "step_size": [float(s) for s in self.step_size],
+            "mean_acceptance": float(np.mean(self.acceptance)),
+            "divergences": int(np.sum(self.divergences)),
+            "seconds": self.seconds,
+            "gradient_evaluations": self.gradient_evaluations,
+            "order_parameter": U.worst(),
+        }
+        if self.test_outputs is not None:
+            out["predictor"] = self.predictor_summary().worst()
+        return out
+
+
+def _check_seed(seed: Any) -> int:
+    if not isinstance(seed, Integral) or seed < 0:
+        raise ValueError(f"seed must be an int ≥ 0 (results must replay), got {seed!r}")
+    return int(seed)
+
+
+def sample_posterior(posterior: NetworkPosterior, *, seed: int, settings: SamplerSettings | None = None,
+                     X_test=None, progress: Callable[[str], None] | None = None) -> PosteriorSamples:
+    """Run ``settings.chains`` chains from prior draws; keep ``settings.draws`` draws after warm-up."""
+    settings = settings or SamplerSettings()
+    seed = _check_seed(seed)
+    be = posterior.backend
+    xp = be.xp
+    rng = be.random(seed)
+    X_test = None if X_test is None else be.asarray(X_test)
+    if X_test is not None and X_test.shape[1:] != (posterior.input_width, posterior.paths):
+        raise ValueError(f"X_test must be shaped (P_test, {posterior.input_width}, {posterior.paths}), "
+                         f"got {tuple(X_test.shape)}")
+    start = time.perf_counter()
+    weights = posterior.prior_draw(settings.chains, rng)
+    weights = Weights(weights.hidden, posterior.draw_readout(weights.hidden, rng))
+
+    def given_readout(hidden):
+        return posterior.potential_and_gradient(Weights(hidden, weights.readout))
+
+    potential, gradient = given_readout(weights.hidden)
+    evaluations = 1
+    kernel = HMCKernel(initial_step_size(weights.hidden, potential, gradient, given_readout, rng, be),
+                       backend=be, trajectory_length=settings.trajectory_length,
+                       target_acceptance=settings.target_acceptance, max_steps=settings.max_leapfrog,
+                       jitter=settings.step_jitter)
+    levels = posterior.config.depth + 1
+    kept_U: list[list[Any]] = [[] for _ in range(levels)]
+    kept_f: list[Any] = []
+    acceptance, divergent = [], []
+    total = settings.warmup + settings.draws
+    report_every = max(1, total // 20)
+    for iteration in range(total):
+        if iteration == settings.warmup:
+            kernel.end_warmup()
+        evaluations += kernel.steps + 1
+        hidden, _, _, stats = kernel.transition(weights.hidden, potential, gradient, given_readout, rng)
+        weights = Weights(hidden, posterior.draw_readout(hidden, rng))
+        potential, gradient = given_readout(hidden)
+        if not kernel.warming:
+            for level, U in enumerate(posterior.order_parameters(weights)):
+                kept_U[level].append(be.to_numpy(U))
+            if X_test is not None:
+                kept_f.append(be.to_numpy(posterior.outputs(weights, X_test)))
+            acceptance.append(be.to_numpy(stats.acceptance_probability))
+            divergent.append(be.to_numpy(stats.divergent))
+        if progress and (iteration + 1) % report_every == 0:
+            phase = "warm-up" if kernel.warming else "sampling"
+            progress(f"{phase} {iteration + 1}/{total}: {kernel.steps} leapfrog steps, "
+                     f"step {float(be.to_numpy(xp.median(kernel.step))):.3g}, "
+                     f"acceptance {float(be.to_numpy(xp.mean(stats.acceptance_probability))):.2f}")
+
+    def stack(draws: list[np.ndarray]) -> np.ndarray:
+        # (draws, chains, *shape) -> (*shape, chains, draws)
+        a = np.stack(draws)
+        return np.moveaxis(np.moveaxis(a, 0, -1), 0, -2)
+
+    return PosteriorSamples(
+        order_parameters=[stack(k) for k in kept_U],
+        test_outputs=stack(kept_f) if X_test is not None else None,
+        acceptance=np.stack(acceptance).T,
+        divergences=np.stack(divergent).T,
+        step_size=be.to_numpy(kernel.step),
+        leapfrog_steps=kernel.steps,
+        seed=seed,
+        settings=settings,
+        seconds=time.perf_counter() - start,
+        gradient_evaluations=evaluations,
+    )
