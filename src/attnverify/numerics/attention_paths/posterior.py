@@ -74,6 +74,7 @@ class NetworkPosterior:
                              f"chain, got {y.shape}")
         if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
             raise ValueError("X and y must contain only finite numbers")
+        self.features, self.labels = X, y
         self.examples, self.input_width, self.paths = X.shape
         design = np.swapaxes(X, 1, 2).reshape(self.examples, -1)  # Φ, path-major columns (π, k)
         if self.examples > design.shape[1]:
@@ -170,19 +171,25 @@ class NetworkPosterior:
         potential = (xp.sum(residual * residual, axis=1) + self.residual_offset) / (2 * T) + 0.5 * (
             xp.sum(weights.hidden * weights.hidden, axis=1) + xp.sum(weights.readout * weights.readout, axis=1))
         g_beta = (residual @ (self.design * (self.scale / T))).reshape(beta.shape)
-        grads = [xp.matmul(xp.swapaxes(rs[0], 1, 2), g_beta)]
-        g_r = xp.matmul(g_beta, xp.swapaxes(z0, 1, 2))
+        g_z0 = xp.matmul(xp.swapaxes(rs[0], 1, 2), g_beta)
+        layer_grads, g_readout = self.reverse_through_layers(layers, rs, xp.matmul(g_beta, xp.swapaxes(z0, 1, 2)))
+        gradient = xp.concatenate([g.reshape(chains, -1) for g in [g_z0] + layer_grads], axis=1)
+        gradient += weights.hidden
+        if readout_gradient:
+            return potential, gradient, g_readout + weights.readout
+        return potential, gradient
+
+    def reverse_through_layers(self, layers, rs, g_r):
+        """Reverse pass from ∂/∂r^1 (C, 𝓗, n_0) to ([∂/∂Z_ℓ for ℓ = 1..L], ∂/∂z_a), using
+        r^ℓ[c, h] = r^{ℓ+1}[c] Z_{ℓ,h}[c]."""
+        xp = self.backend.xp
+        grads = []
         for level, Z in enumerate(layers, start=1):
             c, h, n_out, n_in = Z.shape
             g_r = g_r.reshape(c, h, -1, n_in)
-            upper = rs[level]
-            grads.append(xp.matmul(xp.swapaxes(upper, 1, 2)[:, None], g_r))
+            grads.append(xp.matmul(xp.swapaxes(rs[level], 1, 2)[:, None], g_r))
             g_r = xp.sum(xp.matmul(g_r, xp.swapaxes(Z, 2, 3)), axis=1)
-        gradient = xp.concatenate([g.reshape(chains, -1) for g in grads], axis=1)
-        gradient += weights.hidden
-        if readout_gradient:
-            return potential, gradient, g_r[:, 0, :] + weights.readout
-        return potential, gradient
+        return grads, g_r[:, 0, :]
 
     # ------------------------------------------------------------------ Gibbs step for the readout
 
@@ -222,15 +229,19 @@ class NetworkPosterior:
 
     def order_parameters(self, weights: Weights) -> list[Any]:
         """[U_1, …, U_L, U_a] per chain: U_ℓ (C, D_ℓ, D_ℓ), U_a (C,) (module docstring)."""
-        xp = self.backend.xp
         _, *layers = self.blocks(weights.hidden)
-        rs = self._backward_paths(layers, weights.readout)
+        return self.order_parameters_from(layers, weights.readout)
+
+    def order_parameters_from(self, layers, readout) -> list[Any]:
+        """[U_1, …, U_L, U_a] from the layers Z_{ℓ,h} and readout z_a alone (Z_0 does not enter)."""
+        xp = self.backend.xp
+        rs = self._backward_paths(layers, readout)
         *layer_variances, readout_variance = self.config.variances
         out = []
         for level, r in enumerate(rs[:-1], start=1):
             factor = readout_variance * math.prod(layer_variances[level - 1:]) / math.prod(self.widths[level - 1:])
             out.append(factor * xp.matmul(r, xp.swapaxes(r, 1, 2)))
-        out.append(readout_variance * xp.sum(weights.readout ** 2, axis=1) / self.widths[-1])
+        out.append(readout_variance * xp.sum(readout ** 2, axis=1) / self.widths[-1])
         return out
 
 

@@ -1,9 +1,13 @@
-"""Posterior sampling of the attention network: HMC on the hidden weights, exact Gibbs on the readout.
+"""Posterior sampling of the attention network, two exact kernels (``method``):
 
-One iteration per chain (a Metropolis-within-Gibbs sweep, both steps leave p(Θ | D) invariant):
+``readout_gibbs`` — one iteration per chain is a Metropolis-within-Gibbs sweep (both steps leave p(Θ | D)
+invariant):
   1. HMC transition of the hidden weights (Z_0, Z_{ℓ,h}) given z_a, prior-whitened, MH-corrected
      (``numerics.hmc``);
   2. z_a ~ p(z_a | Z, D), drawn exactly from its Gaussian conditional (``NetworkPosterior.draw_readout``).
+``collapsed`` (default) — Z_0 is integrated out exactly (``collapsed``); HMC moves (Z_{ℓ,h}, z_a), prior-whitened
+and MH-corrected, on the marginal posterior, which sees the data only through U. Much faster mixing.
+
 Warm-up adapts each chain's step size by dual averaging and then freezes it; the number of leapfrog steps is
 fixed at the end of warm-up so that the median chain integrates for ``trajectory_length``.
 
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any, Callable
 
@@ -25,6 +29,7 @@ import numpy as np
 from ..diagnostics import ChainSummary, summarize
 from ..hmc import HMCKernel, initial_step_size
 from ..statistics import Estimate
+from .collapsed import CollapsedPosterior
 from .posterior import NetworkPosterior, Weights
 
 
@@ -67,7 +72,7 @@ class PosteriorSamples:
     settings: SamplerSettings
     seconds: float
     gradient_evaluations: int
-    extras: dict = field(default_factory=dict)
+    method: str = "collapsed"
 
     @property
     def order_parameter(self) -> np.ndarray:
@@ -106,6 +111,7 @@ class PosteriorSamples:
         U = self.order_parameter_summary()
         out = {
             "seed": self.seed,
+            "method": self.method,
             "chains": self.settings.chains,
             "warmup": self.settings.warmup,
             "draws": self.settings.draws,
@@ -128,11 +134,72 @@ def _check_seed(seed: Any) -> int:
     return int(seed)
 
 
+METHODS = ("collapsed", "readout_gibbs")
+"""``collapsed``: HMC on (Z_{ℓ,h}, z_a) with Z_0 integrated out exactly (``collapsed``), Rao–Blackwellised
+predictor. ``readout_gibbs``: HMC on (Z_0, Z_{ℓ,h}) + exact Gibbs draw of z_a. Both are exact MCMC kernels
+for the same posterior of U; they differ in how fast they mix."""
+
+
+class _ReadoutGibbs:
+    """State: Weights. HMC on the hidden block given z_a, then z_a from its Gaussian conditional."""
+
+    def __init__(self, posterior: NetworkPosterior, rng):
+        self.posterior, self.rng = posterior, rng
+        self.weights: Weights | None = None
+
+    def start(self, chains: int):
+        w = self.posterior.prior_draw(chains, self.rng)
+        self.weights = Weights(w.hidden, self.posterior.draw_readout(w.hidden, self.rng))
+        return self.weights.hidden
+
+    def potential_and_gradient(self, hidden):
+        return self.posterior.potential_and_gradient(Weights(hidden, self.weights.readout))
+
+    def after_transition(self, hidden):
+        self.weights = Weights(hidden, self.posterior.draw_readout(hidden, self.rng))
+        return hidden
+
+    def order_parameters(self, state):
+        return self.posterior.order_parameters(self.weights)
+
+    def test_outputs(self, state, X_test):
+        return self.posterior.outputs(self.weights, X_test)
+
+
+class _Collapsed:
+    """State: θ = (Z_{ℓ,h}, z_a) with Z_0 integrated out; Rao–Blackwellised test outputs."""
+
+    def __init__(self, posterior: NetworkPosterior, rng):
+        self.collapsed, self.rng = CollapsedPosterior(posterior), rng
+
+    def start(self, chains: int):
+        return self.collapsed.prior_draw(chains, self.rng)
+
+    def potential_and_gradient(self, theta):
+        return self.collapsed.potential_and_gradient(theta)
+
+    def after_transition(self, theta):
+        return theta
+
+    def order_parameters(self, theta):
+        return self.collapsed.order_parameters(theta)
+
+    def test_outputs(self, theta, X_test):
+        return self.collapsed.predictive_mean(theta, X_test)
+
+
 def sample_posterior(posterior: NetworkPosterior, *, seed: int, settings: SamplerSettings | None = None,
-                     X_test=None, progress: Callable[[str], None] | None = None) -> PosteriorSamples:
-    """Run ``settings.chains`` chains from prior draws; keep ``settings.draws`` draws after warm-up."""
+                     X_test=None, progress: Callable[[str], None] | None = None,
+                     method: str = "collapsed") -> PosteriorSamples:
+    """Run ``settings.chains`` chains from prior draws; keep ``settings.draws`` draws after warm-up.
+
+    ``method`` is one of :data:`METHODS`. The test outputs are f(x_test) per draw (``readout_gibbs``) or
+    E[f(x_test) | θ, D] per draw (``collapsed``); either way their average is the posterior-mean predictor.
+    """
     settings = settings or SamplerSettings()
     seed = _check_seed(seed)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     be = posterior.backend
     xp = be.xp
     rng = be.random(seed)
@@ -141,15 +208,11 @@ def sample_posterior(posterior: NetworkPosterior, *, seed: int, settings: Sample
         raise ValueError(f"X_test must be shaped (P_test, {posterior.input_width}, {posterior.paths}), "
                          f"got {tuple(X_test.shape)}")
     start = time.perf_counter()
-    weights = posterior.prior_draw(settings.chains, rng)
-    weights = Weights(weights.hidden, posterior.draw_readout(weights.hidden, rng))
-
-    def given_readout(hidden):
-        return posterior.potential_and_gradient(Weights(hidden, weights.readout))
-
-    potential, gradient = given_readout(weights.hidden)
+    chain = (_Collapsed if method == "collapsed" else _ReadoutGibbs)(posterior, rng)
+    state = chain.start(settings.chains)
+    potential, gradient = chain.potential_and_gradient(state)
     evaluations = 1
-    kernel = HMCKernel(initial_step_size(weights.hidden, potential, gradient, given_readout, rng, be),
+    kernel = HMCKernel(initial_step_size(state, potential, gradient, chain.potential_and_gradient, rng, be),
                        backend=be, trajectory_length=settings.trajectory_length,
                        target_acceptance=settings.target_acceptance, max_steps=settings.max_leapfrog,
                        jitter=settings.step_jitter)
@@ -163,14 +226,14 @@ def sample_posterior(posterior: NetworkPosterior, *, seed: int, settings: Sample
         if iteration == settings.warmup:
             kernel.end_warmup()
         evaluations += kernel.steps + 1
-        hidden, _, _, stats = kernel.transition(weights.hidden, potential, gradient, given_readout, rng)
-        weights = Weights(hidden, posterior.draw_readout(hidden, rng))
-        potential, gradient = given_readout(hidden)
+        state, _, _, stats = kernel.transition(state, potential, gradient, chain.potential_and_gradient, rng)
+        state = chain.after_transition(state)
+        potential, gradient = chain.potential_and_gradient(state)
         if not kernel.warming:
-            for level, U in enumerate(posterior.order_parameters(weights)):
+            for level, U in enumerate(chain.order_parameters(state)):
                 kept_U[level].append(be.to_numpy(U))
             if X_test is not None:
-                kept_f.append(be.to_numpy(posterior.outputs(weights, X_test)))
+                kept_f.append(be.to_numpy(chain.test_outputs(state, X_test)))
             acceptance.append(be.to_numpy(stats.acceptance_probability))
             divergent.append(be.to_numpy(stats.divergent))
         if progress and (iteration + 1) % report_every == 0:
@@ -195,4 +258,5 @@ def sample_posterior(posterior: NetworkPosterior, *, seed: int, settings: Sample
         settings=settings,
         seconds=time.perf_counter() - start,
         gradient_evaluations=evaluations,
+        method=method,
     )

@@ -1,0 +1,139 @@
+"""Effective samples per second of the attention-network posterior: our sampler vs numpyro's NUTS.
+
+    python benchmarks/bench_posterior_sampler.py [--widths 10 100] [--backend cupy --chains 1024]
+
+The posterior is the 4-path hidden-Markov-chain network of the paper's figure 2c (L = 2, H = 2, T = 0.01,
+P = 100, the authors' features when ../shared/data has them), at equal widths N. Both samplers target the
+same density: NUTS (numpyro, the sampler the paper used; default target acceptance 0.8, tree depth 10,
+float64) on (V^(0), V^(ℓ)_h, a) with N(0, 1) priors and Normal(f, √T) likelihood on the precomputed path
+features; ours is prior-whitened HMC with V^(0) integrated out exactly (``collapsed``, the default), and
+prior-whitened HMC on the hidden weights + exact Gibbs on the readout (``readout_gibbs``); see
+``numerics.attention_paths.sampling``. ESS is the smallest bulk ESS over the 10 distinct entries of
+U = ⟨w_π·w_π'⟩/n_0, computed by the same arviz-stats code for both; the time is the whole run (warm-up
+included) on the same machine. numpyro is an optional dependency (``pip install -e '.[benchmark]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+
+import numpy as np
+
+from attnverify.numerics.attention_paths.experiments import authors_markov_data
+from attnverify.numerics.attention_paths.markov_chain import MarkovChainTask, markov_dataset
+from attnverify.numerics.attention_paths.posterior import Weights, network_posterior
+from attnverify.numerics.attention_paths.sampling import SamplerSettings, sample_posterior
+from attnverify.numerics.diagnostics import ess_bulk
+
+HEADS = (2, 2)
+TEMPERATURE = 0.01
+
+
+def markov_features():
+    data = authors_markov_data()
+    if data is not None:
+        return data[0], data[1], "authors' features"
+    X, y, _, _ = markov_dataset(MarkovChainTask(), "4paths", examples=100, test_examples=10, seed=0)
+    return X, y, "generated features (seed 0)"
+
+
+def distinct_entries(U: np.ndarray) -> np.ndarray:
+    """(𝓗, 𝓗, chains, draws) -> (entries on and above the diagonal, chains, draws)."""
+    i, j = np.triu_indices(U.shape[0])
+    return U[i, j]
+
+
+def ours(X, y, width: int, chains: int, warmup: int, draws: int, backend: str, method: str, seed: int = 1) -> dict:
+    post = network_posterior(X, y, heads=HEADS, width=width, temperature=TEMPERATURE, backend=backend)
+    settings = SamplerSettings(chains=chains, warmup=warmup, draws=draws)
+    samples = sample_posterior(post, seed=seed, settings=settings, method=method)
+    ess = ess_bulk(distinct_entries(samples.order_parameter))
+    d = samples.diagnostics()
+    return {"ess": float(ess.min()), "seconds": samples.seconds, "iterations": (warmup + draws) * chains,
+            "leapfrog": samples.leapfrog_steps, "acceptance": d["mean_acceptance"],
+            "divergences": d["divergences"], "rhat": d["order_parameter"]["max_rhat"]}
+
+
+def numpyro_nuts(X, y, width: int, warmup: int, draws: int, chains: int, seed: int = 1) -> dict:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+    from numpyro.infer import MCMC, NUTS
+
+    P, N0, paths = X.shape
+    xi = jnp.asarray(X * math.sqrt(N0 * paths))  # ξ^π(x) (σ_0 = 1)
+    H1, H2 = HEADS
+    n = width
+
+    def model(y=None):
+        V0 = numpyro.sample("V0", dist.Normal(0, 1).expand([n, N0]).to_event(2))
+        V1 = numpyro.sample("V1", dist.Normal(0, 1).expand([H1, n, n]).to_event(3))
+        V2 = numpyro.sample("V2", dist.Normal(0, 1).expand([H2, n, n]).to_event(3))
+        a = numpyro.sample("a", dist.Normal(0, 1).expand([n]).to_event(1))
+        # V^eff_π = n^{-1/2} aᵀ (H2 n)^{-1/2} V2_{h2} (H1 n)^{-1/2} V1_{h1} N0^{-1/2} V0, π = h1·H2 + h2
+        top = jnp.einsum("j,hjk->hk", a, V2) / math.sqrt(n * H2 * n)
+        mid = jnp.einsum("hk,gki->ghi", top, V1) / math.sqrt(H1 * n)
+        veff = jnp.einsum("ghi,ik->ghk", mid, V0).reshape(H1 * H2, N0) / math.sqrt(N0)
+        f = jnp.einsum("pk,mkp->m", veff, xi)
+        numpyro.sample("y", dist.Normal(f, math.sqrt(TEMPERATURE)), obs=y)
+
+    mcmc = MCMC(NUTS(model), num_warmup=warmup, num_samples=draws, num_chains=chains,
+                chain_method="sequential", progress_bar=False)
+    start = time.perf_counter()
+    mcmc.run(jax.random.PRNGKey(seed), y=jnp.asarray(y), extra_fields=("num_steps", "diverging"))
+    seconds = time.perf_counter() - start
+    s = mcmc.get_samples(group_by_chain=True)
+    a, V1, V2 = (np.asarray(s[k]) for k in ("a", "V1", "V2"))
+    # w_π = (n n)^{-1/2} aᵀ V2_{h2} V1_{h1}; U = w·w'/n_0  (spec §1.2)
+    w = np.einsum("cdj,cdhjk,cdgki->cdghi", a, V2, V1).reshape(chains, draws, H1 * H2, n) / n  # h1 slowest
+    U = np.einsum("cdpi,cdqi->pqcd", w, w) / n
+    extra = mcmc.get_extra_fields(group_by_chain=True)
+    return {"ess": float(ess_bulk(distinct_entries(U)).min()),
+            "seconds": seconds, "iterations": (warmup + draws) * chains,
+            "leapfrog": float(np.mean(np.asarray(extra["num_steps"]))),
+            "divergences": int(np.sum(np.asarray(extra["diverging"]))), "U": U.mean(axis=(2, 3))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--widths", type=int, nargs="+", default=[10, 100])
+    parser.add_argument("--backend", default="numpy")
+    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--warmup", type=int, default=300)
+    parser.add_argument("--draws", type=int, default=500)
+    parser.add_argument("--nuts-warmup", type=int, default=100)
+    parser.add_argument("--nuts-draws", type=int, default=100)
+    parser.add_argument("--nuts-chains", type=int, default=2)
+    parser.add_argument("--skip-numpyro", action="store_true")
+    args = parser.parse_args()
+    X, y, source = markov_features()
+    print(f"4-path Markov network, P = {len(y)}, T = {TEMPERATURE}, {source}; "
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
+    header = f"{'N':>5} {'sampler':<36} {'iter':>7} {'leapfrog':>9} {'time s':>8} {'min ESS':>8} {'ESS/s':>8} {'ratio':>7}"
+    print(header)
+    for width in args.widths:
+        mine = ours(X, y, width, args.chains, args.warmup, args.draws, args.backend, "collapsed")
+        mine_rate = mine["ess"] / mine["seconds"]
+        gibbs = ours(X, y, width, args.chains, args.warmup, args.draws, args.backend, "readout_gibbs")
+        rows = [(f"collapsed HMC ({args.backend}, {args.chains} ch)", mine),
+                (f"HMC+readout Gibbs ({args.backend}, {args.chains} ch)", gibbs)]
+        nuts_rate = None
+        if not args.skip_numpyro:
+            nuts = numpyro_nuts(X, y, width, args.nuts_warmup, args.nuts_draws, args.nuts_chains)
+            nuts_rate = nuts["ess"] / nuts["seconds"]
+            rows.append((f"numpyro NUTS ({args.nuts_chains} ch)", nuts))
+        for name, r in rows:
+            rate = r["ess"] / r["seconds"]
+            ratio = f"{rate / nuts_rate:6.1f}x" if nuts_rate and r is not rows[-1][1] else ""
+            print(f"{width:>5} {name:<36} {r['iterations']:>7} {r['leapfrog']:>9.0f} {r['seconds']:>8.1f} "
+                  f"{r['ess']:>8.0f} {rate:>8.2f} {ratio:>7}  divergences {r['divergences']}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

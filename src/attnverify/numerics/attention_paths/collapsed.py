@@ -1,0 +1,121 @@
+"""The posterior with the input projection V^(0) integrated out exactly: the finite-width energy at sampled U.
+
+Given the upper weights θ = (Z_{ℓ,h}, z_a), the network is linear in Z_0 ~ N(0, I), so f is a Gaussian
+process over the training inputs with covariance (spec §1.2)
+
+    E[f(x^μ) f(x^ν) | θ] = Σ_{ππ'} U_{ππ'}(θ) C^{μν}_{ππ'} = K^{μν}(U(θ)),   U(θ) = U_1 = s² r^1 r^1ᵀ,
+
+and integrating Z_0 leaves y | θ ~ N(0, K(U(θ)) + T I). The collapsed potential of θ is therefore
+
+    Φ(θ) = ½ [ yᵀ(K + TI)⁻¹y + ln det(K + TI) ] + ½ |θ|² ,
+
+the action's energy term E(U) / 2 (spec §2.1) at the *sampled* order parameter, with the exact Gaussian
+prior of θ in place of the large-N entropy 𝓛. The data reach θ only through the 𝓗×𝓗 matrix U, which
+removes the stiff data directions of Z_0 and lets HMC take long steps. Gradient:
+∂Φ/∂U = ½ Σ_{μν} [(K+TI)⁻¹ − ααᵀ]_{μν} C^{μν}, α = (K+TI)⁻¹y, then ∂Φ/∂r^1 = 2 s² (∂Φ/∂U) r^1 and the
+same reverse pass through the layers as the uncollapsed network.
+
+The posterior-mean predictor is Rao–Blackwellised: E[f(x) | θ, D] = k_U(x)ᵀ α (GP regression given U), so
+its average over draws of θ is the posterior mean of f(x) with the Z_0 noise removed exactly.
+Kernel space (P × P per chain): meant for P up to a few thousand.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..backend import Backend
+from .features import path_kernels
+from .posterior import NetworkPosterior
+
+
+class CollapsedPosterior:
+    """p(Z_{ℓ,h}, z_a | X, y) with Z_0 integrated out; the HMC state is (C, d) = layers then readout."""
+
+    def __init__(self, network: NetworkPosterior):
+        self.network = network
+        be: Backend = network.backend
+        self.backend = be
+        xp = be.xp
+        X = be.asarray(network.features)
+        paths = network.paths
+        self.examples = X.shape[0]
+        self.kernels = path_kernels(X, backend=be).reshape(paths * paths, -1)  # (𝓗², P·P)
+        labels = be.asarray(network.labels)
+        self.labels = labels if labels.ndim == 2 else labels[None, :]
+        self.layer_shapes = network.block_shapes[1:]
+        self.layer_sizes = network.block_sizes[1:]
+        self.dimension = sum(self.layer_sizes) + network.readout_width
+        self.identity = xp.eye(self.examples)
+
+    @property
+    def temperature(self) -> float:
+        return self.network.temperature
+
+    def split(self, theta) -> tuple[list[Any], Any]:
+        """(layers [(C, H, n_ℓ, n_{ℓ−1})], readout (C, n_L)) as views of θ (C, d)."""
+        if theta.ndim != 2 or theta.shape[1] != self.dimension:
+            raise ValueError(f"theta must be shaped (chains, {self.dimension}), got {tuple(theta.shape)}")
+        chains, out, start = theta.shape[0], [], 0
+        for shape, size in zip(self.layer_shapes, self.layer_sizes):
+            out.append(theta[:, start:start + size].reshape((chains,) + shape))
+            start += size
+        return out, theta[:, start:]
+
+    def prior_draw(self, chains: int, rng) -> Any:
+        return rng.standard_normal((chains, self.dimension))
+
+    def order_parameters(self, theta) -> list[Any]:
+        """[U_1, …, U_L, U_a] per chain (they involve the upper weights only)."""
+        return self.network.order_parameters_from(*self.split(theta))
+
+    def _kernel_solve(self, U):
+        """Cholesky of K(U) + TI per chain; returns (factor, α, ln det)."""
+        xp = self.backend.xp
+        chains = U.shape[0]
+        K = (U.reshape(chains, -1) @ self.kernels).reshape(chains, self.examples, self.examples)
+        factor = xp.linalg.cholesky(K + self.temperature * self.identity)
+        labels = xp.broadcast_to(self.labels, (chains, self.examples))
+        half = xp.linalg.solve(factor, labels[..., None])
+        alpha = xp.linalg.solve(xp.swapaxes(factor, 1, 2), half)[..., 0]
+        log_det = 2.0 * xp.sum(xp.log(xp.diagonal(factor, axis1=1, axis2=2)), axis=1)
+        return factor, alpha, log_det, xp.sum(half[..., 0] ** 2, axis=1)
+
+    def potential_and_gradient(self, theta):
+        """Φ(θ) and ∇Φ (module docstring); K + TI is factorised by Cholesky, (K+TI)⁻¹ by triangular solves."""
+        xp = self.backend.xp
+        net = self.network
+        layers, readout = self.split(theta)
+        rs = net._backward_paths(layers, readout)
+        r1 = rs[0]
+        U = net.scale**2 * xp.matmul(r1, xp.swapaxes(r1, 1, 2))
+        factor, alpha, log_det, quadratic = self._kernel_solve(U)
+        potential = 0.5 * (quadratic + log_det) + 0.5 * xp.sum(theta * theta, axis=1)
+        lower_inverse = xp.linalg.solve(factor, xp.broadcast_to(self.identity, factor.shape))
+        inverse = xp.matmul(xp.swapaxes(lower_inverse, 1, 2), lower_inverse)
+        middle = inverse - alpha[:, :, None] * alpha[:, None, :]
+        chains = theta.shape[0]
+        g_U = 0.5 * (middle.reshape(chains, -1) @ self.kernels.T).reshape(U.shape)
+        g_U = 0.5 * (g_U + xp.swapaxes(g_U, 1, 2))
+        g_r = 2.0 * net.scale**2 * xp.matmul(g_U, r1)
+        layer_grads, g_readout = net.reverse_through_layers(layers, rs, g_r)
+        gradient = xp.concatenate([g.reshape(chains, -1) for g in layer_grads] + [g_readout], axis=1)
+        return potential, gradient + theta
+
+    def predictive_mean(self, theta, X_test) -> Any:
+        """E[f(x) | θ, D] = k_U(x)ᵀ(K(U)+TI)⁻¹y on test features (P_test, N0, 𝓗), per chain (C, P_test)."""
+        xp = self.backend.xp
+        net = self.network
+        layers, readout = self.split(theta)
+        r1 = net._backward_paths(layers, readout)[0]
+        U = net.scale**2 * xp.matmul(r1, xp.swapaxes(r1, 1, 2))
+        _, alpha, _, _ = self._kernel_solve(U)
+        X = self.backend.asarray(net.features)
+        # k_U(x)ᵀα = Σ_{ππ'} U_{ππ'} (Σ_μ α_μ X^μ_π) · X_{π'}(x)
+        weighted = xp.einsum("cm,mkp->cpk", alpha, X)  # (C, 𝓗, N0)
+        projected = xp.matmul(U, weighted)  # (C, 𝓗, N0): Σ_π U_{π'π} (...)_π
+        X_test = self.backend.asarray(X_test)
+        flat = xp.swapaxes(X_test, 1, 2).reshape(X_test.shape[0], -1)
+        return projected.reshape(theta.shape[0], -1) @ flat.T
