@@ -173,7 +173,11 @@ def test_tables(built):
     _, section, _ = built
     widths = section_module.WIDTHS["quick"]
     assert all(isinstance(t, Table) and all(len(r) == len(t.header) for r in t.rows) for t in section.tables)
-    accuracy_c, u_table, accuracy_e, timing = section.tables
+    accuracy_c, u_table, sampled, accuracy_e, timing = section.tables
+    sampled_data = _figure(section, "attention_paths_fig2c.png").data["sampled"]
+    assert [q["width"] for q in sampled_data] == [10, 30]
+    accuracy_rows = [row for row in sampled.rows if row[1] == "accuracy"]
+    assert [row[3] for row in accuracy_rows] == [q["accuracy"]["mean"] for q in sampled_data]
     data_c = _figure(section, "attention_paths_fig2c.png").data
     assert len(accuracy_c.rows) == len(widths) + 3 and len(accuracy_e.rows) == len(widths) + 2
     assert_allclose([row[1] for row in accuracy_c.rows[:len(widths)]], data_c["theory_accuracy"], rtol=0)

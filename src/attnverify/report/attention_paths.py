@@ -160,13 +160,17 @@ def _sweep_data(points: list[TheoryPoint], names: tuple[str, ...], display: tupl
 # ---------------------------------------------------------------------------------------------
 
 
-def _draw_sweep(data: dict, gp: dict[str, TheoryPoint], title: str):
+def _draw_sweep(data: dict, gp: dict[str, TheoryPoint], title: str, sampled=()):
     """Top: accuracy of the mean predictor against N (theory ± 2 SE, GP lines); bottom: U against N."""
     plt = pyplot()
     fig, (ax, ax_u) = plt.subplots(2, 1, figsize=(8.2, 9.0), sharex=True, gridspec_kw={"height_ratios": [1.15, 1]})
     N = data["widths"]
     ax.errorbar(N, data["theory_accuracy"], yerr=2 * data["theory_standard_error"], fmt="x-", color="C0", ms=8,
                 mew=2, capsize=3, label="theory, finite width (± 2 SE)")
+    if sampled:
+        ax.errorbar([q.width for q in sampled], [q.accuracy.mean for q in sampled],
+                    yerr=[2 * q.accuracy.standard_error for q in sampled], fmt="o", color="k", ms=6, capsize=3,
+                    zorder=5, label="sampled networks (HMC, ± 2 MCSE)")
     for name, point in gp.items():
         ax.axhline(point.accuracy.mean, color="C3", ls=GP_STYLES[name], lw=1.6,
                    label=f"GP limit, {GP_LABELS[name]}: {point.accuracy.mean:.3f}")
@@ -182,6 +186,11 @@ def _draw_sweep(data: dict, gp: dict[str, TheoryPoint], title: str):
     for name, values in data["off_diagonal"].items():
         a, b = name.split("-")
         ax_u.plot(N, values, "s--", color=f"C{next(colours) % 10}", ms=3, lw=1.1, label=f"U[{a},{b}]")
+    for k, q in enumerate(sampled):
+        for i, j in [(a, a) for a in FOUR_PATH_DISPLAY] + [(GOOD, DENOISING)]:
+            ax_u.errorbar(q.width, q.order_parameter[i, j], yerr=2 * q.order_parameter_mcse[i, j], fmt="o",
+                          color="k", ms=4, capsize=2, zorder=5,
+                          label="sampled U (± 2 MCSE)" if k == 0 and i == j == FOUR_PATH_DISPLAY[0] else None)
     ax_u.axhline(1.0, color="0.5", ls=":", lw=1)
     ax_u.axhline(0.0, color="0.5", ls=":", lw=1)
     ax_u.set_xscale("log")
@@ -210,13 +219,36 @@ def _paired(points: list[TheoryPoint], gp: dict[str, TheoryPoint]) -> dict:
     return out
 
 
-def _four_path_figure(out_dir: Path, X, y, Xt, yt, source: str, description: str, *, widths, progress
+def _sampled_table(source: str, sampled) -> Table:
+    rows = []
+    for q in sampled:
+        for name, (i, j) in (("U[g,g]", (0, 0)), ("U[d,d]", (2, 2)), ("U[g,d]", (0, 2)), ("U[a1,a1]", (1, 1)),
+                             ("U[a2,a2]", (3, 3))):
+            rows.append([q.width, name, float(q.theory.order_parameter[i, j]), float(q.order_parameter[i, j]),
+                         float(q.order_parameter_mcse[i, j]), float(q.budget[i, j])])
+        rows.append([q.width, "accuracy", q.theory.accuracy.mean, q.accuracy.mean, q.accuracy.standard_error,
+                     q.accuracy_budget])
+    return Table(f"Theory vs sampled networks (4-path network, {source} data, collapsed HMC; seeds, R-hat and ESS "
+                 "in results.json): the claim allows 5 MCSE + the O(1/N) budget",
+                 ["N", "quantity", "theory", "sampled", "MCSE", "O(1/N) budget"], rows)
+
+
+def _four_path_figure(out_dir: Path, X, y, Xt, yt, source: str, description: str, *, widths, progress,
+                      sampler_settings=None, sampled_widths=(), seed: int = 0
                       ) -> tuple[Figure, list[TheoryPoint], list[Table]]:
     progress("attention_paths: figure 2c, GP lines of the 4-path network and its subnetworks")
     gp = _gp_lines(X, y, Xt, yt, {"all_paths": [0, 1, 2, 3], "good": [GOOD], "good_denoising": [GOOD, DENOISING]})
     points = experiments.width_sweep(X, y, Xt, yt, heads=FOUR_PATH_HEADS, widths=widths, temperature=TEMPERATURE,
                                      progress=lambda m: progress(f"attention_paths: figure 2c (4 paths), {m}"))
     data = _sweep_data(points, FOUR_PATH_NAMES, FOUR_PATH_DISPLAY)
+    sampled = []
+    for N in sampled_widths:
+        progress(f"attention_paths: figure 2c, sampling networks at N = {N}")
+        sampled.append(experiments.sampled_point(X, y, Xt, yt, heads=FOUR_PATH_HEADS, width=N,
+                                                 temperature=TEMPERATURE, seed=seed + N, settings=sampler_settings))
+    data["sampled"] = [{"width": q.width, "U": q.order_parameter.tolist(), "U_mcse": q.order_parameter_mcse.tolist(),
+                        "accuracy": q.accuracy.as_dict(), "diagnostics": q.diagnostics, "converged": q.converged}
+                       for q in sampled]
     paired = _paired(points, gp)
     data.update(data_source=source, data_description=description, temperature=TEMPERATURE, train_size=X.shape[0],
                 test_size=Xt.shape[0], heads=list(FOUR_PATH_HEADS), out_of_plane_noise=1.0,
@@ -224,7 +256,7 @@ def _four_path_figure(out_dir: Path, X, y, Xt, yt, source: str, description: str
                     ("all_paths", [0, 1, 2, 3]), ("good", [GOOD]), ("good_denoising", [GOOD, DENOISING]))},
                 paired_differences=paired)
     fig = _draw_sweep(data, gp, f"Fig. 2c: 4 paths [good, random] × [uniform, random], σ⊥ = 1, P = {X.shape[0]}, "
-                                f"T = {TEMPERATURE:g} ({source} data)")
+                                f"T = {TEMPERATURE:g} ({source} data)", sampled)
     first, last = points[0], points[-1]
     small = paired["smallest_width"]
     caption = (
@@ -243,7 +275,9 @@ def _four_path_figure(out_dir: Path, X, y, Xt, yt, source: str, description: str
         f"{small['all_paths']['standard_error']:.3f} against the all-paths GP, {small['good_denoising']['mean']:+.3f} ± "
         f"{small['good_denoising']['standard_error']:.3f} against the good + denoising GP. Bottom: matrix elements "
         "of U against N, diagonal (solid) and off-diagonal (dashed), paths in the paper's display order "
-        "[g, d, a1, a2]; grey dotted lines mark the GP values 1 and 0."
+        "[g, d, a1, a2]; grey dotted lines mark the GP values 1 and 0. Black dots: networks sampled from the "
+        "posterior at finite N (collapsed HMC, V⁽⁰⁾ integrated out exactly; ± 2 MCSE from the bulk ESS): accuracy of "
+        "their posterior-mean predictor (top) and ⟨w_π·w_π'⟩/n₀ (bottom: diagonal entries and U[g,d])."
     )
     figure = save_figure(fig, out_dir, "attention_paths_fig2c.png", caption, data)
     index = {N: k for k, N in enumerate(data["widths"])}
@@ -257,6 +291,8 @@ def _four_path_figure(out_dir: Path, X, y, Xt, yt, source: str, description: str
                             "paths in display order [g, d, a1, a2]; GP limit: U = I",
                             [f"U (N = {ALIGNMENT_WIDTH})", *names],
                             [[name, *(float(v) for v in row)] for name, row in zip(names, U10)]))
+    if sampled:
+        tables.append(_sampled_table(source, sampled))
     return figure, points, tables
 
 
@@ -406,8 +442,14 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
 
     progress("attention_paths: figure 2c, loading or drawing the 4-path features")
     X, y, Xt, yt, source, description = four_path_data(four_data, _seed_of(four_heads), backend=be)
+    from ..checks.attention_paths import SAMPLED_WIDTHS
+    from ..numerics.attention_paths.sampling import SamplerSettings
+
+    settings = (SamplerSettings(chains=4, warmup=150, draws=400) if profile == "quick"
+                else SamplerSettings(chains=8, warmup=400, draws=1000))
     fig_c, points_c, tables_c = _four_path_figure(out_dir, X, y, Xt, yt, source, description, widths=widths,
-                                                  progress=progress)
+                                                  progress=progress, sampler_settings=settings,
+                                                  sampled_widths=SAMPLED_WIDTHS[profile], seed=seed)
     U_alignment = next(p.order_parameter for p in points_c if p.width == ALIGNMENT_WIDTH)
     fig_d = _alignment_figure(out_dir, X, y, U_alignment, source, progress=progress)
     fig_e, points_e, table_e = _two_path_figure(out_dir, two_data, _seed_of(two_heads), widths=widths, be=be,
