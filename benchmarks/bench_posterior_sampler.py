@@ -24,7 +24,7 @@ import numpy as np
 
 from attnverify.numerics.attention_paths.experiments import authors_markov_data
 from attnverify.numerics.attention_paths.markov_chain import MarkovChainTask, markov_dataset
-from attnverify.numerics.attention_paths.posterior import Weights, network_posterior
+from attnverify.numerics.attention_paths.posterior import network_posterior
 from attnverify.numerics.attention_paths.sampling import SamplerSettings, sample_posterior
 from attnverify.numerics.diagnostics import ess_bulk
 
@@ -119,7 +119,6 @@ def main() -> None:
     print(header)
     for width in args.widths:
         mine = ours(X, y, width, args.chains, args.warmup, args.draws, args.backend, "collapsed")
-        mine_rate = mine["ess"] / mine["seconds"]
         gibbs = ours(X, y, width, args.chains, args.warmup, args.draws, args.backend, "readout_gibbs")
         rows = [(f"collapsed HMC ({args.backend}, {args.chains} ch)", mine),
                 (f"HMC+readout Gibbs ({args.backend}, {args.chains} ch)", gibbs)]

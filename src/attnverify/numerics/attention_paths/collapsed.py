@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 
 from ..backend import Backend
 from .features import path_kernels
