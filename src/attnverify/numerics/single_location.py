@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Integral
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..derivations import single_location as theory
 from .backend import Backend, get_backend, to_numpy
-from .statistics import Estimate
+from .arguments import generator as _generator, integer as _integer
+from .statistics import Estimate, RunningMoments
 
 __all__ = [
     "Task",
@@ -74,12 +74,6 @@ _SQRT_PI = math.sqrt(math.pi)
 # --------------------------------------------------------------------------- argument checks
 
 
-def _integer(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
-    return int(value)
-
-
 def _real(name: str, value: Any, *, positive: bool) -> float:
     bound = "> 0" if positive else "≥ 0"
     try:
@@ -119,18 +113,6 @@ def _unit_rows(name: str, x: Any, be: Backend, dim: int | None = None, *, batche
     return arr
 
 
-def _generator(rng: Any, be: Backend) -> Any:
-    """A random Generator: ``rng`` itself, or the backend's Generator seeded with the integer ``rng``."""
-    if isinstance(rng, Integral) and not isinstance(rng, bool):
-        return be.random(int(rng))
-    if rng is None or isinstance(rng, bool) or not hasattr(rng, "standard_normal"):
-        raise TypeError(
-            f"rng must be an integer seed or a random Generator (numpy or backend), got {rng!r}; "
-            "randomness must be explicit"
-        )
-    return rng
-
-
 def _schedule(lam_schedule: Any) -> Callable[[int], float]:
     if callable(lam_schedule):
         return lam_schedule
@@ -168,29 +150,7 @@ def _batch_sizes(n: int, batch: int | None, numbers_per_sample: int) -> list[int
     return [batch] * full + ([rest] if rest else [])
 
 
-class _Moments:
-    """Running mean and sum of squared deviations over batches (Chan et al. pairwise update)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.mean = 0.0
-        self.m2 = 0.0
-
-    def add(self, values: Any, xp: Any) -> None:
-        m = int(values.size)
-        if not bool(xp.all(xp.isfinite(values))):
-            raise ValueError("the simulation produced NaN or infinity; check the parameters")
-        batch_mean = float(xp.mean(values))
-        batch_m2 = float(xp.sum((values - batch_mean) ** 2))
-        total = self.count + m
-        delta = batch_mean - self.mean
-        self.mean += delta * m / total
-        self.m2 += batch_m2 + delta * delta * self.count * m / total
-        self.count = total
-
-    def estimate(self) -> Estimate:
-        n = self.count
-        return Estimate(self.mean, math.sqrt(self.m2 / (n - 1) / n), n)
+_Moments = RunningMoments
 
 
 # --------------------------------------------------------------------------- the task

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +35,38 @@ def mean_estimate(values) -> Estimate:
     if not np.all(np.isfinite(x)):
         raise ValueError("values contain NaN or infinity; the simulation produced invalid draws")
     return Estimate(float(x.mean()), float(x.std(ddof=1) / np.sqrt(n)), int(n))
+
+
+class RunningMoments:
+    """Running mean and sum of squared deviations over batches (Chan et al. pairwise update), so
+    that a long simulation in chunks gives the same :class:`Estimate` as one pass."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.mean = 0.0
+        self.m2 = 0.0
+
+    def add(self, values, xp=np) -> None:
+        """Fold in a batch of draws (numpy or cupy); NaN or infinity is an error."""
+        m = int(values.size)
+        if m == 0:
+            return
+        if not bool(xp.all(xp.isfinite(values))):
+            raise ValueError("the simulation produced NaN or infinity; check the parameters")
+        batch_mean = float(xp.mean(values))
+        batch_m2 = float(xp.sum((values - batch_mean) ** 2))
+        total = self.count + m
+        delta = batch_mean - self.mean
+        self.mean += delta * m / total
+        self.m2 += batch_m2 + delta * delta * self.count * m / total
+        self.count = total
+
+    def estimate(self) -> Estimate:
+        """The mean with standard error √(m2/(n−1)/n)."""
+        n = self.count
+        if n < 2:
+            raise ValueError(f"at least 2 draws are needed to estimate an error, got {n}")
+        return Estimate(self.mean, math.sqrt(self.m2 / (n - 1) / n), n)
 
 
 def combine(estimates: list[Estimate]) -> Estimate:

@@ -30,6 +30,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..arguments import integer as _integer
 from .features import attention_matrix, path_features
 
 __all__ = [
@@ -67,12 +68,6 @@ _BOS_STRENGTH = 1.5
 
 
 # --------------------------------------------------------------------------- argument checks
-
-
-def _integer(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
-    return int(value)
 
 
 def _real(name: str, value: Any, low: float = 0.0, high: float = math.inf) -> float:

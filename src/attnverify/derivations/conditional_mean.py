@@ -1,0 +1,452 @@
+"""Attention as a conditional mean (Zhang, Liu, Cai, Wang, Wang, 2022), derived symbolically.
+
+The paper's body could not be recovered: every statement here follows the research note
+``shared/papers/conditional_mean.md``, which separates the abstract's claims from reconstructions.
+Tokens are exchangeable given a latent z; attention with score aᵀk (a = W q) is the self-normalised
+estimator Σ_ℓ w_ℓ v_ℓ / Σ_ℓ w_ℓ with w_ℓ = e^{aᵀk_ℓ}, i.e. a Nadaraya–Watson estimator of the value
+given the key (note §3.1). Derived here:
+
+* the self-normalised ratio expansion, MSE = C/L + D/L² + O(L⁻³) and bias = B/L + O(L⁻²), in terms
+  of tilted moments of the weights (note §3.2, delta method carried one order further);
+* Gaussian keys with linear values: the large-L limit m∞ = A(μ + Σa) + b, the desired parameter
+  a = Σ⁻¹(q − μ) that makes it E[v | k = q], and C, B, D in closed form;
+* a non-linear conditional mean with a fixed-bandwidth RBF kernel (note §3.2, P6): the persistent
+  limit m_h(q) ≠ sin(ωq) and its C, B, D;
+* the latent posteriors of note §2.3: the conjugate Gaussian model (M1), the finite-latent model
+  whose posterior is a softmax attention (M2), the linear-Gaussian model whose posterior mean is
+  ridge / conditional-mean-embedding attention (M3), and softmax = RBF weights for equal-norm keys.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import sympy
+from sympy import Eq, I, Rational, exp, oo, sqrt
+
+from .codegen import evaluator
+from .derivation import Derivation, DerivationRecorder
+
+SOURCE = "Zhang, Liu, Cai, Wang, Wang (2022), arXiv 2212.14852; reconstruction in shared/papers/conditional_mean.md"
+
+E = sympy.Function("𝔼")
+L = sympy.Symbol("L", positive=True)
+
+# Tilted moments of the weights (generic ratio expansion): R_t = E[w^t]/E[w]^t, and under the law
+# tilted by w^t, e1_t = E_t[v − m∞], e2_t = E_t[‖v − m∞‖²].
+R2, R3 = sympy.symbols("R_2 R_3", positive=True)
+e1_2, e1_3 = sympy.symbols("e_12 e_13", real=True)
+e2_2, e2_3 = sympy.symbols("e_22 e_23", nonnegative=True)
+C_, D_, B_, B2_ = sympy.symbols("C D B B_2")
+
+# Gaussian keys, linear values (invariants of a = W q, Σ, A, σ).
+score_variance = sympy.Symbol("s^2", nonnegative=True)  # aᵀΣa
+shift_norm_sq = sympy.Symbol("beta^2", nonnegative=True)  # ‖AΣa‖²
+value_spread = sympy.Symbol("tau^2", nonnegative=True)  # tr(AΣAᵀ)
+noise_total = sympy.Symbol("nu^2", nonnegative=True)  # d_v σ²
+GAUSSIAN_INVARIANTS = (score_variance, shift_norm_sq, value_spread, noise_total)
+
+# Fixed-bandwidth RBF attention on k ~ N(0, s²), v = sin(ωk) + noise (1-D, note §3.2 / P6).
+q = sympy.Symbol("q", real=True)
+key_sd = sympy.Symbol("s", positive=True)
+bandwidth = sympy.Symbol("h", positive=True)
+frequency = sympy.Symbol("omega", positive=True)
+value_noise = sympy.Symbol("sigma_v", nonnegative=True)
+BANDWIDTH_PARAMETERS = (q, key_sd, bandwidth, frequency, value_noise)
+
+# Conjugate Gaussian mean model (M1), one coordinate.
+z = sympy.Symbol("z", real=True)
+prior_sd = sympy.Symbol("tau", positive=True)
+token_sd = sympy.Symbol("sigma", positive=True)
+token_mean = sympy.Symbol("xbar", real=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The self-normalised ratio expansion (generic)
+# ---------------------------------------------------------------------------------------------
+
+
+def _collect(expression: sympy.Expr, order: int) -> list[sympy.Expr]:
+    """Coefficients of L⁻¹ … L⁻ᵒʳᵈᵉʳ in the large-L expansion of ``expression``."""
+    eps = sympy.Symbol("epsilon", positive=True)
+    series = sympy.expand(sympy.series(expression.subs(L, 1 / eps), eps, 0, order + 1).removeO())
+    return [series.coeff(eps, j) for j in range(1, order + 1)]
+
+
+@lru_cache(maxsize=None)
+def ratio_expansion_derivation() -> Derivation:
+    """MSE and bias of Σw_ℓv_ℓ/Σw_ℓ around m∞ = E[wv]/E[w], both to O(L⁻²)."""
+    rec = DerivationRecorder(
+        "ratio_expansion",
+        "Bias and mean-squared error of self-normalised attention in powers of 1/L",
+        f"{SOURCE}, note §3.2 (delta method), carried to second order",
+    )
+    x = sympy.Symbol("x", real=True)
+    mu_uu, mu_uus, mu_ss, mu_us, mu_uss = sympy.symbols("mu_uu mu_uus mu_ss mu_us mu_uss", real=True)
+    u_bar, s_bar = sympy.symbols("ubar sbar", real=True)
+    rec.step(
+        "With u = w(v − m∞)/E[w] and s = w/E[w] − 1 (both mean zero), attention − m∞ = ū/(1 + s̄), "
+        "ū and s̄ being means over the L i.i.d. tokens",
+        Eq(sympy.Symbol("attn") - sympy.Symbol("m_inf"), u_bar / (1 + s_bar)),
+    )
+    inverse = sympy.series((1 + x) ** -1, x, 0, 4).removeO()
+    inverse_square = sympy.series((1 + x) ** -2, x, 0, 3).removeO()
+    rec.step("Expand (1 + s̄)⁻¹ and (1 + s̄)⁻² (s̄ = O_p(L^{-1/2}))",
+             Eq(sympy.Tuple((1 + x) ** -1, (1 + x) ** -2), sympy.Tuple(inverse, inverse_square)))
+    # moments of means of i.i.d. mean-zero terms: only index patterns with every index repeated
+    # survive; terms of order L⁻³ and beyond are dropped (each line keeps the exact pair counts)
+    bias_moments = {0: 0, 1: mu_us / L, 2: mu_uss / L**2, 3: 3 * L * (L - 1) * mu_us * mu_ss / L**4}
+    mse_moments = {0: mu_uu / L, 1: mu_uus / L**2, 2: L * (L - 1) * (mu_uu * mu_ss + 2 * mu_us**2) / L**4}
+    bias = sum(inverse.coeff(x, j) * bias_moments[j] for j in range(4))
+    mse = sum(inverse_square.coeff(x, j) * mse_moments[j] for j in range(3))
+    rec.step(
+        "E[ū s̄] = μ_us/L, E[ū s̄²] = μ_uss/L², E[ū s̄³] = 3L(L−1)μ_us μ_ss/L⁴ + O(L⁻³)",
+        Eq(E(sympy.Symbol("attn") - sympy.Symbol("m_inf")), bias),
+    )
+    rec.step(
+        "E‖ū‖² = μ_uu/L, E[‖ū‖²s̄] = μ_uus/L², E[‖ū‖²s̄²] = L(L−1)(μ_uu μ_ss + 2‖μ_us‖²)/L⁴ + O(L⁻³)",
+        Eq(E(sympy.Symbol("MSE")), mse),
+    )
+    b1, b2 = _collect(bias, 2)
+    c, d = _collect(mse, 2)
+    rec.step("Collect powers of 1/L", Eq(sympy.Tuple(E(sympy.Symbol("attn") - sympy.Symbol("m_inf")), E(sympy.Symbol("MSE"))),
+                                         sympy.Tuple(b1 / L + b2 / L**2, c / L + d / L**2)))
+    tilted = {
+        mu_uu: R2 * e2_2,
+        mu_uus: R3 * e2_3 - R2 * e2_2,
+        mu_ss: R2 - 1,
+        mu_us: R2 * e1_2,
+        mu_uss: R3 * e1_3 - 2 * R2 * e1_2,
+    }
+    rec.step(
+        "In tilted moments (E_t is the key law reweighted by w^t/E[w^t], R_t = E[w^t]/E[w]^t, "
+        "e₁,t = E_t[v − m∞], e₂,t = E_t‖v − m∞‖²)",
+        Eq(sympy.Tuple(*tilted), sympy.Tuple(*tilted.values())),
+    )
+    result = sympy.Tuple(*(sympy.expand(e.subs(tilted)) for e in (c, d, b1, b2)))
+    rec.step("Result: MSE = C/L + D/L² + O(L⁻³), E[attn − m∞] = B/L + B₂/L² + O(L⁻³)",
+             Eq(sympy.Tuple(C_, D_, B_, B2_), result))
+    return rec.finish()
+
+
+def _ratio_constants() -> tuple[sympy.Expr, ...]:
+    """(C, D, B, B₂) in the tilted moments R₂, R₃, e₁,₂, e₁,₃, e₂,₂, e₂,₃ (e₁ along one direction)."""
+    return tuple(ratio_expansion_derivation().result.rhs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Gaussian keys with linear values
+# ---------------------------------------------------------------------------------------------
+
+
+MGF_SYMBOLS = (sympy.Symbol("t", real=True), sympy.Symbol("m_y", real=True), sympy.Symbol("y", real=True),
+               sympy.Symbol("s_y", positive=True))
+"""(t, m, y, s) of the Gaussian MGF E[e^{ty}], y ~ N(m, s²)."""
+
+
+@lru_cache(maxsize=None)
+def gaussian_mgf() -> sympy.Expr:
+    """E[e^{t y}] for y ~ N(m, s²), integrated by sympy (a function of t, m, s)."""
+    t, m, y, s = MGF_SYMBOLS
+    density = exp(-((y - m) ** 2) / (2 * s**2)) / sqrt(2 * sympy.pi * s**2)
+    return sympy.simplify(sympy.integrate(exp(t * y) * density, (y, -oo, oo)))
+
+
+@lru_cache(maxsize=None)
+def gaussian_limit_derivation() -> Derivation:
+    """m∞ = A(μ + Σa) + b, the desired parameter, and C, B, D for Gaussian keys / linear values."""
+    rec = DerivationRecorder(
+        "gaussian_limit",
+        "Softmax attention on Gaussian keys with linear values: limit, desired parameter and error constants",
+        f"{SOURCE}, note §3.2 (P1–P4)",
+    )
+    t, m, y, s = MGF_SYMBOLS
+    mgf = gaussian_mgf()
+    rec.step("Gaussian moment generating function, integrated: y ~ N(m, s²)", Eq(E(exp(t * y)), mgf))
+    a_dot_mu = sympy.Symbol("a^T mu", real=True)
+    weight_moment = mgf.subs({m: a_dot_mu, s: sqrt(score_variance)}, simultaneous=True)
+    rec.step("The score aᵀk of k ~ N(μ, Σ) is N(aᵀμ, s²) with s² = aᵀΣa, so E[w^t] = M(t)", Eq(E(sympy.Symbol("w") ** t), weight_moment))
+    ratio = sympy.simplify(weight_moment / weight_moment.subs(t, 1) ** t)
+    rec.step("Weight-moment ratio R_t = E[w^t]/E[w]^t", Eq(sympy.Symbol("R_t"), ratio))
+
+    # vector part: tilted law and the limit, with MatrixSymbols so that sympy differentiates log M
+    d = sympy.Symbol("d", integer=True, positive=True)
+    a_vec, mu_vec = sympy.MatrixSymbol("a", d, 1), sympy.MatrixSymbol("mu", d, 1)
+    Sigma = sympy.MatrixSymbol("Sigma", d, d)
+    log_mgf = a_vec.T * mu_vec + Rational(1, 2) * a_vec.T * Sigma * a_vec
+    tilted_mean = log_mgf.diff(a_vec).subs(Sigma.T, Sigma).doit()
+    rec.step(
+        "Tilted key mean E[k e^{aᵀk}]/E[e^{aᵀk}] = ∇_a log E[e^{aᵀk}] (Σ symmetric); the tilted "
+        "covariance ∇²_a log M = Σ is unchanged, so under w^t the keys are N(μ + tΣa, Σ)",
+        Eq(sympy.Symbol("E_1[k]"), tilted_mean, evaluate=False),
+    )
+    d_v = sympy.Symbol("d_v", integer=True, positive=True)
+    A, b = sympy.MatrixSymbol("A", d_v, d), sympy.MatrixSymbol("b", d_v, 1)
+    limit = A * (mu_vec + Sigma * a_vec) + b
+    rec.step("Law of large numbers: attention → m∞ = E[wv]/E[w] = A E_1[k] + b", Eq(sympy.MatrixSymbol("m_inf", d_v, 1), limit))
+    q_vec = sympy.MatrixSymbol("q", d, 1)
+    rec.step(
+        "Desired parameter: m∞ = E[v | k = q] = Aq + b for every A iff Σa = q − μ, i.e. a = Σ⁻¹(q − μ)",
+        Eq(a_vec, Sigma.I * (q_vec - mu_vec)),
+    )
+    # tilted moments of v − m∞ = A(k − μ − Σa) + ε, under the t-tilted law k ~ N(μ + tΣa, Σ)
+    first = lambda tt: (tt - 1) * sqrt(shift_norm_sq)  # noqa: E731  (component along β = AΣa)
+    second = lambda tt: (tt - 1) ** 2 * shift_norm_sq + value_spread + noise_total  # noqa: E731
+    rec.step(
+        "Under w^t, v − m∞ = A(k − μ − Σa) + ε has mean (t − 1)β and second moment "
+        "(t − 1)²‖β‖² + τ² + ν², with β = AΣa, τ² = tr(AΣAᵀ), ν² = d_v σ²",
+        Eq(sympy.Symbol("e_2t"), second(t)),
+    )
+    values = {R2: ratio.subs(t, 2), R3: ratio.subs(t, 3), e1_2: first(2), e1_3: first(3),
+              e2_2: second(2), e2_3: second(3)}
+    c, dd, b1, b2 = (sympy.simplify(e.subs(values)) for e in _ratio_constants())
+    norm = sqrt(shift_norm_sq)
+    rec.step("Bias along β = AΣa: L·E[attn − m∞] → (B/‖β‖)β", Eq(B_ / norm, sympy.simplify(b1 / norm)))
+    rec.step("Leading constant: L·E‖attn − m∞‖² → C", Eq(C_, sympy.factor(c)))
+    rec.step("Result: (C, D, B/‖β‖, B₂/‖β‖) in s² = aᵀΣa, ‖β‖², τ², ν²",
+             Eq(sympy.Tuple(C_, D_, B_ / norm, B2_ / norm),
+                sympy.Tuple(sympy.factor(c), dd, sympy.simplify(b1 / norm), sympy.simplify(b2 / norm))))
+    return rec.finish()
+
+
+@lru_cache(maxsize=None)
+def gaussian_constant_expressions() -> tuple[sympy.Expr, ...]:
+    """(C, D, B/‖β‖, B₂/‖β‖) in the invariants (s², ‖β‖², τ², ν²)."""
+    return tuple(gaussian_limit_derivation().result.rhs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixed-bandwidth RBF attention on a non-linear conditional mean
+# ---------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=None)
+def fixed_bandwidth_derivation() -> Derivation:
+    """m_h(q) = sin(ωm')e^{−ω²s'²/2} ≠ sin(ωq), and its C, B, D (note §3.2, P6)."""
+    rec = DerivationRecorder(
+        "fixed_bandwidth_limit",
+        "RBF attention with a fixed bandwidth on a non-linear conditional mean: the persistent bias",
+        f"{SOURCE}, note §3.2 and P6 (k ~ N(0, s²), v = sin(ωk) + σ_v ξ, w = e^{{−(q−k)²/(2h²)}})",
+    )
+    k, t = sympy.Symbol("k", real=True), sympy.Symbol("t", positive=True)
+    log_tilted = -(k**2) / (2 * key_sd**2) - t * (q - k) ** 2 / (2 * bandwidth**2)
+    poly = sympy.Poly(sympy.expand(log_tilted), k)
+    precision = -2 * poly.coeff_monomial(k**2)
+    tilted_var = sympy.simplify(1 / precision)
+    tilted_mean = sympy.simplify(poly.coeff_monomial(k) / precision)
+    rec.step("Complete the square in k: the key law reweighted by w^t is N(m_t, s_t²)",
+             Eq(sympy.Tuple(sympy.Symbol("m_t"), sympy.Symbol("s_t^2")), sympy.Tuple(tilted_mean, tilted_var)))
+    density = exp(-(k**2) / (2 * key_sd**2)) / sqrt(2 * sympy.pi * key_sd**2)
+    weight_moment = sympy.simplify(sympy.integrate(exp(log_tilted + k**2 / (2 * key_sd**2)) * density, (k, -oo, oo)))
+    ratio = sympy.simplify(weight_moment / weight_moment.subs(t, 1) ** t)
+    rec.step("Weight-moment ratio R_t = E[w^t]/E[w]^t (Gaussian integral)", Eq(sympy.Symbol("R_t"), ratio))
+    # E_t[e^{iθk}] from the Gaussian MGF at the imaginary argument iθ
+    mgf = gaussian_mgf()
+    tt, mm, _, ss = MGF_SYMBOLS
+    theta = sympy.Symbol("theta", positive=True)
+    characteristic = mgf.subs({tt: I * theta, mm: tilted_mean, ss: sqrt(tilted_var)}, simultaneous=True)
+    sine = sympy.simplify(sympy.im(sympy.expand_complex(characteristic)))
+    cosine = sympy.simplify(sympy.re(sympy.expand_complex(characteristic)))
+    rec.step("E_t[sin θk] = Im E_t[e^{iθk}] (the MGF at iθ)", Eq(sympy.Symbol("E_t[sin(theta k)]"), sine))
+    limit = sine.subs({theta: frequency, t: 1})
+    rec.step("Limit of attention as L → ∞: m_h(q) = E_1[sin ωk], not E[v | k = q] = sin(ωq)", Eq(sympy.Symbol("m_h"), limit))
+    bias_to_truth = limit - sympy.sin(frequency * q)
+    rec.step("Persistent bias m_h(q) − sin(ωq); it vanishes only as h → 0",
+             Eq(sympy.Symbol("m_h") - sympy.sin(frequency * q), bias_to_truth))
+
+    def sin_mean(power):
+        return sine.subs({theta: frequency, t: power})
+
+    def second(power):
+        sin_sq = (1 - cosine.subs({theta: 2 * frequency, t: power})) / 2
+        return sin_sq - 2 * limit * sin_mean(power) + limit**2 + value_noise**2
+
+    values = {R2: ratio.subs(t, 2), R3: ratio.subs(t, 3), e1_2: sin_mean(2) - limit, e1_3: sin_mean(3) - limit,
+              e2_2: second(2), e2_3: second(3)}
+    c, dd, b1, b2 = (e.subs(values) for e in _ratio_constants())
+    rec.step("Bias constant B = −R₂(E₂[sin ωk] − m_h)", Eq(B_, b1))
+    rec.step("Leading constant C = R₂(E₂[sin² ωk] − 2m_h E₂[sin ωk] + m_h² + σ_v²)", Eq(C_, c))
+    rec.step("Result: (m_h, m_h − sin ωq, C, D, B, B₂) in q, s, h, ω, σ_v",
+             Eq(sympy.Tuple(sympy.Symbol("m_h"), sympy.Symbol("m_h - sin(omega q)"), C_, D_, B_, B2_),
+                sympy.Tuple(limit, bias_to_truth, c, dd, b1, b2)))
+    return rec.finish()
+
+
+FIXED_BANDWIDTH_NAMES = ("limit", "bias_to_truth", "constant", "second_order", "bias_constant", "second_order_bias")
+
+
+@lru_cache(maxsize=None)
+def fixed_bandwidth_expressions() -> dict[str, sympy.Expr]:
+    """m_h, m_h − sin(ωq), C, D, B, B₂ as expressions in (q, s, h, ω, σ_v)."""
+    return dict(zip(FIXED_BANDWIDTH_NAMES, fixed_bandwidth_derivation().result.rhs))
+
+
+# ---------------------------------------------------------------------------------------------
+# Latent posteriors (note §2.3) and the softmax/RBF identity (note §3.1)
+# ---------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=None)
+def conjugate_posterior_derivation() -> Derivation:
+    """M1: z ~ N(0, τ²), x_ℓ | z ~ N(z, σ²): the posterior is N(μ_L, s_L²), a function of (L, x̄) only."""
+    rec = DerivationRecorder(
+        "conjugate_posterior",
+        "Latent posterior of the conjugate Gaussian model (M1): sufficiency of (L, x̄)",
+        f"{SOURCE}, note §2.3 M1 (one coordinate; coordinates are independent)",
+    )
+    sum_x, sum_x2 = sympy.symbols("S_1 S_2", real=True)
+    log_post = -(z**2) / (2 * prior_sd**2) - (sum_x2 - 2 * z * sum_x + L * z**2) / (2 * token_sd**2)
+    rec.step("log p(z | X) + const, with Σ_ℓ(x_ℓ − z)² = S₂ − 2zS₁ + Lz² (S₁ = Σx_ℓ = L x̄, S₂ = Σx_ℓ²)",
+             Eq(sympy.Symbol("log p(z|X)"), log_post))
+    poly = sympy.Poly(sympy.expand(log_post), z)
+    precision = sympy.simplify(-2 * poly.coeff_monomial(z**2))
+    mean = sympy.simplify((poly.coeff_monomial(z) / precision).subs(sum_x, L * token_mean))
+    rec.step("Posterior precision (the coefficient of −z²/2)", Eq(sympy.Symbol("1/s_L^2"), precision))
+    rec.step("Posterior mean (S₂ drops out: the posterior depends on X only through L and x̄)",
+             Eq(sympy.Symbol("mu_L"), mean))
+    rec.step("Posterior standard deviation, shrinking like σ/√L",
+             Eq(sympy.Symbol("s_L"), sympy.simplify(1 / sqrt(precision))))
+    return rec.finish()
+
+
+@lru_cache(maxsize=None)
+def finite_latent_derivation() -> Derivation:
+    """M2: z ∈ {1..M}, x_ℓ | z = m ~ N(μ_m, I): P(z = m | X) = softmax_m(log π_m + L x̄ᵀμ_m − L‖μ_m‖²/2)."""
+    rec = DerivationRecorder(
+        "finite_latent_posterior",
+        "Finite-latent model (M2): the latent posterior is exactly a softmax attention",
+        f"{SOURCE}, note §2.3 M2",
+    )
+    log_prior, mu_m = sympy.Symbol("log pi_m", real=True), sympy.Symbol("mu_m", real=True)
+    sum_x, sum_x2 = sympy.symbols("S_1 S_2", real=True)
+    log_joint = log_prior - (sum_x2 - 2 * mu_m * sum_x + L * mu_m**2) / 2
+    rec.step("log π_m + Σ_ℓ log N(x_ℓ; μ_m, 1) per coordinate, up to terms free of m",
+             Eq(sympy.Symbol("log p(z=m, X)"), log_joint))
+    score = sympy.expand(log_joint + sum_x2 / 2).subs(sum_x, L * token_mean)
+    rec.step("Drop S₂/2 (the same for every m): the softmax score of latent m", Eq(sympy.Symbol("score_m"), score))
+    rbf = log_prior - L * (token_mean - mu_m) ** 2 / 2 + L * token_mean**2 / 2
+    if sympy.expand(score - rbf) != 0:
+        raise ArithmeticError("the dot-product and RBF forms of the finite-latent score differ")
+    rec.step(
+        "The score is dot-product attention from the query L·x̄ to the key μ_m with bias "
+        "log π_m − L‖μ_m‖²/2, equivalently RBF attention from x̄ at bandwidth 1/√L (L x̄²/2 is common to all m)",
+        Eq(score, rbf, evaluate=False),
+    )
+    return rec.finish()
+
+
+@lru_cache(maxsize=None)
+def softmax_rbf_derivation() -> Derivation:
+    """softmax(Kq) = softmax(−‖q − k_ℓ‖²/2) when every key has the same norm c."""
+    rec = DerivationRecorder(
+        "softmax_equals_rbf",
+        "Softmax attention equals Gaussian-RBF (Nadaraya–Watson) weights for equal-norm keys",
+        f"{SOURCE}, note §3.1",
+    )
+    qv, kv, c = sympy.Symbol("q", real=True), sympy.Symbol("k_l", real=True), sympy.Symbol("c", positive=True)
+    qn = sympy.Symbol("|q|^2", nonnegative=True)
+    identity = Eq(-sympy.Symbol("|q-k_l|^2") / 2, qv * kv - qn / 2 - c**2 / 2)
+    rec.step("−‖q − k_ℓ‖²/2 = qᵀk_ℓ − ‖q‖²/2 − ‖k_ℓ‖²/2, and ‖k_ℓ‖ = c for every ℓ", identity)
+    rec.step("A softmax is unchanged by a shift common to all tokens, so the weights coincide",
+             Eq(sympy.Symbol("softmax_l(q^T k_l)"), sympy.Symbol("softmax_l(-|q-k_l|^2/2)")))
+    return rec.finish()
+
+
+@lru_cache(maxsize=None)
+def ridge_posterior_derivation() -> Derivation:
+    """M3: E[A | X] q = Vᵀ(KKᵀ + λI)⁻¹Kq (kernel form) = VᵀK(KᵀK + λI)⁻¹q (weight form), λ = σ²/τ²."""
+    rec = DerivationRecorder(
+        "ridge_posterior",
+        "Linear-Gaussian model (M3): the posterior mean is ridge / conditional-mean-embedding attention",
+        f"{SOURCE}, note §2.3 M3 and §3.1 (CME attention with a linear kernel)",
+    )
+    lam = sympy.Symbol("lambda", positive=True)
+    Lsym, d = sympy.Symbol("L", integer=True, positive=True), sympy.Symbol("d", integer=True, positive=True)
+    K, V = sympy.MatrixSymbol("K", Lsym, d), sympy.MatrixSymbol("V", Lsym, 1)
+    qv = sympy.MatrixSymbol("q", d, 1)
+    Id, IL = sympy.Identity(d), sympy.Identity(Lsym)
+    posterior = V.T * K * (K.T * K + lam * Id).I * qv
+    rec.step("Rows of A i.i.d. N(0, τ²I), v_ℓ = Ak_ℓ + ε: posterior precision I/τ² + KᵀK/σ², mean "
+             "VᵀK(KᵀK + λI)⁻¹ with λ = σ²/τ² (Gaussian conjugacy)", Eq(sympy.Symbol("E[A|X] q"), posterior, evaluate=False))
+    cme = V.T * (K * K.T + lam * IL).I * K * qv
+    rec.step("Push-through identity K(KᵀK + λI)⁻¹ = (KKᵀ + λI)⁻¹K: CME attention with the linear kernel "
+             "G = KKᵀ, κ_K(q) = Kq", Eq(posterior, cme))
+    # the push-through identity, checked exactly on a generic 3×2 instance
+    Kx = sympy.Matrix(3, 2, sympy.symbols("k1:7", real=True))
+    lhs = Kx * (Kx.T * Kx + lam * sympy.eye(2)).inv()
+    rhs = (Kx * Kx.T + lam * sympy.eye(3)).inv() * Kx
+    difference = sympy.simplify(lhs - rhs)
+    if not difference.is_zero_matrix:
+        raise ArithmeticError(f"the push-through identity failed symbolically: {difference}")
+    rec.step("Exact check of the push-through identity for a generic 3 × 2 key matrix (sympy)",
+             Eq(sympy.Symbol("K(K^TK+lambda I)^-1 - (KK^T+lambda I)^-1 K"), difference, evaluate=False))
+    return rec.finish()
+
+
+def derivations() -> list[Derivation]:
+    """Every derivation of this theory, in report order."""
+    return [
+        ratio_expansion_derivation(),
+        gaussian_limit_derivation(),
+        fixed_bandwidth_derivation(),
+        conjugate_posterior_derivation(),
+        finite_latent_derivation(),
+        softmax_rbf_derivation(),
+        ridge_posterior_derivation(),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Numeric entry points (generated evaluators)
+# ---------------------------------------------------------------------------------------------
+
+
+def _nonnegative(name: str, value) -> None:
+    import numpy as np
+
+    arr = np.asarray(value, dtype=float)
+    if np.any(~np.isfinite(arr)) or np.any(arr < 0):
+        raise ValueError(f"{name} must be finite and ≥ 0, got {value!r}")
+
+
+GAUSSIAN_CONSTANT_NAMES = ("constant", "second_order", "bias_factor", "second_order_bias_factor")
+
+
+def gaussian_error_constants(score_var, shift_sq, spread, noise, backend=None) -> dict:
+    """C, D, B/‖β‖, B₂/‖β‖ of softmax attention on Gaussian keys with linear values.
+
+    Arguments are the invariants s² = aᵀΣa, ‖β‖² = ‖AΣa‖², τ² = tr(AΣAᵀ), ν² = d_v σ²; then
+    E‖attn − m∞‖² = C/L + D/L² + O(L⁻³) and E[attn − m∞] = (B/L + B₂/L²)·β/‖β‖ + O(L⁻³).
+    """
+    for name, value in (("score_var", score_var), ("shift_sq", shift_sq), ("spread", spread), ("noise", noise)):
+        _nonnegative(name, value)
+    f = evaluator(gaussian_constant_expressions(), GAUSSIAN_INVARIANTS, backend)
+    return dict(zip(GAUSSIAN_CONSTANT_NAMES, f(score_var, shift_sq, spread, noise)))
+
+
+def fixed_bandwidth_constants(query, key_sd_, bandwidth_, frequency_, noise_sd, backend=None) -> dict:
+    """m_h(q), m_h(q) − sin(ωq), C, D, B, B₂ of RBF attention at bandwidth h (note P6)."""
+    import numpy as np
+
+    for name, value in (("key_sd", key_sd_), ("bandwidth", bandwidth_), ("frequency", frequency_)):
+        arr = np.asarray(value, dtype=float)
+        if np.any(~np.isfinite(arr)) or np.any(arr <= 0):
+            raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+    _nonnegative("noise_sd", noise_sd)
+    expressions = fixed_bandwidth_expressions()
+    f = evaluator(tuple(expressions[n] for n in FIXED_BANDWIDTH_NAMES), BANDWIDTH_PARAMETERS, backend)
+    return dict(zip(FIXED_BANDWIDTH_NAMES, f(query, key_sd_, bandwidth_, frequency_, noise_sd)))
+
+
+def conjugate_posterior(L_, xbar, prior_sd_, token_sd_, backend=None):
+    """(μ_L, s_L): posterior mean and sd of z in M1 (generated from the derivation)."""
+    import numpy as np
+
+    if np.any(np.asarray(L_) < 0):
+        raise ValueError(f"L must be ≥ 0, got {L_!r}")
+    for name, value in (("prior_sd", prior_sd_), ("token_sd", token_sd_)):
+        if np.any(np.asarray(value, dtype=float) <= 0):
+            raise ValueError(f"{name} must be > 0, got {value!r}")
+    steps = conjugate_posterior_derivation().steps
+    f = evaluator((steps[-2].expression.rhs, steps[-1].expression.rhs), (L, token_mean, prior_sd, token_sd), backend)
+    return f(L_, xbar, prior_sd_, token_sd_)

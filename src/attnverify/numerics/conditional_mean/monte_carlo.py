@@ -1,0 +1,79 @@
+"""Monte Carlo error of attention as an estimator: bias and mean-squared error at a sequence length L.
+
+Replicates are a batch axis, processed in chunks so that memory stays bounded; the moments are
+accumulated exactly across chunks (pairwise update), so any chunking gives the same estimate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..arguments import integer
+from ..backend import Backend, get_backend
+from ..statistics import Estimate, RunningMoments
+from .attention import weighted_mean
+
+#: keys × length × dimension numbers held at once per chunk.
+CHUNK_NUMBERS = 4_000_000
+
+
+@dataclass(frozen=True)
+class AttentionError:
+    """Error of attention against a fixed ``target`` at sequence length ``length``.
+
+    ``bias[j]`` estimates E[attn_j − target_j]; ``mse`` estimates E‖attn − target‖².
+    """
+
+    length: int
+    bias: tuple[Estimate, ...]
+    mse: Estimate
+
+    def scaled_mse(self) -> Estimate:
+        """L·MSE with its standard error."""
+        return Estimate(self.length * self.mse.mean, self.length * self.mse.standard_error, self.mse.samples)
+
+    def scaled_bias(self, direction: Any) -> Estimate:
+        """L·E[attn − target] projected on ``direction`` (a unit vector of R^{d_v})."""
+        import numpy as np
+
+        u = np.asarray(direction, dtype=float)
+        mean = sum(float(c) * b.mean for c, b in zip(u, self.bias))
+        # the components are estimated from the same draws; bound the error by the sum of parts
+        se = sum(abs(float(c)) * b.standard_error for c, b in zip(u, self.bias))
+        return Estimate(self.length * mean, self.length * se, self.mse.samples)
+
+
+def attention_error(
+    sample: Callable[[int, int, Any], tuple[Any, Any]],
+    logits: Callable[[Any], Any],
+    target: Any,
+    length: int,
+    replicates: int,
+    rng: Any,
+    *,
+    backend: Backend | str | None = None,
+) -> AttentionError:
+    """Bias and MSE of Σ softmax(logits(keys)) v against ``target`` over ``replicates`` sequences.
+
+    ``sample(L, n, rng)`` returns keys (n, L, d) and values (n, L, d_v) on the backend;
+    ``logits(keys)`` returns the attention logits (n, L).
+    """
+    be = get_backend(backend)
+    L, R = integer("length", length, 1), integer("replicates", replicates, 2)
+    target = be.asarray(target).reshape(-1)
+    chunk = max(1, CHUNK_NUMBERS // (4 * L))
+    components = [RunningMoments() for _ in range(int(target.shape[0]))]
+    squared = RunningMoments()
+    done = 0
+    while done < R:
+        n = min(chunk, R - done)
+        keys, values = sample(L, n, rng)
+        if values.shape[-1] != target.shape[0]:
+            raise ValueError(f"target has {target.shape[0]} components but values have {values.shape[-1]}")
+        error = weighted_mean(logits(keys), values) - target
+        for j, acc in enumerate(components):
+            acc.add(error[:, j], be.xp)
+        squared.add((error**2).sum(axis=-1), be.xp)
+        done += n
+    return AttentionError(L, tuple(acc.estimate() for acc in components), squared.estimate())
