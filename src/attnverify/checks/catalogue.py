@@ -11,7 +11,7 @@ from types import ModuleType
 from .claim import Claim
 
 #: Theory modules under ``attnverify.checks`` whose claims are built in, in report order.
-THEORIES = ("single_location", "attention_paths")
+THEORIES = ("single_location", "attention_paths", "conditional_mean")
 
 
 def claims_in_module(module: ModuleType) -> list[Claim]:

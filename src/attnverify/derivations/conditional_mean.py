@@ -129,6 +129,17 @@ def ratio_expansion_derivation() -> Derivation:
     return rec.finish()
 
 
+@lru_cache(maxsize=None)
+def ratio_constants_in_moments() -> tuple[tuple[sympy.Symbol, ...], tuple[sympy.Expr, ...]]:
+    """((μ_uu, μ_uus, μ_ss, μ_us, μ_uss), (C, D, B, B₂)): the expansion before the tilted moments
+    are substituted (for checking the substitution against quadrature of the raw moments)."""
+    bias, mse = ratio_expansion_derivation().steps[4].expression.rhs
+    c, d = _collect(mse, 2)
+    b1, b2 = _collect(bias, 2)
+    symbols = tuple(sympy.symbols("mu_uu mu_uus mu_ss mu_us mu_uss", real=True))
+    return symbols, (c, d, b1, b2)
+
+
 def _ratio_constants() -> tuple[sympy.Expr, ...]:
     """(C, D, B, B₂) in the tilted moments R₂, R₃, e₁,₂, e₁,₃, e₂,₂, e₂,₃ (e₁ along one direction)."""
     return tuple(ratio_expansion_derivation().result.rhs)

@@ -1,0 +1,70 @@
+"""Every built-in conditional-mean claim, run through the same runner as the CLI, comes out as
+expected; and the Monte Carlo checks have power: a wrong constant or limit is refuted."""
+
+import numpy as np
+import pytest
+
+from attnverify.checks import conditional_mean as claims
+from attnverify.checks import run_claim
+from attnverify.checks.catalogue import builtin_claims, claims_in_module
+from attnverify.derivations import conditional_mean as theory
+
+CLAIMS = claims_in_module(claims)
+
+
+def test_the_claims_are_registered():
+    names = {c.name for c in builtin_claims()}
+    assert {c.name for c in CLAIMS} <= names
+    assert len(CLAIMS) >= 15
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
+def test_claim_comes_out_as_expected(claim):
+    result = run_claim(claim, profile="quick", seed=0)
+    detail = result.counterexample.as_dict() if result.counterexample else None
+    assert result.ok, (result.status, detail)
+
+
+def test_a_constant_off_by_twenty_percent_is_refuted(monkeypatch):
+    original = theory.gaussian_error_constants
+
+    def wrong(*args, **kwargs):
+        values = dict(original(*args, **kwargs))
+        values["constant"] = values["constant"] * 1.2
+        return values
+
+    monkeypatch.setattr(theory, "gaussian_error_constants", wrong)
+    assert run_claim(claims.error_constant, profile="quick", seed=0).status == "refuted"
+
+
+def test_a_bias_without_the_tilt_factor_is_refuted(monkeypatch):
+    """B = −‖β‖ instead of −e^{s²}‖β‖ (the effective-sample-size factor forgotten)."""
+    original = theory.gaussian_error_constants
+
+    def wrong(score_var, *args, **kwargs):
+        values = dict(original(score_var, *args, **kwargs))
+        values["bias_factor"] = values["bias_factor"] * np.exp(-score_var) * 0.5
+        return values
+
+    monkeypatch.setattr(theory, "gaussian_error_constants", wrong)
+    assert run_claim(claims.bias_constant, profile="quick", seed=0).status == "refuted"
+
+
+def test_a_wrong_fixed_bandwidth_limit_is_refuted(monkeypatch):
+    """The naive guess m_h = sin(ωq)·e^{−ω²h²/2} (tilt of the mean forgotten) is caught."""
+    original = theory.fixed_bandwidth_constants
+
+    def wrong(query, key_sd, bandwidth, frequency, noise_sd, backend=None):
+        values = dict(original(query, key_sd, bandwidth, frequency, noise_sd, backend))
+        values["limit"] = np.sin(frequency * query) * np.exp(-(frequency**2) * bandwidth**2 / 2)
+        return values
+
+    monkeypatch.setattr(theory, "fixed_bandwidth_constants", wrong)
+    assert run_claim(claims.fixed_bandwidth_limit, profile="quick", seed=0).status == "refuted"
+
+
+@pytest.mark.thorough
+@pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
+def test_claim_comes_out_as_expected_in_the_thorough_profile(claim):
+    result = run_claim(claim, profile="thorough", seed=0)
+    assert result.ok, (result.status, result.counterexample.as_dict() if result.counterexample else None)
