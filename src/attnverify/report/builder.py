@@ -28,7 +28,7 @@ from .results import run_claim_or_error
 from .section import Section, TheoryOutcome
 
 #: Theories with a report section, in report order; ``attnverify.report.<theory>`` provides it.
-SECTIONS = ("single_location", "attention_paths")
+SECTIONS = ("single_location", "attention_paths", "conditional_mean")
 
 
 def select_theories(only: str | None) -> list[str]:
