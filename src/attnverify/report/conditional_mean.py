@@ -24,6 +24,7 @@ import numpy as np
 from ..checks import conditional_mean as checks
 from ..derivations import conditional_mean as theory
 from ..numerics import conditional_mean as sim
+from ..numerics.conditional_mean import learning
 from ..numerics.backend import get_backend
 from ..numerics.statistics import fit_line
 from .figures import pyplot, save_figure
@@ -161,11 +162,7 @@ def _bandwidth_figure(out_dir: Path, *, profile: str, seeds, progress) -> tuple[
     return figure, table
 
 
-def _learning_figure(out_dir: Path, *, profile: str, seed: int, progress) -> tuple[Figure, Table] | None:
-    try:
-        from ..numerics.conditional_mean import learning
-    except ImportError:  # the learning module is optional in this section
-        return None
+def _learning_figure(out_dir: Path, *, profile: str, seed: int, progress) -> tuple[Figure, Table]:
     task = learning.LatentLinearTask(key_covariance=G2["key_covariance"], prior_sd=1.0, noise_sd=0.5)
     target = np.linalg.inv(np.asarray(G2["key_covariance"]))
     plt = pyplot()
@@ -236,9 +233,8 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
     bandwidth_figure, bandwidth_table = _bandwidth_figure(out_dir, profile=profile, seeds=bandwidth_seeds, progress=progress)
     figures.append(bandwidth_figure)
     tables = [rate_table, bandwidth_table]
-    learning = _learning_figure(out_dir, profile=profile, seed=seed, progress=progress)
-    if learning is not None:
-        figures.append(learning[0])
-        tables.append(learning[1])
+    learning_figure, learning_table = _learning_figure(out_dir, profile=profile, seed=seed, progress=progress)
+    figures.append(learning_figure)
+    tables.append(learning_table)
     return Section(theory=THEORY, title=TITLE, introduction=INTRODUCTION, derivations=derivations,
                    figures=figures, tables=tables)

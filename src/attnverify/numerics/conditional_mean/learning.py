@@ -1,0 +1,229 @@
+"""Empirical-risk minimisation of the attention parameter W (Zhang et al. 2022, §4: generalisation).
+
+Each sequence draws its own value map A, so only the conditional-mean structure can be learnt:
+f_W(q; K, V) = Σ_ℓ softmax_ℓ(qᵀWk_ℓ) v_ℓ → E[v | k = q, A] = Aq as L → ∞ when W = W* = Σ⁻¹.
+Two objectives: ``supervised`` (one labelled query per sequence) and ``masked`` (the last M tokens
+are predicted in turn from the L unmasked ones). Shapes: queries (N, M, d) (M = 1 when supervised),
+keys (N, L, d), values (N, L, d_v), targets (N, M, d_v). Host float64 numpy throughout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+from scipy.linalg import cho_solve
+from scipy.optimize import minimize
+
+from ..arguments import generator, integer, real
+from ..backend import get_backend
+from ..statistics import Estimate, mean_estimate
+from .attention import softmax
+from .models import _matrix, _positive_definite
+
+OBJECTIVES = ("supervised", "masked")
+
+
+@dataclass(frozen=True, eq=False)
+class LatentLinearTask:
+    """Per sequence: A ∈ R^{d_v×d} with entries i.i.d. N(0, τ²); k_ℓ ~ N(0, Σ); v_ℓ = Ak_ℓ + σξ_ℓ."""
+
+    key_covariance: Any
+    prior_sd: float
+    noise_sd: float
+    d_v: int = 1
+
+    def __post_init__(self) -> None:
+        sigma = _matrix("key_covariance", self.key_covariance, (None, None))
+        if sigma.shape[0] < 1 or sigma.shape[0] != sigma.shape[1]:
+            raise ValueError(f"key_covariance must be a square d × d matrix with d ≥ 1, got shape {sigma.shape}")
+        object.__setattr__(self, "key_covariance", sigma)
+        object.__setattr__(self, "_factor", _positive_definite("key_covariance", sigma))
+        object.__setattr__(self, "prior_sd", real("prior_sd", self.prior_sd, low=0.0, open_low=True))
+        object.__setattr__(self, "noise_sd", real("noise_sd", self.noise_sd, low=0.0))
+        object.__setattr__(self, "d_v", integer("d_v", self.d_v, 1))
+
+    @property
+    def d(self) -> int:
+        return self.key_covariance.shape[0]
+
+    def desired_parameter(self) -> np.ndarray:
+        """W* = Σ⁻¹: the tilted key mean ΣWq equals q, so f_{W*} → Aq (Cholesky solve)."""
+        return cho_solve(self._factor, np.eye(self.d))
+
+    def sample(self, sequences: int, tokens: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(A (N, d_v, d), keys (N, T, d), values (N, T, d_v)) for N independent sequences of T tokens."""
+        N, T = integer("sequences", sequences, 1), integer("tokens", tokens, 1)
+        A = self.prior_sd * rng.standard_normal((N, self.d_v, self.d))
+        keys = rng.standard_normal((N, T, self.d)) @ np.tril(self._factor[0]).T
+        values = np.einsum("nci,nti->ntc", A, keys) + self.noise_sd * rng.standard_normal((N, T, self.d_v))
+        return A, keys, values
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """N sequences: ``queries`` (N, M, d) with ``targets`` (N, M, d_v), context ``keys``/``values`` (N, L, ·)."""
+
+    objective: str
+    queries: np.ndarray
+    keys: np.ndarray
+    values: np.ndarray
+    targets: np.ndarray
+
+    @property
+    def sequences(self) -> int:
+        return self.keys.shape[0]
+
+    @property
+    def length(self) -> int:
+        return self.keys.shape[1]
+
+
+def _objective(objective: Any) -> str:
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+    return objective
+
+
+def _task(task: Any) -> LatentLinearTask:
+    if not isinstance(task, LatentLinearTask):
+        raise TypeError(f"task must be a LatentLinearTask, got {type(task).__name__}")
+    return task
+
+
+def draw_dataset(task: LatentLinearTask, objective: str, sequences: int, length: int, rng: Any,
+                 masked: int = 8) -> Dataset:
+    """N sequences of L context tokens plus M query tokens (M = 1 labelled query when supervised).
+
+    The query tokens follow the context: supervised, y = Aq + σ_yη with σ_y = σ is exactly a
+    further token; masked, the last M tokens are hidden and predicted one at a time.
+    """
+    objective, task = _objective(objective), _task(task)
+    N, L = integer("sequences", sequences, 1), integer("length", length, 1)
+    M = 1 if objective == "supervised" else integer("masked", masked, 1)
+    _, keys, values = task.sample(N, L + M, generator(rng, get_backend("numpy")))
+    return Dataset(objective, keys[:, L:], keys[:, :L], values[:, :L], values[:, L:])
+
+
+def attention_prediction(W: Any, queries: Any, keys: Any, values: Any) -> np.ndarray:
+    """f_W(q; K, V) = Σ_ℓ softmax_ℓ(qᵀWk_ℓ) v_ℓ for queries (N, M, d), keys (N, L, d), values (N, L, d_v)."""
+    K = _matrix("keys", keys, (None, None, None))
+    q = _matrix("queries", queries, (K.shape[0], None, K.shape[2]))
+    V = _matrix("values", values, (K.shape[0], K.shape[1], None))
+    return _predict(_parameter(W, K.shape[-1]), q, K, V)[1]
+
+
+def _parameter(W: Any, d: int) -> np.ndarray:
+    return _matrix("W", W, (d, d))
+
+
+def _predict(W: np.ndarray, q: np.ndarray, K: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    weights = softmax(np.einsum("nmi,ij,nlj->nml", q, W, K))
+    return weights, np.einsum("nml,nlc->nmc", weights, V)
+
+
+def _data(data: Any) -> Dataset:
+    if not isinstance(data, Dataset):
+        raise TypeError(f"data must be a Dataset from draw_dataset, got {type(data).__name__}")
+    return data
+
+
+def empirical_risk_and_gradient(W: Any, data: Dataset) -> tuple[float, np.ndarray]:
+    """R(W) = (1/NM) Σ_{i,j} ‖y_ij − f_W(q_ij)‖² and ∂R/∂W in closed form.
+
+    ∂f/∂W = Σ_ℓ p_ℓ (v_ℓ − f) qk_ℓᵀ (softmax derivative), so with r = y − f,
+    ∂R/∂W = −(2/NM) Σ_{i,j} Σ_ℓ p_ℓ ⟨r, v_ℓ − f⟩ q k_ℓᵀ.
+    """
+    data = _data(data)
+    W = _parameter(W, data.keys.shape[-1])
+    q, K, V = data.queries, data.keys, data.values
+    p, f = _predict(W, q, K, V)
+    r = data.targets - f
+    count = r.shape[0] * r.shape[1]
+    # ⟨r, v_ℓ − f⟩ for every query and context token
+    tilt = p * (np.einsum("nlc,nmc->nml", V, r) - np.einsum("nmc,nmc->nm", f, r)[..., None])
+    gradient = -2.0 / count * np.einsum("nmi,nmj->ij", q, np.einsum("nml,nlj->nmj", tilt, K))
+    return float(np.sum(r * r) / count), gradient
+
+
+@dataclass(frozen=True)
+class AttentionFit:
+    """The empirical-risk minimiser Ŵ, its training risk R(Ŵ) and the optimiser's iteration count."""
+
+    W: np.ndarray
+    train_risk: float
+    iterations: int
+    converged: bool
+
+
+def fit_attention_parameter(data: Dataset, start: Any = None, tol: float = 1e-10) -> AttentionFit:
+    """Ŵ = argmin_W R(W) by L-BFGS-B with the exact gradient, from W = 0 (uniform attention) by default."""
+    data = _data(data)
+    d = data.keys.shape[-1]
+    W0 = np.zeros((d, d)) if start is None else _parameter(start, d)
+    tol = real("tol", tol, low=0.0, open_low=True)
+
+    def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
+        risk, gradient = empirical_risk_and_gradient(w.reshape(d, d), data)
+        return risk, gradient.ravel()
+
+    result = minimize(fun, W0.ravel(), method="L-BFGS-B", jac=True, tol=tol, options={"maxiter": 10_000})
+    if not result.success:
+        raise RuntimeError(f"fit_attention_parameter did not converge: {result.message}")
+    return AttentionFit(result.x.reshape(d, d), float(result.fun), int(result.nit), True)
+
+
+def _sequence_losses(W: np.ndarray, data: Dataset) -> np.ndarray:
+    f = _predict(W, data.queries, data.keys, data.values)[1]
+    return np.sum((data.targets - f) ** 2, axis=-1).mean(axis=-1)
+
+
+def population_risk(W: Any, task: LatentLinearTask, objective: str, length: int, sequences: int, rng: Any,
+                    masked: int = 8) -> Estimate:
+    """E R(W) at fixed W on a fresh draw: the mean over sequences of (1/M) Σ_j ‖v_j − f_W(k_j)‖²,
+    with its standard error (per-sequence losses are i.i.d.)."""
+    integer("sequences", sequences, 2)
+    data = draw_dataset(task, objective, sequences, length, rng, masked)
+    return mean_estimate(_sequence_losses(_parameter(W, task.d), data))
+
+
+@dataclass(frozen=True)
+class GeneralizationGap:
+    """Per replicate r: test risk E R(Ŵ_r), training risk R̂(Ŵ_r), their difference and ‖Ŵ_r − Σ⁻¹‖_F."""
+
+    objective: str
+    length: int
+    gaps: np.ndarray
+    train_risks: np.ndarray
+    test_risks: np.ndarray
+    distances: np.ndarray
+    gap: Estimate
+
+
+def generalization_gap(task: LatentLinearTask, objective: str, length: int, train_sequences: int,
+                       test_sequences: int, replicates: int, seed: int, masked: int = 8,
+                       progress: Callable[[str], None] | None = None) -> GeneralizationGap:
+    """gap = E[R(Ŵ) − R̂(Ŵ)] over independent training sets (Zhang et al. 2022, generalisation bound),
+    estimated by the mean over ``replicates`` with its standard error; replicate r uses the r-th
+    child of SeedSequence(seed) for both its training and its test set."""
+    task, objective = _task(task), _objective(objective)
+    L = integer("length", length, 1)
+    N = integer("train_sequences", train_sequences, 1)
+    n_test = integer("test_sequences", test_sequences, 2)
+    R = integer("replicates", replicates, 2)
+    seed = integer("seed", seed, 0)
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be a callable taking a str, or None, got {progress!r}")
+    target = task.desired_parameter()
+    rows = []
+    for r, child in enumerate(np.random.SeedSequence(seed).spawn(R)):
+        rng = np.random.default_rng(child)
+        fit = fit_attention_parameter(draw_dataset(task, objective, N, L, rng, masked))
+        test = population_risk(fit.W, task, objective, L, n_test, rng, masked).mean
+        rows.append((test - fit.train_risk, fit.train_risk, test, np.linalg.norm(fit.W - target)))
+        if progress is not None:
+            progress(f"{objective} L={L} replicate {r + 1}/{R}: gap {rows[-1][0]:.4g}, "
+                     f"‖Ŵ−Σ⁻¹‖ {rows[-1][3]:.3g}, {fit.iterations} iterations")
+    gaps, train, test, distances = (np.array(column) for column in zip(*rows))
+    return GeneralizationGap(objective, L, gaps, train, test, distances, mean_estimate(gaps))

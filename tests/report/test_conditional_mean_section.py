@@ -1,0 +1,67 @@
+"""The conditional-mean report section (quick profile): figures written, plotted numbers kept and
+consistent with the derivations, bad arguments refused. One build is shared by the module."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnverify.derivations import conditional_mean as theory
+from attnverify.numerics.backend import get_backend
+from attnverify.report import Section
+from attnverify.report import conditional_mean as section_module
+
+FILES = ("conditional_mean_rate.png", "conditional_mean_constant.png", "conditional_mean_bandwidth.png",
+         "conditional_mean_learning.png")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out_dir = tmp_path_factory.mktemp("conditional_mean_report")
+    messages: list[str] = []
+    section = section_module.build_section(out_dir, profile="quick", backend=get_backend("numpy"), seed=0,
+                                           progress=messages.append)
+    return out_dir, section, messages
+
+
+def test_section_is_complete(built):
+    out_dir, section, messages = built
+    assert isinstance(section, Section) and section.theory == "conditional_mean"
+    assert [d.name for d in section.derivations] == [d.name for d in theory.derivations()]
+    assert [f.filename for f in section.figures] == list(FILES)
+    for name in FILES:
+        assert (out_dir / name).stat().st_size > 10_000
+    assert messages and all(isinstance(m, str) for m in messages)
+
+
+def test_rate_data_fall_like_root_L(built):
+    _, section, _ = built
+    data = section.figures[0].data
+    assert abs(data["fit"]["slope"] + 0.5) < 5 * data["fit"]["slope_standard_error"] + 0.02
+    # W = I stalls at its wrong limit: the error at the longest L is within 10% of the offset
+    assert abs(data["naive_rmse"][-1] - data["naive_offset"]) < 0.1 * data["naive_offset"]
+
+
+def test_bandwidth_data_use_the_derived_limits(built):
+    _, section, _ = built
+    data = section.figures[2].data
+    for h in section_module.BANDWIDTHS:
+        expected = float(theory.fixed_bandwidth_constants(0.7, 1.0, h, 2.0, 0.3)["limit"])
+        assert data[f"h={h}"]["limit"] == pytest.approx(expected, rel=1e-14)
+        assert np.all(np.isfinite(data[f"h={h}"]["mean"]))
+
+
+def test_learning_data(built):
+    _, section, _ = built
+    data = section.figures[3].data
+    for objective in ("supervised", "masked"):
+        assert len(data[objective]["gap"]) == len(section_module.LEARNING["lengths"])
+        assert all(np.isfinite(data[objective]["gap"]))
+
+
+@pytest.mark.parametrize("kwargs, error", [({"profile": "fast"}, ValueError), ({"seed": -1}, ValueError),
+                                           ({"progress": None}, TypeError)])
+def test_bad_arguments_are_refused(tmp_path, kwargs, error):
+    arguments = {"profile": "quick", "backend": "numpy", "seed": 0, "progress": print, **kwargs}
+    with pytest.raises(error):
+        section_module.build_section(tmp_path, **arguments)
