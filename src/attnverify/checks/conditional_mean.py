@@ -81,10 +81,6 @@ def gaussian_constants(model: sim.GaussianKeyValueModel, score: np.ndarray) -> d
     return constants
 
 
-def _sampler(model):
-    return lambda length, n, rng: model.sample(length, n, rng)
-
-
 def _worst(evidences: list[tuple[str, Evidence]]) -> Evidence:
     """The evidence closest to failing (largest gap/tolerance), labelled with its case."""
     def ratio(e: Evidence) -> float:
@@ -375,8 +371,8 @@ def error_constant(p: dict, ctx: Context) -> Evidence:
     replicates = ctx.choose(quick=20_000, thorough=100_000)
     evidences = []
     for L in (64, 512):
-        measured = sim.attention_error(_sampler(model), lambda K: K @ a, model.conditional_mean(query), L, replicates,
-                                       ctx.rng)
+        measured = sim.score_attention_error(model, a, model.conditional_mean(query), L, replicates, ctx.rng,
+                                             backend=ctx.backend)
         evidences.append((f"L={L}", _scaled_mse_evidence(measured, constants)))
     return _worst(evidences)
 
@@ -397,8 +393,8 @@ def bias_constant(p: dict, ctx: Context) -> Evidence:
     replicates = ctx.choose(quick=200_000, thorough=1_000_000)
     evidences = []
     for L in (16, 64):
-        measured = sim.attention_error(_sampler(model), lambda K: K @ a, model.conditional_mean(query), L, replicates,
-                                       ctx.rng)
+        measured = sim.score_attention_error(model, a, model.conditional_mean(query), L, replicates, ctx.rng,
+                                             backend=ctx.backend)
         theory_value = constants["bias"] + constants["second_order_bias"] / L
         evidences.append((f"L={L}", within_error(theory_value, measured.scaled_bias(constants["direction"]),
                                                   bias_budget=abs(constants["second_order_bias"]) / L,
@@ -409,9 +405,9 @@ def bias_constant(p: dict, ctx: Context) -> Evidence:
 RATE_LENGTHS = (64, 256, 1024, 4096)
 
 
-def rate_fit(model, score, target, lengths, replicates, rng) -> tuple[list[sim.AttentionError], object]:
+def rate_fit(model, score, target, lengths, replicates, rng, backend=None) -> tuple[list[sim.AttentionError], object]:
     """MSE at each length and the weighted fit of log RMSE against log L (SE of log RMSE = SE/(2 MSE))."""
-    errors = [sim.attention_error(_sampler(model), lambda K: K @ score, target, int(L), replicates, rng) for L in lengths]
+    errors = [sim.score_attention_error(model, score, target, int(L), replicates, rng, backend=backend) for L in lengths]
     mse = np.array([e.mse.mean for e in errors])
     se = np.array([e.mse.standard_error for e in errors])
     fit = fit_line(np.log(lengths), 0.5 * np.log(mse), standard_errors=se / (2 * mse))
@@ -433,7 +429,8 @@ def error_rate_slope(p: dict, ctx: Context) -> Evidence:
     query = model.key_mean + model.key_covariance @ a
     constants = gaussian_constants(model, a)
     lengths = np.array(RATE_LENGTHS, dtype=float)
-    _, fit = rate_fit(model, a, model.conditional_mean(query), lengths, ctx.choose(quick=6_000, thorough=30_000), ctx.rng)
+    _, fit = rate_fit(model, a, model.conditional_mean(query), lengths, ctx.choose(quick=6_000, thorough=30_000), ctx.rng,
+                      backend=ctx.backend)
     two_term = constants["constant"] / lengths + constants["second_order"] / lengths**2
     if np.any(two_term <= 0):
         raise ValueError("C/L + D/L² is not positive on the grid; the expansion is not yet asymptotic there")
@@ -443,10 +440,6 @@ def error_rate_slope(p: dict, ctx: Context) -> Evidence:
                         figures={"fit": fit.as_dict(), "lengths": lengths.tolist()})
 
 
-def identity_parameter_parameters() -> st.SearchStrategy:
-    return gaussian_model_parameters()
-
-
 def _identity_case(p: dict, ctx: Context, length: int):
     """Attention with W = I (score a = q) at length L: the measured error against E[v | k = q]."""
     model, u = gaussian_model(p)
@@ -454,14 +447,15 @@ def _identity_case(p: dict, ctx: Context, length: int):
     query = score_with_spread(model, u, p["score_sd"])
     constants = gaussian_constants(model, query)
     replicates = ctx.choose(quick=4_000, thorough=20_000)
-    measured = sim.attention_error(_sampler(model), lambda K: K @ query, model.conditional_mean(query), length, replicates, ctx.rng)
+    measured = sim.score_attention_error(model, query, model.conditional_mean(query), length, replicates, ctx.rng,
+                                         backend=ctx.backend)
     return model, query, constants, measured
 
 
 @claim(
     "conditional_mean.identity_parameter_limit",
     source=f"{SOURCE}; note §3.2 P3 ('the desired parameter matters')",
-    parameters=identity_parameter_parameters(),
+    parameters=gaussian_model_parameters(),
     examples={"quick": 3, "thorough": 15},
 )
 def identity_parameter_limit(p: dict, ctx: Context) -> Evidence:
@@ -480,7 +474,7 @@ def identity_parameter_limit(p: dict, ctx: Context) -> Evidence:
 @claim(
     "conditional_mean.identity_parameter_is_consistent",
     source=f"{SOURCE}; note §3.2 P3 (a statement the tool should refute)",
-    parameters=identity_parameter_parameters(),
+    parameters=gaussian_model_parameters(),
     expect="refuted",
     examples={"quick": 3, "thorough": 15},
 )
@@ -512,8 +506,8 @@ def _bandwidth_case(p: dict, ctx: Context):
         p["query"], p["key_sd"], p["bandwidth"], p["frequency"], p["noise_sd"]).items()}
     h2 = p["bandwidth"] ** 2
     logits = lambda K: -((K[..., 0] - p["query"]) ** 2) / (2 * h2)  # noqa: E731
-    measured = sim.attention_error(_sampler(model), logits, [0.0], BANDWIDTH_LENGTH,
-                                   ctx.choose(quick=4_000, thorough=20_000), ctx.rng)
+    measured = sim.attention_error(lambda L, n, r: model.sample(L, n, r, ctx.backend), logits, [0.0], BANDWIDTH_LENGTH,
+                                   ctx.choose(quick=4_000, thorough=20_000), ctx.rng, backend=ctx.backend)
     return model, constants, measured
 
 

@@ -15,10 +15,10 @@ from .models import (
     LinearGaussianLatentModel,
     SineValueModel,
 )
-from .monte_carlo import AttentionError, attention_error
+from .monte_carlo import AttentionError, attention_error, score_attention_error
 
 __all__ = [
     "AttentionError", "ConjugateGaussianModel", "FiniteLatentModel", "GaussianKeyValueModel",
-    "LinearGaussianLatentModel", "SineValueModel", "attention_error", "rbf_attention", "ridge_attention",
+    "LinearGaussianLatentModel", "SineValueModel", "attention_error", "score_attention_error", "rbf_attention", "ridge_attention",
     "softmax", "softmax_attention", "weighted_mean",
 ]

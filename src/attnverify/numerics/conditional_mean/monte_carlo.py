@@ -77,3 +77,13 @@ def attention_error(
         squared.add((error**2).sum(axis=-1), be.xp)
         done += n
     return AttentionError(L, tuple(acc.estimate() for acc in components), squared.estimate())
+
+
+def score_attention_error(model: Any, score: Any, target: Any, length: int, replicates: int, rng: Any, *,
+                          backend: Backend | str | None = None) -> AttentionError:
+    """:func:`attention_error` of softmax attention with a fixed score vector a (logits aᵀk_ℓ) on
+    sequences drawn by ``model.sample(L, n, rng, backend)``."""
+    be = get_backend(backend)
+    a = be.asarray(score)
+    return attention_error(lambda L, n, r: model.sample(L, n, r, be), lambda keys: keys @ a, target, length,
+                           replicates, rng, backend=be)
