@@ -1,0 +1,161 @@
+"""In-context one-shot image classification: the task of the paper's figure 3 on any labelled images.
+
+Spec: ``shared/papers/attention_paths.md`` §4.2. A sequence is [support image of class A + label
+embedding 0, support image of class B + label embedding 1, query image + label embedding 2
+("unknown")]; the target is y = 2·label(query) − 1 = ±1 with label(query) = 0 for class A.
+Each image is resized to 32 × 32, cut into 8 × 8 patches (16 tokens per image, S = 48 tokens per
+sequence), and each patch is layer-normalised (dimension N0 = 64). A token is its patch plus a
+normalised sinusoidal positional encoding of the patch's place in the image plus a frozen random
+label embedding. Classes are split so that test episodes use only classes never seen in training.
+
+The paper used Omniglot; here :func:`load_digits` gives scikit-learn's handwritten digits (shipped
+with the package, no download) and :func:`load_image_folder` any folder with one sub-folder per class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.ndimage import zoom
+
+from ..arguments import integer, real
+
+IMAGE_SIZE = 32
+PATCH_SIZE = 8
+LABEL_EMBEDDINGS = 3  # class A, class B, unknown
+LAYER_NORM_EPS = 1e-5  # torch.nn.LayerNorm's default
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff")
+
+
+@dataclass(frozen=True, eq=False)
+class LabelledImages:
+    """Grayscale ``images`` (n, H, W) in float64 with integer class ``labels`` (n,)."""
+
+    images: np.ndarray
+    labels: np.ndarray
+
+    def __post_init__(self) -> None:
+        images = np.asarray(self.images, dtype=np.float64)
+        labels = np.asarray(self.labels)
+        if images.ndim != 3 or images.shape[1] < 2 or images.shape[2] < 2:
+            raise ValueError(f"images must have shape (n, H, W) with H, W ≥ 2, got {images.shape}")
+        if labels.shape != (images.shape[0],) or not np.issubdtype(labels.dtype, np.integer):
+            raise ValueError(f"labels must be integers of shape ({images.shape[0]},), got {labels.dtype} {labels.shape}")
+        if not np.all(np.isfinite(images)):
+            raise ValueError("images must contain only finite numbers")
+        object.__setattr__(self, "images", images)
+        object.__setattr__(self, "labels", labels)
+
+    @property
+    def classes(self) -> np.ndarray:
+        return np.unique(self.labels)
+
+
+def load_digits() -> LabelledImages:
+    """scikit-learn's handwritten digits: 1,797 images of 8 × 8 pixels, classes 0–9."""
+    from sklearn.datasets import load_digits as sklearn_digits
+
+    digits = sklearn_digits()
+    return LabelledImages(digits.images, digits.target.astype(np.int64))
+
+
+def load_image_folder(path: str | Path) -> LabelledImages:
+    """Images under ``path/<class name>/*.png`` (or another common format), converted to grayscale
+    and resized to 32 × 32; classes are numbered in sorted order of their folder names."""
+    from PIL import Image
+
+    root = Path(path)
+    if not root.is_dir():
+        raise ValueError(f"path must be a folder with one sub-folder per class, got {str(root)!r}")
+    folders = sorted(p for p in root.iterdir() if p.is_dir())
+    images, labels = [], []
+    for label, folder in enumerate(folders):
+        for file in sorted(f for f in folder.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES):
+            with Image.open(file) as image:
+                gray = image.convert("L").resize((IMAGE_SIZE, IMAGE_SIZE), Image.BILINEAR)
+                images.append(np.asarray(gray, dtype=np.float64))
+                labels.append(label)
+    if len({*labels}) < 4:
+        raise ValueError(f"path must hold at least 4 classes with images (2 for training, 2 for testing), found {len({*labels})}")
+    return LabelledImages(np.stack(images), np.asarray(labels, dtype=np.int64))
+
+
+def image_patches(images: Any) -> np.ndarray:
+    """(n, 16, 64): images resized to 32 × 32 (bilinear), cut into 8 × 8 patches in row-major order,
+    each patch layer-normalised to zero mean and unit variance (ε = 1e-5 as in torch)."""
+    images = np.asarray(images, dtype=np.float64)
+    if images.ndim != 3:
+        raise ValueError(f"images must have shape (n, H, W), got {images.shape}")
+    n, h, w = images.shape
+    if (h, w) != (IMAGE_SIZE, IMAGE_SIZE):
+        images = zoom(images, (1, IMAGE_SIZE / h, IMAGE_SIZE / w), order=1, grid_mode=True, mode="nearest")
+    side = IMAGE_SIZE // PATCH_SIZE
+    patches = images.reshape(n, side, PATCH_SIZE, side, PATCH_SIZE).transpose(0, 1, 3, 2, 4).reshape(n, side * side, -1)
+    centred = patches - patches.mean(axis=-1, keepdims=True)
+    return centred / np.sqrt((centred**2).mean(axis=-1, keepdims=True) + LAYER_NORM_EPS)
+
+
+def sinusoidal_positions(count: int, dim: int) -> np.ndarray:
+    """(count, dim) sinusoidal positional encodings (Vaswani et al. 2017), each row of unit norm."""
+    count, dim = integer("count", count, 1), integer("dim", dim, 2)
+    if dim % 2:
+        raise ValueError(f"dim must be even (sine and cosine pairs), got {dim}")
+    frequencies = 1.0 / 10_000 ** (np.arange(0, dim, 2) / dim)
+    angles = np.arange(count)[:, None] * frequencies[None, :]
+    encoding = np.empty((count, dim))
+    encoding[:, 0::2], encoding[:, 1::2] = np.sin(angles), np.cos(angles)
+    return encoding / np.linalg.norm(encoding, axis=1, keepdims=True)
+
+
+def label_embeddings(seed: int, dim: int = PATCH_SIZE**2) -> np.ndarray:
+    """(3, dim) frozen random label embeddings (A, B, unknown), N(0, 1) entries like nn.Embedding."""
+    return np.random.default_rng(integer("seed", seed, 0)).standard_normal((LABEL_EMBEDDINGS, dim))
+
+
+def split_classes(data: LabelledImages, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint (train classes, test classes), at least 2 of each, drawn by ``seed``."""
+    fraction = real("test_fraction", test_fraction, low=0.0, high=1.0, open_low=True)
+    classes = np.random.default_rng(integer("seed", seed, 0)).permutation(data.classes)
+    test = max(2, int(round(fraction * classes.size)))
+    if classes.size - test < 2:
+        raise ValueError(f"test_fraction={test_fraction} leaves fewer than 2 training classes out of {classes.size}")
+    return np.sort(classes[test:]), np.sort(classes[:test])
+
+
+@dataclass(frozen=True, eq=False)
+class Episodes:
+    """P one-shot sequences: ``tokens`` (P, 48, 64), targets ``y`` (P,) = ±1, and the classes
+    (P, 2) and image indices (P, 3) = (support A, support B, query) they were built from."""
+
+    tokens: np.ndarray
+    y: np.ndarray
+    classes: np.ndarray
+    indices: np.ndarray
+
+
+def draw_episodes(data: LabelledImages, classes: Any, count: int, seed: int, *, label_seed: int = 0) -> Episodes:
+    """``count`` episodes from the given ``classes``: two distinct classes A, B, one support image of
+    each, and a query image of A or B (each with probability 1/2) distinct from the support images."""
+    count = integer("count", count, 1)
+    classes = np.unique(np.asarray(classes))
+    members = {int(c): np.flatnonzero(data.labels == c) for c in classes}
+    too_small = [c for c, idx in members.items() if idx.size < 2]
+    if classes.size < 2 or too_small:
+        raise ValueError(f"classes must name at least 2 classes with ≥ 2 images each; too small or absent: {too_small or list(classes)}")
+    rng = np.random.default_rng(integer("seed", seed, 0))
+    pairs = np.stack([rng.choice(classes, size=2, replace=False) for _ in range(count)])
+    query_label = rng.integers(0, 2, size=count)
+    indices = np.empty((count, 3), dtype=np.int64)
+    for p, ((a, b), q) in enumerate(zip(pairs, query_label)):
+        support_a, query_a = rng.choice(members[int(a)], size=2, replace=False)
+        support_b, query_b = rng.choice(members[int(b)], size=2, replace=False)
+        indices[p] = (support_a, support_b, query_b if q else query_a)
+    patches = image_patches(data.images)  # all images once: the dataset is small
+    position = sinusoidal_positions(IMAGE_SIZE // PATCH_SIZE * (IMAGE_SIZE // PATCH_SIZE), PATCH_SIZE**2)
+    labels = label_embeddings(label_seed)
+    per_image = patches[indices] + position  # (P, 3, 16, 64)
+    tokens = (per_image + labels[None, :, None, :]).reshape(count, -1, PATCH_SIZE**2)
+    return Episodes(tokens, 2.0 * query_label - 1.0, pairs, indices)

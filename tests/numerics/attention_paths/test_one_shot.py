@@ -1,0 +1,89 @@
+"""One-shot episodes on labelled images: token layout, layer norm, labels, class split, loaders."""
+
+import numpy as np
+import pytest
+
+from attnverify.numerics.attention_paths import one_shot
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return one_shot.load_digits()
+
+
+def test_digits_are_the_sklearn_set(digits):
+    assert digits.images.shape == (1797, 8, 8) and set(digits.classes) == set(range(10))
+
+
+def test_patches_are_layer_normalised_and_in_row_major_order():
+    image = np.arange(32 * 32, dtype=float).reshape(1, 32, 32)
+    patches = one_shot.image_patches(image)
+    assert patches.shape == (1, 16, 64)
+    np.testing.assert_allclose(patches.mean(axis=-1), 0.0, atol=1e-12)
+    np.testing.assert_allclose(patches.var(axis=-1), 1.0, rtol=1e-6)  # ε = 1e-5 against variances ~10²
+    # patch 1 is the second 8 × 8 block of the first block row: it starts at column 8
+    raw = image[0, :8, 8:16].ravel()
+    np.testing.assert_allclose(patches[0, 1], (raw - raw.mean()) / np.sqrt(raw.var() + 1e-5), rtol=1e-12)
+
+
+def test_constant_patches_become_zero_not_nan():
+    patches = one_shot.image_patches(np.zeros((2, 8, 8)))
+    assert np.all(patches == 0.0)
+
+
+def test_positions_are_unit_rows_and_distinct():
+    pe = one_shot.sinusoidal_positions(16, 64)
+    np.testing.assert_allclose(np.linalg.norm(pe, axis=1), 1.0, rtol=1e-14)
+    assert np.linalg.matrix_rank(pe) == 16
+
+
+def test_episodes_follow_the_paper_layout(digits):
+    train, test = one_shot.split_classes(digits, 0.4, seed=0)
+    assert set(train).isdisjoint(test) and len(test) == 4 and len(train) == 6
+    episodes = one_shot.draw_episodes(digits, test, 200, seed=1)
+    assert episodes.tokens.shape == (200, 48, 64) and set(np.unique(episodes.y)) == {-1.0, 1.0}
+    labels = digits.labels[episodes.indices]
+    assert np.all(np.isin(labels, test))
+    assert np.all(labels[:, 0] != labels[:, 1])
+    # y = +1 exactly when the query has the class of the second support image (label embedding 1)
+    np.testing.assert_array_equal(episodes.y == 1.0, labels[:, 2] == labels[:, 1])
+    assert np.all(episodes.indices[:, 2] != episodes.indices[:, 0]) and np.all(episodes.indices[:, 2] != episodes.indices[:, 1])
+    # tokens = patch + position + label embedding, token block by token block
+    patches = one_shot.image_patches(digits.images[episodes.indices[0]])
+    expected = patches + one_shot.sinusoidal_positions(16, 64) + one_shot.label_embeddings(0)[:, None, :]
+    np.testing.assert_allclose(episodes.tokens[0], expected.reshape(48, 64), rtol=1e-12)
+
+
+def test_episodes_replay_from_their_seed(digits):
+    first = one_shot.draw_episodes(digits, [0, 1, 2], 20, seed=5)
+    second = one_shot.draw_episodes(digits, [0, 1, 2], 20, seed=5)
+    np.testing.assert_array_equal(first.tokens, second.tokens)
+    assert abs(first.y.mean()) < 1.0
+
+
+def test_image_folder_loader(tmp_path):
+    import matplotlib.image
+
+    rng = np.random.default_rng(0)
+    for name in ("alpha", "beta", "gamma", "delta"):
+        (tmp_path / name).mkdir()
+        for i in range(3):
+            matplotlib.image.imsave(tmp_path / name / f"{i}.png", rng.uniform(size=(20, 20)), cmap="gray")
+    data = one_shot.load_image_folder(tmp_path)
+    assert data.images.shape == (12, 32, 32)
+    np.testing.assert_array_equal(data.labels, np.repeat(np.arange(4), 3))
+    episodes = one_shot.draw_episodes(data, [2, 3], 5, seed=0)
+    assert episodes.tokens.shape == (5, 48, 64)
+
+
+def test_bad_inputs_are_named(digits, tmp_path):
+    with pytest.raises(ValueError, match="classes"):
+        one_shot.draw_episodes(digits, [3], 5, seed=0)
+    with pytest.raises(ValueError, match="test_fraction"):
+        one_shot.split_classes(digits, 0.95, seed=0)
+    with pytest.raises(ValueError, match="path"):
+        one_shot.load_image_folder(tmp_path / "missing")
+    with pytest.raises(ValueError, match="labels"):
+        one_shot.LabelledImages(np.zeros((3, 8, 8)), np.zeros(2, dtype=int))
+    with pytest.raises(ValueError, match="dim"):
+        one_shot.sinusoidal_positions(4, 7)
