@@ -77,7 +77,6 @@ def test_ratio_expansion_matches_exact_sums_on_two_atoms():
 def test_invariant_form_equals_component_derivation_in_two_dimensions():
     """C, D, B, B₂ from the Gaussian MGF differentiated component by component (d = 2, d_v = 1)
     equal the invariant form e^{s²}(‖β‖² + τ² + ν²) etc. exactly."""
-    d = 2
     a = sympy.Matrix(sympy.symbols("a1:3", real=True))
     mu = sympy.Matrix(sympy.symbols("m1:3", real=True))
     S = sympy.Matrix(2, 2, lambda i, j: sympy.Symbol(f"S{min(i, j)}{max(i, j)}", real=True))

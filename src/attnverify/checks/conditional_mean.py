@@ -347,6 +347,14 @@ def fixed_bandwidth_constants_match_quadrature(p: dict, ctx: Context) -> Evidenc
 # ---------------------------------------------------------------------------------------------
 
 
+def _desired_case(p: dict) -> tuple[sim.GaussianKeyValueModel, np.ndarray, np.ndarray, dict]:
+    """The drawn model, a score a with aᵀΣa = s², the query q = μ + Σa whose desired parameter is a,
+    and the derived constants at a."""
+    model, u = gaussian_model(p)
+    a = score_with_spread(model, u, p["score_sd"])
+    return model, a, model.key_mean + model.key_covariance @ a, gaussian_constants(model, a)
+
+
 def _scaled_mse_evidence(measured: sim.AttentionError, constants: dict) -> Evidence:
     L = measured.length
     theory_value = constants["constant"] + constants["second_order"] / L
@@ -364,10 +372,7 @@ def error_constant(p: dict, ctx: Context) -> Evidence:
     """Softmax attention with the desired parameter a = Σ⁻¹(q − μ) on Gaussian keys with linear
     values has L·E‖attn − E[v | k = q]‖² = C + D/L + O(L⁻²), with C = e^{s²}(‖AΣa‖² + tr(AΣAᵀ) + d_vσ²)
     and D derived symbolically (checked at L = 64 and 512)."""
-    model, u = gaussian_model(p)
-    a = score_with_spread(model, u, p["score_sd"])
-    query = model.key_mean + model.key_covariance @ a
-    constants = gaussian_constants(model, a)
+    model, a, query, constants = _desired_case(p)
     replicates = ctx.choose(quick=20_000, thorough=100_000)
     evidences = []
     for L in (64, 512):
@@ -386,10 +391,7 @@ def error_constant(p: dict, ctx: Context) -> Evidence:
 def bias_constant(p: dict, ctx: Context) -> Evidence:
     """The bias of attention with the desired parameter is O(1/L): L·E[attn − E[v | k = q]] along
     β = AΣa equals B + B₂/L + O(L⁻²) with B = −e^{s²}‖β‖ (checked at L = 16 and 64)."""
-    model, u = gaussian_model(p)
-    a = score_with_spread(model, u, p["score_sd"])
-    query = model.key_mean + model.key_covariance @ a
-    constants = gaussian_constants(model, a)
+    model, a, query, constants = _desired_case(p)
     replicates = ctx.choose(quick=200_000, thorough=1_000_000)
     evidences = []
     for L in (16, 64):
@@ -424,10 +426,7 @@ def error_rate_slope(p: dict, ctx: Context) -> Evidence:
     """The root-mean-squared error of attention with the desired parameter falls like L^(−1/2): the
     weighted log-log slope over L = 64…4096 agrees with −1/2 within 5 standard errors plus a budget
     of twice the slope shift that the derived D/L² term produces on the same grid."""
-    model, u = gaussian_model(p)
-    a = score_with_spread(model, u, p["score_sd"])
-    query = model.key_mean + model.key_covariance @ a
-    constants = gaussian_constants(model, a)
+    model, a, query, constants = _desired_case(p)
     lengths = np.array(RATE_LENGTHS, dtype=float)
     _, fit = rate_fit(model, a, model.conditional_mean(query), lengths, ctx.choose(quick=6_000, thorough=30_000), ctx.rng,
                       backend=ctx.backend)
@@ -508,7 +507,7 @@ def _bandwidth_case(p: dict, ctx: Context):
     logits = lambda K: -((K[..., 0] - p["query"]) ** 2) / (2 * h2)  # noqa: E731
     measured = sim.attention_error(lambda L, n, r: model.sample(L, n, r, ctx.backend), logits, [0.0], BANDWIDTH_LENGTH,
                                    ctx.choose(quick=4_000, thorough=20_000), ctx.rng, backend=ctx.backend)
-    return model, constants, measured
+    return constants, measured
 
 
 @claim(
@@ -521,7 +520,7 @@ def fixed_bandwidth_limit(p: dict, ctx: Context) -> Evidence:
     """RBF attention with a fixed bandwidth h on k ~ N(0, s²), v = sin(ωk) + noise converges to the
     derived m_h(q) = sin(ωqs²/(s² + h²))·exp(−ω²s²h²/(2(s² + h²))): at L = 2048 the measured mean
     matches m_h + B/L within 5 standard errors plus |B₂|/L²."""
-    _, constants, measured = _bandwidth_case(p, ctx)
+    constants, measured = _bandwidth_case(p, ctx)
     L = measured.length
     return within_error(constants["limit"] + constants["bias_constant"] / L, measured.bias[0],
                         bias_budget=abs(constants["second_order_bias"]) / L**2,
@@ -538,7 +537,7 @@ def fixed_bandwidth_limit(p: dict, ctx: Context) -> Evidence:
 def fixed_bandwidth_is_consistent(p: dict, ctx: Context) -> Evidence:
     """(False on purpose.) RBF attention with a fixed bandwidth converges to the conditional mean
     sin(ωq): at L = 2048 its mean is sin(ωq) within 5 standard errors plus the derived O(1/L) bias."""
-    _, constants, measured = _bandwidth_case(p, ctx)
+    constants, measured = _bandwidth_case(p, ctx)
     L = measured.length
     budget = abs(constants["bias_constant"]) / L + abs(constants["second_order_bias"]) / L**2
     return within_error(math.sin(p["frequency"] * p["query"]), measured.bias[0], bias_budget=budget)

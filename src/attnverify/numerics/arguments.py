@@ -6,6 +6,9 @@ import math
 from numbers import Integral
 from typing import Any
 
+import numpy as np
+from scipy.linalg import cho_factor
+
 from .backend import Backend
 
 
@@ -54,3 +57,27 @@ def finite_array(name: str, x: Any, be: Backend, *, ndim: int | None = None) -> 
     if not bool(be.xp.all(be.xp.isfinite(arr))):
         raise ValueError(f"{name} must contain only finite numbers, got NaN or infinity")
     return arr
+
+
+def shaped_array(name: str, value: Any, shape: tuple[int | None, ...]) -> np.ndarray:
+    """``value`` as a read-only finite float64 host array of ``shape`` (None: any length on that axis)."""
+    arr = np.array(value, dtype=np.float64)
+    if arr.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, arr.shape)):
+        wanted = "(" + ", ".join("·" if s is None else str(s) for s in shape) + ")"
+        raise ValueError(f"{name} must have shape {wanted}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must contain only finite numbers")
+    arr.setflags(write=False)
+    return arr
+
+
+def positive_definite_factor(name: str, matrix: np.ndarray):
+    """scipy's lower Cholesky factor (``cho_factor``) of a symmetric positive-definite ``matrix``;
+    ValueError naming ``name`` (with the smallest eigenvalue) otherwise."""
+    if not np.allclose(matrix, matrix.T, rtol=1e-12, atol=1e-14):
+        raise ValueError(f"{name} must be symmetric")
+    try:
+        return cho_factor(matrix, lower=True)
+    except np.linalg.LinAlgError:
+        eig = float(np.linalg.eigvalsh(matrix).min())
+        raise ValueError(f"{name} must be positive definite, got smallest eigenvalue {eig:.3g}") from None

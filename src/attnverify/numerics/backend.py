@@ -44,12 +44,25 @@ class Backend:
         return self.xp.random.default_rng(seed)
 
 
+def _is_cupy(x: Any) -> bool:
+    return type(x).__module__.startswith("cupy")
+
+
 def to_numpy(x: Any) -> np.ndarray:
     """numpy view/copy of a numpy or cupy array (or scalar)."""
     get = getattr(x, "get", None)
-    if callable(get) and type(x).__module__.startswith("cupy"):
+    if callable(get) and _is_cupy(x):
         return get()
     return np.asarray(x)
+
+
+def array_module(x: Any) -> ModuleType:
+    """The array namespace of ``x``: cupy for a cupy array, else numpy."""
+    if _is_cupy(x):
+        import cupy
+
+        return cupy
+    return np
 
 
 @lru_cache(maxsize=None)

@@ -73,7 +73,6 @@ def _rate_figures(out_dir: Path, *, profile: str, seeds, progress) -> tuple[list
     naive_rmse = np.sqrt([e.mse.mean for e in naive_errors])
     naive_se = np.array([e.mse.standard_error for e in naive_errors]) / (2 * naive_rmse)
     fine = np.geomspace(lengths[0], lengths[-1], 100)
-    two_term = np.sqrt(constants["constant"] / fine + constants["second_order"] / fine**2 + 0j).real
     offset = float(np.linalg.norm(model.attention_limit(query) - target))
 
     plt = pyplot()
@@ -82,7 +81,8 @@ def _rate_figures(out_dir: Path, *, profile: str, seeds, progress) -> tuple[list
     ax.plot(fine, np.sqrt(constants["constant"] / fine), color="C0", lw=1, label="√(C/L) (derived)")
     # the two-term expansion is shown only where its correction is at most half the leading term
     shown = fine >= 2 * abs(constants["second_order"]) / constants["constant"]
-    ax.plot(fine[shown], two_term[shown], color="C0", ls="--", lw=1, label="√(C/L + D/L²) (derived, |D|/L ≤ C/2)")
+    two_term = np.sqrt(constants["constant"] / fine[shown] + constants["second_order"] / fine[shown] ** 2)
+    ax.plot(fine[shown], two_term, color="C0", ls="--", lw=1, label="√(C/L + D/L²) (derived, |D|/L ≤ C/2)")
     ax.errorbar(lengths, naive_rmse, yerr=2 * naive_se, fmt="s", color="C3", label="W = I: Monte Carlo")
     ax.axhline(offset, color="C3", ls=":", lw=1, label="|A(μ + Σq) − Aq| (derived limit of W = I)")
     ax.set(xscale="log", yscale="log", xlabel="sequence length L", ylabel="RMSE of attention against E[v | k = q]",
@@ -102,7 +102,6 @@ def _rate_figures(out_dir: Path, *, profile: str, seeds, progress) -> tuple[list
     fig, ax = plt.subplots(figsize=(6.2, 4.0))
     ax.errorbar(lengths, scaled, yerr=2 * scaled_se, fmt="o", label="L·MSE (Monte Carlo)")
     ax.axhline(constants["constant"], color="k", lw=1, label=f"C = {constants['constant']:.4f} (derived)")
-    shown = fine >= 2 * abs(constants["second_order"]) / constants["constant"]
     ax.plot(fine[shown], constants["constant"] + constants["second_order"] / fine[shown], "k--", lw=1, label="C + D/L (derived)")
     ax.set(xscale="log", xlabel="sequence length L", ylabel="L · E‖attn − E[v|k=q]‖²", ylim=(0, 1.3 * constants["constant"]),
            title="The error constant (G2, desired parameter)")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from attnverify.numerics.attention_paths.posterior import Weights, network_posterior
+from attnverify.numerics.attention_paths.posterior import network_posterior
 from attnverify.numerics.attention_paths.sampling import METHODS, SamplerSettings, sample_posterior
 from numerics.attention_paths.problems import random_features
 

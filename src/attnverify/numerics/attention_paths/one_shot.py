@@ -153,9 +153,10 @@ def draw_episodes(data: LabelledImages, classes: Any, count: int, seed: int, *, 
         support_a, query_a = rng.choice(members[int(a)], size=2, replace=False)
         support_b, query_b = rng.choice(members[int(b)], size=2, replace=False)
         indices[p] = (support_a, support_b, query_b if q else query_a)
-    patches = image_patches(data.images)  # all images once: the dataset is small
+    used, where = np.unique(indices, return_inverse=True)  # each image used is resized and patched once
+    patches = image_patches(data.images[used])[where.reshape(indices.shape)]  # (P, 3, 16, 64)
     position = sinusoidal_positions(IMAGE_SIZE // PATCH_SIZE * (IMAGE_SIZE // PATCH_SIZE), PATCH_SIZE**2)
     labels = label_embeddings(label_seed)
-    per_image = patches[indices] + position  # (P, 3, 16, 64)
+    per_image = patches + position
     tokens = (per_image + labels[None, :, None, :]).reshape(count, -1, PATCH_SIZE**2)
     return Episodes(tokens, 2.0 * query_label - 1.0, pairs, indices)

@@ -9,24 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..arguments import real
-from ..backend import Backend, get_backend
-
-
-def _xp(*arrays):
-    for a in arrays:
-        module = type(a).__module__
-        if module.startswith("cupy"):
-            import cupy
-
-            return cupy
-    import numpy
-
-    return numpy
+from ..backend import Backend, array_module, get_backend
 
 
 def softmax(logits: Any, axis: int = -1) -> Any:
     """exp(logits − max)/Σ exp(logits − max) along ``axis`` (log-sum-exp stable)."""
-    xp = _xp(logits)
+    xp = array_module(logits)
     shifted = logits - xp.max(logits, axis=axis, keepdims=True)
     weights = xp.exp(shifted)
     return weights / xp.sum(weights, axis=axis, keepdims=True)

@@ -16,11 +16,10 @@ import numpy as np
 from scipy.linalg import cho_solve
 from scipy.optimize import minimize
 
-from ..arguments import generator, integer, real
+from ..arguments import generator, integer, positive_definite_factor, real, shaped_array
 from ..backend import get_backend
 from ..statistics import Estimate, mean_estimate
 from .attention import softmax
-from .models import _matrix, _positive_definite
 
 OBJECTIVES = ("supervised", "masked")
 
@@ -35,11 +34,11 @@ class LatentLinearTask:
     d_v: int = 1
 
     def __post_init__(self) -> None:
-        sigma = _matrix("key_covariance", self.key_covariance, (None, None))
+        sigma = shaped_array("key_covariance", self.key_covariance, (None, None))
         if sigma.shape[0] < 1 or sigma.shape[0] != sigma.shape[1]:
             raise ValueError(f"key_covariance must be a square d × d matrix with d ≥ 1, got shape {sigma.shape}")
         object.__setattr__(self, "key_covariance", sigma)
-        object.__setattr__(self, "_factor", _positive_definite("key_covariance", sigma))
+        object.__setattr__(self, "_factor", positive_definite_factor("key_covariance", sigma))
         object.__setattr__(self, "prior_sd", real("prior_sd", self.prior_sd, low=0.0, open_low=True))
         object.__setattr__(self, "noise_sd", real("noise_sd", self.noise_sd, low=0.0))
         object.__setattr__(self, "d_v", integer("d_v", self.d_v, 1))
@@ -108,14 +107,14 @@ def draw_dataset(task: LatentLinearTask, objective: str, sequences: int, length:
 
 def attention_prediction(W: Any, queries: Any, keys: Any, values: Any) -> np.ndarray:
     """f_W(q; K, V) = Σ_ℓ softmax_ℓ(qᵀWk_ℓ) v_ℓ for queries (N, M, d), keys (N, L, d), values (N, L, d_v)."""
-    K = _matrix("keys", keys, (None, None, None))
-    q = _matrix("queries", queries, (K.shape[0], None, K.shape[2]))
-    V = _matrix("values", values, (K.shape[0], K.shape[1], None))
+    K = shaped_array("keys", keys, (None, None, None))
+    q = shaped_array("queries", queries, (K.shape[0], None, K.shape[2]))
+    V = shaped_array("values", values, (K.shape[0], K.shape[1], None))
     return _predict(_parameter(W, K.shape[-1]), q, K, V)[1]
 
 
 def _parameter(W: Any, d: int) -> np.ndarray:
-    return _matrix("W", W, (d, d))
+    return shaped_array("W", W, (d, d))
 
 
 def _predict(W: np.ndarray, q: np.ndarray, K: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

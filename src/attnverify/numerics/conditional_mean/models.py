@@ -19,29 +19,8 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.special import logsumexp
 
-from ..arguments import integer, real
+from ..arguments import integer, positive_definite_factor, real, shaped_array
 from ..backend import Backend, get_backend
-
-
-def _matrix(name: str, value: Any, shape: tuple[int | None, ...]) -> np.ndarray:
-    arr = np.array(value, dtype=np.float64)
-    if arr.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, arr.shape)):
-        wanted = "(" + ", ".join("·" if s is None else str(s) for s in shape) + ")"
-        raise ValueError(f"{name} must have shape {wanted}, got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must contain only finite numbers")
-    arr.setflags(write=False)
-    return arr
-
-
-def _positive_definite(name: str, matrix: np.ndarray):
-    if not np.allclose(matrix, matrix.T, rtol=1e-12, atol=1e-14):
-        raise ValueError(f"{name} must be symmetric")
-    try:
-        return cho_factor(matrix, lower=True)
-    except np.linalg.LinAlgError:
-        eig = float(np.linalg.eigvalsh(matrix).min())
-        raise ValueError(f"{name} must be positive definite, got smallest eigenvalue {eig:.3g}") from None
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,19 +34,19 @@ class GaussianKeyValueModel:
     noise_sd: float
 
     def __post_init__(self) -> None:
-        mu = _matrix("key_mean", self.key_mean, (None,))
+        mu = shaped_array("key_mean", self.key_mean, (None,))
         d = mu.shape[0]
         if d < 1:
             raise ValueError("key_mean must have at least one coordinate")
-        sigma = _matrix("key_covariance", self.key_covariance, (d, d))
-        A = _matrix("value_map", self.value_map, (None, d))
-        b = _matrix("value_offset", self.value_offset, (A.shape[0],))
+        sigma = shaped_array("key_covariance", self.key_covariance, (d, d))
+        A = shaped_array("value_map", self.value_map, (None, d))
+        b = shaped_array("value_offset", self.value_offset, (A.shape[0],))
         object.__setattr__(self, "key_mean", mu)
         object.__setattr__(self, "key_covariance", sigma)
         object.__setattr__(self, "value_map", A)
         object.__setattr__(self, "value_offset", b)
         object.__setattr__(self, "noise_sd", real("noise_sd", self.noise_sd, low=0.0))
-        object.__setattr__(self, "_factor", _positive_definite("key_covariance", sigma))
+        object.__setattr__(self, "_factor", positive_definite_factor("key_covariance", sigma))
 
     @property
     def d(self) -> int:
@@ -78,7 +57,7 @@ class GaussianKeyValueModel:
         return self.value_map.shape[0]
 
     def _vector(self, name: str, x: Any) -> np.ndarray:
-        return _matrix(name, x, (self.d,))
+        return shaped_array(name, x, (self.d,))
 
     def conditional_mean(self, query: Any) -> np.ndarray:
         """E[v | k = q] = Aq + b."""
@@ -164,7 +143,7 @@ class ConjugateGaussianModel:
     def posterior_by_conditioning(self, tokens: Any) -> tuple[np.ndarray, np.ndarray]:
         """(E[z | X], sd[z | X]) of one sequence (L, d) by Gaussian conditioning of the joint
         (z, x_1..x_L), coordinate by coordinate: Cov(x) = τ²11ᵀ + σ²I solved by Cholesky."""
-        X = _matrix("tokens", tokens, (None, self.d))
+        X = shaped_array("tokens", tokens, (None, self.d))
         L = X.shape[0]
         tau2, sig2 = self.prior_sd**2, self.token_sd**2
         covariance = tau2 * np.ones((L, L)) + sig2 * np.eye(L)
@@ -183,10 +162,10 @@ class FiniteLatentModel:
     means: Any
 
     def __post_init__(self) -> None:
-        prior = _matrix("prior", self.prior, (None,))
+        prior = shaped_array("prior", self.prior, (None,))
         if prior.shape[0] < 2 or np.any(prior <= 0) or abs(prior.sum() - 1) > 1e-12:
             raise ValueError(f"prior must be a probability vector over M ≥ 2 latents with positive entries, got {prior}")
-        means = _matrix("means", self.means, (prior.shape[0], None))
+        means = shaped_array("means", self.means, (prior.shape[0], None))
         object.__setattr__(self, "prior", prior)
         object.__setattr__(self, "means", means)
 
@@ -245,7 +224,7 @@ class LinearGaussianLatentModel:
 
     def posterior_mean(self, keys: Any, values: Any) -> np.ndarray:
         """E[A | K, V] from the posterior precision I/τ² + KᵀK/σ² (Gaussian conjugacy, Cholesky)."""
-        K = _matrix("keys", keys, (None, self.d))
-        V = _matrix("values", values, (K.shape[0], self.d_v))
+        K = shaped_array("keys", keys, (None, self.d))
+        V = shaped_array("values", values, (K.shape[0], self.d_v))
         precision = np.eye(self.d) / self.prior_sd**2 + K.T @ K / self.noise_sd**2
         return cho_solve(cho_factor(precision, lower=True), K.T @ V / self.noise_sd**2).T

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
+
 from ..arguments import integer
 from ..backend import Backend, get_backend
 from ..statistics import Estimate, RunningMoments
@@ -35,8 +37,6 @@ class AttentionError:
 
     def scaled_bias(self, direction: Any) -> Estimate:
         """L·E[attn − target] projected on ``direction`` (a unit vector of R^{d_v})."""
-        import numpy as np
-
         u = np.asarray(direction, dtype=float)
         mean = sum(float(c) * b.mean for c, b in zip(u, self.bias))
         # the components are estimated from the same draws; bound the error by the sum of parts
