@@ -1,4 +1,4 @@
-"""The ``attnverify`` command line: list, check, verify and report.
+"""The ``attnverify`` command line: list, check, verify, report and train-one-shot.
 
 ``check`` runs the built-in claims, ``verify FILE.py`` a theorist's own claims, both through
 :func:`run_and_report`; ``report`` builds the HTML/Markdown report. Exit status: 0 when every
@@ -237,6 +237,20 @@ def _report(args: argparse.Namespace) -> int:
     return 0 if document["ok"] and status == 0 else 1
 
 
+def _train_one_shot(args: argparse.Namespace) -> int:
+    try:
+        from .numerics.attention_paths.one_shot_training import train_and_cache
+        import torch  # noqa: F401
+    except ImportError:
+        raise UsageError("train-one-shot needs PyTorch and tqdm: pip install -e '.[train]'") from None
+    from .numerics.attention_paths.one_shot_experiment import CACHE
+
+    if any(seed < 0 for seed in args.seeds):
+        raise UsageError(f"--seeds must be integers ≥ 0, got {args.seeds}")
+    train_and_cache(args.out or CACHE, args.seeds, progress=lambda message: print(message, file=sys.stderr))
+    return 0
+
+
 # ----------------------------------------------------------------------------- parser
 
 
@@ -276,6 +290,14 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", metavar="DIR", required=True, help="directory to write the report into")
     _add_run_options(report, "only the theory named THEORY", only_metavar="THEORY")
     report.set_defaults(handler=_report)
+
+    train = commands.add_parser("train-one-shot",
+                                help="train the figure-3 attention networks by gradient descent and cache them (needs [train])")
+    train.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], metavar="SEED",
+                       help="training seeds (default 0 1 2 3 4); seeds already in the file are kept")
+    train.add_argument("--out", metavar="FILE", default=None,
+                       help="the .npz to write (default: the cache shipped with the package)")
+    train.set_defaults(handler=_train_one_shot)
     return parser
 
 

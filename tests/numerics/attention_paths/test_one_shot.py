@@ -87,3 +87,32 @@ def test_bad_inputs_are_named(digits, tmp_path):
         one_shot.LabelledImages(np.zeros((3, 8, 8)), np.zeros(2, dtype=int))
     with pytest.raises(ValueError, match="dim"):
         one_shot.sinusoidal_positions(4, 7)
+
+
+def test_balanced_episodes_have_equal_classes(digits):
+    episodes = one_shot.draw_episodes(digits, [0, 1, 2], 600, seed=3, balanced=True)
+    assert np.sum(episodes.y == 1) == 300 and np.sum(episodes.y == -1) == 300
+
+
+def test_image_split_is_disjoint_and_covers_the_classes(digits):
+    kept, held = one_shot.split_images(digits, [3, 5], 0.2, seed=1)
+    assert not set(kept) & set(held)
+    assert set(kept) | set(held) == set(np.flatnonzero(np.isin(digits.labels, [3, 5])))
+    assert abs(held.size / (kept.size + held.size) - 0.2) < 0.01
+    with pytest.raises(ValueError, match="fraction"):
+        one_shot.split_images(digits, [3, 5], 0.001, seed=1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_grouped_classes_land_on_one_side_of_the_split(digits, seed):
+    train, test = one_shot.split_classes(digits, 0.4, seed=seed, together=one_shot.DIGIT_ROTATION_PAIRS)
+    assert not set(train) & set(test) and len(train) >= 2 and len(test) >= 2
+    assert ({6, 9} <= set(train)) or ({6, 9} <= set(test))
+
+
+def test_rotated_classes_are_quarter_turns_with_new_labels(digits):
+    rotated = one_shot.rotated_classes(digits, [3])
+    threes = digits.images[digits.labels == 3]
+    assert set(rotated.classes) == {3, 13, 23, 33}
+    np.testing.assert_array_equal(rotated.images[rotated.labels == 3], threes)
+    np.testing.assert_array_equal(rotated.images[rotated.labels == 23], threes[:, ::-1, ::-1])

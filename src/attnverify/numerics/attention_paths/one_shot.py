@@ -53,6 +53,11 @@ class LabelledImages:
     def classes(self) -> np.ndarray:
         return np.unique(self.labels)
 
+    def subset(self, indices: Any) -> "LabelledImages":
+        """The images at ``indices`` (and their labels)."""
+        indices = np.asarray(indices, dtype=np.int64)
+        return LabelledImages(self.images[indices], self.labels[indices])
+
 
 def load_digits() -> LabelledImages:
     """scikit-learn's handwritten digits: 1,797 images of 8 × 8 pixels, classes 0–9."""
@@ -115,14 +120,59 @@ def label_embeddings(seed: int, dim: int = PATCH_SIZE**2) -> np.ndarray:
     return np.random.default_rng(integer("seed", seed, 0)).standard_normal((LABEL_EMBEDDINGS, dim))
 
 
-def split_classes(data: LabelledImages, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint (train classes, test classes), at least 2 of each, drawn by ``seed``."""
+#: Digit classes that are rotations of each other (a 6 turned by 180° is a 9): with rotated training
+#: classes they must sit on the same side of the class split, or a test class would be seen in training.
+DIGIT_ROTATION_PAIRS = ((6, 9),)
+
+
+def split_classes(data: LabelledImages, test_fraction: float, seed: int, *,
+                  together: Any = ()) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint (train classes, test classes), at least 2 of each, drawn by ``seed``: about
+    ``test_fraction`` of the classes go to test. Each group in ``together`` goes to one side whole."""
     fraction = real("test_fraction", test_fraction, low=0.0, high=1.0, open_low=True)
-    classes = np.random.default_rng(integer("seed", seed, 0)).permutation(data.classes)
-    test = max(2, int(round(fraction * classes.size)))
-    if classes.size - test < 2:
-        raise ValueError(f"test_fraction={test_fraction} leaves fewer than 2 training classes out of {classes.size}")
-    return np.sort(classes[test:]), np.sort(classes[:test])
+    grouped = {int(c) for group in together for c in group}
+    units = [tuple(int(c) for c in group) for group in together] + [(int(c),) for c in data.classes if int(c) not in grouped]
+    order = np.random.default_rng(integer("seed", seed, 0)).permutation(len(units))
+    wanted = max(2, int(round(fraction * data.classes.size)))
+    test: list[int] = []
+    for i in order:
+        if len(test) >= wanted:
+            break
+        test.extend(units[i])
+    train = sorted(set(map(int, data.classes)) - set(test))
+    if len(train) < 2:
+        raise ValueError(f"test_fraction={test_fraction} leaves fewer than 2 training classes out of {data.classes.size}")
+    return np.array(train), np.array(sorted(test))
+
+
+def rotated_classes(data: LabelledImages, classes: Any) -> LabelledImages:
+    """The images of ``classes`` turned by 0°, 90°, 180° and 270°, each turn a class of its own (label
+    c + k·(max label + 1) for k quarter turns): the class augmentation of the usual Omniglot episodes
+    (torchmeta's ``Rotation([90, 180, 270])``), which multiplies the training classes by four."""
+    keep = np.isin(data.labels, np.asarray(classes))
+    images, labels = data.images[keep], data.labels[keep]
+    if images.shape[1] != images.shape[2]:
+        raise ValueError(f"images must be square to be rotated into new classes, got {images.shape[1:]}")
+    stride = int(data.labels.max()) + 1
+    return LabelledImages(np.concatenate([np.rot90(images, k, axes=(1, 2)) for k in range(4)]),
+                          np.concatenate([labels + k * stride for k in range(4)]))
+
+
+def split_images(data: LabelledImages, classes: Any, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices (kept, held out) of the images of ``classes``: ``fraction`` of each class held out (at
+    least 2 per class on each side), drawn by ``seed``. Used to keep validation episodes on images that
+    neither training nor the theory's episodes use."""
+    fraction = real("fraction", fraction, low=0.0, high=1.0, open_low=True)
+    rng = np.random.default_rng(integer("seed", seed, 0))
+    kept, held = [], []
+    for c in np.unique(np.asarray(classes)):
+        members = rng.permutation(np.flatnonzero(data.labels == c))
+        count = int(round(fraction * members.size))
+        if count < 2 or members.size - count < 2:
+            raise ValueError(f"fraction={fraction} leaves fewer than 2 images on one side for class {c} ({members.size} images)")
+        held.append(members[:count])
+        kept.append(members[count:])
+    return np.sort(np.concatenate(kept)), np.sort(np.concatenate(held))
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,9 +186,11 @@ class Episodes:
     indices: np.ndarray
 
 
-def draw_episodes(data: LabelledImages, classes: Any, count: int, seed: int, *, label_seed: int = 0) -> Episodes:
+def draw_episodes(data: LabelledImages, classes: Any, count: int, seed: int, *, label_seed: int = 0,
+                  balanced: bool = False) -> Episodes:
     """``count`` episodes from the given ``classes``: two distinct classes A, B, one support image of
-    each, and a query image of A or B (each with probability 1/2) distinct from the support images."""
+    each, and a query image of A or B (each with probability 1/2) distinct from the support images.
+    ``balanced``: exactly ⌊count/2⌋ queries of class B, in random order (the paper's P = 600 is 300 per class)."""
     count = integer("count", count, 1)
     classes = np.unique(np.asarray(classes))
     members = {int(c): np.flatnonzero(data.labels == c) for c in classes}
@@ -147,7 +199,7 @@ def draw_episodes(data: LabelledImages, classes: Any, count: int, seed: int, *, 
         raise ValueError(f"classes must name at least 2 classes with ≥ 2 images each; too small or absent: {too_small or list(classes)}")
     rng = np.random.default_rng(integer("seed", seed, 0))
     pairs = np.stack([rng.choice(classes, size=2, replace=False) for _ in range(count)])
-    query_label = rng.integers(0, 2, size=count)
+    query_label = rng.permutation(np.arange(count) < count // 2).astype(np.int64) if balanced else rng.integers(0, 2, size=count)
     indices = np.empty((count, 3), dtype=np.int64)
     for p, ((a, b), q) in enumerate(zip(pairs, query_label)):
         support_a, query_a = rng.choice(members[int(a)], size=2, replace=False)
