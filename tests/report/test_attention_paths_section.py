@@ -1,4 +1,4 @@
-"""The attention-paths report section (quick profile) writes figures 2c, 2d and 2e, keeps every
+"""The attention-paths report section (quick profile) writes figures 2c, 2d, 2e and 3b–3f, keeps every
 plotted number in the figures' data, draws its GP lines from the GP kernel U = I, and refuses
 bad arguments.
 
@@ -20,7 +20,8 @@ from attnverify.numerics.backend import get_backend
 from attnverify.report import Figure, Section, Table
 from attnverify.report import attention_paths as section_module
 
-FILES = ("attention_paths_fig2c.png", "attention_paths_fig2d.png", "attention_paths_fig2e.png")
+FILES = ("attention_paths_fig2c.png", "attention_paths_fig2d.png", "attention_paths_fig2e.png",
+         *(f"attention_paths_fig3{panel}.png" for panel in "bcdef"))
 SEED = 0
 
 
@@ -197,3 +198,26 @@ def test_bad_arguments_are_refused(tmp_path, kwargs, error):
     with pytest.raises(error):
         section_module.build_section(tmp_path, **arguments)
     assert not any(tmp_path.iterdir())  # refused before writing anything
+
+
+def test_figure_3_states_the_cached_network_and_its_pruning(built):
+    """3b's gradient-descent line is the accuracy measured by PyTorch at training time; 3e's ρ is the Spearman
+    correlation of the scores and drops it plots; 3f starts at the unpruned accuracy."""
+    from scipy.stats import spearmanr
+
+    from attnverify.numerics.attention_paths import one_shot_experiment
+
+    _, section, _ = built
+    networks, _ = one_shot_experiment.cached_networks()
+    b = _figure(section, "attention_paths_fig3b.png").data
+    first = min(networks)
+    assert b["gradient_descent_accuracy"] == pytest.approx(networks[first].metadata["test_accuracy"], abs=1e-3)
+    assert all(0.0 <= a <= 1.0 for a in b["accuracy"]) and 0.0 <= b["gp"]["accuracy"]["mean"] <= 1.0
+    e = _figure(section, "attention_paths_fig3e.png").data
+    for table in e["seeds"].values():
+        heads = sorted(table["scores"])
+        rho = spearmanr([table["scores"][h] for h in heads], [table["drops"][h]["mean"] for h in heads]).statistic
+        assert rho == pytest.approx(table["rank_correlation"], abs=1e-12)
+        assert table["cumulative"][0]["mean"] == table["baseline"]["mean"]
+    values = [t["rank_correlation"] for t in e["seeds"].values()]
+    assert e["rank_correlation"]["mean"] == pytest.approx(np.mean(values), abs=1e-12)

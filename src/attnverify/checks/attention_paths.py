@@ -359,3 +359,13 @@ def sampled_networks_approach_gp(p: dict, ctx: Context) -> Evidence:
                     note=f"{origin}; |Û − I| at N = {[q.width for q in points]}: "
                          + ", ".join(f"{d:.3f}±{e:.3f}" for d, e in zip(distances, errors)),
                     figures={"widths": [q.width for q in points], "distance": distances, "standard_error": errors})
+
+
+# ---------------------------------------------------------------------------------------------
+# 9–11. one-shot image classification with trained heads (figure 3), in their own module
+# ---------------------------------------------------------------------------------------------
+
+from .one_shot import (  # noqa: E402  (listed here so that they run with the other attention-path claims)
+    one_shot_cache_is_the_trained_network, one_shot_head_scores_predict_pruning,
+    one_shot_network_generalises_to_new_classes,
+)

@@ -1,4 +1,4 @@
-"""Report section of attention paths (Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS 2024), figure 2.
+"""Report section of attention paths (Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS 2024), figures 2 and 3.
 
 Contract: :mod:`attnverify.report.section` (``build_section``). The section shows the derivations of
 :mod:`attnverify.derivations.attention_paths` and the finite-width theory on the hidden Markov chain
@@ -7,7 +7,8 @@ task (spec ``shared/papers/attention_paths.md`` §2.3, §2.4, §3, §4.1):
 1. "2c": the 4-path network, accuracy of the mean predictor against the width N with the GP lines of
    all paths, the good path and the good + denoising paths, and the matrix elements of U against N;
 2. "2d": overlaps of the kernel's principal components with the labels, N = 10 against the GP limit;
-3. "2e": the 2-path network (good + denoising) with out-of-plane noise σ⊥ = 5, as in 2c.
+3. "2e": the 2-path network (good + denoising) with out-of-plane noise σ⊥ = 5, as in 2c;
+4. "3b"–"3f": one-shot image classification with trained heads (:mod:`attnverify.report.one_shot`).
 
 The 4-path features are the authors' own (``experiments.authors_markov_data``) when the shared file is
 there, else drawn by :func:`markov_dataset`; the 2-path data are always drawn here. Every random seed is
@@ -417,6 +418,8 @@ elements of U against N. *2d*: how well the leading principal components of K al
 N = 10 and in the GP limit. *2e*: the network of the good and denoising paths with strong out-of-plane noise \
 σ⊥ = 5. Every accuracy is the theory's (the saddle point solved by this package), not a sampled network's; \
 numbers are in the captions and tables.
+
+**Figure 3, on real images** (paper: Omniglot; here scikit-learn's handwritten digits, which ship with the package). Two-way one-shot episodes [support of class A + label embedding, support of class B + label embedding, query + "unknown" embedding], images resized to 32 × 32 and cut into 16 layer-normalised 8 × 8 patches with sinusoidal positions, 48 tokens of dimension 64, target ±1. Test episodes use digit classes never seen in training; the training classes are multiplied by four by quarter turns (6 and 9 kept on one side of the split). A 2-layer × 4-head network with linear values is trained by gradient descent (Adam, MSE; ``attnverify train-one-shot``, cached in the package); its query/key weights fix the attention of the Bayesian network, whose theory is solved on P of its path features. The temperature is chosen on validation episodes (held-out images of the training classes), not on the test set. *3b*: accuracy against N with the GP line, sampled networks and the trained network; *3c*: U theory, sampled and gradient-descent; *3d*: kernel–task alignment; *3e*: head scores against the accuracy lost when the head is pruned from the trained network; *3f*: accuracy while pruning heads in order of score.
 """
 
 
@@ -455,6 +458,10 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
     fig_e, points_e, table_e = _two_path_figure(out_dir, two_data, _seed_of(two_heads), widths=widths, be=be,
                                                 progress=progress)
 
+    from .one_shot import figure3
+
+    figures_3, tables_3 = figure3(out_dir, profile=profile, seed=seed, progress=progress)
+
     timing = Table(
         "Saddle-point solver time per width N (seconds, one solve each, started at the GP point)",
         ["N", "2c: 4 paths (s)", "2e: 2 paths (s)"],
@@ -468,6 +475,6 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
         title=TITLE,
         introduction=introduction,
         derivations=derivations,
-        figures=[fig_c, fig_d, fig_e],
-        tables=[*tables_c, table_e, timing],
+        figures=[fig_c, fig_d, fig_e, *figures_3],
+        tables=[*tables_c, table_e, timing, *tables_3],
     )

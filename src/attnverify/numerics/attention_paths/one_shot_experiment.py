@@ -48,7 +48,7 @@ class OneShotSetup:
     rotated_training_classes: bool = True
     validation_fraction: float = 0.2
     image_seed: int = 0
-    training_episodes: int = 20_000
+    training_episodes: int = 40_000
     theory_episodes: int = 600
     validation_episodes: int = 1_000
     test_episodes: int = 1_000
@@ -123,6 +123,14 @@ def path_data(network: TrainedHeads, data: OneShotData) -> PathData:
                     network.path_features(data.test.tokens), data.test.y)
 
 
+def first_episodes(paths: PathData, count: int) -> PathData:
+    """The same sets with only the first ``count`` theory episodes (a smaller P, for quick checks)."""
+    count = integer("count", count, 2)
+    if count > paths.X.shape[0]:
+        raise ValueError(f"count must be at most the {paths.X.shape[0]} theory episodes, got {count}")
+    return PathData(paths.X[:count], paths.y[:count], paths.X_validation, paths.y_validation, paths.X_test, paths.y_test)
+
+
 # ------------------------------------------------------------------------------------ theory
 
 
@@ -143,18 +151,24 @@ def _accuracy(U, X, y, X_other, y_other, temperature: float) -> float:
 
 
 def validated_point(paths: PathData, width: float, temperatures: Sequence[float] = TEMPERATURES, *,
-                    heads: Sequence[int] = HEADS, progress: Callable[[str], None] | None = None) -> ValidatedPoint:
+                    heads: Sequence[int] = HEADS, starts: dict | None = None, tolerance: float = 1e-9,
+                    progress: Callable[[str], None] | None = None) -> ValidatedPoint:
     """Solve the theory at ``width`` for every temperature, keep the one most accurate on validation
-    (the first in the grid on a tie) and evaluate it on the test set. ``width = inf``: U = I (spec §3)."""
+    (the first in the grid on a tie) and evaluate it on the test set. ``width = inf``: U = I (spec §3).
+    ``starts`` maps a temperature to order parameters to start its solve from (a neighbouring width's);
+    it is updated with this width's solutions."""
     if not temperatures:
         raise ValueError("temperatures must name at least one temperature")
+    starts = {} if starts is None else starts
     solutions, scores = {}, {}
     for T in temperatures:
         if np.isinf(width):
             U, seconds = np.eye(paths.X.shape[2]), 0.0
         else:
-            solution = saddle_point_from_features(paths.X, paths.y, heads=heads, width=width, temperature=T)
+            solution = saddle_point_from_features(paths.X, paths.y, heads=heads, width=width, temperature=T,
+                                                  tolerance=tolerance, start=starts.get(T))
             U, seconds = solution.order_parameter, solution.seconds
+            starts[T] = solution.order_parameters
         solutions[T] = (U, seconds)
         scores[T] = _accuracy(U, paths.X, paths.y, paths.X_validation, paths.y_validation, T)
     best = max(temperatures, key=lambda T: scores[T])
@@ -162,8 +176,22 @@ def validated_point(paths: PathData, width: float, temperatures: Sequence[float]
     test = evaluate(U, paths.X, paths.y, paths.X_test, paths.y_test, best, width, seconds)
     if progress:
         label = "GP" if np.isinf(width) else f"N = {width:g}"
-        progress(f"{label}: T = {best:g} (validation {scores[best]:.3f}), test accuracy {test.accuracy.mean:.3f}")
+        progress(f"{label}: T = {best:g} (validation {scores[best]:.3f}), test accuracy {test.accuracy.mean:.3f} "
+                 f"({sum(t for _, t in solutions.values()):.0f} s)")
     return ValidatedPoint(float(width), float(best), {float(T): s for T, s in scores.items()}, test)
+
+
+def validated_sweep(paths: PathData, widths: Sequence[float] = WIDTHS, temperatures: Sequence[float] = TEMPERATURES, *,
+                    heads: Sequence[int] = HEADS, tolerance: float = 1e-9,
+                    progress: Callable[[str], None] | None = None) -> list[ValidatedPoint]:
+    """:func:`validated_point` at every width, solved from the widest down (each temperature's solve
+    starts from the next wider width's solution, the GP point for the widest); returned in the order given."""
+    starts: dict = {}
+    points = {}
+    for width in sorted(widths, reverse=True):
+        points[width] = validated_point(paths, width, temperatures, heads=heads, starts=starts, tolerance=tolerance,
+                                        progress=progress)
+    return [points[width] for width in widths]
 
 
 # ------------------------------------------------------------------------------------ pruning

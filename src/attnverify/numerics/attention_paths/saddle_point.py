@@ -278,17 +278,30 @@ def saddle_point_from_features(
     space: str = "auto",
     tolerance: float = 1e-9,
     raise_on_failure: bool = True,
+    start: Sequence[np.ndarray] | None = None,
 ) -> SaddlePoint:
     """Saddle point from the path features X (P, N0, 𝓗), without forming C.
 
     ``space="auto"`` works in the (N0𝓗)-dimensional feature space (Woodbury) when N0·𝓗 < P, so an
     iteration costs O((N0𝓗)³) independently of P, and in the P × P kernel space otherwise.
+    ``start``: order parameters (U_1, …, U_L) to start from (a neighbouring solution's
+    ``order_parameters``, for sweeps) instead of the GP point; they must be positive definite.
     """
     config = ActionConfig.build(heads, width, temperature, prior_var)
     energy = energy_for(X=X, y=y, temperature=config.temperature, space=space)
     _check_paths(config, energy.paths, "X.shape[2]")
     chosen = "feature" if type(energy).__name__ == "FeatureSpaceEnergy" else "kernel"
-    return solve(Action(config, energy), tolerance=tolerance, space=chosen, raise_on_failure=raise_on_failure)
+    factors = None
+    if start is not None:
+        shapes = [(config.dimension(level), config.dimension(level)) for level in range(1, config.depth + 1)]
+        try:
+            factors = [np.linalg.cholesky(np.asarray(U, dtype=float)) for U in start]
+        except np.linalg.LinAlgError:
+            raise ValueError("start must be positive-definite order parameters (U_1, …, U_L)") from None
+        if [f.shape for f in factors] != shapes:
+            raise ValueError(f"start must hold L = {len(config.heads)} order parameters of the shapes of heads = {config.heads}")
+    return solve(Action(config, energy), tolerance=tolerance, space=chosen, raise_on_failure=raise_on_failure,
+                 start=factors)
 
 
 def _check_paths(config: ActionConfig, paths: int, where: str) -> None:

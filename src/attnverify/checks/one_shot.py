@@ -1,0 +1,120 @@
+"""Claims of the one-shot image experiment (attention paths, figure 3), on the cached trained networks.
+
+The networks are trained once by ``attnverify train-one-shot`` (PyTorch) and shipped as
+:class:`~attnverify.numerics.attention_paths.trained_heads.TrainedHeads`; everything here runs on numpy.
+The claims are named ``attention_paths.one_shot_*`` and listed with the other attention-path claims.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..derivations import attention_paths as theory
+from ..numerics.attention_paths import one_shot_experiment as experiment
+from ..numerics.statistics import mean_estimate
+from .claim import Context, claim, st
+from .evidence import Evidence
+
+SOURCE = theory.SOURCE
+CACHED = st.fixed_dictionaries({"networks": st.just("cached")})
+
+
+#: The theory's P and temperature grid per profile: the paper's in the thorough tier; P = 200 (the first
+#: 200 of the 600 theory episodes) and three temperatures in the quick tier, so that it fits CI.
+THEORY_SIZES = {"quick": {"P": 200, "temperatures": (0.1, 0.5, 1.0)},
+                "thorough": {"P": 600, "temperatures": experiment.TEMPERATURES}}
+
+
+def _theory_sizes(ctx: Context) -> dict:
+    return THEORY_SIZES[ctx.profile]
+
+
+_cache: dict = {}
+
+
+def one_shot_inputs():
+    """(networks by seed, the cache's metadata, the episodes, path features by seed), computed once."""
+    return _data()
+
+
+def one_shot_analyses(profile: str):
+    """:func:`experiment.analyse_network` for every cached seed at the profile's theory sizes, computed once."""
+    return _analyses(Context(profile, None, None, 0))
+
+
+def _data():
+    if "data" not in _cache:
+        networks, shared = experiment.cached_networks()
+        data = experiment.one_shot_data()
+        _cache["data"] = (networks, shared, data, {s: experiment.path_data(n, data) for s, n in networks.items()})
+    return _cache["data"]
+
+
+def _analyses(ctx: Context):
+    sizes = THEORY_SIZES[ctx.profile]
+    key = ("analyses", sizes["P"], sizes["temperatures"])
+    if key not in _cache:
+        networks, _, _, paths = _data()
+        _cache[key] = [experiment.analyse_network(seed, network, experiment.first_episodes(paths[seed], sizes["P"]),
+                                                  temperatures=sizes["temperatures"])
+                       for seed, network in sorted(networks.items())]
+    return _cache[key]
+
+
+@claim("attention_paths.one_shot_cache_is_the_trained_network",
+       source=f"{SOURCE}, §1.1 (path expansion) and §4.2 (gradient-descent model)",
+       parameters=CACHED, examples={"quick": 1, "thorough": 1}, shrink_budget=1)
+def one_shot_cache_is_the_trained_network(p: dict, ctx: Context):
+    """The cached networks (score forms W and effective path weights V^eff, numpy) are the trained ones:
+    the test accuracy of f = Σ_π V^eff_π·ξ^π on today's draw of the test episodes equals the accuracy the
+    PyTorch network had at the end of training, for every seed (at most one episode apart: a sign of f
+    within round-off of 0 may flip)."""
+    networks, shared, data, paths = _data()
+    gaps = {}
+    for seed, network in networks.items():
+        numpy_accuracy = float(network.correct(paths[seed].X_test, paths[seed].y_test).mean())
+        gaps[seed] = (numpy_accuracy, float(network.metadata["test_accuracy"]))
+    worst = max(abs(a - b) for a, b in gaps.values())
+    allowed = 1.0 / data.test.y.size
+    return Evidence(holds=worst <= allowed, theory=0.0, observed=worst, tolerance=allowed,
+                    note="; ".join(f"seed {s}: numpy {a:.4f} vs torch {b:.4f}" for s, (a, b) in sorted(gaps.items())),
+                    figures={"accuracy": {str(s): list(v) for s, v in gaps.items()}, "torch": shared.get("torch")})
+
+
+@claim("attention_paths.one_shot_network_generalises_to_new_classes",
+       source=f"{SOURCE}, §4.2 (test episodes from classes never seen in training)",
+       parameters=CACHED, examples={"quick": 1, "thorough": 1}, shrink_budget=1)
+def one_shot_network_generalises_to_new_classes(p: dict, ctx: Context):
+    """The gradient-descent network classifies one-shot episodes of digit classes it never saw better
+    than chance: for every training seed, test accuracy − 1/2 > 5 standard errors (binomial, per episode)."""
+    networks, _, _, paths = _data()
+    estimates = {s: mean_estimate(n.correct(paths[s].X_test, paths[s].y_test)) for s, n in networks.items()}
+    margin = min((e.mean - 0.5) / e.standard_error for e in estimates.values())
+    worst = min(estimates.values(), key=lambda e: e.mean)
+    return Evidence(holds=margin > 5, theory=0.5, observed=worst.mean, tolerance=5 * worst.standard_error,
+                    standard_error=worst.standard_error,
+                    note="test accuracy by seed: " + ", ".join(f"{s}: {e.mean:.3f}±{e.standard_error:.3f}"
+                                                              for s, e in sorted(estimates.items())),
+                    figures={"accuracy": {str(s): e.as_dict() for s, e in estimates.items()}})
+
+
+@claim("attention_paths.one_shot_head_scores_predict_pruning",
+       source=f"{SOURCE}, §2.5 and figure 3e (head score vs performance drop)",
+       parameters=CACHED, examples={"quick": 1, "thorough": 1}, shrink_budget=1)
+def one_shot_head_scores_predict_pruning(p: dict, ctx: Context):
+    """Heads with a low score (from the theory U at N = 10, T chosen on validation episodes) cost less test
+    accuracy when pruned from the gradient-descent network than heads with a high score: the Spearman rank
+    correlation between score and accuracy drop, averaged over training seeds, exceeds 0 by 5 standard
+    errors (SE over seeds)."""
+    analyses = _analyses(ctx)
+    rho = experiment.rank_correlation_estimate(analyses)
+    return Evidence(holds=rho.mean > 5 * rho.standard_error, theory=0.0, observed=rho.mean,
+                    tolerance=5 * rho.standard_error, standard_error=rho.standard_error,
+                    note=f"Spearman ρ = {rho.mean:.3f} ± {rho.standard_error:.3f} over {rho.samples} seeds: "
+                         + ", ".join(f"{a.seed}: {a.pruning.rank_correlation:.2f} (T = {a.theory.temperature:g})"
+                                     for a in analyses),
+                    figures={"rank_correlation": rho.as_dict(), "P": _theory_sizes(ctx)["P"],
+                             "seeds": {str(a.seed): {"temperature": a.theory.temperature,
+                                                     "validation_accuracy": a.theory.validation_accuracy,
+                                                     "theory_accuracy": a.theory.test.accuracy.as_dict(),
+                                                     "pruning": a.pruning.as_dict()} for a in analyses}})

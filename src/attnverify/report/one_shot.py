@@ -1,0 +1,197 @@
+"""Figure 3 (b)–(f) of the attention-path paper: one-shot image classification with trained heads.
+
+Part of the attention-paths section (:mod:`attnverify.report.attention_paths`). Spec
+``shared/papers/attention_paths.md`` §4.2 and §2.5. The attention comes from the gradient-descent
+networks cached in the package (``attnverify train-one-shot``); the theory is solved on their path
+features, with the temperature chosen on validation episodes (held-out images of the training classes),
+and the trained networks are pruned head by head in order of the theory's head scores.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..checks.one_shot import THEORY_SIZES, one_shot_analyses, one_shot_inputs
+from ..numerics.attention_paths import kernel_task_alignment
+from ..numerics.attention_paths import one_shot_experiment as experiment
+from ..numerics.attention_paths.heads import path_index
+from .figures import pyplot, save_figure
+from .section import Figure, Table
+
+WIDTHS = {"quick": (10, 100, 1000), "thorough": experiment.WIDTHS}
+"""Widths of figure 3b: three of the paper's in the quick profile, all ten in the thorough one."""
+
+SAMPLED_WIDTH = 10
+"""N of the sampled networks and of figures 3c–3d (the paper's)."""
+
+COMPONENTS = 50
+"""Principal components shown in figure 3d (the paper shows the first 50)."""
+
+
+def _sampler_settings(profile: str):
+    from ..numerics.attention_paths.sampling import SamplerSettings
+
+    return (SamplerSettings(chains=4, warmup=150, draws=300) if profile == "quick"
+            else SamplerSettings(chains=8, warmup=400, draws=1000))
+
+
+def _sampled(paths, temperature: float, profile: str, seed: int, progress):
+    from ..numerics.attention_paths.posterior import network_posterior
+    from ..numerics.attention_paths.sampling import sample_posterior
+
+    posterior = network_posterior(paths.X, paths.y, heads=experiment.HEADS, width=SAMPLED_WIDTH, temperature=temperature)
+    samples = sample_posterior(posterior, seed=seed, settings=_sampler_settings(profile), X_test=paths.X_test,
+                               progress=progress)
+    return samples.order_parameter_summary(), samples.accuracy(paths.y_test), samples.diagnostics()
+
+
+def _label(head) -> str:
+    return f"{head[0] + 1}-{head[1] + 1}"
+
+
+def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str], None]) -> tuple[list[Figure], list[Table]]:
+    """Figures 3b–3f and their tables, for the first cached network (3e–3f: every seed)."""
+    networks, shared, data, all_paths = one_shot_inputs()
+    first = min(networks)
+    network = networks[first]
+    sizes = THEORY_SIZES[profile]
+    paths = experiment.first_episodes(all_paths[first], sizes["P"])
+    P = sizes["P"]
+
+    progress(f"attention_paths: figure 3b, theory at N = {WIDTHS[profile]} (P = {P}, T chosen on validation)")
+    sweep = experiment.validated_sweep(paths, WIDTHS[profile], sizes["temperatures"],
+                                       progress=lambda message: progress(f"attention_paths: figure 3b, {message}"))
+    gp = experiment.validated_point(paths, np.inf, experiment.GP_TEMPERATURES)
+    gd = network.correct(paths.X_test, paths.y_test).mean()
+    small = next(p for p in sweep if p.width == SAMPLED_WIDTH)
+    progress(f"attention_paths: figure 3b-c, sampling networks at N = {SAMPLED_WIDTH}, T = {small.temperature:g}")
+    U_sampled, sampled_accuracy, diagnostics = _sampled(paths, small.temperature, profile, seed, lambda _: None)
+
+    plt = pyplot()
+    widths = [p.width for p in sweep]
+    accuracy = [p.test.accuracy.mean for p in sweep]
+    errors = [p.test.accuracy.standard_error for p in sweep]
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    ax.errorbar(widths, accuracy, yerr=errors, color="C0", marker="x", label="theory (FW)")
+    ax.axhline(gp.test.accuracy.mean, color="C3", label=f"GP limit (T = {gp.temperature:g})")
+    ax.errorbar([SAMPLED_WIDTH], [sampled_accuracy.mean], yerr=[sampled_accuracy.standard_error], color="k",
+                marker="o", linestyle="none", label="sampled networks")
+    ax.axhline(gd, color="C2", linestyle="--", label="gradient-descent network")
+    ax.set_xscale("log")
+    ax.set_xlabel("width N")
+    ax.set_ylabel("test accuracy (unseen classes)")
+    ax.set_title(f"Fig. 3b: one-shot digits, P = {P}, seed {first}", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
+    fig_b = save_figure(fig, out_dir, "attention_paths_fig3b.png",
+        f"Figure 3b. Test accuracy on one-shot episodes of digit classes never seen in training, against the width N: "
+        f"the finite-width theory (blue; at each N the temperature with the best accuracy on validation episodes), the "
+        f"GP limit (red; T = {gp.temperature:g}, chosen on validation from {experiment.GP_TEMPERATURES}), networks "
+        f"sampled from the posterior at N = {SAMPLED_WIDTH} (black: {sampled_accuracy.mean:.3f} ± "
+        f"{sampled_accuracy.standard_error:.3f}) and the gradient-descent network whose heads fix the attention "
+        f"(green dashed: {gd:.3f}). Error bars: binomial standard errors over the {paths.y_test.size} test episodes.",
+        {"widths": widths, "accuracy": accuracy, "standard_error": errors,
+         "temperature": [p.temperature for p in sweep], "validation_accuracy": [p.validation_accuracy for p in sweep],
+         "gp": {"temperature": gp.temperature, "accuracy": gp.test.accuracy.as_dict(),
+                "validation_accuracy": gp.validation_accuracy},
+         "sampled": {"width": SAMPLED_WIDTH, "accuracy": sampled_accuracy.as_dict(), "diagnostics": diagnostics},
+         "gradient_descent_accuracy": gd, "P": P, "seed": first})
+
+    names = [f"{h1 + 1}{h2 + 1}" for h1, h2 in path_index(experiment.HEADS)]
+    panels = {"theory": small.test.order_parameter, "sampled": U_sampled.mean, "gradient descent": network.order_parameter()}
+    fig, axes = plt.subplots(1, 3, figsize=(13.5, 4.2))
+    for ax, (title, U) in zip(axes, panels.items()):
+        image = ax.imshow(U, cmap="RdBu_r", vmin=-np.abs(U).max(), vmax=np.abs(U).max())
+        ax.set_title(f"U, {title}" + ("" if title == "gradient descent" else f" (N = {SAMPLED_WIDTH})"), fontsize=10)
+        ax.set_xticks(range(len(names)), names, fontsize=6, rotation=90)
+        ax.set_yticks(range(len(names)), names, fontsize=6)
+        fig.colorbar(image, ax=ax, fraction=0.046)
+    fig.tight_layout()
+    gap = np.abs(U_sampled.mean - small.test.order_parameter)
+    fig_c = save_figure(fig, out_dir, "attention_paths_fig3c.png",
+        f"Figure 3c. Order parameter U over the 16 paths π = (h1, h2) (labels h1h2): the theory and the sampled "
+        f"networks at N = {SAMPLED_WIDTH}, T = {small.temperature:g}, and the gradient-descent network's "
+        f"U^GD_ππ' = V^eff_π·V^eff_π' (no normalisation, as in the paper). Largest |U_sampled − U_theory| = "
+        f"{gap.max():.3f} (largest MCSE {U_sampled.mcse.max():.3f}); sampler converged: {U_sampled.converged}.",
+        {"paths": names, "theory": small.test.order_parameter, "sampled": U_sampled.mean,
+         "sampled_mcse": U_sampled.mcse, "gradient_descent": network.order_parameter(), "temperature": small.temperature})
+
+    theory_values, theory_overlaps = kernel_task_alignment(small.test.order_parameter, paths.X, paths.y, COMPONENTS)
+    gp_values, gp_overlaps = kernel_task_alignment(np.eye(paths.X.shape[2]), paths.X, paths.y, COMPONENTS)
+    k = np.arange(1, theory_overlaps.size + 1)
+    fig, ax = plt.subplots(figsize=(9.0, 4.0))
+    ax.bar(k - 0.2, theory_overlaps, width=0.4, color="C0", label=f"N = {SAMPLED_WIDTH} (theory U)")
+    ax.bar(k + 0.2, gp_overlaps, width=0.4, color="C3", label="GP limit (U = I)")
+    ax.set_xlabel("principal component k of K")
+    ax.set_ylabel("|φ_kᵀ Y| / √P")
+    ax.legend(fontsize=9)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig_d = save_figure(fig, out_dir, "attention_paths_fig3d.png",
+        f"Figure 3d. Overlap |φ_kᵀY|/√P of the training kernel's principal components with the labels, first "
+        f"{COMPONENTS}, at N = {SAMPLED_WIDTH} and in the GP limit. Squared overlap of the first 5: "
+        f"{np.sum(theory_overlaps[:5]**2):.3f} (N = {SAMPLED_WIDTH}) and {np.sum(gp_overlaps[:5]**2):.3f} (GP).",
+        {"theory_overlap": theory_overlaps, "gp_overlap": gp_overlaps, "theory_eigenvalues": theory_values,
+         "gp_eigenvalues": gp_values})
+
+    progress("attention_paths: figures 3e-f, head scores and pruning of every cached network")
+    analyses = one_shot_analyses(profile)
+    rho = experiment.rank_correlation_estimate(analyses)
+    shown = analyses[0]
+    heads = sorted(shown.scores, key=lambda h: shown.scores[h])
+    fig, ax = plt.subplots(figsize=(7.0, 4.0))
+    x = np.arange(len(heads))
+    ax.bar(x - 0.2, [shown.scores[h] for h in heads], width=0.4, color="C0", label="head score")
+    drop_axis = ax.twinx()
+    drop_axis.bar(x + 0.2, [shown.pruning.drops[h].mean for h in heads], width=0.4, color="C3",
+                  yerr=[shown.pruning.drops[h].standard_error for h in heads], label="accuracy drop")
+    ax.set_xticks(x, [_label(h) for h in heads])
+    ax.set_xlabel("head (layer-head), in increasing order of score")
+    ax.set_ylabel("head score", color="C0")
+    drop_axis.set_ylabel("accuracy drop when pruned", color="C3")
+    ax.set_title(f"Fig. 3e: seed {shown.seed}; Spearman ρ over seeds {rho.mean:.2f} ± {rho.standard_error:.2f}", fontsize=10)
+    fig_e = save_figure(fig, out_dir, "attention_paths_fig3e.png",
+        f"Figure 3e. Head score (blue; from the theory U at N = {SAMPLED_WIDTH}, T = {shown.theory.temperature:g}) and "
+        f"the test accuracy lost when the head alone is pruned from the gradient-descent network (red; paired standard "
+        f"errors), seed {shown.seed}. Spearman rank correlation between score and drop: "
+        f"{shown.pruning.rank_correlation:.2f} for this seed, {rho.mean:.2f} ± {rho.standard_error:.2f} over "
+        f"{rho.samples} training seeds.",
+        {"seeds": {str(a.seed): a.pruning.as_dict() for a in analyses}, "rank_correlation": rho.as_dict()})
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for a in analyses:
+        ax.plot(range(len(a.pruning.cumulative)), [e.mean for e in a.pruning.cumulative], marker="o",
+                label=f"seed {a.seed}")
+    ax.set_xlabel("heads pruned (lowest score first, at least one per layer kept)")
+    ax.set_ylabel("test accuracy")
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
+    fig_f = save_figure(fig, out_dir, "attention_paths_fig3f.png",
+        "Figure 3f. Test accuracy of the gradient-descent networks after pruning a growing number of heads in "
+        "increasing order of head score (a head whose removal would empty its layer is skipped), one line per "
+        "training seed.", {"seeds": {str(a.seed): {"heads": [_label(h) for h in a.pruning.cumulative_heads],
+                                                   "accuracy": [e.as_dict() for e in a.pruning.cumulative]}
+                                     for a in analyses}})
+
+    accuracy_table = Table(
+        f"One-shot digits (seed {first}, P = {P}): test accuracy per width, T chosen on validation",
+        ["N", "T", "validation accuracy", "test accuracy", "± SE"],
+        [[int(p.width), p.temperature, round(p.validation_accuracy[p.temperature], 3), round(p.test.accuracy.mean, 3),
+          round(p.test.accuracy.standard_error, 3)] for p in sweep]
+        + [["GP", gp.temperature, round(gp.validation_accuracy[gp.temperature], 3), round(gp.test.accuracy.mean, 3),
+            round(gp.test.accuracy.standard_error, 3)],
+           [f"sampled N = {SAMPLED_WIDTH}", small.temperature, "", round(sampled_accuracy.mean, 3),
+            round(sampled_accuracy.standard_error, 3)]])
+    pruning_rows = []
+    for a in analyses:
+        meta = networks[a.seed].metadata
+        pruning_rows.append([a.seed, round(meta["validation_accuracy"][-1], 3), round(a.accuracy.mean, 3),
+                             " ".join(f"{_label(h)}:{a.pruning.single[h].mean:.3f}" for h in sorted(a.scores, key=a.scores.get)),
+                             round(a.pruning.rank_correlation, 2)])
+    pruning_table = Table(
+        "Gradient-descent networks: validation and test accuracy, test accuracy after pruning each head alone "
+        "(heads in increasing order of score), and the Spearman ρ(score, drop)",
+        ["seed", "validation", "test", "pruned head: accuracy", "ρ"], pruning_rows)
+    return [fig_b, fig_c, fig_d, fig_e, fig_f], [accuracy_table, pruning_table]
