@@ -57,3 +57,24 @@ def test_a_wrong_readout_closed_form_is_caught(monkeypatch):
 def test_claim_comes_out_as_expected_in_the_thorough_profile(claim):
     result = run_claim(claim, profile="thorough", seed=0)
     assert result.ok, (result.status, result.counterexample.as_dict() if result.counterexample else None)
+
+
+def test_one_shot_claims_have_power(monkeypatch):
+    """Power: reversed head scores (a theory that ranks heads backwards) refute the pruning claim, and a cache
+    whose recorded PyTorch accuracy is off by 1% refutes the cache claim."""
+    import dataclasses
+
+    from attnverify.checks import one_shot
+
+    analyses = one_shot.one_shot_analyses("quick")
+    reversed_ = [dataclasses.replace(a, pruning=dataclasses.replace(
+        a.pruning, scores={h: -s for h, s in a.pruning.scores.items()})) for a in analyses]
+    monkeypatch.setattr(one_shot, "_analyses", lambda ctx: reversed_)
+    assert run_claim(claims.one_shot_head_scores_predict_pruning, profile="quick", seed=0).status == "refuted"
+
+    networks, shared, data, paths = one_shot.one_shot_inputs()
+    first = min(networks)
+    shifted = dataclasses.replace(networks[first], metadata={**networks[first].metadata,
+                                                             "test_accuracy": networks[first].metadata["test_accuracy"] + 0.01})
+    monkeypatch.setattr(one_shot, "_data", lambda: ({**networks, first: shifted}, shared, data, paths))
+    assert run_claim(claims.one_shot_cache_is_the_trained_network, profile="quick", seed=0).status == "refuted"

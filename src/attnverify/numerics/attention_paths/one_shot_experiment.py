@@ -31,6 +31,9 @@ WIDTHS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
 TEMPERATURES = (0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5)
 GP_TEMPERATURES = (0.025, 0.05, 0.075, 0.1, 0.25)
 HEADS = (4, 4)
+#: Saddle-point tolerance of this experiment, max |∂(S/n)/∂U|: it moves the predictor by ~1e-6 relative, far
+#: below the test-set standard errors (~1e-2) it is compared with, and costs a fraction of the default 1e-9.
+SOLVER_TOLERANCE = 1e-6
 #: Episode seeds of the four sets (fixed offsets, so that the sets never share a draw).
 EPISODE_SEEDS = {"training": 1, "theory": 2, "validation": 3, "test": 4}
 
@@ -151,7 +154,7 @@ def _accuracy(U, X, y, X_other, y_other, temperature: float) -> float:
 
 
 def validated_point(paths: PathData, width: float, temperatures: Sequence[float] = TEMPERATURES, *,
-                    heads: Sequence[int] = HEADS, starts: dict | None = None, tolerance: float = 1e-9,
+                    heads: Sequence[int] = HEADS, starts: dict | None = None, tolerance: float = SOLVER_TOLERANCE,
                     progress: Callable[[str], None] | None = None) -> ValidatedPoint:
     """Solve the theory at ``width`` for every temperature, keep the one most accurate on validation
     (the first in the grid on a tie) and evaluate it on the test set. ``width = inf``: U = I (spec §3).
@@ -182,7 +185,7 @@ def validated_point(paths: PathData, width: float, temperatures: Sequence[float]
 
 
 def validated_sweep(paths: PathData, widths: Sequence[float] = WIDTHS, temperatures: Sequence[float] = TEMPERATURES, *,
-                    heads: Sequence[int] = HEADS, tolerance: float = 1e-9,
+                    heads: Sequence[int] = HEADS, tolerance: float = SOLVER_TOLERANCE,
                     progress: Callable[[str], None] | None = None) -> list[ValidatedPoint]:
     """:func:`validated_point` at every width, solved from the widest down (each temperature's solve
     starts from the next wider width's solution, the GP point for the widest); returned in the order given."""
