@@ -60,17 +60,19 @@ def test_claim_comes_out_as_expected_in_the_thorough_profile(claim):
 
 
 def test_one_shot_claims_have_power(monkeypatch):
-    """Power: reversed head scores (a theory that ranks heads backwards) refute the pruning claim, and a cache
-    whose recorded PyTorch accuracy is off by 1% refutes the cache claim."""
+    """Power: scores that equal the measured drops (a perfect theory) make the pruning claim hold, so its
+    refutation on the real scores is a finding, not a check that cannot pass; and a cache whose recorded
+    PyTorch accuracy is off by 1% refutes the cache claim."""
     import dataclasses
 
     from attnverify.checks import one_shot
 
     analyses = one_shot.one_shot_analyses("quick")
-    reversed_ = [dataclasses.replace(a, pruning=dataclasses.replace(
-        a.pruning, scores={h: -s for h, s in a.pruning.scores.items()})) for a in analyses]
-    monkeypatch.setattr(one_shot, "_analyses", lambda ctx: reversed_)
-    assert run_claim(claims.one_shot_head_scores_predict_pruning, profile="quick", seed=0).status == "refuted"
+    perfect = [dataclasses.replace(a, pruning=dataclasses.replace(
+        a.pruning, scores={h: e.mean for h, e in a.pruning.drops.items()})) for a in analyses]
+    monkeypatch.setattr(one_shot, "_analyses", lambda ctx: perfect)
+    result = run_claim(claims.one_shot_head_scores_predict_pruning, profile="quick", seed=0)
+    assert result.status == "holds" and not result.ok  # expected refuted: a perfect theory would contradict that
 
     networks, shared, data, paths = one_shot.one_shot_inputs()
     first = min(networks)
