@@ -67,8 +67,11 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
     gp = experiment.validated_point(paths, np.inf, experiment.GP_TEMPERATURES)
     gd = network.correct(paths.X_test, paths.y_test).mean()
     small = next(p for p in sweep if p.width == SAMPLED_WIDTH)
-    progress(f"attention_paths: figure 3b-c, sampling networks at N = {SAMPLED_WIDTH}, T = {small.temperature:g}")
-    U_sampled, sampled_accuracy, diagnostics = _sampled(paths, small.temperature, profile, seed, lambda _: None)
+    if profile == "thorough":
+        progress(f"attention_paths: figure 3b-c, sampling networks at N = {SAMPLED_WIDTH}, T = {small.temperature:g}")
+        U_sampled, sampled_accuracy, diagnostics = _sampled(paths, small.temperature, profile, seed, lambda _: None)
+    else:  # the collapsed sampler in 𝓗·N0 = 1024 dimensions takes too long for the quick tier (CI)
+        U_sampled = sampled_accuracy = diagnostics = None
 
     plt = pyplot()
     widths = [p.width for p in sweep]
@@ -77,8 +80,12 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     ax.errorbar(widths, accuracy, yerr=errors, color="C0", marker="x", label="theory (FW)")
     ax.axhline(gp.test.accuracy.mean, color="C3", label=f"GP limit (T = {gp.temperature:g})")
-    ax.errorbar([SAMPLED_WIDTH], [sampled_accuracy.mean], yerr=[sampled_accuracy.standard_error], color="k",
-                marker="o", linestyle="none", label="sampled networks")
+    if sampled_accuracy is not None:
+        ax.errorbar([SAMPLED_WIDTH], [sampled_accuracy.mean], yerr=[sampled_accuracy.standard_error], color="k",
+                    marker="o", linestyle="none", label="sampled networks")
+    sampled_text = ("networks sampled from the posterior at N = {} (black: {:.3f} ± {:.3f})".format(
+        SAMPLED_WIDTH, sampled_accuracy.mean, sampled_accuracy.standard_error) if sampled_accuracy is not None
+        else "no sampled networks (thorough profile only: the sampler is too slow for the quick tier)")
     ax.axhline(gd, color="C2", linestyle="--", label="gradient-descent network")
     ax.set_xscale("log")
     ax.set_xlabel("width N")
@@ -89,20 +96,22 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
     fig_b = save_figure(fig, out_dir, "attention_paths_fig3b.png",
         f"Figure 3b. Test accuracy on one-shot episodes of digit classes never seen in training, against the width N: "
         f"the finite-width theory (blue; at each N the temperature with the best accuracy on validation episodes), the "
-        f"GP limit (red; T = {gp.temperature:g}, chosen on validation from {experiment.GP_TEMPERATURES}), networks "
-        f"sampled from the posterior at N = {SAMPLED_WIDTH} (black: {sampled_accuracy.mean:.3f} ± "
-        f"{sampled_accuracy.standard_error:.3f}) and the gradient-descent network whose heads fix the attention "
+        f"GP limit (red; T = {gp.temperature:g}, chosen on validation from {experiment.GP_TEMPERATURES}), {sampled_text}, "
+        f"and the gradient-descent network whose heads fix the attention "
         f"(green dashed: {gd:.3f}). Error bars: binomial standard errors over the {paths.y_test.size} test episodes.",
         {"widths": widths, "accuracy": accuracy, "standard_error": errors,
          "temperature": [p.temperature for p in sweep], "validation_accuracy": [p.validation_accuracy for p in sweep],
          "gp": {"temperature": gp.temperature, "accuracy": gp.test.accuracy.as_dict(),
                 "validation_accuracy": gp.validation_accuracy},
-         "sampled": {"width": SAMPLED_WIDTH, "accuracy": sampled_accuracy.as_dict(), "diagnostics": diagnostics},
+         "sampled": None if sampled_accuracy is None else {"width": SAMPLED_WIDTH, "accuracy": sampled_accuracy.as_dict(),
+                                                           "diagnostics": diagnostics},
          "gradient_descent_accuracy": gd, "P": P, "seed": first})
 
     names = [f"{h1 + 1}{h2 + 1}" for h1, h2 in path_index(experiment.HEADS)]
-    panels = {"theory": small.test.order_parameter, "sampled": U_sampled.mean, "gradient descent": network.order_parameter()}
-    fig, axes = plt.subplots(1, 3, figsize=(13.5, 4.2))
+    panels = {"theory": small.test.order_parameter, "gradient descent": network.order_parameter()}
+    if U_sampled is not None:
+        panels = {"theory": panels["theory"], "sampled": U_sampled.mean, "gradient descent": panels["gradient descent"]}
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 4.2))
     for ax, (title, U) in zip(axes, panels.items()):
         image = ax.imshow(U, cmap="RdBu_r", vmin=-np.abs(U).max(), vmax=np.abs(U).max())
         ax.set_title(f"U, {title}" + ("" if title == "gradient descent" else f" (N = {SAMPLED_WIDTH})"), fontsize=10)
@@ -110,14 +119,19 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
         ax.set_yticks(range(len(names)), names, fontsize=6)
         fig.colorbar(image, ax=ax, fraction=0.046)
     fig.tight_layout()
-    gap = np.abs(U_sampled.mean - small.test.order_parameter)
+    if U_sampled is not None:
+        gap = np.abs(U_sampled.mean - small.test.order_parameter)
+        sampled_text = (f"Largest |U_sampled − U_theory| = {gap.max():.3f} (largest MCSE {U_sampled.mcse.max():.3f}); "
+                        f"sampler converged: {U_sampled.converged}.")
+    else:
+        sampled_text = "The sampled U is drawn in the thorough profile only."
     fig_c = save_figure(fig, out_dir, "attention_paths_fig3c.png",
-        f"Figure 3c. Order parameter U over the 16 paths π = (h1, h2) (labels h1h2): the theory and the sampled "
-        f"networks at N = {SAMPLED_WIDTH}, T = {small.temperature:g}, and the gradient-descent network's "
-        f"U^GD_ππ' = V^eff_π·V^eff_π' (no normalisation, as in the paper). Largest |U_sampled − U_theory| = "
-        f"{gap.max():.3f} (largest MCSE {U_sampled.mcse.max():.3f}); sampler converged: {U_sampled.converged}.",
-        {"paths": names, "theory": small.test.order_parameter, "sampled": U_sampled.mean,
-         "sampled_mcse": U_sampled.mcse, "gradient_descent": network.order_parameter(), "temperature": small.temperature})
+        f"Figure 3c. Order parameter U over the 16 paths π = (h1, h2) (labels h1h2): the theory at N = {SAMPLED_WIDTH}, "
+        f"T = {small.temperature:g}, the sampled networks there, and the gradient-descent network's "
+        f"U^GD_ππ' = V^eff_π·V^eff_π' (no normalisation, as in the paper). {sampled_text}",
+        {"paths": names, "theory": small.test.order_parameter, "gradient_descent": network.order_parameter(),
+         "temperature": small.temperature,
+         **({} if U_sampled is None else {"sampled": U_sampled.mean, "sampled_mcse": U_sampled.mcse})})
 
     theory_values, theory_overlaps = kernel_task_alignment(small.test.order_parameter, paths.X, paths.y, COMPONENTS)
     gp_values, gp_overlaps = kernel_task_alignment(np.eye(paths.X.shape[2]), paths.X, paths.y, COMPONENTS)
@@ -182,8 +196,9 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
           round(p.test.accuracy.standard_error, 3)] for p in sweep]
         + [["GP", gp.temperature, round(gp.validation_accuracy[gp.temperature], 3), round(gp.test.accuracy.mean, 3),
             round(gp.test.accuracy.standard_error, 3)],
-           [f"sampled N = {SAMPLED_WIDTH}", small.temperature, "", round(sampled_accuracy.mean, 3),
-            round(sampled_accuracy.standard_error, 3)]])
+           *([] if sampled_accuracy is None else
+             [[f"sampled N = {SAMPLED_WIDTH}", small.temperature, "", round(sampled_accuracy.mean, 3),
+               round(sampled_accuracy.standard_error, 3)]])])
     pruning_rows = []
     for a in analyses:
         meta = networks[a.seed].metadata
