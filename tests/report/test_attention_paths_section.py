@@ -174,7 +174,8 @@ def test_tables(built):
     _, section, _ = built
     widths = section_module.WIDTHS["quick"]
     assert all(isinstance(t, Table) and all(len(r) == len(t.header) for r in t.rows) for t in section.tables)
-    accuracy_c, u_table, sampled, accuracy_e, timing = section.tables
+    accuracy_c, u_table, sampled, accuracy_e, timing, *figure_3 = section.tables
+    assert len(figure_3) == 2  # figure 3's accuracy and pruning tables
     sampled_data = _figure(section, "attention_paths_fig2c.png").data["sampled"]
     assert [q["width"] for q in sampled_data] == [10, 30]
     accuracy_rows = [row for row in sampled.rows if row[1] == "accuracy"]
