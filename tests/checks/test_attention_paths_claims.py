@@ -70,7 +70,7 @@ def test_one_shot_claims_have_power(monkeypatch):
     analyses = one_shot.one_shot_analyses("quick")
     perfect = [dataclasses.replace(a, pruning=dataclasses.replace(
         a.pruning, scores={h: e.mean for h, e in a.pruning.drops.items()})) for a in analyses]
-    monkeypatch.setattr(one_shot, "_analyses", lambda ctx: perfect)
+    monkeypatch.setattr(one_shot, "one_shot_analyses", lambda profile: perfect)
     result = run_claim(claims.one_shot_head_scores_predict_pruning, profile="quick", seed=0)
     assert result.status == "holds" and not result.ok  # expected refuted: a perfect theory would contradict that
 
@@ -78,5 +78,5 @@ def test_one_shot_claims_have_power(monkeypatch):
     first = min(networks)
     shifted = dataclasses.replace(networks[first], metadata={**networks[first].metadata,
                                                              "test_accuracy": networks[first].metadata["test_accuracy"] + 0.01})
-    monkeypatch.setattr(one_shot, "_data", lambda: ({**networks, first: shifted}, shared, data, paths))
+    monkeypatch.setattr(one_shot, "one_shot_inputs", lambda: ({**networks, first: shifted}, shared, data, paths))
     assert run_claim(claims.one_shot_cache_is_the_trained_network, profile="quick", seed=0).status == "refuted"

@@ -25,24 +25,11 @@ THEORY_SIZES = {"quick": {"P": 200, "temperatures": (0.1, 0.5, 1.0)},
                 "thorough": {"P": 600, "temperatures": experiment.TEMPERATURES}}
 
 
-def _theory_sizes(ctx: Context) -> dict:
-    return THEORY_SIZES[ctx.profile]
-
-
 _cache: dict = {}
 
 
 def one_shot_inputs():
     """(networks by seed, the cache's metadata, the episodes, path features by seed), computed once."""
-    return _data()
-
-
-def one_shot_analyses(profile: str):
-    """:func:`experiment.analyse_network` for every cached seed at the profile's theory sizes, computed once."""
-    return _analyses(Context(profile, None, None, 0))
-
-
-def _data():
     if "data" not in _cache:
         networks, shared = experiment.cached_networks()
         data = experiment.one_shot_data()
@@ -50,11 +37,12 @@ def _data():
     return _cache["data"]
 
 
-def _analyses(ctx: Context):
-    sizes = THEORY_SIZES[ctx.profile]
+def one_shot_analyses(profile: str):
+    """:func:`experiment.analyse_network` for every cached seed at the profile's theory sizes, computed once."""
+    sizes = THEORY_SIZES[profile]
     key = ("analyses", sizes["P"], sizes["temperatures"])
     if key not in _cache:
-        networks, _, _, paths = _data()
+        networks, _, _, paths = one_shot_inputs()
         _cache[key] = [experiment.analyse_network(seed, network, experiment.first_episodes(paths[seed], sizes["P"]),
                                                   temperatures=sizes["temperatures"])
                        for seed, network in sorted(networks.items())]
@@ -69,7 +57,7 @@ def one_shot_cache_is_the_trained_network(p: dict, ctx: Context):
     the test accuracy of f = Σ_π V^eff_π·ξ^π on today's draw of the test episodes equals the accuracy the
     PyTorch network had at the end of training, for every seed (at most one episode apart: a sign of f
     within round-off of 0 may flip)."""
-    networks, shared, data, paths = _data()
+    networks, shared, data, paths = one_shot_inputs()
     gaps = {}
     for seed, network in networks.items():
         numpy_accuracy = float(network.correct(paths[seed].X_test, paths[seed].y_test).mean())
@@ -87,7 +75,7 @@ def one_shot_cache_is_the_trained_network(p: dict, ctx: Context):
 def one_shot_network_generalises_to_new_classes(p: dict, ctx: Context):
     """The gradient-descent network classifies one-shot episodes of digit classes it never saw better
     than chance: for every training seed, test accuracy − 1/2 > 5 standard errors (binomial, per episode)."""
-    networks, _, _, paths = _data()
+    networks, _, _, paths = one_shot_inputs()
     estimates = {s: mean_estimate(n.correct(paths[s].X_test, paths[s].y_test)) for s, n in networks.items()}
     margin = min((e.mean - 0.5) / e.standard_error for e in estimates.values())
     worst = min(estimates.values(), key=lambda e: e.mean)
@@ -109,14 +97,14 @@ def one_shot_head_scores_predict_pruning(p: dict, ctx: Context):
     accuracy when pruned from the gradient-descent network than heads with a high score: the Spearman rank
     correlation between score and accuracy drop, averaged over training seeds, exceeds 0 by 5 standard
     errors (SE over seeds)."""
-    analyses = _analyses(ctx)
+    analyses = one_shot_analyses(ctx.profile)
     rho = experiment.rank_correlation_estimate(analyses)
     return Evidence(holds=rho.mean > 5 * rho.standard_error, theory=0.0, observed=rho.mean,
                     tolerance=5 * rho.standard_error, standard_error=rho.standard_error,
                     note=f"Spearman ρ = {rho.mean:.3f} ± {rho.standard_error:.3f} over {rho.samples} seeds: "
                          + ", ".join(f"{a.seed}: {a.pruning.rank_correlation:.2f} (T = {a.theory.temperature:g})"
                                      for a in analyses),
-                    figures={"rank_correlation": rho.as_dict(), "P": _theory_sizes(ctx)["P"],
+                    figures={"rank_correlation": rho.as_dict(), "P": THEORY_SIZES[ctx.profile]["P"],
                              "seeds": {str(a.seed): {"temperature": a.theory.temperature,
                                                      "validation_accuracy": a.theory.validation_accuracy,
                                                      "theory_accuracy": a.theory.test.accuracy.as_dict(),
