@@ -10,6 +10,7 @@ report and the training command, so that all three state the same numbers.
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -24,6 +25,7 @@ from .experiments import TheoryPoint, evaluate
 from .heads import head_scores
 from .predictor import predictor_statistics
 from .saddle_point import saddle_point_from_features
+from .solution_store import SolutionStore, fingerprint
 from .trained_heads import Head, TrainedHeads, load_networks
 
 #: The paper's grids (spec §4.2): widths, temperatures, and the temperatures of its GP line.
@@ -155,23 +157,32 @@ def _accuracy(U, X, y, X_other, y_other, temperature: float) -> float:
 
 def validated_point(paths: PathData, width: float, temperatures: Sequence[float] = TEMPERATURES, *,
                     heads: Sequence[int] = HEADS, starts: dict | None = None, tolerance: float = SOLVER_TOLERANCE,
+                    store: SolutionStore | None = None,
                     progress: Callable[[str], None] | None = None) -> ValidatedPoint:
     """Solve the theory at ``width`` for every temperature, keep the one most accurate on validation
     (the first in the grid on a tie) and evaluate it on the test set. ``width = inf``: U = I (spec §3).
     ``starts`` maps a temperature to order parameters to start its solve from (a neighbouring width's);
-    it is updated with this width's solutions."""
+    it is updated with this width's solutions. With a ``store``, solutions already in it are reused
+    and new ones are filed there as soon as they are found."""
     if not temperatures:
         raise ValueError("temperatures must name at least one temperature")
     starts = {} if starts is None else starts
+    features = fingerprint(paths.X, paths.y) if store is not None else ""
     solutions, scores = {}, {}
     for T in temperatures:
+        stored = None if store is None or np.isinf(width) else store.get(features, heads, width, T, tolerance)
         if np.isinf(width):
             U, seconds = np.eye(paths.X.shape[2]), 0.0
+        elif stored is not None:
+            starts[T], seconds = stored
+            U = starts[T][0]
         else:
             solution = saddle_point_from_features(paths.X, paths.y, heads=heads, width=width, temperature=T,
                                                   tolerance=tolerance, start=starts.get(T))
             U, seconds = solution.order_parameter, solution.seconds
             starts[T] = solution.order_parameters
+            if store is not None:
+                store.put(features, heads, width, T, tolerance, solution.order_parameters, seconds)
         solutions[T] = (U, seconds)
         scores[T] = _accuracy(U, paths.X, paths.y, paths.X_validation, paths.y_validation, T)
     best = max(temperatures, key=lambda T: scores[T])
@@ -186,6 +197,7 @@ def validated_point(paths: PathData, width: float, temperatures: Sequence[float]
 
 def validated_sweep(paths: PathData, widths: Sequence[float] = WIDTHS, temperatures: Sequence[float] = TEMPERATURES, *,
                     heads: Sequence[int] = HEADS, tolerance: float = SOLVER_TOLERANCE,
+                    store: SolutionStore | None = None,
                     progress: Callable[[str], None] | None = None) -> list[ValidatedPoint]:
     """:func:`validated_point` at every width, solved from the widest down (each temperature's solve
     starts from the next wider width's solution, the GP point for the widest); returned in the order given."""
@@ -193,8 +205,15 @@ def validated_sweep(paths: PathData, widths: Sequence[float] = WIDTHS, temperatu
     points = {}
     for width in sorted(widths, reverse=True):
         points[width] = validated_point(paths, width, temperatures, heads=heads, starts=starts, tolerance=tolerance,
-                                        progress=progress)
+                                        store=store, progress=progress)
     return [points[width] for width in widths]
+
+
+def solution_store() -> SolutionStore:
+    """Where long (thorough-profile) runs keep their solutions, so that a rerun resumes: the folder
+    ``one_shot_solutions`` in ``$ATTNVERIFY_CACHE``, else ``$XDG_CACHE_HOME/attnverify``, else ``~/.cache/attnverify``."""
+    root = os.environ.get("ATTNVERIFY_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attnverify"
+    return SolutionStore(Path(root) / "one_shot_solutions")
 
 
 # ------------------------------------------------------------------------------------ pruning
@@ -265,10 +284,10 @@ class SeedAnalysis:
 
 
 def analyse_network(seed: int, network: TrainedHeads, paths: PathData, *, score_width: float = 10,
-                    temperatures: Sequence[float] = TEMPERATURES,
+                    temperatures: Sequence[float] = TEMPERATURES, store: SolutionStore | None = None,
                     progress: Callable[[str], None] | None = None) -> SeedAnalysis:
     """Head scores from the theory U at ``score_width`` (the paper: N = 10) and the pruning table."""
-    theory = validated_point(paths, score_width, temperatures, heads=network.heads, progress=progress)
+    theory = validated_point(paths, score_width, temperatures, heads=network.heads, store=store, progress=progress)
     scores = head_scores(theory.test.order_parameter, network.heads)
     table = pruning_table(network, paths.X_test, paths.y_test, scores)
     return SeedAnalysis(seed, table.baseline, theory, scores, table, network.order_parameter())
