@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+from scipy.stats import spearmanr
 
 from ..checks.one_shot import THEORY_SIZES, one_shot_analyses, one_shot_inputs, solution_store
 from ..numerics.attention_paths import kernel_task_alignment
 from ..numerics.attention_paths import one_shot_experiment as experiment
-from ..numerics.attention_paths.heads import path_index
+from ..numerics.attention_paths.heads import head_scores, path_index
 from ..numerics.attention_paths.solution_store import fingerprint
 from .figures import pyplot, save_figure
 from .section import Figure, Table
@@ -138,8 +139,16 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
     fig.tight_layout()
     if U_sampled is not None:
         gap = np.abs(U_sampled.mean - small.test.order_parameter)
-        sampled_text = (f"Largest |U_sampled − U_theory| = {gap.max():.3f} (largest MCSE {U_sampled.mcse.max():.3f}); "
-                        f"sampler converged: {U_sampled.converged}.")
+        relative = np.linalg.norm(U_sampled.mean - small.test.order_parameter) / np.linalg.norm(small.test.order_parameter)
+        theory_scores = head_scores(small.test.order_parameter, experiment.HEADS)
+        sampled_scores = head_scores(U_sampled.mean, experiment.HEADS)
+        score_agreement = spearmanr([theory_scores[h] for h in sorted(theory_scores)],
+                                    [sampled_scores[h] for h in sorted(theory_scores)]).statistic
+        sampled_text = (f"Largest |U_sampled − U_theory| = {gap.max():.3f} (largest MCSE {U_sampled.mcse.max():.3f}), "
+                        f"‖U_sampled − U_theory‖_F/‖U_theory‖_F = {relative:.2f}: at N = {SAMPLED_WIDTH} < 𝓗 = "
+                        f"{gap.shape[0]} the leading-order theory is an extrapolation and finite-N corrections remain; "
+                        f"the head scores of the two agree in rank (Spearman {score_agreement:.2f}). Sampler converged "
+                        f"(R-hat < 1.01, ESS ≥ 400 for every entry): {U_sampled.converged}.")
     else:
         sampled_text = "The sampled U is drawn in the thorough profile only."
     fig_c = save_figure(fig, out_dir, "attention_paths_fig3c.png",
