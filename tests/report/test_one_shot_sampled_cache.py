@@ -16,18 +16,17 @@ def test_sampled_networks_are_stored_and_reused(tmp_path, monkeypatch):
     y = np.sign(rng.standard_normal(8))
     paths = experiment.PathData(X, y, X, y, X[:5], y[:5])
     tiny = sampling.SamplerSettings(chains=2, warmup=10, draws=4)
-    monkeypatch.setattr(one_shot, "_sampler_settings", lambda profile: tiny)
     store = SolutionStore(tmp_path)
-    first = one_shot._sampled(paths, 0.5, "thorough", 7, None, store=store)
+    first = one_shot._sampled(paths, 0.5, 7, None, store=store, settings=tiny)
     assert len(store) == 1
 
     def no_sampling(*args, **kwargs):
         raise AssertionError("stored samples were drawn again")
 
     monkeypatch.setattr(sampling, "sample_posterior", no_sampling)
-    again = one_shot._sampled(paths, 0.5, "thorough", 7, None, store=store)
+    again = one_shot._sampled(paths, 0.5, 7, None, store=store, settings=tiny)
     for name in ("mean", "mcse", "rhat", "ess_bulk"):
         np.testing.assert_array_equal(getattr(again[0], name), getattr(first[0], name))
     assert again[1] == first[1] and again[2] == first[2]
     with pytest.raises(AssertionError, match="drawn again"):  # another seed is another run
-        one_shot._sampled(paths, 0.5, "thorough", 8, None, store=store)
+        one_shot._sampled(paths, 0.5, 8, None, store=store, settings=tiny)

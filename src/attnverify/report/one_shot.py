@@ -18,8 +18,12 @@ from scipy.stats import spearmanr
 from ..checks.one_shot import THEORY_SIZES, one_shot_analyses, one_shot_inputs, solution_store
 from ..numerics.attention_paths import kernel_task_alignment
 from ..numerics.attention_paths import one_shot_experiment as experiment
+from ..numerics.attention_paths import sampling
 from ..numerics.attention_paths.heads import head_scores, path_index
+from ..numerics.attention_paths.posterior import network_posterior
 from ..numerics.attention_paths.solution_store import fingerprint
+from ..numerics.diagnostics import ChainSummary
+from ..numerics.statistics import Estimate
 from .figures import pyplot, save_figure
 from .section import Figure, Table
 
@@ -32,24 +36,14 @@ SAMPLED_WIDTH = 10
 COMPONENTS = 50
 """Principal components shown in figure 3d (the paper shows the first 50)."""
 
-
-def _sampler_settings(profile: str):
-    from ..numerics.attention_paths.sampling import SamplerSettings
-
-    # thorough: about an hour on one CPU core at P = 600 (0.4 s per gradient for 4 chains, ~14 leapfrog steps)
-    return (SamplerSettings(chains=4, warmup=100, draws=150) if profile == "quick"
-            else SamplerSettings(chains=4, warmup=200, draws=400))
+SAMPLER = sampling.SamplerSettings(chains=4, warmup=200, draws=400)
+"""The sampled networks of the thorough profile (the quick one draws none): about an hour on one CPU core at
+P = 600 (0.4 s per gradient for 4 chains, ~14 leapfrog steps)."""
 
 
-def _sampled(paths, temperature: float, profile: str, seed: int, progress, store=None):
+def _sampled(paths, temperature: float, seed: int, progress, *, store=None, settings: sampling.SamplerSettings = SAMPLER):
     """Networks sampled from the posterior at N = SAMPLED_WIDTH: (U summary, test accuracy, diagnostics).
     With a ``store`` the summary is kept there and reused by a rerun with the same inputs and settings."""
-    from ..numerics.attention_paths.posterior import network_posterior
-    from ..numerics.attention_paths.sampling import sample_posterior
-    from ..numerics.diagnostics import ChainSummary
-    from ..numerics.statistics import Estimate
-
-    settings = _sampler_settings(profile)
     name = (f"sampled_{fingerprint(paths.X, paths.y)}_test{fingerprint(paths.X_test, paths.y_test)}_N{SAMPLED_WIDTH}"
             f"_T{temperature:g}_{settings.chains}x{settings.warmup}+{settings.draws}_seed{seed}")
     record = store.load(name) if store is not None else None
@@ -57,7 +51,7 @@ def _sampled(paths, temperature: float, profile: str, seed: int, progress, store
         arrays, metadata = record
         return ChainSummary(**arrays), Estimate(**metadata["accuracy"]), metadata["diagnostics"]
     posterior = network_posterior(paths.X, paths.y, heads=experiment.HEADS, width=SAMPLED_WIDTH, temperature=temperature)
-    samples = sample_posterior(posterior, seed=seed, settings=settings, X_test=paths.X_test, progress=progress)
+    samples = sampling.sample_posterior(posterior, seed=seed, settings=settings, X_test=paths.X_test, progress=progress)
     summary, accuracy, diagnostics = samples.order_parameter_summary(), samples.accuracy(paths.y_test), samples.diagnostics()
     if store is not None:
         store.save(name, dict(vars(summary)), {"accuracy": accuracy.as_dict(), "diagnostics": diagnostics})
@@ -85,7 +79,7 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
     small = next(p for p in sweep if p.width == SAMPLED_WIDTH)
     if profile == "thorough":
         progress(f"attention_paths: figure 3b-c, sampling networks at N = {SAMPLED_WIDTH}, T = {small.temperature:g}")
-        U_sampled, sampled_accuracy, diagnostics = _sampled(paths, small.temperature, profile, seed,
+        U_sampled, sampled_accuracy, diagnostics = _sampled(paths, small.temperature, seed,
                                                             lambda message: progress(f"attention_paths: figure 3c, {message}"),
                                                             store=solution_store(profile))
     else:  # the collapsed sampler in 𝓗·N0 = 1024 dimensions takes too long for the quick tier (CI)

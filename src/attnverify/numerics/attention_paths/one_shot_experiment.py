@@ -155,6 +155,20 @@ def _accuracy(U, X, y, X_other, y_other, temperature: float) -> float:
     return float(np.mean(np.sign(mean) == np.sign(y_other)))
 
 
+def _order_parameters(paths: PathData, heads, width: float, temperature: float, tolerance: float, start,
+                      store: SolutionStore | None, features: str) -> tuple[tuple[np.ndarray, ...], float]:
+    """(U_1, …, U_L) and solve seconds at one finite (N, T): from ``store`` if it holds them, else solved
+    (from ``start``) and filed there."""
+    stored = store.get(features, heads, width, temperature, tolerance) if store is not None else None
+    if stored is not None:
+        return stored
+    solution = saddle_point_from_features(paths.X, paths.y, heads=heads, width=width, temperature=temperature,
+                                          tolerance=tolerance, start=start)
+    if store is not None:
+        store.put(features, heads, width, temperature, tolerance, solution.order_parameters, solution.seconds)
+    return solution.order_parameters, solution.seconds
+
+
 def validated_point(paths: PathData, width: float, temperatures: Sequence[float] = TEMPERATURES, *,
                     heads: Sequence[int] = HEADS, starts: dict | None = None, tolerance: float = SOLVER_TOLERANCE,
                     store: SolutionStore | None = None,
@@ -170,19 +184,11 @@ def validated_point(paths: PathData, width: float, temperatures: Sequence[float]
     features = fingerprint(paths.X, paths.y) if store is not None else ""
     solutions, scores = {}, {}
     for T in temperatures:
-        stored = None if store is None or np.isinf(width) else store.get(features, heads, width, T, tolerance)
         if np.isinf(width):
             U, seconds = np.eye(paths.X.shape[2]), 0.0
-        elif stored is not None:
-            starts[T], seconds = stored
-            U = starts[T][0]
         else:
-            solution = saddle_point_from_features(paths.X, paths.y, heads=heads, width=width, temperature=T,
-                                                  tolerance=tolerance, start=starts.get(T))
-            U, seconds = solution.order_parameter, solution.seconds
-            starts[T] = solution.order_parameters
-            if store is not None:
-                store.put(features, heads, width, T, tolerance, solution.order_parameters, seconds)
+            starts[T], seconds = _order_parameters(paths, heads, width, T, tolerance, starts.get(T), store, features)
+            U = starts[T][0]
         solutions[T] = (U, seconds)
         scores[T] = _accuracy(U, paths.X, paths.y, paths.X_validation, paths.y_validation, T)
     best = max(temperatures, key=lambda T: scores[T])
