@@ -126,13 +126,16 @@ def test_json_is_written_after_each_claim(tmp_path, capsys, monkeypatch):
     written = []
     real = cli.write_results
 
-    def spy(results, target):
-        real(results, target)
-        written.append(len(json.loads(Path(target).read_text())["claims"]))
+    def spy(results, target, not_run):
+        real(results, target, not_run)
+        document = json.loads(Path(target).read_text())
+        written.append((len(document["claims"]), document["complete"], document["not_run"]))
 
     monkeypatch.setattr(cli, "write_results", spy)
     assert cli.main(["check", "--only", "fake", "--json", str(path)]) == 0
-    assert written == [0, 1, 2]  # an empty file up front, then after each claim
+    # an incomplete file up front naming every claim, then after each claim
+    assert written == [(0, False, ["fake.square_is_product", "fake.square_is_two"]),
+                       (1, False, ["fake.square_is_two"]), (2, True, [])]
     claims = json.loads(path.read_text())["claims"]
     assert [c["name"] for c in claims] == ["fake.square_is_product", "fake.square_is_two"]
     assert all(c["ok"] for c in claims)
@@ -236,3 +239,58 @@ def test_the_readme_example_refutes_the_heuristic_and_confirms_the_safe_bound(ca
     assert code == 1
     assert "mybounds.erfc_squared" in out and "refuted" in out and "counterexample" in out
     assert [line for line in out.splitlines() if line.startswith("mybounds.two_erfc")][0].split()[2] == "holds"
+
+
+def test_verify_json_replays_with_the_verify_command(tmp_path, capsys):
+    path, out = tmp_path / "my_claims.py", tmp_path / "out.json"
+    path.write_text(USER_FILE)
+    assert cli.main(["verify", str(path), "--json", str(out)]) == 1
+    replays = {c["name"]: c["replay"] for c in json.loads(out.read_text())["claims"]}
+    assert replays["mine.cube"].startswith(f"attnverify verify {path} --only mine.cube ")
+    # the recorded replay runs and reproduces the refutation
+    assert cli.main(replays["mine.cube"].split()[1:]) == 1
+
+
+@pytest.mark.parametrize("where", ["file", "proc"])
+def test_report_into_an_unusable_folder_is_a_usage_error(tmp_path, capsys, fake_section, where):
+    target = tmp_path / "a_file.txt" if where == "file" else Path("/proc/attnverify_report")
+    if where == "file":
+        target.write_text("not a folder")
+    assert cli.main(["report", "--out", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert "--out" in err and "Traceback" not in err
+
+
+def test_an_interrupted_run_says_which_claims_did_not_run(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "results.json"
+    real = cli.run_claim_or_error
+
+    def interrupt_second(claim, **kwargs):
+        if claim.name == "fake.square_is_two":
+            raise KeyboardInterrupt
+        return real(claim, **kwargs)
+
+    monkeypatch.setattr(cli, "run_claim_or_error", interrupt_second)
+    assert cli.main(["check", "--only", "fake", "--json", str(path)]) == 130
+    document = json.loads(path.read_text())
+    assert document["complete"] is False and document["not_run"] == ["fake.square_is_two"]
+    assert [c["name"] for c in document["claims"]] == ["fake.square_is_product"]
+
+
+def test_negative_seed_is_a_usage_error(capsys):
+    assert cli.main(["check", "--only", "fake", "--seed", "-1"]) == 2
+    assert "--seed" in capsys.readouterr().err
+
+
+def test_hypothesis_keeps_its_files_in_the_cache_not_the_working_directory(tmp_path, monkeypatch, capsys):
+    from hypothesis import configuration
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ATTNVERIFY_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("HYPOTHESIS_STORAGE_DIRECTORY", raising=False)
+    try:
+        assert cli.main(["check", "--only", "fake"]) == 0
+        assert not (tmp_path / ".hypothesis").exists()
+        assert configuration.storage_directory("x", intent_to_write=False).path == tmp_path / "cache" / "hypothesis" / "x"
+    finally:
+        configuration.set_hypothesis_home_dir(None)

@@ -111,7 +111,8 @@ def run_and_report(
     """Run ``claims`` one after another, print the results table and the detail of every
     surprise or refutation; with ``json_path`` rewrite the results after each claim.
 
-    ``command`` replaces ``attnverify check`` in replay lines. Returns the exit status.
+    ``command`` (default ``attnverify check``) is what the replay lines run. The JSON says which
+    claims have not run yet (``"complete": false``) until the last one is done. Returns the exit status.
     """
     out = out or sys.stdout
     progress = Progress(err or sys.stderr)
@@ -119,18 +120,20 @@ def run_and_report(
     for index, claim in enumerate(claims, 1):
         progress.claim_started(index, len(claims), claim, claim.examples[profile])
         result = run_claim_or_error(claim, profile=profile, backend=backend, seed=seed, progress=progress.example)
+        if command:
+            result.command = command
         progress.claim_finished(result)
         results.append(result)
         if json_path:
-            write_results(results, json_path)
-    return _print_results([r.as_dict() for r in results], out=out, command=command, json_path=json_path)
+            write_results(results, json_path, [c.name for c in claims[index:]])
+    return _print_results([r.as_dict() for r in results], out=out, json_path=json_path)
 
 
-def _print_results(results: list[dict], *, out: TextIO, command: str | None, json_path: str | None) -> int:
+def _print_results(results: list[dict], *, out: TextIO, json_path: str | None) -> int:
     print(results_table(results), file=out)
     for result in results:
         if needs_details(result):
-            print("\n" + result_details(result, command=command), file=out)
+            print("\n" + result_details(result), file=out)
     unexpected = [r["name"] for r in results if not r["ok"]]
     print(f"\n{len(results)} claims: {len(results) - len(unexpected)} as expected, "
           f"{len(unexpected)} unexpected" + (f" ({', '.join(unexpected)})" if unexpected else ""), file=out)
@@ -146,14 +149,31 @@ def _backend(name: str | None) -> Backend:
         raise UsageError(f"{error} (from --backend or {ENVIRONMENT_VARIABLE})") from None
 
 
-def _prepare_json(path: str | None) -> None:
-    """Fail before a long run, not after it, when the results file cannot be written."""
+def _prepare_json(path: str | None, claims: list[Claim]) -> None:
+    """Fail before a long run, not after it, when the results file cannot be written; the file
+    starts as an incomplete run with every claim still to run."""
     if path is None:
         return
+    if Path(path).is_dir():
+        raise UsageError(f"--json {path!r} is a directory; give a file name")
     try:
-        write_results([], path)
+        write_results([], path, [c.name for c in claims])
     except OSError as error:
         raise UsageError(f"cannot write --json {path!r}: {error.strerror or error}") from None
+
+
+def _prepare_out(path: str) -> None:
+    """Fail before a long run when the report folder cannot be made or written into."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {path!r} exists and is not a directory; give a folder for the report")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".attnverify-write-test"
+        probe.write_text("", encoding="utf-8")
+        probe.unlink()
+    except OSError as error:
+        raise UsageError(f"cannot write the report into --out {path!r}: {error.strerror or error}") from None
 
 
 def _chosen(claims: list[Claim], only: str | None, where: str) -> list[Claim]:
@@ -184,7 +204,7 @@ def _list(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     backend = _backend(args.backend)
     claims = _chosen(catalogue.builtin_claims(), args.only, "built in (run `attnverify list` to see them)")
-    _prepare_json(args.json)
+    _prepare_json(args.json, claims)
     return run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json)
 
 
@@ -207,7 +227,7 @@ def _verify(args: argparse.Namespace) -> int:
             "`@claim(\"theory.name\", parameters=...)` from attnverify.checks"
         )
     claims = _chosen(claims, args.only, f"defined in {args.file}")
-    _prepare_json(args.json)
+    _prepare_json(args.json, claims)
     return run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
                           command=verify_command(args.file))
 
@@ -220,6 +240,7 @@ def _report(args: argparse.Namespace) -> int:
         builder.select_theories(args.only)
     except ValueError as error:
         raise UsageError(str(error)) from None
+    _prepare_out(args.out)
     progress = Progress(sys.stderr)
     try:
         document = builder.build_report(args.out, profile=args.profile, backend=backend, seed=args.seed,
@@ -231,7 +252,7 @@ def _report(args: argparse.Namespace) -> int:
             print(f"{section['theory']}: error: {error.strip().splitlines()[-1]} (traceback in the report)")
         for warning in section["warnings"]:
             print(f"{section['theory']}: warning: {warning}")
-    status = _print_results(document["claims"], out=sys.stdout, command=None, json_path=None)
+    status = _print_results(document["claims"], out=sys.stdout, json_path=None)
     out = Path(args.out)
     print(f"report written to {out / 'index.html'}, {out / 'report.md'} and {out / 'results.json'}")
     return 0 if document["ok"] and status == 0 else 1
@@ -254,13 +275,24 @@ def _train_one_shot(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- parser
 
 
+def _seed(text: str) -> int:
+    """An argparse type: a seed is an integer ≥ 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer ≥ 0, got {text!r}")
+    return value
+
+
 def _add_run_options(parser: argparse.ArgumentParser, only_help: str, only_metavar: str = "PATTERN") -> None:
     parser.add_argument("--only", metavar=only_metavar, help=only_help)
     parser.add_argument("--profile", choices=PROFILES, default="quick",
                         help="quick (default; seconds to minutes) or thorough (more examples, larger samples)")
     parser.add_argument("--backend", choices=BACKEND_NAMES, default=None,
                         help=f"array backend (default: ${ENVIRONMENT_VARIABLE}, else numpy); cupy needs a GPU")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0); replays exactly")
+    parser.add_argument("--seed", type=_seed, default=0, help="seed of the whole run (default 0); replays exactly")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -109,14 +109,17 @@ def test_results_are_written_after_each_claim(tmp_path, fake_theory, monkeypatch
     seen = []
     real = builder._write_results
 
-    def spy(out_dir, outcomes, metadata, *, complete):
-        document = real(out_dir, outcomes, metadata, complete=complete)
-        seen.append((complete, len(json.loads((out_dir / "results.json").read_text())["claims"])))
+    def spy(out_dir, outcomes, metadata, *, not_run):
+        document = real(out_dir, outcomes, metadata, not_run=not_run)
+        written = json.loads((out_dir / "results.json").read_text())
+        seen.append((written["complete"], len(written["claims"]), written["not_run"]))
         return document
 
     monkeypatch.setattr(builder, "_write_results", spy)
     builder.build_report(tmp_path, seed=0)
-    assert seen == [(False, 0), (False, 1), (False, 2), (True, 2)]
+    pages = "index.html and report.md"
+    assert seen == [(False, 0, ["fake.square_is_product", "fake.square_is_two", pages]),
+                    (False, 1, ["fake.square_is_two", pages]), (False, 2, [pages]), (True, 2, [])]
 
 
 def test_a_broken_section_is_reported_not_fatal(tmp_path, fake_theory):

@@ -64,6 +64,7 @@ def saddle_point_is_a_minimum(p: dict, ctx: Context) -> Evidence:
     return Evidence(
         holds=solution.gradient_norm <= tolerance and smallest > 0,
         theory=0.0, observed=solution.gradient_norm, tolerance=tolerance,
+        relation="equal", conditions={"Hessian positive definite": smallest > 0},
         note=f"residual {solution.gradient_norm:.2e}; smallest Hessian eigenvalue {smallest:.3g}",
         figures={"smallest_hessian_eigenvalue": smallest, "iterations": solution.iterations,
                  "newton_steps": solution.newton_steps, "below_wishart_rank": solution.below_wishart_rank},
@@ -98,7 +99,9 @@ def gp_limit(p: dict, ctx: Context) -> Evidence:
     budget = 0.02
     slack = [abs(f.slope + 1) - (5 * f.slope_standard_error + budget) for f in (fit_u, fit_f)]
     return Evidence(
-        holds=max(slack) <= 0, theory=-1.0, observed=fit_u.slope,
+        holds=max(slack) <= 0, theory=-1.0, observed=fit_u.slope, relation="custom",
+        conditions={"slope of |U − U_GP| within 5 SE + budget of −1": slack[0] <= 0,
+                    "slope of |f − f_GP| within 5 SE + budget of −1": slack[1] <= 0},
         tolerance=5 * fit_u.slope_standard_error + budget, standard_error=fit_u.slope_standard_error,
         note=f"slopes: |U − U_GP| {fit_u.slope:.4f} ± {fit_u.slope_standard_error:.1e}, "
              f"|f − f_GP| {fit_f.slope:.4f} ± {fit_f.slope_standard_error:.1e}",
@@ -137,13 +140,13 @@ def single_head_reduction(p: dict, ctx: Context) -> Evidence:
     top = matrix.order_parameter[0, 0] * np.linalg.eigvalsh(C[0, 0])[-1]
     condition = (top + p["temperature"]) / p["temperature"]
     rtol = 10 * (matrix.error_estimate + scalar.error_estimate) / scalar.order_parameter + 1e-14 * condition
-    evidence = close(float(matrix.order_parameter[0, 0]), scalar.order_parameter, rtol=rtol,
-                     figures={"U_a_matrix": matrix.readout_order_parameter,
-                              "U_a_scalar": scalar.readout_order_parameter,
-                              "action_matrix": matrix.action, "action_scalar": scalar.action,
-                              "condition": condition})
     same_readout = abs(matrix.readout_order_parameter - scalar.readout_order_parameter) <= rtol * scalar.readout_order_parameter
-    return Evidence(**{**evidence.as_dict(), "holds": evidence.holds and same_readout})
+    return close(float(matrix.order_parameter[0, 0]), scalar.order_parameter, rtol=rtol,
+                 figures={"U_a_matrix": matrix.readout_order_parameter,
+                          "U_a_scalar": scalar.readout_order_parameter,
+                          "action_matrix": matrix.action, "action_scalar": scalar.action,
+                          "condition": condition},
+                 conditions={"same readout order parameter U_a": same_readout})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,10 +185,10 @@ def generated_action(p: dict, ctx: Context) -> Evidence:
                          - (action(theta + 2 * h * e)[0] - action(theta - 2 * h * e)[0])) / (12 * h)
                         for e in np.eye(theta.size)])
     gradient_error = float(np.max(np.abs(numeric - grad)) / max(np.max(np.abs(grad)), 1e-300))
-    evidence = close(float(generated), float(direct), rtol=1e-10,
-                     figures={"gradient_relative_error": gradient_error, "parameters": int(theta.size)})
-    return Evidence(**{**evidence.as_dict(), "holds": evidence.holds and gradient_error <= 1e-6,
-                       "note": f"action rtol 1e-10; gradient error {gradient_error:.1e} (≤ 1e-6)"})
+    return close(float(generated), float(direct), rtol=1e-10,
+                 figures={"gradient_relative_error": gradient_error, "parameters": int(theta.size)},
+                 conditions={"gradient = finite differences to 1e-6": gradient_error <= 1e-6},
+                 note=f"action rtol 1e-10; gradient error {gradient_error:.1e} (≤ 1e-6)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,10 +229,14 @@ def markov_accuracy_between_gp_lines(p: dict, ctx: Context) -> Evidence:
     ahead = experiments.paired_difference(small, gp_gd)
     converged = experiments.paired_difference(large, gp_all)
     above_all = experiments.paired_difference(small, gp_all)
-    holds = (ahead.mean >= -5 * ahead.standard_error and above_all.mean > 5 * above_all.standard_error
-             and abs(converged.mean) <= 5 * converged.standard_error + 0.005)
+    conditions = {
+        "N = 10 matches or beats the good + denoising GP (−5 SE)": ahead.mean >= -5 * ahead.standard_error,
+        "N = 10 beats the all-paths GP by 5 SE": above_all.mean > 5 * above_all.standard_error,
+        "N = 1e4 equals the all-paths GP (5 SE + 0.005)": abs(converged.mean) <= 5 * converged.standard_error + 0.005,
+    }
     return Evidence(
-        holds=holds, theory=gp_gd.accuracy.mean, observed=small.accuracy.mean,
+        holds=all(conditions.values()), relation="custom", conditions=conditions,
+        theory=gp_gd.accuracy.mean, observed=small.accuracy.mean,
         tolerance=5 * ahead.standard_error, standard_error=ahead.standard_error,
         note=(f"{origin}: theory N=10 {small.accuracy.mean:.3f}, N=1e4 {large.accuracy.mean:.3f}; "
               f"GP g+d {gp_gd.accuracy.mean:.3f}, GP all {gp_all.accuracy.mean:.3f}"),
@@ -318,19 +325,20 @@ def sampled_networks_match_theory(p: dict, ctx: Context) -> Evidence:
     converged (R-hat < 1.01, bulk and tail ESS ≥ 400 for every entry of U; predictor R-hat < 1.05 on the
     worst of the 1000 test points) for the MCSE to count."""
     points, origin = sampled_points(p["data"], ctx)
-    worst, holds, notes = 0.0, True, []
+    worst, conditions, notes = 0.0, {}, []
     for point in points:
         gap = np.abs(point.order_parameter - point.theory.order_parameter)
         allowed = 5 * point.order_parameter_mcse + point.budget
         accuracy_gap = abs(point.accuracy.mean - point.theory.accuracy.mean)
         accuracy_allowed = 5 * point.accuracy.standard_error + point.accuracy_budget
         ok = point.converged and bool(np.all(gap <= allowed)) and accuracy_gap <= accuracy_allowed
-        holds &= ok
+        conditions[f"N = {point.width}: converged, U and accuracy within 5 MCSE + budget"] = ok
         worst = max(worst, float(np.max(gap / allowed)))
         notes.append(f"N={point.width}: U_gg {point.order_parameter[0, 0]:.3f}±{point.order_parameter_mcse[0, 0]:.3f} "
                      f"vs {point.theory.order_parameter[0, 0]:.3f}, acc {point.accuracy.mean:.3f} vs "
                      f"{point.theory.accuracy.mean:.3f}{'' if point.converged else ' (not converged)'}")
-    return Evidence(holds=holds, theory=1.0, observed=worst, tolerance=1.0,
+    return Evidence(holds=all(conditions.values()), theory=1.0, observed=worst, tolerance=1.0,
+                    relation="custom", conditions=conditions,
                     note=f"{origin}; max gap/allowed {worst:.2f}; " + "; ".join(notes),
                     figures={"data": origin, "points": [_point_figures(q) for q in points]})
 
@@ -352,9 +360,12 @@ def sampled_networks_approach_gp(p: dict, ctx: Context) -> Evidence:
         errors.append(float(np.sqrt(np.sum((delta / d) ** 2 * point.order_parameter_mcse**2))))
     drops = [(distances[i] - distances[i + 1], float(np.hypot(errors[i], errors[i + 1])))
              for i in range(len(points) - 1)]
-    holds = all(drop > 5 * se for drop, se in drops) and all(q.converged for q in points)
+    conditions = {f"d falls from N = {points[i].width} to N = {points[i + 1].width} by > 5 SE": drop > 5 * se
+                  for i, (drop, se) in enumerate(drops)}
+    conditions["every width converged"] = all(q.converged for q in points)
     smallest = min(drops, key=lambda d: d[0] / d[1])
-    return Evidence(holds=holds, theory=0.0, observed=smallest[0], tolerance=5 * smallest[1],
+    return Evidence(holds=all(conditions.values()), theory=0.0, observed=smallest[0], tolerance=5 * smallest[1],
+                    relation="custom", conditions=conditions,
                     standard_error=smallest[1],
                     note=f"{origin}; |Û − I| at N = {[q.width for q in points]}: "
                          + ", ".join(f"{d:.3f}±{e:.3f}" for d, e in zip(distances, errors)),

@@ -94,6 +94,8 @@ def _worst(evidences: list[tuple[str, Evidence]]) -> Evidence:
         worst.observed,
         worst.tolerance,
         worst.standard_error,
+        relation=worst.relation,
+        conditions={lab: e.holds for lab, e in evidences},
         note=f"worst case {label}: {worst.note}",
         figures={"cases": {lab: e.as_dict() for lab, e in evidences}},
     )
@@ -579,6 +581,7 @@ def latent_posterior_concentrates(p: dict, ctx: Context) -> Evidence:
     holds = all(e.holds for _, e in evidences)
     label, worst = min(evidences, key=lambda item: item[1].observed - item[1].theory)
     return Evidence(holds, worst.theory, worst.observed, 0.0, worst.standard_error, note=f"tightest step {label}",
+                    relation="at_most", conditions={lab: e.holds for lab, e in evidences},
                     figures={"mean_mass": mass.mean(axis=1).tolist(), "lengths": list(CONCENTRATION_LENGTHS)})
 
 

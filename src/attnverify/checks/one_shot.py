@@ -76,7 +76,7 @@ def one_shot_cache_is_the_trained_network(p: dict, ctx: Context):
         gaps[seed] = (numpy_accuracy, float(network.metadata["test_accuracy"]))
     worst = max(abs(a - b) for a, b in gaps.values())
     allowed = 1.0 / data.test.y.size
-    return Evidence(holds=worst <= allowed, theory=0.0, observed=worst, tolerance=allowed,
+    return Evidence(holds=worst <= allowed, theory=0.0, observed=worst, tolerance=allowed, relation="equal",
                     note="; ".join(f"seed {s}: numpy {a:.4f} vs torch {b:.4f}" for s, (a, b) in sorted(gaps.items())),
                     figures={"accuracy": {str(s): list(v) for s, v in gaps.items()}, "torch": shared.get("torch")})
 
@@ -89,9 +89,11 @@ def one_shot_network_generalises_to_new_classes(p: dict, ctx: Context):
     than chance: for every training seed, test accuracy − 1/2 > 5 standard errors (binomial, per episode)."""
     networks, _, _, paths = one_shot_inputs()
     estimates = {s: mean_estimate(n.correct(paths[s].X_test, paths[s].y_test)) for s, n in networks.items()}
-    margin = min((e.mean - 0.5) / e.standard_error for e in estimates.values())
+    conditions = {f"seed {s}: accuracy − 1/2 > 5 SE": (e.mean - 0.5) / e.standard_error > 5
+                  for s, e in sorted(estimates.items())}
     worst = min(estimates.values(), key=lambda e: e.mean)
-    return Evidence(holds=margin > 5, theory=0.5, observed=worst.mean, tolerance=5 * worst.standard_error,
+    return Evidence(holds=all(conditions.values()), relation="custom", conditions=conditions,
+                    theory=0.5, observed=worst.mean, tolerance=5 * worst.standard_error,
                     standard_error=worst.standard_error,
                     note="test accuracy by seed: " + ", ".join(f"{s}: {e.mean:.3f}±{e.standard_error:.3f}"
                                                               for s, e in sorted(estimates.items())),
@@ -114,7 +116,7 @@ def one_shot_head_scores_predict_pruning(p: dict, ctx: Context):
     errors (SE over seeds)."""
     analyses = one_shot_analyses(ctx.profile)
     rho = experiment.rank_correlation_estimate(analyses)
-    return Evidence(holds=rho.mean > 5 * rho.standard_error, theory=0.0, observed=rho.mean,
+    return Evidence(holds=rho.mean > 5 * rho.standard_error, theory=0.0, observed=rho.mean, relation="above",
                     tolerance=5 * rho.standard_error, standard_error=rho.standard_error,
                     note=f"Spearman ρ = {rho.mean:.3f} ± {rho.standard_error:.3f} over {rho.samples} seeds: "
                          + ", ".join(f"{a.seed}: {a.pruning.rank_correlation:.2f} (T = {a.theory.temperature:g})"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 import traceback
 from dataclasses import asdict, dataclass, field, is_dataclass
@@ -17,11 +18,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import numpy as np
+import hypothesis.configuration
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from ..numerics.backend import Backend, get_backend, to_numpy
+from ..numerics.arguments import backend as checked_backend, integer
+from ..numerics.backend import Backend, to_numpy
+from ..numerics.cache import cache_directory
 from .claim import PROFILES, Claim, Context
 from .evidence import Evidence
 
@@ -67,6 +71,7 @@ class ClaimResult:
     seconds: float
     shrink_trials: int = 0
     notes: list[str] = field(default_factory=list)
+    command: str = "attnverify check"  # what replays it: ``attnverify verify FILE.py`` for a user's file
 
     @property
     def ok(self) -> bool:
@@ -76,7 +81,7 @@ class ClaimResult:
     @property
     def replay_command(self) -> str:
         return (
-            f"attnverify check --only {self.claim.name} --profile {self.profile} "
+            f"{self.command} --only {self.claim.name} --profile {self.profile} "
             f"--backend {self.backend} --seed {self.seed}"
         )
 
@@ -130,13 +135,17 @@ def jsonable(value: Any) -> Any:
 
 def evaluate(claim: Claim, parameters: dict, seed: int, *, profile: str = "quick", backend: Any = None) -> Example:
     """Run the check of ``claim`` on one example; exceptions become an error, not a crash."""
-    backend = get_backend(backend)
+    backend = checked_backend(backend)
     ctx = Context(profile=profile, backend=backend, rng=np.random.default_rng(seed), seed=seed)
     start = time.perf_counter()
     try:
         evidence = claim.check(dict(parameters), ctx)
         if not isinstance(evidence, Evidence):
             raise TypeError(f"check of {claim.name} returned {type(evidence).__name__}, not Evidence")
+        verdict = evidence.verdict()  # Evidence checks this when made; a tampered one is caught here
+        if verdict is not None and verdict != evidence.holds:
+            raise ValueError(f"check of {claim.name} says holds={evidence.holds}, its figures say {verdict}: "
+                             f"{evidence.explain()}")
         return Example(dict(parameters), seed, evidence=evidence, seconds=time.perf_counter() - start)
     except Exception as error:  # a crash is reported with its traceback, never hidden
         detail = "".join(traceback.format_exception_only(type(error), error)).strip()
@@ -153,9 +162,13 @@ def run_claim(
     progress: Callable[[Claim, int, int], None] | None = None,
 ) -> ClaimResult:
     """Check ``claim`` on hypothesis-drawn examples; shrink the first failure to a minimal one."""
+    if not isinstance(claim, Claim):
+        raise TypeError(f"claim must be a Claim (made with @claim), got {type(claim).__name__}")
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
-    backend = get_backend(backend)
+    backend = checked_backend(backend)
+    seed = integer("seed", seed, 0)
+    use_cache_for_hypothesis()
     total = claim.examples[profile]
     examples: list[Example] = []
     failing: dict[str, Example] = {}
@@ -221,6 +234,14 @@ def run_claim(
     )
 
 
+def use_cache_for_hypothesis() -> None:
+    """Keep hypothesis' own files (its storage directory) under the project's cache folder, not in a
+    ``.hypothesis/`` folder of whatever directory the user runs from; ``$HYPOTHESIS_STORAGE_DIRECTORY``
+    still wins. Runs use no example database: a failure replays from ``(parameters, seed)``."""
+    if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        hypothesis.configuration.set_hypothesis_home_dir(cache_directory("hypothesis"))
+
+
 def select(claims: Iterable[Claim], pattern: str | None) -> list[Claim]:
     """Claims whose name starts with, or contains, ``pattern`` (all when None)."""
     claims = list(claims)
@@ -248,11 +269,22 @@ def run_claims(
     return results
 
 
-def write_results(results: list[ClaimResult], path: str) -> None:
-    """Write results as JSON (atomically, so a finished run is never half-written)."""
-    import os
+def results_document(results: list[ClaimResult], not_run: Iterable[str] = ()) -> dict:
+    """The JSON document of a run: the finished claims, and whether the run is complete (the names of
+    the claims it has not run yet, e.g. when interrupted)."""
+    not_run = list(not_run)
+    return {"complete": not not_run, "not_run": not_run, "claims": [r.as_dict() for r in results]}
 
-    tmp = f"{path}.tmp"
+
+def write_json(document: dict, path: str | Path) -> None:
+    """Write ``document`` as strict JSON, atomically (a reader never sees a half-written file)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(jsonable({"claims": [r.as_dict() for r in results]}), handle, indent=2, allow_nan=False)
+        json.dump(jsonable(document), handle, indent=2, allow_nan=False)
     os.replace(tmp, path)
+
+
+def write_results(results: list[ClaimResult], path: str | Path, not_run: Iterable[str] = ()) -> None:
+    """Write a run's results as JSON (atomically), saying which claims it has not run yet."""
+    write_json(results_document(results, not_run), path)

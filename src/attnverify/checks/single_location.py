@@ -100,7 +100,7 @@ def gaussian_identities(p: dict, ctx: Context) -> Evidence:
         if worst is None or gap > worst[0]:
             worst = (gap, identity["name"], evidence)
     _, name, evidence = worst
-    return Evidence(evidence.holds, evidence.theory, evidence.observed, evidence.tolerance,
+    return Evidence(evidence.holds, evidence.theory, evidence.observed, evidence.tolerance, relation="equal",
                     note=f"worst identity: {name}; rtol 1e-12, atol 1e-14", figures={"identities": rows})
 
 
@@ -134,9 +134,11 @@ def asymptotic_bayes_optimality(p: dict, ctx: Context) -> Evidence:
     excess = np.array([theory.oracle_excess_risk_high_precision(lm, dd, ll, p["gamma"]) for lm, dd, ll in zip(lam, d, L)])
     fit = fit_line(np.log(d), np.log(excess))
     upper = fit.slope + 5 * fit.slope_standard_error
-    holds = upper < 0 and excess[-1] < excess[0]
+    decreasing = bool(excess[-1] < excess[0])
     return Evidence(
-        holds,
+        bool(upper < 0) and decreasing,
+        relation="below",  # the slope lies more than 5 SE below 0
+        conditions={"excess at the largest d below the smallest d's": decreasing},
         theory=0.0,
         observed=fit.slope,
         tolerance=5 * fit.slope_standard_error,
@@ -190,6 +192,7 @@ def oracle_beats_linear(p: dict, ctx: Context) -> Evidence:
     ahead = estimate.mean + 5 * estimate.standard_error < 0
     holds = evidence.holds and (ahead or not decisive)
     return Evidence(holds, evidence.theory, evidence.observed, evidence.tolerance, evidence.standard_error,
+                    relation="equal", conditions={"simulation agrees where theory puts the oracle ahead": ahead or not decisive},
                     note=f"{evidence.note}; theory says oracle ahead: {decisive}, simulation: {ahead}", figures=evidence.figures)
 
 
@@ -240,6 +243,7 @@ def manifold_invariance(p: dict, ctx: Context) -> Evidence:
     evidence = at_most(worst, budget, note=f"symbolic invariance proven: {proven}; max distance to M {worst:.2e} over {steps} steps",
                        figures={"symbolic_proof": proven, "distance_max": worst})
     return Evidence(evidence.holds and proven, evidence.theory, evidence.observed, evidence.tolerance,
+                    relation="at_most", conditions={"symbolic invariance proven": proven},
                     note=evidence.note, figures=evidence.figures)
 
 

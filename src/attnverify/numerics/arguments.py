@@ -1,83 +1,289 @@
-"""Argument checks at the public boundary of numerics: clear errors naming the parameter and its range."""
+"""The public boundary: one place that turns user input into checked values, or refuses it by name.
+
+Every public function of ``derivations``, ``numerics`` and ``checks`` validates its arguments here,
+once, at entry; hot loops work on already-checked values. Each refusal is a ``TypeError`` (wrong
+kind of object) or a ``ValueError`` (right kind, outside the valid range) whose message names the
+parameter, the valid range and the value given (the scipy convention).
+"""
 
 from __future__ import annotations
 
 import math
-from numbers import Integral
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import fields, is_dataclass
+from numbers import Integral, Real
+from typing import Any, Sequence
 
 import numpy as np
 from scipy.linalg import cho_factor
 
-from .backend import Backend
+from .backend import Backend, get_backend
 
 
-def integer(name: str, value: Any, minimum: int) -> int:
-    """``value`` as an int ≥ ``minimum``, else ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
-    return int(value)
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
-def real(name: str, value: Any, *, low: float = -math.inf, high: float = math.inf, open_low: bool = False) -> float:
-    """``value`` as a finite float in [low, high] (or (low, high] with ``open_low``)."""
-    try:
-        x = float(value) if not isinstance(value, bool) else math.nan
-    except (TypeError, ValueError):
-        x = math.nan
-    bad = not math.isfinite(x) or x > high or (x <= low if open_low else x < low)
+def _interval(low: float, high: float, open_low: bool, open_high: bool) -> str:
+    left = "(" if open_low or math.isinf(low) else "["
+    right = ")" if open_high or math.isinf(high) else "]"
+    return f"{left}{low:g}, {high:g}{right}"
+
+
+# --------------------------------------------------------------------------- scalars
+
+
+def _is_number(value: Any) -> bool:
+    """A real number: Python/numpy/sympy reals and 0-d real arrays; never a bool."""
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    if isinstance(value, (Real, np.floating, np.integer)):
+        return True
+    dtype = getattr(value, "dtype", None)
+    return getattr(value, "shape", None) == () and dtype is not None and getattr(dtype, "kind", "") in "iuf"
+
+
+def real(
+    name: str,
+    value: Any,
+    *,
+    low: float = -math.inf,
+    high: float = math.inf,
+    open_low: bool = False,
+    open_high: bool = False,
+) -> float:
+    """``value`` as a finite float in [low, high] (open ends with ``open_low``/``open_high``).
+
+    Booleans, strings and arrays are refused (TypeError): ``True`` is not the number 1 here.
+    """
+    if not _is_number(value):
+        raise TypeError(f"{name} must be a real number in {_interval(low, high, open_low, open_high)}, "
+                        f"got {_shown(value)} ({type(value).__name__})")
+    x = float(value)
+    bad = (not math.isfinite(x) or (x <= low if open_low else x < low) or (x >= high if open_high else x > high))
     if bad:
-        interval = f"{'(' if open_low else '['}{low:g}, {high:g}]"
-        raise ValueError(f"{name} must be a finite number in {interval}, got {value!r}")
+        raise ValueError(f"{name} must be a finite number in {_interval(low, high, open_low, open_high)}, "
+                         f"got {_shown(value)}")
     return x
 
 
-def generator(rng: Any, be: Backend) -> Any:
+def positive(name: str, value: Any, *, high: float = math.inf) -> float:
+    """``value`` as a finite float > 0 (and ≤ ``high``)."""
+    return real(name, value, low=0.0, high=high, open_low=True)
+
+
+def nonnegative(name: str, value: Any, *, high: float = math.inf) -> float:
+    """``value`` as a finite float ≥ 0 (and ≤ ``high``)."""
+    return real(name, value, low=0.0, high=high)
+
+
+def integer(name: str, value: Any, minimum: int | None = None, maximum: int | None = None) -> int:
+    """``value`` as an int in [minimum, maximum].
+
+    Integral floats (``8.0``, ``1e5``) are accepted as the integer they equal; ``2.5``, NaN, infinities
+    and booleans are refused.
+    """
+    span = f"≥ {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+    if minimum is None:
+        span = "" if maximum is None else f"≤ {maximum}"
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer {span}, got {value!r} (a boolean)".replace("  ", " "))
+    if isinstance(value, (Integral, np.integer)):
+        n = int(value)
+    elif isinstance(value, (Real, np.floating)):
+        x = float(value)
+        if not math.isfinite(x) or not x.is_integer():
+            raise ValueError(f"{name} must be an integer {span}, got {_shown(value)}".replace("  ", " "))
+        n = int(x)
+    else:
+        raise TypeError(f"{name} must be an integer {span}, got {_shown(value)} ({type(value).__name__})"
+                        .replace("  ", " "))
+    if (minimum is not None and n < minimum) or (maximum is not None and n > maximum):
+        raise ValueError(f"{name} must be an integer {span}, got {_shown(value)}")
+    return n
+
+
+def integers(name: str, values: Any, minimum: int | None = None, *, length: int | None = None) -> tuple[int, ...]:
+    """A non-empty sequence of integers ≥ ``minimum`` as a tuple (``heads=(4, 4)``)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
+        raise TypeError(f"{name} must be a sequence of integers, got {_shown(values)}")
+    if len(values) == 0 or (length is not None and len(values) != length):
+        wanted = "non-empty" if length is None else f"of length {length}"
+        raise ValueError(f"{name} must be a {wanted} sequence of integers, got {_shown(values)}")
+    return tuple(integer(f"{name}[{i}]", v, minimum) for i, v in enumerate(values))
+
+
+def one_of(name: str, value: Any, choices: Sequence[Any]) -> Any:
+    """``value`` when it is one of ``choices``, else ValueError listing them."""
+    try:
+        if value in choices:
+            return value
+    except TypeError:  # unhashable or uncomparable
+        pass
+    raise ValueError(f"{name} must be one of {tuple(choices)}, got {_shown(value)}")
+
+
+def flag(name: str, value: Any) -> bool:
+    """``value`` as a bool (only ``True``/``False``)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {_shown(value)}")
+    return bool(value)
+
+
+# --------------------------------------------------------------------------- objects
+
+
+def backend(value: Any, name: str = "backend") -> Backend:
+    """A :class:`Backend`, by object or by name (``'numpy'``/``'cupy'``); None: the environment's choice."""
+    if value is not None and not isinstance(value, (Backend, str)):
+        raise TypeError(f"{name} must be 'numpy', 'cupy', a Backend or None, got {_shown(value)}")
+    try:
+        return get_backend(value)
+    except ValueError as error:
+        raise ValueError(f"{name}: {error}") from None
+
+
+def generator(rng: Any, be: Backend | None = None, name: str = "rng") -> Any:
     """A random Generator: ``rng`` itself, or the backend's Generator seeded with the integer ``rng``."""
-    if isinstance(rng, Integral) and not isinstance(rng, bool):
+    if isinstance(rng, (Integral, np.integer)) and not isinstance(rng, (bool, np.bool_)):
         if rng < 0:
-            raise ValueError(f"rng must be a seed ≥ 0 or a Generator, got {rng!r}")
-        return be.random(int(rng))
-    if rng is None or isinstance(rng, bool) or not hasattr(rng, "standard_normal"):
+            raise ValueError(f"{name} must be a seed ≥ 0 or a random Generator, got {rng!r}")
+        return (be or get_backend("numpy")).random(int(rng))
+    if rng is None or isinstance(rng, (bool, np.bool_)) or not hasattr(rng, "standard_normal"):
         raise TypeError(
-            f"rng must be an integer seed or a random Generator (numpy or backend), got {rng!r}; "
+            f"{name} must be an integer seed ≥ 0 or a random Generator (numpy or backend), got {_shown(rng)}; "
             "randomness must be explicit"
         )
     return rng
 
 
-def finite_array(name: str, x: Any, be: Backend, *, ndim: int | None = None) -> Any:
-    """``x`` as a float64 array of the backend, finite, with ``ndim`` axes when given."""
-    try:
-        arr = be.asarray(x)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must be an array of real numbers ({error})") from None
+def settings(name: str, value: Any, kind: type) -> Any:
+    """An instance of the dataclass ``kind``: ``value`` itself, or ``kind(**value)`` for a mapping
+    (None gives the defaults). Unknown keys are refused by name."""
+    if value is None:
+        return kind()
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, Mapping):
+        known = {f.name for f in fields(kind)} if is_dataclass(kind) else set()
+        unknown = sorted(str(k) for k in value if k not in known)
+        if unknown:
+            raise ValueError(f"{name} has unknown fields {unknown}; {kind.__name__} takes {sorted(known)}")
+        return kind(**value)
+    raise TypeError(f"{name} must be a {kind.__name__} (or a dict of its fields), got {_shown(value)}")
+
+
+# --------------------------------------------------------------------------- arrays
+
+
+def array(
+    name: str,
+    value: Any,
+    be: Backend | None = None,
+    *,
+    shape: tuple[int | None, ...] | None = None,
+    ndim: int | None = None,
+    min_ndim: int | None = None,
+    allow_empty: bool = False,
+    read_only: bool = False,
+) -> Any:
+    """``value`` as a finite float64 array of the backend ``be`` (numpy when None).
+
+    ``shape`` fixes the axes (None: any length on that axis); ``ndim``/``min_ndim`` fix only their
+    number. Non-numeric input is a TypeError; NaN, infinities, a wrong shape or an empty array a
+    ValueError naming ``name``. ``read_only`` (numpy only) returns a frozen copy.
+    """
+    be = be or get_backend("numpy")
+    if value is None or isinstance(value, (str, bytes, Mapping)):
+        raise TypeError(f"{name} must be an array of real numbers, got {_shown(value)}")
+    if getattr(value, "dtype", None) is None:  # lists, tuples, scalars: look at them as numpy first
+        try:
+            value = np.asarray(value)
+        except (TypeError, ValueError) as error:  # ragged nesting
+            raise TypeError(f"{name} must be an array of real numbers ({error})") from None
+    if getattr(value.dtype, "kind", "O") not in "biuf":
+        raise TypeError(f"{name} must be an array of real numbers, got dtype {value.dtype}")
+    arr = be.asarray(value)
+    if read_only and be.name == "numpy":
+        arr = np.array(arr, dtype=np.float64)
+    if shape is not None:
+        if arr.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, arr.shape)):
+            wanted = "(" + ", ".join("·" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+            raise ValueError(f"{name} must have shape {wanted}, got {tuple(arr.shape)}")
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} axes, got shape {tuple(arr.shape)}")
+    if min_ndim is not None and arr.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} axes, got shape {tuple(arr.shape)}")
+    if not allow_empty and arr.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {tuple(arr.shape)}")
     if not bool(be.xp.all(be.xp.isfinite(arr))):
         raise ValueError(f"{name} must contain only finite numbers, got NaN or infinity")
+    if read_only and be.name == "numpy":
+        arr.setflags(write=False)
     return arr
+
+
+def finite_array(name: str, x: Any, be: Backend, *, ndim: int | None = None) -> Any:
+    """``x`` as a finite float64 array of the backend, with ``ndim`` axes when given."""
+    return array(name, x, be, ndim=ndim)
 
 
 def shaped_array(name: str, value: Any, shape: tuple[int | None, ...]) -> np.ndarray:
     """``value`` as a read-only finite float64 host array of ``shape`` (None: any length on that axis)."""
-    arr = np.array(value, dtype=np.float64)
-    if arr.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, arr.shape)):
-        wanted = "(" + ", ".join("·" if s is None else str(s) for s in shape) + ")"
-        raise ValueError(f"{name} must have shape {wanted}, got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must contain only finite numbers")
-    arr.setflags(write=False)
+    return array(name, value, shape=shape, read_only=True)
+
+
+def same_length(name: str, size: int, other: str, other_size: int) -> None:
+    """ValueError unless two sizes that the theory ties together agree (``k`` and ``k_star``; ``d``)."""
+    if size != other_size:
+        raise ValueError(f"{name} has length {size} but {other} is {other_size}; they must agree")
+
+
+# --------------------------------------------------------------------------- matrices
+
+
+def symmetric(name: str, matrix: Any) -> np.ndarray:
+    """``matrix`` as a finite, square, symmetric float64 host array (to relative round-off)."""
+    arr = array(name, matrix, ndim=2)
+    if arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"{name} must be a square matrix, got shape {arr.shape}")
+    scale = float(np.max(np.abs(arr))) if arr.size else 0.0
+    if not np.allclose(arr, arr.T, rtol=1e-12, atol=1e-14 * max(scale, 1.0)):
+        raise ValueError(f"{name} must be symmetric")
     return arr
 
 
-def positive_definite_factor(name: str, matrix: np.ndarray):
+def positive_definite_factor(name: str, matrix: Any):
     """scipy's lower Cholesky factor (``cho_factor``) of a symmetric positive-definite ``matrix``;
     ValueError naming ``name`` (with the smallest eigenvalue) otherwise."""
-    if not np.allclose(matrix, matrix.T, rtol=1e-12, atol=1e-14):
-        raise ValueError(f"{name} must be symmetric")
+    arr = symmetric(name, matrix)
     try:
-        return cho_factor(matrix, lower=True)
+        return cho_factor(arr, lower=True)
     except np.linalg.LinAlgError:
-        eig = float(np.linalg.eigvalsh(matrix).min())
+        eig = float(np.linalg.eigvalsh(arr).min())
         raise ValueError(f"{name} must be positive definite, got smallest eigenvalue {eig:.3g}") from None
+
+
+def positive_semidefinite(name: str, matrix: Any, *, rtol: float = 1e-10) -> np.ndarray:
+    """``matrix`` when symmetric with eigenvalues ≥ −rtol·λ_max (round-off), else ValueError naming ``name``
+    with its smallest eigenvalue."""
+    arr = symmetric(name, matrix)
+    eig = np.linalg.eigvalsh(arr)
+    if eig[0] < -rtol * max(float(eig[-1]), 0.0) or (eig[-1] <= 0 and eig[0] < 0):
+        raise ValueError(f"{name} must be positive semi-definite, got smallest eigenvalue {eig[0]:.3g}")
+    return arr
+
+
+# --------------------------------------------------------------------------- broadcast scalars (attention paths)
+
+
+def positives(name: str, value: Any, length: int, meaning: str = "") -> tuple[float, ...]:
+    """``length`` finite floats > 0: one number for all (``width=N``), or a sequence of exactly ``length``
+    numbers (``width=(n_0, …, n_L)``, described by ``meaning``); entries are named ``name[i]``."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)) or np.ndim(value) == 0:
+        return (positive(name, value),) * length
+    if len(value) != length:
+        described = f" {meaning}" if meaning else ""
+        raise ValueError(f"{name} must be a number or a sequence of {length} numbers{described}, got {_shown(value)}")
+    return tuple(positive(f"{name}[{i}]", v) for i, v in enumerate(value))

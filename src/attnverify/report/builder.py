@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import importlib
-import json
 import os
 import platform
 import time
@@ -21,8 +20,9 @@ from typing import Callable
 from .. import __version__
 from ..checks import catalogue
 from ..checks.claim import PROFILES
-from ..checks.runner import jsonable, select
-from ..numerics.backend import Backend, get_backend
+from ..checks.runner import jsonable, write_json
+from ..numerics.arguments import backend as checked_backend, integer
+from ..numerics.backend import Backend
 from .render import equation_latex, render_html, render_markdown
 from .results import run_claim_or_error
 from .section import Section, TheoryOutcome
@@ -92,12 +92,13 @@ def _section_dict(outcome: TheoryOutcome) -> dict:
     return entry
 
 
-def results_document(outcomes: list[TheoryOutcome], metadata: dict, *, complete: bool) -> dict:
-    """The content of results.json."""
+def results_document(outcomes: list[TheoryOutcome], metadata: dict, *, not_run: list[str]) -> dict:
+    """The content of results.json; ``not_run`` names the sections and claims still to come."""
     claims = [c for o in outcomes for c in o.claims]
     return jsonable({
         "metadata": metadata,
-        "complete": complete,
+        "complete": not not_run,
+        "not_run": not_run,
         "ok": all(c["ok"] for c in claims) and not any(o.errors for o in outcomes),
         "sections": [_section_dict(o) for o in outcomes],
         "claims": claims,
@@ -110,9 +111,9 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _write_results(out_dir: Path, outcomes: list[TheoryOutcome], metadata: dict, *, complete: bool) -> dict:
-    document = results_document(outcomes, metadata, complete=complete)
-    _write_atomically(out_dir / "results.json", json.dumps(document, indent=2, allow_nan=False))
+def _write_results(out_dir: Path, outcomes: list[TheoryOutcome], metadata: dict, *, not_run: list[str]) -> dict:
+    document = results_document(outcomes, metadata, not_run=not_run)
+    write_json(document, out_dir / "results.json")
     return document
 
 
@@ -150,15 +151,21 @@ def build_report(
     """
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {seed!r}")
+    seed = integer("seed", seed, 0)
     theories = select_theories(only)
-    backend = get_backend(backend)
+    backend = checked_backend(backend)
     say = progress or (lambda message: None)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     metadata = _metadata(profile, backend, seed, only)
     outcomes: list[TheoryOutcome] = []
+    builtin = catalogue.builtin_claims()
+    planned = {t: [f"{t} (section)"] + [c.name for c in builtin if c.theory == t] for t in theories}
+
+    def still_to_run(theory: str, done: int) -> list[str]:
+        """What is not finished after ``done`` items (section first, then claims) of ``theory``."""
+        later = theories[theories.index(theory) + 1:]
+        return planned[theory][done:] + [item for t in later for item in planned[t]] + ["index.html and report.md"]
 
     for theory in theories:
         outcome = TheoryOutcome(theory)
@@ -167,12 +174,8 @@ def build_report(
         say(f"{theory}: building the section")
         _build_section(outcome, out_dir, profile=profile, backend=backend, seed=seed, progress=say)
         outcome.seconds = time.perf_counter() - start
-        _write_results(out_dir, outcomes, metadata, complete=False)
-        try:
-            claims = [c for c in select(catalogue.builtin_claims(), theory) if c.theory == theory]
-        except Exception:
-            outcome.errors.append("loading the built-in claims failed:\n" + traceback.format_exc())
-            claims = []
+        _write_results(out_dir, outcomes, metadata, not_run=still_to_run(theory, 1))
+        claims = [c for c in builtin if c.theory == theory]
         for k, claim in enumerate(claims, 1):
             say(f"[{k}/{len(claims)}] {claim.name}: checking ({claim.examples[profile]} examples)")
             result = run_claim_or_error(
@@ -183,9 +186,9 @@ def build_report(
             outcome.seconds = time.perf_counter() - start
             say(f"[{k}/{len(claims)}] {claim.name}: {result.status}, "
                 f"{'OK' if result.ok else 'UNEXPECTED'} ({result.seconds:.1f} s)")
-            _write_results(out_dir, outcomes, metadata, complete=False)
+            _write_results(out_dir, outcomes, metadata, not_run=still_to_run(theory, 1 + k))
 
     say("writing index.html and report.md")
     _write_atomically(out_dir / "index.html", render_html(outcomes, metadata))
     _write_atomically(out_dir / "report.md", render_markdown(outcomes, metadata))
-    return _write_results(out_dir, outcomes, metadata, complete=True)
+    return _write_results(out_dir, outcomes, metadata, not_run=[])

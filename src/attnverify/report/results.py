@@ -138,16 +138,7 @@ def needs_details(result: dict) -> bool:
     return not result["ok"] or result["status"] == "refuted"
 
 
-def replay_line(result: dict, command: str | None = None) -> str:
-    """The command that replays the run of this claim; ``command`` replaces ``attnverify check``
-    (e.g. ``attnverify verify FILE.py`` for a theorist's own file)."""
-    replay = result["replay"]
-    if command and replay.startswith("attnverify check"):
-        replay = command + replay[len("attnverify check"):]
-    return replay
-
-
-def result_details(result: dict, *, command: str | None = None) -> str:
+def result_details(result: dict) -> str:
     """The full story of one result: parameters, the two sides, tolerance, note, error, replay."""
     lines = [
         f"--- {result['name']}: {result['status']} (expected {result['expect']}) -> {verdict(result)}",
@@ -180,7 +171,7 @@ def result_details(result: dict, *, command: str | None = None) -> str:
             lines += ["    " + line for line in example["error"].rstrip().splitlines()]
     for note in result.get("notes") or []:
         lines.append(f"note: {note}")
-    lines.append(f"replay:     {replay_line(result, command)}")
+    lines.append(f"replay:     {result['replay']}")
     if example is not None:
         lines.append(
             "  this example alone: attnverify.checks.runner.evaluate(claim, "

@@ -1,0 +1,107 @@
+"""Evidence never lets a false claim through: it validates itself and recomputes its verdict."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from attnverify.checks import Evidence, at_most, claim, close, run_claim, st, within_error
+from attnverify.checks.evidence import EvidenceError
+from attnverify.numerics.statistics import Estimate
+
+INF, NAN = math.inf, math.nan
+ONE = st.fixed_dictionaries({"x": st.just(1)})
+
+
+@pytest.mark.parametrize("make, named", [
+    (lambda: close(1, 2, rtol=INF), "rtol"),
+    (lambda: close(1, 2, atol=INF), "atol"),
+    (lambda: close(1, 2, rtol=NAN), "rtol"),
+    (lambda: close(1, 2, rtol=-1e-12), "rtol"),
+    (lambda: close(1e308, 1e308, rtol=10.0), "tolerance"),  # atol + rtol·|rhs| overflows
+    (lambda: at_most(2, 1, tolerance=INF), "tolerance"),
+    (lambda: at_most(2, 1, tolerance=NAN), "tolerance"),
+    (lambda: at_most(2, 1, tolerance=-1.0), "tolerance"),
+    (lambda: within_error(1.0, Estimate(2.0, INF, 10)), "standard_error"),
+    (lambda: within_error(1.0, Estimate(2.0, 0.1, 10), bias_budget=INF), "bias_budget"),
+    (lambda: within_error(1.0, Estimate(2.0, 0.1, 10), bias_budget=-0.1), "bias_budget"),
+    (lambda: within_error(1.0, Estimate(2.0, 0.1, 10), z=INF), "z"),
+    (lambda: within_error(1.0, Estimate(2.0, 0.1, 10), z=4.9), "z"),
+    (lambda: within_error(1.0, Estimate(NAN, 0.1, 10)), "estimate.mean"),
+    (lambda: within_error(NAN, Estimate(1.0, 0.1, 10)), "theory"),
+    (lambda: close(NAN, NAN), "lhs"),
+])
+def test_an_unbounded_or_broken_tolerance_is_an_error_not_a_pass(make, named):
+    with pytest.raises(EvidenceError, match=named):
+        make()
+
+
+@pytest.mark.parametrize("fields, named", [
+    ({"holds": True, "theory": NAN, "observed": 1.0, "tolerance": 0.1}, "theory"),
+    ({"holds": True, "theory": 1.0, "observed": INF, "tolerance": 0.1}, "observed"),
+    ({"holds": NAN, "theory": 1.0, "observed": 1.0, "tolerance": 0.1}, "holds"),
+    ({"holds": "False"}, "holds"),
+    ({"holds": 1}, "holds"),
+    ({"holds": True, "theory": 1.0, "observed": 1.0, "tolerance": -0.1}, "tolerance"),
+    ({"holds": False, "theory": 1.0, "observed": 1.0, "tolerance": NAN}, "tolerance"),
+    ({"holds": True, "standard_error": -1.0}, "standard_error"),
+    ({"holds": True, "theory": 1.0, "observed": 2.0, "tolerance": 0.5}, "figures say False"),
+    ({"holds": False, "theory": 1.0, "observed": 1.2, "tolerance": 0.5}, "figures say True"),
+    ({"holds": True, "relation": "at_most", "theory": 3.0, "observed": 1.0, "tolerance": 1.0}, "figures say False"),
+    ({"holds": True, "relation": "above", "theory": 0.0, "observed": 1.0, "tolerance": 1.0}, "figures say False"),
+    ({"holds": True, "relation": "below", "theory": 0.0, "observed": -0.5, "tolerance": 1.0}, "figures say False"),
+    ({"holds": True, "relation": "custom", "conditions": {"converged": False}}, "figures say False"),
+    ({"holds": True, "conditions": {"converged": "yes"}}, "converged"),
+    ({"holds": True, "relation": "approximately"}, "relation"),
+    ({"holds": True, "relation": "equal", "theory": 1.0}, "needs theory, observed and tolerance"),
+])
+def test_evidence_refuses_what_it_cannot_stand_behind(fields, named):
+    with pytest.raises(EvidenceError, match=named):
+        Evidence(**fields)
+
+
+def test_each_relation_and_its_conditions_decide_the_verdict():
+    assert Evidence(True, 1.0, 1.4, 0.5).relation == "equal"
+    assert Evidence(True, 3.0, 2.5, 0.5, relation="at_most").verdict() is True
+    assert Evidence(True, 0.0, 2.0, 1.0, relation="above").verdict() is True
+    assert Evidence(True, 0.0, -2.0, 1.0, relation="below").verdict() is True
+    assert Evidence(False, 1.0, 1.0, 0.0, conditions={"Hessian positive": False}).verdict() is False
+    assert Evidence(True, note="stated by the check").verdict() is None  # custom, nothing to recompute
+    assert Evidence(np.bool_(True), np.float64(1.0), np.float64(1.0), np.float64(0.0)).holds is True
+    assert close(1.0, 1.0, conditions={"gradient matches": False}).holds is False
+
+
+@claim("mine.liar", parameters=ONE, examples={"quick": 1, "thorough": 1}, shrink_budget=1)
+def liar(params, ctx):
+    """1 = 2 (false; the check says it holds anyway)."""
+    return Evidence(holds=True, theory=1.0, observed=2.0, tolerance=0.0)
+
+
+@claim("mine.nan_side", parameters=ONE, examples={"quick": 1, "thorough": 1}, shrink_budget=1)
+def nan_side(params, ctx):
+    """A side that broke down."""
+    return Evidence(holds=True, theory=float("nan"), observed=1.0, tolerance=1.0)
+
+
+@claim("mine.infinite_rtol", parameters=ONE, examples={"quick": 1, "thorough": 1}, shrink_budget=1)
+def infinite_rtol(params, ctx):
+    """1 = 2 within an infinite relative tolerance."""
+    return close(1, 2, rtol=float("inf"))
+
+
+@claim("mine.tampered", parameters=ONE, examples={"quick": 1, "thorough": 1}, shrink_budget=1)
+def tampered(params, ctx):
+    """An Evidence whose verdict was changed after it was made."""
+    evidence = close(1.0, 2.0)
+    object.__setattr__(evidence, "holds", True)
+    return evidence
+
+
+@pytest.mark.parametrize("bad", [liar, nan_side, infinite_rtol, tampered], ids=lambda c: c.name)
+def test_the_runner_reports_untrustworthy_evidence_as_an_error(bad):
+    result = run_claim(bad, seed=0)
+    assert result.status == "error" and not result.ok
+    assert result.counterexample.evidence is None and "figures say" in result.counterexample.error \
+        or "finite" in result.counterexample.error
