@@ -51,6 +51,7 @@ KIND_CATEGORIES: dict[str, tuple[str, ...]] = {
     "backend": ("backend_name", "backend_type"),
     "choice": ("choice_value", "choice_type"),
     "settings": ("settings_type", "settings_field"),
+    "object": ("wrong_type", "bool"),  # a value of one particular class (a Claim, an Estimate, ...)
 }
 
 

@@ -29,12 +29,12 @@ ONE = st.fixed_dictionaries({"x": st.just(1)})
     (lambda: within_error(1.0, Estimate(2.0, 0.1, 10), bias_budget=-0.1), "bias_budget"),
     (lambda: within_error(1.0, Estimate(2.0, 0.1, 10), z=INF), "z"),
     (lambda: within_error(1.0, Estimate(2.0, 0.1, 10), z=4.9), "z"),
-    (lambda: within_error(1.0, Estimate(NAN, 0.1, 10)), "estimate.mean"),
+    (lambda: within_error(1.0, Estimate(NAN, 0.1, 10)), "mean"),
     (lambda: within_error(NAN, Estimate(1.0, 0.1, 10)), "theory"),
     (lambda: close(NAN, NAN), "lhs"),
 ])
 def test_an_unbounded_or_broken_tolerance_is_an_error_not_a_pass(make, named):
-    with pytest.raises(EvidenceError, match=named):
+    with pytest.raises(ValueError, match=named):  # EvidenceError, or Estimate refusing a broken figure
         make()
 
 

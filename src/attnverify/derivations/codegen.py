@@ -13,6 +13,7 @@ Common subexpressions are eliminated (``sympy.cse``) and evaluators are cached b
 
 from __future__ import annotations
 
+import contextlib
 import keyword
 from dataclasses import dataclass, field
 from functools import partial
@@ -112,12 +113,22 @@ class Evaluator:
                 f"evaluator of {[str(a) for a in self.arguments]} takes {len(self.arguments)} "
                 f"arguments, got {len(values)}"
             )
-        arrays = [self.xp.asarray(v, dtype=self.xp.float64) for v in values]
-        shape = self.xp.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
-        outputs = tuple(
-            self.xp.broadcast_to(self.xp.asarray(out, dtype=self.xp.float64), shape)
-            for out in self.function(*arrays)
-        )
+        arrays = [_argument(str(symbol), value, self.xp) for symbol, value in zip(self.arguments, values)]
+        try:
+            shape = self.xp.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
+        except ValueError:
+            shapes = ", ".join(f"{s} {tuple(a.shape)}" for s, a in zip(self.arguments, arrays))
+            raise ValueError(f"the arguments of the evaluator do not broadcast together: {shapes}") from None
+        quiet = getattr(self.xp, "errstate", None)  # numpy warns on domain errors; cupy never does
+        with (quiet(all="ignore") if quiet else contextlib.nullcontext()):  # reported below, by name
+            outputs = tuple(
+                self.xp.broadcast_to(self.xp.asarray(out, dtype=self.xp.float64), shape)
+                for out in self.function(*arrays)
+            )
+        for expression, out in zip(self.expressions, outputs):
+            if bool(self.xp.any(self.xp.isnan(out))):
+                raise ValueError(f"{expression} is undefined (NaN) at the given arguments "
+                                 f"{[str(a) for a in self.arguments]}: outside its domain, or an overflow")
         return outputs[0] if self._single else outputs
 
     @property
@@ -126,6 +137,19 @@ class Evaluator:
 
 
 _CACHE: dict[tuple, Evaluator] = {}
+
+
+def _argument(name: str, value: Any, xp: ModuleType) -> Any:
+    """One argument of an evaluator as a finite float64 array, else an error naming its symbol."""
+    if isinstance(value, (bool, str, bytes)) or value is None:
+        raise TypeError(f"argument {name} must be a real number or an array of them, got {value!r}")
+    try:
+        arr = xp.asarray(value, dtype=xp.float64)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"argument {name} must be a real number or an array of them ({error})") from None
+    if not bool(xp.all(xp.isfinite(arr))):
+        raise ValueError(f"argument {name} must be finite, got NaN or infinity")
+    return arr
 
 
 def generate_source(
@@ -153,7 +177,14 @@ def evaluator(
     ``backend`` is anything with ``name``, ``xp`` and ``special`` (see ``numerics.backend``);
     ``None`` means numpy with ``scipy.special``.
     """
-    backend = _default_backend() if backend is None else backend
+    if backend is None:
+        backend = _default_backend()
+    elif isinstance(backend, str):
+        from ..numerics.arguments import backend as named_backend
+
+        backend = named_backend(backend)
+    elif not all(hasattr(backend, part) for part in ("name", "xp", "special")):
+        raise TypeError(f"backend must be 'numpy', 'cupy', a Backend or None, got {backend!r}")
     single = isinstance(expressions, sympy.Basic)
     exprs = (expressions,) if single else tuple(sympy.sympify(e) for e in expressions)
     args = tuple(arguments)

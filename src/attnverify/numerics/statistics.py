@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import arguments
 from .backend import to_numpy
 
 
@@ -18,6 +19,11 @@ class Estimate:
     standard_error: float
     samples: int
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mean", arguments.real("Estimate.mean", self.mean))
+        object.__setattr__(self, "standard_error", arguments.nonnegative("Estimate.standard_error", self.standard_error))
+        object.__setattr__(self, "samples", arguments.integer("Estimate.samples", self.samples, 1))
+
     def interval(self, z: float = 1.96) -> tuple[float, float]:
         """The interval mean ± z·standard_error."""
         return self.mean - z * self.standard_error, self.mean + z * self.standard_error
@@ -28,12 +34,10 @@ class Estimate:
 
 def mean_estimate(values) -> Estimate:
     """Mean of i.i.d. draws with standard error s/√n (numpy or cupy input, float64)."""
-    x = to_numpy(values).astype(np.float64).ravel()
+    x = arguments.array("values", to_numpy(values), allow_empty=True).ravel()
     n = x.size
     if n < 2:
         raise ValueError(f"values must hold at least 2 draws to estimate an error, got {n}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError("values contain NaN or infinity; the simulation produced invalid draws")
     return Estimate(float(x.mean()), float(x.std(ddof=1) / np.sqrt(n)), int(n))
 
 
@@ -71,6 +75,8 @@ class RunningMoments:
 
 def combine(estimates: list[Estimate]) -> Estimate:
     """Pool independent estimates of the same mean, weighted by their sample counts."""
+    if not isinstance(estimates, (list, tuple)) or not all(isinstance(e, Estimate) for e in estimates):
+        raise TypeError(f"estimates must be a list of Estimate, got {estimates!r}")
     if not estimates:
         raise ValueError("estimates must not be empty")
     n = np.array([e.samples for e in estimates], dtype=np.float64)
@@ -100,17 +106,19 @@ def fit_line(x, y, standard_errors=None) -> LineFit:
     With ``standard_errors`` the weights are 1/σ² and the parameter errors are the usual
     (XᵀWX)⁻¹ diagonal (solved, not inverted); without, the residual variance is used.
     """
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if x.shape != y.shape or x.ndim != 1 or x.size < 3:
-        raise ValueError(f"x and y must be 1-D of equal length ≥ 3, got shapes {x.shape}, {y.shape}")
+    x = arguments.array("x", x, ndim=1)
+    y = arguments.array("y", y, shape=(x.size,))
+    if x.size < 3:
+        raise ValueError(f"x and y must hold at least 3 points for a line with error bars, got {x.size}")
+    if np.ptp(x) == 0:
+        raise ValueError("x must take at least 2 distinct values to fit a slope")
     design = np.stack([np.ones_like(x), x], axis=1)
     if standard_errors is None:
         weights = np.ones_like(x)
     else:
-        sigma = np.asarray(standard_errors, dtype=np.float64)
-        if sigma.shape != x.shape or np.any(sigma <= 0):
-            raise ValueError("standard_errors must be positive and shaped like x")
+        sigma = arguments.array("standard_errors", standard_errors, shape=(x.size,))
+        if np.any(sigma <= 0):
+            raise ValueError("standard_errors must be > 0 (one per point)")
         weights = 1.0 / sigma**2
     normal = design.T @ (weights[:, None] * design)
     rhs = design.T @ (weights * y)
