@@ -131,3 +131,40 @@ def test_bad_arguments_are_named():
 def test_conjugate_posterior_shrinks_like_sigma_over_root_L():
     _, sd = theory.conjugate_posterior(np.array([1e2, 1e4, 1e6]), 0.0, 1.0, 2.0)
     np.testing.assert_allclose(sd * np.sqrt([1e2, 1e4, 1e6]), 2.0, rtol=2e-2)
+
+
+# --------------------------------------------------------------------------- issue 14: the boundary
+
+
+def test_backend_by_name_and_lists_are_accepted():
+    by_name = theory.gaussian_error_constants(0.4, 0.5, 1.2, 0.25, backend="numpy")
+    default = theory.gaussian_error_constants(0.4, 0.5, 1.2, 0.25)
+    assert all(float(by_name[k]) == float(default[k]) for k in default)
+    listed = theory.fixed_bandwidth_constants(0.7, 1.0, [1.0, 0.5, 0.25], 2.0, 0.0, backend="numpy")["limit"]
+    np.testing.assert_allclose(listed, [0.23699, 0.60336, 0.86068], atol=5e-6)
+    with pytest.raises(ValueError, match="backend"):
+        theory.conjugate_posterior(3, 0.0, 1.0, 1.0, backend="numpi")
+    with pytest.raises(TypeError, match="backend"):
+        theory.conjugate_posterior(3, 0.0, 1.0, 1.0, backend=3)
+
+
+def test_bad_values_are_named_with_their_range():
+    with pytest.raises(ValueError, match=r"xbar must be a finite number in \(-inf, inf\)"):
+        theory.conjugate_posterior(3, np.nan, 1.0, 1.0)
+    with pytest.raises(ValueError, match="length must contain only finite numbers ≥ 0"):
+        theory.conjugate_posterior([3, -1], 0.0, 1.0, 1.0)
+    with pytest.raises(TypeError, match="noise"):
+        theory.gaussian_error_constants(0.1, 0.1, 0.1, True)
+    with pytest.raises(ValueError, match="must broadcast together, got shapes query \\(2,\\)"):
+        theory.fixed_bandwidth_constants([0.1, 0.2], 1.0, [1.0, 0.5, 0.2], 2.0, 0.0)
+
+
+def test_overflow_is_refused_by_name_never_a_nan():
+    """e^{3s²} overflows float64 beyond s² ≈ 236, and h² underflows below h ≈ 1e-154."""
+    assert np.isfinite(theory.gaussian_error_constants(200.0, 1.0, 1.0, 1.0)["second_order"])
+    with pytest.raises(ValueError, match="gaussian_error_constants overflows float64 at score_var"):
+        theory.gaussian_error_constants(300.0, 1.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="fixed_bandwidth_constants overflows float64 at query, key_sd, bandwidth"):
+        theory.fixed_bandwidth_constants(0.7, 1.0, 1e-200, 2.0, 0.1)
+    with pytest.raises(ValueError, match="conjugate_posterior overflows float64"):
+        theory.conjugate_posterior(3, 0.1, 1e200, 1.0)

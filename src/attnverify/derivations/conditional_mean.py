@@ -19,11 +19,15 @@ given the key (note §3.1). Derived here:
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
+from typing import Any
 
+import numpy as np
 import sympy
 from sympy import Eq, I, Rational, exp, oo, sqrt
 
+from ..numerics import arguments
 from .codegen import evaluator
 from .derivation import Derivation, DerivationRecorder
 
@@ -412,12 +416,38 @@ def derivations() -> list[Derivation]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _nonnegative(name: str, value) -> None:
-    import numpy as np
+def _reals(name: str, value: Any, be: Any, *, low: float = -math.inf, open_low: bool = False) -> Any:
+    """A finite real number (> or ≥ ``low``), or an array of them (lists accepted): the evaluators broadcast."""
+    if isinstance(value, (list, tuple)) or getattr(value, "ndim", 0) > 0:
+        arr = arguments.array(name, value, be)
+        if bool(be.xp.any(arr <= low if open_low else arr < low)):
+            raise ValueError(f"{name} must contain only finite numbers {'>' if open_low else '≥'} {low:g}, "
+                             f"got smallest {float(be.xp.min(arr))!r}")
+        return arr
+    return arguments.real(name, value, low=low, open_low=open_low)
 
-    arr = np.asarray(value, dtype=float)
-    if np.any(~np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"{name} must be finite and ≥ 0, got {value!r}")
+
+def _evaluate(function: str, expressions: tuple, symbols: tuple, be: Any, values: dict[str, Any], growth: str) -> tuple:
+    """The generated evaluator of ``expressions`` at checked ``values`` (keyed by parameter name); a
+    ValueError naming the parameters when they do not broadcast or the result overflows float64."""
+    shapes = {name: tuple(np.shape(v)) for name, v in values.items()}
+    try:
+        np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        raise ValueError(f"the array arguments of {function} must broadcast together, got shapes "
+                         + ", ".join(f"{n} {s}" for n, s in shapes.items())) from None
+    try:
+        out = evaluator(expressions, symbols, be)(*values.values())
+    except ValueError:  # the evaluator refuses a NaN result, which here can only come from an overflow
+        out = None
+    if out is None or not all(bool(be.xp.all(be.xp.isfinite(o))) for o in out):
+        raise ValueError(f"{function} overflows float64 at {', '.join(values)} = "
+                         f"{', '.join(_shown(v) for v in values.values())}: {growth}")
+    return out
+
+
+def _shown(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else f"array of shape {tuple(np.shape(value))}"
 
 
 GAUSSIAN_CONSTANT_NAMES = ("constant", "second_order", "bias_factor", "second_order_bias_factor")
@@ -426,38 +456,49 @@ GAUSSIAN_CONSTANT_NAMES = ("constant", "second_order", "bias_factor", "second_or
 def gaussian_error_constants(score_var, shift_sq, spread, noise, backend=None) -> dict:
     """C, D, B/‖β‖, B₂/‖β‖ of softmax attention on Gaussian keys with linear values.
 
-    Arguments are the invariants s² = aᵀΣa, ‖β‖² = ‖AΣa‖², τ² = tr(AΣAᵀ), ν² = d_v σ²; then
-    E‖attn − m∞‖² = C/L + D/L² + O(L⁻³) and E[attn − m∞] = (B/L + B₂/L²)·β/‖β‖ + O(L⁻³).
+    Arguments (numbers ≥ 0, or arrays of them) are the invariants s² = aᵀΣa, ‖β‖² = ‖AΣa‖²,
+    τ² = tr(AΣAᵀ), ν² = d_v σ²; then E‖attn − m∞‖² = C/L + D/L² + O(L⁻³) and
+    E[attn − m∞] = (B/L + B₂/L²)·β/‖β‖ + O(L⁻³). ``backend``: a Backend, 'numpy', 'cupy' or None.
     """
-    for name, value in (("score_var", score_var), ("shift_sq", shift_sq), ("spread", spread), ("noise", noise)):
-        _nonnegative(name, value)
-    f = evaluator(gaussian_constant_expressions(), GAUSSIAN_INVARIANTS, backend)
-    return dict(zip(GAUSSIAN_CONSTANT_NAMES, f(score_var, shift_sq, spread, noise)))
+    be = arguments.backend(backend)
+    values = {name: _reals(name, value, be, low=0.0) for name, value in
+              (("score_var", score_var), ("shift_sq", shift_sq), ("spread", spread), ("noise", noise))}
+    out = _evaluate("gaussian_error_constants", gaussian_constant_expressions(), GAUSSIAN_INVARIANTS, be, values,
+                    "the constants grow like (shift_sq + spread + noise)·exp(3·score_var), which must stay below 1e308")
+    return dict(zip(GAUSSIAN_CONSTANT_NAMES, out))
 
 
-def fixed_bandwidth_constants(query, key_sd_, bandwidth_, frequency_, noise_sd, backend=None) -> dict:
-    """m_h(q), m_h(q) − sin(ωq), C, D, B, B₂ of RBF attention at bandwidth h (note P6)."""
-    import numpy as np
+def fixed_bandwidth_constants(query, key_sd, bandwidth, frequency, noise_sd, backend=None) -> dict:
+    """m_h(q), m_h(q) − sin(ωq), C, D, B, B₂ of RBF attention at bandwidth h (note P6).
 
-    for name, value in (("key_sd", key_sd_), ("bandwidth", bandwidth_), ("frequency", frequency_)):
-        arr = np.asarray(value, dtype=float)
-        if np.any(~np.isfinite(arr)) or np.any(arr <= 0):
-            raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-    _nonnegative("noise_sd", noise_sd)
+    Arguments are numbers or arrays (broadcast): query q real; key_sd s, bandwidth h, frequency ω > 0;
+    noise_sd σ_v ≥ 0. ``backend``: a Backend, 'numpy', 'cupy' or None.
+    """
+    be = arguments.backend(backend)
+    values = {"query": _reals("query", query, be)}
+    for name, value in (("key_sd", key_sd), ("bandwidth", bandwidth), ("frequency", frequency)):
+        values[name] = _reals(name, value, be, low=0.0, open_low=True)
+    values["noise_sd"] = _reals("noise_sd", noise_sd, be, low=0.0)
     expressions = fixed_bandwidth_expressions()
-    f = evaluator(tuple(expressions[n] for n in FIXED_BANDWIDTH_NAMES), BANDWIDTH_PARAMETERS, backend)
-    return dict(zip(FIXED_BANDWIDTH_NAMES, f(query, key_sd_, bandwidth_, frequency_, noise_sd)))
+    out = _evaluate("fixed_bandwidth_constants", tuple(expressions[n] for n in FIXED_BANDWIDTH_NAMES),
+                    BANDWIDTH_PARAMETERS, be, values,
+                    "the constants grow like (key_sd/bandwidth)²·exp(query²/key_sd²), which must stay below 1e308")
+    return dict(zip(FIXED_BANDWIDTH_NAMES, out))
 
 
-def conjugate_posterior(L_, xbar, prior_sd_, token_sd_, backend=None):
-    """(μ_L, s_L): posterior mean and sd of z in M1 (generated from the derivation)."""
-    import numpy as np
+CONJUGATE_ARGUMENTS = (L, token_mean, prior_sd, token_sd)
 
-    if np.any(np.asarray(L_) < 0):
-        raise ValueError(f"L must be ≥ 0, got {L_!r}")
-    for name, value in (("prior_sd", prior_sd_), ("token_sd", token_sd_)):
-        if np.any(np.asarray(value, dtype=float) <= 0):
-            raise ValueError(f"{name} must be > 0, got {value!r}")
+
+def conjugate_posterior(length, xbar, prior_sd, token_sd, backend=None):
+    """(μ_L, s_L): posterior mean and sd of z in M1 (generated from the derivation).
+
+    length L ≥ 0 (the number of tokens), token mean x̄ real, prior_sd τ and token_sd σ > 0; numbers
+    or arrays (broadcast). ``backend``: a Backend, 'numpy', 'cupy' or None.
+    """
+    be = arguments.backend(backend)
+    values = {"length": _reals("length", length, be, low=0.0), "xbar": _reals("xbar", xbar, be),
+              "prior_sd": _reals("prior_sd", prior_sd, be, low=0.0, open_low=True),
+              "token_sd": _reals("token_sd", token_sd, be, low=0.0, open_low=True)}
     steps = conjugate_posterior_derivation().steps
-    f = evaluator((steps[-2].expression.rhs, steps[-1].expression.rhs), (L, token_mean, prior_sd, token_sd), backend)
-    return f(L_, xbar, prior_sd_, token_sd_)
+    return _evaluate("conjugate_posterior", (steps[-2].expression.rhs, steps[-1].expression.rhs), CONJUGATE_ARGUMENTS,
+                     be, values, "length·prior_sd², token_sd² and their product with xbar must stay below 1e308")

@@ -124,3 +124,45 @@ def test_wrong_types_are_refused():
     with pytest.raises(TypeError, match="rng"):
         draw_dataset(LatentLinearTask(SIGMA, 1.0, 0.5), "masked", 4, 4, None)
     assert isinstance(draw_dataset(LatentLinearTask(SIGMA, 1.0, 0.5), "masked", 4, 4, 0), Dataset)
+
+
+# --------------------------------------------------------------------------- issue 14: the boundary
+
+
+def test_every_argument_is_checked_even_where_the_objective_ignores_it():
+    task = LatentLinearTask(SIGMA, prior_sd=1.0, noise_sd=0.5)
+    with pytest.raises(ValueError, match="masked"):
+        draw_dataset(task, "supervised", 4, 4, 0, masked=0)
+    with pytest.raises(ValueError, match="masked"):
+        generalization_gap(task, "supervised", 4, 4, 10, 2, seed=0, masked=-1)
+    with pytest.raises(ValueError, match="objective must be one of"):
+        population_risk(np.zeros((2, 2)), task, None, 4, 10, 0)
+
+
+def test_parameters_of_the_wrong_shape_are_named():
+    task = LatentLinearTask(SIGMA, prior_sd=1.0, noise_sd=0.5)
+    data = draw_dataset(task, "masked", 4, 4, 0)
+    with pytest.raises(ValueError, match="start must have shape"):
+        fit_attention_parameter(data, start=np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="W must have shape"):
+        empirical_risk_and_gradient(np.zeros(2), data)
+    with pytest.raises(ValueError, match="queries must have shape"):
+        attention_prediction(np.eye(2), data.queries[..., :1], data.keys, data.values)
+    with pytest.raises(ValueError, match="key_covariance must be a square matrix"):
+        LatentLinearTask(np.ones((2, 3)), 1.0, 0.5)
+
+
+def test_logits_that_overflow_are_refused_not_turned_into_nan():
+    task = LatentLinearTask(SIGMA, prior_sd=1.0, noise_sd=0.5)
+    data = draw_dataset(task, "masked", 4, 4, 0)
+    with pytest.raises(ValueError, match="logits qᵀWk_ℓ overflows float64"):
+        attention_prediction(np.full((2, 2), 1e308), data.queries * 1e10, data.keys, data.values)
+    with pytest.raises(ValueError, match="logits qᵀWk_ℓ overflows float64"):
+        empirical_risk_and_gradient(np.full((2, 2), 1e308), data)
+
+
+def test_task_sampler_takes_a_seed():
+    task = LatentLinearTask(SIGMA, prior_sd=1.0, noise_sd=0.5)
+    assert_allclose(task.sample(2, 3, 9)[1], task.sample(2, 3, np.random.default_rng(9))[1], rtol=0)
+    with pytest.raises(TypeError, match="rng"):
+        task.sample(2, 3, None)

@@ -79,3 +79,91 @@ def test_linear_gaussian_posterior_mean_tends_to_the_latent():
     model = LinearGaussianLatentModel(1.0, 0.3, 3, 2)
     A, keys, values = model.sample(20000, np.random.default_rng(2))
     assert np.max(np.abs(model.posterior_mean(keys, values) - A)) < 5 * 0.3 / np.sqrt(20000) * 3
+
+
+# --------------------------------------------------------------------------- issue 14: the boundary
+
+
+def _direct_posterior(model, tokens):
+    """log π_m − ½Σ_ℓ‖x_ℓ − μ_m‖², normalised: the textbook form, fine for ordinary tokens."""
+    X = np.asarray(tokens)
+    log_joint = np.log(model.prior) - 0.5 * ((X[..., None, :, :] - model.means[:, None, :]) ** 2).sum(axis=(-1, -2))
+    w = np.exp(log_joint - log_joint.max(axis=-1, keepdims=True))
+    return w / w.sum(axis=-1, keepdims=True)
+
+
+def test_finite_latent_posterior_equals_the_textbook_form_on_ordinary_tokens():
+    rng = np.random.default_rng(4)
+    model = FiniteLatentModel([0.2, 0.5, 0.3], rng.standard_normal((3, 2)))
+    for L in (1, 7, 60):
+        _, tokens = model.sample(L, 5, rng)
+        np.testing.assert_allclose(model.posterior_by_bayes(tokens), _direct_posterior(model, tokens), rtol=1e-11, atol=1e-14)
+
+
+def test_finite_latent_posterior_is_exact_for_tokens_of_1e200():
+    """The textbook form gives inf − inf there; the scaled one the exact posterior: log-odds
+    x·(μ₂ − μ₁) − (‖μ₂‖² − ‖μ₁‖²)/2, which is 1e200 (one-hot), or exactly 1 when μ₂ − μ₁ = 1e-200."""
+    model = FiniteLatentModel([0.5, 0.5], [[0.0], [1.0]])
+    np.testing.assert_array_equal(model.posterior_by_bayes([[1e200]]), [0.0, 1.0])
+    np.testing.assert_array_equal(model.posterior_by_bayes([[-1e200], [3.0]]), [1.0, 0.0])
+    np.testing.assert_array_equal(model.posterior_by_bayes([[1e308], [1e308]]), [0.0, 1.0])
+    close = FiniteLatentModel([0.5, 0.5], [[0.0], [1e-200]])
+    np.testing.assert_allclose(close.posterior_by_bayes([[1e200]]), [1 / (1 + np.e), np.e / (1 + np.e)], rtol=1e-15)
+    np.testing.assert_allclose(model.posterior_by_bayes(np.zeros((0, 1))), [0.5, 0.5], rtol=0)  # no tokens: the prior
+
+
+def test_finite_latent_posterior_refuses_nan_tokens_by_name():
+    model = FiniteLatentModel([0.5, 0.5], [[0.0], [1.0]])
+    with pytest.raises(ValueError, match="tokens must contain only finite numbers"):
+        model.posterior_by_bayes([[np.nan]])
+    with pytest.raises(ValueError, match="tokens must have shape"):
+        model.posterior_by_bayes([[1.0, 2.0]])
+
+
+def test_samplers_take_an_integer_seed_or_a_generator_and_refuse_none():
+    model = GaussianKeyValueModel(**G2)
+    seeded = model.sample(3, 2, 11, backend="numpy")
+    again = model.sample(3, 2, np.random.default_rng(11))
+    np.testing.assert_array_equal(seeded[0], again[0])
+    for sampler in (lambda r: model.sample(3, 2, r), lambda r: SineValueModel(1.0, 2.0, 0.1).sample(3, 2, r),
+                    lambda r: ConjugateGaussianModel(1.0, 1.0, 2).sample(3, 2, r),
+                    lambda r: FiniteLatentModel([0.5, 0.5], [[0.0], [1.0]]).sample(3, 2, r),
+                    lambda r: LinearGaussianLatentModel(1.0, 1.0, 2, 1).sample(3, r)):
+        with pytest.raises(TypeError, match="rng must be an integer seed"):
+            sampler(None)
+        with pytest.raises(ValueError, match="rng must be a seed ≥ 0"):
+            sampler(-3)
+        sampler(5)
+    with pytest.raises(ValueError, match="backend"):
+        model.sample(3, 2, 0, backend="numpi")
+
+
+def test_model_methods_refuse_vectors_of_the_wrong_shape_by_name():
+    model = GaussianKeyValueModel(**G2)
+    with pytest.raises(ValueError, match="query must have shape"):
+        model.desired_score([0.8, 0.2, 0.1])
+    with pytest.raises(ValueError, match="score must have shape"):
+        model.invariants([[0.8, 0.2]])
+    with pytest.raises(ValueError, match="keys must have shape"):
+        LinearGaussianLatentModel(1.0, 0.3, 3, 2).posterior_mean(np.ones((4, 2)), np.ones((4, 2)))
+
+
+def test_conditioning_keeps_its_digits_or_refuses():
+    """Read off the solve, Var(z | X) stays accurate to round-off even where 1 − r1ᵀw cancels; beyond
+    1 + Lτ²/σ² = 1e8 the mean would lose more than 8 digits, and the method refuses by name."""
+    L, tau, sigma = 1000, 100.0, 1.0
+    tokens = np.random.default_rng(0).standard_normal((L, 1))
+    mean, sd = ConjugateGaussianModel(tau, sigma, 1).posterior_by_conditioning(tokens)
+    np.testing.assert_allclose(sd, sigma * tau / np.sqrt(L * tau**2 + sigma**2), rtol=1e-14)
+    np.testing.assert_allclose(mean, L * tau**2 * tokens.mean() / (L * tau**2 + sigma**2), rtol=1e-8)
+    with pytest.raises(ValueError, match="prior_sd/token_sd"):
+        ConjugateGaussianModel(1e5, 1.0, 1).posterior_by_conditioning(tokens)
+
+
+def test_linear_gaussian_model_keeps_its_ridge_in_range():
+    with pytest.raises(ValueError, match="noise_sd/prior_sd must lie in"):
+        LinearGaussianLatentModel(1e-200, 1.0, 2, 1)
+    assert LinearGaussianLatentModel(1e100, 1e100, 2, 1).ridge == 1.0  # σ²/τ² would be inf/inf
+    tiny = LinearGaussianLatentModel(1e10, 1e-100, 3, 1)  # λ = 1e-220, and L = 2 < d = 3 keys
+    with pytest.raises(ValueError, match="ridge"):
+        tiny.posterior_mean(np.ones((2, 3)), np.ones((2, 1)))

@@ -16,10 +16,10 @@ import numpy as np
 from scipy.linalg import cho_solve
 from scipy.optimize import minimize
 
-from ..arguments import generator, integer, positive_definite_factor, real, shaped_array
-from ..backend import get_backend
+from ..arguments import array, generator, integer, nonnegative, one_of, positive, positive_definite_factor
 from ..statistics import Estimate, mean_estimate
-from .attention import softmax
+from ._stable import finite_result
+from .attention import _softmax
 
 OBJECTIVES = ("supervised", "masked")
 
@@ -34,13 +34,11 @@ class LatentLinearTask:
     d_v: int = 1
 
     def __post_init__(self) -> None:
-        sigma = shaped_array("key_covariance", self.key_covariance, (None, None))
-        if sigma.shape[0] < 1 or sigma.shape[0] != sigma.shape[1]:
-            raise ValueError(f"key_covariance must be a square d × d matrix with d ≥ 1, got shape {sigma.shape}")
+        sigma = array("key_covariance", self.key_covariance, ndim=2, read_only=True)
+        object.__setattr__(self, "_factor", positive_definite_factor("key_covariance", sigma))  # square, symmetric
         object.__setattr__(self, "key_covariance", sigma)
-        object.__setattr__(self, "_factor", positive_definite_factor("key_covariance", sigma))
-        object.__setattr__(self, "prior_sd", real("prior_sd", self.prior_sd, low=0.0, open_low=True))
-        object.__setattr__(self, "noise_sd", real("noise_sd", self.noise_sd, low=0.0))
+        object.__setattr__(self, "prior_sd", positive("prior_sd", self.prior_sd))
+        object.__setattr__(self, "noise_sd", nonnegative("noise_sd", self.noise_sd))
         object.__setattr__(self, "d_v", integer("d_v", self.d_v, 1))
 
     @property
@@ -51,9 +49,11 @@ class LatentLinearTask:
         """W* = Σ⁻¹: the tilted key mean ΣWq equals q, so f_{W*} → Aq (Cholesky solve)."""
         return cho_solve(self._factor, np.eye(self.d))
 
-    def sample(self, sequences: int, tokens: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(A (N, d_v, d), keys (N, T, d), values (N, T, d_v)) for N independent sequences of T tokens."""
+    def sample(self, sequences: int, tokens: int, rng: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(A (N, d_v, d), keys (N, T, d), values (N, T, d_v)) for N independent sequences of T tokens;
+        ``rng`` a numpy Generator or an integer seed."""
         N, T = integer("sequences", sequences, 1), integer("tokens", tokens, 1)
+        rng = generator(rng)
         A = self.prior_sd * rng.standard_normal((N, self.d_v, self.d))
         keys = rng.standard_normal((N, T, self.d)) @ np.tril(self._factor[0]).T
         values = np.einsum("nci,nti->ntc", A, keys) + self.noise_sd * rng.standard_normal((N, T, self.d_v))
@@ -79,12 +79,6 @@ class Dataset:
         return self.keys.shape[1]
 
 
-def _objective(objective: Any) -> str:
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-    return objective
-
-
 def _task(task: Any) -> LatentLinearTask:
     if not isinstance(task, LatentLinearTask):
         raise TypeError(f"task must be a LatentLinearTask, got {type(task).__name__}")
@@ -98,27 +92,33 @@ def draw_dataset(task: LatentLinearTask, objective: str, sequences: int, length:
     The query tokens follow the context: supervised, y = Aq + σ_yη with σ_y = σ is exactly a
     further token; masked, the last M tokens are hidden and predicted one at a time.
     """
-    objective, task = _objective(objective), _task(task)
+    objective, task = one_of("objective", objective, OBJECTIVES), _task(task)
     N, L = integer("sequences", sequences, 1), integer("length", length, 1)
-    M = 1 if objective == "supervised" else integer("masked", masked, 1)
-    _, keys, values = task.sample(N, L + M, generator(rng, get_backend("numpy")))
+    masked = integer("masked", masked, 1)  # checked even where unused (supervised): a bad value is never ignored
+    M = 1 if objective == "supervised" else masked
+    _, keys, values = task.sample(N, L + M, generator(rng))
     return Dataset(objective, keys[:, L:], keys[:, :L], values[:, :L], values[:, L:])
 
 
 def attention_prediction(W: Any, queries: Any, keys: Any, values: Any) -> np.ndarray:
     """f_W(q; K, V) = Σ_ℓ softmax_ℓ(qᵀWk_ℓ) v_ℓ for queries (N, M, d), keys (N, L, d), values (N, L, d_v)."""
-    K = shaped_array("keys", keys, (None, None, None))
-    q = shaped_array("queries", queries, (K.shape[0], None, K.shape[2]))
-    V = shaped_array("values", values, (K.shape[0], K.shape[1], None))
-    return _predict(_parameter(W, K.shape[-1]), q, K, V)[1]
+    K = array("keys", keys, ndim=3)
+    q = array("queries", queries, shape=(K.shape[0], None, K.shape[2]))
+    V = array("values", values, shape=(K.shape[0], K.shape[1], None))
+    return _predict(_parameter(W, K.shape[-1]), q, K, V, check=True)[1]
 
 
-def _parameter(W: Any, d: int) -> np.ndarray:
-    return shaped_array("W", W, (d, d))
+def _parameter(W: Any, d: int, name: str = "W") -> np.ndarray:
+    return array(name, W, shape=(d, d))
 
 
-def _predict(W: np.ndarray, q: np.ndarray, K: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    weights = softmax(np.einsum("nmi,ij,nlj->nml", q, W, K))
+def _predict(W: np.ndarray, q: np.ndarray, K: np.ndarray, V: np.ndarray, check: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Weights and predictions for checked arrays; ``check`` refuses logits that overflow (public
+    callers; the optimiser's per-iteration calls skip it)."""
+    logits = np.einsum("nmi,ij,nlj->nml", q, W, K)
+    if check:
+        finite_result(np, logits, "the logits qᵀWk_ℓ", "W, queries and keys")
+    weights = _softmax(logits)
     return weights, np.einsum("nml,nlc->nmc", weights, V)
 
 
@@ -135,15 +135,21 @@ def empirical_risk_and_gradient(W: Any, data: Dataset) -> tuple[float, np.ndarra
     ∂R/∂W = −(2/NM) Σ_{i,j} Σ_ℓ p_ℓ ⟨r, v_ℓ − f⟩ q k_ℓᵀ.
     """
     data = _data(data)
-    W = _parameter(W, data.keys.shape[-1])
+    return _risk_and_gradient(_parameter(W, data.keys.shape[-1]), data, check=True)
+
+
+def _risk_and_gradient(W: np.ndarray, data: Dataset, check: bool = False) -> tuple[float, np.ndarray]:
     q, K, V = data.queries, data.keys, data.values
-    p, f = _predict(W, q, K, V)
+    p, f = _predict(W, q, K, V, check)
     r = data.targets - f
     count = r.shape[0] * r.shape[1]
     # ⟨r, v_ℓ − f⟩ for every query and context token
     tilt = p * (np.einsum("nlc,nmc->nml", V, r) - np.einsum("nmc,nmc->nm", f, r)[..., None])
     gradient = -2.0 / count * np.einsum("nmi,nmj->ij", q, np.einsum("nml,nlj->nmj", tilt, K))
-    return float(np.sum(r * r) / count), gradient
+    risk = float(np.sum(r * r) / count)
+    if check:
+        finite_result(np, np.append(gradient, risk), "the risk or its gradient", "W and data")
+    return risk, gradient
 
 
 @dataclass(frozen=True)
@@ -160,11 +166,11 @@ def fit_attention_parameter(data: Dataset, start: Any = None, tol: float = 1e-10
     """Ŵ = argmin_W R(W) by L-BFGS-B with the exact gradient, from W = 0 (uniform attention) by default."""
     data = _data(data)
     d = data.keys.shape[-1]
-    W0 = np.zeros((d, d)) if start is None else _parameter(start, d)
-    tol = real("tol", tol, low=0.0, open_low=True)
+    W0 = np.zeros((d, d)) if start is None else _parameter(start, d, "start")
+    tol = positive("tol", tol)
 
     def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
-        risk, gradient = empirical_risk_and_gradient(w.reshape(d, d), data)
+        risk, gradient = _risk_and_gradient(w.reshape(d, d), data)
         return risk, gradient.ravel()
 
     result = minimize(fun, W0.ravel(), method="L-BFGS-B", jac=True, tol=tol, options={"maxiter": 10_000})
@@ -174,17 +180,18 @@ def fit_attention_parameter(data: Dataset, start: Any = None, tol: float = 1e-10
 
 
 def _sequence_losses(W: np.ndarray, data: Dataset) -> np.ndarray:
-    f = _predict(W, data.queries, data.keys, data.values)[1]
-    return np.sum((data.targets - f) ** 2, axis=-1).mean(axis=-1)
+    f = _predict(W, data.queries, data.keys, data.values, check=True)[1]
+    return finite_result(np, np.sum((data.targets - f) ** 2, axis=-1).mean(axis=-1), "the risk", "W and task")
 
 
 def population_risk(W: Any, task: LatentLinearTask, objective: str, length: int, sequences: int, rng: Any,
                     masked: int = 8) -> Estimate:
     """E R(W) at fixed W on a fresh draw: the mean over sequences of (1/M) Σ_j ‖v_j − f_W(k_j)‖²,
     with its standard error (per-sequence losses are i.i.d.)."""
+    W = _parameter(W, _task(task).d)
     integer("sequences", sequences, 2)
     data = draw_dataset(task, objective, sequences, length, rng, masked)
-    return mean_estimate(_sequence_losses(_parameter(W, task.d), data))
+    return mean_estimate(_sequence_losses(W, data))
 
 
 @dataclass(frozen=True)
@@ -206,12 +213,13 @@ def generalization_gap(task: LatentLinearTask, objective: str, length: int, trai
     """gap = E[R(Ŵ) − R̂(Ŵ)] over independent training sets (Zhang et al. 2022, generalisation bound),
     estimated by the mean over ``replicates`` with its standard error; replicate r uses the r-th
     child of SeedSequence(seed) for both its training and its test set."""
-    task, objective = _task(task), _objective(objective)
+    task, objective = _task(task), one_of("objective", objective, OBJECTIVES)
     L = integer("length", length, 1)
     N = integer("train_sequences", train_sequences, 1)
     n_test = integer("test_sequences", test_sequences, 2)
     R = integer("replicates", replicates, 2)
     seed = integer("seed", seed, 0)
+    integer("masked", masked, 1)
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a callable taking a str, or None, got {progress!r}")
     target = task.desired_parameter()

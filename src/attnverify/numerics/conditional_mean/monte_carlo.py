@@ -9,12 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import numpy as np
-
-from ..arguments import integer
-from ..backend import Backend, get_backend
+from ..arguments import array, backend as backend_argument, generator, integer
+from ..backend import Backend
 from ..statistics import Estimate, RunningMoments
-from .attention import weighted_mean
+from .attention import _weighted_mean
 
 #: keys × length × dimension numbers held at once per chunk.
 CHUNK_NUMBERS = 4_000_000
@@ -37,7 +35,7 @@ class AttentionError:
 
     def scaled_bias(self, direction: Any) -> Estimate:
         """L·E[attn − target] projected on ``direction`` (a unit vector of R^{d_v})."""
-        u = np.asarray(direction, dtype=float)
+        u = array("direction", direction, shape=(len(self.bias),))
         mean = sum(float(c) * b.mean for c, b in zip(u, self.bias))
         # the components are estimated from the same draws; bound the error by the sum of parts
         se = sum(abs(float(c)) * b.standard_error for c, b in zip(u, self.bias))
@@ -57,11 +55,17 @@ def attention_error(
     """Bias and MSE of Σ softmax(logits(keys)) v against ``target`` over ``replicates`` sequences.
 
     ``sample(L, n, rng)`` returns keys (n, L, d) and values (n, L, d_v) on the backend;
-    ``logits(keys)`` returns the attention logits (n, L).
+    ``logits(keys)`` returns the attention logits (n, L), finite. ``rng`` is a Generator or an
+    integer seed (a Generator of the backend is made from it).
     """
-    be = get_backend(backend)
+    be = backend_argument(backend)
+    for name, f in (("sample", sample), ("logits", logits)):
+        if not callable(f):
+            raise TypeError(f"{name} must be a callable, got {f!r}")
+    target = array("target", target, be, shape=(None,))
     L, R = integer("length", length, 1), integer("replicates", replicates, 2)
-    target = be.asarray(target).reshape(-1)
+    rng = generator(rng, be)
+    xp = be.xp
     chunk = max(1, CHUNK_NUMBERS // (4 * L))
     components = [RunningMoments() for _ in range(int(target.shape[0]))]
     squared = RunningMoments()
@@ -69,12 +73,19 @@ def attention_error(
     while done < R:
         n = min(chunk, R - done)
         keys, values = sample(L, n, rng)
-        if values.shape[-1] != target.shape[0]:
-            raise ValueError(f"target has {target.shape[0]} components but values have {values.shape[-1]}")
-        error = weighted_mean(logits(keys), values) - target
+        values = be.asarray(values)
+        if values.shape[:-1] != (n, L) or values.shape[-1] != target.shape[0]:
+            raise ValueError(f"sample({L}, {n}, rng) must return values of shape ({n}, {L}, d_v) with d_v = "
+                             f"{target.shape[0]} components like target, got {tuple(values.shape)}")
+        weights = be.asarray(logits(keys))
+        if weights.shape != (n, L):
+            raise ValueError(f"logits(keys) must return shape ({n}, {L}), got {tuple(weights.shape)}")
+        if not (bool(xp.all(xp.isfinite(weights))) and bool(xp.all(xp.isfinite(values)))):
+            raise ValueError("logits(keys) and the values from sample must be finite, got NaN or infinity")
+        error = _weighted_mean(weights, values) - target
         for j, acc in enumerate(components):
-            acc.add(error[:, j], be.xp)
-        squared.add((error**2).sum(axis=-1), be.xp)
+            acc.add(error[:, j], xp)
+        squared.add((error**2).sum(axis=-1), xp)
         done += n
     return AttentionError(L, tuple(acc.estimate() for acc in components), squared.estimate())
 
@@ -82,8 +93,14 @@ def attention_error(
 def score_attention_error(model: Any, score: Any, target: Any, length: int, replicates: int, rng: Any, *,
                           backend: Backend | str | None = None) -> AttentionError:
     """:func:`attention_error` of softmax attention with a fixed score vector a (logits aᵀk_ℓ) on
-    sequences drawn by ``model.sample(L, n, rng, backend)``."""
-    be = get_backend(backend)
-    a = be.asarray(score)
+    sequences drawn by ``model.sample(L, n, rng, backend)``; ``score`` has the model's key dimension d."""
+    be = backend_argument(backend)
+    if not callable(getattr(model, "sample", None)) or not isinstance(getattr(model, "d", None), int):
+        raise TypeError(f"model must be a token model with a sample method and a key dimension d "
+                        f"(GaussianKeyValueModel, SineValueModel), got {type(model).__name__}")
+    a = array("score", score, be, shape=(model.d,))
+    d_v = getattr(model, "d_v", None)
+    if isinstance(d_v, int):
+        array("target", target, be, shape=(d_v,))
     return attention_error(lambda L, n, r: model.sample(L, n, r, be), lambda keys: keys @ a, target, length,
                            replicates, rng, backend=be)
