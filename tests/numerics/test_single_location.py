@@ -512,6 +512,70 @@ def test_randomness_must_be_explicit():
         sl.sample(_task(), 3, None)
 
 
+# --------------------------------------------------------------------------- issue 14: the boundary
+
+
+def test_backend_may_be_given_by_name():
+    task = sl.make_task(6, 3, seed=0, backend="numpy")
+    k, v = task.k_star, task.v_star
+    by_name = sl.risk_monte_carlo(task, k, v, 0.5, 200, 1, backend="numpy")
+    assert by_name == sl.risk_monte_carlo(task, k, v, 0.5, 200, 1)
+    assert_allclose(sl.overlaps(k, v, k, v, backend="numpy"), [1.0, 1.0, 0.0, 0.0, 0.0], atol=ROUND_OFF)
+    with pytest.raises(ValueError, match="backend"):
+        sl.sample(task, 3, 0, backend="numpi")
+
+
+@pytest.mark.parametrize("not_a_task", [None, {"d": 6}, "task", 3])
+def test_a_task_must_be_a_task(not_a_task):
+    with pytest.raises(TypeError, match="^task must be a Task"):
+        sl.bayes_risk_monte_carlo(not_a_task, 10, 0)
+
+
+@pytest.mark.parametrize("call", [
+    lambda X: sl.bayes_posterior(X, _task()),
+    lambda X: sl.bayes_predict(X, _task()),
+    lambda X: sl.empirical_risk(X, np.zeros(2), _task().k_star, _task().v_star, 1.0),
+    lambda X: sl.empirical_risk_gradient(X, np.zeros(2), _task().k_star, _task().v_star, 1.0),
+])
+def test_tokens_so_large_that_the_result_overflows_are_refused_by_name(call):
+    X = np.full((2, 3, 6), 1e200)  # finite, but ‖X_ℓ‖² and the squared error overflow float64
+    with pytest.raises(ValueError, match="^X .*too large"):
+        call(X)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: sl.make_task(6, 3, gamma=1e-200, seed=0), "gamma"),  # 1/(2γ²) of the posterior would overflow
+    (lambda: sl.make_task(6, 3, eps=1e40, seed=0), "eps"),
+    (lambda: sl.make_task(6, 3, seed=True), "seed"),
+    (lambda: sl.lambda_schedule(1.0, "yes"), "scheduled"),
+    (lambda: sl.bayes_risk_monte_carlo(_task(), 10, 0, conditional=1), "conditional"),
+    (lambda: sl.population_gradient(d=2.5, L=3, gamma=0.7, eps=0.1), "d"),
+    (lambda: sl.population_gradient(d=20, L=True, gamma=0.7, eps=0.1), "L"),
+    (lambda: sl.overlap_gradient_to_vectors([np.ones(3)] * 5, np.ones((2, 4)) / 2, np.ones((2, 4)) / 2,
+                                            np.eye(4)[0], np.eye(4)[1]), "partials"),
+    (lambda: sl.projected_gradient_descent(unit(np.ones(4)), unit(np.ones(4)), lambda k, v, l: (k, v), steps=1,
+                                           step_size=0.1, lam_schedule=1.0, record_every=1, progress=3), "progress"),
+    (lambda: sl.population_projected_gradient_descent(unit(np.ones((2, 5))), unit(np.ones((2, 5))), lam0=1.0,
+                                                      scheduled=False, step_size=0.1, steps=1, d=20, L=3, gamma=0.7,
+                                                      eps=0.1, record_every=1), "k0"),
+])
+def test_bad_values_are_refused_by_name(call, name):
+    with pytest.raises((ValueError, TypeError), match="^" + re.escape(name) + r"[ \[]"):
+        call()
+
+
+def test_population_gradient_is_checked_once_and_matches_the_closed_form():
+    from attnverify.derivations import single_location as theory
+
+    gradient = sl.population_gradient(d=20, L=3, gamma=0.7, eps=0.1, backend="numpy")
+    k, v = unit(np.array([[0.6, 0.3, -0.5, 0.2]])), unit(np.array([[0.1, 0.8, 0.3, -0.4]]))
+    e1, e2 = np.eye(4)[0], np.eye(4)[1]
+    partials = theory.risk_gradient_from_overlaps(*sl.overlaps(k, v, e1, e2), lam=0.9, gamma=0.7, d=20, L=3, eps=0.1)
+    expected = sl.overlap_gradient_to_vectors(partials, k, v, e1, e2)
+    for got, want in zip(gradient(k, v, 0.9), expected):
+        assert_allclose(got, want, rtol=1e-15, atol=0)
+
+
 # --------------------------------------------------------------------------- GPU
 
 

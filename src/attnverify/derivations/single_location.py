@@ -14,12 +14,15 @@ import math
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import sympy
 from sympy import Eq, Function, erf, sqrt
 
+from ..numerics import arguments
 from .codegen import evaluator, mpmath_evaluator
 from .derivation import Derivation, DerivationRecorder
-from .gaussian import gaussian_expectation, gaussian_moments_expectation
+from .gaussian import gaussian_expectation, gaussian_moments_expectation, log_zeta_at_zero
+from .gaussian import log_erfc_square_mean as gaussian_log_erfc_square_mean
 
 SOURCE = "Marion, Berthier, Biau, Boyer (ICLR 2025)"
 
@@ -178,88 +181,195 @@ def derivations() -> list[Derivation]:
 # Numeric entry points (generated evaluators)
 # ---------------------------------------------------------------------------------------------
 
+GAMMA_RANGE = (1e-30, 1e30)
+"""Valid γ: every power of γ and λ in the closed forms then stays inside float64."""
 
-def _check_parameters(lam_: Any, gamma_: Any, d_: Any, L_: Any, eps_: Any) -> None:
-    import numpy as np
+EPS_MAX = 1e30
+"""Largest valid ε (only ε² enters the closed forms)."""
 
-    def positive(name: str, value: Any, low: float = 0.0, inclusive: bool = False) -> None:
-        v = np.asarray(value, dtype=float)
-        bad = ~np.isfinite(v) | ((v < low) if inclusive else (v <= low))
-        if np.any(bad):
-            rng = f"≥ {low:g}" if inclusive else f"> {low:g}"
-            raise ValueError(f"{name} must be finite and {rng}, got {value!r}")
+COUNT_MAX = 10**15
+"""Largest valid d and L: integers below 2^53 are exact in float64."""
 
-    positive("lam", lam_)
-    positive("gamma", gamma_)
-    positive("d", d_, 1.0, inclusive=True)
-    positive("L", L_, 1.0, inclusive=True)
-    positive("eps", eps_, 0.0, inclusive=True)
+LAMBDA_LIMIT = 1e20
+"""λ·min(1, γ) beyond which ℛ and its partials equal their λ → ∞ limits to within 1e-20 of their scale."""
+
+UNIT_TOLERANCE = 1e-8
+"""How far ‖k‖ may be from 1 (and ⟨k*, v*⟩ from 0) in :func:`population_risk`."""
+
+OVERLAP_TOLERANCE = 1e-12
+"""How far an overlap may lie outside [−1, 1] (round-off of unit vectors); it is then clipped."""
+
+MIN_DPS, MAX_DPS = 20, 150
+"""Digits :func:`oracle_excess_risk_high_precision` accepts for its mpmath path (150 digits take ~seconds)."""
 
 
-def _check_overlaps(values: tuple) -> None:
-    import numpy as np
+def _backend(backend: Any):
+    """The array backend: a Backend, or its name; None is numpy (the closed forms' default)."""
+    return arguments.backend("numpy" if backend is None else backend)
 
+
+def _saturated(lam: Any, gamma: Any) -> Any:
+    """λ capped at Λ = LAMBDA_LIMIT·max(1, 1/γ), where ℛ has reached its λ → ∞ limit in float64.
+
+    λ enters only as erf(λX) with X Gaussian of spread ≥ min(1, γ) given the rest (the key of a token),
+    and erf(λX) → sign X with an L¹ error O(1/(λ·spread)); every term is thus within
+    O(1/(λ·min(1, γ))) ≤ 1e-20 of its limit beyond Λ, while 2λ², (λγ)⁴ ... still fit in float64 there.
+    """
+    cap = LAMBDA_LIMIT * np.maximum(1.0, 1.0 / np.asarray(gamma, dtype=float))
+    capped = np.minimum(lam, cap)
+    return float(capped) if np.ndim(capped) == 0 else capped
+
+
+def _parameters(lam: Any, gamma: Any, d: Any, L: Any, eps: Any) -> tuple:
+    """(λ, γ, d, L, ε) checked (numbers, or arrays of them for a grid), λ saturated."""
+    lam = arguments.reals("lam", lam, low=0.0, open_low=True)
+    gamma = arguments.reals("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
+    d = arguments.reals("d", d, low=1, high=COUNT_MAX, integral=True)
+    L = arguments.reals("L", L, low=1, high=COUNT_MAX, integral=True)
+    eps = arguments.reals("eps", eps, low=0.0, high=EPS_MAX)
+    return _saturated(lam, gamma), gamma, d, L, eps
+
+
+def _overlap_values(values: tuple) -> tuple:
+    """(κ, ν, θ, η, ρ) checked to lie in [−1, 1] (up to round-off) and clipped there."""
+    checked = []
     for name, value in zip(("kappa", "nu", "theta", "eta", "rho"), values):
-        v = np.asarray(value, dtype=float)
-        if np.any(~np.isfinite(v)) or np.any(np.abs(v) > 1 + 1e-12):
-            raise ValueError(f"{name} is an overlap of unit vectors and must lie in [-1, 1], got {value!r}")
+        checked.append(np.clip(arguments.reals(name, value, low=-1 - OVERLAP_TOLERANCE, high=1 + OVERLAP_TOLERANCE),
+                               -1.0, 1.0))
+    return tuple(checked)
+
+
+def _broadcast(named: dict) -> None:
+    """ValueError naming the arguments whose shapes do not broadcast together."""
+    shapes = {name: np.shape(value) for name, value in named.items()}
+    try:
+        np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        listed = ", ".join(f"{name} {shape}" for name, shape in shapes.items() if shape != ())
+        raise ValueError(f"the array arguments must broadcast together, got shapes {listed}") from None
 
 
 def population_risk_from_overlaps(kappa_, nu_, theta_, eta_, rho_, *, lam, gamma, d, L, eps, backend=None):
-    """ℛ(κ, ν, θ, η, ρ) including ε² (generated from :func:`population_risk_expression`)."""
-    _check_parameters(lam, gamma, d, L, eps)
-    _check_overlaps((kappa_, nu_, theta_, eta_, rho_))
-    f = evaluator(population_risk_expression(), OVERLAPS + PARAMETERS, backend)
-    return f(kappa_, nu_, theta_, eta_, rho_, lam, gamma, d, L, eps)
+    """ℛ(κ, ν, θ, η, ρ) including ε² (generated from :func:`population_risk_expression`, spec §3.1).
+
+    Numbers or arrays that broadcast together (a grid); overlaps in [−1, 1]; λ > 0, γ in GAMMA_RANGE,
+    d and L integers in [1, COUNT_MAX], ε in [0, EPS_MAX]. backend: a Backend, 'numpy', 'cupy' or None (numpy).
+    """
+    be = _backend(backend)
+    o = _overlap_values((kappa_, nu_, theta_, eta_, rho_))
+    p = _parameters(lam, gamma, d, L, eps)
+    _broadcast(dict(zip(("kappa", "nu", "theta", "eta", "rho", "lam", "gamma", "d", "L", "eps"), o + p)))
+    f = evaluator(population_risk_expression(), OVERLAPS + PARAMETERS, be)
+    return f(*o, *p)
 
 
 def risk_gradient_from_overlaps(kappa_, nu_, theta_, eta_, rho_, *, lam, gamma, d, L, eps, backend=None):
-    """(ℛ_κ, ℛ_ν, ℛ_θ, ℛ_η, ℛ_ρ): the partial derivatives of ℛ in the overlaps (sympy diff)."""
-    _check_parameters(lam, gamma, d, L, eps)
-    _check_overlaps((kappa_, nu_, theta_, eta_, rho_))
-    f = evaluator(risk_gradient_expressions(), OVERLAPS + PARAMETERS, backend)
-    return f(kappa_, nu_, theta_, eta_, rho_, lam, gamma, d, L, eps)
+    """(ℛ_κ, ℛ_ν, ℛ_θ, ℛ_η, ℛ_ρ): the partial derivatives of ℛ in the overlaps (sympy diff); arguments
+    as in :func:`population_risk_from_overlaps`."""
+    be = _backend(backend)
+    o = _overlap_values((kappa_, nu_, theta_, eta_, rho_))
+    p = _parameters(lam, gamma, d, L, eps)
+    _broadcast(dict(zip(("kappa", "nu", "theta", "eta", "rho", "lam", "gamma", "d", "L", "eps"), o + p)))
+    f = evaluator(risk_gradient_expressions(), OVERLAPS + PARAMETERS, be)
+    return f(*o, *p)
 
 
-def overlaps(k, v, k_star, v_star, xp=None):
-    """(κ, ν, θ, η, ρ) = (⟨k,k*⟩, ⟨v,v*⟩, ⟨v,k*⟩, ⟨k,v*⟩, ⟨k,v⟩) over the last axis."""
-    import numpy as np
+def risk_gradient_function(*, gamma, d, L, eps, backend=None):
+    """(κ, ν, θ, η, ρ, λ) ↦ (ℛ_κ, …, ℛ_ρ) with γ, d, L, ε checked once, for descent loops.
 
-    xp = np if xp is None else xp
+    The returned function takes arrays of the backend (overlaps of unit vectors, clipped to [−1, 1]
+    against round-off) and a number λ > 0 already checked by its caller; it validates nothing more.
+    """
+    be = _backend(backend)
+    _, gamma, d, L, eps = _parameters(1.0, gamma, d, L, eps)
+    f = evaluator(risk_gradient_expressions(), OVERLAPS + PARAMETERS, be)
+    xp = be.xp
+
+    def gradient(kappa_, nu_, theta_, eta_, rho_, lam):
+        o = (xp.clip(x, -1.0, 1.0) for x in (kappa_, nu_, theta_, eta_, rho_))
+        return f(*o, _saturated(lam, gamma), gamma, d, L, eps)
+
+    return gradient
+
+
+def _vectors(named: dict, be: Any) -> dict:
+    """Finite float64 arrays of the backend, each with a last axis (vectors or stacks of them)."""
+    return {name: arguments.array(name, value, be, min_ndim=1) for name, value in named.items()}
+
+
+def _same_last_axis(arrays: dict, reference: str) -> int:
+    size = int(arrays[reference].shape[-1])
+    for name, arr in arrays.items():
+        if int(arr.shape[-1]) != size:
+            raise ValueError(f"{name} must have a last axis of length {size} like {reference}, "
+                             f"got shape {tuple(arr.shape)}")
+    try:
+        np.broadcast_shapes(*(tuple(arr.shape) for arr in arrays.values()))
+    except ValueError:
+        listed = ", ".join(f"{name} {tuple(arr.shape)}" for name, arr in arrays.items())
+        raise ValueError(f"{', '.join(arrays)} must broadcast together, got shapes {listed}") from None
+    return size
+
+
+def _overlaps(k, v, k_star, v_star, xp):
     dot = lambda a, b: xp.sum(a * b, axis=-1)  # noqa: E731
     return dot(k, k_star), dot(v, v_star), dot(v, k_star), dot(k, v_star), dot(k, v)
 
 
-def _check_unit_vectors(**vectors) -> None:
-    import numpy as np
+def overlaps(k, v, k_star, v_star, backend=None):
+    """(κ, ν, θ, η, ρ) = (⟨k,k*⟩, ⟨v,v*⟩, ⟨v,k*⟩, ⟨k,v*⟩, ⟨k,v⟩) over the last axis (spec §3.1).
 
-    for name, value in vectors.items():
-        arr = np.asarray(value.get() if hasattr(value, "get") else value, dtype=float)
-        if arr.ndim < 1 or arr.shape[-1] < 4:
-            raise ValueError(f"{name} must have a last axis of length d ≥ 4, got shape {arr.shape}")
-        norms = np.linalg.norm(arr, axis=-1)
-        if np.any(np.abs(norms - 1) > 1e-8):
-            raise ValueError(f"{name} must be a unit vector (the closed form assumes ‖{name}‖ = 1), got norm {norms}")
+    Arrays of shape (..., dim) that broadcast together; backend: a Backend, 'numpy', 'cupy' or None (numpy).
+    """
+    be = _backend(backend)
+    arrays = _vectors({"k": k, "v": v, "k_star": k_star, "v_star": v_star}, be)
+    _same_last_axis(arrays, "k")
+    return _overlaps(*arrays.values(), be.xp)
+
+
+def _unit_norm(name: str, arr: Any) -> None:
+    norms = np.asarray(np.linalg.norm(np.asarray(arr.get() if hasattr(arr, "get") else arr), axis=-1))
+    worst = float(np.max(np.abs(norms - 1.0)))
+    if worst > UNIT_TOLERANCE:
+        raise ValueError(f"{name} must be a unit vector (|‖{name}‖ − 1| ≤ {UNIT_TOLERANCE:g}; the closed form "
+                         f"assumes ‖{name}‖ = 1), got a norm off by {worst:.3g}")
 
 
 def population_risk(k, v, k_star, v_star, lam, gamma, d, L, eps, backend=None):
-    """ℛ(k, v) = E[(Y − T_λ^{k,v}(X))²] for unit k, v and orthonormal k*, v* (spec §3.1, with ε²)."""
-    _check_unit_vectors(k=k, v=v, k_star=k_star, v_star=v_star)
-    import numpy as np
+    """ℛ(k, v) = E[(Y − T_λ^{k,v}(X))²] for unit k, v and orthonormal k*, v* (spec §3.1, with ε²).
 
-    cross = float(np.asarray(k_star, dtype=float) @ np.asarray(v_star, dtype=float))
-    if abs(cross) > 1e-8:
-        raise ValueError(f"k_star and v_star must be orthogonal, got ⟨k*, v*⟩ = {cross:.3g}")
-    xp = getattr(backend, "xp", np)
-    return population_risk_from_overlaps(*overlaps(xp.asarray(k), xp.asarray(v), xp.asarray(k_star), xp.asarray(v_star), xp),
-                                         lam=lam, gamma=gamma, d=d, L=L, eps=eps, backend=backend)
+    k, v of shape (..., d) (broadcasting), k*, v* of shape (d,); ``d`` must equal that length (it is
+    kept in the signature for symmetry with :func:`population_risk_from_overlaps`).
+    """
+    be = _backend(backend)
+    arrays = _vectors({"k": k, "v": v, "k_star": k_star, "v_star": v_star}, be)
+    size = _same_last_axis(arrays, "k")
+    for name in ("k_star", "v_star"):
+        if arrays[name].ndim != 1:
+            raise ValueError(f"{name} must be a vector of shape ({size},), got shape {tuple(arrays[name].shape)}")
+    if size < 2:
+        raise ValueError(f"k must have a last axis of length d ≥ 2, got shape {tuple(arrays['k'].shape)}")
+    if arguments.integer("d", d, 1, COUNT_MAX) != size:
+        raise ValueError(f"d must equal the vectors' length {size} (the last axis of k), got {d!r}")
+    for name, arr in arrays.items():
+        _unit_norm(name, arr)
+    cross = float(arrays["k_star"] @ arrays["v_star"])
+    if abs(cross) > UNIT_TOLERANCE:
+        raise ValueError(f"k_star and v_star must be orthogonal (within {UNIT_TOLERANCE:g}), got ⟨k*, v*⟩ = {cross:.3g}")
+    return population_risk_from_overlaps(*_overlaps(*arrays.values(), be.xp), lam=lam, gamma=gamma, d=size, L=L,
+                                         eps=eps, backend=be)
 
 
 def oracle_risk(lam, d, L, gamma, eps, backend=None):
-    """ℛ(T*) = ε² + γ²[1 − 2erf(λ√d/√(2(1+2λ²γ²))) + ζ(λ√(d/2), λγ)] + (L−1)ζ(0, λ)  (spec §2.2)."""
-    _check_parameters(lam, gamma, d, L, eps)
-    f = evaluator(oracle_risk_derivation().result.rhs, PARAMETERS, backend)
-    return f(lam, gamma, d, L, eps)
+    """ℛ(T*) = ε² + γ²[1 − 2erf(λ√d/√(2(1+2λ²γ²))) + ζ(λ√(d/2), λγ)] + (L−1)ζ(0, λ)  (spec §2.2).
+
+    Numbers or arrays that broadcast together; ranges as in :func:`population_risk_from_overlaps`.
+    """
+    be = _backend(backend)
+    p = _parameters(lam, gamma, d, L, eps)
+    _broadcast(dict(zip(("lam", "gamma", "d", "L", "eps"), p)))
+    f = evaluator(oracle_risk_derivation().result.rhs, PARAMETERS, be)
+    return f(*p)
 
 
 @lru_cache(maxsize=None)
@@ -268,25 +378,68 @@ def _oracle_excess_mpmath():
     return mpmath_evaluator(expression, (lam_symbol, gamma_symbol, d_symbol, L_symbol))
 
 
+def _digits_cancelled(lam: float, d: int) -> int:
+    """Digits the bracket 1 − 2erf(a) + ζ ≲ erfc(a)² ≈ e^{−λ²d}, a = λ√(d/2), cancels in its O(1) terms."""
+    return int(lam * lam * d / math.log(10))
+
+
 def oracle_excess_risk_high_precision(lam, d, L, gamma, dps=None) -> float:
-    """ℛ(T*) − ε² evaluated with ``dps`` digits (mpmath; by default enough for 15 significant
-    digits of erfc(λ√(d/2))², i.e. 25 + 2a²/ln 10 with a = λ√(d/2)).
+    """ℛ(T*) − ε² of Theorem 1 (spec §2.2) to about 1e-13 relative, where float64's ``oracle_risk`` − ε²
+    keeps only ~1e-16 absolute: its bracket 1 − 2erf(a/√(1+2b²)) + ζ(a, b), a = λ√(d/2), b = λγ,
+    decays like erfc(a)² and cancels below 1e-16.
 
-    In float64 the bracket 1 − 2erf(a) + ζ of Theorem 1 cancels below 1e-16, while it decays like
-    erfc(λ√(d/2))²; the asymptotic claims need it resolved, hence the extended precision.
+    dps=None (default): γ²·E[erfc(a + bZ)²] + (L−1)ζ(0, λ), the same bracket written without
+    cancellation (:func:`.gaussian.log_erfc_square_mean`), in float64 for any parameters; a value
+    below the float64 range (2.2e-308) is refused with its order of magnitude.
+    dps = an integer in [MIN_DPS, MAX_DPS]: the derived expression itself in mpmath at ``dps`` digits,
+    refused when the cancellation needs more (MIN_DPS + λ²d/ln 10 digits).
     """
-    import mpmath
+    lam = arguments.positive("lam", lam)
+    d = arguments.integer("d", d, 1, COUNT_MAX)
+    L = arguments.integer("L", L, 1, COUNT_MAX)
+    gamma = arguments.real("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
+    if dps is not None:
+        import mpmath
 
-    _check_parameters(lam, gamma, d, L, 0.0)
-    f = _oracle_excess_mpmath()
-    if dps is None:
-        dps = 25 + int(2 * lam**2 * d / 2 / math.log(10)) + 1
-    with mpmath.workdps(dps):
-        return float(f(mpmath.mpf(lam), mpmath.mpf(gamma), mpmath.mpf(d), mpmath.mpf(L)))
+        dps = arguments.integer("dps", dps, MIN_DPS, MAX_DPS)
+        cancelled = _digits_cancelled(lam, d)
+        needed = MIN_DPS + cancelled  # 15 significant digits, 5 guard digits for the quadrature of ζ
+        if needed > dps:
+            raise ValueError(
+                f"dps={dps} is too few digits at lam={lam:g}, d={d}: the bracket 1 − 2erf + ζ cancels to about "
+                f"1e-{cancelled}, which needs dps ≥ {needed}" + (f" (beyond MAX_DPS = {MAX_DPS})" if needed > MAX_DPS else "")
+                + "; use dps=None, the form without cancellation")
+        with mpmath.workdps(dps):
+            return float(_oracle_excess_mpmath()(mpmath.mpf(lam), mpmath.mpf(gamma), mpmath.mpf(d), mpmath.mpf(L)))
+    lam = _saturated(lam, gamma)
+    logs = [2.0 * math.log(gamma) + gaussian_log_erfc_square_mean(lam * math.sqrt(d / 2), lam * gamma)]
+    if L > 1:
+        logs.append(math.log(L - 1) + log_zeta_at_zero(lam))
+    log_value = float(np.logaddexp.reduce(logs))
+    if log_value < math.log(np.finfo(float).tiny):
+        raise ValueError(
+            f"the excess risk at lam={lam:g}, d={d}, L={L}, gamma={gamma:g} is about 1e{log_value / math.log(10):.0f}, "
+            "below the float64 range (2.2e-308)")
+    return math.exp(log_value)
 
 
 def linear_risk(L, gamma, eps, backend=None):
-    """Risk of the best linear predictor: ε² + γ² − γ⁴/(γ² + L − 1)  (spec §2.4, Proposition 3)."""
-    _check_parameters(1.0, gamma, 4, L, eps)
-    f = evaluator(linear_risk_derivation().result.rhs, (gamma_symbol, L_symbol, eps_symbol), backend)
-    return f(gamma, L, eps)
+    """Risk of the best linear predictor: ε² + γ² − γ⁴/(γ² + L − 1)  (spec §2.4, Proposition 3).
+
+    Numbers or arrays that broadcast together; L an integer in [1, COUNT_MAX], γ in GAMMA_RANGE, ε in [0, EPS_MAX].
+    """
+    be = _backend(backend)
+    _, gamma, _, L, eps = _parameters(1.0, gamma, 1, L, eps)
+    _broadcast({"L": L, "gamma": gamma, "eps": eps})
+    f = evaluator(_linear_risk_in_noise_tokens(), (gamma_symbol, _NOISE_TOKENS, eps_symbol), be)
+    return f(gamma, L - 1, eps)
+
+
+_NOISE_TOKENS = sympy.Symbol("L_minus_1", nonnegative=True)
+
+
+@lru_cache(maxsize=None)
+def _linear_risk_in_noise_tokens() -> sympy.Expr:
+    """Proposition 3's risk in m = L − 1: its denominator γ² + m is then exact for L = 1 and small γ,
+    where γ² + L − 1 would lose γ² to round-off."""
+    return linear_risk_derivation().result.rhs.subs(L_symbol, _NOISE_TOKENS + 1)

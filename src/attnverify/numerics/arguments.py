@@ -287,3 +287,42 @@ def positives(name: str, value: Any, length: int, meaning: str = "") -> tuple[fl
         described = f" {meaning}" if meaning else ""
         raise ValueError(f"{name} must be a number or a sequence of {length} numbers{described}, got {_shown(value)}")
     return tuple(positive(f"{name}[{i}]", v) for i, v in enumerate(value))
+
+
+# --------------------------------------------------------------------------- numbers or arrays of them (single location)
+
+
+def reals(
+    name: str,
+    value: Any,
+    *,
+    low: float = -math.inf,
+    high: float = math.inf,
+    open_low: bool = False,
+    open_high: bool = False,
+    integral: bool = False,
+) -> Any:
+    """A number in [low, high] (as :func:`real`, or :func:`integer` when ``integral``), or an array of
+    them (a host float64 array, every entry in range): for closed forms that broadcast over a grid of a
+    parameter. Lists and tuples are refused; pass an array."""
+    if getattr(value, "dtype", None) is None or getattr(value, "ndim", 0) == 0:
+        if getattr(value, "dtype", None) is not None and getattr(value.dtype, "kind", "O") in "iuf":
+            value = value.item()  # a 0-d array: its number
+        if integral:
+            lowest = None if math.isinf(low) else math.ceil(low)
+            highest = None if math.isinf(high) else math.floor(high)
+            return integer(name, value, lowest, highest)
+        return real(name, value, low=low, high=high, open_low=open_low, open_high=open_high)
+    if getattr(value.dtype, "kind", "O") == "b":
+        raise TypeError(f"{name} must be real numbers in {_interval(low, high, open_low, open_high)}, "
+                        f"got an array of booleans")
+    host = value.get() if type(value).__module__.startswith("cupy") else value
+    arr = array(name, host)
+    bad = (arr <= low if open_low else arr < low) | (arr >= high if open_high else arr > high)
+    if integral:
+        bad |= arr != np.round(arr)
+    if bool(np.any(bad)):
+        kind = "integers" if integral else "numbers"
+        raise ValueError(f"{name} must hold {kind} in {_interval(low, high, open_low, open_high)}, "
+                         f"got {_shown(float(arr[bad].ravel()[0]))} among them")
+    return arr

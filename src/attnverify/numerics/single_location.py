@@ -19,6 +19,7 @@ with d.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -26,7 +27,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..derivations import single_location as theory
-from .backend import Backend, get_backend, to_numpy
+from ..derivations.single_location import _overlaps as _unchecked_overlaps  # for descent loops, inputs checked
+from . import arguments
+from .backend import Backend, to_numpy
 from .arguments import generator as _generator, integer as _integer
 from .statistics import Estimate, RunningMoments
 
@@ -59,7 +62,7 @@ __all__ = [
     "stochastic_gradient_descent",
 ]
 
-UNIT_TOLERANCE = 1e-8
+UNIT_TOLERANCE = theory.UNIT_TOLERANCE
 """How far ‖k‖ may be from 1 (and ⟨k*, v*⟩ from 0) before an input is rejected as off the sphere."""
 
 _RANK_TOLERANCE = 1e-13
@@ -74,29 +77,35 @@ _SQRT_PI = math.sqrt(math.pi)
 # --------------------------------------------------------------------------- argument checks
 
 
-def _real(name: str, value: Any, *, positive: bool) -> float:
-    bound = "> 0" if positive else "≥ 0"
-    try:
-        x = float(value) if not isinstance(value, bool) else math.nan
-    except (TypeError, ValueError):
-        x = math.nan
-    if not math.isfinite(x) or (x <= 0 if positive else x < 0):
-        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
-    return x
+def _backend(backend: Any) -> Backend:
+    return arguments.backend(backend)
 
 
-def _finite_array(name: str, x: Any, be: Backend, *, min_ndim: int = 0) -> Any:
-    arr = be.asarray(x)
-    if arr.ndim < min_ndim:
-        raise ValueError(f"{name} must have at least {min_ndim} axes, got shape {tuple(arr.shape)}")
-    if not bool(be.xp.all(be.xp.isfinite(arr))):
-        raise ValueError(f"{name} must contain only finite numbers, got NaN or infinity")
-    return arr
+def _task(task: Any) -> "Task":
+    if not isinstance(task, Task):
+        raise TypeError(f"task must be a Task (see make_task), got {task!r:.80}")
+    return task
+
+
+def _lam(lam: Any, name: str = "lam") -> float:
+    return arguments.positive(name, lam)
+
+
+def _finite_result(compute: Callable[[], Any], be: Backend, name: str) -> Any:
+    """``compute()`` when finite; else a ValueError naming the input whose size overflowed float64
+    (numpy's overflow warnings are silenced: the overflow is reported here, by name)."""
+    quiet = np.errstate(over="ignore", invalid="ignore") if be.name == "numpy" else contextlib.nullcontext()
+    with quiet:
+        value = compute()
+    for part in value if isinstance(value, tuple) else (value,):
+        if not bool(be.xp.all(be.xp.isfinite(part))):
+            raise ValueError(f"{name} is too large in magnitude: the result overflows float64 (got infinity or NaN)")
+    return value
 
 
 def _unit_rows(name: str, x: Any, be: Backend, dim: int | None = None, *, batched: bool) -> Any:
     """``x`` as float64 of shape (dim,) (or (runs, dim) when ``batched``), each row of unit norm."""
-    arr = _finite_array(name, x, be)
+    arr = arguments.array(name, x, be, min_ndim=1)
     if batched and arr.ndim == 1:
         arr = arr[None, :]
     want = 2 if batched else 1
@@ -113,15 +122,31 @@ def _unit_rows(name: str, x: Any, be: Backend, dim: int | None = None, *, batche
     return arr
 
 
+def _unit_pair(
+    name_a: str, a: Any, name_b: str, b: Any, be: Backend, dim: int | None = None, *, batched: bool
+) -> tuple[Any, Any]:
+    """Two unit-row arrays checked each on its own, then against each other (same shape)."""
+    a = _unit_rows(name_a, a, be, dim, batched=batched)
+    b = _unit_rows(name_b, b, be, dim, batched=batched)
+    if a.shape != b.shape:
+        raise ValueError(f"{name_a} and {name_b} must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}")
+    return a, b
+
+
 def _schedule(lam_schedule: Any) -> Callable[[int], float]:
     if callable(lam_schedule):
         return lam_schedule
-    lam = _real("lam_schedule", lam_schedule, positive=True)
-    return _LambdaSchedule(lam, False)
+    return _LambdaSchedule(_lam(lam_schedule, "lam_schedule"), False)
 
 
 def _lam_at(schedule: Callable[[int], float], t: int) -> float:
-    return _real(f"lam_schedule({t})", schedule(t), positive=True)
+    return _lam(schedule(t), f"lam_schedule({t})")
+
+
+def _progress(progress: Any) -> Callable[[int, int], Any] | None:
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be None or a callable (t, steps), got {progress!r:.80}")
+    return progress
 
 
 # --------------------------------------------------------------------------- random draws
@@ -173,16 +198,16 @@ class Task:
     v_star: Any
 
     def __post_init__(self) -> None:
-        d = _integer("d", self.d, 2)
+        d = _integer("d", self.d, 2, theory.COUNT_MAX)
         object.__setattr__(self, "d", d)
-        object.__setattr__(self, "L", _integer("L", self.L, 1))
-        object.__setattr__(self, "gamma", _real("gamma", self.gamma, positive=True))
-        object.__setattr__(self, "eps", _real("eps", self.eps, positive=False))
-        k_star = np.asarray(to_numpy(self.k_star), dtype=np.float64)
-        v_star = np.asarray(to_numpy(self.v_star), dtype=np.float64)
+        object.__setattr__(self, "L", _integer("L", self.L, 1, theory.COUNT_MAX))
+        object.__setattr__(self, "gamma", arguments.real("gamma", self.gamma, low=theory.GAMMA_RANGE[0],
+                                                          high=theory.GAMMA_RANGE[1]))
+        object.__setattr__(self, "eps", arguments.nonnegative("eps", self.eps, high=theory.EPS_MAX))
+        host = lambda x: to_numpy(x) if getattr(x, "dtype", None) is not None else x  # noqa: E731
+        k_star = arguments.array("k_star", host(self.k_star), shape=(d,))
+        v_star = arguments.array("v_star", host(self.v_star), shape=(d,))
         for name, vector in (("k_star", k_star), ("v_star", v_star)):
-            if vector.shape != (d,) or not np.all(np.isfinite(vector)):
-                raise ValueError(f"{name} must be a finite vector of shape ({d},), got shape {vector.shape}")
             norm = float(np.linalg.norm(vector))
             if abs(norm - 1.0) > UNIT_TOLERANCE:
                 raise ValueError(f"{name} must have unit norm (within {UNIT_TOLERANCE:g}), got {norm!r}")
@@ -201,10 +226,10 @@ def make_task(
     k* = g/‖g‖ and v* = (h − ⟨h, k*⟩k*)/‖·‖ with g, h ~ N(0, I_d) (spec §1, [CODE]); γ = √0.5, ε = 0.1
     are the paper's experimental values.
     """
-    be = get_backend(backend)
-    d = _integer("d", d, 2)
-    L = _integer("L", L, 1)
-    rng = _generator(seed, be)
+    be = _backend(backend)
+    d = _integer("d", d, 2, theory.COUNT_MAX)
+    L = _integer("L", L, 1, theory.COUNT_MAX)
+    rng = _generator(seed, be, "seed")
     k_star = _normal(rng, (d,), be)
     k_star = k_star / be.xp.linalg.norm(k_star)
     v_star = _normal(rng, (d,), be)
@@ -233,7 +258,8 @@ def sample(task: Task, n: int, rng: Any, *, backend: Any = None) -> tuple[Any, A
 
     J0 ~ U{0..L−1}; X_{J0} = √(d/2)·k* + γ·g, the other tokens g ~ N(0, I_d); y = ⟨X_{J0}, v*⟩ + ε·ξ.
     """
-    be = get_backend(backend)
+    be = _backend(backend)
+    task = _task(task)
     n = _integer("n", n, 1)
     return _draw_full(task, n, _generator(rng, be), be)
 
@@ -328,7 +354,8 @@ def sample_reduced(
     ‖X_{J0}^⊥‖² ~ γ²χ²_{d−r}; y = ⟨Z_{J0}, Qᵀv*⟩ + εξ. ``k`` and ``v`` (unit vectors) may be None.
     Cost O(n·L·r) per draw plus O(d) once: it does not grow with d.
     """
-    be = get_backend(backend)
+    be = _backend(backend)
+    task = _task(task)
     n = _integer("n", n, 1)
     extra = {}
     for name, u in (("k", k), ("v", v)):
@@ -367,12 +394,12 @@ def predict(X: Any, k: Any, v: Any, lam: float, *, backend: Any = None) -> Any:
     X of shape (..., L, d); k, v unit vectors of shape (d,); returns shape (...). Equals
     erf(λ𝕏k)ᵀ𝕏v, the authors' ``dynamics.T``.
     """
-    be = get_backend(backend)
-    lam = _real("lam", lam, positive=True)
-    X = _finite_array("X", X, be, min_ndim=2)
+    be = _backend(backend)
+    lam = _lam(lam)
+    X = arguments.array("X", X, be, min_ndim=2)
     k = _unit_rows("k", k, be, X.shape[-1], batched=False)
     v = _unit_rows("v", v, be, X.shape[-1], batched=False)
-    return _predict(X, k, v, lam, be)
+    return _finite_result(lambda: _predict(X, k, v, lam, be), be, "X")
 
 
 def risk_monte_carlo(
@@ -383,9 +410,10 @@ def risk_monte_carlo(
     Draws only the r ≤ 4 coordinates of each token on span{k*, v*, k, v}; processed in batches of
     ``batch`` samples (default: about 2²² numbers per batch) so memory stays bounded for any n.
     """
-    be = get_backend(backend)
+    be = _backend(backend)
     xp = be.xp
-    lam = _real("lam", lam, positive=True)
+    task = _task(task)
+    lam = _lam(lam)
     n = _integer("n", n, 2)
     k = _unit_rows("k", k, be, task.d, batched=False)
     v = _unit_rows("v", v, be, task.d, batched=False)
@@ -407,9 +435,10 @@ def risk_monte_carlo_full(
 
     The unreduced reference for :func:`risk_monte_carlo`: cost O(n·L·d).
     """
-    be = get_backend(backend)
+    be = _backend(backend)
     xp = be.xp
-    lam = _real("lam", lam, positive=True)
+    task = _task(task)
+    lam = _lam(lam)
     n = _integer("n", n, 2)
     k = _unit_rows("k", k, be, task.d, batched=False)
     v = _unit_rows("v", v, be, task.d, batched=False)
@@ -434,7 +463,7 @@ def _posterior(sq_norm: Any, along_k_star: Any, task: Task, xp: Any) -> Any:
 
 
 def _check_tokens(X: Any, task: Task, be: Backend) -> Any:
-    X = _finite_array("X", X, be, min_ndim=2)
+    X = arguments.array("X", X, be, min_ndim=2)
     if X.shape[-2:] != (task.L, task.d):
         raise ValueError(f"X must have shape (..., L, d) = (..., {task.L}, {task.d}), got {tuple(X.shape)}")
     return X
@@ -446,19 +475,23 @@ def bayes_posterior(X: Any, task: Task, *, backend: Any = None) -> Any:
     s is the log-likelihood ratio log N(x; √(d/2)k*, γ²I)/N(x; 0, I) up to a constant; the softmax is
     taken as exp(s − logsumexp(s)), finite for any finite X. X (..., L, d) → (..., L).
     """
-    be = get_backend(backend)
-    X = _check_tokens(X, task, be)
+    be = _backend(backend)
+    X = _check_tokens(X, _task(task), be)
     k_star, _ = _task_vectors(task, be)
-    return _posterior(be.xp.sum(X * X, axis=-1), X @ k_star, task, be.xp)
+    return _finite_result(lambda: _posterior(be.xp.sum(X * X, axis=-1), X @ k_star, task, be.xp), be, "X")
 
 
 def bayes_predict(X: Any, task: Task, *, backend: Any = None) -> Any:
     """Bayes predictor f(X) = E[Y | X] = Σ_ℓ P(J0 = ℓ | X)⟨X_ℓ, v*⟩ (spec §2.5). X (..., L, d) → (...)."""
-    be = get_backend(backend)
-    X = _check_tokens(X, task, be)
+    be = _backend(backend)
+    X = _check_tokens(X, _task(task), be)
     k_star, v_star = _task_vectors(task, be)
-    p = _posterior(be.xp.sum(X * X, axis=-1), X @ k_star, task, be.xp)
-    return be.xp.sum(p * (X @ v_star), axis=-1)
+
+    def compute() -> Any:
+        p = _posterior(be.xp.sum(X * X, axis=-1), X @ k_star, task, be.xp)
+        return be.xp.sum(p * (X @ v_star), axis=-1)
+
+    return _finite_result(compute, be, "X")
 
 
 def bayes_risk_monte_carlo(
@@ -476,10 +509,12 @@ def bayes_risk_monte_carlo(
     ‖x‖². With ``conditional=True`` averages E[(Y − f)² | X] = ε² + Σ_ℓ p_ℓu_ℓ² − (Σ_ℓ p_ℓu_ℓ)²
     (u_ℓ = ⟨X_ℓ, v*⟩) instead of (Y − f)²: the same mean, a smaller standard error.
     """
-    be = get_backend(backend)
+    be = _backend(backend)
     xp = be.xp
+    task = _task(task)
     n = _integer("n", n, 2)
     rng = _generator(rng, be)
+    conditional = arguments.flag("conditional", conditional)
     reduction = _reduction(task, [], be)
     moments = _Moments()
     for size in _batch_sizes(n, batch, task.L * (reduction.r + 3)):
@@ -504,23 +539,22 @@ def linear_fit_least_squares(X: Any, y: Any, *, backend: Any = None) -> Any:
     Solved by ``lstsq`` on the n×(L·d) design (SVD, no explicit inverse); needs n ≥ L·d and a design of
     full column rank.
     """
-    be = get_backend(backend)
-    X = _finite_array("X", X, be)
-    y = _finite_array("y", y, be)
-    if X.ndim != 3 or y.shape != X.shape[:1]:
-        raise ValueError(f"X must have shape (n, L, d) and y shape (n,), got {tuple(X.shape)} and {tuple(y.shape)}")
+    be = _backend(backend)
+    X = arguments.array("X", X, be, ndim=3)
     n, L, d = (int(s) for s in X.shape)
     if n < L * d:
-        raise ValueError(f"n must be ≥ L·d = {L * d} for a unique least-squares fit, got {n}")
+        raise ValueError(f"n must be ≥ L·d = {L * d} for a unique least-squares fit: X holds n = {n} "
+                         f"sequences of shape (L, d) = ({L}, {d})")
+    y = arguments.array("y", y, be, shape=(n,))
     design = X.reshape(n, L * d)
     beta, _, rank, _ = be.xp.linalg.lstsq(design, y, rcond=None)
     if int(rank) < L * d:
-        raise ValueError(f"the design matrix has rank {int(rank)} < L·d = {L * d}; the fit is not unique")
-    return beta.reshape(L, d)
+        raise ValueError(f"X gives a design matrix of rank {int(rank)} < L·d = {L * d}; the fit is not unique")
+    return _finite_result(lambda: beta.reshape(L, d), be, "X")
 
 
 def _check_beta(beta: Any, L: int, d: int, be: Backend) -> Any:
-    beta = _finite_array("beta", beta, be)
+    beta = arguments.array("beta", beta, be)
     if beta.shape != (L, d):
         raise ValueError(f"beta must have shape (L, d) = ({L}, {d}), got {tuple(beta.shape)}")
     return beta
@@ -528,10 +562,10 @@ def _check_beta(beta: Any, L: int, d: int, be: Backend) -> Any:
 
 def linear_predict(X: Any, beta: Any, *, backend: Any = None) -> Any:
     """Linear predictor f_β(X) = Σ_ℓ ⟨β_ℓ, X_ℓ⟩ (spec §2.4). X (..., L, d), β (L, d) → (...)."""
-    be = get_backend(backend)
-    X = _finite_array("X", X, be, min_ndim=2)
+    be = _backend(backend)
+    X = arguments.array("X", X, be, min_ndim=2)
     beta = _check_beta(beta, X.shape[-2], X.shape[-1], be)
-    return be.xp.sum(X * beta, axis=(-2, -1))
+    return _finite_result(lambda: be.xp.sum(X * beta, axis=(-2, -1)), be, "X (or beta)")
 
 
 def linear_risk_monte_carlo(
@@ -541,8 +575,9 @@ def linear_risk_monte_carlo(
 
     Exact reduction to span{k*, v*, β_1, …, β_L} (r ≤ min(d, L + 2)).
     """
-    be = get_backend(backend)
+    be = _backend(backend)
     xp = be.xp
+    task = _task(task)
     n = _integer("n", n, 2)
     beta = _check_beta(beta, task.L, task.d, be)
     rng = _generator(rng, be)
@@ -557,8 +592,8 @@ def linear_risk_monte_carlo(
 
 def linear_oracle_coefficients(task: Task, *, backend: Any = None) -> Any:
     """Best linear predictor β*_ℓ = γ²/(γ² + L − 1)·v* for every ℓ (spec §2.4, Prop. 3), shape (L, d)."""
-    be = get_backend(backend)
-    _, v_star = _task_vectors(task, be)
+    be = _backend(backend)
+    _, v_star = _task_vectors(_task(task), be)
     g2 = task.gamma**2
     return be.xp.tile((g2 / (g2 + task.L - 1)) * v_star, (task.L, 1))
 
@@ -571,8 +606,14 @@ def overlaps(k: Any, v: Any, k_star: Any, v_star: Any, *, backend: Any = None) -
 
     k, v of shape (..., dim); each overlap has shape (...).
     """
-    be = get_backend(backend)
-    return theory.overlaps(*(be.asarray(u) for u in (k, v, k_star, v_star)), be.xp)
+    return theory.overlaps(k, v, k_star, v_star, backend=_backend(backend))
+
+
+def _chain_rule(partials: Sequence[Any], k: Any, v: Any, k_star: Any, v_star: Any) -> tuple[Any, Any]:
+    r_kappa, r_nu, r_theta, r_eta, r_rho = (p[..., None] for p in partials)
+    g_k = r_kappa * k_star + r_eta * v_star + r_rho * v
+    g_v = r_nu * v_star + r_theta * k_star + r_rho * k
+    return g_k, g_v
 
 
 def overlap_gradient_to_vectors(
@@ -581,19 +622,38 @@ def overlap_gradient_to_vectors(
     """Euclidean gradients of ℛ(κ, ν, θ, η, ρ) in k and v by the chain rule (spec §3.2).
 
     ∇_kℛ = ℛ_κ k* + ℛ_η v* + ℛ_ρ v,   ∇_vℛ = ℛ_ν v* + ℛ_θ k* + ℛ_ρ k,
-    with ``partials`` = (ℛ_κ, ℛ_ν, ℛ_θ, ℛ_η, ℛ_ρ), each of shape (runs,) (k, v of shape (runs, dim)).
+    with ``partials`` = (ℛ_κ, ℛ_ν, ℛ_θ, ℛ_η, ℛ_ρ), each of shape (runs,) or broadcasting to it (k, v of
+    shape (runs, dim)).
     """
-    be = get_backend(backend)
+    be = _backend(backend)
+    if isinstance(partials, (str, bytes)) or not isinstance(partials, (Sequence, np.ndarray)):
+        raise TypeError(f"partials must be a sequence of the 5 derivatives (ℛ_κ, ℛ_ν, ℛ_θ, ℛ_η, ℛ_ρ), "
+                        f"got {partials!r:.80}")
     if len(partials) != 5:
         raise ValueError(
             f"partials must hold the 5 derivatives (ℛ_κ, ℛ_ν, ℛ_θ, ℛ_η, ℛ_ρ), got {len(partials)}"
         )
-    r_kappa, r_nu, r_theta, r_eta, r_rho = (be.asarray(p)[..., None] for p in partials)
-    k, v = be.asarray(k), be.asarray(v)
-    k_star, v_star = be.asarray(k_star), be.asarray(v_star)
-    g_k = r_kappa * k_star + r_eta * v_star + r_rho * v
-    g_v = r_nu * v_star + r_theta * k_star + r_rho * k
-    return g_k, g_v
+    vectors = {name: arguments.array(name, u, be, min_ndim=1)
+               for name, u in (("k", k), ("v", v), ("k_star", k_star), ("v_star", v_star))}
+    dim = int(vectors["k"].shape[-1])
+    for name, u in vectors.items():
+        if int(u.shape[-1]) != dim:
+            raise ValueError(f"{name} must have a last axis of length {dim} like k, got shape {tuple(u.shape)}")
+    try:
+        runs = np.broadcast_shapes(*(tuple(u.shape[:-1]) for u in vectors.values()))
+    except ValueError:
+        raise ValueError("k, v, k_star and v_star must broadcast together, got shapes "
+                         f"{[tuple(u.shape) for u in vectors.values()]}") from None
+    partials = [arguments.array(f"partials[{i}]", p, be) for i, p in enumerate(partials)]
+    for i, p in enumerate(partials):
+        try:
+            fits = np.broadcast_shapes(tuple(p.shape), tuple(runs)) == tuple(runs)
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"partials[{i}] must have shape {tuple(runs)} (the runs of k, v) or broadcast to it, "
+                             f"got {tuple(p.shape)}")
+    return _chain_rule(partials, *vectors.values())
 
 
 def _residual(w: Any, basis: Sequence[Any], xp: Any) -> Any:
@@ -620,15 +680,12 @@ def reduce_to_four_dimensions(
     population PGD from (k, v) can be run in R⁴ for any d. e3 is the Gram–Schmidt direction of k, e4 that
     of v (each orthogonalised twice); an empty direction (e.g. k = k*) gives a zero coordinate.
     """
-    be = get_backend(backend)
+    be = _backend(backend)
     xp = be.xp
-    single = be.asarray(k).ndim == 1
-    k = _unit_rows("k", k, be, batched=True)
-    v = _unit_rows("v", v, be, k.shape[-1], batched=True)
-    if k.shape != v.shape:
-        raise ValueError(f"k and v must have the same shape, got {tuple(k.shape)} and {tuple(v.shape)}")
-    k_star = _unit_rows("k_star", k_star, be, k.shape[-1], batched=False)
-    v_star = _unit_rows("v_star", v_star, be, k.shape[-1], batched=False)
+    k = arguments.array("k", k, be, min_ndim=1)
+    single = k.ndim == 1
+    k, v = _unit_pair("k", k, "v", v, be, batched=True)
+    k_star, v_star = _unit_pair("k_star", k_star, "v_star", v_star, be, k.shape[-1], batched=False)
     inner = float(k_star @ v_star)
     if abs(inner) > UNIT_TOLERANCE:
         raise ValueError(f"k_star and v_star must be orthogonal (within {UNIT_TOLERANCE:g}), got {inner!r}")
@@ -659,7 +716,7 @@ class _LambdaSchedule:
 
 def lambda_schedule(lam0: float, scheduled: bool) -> Callable[[int], float]:
     """λ_t = λ0/(1 + 10⁻⁴·t) if ``scheduled`` else λ0 (spec §3.2; the authors' ``utils.lambd_value``)."""
-    return _LambdaSchedule(_real("lam0", lam0, positive=True), bool(scheduled))
+    return _LambdaSchedule(_lam(lam0, "lam0"), arguments.flag("scheduled", scheduled))
 
 
 @dataclass(frozen=True, eq=False)
@@ -734,11 +791,7 @@ def _descend(
 
 
 def _start(k0: Any, v0: Any, be: Backend, dim: int | None = None) -> tuple[Any, Any]:
-    k = _unit_rows("k0", k0, be, dim, batched=True)
-    v = _unit_rows("v0", v0, be, k.shape[-1], batched=True)
-    if k.shape != v.shape:
-        raise ValueError(f"k0 and v0 must have the same shape, got {tuple(k.shape)} and {tuple(v.shape)}")
-    return k, v
+    return _unit_pair("k0", k0, "v0", v0, be, dim, batched=True)
 
 
 def projected_gradient_descent(
@@ -761,7 +814,7 @@ def projected_gradient_descent(
     ``lam_schedule(t)`` (a number means a constant λ). Records t = 0, record_every, 2·record_every, …
     and the last step; ``progress(t, steps)`` is called at each record.
     """
-    be = get_backend(backend)
+    be = _backend(backend)
     k, v = _start(k0, v0, be)
     if not callable(gradient):
         raise TypeError(f"gradient must be callable (k, v, lam) -> (g_k, g_v), got {gradient!r}")
@@ -770,11 +823,11 @@ def projected_gradient_descent(
         v,
         gradient,
         steps=_integer("steps", steps, 0),
-        step_size=_real("step_size", step_size, positive=False),
+        step_size=arguments.nonnegative("step_size", step_size),
         schedule=_schedule(lam_schedule),
         record_every=_integer("record_every", record_every, 1),
         be=be,
-        progress=progress,
+        progress=_progress(progress),
     )
 
 
@@ -787,9 +840,9 @@ def _normalise_rows(x: Any, xp: Any) -> Any:
 
 def initialize_on_sphere(runs: int, d: int, rng: Any, *, backend: Any = None) -> tuple[Any, Any]:
     """k0, v0 of shape (runs, d), independent and uniform on S^{d−1} (spec §3.2, ``initialize_on_sphere``)."""
-    be = get_backend(backend)
+    be = _backend(backend)
     runs = _integer("runs", runs, 1)
-    d = _integer("d", d, 2)
+    d = _integer("d", d, 2, theory.COUNT_MAX)
     rng = _generator(rng, be)
     k0 = _normalise_rows(_normal(rng, (runs, d), be), be.xp)
     v0 = _normalise_rows(_normal(rng, (runs, d), be), be.xp)
@@ -802,11 +855,10 @@ def initialize_on_manifold(runs: int, k_star: Any, v_star: Any, rng: Any, *, bac
     k0 = normalise(g − ⟨g, v*⟩v*); v0: h − ⟨h, k*⟩k*, then minus its component along u = k0 − ⟨k0, k*⟩k*
     (the part of k0 orthogonal to k*), normalised. Hence ⟨k0, v*⟩ = ⟨v0, k*⟩ = ⟨k0, v0⟩ = 0.
     """
-    be = get_backend(backend)
+    be = _backend(backend)
     xp = be.xp
     runs = _integer("runs", runs, 1)
-    k_star = _unit_rows("k_star", k_star, be, batched=False)
-    v_star = _unit_rows("v_star", v_star, be, k_star.shape[0], batched=False)
+    k_star, v_star = _unit_pair("k_star", k_star, "v_star", v_star, be, batched=False)
     d = int(k_star.shape[0])
     if d < 3:
         raise ValueError(f"k_star must have dimension d ≥ 3 for the manifold initialisation, got {d}")
@@ -829,16 +881,23 @@ def _scores(X: Any, u: Any) -> Any:
 
 
 def _check_empirical(X: Any, y: Any, k: Any, v: Any, lam: Any, be: Backend) -> tuple[Any, Any, Any, Any, float]:
-    lam = _real("lam", lam, positive=True)
-    X = _finite_array("X", X, be, min_ndim=3)
-    y = _finite_array("y", y, be, min_ndim=1)
-    k = _finite_array("k", k, be, min_ndim=1)
-    v = _finite_array("v", v, be, min_ndim=1)
+    lam = _lam(lam)
+    X = arguments.array("X", X, be, min_ndim=3)
+    y = arguments.array("y", y, be, min_ndim=1)
+    k = arguments.array("k", k, be, min_ndim=1)
+    v = arguments.array("v", v, be, min_ndim=1)
     d = X.shape[-1]
-    if k.shape[-1] != d or v.shape[-1] != d:
-        raise ValueError(f"k and v must have last axis d = {d}, got shapes {tuple(k.shape)} and {tuple(v.shape)}")
+    for name, u in (("k", k), ("v", v)):
+        if u.shape[-1] != d:
+            raise ValueError(f"{name} must have last axis d = {d} like X, got shape {tuple(u.shape)}")
     if y.shape[-1] != X.shape[-3]:
         raise ValueError(f"y must have shape (..., B) with B = {X.shape[-3]}, got {tuple(y.shape)}")
+    leading = {"X": X.shape[:-3], "y": y.shape[:-1], "k": k.shape[:-1], "v": v.shape[:-1]}
+    try:
+        np.broadcast_shapes(*(tuple(shape) for shape in leading.values()))
+    except ValueError:
+        raise ValueError("the leading (run) axes of X, y, k and v must broadcast together, got "
+                         + ", ".join(f"{name} {tuple(shape)}" for name, shape in leading.items())) from None
     return X, y, k, v, lam
 
 
@@ -872,9 +931,9 @@ def empirical_risk(X: Any, y: Any, k: Any, v: Any, lam: float, *, backend: Any =
     one shared batch). k, v may be any vectors of R^d (no unit-norm check), so that it can be
     differentiated numerically.
     """
-    be = get_backend(backend)
+    be = _backend(backend)
     X, y, k, v, lam = _check_empirical(X, y, k, v, lam, be)
-    return _empirical_risk(X, y, k, v, lam, be)
+    return _finite_result(lambda: _empirical_risk(X, y, k, v, lam, be), be, "X (or y)")
 
 
 def empirical_risk_gradient(X: Any, y: Any, k: Any, v: Any, lam: float, *, backend: Any = None) -> tuple[Any, Any]:
@@ -884,9 +943,9 @@ def empirical_risk_gradient(X: Any, y: Any, k: Any, v: Any, lam: float, *, backe
     r_b = T(X_b) − y_b, erf'(x) = 2e^{−x²}/√π. Shapes as in :func:`empirical_risk`; returns (g_k, g_v)
     with the broadcast leading shape of k, v and X's batch axes, last axis d.
     """
-    be = get_backend(backend)
+    be = _backend(backend)
     X, y, k, v, lam = _check_empirical(X, y, k, v, lam, be)
-    return _empirical_gradient(X, y, k, v, lam, be)
+    return _finite_result(lambda: _empirical_gradient(X, y, k, v, lam, be), be, "X (or y)")
 
 
 def stochastic_gradient_descent(
@@ -912,7 +971,8 @@ def stochastic_gradient_descent(
     λ_t on one fixed test batch of ``test_size`` samples drawn first (ε² included; the authors log
     test MSE − ε², and evaluate it at the λ of the step just taken).
     """
-    be = get_backend(backend)
+    be = _backend(backend)
+    task = _task(task)
     k, v = _start(k0, v0, be, task.d)
     batch_size = _integer("batch_size", batch_size, 1)
     test_size = _integer("test_size", test_size, 1)
@@ -934,11 +994,11 @@ def stochastic_gradient_descent(
         v,
         gradient,
         steps=_integer("steps", steps, 0),
-        step_size=_real("step_size", step_size, positive=False),
+        step_size=arguments.nonnegative("step_size", step_size),
         schedule=_schedule(lam_schedule),
         record_every=_integer("record_every", record_every, 1),
         be=be,
-        progress=progress,
+        progress=_progress(progress),
         extra=test_risk,
     )
 
@@ -951,16 +1011,16 @@ def population_gradient(*, d: int, L: int, gamma: float, eps: float, backend: An
 
     The partials in the overlaps are the sympy derivatives of the derived risk
     (:func:`attnverify.derivations.single_location.risk_gradient_from_overlaps`), pulled back to
-    (k, v) by :func:`overlap_gradient_to_vectors` (spec §3.2).
+    (k, v) by :func:`overlap_gradient_to_vectors` (spec §3.2). d, L, γ, ε are checked here, once;
+    the returned function takes the (runs, 4) states of a descent and a checked λ, and checks nothing.
     """
-    be = get_backend(backend)
+    be = _backend(backend)
+    partials_at = theory.risk_gradient_function(gamma=gamma, d=d, L=L, eps=eps, backend=be)
     e1, e2 = be.asarray([1.0, 0.0, 0.0, 0.0]), be.asarray([0.0, 1.0, 0.0, 0.0])
 
     def gradient(k: Any, v: Any, lam: float) -> tuple[Any, Any]:
-        partials = theory.risk_gradient_from_overlaps(
-            *theory.overlaps(k, v, e1, e2, be.xp), lam=lam, gamma=gamma, d=d, L=L, eps=eps, backend=be
-        )
-        return overlap_gradient_to_vectors(partials, k, v, e1, e2, backend=be)
+        partials = partials_at(*_unchecked_overlaps(k, v, e1, e2, be.xp), lam)
+        return _chain_rule(partials, k, v, e1, e2)
 
     return gradient
 
@@ -984,6 +1044,7 @@ def population_projected_gradient_descent(
     """Population PGD (spec §3.2) in the exact 4-dimensional reduction: k0, v0 of shape (runs, 4)
     are coordinates on (k*, v*, e3, e4) (see :func:`reduce_to_four_dimensions`); d enters only
     through the risk."""
+    k0, v0 = _start(k0, v0, _backend(backend), 4)
     return projected_gradient_descent(
         k0,
         v0,
