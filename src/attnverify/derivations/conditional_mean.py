@@ -418,13 +418,7 @@ def derivations() -> list[Derivation]:
 
 def _reals(name: str, value: Any, be: Any, *, low: float = -math.inf, open_low: bool = False) -> Any:
     """A finite real number (> or ≥ ``low``), or an array of them (lists accepted): the evaluators broadcast."""
-    if isinstance(value, (list, tuple)) or getattr(value, "ndim", 0) > 0:
-        arr = arguments.array(name, value, be)
-        if bool(be.xp.any(arr <= low if open_low else arr < low)):
-            raise ValueError(f"{name} must contain only finite numbers {'>' if open_low else '≥'} {low:g}, "
-                             f"got smallest {float(be.xp.min(arr))!r}")
-        return arr
-    return arguments.real(name, value, low=low, open_low=open_low)
+    return arguments.reals(name, value, be, low=low, open_low=open_low, lists=True)
 
 
 def _evaluate(function: str, expressions: tuple, symbols: tuple, be: Any, values: dict[str, Any], growth: str) -> tuple:

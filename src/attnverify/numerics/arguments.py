@@ -295,16 +295,20 @@ def positives(name: str, value: Any, length: int, meaning: str = "") -> tuple[fl
 def reals(
     name: str,
     value: Any,
+    be: Backend | None = None,
     *,
     low: float = -math.inf,
     high: float = math.inf,
     open_low: bool = False,
     open_high: bool = False,
     integral: bool = False,
+    lists: bool = False,
 ) -> Any:
     """A number in [low, high] (as :func:`real`, or :func:`integer` when ``integral``), or an array of
-    them (a host float64 array, every entry in range): for closed forms that broadcast over a grid of a
-    parameter. Lists and tuples are refused; pass an array."""
+    them (float64 of the backend ``be``, host numpy when None; every entry in range): for closed forms
+    that broadcast over a grid of a parameter. Lists and tuples are refused unless ``lists``."""
+    if lists and isinstance(value, (list, tuple)):
+        value = array(name, value)
     if getattr(value, "dtype", None) is None or getattr(value, "ndim", 0) == 0:
         if getattr(value, "dtype", None) is not None and getattr(value.dtype, "kind", "O") in "iuf":
             value = value.item()  # a 0-d array: its number
@@ -325,4 +329,4 @@ def reals(
         kind = "integers" if integral else "numbers"
         raise ValueError(f"{name} must hold {kind} in {_interval(low, high, open_low, open_high)}, "
                          f"got {_shown(float(arr[bad].ravel()[0]))} among them")
-    return arr
+    return arr if be is None else be.asarray(arr)
