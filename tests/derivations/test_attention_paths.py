@@ -307,3 +307,25 @@ def test_generated_action_matches_a_direct_numpy_evaluation(heads, P):
                                        - np.linalg.slogdet(U)[1] + H * np.linalg.slogdet(nxt)[1])
     value = ap.evaluate_action(heads, Us, Ua, C, Y, widths=widths, variances=variances, temperature=T)
     assert float(value) == pytest.approx(direct, rel=1e-12)
+
+
+def test_numeric_functions_take_a_backend_by_name_and_refuse_bad_arguments_by_name():
+    """Issue 14: backend='numpy' (a string) used to fail with an AttributeError inside the generated code;
+    heads=(2.7,) is refused, not truncated; an action is evaluated only where it is defined."""
+    *Us, Ua = ap.gp_order_parameters((2,), 1.0, backend="numpy")
+    assert_allclose(Us[0], np.eye(2)) and float(Ua) == 1.0
+    assert float(ap.readout_order_parameter(1.0, 2, 10, 10, 1.0, 1.0, backend="numpy")) == pytest.approx(
+        float(ap.readout_order_parameter(1.0, 2, 10, 10, 1.0, 1.0)), rel=0)
+    with pytest.raises(ValueError, match=r"heads\[0\] must be an integer ≥ 1, got 2.7"):
+        ap.gp_order_parameters((2.7,))
+    with pytest.raises(TypeError, match="heads_last"):
+        ap.readout_order_parameter(1.0, True, 10, 10, 1.0, 1.0)
+    args = dict(heads=(1,), order_parameters=[np.array([[1.5]])], readout=0.7, path_kernels=np.full((1, 1, 1, 1), 0.4),
+                labels=np.array([1.0]), widths=(3.0, 4.0), variances=(1.0, 0.5), temperature=0.5)
+    assert np.isfinite(float(ap.evaluate_action(**args, backend="numpy")))
+    with pytest.raises(ValueError, match=r"order_parameters\[0\] must be positive definite"):
+        ap.evaluate_action(**(args | {"order_parameters": [np.array([[-1.5]])]}))
+    with pytest.raises(ValueError, match="path_kernels must be positive semi-definite"):
+        ap.evaluate_action(**(args | {"path_kernels": np.full((1, 1, 1, 1), -0.4)}))
+    with pytest.raises(ValueError, match="labels must contain only finite numbers"):
+        ap.evaluate_action(**(args | {"labels": np.array([np.nan])}))

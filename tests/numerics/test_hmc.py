@@ -77,3 +77,22 @@ def test_same_seed_replays():
     runs = [sample(potential_and_gradient, np.zeros((2, 3)), seed=11, warmup=20, draws=10,
                    backend=get_backend("numpy"))[0] for _ in range(2)]
     np.testing.assert_array_equal(runs[0], runs[1])
+
+
+def test_backend_by_name_and_arguments_checked_once():
+    """Issue 14: a backend given as a string ('numpy') is accepted; bad arguments are named."""
+    _, _, potential_and_gradient = gaussian_target(2, 0)
+    x0 = np.zeros((2, 2))
+    by_name = sample(potential_and_gradient, x0, seed=3, warmup=5, draws=4, backend="numpy", max_steps=4)
+    by_object = sample(potential_and_gradient, x0, seed=3, warmup=5, draws=4, backend=get_backend("numpy"), max_steps=4)
+    np.testing.assert_array_equal(by_name[0], by_object[0])
+    with pytest.raises(ValueError, match="backend"):
+        sample(potential_and_gradient, x0, seed=3, warmup=5, draws=4, backend="numpi")
+    with pytest.raises(ValueError, match="x0 must contain only finite numbers"):
+        sample(potential_and_gradient, np.full((2, 2), np.nan), seed=3, warmup=5, draws=4)
+    with pytest.raises(TypeError, match="unknown kernel options"):
+        sample(potential_and_gradient, x0, seed=3, warmup=5, draws=4, max_step=4)
+    with pytest.raises(ValueError, match="x0 must be a point where the potential"):
+        sample(lambda x: (np.full(2, np.inf), x), x0, seed=3, warmup=5, draws=4)
+    with pytest.raises(ValueError, match=r"target_acceptance must be a finite number in \(0, 1\)"):
+        HMCKernel(np.ones(2), backend="numpy", target_acceptance=1.0)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Sequence
 
+import numpy as np
 import sympy
 from sympy import (
     Determinant,
@@ -44,6 +45,8 @@ from sympy import (
     sqrt,
 )
 
+from ..numerics import arguments
+from ..numerics.backend import to_numpy
 from .codegen import evaluator
 from .derivation import Derivation, DerivationRecorder
 
@@ -79,14 +82,13 @@ def width_symbols(depth: int) -> tuple[Symbol, ...]:
 
 
 def _check_heads(heads: Sequence[int]) -> tuple[int, ...]:
-    try:
-        given = tuple(heads)
-        out = tuple(int(h) for h in given)
-    except (TypeError, ValueError):
-        raise TypeError(f"heads must be a sequence of positive ints (H_1, …, H_L), got {heads!r}") from None
-    if not out or any(h < 1 for h in out) or any(h != g for h, g in zip(out, given)):
-        raise ValueError(f"heads must be a non-empty sequence of ints ≥ 1, got {heads!r}")
-    return out
+    """(H_1, …, H_L), each an integer ≥ 1 (``2.7`` is refused, not truncated)."""
+    return arguments.integers("heads", heads, 1)
+
+
+def _backend(backend):
+    """None (the generated code's numpy default), or a backend by object or by name ('numpy', 'cupy')."""
+    return None if backend is None else arguments.backend(backend)
 
 
 def dimensions(heads: Sequence[int]) -> tuple[int, ...]:
@@ -262,7 +264,7 @@ def action_evaluator(heads: Sequence[int], P: int, backend=None):
     """Generated evaluator of S over ``variables + data_symbols + parameters`` of
     :func:`symbolic_action` (small configurations only, as there)."""
     sym = symbolic_action(heads, P)
-    return evaluator(sym.action, sym.variables + sym.data_symbols + sym.parameters, backend)
+    return evaluator(sym.action, sym.variables + sym.data_symbols + sym.parameters, _backend(backend))
 
 
 def evaluate_action(heads, order_parameters, readout, path_kernels, labels, *, widths, variances, temperature,
@@ -273,35 +275,40 @@ def evaluate_action(heads, order_parameters, readout, path_kernels, labels, *, w
     readout           U_a > 0
     path_kernels      C[π, π', μ, ν], shape (𝓗, 𝓗, P, P), with C[π', π] = C[π, π']ᵀ
     labels            Y, shape (P,);  widths (n_0, …, n_L);  variances (σ_1², …, σ_L², σ_a²);  T
-    For checking a numerical implementation on small problems (P ≤ 2, few paths).
+    For checking a numerical implementation on small problems (P ≤ 2, few paths). Every argument is
+    checked by name: U_ℓ positive definite, C positive semi-definite (as path-path kernels are).
     """
     import numpy as np
 
     heads = _check_heads(heads)
     L = len(heads)
     dims = dimensions(heads)
-    labels = np.asarray(labels, dtype=float)
-    if labels.ndim != 1:
-        raise ValueError(f"labels must have shape (P,), got {labels.shape}")
+    labels = arguments.array("labels", labels, ndim=1)
     P = labels.size
-    C = np.asarray(path_kernels, dtype=float)
-    if C.shape != (dims[0], dims[0], P, P):
-        raise ValueError(f"path_kernels must have shape {(dims[0], dims[0], P, P)}, got {C.shape}")
-    if len(order_parameters) != L:
-        raise ValueError(f"order_parameters must hold L = {L} matrices, got {len(order_parameters)}")
-    Us = [np.asarray(U, dtype=float) for U in order_parameters]
-    for level, (U, d) in enumerate(zip(Us, dims), start=1):
-        if U.shape != (d, d):
-            raise ValueError(f"order_parameters[{level - 1}] (U_{level}) must be {d}×{d}, got {U.shape}")
-    if len(widths) != L + 1 or len(variances) != L + 1:
-        raise ValueError(f"widths and variances must each have L+1 = {L + 1} entries, got {len(widths)} and {len(variances)}")
+    C = arguments.array("path_kernels", path_kernels, shape=(dims[0], dims[0], P, P))
+    if isinstance(order_parameters, (str, bytes)) or not isinstance(order_parameters, Sequence) \
+            or len(order_parameters) != L:
+        raise ValueError(f"order_parameters must hold L = {L} matrices (U_1, …, U_L), got {order_parameters!r}"[:300])
+    Us = []
+    for level, (U, d) in enumerate(zip(order_parameters, dims)):
+        U = np.triu(arguments.array(f"order_parameters[{level}]", U, shape=(d, d)))
+        U = U + np.triu(U, 1).T  # the upper triangle is what the action reads
+        arguments.positive_definite_factor(f"order_parameters[{level}]", U)  # else −ln det U is undefined
+        Us.append(U)
+    # K(U) + T I is positive definite for every such U exactly when C is positive semi-definite as the
+    # (𝓗P × 𝓗P) Gram matrix C[(π,μ),(π',ν)] of path features
+    arguments.positive_semidefinite("path_kernels", C.transpose(0, 2, 1, 3).reshape(dims[0] * P, dims[0] * P))
+    readout = arguments.positive("readout", readout)
+    widths = arguments.positives("widths", widths, L + 1, "(n_0, …, n_L)")
+    variances = arguments.positives("variances", variances, L + 1, "(σ_1², …, σ_L², σ_a²)")
+    temperature = arguments.positive("temperature", temperature)
     sym = symbolic_action(heads, P)
     values = [U[i, j] for U, entries in zip(Us, sym.entries) for i, j, _ in entries] + [float(readout)]
     for a in range(dims[0]):
         for b in range(a, dims[0]):
             values += [C[a, b, m, n] for m in range(P) for n in range(m if a == b else 0, P)]
-    values += list(labels) + [float(n) for n in widths] + [float(v) for v in variances] + [float(temperature)]
-    return action_evaluator(heads, P, backend)(*values)
+    values += list(labels) + list(widths) + list(variances) + [temperature]
+    return action_evaluator(heads, P, _backend(backend))(*values)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -594,16 +601,7 @@ def gp_hessian_is_positive_definite(heads: Sequence[int], widths: Sequence | Non
 
 
 def _prior_variances(prior_var, depth: int) -> tuple[float, ...]:
-    import numpy as np
-
-    values = np.atleast_1d(np.asarray(prior_var, dtype=float))
-    if values.ndim != 1 or values.size not in (1, depth + 1):
-        raise ValueError(
-            f"prior_var must be a scalar or (σ_1², …, σ_L², σ_a²) of length L+1 = {depth + 1}, got {prior_var!r}"
-        )
-    if not np.all(np.isfinite(values)) or np.any(values <= 0):
-        raise ValueError(f"prior_var must be finite and > 0, got {prior_var!r}")
-    return tuple(np.broadcast_to(values, (depth + 1,)).tolist())
+    return arguments.positives("prior_var", prior_var, depth + 1, "(σ_1², …, σ_L², σ_a²)")
 
 
 def gp_order_parameters(heads: Sequence[int], prior_var=1.0, backend=None) -> tuple:
@@ -615,7 +613,8 @@ def gp_order_parameters(heads: Sequence[int], prior_var=1.0, backend=None) -> tu
     heads = _check_heads(heads)
     L = len(heads)
     variances = _prior_variances(prior_var, L)
-    f = evaluator([gp_order_parameter_scale(level, L) for level in range(1, L + 2)], variance_symbols(L), backend)
+    f = evaluator([gp_order_parameter_scale(level, L) for level in range(1, L + 2)], variance_symbols(L),
+                  _backend(backend))
     scales = f(*variances)
     xp = f.xp
     dims = dimensions(heads)
@@ -699,22 +698,27 @@ def readout_expression() -> sympy.Expr:
     return readout_derivation().result.rhs
 
 
-def readout_order_parameter(trace_U_L, heads_last, width_prev, width_last, var_last, var_readout, backend=None):
+def readout_order_parameter(trace_U_L, heads_last, width_prev, width_last, var_last, var_readout, backend=None, *,
+                            check_arguments: bool = True):
     """U_a = (−b + sqrt(b² + 4g))/2, b = σ_a²(H_L n_{L−1}/n_L − 1), g = Tr U_L σ_a² n_{L−1}/(n_L σ_L²).
 
     The positive root of ∂S/∂U_a = 0 (§2.1; authors' ``compute_scalar_order_parameter``), given
     Tr U_L > 0, H_L ≥ 1 heads in the last layer, widths n_{L−1}, n_L > 0 and variances σ_L², σ_a² > 0.
-    Arrays broadcast; evaluated by a generated (numpy or cupy) evaluator.
+    Arrays broadcast; evaluated by a generated (numpy or cupy) evaluator. ``check_arguments=False``
+    (as scipy's ``check_finite``) skips the argument checks, for a caller that checked them once and
+    evaluates U_a at every step (the saddle-point solver).
     """
-    import numpy as np
-
-    for name, value in (("trace_U_L", trace_U_L), ("heads_last", heads_last), ("width_prev", width_prev),
-                        ("width_last", width_last), ("var_last", var_last), ("var_readout", var_readout)):
-        v = np.asarray(value.get() if hasattr(value, "get") else value, dtype=float)
-        if np.any(~np.isfinite(v)) or np.any(v <= 0):
-            raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-        if name == "heads_last" and np.any(v < 1):
-            raise ValueError(f"heads_last must be ≥ 1, got {value!r}")
+    if check_arguments:
+        for name, value in (("trace_U_L", trace_U_L), ("heads_last", heads_last), ("width_prev", width_prev),
+                            ("width_last", width_last), ("var_last", var_last), ("var_readout", var_readout)):
+            if isinstance(value, (bool, np.bool_)) or getattr(value, "dtype", None) == np.bool_:
+                raise TypeError(f"{name} must be a number > 0 or an array of them, got {value!r}")
+            v = arguments.array(name, to_numpy(value) if hasattr(value, "dtype") else value)
+            if np.any(v <= 0):
+                raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+            if name == "heads_last" and np.any(v < 1):
+                raise ValueError(f"heads_last must be ≥ 1, got {value!r}")
+        backend = _backend(backend)
     f = evaluator(readout_expression(), READOUT_ARGUMENTS, backend)
     return f(trace_U_L, heads_last, width_prev, width_last, var_last, var_readout)
 
@@ -786,7 +790,7 @@ def bpkr_arguments(depth: int) -> tuple[Symbol, ...]:
 
 def bpkr_fixed_point_evaluator(depth: int, backend=None):
     """Generated evaluator of :func:`bpkr_fixed_point_residual` over :func:`bpkr_arguments`."""
-    return evaluator(bpkr_fixed_point_residual(depth), bpkr_arguments(depth), backend)
+    return evaluator(bpkr_fixed_point_residual(depth), bpkr_arguments(depth), _backend(backend))
 
 
 def bpkr_mode_slope() -> sympy.Expr:
@@ -805,11 +809,8 @@ def bpkr_energy_slope(kernel_scale_value, eigenvalues, label_projections, temper
     ``eigenvalues`` λ_i > 0 of K_0, ``label_projections`` y_i = φ_iᵀY, ``temperature`` T ≥ 0;
     ``kernel_scale_value`` U broadcasts against the leading axes. From :func:`bpkr_mode_slope`.
     """
-    import numpy as np
-
-    if np.any(~(np.asarray(temperature, dtype=float) >= 0)):
-        raise ValueError(f"temperature must be ≥ 0, got {temperature!r}")
-    mode = evaluator(bpkr_mode_slope(), (kernel_scale, eigenvalue, label_projection_sq, T), backend)
+    temperature = arguments.nonnegative("temperature", temperature)
+    mode = evaluator(bpkr_mode_slope(), (kernel_scale, eigenvalue, label_projection_sq, T), _backend(backend))
     xp = mode.xp
     U = xp.asarray(kernel_scale_value, dtype=xp.float64)
     lam = xp.asarray(eigenvalues, dtype=xp.float64)
@@ -826,15 +827,13 @@ def bpkr_residual(kernel_scale_value, eigenvalues, label_projections, temperatur
     ``prior_var`` is a scalar or (σ_1², …, σ_L², σ_a²). A root U_1 > 0 with every 1 − s/n > 0 is
     the H = 1 saddle point, with u_ℓ = 1 − s/n_{ℓ−1} and U_a = σ_a²(1 − s/n_L).
     """
-    import numpy as np
-
-    widths_ = np.atleast_1d(np.asarray(widths, dtype=float))
-    if widths_.ndim != 1 or np.any(~np.isfinite(widths_)) or np.any(widths_ <= 0):
+    widths_ = arguments.array("widths", widths, ndim=1) if np.ndim(widths) else arguments.array("widths", [widths])
+    if np.any(widths_ <= 0):
         raise ValueError(f"widths must be a sequence (n_0, …, n_L) of positive numbers, got {widths!r}")
     depth = widths_.size - 1
     variances = _prior_variances(prior_var, depth)
     s = bpkr_energy_slope(kernel_scale_value, eigenvalues, label_projections, temperature, backend)
-    residual = bpkr_fixed_point_evaluator(depth, backend)
+    residual = bpkr_fixed_point_evaluator(depth, _backend(backend))
     return residual(kernel_scale_value, s, *widths_.tolist(), *variances)
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from arviz_stats.base import array_stats
 
+from . import arguments
 from .backend import to_numpy
 
 TAIL_PROBABILITIES = (0.05, 0.95)
@@ -24,25 +25,44 @@ ESS_MINIMUM = 400
 
 
 def _draws(values, name: str) -> np.ndarray:
-    x = to_numpy(values).astype(np.float64)
+    x = np.ascontiguousarray(arguments.array(name, to_numpy(values) if hasattr(values, "dtype") else values))
     if x.ndim < 2 or x.shape[-2] < 2 or x.shape[-1] < 4:
         raise ValueError(f"{name} must be shaped (..., chains ≥ 2, draws ≥ 4), got {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"{name} contain NaN or infinity; the sampler produced invalid draws")
     return x
 
 
+def _constant(x: np.ndarray) -> np.ndarray:
+    """Elements whose draws are all equal (no variance: R-hat and ESS are 0/0 in their formulas)."""
+    return np.all(x == x[..., :1, :1], axis=(-2, -1))
+
+
+def _rhat(x: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.asarray(array_stats.rhat(x, method="rank"), dtype=float)
+    return np.where(_constant(x), 1.0, r)
+
+
+def _ess(x: np.ndarray, method: str) -> np.ndarray:
+    options = {"prob": TAIL_PROBABILITIES} if method == "tail" else {}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ess = np.asarray(array_stats.ess(x, method=method, **options), dtype=float)
+    return np.where(_constant(x), float(x.shape[-2] * x.shape[-1]), ess)
+
+
 def rhat(values) -> np.ndarray:
-    """Rank-normalised split R-hat of draws (..., chains, draws), the max of bulk and folded."""
-    return np.asarray(array_stats.rhat(_draws(values, "values"), method="rank"))
+    """Rank-normalised split R-hat of draws (..., chains, draws), the max of bulk and folded
+    (1 for an element constant across all draws)."""
+    return _rhat(_draws(values, "values"))
 
 
 def ess_bulk(values) -> np.ndarray:
-    return np.asarray(array_stats.ess(_draws(values, "values"), method="bulk"))
+    """Bulk effective sample size of draws (..., chains, draws) (all draws for a constant element)."""
+    return _ess(_draws(values, "values"), "bulk")
 
 
 def ess_tail(values) -> np.ndarray:
-    return np.asarray(array_stats.ess(_draws(values, "values"), method="tail", prob=TAIL_PROBABILITIES))
+    """Tail effective sample size at the 5% and 95% quantiles (all draws for a constant element)."""
+    return _ess(_draws(values, "values"), "tail")
 
 
 @dataclass(frozen=True)
@@ -76,14 +96,7 @@ def summarize(values) -> ChainSummary:
     x = _draws(values, "values")
     mean = x.mean(axis=(-2, -1))
     sd = x.std(axis=(-2, -1), ddof=1)
-    constant = sd == 0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        bulk = np.asarray(array_stats.ess(x, method="bulk"), dtype=float)
-        tail = np.asarray(array_stats.ess(x, method="tail", prob=TAIL_PROBABILITIES), dtype=float)
-        r = np.asarray(array_stats.rhat(x, method="rank"), dtype=float)
-    total = x.shape[-2] * x.shape[-1]
-    bulk = np.where(constant, total, bulk)
-    tail = np.where(constant, total, tail)
-    r = np.where(constant, 1.0, r)
+    constant = _constant(x)
+    bulk, tail, r = _ess(x, "bulk"), _ess(x, "tail"), _rhat(x)
     mcse = np.where(constant, 0.0, sd / np.sqrt(np.maximum(bulk, 1.0)))
     return ChainSummary(mean, sd, mcse, r, bulk, tail)

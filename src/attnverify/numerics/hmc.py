@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import arguments
 from .backend import Backend
 
 #: Potential and its gradient, batched over chains: x (C, d) -> (Φ (C,), ∇Φ (C, d)).
@@ -152,13 +153,18 @@ class HMCKernel:
     recomputes the number of leapfrog steps; ``end_warmup`` freezes the averaged step sizes and the steps.
     """
 
-    def __init__(self, step, *, backend: Backend, trajectory_length: float = math.pi / 2,
+    def __init__(self, step, *, backend: Backend | str | None = None, trajectory_length: float = math.pi / 2,
                  target_acceptance: float = 0.8, max_steps: int = 1024, jitter: float = 0.1):
-        self.backend = backend
+        self.backend = backend = arguments.backend(backend)
+        step = arguments.array("step", backend.to_numpy(step) if hasattr(step, "dtype") else step, backend, ndim=1)
+        if not bool(backend.xp.all(step > 0)):
+            raise ValueError("step must hold one step size > 0 per chain")
         self.step = step
-        self.trajectory_length = trajectory_length
-        self.max_steps = max_steps
-        self.jitter = jitter
+        self.trajectory_length = arguments.positive("trajectory_length", trajectory_length)
+        self.max_steps = arguments.integer("max_steps", max_steps, 1)
+        self.jitter = arguments.real("jitter", jitter, low=0, high=1, open_high=True)
+        target_acceptance = arguments.real("target_acceptance", target_acceptance, low=0, high=1,
+                                           open_low=True, open_high=True)
         self.adaptation = DualAveraging(backend.xp.log(step), target_acceptance, backend.xp)
         self.steps = steps_for(trajectory_length, step, max_steps, backend)
         self.warming = True
@@ -182,11 +188,31 @@ class HMCKernel:
 
 
 def sample(potential_and_gradient: PotentialAndGradient, x0, *, seed: int, warmup: int, draws: int,
-           backend: Backend, **kernel_options) -> tuple[Any, dict]:
-    """Plain batched HMC on Φ from x0 (C, d): draws shaped (d, C, draws) on the host, and statistics."""
+           backend: Backend | str | None = None, **kernel_options) -> tuple[Any, dict]:
+    """Plain batched HMC on Φ from x0 (C, d): draws shaped (d, C, draws) on the host, and statistics.
+
+    ``kernel_options`` are those of :class:`HMCKernel` (trajectory_length, target_acceptance, max_steps,
+    jitter). Everything is checked here, once; the transitions trust it.
+    """
+    if not callable(potential_and_gradient):
+        raise TypeError(f"potential_and_gradient must be a callable x (C, d) -> (Φ (C,), ∇Φ (C, d)), "
+                        f"got {type(potential_and_gradient).__name__}")
+    backend = arguments.backend(backend)
+    seed = arguments.integer("seed", seed, 0)
+    warmup = arguments.integer("warmup", warmup, 1)
+    draws = arguments.integer("draws", draws, 1)
+    unknown = sorted(set(kernel_options) - {"trajectory_length", "target_acceptance", "max_steps", "jitter"})
+    if unknown:
+        raise TypeError(f"sample got unknown kernel options {unknown}; HMCKernel takes trajectory_length, "
+                        "target_acceptance, max_steps and jitter")
     rng = backend.random(seed)
-    x = backend.asarray(x0)
+    x = arguments.array("x0", backend.to_numpy(x0) if hasattr(x0, "dtype") else x0, backend, ndim=2)
     potential, gradient = potential_and_gradient(x)
+    if np.shape(potential) != x.shape[:1] or np.shape(gradient) != x.shape:
+        raise ValueError(f"potential_and_gradient must return Φ of shape {x.shape[:1]} and ∇Φ of shape {x.shape} "
+                         f"at x0, got {np.shape(potential)} and {np.shape(gradient)}")
+    if not (bool(backend.xp.all(backend.xp.isfinite(potential))) and bool(backend.xp.all(backend.xp.isfinite(gradient)))):
+        raise ValueError("x0 must be a point where the potential and its gradient are finite")
     kernel = HMCKernel(initial_step_size(x, potential, gradient, potential_and_gradient, rng, backend),
                        backend=backend, **kernel_options)
     kept, accepted, divergent = [], [], []

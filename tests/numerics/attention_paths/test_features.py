@@ -312,3 +312,22 @@ def test_cupy_matches_numpy():
     assert_allclose(ft.attention_matrix(x, w, backend="cupy").get(), ft.attention_matrix(x, w), atol=ROUND_OFF)
     U = rng.standard_normal((2, 2))
     assert_allclose(ft.renormalized_kernel(U, X, backend="cupy").get(), ft.renormalized_kernel(U, X), atol=ROUND_OFF)
+
+
+def test_backend_by_name_and_overflowing_scores():
+    """Issue 14: a backend given by name is the backend; scores beyond float64 are refused by name
+    rather than returned as a NaN softmax; booleans are not numbers."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 4))
+    w = rng.standard_normal((3, 3))
+    assert_array_equal(ft.attention_matrix(x, w, backend="numpy"), ft.attention_matrix(x, w))
+    with pytest.raises(ValueError, match="backend"):
+        ft.attention_matrix(x, w, backend="numpi")
+    with pytest.raises(ValueError, match="x and weights give attention scores beyond the float64 range"):
+        ft.attention_matrix(x, np.full((3, 3), 1e308))
+    with pytest.raises(ValueError, match="x and query and key give attention scores"):
+        ft.attention_matrix_qk(x, np.full((2, 3), 1e200), np.full((2, 3), 1e200))
+    with pytest.raises(TypeError, match="scale"):
+        ft.gp_kernel(np.ones((3, 2, 4)), True)
+    with pytest.raises(TypeError, match="batch_size"):
+        ft.path_features(x, random_layers(rng, 2, 4, (1,)), batch_size=True)

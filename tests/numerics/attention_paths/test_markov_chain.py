@@ -67,8 +67,10 @@ def test_task_defaults_and_validation():
         (dict(noise_along_sum=math.nan), "noise_along_sum"),
         (dict(beta=math.inf), "beta"),
         (dict(perturbation=-0.5), "perturbation"),
+        (dict(p_a=True), "p_a"),
+        (dict(beta="10"), "beta"),
     ]:
-        with pytest.raises(ValueError, match=name):
+        with pytest.raises((ValueError, TypeError), match=name):  # TypeError: not a number at all
             mc.MarkovChainTask(**kwargs)
     with pytest.raises(ValueError, match="P"):
         mc.sample_sequences(task, 7, seed=0)

@@ -116,3 +116,43 @@ def test_rotated_classes_are_quarter_turns_with_new_labels(digits):
     assert set(rotated.classes) == {3, 13, 23, 33}
     np.testing.assert_array_equal(rotated.images[rotated.labels == 3], threes)
     np.testing.assert_array_equal(rotated.images[rotated.labels == 23], threes[:, ::-1, ::-1])
+
+
+def _four_classes(root, rng):
+    from PIL import Image
+
+    for name in ("alpha", "beta", "gamma", "delta"):
+        (root / name).mkdir()
+        for i in range(2):
+            Image.fromarray(rng.integers(0, 255, size=(12, 12), dtype=np.uint8)).save(root / name / f"{i}.png")
+
+
+@pytest.mark.parametrize("kind", ["text_named_png", "truncated_png", "corrupt_png", "empty_jpg"])
+def test_unreadable_image_files_are_named(tmp_path, kind):
+    """Issue 14: a file with an image suffix that is not a readable image gives a ValueError naming the
+    file, not a PIL traceback."""
+    rng = np.random.default_rng(1)
+    _four_classes(tmp_path, rng)
+    good = (tmp_path / "beta" / "0.png").read_bytes()
+    bad = {"text_named_png": ("notes.png", b"this is not an image"),
+           "truncated_png": ("cut.png", good[: len(good) // 2]),
+           "corrupt_png": ("noise.png", good[:40] + bytes(rng.integers(0, 255, size=len(good) - 40, dtype=np.uint8))),
+           "empty_jpg": ("empty.jpg", b"")}[kind]
+    (tmp_path / "gamma" / bad[0]).write_bytes(bad[1])
+    with pytest.raises(ValueError, match=rf"path holds '.*gamma/{bad[0]}', which is not a readable image"):
+        one_shot.load_image_folder(tmp_path)
+    (tmp_path / "gamma" / bad[0]).unlink()
+    assert one_shot.load_image_folder(str(tmp_path)).images.shape == (8, 32, 32)
+
+
+def test_episode_arguments_are_named(digits):
+    with pytest.raises(TypeError, match="data"):
+        one_shot.draw_episodes(digits.images, [0, 1], 2, seed=0)
+    with pytest.raises(ValueError, match="label_seed"):
+        one_shot.draw_episodes(digits, [0, 1], 2, seed=0, label_seed=-1)
+    with pytest.raises(TypeError, match="balanced"):
+        one_shot.draw_episodes(digits, [0, 1], 2, seed=0, balanced="yes")
+    with pytest.raises(TypeError, match="path"):
+        one_shot.load_image_folder(None)
+    with pytest.raises(ValueError, match="images"):
+        one_shot.image_patches(np.full((1, 8, 8), np.nan))

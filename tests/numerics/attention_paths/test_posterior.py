@@ -153,3 +153,30 @@ def test_bad_input_is_named(kwargs, match):
         network_posterior(X, y, **args)
     with pytest.raises(ValueError, match="y must be shaped"):
         network_posterior(X, y[:3], heads=(2,), width=3, temperature=0.5)
+
+
+def test_a_width_too_large_to_sample_is_refused_at_the_constructor():
+    """Issue 14: width = 1e9 used to be accepted here and fail later in numpy. The message gives the
+    weight count, the limit and why, and the largest equal width that fits."""
+    from attnverify.numerics.attention_paths.posterior import MAX_WEIGHTS, _largest_equal_width
+
+    X, y = random_features(4, 3, 2, 9)
+    with pytest.raises(ValueError, match=r"width \(n_0, …, n_L\) = \(1e\+09, 1e\+09\) gives 2e\+18 weights per chain .*at most 1e\+08 .*"
+                                         r"width must be ≤ \d+ when every layer has the same width"):
+        network_posterior(X, y, heads=(2,), width=1e9, temperature=0.5)
+    largest = _largest_equal_width((2,), 3)
+    def weights(N):  # n_0·N0 + H_1 n_1 n_0 + n_1 with N0 = 3, H_1 = 2
+        return 3 * N + 2 * N * N + N
+
+    assert weights(largest) <= MAX_WEIGHTS < weights(largest + 1)
+    network_posterior(X, y, heads=(2,), width=(largest, 1), temperature=0.5)  # a valid width is not refused
+
+
+def test_backend_by_name_and_bad_features():
+    X, y = random_features(4, 3, 2, 9)
+    assert network_posterior(X, y, heads=(2,), width=3, temperature=0.5, backend="numpy").backend.name == "numpy"
+    with pytest.raises(ValueError, match="backend"):
+        network_posterior(X, y, heads=(2,), width=3, temperature=0.5, backend="numpi")
+    X[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="X must contain only finite numbers"):
+        network_posterior(X, y, heads=(2,), width=3, temperature=0.5)

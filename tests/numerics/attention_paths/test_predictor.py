@@ -72,3 +72,26 @@ def test_alignment_is_the_eigendecomposition_of_the_kernel():
     assert_allclose(overlaps, np.abs(vectors[:, order].T @ y) / np.sqrt(40), rtol=1e-8, atol=1e-10)
     # the overlaps of all P eigenvectors are the coordinates of Y/√P in an orthonormal basis
     assert np.sum(overlaps**2) <= 1 + 1e-12
+
+
+def test_bad_inputs_are_named():
+    """Issue 14: NaN targets and test features are refused by name, never turned into a NaN or a 0 accuracy."""
+    X, y = random_features(10, 2, 2, seed=1)
+    Xt, yt = random_features(4, 2, 2, seed=2)
+    stats = predictor_statistics(np.eye(2), X, y, Xt, 0.5)
+    with pytest.raises(ValueError, match="y must contain only finite numbers"):
+        stats.accuracy(np.full(4, np.nan))
+    with pytest.raises(ValueError, match="y must have shape"):
+        stats.generalisation_error(yt[:3])
+    Xt[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="X_test must contain only finite numbers"):
+        predictor_statistics(np.eye(2), X, y, Xt, 0.5)
+    with pytest.raises(ValueError, match="U must be positive semidefinite"):
+        predictor_statistics(-np.eye(2), X, y, X, 0.5)
+    with pytest.raises(ValueError, match=r"heads\[0\] must be an integer ≥ 1, got 1.5"):
+        head_scores(np.eye(2), (1.5,))
+    with pytest.raises(ValueError, match=r"pruned\[0\] must be a \(layer, head\) pair"):
+        prune_heads(np.eye(2), (2,), [(0,)])
+    # scores are ratios: U at the edge of float64 still gives finite scores
+    scores = head_scores(np.full((2, 2), 1e308), (2,))
+    assert scores == {(0, 0): 1.0, (0, 1): 1.0}

@@ -91,15 +91,72 @@ def test_failure_is_loud():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(heads=(2, 0)), "heads must be"),
-    (dict(width=-1), "width must be finite and > 0"),
+    (dict(heads=(2, 0)), r"heads\[1\] must be an integer ≥ 1"),
+    (dict(width=-1), r"width must be a finite number in \(0, inf\)"),
     (dict(width=(5, 5)), "width must be a number or a sequence of 3"),
-    (dict(temperature=0.0), "temperature must be a finite number > 0"),
+    (dict(temperature=0.0), r"temperature must be a finite number in \(0, inf\)"),
     (dict(prior_var=(1, 1)), "prior_var must be a number or a sequence of 3"),
     (dict(heads=(2, 1)), "X.shape\\[2\\] = 4 paths, but heads"),
+    (dict(start=[np.eye(4), -np.eye(2)]), r"start\[1\] must be positive definite"),
 ])
 def test_bad_arguments_are_named(kwargs, message):
     X, y = random_features(20, 2, 4, seed=0)
     arguments = dict(heads=(2, 2), width=5, temperature=0.1) | kwargs
     with pytest.raises(ValueError, match=message):
         saddle_point_from_features(X, y, **arguments)
+
+
+def test_non_integer_heads_are_refused_not_truncated():
+    """Issue 14: heads=(2.7,) used to be solved as heads=(2,)."""
+    X, y = random_features(20, 2, 2, seed=0)
+    with pytest.raises(ValueError, match=r"heads\[0\] must be an integer ≥ 1, got 2.7"):
+        saddle_point_from_features(X, y, heads=(2.7,), width=5, temperature=0.1)
+    C = np.einsum("pia,qib->abpq", X, X)
+    with pytest.raises(ValueError, match=r"heads\[0\] must be an integer ≥ 1, got 2.7"):
+        saddle_point(C, y, heads=(2.7,), width=5, temperature=0.1)
+
+
+def test_path_kernels_that_are_not_positive_semidefinite_are_named():
+    """Issue 14: an indefinite C used to fail 17 frames down in scipy's Cholesky."""
+    X, y = random_features(6, 2, 2, seed=1)
+    C = np.einsum("pia,qib->abpq", X, X)
+    C[0, 0] -= 2.0 * np.eye(6)  # still symmetric, no longer a Gram matrix
+    with pytest.raises(ValueError, match=r"C must be positive semi-definite, got smallest eigenvalue -"):
+        saddle_point(C, y, heads=(2,), width=5, temperature=0.1)
+    with pytest.raises(ValueError, match="C must be positive semi-definite"):
+        energy_for(C=C, y=y, temperature=0.1)
+
+
+def test_action_evaluations_check_nothing_again(monkeypatch):
+    """Issue 14: every action evaluation used to re-validate the six arguments of U_a's closed form. They
+    are checked once, by ActionConfig.build and energy_for; an evaluation calls no checker of arguments.py
+    and asks the closed form not to check (check_arguments=False)."""
+    from attnverify.derivations import attention_paths as theory
+    from attnverify.numerics import arguments
+
+    X, y = random_features(8, 2, 2, seed=2)
+    action = Action(ActionConfig.build((2,), 5, 0.1), energy_for(X=X, y=y, temperature=0.1))
+    checks, readout_checks = [], []
+
+    def counting(name):
+        function = getattr(arguments, name)
+
+        def wrapper(*args, **kwargs):
+            checks.append(name)
+            return function(*args, **kwargs)
+        monkeypatch.setattr(arguments, name, wrapper)
+
+    for name in ("array", "real", "positive", "nonnegative", "integer", "integers", "positives", "backend"):
+        counting(name)
+    readout = theory.readout_order_parameter
+
+    def recording(*args, **kwargs):
+        readout_checks.append(kwargs.get("check_arguments", True))
+        return readout(*args, **kwargs)
+    monkeypatch.setattr(theory, "readout_order_parameter", recording)
+
+    theta = np.zeros(action.parametrisation.size)
+    value, gradient = action(theta)
+    action.gradient_norm(theta)
+    assert checks == [] and readout_checks == [False, False]
+    assert np.isfinite(value) and np.all(np.isfinite(gradient))

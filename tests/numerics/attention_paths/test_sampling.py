@@ -124,3 +124,62 @@ def test_the_two_kernels_agree_on_the_markov_network():
     a, b = (sample_posterior(post, seed=7, settings=settings, method=m).order_parameter_summary() for m in METHODS)
     assert a.converged and b.converged, (a.worst(), b.worst())
     assert np.all(np.abs(a.mean - b.mean) <= Z * np.hypot(a.mcse, b.mcse))
+
+
+def _quick_samples(**kwargs):
+    X, y = random_features(5, 2, 2, 2)
+    post = network_posterior(X, y, heads=(2,), width=2, temperature=0.5)
+    X_test, _ = random_features(3, 2, 2, 5)
+    return post, X_test, sample_posterior(post, seed=1, settings=dict(chains=2, warmup=10, draws=6, max_leapfrog=8),
+                                          X_test=X_test, **kwargs)
+
+
+def test_settings_as_a_dict_are_the_dataclass():
+    """Issue 14: settings passed as a dict are accepted as SamplerSettings(**dict); unknown keys are named."""
+    post, X_test, from_dict = _quick_samples()
+    assert from_dict.settings == SamplerSettings(chains=2, warmup=10, draws=6, max_leapfrog=8)
+    same = sample_posterior(post, seed=1, settings=SamplerSettings(chains=2, warmup=10, draws=6, max_leapfrog=8),
+                            X_test=X_test)
+    np.testing.assert_array_equal(from_dict.order_parameter, same.order_parameter)
+    with pytest.raises(ValueError, match=r"settings has unknown fields \['chain'\]"):
+        sample_posterior(post, seed=1, settings={"chain": 2})
+    with pytest.raises(TypeError, match="settings must be a SamplerSettings"):
+        sample_posterior(post, seed=1, settings=4)
+
+
+def test_sampler_settings_use_the_one_boundary():
+    """The hand-written checks of SamplerSettings became arguments.py's: integral floats are the integer
+    they equal, booleans are not numbers, and every message gives the valid range."""
+    assert SamplerSettings(chains=2.0).chains == 2 and isinstance(SamplerSettings(chains=2.0).chains, int)
+    with pytest.raises(TypeError, match="trajectory_length must be a real number in"):
+        SamplerSettings(trajectory_length=True)  # accepted as 1.0 before
+    with pytest.raises(ValueError, match=r"step_jitter must be a finite number in \[0, 1\)"):
+        SamplerSettings(step_jitter=1.0)
+    with pytest.raises(ValueError, match=r"draws must be an integer ≥ 4"):
+        SamplerSettings(draws=2.5)
+
+
+def test_nan_test_features_are_refused_by_name():
+    """Issue 14: NaN in X_test used to come back as NaN predictions."""
+    X, y = random_features(5, 2, 2, 2)
+    post = network_posterior(X, y, heads=(2,), width=2, temperature=0.5)
+    X_test, _ = random_features(3, 2, 2, 5)
+    X_test[1, 0, 1] = np.nan
+    with pytest.raises(ValueError, match="X_test must contain only finite numbers"):
+        sample_posterior(post, seed=0, settings=dict(chains=2, warmup=10, draws=4), X_test=X_test)
+
+
+def test_accuracy_refuses_nan_targets_and_a_single_replicate():
+    """Issue 14: all-NaN targets gave accuracy 0.0, and ≤ 1 replicate a NaN standard error."""
+    _, _, samples = _quick_samples()
+    y_test = np.array([1.0, -1.0, 1.0])
+    estimate = samples.accuracy(y_test, replicates=2)
+    assert np.isfinite(estimate.standard_error) and 0 <= estimate.mean <= 1
+    assert estimate.mean == np.mean(np.sign(samples.predictor_summary().mean) == y_test)
+    with pytest.raises(ValueError, match="y_test must contain only finite numbers"):
+        samples.accuracy(np.full(3, np.nan))
+    for replicates in (0, 1):
+        with pytest.raises(ValueError, match="a standard error needs at least 2 replicates"):
+            samples.accuracy(y_test, replicates=replicates)
+    with pytest.raises(ValueError, match="y_test must have shape"):
+        samples.accuracy(y_test[:2])

@@ -34,6 +34,8 @@ class CollapsedPosterior:
     """p(Z_{ℓ,h}, z_a | X, y) with Z_0 integrated out; the HMC state is (C, d) = layers then readout."""
 
     def __init__(self, network: NetworkPosterior):
+        if not isinstance(network, NetworkPosterior):
+            raise TypeError(f"network must be a NetworkPosterior (network_posterior), got {type(network).__name__}")
         self.network = network
         be: Backend = network.backend
         self.backend = be

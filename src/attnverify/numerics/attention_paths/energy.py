@@ -23,14 +23,18 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 
+from .. import arguments
+
+SPACES = ("auto", "kernel", "feature")
+
 
 def _labels(y, P: int) -> np.ndarray:
-    y = np.asarray(y, dtype=float)
-    if y.shape != (P,):
-        raise ValueError(f"y must have shape ({P},) to match the {P} training examples, got {y.shape}")
-    if not np.all(np.isfinite(y)):
-        raise ValueError("y must be finite")
-    return y
+    """The labels Y as a finite (P,) array, one per training example."""
+    return arguments.array("y", y, shape=(P,))
+
+
+def _temperature(temperature) -> float:
+    return arguments.positive("temperature", temperature)
 
 
 def _diagonal_blocks(matrix: np.ndarray, N0: int, paths: int) -> np.ndarray:
@@ -43,20 +47,26 @@ def _symmetric(G: np.ndarray) -> np.ndarray:
 
 
 class KernelEnergy:
-    """E and ∂E/∂U from the path-path kernels C[π, π', μ, ν] (shape (𝓗, 𝓗, P, P))."""
+    """E and ∂E/∂U from the path-path kernels C[π, π', μ, ν] (shape (𝓗, 𝓗, P, P)).
+
+    C is checked once, here: symmetric (C[π,π',μ,ν] = C[π',π,ν,μ]) and positive semi-definite as the
+    (𝓗P × 𝓗P) matrix C[(π,μ),(π',ν)] — a Gram matrix of the path features, which is what keeps
+    K(U) + T I positive definite (and its Cholesky factor defined) for every positive-definite U.
+    """
 
     def __init__(self, C, y, temperature: float):
-        C = np.asarray(C, dtype=float)
-        if C.ndim != 4 or C.shape[0] != C.shape[1] or C.shape[2] != C.shape[3]:
+        C = arguments.array("C", C, ndim=4)
+        if C.shape[0] != C.shape[1] or C.shape[2] != C.shape[3]:
             raise ValueError(f"C must have shape (𝓗, 𝓗, P, P), got {C.shape}")
-        if not np.all(np.isfinite(C)):
-            raise ValueError("C must be finite")
         asymmetry = np.max(np.abs(C - C.transpose(1, 0, 3, 2)))
         if asymmetry > 1e-10 * max(1.0, np.max(np.abs(C))):
             raise ValueError(f"C must satisfy C[π,π',μ,ν] = C[π',π,ν,μ] (path-path kernels); asymmetry {asymmetry:.3g}")
-        self.C, self.paths, self.P = C, C.shape[0], C.shape[2]
+        paths, P = C.shape[0], C.shape[2]
+        gram = C.transpose(0, 2, 1, 3).reshape(paths * P, paths * P)
+        arguments.positive_semidefinite("C", 0.5 * (gram + gram.T))
+        self.C, self.paths, self.P = C, paths, P
         self.y = _labels(y, self.P)
-        self.temperature = float(temperature)
+        self.temperature = _temperature(temperature)
 
     def kernel(self, R: np.ndarray) -> np.ndarray:
         return np.einsum("ab,abpq->pq", R @ R.T, self.C)
@@ -73,11 +83,12 @@ class KernelEnergy:
 
 
 def _features(X) -> np.ndarray:
-    X = np.asarray(X, dtype=float)
-    if X.ndim != 3:
-        raise ValueError(f"X must have shape (P, N0, 𝓗) (path features), got {X.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X must be finite")
+    """The path features X (P, N0, 𝓗), finite, with a finite squared norm (so the kernels K = ΦΦᵀ, whose
+    entries it bounds at U = I, do not overflow)."""
+    X = arguments.array("X", X, ndim=3)
+    with np.errstate(over="ignore"):
+        if not np.isfinite(np.einsum("pia,pia->", X, X)):
+            raise ValueError("X is too large: its squared norm Σ X² overflows float64 (rescale the features)")
     return X
 
 
@@ -88,7 +99,7 @@ class FeatureKernelEnergy:
         self.X = _features(X)
         self.P, self.N0, self.paths = self.X.shape
         self.y = _labels(y, self.P)
-        self.temperature = float(temperature)
+        self.temperature = _temperature(temperature)
         self._Xy = np.einsum("pia,p->ia", self.X, self.y)
 
     def kernel(self, R: np.ndarray) -> np.ndarray:
@@ -123,7 +134,7 @@ class FeatureSpaceEnergy:
                 "use the kernel space (FeatureKernelEnergy)"
             )
         self.y = _labels(y, self.P)
-        self.temperature = float(temperature)
+        self.temperature = _temperature(temperature)
         flat = X.reshape(self.P, self.D)
         self.gram = flat.T @ flat
         self.Xy = flat.T @ self.y
@@ -152,11 +163,14 @@ class FeatureSpaceEnergy:
 
 
 def energy_for(X=None, C=None, *, y, temperature: float, space: str = "auto"):
-    """The energy representation for the given inputs; ``space`` ∈ {"auto", "kernel", "feature"}."""
+    """The energy representation for the given inputs; ``space`` ∈ {"auto", "kernel", "feature"}.
+
+    Every argument is checked here, once; the returned object's calls (one per action evaluation)
+    work on the checked arrays.
+    """
     if (X is None) == (C is None):
         raise ValueError("give exactly one of X (path features, (P, N0, 𝓗)) and C (path-path kernels)")
-    if space not in ("auto", "kernel", "feature"):
-        raise ValueError(f"space must be 'auto', 'kernel' or 'feature', got {space!r}")
+    space = arguments.one_of("space", space, SPACES)
     if C is not None:
         if space == "feature":
             raise ValueError("space='feature' needs the path features X, not C")

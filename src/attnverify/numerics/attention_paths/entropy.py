@@ -19,6 +19,8 @@ from typing import Sequence
 import numpy as np
 from scipy.linalg import cho_solve
 
+from .. import arguments
+
 
 @dataclass(frozen=True)
 class ActionConfig:
@@ -52,28 +54,12 @@ class ActionConfig:
     @classmethod
     def build(cls, heads: Sequence[int], width, temperature: float, prior_var=1.0) -> "ActionConfig":
         """Validate and normalise the public arguments (width and prior_var may be scalars)."""
-        try:
-            heads = tuple(int(h) for h in heads)
-        except TypeError:
-            raise TypeError(f"heads must be a sequence of positive ints (H_1, …, H_L), got {heads!r}") from None
-        if not heads or any(h < 1 for h in heads):
-            raise ValueError(f"heads must be a non-empty sequence of ints ≥ 1, got {heads!r}")
+        heads = arguments.integers("heads", heads, 1)
         L = len(heads)
-        widths = _broadcast("width", width, L + 1, "(n_0, …, n_L)")
-        variances = _broadcast("prior_var", prior_var, L + 1, "(σ_1², …, σ_L², σ_a²)")
-        temperature = float(temperature)
-        if not np.isfinite(temperature) or temperature <= 0:
-            raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+        widths = arguments.positives("width", width, L + 1, "(n_0, …, n_L)")
+        variances = arguments.positives("prior_var", prior_var, L + 1, "(σ_1², …, σ_L², σ_a²)")
+        temperature = arguments.positive("temperature", temperature)
         return cls(heads, widths, variances, temperature)
-
-
-def _broadcast(name: str, value, length: int, meaning: str) -> tuple[float, ...]:
-    values = np.atleast_1d(np.asarray(value, dtype=float))
-    if values.ndim != 1 or values.size not in (1, length):
-        raise ValueError(f"{name} must be a number or a sequence of {length} numbers {meaning}, got {value!r}")
-    if not np.all(np.isfinite(values)) or np.any(values <= 0):
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-    return tuple(float(v) for v in np.broadcast_to(values, (length,)))
 
 
 def partial_trace(U: np.ndarray, heads_here: int) -> np.ndarray:

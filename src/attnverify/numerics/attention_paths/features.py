@@ -21,10 +21,12 @@ against ``backend.xp`` only, so it runs unchanged on either.
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
 from typing import Any, Sequence
 
-from ..backend import Backend, get_backend
+import numpy as np
+
+from .. import arguments
+from ..backend import Backend
 
 __all__ = [
     "READOUTS",
@@ -48,28 +50,20 @@ _NUMBERS_PER_CHUNK = 2**24
 
 
 def _array(name: str, value: Any, be: Backend, ndim: int) -> Any:
-    try:
-        arr = be.asarray(value)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must be a real array with {ndim} axes, got {type(value).__name__}") from error
-    if arr.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} axes, got shape {tuple(arr.shape)}")
-    if not bool(be.xp.all(be.xp.isfinite(arr))):
-        raise ValueError(f"{name} must contain only finite numbers, got NaN or infinity")
-    return arr
-
-
-def _positive(name: str, value: Any) -> float:
-    x = float(value) if isinstance(value, Real) and not isinstance(value, bool) else math.nan
-    if not math.isfinite(x) or x <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return x
+    """``value`` as a finite float64 array of ``be`` with ``ndim`` axes (the one boundary check)."""
+    return arguments.array(name, value, be, ndim=ndim)
 
 
 def _readout(readout: Any) -> str:
-    if readout not in READOUTS:
-        raise ValueError(f"readout must be one of {READOUTS}, got {readout!r}")
-    return readout
+    return arguments.one_of("readout", readout, READOUTS)
+
+
+def _finite_scores(scores: Any, weights: str, xp: Any) -> Any:
+    """The scores, unless a product of finite inputs overflowed float64 (then no softmax is defined)."""
+    if not bool(xp.all(xp.isfinite(scores))):
+        raise ValueError(f"x and {weights} give attention scores beyond the float64 range (|score| > 1.8e308); "
+                         "scale them down")
+    return scores
 
 
 def _softmax_over_keys(scores: Any, xp: Any) -> Any:
@@ -97,15 +91,16 @@ def attention_matrix(x: Any, weights: Any, *, backend: Any = None) -> Any:
 
     ``x``: (B, N0, S) sequences, columns are tokens. ``weights``: W, (N0, N0).
     """
-    be = get_backend(backend)
+    be = arguments.backend(backend)
     xp = be.xp
     x = _array("x", x, be, 3)
     w = _array("weights", weights, be, 2)
     n0 = x.shape[1]
     if w.shape != (n0, n0):
         raise ValueError(f"weights must have shape (N0, N0) = ({n0}, {n0}) to match x, got {tuple(w.shape)}")
-    scores = xp.matmul(xp.swapaxes(x, 1, 2), _left_multiply(w, x, xp))  # scores[b, s, t] = x_sᵀ W x_t
-    return _softmax_over_keys(scores, xp)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+        scores = xp.matmul(xp.swapaxes(x, 1, 2), _left_multiply(w, x, xp))  # scores[b, s, t] = x_sᵀ W x_t
+    return _softmax_over_keys(_finite_scores(scores, "weights", xp), xp)
 
 
 def attention_matrix_qk(x: Any, query: Any, key: Any, *, backend: Any = None) -> Any:
@@ -114,7 +109,7 @@ def attention_matrix_qk(x: Any, query: Any, key: Any, *, backend: Any = None) ->
     score_{st} = (K x_s)·(Q x_t) / sqrt(d_qk),  Ω_{st} = softmax_s(score_{st})   (spec §1;
     ``compute_attention_matrix_qk``). ``query`` Q and ``key`` K have shape (d_qk, N0).
     """
-    be = get_backend(backend)
+    be = arguments.backend(backend)
     xp = be.xp
     x = _array("x", x, be, 3)
     q = _array("query", query, be, 2)
@@ -124,10 +119,11 @@ def attention_matrix_qk(x: Any, query: Any, key: Any, *, backend: Any = None) ->
         raise ValueError(f"query must have shape (d_qk, N0) with N0 = {n0} and d_qk ≥ 1, got {tuple(q.shape)}")
     if k.shape != q.shape:
         raise ValueError(f"key must have the shape of query, {tuple(q.shape)}, got {tuple(k.shape)}")
-    queries = _left_multiply(q, x, xp)  # (B, d_qk, S)
-    keys = _left_multiply(k, x, xp)
-    scores = xp.matmul(xp.swapaxes(keys, 1, 2), queries) / math.sqrt(q.shape[0])
-    return _softmax_over_keys(scores, xp)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+        queries = _left_multiply(q, x, xp)  # (B, d_qk, S)
+        keys = _left_multiply(k, x, xp)
+        scores = xp.matmul(xp.swapaxes(keys, 1, 2), queries) / math.sqrt(q.shape[0])
+    return _softmax_over_keys(_finite_scores(scores, "query and key", xp), xp)
 
 
 def readout_vector(omega: Any, readout: str = "last_token", *, backend: Any = None) -> Any:
@@ -136,7 +132,7 @@ def readout_vector(omega: Any, readout: str = "last_token", *, backend: Any = No
     ``"last_token"``: ω_s = Ω_{s, S−1};  ``"average_pooling"``: ω_s = (1/S) Σ_t Ω_{st};
     ``"first_token"``: ω_s = Ω_{s, 0}.
     """
-    be = get_backend(backend)
+    be = arguments.backend(backend)
     readout = _readout(readout)
     omega = _array("omega", omega, be, 3)
     if omega.shape[1] != omega.shape[2]:
@@ -211,10 +207,10 @@ def path_features(
     examples (default: about 2^24 numbers per intermediate), and the largest intermediate per chunk is the
     stack of attention vectors (chunk, 𝓗, S) — never the (B, N0, S, 𝓗) product.
     """
-    be = get_backend(backend)
+    be = arguments.backend(backend)
     xp = be.xp
     readout = _readout(readout)
-    prior_var0 = _positive("prior_var0", prior_var0)
+    prior_var0 = arguments.positive("prior_var0", prior_var0)
     x = _array("x", x, be, 3)
     batch, n0, tokens = x.shape
     if batch < 1 or n0 < 1 or tokens < 1:
@@ -223,8 +219,8 @@ def path_features(
     paths = math.prod(len(heads) for heads in checked)
     if batch_size is None:
         batch_size = max(1, _NUMBERS_PER_CHUNK // (paths * max(tokens, n0)))
-    elif isinstance(batch_size, bool) or not isinstance(batch_size, Integral) or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer ≥ 1 or None, got {batch_size!r}")
+    else:
+        batch_size = arguments.integer("batch_size", batch_size, 1)
 
     scale = math.sqrt(prior_var0 / (n0 * paths))
     out = xp.empty((batch, n0, paths), dtype=xp.float64)
@@ -265,7 +261,7 @@ def path_kernels(X: Any, X_other: Any = None, *, backend: Any = None) -> Any:
     For small problems only: C takes 8·𝓗²·P·P' bytes (𝓗 = 16, P = P' = 600: 737 MB). Use
     :func:`renormalized_kernel` or :func:`gp_kernel` to get K without forming C.
     """
-    be = get_backend(backend)
+    be = arguments.backend(backend)
     xp = be.xp
     X, other = _pair(X, X_other, be)
     left = xp.transpose(X, (2, 0, 1))  # (𝓗, P, N0)
@@ -280,7 +276,7 @@ def renormalized_kernel(U: Any, X: Any, X_other: Any = None, *, backend: Any = N
     (``compute_renormalized_attentioned_input`` in the authors' code). ``U``: order parameter (𝓗, 𝓗),
     not required to be symmetric; ``X_other`` (P', N0, 𝓗) defaults to ``X`` (train–test kernel k(x) otherwise).
     """
-    be = get_backend(backend)
+    be = arguments.backend(backend)
     xp = be.xp
     X, other = _pair(X, X_other, be)
     paths = X.shape[2]
@@ -296,8 +292,8 @@ def gp_kernel(X: Any, scale: float = 1.0, *, X_other: Any = None, backend: Any =
 
     With unit prior variances scale = σ_a² Π_ℓ σ_ℓ² = 1. ``X_other`` (P', N0, 𝓗) defaults to ``X``.
     """
-    be = get_backend(backend)
+    be = arguments.backend(backend)
     xp = be.xp
-    scale = _positive("scale", scale)
+    scale = arguments.positive("scale", scale)
     X, other = _pair(X, X_other, be)
     return scale * xp.matmul(X.reshape(X.shape[0], -1), other.reshape(other.shape[0], -1).T)

@@ -25,11 +25,12 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Integral
 from typing import Any, Mapping
 
 import numpy as np
 
+from .. import arguments
 from ..arguments import integer as _integer
 from .features import attention_matrix, path_features
 
@@ -68,14 +69,6 @@ _BOS_STRENGTH = 1.5
 
 
 # --------------------------------------------------------------------------- argument checks
-
-
-def _real(name: str, value: Any, low: float = 0.0, high: float = math.inf) -> float:
-    x = float(value) if isinstance(value, Real) and not isinstance(value, bool) else math.nan
-    if not (math.isfinite(x) and low <= x <= high):
-        bounds = f"in [{low:g}, {high:g}]" if math.isfinite(high) else f"finite and ≥ {low:g}"
-        raise ValueError(f"{name} must be a number {bounds}, got {value!r}")
-    return x
 
 
 def _generator(name: str, seed: Any) -> np.random.Generator:
@@ -124,9 +117,9 @@ class MarkovChainTask:
             raise ValueError(f"features must be even (v_± fill one half each), got {features}")
         set_(self, "features", features)
         for name in ("p_a", "p_b"):
-            set_(self, name, _real(name, getattr(self, name), 0.0, 1.0))
+            set_(self, name, arguments.real(name, getattr(self, name), low=0.0, high=1.0))
         for name in ("noise_along_difference", "noise_along_sum", "out_of_plane_noise", "beta", "perturbation"):
-            set_(self, name, _real(name, getattr(self, name)))
+            set_(self, name, arguments.nonnegative(name, getattr(self, name)))
 
     @property
     def sequence_length(self) -> int:
@@ -250,7 +243,7 @@ def random_head(task: MarkovChainTask, perturbation: float | None, seed: Any) ->
     quirk 1); all perturbations are equal here, so that is the same p.
     """
     task = _check_task(task)
-    p = task.perturbation if perturbation is None else _real("perturbation", perturbation)
+    p = task.perturbation if perturbation is None else arguments.nonnegative("perturbation", perturbation)
     rng = _generator("seed", seed)
     F, n0 = task.features, task.input_width
     scale = np.full((n0, n0), 1.0 / math.sqrt(F))
@@ -354,6 +347,9 @@ def markov_dataset(
     if not isinstance(seed, np.random.SeedSequence):
         seed = np.random.SeedSequence(_integer("seed", seed, 0))
     train_seed, test_seed = seed.spawn(2)
+    for name, value in (("P_train", P_train), ("P_test", P_test)):
+        if _integer(name, value, 2) % 2:
+            raise ValueError(f"{name} must be even (balanced classes, half each), got {value}")
     kwargs = dict(head_seed=head_seed, prior_var0=prior_var0, backend=backend)
     X_train, y_train = markov_path_features(task, network, P_train, train_seed, **kwargs)
     X_test, y_test = markov_path_features(task, network, P_test, test_seed, **kwargs)

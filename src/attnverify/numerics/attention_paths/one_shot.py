@@ -14,6 +14,7 @@ with the package, no download) and :func:`load_image_folder` any folder with one
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 from scipy.ndimage import zoom
 
+from .. import arguments
 from ..arguments import integer, real
 
 IMAGE_SIZE = 32
@@ -38,14 +40,12 @@ class LabelledImages:
     labels: np.ndarray
 
     def __post_init__(self) -> None:
-        images = np.asarray(self.images, dtype=np.float64)
+        images = arguments.array("images", self.images, ndim=3)
         labels = np.asarray(self.labels)
-        if images.ndim != 3 or images.shape[1] < 2 or images.shape[2] < 2:
+        if images.shape[1] < 2 or images.shape[2] < 2:
             raise ValueError(f"images must have shape (n, H, W) with H, W ≥ 2, got {images.shape}")
         if labels.shape != (images.shape[0],) or not np.issubdtype(labels.dtype, np.integer):
             raise ValueError(f"labels must be integers of shape ({images.shape[0]},), got {labels.dtype} {labels.shape}")
-        if not np.all(np.isfinite(images)):
-            raise ValueError("images must contain only finite numbers")
         object.__setattr__(self, "images", images)
         object.__setattr__(self, "labels", labels)
 
@@ -59,6 +59,12 @@ class LabelledImages:
         return LabelledImages(self.images[indices], self.labels[indices])
 
 
+def _check_data(data: Any) -> "LabelledImages":
+    if not isinstance(data, LabelledImages):
+        raise TypeError(f"data must be LabelledImages (load_digits, load_image_folder), got {type(data).__name__}")
+    return data
+
+
 def load_digits() -> LabelledImages:
     """scikit-learn's handwritten digits: 1,797 images of 8 × 8 pixels, classes 0–9."""
     from sklearn.datasets import load_digits as sklearn_digits
@@ -69,9 +75,12 @@ def load_digits() -> LabelledImages:
 
 def load_image_folder(path: str | Path) -> LabelledImages:
     """Images under ``path/<class name>/*.png`` (or another common format), converted to grayscale
-    and resized to 32 × 32; classes are numbered in sorted order of their folder names."""
-    from PIL import Image
+    and resized to 32 × 32; classes are numbered in sorted order of their folder names.
 
+    A file with an image suffix that is not a readable image (another kind of file, truncated or
+    corrupt data) is a ValueError naming that file."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a folder path (str or pathlib.Path), got {path!r}")
     root = Path(path)
     if not root.is_dir():
         raise ValueError(f"path must be a folder with one sub-folder per class, got {str(root)!r}")
@@ -79,21 +88,31 @@ def load_image_folder(path: str | Path) -> LabelledImages:
     images, labels = [], []
     for label, folder in enumerate(folders):
         for file in sorted(f for f in folder.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES):
-            with Image.open(file) as image:
-                gray = image.convert("L").resize((IMAGE_SIZE, IMAGE_SIZE), Image.BILINEAR)
-                images.append(np.asarray(gray, dtype=np.float64))
-                labels.append(label)
+            images.append(_read_image(file))
+            labels.append(label)
     if len({*labels}) < 4:
         raise ValueError(f"path must hold at least 4 classes with images (2 for training, 2 for testing), found {len({*labels})}")
     return LabelledImages(np.stack(images), np.asarray(labels, dtype=np.int64))
 
 
+def _read_image(file: Path) -> np.ndarray:
+    """One image file as a grayscale 32 × 32 float64 array; ValueError naming the file if it is none."""
+    from PIL import Image
+
+    try:
+        with Image.open(file) as image:
+            gray = image.convert("L").resize((IMAGE_SIZE, IMAGE_SIZE), Image.BILINEAR)
+            return np.asarray(gray, dtype=np.float64)
+    except (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as error:
+        # PIL signals unreadable, truncated and corrupt files by these (UnidentifiedImageError is an OSError)
+        raise ValueError(f"path holds {str(file)!r}, which is not a readable image ({type(error).__name__}: "
+                         f"{error}); remove or replace it") from None
+
+
 def image_patches(images: Any) -> np.ndarray:
     """(n, 16, 64): images resized to 32 × 32 (bilinear), cut into 8 × 8 patches in row-major order,
     each patch layer-normalised to zero mean and unit variance (ε = 1e-5 as in torch)."""
-    images = np.asarray(images, dtype=np.float64)
-    if images.ndim != 3:
-        raise ValueError(f"images must have shape (n, H, W), got {images.shape}")
+    images = arguments.array("images", images, ndim=3)
     n, h, w = images.shape
     if (h, w) != (IMAGE_SIZE, IMAGE_SIZE):
         images = zoom(images, (1, IMAGE_SIZE / h, IMAGE_SIZE / w), order=1, grid_mode=True, mode="nearest")
@@ -129,6 +148,7 @@ def split_classes(data: LabelledImages, test_fraction: float, seed: int, *,
                   together: Any = ()) -> tuple[np.ndarray, np.ndarray]:
     """Disjoint (train classes, test classes), at least 2 of each, drawn by ``seed``: about
     ``test_fraction`` of the classes go to test. Each group in ``together`` goes to one side whole."""
+    data = _check_data(data)
     fraction = real("test_fraction", test_fraction, low=0.0, high=1.0, open_low=True)
     grouped = {int(c) for group in together for c in group}
     units = [tuple(int(c) for c in group) for group in together] + [(int(c),) for c in data.classes if int(c) not in grouped]
@@ -149,7 +169,8 @@ def rotated_classes(data: LabelledImages, classes: Any) -> LabelledImages:
     """The images of ``classes`` turned by 0°, 90°, 180° and 270°, each turn a class of its own (label
     c + k·(max label + 1) for k quarter turns): the class augmentation of the usual Omniglot episodes
     (torchmeta's ``Rotation([90, 180, 270])``), which multiplies the training classes by four."""
-    keep = np.isin(data.labels, np.asarray(classes))
+    data = _check_data(data)
+    keep = np.isin(data.labels, _class_labels(classes))
     images, labels = data.images[keep], data.labels[keep]
     if images.shape[1] != images.shape[2]:
         raise ValueError(f"images must be square to be rotated into new classes, got {images.shape[1:]}")
@@ -162,10 +183,11 @@ def split_images(data: LabelledImages, classes: Any, fraction: float, seed: int)
     """Indices (kept, held out) of the images of ``classes``: ``fraction`` of each class held out (at
     least 2 per class on each side), drawn by ``seed``. Used to keep validation episodes on images that
     neither training nor the theory's episodes use."""
+    data = _check_data(data)
     fraction = real("fraction", fraction, low=0.0, high=1.0, open_low=True)
     rng = np.random.default_rng(integer("seed", seed, 0))
     kept, held = [], []
-    for c in np.unique(np.asarray(classes)):
+    for c in np.unique(_class_labels(classes)):
         members = rng.permutation(np.flatnonzero(data.labels == c))
         count = int(round(fraction * members.size))
         if count < 2 or members.size - count < 2:
@@ -173,6 +195,16 @@ def split_images(data: LabelledImages, classes: Any, fraction: float, seed: int)
         held.append(members[:count])
         kept.append(members[count:])
     return np.sort(np.concatenate(kept)), np.sort(np.concatenate(held))
+
+
+def _class_labels(classes: Any) -> np.ndarray:
+    """``classes`` as a 1-D array of integer class labels."""
+    if isinstance(classes, (str, bytes)) or classes is None:
+        raise TypeError(f"classes must be a sequence of integer class labels, got {classes!r}")
+    labels = np.asarray(classes)
+    if labels.ndim != 1 or labels.size == 0 or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"classes must be a non-empty sequence of integer class labels, got {classes!r}"[:300])
+    return labels
 
 
 @dataclass(frozen=True, eq=False)
@@ -191,8 +223,11 @@ def draw_episodes(data: LabelledImages, classes: Any, count: int, seed: int, *, 
     """``count`` episodes from the given ``classes``: two distinct classes A, B, one support image of
     each, and a query image of A or B (each with probability 1/2) distinct from the support images.
     ``balanced``: exactly ⌊count/2⌋ queries of class B, in random order (the paper's P = 600 is 300 per class)."""
+    data = _check_data(data)
     count = integer("count", count, 1)
-    classes = np.unique(np.asarray(classes))
+    label_seed = integer("label_seed", label_seed, 0)
+    balanced = arguments.flag("balanced", balanced)
+    classes = np.unique(_class_labels(classes))
     members = {int(c): np.flatnonzero(data.labels == c) for c in classes}
     too_small = [c for c, idx in members.items() if idx.size < 2]
     if classes.size < 2 or too_small:

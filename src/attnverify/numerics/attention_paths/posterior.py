@@ -28,13 +28,34 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Integral
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..backend import Backend, get_backend
+from .. import arguments
+from ..backend import Backend
 from .entropy import ActionConfig
+
+MAX_WEIGHTS = 10**8
+"""The most sampled weights per chain, n_0·N0 + Σ_ℓ H_ℓ n_ℓ n_{ℓ−1} + n_L: every chain holds them, their
+gradient and a leapfrog copy in float64, so 10^8 weights already take 2.4 GB per chain."""
+
+
+def _weight_count(widths: Sequence[int], heads: Sequence[int], input_width: int) -> int:
+    """n_0·N0 + Σ_ℓ H_ℓ n_ℓ n_{ℓ−1} + n_L: Z_0, the value weights of every head, and the readout."""
+    return widths[0] * input_width + sum(h * widths[l + 1] * widths[l] for l, h in enumerate(heads)) + widths[-1]
+
+
+def _largest_equal_width(heads: Sequence[int], input_width: int) -> int:
+    """The largest N with every n_ℓ = N within :data:`MAX_WEIGHTS`."""
+    low, high = 0, MAX_WEIGHTS
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _weight_count([middle] * (len(heads) + 1), heads, input_width) <= MAX_WEIGHTS:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 @dataclass(frozen=True)
@@ -63,17 +84,22 @@ class NetworkPosterior:
         if any(float(n) != int(n) or n < 1 for n in widths):
             raise ValueError(f"width must be whole numbers ≥ 1 to sample a network, got {widths}")
         self.widths = tuple(int(n) for n in widths)
-        self.backend = be = get_backend(backend)
-        X = np.asarray(be.to_numpy(X), dtype=np.float64)
-        y = np.asarray(be.to_numpy(y), dtype=np.float64)
-        if X.ndim != 3 or X.shape[2] != self.config.paths:
+        self.backend = be = arguments.backend(backend)
+        X = arguments.array("X", be.to_numpy(X) if hasattr(X, "dtype") else X, ndim=3)
+        if X.shape[2] != self.config.paths:
             raise ValueError(f"X must be shaped (P, N0, paths = {self.config.paths}) for heads "
                              f"{self.config.heads}, got {X.shape}")
+        y = arguments.array("y", be.to_numpy(y) if hasattr(y, "dtype") else y, min_ndim=1)
         if y.shape[-1:] != (X.shape[0],) or y.ndim > 2:
             raise ValueError(f"y must be shaped (P,) = ({X.shape[0]},), or (chains, P) for one data set per "
                              f"chain, got {y.shape}")
-        if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
-            raise ValueError("X and y must contain only finite numbers")
+        count = _weight_count(self.widths, self.config.heads, X.shape[1])
+        if count > MAX_WEIGHTS:
+            raise ValueError(
+                f"width (n_0, …, n_L) = ({', '.join(f'{n:.3g}' for n in widths)}) gives {count:.3g} weights per chain (n_0·N0 + Σ_ℓ H_ℓ n_ℓ n_ℓ₋₁ + n_L with "
+                f"N0 = {X.shape[1]}); at most {MAX_WEIGHTS:.0e} can be sampled (each chain holds them, their "
+                f"gradient and a leapfrog copy in float64): width must be ≤ "
+                f"{_largest_equal_width(self.config.heads, X.shape[1])} when every layer has the same width")
         self.features, self.labels = X, y
         self.examples, self.input_width, self.paths = X.shape
         design = np.swapaxes(X, 1, 2).reshape(self.examples, -1)  # Φ, path-major columns (π, k)
@@ -118,8 +144,7 @@ class NetworkPosterior:
 
     def prior_draw(self, chains: int, rng) -> Weights:
         """Independent draws from the prior (standard normal in whitened coordinates)."""
-        if not isinstance(chains, Integral) or chains < 1:
-            raise ValueError(f"chains must be an int ≥ 1, got {chains!r}")
+        chains = arguments.integer("chains", chains, 1)
         return Weights(rng.standard_normal((chains, self.dimension)),
                        rng.standard_normal((chains, self.readout_width)))
 

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 
+from .. import arguments
 from ..statistics import Estimate, mean_estimate
+from .energy import SPACES
 
 
 @dataclass(frozen=True)
@@ -29,20 +31,20 @@ class PredictorStatistics:
 
     def accuracy(self, y) -> Estimate:
         """Classification accuracy of the mean predictor, mean_x 1[sign⟨f(x)⟩ = y(x)], with its SE."""
-        y = np.asarray(y, dtype=float)
+        y = arguments.array("y", y, shape=self.mean.shape)
         return mean_estimate((np.sign(self.mean) == np.sign(y)).astype(float))
 
     def generalisation_error(self, y) -> Estimate:
         """ε_g = E_x[(⟨f(x)⟩ − y(x))²] + E_x[⟨δf(x)²⟩], with its standard error over test inputs."""
-        y = np.asarray(y, dtype=float)
+        y = arguments.array("y", y, shape=self.mean.shape)
         return mean_estimate((self.mean - y) ** 2 + self.variance)
 
 
 def factor(U) -> np.ndarray:
     """A square factor R with U = R Rᵀ for a symmetric positive-semidefinite U (eigenvalues
     ≥ −1e-12·max are clipped to 0; pruned order parameters are singular, so no Cholesky here)."""
-    U = np.asarray(U, dtype=float)
-    if U.ndim != 2 or U.shape[0] != U.shape[1]:
+    U = arguments.array("U", U, ndim=2)
+    if U.shape[0] != U.shape[1]:
         raise ValueError(f"U must be a square (𝓗 × 𝓗) matrix, got shape {U.shape}")
     if not np.allclose(U, U.T, rtol=0, atol=1e-12 * max(1.0, np.max(np.abs(U)))):
         raise ValueError("U must be symmetric")
@@ -58,20 +60,15 @@ def _lifted(X: np.ndarray, R: np.ndarray) -> np.ndarray:
 
 def predictor_statistics(U, X_train, y_train, X_test, temperature: float, *, space: str = "auto") -> PredictorStatistics:
     """⟨f(x)⟩ and ⟨δf(x)²⟩ on the test features X_test (Q, N0, 𝓗) given training X_train (P, N0, 𝓗)."""
-    X_train = np.asarray(X_train, dtype=float)
-    X_test = np.asarray(X_test, dtype=float)
-    if X_train.ndim != 3 or X_test.ndim != 3 or X_train.shape[1:] != X_test.shape[1:]:
-        raise ValueError(f"X_train and X_test must be (P, N0, 𝓗) and (Q, N0, 𝓗), got {X_train.shape}, {X_test.shape}")
-    y = np.asarray(y_train, dtype=float)
-    if y.shape != (X_train.shape[0],):
-        raise ValueError(f"y_train must have shape ({X_train.shape[0]},), got {y.shape}")
-    if not (temperature > 0):
-        raise ValueError(f"temperature must be > 0, got {temperature!r}")
-    if space not in ("auto", "kernel", "feature"):
-        raise ValueError(f"space must be 'auto', 'kernel' or 'feature', got {space!r}")
+    X_train = arguments.array("X_train", X_train, ndim=3)
+    _, N0, paths = X_train.shape
+    X_test = arguments.array("X_test", X_test, shape=(None, N0, paths))
+    y = arguments.array("y_train", y_train, shape=(X_train.shape[0],))
+    temperature = arguments.positive("temperature", temperature)
+    space = arguments.one_of("space", space, SPACES)
     R = factor(U)
-    if R.shape[0] != X_train.shape[2]:
-        raise ValueError(f"U is {R.shape[0]}×{R.shape[0]} but the features have {X_train.shape[2]} paths")
+    if R.shape[0] != paths:
+        raise ValueError(f"U is {R.shape[0]}×{R.shape[0]} but the features have {paths} paths")
     Phi, phi = _lifted(X_train, R), _lifted(X_test, R)
     P, D = Phi.shape
     if space == "feature" or (space == "auto" and D < P):

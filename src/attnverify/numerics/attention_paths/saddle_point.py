@@ -24,6 +24,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from ...derivations import attention_paths as theory
+from .. import arguments
 from .energy import energy_for
 from .entropy import ActionConfig, entropy, entropy_gradients
 
@@ -106,21 +107,30 @@ class _Parametrisation:
 
 
 class Action:
-    """S(θ)/scale and its gradient for one problem; U_a is profiled out in closed form."""
+    """S(θ)/scale and its gradient for one problem; U_a is profiled out in closed form.
+
+    ``config`` comes from :meth:`ActionConfig.build` and ``energy`` from :func:`energy_for`, both
+    checked when they were made; an evaluation (thousands per solve) checks nothing again.
+    """
 
     def __init__(self, config: ActionConfig, energy: Callable[[np.ndarray], tuple[float, np.ndarray]]):
+        if not isinstance(config, ActionConfig):
+            raise TypeError(f"config must be an ActionConfig (ActionConfig.build), got {type(config).__name__}")
+        if not callable(energy):
+            raise TypeError(f"energy must be an energy from energy_for, got {type(energy).__name__}")
         self.config, self.energy = config, energy
         self.parametrisation = _Parametrisation(config)
         self.scale = max(config.widths)
         self.evaluations = 0
+        L = config.depth
+        # the arguments of U_a's closed form other than Tr U_L: fixed, and checked by ActionConfig.build
+        self._readout_constants = (config.heads[L - 1], config.widths[L - 1], config.widths[L],
+                                   config.variances[L - 1], config.variances[L])
 
     def readout(self, factors: Sequence[np.ndarray]) -> float:
-        c = self.config
-        L = c.depth
-        return float(theory.readout_order_parameter(
-            float(np.sum(factors[L - 1] ** 2)), c.heads[L - 1], c.widths[L - 1], c.widths[L],
-            c.variances[L - 1], c.variances[L],
-        ))
+        """U_a (§2.1) at Tr U_L = |R_L|²_F, which is > 0 as R_L has a positive diagonal: nothing to check."""
+        trace = float(np.sum(factors[self.config.depth - 1] ** 2))
+        return float(theory.readout_order_parameter(trace, *self._readout_constants, check_arguments=False))
 
     def parts(self, theta: np.ndarray) -> tuple[float, float, list[np.ndarray], float, list[np.ndarray]]:
         """(E, 𝓛, factors, U_a, [∂S/∂U_ℓ]) at θ."""
@@ -181,8 +191,10 @@ def solve(
     raise_on_failure: bool = True,
 ) -> SaddlePoint:
     """Minimise ``action`` from the GP point (or ``start`` factors); see the module docstring."""
-    if not (tolerance > 0):
-        raise ValueError(f"tolerance must be > 0, got {tolerance!r}")
+    tolerance = arguments.positive("tolerance", tolerance)
+    max_iterations = arguments.integer("max_iterations", max_iterations, 1)
+    newton_steps = arguments.integer("newton_steps", newton_steps, 0)
+    raise_on_failure = arguments.flag("raise_on_failure", raise_on_failure)
     t0 = time.perf_counter()
     param = action.parametrisation
     theta = param.theta(start if start is not None else gp_start(action.config))
@@ -259,9 +271,13 @@ def saddle_point(
     """Saddle point from the path-path kernels C (𝓗, 𝓗, P, P), C[π,π',μ,ν] = X^μ_π·X^ν_{π'}.
 
     heads = (H_1, …, H_L); width = N or (n_0, …, n_L); prior_var = σ² or (σ_1², …, σ_L², σ_a²).
-    For large P use :func:`saddle_point_from_features`, which never forms C.
+    For large P use :func:`saddle_point_from_features`, which never forms C. C must be symmetric
+    (C[π,π',μ,ν] = C[π',π,ν,μ]) and positive semi-definite as a (𝓗P × 𝓗P) matrix, as path-path
+    kernels are; heads must be integers ≥ 1.
     """
     config = ActionConfig.build(heads, width, temperature, prior_var)
+    if C is None:
+        raise TypeError("C must be the path-path kernels, an array of shape (𝓗, 𝓗, P, P), got None")
     energy = energy_for(C=C, y=y, temperature=config.temperature)
     _check_paths(config, energy.paths, "C.shape[0]")
     return solve(Action(config, energy), tolerance=tolerance, space="kernel", raise_on_failure=raise_on_failure)
@@ -288,20 +304,27 @@ def saddle_point_from_features(
     ``order_parameters``, for sweeps) instead of the GP point; they must be positive definite.
     """
     config = ActionConfig.build(heads, width, temperature, prior_var)
+    if X is None:
+        raise TypeError("X must be the path features, an array of shape (P, N0, 𝓗), got None")
     energy = energy_for(X=X, y=y, temperature=config.temperature, space=space)
     _check_paths(config, energy.paths, "X.shape[2]")
     chosen = "feature" if type(energy).__name__ == "FeatureSpaceEnergy" else "kernel"
-    factors = None
-    if start is not None:
-        shapes = [(config.dimension(level), config.dimension(level)) for level in range(1, config.depth + 1)]
-        try:
-            factors = [np.linalg.cholesky(np.asarray(U, dtype=float)) for U in start]
-        except np.linalg.LinAlgError:
-            raise ValueError("start must be positive-definite order parameters (U_1, …, U_L)") from None
-        if [f.shape for f in factors] != shapes:
-            raise ValueError(f"start must hold L = {len(config.heads)} order parameters of the shapes of heads = {config.heads}")
+    factors = None if start is None else _start_factors(start, config)
     return solve(Action(config, energy), tolerance=tolerance, space=chosen, raise_on_failure=raise_on_failure,
                  start=factors)
+
+
+def _start_factors(start, config: ActionConfig) -> list[np.ndarray]:
+    """Lower Cholesky factors of the starting order parameters (U_1, …, U_L), each checked by name."""
+    shapes = [(config.dimension(level),) * 2 for level in range(1, config.depth + 1)]
+    if isinstance(start, (str, bytes)) or not isinstance(start, (Sequence, np.ndarray)) or len(start) != len(shapes):
+        raise ValueError(f"start must hold L = {config.depth} order parameters (U_1, …, U_L) of shapes {shapes} "
+                         f"for heads = {config.heads}, got {start!r}"[:300])
+    factors = []
+    for level, (U, shape) in enumerate(zip(start, shapes)):
+        U = arguments.array(f"start[{level}]", U, shape=shape)
+        factors.append(np.tril(arguments.positive_definite_factor(f"start[{level}]", U)[0]))
+    return factors
 
 
 def _check_paths(config: ActionConfig, paths: int, where: str) -> None:

@@ -21,11 +21,11 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from numbers import Integral, Real
 from typing import Any, Callable
 
 import numpy as np
 
+from .. import arguments
 from ..diagnostics import ChainSummary, summarize
 from ..hmc import HMCKernel, initial_step_size
 from ..statistics import Estimate
@@ -46,16 +46,14 @@ class SamplerSettings:
     step_jitter: float = 0.1
 
     def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        # at least 2 chains for R-hat and 4 draws for split R-hat/ESS; warm-up long enough to adapt a step
         for name, low in (("chains", 2), ("warmup", 10), ("draws", 4), ("max_leapfrog", 1)):
-            value = getattr(self, name)
-            if not isinstance(value, Integral) or value < low:
-                raise ValueError(f"{name} must be an int ≥ {low}, got {value!r}")
-        if not (isinstance(self.trajectory_length, Real) and 0 < self.trajectory_length < 100):
-            raise ValueError(f"trajectory_length must be in (0, 100), got {self.trajectory_length!r}")
-        if not (isinstance(self.target_acceptance, Real) and 0.1 <= self.target_acceptance <= 0.99):
-            raise ValueError(f"target_acceptance must be in [0.1, 0.99], got {self.target_acceptance!r}")
-        if not (isinstance(self.step_jitter, Real) and 0 <= self.step_jitter < 1):
-            raise ValueError(f"step_jitter must be in [0, 1), got {self.step_jitter!r}")
+            set_(self, name, arguments.integer(name, getattr(self, name), low))
+        set_(self, "trajectory_length",
+             arguments.real("trajectory_length", self.trajectory_length, low=0, high=100, open_low=True, open_high=True))
+        set_(self, "target_acceptance", arguments.real("target_acceptance", self.target_acceptance, low=0.1, high=0.99))
+        set_(self, "step_jitter", arguments.real("step_jitter", self.step_jitter, low=0, high=1, open_high=True))
 
 
 @dataclass
@@ -81,6 +79,7 @@ class PosteriorSamples:
 
     def order_parameter_summary(self, level: int = 1) -> ChainSummary:
         """Posterior mean of U_level with MCSE, R-hat and ESS per entry (level L+1 is U_a)."""
+        level = arguments.integer("level", level, 1, len(self.order_parameters))
         return summarize(self.order_parameters[level - 1])
 
     def predictor_summary(self) -> ChainSummary:
@@ -97,11 +96,13 @@ class PosteriorSamples:
         is evaluated on the same points).
         """
         summary = self.predictor_summary()
-        y = np.sign(np.asarray(y_test, dtype=float))
-        if y.shape != summary.mean.shape:
-            raise ValueError(f"y_test must be shaped {summary.mean.shape}, got {y.shape}")
+        y = np.sign(arguments.array("y_test", y_test, shape=summary.mean.shape))
+        replicates = arguments.integer("replicates", replicates)
+        if replicates < 2:
+            raise ValueError(f"replicates must be an integer ≥ 2: a standard error needs at least 2 replicates, "
+                             f"got {replicates}")
+        rng = np.random.default_rng(arguments.integer("seed", seed, 0))
         accuracy = float(np.mean(np.sign(summary.mean) == y))
-        rng = np.random.default_rng(seed)
         redrawn = summary.mean + summary.mcse * rng.standard_normal((replicates, y.size))
         spread = float(np.std(np.mean(np.sign(redrawn) == y, axis=1), ddof=1))
         return Estimate(accuracy, spread, int(y.size))
@@ -129,9 +130,8 @@ class PosteriorSamples:
 
 
 def _check_seed(seed: Any) -> int:
-    if not isinstance(seed, Integral) or seed < 0:
-        raise ValueError(f"seed must be an int ≥ 0 (results must replay), got {seed!r}")
-    return int(seed)
+    """An integer seed ≥ 0 (a Generator would not replay from the result's record)."""
+    return arguments.integer("seed", seed, 0)
 
 
 METHODS = ("collapsed", "readout_gibbs")
@@ -195,18 +195,22 @@ def sample_posterior(posterior: NetworkPosterior, *, seed: int, settings: Sample
 
     ``method`` is one of :data:`METHODS`. The test outputs are f(x_test) per draw (``readout_gibbs``) or
     E[f(x_test) | θ, D] per draw (``collapsed``); either way their average is the posterior-mean predictor.
+    ``settings`` may be a :class:`SamplerSettings`, a dict of its fields, or None for the defaults. Every
+    argument is checked here, once; the chains' inner loops trust them.
     """
-    settings = settings or SamplerSettings()
+    if not isinstance(posterior, NetworkPosterior):
+        raise TypeError(f"posterior must be a NetworkPosterior (network_posterior), got {type(posterior).__name__}")
+    settings = arguments.settings("settings", settings, SamplerSettings)
     seed = _check_seed(seed)
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    method = arguments.one_of("method", method, METHODS)
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be a callable taking a message, or None, got {progress!r}")
     be = posterior.backend
     xp = be.xp
     rng = be.random(seed)
-    X_test = None if X_test is None else be.asarray(X_test)
-    if X_test is not None and X_test.shape[1:] != (posterior.input_width, posterior.paths):
-        raise ValueError(f"X_test must be shaped (P_test, {posterior.input_width}, {posterior.paths}), "
-                         f"got {tuple(X_test.shape)}")
+    if X_test is not None:
+        X_test = arguments.array("X_test", be.to_numpy(X_test) if hasattr(X_test, "dtype") else X_test, be,
+                                 shape=(None, posterior.input_width, posterior.paths))
     start = time.perf_counter()
     chain = (_Collapsed if method == "collapsed" else _ReadoutGibbs)(posterior, rng)
     state = chain.start(settings.chains)

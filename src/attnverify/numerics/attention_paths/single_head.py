@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
+from .. import arguments
+
 
 @dataclass(frozen=True)
 class ScalarRenormalization:
@@ -32,10 +34,10 @@ class ScalarRenormalization:
 
 
 def _energy_terms(K0, y, temperature):
-    K0 = np.asarray(K0, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if K0.ndim != 2 or K0.shape[0] != K0.shape[1] or y.shape != (K0.shape[0],):
-        raise ValueError(f"K0 must be P×P and y of length P, got {K0.shape} and {y.shape}")
+    K0 = arguments.array("K0", K0, ndim=2)
+    if K0.shape[0] != K0.shape[1]:
+        raise ValueError(f"K0 must be a square P×P matrix, got shape {K0.shape}")
+    y = arguments.array("y", y, shape=(K0.shape[0],))
     eigenvalues, vectors = np.linalg.eigh(0.5 * (K0 + K0.T))
     if eigenvalues.min() < -1e-10 * max(1.0, eigenvalues.max()):
         raise ValueError(f"K0 must be positive semidefinite; smallest eigenvalue {eigenvalues.min():.3g}")
@@ -49,12 +51,10 @@ def scalar_renormalization(K0, y, *, depth: int, width, temperature: float, prio
     """The H = 1 saddle point of a depth-L network with path kernel K0 (= C_{11}, P × P).
 
     width = N or (n_0, …, n_L); prior_var = σ² or (σ_1², …, σ_L², σ_a²)."""
-    if not (isinstance(depth, int) and depth >= 1):
-        raise ValueError(f"depth must be an int ≥ 1, got {depth!r}")
-    n = np.broadcast_to(np.asarray(width, dtype=float), (depth + 1,)).copy()
-    s2 = np.broadcast_to(np.asarray(prior_var, dtype=float), (depth + 1,)).copy()
-    if np.any(n <= 0) or np.any(s2 <= 0) or not temperature > 0:
-        raise ValueError("width, prior_var and temperature must be > 0")
+    depth = arguments.integer("depth", depth, 1)
+    n = np.array(arguments.positives("width", width, depth + 1, "(n_0, …, n_L)"))
+    s2 = np.array(arguments.positives("prior_var", prior_var, depth + 1, "(σ_1², …, σ_L², σ_a²)"))
+    temperature = arguments.positive("temperature", temperature)
     lam, z2 = _energy_terms(K0, y, temperature)
     T, scale = float(temperature), float(np.prod(s2))
 

@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .. import arguments
 from .features import attention_matrix, path_features
 
 
@@ -32,13 +33,13 @@ def synthetic_problem(
     teacher w ~ N(0, I_{N0}) reads the first path; the random generator is seeded by ``seed``
     only, and heads and teacher come first, so problems with the same seed share them.
     """
-    for name, value, low in (("P", P, 1), ("input_width", input_width, 1), ("tokens", tokens, 1)):
-        if not (isinstance(value, (int, np.integer)) and value >= low):
-            raise ValueError(f"{name} must be an int ≥ {low}, got {value!r}")
-    heads = tuple(int(h) for h in heads)
-    if not heads or min(heads) < 1:
-        raise ValueError(f"heads must be a non-empty sequence of ints ≥ 1, got {heads!r}")
-    rng = np.random.default_rng(seed)
+    P, input_width, tokens = (arguments.integer(name, value, 1) for name, value in
+                              (("P", P), ("input_width", input_width), ("tokens", tokens)))
+    heads = arguments.integers("heads", heads, 1)
+    score_scale = arguments.nonnegative("score_scale", score_scale)
+    label_noise = arguments.nonnegative("label_noise", label_noise)
+    chunk = arguments.integer("chunk", chunk, 1)
+    rng = np.random.default_rng(arguments.integer("seed", seed, 0))
     weights = [[score_scale * rng.normal(size=(input_width, input_width)) / input_width for _ in range(H)]
                for H in heads]
     teacher = rng.normal(size=input_width)

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from .. import arguments
 from . import features
 from .heads import path_index
 
@@ -33,15 +34,13 @@ class TrainedHeads:
     metadata: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        W = np.asarray(self.score_forms, dtype=np.float64)
-        V = np.asarray(self.path_weights, dtype=np.float64)
-        if W.ndim != 4 or W.shape[2] != W.shape[3]:
+        W = arguments.array("score_forms", self.score_forms, ndim=4)
+        if W.shape[2] != W.shape[3]:
             raise ValueError(f"score_forms must have shape (L, H, N0, N0), got {W.shape}")
         layers, heads, n0 = W.shape[0], W.shape[1], W.shape[2]
+        V = arguments.array("path_weights", self.path_weights, ndim=2)
         if V.shape != (heads**layers, n0):
             raise ValueError(f"path_weights must have shape (H^L, N0) = ({heads**layers}, {n0}), got {V.shape}")
-        if not (np.all(np.isfinite(W)) and np.all(np.isfinite(V))):
-            raise ValueError("score_forms and path_weights must contain only finite numbers")
         object.__setattr__(self, "score_forms", W)
         object.__setattr__(self, "path_weights", V)
 
@@ -58,8 +57,8 @@ class TrainedHeads:
 
     def path_features(self, tokens: Any) -> np.ndarray:
         """X (P, N0, 𝓗) of spec §1.2 for ``tokens`` (P, S, N0): X_π = ξ^π / √(N0 𝓗), average-pooling readout."""
-        tokens = np.asarray(tokens, dtype=np.float64)
-        if tokens.ndim != 3 or tokens.shape[2] != self.token_dim:
+        tokens = arguments.array("tokens", tokens, ndim=3)
+        if tokens.shape[2] != self.token_dim:
             raise ValueError(f"tokens must have shape (P, S, {self.token_dim}), got {tokens.shape}")
         x = np.swapaxes(tokens, 1, 2)
         layers = [[features.attention_matrix(x, W) for W in layer] for layer in self.score_forms]
@@ -80,15 +79,16 @@ class TrainedHeads:
 
     def outputs(self, X: Any, pruned: Iterable[Head] = ()) -> np.ndarray:
         """f(x) (P,) from path features X (P, N0, 𝓗): √(N0 𝓗) Σ_π c_π X_π · V^eff_π."""
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 3 or X.shape[1:] != (self.token_dim, self.path_weights.shape[0]):
+        X = arguments.array("X", X, ndim=3)
+        if X.shape[1:] != (self.token_dim, self.path_weights.shape[0]):
             raise ValueError(f"X must have shape (P, {self.token_dim}, {self.path_weights.shape[0]}), got {X.shape}")
         scale = math.sqrt(self.token_dim * self.path_weights.shape[0])
         return scale * np.einsum("nip,pi,p->n", X, self.path_weights, self.path_factors(pruned))
 
     def correct(self, X: Any, y: Any, pruned: Iterable[Head] = ()) -> np.ndarray:
         """1.0 where sign f(x) = y, else 0.0 (per example, for paired comparisons)."""
-        return (np.sign(self.outputs(X, pruned)) == np.asarray(y)).astype(float)
+        outputs = self.outputs(X, pruned)
+        return (np.sign(outputs) == arguments.array("y", y, shape=outputs.shape)).astype(float)
 
     def order_parameter(self) -> np.ndarray:
         """U^GD_{ππ'} = V^eff_π · V^eff_π' (spec §2.5, the "gradient descent" panel of figure 3c)."""

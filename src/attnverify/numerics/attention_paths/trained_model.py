@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import arguments
 from ..arguments import integer, real
 from .trained_heads import TrainedHeads
 
@@ -155,10 +156,9 @@ class TrainingResult:
 
 
 def _tensor(torch, name: str, value: Any, ndim: int, last: int | None = None):
-    array = np.asarray(value, dtype=np.float64)
-    if array.ndim != ndim or (last is not None and array.shape[-1] != last) or not np.all(np.isfinite(array)):
-        shape = "(P, S, N0)" if ndim == 3 else "(P,)"
-        raise ValueError(f"{name} must be a finite array of shape {shape} with N0 = {last}, got shape {array.shape}")
+    array = arguments.array(name, value, ndim=ndim)
+    if last is not None and array.shape[-1] != last:
+        raise ValueError(f"{name} must have shape (P, S, N0) with N0 = {last}, got shape {array.shape}")
     return torch.as_tensor(array)
 
 
