@@ -224,16 +224,6 @@ def array(
     return arr
 
 
-def finite_array(name: str, x: Any, be: Backend, *, ndim: int | None = None) -> Any:
-    """``x`` as a finite float64 array of the backend, with ``ndim`` axes when given."""
-    return array(name, x, be, ndim=ndim)
-
-
-def shaped_array(name: str, value: Any, shape: tuple[int | None, ...]) -> np.ndarray:
-    """``value`` as a read-only finite float64 host array of ``shape`` (None: any length on that axis)."""
-    return array(name, value, shape=shape, read_only=True)
-
-
 def same_length(name: str, size: int, other: str, other_size: int) -> None:
     """ValueError unless two sizes that the theory ties together agree (``k`` and ``k_star``; ``d``)."""
     if size != other_size:

@@ -10,7 +10,6 @@ report and the training command, so that all three state the same numbers.
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -19,6 +18,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from ..arguments import integer, real
+from ..cache import cache_directory
 from ..statistics import Estimate, mean_estimate
 from . import one_shot
 from .experiments import TheoryPoint, evaluate
@@ -217,9 +217,8 @@ def validated_sweep(paths: PathData, widths: Sequence[float] = WIDTHS, temperatu
 
 def solution_store() -> SolutionStore:
     """Where long (thorough-profile) runs keep their solutions, so that a rerun resumes: the folder
-    ``one_shot_solutions`` in ``$ATTNVERIFY_CACHE``, else ``$XDG_CACHE_HOME/attnverify``, else ``~/.cache/attnverify``."""
-    root = os.environ.get("ATTNVERIFY_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attnverify"
-    return SolutionStore(Path(root) / "one_shot_solutions")
+    ``one_shot_solutions`` of the project's cache folder (:func:`~attnverify.numerics.cache.cache_directory`)."""
+    return SolutionStore(cache_directory("one_shot_solutions"))
 
 
 # ------------------------------------------------------------------------------------ pruning
