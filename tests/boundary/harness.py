@@ -213,3 +213,19 @@ def nan_free(value: Any, where: str = "result") -> None:
 
 def assert_valid_call_is_nan_free(entry: EntryPoint) -> None:
     nan_free(entry.call(**entry.valid()), entry.name)
+
+
+def boundary_tests(entry_points: list[EntryPoint]) -> tuple[Callable, Callable]:
+    """The two tests of a theory's boundary file, parametrised by its entry points:
+    ``test_refuses_bad_input, test_valid_input_gives_no_nan = boundary_tests(ENTRY_POINTS)``."""
+    import pytest
+
+    @pytest.mark.parametrize("case", cases(entry_points), ids=case_id)
+    def test_refuses_bad_input(case):
+        assert_refuses(*case)
+
+    @pytest.mark.parametrize("entry", entry_points, ids=lambda e: e.name)
+    def test_valid_input_gives_no_nan(entry):
+        assert_valid_call_is_nan_free(entry)
+
+    return test_refuses_bad_input, test_valid_input_gives_no_nan

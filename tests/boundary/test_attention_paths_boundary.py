@@ -12,10 +12,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import pytest
 from PIL import Image
 
-from boundary.harness import EntryPoint, Parameter as P, assert_refuses, assert_valid_call_is_nan_free, case_id, cases
+from boundary.harness import EntryPoint, Parameter as P, boundary_tests
 
 from attnverify.derivations import attention_paths as theory
 from attnverify.numerics import diagnostics, hmc
@@ -285,11 +284,4 @@ ENTRY_POINTS = [
 ]
 
 
-@pytest.mark.parametrize("case", cases(ENTRY_POINTS), ids=case_id)
-def test_refuses_bad_input(case):
-    assert_refuses(*case)
-
-
-@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=lambda e: e.name)
-def test_valid_input_gives_no_nan(entry):
-    assert_valid_call_is_nan_free(entry)
+test_refuses_bad_input, test_valid_input_gives_no_nan = boundary_tests(ENTRY_POINTS)

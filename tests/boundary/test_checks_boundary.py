@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sympy
 
-from boundary.harness import EntryPoint, Parameter as P, assert_refuses, assert_valid_call_is_nan_free, case_id, cases
+from boundary.harness import EntryPoint, Parameter as P, boundary_tests
 
 from attnverify.checks import at_most, claim, close, evaluate, run_claim, st, within_error
 from attnverify.derivations.codegen import evaluator
@@ -62,14 +62,7 @@ ENTRY_POINTS = [
 ]
 
 
-@pytest.mark.parametrize("case", cases(ENTRY_POINTS), ids=case_id)
-def test_refuses_bad_input(case):
-    assert_refuses(*case)
-
-
-@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=lambda e: e.name)
-def test_valid_input_gives_no_nan(entry):
-    assert_valid_call_is_nan_free(entry)
+test_refuses_bad_input, test_valid_input_gives_no_nan = boundary_tests(ENTRY_POINTS)
 
 
 def test_build_report_refuses_bad_arguments(tmp_path):

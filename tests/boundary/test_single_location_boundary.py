@@ -14,13 +14,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
 from hypothesis import strategies as st
 
 from attnverify.derivations import gaussian
 from attnverify.derivations import single_location as theory
 from attnverify.numerics import single_location as sim
-from boundary.harness import EntryPoint, Parameter as P, assert_refuses, assert_valid_call_is_nan_free, case_id, cases
+from boundary.harness import EntryPoint, Parameter as P, boundary_tests
 
 D, L_, RUNS, B = 4, 3, 2, 5
 E = np.eye(D)
@@ -245,11 +244,4 @@ ENTRY_POINTS = [
 ]
 
 
-@pytest.mark.parametrize("case", cases(ENTRY_POINTS), ids=case_id)
-def test_refuses_bad_input(case):
-    assert_refuses(*case)
-
-
-@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=lambda e: e.name)
-def test_valid_input_gives_no_nan(entry):
-    assert_valid_call_is_nan_free(entry)
+test_refuses_bad_input, test_valid_input_gives_no_nan = boundary_tests(ENTRY_POINTS)
