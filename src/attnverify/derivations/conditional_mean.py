@@ -424,12 +424,7 @@ def _reals(name: str, value: Any, be: Any, *, low: float = -math.inf, open_low: 
 def _evaluate(function: str, expressions: tuple, symbols: tuple, be: Any, values: dict[str, Any], growth: str) -> tuple:
     """The generated evaluator of ``expressions`` at checked ``values`` (keyed by parameter name); a
     ValueError naming the parameters when they do not broadcast or the result overflows float64."""
-    shapes = {name: tuple(np.shape(v)) for name, v in values.items()}
-    try:
-        np.broadcast_shapes(*shapes.values())
-    except ValueError:
-        raise ValueError(f"the array arguments of {function} must broadcast together, got shapes "
-                         + ", ".join(f"{n} {s}" for n, s in shapes.items())) from None
+    arguments.broadcastable(values, f"the array arguments of {function}")
     try:
         out = evaluator(expressions, symbols, be)(*values.values())
     except ValueError:  # the evaluator refuses a NaN result, which here can only come from an overflow

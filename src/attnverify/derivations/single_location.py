@@ -239,14 +239,13 @@ def _overlap_values(values: tuple) -> tuple:
     return tuple(checked)
 
 
-def _broadcast(named: dict) -> None:
-    """ValueError naming the arguments whose shapes do not broadcast together."""
-    shapes = {name: np.shape(value) for name, value in named.items()}
-    try:
-        np.broadcast_shapes(*shapes.values())
-    except ValueError:
-        listed = ", ".join(f"{name} {shape}" for name, shape in shapes.items() if shape != ())
-        raise ValueError(f"the array arguments must broadcast together, got shapes {listed}") from None
+def _from_overlaps(expressions: Any, overlaps_: tuple, lam, gamma, d, L, eps, backend) -> Any:
+    """The generated evaluator of ``expressions`` at checked overlaps and parameters."""
+    be = _backend(backend)
+    o = _overlap_values(overlaps_)
+    p = _parameters(lam, gamma, d, L, eps)
+    arguments.broadcastable(dict(zip(("kappa", "nu", "theta", "eta", "rho", "lam", "gamma", "d", "L", "eps"), o + p)))
+    return evaluator(expressions, OVERLAPS + PARAMETERS, be)(*o, *p)
 
 
 def population_risk_from_overlaps(kappa_, nu_, theta_, eta_, rho_, *, lam, gamma, d, L, eps, backend=None):
@@ -255,23 +254,15 @@ def population_risk_from_overlaps(kappa_, nu_, theta_, eta_, rho_, *, lam, gamma
     Numbers or arrays that broadcast together (a grid); overlaps in [−1, 1]; λ > 0, γ in GAMMA_RANGE,
     d and L integers in [1, COUNT_MAX], ε in [0, EPS_MAX]. backend: a Backend, 'numpy', 'cupy' or None (numpy).
     """
-    be = _backend(backend)
-    o = _overlap_values((kappa_, nu_, theta_, eta_, rho_))
-    p = _parameters(lam, gamma, d, L, eps)
-    _broadcast(dict(zip(("kappa", "nu", "theta", "eta", "rho", "lam", "gamma", "d", "L", "eps"), o + p)))
-    f = evaluator(population_risk_expression(), OVERLAPS + PARAMETERS, be)
-    return f(*o, *p)
+    return _from_overlaps(population_risk_expression(), (kappa_, nu_, theta_, eta_, rho_), lam, gamma, d, L, eps,
+                          backend)
 
 
 def risk_gradient_from_overlaps(kappa_, nu_, theta_, eta_, rho_, *, lam, gamma, d, L, eps, backend=None):
     """(ℛ_κ, ℛ_ν, ℛ_θ, ℛ_η, ℛ_ρ): the partial derivatives of ℛ in the overlaps (sympy diff); arguments
     as in :func:`population_risk_from_overlaps`."""
-    be = _backend(backend)
-    o = _overlap_values((kappa_, nu_, theta_, eta_, rho_))
-    p = _parameters(lam, gamma, d, L, eps)
-    _broadcast(dict(zip(("kappa", "nu", "theta", "eta", "rho", "lam", "gamma", "d", "L", "eps"), o + p)))
-    f = evaluator(risk_gradient_expressions(), OVERLAPS + PARAMETERS, be)
-    return f(*o, *p)
+    return _from_overlaps(risk_gradient_expressions(), (kappa_, nu_, theta_, eta_, rho_), lam, gamma, d, L, eps,
+                          backend)
 
 
 def risk_gradient_function(*, gamma, d, L, eps, backend=None):
@@ -303,11 +294,7 @@ def _same_last_axis(arrays: dict, reference: str) -> int:
         if int(arr.shape[-1]) != size:
             raise ValueError(f"{name} must have a last axis of length {size} like {reference}, "
                              f"got shape {tuple(arr.shape)}")
-    try:
-        np.broadcast_shapes(*(tuple(arr.shape) for arr in arrays.values()))
-    except ValueError:
-        listed = ", ".join(f"{name} {tuple(arr.shape)}" for name, arr in arrays.items())
-        raise ValueError(f"{', '.join(arrays)} must broadcast together, got shapes {listed}") from None
+    arguments.broadcastable(arrays, ", ".join(arrays))
     return size
 
 
@@ -367,7 +354,7 @@ def oracle_risk(lam, d, L, gamma, eps, backend=None):
     """
     be = _backend(backend)
     p = _parameters(lam, gamma, d, L, eps)
-    _broadcast(dict(zip(("lam", "gamma", "d", "L", "eps"), p)))
+    arguments.broadcastable(dict(zip(("lam", "gamma", "d", "L", "eps"), p)))
     f = evaluator(oracle_risk_derivation().result.rhs, PARAMETERS, be)
     return f(*p)
 
@@ -430,7 +417,7 @@ def linear_risk(L, gamma, eps, backend=None):
     """
     be = _backend(backend)
     _, gamma, _, L, eps = _parameters(1.0, gamma, 1, L, eps)
-    _broadcast({"L": L, "gamma": gamma, "eps": eps})
+    arguments.broadcastable({"L": L, "gamma": gamma, "eps": eps})
     f = evaluator(_linear_risk_in_noise_tokens(), (gamma_symbol, _NOISE_TOKENS, eps_symbol), be)
     return f(gamma, L - 1, eps)
 

@@ -224,6 +224,16 @@ def array(
     return arr
 
 
+def broadcastable(named: Mapping[str, Any], what: str = "the array arguments") -> tuple[int, ...]:
+    """The common broadcast shape of the named values, else a ValueError naming them with their shapes."""
+    shapes = {name: tuple(np.shape(value)) for name, value in named.items()}
+    try:
+        return tuple(np.broadcast_shapes(*shapes.values()))
+    except ValueError:
+        listed = ", ".join(f"{name} {shape}" for name, shape in shapes.items() if shape != ())
+        raise ValueError(f"{what} must broadcast together, got shapes {listed}") from None
+
+
 def same_length(name: str, size: int, other: str, other_size: int) -> None:
     """ValueError unless two sizes that the theory ties together agree (``k`` and ``k_star``; ``d``)."""
     if size != other_size:
