@@ -276,13 +276,17 @@ def results_document(results: list[ClaimResult], not_run: Iterable[str] = ()) ->
     return {"complete": not not_run, "not_run": not_run, "claims": [r.as_dict() for r in results]}
 
 
-def write_json(document: dict, path: str | Path) -> None:
-    """Write ``document`` as strict JSON, atomically (a reader never sees a half-written file)."""
+def write_atomically(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename: a reader never sees half of it."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(jsonable(document), handle, indent=2, allow_nan=False)
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def write_json(document: dict, path: str | Path) -> None:
+    """Write ``document`` as strict JSON, atomically."""
+    write_atomically(path, json.dumps(jsonable(document), indent=2, allow_nan=False))
 
 
 def write_results(results: list[ClaimResult], path: str | Path, not_run: Iterable[str] = ()) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import importlib
-import os
 import platform
 import time
 import traceback
@@ -20,7 +19,7 @@ from typing import Callable
 from .. import __version__
 from ..checks import catalogue
 from ..checks.claim import PROFILES
-from ..checks.runner import jsonable, write_json
+from ..checks.runner import jsonable, write_atomically, write_json
 from ..numerics.arguments import backend as checked_backend, integer
 from ..numerics.backend import Backend
 from .render import equation_latex, render_html, render_markdown
@@ -105,12 +104,6 @@ def results_document(outcomes: list[TheoryOutcome], metadata: dict, *, not_run: 
     })
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _write_results(out_dir: Path, outcomes: list[TheoryOutcome], metadata: dict, *, not_run: list[str]) -> dict:
     document = results_document(outcomes, metadata, not_run=not_run)
     write_json(document, out_dir / "results.json")
@@ -189,6 +182,6 @@ def build_report(
             _write_results(out_dir, outcomes, metadata, not_run=still_to_run(theory, 1 + k))
 
     say("writing index.html and report.md")
-    _write_atomically(out_dir / "index.html", render_html(outcomes, metadata))
-    _write_atomically(out_dir / "report.md", render_markdown(outcomes, metadata))
+    write_atomically(out_dir / "index.html", render_html(outcomes, metadata))
+    write_atomically(out_dir / "report.md", render_markdown(outcomes, metadata))
     return _write_results(out_dir, outcomes, metadata, not_run=[])
