@@ -46,6 +46,28 @@ def _symmetric(G: np.ndarray) -> np.ndarray:
     return 0.5 * (G + G.T)
 
 
+def _symmetric_pairs(H: np.ndarray) -> np.ndarray:
+    """H[a,b,c,d] averaged over a↔b, over c↔d and over the pair swap (ab)↔(cd): the same quadratic form
+    Σ H dU_ab dU_cd on symmetric dU, written symmetrically."""
+    H = 0.5 * (H + H.transpose(1, 0, 2, 3))
+    H = 0.5 * (H + H.transpose(0, 1, 3, 2))
+    return 0.5 * (H + H.transpose(2, 3, 0, 1))
+
+
+def hessian_from_feature_blocks(M: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """∂²E/∂U_ab∂U_cd from M = Xᵀ A X (N0, 𝓗, N0, 𝓗) and x = Xᵀ r (N0, 𝓗), A = (K + T I)^{-1}, r = A Y.
+
+    Differentiating ∂E/∂U_ab = Tr(A C_ab) − rᵀ C_ab r once more (dA = −A dK A, dr = −A dK r):
+        ∂²E/∂U_ab∂U_cd = −Tr(A C_cd A C_ab) + rᵀ C_dc A C_ab r + rᵀ C_ab A C_cd r,
+    and with C_ab = Σ_i X_{·ia} X_{·ib}ᵀ every term is a contraction of M and x over the width index:
+        Tr(A C_cd A C_ab) = Σ_ij M[j,b,i,c] M[i,d,j,a],   rᵀ C_ab A C_cd r = Σ_ij x[i,a] M[i,b,j,c] x[j,d].
+    Cost O(N0² 𝓗⁴). Returned symmetric under a↔b, c↔d and (ab)↔(cd).
+    """
+    trace = np.einsum("jbic,idja->abcd", M, M, optimize=True)
+    labels = np.einsum("ia,ibjc,jd->abcd", x, M, x, optimize=True)
+    return _symmetric_pairs(2.0 * labels - trace)
+
+
 class KernelEnergy:
     """E and ∂E/∂U from the path-path kernels C[π, π', μ, ν] (shape (𝓗, 𝓗, P, P)).
 
@@ -80,6 +102,20 @@ class KernelEnergy:
         value = 2.0 * np.sum(np.log(np.diag(L))) + self.y @ r
         grad = np.einsum("pq,abpq->ab", A, self.C) - np.einsum("p,abpq,q->ab", r, self.C, r)
         return float(value), _symmetric(grad)
+
+    def hessian(self, R: np.ndarray) -> np.ndarray:
+        """∂²E/∂U_ab∂U_cd (𝓗, 𝓗, 𝓗, 𝓗) at U = R Rᵀ: −Tr(A C_cd A C_ab) + rᵀC_dc A C_ab r + rᵀC_ab A C_cd r
+        (see :func:`hessian_from_feature_blocks`), from C directly. Cost O(𝓗² P³ + 𝓗⁴ P²)."""
+        G = self.kernel(R) + self.temperature * np.eye(self.P)
+        L = cholesky(G, lower=True)
+        r = cho_solve((L, True), self.y)
+        A = cho_solve((L, True), np.eye(self.P))
+        AC = np.einsum("pq,abqs->abps", A, self.C)
+        trace = np.einsum("cdmn,abnm->abcd", AC, AC, optimize=True)
+        v = np.einsum("abpq,q->abp", self.C, r)  # C_ab r
+        Q = np.einsum("abp,pq,cdq->abcd", v, A, v, optimize=True)  # (C_ab r)ᵀ A (C_cd r)
+        # rᵀ C_dc A C_ab r = Q[c,d,a,b] and rᵀ C_ab A C_cd r = Q[b,a,c,d] (as C_abᵀ = C_ba)
+        return _symmetric_pairs(Q.transpose(2, 3, 0, 1) + Q.transpose(1, 0, 2, 3) - trace)
 
 
 def _features(X) -> np.ndarray:
@@ -116,6 +152,17 @@ class FeatureKernelEnergy:
         value = 2.0 * np.sum(np.log(np.diag(L))) + self.y @ r
         grad = np.einsum("pia,pib->ab", Z, Z) - Xr.T @ Xr
         return float(value), _symmetric(grad)
+
+    def hessian(self, R: np.ndarray) -> np.ndarray:
+        """∂²E/∂U_ab∂U_cd at U = R Rᵀ from M = XᵀAX = ZᵀZ (Z = L^{-1}X) and x = Xᵀr
+        (:func:`hessian_from_feature_blocks`). Cost O(P² N0𝓗 + P (N0𝓗)² + N0² 𝓗⁴)."""
+        G = self.kernel(R)
+        G[np.diag_indices_from(G)] += self.temperature
+        L = cholesky(G, lower=True, overwrite_a=True)
+        r = cho_solve((L, True), self.y)
+        flat = solve_triangular(L, self.X.reshape(self.P, -1), lower=True)
+        M = (flat.T @ flat).reshape(self.N0, self.paths, self.N0, self.paths)
+        return hessian_from_feature_blocks(M, np.einsum("pia,p->ia", self.X, r))
 
 
 class FeatureSpaceEnergy:
@@ -160,6 +207,24 @@ class FeatureSpaceEnergy:
         Xr = ((self.Xy - W.T @ w) / T).reshape(self.N0, self.paths)
         grad = _diagonal_blocks(XAX, self.N0, self.paths) - Xr.T @ Xr
         return float(value), _symmetric(grad)
+
+    def _blocks(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(XᵀAX, XᵀAY) by Woodbury, as in a call."""
+        T = self.temperature
+        Q = self._lift(R, self.gram)
+        B = _symmetric(self._lift(R, Q.T.copy()))
+        B[np.diag_indices_from(B)] += T
+        LB = cholesky(B, lower=True, overwrite_a=True)
+        W = solve_triangular(LB, Q, lower=True)
+        w = solve_triangular(LB, (self._lift(R, self.Xy[:, None]))[:, 0], lower=True)
+        return (self.gram - W.T @ W) / T, (self.Xy - W.T @ w) / T
+
+    def hessian(self, R: np.ndarray) -> np.ndarray:
+        """∂²E/∂U_ab∂U_cd at U = R Rᵀ from XᵀAX and XᵀAY (:func:`hessian_from_feature_blocks`).
+        Cost O(D³ + N0² 𝓗⁴), independent of P."""
+        XAX, XAy = self._blocks(R)
+        M = XAX.reshape(self.N0, self.paths, self.N0, self.paths)
+        return hessian_from_feature_blocks(M, XAy.reshape(self.N0, self.paths))
 
 
 def energy_for(X=None, C=None, *, y, temperature: float, space: str = "auto"):

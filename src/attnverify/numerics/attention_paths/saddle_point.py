@@ -25,6 +25,7 @@ from scipy.optimize import minimize
 
 from ...derivations import attention_paths as theory
 from .. import arguments
+from . import second_derivatives
 from .energy import energy_for
 from .entropy import ActionConfig, entropy, entropy_gradients
 
@@ -151,18 +152,24 @@ class Action:
         grads = self.parts(theta)[4]
         return float(max(np.max(np.abs(G)) for G in grads) / self.scale)
 
-    def hessian(self, theta: np.ndarray, step: float = 1e-5) -> np.ndarray:
-        """Central finite differences of the analytic gradient in θ, symmetrised.
+    def order_parameter_hessian(self, theta: np.ndarray) -> np.ndarray:
+        """∂²(S/n_max)/∂u∂u' over the entries u of (U_1, …, U_L), U_a profiled out, exactly
+        (:mod:`.second_derivatives`). At a stationary point its inertia decides a minimum."""
+        factors = self.parametrisation.factors(theta)
+        full = second_derivatives.order_parameter_hessian(self.config, self.energy, factors, self.readout(factors))
+        return second_derivatives.profiled_hessian(full) / self.scale
 
-        At a stationary point the Hessian's inertia does not depend on the parametrisation, so its
-        eigenvalues in θ decide whether the point is a minimum in U."""
-        n = theta.size
-        H = np.empty((n, n))
-        for i in range(n):
-            e = np.zeros(n)
-            e[i] = step
-            H[:, i] = (self(theta + e)[1] - self(theta - e)[1]) / (2 * step)
-        return 0.5 * (H + H.T)
+    def hessian(self, theta: np.ndarray) -> np.ndarray:
+        """∂²(S/n_max)/∂θ∂θ, exactly: the profiled order-parameter Hessian chained to the Cholesky
+        parameters (:func:`.second_derivatives.cholesky_hessian`)."""
+        return self.hessians(theta)[0]
+
+    def hessians(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(Hessian in θ, Hessian in the entries of U_ℓ), both of S/n_max with U_a profiled out."""
+        _, _, factors, U_a, grads = self.parts(theta)
+        full = second_derivatives.order_parameter_hessian(self.config, self.energy, factors, U_a)
+        profiled = second_derivatives.profiled_hessian(full)
+        return second_derivatives.cholesky_hessian(profiled, factors, grads) / self.scale, profiled / self.scale
 
 
 def gp_start(config: ActionConfig) -> list[np.ndarray]:
