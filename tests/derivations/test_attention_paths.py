@@ -329,3 +329,48 @@ def test_numeric_functions_take_a_backend_by_name_and_refuse_bad_arguments_by_na
         ap.evaluate_action(**(args | {"path_kernels": np.full((1, 1, 1, 1), -0.4)}))
     with pytest.raises(ValueError, match="labels must contain only finite numbers"):
         ap.evaluate_action(**(args | {"labels": np.array([np.nan])}))
+
+
+def _rational_spd(rng, size: int) -> sympy.Matrix:
+    A = sympy.Matrix(size, size, lambda i, j: sympy.Rational(int(rng.integers(-9, 10)), int(rng.integers(1, 7))))
+    return A * A.T + sympy.Rational(int(rng.integers(1, 9)), 4) * sympy.eye(size)
+
+
+@pytest.mark.parametrize("heads, P", [((1,), 2), ((2,), 2), ((1, 2), 1), ((2, 1), 2), ((2, 2), 1)])
+def test_exact_hessian_equals_sympys_second_derivatives(heads, P):
+    """Issue 15: the solver's second derivatives ∂²S/∂u∂u' (every entry of U_1 … U_L and U_a, energy and
+    entropy) against sympy's second derivatives of the symbolic action, exact rationals on the sympy side,
+    at a point where C is the Gram matrix of rational path features (so K + T I is positive definite).
+    The numeric side is float64 throughout; 1e-10 relative leaves room for its round-off only."""
+    from attnverify.numerics.attention_paths import ActionConfig, energy_for
+    from attnverify.numerics.attention_paths.second_derivatives import order_parameter_hessian
+
+    rng = np.random.default_rng(sum(heads) * 7 + P)
+    sym = ap.symbolic_action(heads, P)
+    dims, L, N0 = ap.dimensions(heads), len(heads), 2
+    R = lambda: sympy.Rational(int(rng.integers(1, 40)), int(rng.integers(1, 9)))  # noqa: E731
+    point = {}
+    Us = [_rational_spd(rng, d) for d in dims[:-1]]
+    for U, entries in zip(Us, sym.entries):
+        point.update({s: U[i, j] for i, j, s in entries})
+    point[sym.readout] = R()
+    point.update({s: R() for s in sym.parameters})
+    features = [[[sympy.Rational(int(rng.integers(-9, 10)), 5) for _ in range(dims[0])] for _ in range(N0)]
+                for _ in range(P)]
+    C = [[sympy.Matrix(P, P, lambda m, n: sum(features[m][i][a] * features[n][i][b] for i in range(N0)))
+          for b in range(dims[0])] for a in range(dims[0])]
+    for a in range(dims[0]):
+        for b in range(dims[0]):
+            point.update({sym.path_kernels[a][b][m, n]: C[a][b][m, n] for m in range(P) for n in range(P)})
+    labels = [sympy.Rational(int(rng.integers(-5, 6)), 3) for _ in range(P)]
+    point.update({sym.labels[m]: labels[m] for m in range(P)})
+    exact = ap.action_hessian_at(sym, point)
+    assert all(entry.is_Rational for entry in exact), [e for e in exact if not e.is_Rational][:2]
+
+    config = ActionConfig.build(heads, [float(point[w]) for w in sym.widths], float(point[sym.temperature]),
+                                [float(point[v]) for v in sym.variances])
+    X = np.array(features, dtype=float)
+    energy = energy_for(X=X, y=np.array(labels, dtype=float), temperature=config.temperature, space="kernel")
+    factors = [np.linalg.cholesky(np.array(U, dtype=float)) for U in Us]
+    numeric = order_parameter_hessian(config, energy, factors, float(point[sym.readout]))
+    assert_allclose(numeric, np.array(exact, dtype=float), rtol=1e-10, atol=1e-10 * float(max(abs(e) for e in exact)))

@@ -418,6 +418,25 @@ def action_derivatives(sym: SymbolicAction, include_energy: bool = True) -> tupl
     return _diff_derivatives(sym.heads, sym.P, include_energy)
 
 
+def action_hessian_at(sym: SymbolicAction, point: dict) -> ImmutableMatrix:
+    """∂²S/∂v∂v' for v, v' in ``sym.variables``, exactly at ``point`` (a value for every symbol).
+
+    The data and parameters are substituted first, so that sympy differentiates a function of the
+    order parameters alone (small configurations, as :func:`symbolic_action`); with rational values
+    the result is exact rational.
+    """
+    variables = sym.variables
+    fixed = {s: v for s, v in point.items() if s not in set(variables)}
+    action = sym.action.xreplace(fixed)
+    at = {v: point[v] for v in variables}
+    first = [sympy.diff(action, v) for v in variables]
+    entries = {}
+    for i, d in enumerate(first):
+        for j in range(i, len(variables)):
+            entries[i, j] = entries[j, i] = sympy.diff(d, variables[j]).xreplace(at)
+    return ImmutableMatrix(len(variables), len(variables), lambda i, j: entries[i, j])
+
+
 def _random_rational(rng, low: int = 1, high: int = 1000) -> Rational:
     return Rational(int(rng.integers(low, high)), int(rng.integers(1, 97)))
 
