@@ -136,32 +136,38 @@ class FeatureKernelEnergy:
         self.P, self.N0, self.paths = self.X.shape
         self.y = _labels(y, self.P)
         self.temperature = _temperature(temperature)
-        self._Xy = np.einsum("pia,p->ia", self.X, self.y)
+        self._last = None
 
     def kernel(self, R: np.ndarray) -> np.ndarray:
         Phi = (self.X @ R).reshape(self.P, -1)
         return Phi @ Phi.T
 
-    def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
+    def _factorised(self, R: np.ndarray):
+        """(ln det(K + T I), Yᵀ r, r, Z = L^{-1}X flattened (P, N0𝓗)) at U = R Rᵀ, for the last R asked for
+        (the value, gradient and Hessian at one point share one Cholesky factorisation)."""
+        if self._last is not None and np.array_equal(self._last[0], R):
+            return self._last[1]
         G = self.kernel(R)
         G[np.diag_indices_from(G)] += self.temperature
-        L = cholesky(G, lower=True, overwrite_a=True)
-        r = cho_solve((L, True), self.y)
-        Z = solve_triangular(L, self.X.reshape(self.P, -1), lower=True).reshape(self.X.shape)
+        L = cholesky(G, lower=True, overwrite_a=True, check_finite=False)
+        r = cho_solve((L, True), self.y, check_finite=False)
+        Z = solve_triangular(L, self.X.reshape(self.P, -1), lower=True, check_finite=False)
+        state = (2.0 * np.sum(np.log(np.diag(L))), float(self.y @ r), r, Z)
+        self._last = (R.copy(), state)
+        return state
+
+    def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
+        logdet, fit, r, Z = self._factorised(R)
+        Z = Z.reshape(self.X.shape)
         Xr = np.einsum("pia,p->ia", self.X, r)
-        value = 2.0 * np.sum(np.log(np.diag(L))) + self.y @ r
         grad = np.einsum("pia,pib->ab", Z, Z) - Xr.T @ Xr
-        return float(value), _symmetric(grad)
+        return float(logdet + fit), _symmetric(grad)
 
     def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd at U = R Rᵀ from M = XᵀAX = ZᵀZ (Z = L^{-1}X) and x = Xᵀr
         (:func:`hessian_from_feature_blocks`). Cost O(P² N0𝓗 + P (N0𝓗)² + N0² 𝓗⁴)."""
-        G = self.kernel(R)
-        G[np.diag_indices_from(G)] += self.temperature
-        L = cholesky(G, lower=True, overwrite_a=True)
-        r = cho_solve((L, True), self.y)
-        flat = solve_triangular(L, self.X.reshape(self.P, -1), lower=True)
-        M = (flat.T @ flat).reshape(self.N0, self.paths, self.N0, self.paths)
+        _, _, r, Z = self._factorised(R)
+        M = (Z.T @ Z).reshape(self.N0, self.paths, self.N0, self.paths)
         return hessian_from_feature_blocks(M, np.einsum("pia,p->ia", self.X, r))
 
 
@@ -186,43 +192,40 @@ class FeatureSpaceEnergy:
         self.gram = flat.T @ flat
         self.Xy = flat.T @ self.y
         self.yy = float(self.y @ self.y)
+        self._last = None
 
     def _lift(self, R: np.ndarray, M: np.ndarray) -> np.ndarray:
         """(I_{N0} ⊗ R)ᵀ M for M with D rows (R acts on the fast path index)."""
         shaped = M.reshape(self.N0, self.paths, -1)
         return np.einsum("ab,iaj->ibj", R, shaped).reshape(self.D, -1)
 
-    def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
+    def _blocks(self, R: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """(E, XᵀAX, XᵀAY) by Woodbury at U = R Rᵀ, for the last R asked for (value, gradient and Hessian
+        at one point share one factorisation)."""
+        if self._last is not None and np.array_equal(self._last[0], R):
+            return self._last[1]
         T = self.temperature
         Q = self._lift(R, self.gram)  # (I ⊗ R)ᵀ Γ
-        B = self._lift(R, Q.T.copy())  # (I ⊗ R)ᵀ Γ (I ⊗ R), symmetric
-        B = _symmetric(B)
+        B = _symmetric(self._lift(R, Q.T.copy()))  # (I ⊗ R)ᵀ Γ (I ⊗ R)
         B[np.diag_indices_from(B)] += T
-        LB = cholesky(B, lower=True, overwrite_a=True)
-        c = (self._lift(R, self.Xy[:, None]))[:, 0]
-        W = solve_triangular(LB, Q, lower=True)  # L_B^{-1} Q
-        w = solve_triangular(LB, c, lower=True)
+        LB = cholesky(B, lower=True, overwrite_a=True, check_finite=False)
+        W = solve_triangular(LB, Q, lower=True, check_finite=False)  # L_B^{-1} Q
+        w = solve_triangular(LB, (self._lift(R, self.Xy[:, None]))[:, 0], lower=True, check_finite=False)
         value = (self.P - self.D) * np.log(T) + 2.0 * np.sum(np.log(np.diag(LB))) + (self.yy - w @ w) / T
-        XAX = (self.gram - W.T @ W) / T
-        Xr = ((self.Xy - W.T @ w) / T).reshape(self.N0, self.paths)
-        grad = _diagonal_blocks(XAX, self.N0, self.paths) - Xr.T @ Xr
-        return float(value), _symmetric(grad)
+        state = (float(value), (self.gram - W.T @ W) / T, (self.Xy - W.T @ w) / T)
+        self._last = (R.copy(), state)
+        return state
 
-    def _blocks(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(XᵀAX, XᵀAY) by Woodbury, as in a call."""
-        T = self.temperature
-        Q = self._lift(R, self.gram)
-        B = _symmetric(self._lift(R, Q.T.copy()))
-        B[np.diag_indices_from(B)] += T
-        LB = cholesky(B, lower=True, overwrite_a=True)
-        W = solve_triangular(LB, Q, lower=True)
-        w = solve_triangular(LB, (self._lift(R, self.Xy[:, None]))[:, 0], lower=True)
-        return (self.gram - W.T @ W) / T, (self.Xy - W.T @ w) / T
+    def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
+        value, XAX, XAy = self._blocks(R)
+        Xr = XAy.reshape(self.N0, self.paths)
+        grad = _diagonal_blocks(XAX, self.N0, self.paths) - Xr.T @ Xr
+        return value, _symmetric(grad)
 
     def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd at U = R Rᵀ from XᵀAX and XᵀAY (:func:`hessian_from_feature_blocks`).
         Cost O(D³ + N0² 𝓗⁴), independent of P."""
-        XAX, XAy = self._blocks(R)
+        _, XAX, XAy = self._blocks(R)
         M = XAX.reshape(self.N0, self.paths, self.N0, self.paths)
         return hessian_from_feature_blocks(M, XAy.reshape(self.N0, self.paths))
 

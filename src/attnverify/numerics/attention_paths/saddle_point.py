@@ -6,11 +6,13 @@ Minimises S = E(U_1) + 𝓛(U_a, U_L, …, U_1) (spec §2.1) over positive-defin
   log-parametrised diagonal;
 * U_a profiled out in closed form (∂S/∂U_a = 0, generated from sympy in
   ``attnverify.derivations.attention_paths``); by the envelope theorem ∂S/∂U_L is unchanged;
-* analytic gradients (matrix formulas of §2.2, chained to the Cholesky parameters);
-* started at the GP point U_ℓ = σ_a² Π_{k≥ℓ} σ_k² I (§3), quasi-Newton (L-BFGS) then Newton
-  steps on a finite-difference Hessian of the analytic gradient;
+* analytic gradients (matrix formulas of §2.2, chained to the Cholesky parameters) and exact
+  Hessians (:mod:`.second_derivatives`: §2.2 differentiated once more, checked against sympy);
+* started at the GP point U_ℓ = σ_a² Π_{k≥ℓ} σ_k² I (§3) or a warm start, trust-region Newton
+  (scipy ``trust-exact``) on the exact Hessian, then plain Newton steps where round-off stops it;
 * converged when max |∂(S/n_max)/∂U_ℓ| ≤ ``tolerance`` (the saddle-point equations themselves), and
-  accepted only when the Hessian there is positive definite (a minimum, as the authors' code tests).
+  accepted only when the exact Hessian in the order parameters (U_a profiled out) is positive
+  definite there (a minimum, as the authors' code tests).
 Otherwise :class:`SaddlePointError` says what failed.
 """
 
@@ -37,7 +39,9 @@ class SaddlePointError(RuntimeError):
 @dataclass(frozen=True)
 class SaddlePoint:
     """The solution. ``order_parameter`` is U = U_1 (𝓗 × 𝓗); ``order_parameters`` is (U_1, …, U_L);
-    ``error_estimate`` bounds max |U_ℓ − U_ℓ*| by the size of one more Newton step."""
+    ``error_estimate`` bounds max |U_ℓ − U_ℓ*| by the size of one more Newton step;
+    ``hessian_eigenvalues`` are those of ∂²(S/n_max)/∂u∂u' over the entries u of the U_ℓ (U_a profiled
+    out); ``iterations`` counts trust-region steps and ``newton_steps`` the plain Newton steps after them."""
 
     order_parameter: np.ndarray
     order_parameters: tuple[np.ndarray, ...]
@@ -123,6 +127,8 @@ class Action:
         self.parametrisation = _Parametrisation(config)
         self.scale = max(config.widths)
         self.evaluations = 0
+        self._last = None
+        self._last_hessians = None
         L = config.depth
         # the arguments of U_a's closed form other than Tr U_L: fixed, and checked by ActionConfig.build
         self._readout_constants = (config.heads[L - 1], config.widths[L - 1], config.widths[L],
@@ -134,14 +140,19 @@ class Action:
         return float(theory.readout_order_parameter(trace, *self._readout_constants, check_arguments=False))
 
     def parts(self, theta: np.ndarray) -> tuple[float, float, list[np.ndarray], float, list[np.ndarray]]:
-        """(E, 𝓛, factors, U_a, [∂S/∂U_ℓ]) at θ."""
+        """(E, 𝓛, factors, U_a, [∂S/∂U_ℓ]) at θ (the last θ's are kept: a solver asks for the value, the
+        residual and the Hessian at one point)."""
+        if self._last is not None and np.array_equal(self._last[0], theta):
+            return self._last[1]
         self.evaluations += 1
         factors = self.parametrisation.factors(theta)
         U_a = self.readout(factors)
         E, dE = self.energy(factors[0])
         grads, _ = entropy_gradients(self.config, factors, U_a)
         grads[0] = grads[0] + dE
-        return E, entropy(self.config, factors, U_a), factors, U_a, grads
+        parts = (E, entropy(self.config, factors, U_a), factors, U_a, grads)
+        self._last = (np.array(theta, dtype=float), parts)
+        return parts
 
     def __call__(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         E, H, factors, _, grads = self.parts(theta)
@@ -165,11 +176,16 @@ class Action:
         return self.hessians(theta)[0]
 
     def hessians(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(Hessian in θ, Hessian in the entries of U_ℓ), both of S/n_max with U_a profiled out."""
+        """(Hessian in θ, Hessian in the entries of U_ℓ), both of S/n_max with U_a profiled out (the last
+        θ's are kept)."""
+        if self._last_hessians is not None and np.array_equal(self._last_hessians[0], theta):
+            return self._last_hessians[1]
         _, _, factors, U_a, grads = self.parts(theta)
         full = second_derivatives.order_parameter_hessian(self.config, self.energy, factors, U_a)
         profiled = second_derivatives.profiled_hessian(full)
-        return second_derivatives.cholesky_hessian(profiled, factors, grads) / self.scale, profiled / self.scale
+        result = (second_derivatives.cholesky_hessian(profiled, factors, grads) / self.scale, profiled / self.scale)
+        self._last_hessians = (np.array(theta, dtype=float), result)
+        return result
 
 
 def gp_start(config: ActionConfig) -> list[np.ndarray]:
@@ -178,84 +194,90 @@ def gp_start(config: ActionConfig) -> list[np.ndarray]:
     return [np.linalg.cholesky(np.asarray(U_l, dtype=float)) for U_l in U[:-1]]
 
 
-def _newton_error_estimate(action: Action, theta: np.ndarray, hessian: np.ndarray, order) -> float:
+def _newton_error_estimate(action: Action, theta: np.ndarray, hessian: np.ndarray, gradient: np.ndarray,
+                           order) -> float:
     """max_ℓ max |ΔU_ℓ| of one more Newton step: the a-posteriori error of the order parameters
     (quadratic convergence makes the next step the size of the remaining error, or of the
     round-off noise in the gradient once that dominates)."""
-    step = np.linalg.solve(hessian, action(theta)[1])
+    step = np.linalg.solve(hessian, gradient)
     moved = action.parametrisation.factors(theta - step)
     return float(max(np.max(np.abs(R @ R.T - U)) for R, U in zip(moved, order)))
+
+
+def _polish(action: Action, theta: np.ndarray, residual: float, tolerance: float, steps: int = 10):
+    """Plain Newton steps on the exact Hessian where the trust region stops short of ``tolerance``: near
+    the minimum the predicted decrease of S drops below its round-off, so a step is accepted when it lowers
+    S or the residual of the saddle-point equations. Stops after two steps that fail to halve the residual
+    (the round-off floor of the gradient). Returns (θ, residual, steps taken)."""
+    taken = stalls = 0
+    while residual > tolerance and taken < steps and stalls < 2:
+        value, gradient = action(theta)
+        eigenvalues, vectors = np.linalg.eigh(action.hessian(theta))
+        if eigenvalues.min() <= 0:
+            break
+        direction = -vectors @ ((vectors.T @ gradient) / eigenvalues)
+        t, rounding = 1.0, 1e-13 * max(1.0, abs(value))
+        while t > 1e-8:
+            trial = theta + t * direction
+            if action(trial)[0] <= value + 1e-4 * t * (gradient @ direction) + rounding \
+                    or action.gradient_norm(trial) < residual:
+                break
+            t *= 0.5
+        if t <= 1e-8:
+            break
+        theta, taken = trial, taken + 1
+        previous, residual = residual, action.gradient_norm(theta)
+        stalls = stalls + 1 if residual > 0.5 * previous else 0
+    return theta, residual, taken
 
 
 def solve(
     action: Action,
     *,
     tolerance: float = 1e-9,
-    max_iterations: int = 5000,
-    newton_steps: int = 20,
+    max_iterations: int = 500,
     start: Sequence[np.ndarray] | None = None,
     space: str = "",
     raise_on_failure: bool = True,
 ) -> SaddlePoint:
-    """Minimise ``action`` from the GP point (or ``start`` factors); see the module docstring."""
+    """Minimise ``action`` from the GP point (or ``start`` factors) by a trust-region Newton method on the
+    exact Hessian (scipy ``trust-exact``); stop when max |∂(S/n)/∂U_ℓ| ≤ ``tolerance``. The minimum test and
+    the error estimate use the exact Hessian at the solution."""
     tolerance = arguments.positive("tolerance", tolerance)
     max_iterations = arguments.integer("max_iterations", max_iterations, 1)
-    newton_steps = arguments.integer("newton_steps", newton_steps, 0)
     raise_on_failure = arguments.flag("raise_on_failure", raise_on_failure)
     t0 = time.perf_counter()
     param = action.parametrisation
     theta = param.theta(start if start is not None else gp_start(action.config))
     history: list[float] = []
+    def record(intermediate_result):  # scipy passes an OptimizeResult to a parameter of this name
+        history.append(float(intermediate_result.fun))
+        if action.gradient_norm(intermediate_result.x) <= tolerance:
+            raise StopIteration
 
-    def record(x):
-        history.append(float(action(x)[0]))
-
-    result = minimize(action, theta, jac=True, method="L-BFGS-B", callback=record,
-                      options={"maxiter": max_iterations, "maxcor": 30, "gtol": tolerance * 1e-3,
-                               "ftol": 1e-15, "maxls": 50})
-    theta, iterations = result.x, int(result.nit)
     residual = action.gradient_norm(theta)
-    steps = 0
-    hessian = None  # a finite-difference Hessian costs 2·dim(θ) gradients: only where it is needed
-    stalls = 0
-    while residual > tolerance and steps < newton_steps and stalls < 2:
-        hessian = action.hessian(theta) if hessian is None else hessian
-        value, grad = action(theta)
-        eigenvalues, vectors = np.linalg.eigh(hessian)
-        if eigenvalues.min() <= 0:
-            break
-        direction = -vectors @ ((vectors.T @ grad) / eigenvalues)
-        # Near the minimum the predicted decrease drops below the round-off of S, so a step that
-        # lowers the residual of the saddle-point equations is accepted on that ground alone.
-        t, rounding = 1.0, 1e-13 * max(1.0, abs(value))
-        while t > 1e-8:
-            trial = theta + t * direction
-            if action(trial)[0] <= value + 1e-4 * t * (grad @ direction) + rounding \
-                    or action.gradient_norm(trial) < residual:
-                break
-            t *= 0.5
-        if t <= 1e-8:
-            break
-        theta = trial
-        steps += 1
-        history.append(float(action(theta)[0]))
-        previous, residual = residual, action.gradient_norm(theta)
-        stalls = stalls + 1 if residual > 0.5 * previous else 0  # round-off floor of the gradient
-        hessian = None
-    hessian = action.hessian(theta) if hessian is None else hessian
-    eigenvalues = np.linalg.eigvalsh(hessian)
+    iterations = 0
+    if residual > tolerance:
+        result = minimize(action, theta, jac=True, hess=action.hessian, method="trust-exact", callback=record,
+                          options={"maxiter": max_iterations, "gtol": 1e-300})
+        theta, iterations = result.x, int(result.nit)
+        residual = action.gradient_norm(theta)
+    theta, residual, polished = _polish(action, theta, residual, tolerance)
+    hessian, order_hessian = action.hessians(theta)
+    eigenvalues = np.linalg.eigvalsh(order_hessian)
     E, H, factors, U_a, _ = action.parts(theta)
     order = tuple(R @ R.T for R in factors)
-    error = _newton_error_estimate(action, theta, hessian, order) if eigenvalues.min() > 0 else np.inf
+    gradient = action(theta)[1]
+    error = _newton_error_estimate(action, theta, hessian, gradient, order) if eigenvalues.min() > 0 else np.inf
     converged = residual <= tolerance
-    message = (f"max |∂(S/n)/∂U| = {residual:.3g} (tolerance {tolerance:g}) after {iterations} L-BFGS "
-               f"iterations and {steps} Newton steps; smallest Hessian eigenvalue {eigenvalues.min():.3g}; "
+    message = (f"max |∂(S/n)/∂U| = {residual:.3g} (tolerance {tolerance:g}) after {iterations} trust-region "
+               f"Newton iterations and {polished} plain Newton steps; smallest Hessian eigenvalue {eigenvalues.min():.3g}; "
                f"estimated error of U {error:.2g}")
     solution = SaddlePoint(
         order_parameter=order[0], order_parameters=order, readout_order_parameter=U_a,
         action=E + H, energy=E, entropy=H, gradient_norm=residual, error_estimate=error,
         hessian_eigenvalues=eigenvalues,
-        converged=converged, iterations=iterations, newton_steps=steps, evaluations=action.evaluations,
+        converged=converged, iterations=iterations, newton_steps=polished, evaluations=action.evaluations,
         seconds=time.perf_counter() - t0, space=space, config=action.config, message=message, history=history,
     )
     if raise_on_failure and not (converged and solution.is_minimum):
