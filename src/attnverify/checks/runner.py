@@ -1,7 +1,10 @@
 """The claim runner: hypothesis draws the parameters, the check measures, failures shrink.
 
-Every example gets its own Monte Carlo seed, drawn by hypothesis alongside the parameters, so an
-example replays exactly from ``(parameters, seed)`` and a whole run replays from the run's seed.
+Every example gets its own Monte Carlo seed, mixed from the run's seed and a number hypothesis draws
+alongside the parameters (:func:`example_seed`), so an example replays exactly from
+``(parameters, seed)`` and a whole run replays from the run's seed. The mixing matters: hypothesis
+starts every run with its simplest example (drawn number 0), so without it the first example — the only
+one of a claim with one example — would have the same Monte Carlo seed whatever the run's seed.
 A failing example is shrunk by hypothesis for at most ``claim.shrink_budget`` further checks
 (Monte Carlo checks are expensive); the smallest failing example found is the counterexample.
 """
@@ -31,6 +34,12 @@ from .evidence import Evidence
 
 #: Upper end (exclusive) of the per-example Monte Carlo seeds.
 SEED_RANGE = 2**32
+
+
+def example_seed(run_seed: int, drawn: int) -> int:
+    """The Monte Carlo seed of an example: numpy's SeedSequence of (run seed, hypothesis' drawn number),
+    in [0, SEED_RANGE). Different run seeds give independent streams even for the same drawn number."""
+    return int(np.random.SeedSequence([run_seed, drawn]).generate_state(1, np.uint32)[0])
 
 
 @dataclass
@@ -188,14 +197,15 @@ def run_claim(
     @hypothesis_seed(seed)
     @given(drawn=st.tuples(claim.parameters, st.integers(0, SEED_RANGE - 1)))
     def search(drawn: tuple[dict, int]) -> None:
-        parameters, example_seed = drawn
-        key = repr((sorted(parameters.items()), example_seed))
+        parameters, drawn_number = drawn
+        monte_carlo_seed = example_seed(seed, drawn_number)
+        key = repr((sorted(parameters.items()), monte_carlo_seed))
         if key not in failing:  # else hypothesis is replaying the minimal failure at the end
             if state["failed"]:
                 if state["shrink_trials"] >= claim.shrink_budget:
                     return  # budget spent: untried shrinks count as passing, the best failure stays
                 state["shrink_trials"] += 1
-            example = evaluate(claim, parameters, example_seed, profile=profile, backend=backend)
+            example = evaluate(claim, parameters, monte_carlo_seed, profile=profile, backend=backend)
             if not state["failed"]:
                 examples.append(example)
                 if progress is not None:
