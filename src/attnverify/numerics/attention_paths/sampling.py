@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -71,6 +71,7 @@ class PosteriorSamples:
     seconds: float
     gradient_evaluations: int
     method: str = "collapsed"
+    _summaries: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def order_parameter(self) -> np.ndarray:
@@ -80,13 +81,17 @@ class PosteriorSamples:
     def order_parameter_summary(self, level: int = 1) -> ChainSummary:
         """Posterior mean of U_level with MCSE, R-hat and ESS per entry (level L+1 is U_a)."""
         level = arguments.integer("level", level, 1, len(self.order_parameters))
-        return summarize(self.order_parameters[level - 1])
+        if level not in self._summaries:  # rank-normalised R-hat and ESS cost seconds: once per level
+            self._summaries[level] = summarize(self.order_parameters[level - 1])
+        return self._summaries[level]
 
     def predictor_summary(self) -> ChainSummary:
         """Posterior-mean predictor on the test inputs, per test point, with MCSE and diagnostics."""
         if self.test_outputs is None:
             raise ValueError("no test features were given to the sampler")
-        return summarize(self.test_outputs)
+        if "predictor" not in self._summaries:
+            self._summaries["predictor"] = summarize(self.test_outputs)
+        return self._summaries["predictor"]
 
     def accuracy(self, y_test, *, replicates: int = 2000, seed: int = 0) -> Estimate:
         """Accuracy of sign(posterior-mean predictor) on the test set, with its Monte Carlo standard error.
