@@ -20,6 +20,8 @@ K(U)^{μν} = Σ_{ππ'} U_{ππ'} C^{μν}_{ππ'} is the renormalized kernel (
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 
@@ -68,7 +70,18 @@ def hessian_from_feature_blocks(M: np.ndarray, x: np.ndarray) -> np.ndarray:
     return _symmetric_pairs(2.0 * labels - trace)
 
 
-class KernelEnergy:
+class _AtTemperature:
+    """``at_temperature(T)``: the same energy at another temperature, sharing every precomputed array
+    (C, X, the Gram matrix Γ = XᵀX), so that a sweep over T pays for them once."""
+
+    def at_temperature(self, temperature: float):
+        other = copy.copy(self)
+        other.temperature = _temperature(temperature)
+        other._last = None
+        return other
+
+
+class KernelEnergy(_AtTemperature):
     """E and ∂E/∂U from the path-path kernels C[π, π', μ, ν] (shape (𝓗, 𝓗, P, P)).
 
     C is checked once, here: symmetric (C[π,π',μ,ν] = C[π',π,ν,μ]) and positive semi-definite as the
@@ -89,6 +102,7 @@ class KernelEnergy:
         self.C, self.paths, self.P = C, paths, P
         self.y = _labels(y, self.P)
         self.temperature = _temperature(temperature)
+        self._last = None
 
     def kernel(self, R: np.ndarray) -> np.ndarray:
         return np.einsum("ab,abpq->pq", R @ R.T, self.C)
@@ -128,7 +142,7 @@ def _features(X) -> np.ndarray:
     return X
 
 
-class FeatureKernelEnergy:
+class FeatureKernelEnergy(_AtTemperature):
     """E and ∂E/∂U from the path features X (P, N0, 𝓗), in the P × P kernel space, without C."""
 
     def __init__(self, X, y, temperature: float):
@@ -171,7 +185,7 @@ class FeatureKernelEnergy:
         return hessian_from_feature_blocks(M, np.einsum("pia,p->ia", self.X, r))
 
 
-class FeatureSpaceEnergy:
+class FeatureSpaceEnergy(_AtTemperature):
     """E and ∂E/∂U from the path features in the D = N0·𝓗 feature space (Woodbury), for D < P.
 
     The Gram matrix Γ = XᵀX (D × D) and XᵀY are formed once; a call never touches P again.

@@ -15,6 +15,7 @@ import numpy as np
 from ..statistics import Estimate, mean_estimate
 from .predictor import predictor_statistics
 from .saddle_point import saddle_point_from_features
+from .sweep import saddle_points
 
 #: The authors' 4-path Markov features (shared/data/README.md); set ATTNVERIFY_SHARED_DATA to move it.
 AUTHORS_MARKOV_FILE = "markov_4paths_authors.npz"
@@ -72,10 +73,12 @@ def gp_point(X, y, X_test, y_test, temperature: float, prior_scale: float = 1.0)
 
 def width_sweep(X, y, X_test, y_test, *, heads: Sequence[int], widths: Sequence[float], temperature: float,
                 progress: Callable[[str], None] | None = None) -> list[TheoryPoint]:
-    """The finite-width theory at each N (equal widths, unit prior variances), solved from the GP point."""
+    """The finite-width theory at each N (equal widths, unit prior variances), in the order given, solved
+    by continuation from the widest (:func:`.sweep.saddle_points`)."""
+    sweep = saddle_points(X, y, heads=heads, widths=widths, temperatures=[temperature])
     points = []
     for N in widths:
-        solution = saddle_point_from_features(X, y, heads=heads, width=N, temperature=temperature)
+        solution = sweep.at(N, temperature)
         points.append(evaluate(solution.order_parameter, X, y, X_test, y_test, temperature, N, solution.seconds))
         if progress:
             progress(f"N = {N:g}: accuracy {points[-1].accuracy.mean:.3f} ({solution.seconds:.1f} s)")

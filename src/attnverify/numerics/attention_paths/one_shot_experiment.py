@@ -24,8 +24,8 @@ from . import one_shot
 from .experiments import TheoryPoint, evaluate
 from .heads import head_scores
 from .predictor import predictor_statistics
-from .saddle_point import saddle_point_from_features
-from .solution_store import SolutionStore, fingerprint
+from .sweep import saddle_points
+from .solution_store import SolutionStore
 from .trained_heads import Head, TrainedHeads, load_networks
 
 #: The paper's grids (spec §4.2): widths, temperatures, and the temperatures of its GP line.
@@ -155,64 +155,49 @@ def _accuracy(U, X, y, X_other, y_other, temperature: float) -> float:
     return float(np.mean(np.sign(mean) == np.sign(y_other)))
 
 
-def _order_parameters(paths: PathData, heads, width: float, temperature: float, tolerance: float, start,
-                      store: SolutionStore | None, features: str) -> tuple[tuple[np.ndarray, ...], float]:
-    """(U_1, …, U_L) and solve seconds at one finite (N, T): from ``store`` if it holds them, else solved
-    (from ``start``) and filed there."""
-    stored = store.get(features, heads, width, temperature, tolerance) if store is not None else None
-    if stored is not None:
-        return stored
-    solution = saddle_point_from_features(paths.X, paths.y, heads=heads, width=width, temperature=temperature,
-                                          tolerance=tolerance, start=start)
-    if store is not None:
-        store.put(features, heads, width, temperature, tolerance, solution.order_parameters, solution.seconds)
-    return solution.order_parameters, solution.seconds
-
-
 def validated_point(paths: PathData, width: float, temperatures: Sequence[float] = TEMPERATURES, *,
-                    heads: Sequence[int] = HEADS, starts: dict | None = None, tolerance: float = SOLVER_TOLERANCE,
+                    heads: Sequence[int] = HEADS, tolerance: float = SOLVER_TOLERANCE,
                     store: SolutionStore | None = None,
                     progress: Callable[[str], None] | None = None) -> ValidatedPoint:
     """Solve the theory at ``width`` for every temperature, keep the one most accurate on validation
     (the first in the grid on a tie) and evaluate it on the test set. ``width = inf``: U = I (spec §3).
-    ``starts`` maps a temperature to order parameters to start its solve from (a neighbouring width's);
-    it is updated with this width's solutions. With a ``store``, solutions already in it are reused
-    and new ones are filed there as soon as they are found."""
-    if not temperatures:
-        raise ValueError("temperatures must name at least one temperature")
-    starts = {} if starts is None else starts
-    features = fingerprint(paths.X, paths.y) if store is not None else ""
-    solutions, scores = {}, {}
-    for T in temperatures:
-        if np.isinf(width):
-            U, seconds = np.eye(paths.X.shape[2]), 0.0
-        else:
-            starts[T], seconds = _order_parameters(paths, heads, width, T, tolerance, starts.get(T), store, features)
-            U = starts[T][0]
-        solutions[T] = (U, seconds)
-        scores[T] = _accuracy(U, paths.X, paths.y, paths.X_validation, paths.y_validation, T)
-    best = max(temperatures, key=lambda T: scores[T])
-    U, seconds = solutions[best]
-    test = evaluate(U, paths.X, paths.y, paths.X_test, paths.y_test, best, width, seconds)
-    if progress:
-        label = "GP" if np.isinf(width) else f"N = {width:g}"
-        progress(f"{label}: T = {best:g} (validation {scores[best]:.3f}), test accuracy {test.accuracy.mean:.3f} "
-                 f"({sum(t for _, t in solutions.values()):.0f} s)")
-    return ValidatedPoint(float(width), float(best), {float(T): s for T, s in scores.items()}, test)
+    With a ``store``, stored solutions start (and are re-verified by) their solves and new ones are filed
+    there as soon as they are found (:func:`.sweep.saddle_points`)."""
+    return validated_sweep(paths, [width], temperatures, heads=heads, tolerance=tolerance, store=store,
+                           progress=progress)[0]
 
 
 def validated_sweep(paths: PathData, widths: Sequence[float] = WIDTHS, temperatures: Sequence[float] = TEMPERATURES, *,
                     heads: Sequence[int] = HEADS, tolerance: float = SOLVER_TOLERANCE,
                     store: SolutionStore | None = None,
                     progress: Callable[[str], None] | None = None) -> list[ValidatedPoint]:
-    """:func:`validated_point` at every width, solved from the widest down (each temperature's solve
-    starts from the next wider width's solution, the GP point for the widest); returned in the order given."""
-    starts: dict = {}
-    points = {}
-    for width in sorted(widths, reverse=True):
-        points[width] = validated_point(paths, width, temperatures, heads=heads, starts=starts, tolerance=tolerance,
-                                        store=store, progress=progress)
-    return [points[width] for width in widths]
+    """:func:`validated_point` at every width, in the order given: the finite widths × temperatures are one
+    :func:`.sweep.saddle_points` grid (continuation from the widest width and highest temperature)."""
+    if len(temperatures) == 0:
+        raise ValueError("temperatures must name at least one temperature")
+    finite = [w for w in widths if not np.isinf(w)]
+    sweep = saddle_points(paths.X, paths.y, heads=heads, widths=finite, temperatures=temperatures,
+                          tolerance=tolerance, store=store) if finite else None
+    points = []
+    for width in widths:
+        solutions, scores = {}, {}
+        for T in temperatures:
+            if np.isinf(width):
+                U, seconds = np.eye(paths.X.shape[2]), 0.0
+            else:
+                solution = sweep.at(width, T)
+                U, seconds = solution.order_parameter, solution.seconds
+            solutions[T] = (U, seconds)
+            scores[T] = _accuracy(U, paths.X, paths.y, paths.X_validation, paths.y_validation, T)
+        best = max(temperatures, key=lambda T: scores[T])
+        U, seconds = solutions[best]
+        test = evaluate(U, paths.X, paths.y, paths.X_test, paths.y_test, best, width, seconds)
+        if progress:
+            label = "GP" if np.isinf(width) else f"N = {width:g}"
+            progress(f"{label}: T = {best:g} (validation {scores[best]:.3f}), test accuracy "
+                     f"{test.accuracy.mean:.3f} ({sum(t for _, t in solutions.values()):.0f} s)")
+        points.append(ValidatedPoint(float(width), float(best), {float(T): s for T, s in scores.items()}, test))
+    return points
 
 
 def solution_store() -> SolutionStore:

@@ -155,6 +155,11 @@ class Action:
         return parts
 
     def __call__(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """(S/n_max, its gradient in θ); +inf where θ leaves the float64 range (exp of the log-diagonal
+        overflows), which a trust-region or line-search step then rejects."""
+        with np.errstate(over="ignore"):
+            if not np.all(np.isfinite(np.exp(theta))):
+                return np.inf, np.zeros_like(theta)
         E, H, factors, _, grads = self.parts(theta)
         return (E + H) / self.scale, self.parametrisation.chain(factors, grads) / self.scale
 
