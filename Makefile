@@ -17,11 +17,14 @@ $(STAMP): pyproject.toml
 report: $(STAMP)
 	$(BIN)/attnverify report --out report
 
+# pytest-xdist: one worker per core, each test module on one worker (module fixtures built once)
+XDIST  := -n auto --dist loadscope
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not thorough"
+	$(BIN)/python -m pytest -q -m "not thorough" $(XDIST)
 
 test-thorough: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(XDIST)
 
 check: $(STAMP)
 	$(BIN)/attnverify check

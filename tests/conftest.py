@@ -7,3 +7,15 @@ from hypothesis import settings
 
 settings.register_profile("attnverify", deadline=None, derandomize=True, database=None, print_blob=True)
 settings.load_profile("attnverify")
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Under pytest-xdist every worker is one process per core: BLAS threads on top of that oversubscribe
+    # the cores (OpenBLAS threads spin while they wait), which made the sampler tests 6–10× slower on
+    # 2 cores. One BLAS thread per worker, in both OpenBLAS copies (numpy's and scipy's: threadpoolctl
+    # reaches only libraries already loaded, hence the imports first).
+    import numpy  # noqa: F401
+    import scipy.linalg  # noqa: F401
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    threadpool_limits(1)
+    assert all(pool["num_threads"] == 1 for pool in threadpool_info()), threadpool_info()

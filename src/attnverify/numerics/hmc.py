@@ -1,9 +1,13 @@
 """Hamiltonian Monte Carlo for a batch of chains, in coordinates where the prior is N(0, I).
 
-One transition (Neal 2011, "MCMC using Hamiltonian dynamics", §5.3.2): draw a momentum p ~ N(0, I),
-take ``steps`` leapfrog steps of size ε on H(x, p) = Φ(x) + |p|²/2, accept with probability
-min(1, exp(−ΔH)) (Metropolis–Hastings), else stay. Identity mass in prior-whitened coordinates is the
-"whitened by the prior" preconditioning of the issue: directions the data do not constrain have unit scale.
+One transition (Neal 2011, "MCMC using Hamiltonian dynamics", §5.3.2): draw a momentum p ~ N(0, M),
+take ``steps`` leapfrog steps of size ε on H(x, p) = Φ(x) + pᵀM⁻¹p/2, accept with probability
+min(1, exp(−ΔH)) (Metropolis–Hastings), else stay. The mass starts as the identity in prior-whitened
+coordinates (directions the data do not constrain have unit scale); with ``mass_matrix="diagonal"`` its
+inverse M⁻¹ is adapted during warm-up to the posterior variance of each coordinate, pooled over chains, in
+Stan's windows (a fast window of 15% of warm-up for the step size, slow windows of 25, 50, 100, … draws that
+each end with a new M⁻¹ and a restart of the step-size adaptation, a final fast window of 10%; Stan
+Reference Manual, "HMC algorithm parameters", with its regularisation (n/(n+5))·var + 10⁻³·5/(n+5)).
 
 Every chain is a row of ``x`` (shape (chains, dimension)); each chain has its own step size, all share the
 number of leapfrog steps so the batch stays one array operation. Step sizes are adapted only during
@@ -77,8 +81,9 @@ class TransitionStats:
     energy_error: Any
 
 
-def leapfrog(x, p, gradient, step, steps: int, potential_and_gradient: PotentialAndGradient):
-    """``steps`` leapfrog steps of per-chain size ``step`` (C,) from (x, p) with ∇Φ(x) = ``gradient``.
+def leapfrog(x, p, gradient, step, steps: int, potential_and_gradient: PotentialAndGradient, inverse_mass=1.0):
+    """``steps`` leapfrog steps of per-chain size ``step`` (C,) from (x, p) with ∇Φ(x) = ``gradient``,
+    for the kinetic energy pᵀM⁻¹p/2 with diagonal ``inverse_mass`` M⁻¹ (d,) (or 1, the identity).
 
     Returns (x, p, Φ(x), ∇Φ(x)) at the end of the trajectory.
     """
@@ -86,7 +91,7 @@ def leapfrog(x, p, gradient, step, steps: int, potential_and_gradient: Potential
     p = p - 0.5 * eps * gradient
     potential = None
     for k in range(steps):
-        x = x + eps * p
+        x = x + eps * (inverse_mass * p)
         potential, gradient = potential_and_gradient(x)
         if k < steps - 1:
             p = p - eps * gradient
@@ -95,14 +100,15 @@ def leapfrog(x, p, gradient, step, steps: int, potential_and_gradient: Potential
 
 
 def hmc_transition(x, potential, gradient, step, steps: int, potential_and_gradient: PotentialAndGradient,
-                   rng, backend: Backend):
-    """One HMC transition for every chain. Returns (x, Φ, ∇Φ, TransitionStats)."""
+                   rng, backend: Backend, inverse_mass=1.0):
+    """One HMC transition for every chain, momentum p ~ N(0, M) with diagonal M = 1/``inverse_mass``.
+    Returns (x, Φ, ∇Φ, TransitionStats)."""
     xp = backend.xp
-    p0 = rng.standard_normal(x.shape)
+    p0 = rng.standard_normal(x.shape) / xp.sqrt(inverse_mass)
     with np.errstate(over="ignore", invalid="ignore"):  # a diverging trajectory overflows; it is rejected
-        x1, p1, potential1, gradient1 = leapfrog(x, p0, gradient, step, steps, potential_and_gradient)
-        kinetic0 = 0.5 * xp.sum(p0 * p0, axis=1)
-        kinetic1 = 0.5 * xp.sum(p1 * p1, axis=1)
+        x1, p1, potential1, gradient1 = leapfrog(x, p0, gradient, step, steps, potential_and_gradient, inverse_mass)
+        kinetic0 = 0.5 * xp.sum(inverse_mass * p0 * p0, axis=1)
+        kinetic1 = 0.5 * xp.sum(inverse_mass * p1 * p1, axis=1)
         energy_error = (potential1 + kinetic1) - (potential + kinetic0)
     energy_error = xp.where(xp.isfinite(energy_error), energy_error, xp.inf)
     log_accept = xp.minimum(0.0, -energy_error)
@@ -123,18 +129,19 @@ def steps_for(trajectory_length: float, step, max_steps: int, backend: Backend) 
 
 
 def initial_step_size(x, potential, gradient, potential_and_gradient: PotentialAndGradient, rng,
-                      backend: Backend, start: float = 1.0) -> Any:
+                      backend: Backend, start: float = 1.0, inverse_mass=1.0) -> Any:
     """Per-chain step at which one leapfrog step is accepted with probability about 1/2, by doubling or
     halving from ``start`` (the prior scale in whitened coordinates); Hoffman & Gelman 2014, Alg. 4."""
     xp = backend.xp
-    step = xp.full(x.shape[0], float(start))
+    step = xp.full(x.shape[0], float(start)) if np.ndim(start) == 0 else xp.asarray(start, dtype=float)
     settled = xp.zeros(x.shape[0], dtype=bool)
     direction = None
     for _ in range(60):
-        p = rng.standard_normal(x.shape)
+        p = rng.standard_normal(x.shape) / xp.sqrt(inverse_mass)
         with np.errstate(over="ignore", invalid="ignore"):  # a too-large trial step may overflow: rejected
-            x1, p1, potential1, _ = leapfrog(x, p, gradient, step, 1, potential_and_gradient)
-            log_ratio = potential - potential1 + 0.5 * (xp.sum(p * p, axis=1) - xp.sum(p1 * p1, axis=1))
+            x1, p1, potential1, _ = leapfrog(x, p, gradient, step, 1, potential_and_gradient, inverse_mass)
+            log_ratio = potential - potential1 + 0.5 * (xp.sum(inverse_mass * p * p, axis=1)
+                                                        - xp.sum(inverse_mass * p1 * p1, axis=1))
         log_ratio = xp.where(xp.isfinite(log_ratio), log_ratio, -xp.inf)
         up = log_ratio > math.log(0.5)
         if direction is None:
@@ -146,15 +153,39 @@ def initial_step_size(x, potential, gradient, potential_and_gradient: PotentialA
     return step
 
 
+MASS_MATRICES = ("identity", "diagonal")
+
+
+def adaptation_windows(warmup: int) -> list[tuple[int, int]]:
+    """The slow windows (start, end] of warm-up iterations (1-based) whose draws estimate M⁻¹: Stan's
+    schedule of a 15% initial fast window, slow windows of 25, 50, 100, … iterations (the last stretched to
+    meet the final 10% fast window). Empty when warm-up is too short (< 20 iterations): M stays the identity."""
+    if warmup < 20:
+        return []
+    position, end = int(0.15 * warmup), warmup - max(1, int(0.1 * warmup))
+    windows, size = [], 25
+    while position + size <= end:
+        if position + 3 * size > end:  # the next (doubled) window would not fit: this one takes the rest
+            size = end - position
+        windows.append((position, position + size))
+        position += size
+        size *= 2
+    return windows
+
+
 class HMCKernel:
-    """Batched HMC with per-chain step sizes adapted during warm-up only, then frozen.
+    """Batched HMC with per-chain step sizes (and, on request, a diagonal mass matrix shared by the chains)
+    adapted during warm-up only, then frozen.
 
     ``transition`` moves every chain once; while ``warming`` it feeds acceptances to dual averaging and
-    recomputes the number of leapfrog steps; ``end_warmup`` freezes the averaged step sizes and the steps.
+    recomputes the number of leapfrog steps, and with ``mass_matrix="diagonal"`` and a ``warmup`` length it
+    collects the draws of each slow window and ends it with a new M⁻¹ (module docstring); ``end_warmup``
+    freezes the averaged step sizes, the mass and the steps.
     """
 
     def __init__(self, step, *, backend: Backend | str | None = None, trajectory_length: float = math.pi / 2,
-                 target_acceptance: float = 0.8, max_steps: int = 1024, jitter: float = 0.1):
+                 target_acceptance: float = 0.8, max_steps: int = 1024, jitter: float = 0.1,
+                 mass_matrix: str = "identity", warmup: int | None = None):
         self.backend = backend = arguments.backend(backend)
         step = arguments.array("step", backend.to_numpy(step) if hasattr(step, "dtype") else step, backend, ndim=1)
         if not bool(backend.xp.all(step > 0)):
@@ -165,9 +196,34 @@ class HMCKernel:
         self.jitter = arguments.real("jitter", jitter, low=0, high=1, open_high=True)
         target_acceptance = arguments.real("target_acceptance", target_acceptance, low=0, high=1,
                                            open_low=True, open_high=True)
+        self.target_acceptance = target_acceptance
         self.adaptation = DualAveraging(backend.xp.log(step), target_acceptance, backend.xp)
         self.steps = steps_for(trajectory_length, step, max_steps, backend)
         self.warming = True
+        self.mass_matrix = arguments.one_of("mass_matrix", mass_matrix, MASS_MATRICES)
+        self.inverse_mass = 1.0
+        self.windows: list[int] = []
+        if self.mass_matrix == "diagonal":
+            if warmup is None:
+                raise ValueError("mass_matrix='diagonal' needs the warm-up length (warmup=…) to lay out its windows")
+            self.windows = adaptation_windows(arguments.integer("warmup", warmup, 1))
+        self.iteration = 0
+        self._window: list[Any] = []
+
+    def _adapt_mass(self, x) -> None:
+        """Collect x during a slow window; at its end, M⁻¹ ← regularised pooled variance and the step-size
+        adaptation restarts from the current steps."""
+        window = next(((start, end) for start, end in self.windows if start < self.iteration <= end), None)
+        if window is None:
+            return
+        self._window.append(x)
+        if self.iteration == window[1]:
+            xp = self.backend.xp
+            draws = xp.concatenate(self._window, axis=0)  # (window length · chains, d)
+            n = draws.shape[0]
+            self.inverse_mass = (n / (n + 5.0)) * xp.var(draws, axis=0, ddof=1) + 1e-3 * (5.0 / (n + 5.0))
+            self._window = []
+            self.adaptation = DualAveraging(xp.log(self.step), self.target_acceptance, xp)
 
     def transition(self, x, potential, gradient, potential_and_gradient: PotentialAndGradient, rng):
         """One MH-corrected transition of every chain (step sizes jittered by ±jitter, independently
@@ -175,9 +231,11 @@ class HMCKernel:
         xp = self.backend.xp
         factor = 1.0 + self.jitter * (2.0 * rng.uniform(size=self.step.shape) - 1.0)
         out = hmc_transition(x, potential, gradient, self.step * factor, self.steps, potential_and_gradient,
-                             rng, self.backend)
+                             rng, self.backend, self.inverse_mass)
         if self.warming:
+            self.iteration += 1
             self.step = xp.exp(self.adaptation.update(out[3].acceptance_probability))
+            self._adapt_mass(out[0])
             self.steps = steps_for(self.trajectory_length, self.step, self.max_steps, self.backend)
         return out
 
@@ -201,10 +259,11 @@ def sample(potential_and_gradient: PotentialAndGradient, x0, *, seed: int, warmu
     seed = arguments.integer("seed", seed, 0)
     warmup = arguments.integer("warmup", warmup, 1)
     draws = arguments.integer("draws", draws, 1)
-    unknown = sorted(set(kernel_options) - {"trajectory_length", "target_acceptance", "max_steps", "jitter"})
+    unknown = sorted(set(kernel_options) - {"trajectory_length", "target_acceptance", "max_steps", "jitter",
+                                            "mass_matrix"})
     if unknown:
         raise TypeError(f"sample got unknown kernel options {unknown}; HMCKernel takes trajectory_length, "
-                        "target_acceptance, max_steps and jitter")
+                        "target_acceptance, max_steps, jitter and mass_matrix")
     rng = backend.random(seed)
     x = arguments.array("x0", backend.to_numpy(x0) if hasattr(x0, "dtype") else x0, backend, ndim=2)
     potential, gradient = potential_and_gradient(x)
@@ -214,7 +273,7 @@ def sample(potential_and_gradient: PotentialAndGradient, x0, *, seed: int, warmu
     if not (bool(backend.xp.all(backend.xp.isfinite(potential))) and bool(backend.xp.all(backend.xp.isfinite(gradient)))):
         raise ValueError("x0 must be a point where the potential and its gradient are finite")
     kernel = HMCKernel(initial_step_size(x, potential, gradient, potential_and_gradient, rng, backend),
-                       backend=backend, **kernel_options)
+                       backend=backend, warmup=warmup, **kernel_options)
     kept, accepted, divergent = [], [], []
     for iteration in range(warmup + draws):
         if iteration == warmup:

@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import arguments
 from ..diagnostics import ChainSummary, summarize
-from ..hmc import HMCKernel, initial_step_size
+from ..hmc import MASS_MATRICES, HMCKernel, initial_step_size
 from ..statistics import Estimate
 from .collapsed import CollapsedPosterior
 from .posterior import NetworkPosterior, Weights
@@ -35,7 +35,8 @@ from .posterior import NetworkPosterior, Weights
 
 @dataclass(frozen=True)
 class SamplerSettings:
-    """How to sample: chains, warm-up and kept draws per chain, HMC trajectory and target acceptance."""
+    """How to sample: chains, warm-up and kept draws per chain, HMC trajectory and target acceptance, and
+    the mass matrix ("identity" in prior-whitened coordinates, or "diagonal", adapted in warm-up)."""
 
     chains: int = 4
     warmup: int = 500
@@ -44,6 +45,7 @@ class SamplerSettings:
     target_acceptance: float = 0.8
     max_leapfrog: int = 1024
     step_jitter: float = 0.1
+    mass_matrix: str = "identity"
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -54,6 +56,7 @@ class SamplerSettings:
              arguments.real("trajectory_length", self.trajectory_length, low=0, high=100, open_low=True, open_high=True))
         set_(self, "target_acceptance", arguments.real("target_acceptance", self.target_acceptance, low=0.1, high=0.99))
         set_(self, "step_jitter", arguments.real("step_jitter", self.step_jitter, low=0, high=1, open_high=True))
+        set_(self, "mass_matrix", arguments.one_of("mass_matrix", self.mass_matrix, MASS_MATRICES))
 
 
 @dataclass
@@ -224,7 +227,7 @@ def sample_posterior(posterior: NetworkPosterior, *, seed: int, settings: Sample
     kernel = HMCKernel(initial_step_size(state, potential, gradient, chain.potential_and_gradient, rng, be),
                        backend=be, trajectory_length=settings.trajectory_length,
                        target_acceptance=settings.target_acceptance, max_steps=settings.max_leapfrog,
-                       jitter=settings.step_jitter)
+                       jitter=settings.step_jitter, mass_matrix=settings.mass_matrix, warmup=settings.warmup)
     levels = posterior.config.depth + 1
     kept_U: list[list[Any]] = [[] for _ in range(levels)]
     kept_f: list[Any] = []
