@@ -1,6 +1,7 @@
 """Effective samples per second of the attention-network posterior: our sampler vs numpyro's NUTS.
 
     python benchmarks/bench_posterior_sampler.py [--widths 10 100] [--backend cupy --chains 1024]
+    python benchmarks/bench_posterior_sampler.py --mass [--one-shot]   # identity vs diagonal mass matrix
 
 The posterior is the 4-path hidden-Markov-chain network of the paper's figure 2c (L = 2, H = 2, T = 0.01,
 P = 100, the authors' features when ../shared/data has them), at equal widths N. Both samplers target the
@@ -46,9 +47,10 @@ def distinct_entries(U: np.ndarray) -> np.ndarray:
     return U[i, j]
 
 
-def ours(X, y, width: int, chains: int, warmup: int, draws: int, backend: str, method: str, seed: int = 1) -> dict:
-    post = network_posterior(X, y, heads=HEADS, width=width, temperature=TEMPERATURE, backend=backend)
-    settings = SamplerSettings(chains=chains, warmup=warmup, draws=draws)
+def ours(X, y, width: int, chains: int, warmup: int, draws: int, backend: str, method: str, seed: int = 1,
+         mass_matrix: str = "identity", heads=HEADS, temperature: float = TEMPERATURE) -> dict:
+    post = network_posterior(X, y, heads=heads, width=width, temperature=temperature, backend=backend)
+    settings = SamplerSettings(chains=chains, warmup=warmup, draws=draws, mass_matrix=mass_matrix)
     samples = sample_posterior(post, seed=seed, settings=settings, method=method)
     ess = ess_bulk(distinct_entries(samples.order_parameter))
     d = samples.diagnostics()
@@ -100,8 +102,43 @@ def numpyro_nuts(X, y, width: int, warmup: int, draws: int, chains: int, seed: i
             "divergences": int(np.sum(np.asarray(extra["diverging"]))), "U": U.mean(axis=(2, 3))}
 
 
+def one_shot_features(P: int = 600):
+    """The first P theory episodes' path features of the first cached one-shot network (figure 3)."""
+    from attnverify.numerics.attention_paths import one_shot_experiment as experiment
+
+    networks, _ = experiment.cached_networks()
+    seed = sorted(networks)[0]
+    paths = experiment.first_episodes(experiment.path_data(networks[seed], experiment.one_shot_data()), P)
+    return paths.X, paths.y, f"one-shot network seed {seed}, P = {P}"
+
+
+def mass_comparison(args) -> None:
+    """Effective samples per second with the identity mass (prior-whitened) and the adapted diagonal mass,
+    same posterior, chains, warm-up, draws and seed (collapsed HMC)."""
+    problems = [("Markov, 4 paths", *markov_features()[:2], HEADS, width, TEMPERATURE) for width in args.widths]
+    if args.one_shot:
+        X, y, _ = one_shot_features()
+        problems.append(("one-shot, 16 paths, P = 600", X, y, (4, 4), 10, 0.25))
+    print(f"{'posterior':<28} {'N':>5} {'dim':>5} {'mass':<9} {'leapfrog':>9} {'time s':>8} {'min ESS':>8} "
+          f"{'ESS/s':>8} {'ratio':>7}")
+    for name, X, y, heads, width, temperature in problems:
+        rates = {}
+        for mass in ("identity", "diagonal"):
+            r = ours(X, y, width, args.chains, args.warmup, args.draws, args.backend, "collapsed",
+                     mass_matrix=mass, heads=heads, temperature=temperature)
+            rates[mass] = r["ess"] / r["seconds"]
+            post = network_posterior(X, y, heads=heads, width=width, temperature=temperature)
+            dim = sum(post.block_sizes[1:]) + post.readout_width  # the collapsed state (V^(0) integrated out)
+            ratio = f"{rates[mass] / rates['identity']:6.1f}x"
+            print(f"{name:<28} {width:>5} {dim!s:>5} {mass:<9} {r['leapfrog']:>9.0f} {r['seconds']:>8.1f} "
+                  f"{r['ess']:>8.0f} {rates[mass]:>8.2f} {ratio:>7}  divergences {r['divergences']}, "
+                  f"R-hat {r['rhat']:.3f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mass", action="store_true", help="identity vs adapted diagonal mass matrix")
+    parser.add_argument("--one-shot", action="store_true", help="with --mass: also the one-shot posterior")
     parser.add_argument("--widths", type=int, nargs="+", default=[10, 100])
     parser.add_argument("--backend", default="numpy")
     parser.add_argument("--chains", type=int, default=4)
@@ -112,6 +149,9 @@ def main() -> None:
     parser.add_argument("--nuts-chains", type=int, default=2)
     parser.add_argument("--skip-numpyro", action="store_true")
     args = parser.parse_args()
+    if args.mass:
+        mass_comparison(args)
+        return
     X, y, source = markov_features()
     print(f"4-path Markov network, P = {len(y)}, T = {TEMPERATURE}, {source}; "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")

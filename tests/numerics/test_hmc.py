@@ -96,3 +96,37 @@ def test_backend_by_name_and_arguments_checked_once():
         sample(lambda x: (np.full(2, np.inf), x), x0, seed=3, warmup=5, draws=4)
     with pytest.raises(ValueError, match=r"target_acceptance must be a finite number in \(0, 1\)"):
         HMCKernel(np.ones(2), backend="numpy", target_acceptance=1.0)
+
+
+def test_diagonal_mass_matrix_samples_an_anisotropic_gaussian_with_fewer_steps():
+    """Scales 0.01 … 3 (a condition number of 9·10⁴ in variance): with the adapted diagonal mass the means are
+    within 5 MCSE of 0 and the variances within 5 standard errors (√(2/ESS)) of the truth, and the trajectory
+    needs far fewer leapfrog steps than with the identity mass (whose step is set by the smallest scale)."""
+    from attnverify.numerics.diagnostics import ess_bulk
+
+    scales = np.array([0.01, 0.1, 1.0, 3.0] * 3)
+
+    def potential_and_gradient(x):
+        return 0.5 * np.sum((x / scales) ** 2, axis=1), x / scales**2
+
+    steps = {}
+    for mass in ("identity", "diagonal"):
+        draws, stats = sample(potential_and_gradient, np.zeros((4, scales.size)), seed=3, warmup=500, draws=1000,
+                              backend="numpy", mass_matrix=mass)
+        steps[mass] = stats["steps"]
+        if mass == "diagonal":
+            ess = ess_bulk(draws)
+            z = draws.mean(axis=(1, 2)) / (scales / np.sqrt(ess))
+            assert np.all(np.abs(z) < 5), z
+            ratio = draws.var(axis=(1, 2)) / scales**2
+            assert np.all(np.abs(ratio - 1) < 5 * np.sqrt(2 / ess)), ratio
+    assert steps["diagonal"] * 10 < steps["identity"], steps
+
+
+def test_adaptation_windows_follow_stans_schedule():
+    from attnverify.numerics.hmc import adaptation_windows
+
+    assert adaptation_windows(500) == [(75, 100), (100, 150), (150, 250), (250, 450)]
+    assert adaptation_windows(19) == []
+    with pytest.raises(ValueError, match="warmup"):
+        HMCKernel(np.ones(2), backend="numpy", mass_matrix="diagonal")
