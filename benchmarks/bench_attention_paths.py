@@ -2,15 +2,18 @@
 
     python benchmarks/bench_attention_paths.py [--large]
 
-1. Solver vs Adam at equal tolerance. Adam (lr 0.1, the authors' optimiser and rate, here on the
-   same Cholesky parameters and the same analytic gradient of S/n) runs until the authors' stopping
-   rule max |∂(S/n)/∂U| < 1e-5; the solver (L-BFGS + Newton) is asked for the same 1e-5 and, for
-   reference, for 1e-9. Hidden Markov chain, 4 paths, P = 100 (the authors' features when present).
-2. Scaling in P with 16 paths (L = 2, H = 4, N0 = 64, S = 48, average pooling, the one-shot image
+1. Markov task (4 paths, P = 100, the authors' features when present): the solver (trust-region Newton on
+   the exact Hessian, minimum test included) against the authors' optimiser as they ran it (Adam lr 0.1 on
+   the entries of U, torch float64 autograd, stop at max |∂(S/n)/∂U| < 1e-5: benchmarks/authors_adam.py,
+   needs torch from the [train] extra) and against Adam on our Cholesky parameters with our analytic
+   gradient, at 1e-5 and 1e-9.
+2. One solve of the one-shot image task (P = 600, 16 paths), minimum test included.
+3. A sweep (widths × temperatures, continuation) against the same solves done independently.
+4. Scaling in P with 16 paths (L = 2, H = 4, N0 = 64, S = 48, average pooling, the one-shot image
    task's shapes on synthetic tokens): one action+gradient call in the P × P kernel space (from X,
    never forming C) vs the (N0𝓗)-dimensional feature space, and the feature-space solve's wall time
    and peak traced memory.
-3. (--large) The feature space alone at P = 100,000, where the P × P kernel would need 80 GB.
+5. (--large) Path features and the feature-space solve at P = 100,000 (the P × P kernel would need 80 GB).
 """
 
 from __future__ import annotations
@@ -70,24 +73,83 @@ def peak_memory(function):
     return seconds, peak / 2**20, result
 
 
+def authors_baseline(C, y, N):
+    """The authors' optimiser (benchmarks/authors_adam.py), or None without torch (the [train] extra)."""
+    try:
+        from authors_adam import authors_adam
+    except ImportError:  # run from elsewhere than benchmarks/
+        import sys
+        from pathlib import Path
+        sys.path.insert(0, str(Path(__file__).parent))
+        from authors_adam import authors_adam
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return None
+    return authors_adam(C, y, heads=(2, 2), width=N, temperature=0.01)
+
+
+def one_shot_problem():
+    """The first cached one-shot network's P = 600 theory episodes (figure 3's solve)."""
+    from attnverify.numerics.attention_paths import one_shot_experiment as experiment
+
+    networks, _ = experiment.cached_networks()
+    seed = sorted(networks)[0]
+    paths = experiment.first_episodes(experiment.path_data(networks[seed], experiment.one_shot_data()), 600)
+    return paths.X, paths.y
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--large", action="store_true", help="also solve at P = 100,000 (feature space)")
+    parser.add_argument("--large", action="store_true", help="also features + solve at P = 100,000 (feature space)")
     large = parser.parse_args().large
 
     X, y, origin = markov_features()
     print(f"1. Markov task, 4 paths, P = {len(y)}, T = 0.01 ({origin}); tolerance on max |∂(S/n)/∂U|")
-    print(f"{'N':>6} {'Adam steps':>11} {'Adam s':>9} {'solver s (1e-5)':>16} {'ratio':>8} {'solver s (1e-9)':>16} {'ratio':>8}")
+    print("   authors' Adam: lr 0.1 on the entries of U, torch float64 autograd, stop at 1e-5 (their rule);")
+    print("   our Adam: lr 0.1 on the Cholesky parameters, numpy analytic gradient, stop at 1e-5;")
+    print("   solver: trust-region Newton on the exact Hessian, minimum test and error estimate included")
+    print(f"{'N':>6} {'authors s':>10} {'steps':>6} {'our Adam s':>11} {'steps':>6} {'solver 1e-5':>12} "
+          f"{'vs authors':>11} {'vs Adam':>8} {'solver 1e-9':>12} {'vs authors':>11} {'vs Adam':>8} {'max|ΔU|':>9}")
     C = np.einsum("pia,qib->abpq", X, X)  # P = 100: the kernel route is the fastest for both
     for N in (10, 100, 1000):
         config = ActionConfig.build((2, 2), N, 0.01)
         action = Action(config, energy_for(C=C, y=y, temperature=0.01))
         t_adam, (steps, _) = timed(lambda: adam(action, tolerance=1e-5))
         t5, _ = timed(lambda: saddle_point(C, y, heads=(2, 2), width=N, temperature=0.01, tolerance=1e-5))
-        t9, _ = timed(lambda: saddle_point(C, y, heads=(2, 2), width=N, temperature=0.01, tolerance=1e-9))
-        print(f"{N:>6} {steps:>11} {t_adam:>9.3g} {t5:>16.3g} {t_adam / t5:>8.1f} {t9:>16.3g} {t_adam / t9:>8.1f}")
+        t9, solution = timed(lambda: saddle_point(C, y, heads=(2, 2), width=N, temperature=0.01, tolerance=1e-9))
+        authors = authors_baseline(C, y, N)
+        if authors is None:
+            a_steps, a_seconds, gap = "-", float("nan"), float("nan")
+        else:
+            a_steps, a_seconds, _, U_authors = authors
+            gap = float(np.max(np.abs(U_authors - solution.order_parameter)))
+        print(f"{N:>6} {a_seconds:>10.3g} {a_steps:>6} {t_adam:>11.3g} {steps:>6} {t5:>12.3g} {a_seconds / t5:>10.0f}x "
+              f"{t_adam / t5:>7.0f}x {t9:>12.3g} {a_seconds / t9:>10.0f}x {t_adam / t9:>7.0f}x {gap:>9.1e}", flush=True)
 
-    print("\n2. 16 paths (L = 2, H = 4), N0 = 64, S = 48, average pooling, N = 100, T = 0.1")
+    print("\n2. One-shot image task (figure 3): first cached network, P = 600, 16 paths (L = 2, H = 4), N0 = 64,")
+    print("   kernel space (N0·𝓗 = 1024 > P); solve from the GP point to 1e-6 (the experiment's tolerance) and 1e-9,")
+    print("   minimum test (exact Hessian eigenvalues) and error estimate included")
+    X1, y1 = one_shot_problem()
+    print(f"{'N':>6} {'T':>6} {'seconds':>8} {'Newton':>7} {'λ_min':>9} {'tolerance':>10}")
+    for N, T in ((10, 0.25), (10, 0.01), (1000, 0.25)):
+        for tol in (1e-6, 1e-9):
+            seconds, sol = timed(lambda: saddle_point_from_features(X1, y1, heads=(4, 4), width=N, temperature=T,
+                                                                    tolerance=tol))
+            print(f"{N:>6} {T:>6g} {seconds:>8.2f} {sol.iterations + sol.newton_steps:>7} "
+                  f"{sol.hessian_eigenvalues.min():>9.2g} {tol:>10g}", flush=True)
+
+    print("\n3. Sweep vs independent solves: one-shot P = 600, widths (1000, 100, 10) × temperatures (1, 0.25, 0.05)")
+    from attnverify.numerics.attention_paths.sweep import saddle_points
+    widths, temperatures = (1000, 100, 10), (1.0, 0.25, 0.05)
+    t_sweep, sweep = timed(lambda: saddle_points(X1, y1, heads=(4, 4), widths=widths, temperatures=temperatures,
+                                                 tolerance=1e-6))
+    t_alone, alone = timed(lambda: [saddle_point_from_features(X1, y1, heads=(4, 4), width=N, temperature=T,
+                                                               tolerance=1e-6) for N in widths for T in temperatures])
+    print(f"   sweep {t_sweep:.2f} s ({sweep.iterations} Newton iterations) vs independent {t_alone:.2f} s "
+          f"({sum(s.iterations for s in alone)} iterations): {t_alone / t_sweep:.2f}x")
+
+    print("\n4. 16 paths (L = 2, H = 4), N0 = 64, S = 48, average pooling, N = 100, T = 0.1")
     print("   one energy+gradient call in the P × P kernel space (from X) vs the (N0𝓗)² feature space;")
     print("   then the whole feature-space solve (tolerance 1e-9) with its peak traced memory")
     print(f"{'P':>7} {'kernel call s':>14} {'feature call s':>15} {'ratio':>8} {'solve s':>9} {'solve MiB':>10} {'X MiB':>7}")
@@ -99,16 +161,17 @@ def main() -> None:
         feature_call, _ = timed(lambda: feature(R))
         tf, mf, solution = peak_memory(lambda: saddle_point_from_features(Xs, ys, heads=(4, 4), width=100, temperature=0.1))
         print(f"{P:>7} {kernel_call:>14.3g} {feature_call:>15.3g} {kernel_call / feature_call:>8.1f} {tf:>9.3g} "
-              f"{mf:>10.0f} {Xs.nbytes / 2**20:>7.0f}")
+              f"{mf:>10.0f} {Xs.nbytes / 2**20:>7.0f}", flush=True)
 
     if large:
         P = 100_000
-        t_data, (Xs, ys) = timed(lambda: synthetic_problem(P, heads=(4, 4), input_width=64, tokens=48,
-                                                           readout="average_pooling", seed=2))
+        t_data, m_data, (Xs, ys) = peak_memory(lambda: synthetic_problem(P, heads=(4, 4), input_width=64, tokens=48,
+                                                                         readout="average_pooling", seed=2))
         tf, mf, solution = peak_memory(lambda: saddle_point_from_features(Xs, ys, heads=(4, 4), width=100,
                                                                          temperature=0.1))
-        print(f"\n3. P = {P:,}: features {t_data:.1f} s ({Xs.nbytes / 2**20:.0f} MiB); feature-space solve "
-              f"{tf:.1f} s, peak traced {mf:.0f} MiB beyond X; {solution.message}")
+        print(f"\n5. P = {P:,}: features {t_data:.1f} s (peak traced {m_data:.0f} MiB, of which X is "
+              f"{Xs.nbytes / 2**20:.0f} MiB); feature-space solve {tf:.1f} s, peak traced {mf:.0f} MiB beyond X; "
+              f"total {t_data + tf:.1f} s; {solution.message}")
 
 
 if __name__ == "__main__":
