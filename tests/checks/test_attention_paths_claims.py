@@ -74,9 +74,9 @@ def test_one_shot_claims_have_power(monkeypatch):
     result = run_claim(claims.one_shot_head_scores_predict_pruning, profile="quick", seed=0)
     assert result.status == "holds" and not result.ok  # expected refuted: a perfect theory would contradict that
 
-    networks, shared, data, paths = one_shot.one_shot_inputs()
+    networks, shared, data, paths = one_shot.one_shot_inputs("quick")
     first = min(networks)
     shifted = dataclasses.replace(networks[first], metadata={**networks[first].metadata,
                                                              "test_accuracy": networks[first].metadata["test_accuracy"] + 0.01})
-    monkeypatch.setattr(one_shot, "one_shot_inputs", lambda: ({**networks, first: shifted}, shared, data, paths))
+    monkeypatch.setattr(one_shot, "one_shot_inputs", lambda profile: ({**networks, first: shifted}, shared, data, paths))
     assert run_claim(claims.one_shot_cache_is_the_trained_network, profile="quick", seed=0).status == "refuted"

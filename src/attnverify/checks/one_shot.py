@@ -27,8 +27,9 @@ _cache: dict = {}
 #: N = 10); at P = 200 the claim's outcome differed (ρ = 0.18 ± 0.22), so the quick tier keeps the paper's P.
 #: The thorough tier keeps its solutions in :func:`experiment.solution_store` (an interrupted run resumes);
 #: the quick tier in a temporary folder of this process, so that the report and the claims share them.
-THEORY_SIZES = {"quick": {"P": 600, "temperatures": (0.25, 0.5, 1.0), "stored": False},
-                "thorough": {"P": 600, "temperatures": experiment.TEMPERATURES, "stored": True}}
+#: Networks: the quick tier uses the first five training seeds, the thorough tier every cached seed.
+THEORY_SIZES = {"quick": {"P": 600, "temperatures": (0.25, 0.5, 1.0), "stored": False, "seeds": 5},
+                "thorough": {"P": 600, "temperatures": experiment.TEMPERATURES, "stored": True, "seeds": None}}
 
 
 def solution_store(profile: str) -> SolutionStore:
@@ -40,13 +41,19 @@ def solution_store(profile: str) -> SolutionStore:
     return SolutionStore(_cache["scratch"].name)
 
 
-def one_shot_inputs():
-    """(networks by seed, the cache's metadata, the episodes, path features by seed), computed once."""
-    if "data" not in _cache:
-        networks, shared = experiment.cached_networks()
-        data = experiment.one_shot_data()
-        _cache["data"] = (networks, shared, data, {s: experiment.path_data(n, data) for s, n in networks.items()})
-    return _cache["data"]
+def one_shot_inputs(profile: str = "thorough"):
+    """(networks by seed, the cache's metadata, the episodes, path features by seed) of the profile's
+    training seeds (THEORY_SIZES), each computed once."""
+    if "networks" not in _cache:
+        _cache["networks"] = experiment.cached_networks()
+        _cache["episodes"] = experiment.one_shot_data()
+        _cache["paths"] = {}
+    (networks, shared), data, paths = _cache["networks"], _cache["episodes"], _cache["paths"]
+    chosen = sorted(networks)[:THEORY_SIZES[profile]["seeds"]]
+    for seed in chosen:
+        if seed not in paths:
+            paths[seed] = experiment.path_data(networks[seed], data)
+    return {s: networks[s] for s in chosen}, shared, data, {s: paths[s] for s in chosen}
 
 
 def one_shot_analyses(profile: str):
@@ -54,7 +61,7 @@ def one_shot_analyses(profile: str):
     sizes = THEORY_SIZES[profile]
     key = ("analyses", sizes["P"], sizes["temperatures"])
     if key not in _cache:
-        networks, _, _, paths = one_shot_inputs()
+        networks, _, _, paths = one_shot_inputs(profile)
         _cache[key] = [experiment.analyse_network(seed, network, experiment.first_episodes(paths[seed], sizes["P"]),
                                                   temperatures=sizes["temperatures"], store=solution_store(profile))
                        for seed, network in sorted(networks.items())]
@@ -69,7 +76,7 @@ def one_shot_cache_is_the_trained_network(p: dict, ctx: Context):
     the test accuracy of f = Σ_π V^eff_π·ξ^π on today's draw of the test episodes equals the accuracy the
     PyTorch network had at the end of training, for every seed (at most one episode apart: a sign of f
     within round-off of 0 may flip)."""
-    networks, shared, data, paths = one_shot_inputs()
+    networks, shared, data, paths = one_shot_inputs(ctx.profile)
     gaps = {}
     for seed, network in networks.items():
         numpy_accuracy = float(network.correct(paths[seed].X_test, paths[seed].y_test).mean())
@@ -87,7 +94,7 @@ def one_shot_cache_is_the_trained_network(p: dict, ctx: Context):
 def one_shot_network_generalises_to_new_classes(p: dict, ctx: Context):
     """The gradient-descent network classifies one-shot episodes of digit classes it never saw better
     than chance: for every training seed, test accuracy − 1/2 > 5 standard errors (binomial, per episode)."""
-    networks, _, _, paths = one_shot_inputs()
+    networks, _, _, paths = one_shot_inputs(ctx.profile)
     estimates = {s: mean_estimate(n.correct(paths[s].X_test, paths[s].y_test)) for s, n in networks.items()}
     conditions = {f"seed {s}: accuracy − 1/2 > 5 SE": (e.mean - 0.5) / e.standard_error > 5
                   for s, e in sorted(estimates.items())}

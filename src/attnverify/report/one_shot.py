@@ -64,7 +64,7 @@ def _label(head) -> str:
 
 def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str], None]) -> tuple[list[Figure], list[Table]]:
     """Figures 3b–3f and their tables, for the first cached network (3e–3f: every seed)."""
-    networks, shared, data, all_paths = one_shot_inputs()
+    networks, shared, data, all_paths = one_shot_inputs(profile)
     first = min(networks)
     network = networks[first]
     sizes = THEORY_SIZES[profile]
