@@ -67,11 +67,12 @@ def _finite_scores(scores: Any, weights: str, xp: Any) -> Any:
 
 
 def _softmax_over_keys(scores: Any, xp: Any) -> Any:
-    """softmax over axis −2 (the key index s of scores[..., s, t]); max-subtracted, so exp never overflows."""
-    shifted = scores - xp.max(scores, axis=-2, keepdims=True)
-    weights = xp.exp(shifted)
-    weights /= xp.sum(weights, axis=-2, keepdims=True)
-    return weights
+    """softmax over axis −2 (the key index s of scores[..., s, t]); max-subtracted, so exp never overflows.
+    Works in place on ``scores`` (a fresh array of the caller's): no temporaries of its size."""
+    scores -= xp.max(scores, axis=-2, keepdims=True)
+    xp.exp(scores, out=scores)
+    scores /= xp.sum(scores, axis=-2, keepdims=True)
+    return scores
 
 
 # --------------------------------------------------------------------------- attention
@@ -98,8 +99,12 @@ def attention_matrix(x: Any, weights: Any, *, backend: Any = None) -> Any:
     n0 = x.shape[1]
     if w.shape != (n0, n0):
         raise ValueError(f"weights must have shape (N0, N0) = ({n0}, {n0}) to match x, got {tuple(w.shape)}")
+    batch, tokens = x.shape[0], x.shape[2]
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
-        scores = xp.matmul(xp.swapaxes(x, 1, 2), _left_multiply(w, x, xp))  # scores[b, s, t] = x_sᵀ W x_t
+        # (x_sᵀ W) for every token of every example as one (B·S, N0)·(N0, N0) product, then
+        # scores[b, s, t] = (x_sᵀ W)·x_t as one batched product (B, S, N0)·(B, N0, S)
+        tokens_first = xp.ascontiguousarray(xp.swapaxes(x, 1, 2)).reshape(batch * tokens, n0)
+        scores = xp.matmul((tokens_first @ w).reshape(batch, tokens, n0), x)
     return _softmax_over_keys(_finite_scores(scores, "weights", xp), xp)
 
 
