@@ -267,8 +267,22 @@ def positive_definite_factor(name: str, matrix: Any):
 
 def positive_semidefinite(name: str, matrix: Any, *, rtol: float = 1e-10) -> np.ndarray:
     """``matrix`` when symmetric with eigenvalues ≥ −rtol·λ_max (round-off), else ValueError naming ``name``
-    with its smallest eigenvalue."""
+    with its smallest eigenvalue.
+
+    Fast path: a Cholesky factorisation of A + 2·rtol·Tr(A⁺)·I (Tr(A⁺), the sum of the positive diagonal,
+    is ≥ λ_max, so it succeeds for every A the eigenvalue test accepts, at a fraction of the cost of
+    eigvalsh). Where it succeeds A is accepted, so the round-off allowed is up to 2·rtol·Tr(A⁺) ≤ 2n·rtol·λ_max;
+    where it fails the eigenvalues decide, and name the smallest.
+    """
     arr = symmetric(name, matrix)
+    shift = 2.0 * rtol * float(np.sum(np.clip(np.diag(arr), 0.0, None)))
+    if shift > 0:
+        try:
+            np.linalg.cholesky(arr + shift * np.eye(arr.shape[0]))
+        except np.linalg.LinAlgError:
+            pass
+        else:
+            return arr
     eig = np.linalg.eigvalsh(arr)
     if eig[0] < -rtol * max(float(eig[-1]), 0.0) or (eig[-1] <= 0 and eig[0] < 0):
         raise ValueError(f"{name} must be positive semi-definite, got smallest eigenvalue {eig[0]:.3g}")
