@@ -107,24 +107,29 @@ class KernelEnergy(_AtTemperature):
     def kernel(self, R: np.ndarray) -> np.ndarray:
         return np.einsum("ab,abpq->pq", R @ R.T, self.C)
 
-    def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
+    def _factorised(self, R: np.ndarray):
+        """(ln det(K + T I), Yᵀr, r, A = (K + T I)^{-1}) at U = R Rᵀ, for the last R asked for. Tr(A C_{ππ'})
+        needs every entry of A; it is formed by Cholesky solves."""
+        if self._last is not None and np.array_equal(self._last[0], R):
+            return self._last[1]
         G = self.kernel(R) + self.temperature * np.eye(self.P)
-        L = cholesky(G, lower=True)
-        r = cho_solve((L, True), self.y)
-        # Tr(A C_{ππ'}) needs every entry of A = G^{-1}; it is formed by Cholesky solves.
-        A = cho_solve((L, True), np.eye(self.P))
-        value = 2.0 * np.sum(np.log(np.diag(L))) + self.y @ r
+        L = cholesky(G, lower=True, check_finite=False)
+        r = cho_solve((L, True), self.y, check_finite=False)
+        A = cho_solve((L, True), np.eye(self.P), check_finite=False)
+        state = (2.0 * np.sum(np.log(np.diag(L))), float(self.y @ r), r, A)
+        self._last = (R.copy(), state)
+        return state
+
+    def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
+        logdet, fit, r, A = self._factorised(R)
         grad = np.einsum("pq,abpq->ab", A, self.C) - np.einsum("p,abpq,q->ab", r, self.C, r)
-        return float(value), _symmetric(grad)
+        return float(logdet + fit), _symmetric(grad)
 
     def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd (𝓗, 𝓗, 𝓗, 𝓗) at U = R Rᵀ: −Tr(A C_cd A C_ab) + rᵀC_dc A C_ab r + rᵀC_ab A C_cd r
         (see :func:`hessian_from_feature_blocks`), from C directly. Cost O(𝓗² P³ + 𝓗⁴ P²)."""
-        G = self.kernel(R) + self.temperature * np.eye(self.P)
-        L = cholesky(G, lower=True)
-        r = cho_solve((L, True), self.y)
-        A = cho_solve((L, True), np.eye(self.P))
-        AC = np.einsum("pq,abqs->abps", A, self.C)
+        _, _, r, A = self._factorised(R)
+        AC = np.einsum("pq,abqs->abps", A, self.C, optimize=True)
         trace = np.einsum("cdmn,abnm->abcd", AC, AC, optimize=True)
         v = np.einsum("abpq,q->abp", self.C, r)  # C_ab r
         Q = np.einsum("abp,pq,cdq->abcd", v, A, v, optimize=True)  # (C_ab r)ᵀ A (C_cd r)
