@@ -287,7 +287,7 @@ _sampled_cache: dict = {}
 def _sampler_settings(ctx: Context):
     from ..numerics.attention_paths.sampling import SamplerSettings
 
-    return ctx.choose(quick=SamplerSettings(chains=4, warmup=150, draws=400),
+    return ctx.choose(quick=SamplerSettings(chains=8, warmup=150, draws=400),
                       thorough=SamplerSettings(chains=8, warmup=400, draws=1000))
 
 
