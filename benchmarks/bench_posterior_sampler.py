@@ -55,6 +55,7 @@ def ours(X, y, width: int, chains: int, warmup: int, draws: int, backend: str, m
     ess = ess_bulk(distinct_entries(samples.order_parameter))
     d = samples.diagnostics()
     return {"ess": float(ess.min()), "seconds": samples.seconds, "iterations": (warmup + draws) * chains,
+            "dimension": sum(post.block_sizes[1:]) + post.readout_width,  # the collapsed state (V^(0) integrated out)
             "leapfrog": samples.leapfrog_steps, "acceptance": d["mean_acceptance"],
             "divergences": d["divergences"], "rhat": d["order_parameter"]["max_rhat"]}
 
@@ -127,10 +128,8 @@ def mass_comparison(args) -> None:
             r = ours(X, y, width, args.chains, args.warmup, args.draws, args.backend, "collapsed",
                      mass_matrix=mass, heads=heads, temperature=temperature)
             rates[mass] = r["ess"] / r["seconds"]
-            post = network_posterior(X, y, heads=heads, width=width, temperature=temperature)
-            dim = sum(post.block_sizes[1:]) + post.readout_width  # the collapsed state (V^(0) integrated out)
             ratio = f"{rates[mass] / rates['identity']:6.1f}x"
-            print(f"{name:<28} {width:>5} {dim!s:>5} {mass:<9} {r['leapfrog']:>9.0f} {r['seconds']:>8.1f} "
+            print(f"{name:<28} {width:>5} {r['dimension']:>5} {mass:<9} {r['leapfrog']:>9.0f} {r['seconds']:>8.1f} "
                   f"{r['ess']:>8.0f} {rates[mass]:>8.2f} {ratio:>7}  divergences {r['divergences']}, "
                   f"R-hat {r['rhat']:.3f}", flush=True)
 

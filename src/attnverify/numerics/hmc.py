@@ -129,19 +129,18 @@ def steps_for(trajectory_length: float, step, max_steps: int, backend: Backend) 
 
 
 def initial_step_size(x, potential, gradient, potential_and_gradient: PotentialAndGradient, rng,
-                      backend: Backend, start: float = 1.0, inverse_mass=1.0) -> Any:
+                      backend: Backend, start: float = 1.0) -> Any:
     """Per-chain step at which one leapfrog step is accepted with probability about 1/2, by doubling or
     halving from ``start`` (the prior scale in whitened coordinates); Hoffman & Gelman 2014, Alg. 4."""
     xp = backend.xp
-    step = xp.full(x.shape[0], float(start)) if np.ndim(start) == 0 else xp.asarray(start, dtype=float)
+    step = xp.full(x.shape[0], float(start))
     settled = xp.zeros(x.shape[0], dtype=bool)
     direction = None
     for _ in range(60):
-        p = rng.standard_normal(x.shape) / xp.sqrt(inverse_mass)
+        p = rng.standard_normal(x.shape)
         with np.errstate(over="ignore", invalid="ignore"):  # a too-large trial step may overflow: rejected
-            x1, p1, potential1, _ = leapfrog(x, p, gradient, step, 1, potential_and_gradient, inverse_mass)
-            log_ratio = potential - potential1 + 0.5 * (xp.sum(inverse_mass * p * p, axis=1)
-                                                        - xp.sum(inverse_mass * p1 * p1, axis=1))
+            x1, p1, potential1, _ = leapfrog(x, p, gradient, step, 1, potential_and_gradient)
+            log_ratio = potential - potential1 + 0.5 * (xp.sum(p * p, axis=1) - xp.sum(p1 * p1, axis=1))
         log_ratio = xp.where(xp.isfinite(log_ratio), log_ratio, -xp.inf)
         up = log_ratio > math.log(0.5)
         if direction is None:

@@ -70,9 +70,18 @@ def hessian_from_feature_blocks(M: np.ndarray, x: np.ndarray) -> np.ndarray:
     return _symmetric_pairs(2.0 * labels - trace)
 
 
-class _AtTemperature:
-    """``at_temperature(T)``: the same energy at another temperature, sharing every precomputed array
-    (C, X, the Gram matrix Γ = XᵀX), so that a sweep over T pays for them once."""
+class _Energy:
+    """What the three representations share: ``at_temperature(T)``, the same energy at another temperature
+    sharing every precomputed array (C, X, the Gram matrix Γ = XᵀX), so that a sweep over T pays for them
+    once; and ``_at_point(R)``, the representation's factorisation (``_factorise``) at U = R Rᵀ, kept for
+    the last R asked for, so that the value, gradient and Hessian at one point share it."""
+
+    _last = None
+
+    def _at_point(self, R: np.ndarray):
+        if self._last is None or not np.array_equal(self._last[0], R):
+            self._last = (R.copy(), self._factorise(R))
+        return self._last[1]
 
     def at_temperature(self, temperature: float):
         other = copy.copy(self)
@@ -81,7 +90,7 @@ class _AtTemperature:
         return other
 
 
-class KernelEnergy(_AtTemperature):
+class KernelEnergy(_Energy):
     """E and ∂E/∂U from the path-path kernels C[π, π', μ, ν] (shape (𝓗, 𝓗, P, P)).
 
     C is checked once, here: symmetric (C[π,π',μ,ν] = C[π',π,ν,μ]) and positive semi-definite as the
@@ -102,33 +111,28 @@ class KernelEnergy(_AtTemperature):
         self.C, self.paths, self.P = C, paths, P
         self.y = _labels(y, self.P)
         self.temperature = _temperature(temperature)
-        self._last = None
 
     def kernel(self, R: np.ndarray) -> np.ndarray:
         return np.einsum("ab,abpq->pq", R @ R.T, self.C)
 
-    def _factorised(self, R: np.ndarray):
-        """(ln det(K + T I), Yᵀr, r, A = (K + T I)^{-1}) at U = R Rᵀ, for the last R asked for. Tr(A C_{ππ'})
-        needs every entry of A; it is formed by Cholesky solves."""
-        if self._last is not None and np.array_equal(self._last[0], R):
-            return self._last[1]
+    def _factorise(self, R: np.ndarray):
+        """(ln det(K + T I), Yᵀr, r, A = (K + T I)^{-1}) at U = R Rᵀ. Tr(A C_{ππ'}) needs every entry of A;
+        it is formed by Cholesky solves."""
         G = self.kernel(R) + self.temperature * np.eye(self.P)
         L = cholesky(G, lower=True, check_finite=False)
         r = cho_solve((L, True), self.y, check_finite=False)
         A = cho_solve((L, True), np.eye(self.P), check_finite=False)
-        state = (2.0 * np.sum(np.log(np.diag(L))), float(self.y @ r), r, A)
-        self._last = (R.copy(), state)
-        return state
+        return 2.0 * np.sum(np.log(np.diag(L))), float(self.y @ r), r, A
 
     def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
-        logdet, fit, r, A = self._factorised(R)
+        logdet, fit, r, A = self._at_point(R)
         grad = np.einsum("pq,abpq->ab", A, self.C) - np.einsum("p,abpq,q->ab", r, self.C, r)
         return float(logdet + fit), _symmetric(grad)
 
     def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd (𝓗, 𝓗, 𝓗, 𝓗) at U = R Rᵀ: −Tr(A C_cd A C_ab) + rᵀC_dc A C_ab r + rᵀC_ab A C_cd r
         (see :func:`hessian_from_feature_blocks`), from C directly. Cost O(𝓗² P³ + 𝓗⁴ P²)."""
-        _, _, r, A = self._factorised(R)
+        _, _, r, A = self._at_point(R)
         AC = np.einsum("pq,abqs->abps", A, self.C, optimize=True)
         trace = np.einsum("cdmn,abnm->abcd", AC, AC, optimize=True)
         v = np.einsum("abpq,q->abp", self.C, r)  # C_ab r
@@ -147,7 +151,7 @@ def _features(X) -> np.ndarray:
     return X
 
 
-class FeatureKernelEnergy(_AtTemperature):
+class FeatureKernelEnergy(_Energy):
     """E and ∂E/∂U from the path features X (P, N0, 𝓗), in the P × P kernel space, without C."""
 
     def __init__(self, X, y, temperature: float):
@@ -155,28 +159,22 @@ class FeatureKernelEnergy(_AtTemperature):
         self.P, self.N0, self.paths = self.X.shape
         self.y = _labels(y, self.P)
         self.temperature = _temperature(temperature)
-        self._last = None
 
     def kernel(self, R: np.ndarray) -> np.ndarray:
         Phi = (self.X @ R).reshape(self.P, -1)
         return Phi @ Phi.T
 
-    def _factorised(self, R: np.ndarray):
-        """(ln det(K + T I), Yᵀ r, r, Z = L^{-1}X flattened (P, N0𝓗)) at U = R Rᵀ, for the last R asked for
-        (the value, gradient and Hessian at one point share one Cholesky factorisation)."""
-        if self._last is not None and np.array_equal(self._last[0], R):
-            return self._last[1]
+    def _factorise(self, R: np.ndarray):
+        """(ln det(K + T I), Yᵀ r, r, Z = L^{-1}X flattened (P, N0𝓗)) at U = R Rᵀ."""
         G = self.kernel(R)
         G[np.diag_indices_from(G)] += self.temperature
         L = cholesky(G, lower=True, overwrite_a=True, check_finite=False)
         r = cho_solve((L, True), self.y, check_finite=False)
         Z = solve_triangular(L, self.X.reshape(self.P, -1), lower=True, check_finite=False)
-        state = (2.0 * np.sum(np.log(np.diag(L))), float(self.y @ r), r, Z)
-        self._last = (R.copy(), state)
-        return state
+        return 2.0 * np.sum(np.log(np.diag(L))), float(self.y @ r), r, Z
 
     def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
-        logdet, fit, r, Z = self._factorised(R)
+        logdet, fit, r, Z = self._at_point(R)
         Z = Z.reshape(self.X.shape)
         Xr = np.einsum("pia,p->ia", self.X, r)
         grad = np.einsum("pia,pib->ab", Z, Z) - Xr.T @ Xr
@@ -185,12 +183,12 @@ class FeatureKernelEnergy(_AtTemperature):
     def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd at U = R Rᵀ from M = XᵀAX = ZᵀZ (Z = L^{-1}X) and x = Xᵀr
         (:func:`hessian_from_feature_blocks`). Cost O(P² N0𝓗 + P (N0𝓗)² + N0² 𝓗⁴)."""
-        _, _, r, Z = self._factorised(R)
+        _, _, r, Z = self._at_point(R)
         M = (Z.T @ Z).reshape(self.N0, self.paths, self.N0, self.paths)
         return hessian_from_feature_blocks(M, np.einsum("pia,p->ia", self.X, r))
 
 
-class FeatureSpaceEnergy(_AtTemperature):
+class FeatureSpaceEnergy(_Energy):
     """E and ∂E/∂U from the path features in the D = N0·𝓗 feature space (Woodbury), for D < P.
 
     The Gram matrix Γ = XᵀX (D × D) and XᵀY are formed once; a call never touches P again.
@@ -211,18 +209,14 @@ class FeatureSpaceEnergy(_AtTemperature):
         self.gram = flat.T @ flat
         self.Xy = flat.T @ self.y
         self.yy = float(self.y @ self.y)
-        self._last = None
 
     def _lift(self, R: np.ndarray, M: np.ndarray) -> np.ndarray:
         """(I_{N0} ⊗ R)ᵀ M for M with D rows (R acts on the fast path index)."""
         shaped = M.reshape(self.N0, self.paths, -1)
         return np.einsum("ab,iaj->ibj", R, shaped).reshape(self.D, -1)
 
-    def _blocks(self, R: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        """(E, XᵀAX, XᵀAY) by Woodbury at U = R Rᵀ, for the last R asked for (value, gradient and Hessian
-        at one point share one factorisation)."""
-        if self._last is not None and np.array_equal(self._last[0], R):
-            return self._last[1]
+    def _factorise(self, R: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """(E, XᵀAX, XᵀAY) by Woodbury at U = R Rᵀ."""
         T = self.temperature
         Q = self._lift(R, self.gram)  # (I ⊗ R)ᵀ Γ
         B = _symmetric(self._lift(R, Q.T.copy()))  # (I ⊗ R)ᵀ Γ (I ⊗ R)
@@ -231,12 +225,10 @@ class FeatureSpaceEnergy(_AtTemperature):
         W = solve_triangular(LB, Q, lower=True, check_finite=False)  # L_B^{-1} Q
         w = solve_triangular(LB, (self._lift(R, self.Xy[:, None]))[:, 0], lower=True, check_finite=False)
         value = (self.P - self.D) * np.log(T) + 2.0 * np.sum(np.log(np.diag(LB))) + (self.yy - w @ w) / T
-        state = (float(value), (self.gram - W.T @ W) / T, (self.Xy - W.T @ w) / T)
-        self._last = (R.copy(), state)
-        return state
+        return float(value), (self.gram - W.T @ W) / T, (self.Xy - W.T @ w) / T
 
     def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
-        value, XAX, XAy = self._blocks(R)
+        value, XAX, XAy = self._at_point(R)
         Xr = XAy.reshape(self.N0, self.paths)
         grad = _diagonal_blocks(XAX, self.N0, self.paths) - Xr.T @ Xr
         return value, _symmetric(grad)
@@ -244,7 +236,7 @@ class FeatureSpaceEnergy(_AtTemperature):
     def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd at U = R Rᵀ from XᵀAX and XᵀAY (:func:`hessian_from_feature_blocks`).
         Cost O(D³ + N0² 𝓗⁴), independent of P."""
-        _, XAX, XAy = self._blocks(R)
+        _, XAX, XAy = self._at_point(R)
         M = XAX.reshape(self.N0, self.paths, self.N0, self.paths)
         return hessian_from_feature_blocks(M, XAy.reshape(self.N0, self.paths))
 

@@ -63,9 +63,9 @@ class ActionConfig:
 
 
 def partial_trace(U: np.ndarray, heads_here: int) -> np.ndarray:
-    """Tr_{h_ℓ} U_ℓ: trace over the slow index h_ℓ of U_ℓ (size H_ℓ·D_{ℓ+1})."""
-    rest = U.shape[0] // heads_here
-    return np.einsum("hahb->ab", U.reshape(heads_here, rest, heads_here, rest))
+    """Tr_{h_ℓ} U_ℓ: trace over the slow index h_ℓ of U_ℓ (size H_ℓ·D_{ℓ+1}); leading axes are a batch."""
+    rest = U.shape[-1] // heads_here
+    return np.einsum("...hahb->...ab", U.reshape(U.shape[:-2] + (heads_here, rest, heads_here, rest)))
 
 
 def entropy(config: ActionConfig, factors: Sequence[np.ndarray], U_a: float) -> float:

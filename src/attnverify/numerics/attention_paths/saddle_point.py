@@ -168,13 +168,6 @@ class Action:
         grads = self.parts(theta)[4]
         return float(max(np.max(np.abs(G)) for G in grads) / self.scale)
 
-    def order_parameter_hessian(self, theta: np.ndarray) -> np.ndarray:
-        """∂²(S/n_max)/∂u∂u' over the entries u of (U_1, …, U_L), U_a profiled out, exactly
-        (:mod:`.second_derivatives`). At a stationary point its inertia decides a minimum."""
-        factors = self.parametrisation.factors(theta)
-        full = second_derivatives.order_parameter_hessian(self.config, self.energy, factors, self.readout(factors))
-        return second_derivatives.profiled_hessian(full) / self.scale
-
     def hessian(self, theta: np.ndarray) -> np.ndarray:
         """∂²(S/n_max)/∂θ∂θ, exactly: the profiled order-parameter Hessian chained to the Cholesky
         parameters (:func:`.second_derivatives.cholesky_hessian`)."""

@@ -51,12 +51,6 @@ def _kron_identity(heads: int, blocks: np.ndarray) -> np.ndarray:
     return out.reshape(k, heads * d, heads * d)
 
 
-def _batched_partial_trace(matrices: np.ndarray, heads: int) -> np.ndarray:
-    k, n, _ = matrices.shape
-    rest = n // heads
-    return np.einsum("khahb->kab", matrices.reshape(k, heads, rest, heads, rest))
-
-
 def entropy_hessian(config: ActionConfig, factors: Sequence[np.ndarray], U_a: float) -> np.ndarray:
     """∂²𝓛/∂u∂u' over (entries of U_1, …, U_L, U_a), U_ℓ = R_ℓ R_ℓᵀ, U_a as given (not profiled).
 
@@ -83,7 +77,7 @@ def entropy_hessian(config: ActionConfig, factors: Sequence[np.ndarray], U_a: fl
                                               - (d_inverse @ B @ inverse + inverse @ B @ d_inverse) / s2[m - 2])
             moved[m - 1] = n[m - 2] * _kron_identity(H[m - 2], d_inverse) / s2[m - 2]
         if m <= L:
-            d_traced = _batched_partial_trace(basis, H[m - 1])
+            d_traced = partial_trace(basis, H[m - 1])
             above = inverses[m]
             moved[m + 1] = -n[m - 1] * (above @ d_traced @ above) / s2[m - 1]
         columns = slice(offsets[m - 1], offsets[m])
