@@ -64,8 +64,13 @@ def hessian_from_feature_blocks(M: np.ndarray, x: np.ndarray) -> np.ndarray:
     and with C_ab = Σ_i X_{·ia} X_{·ib}ᵀ every term is a contraction of M and x over the width index:
         Tr(A C_cd A C_ab) = Σ_ij M[j,b,i,c] M[i,d,j,a],   rᵀ C_ab A C_cd r = Σ_ij x[i,a] M[i,b,j,c] x[j,d].
     Cost O(N0² 𝓗⁴). Returned symmetric under a↔b, c↔d and (ab)↔(cd).
+
+    As M is symmetric (M[j,b,i,c] = M[i,c,j,b]) the trace term is one Gram matrix through BLAS:
+    Tr(A C_cd A C_ab) = Σ_ij F[ij,cb] F[ij,da] with F[ij,cb] = M[i,c,j,b], a (𝓗² × N0²)·(N0² × 𝓗²) product.
     """
-    trace = np.einsum("jbic,idja->abcd", M, M, optimize=True)
+    N0, paths = x.shape
+    F = M.transpose(0, 2, 1, 3).reshape(N0 * N0, paths * paths)
+    trace = (F.T @ F).reshape((paths,) * 4).transpose(3, 1, 0, 2)
     labels = np.einsum("ia,ibjc,jd->abcd", x, M, x, optimize=True)
     return _symmetric_pairs(2.0 * labels - trace)
 
@@ -126,19 +131,37 @@ class KernelEnergy(_Energy):
 
     def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
         logdet, fit, r, A = self._at_point(R)
-        grad = np.einsum("pq,abpq->ab", A, self.C) - np.einsum("p,abpq,q->ab", r, self.C, r)
-        return float(logdet + fit), _symmetric(grad)
+        S, pair = self._symmetric_kernels()
+        flat = S.reshape(S.shape[0], -1)
+        # on symmetric U only S_ab enters: ∂E/∂U_ab = Tr(A S_ab) − rᵀ S_ab r, symmetric in a ↔ b
+        grad = flat @ A.ravel() - flat @ np.outer(r, r).ravel()
+        return float(logdet + fit), grad[pair]
 
     def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd (𝓗, 𝓗, 𝓗, 𝓗) at U = R Rᵀ: −Tr(A C_cd A C_ab) + rᵀC_dc A C_ab r + rᵀC_ab A C_cd r
-        (see :func:`hessian_from_feature_blocks`), from C directly. Cost O(𝓗² P³ + 𝓗⁴ P²)."""
+        (see :func:`hessian_from_feature_blocks`), from C directly, symmetrised as the quadratic form on
+        symmetric dU. Only the symmetric combinations S_ab = (C_ab + C_ba)/2, a ≤ b, enter it (K = Σ U_ab S_ab),
+        where it reads −Tr(A S_cd A S_ab) + 2 (S_ab r)ᵀ A (S_cd r). Cost O(𝓗² P³/2 + 𝓗⁴ P²/4)."""
         _, _, r, A = self._at_point(R)
-        AC = np.einsum("pq,abqs->abps", A, self.C, optimize=True)
-        trace = np.einsum("cdmn,abnm->abcd", AC, AC, optimize=True)
-        v = np.einsum("abpq,q->abp", self.C, r)  # C_ab r
-        Q = np.einsum("abp,pq,cdq->abcd", v, A, v, optimize=True)  # (C_ab r)ᵀ A (C_cd r)
-        # rᵀ C_dc A C_ab r = Q[c,d,a,b] and rᵀ C_ab A C_cd r = Q[b,a,c,d] (as C_abᵀ = C_ba)
-        return _symmetric_pairs(Q.transpose(2, 3, 0, 1) + Q.transpose(1, 0, 2, 3) - trace)
+        S, pair = self._symmetric_kernels()
+        m, P = S.shape[0], self.P
+        AS = A @ S  # A S_k, one batched product
+        # Tr(A S_k A S_l) = Σ_ij (A S_k)[i,j] (A S_l)[j,i]: one (m × P²)·(P² × m) product
+        trace = AS.reshape(m, P * P) @ AS.transpose(0, 2, 1).reshape(m, P * P).T
+        v = S @ r  # S_k r
+        labels = v @ A @ v.T  # (S_k r)ᵀ A (S_l r)
+        pairs = 2.0 * labels - trace
+        pairs = 0.5 * (pairs + pairs.T)
+        return pairs[pair[:, :, None, None], pair[None, None, :, :]]
+
+    def _symmetric_kernels(self) -> tuple[np.ndarray, np.ndarray]:
+        """(S_k = (C_ab + C_ba)/2 over the pairs k = (a ≤ b), the pair index k of each (a, b)), made once."""
+        if getattr(self, "_pairs", None) is None:
+            rows, cols = np.triu_indices(self.paths)
+            pair = np.zeros((self.paths, self.paths), dtype=int)
+            pair[rows, cols] = pair[cols, rows] = np.arange(rows.size)
+            self._pairs = (0.5 * (self.C[rows, cols] + self.C[cols, rows]), pair)
+        return self._pairs
 
 
 def _features(X) -> np.ndarray:

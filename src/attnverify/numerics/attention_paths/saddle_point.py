@@ -9,7 +9,8 @@ Minimises S = E(U_1) + 𝓛(U_a, U_L, …, U_1) (spec §2.1) over positive-defin
 * analytic gradients (matrix formulas of §2.2, chained to the Cholesky parameters) and exact
   Hessians (:mod:`.second_derivatives`: §2.2 differentiated once more, checked against sympy);
 * started at the GP point U_ℓ = σ_a² Π_{k≥ℓ} σ_k² I (§3) or a warm start, trust-region Newton
-  (scipy ``trust-exact``) on the exact Hessian, then plain Newton steps where round-off stops it;
+  (:mod:`attnverify.numerics.trust_region`: the exact subproblem from the Hessian's eigenvalues; at
+  round-off, steps judged by the residual of the saddle-point equations);
 * converged when max |∂(S/n_max)/∂U_ℓ| ≤ ``tolerance`` (the saddle-point equations themselves), and
   accepted only when the exact Hessian in the order parameters (U_a profiled out) is positive
   definite there (a minimum, as the authors' code tests).
@@ -23,10 +24,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy.optimize import minimize
 
 from ...derivations import attention_paths as theory
-from .. import arguments
+from .. import arguments, blas, trust_region
 from . import second_derivatives
 from .energy import energy_for
 from .entropy import ActionConfig, entropy, entropy_gradients
@@ -41,7 +41,8 @@ class SaddlePoint:
     """The solution. ``order_parameter`` is U = U_1 (𝓗 × 𝓗); ``order_parameters`` is (U_1, …, U_L);
     ``error_estimate`` bounds max |U_ℓ − U_ℓ*| by the size of one more Newton step;
     ``hessian_eigenvalues`` are those of ∂²(S/n_max)/∂u∂u' over the entries u of the U_ℓ (U_a profiled
-    out); ``iterations`` counts trust-region steps and ``newton_steps`` the plain Newton steps after them."""
+    out); ``iterations`` counts trust-region steps and ``newton_steps`` those of them accepted at round-off
+    (the objective's change below its rounding, the residual decreasing)."""
 
     order_parameter: np.ndarray
     order_parameters: tuple[np.ndarray, ...]
@@ -202,33 +203,6 @@ def _newton_error_estimate(action: Action, theta: np.ndarray, hessian: np.ndarra
     return float(max(np.max(np.abs(R @ R.T - U)) for R, U in zip(moved, order)))
 
 
-def _polish(action: Action, theta: np.ndarray, residual: float, tolerance: float, steps: int = 10):
-    """Plain Newton steps on the exact Hessian where the trust region stops short of ``tolerance``: near
-    the minimum the predicted decrease of S drops below its round-off, so a step is accepted when it lowers
-    S or the residual of the saddle-point equations. Stops after two steps that fail to halve the residual
-    (the round-off floor of the gradient). Returns (θ, residual, steps taken)."""
-    taken = stalls = 0
-    while residual > tolerance and taken < steps and stalls < 2:
-        value, gradient = action(theta)
-        eigenvalues, vectors = np.linalg.eigh(action.hessian(theta))
-        if eigenvalues.min() <= 0:
-            break
-        direction = -vectors @ ((vectors.T @ gradient) / eigenvalues)
-        t, rounding = 1.0, 1e-13 * max(1.0, abs(value))
-        while t > 1e-8:
-            trial = theta + t * direction
-            if action(trial)[0] <= value + 1e-4 * t * (gradient @ direction) + rounding \
-                    or action.gradient_norm(trial) < residual:
-                break
-            t *= 0.5
-        if t <= 1e-8:
-            break
-        theta, taken = trial, taken + 1
-        previous, residual = residual, action.gradient_norm(theta)
-        stalls = stalls + 1 if residual > 0.5 * previous else 0
-    return theta, residual, taken
-
-
 def solve(
     action: Action,
     *,
@@ -237,30 +211,30 @@ def solve(
     start: Sequence[np.ndarray] | None = None,
     space: str = "",
     raise_on_failure: bool = True,
+    blas_threads: int | None = 1,
 ) -> SaddlePoint:
     """Minimise ``action`` from the GP point (or ``start`` factors) by a trust-region Newton method on the
-    exact Hessian (scipy ``trust-exact``); stop when max |∂(S/n)/∂U_ℓ| ≤ ``tolerance``. The minimum test and
-    the error estimate use the exact Hessian at the solution."""
+    exact Hessian (:func:`attnverify.numerics.trust_region.minimise`); stop when max |∂(S/n)/∂U_ℓ| ≤
+    ``tolerance``. The minimum test and the error estimate use the exact Hessian at the solution.
+    ``blas_threads``: BLAS threads inside the solve (1: faster at the solver's matrix sizes, see
+    :mod:`attnverify.numerics.blas`; ``None`` keeps the libraries' own setting)."""
     tolerance = arguments.positive("tolerance", tolerance)
     max_iterations = arguments.integer("max_iterations", max_iterations, 1)
     raise_on_failure = arguments.flag("raise_on_failure", raise_on_failure)
-    t0 = time.perf_counter()
-    param = action.parametrisation
-    theta = param.theta(start if start is not None else gp_start(action.config))
-    history: list[float] = []
-    def record(intermediate_result):  # scipy passes an OptimizeResult to a parameter of this name
-        history.append(float(intermediate_result.fun))
-        if action.gradient_norm(intermediate_result.x) <= tolerance:
-            raise StopIteration
+    if blas_threads is not None:
+        blas_threads = arguments.integer("blas_threads", blas_threads, 1)
+    with blas.threads(blas_threads):
+        return _solve(action, tolerance, max_iterations, start, space, raise_on_failure)
 
-    residual = action.gradient_norm(theta)
-    iterations = 0
-    if residual > tolerance:
-        result = minimize(action, theta, jac=True, hess=action.hessian, method="trust-exact", callback=record,
-                          options={"maxiter": max_iterations, "gtol": 1e-300})
-        theta, iterations = result.x, int(result.nit)
-        residual = action.gradient_norm(theta)
-    theta, residual, polished = _polish(action, theta, residual, tolerance)
+
+def _solve(action: Action, tolerance: float, max_iterations: int, start, space: str,
+           raise_on_failure: bool) -> SaddlePoint:
+    t0 = time.perf_counter()
+    theta = action.parametrisation.theta(start if start is not None else gp_start(action.config))
+    result = trust_region.minimise(action, action.hessian, action.gradient_norm, theta, tolerance=tolerance,
+                                   max_iterations=max_iterations)
+    theta, residual, history = result.x, result.residual, result.history
+    iterations, polished = result.iterations, result.round_off_steps
     hessian, order_hessian = action.hessians(theta)
     eigenvalues = np.linalg.eigvalsh(order_hessian)
     E, H, factors, U_a, _ = action.parts(theta)
@@ -269,7 +243,8 @@ def solve(
     error = _newton_error_estimate(action, theta, hessian, gradient, order) if eigenvalues.min() > 0 else np.inf
     converged = residual <= tolerance
     message = (f"max |∂(S/n)/∂U| = {residual:.3g} (tolerance {tolerance:g}) after {iterations} trust-region "
-               f"Newton iterations and {polished} plain Newton steps; smallest Hessian eigenvalue {eigenvalues.min():.3g}; "
+               f"Newton iterations ({polished} judged by the residual at round-off; {result.stopped}); "
+               f"smallest Hessian eigenvalue {eigenvalues.min():.3g}; "
                f"estimated error of U {error:.2g}")
     solution = SaddlePoint(
         order_parameter=order[0], order_parameters=order, readout_order_parameter=U_a,

@@ -1,0 +1,134 @@
+"""Trust-region Newton minimisation on an exact Hessian, for problems of a few hundred unknowns.
+
+Each iteration solves the trust-region subproblem  min_p gᵀp + ½ pᵀHp  subject to ‖p‖ ≤ Δ  exactly from
+the eigendecomposition H = V diag(w) Vᵀ (Moré & Sorensen 1983; Nocedal & Wright, Numerical Optimization,
+§4.3): p(λ) = −V (Vᵀg)/(w + λ) with λ ≥ max(0, −w_min) chosen so that ‖p‖ = Δ when the Newton step is
+longer than Δ or H is indefinite (the "hard case", Vᵀg ⟂ the lowest eigenvector, adds that eigenvector).
+
+Steps are accepted on the ratio ρ of actual to predicted decrease (> 0.1), and the radius follows ρ
+(Nocedal & Wright, Algorithm 4.1). Near the minimum the predicted decrease drops below the round-off of
+the objective, where ρ is noise: a step is then accepted when it does not raise the objective beyond its
+round-off or it lowers the residual of the stationarity equations, the quantity the caller's tolerance
+is on. The loop stops at that tolerance, at ``max_iterations``, or when two such round-off steps in a
+row fail to halve the residual (the round-off floor of the gradient).
+
+One eigendecomposition per iteration (O(n³), n = number of unknowns) and one objective + gradient per
+trial point; no line search, no finite differences.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass
+class TrustRegionResult:
+    """``x`` the last accepted point, ``residual`` its stationarity residual; ``iterations`` counts
+    subproblems solved (accepted or not), ``round_off_steps`` the steps accepted by the round-off rule;
+    ``history`` the objective after every accepted step; ``stopped`` says why the loop ended."""
+
+    x: np.ndarray
+    residual: float
+    iterations: int
+    round_off_steps: int
+    stopped: str
+    history: list[float] = field(default_factory=list)
+
+
+def subproblem_step(gradient: np.ndarray, eigenvalues: np.ndarray, vectors: np.ndarray,
+                    radius: float) -> tuple[np.ndarray, float]:
+    """(p, predicted change gᵀp + ½pᵀHp) minimising the quadratic model within ‖p‖ ≤ ``radius``."""
+    a = vectors.T @ gradient
+    w = eigenvalues
+    lowest = w[0]
+    if lowest > 0:
+        s = -a / w
+        if np.linalg.norm(s) <= radius:
+            return vectors @ s, float(a @ s + 0.5 * (w * s) @ s)
+    floor = max(0.0, -lowest)
+    norm_a = float(np.linalg.norm(a))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        at_floor = np.where(np.abs(a) > 0, a / (w + floor), 0.0)
+    if norm_a == 0.0 or (lowest <= 0 and np.linalg.norm(at_floor) <= radius):
+        # hard case: the boundary is reached only along the lowest eigenvector
+        s = -np.where(w + floor > 0, at_floor, 0.0)
+        s[0] += np.sqrt(max(radius**2 - float(s @ s), 0.0)) * (1.0 if a[0] <= 0 else -1.0)
+        return vectors @ s, float(a @ s + 0.5 * (w * s) @ s)
+    low, high = floor, norm_a / radius + floor  # ‖p(low⁺)‖ > Δ ≥ ‖p(high)‖
+    lam = high
+    for _ in range(100):
+        shifted = w + lam
+        s = -a / shifted
+        norm_s = float(np.linalg.norm(s))
+        if abs(norm_s - radius) <= 1e-3 * radius:
+            break
+        if norm_s > radius:
+            low = lam
+        else:
+            high = lam
+        # Newton on 1/‖p(λ)‖ − 1/Δ, which is nearly linear in λ; bisect where it leaves the bracket
+        derivative = float(np.sum(a**2 / shifted**3))
+        lam_next = lam + (norm_s - radius) * norm_s**2 / (radius * derivative)
+        lam = lam_next if low < lam_next < high else 0.5 * (low + high)
+    return vectors @ s, float(a @ s + 0.5 * (w * s) @ s)
+
+
+def minimise(
+    objective: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    hessian: Callable[[np.ndarray], np.ndarray],
+    residual: Callable[[np.ndarray], float],
+    x: np.ndarray,
+    *,
+    tolerance: float,
+    max_iterations: int,
+    radius: float = 1.0,
+    max_radius: float = 1e3,
+) -> TrustRegionResult:
+    """Minimise ``objective`` (x ↦ (value, gradient); +inf where undefined) from ``x`` until
+    ``residual(x) ≤ tolerance`` (see the module doc)."""
+    x = np.array(x, dtype=float)
+    value, gradient = objective(x)
+    current = residual(x)
+    history: list[float] = []
+    iterations = round_off_steps = stalls = 0
+    stopped = "tolerance reached"
+    while current > tolerance:
+        if iterations >= max_iterations:
+            stopped = f"{max_iterations} iterations"
+            break
+        if radius < 1e-15 * max(1.0, float(np.linalg.norm(x))):
+            stopped = "trust radius below round-off"
+            break
+        iterations += 1
+        eigenvalues, vectors = np.linalg.eigh(hessian(x))
+        step, predicted = subproblem_step(gradient, eigenvalues, vectors, radius)
+        length = float(np.linalg.norm(step))
+        trial = x + step
+        trial_value, trial_gradient = objective(trial)
+        rounding = 1e-13 * max(1.0, abs(value))
+        actual = trial_value - value
+        ratio = actual / predicted if predicted < 0 else -np.inf
+        if not np.isfinite(trial_value):
+            accept = False
+        elif predicted > -rounding:  # the model's decrease is round-off: judge by the residual
+            trial_residual = residual(trial)
+            accept = actual <= rounding or trial_residual < current
+            stalls = stalls + 1 if not accept or trial_residual > 0.5 * current else 0
+            round_off_steps += accept
+        else:
+            accept, stalls = ratio > 0.1, 0
+        if not accept:
+            radius = 0.25 * length
+        elif ratio > 0.75 and length >= 0.99 * radius:
+            radius = min(2.0 * radius, max_radius)
+        if accept:
+            x, value, gradient = trial, trial_value, trial_gradient
+            current = residual(x)
+            history.append(float(value))
+        if stalls >= 2 and current > tolerance:
+            stopped = "round-off floor of the gradient (two steps without halving the residual)"
+            break
+    return TrustRegionResult(x, current, iterations, round_off_steps, stopped, history)
