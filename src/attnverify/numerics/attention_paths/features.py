@@ -31,9 +31,11 @@ from ..backend import Backend
 __all__ = [
     "READOUTS",
     "attention_matrix",
+    "attention_matrices",
     "attention_matrix_qk",
     "readout_vector",
     "path_features",
+    "fixed_head_path_features",
     "path_kernels",
     "renormalized_kernel",
     "gp_kernel",
@@ -66,12 +68,12 @@ def _finite_scores(scores: Any, weights: str, xp: Any) -> Any:
     return scores
 
 
-def _softmax_over_keys(scores: Any, xp: Any) -> Any:
-    """softmax over axis −2 (the key index s of scores[..., s, t]); max-subtracted, so exp never overflows.
-    Works in place on ``scores`` (a fresh array of the caller's): no temporaries of its size."""
-    scores -= xp.max(scores, axis=-2, keepdims=True)
+def _softmax_over_keys(scores: Any, xp: Any, axis: int = -2) -> Any:
+    """softmax over ``axis``, the key index s (axis −2 of scores[..., s, t]); max-subtracted, so exp never
+    overflows. Works in place on ``scores`` (a fresh array of the caller's): no temporaries of its size."""
+    scores -= xp.max(scores, axis=axis, keepdims=True)
     xp.exp(scores, out=scores)
-    scores /= xp.sum(scores, axis=-2, keepdims=True)
+    scores /= xp.sum(scores, axis=axis, keepdims=True)
     return scores
 
 
@@ -92,20 +94,34 @@ def attention_matrix(x: Any, weights: Any, *, backend: Any = None) -> Any:
 
     ``x``: (B, N0, S) sequences, columns are tokens. ``weights``: W, (N0, N0).
     """
+    return attention_matrices(x, [weights], backend=backend)[0]
+
+
+def attention_matrices(x: Any, weights: Sequence[Any], *, backend: Any = None) -> list[Any]:
+    """The attention matrices Ω_h (B, S, S) of several fixed-W heads on the same sequences (as
+    :func:`attention_matrix` for each W_h in ``weights``), computed together: one (B·S, N0)·(N0, H·N0) product
+    x_sᵀ[W_1 ⋯ W_H] and one batched (B, S·H, N0)·(B, N0, S) product give scores[b, s, h, t], normalised over
+    the key s in place. The Ω_h are views of that one (B, S, H, S) array."""
     be = arguments.backend(backend)
     xp = be.xp
     x = _array("x", x, be, 3)
-    w = _array("weights", weights, be, 2)
+    if isinstance(weights, (str, bytes)) or not hasattr(weights, "__len__") or len(weights) < 1:
+        raise ValueError("weights must be a sequence of H ≥ 1 matrices W_h of shape (N0, N0)")
     n0 = x.shape[1]
-    if w.shape != (n0, n0):
-        raise ValueError(f"weights must have shape (N0, N0) = ({n0}, {n0}) to match x, got {tuple(w.shape)}")
-    batch, tokens = x.shape[0], x.shape[2]
+    checked = []
+    for h, W in enumerate(weights):
+        name = "weights" if len(weights) == 1 else f"weights[{h}]"
+        w = _array(name, W, be, 2)
+        if w.shape != (n0, n0):
+            raise ValueError(f"{name} must have shape (N0, N0) = ({n0}, {n0}) to match x, got {tuple(w.shape)}")
+        checked.append(w)
+    batch, tokens, heads = x.shape[0], x.shape[2], len(checked)
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
-        # (x_sᵀ W) for every token of every example as one (B·S, N0)·(N0, N0) product, then
-        # scores[b, s, t] = (x_sᵀ W)·x_t as one batched product (B, S, N0)·(B, N0, S)
         tokens_first = xp.ascontiguousarray(xp.swapaxes(x, 1, 2)).reshape(batch * tokens, n0)
-        scores = xp.matmul((tokens_first @ w).reshape(batch, tokens, n0), x)
-    return _softmax_over_keys(_finite_scores(scores, "weights", xp), xp)
+        projected = (tokens_first @ xp.concatenate(checked, axis=1)).reshape(batch, tokens * heads, n0)
+        scores = xp.matmul(projected, x).reshape(batch, tokens, heads, tokens)  # rows of `projected`: (s, h)
+    scores = _softmax_over_keys(_finite_scores(scores, "weights", xp), xp, axis=1)
+    return [scores[:, :, h, :] for h in range(heads)]
 
 
 def attention_matrix_qk(x: Any, query: Any, key: Any, *, backend: Any = None) -> Any:
@@ -234,6 +250,38 @@ def path_features(
         vectors = _attention_vectors(checked, chunk, readout, xp)  # (b, 𝓗, S)
         out[chunk] = scale * xp.matmul(x[chunk], xp.swapaxes(vectors, 1, 2))
     return out
+
+
+def fixed_head_path_features(
+    x: Any,
+    weights: Sequence[Sequence[Any]],
+    *,
+    readout: str = "last_token",
+    prior_var0: float = 1.0,
+    backend: Any = None,
+) -> Any:
+    """Path features X (B, N0, 𝓗) of a network of fixed-W heads, ``weights[ℓ][h]`` = W^{(ℓ+1)}_h (N0, N0),
+    every layer's scores computed from the input tokens x (B, N0, S) as in :func:`path_features` with
+    ``layers[ℓ][h] = attention_matrix(x, weights[ℓ][h])``, but with all heads of all layers in one pair of
+    products (:func:`attention_matrices`) and no second check of the matrices it made. For a batch that fits
+    in memory with its (B, S, ΣH_ℓ, S) scores; larger batches go through it chunk by chunk."""
+    be = arguments.backend(backend)
+    xp = be.xp
+    readout = _readout(readout)
+    prior_var0 = arguments.positive("prior_var0", prior_var0)
+    x = _array("x", x, be, 3)
+    if isinstance(weights, (str, bytes)) or not hasattr(weights, "__len__") or len(weights) < 1 \
+            or any(isinstance(layer, (str, bytes)) or not hasattr(layer, "__len__") or len(layer) < 1
+                   for layer in weights):
+        raise ValueError("weights must be a sequence of L ≥ 1 layers, each a sequence of H_ℓ ≥ 1 matrices (N0, N0)")
+    flat = attention_matrices(x, [W for layer in weights for W in layer], backend=be)
+    layers, start = [], 0
+    for layer in weights:
+        layers.append(flat[start:start + len(layer)])
+        start += len(layer)
+    paths = math.prod(len(layer) for layer in weights)
+    vectors = _attention_vectors(layers, slice(None), readout, xp)  # (B, 𝓗, S)
+    return math.sqrt(prior_var0 / (x.shape[1] * paths)) * xp.matmul(x, xp.swapaxes(vectors, 1, 2))
 
 
 # --------------------------------------------------------------------------- kernels
