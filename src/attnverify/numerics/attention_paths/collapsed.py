@@ -17,25 +17,37 @@ same reverse pass through the layers as the uncollapsed network.
 
 The posterior-mean predictor is Rao–Blackwellised: E[f(x) | θ, D] = k_U(x)ᵀ α (GP regression given U), so
 its average over draws of θ is the posterior mean of f(x) with the Z_0 noise removed exactly.
-Kernel space (P × P per chain): meant for P up to a few thousand.
+Kernel space (P × P per chain): meant for P up to a few thousand. Two ways to the same K and ∂Φ/∂U:
+
+* ``"kernels"``: from the path-path kernels C (𝓗² × P², made once): K = Σ U_ab C_ab and ∂Φ/∂U as one
+  product with C each. Cheap while C is small (the Markov task: 1.3 MB); memory-bound beyond (one-shot,
+  P = 600, 𝓗 = 16: 737 MB read twice per gradient).
+* ``"features"``: from the features X̃ (P × N0𝓗): K = X̃ (I ⊗ U) X̃ᵀ, and with the Cholesky factor L of
+  K + TI, Σ_μν A_μν C^μν_ab = Σ_i (L⁻¹X_{·ia})·(L⁻¹X_{·ib}) and αᵀC_ab α = Σ_i (X̃ᵀα)_{ia}(X̃ᵀα)_{ib}: about
+  3 P²·N0𝓗 flops per chain, compute-bound, and no C at all.
+``"auto"`` takes the kernels while C is at most 64 MiB.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-
+from .. import arguments
 from ..backend import Backend
 from .features import path_kernels
 from .posterior import NetworkPosterior
+
+REPRESENTATIONS = ("auto", "kernels", "features")
+_KERNEL_BYTES = 64 * 2**20  # "auto" forms C up to this size
 
 
 class CollapsedPosterior:
     """p(Z_{ℓ,h}, z_a | X, y) with Z_0 integrated out; the HMC state is (C, d) = layers then readout."""
 
-    def __init__(self, network: NetworkPosterior):
+    def __init__(self, network: NetworkPosterior, representation: str = "auto"):
         if not isinstance(network, NetworkPosterior):
             raise TypeError(f"network must be a NetworkPosterior (network_posterior), got {type(network).__name__}")
+        representation = arguments.one_of("representation", representation, REPRESENTATIONS)
         self.network = network
         be: Backend = network.backend
         self.backend = be
@@ -43,7 +55,13 @@ class CollapsedPosterior:
         X = be.asarray(network.features)
         paths = network.paths
         self.examples = X.shape[0]
-        self.kernels = path_kernels(X, backend=be).reshape(paths * paths, -1)  # (𝓗², P·P)
+        if representation == "auto":
+            representation = "kernels" if 8 * (paths * self.examples) ** 2 <= _KERNEL_BYTES else "features"
+        self.representation = representation
+        if representation == "kernels":
+            self.kernels = path_kernels(X, backend=be).reshape(paths * paths, -1)  # (𝓗², P·P)
+        else:
+            self.features = X  # (P, N0, 𝓗)
         labels = be.asarray(network.labels)
         self.labels = labels if labels.ndim == 2 else labels[None, :]
         self.layer_shapes = network.block_shapes[1:]
@@ -72,17 +90,43 @@ class CollapsedPosterior:
         """[U_1, …, U_L, U_a] per chain (they involve the upper weights only)."""
         return self.network.order_parameters_from(*self.split(theta))
 
-    def _kernel_solve(self, U):
-        """Cholesky of K(U) + TI per chain; returns (factor, α, ln det)."""
+    def _kernel(self, U):
+        """K(U) per chain (C, P, P), by either representation."""
         xp = self.backend.xp
         chains = U.shape[0]
-        K = (U.reshape(chains, -1) @ self.kernels).reshape(chains, self.examples, self.examples)
-        factor = xp.linalg.cholesky(K + self.temperature * self.identity)
+        if self.representation == "kernels":
+            return (U.reshape(chains, -1) @ self.kernels).reshape(chains, self.examples, self.examples)
+        X = self.features
+        lifted = xp.matmul(X[None], xp.swapaxes(U, 1, 2)[:, None])  # X̃(I ⊗ U): [c, μ, i, a] = Σ_b X[μ,i,b] U[a,b]
+        return xp.matmul(lifted.reshape(chains, self.examples, -1), X.reshape(self.examples, -1).T)
+
+    def _kernel_solve(self, U):
+        """Cholesky of K(U) + TI per chain; returns (factor, α, ln det, yᵀ(K+TI)⁻¹y)."""
+        xp = self.backend.xp
+        chains = U.shape[0]
+        factor = xp.linalg.cholesky(self._kernel(U) + self.temperature * self.identity)
         labels = xp.broadcast_to(self.labels, (chains, self.examples))
-        half = xp.linalg.solve(factor, labels[..., None])
-        alpha = xp.linalg.solve(xp.swapaxes(factor, 1, 2), half)[..., 0]
+        half = self.backend.solve_lower(factor, labels)
+        alpha = self.backend.solve_lower(factor, half, transpose=True)
         log_det = 2.0 * xp.sum(xp.log(xp.diagonal(factor, axis1=1, axis2=2)), axis=1)
-        return factor, alpha, log_det, xp.sum(half[..., 0] ** 2, axis=1)
+        return factor, alpha, log_det, xp.sum(half**2, axis=1)
+
+    def _energy_gradient(self, factor, alpha):
+        """½ Σ_μν [(K+TI)⁻¹ − ααᵀ]_μν C^μν per chain (C, 𝓗, 𝓗), symmetric."""
+        xp = self.backend.xp
+        chains, paths = factor.shape[0], self.network.paths
+        if self.representation == "kernels":
+            lower_inverse = self.backend.solve_lower(factor, self.identity, shared=True)
+            inverse = xp.matmul(xp.swapaxes(lower_inverse, 1, 2), lower_inverse)
+            middle = inverse - alpha[:, :, None] * alpha[:, None, :]
+            g_U = 0.5 * (middle.reshape(chains, -1) @ self.kernels.T).reshape(chains, paths, paths)
+        else:
+            flat = self.features.reshape(self.examples, -1)
+            Z = self.backend.solve_lower(factor, flat, shared=True)  # L⁻¹X̃
+            Z = Z.reshape(chains, -1, paths)  # rows (μ, i)
+            v = (alpha @ flat).reshape(chains, -1, paths)  # X̃ᵀα as (N0, 𝓗)
+            g_U = 0.5 * (xp.matmul(xp.swapaxes(Z, 1, 2), Z) - xp.matmul(xp.swapaxes(v, 1, 2), v))
+        return 0.5 * (g_U + xp.swapaxes(g_U, 1, 2))
 
     def potential_and_gradient(self, theta):
         """Φ(θ) and ∇Φ (module docstring); K + TI is factorised by Cholesky, (K+TI)⁻¹ by triangular solves."""
@@ -94,12 +138,8 @@ class CollapsedPosterior:
         U = net.scale**2 * xp.matmul(r1, xp.swapaxes(r1, 1, 2))
         factor, alpha, log_det, quadratic = self._kernel_solve(U)
         potential = 0.5 * (quadratic + log_det) + 0.5 * xp.sum(theta * theta, axis=1)
-        lower_inverse = xp.linalg.solve(factor, xp.broadcast_to(self.identity, factor.shape))
-        inverse = xp.matmul(xp.swapaxes(lower_inverse, 1, 2), lower_inverse)
-        middle = inverse - alpha[:, :, None] * alpha[:, None, :]
         chains = theta.shape[0]
-        g_U = 0.5 * (middle.reshape(chains, -1) @ self.kernels.T).reshape(U.shape)
-        g_U = 0.5 * (g_U + xp.swapaxes(g_U, 1, 2))
+        g_U = self._energy_gradient(factor, alpha)
         g_r = 2.0 * net.scale**2 * xp.matmul(g_U, r1)
         layer_grads, g_readout = net.reverse_through_layers(layers, rs, g_r)
         gradient = xp.concatenate([g.reshape(chains, -1) for g in layer_grads] + [g_readout], axis=1)
