@@ -2,6 +2,7 @@
 
     python benchmarks/bench_posterior_sampler.py [--widths 10 100] [--backend cupy --chains 1024]
     python benchmarks/bench_posterior_sampler.py --mass [--one-shot]   # identity vs diagonal mass matrix
+    python benchmarks/bench_posterior_sampler.py --gradient            # the collapsed potential's cost
 
 The posterior is the 4-path hidden-Markov-chain network of the paper's figure 2c (L = 2, H = 2, T = 0.01,
 P = 100, the authors' features when ../shared/data has them), at equal widths N. Both samplers target the
@@ -134,10 +135,45 @@ def mass_comparison(args) -> None:
                   f"R-hat {r['rhat']:.3f}", flush=True)
 
 
+def gradient_throughput(args) -> None:
+    """Chain-gradients per second of the collapsed potential Φ(θ) (one HMC leapfrog step is one gradient per
+    chain) with C from the path kernels (the only representation before) and from the features, BLAS threads
+    as the library sets them and one thread. Both give the same Φ and ∇Φ to 1e-11, so the chains, their
+    trajectories and their ESS per gradient are the same: ESS/s moves by exactly this ratio."""
+    from attnverify.numerics import blas
+    from attnverify.numerics.attention_paths.collapsed import CollapsedPosterior
+
+    problems = [("Markov, 4 paths, P = 100", *markov_features()[:2], HEADS, 10, TEMPERATURE)]
+    X, y, _ = one_shot_features()
+    problems.append(("one-shot, 16 paths, P = 600", X, y, (4, 4), 10, 0.25))
+    print(f"{'posterior':<28} {'dim':>5} {'representation':<15} {'threads':>8} {'ms/gradient':>12} "
+          f"{'per chain':>10} {'ratio':>7}   ({args.chains} chains, best of 5)")
+    for name, X, y, heads, width, temperature in problems:
+        post = network_posterior(X, y, heads=heads, width=width, temperature=temperature)
+        baseline = None
+        for representation in ("kernels", "features"):
+            collapsed = CollapsedPosterior(post, representation)
+            theta = np.random.default_rng(0).standard_normal((args.chains, collapsed.dimension))
+            for threads in (None, 1):
+                with blas.threads(threads):
+                    collapsed.potential_and_gradient(theta)
+                    times = []
+                    for _ in range(5):
+                        start = time.perf_counter()
+                        collapsed.potential_and_gradient(theta)
+                        times.append(time.perf_counter() - start)
+                seconds = min(times)
+                baseline = baseline or seconds
+                label = "default" if threads is None else str(threads)
+                print(f"{name:<28} {collapsed.dimension:>5} {representation:<15} {label:>8} {1e3 * seconds:>12.1f} "
+                      f"{1e3 * seconds / args.chains:>10.1f} {baseline / seconds:>6.1f}x", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mass", action="store_true", help="identity vs adapted diagonal mass matrix")
     parser.add_argument("--one-shot", action="store_true", help="with --mass: also the one-shot posterior")
+    parser.add_argument("--gradient", action="store_true", help="the collapsed potential's cost per representation")
     parser.add_argument("--widths", type=int, nargs="+", default=[10, 100])
     parser.add_argument("--backend", default="numpy")
     parser.add_argument("--chains", type=int, default=4)
@@ -148,6 +184,9 @@ def main() -> None:
     parser.add_argument("--nuts-chains", type=int, default=2)
     parser.add_argument("--skip-numpyro", action="store_true")
     args = parser.parse_args()
+    if args.gradient:
+        gradient_throughput(args)
+        return
     if args.mass:
         mass_comparison(args)
         return

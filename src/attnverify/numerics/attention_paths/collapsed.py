@@ -90,21 +90,26 @@ class CollapsedPosterior:
         """[U_1, …, U_L, U_a] per chain (they involve the upper weights only)."""
         return self.network.order_parameters_from(*self.split(theta))
 
-    def _kernel(self, U):
-        """K(U) per chain (C, P, P), by either representation."""
+    def _kernel(self, U, r1):
+        """K(U) per chain (C, P, P), U = s² r¹r¹ᵀ, by either representation. From the features it is
+        ΦΦᵀ with Φ = s X̃(I ⊗ r¹) (P × N0·n_0) where n_0 < 𝓗 (U of rank n_0: 2P²N0n_0 flops), else
+        X̃(I ⊗ U)X̃ᵀ (2P²N0𝓗)."""
         xp = self.backend.xp
         chains = U.shape[0]
         if self.representation == "kernels":
             return (U.reshape(chains, -1) @ self.kernels).reshape(chains, self.examples, self.examples)
         X = self.features
+        if r1.shape[2] < r1.shape[1]:
+            Phi = (self.network.scale * xp.matmul(X[None], r1[:, None])).reshape(chains, self.examples, -1)
+            return xp.stack([phi @ phi.T for phi in Phi])  # each a symmetric rank-k update
         lifted = xp.matmul(X[None], xp.swapaxes(U, 1, 2)[:, None])  # X̃(I ⊗ U): [c, μ, i, a] = Σ_b X[μ,i,b] U[a,b]
         return xp.matmul(lifted.reshape(chains, self.examples, -1), X.reshape(self.examples, -1).T)
 
-    def _kernel_solve(self, U):
+    def _kernel_solve(self, U, r1):
         """Cholesky of K(U) + TI per chain; returns (factor, α, ln det, yᵀ(K+TI)⁻¹y)."""
         xp = self.backend.xp
         chains = U.shape[0]
-        factor = xp.linalg.cholesky(self._kernel(U) + self.temperature * self.identity)
+        factor = xp.linalg.cholesky(self._kernel(U, r1) + self.temperature * self.identity)
         labels = xp.broadcast_to(self.labels, (chains, self.examples))
         half = self.backend.solve_lower(factor, labels)
         alpha = self.backend.solve_lower(factor, half, transpose=True)
@@ -136,7 +141,7 @@ class CollapsedPosterior:
         rs = net._backward_paths(layers, readout)
         r1 = rs[0]
         U = net.scale**2 * xp.matmul(r1, xp.swapaxes(r1, 1, 2))
-        factor, alpha, log_det, quadratic = self._kernel_solve(U)
+        factor, alpha, log_det, quadratic = self._kernel_solve(U, r1)
         potential = 0.5 * (quadratic + log_det) + 0.5 * xp.sum(theta * theta, axis=1)
         chains = theta.shape[0]
         g_U = self._energy_gradient(factor, alpha)
@@ -152,7 +157,7 @@ class CollapsedPosterior:
         layers, readout = self.split(theta)
         r1 = net._backward_paths(layers, readout)[0]
         U = net.scale**2 * xp.matmul(r1, xp.swapaxes(r1, 1, 2))
-        _, alpha, _, _ = self._kernel_solve(U)
+        _, alpha, _, _ = self._kernel_solve(U, r1)
         X = self.backend.asarray(net.features)
         # k_U(x)ᵀα = Σ_{ππ'} U_{ππ'} (Σ_μ α_μ X^μ_π) · X_{π'}(x)
         weighted = xp.einsum("cm,mkp->cpk", alpha, X)  # (C, 𝓗, N0)

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import arguments
+from .. import arguments, blas
 from ..diagnostics import ChainSummary, summarize
 from ..hmc import MASS_MATRICES, HMCKernel, initial_step_size
 from ..statistics import Estimate
@@ -214,11 +214,18 @@ def sample_posterior(posterior: NetworkPosterior, *, seed: int, settings: Sample
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a callable taking a message, or None, got {progress!r}")
     be = posterior.backend
-    xp = be.xp
     rng = be.random(seed)
     if X_test is not None:
         X_test = arguments.array("X_test", be.to_numpy(X_test) if hasattr(X_test, "dtype") else X_test, be,
                                  shape=(None, posterior.input_width, posterior.paths))
+    with blas.threads(1):  # the chains' matrices are P × P: one BLAS thread is faster (numerics.blas)
+        return _run(posterior, rng, seed, settings, X_test, progress, method)
+
+
+def _run(posterior: NetworkPosterior, rng, seed: int, settings: SamplerSettings, X_test, progress,
+         method: str) -> PosteriorSamples:
+    be = posterior.backend
+    xp = be.xp
     start = time.perf_counter()
     chain = (_Collapsed if method == "collapsed" else _ReadoutGibbs)(posterior, rng)
     state = chain.start(settings.chains)

@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .. import arguments
+from .. import arguments, blas
 from .energy import FeatureSpaceEnergy, energy_for
 from .entropy import ActionConfig
 from .saddle_point import Action, SaddlePoint, _check_paths, _start_factors, gp_start, solve
@@ -108,27 +108,28 @@ def saddle_points(
     stored = set()
     by_width = sorted(widths, reverse=True)
     by_temperature = sorted(temperatures, reverse=True)
-    for t_index, T in enumerate(by_temperature):
-        energy = base.at_temperature(T)
-        for n_index, N in enumerate(by_width):
-            config = ActionConfig.build(heads, N, T, prior_var)
-            if t_index == 0 and n_index == 0:
-                _check_paths(config, base.paths, "X.shape[2]")
-            action = Action(config, energy)
-            start = store.get(features, heads, N, T, tolerance) if store is not None else None
-            if start is not None:
-                stored.add((N, T))
-                factors = _start_factors(start[0], config)
-            else:
-                neighbours = [solutions[key].order_parameters for key in
-                              ((by_width[n_index - 1], T) if n_index else None,
-                               (N, by_temperature[t_index - 1]) if t_index else None) if key is not None]
-                factors = _closest_start(action, [_start_factors(U, config) for U in neighbours])
-            solution = solve(action, tolerance=tolerance, start=factors, space=chosen)
-            if store is not None and (N, T) not in stored:
-                store.put(features, heads, N, T, tolerance, solution.order_parameters, solution.seconds)
-            solutions[(N, T)] = solution
-            if progress is not None:
-                progress(f"N = {N:g}, T = {T:g}: {solution.iterations} Newton iterations "
-                         f"({solution.seconds:.2f} s{', from the store' if (N, T) in stored else ''})")
+    with blas.threads(1):  # as inside every solve (numerics.blas); the start's residuals too
+        for t_index, T in enumerate(by_temperature):
+            energy = base.at_temperature(T)
+            for n_index, N in enumerate(by_width):
+                config = ActionConfig.build(heads, N, T, prior_var)
+                if t_index == 0 and n_index == 0:
+                    _check_paths(config, base.paths, "X.shape[2]")
+                action = Action(config, energy)
+                start = store.get(features, heads, N, T, tolerance) if store is not None else None
+                if start is not None:
+                    stored.add((N, T))
+                    factors = _start_factors(start[0], config)
+                else:
+                    neighbours = [solutions[key].order_parameters for key in
+                                  ((by_width[n_index - 1], T) if n_index else None,
+                                   (N, by_temperature[t_index - 1]) if t_index else None) if key is not None]
+                    factors = _closest_start(action, [_start_factors(U, config) for U in neighbours])
+                solution = solve(action, tolerance=tolerance, start=factors, space=chosen)
+                if store is not None and (N, T) not in stored:
+                    store.put(features, heads, N, T, tolerance, solution.order_parameters, solution.seconds)
+                solutions[(N, T)] = solution
+                if progress is not None:
+                    progress(f"N = {N:g}, T = {T:g}: {solution.iterations} Newton iterations "
+                             f"({solution.seconds:.2f} s{', from the store' if (N, T) in stored else ''})")
     return SaddlePointSweep(widths, temperatures, solutions, chosen, time.perf_counter() - t0, frozenset(stored))
