@@ -45,15 +45,22 @@ class Backend:
 
     def solve_lower(self, factor: Any, rhs: Any, *, transpose: bool = False, shared: bool = False) -> Any:
         """L⁻¹B (or L⁻ᵀB) for a batch of lower-triangular L (C, n, n) and B (C, n, …), or one B (n, …) for all
-        when ``shared``:
-        triangular solves (n²k flops for k right-hand sides; ``xp.linalg.solve`` would factorise L again
-        by LU, ≈ 2n²k + ⅔n³)."""
+        when ``shared``. For n > 64, triangular solves chain by chain (n²k flops for k right-hand sides;
+        ``xp.linalg.solve`` would factorise L again by LU, ≈ 2n²k + ⅔n³); for small n, where a Python loop
+        over many chains costs more than the arithmetic, one batched ``xp.linalg.solve``."""
+        xp = self.xp
+        L = xp.swapaxes(factor, -1, -2) if transpose else factor
+        if factor.shape[-1] <= 64:
+            B = xp.broadcast_to(rhs, factor.shape[:1] + rhs.shape) if shared else rhs
+            vector = B.ndim == factor.ndim - 1
+            out = xp.linalg.solve(L, B[..., None] if vector else B)
+            return out[..., 0] if vector else out
         if self.name == "cupy":
             from cupyx.scipy.linalg import solve_triangular
         else:
             from scipy.linalg import solve_triangular
-        return self.xp.stack([solve_triangular(L, rhs if shared else rhs[c], lower=True, trans=int(transpose),
-                                               check_finite=False) for c, L in enumerate(factor)])
+        return xp.stack([solve_triangular(Lc, rhs if shared else rhs[c], lower=True, trans=int(transpose),
+                                          check_finite=False) for c, Lc in enumerate(factor)])
 
 
 def _is_cupy(x: Any) -> bool:
