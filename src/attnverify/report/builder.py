@@ -70,7 +70,14 @@ def _section_dict(outcome: TheoryOutcome) -> dict:
                    "errors": outcome.errors, "warnings": outcome.warnings}
     if section is None:
         return entry
-    entry.update(
+    if outcome.rendered is None:  # printing the derivations (sympy → LaTeX) takes seconds: once per section
+        outcome.rendered = _rendered_section(section)
+    entry.update(outcome.rendered)
+    return entry
+
+
+def _rendered_section(section: Section) -> dict:
+    return dict(
         title=section.title,
         introduction=section.introduction,
         derivations=[
@@ -88,7 +95,6 @@ def _section_dict(outcome: TheoryOutcome) -> dict:
         figures=[{"filename": f.filename, "caption": f.caption, "data": f.data} for f in section.figures],
         tables=[{"caption": t.caption, "header": t.header, "rows": t.rows} for t in section.tables],
     )
-    return entry
 
 
 def results_document(outcomes: list[TheoryOutcome], metadata: dict, *, not_run: list[str]) -> dict:

@@ -69,3 +69,4 @@ class TheoryOutcome:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    rendered: dict | None = field(default=None, repr=False)  # the section as JSON, made once (report.builder)
