@@ -294,3 +294,29 @@ def test_hypothesis_keeps_its_files_in_the_cache_not_the_working_directory(tmp_p
         assert configuration.storage_directory("x", intent_to_write=False).path == tmp_path / "cache" / "hypothesis" / "x"
     finally:
         configuration.set_hypothesis_home_dir(None)
+
+
+def test_verify_imports_the_files_siblings(tmp_path, capsys, monkeypatch):
+    """A user's claims file imports a helper module next to it, as `python FILE.py` would allow."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    (tmp_path / "my_helpers_for_verify.py").write_text("def twice(x):\n    return 2.0 * x\n")
+    path = tmp_path / "claims_with_helper.py"
+    path.write_text(
+        "from attnverify.checks import claim, close, st\n"
+        "from my_helpers_for_verify import twice\n\n"
+        "@claim('mine.twice', parameters=st.fixed_dictionaries({'x': st.integers(0, 9)}))\n"
+        "def twice_is_a_sum(params, ctx):\n"
+        "    \"\"\"twice(x) = x + x.\"\"\"\n"
+        "    return close(twice(params['x']), params['x'] + params['x'])\n")
+    assert cli.main(["verify", str(path)]) == 0
+    assert "mine.twice" in capsys.readouterr().out
+
+
+def test_examples_sets_the_number_of_examples_of_every_claim(tmp_path, capsys):
+    path, out = tmp_path / "my_claims.py", tmp_path / "out.json"
+    path.write_text(USER_FILE)
+    assert cli.main(["verify", str(path), "--only", "mine.double", "--examples", "7", "--json", str(out)]) == 0
+    (result,) = json.loads(out.read_text())["claims"]
+    assert len(result["examples"]) == 7 and result["replay"].endswith("--examples 7")
+    assert cli.main(["verify", str(path), "--only", "mine.double", "--examples", "0"]) == 2
+    assert "--examples" in capsys.readouterr().err

@@ -107,6 +107,7 @@ def run_and_report(
     command: str | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    examples: int | None = None,
 ) -> int:
     """Run ``claims`` one after another, print the results table and the detail of every
     surprise or refutation; with ``json_path`` rewrite the results after each claim.
@@ -118,8 +119,9 @@ def run_and_report(
     progress = Progress(err or sys.stderr)
     results: list[ClaimResult] = []
     for index, claim in enumerate(claims, 1):
-        progress.claim_started(index, len(claims), claim, claim.examples[profile])
-        result = run_claim_or_error(claim, profile=profile, backend=backend, seed=seed, progress=progress.example)
+        progress.claim_started(index, len(claims), claim, examples or claim.examples[profile])
+        result = run_claim_or_error(claim, profile=profile, backend=backend, seed=seed, progress=progress.example,
+                                    examples=examples)
         if command:
             result.command = command
         progress.claim_finished(result)
@@ -205,7 +207,8 @@ def _check(args: argparse.Namespace) -> int:
     backend = _backend(args.backend)
     claims = _chosen(catalogue.builtin_claims(), args.only, "built in (run `attnverify list` to see them)")
     _prepare_json(args.json, claims)
-    return run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json)
+    return run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
+                          examples=args.examples)
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -229,7 +232,7 @@ def _verify(args: argparse.Namespace) -> int:
     claims = _chosen(claims, args.only, f"defined in {args.file}")
     _prepare_json(args.json, claims)
     return run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
-                          command=verify_command(args.file))
+                          command=verify_command(args.file), examples=args.examples)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -244,7 +247,7 @@ def _report(args: argparse.Namespace) -> int:
     progress = Progress(sys.stderr)
     try:
         document = builder.build_report(args.out, profile=args.profile, backend=backend, seed=args.seed,
-                                        only=args.only, progress=progress)
+                                        only=args.only, progress=progress, examples=args.examples)
     finally:
         progress.close()
     for section in document["sections"]:
@@ -286,6 +289,17 @@ def _seed(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    """An argparse type: a number of examples is an integer ≥ 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer ≥ 1, got {text!r}")
+    return value
+
+
 def _add_run_options(parser: argparse.ArgumentParser, only_help: str, only_metavar: str = "PATTERN") -> None:
     parser.add_argument("--only", metavar=only_metavar, help=only_help)
     parser.add_argument("--profile", choices=PROFILES, default="quick",
@@ -293,6 +307,8 @@ def _add_run_options(parser: argparse.ArgumentParser, only_help: str, only_metav
     parser.add_argument("--backend", choices=BACKEND_NAMES, default=None,
                         help=f"array backend (default: ${ENVIRONMENT_VARIABLE}, else numpy); cupy needs a GPU")
     parser.add_argument("--seed", type=_seed, default=0, help="seed of the whole run (default 0); replays exactly")
+    parser.add_argument("--examples", type=_count, default=None, metavar="N",
+                        help="examples per claim, instead of each claim's own number for the profile")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -33,10 +33,13 @@ def builtin_claims() -> list[Claim]:
 
 
 def load_user_module(path: str | Path) -> ModuleType:
-    """Import a theorist's own ``FILE.py`` (outside the package) so its claims can be run."""
+    """Import a theorist's own ``FILE.py`` (outside the package) so its claims can be run. Its folder goes
+    first on ``sys.path``, as ``python FILE.py`` would put it, so the file can import its sibling modules."""
     path = Path(path).resolve()
     if not path.is_file() or path.suffix != ".py":
         raise ValueError(f"FILE must be an existing .py file, got {str(path)!r}")
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
     module_name = f"attnverify_user_{path.stem}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:

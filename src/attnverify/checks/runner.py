@@ -81,6 +81,7 @@ class ClaimResult:
     shrink_trials: int = 0
     notes: list[str] = field(default_factory=list)
     command: str = "attnverify check"  # what replays it: ``attnverify verify FILE.py`` for a user's file
+    requested_examples: int | None = None  # ``--examples N`` of the run, when it overrode the claim's number
 
     @property
     def ok(self) -> bool:
@@ -92,6 +93,7 @@ class ClaimResult:
         return (
             f"{self.command} --only {self.claim.name} --profile {self.profile} "
             f"--backend {self.backend} --seed {self.seed}"
+            + (f" --examples {self.requested_examples}" if self.requested_examples is not None else "")
         )
 
     def as_dict(self) -> dict:
@@ -169,8 +171,11 @@ def run_claim(
     backend: str | Backend | None = None,
     seed: int = 0,
     progress: Callable[[Claim, int, int], None] | None = None,
+    examples: int | None = None,
 ) -> ClaimResult:
-    """Check ``claim`` on hypothesis-drawn examples; shrink the first failure to a minimal one."""
+    """Check ``claim`` on hypothesis-drawn examples; shrink the first failure to a minimal one.
+    ``examples`` overrides the claim's number for the profile (``claim.examples[profile]``); a run replays
+    from its seed and that number."""
     if not isinstance(claim, Claim):
         raise TypeError(f"claim must be a Claim (made with @claim), got {type(claim).__name__}")
     if profile not in PROFILES:
@@ -178,7 +183,8 @@ def run_claim(
     backend = checked_backend(backend)
     seed = integer("seed", seed, 0)
     use_cache_for_hypothesis()
-    total = claim.examples[profile]
+    requested = None if examples is None else integer("examples", examples, 1)
+    total = claim.examples[profile] if requested is None else requested
     examples: list[Example] = []
     failing: dict[str, Example] = {}
     state = {"failed": False, "shrink_trials": 0, "last": None}
@@ -241,6 +247,7 @@ def run_claim(
         seed=seed,
         seconds=time.perf_counter() - start,
         shrink_trials=state["shrink_trials"],
+        requested_examples=requested,
     )
 
 

@@ -140,9 +140,11 @@ def build_report(
     seed: int = 0,
     only: str | None = None,
     progress: Callable[[str], None] | None = None,
+    examples: int | None = None,
 ) -> dict:
     """Write the report of every theory in :data:`SECTIONS` (or those ``only`` names) into
-    ``out_dir`` and return the results.json document.
+    ``out_dir`` and return the results.json document. ``examples`` overrides every claim's number of
+    examples for the profile.
 
     A section that fails to build, or a claim that crashes, is reported in place (with its
     traceback) and the build goes on; ``document["ok"]`` is True only when nothing failed and
@@ -151,12 +153,16 @@ def build_report(
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
     seed = integer("seed", seed, 0)
+    if examples is not None:
+        examples = integer("examples", examples, 1)
     theories = select_theories(only)
     backend = checked_backend(backend)
     say = progress or (lambda message: None)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     metadata = _metadata(profile, backend, seed, only)
+    if examples is not None:
+        metadata["examples"] = examples
     outcomes: list[TheoryOutcome] = []
     builtin = catalogue.builtin_claims()
     planned = {t: [f"{t} (section)"] + [c.name for c in builtin if c.theory == t] for t in theories}
@@ -176,9 +182,9 @@ def build_report(
         _write_results(out_dir, outcomes, metadata, not_run=still_to_run(theory, 1))
         claims = [c for c in builtin if c.theory == theory]
         for k, claim in enumerate(claims, 1):
-            say(f"[{k}/{len(claims)}] {claim.name}: checking ({claim.examples[profile]} examples)")
+            say(f"[{k}/{len(claims)}] {claim.name}: checking ({examples or claim.examples[profile]} examples)")
             result = run_claim_or_error(
-                claim, profile=profile, backend=backend, seed=seed,
+                claim, profile=profile, backend=backend, seed=seed, examples=examples,
                 progress=lambda c, i, n: say(f"[{k}/{len(claims)}] {c.name}: example {i}/{n}"),
             )
             outcome.claims.append(result.as_dict())

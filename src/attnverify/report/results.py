@@ -27,12 +27,13 @@ def run_claim_or_error(
     backend: Backend,
     seed: int,
     progress: Callable[[Claim, int, int], None] | None = None,
+    examples: int | None = None,
 ) -> ClaimResult:
     """``run_claim``, except that a crash outside the check (e.g. in the parameter strategy)
     becomes a result with status ``"error"`` and its traceback, so one claim never ends a run."""
     start = time.perf_counter()
     try:
-        return run_claim(claim, profile=profile, backend=backend, seed=seed, progress=progress)
+        return run_claim(claim, profile=profile, backend=backend, seed=seed, progress=progress, examples=examples)
     except Exception as error:
         detail = "".join(traceback.format_exception_only(type(error), error)).strip()
         failure = Example(parameters={}, seed=seed, error=f"{detail}\n{traceback.format_exc()}")
