@@ -27,9 +27,16 @@ def _estimate():
     return Estimate(1.0, 0.1, 100)
 
 
+CLOSE_SIDE_BAD = (("string", "1.0"), ("none", None), ("dict", {"value": 1.0}), ("object", object()),
+                  ("nan_entry", [1.0, float("nan")]), ("inf_entry", [float("inf"), 1.0]),
+                  ("bool_array", [True, False]), ("string_array", ["a", "b"]))
+
 ENTRY_POINTS = [
     EntryPoint("checks.close", close, lambda: dict(lhs=1.0, rhs=1.0 + 1e-13, rtol=1e-12, atol=0.0),
-               {"lhs": P("real"), "rhs": P("real"), "rtol": P("nonnegative"), "atol": P("nonnegative")}),
+               # an array is a valid side (entrywise identity), so wrong_type's list is replaced by extras
+               {"lhs": P("real", skip=("wrong_type",), extra=CLOSE_SIDE_BAD),
+                "rhs": P("real", skip=("wrong_type",), extra=CLOSE_SIDE_BAD),
+                "rtol": P("nonnegative"), "atol": P("nonnegative")}),
     EntryPoint("checks.at_most", at_most, lambda: dict(smaller=1.0, larger=2.0, tolerance=0.1, standard_error=0.01),
                {"smaller": P("real"), "larger": P("real"), "tolerance": P("nonnegative"),
                 "standard_error": P("nonnegative")}),

@@ -105,3 +105,28 @@ def test_the_runner_reports_untrustworthy_evidence_as_an_error(bad):
     assert result.status == "error" and not result.ok
     assert result.counterexample.evidence is None and "figures say" in result.counterexample.error \
         or "finite" in result.counterexample.error
+
+
+def test_close_on_arrays_holds_entrywise_and_points_at_the_worst_entry():
+    a = np.arange(12.0).reshape(3, 4)
+    assert close(a, a + 1e-14, rtol=1e-12, atol=1e-13).holds
+    b = a.copy()
+    b[2, 1] += 1e-3
+    b[0, 3] += 1e-6
+    evidence = close(b, a, rtol=1e-9)
+    assert not evidence.holds
+    assert evidence.figures["worst_index"] == [2, 1] and evidence.figures["entries_outside"] == 2
+    assert (evidence.theory, evidence.observed) == (b[2, 1], a[2, 1])
+    assert close(np.full(3, 2.0), 2.0).holds and not close(np.array([2.0, 2.5]), 2.0).holds
+
+
+@pytest.mark.parametrize("lhs, rhs, match", [
+    (np.ones(3), np.ones(4), "one shape"),
+    (np.array([1.0, np.nan]), np.ones(2), "lhs must be finite"),
+    (np.ones(2), np.array(["a", "b"]), "rhs must be a real number"),
+    (np.array([True, False]), np.ones(2), "lhs must be a real number"),
+    (np.full(2, 1e308), np.full(2, -1e308), "overflows"),
+])
+def test_close_on_arrays_refuses_bad_input_by_name(lhs, rhs, match):
+    with pytest.raises(EvidenceError, match=match):
+        close(lhs, rhs)

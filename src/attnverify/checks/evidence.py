@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..numerics.backend import to_numpy
 from ..numerics.statistics import Estimate
 
 #: Default number of standard errors in a stochastic tolerance.
@@ -199,8 +200,8 @@ def within_error(
 
 
 def close(
-    lhs: float,
-    rhs: float,
+    lhs,
+    rhs,
     *,
     rtol: float = 1e-12,
     atol: float = 0.0,
@@ -208,7 +209,13 @@ def close(
     figures: dict | None = None,
     conditions: Mapping[str, bool] | None = None,
 ) -> Evidence:
-    """Holds when |lhs − rhs| ≤ atol + rtol·|rhs| (an exact identity up to round-off)."""
+    """Holds when |lhs − rhs| ≤ atol + rtol·|rhs| (an exact identity up to round-off).
+
+    ``lhs`` and ``rhs`` are numbers or arrays of one shape (a number against an array compares it with
+    every entry): an array identity holds when every entry does, and the evidence shows the worst entry
+    (the largest |lhs − rhs| − tolerance), its index, and how many entries are outside."""
+    if np.ndim(lhs) or np.ndim(rhs):
+        return _close_arrays(lhs, rhs, rtol, atol, note, figures, conditions)
     lhs, rhs = _number("lhs", lhs, optional=False), _number("rhs", rhs, optional=False)
     rtol, atol = _tolerance_part("rtol", rtol), _tolerance_part("atol", atol)
     tolerance = _number("tolerance (atol + rtol·|rhs|)", atol + rtol * abs(rhs), optional=False)
@@ -219,6 +226,50 @@ def close(
         tolerance=tolerance,
         note=note or f"rtol = {rtol:g}, atol = {atol:g}",
         figures=dict(figures or {}),
+        relation="equal",
+        conditions=dict(conditions or {}),
+    )
+
+
+def _real_array(name: str, value) -> np.ndarray:
+    try:
+        array = np.asarray(to_numpy(value))
+    except Exception:
+        raise EvidenceError(f"{name} must be a real number or an array of them, got {type(value).__name__}") from None
+    if array.dtype == bool or not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
+        raise EvidenceError(f"{name} must be a real number or an array of them, got dtype {array.dtype}")
+    array = array.astype(float)
+    if not np.all(np.isfinite(array)):
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+        raise EvidenceError(f"{name} must be finite, got {array[bad]} at index {bad}; the computation behind it "
+                            "broke down")
+    return array
+
+
+def _close_arrays(lhs, rhs, rtol, atol, note, figures, conditions) -> Evidence:
+    lhs, rhs = _real_array("lhs", lhs), _real_array("rhs", rhs)
+    if lhs.shape != rhs.shape and lhs.ndim and rhs.ndim:
+        raise EvidenceError(f"lhs and rhs must have one shape (or one of them be a number), got {lhs.shape} and "
+                            f"{rhs.shape}")
+    lhs, rhs = np.broadcast_arrays(lhs, rhs)
+    rtol, atol = _tolerance_part("rtol", rtol), _tolerance_part("atol", atol)
+    with np.errstate(over="ignore"):
+        tolerance = atol + rtol * np.abs(rhs)
+        margin = np.abs(lhs - rhs) - tolerance
+    if not np.all(np.isfinite(tolerance)) or not np.all(np.isfinite(margin)):
+        raise EvidenceError("tolerance (atol + rtol·|rhs|) or |lhs − rhs| overflows float64 for some entry")
+    worst = np.unravel_index(int(np.argmax(margin)), margin.shape)
+    index = tuple(int(i) for i in worst)
+    outside = int(np.sum(margin > 0))
+    return Evidence(
+        holds=outside == 0 and all((conditions or {}).values()),
+        theory=float(lhs[worst]),
+        observed=float(rhs[worst]),
+        tolerance=float(tolerance[worst]),
+        note=(note + "; " if note else "") + (f"rtol = {rtol:g}, atol = {atol:g}; worst of {lhs.size} entries at "
+                                              f"index {index}; {outside} outside the tolerance"),
+        figures={**dict(figures or {}), "worst_index": list(index), "shape": list(lhs.shape),
+                 "entries_outside": outside},
         relation="equal",
         conditions=dict(conditions or {}),
     )
