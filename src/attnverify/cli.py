@@ -278,26 +278,23 @@ def _train_one_shot(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- parser
 
 
-def _seed(text: str) -> int:
-    """An argparse type: a seed is an integer ≥ 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer ≥ 0, got {text!r}")
-    return value
+def _integer_at_least(minimum: int, what: str):
+    """An argparse type: an integer ≥ ``minimum``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer ≥ {minimum}, got {text!r}")
+        return value
+
+    parse.__name__ = what  # argparse names the type in its messages
+    return parse
 
 
-def _count(text: str) -> int:
-    """An argparse type: a number of examples is an integer ≥ 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer ≥ 1, got {text!r}")
-    return value
+_seed = _integer_at_least(0, "seed")
+_count = _integer_at_least(1, "count")
 
 
 def _add_run_options(parser: argparse.ArgumentParser, only_help: str, only_metavar: str = "PATTERN") -> None:

@@ -185,7 +185,7 @@ def run_claim(
     use_cache_for_hypothesis()
     requested = None if examples is None else integer("examples", examples, 1)
     total = claim.examples[profile] if requested is None else requested
-    examples: list[Example] = []
+    checked: list[Example] = []
     failing: dict[str, Example] = {}
     state = {"failed": False, "shrink_trials": 0, "last": None}
     start = time.perf_counter()
@@ -213,9 +213,9 @@ def run_claim(
                 state["shrink_trials"] += 1
             example = evaluate(claim, parameters, monte_carlo_seed, profile=profile, backend=backend)
             if not state["failed"]:
-                examples.append(example)
+                checked.append(example)
                 if progress is not None:
-                    progress(claim, len(examples), total)
+                    progress(claim, len(checked), total)
             if example.holds:
                 return
             state["failed"] = True
@@ -240,7 +240,7 @@ def run_claim(
     return ClaimResult(
         claim=claim,
         status=status,
-        examples=examples,
+        examples=checked,
         counterexample=counterexample,
         profile=profile,
         backend=backend.name,

@@ -43,24 +43,28 @@ class Backend:
         """A random generator of this backend, seeded explicitly."""
         return self.xp.random.default_rng(seed)
 
+    def solve_triangular(self, *args: Any, **kwargs: Any) -> Any:
+        """``scipy.linalg.solve_triangular`` on numpy, ``cupyx.scipy.linalg.solve_triangular`` on cupy."""
+        if self.name == "cupy":
+            from cupyx.scipy.linalg import solve_triangular
+        else:
+            from scipy.linalg import solve_triangular
+        return solve_triangular(*args, **kwargs)
+
     def solve_lower(self, factor: Any, rhs: Any, *, transpose: bool = False, shared: bool = False) -> Any:
         """L⁻¹B (or L⁻ᵀB) for a batch of lower-triangular L (C, n, n) and B (C, n, …), or one B (n, …) for all
         when ``shared``. For n > 64, triangular solves chain by chain (n²k flops for k right-hand sides;
         ``xp.linalg.solve`` would factorise L again by LU, ≈ 2n²k + ⅔n³); for small n, where a Python loop
         over many chains costs more than the arithmetic, one batched ``xp.linalg.solve``."""
         xp = self.xp
-        L = xp.swapaxes(factor, -1, -2) if transpose else factor
         if factor.shape[-1] <= 64:
+            L = xp.swapaxes(factor, -1, -2) if transpose else factor
             B = xp.broadcast_to(rhs, factor.shape[:1] + rhs.shape) if shared else rhs
             vector = B.ndim == factor.ndim - 1
             out = xp.linalg.solve(L, B[..., None] if vector else B)
             return out[..., 0] if vector else out
-        if self.name == "cupy":
-            from cupyx.scipy.linalg import solve_triangular
-        else:
-            from scipy.linalg import solve_triangular
-        return xp.stack([solve_triangular(Lc, rhs if shared else rhs[c], lower=True, trans=int(transpose),
-                                          check_finite=False) for c, Lc in enumerate(factor)])
+        return xp.stack([self.solve_triangular(Lc, rhs if shared else rhs[c], lower=True, trans=int(transpose),
+                                               check_finite=False) for c, Lc in enumerate(factor)])
 
 
 def _is_cupy(x: Any) -> bool:

@@ -116,6 +116,12 @@ class KernelEnergy(_Energy):
         self.C, self.paths, self.P = C, paths, P
         self.y = _labels(y, self.P)
         self.temperature = _temperature(temperature)
+        # S_k = (C_ab + C_ba)/2 over the pairs k = (a ≤ b), and the pair index k of each (a, b): on symmetric U
+        # only these enter the energy (K = Σ U_ab S_ab), its gradient and its Hessian
+        rows, cols = np.triu_indices(paths)
+        self.pair = np.zeros((paths, paths), dtype=int)
+        self.pair[rows, cols] = self.pair[cols, rows] = np.arange(rows.size)
+        self.symmetric_kernels = 0.5 * (C[rows, cols] + C[cols, rows])
 
     def kernel(self, R: np.ndarray) -> np.ndarray:
         return np.einsum("ab,abpq->pq", R @ R.T, self.C)
@@ -131,7 +137,7 @@ class KernelEnergy(_Energy):
 
     def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
         logdet, fit, r, A = self._at_point(R)
-        S, pair = self._symmetric_kernels()
+        S, pair = self.symmetric_kernels, self.pair
         flat = S.reshape(S.shape[0], -1)
         # on symmetric U only S_ab enters: ∂E/∂U_ab = Tr(A S_ab) − rᵀ S_ab r, symmetric in a ↔ b
         grad = flat @ A.ravel() - flat @ np.outer(r, r).ravel()
@@ -143,7 +149,7 @@ class KernelEnergy(_Energy):
         symmetric dU. Only the symmetric combinations S_ab = (C_ab + C_ba)/2, a ≤ b, enter it (K = Σ U_ab S_ab),
         where it reads −Tr(A S_cd A S_ab) + 2 (S_ab r)ᵀ A (S_cd r). Cost O(𝓗² P³/2 + 𝓗⁴ P²/4)."""
         _, _, r, A = self._at_point(R)
-        S, pair = self._symmetric_kernels()
+        S, pair = self.symmetric_kernels, self.pair
         m, P = S.shape[0], self.P
         AS = A @ S  # A S_k, one batched product
         # Tr(A S_k A S_l) = Σ_ij (A S_k)[i,j] (A S_l)[j,i]: one (m × P²)·(P² × m) product
@@ -153,15 +159,6 @@ class KernelEnergy(_Energy):
         pairs = 2.0 * labels - trace
         pairs = 0.5 * (pairs + pairs.T)
         return pairs[pair[:, :, None, None], pair[None, None, :, :]]
-
-    def _symmetric_kernels(self) -> tuple[np.ndarray, np.ndarray]:
-        """(S_k = (C_ab + C_ba)/2 over the pairs k = (a ≤ b), the pair index k of each (a, b)), made once."""
-        if getattr(self, "_pairs", None) is None:
-            rows, cols = np.triu_indices(self.paths)
-            pair = np.zeros((self.paths, self.paths), dtype=int)
-            pair[rows, cols] = pair[cols, rows] = np.arange(rows.size)
-            self._pairs = (0.5 * (self.C[rows, cols] + self.C[cols, rows]), pair)
-        return self._pairs
 
 
 def _features(X) -> np.ndarray:

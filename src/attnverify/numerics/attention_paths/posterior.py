@@ -247,8 +247,8 @@ class NetworkPosterior:
         target = xp.broadcast_to(self.target, F.shape[:2])
         h = xp.matmul(target[:, None, :], F)[:, 0, :] / T
         L = xp.linalg.cholesky(precision)
-        whitened = xp.linalg.solve(L, h[..., None])[..., 0] + rng.standard_normal(h.shape)
-        return xp.linalg.solve(xp.swapaxes(L, 1, 2), whitened[..., None])[..., 0]
+        whitened = self.backend.solve_lower(L, h) + rng.standard_normal(h.shape)
+        return self.backend.solve_lower(L, whitened, transpose=True)
 
     # ------------------------------------------------------------------ order parameters
 

@@ -161,9 +161,5 @@ def ridge_attention(query: Any, keys: Any, values: Any, ridge: float, backend: B
 
 
 def _cholesky_solve(factor: Any, rhs: Any, be: Backend) -> Any:
-    if be.name == "numpy":
-        from scipy.linalg import solve_triangular
-    else:  # pragma: no cover - GPU only
-        from cupyx.scipy.linalg import solve_triangular
-    forward = solve_triangular(factor, rhs, lower=True)
-    return solve_triangular(factor.T, forward, lower=False)
+    forward = be.solve_triangular(factor, rhs, lower=True)
+    return be.solve_triangular(factor.T, forward, lower=False)
