@@ -12,6 +12,7 @@ import argparse
 import os
 import re
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Callable, TextIO
@@ -20,6 +21,7 @@ from . import __version__
 from .checks import catalogue
 from .checks.claim import PROFILES, Claim
 from .checks.runner import ClaimResult, select, write_results
+from .experiments.store import Store
 from .numerics.backend import BACKEND_NAMES, ENVIRONMENT_VARIABLE, Backend, BackendUnavailable, get_backend
 from .report.results import (
     needs_details,
@@ -49,6 +51,7 @@ class Progress:
         self.tty = bool(callable(isatty) and isatty())
         self._width = 0
         self._prefix = ""
+        self._lock = threading.Lock()
 
     def _overwrite(self, text: str) -> None:
         self.stream.write("\r" + text + " " * max(0, self._width - len(text)))
@@ -86,7 +89,12 @@ class Progress:
         self.stream.flush()
 
     def __call__(self, message: str) -> None:
-        """A status line from the report builder (example counters only on a terminal)."""
+        """A status line from the report builder (example counters only on a terminal); worker processes'
+        lines arrive from another thread, hence the lock."""
+        with self._lock:
+            self._say(message)
+
+    def _say(self, message: str) -> None:
         if self.tty:
             self._overwrite(message)
         elif not self._COUNTER.search(message):
@@ -118,10 +126,11 @@ def run_and_report(
     out = out or sys.stdout
     progress = Progress(err or sys.stderr)
     results: list[ClaimResult] = []
+    store = Store()  # the run's experiments, shared by its claims
     for index, claim in enumerate(claims, 1):
         progress.claim_started(index, len(claims), claim, examples or claim.examples[profile])
         result = run_claim_or_error(claim, profile=profile, backend=backend, seed=seed, progress=progress.example,
-                                    examples=examples)
+                                    examples=examples, store=store)
         if command:
             result.command = command
         progress.claim_finished(result)
@@ -247,7 +256,8 @@ def _report(args: argparse.Namespace) -> int:
     progress = Progress(sys.stderr)
     try:
         document = builder.build_report(args.out, profile=args.profile, backend=backend, seed=args.seed,
-                                        only=args.only, progress=progress, examples=args.examples)
+                                        only=args.only, progress=progress, examples=args.examples,
+                                        workers=args.workers)
     finally:
         progress.close()
     for section in document["sections"]:
@@ -334,6 +344,10 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="build the derivation report (HTML, Markdown, JSON)")
     report.add_argument("--out", metavar="DIR", required=True, help="directory to write the report into")
     _add_run_options(report, "only the theory named THEORY", only_metavar="THEORY")
+    report.add_argument("--workers", type=_count, default=os.cpu_count() or 1, metavar="N",
+                        help="worker processes running sections and claims side by side (default: the number of "
+                             f"CPUs, here {os.cpu_count() or 1}); 1 runs everything in this process. The results "
+                             "do not depend on it")
     report.set_defaults(handler=_report)
 
     train = commands.add_parser("train-one-shot",

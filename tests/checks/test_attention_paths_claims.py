@@ -7,12 +7,16 @@ import pytest
 from attnverify.checks import attention_paths as claims
 from attnverify.checks import run_claim
 from attnverify.checks.catalogue import builtin_claims, claims_in_module
+from attnverify.experiments import Store
 import importlib
 
 entropy_module = importlib.import_module("attnverify.numerics.attention_paths.entropy")
 solver_module = importlib.import_module("attnverify.numerics.attention_paths.saddle_point")
 
 CLAIMS = claims_in_module(claims)
+SAMPLED = ("attention_paths.sampled_networks_match_theory", "attention_paths.sampled_networks_approach_gp")
+"""Claims on figure 2c's sampled networks: the quick tier runs them with the section that samples them
+(``tests/report/test_attention_paths_section.py``), sharing its store, as a report does."""
 
 
 def test_the_six_claims_of_the_issue_are_registered():
@@ -22,7 +26,10 @@ def test_the_six_claims_of_the_issue_are_registered():
         assert f"attention_paths.{expected}" in names
 
 
-@pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
+QUICK = [c for c in CLAIMS if c.name not in SAMPLED]
+
+
+@pytest.mark.parametrize("claim", QUICK, ids=[c.name for c in QUICK])
 def test_claim_comes_out_as_expected(claim):
     result = run_claim(claim, profile="quick", seed=0)
     detail = result.counterexample.as_dict() if result.counterexample else None
@@ -52,10 +59,14 @@ def test_a_wrong_readout_closed_form_is_caught(monkeypatch):
     assert result.status == "refuted"
 
 
+THOROUGH_STORE = Store()  # claims 7 and 8 share one sampling, as in a run
+
+
 @pytest.mark.thorough
+@pytest.mark.xdist_group("attention_paths_thorough_claims")  # one worker: claims 7 and 8 share THOROUGH_STORE
 @pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
 def test_claim_comes_out_as_expected_in_the_thorough_profile(claim):
-    result = run_claim(claim, profile="thorough", seed=0)
+    result = run_claim(claim, profile="thorough", seed=0, store=THOROUGH_STORE)
     assert result.ok, (result.status, result.counterexample.as_dict() if result.counterexample else None)
 
 

@@ -35,6 +35,26 @@ def test_a_run_replays_from_its_seed():
     assert first.counterexample.seed == second.counterexample.seed
 
 
+@claim("demo.wide_floats", parameters=st.fixed_dictionaries({"a": st.floats(-1e6, 1e6), "b": st.floats(0, 100),
+                                                              "c": st.integers(-10**6, 10**6)}),
+       examples={"quick": 100, "thorough": 100})
+def wide_floats(p, ctx):
+    """A claim that always holds: only its draws matter here."""
+    return at_most(0.0, 1.0)
+
+
+def test_draws_do_not_depend_on_the_modules_loaded(tmp_path, monkeypatch):
+    """hypothesis mixes in literal constants of the loaded local modules; a report (many modules loaded) and its
+    replay (few) must draw the same examples, so that pool is kept empty."""
+    before = [e.parameters for e in run_claim(wide_floats, seed=5).examples]
+    constants = ", ".join(f"{k * 1234.5678:.4f}, {k * 7.25:.2f}, {k * 98765}" for k in range(1, 200))
+    (tmp_path / "attnverify_constants_module.py").write_text(f"VALUES = [{constants}]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    __import__("attnverify_constants_module")
+    after = [e.parameters for e in run_claim(wide_floats, seed=5).examples]
+    assert before == after
+
+
 def test_an_example_replays_from_its_parameters_and_seed():
     result = run_claim(sample_mean, seed=3)
     example = result.examples[-1]

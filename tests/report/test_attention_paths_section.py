@@ -19,10 +19,15 @@ from attnverify.numerics.attention_paths import predictor_statistics
 from attnverify.numerics.backend import get_backend
 from attnverify.report import Figure, Section, Table
 from attnverify.report import attention_paths as section_module
+from attnverify.experiments import Store
+from attnverify.experiments.attention_paths import four_path_markov_data
 
 FILES = ("attention_paths_fig2c.png", "attention_paths_fig2d.png", "attention_paths_fig2e.png",
          *(f"attention_paths_fig3{panel}.png" for panel in "bcdef"))
 SEED = 0
+
+
+pytestmark = pytest.mark.xdist_group("test_attention_paths_section")  # its module fixture is built once, on one worker
 
 
 @pytest.fixture(scope="module")
@@ -30,16 +35,19 @@ def built(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("attention_paths_report")
     messages: list[str] = []
     section = section_module.build_section(out_dir, profile="quick", backend=get_backend("numpy"), seed=SEED,
-                                           progress=messages.append)
+                                           progress=messages.append, store=STORE)
     return out_dir, section, messages
+
+
+STORE = Store()
+"""The run's store of the module's section build, which the sampled-network claims below share."""
 
 
 @pytest.fixture(scope="module")
 def four_path(built):
     """The 4-path features the section used: the authors' file, or the same draw from the same seeds."""
-    four_data, four_heads, _, _ = np.random.SeedSequence(SEED).spawn(4)
-    X, y, Xt, yt, source, _ = section_module.four_path_data(four_data, section_module._seed_of(four_heads))
-    return X, y, Xt, yt, source
+    data = four_path_markov_data(seed=SEED)
+    return data.X, data.y, data.X_test, data.y_test, data.source
 
 
 def _figure(section: Section, filename: str) -> Figure:
@@ -188,6 +196,26 @@ def test_tables(built):
     assert_allclose(U10, np.asarray(data_c["order_parameter_display"])[0], rtol=0)
     assert [row[0] for row in timing.rows] == list(widths)
     assert all(row[1] >= 0 and row[2] >= 0 for row in timing.rows)
+
+
+@pytest.mark.parametrize("name", ["sampled_networks_match_theory", "sampled_networks_approach_gp"])
+def test_sampled_network_claims_share_figure_2c_sampling(built, name):
+    """Claims 7-8 read figure 2c's sampled networks from the run's store: they hold (the quick tier's run of
+    these claims), they sample nothing more, and their figures are the figure's numbers."""
+    from attnverify.checks import attention_paths as claims
+    from attnverify.checks import run_claim
+
+    _, section, _ = built
+    stored = len(STORE)
+    result = run_claim(getattr(claims, name), profile="quick", seed=SEED, store=STORE)
+    assert result.ok, (result.status, result.counterexample.as_dict() if result.counterexample else None)
+    assert len(STORE) == stored, "the claim computed an experiment the section had not"
+    sampled = _figure(section, "attention_paths_fig2c.png").data["sampled"]
+    figures = result.examples[0].evidence.figures
+    if name == "sampled_networks_match_theory":
+        assert [q["U_sampled"] for q in figures["points"]] == [q["U"] for q in sampled]
+    else:
+        assert figures["widths"] == [q["width"] for q in sampled]
 
 
 @pytest.mark.parametrize("kwargs, error", [

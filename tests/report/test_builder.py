@@ -38,7 +38,7 @@ def square_is_two(params, ctx):
     return close(float(params["x"] ** 2), 2.0)
 
 
-def fake_build_section(out_dir, *, profile, backend, seed, progress):
+def fake_build_section(out_dir, *, profile, backend, seed, progress, store=None):
     progress("fake: drawing")
     kappa, x = sympy.symbols("kappa x", positive=True)
     rec = DerivationRecorder("fake.gaussian", "A Gaussian integral <with markup>", "Fake et al., eq. (1)")

@@ -14,6 +14,7 @@ from ..numerics.attention_paths import (
     Action, ActionConfig, energy_for, predictor_statistics, saddle_point, saddle_point_from_features,
     scalar_renormalization,
 )
+from ..experiments.attention_paths import TEMPERATURE, four_path_markov_data, sampled_markov_networks
 from ..numerics.attention_paths import experiments
 from ..numerics.attention_paths.markov_chain import MarkovChainTask, markov_dataset
 from ..numerics.attention_paths.synthetic import synthetic_problem
@@ -25,7 +26,7 @@ SOURCE = theory.SOURCE
 
 #: Head configurations small enough for quick checks, from one head to three layers.
 HEADS = st.sampled_from([(1,), (3,), (2, 2), (1, 3), (3, 1), (2, 1, 2)])
-MARKOV_TEMPERATURE = 0.01  # the paper's T for the Markov task (spec §4.1)
+MARKOV_TEMPERATURE = TEMPERATURE  # the paper's T for the Markov task (spec §4.1)
 
 
 def _problem(p: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -280,27 +281,18 @@ def head_permutation_symmetry(p: dict, ctx: Context) -> Evidence:
 # 7–8. sampled finite-width networks (posterior sampler) against the theory, and toward the GP limit
 # ---------------------------------------------------------------------------------------------
 
-SAMPLED_WIDTHS = {"quick": (10, 30), "thorough": (10, 30, 100)}
-_sampled_cache: dict = {}
-
-
-def _sampler_settings(ctx: Context):
-    from ..numerics.attention_paths.sampling import SamplerSettings
-
-    return ctx.choose(quick=SamplerSettings(chains=8, warmup=150, draws=400),
-                      thorough=SamplerSettings(chains=8, warmup=400, draws=1000))
-
-
-def sampled_points(data, ctx: Context) -> tuple[list, str]:
-    """Sampled networks and theory at each width of the profile (cached: claims 7 and 8 share the runs)."""
-    key = (data, ctx.profile, ctx.seed)
-    if key not in _sampled_cache:
-        X, y, Xt, yt, origin = markov_data(data)
-        points = [experiments.sampled_point(X, y, Xt, yt, heads=(2, 2), width=N, temperature=MARKOV_TEMPERATURE,
-                                            seed=ctx.seed + N, settings=_sampler_settings(ctx))
-                  for N in SAMPLED_WIDTHS[ctx.profile]]
-        _sampled_cache[key] = (points, origin)
-    return _sampled_cache[key]
+def sampled_points(data, ctx: Context) -> tuple[tuple, str]:
+    """Sampled networks and theory at each width of the profile, from the run's store: claims 7 and 8 and
+    figure 2c share one sampling (``experiments.attention_paths.sampled_markov_networks``, seeded by the
+    run's seed). Only the report's data is sampled: ``data`` must be "authors" (the authors' features when
+    present, else the report's own draw)."""
+    if data != "authors":
+        raise ValueError(f"data must be 'authors' (the data figure 2c samples), got {data!r}")
+    points = ctx.store.get(sampled_markov_networks, profile=ctx.profile, seed=ctx.run_seed)
+    source = ctx.store.get(four_path_markov_data, seed=ctx.run_seed)
+    origin = ("authors' features (shared/data)" if source.source == "authors"
+              else f"generated from the run's seed {ctx.run_seed}")
+    return points, origin
 
 
 def _point_figures(point) -> dict:

@@ -15,6 +15,7 @@ from typing import Any, Callable, Literal
 import numpy as np
 from hypothesis import strategies as st
 
+from ..experiments.store import Store
 from ..numerics.backend import Backend
 from .evidence import Evidence
 
@@ -24,12 +25,16 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
 
 @dataclass(frozen=True)
 class Context:
-    """What a check may use besides its parameters: profile, backend and its random generator."""
+    """What a check may use besides its parameters: profile, backend, its random generator (seeded by
+    the example's ``seed``), the run's seed and the run's store of experiment results (shared by the
+    claims and report sections of one run: ``ctx.store.get(experiment, **parameters)``)."""
 
     profile: str
     backend: Backend
     rng: np.random.Generator
     seed: int
+    run_seed: int = 0
+    store: Store = field(default_factory=Store, compare=False, repr=False)
 
     def choose(self, *, quick: Any, thorough: Any) -> Any:
         """The value for the current profile (sample sizes, grid sizes, numbers of seeds)."""

@@ -26,6 +26,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
+from ..experiments.store import Store
+from ..files import write_atomically
 from ..numerics.arguments import backend as checked_backend, integer
 from ..numerics.backend import Backend, to_numpy
 from ..numerics.cache import cache_directory
@@ -144,10 +146,13 @@ def jsonable(value: Any) -> Any:
     return number if math.isfinite(number) else None
 
 
-def evaluate(claim: Claim, parameters: dict, seed: int, *, profile: str = "quick", backend: Any = None) -> Example:
-    """Run the check of ``claim`` on one example; exceptions become an error, not a crash."""
+def evaluate(claim: Claim, parameters: dict, seed: int, *, profile: str = "quick", backend: Any = None,
+             run_seed: int = 0, store: Store | None = None) -> Example:
+    """Run the check of ``claim`` on one example (its Monte Carlo ``seed``) in a run of seed ``run_seed``
+    whose experiments ``store`` holds (a fresh one when None); exceptions become an error, not a crash."""
     backend = checked_backend(backend)
-    ctx = Context(profile=profile, backend=backend, rng=np.random.default_rng(seed), seed=seed)
+    ctx = Context(profile=profile, backend=backend, rng=np.random.default_rng(seed), seed=seed,
+                  run_seed=run_seed, store=Store() if store is None else store)
     start = time.perf_counter()
     try:
         evidence = claim.check(dict(parameters), ctx)
@@ -172,17 +177,24 @@ def run_claim(
     seed: int = 0,
     progress: Callable[[Claim, int, int], None] | None = None,
     examples: int | None = None,
+    store: Store | None = None,
 ) -> ClaimResult:
     """Check ``claim`` on hypothesis-drawn examples; shrink the first failure to a minimal one.
     ``examples`` overrides the claim's number for the profile (``claim.examples[profile]``); a run replays
-    from its seed and that number."""
+    from its seed and that number. ``store`` holds the run's experiment results (shared by the claims of a
+    run; a fresh one when None)."""
     if not isinstance(claim, Claim):
         raise TypeError(f"claim must be a Claim (made with @claim), got {type(claim).__name__}")
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
     backend = checked_backend(backend)
     seed = integer("seed", seed, 0)
+    if store is None:
+        store = Store()
+    elif not isinstance(store, Store):
+        raise TypeError(f"store must be an attnverify.experiments.Store or None, got {type(store).__name__}")
     use_cache_for_hypothesis()
+    draw_independently_of_loaded_modules()
     requested = None if examples is None else integer("examples", examples, 1)
     total = claim.examples[profile] if requested is None else requested
     checked: list[Example] = []
@@ -211,7 +223,8 @@ def run_claim(
                 if state["shrink_trials"] >= claim.shrink_budget:
                     return  # budget spent: untried shrinks count as passing, the best failure stays
                 state["shrink_trials"] += 1
-            example = evaluate(claim, parameters, monte_carlo_seed, profile=profile, backend=backend)
+            example = evaluate(claim, parameters, monte_carlo_seed, profile=profile, backend=backend,
+                               run_seed=seed, store=store)
             if not state["failed"]:
                 checked.append(example)
                 if progress is not None:
@@ -251,6 +264,29 @@ def run_claim(
     )
 
 
+def _no_local_constants():
+    from hypothesis.internal.conjecture.providers import Constants
+
+    return Constants()
+
+
+def draw_independently_of_loaded_modules() -> None:
+    """Make hypothesis' draws depend on the seed alone. hypothesis (≥ 6.131) sometimes draws a literal
+    constant found in the source of the "local" modules loaded so far (those outside site-packages: this
+    package in an editable install, a user's claims file, test files), so the same claim and seed drew
+    different parameters in a report (many modules loaded) and in its replay ``attnverify check --only``.
+    The pool of local constants is kept empty; hypothesis' own pool of edge values stays."""
+    from hypothesis.internal.conjecture import providers
+
+    if getattr(providers, "_get_local_constants", None) is not _no_local_constants:
+        if not hasattr(providers, "_get_local_constants"):
+            raise RuntimeError("this hypothesis version has no _get_local_constants: check that draws still do "
+                               "not depend on the loaded modules (tests/checks/test_runner.py) and update "
+                               "draw_independently_of_loaded_modules")
+        providers._get_local_constants = _no_local_constants
+        providers.CONSTANTS_CACHE.cache.clear()
+
+
 def use_cache_for_hypothesis() -> None:
     """Keep hypothesis' own files (its storage directory) under the project's cache folder, not in a
     ``.hypothesis/`` folder of whatever directory the user runs from; ``$HYPOTHESIS_STORAGE_DIRECTORY``
@@ -275,11 +311,14 @@ def run_claims(
     seed: int = 0,
     progress: Callable[[Claim, int, int], None] | None = None,
     on_result: Callable[[ClaimResult], None] | None = None,
+    store: Store | None = None,
 ) -> list[ClaimResult]:
-    """Run claims one after another; ``on_result`` sees each result as soon as it is done."""
+    """Run claims one after another, sharing one experiments ``store``; ``on_result`` sees each result as
+    soon as it is done."""
     results = []
+    store = Store() if store is None else store
     for c in claims:
-        result = run_claim(c, profile=profile, backend=backend, seed=seed, progress=progress)
+        result = run_claim(c, profile=profile, backend=backend, seed=seed, progress=progress, store=store)
         results.append(result)
         if on_result is not None:
             on_result(result)
@@ -291,14 +330,6 @@ def results_document(results: list[ClaimResult], not_run: Iterable[str] = ()) ->
     the claims it has not run yet, e.g. when interrupted)."""
     not_run = list(not_run)
     return {"complete": not not_run, "not_run": not_run, "claims": [r.as_dict() for r in results]}
-
-
-def write_atomically(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: a reader never sees half of it."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def write_json(document: dict, path: str | Path) -> None:

@@ -31,3 +31,19 @@ def threads(count: int | None) -> Iterator[None]:
         _controller = ThreadpoolController()
     with _controller.limit(limits=count, user_api="blas"):
         yield
+
+
+_process_limit = None  # the limit set_process_threads keeps open for the life of the process
+
+
+def set_process_threads(count: int) -> None:
+    """Limit every loaded BLAS to ``count`` threads for the rest of this process (a worker of a parallel run,
+    where the parallelism is across workers)."""
+    global _controller, _process_limit
+    if _controller is None:
+        import numpy  # noqa: F401
+        import scipy.linalg  # noqa: F401
+        from threadpoolctl import ThreadpoolController
+
+        _controller = ThreadpoolController()
+    _process_limit = _controller.limit(limits=count, user_api="blas")

@@ -23,8 +23,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..checks.attention_paths import DENOISING, GOOD, MARKOV_TEMPERATURE
+from ..checks.attention_paths import DENOISING, GOOD
 from ..derivations import attention_paths as theory
+from ..experiments.attention_paths import (FOUR_PATH_HEADS, SAMPLED_WIDTHS, TEMPERATURE, TEST_SIZE, TRAIN_SIZE,
+                                           four_path_markov_data, integer_seed, sampled_markov_networks)
+from ..experiments.store import Store
 from ..numerics.attention_paths import kernel_task_alignment
 from ..numerics.attention_paths import experiments
 from ..numerics.attention_paths.experiments import TheoryPoint
@@ -37,18 +40,9 @@ THEORY = "attention_paths"
 TITLE = ("Attention paths: the finite-width theory of a Bayesian transformer "
          "(Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS 2024)")
 
-TEMPERATURE = MARKOV_TEMPERATURE
-"""Bayesian temperature T of the Markov task (spec §4.1: T = 0.01)."""
-
-TRAIN_SIZE, TEST_SIZE = 100, 1000
-"""P training sequences (50 per class) and test sequences (spec §4.1)."""
-
 WIDTHS = {"quick": (10, 30, 50, 100, 300, 500, 1000),
           "thorough": (10, 30, 50, 100, 300, 500, 1000, 5000, 10000)}
 """Widths N (= n_0 = n_1 = n_2) of the sweeps: the paper's grid, and two larger ones in the thorough profile."""
-
-FOUR_PATH_HEADS = (2, 2)
-"""Heads per layer of the 4-path network of Fig. 2c: [good, random] × [uniform, random]."""
 
 TWO_PATH_HEADS = (2, 1)
 """Heads per layer of the 2-path network of Fig. 2e: [good, uniform] × [uniform]."""
@@ -85,35 +79,6 @@ GP_LABELS = {"all_paths": "all paths", "good": "good path (g)", "good_denoising"
 # ---------------------------------------------------------------------------------------------
 # seeds and data
 # ---------------------------------------------------------------------------------------------
-
-
-def _seed_of(sequence: np.random.SeedSequence) -> int:
-    """A 32-bit integer seed from a SeedSequence (what ``head_seed`` accepts)."""
-    return int(sequence.generate_state(1)[0])
-
-
-def four_path_data(data_seed: np.random.SeedSequence, head_seed: int, *, backend: Any = None
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str, str]:
-    """(X, y, X_test, y_test, source, description) of the 4-path network on the Markov task.
-
-    The authors' features (source "authors") when ``experiments.authors_markov_data()`` finds them, else
-    P = 100 and 1000 test sequences drawn by :func:`markov_dataset` with ``data_seed`` and ``head_seed``
-    (source "generated").
-    """
-    loaded = experiments.authors_markov_data()
-    if loaded is not None:
-        X, y, Xt, yt = (np.asarray(a, dtype=float) for a in loaded)
-        return X, y, Xt, yt, "authors", (
-            f"the authors' own path features ({experiments.AUTHORS_MARKOV_FILE} in shared/data, built by the "
-            "paper's code with its torch seeds: the paper's data realisation)")
-    be = get_backend(backend)
-    X, y, Xt, yt = markov_dataset(MarkovChainTask(), "4paths", TRAIN_SIZE, TEST_SIZE, seed=data_seed,
-                                  head_seed=head_seed, backend=be)
-    return (np.asarray(be.to_numpy(X), dtype=float), np.asarray(y, dtype=float),
-            np.asarray(be.to_numpy(Xt), dtype=float), np.asarray(yt, dtype=float), "generated",
-            f"features generated here (markov_dataset, numpy random streams, head seed {head_seed}): the authors' "
-            f"file {experiments.AUTHORS_MARKOV_FILE} was not found, so this is a different data realisation "
-            "than the paper's")
 
 
 def _gp_lines(X, y, Xt, yt, subnetworks: dict[str, list[int]]) -> dict[str, TheoryPoint]:
@@ -235,18 +200,12 @@ def _sampled_table(source: str, sampled) -> Table:
 
 
 def _four_path_figure(out_dir: Path, X, y, Xt, yt, source: str, description: str, *, widths, progress,
-                      sampler_settings=None, sampled_widths=(), seed: int = 0
-                      ) -> tuple[Figure, list[TheoryPoint], list[Table]]:
+                      sampled=()) -> tuple[Figure, list[TheoryPoint], list[Table]]:
     progress("attention_paths: figure 2c, GP lines of the 4-path network and its subnetworks")
     gp = _gp_lines(X, y, Xt, yt, {"all_paths": [0, 1, 2, 3], "good": [GOOD], "good_denoising": [GOOD, DENOISING]})
     points = experiments.width_sweep(X, y, Xt, yt, heads=FOUR_PATH_HEADS, widths=widths, temperature=TEMPERATURE,
                                      progress=lambda m: progress(f"attention_paths: figure 2c (4 paths), {m}"))
     data = _sweep_data(points, FOUR_PATH_NAMES, FOUR_PATH_DISPLAY)
-    sampled = []
-    for N in sampled_widths:
-        progress(f"attention_paths: figure 2c, sampling networks at N = {N}")
-        sampled.append(experiments.sampled_point(X, y, Xt, yt, heads=FOUR_PATH_HEADS, width=N,
-                                                 temperature=TEMPERATURE, seed=seed + N, settings=sampler_settings))
     data["sampled"] = [{"width": q.width, "U": q.order_parameter.tolist(), "U_mcse": q.order_parameter_mcse.tolist(),
                         "accuracy": q.accuracy.as_dict(), "diagnostics": q.diagnostics, "converged": q.converged}
                        for q in sampled]
@@ -424,7 +383,7 @@ numbers are in the captions and tables.
 
 
 def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
-                  progress: Callable[[str], None]) -> Section:
+                  progress: Callable[[str], None], store: Store | None = None) -> Section:
     """The attention-paths section: derivations, figures 2c, 2d and 2e, and tables of the accuracies
     against N, of U at N = 10 and of the solver's time.
 
@@ -433,29 +392,26 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
     predictor run in numpy. ``seed`` (an integer ≥ 0) fixes every random draw through
     SeedSequence(seed).spawn; the authors' 4-path features, when present, do not depend on it.
     """
-    check_section_arguments(profile, seed, progress)
+    store = check_section_arguments(profile, seed, progress, store)
     be = get_backend(backend)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     widths = WIDTHS[profile]
-    four_data, four_heads, two_data, two_heads = np.random.SeedSequence(seed).spawn(4)
+    _, _, two_data, two_heads = np.random.SeedSequence(seed).spawn(4)  # the first two: four_path_markov_data
 
     progress("attention_paths: deriving the action, saddle-point equations and GP limit (sympy)")
     derivations = theory.derivations()
 
     progress("attention_paths: figure 2c, loading or drawing the 4-path features")
-    X, y, Xt, yt, source, description = four_path_data(four_data, _seed_of(four_heads), backend=be)
-    from ..checks.attention_paths import SAMPLED_WIDTHS
-    from ..numerics.attention_paths.sampling import SamplerSettings
-
-    settings = (SamplerSettings(chains=4, warmup=150, draws=400) if profile == "quick"
-                else SamplerSettings(chains=8, warmup=400, draws=1000))
-    fig_c, points_c, tables_c = _four_path_figure(out_dir, X, y, Xt, yt, source, description, widths=widths,
-                                                  progress=progress, sampler_settings=settings,
-                                                  sampled_widths=SAMPLED_WIDTHS[profile], seed=seed)
+    four = store.get(four_path_markov_data, seed=seed, backend=be.name)
+    progress(f"attention_paths: figure 2c, sampling networks at N = {SAMPLED_WIDTHS[profile]}")
+    sampled = store.get(sampled_markov_networks, profile=profile, seed=seed)
+    fig_c, points_c, tables_c = _four_path_figure(out_dir, four.X, four.y, four.X_test, four.y_test, four.source,
+                                                  four.description, widths=widths, progress=progress,
+                                                  sampled=sampled)
     U_alignment = next(p.order_parameter for p in points_c if p.width == ALIGNMENT_WIDTH)
-    fig_d = _alignment_figure(out_dir, X, y, U_alignment, source, progress=progress)
-    fig_e, points_e, table_e = _two_path_figure(out_dir, two_data, _seed_of(two_heads), widths=widths, be=be,
+    fig_d = _alignment_figure(out_dir, four.X, four.y, U_alignment, four.source, progress=progress)
+    fig_e, points_e, table_e = _two_path_figure(out_dir, two_data, integer_seed(two_heads), widths=widths, be=be,
                                                 progress=progress)
 
     from .one_shot import figure3

@@ -2,8 +2,9 @@
 
 ``build_report(DIR)`` writes ``DIR/index.html`` (MathML, no network resources), ``DIR/report.md``
 (LaTeX), ``DIR/results.json`` (every figure's data, every table, every claim result, metadata)
-and the PNGs the sections draw. results.json is rewritten after the section and after every
-claim, so an interrupted run keeps what it finished (``"complete": false`` until the end).
+and the PNGs the sections draw. Sections and claims are tasks of one run (serially, or on worker
+processes: ``workers``), sharing the run's store of experiments; results.json is rewritten after every
+finished task, so an interrupted run keeps what it finished (``"complete": false`` until the end).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import datetime
 import importlib
 import platform
+import shutil
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -19,9 +22,13 @@ from typing import Callable
 from .. import __version__
 from ..checks import catalogue
 from ..checks.claim import PROFILES
-from ..checks.runner import jsonable, write_atomically, write_json
+from ..checks.runner import ClaimResult, Example, jsonable, write_json
+from ..experiments import scheduler
+from ..experiments.scheduler import Outcome, Task, run_tasks
+from ..experiments.store import Store
+from ..files import write_atomically
 from ..numerics.arguments import backend as checked_backend, integer
-from ..numerics.backend import Backend
+from ..numerics.backend import Backend, get_backend
 from .render import equation_latex, render_html, render_markdown
 from .results import run_claim_or_error
 from .section import Section, TheoryOutcome
@@ -117,10 +124,11 @@ def _write_results(out_dir: Path, outcomes: list[TheoryOutcome], metadata: dict,
 
 
 def _build_section(outcome: TheoryOutcome, out_dir: Path, *, profile: str, backend: Backend, seed: int,
-                   progress: Callable[[str], None]) -> None:
+                   progress: Callable[[str], None], store: Store) -> None:
     try:
         provider = importlib.import_module(f"{__package__}.{outcome.theory}")
-        section = provider.build_section(out_dir, profile=profile, backend=backend, seed=seed, progress=progress)
+        section = provider.build_section(out_dir, profile=profile, backend=backend, seed=seed, progress=progress,
+                                         store=store)
         if not isinstance(section, Section):
             raise TypeError(f"build_section of {outcome.theory} returned {type(section).__name__}, not Section")
     except Exception:
@@ -132,6 +140,32 @@ def _build_section(outcome: TheoryOutcome, out_dir: Path, *, profile: str, backe
             outcome.warnings.append(f"figure file {figure.filename!r} was not written into the report directory")
 
 
+def section_task(theory: str, out_dir: str, profile: str, backend: str, seed: int, store: str) -> TheoryOutcome:
+    """A task of the run (:mod:`attnverify.experiments.scheduler`): build ``theory``'s section into
+    ``out_dir``, its experiments in the run's store folder ``store``, and print its derivations once."""
+    outcome = TheoryOutcome(theory)
+    start = time.perf_counter()
+    _build_section(outcome, Path(out_dir), profile=profile, backend=get_backend(backend), seed=seed,
+                   progress=scheduler.progress, store=Store(store))
+    if outcome.section is not None:
+        outcome.rendered = _rendered_section(outcome.section)
+    outcome.seconds = time.perf_counter() - start
+    return outcome
+
+
+def claim_task(name: str, profile: str, backend: str, seed: int, examples: int | None, store: str) -> dict:
+    """A task of the run: check the built-in claim ``name``; its experiments come from the store folder."""
+    (claim,) = [c for c in catalogue.builtin_claims() if c.name == name]
+    result = run_claim_or_error(claim, profile=profile, backend=get_backend(backend), seed=seed, examples=examples,
+                                store=Store(store),
+                                progress=lambda c, i, n: scheduler.progress(f"{c.name}: example {i}/{n}"))
+    return result.as_dict()
+
+
+def _section_name(theory: str) -> str:
+    return f"{theory} (section)"
+
+
 def build_report(
     out_dir: str | Path,
     *,
@@ -141,10 +175,13 @@ def build_report(
     only: str | None = None,
     progress: Callable[[str], None] | None = None,
     examples: int | None = None,
+    workers: int = 1,
 ) -> dict:
     """Write the report of every theory in :data:`SECTIONS` (or those ``only`` names) into
     ``out_dir`` and return the results.json document. ``examples`` overrides every claim's number of
-    examples for the profile.
+    examples for the profile. ``workers`` > 1 runs the sections and claims on that many worker processes
+    (a theory's claims start after its section, whose experiments they share through the run's store);
+    the results are the same as with one.
 
     A section that fails to build, or a claim that crashes, is reported in place (with its
     traceback) and the build goes on; ``document["ok"]`` is True only when nothing failed and
@@ -155,6 +192,7 @@ def build_report(
     seed = integer("seed", seed, 0)
     if examples is not None:
         examples = integer("examples", examples, 1)
+    workers = integer("workers", workers, 1)
     theories = select_theories(only)
     backend = checked_backend(backend)
     say = progress or (lambda message: None)
@@ -163,37 +201,75 @@ def build_report(
     metadata = _metadata(profile, backend, seed, only)
     if examples is not None:
         metadata["examples"] = examples
-    outcomes: list[TheoryOutcome] = []
     builtin = catalogue.builtin_claims()
-    planned = {t: [f"{t} (section)"] + [c.name for c in builtin if c.theory == t] for t in theories}
+    claims = {t: [c for c in builtin if c.theory == t] for t in theories}
+    outcomes = {t: TheoryOutcome(t) for t in theories}
+    finished_claims: dict[str, dict] = {}
+    store = tempfile.mkdtemp(prefix="attnverify-store-")
+    common = dict(profile=profile, backend=backend.name, seed=seed, store=store)
+    tasks = [Task(_section_name(t), section_task, dict(theory=t, out_dir=str(out_dir), **common)) for t in theories]
+    tasks += [Task(c.name, claim_task, dict(name=c.name, examples=examples, **common), after=(_section_name(t),))
+              for t in theories for c in claims[t]]
+    position = {c.name: (k, len(claims[t])) for t in theories for k, c in enumerate(claims[t], 1)}
+    theory_of = {c.name: t for t in theories for c in claims[t]}
+    started = {t: None for t in theories}
 
-    def still_to_run(theory: str, done: int) -> list[str]:
-        """What is not finished after ``done`` items (section first, then claims) of ``theory``."""
-        later = theories[theories.index(theory) + 1:]
-        return planned[theory][done:] + [item for t in later for item in planned[t]] + ["index.html and report.md"]
+    def listed() -> list[TheoryOutcome]:
+        for t in theories:
+            outcomes[t].claims = [finished_claims[c.name] for c in claims[t] if c.name in finished_claims]
+        return [outcomes[t] for t in theories]
 
-    for theory in theories:
-        outcome = TheoryOutcome(theory)
-        outcomes.append(outcome)
-        start = time.perf_counter()
-        say(f"{theory}: building the section")
-        _build_section(outcome, out_dir, profile=profile, backend=backend, seed=seed, progress=say)
-        outcome.seconds = time.perf_counter() - start
-        _write_results(out_dir, outcomes, metadata, not_run=still_to_run(theory, 1))
-        claims = [c for c in builtin if c.theory == theory]
-        for k, claim in enumerate(claims, 1):
-            say(f"[{k}/{len(claims)}] {claim.name}: checking ({examples or claim.examples[profile]} examples)")
-            result = run_claim_or_error(
-                claim, profile=profile, backend=backend, seed=seed, examples=examples,
-                progress=lambda c, i, n: say(f"[{k}/{len(claims)}] {c.name}: example {i}/{n}"),
-            )
-            outcome.claims.append(result.as_dict())
-            outcome.seconds = time.perf_counter() - start
-            say(f"[{k}/{len(claims)}] {claim.name}: {result.status}, "
-                f"{'OK' if result.ok else 'UNEXPECTED'} ({result.seconds:.1f} s)")
-            _write_results(out_dir, outcomes, metadata, not_run=still_to_run(theory, 1 + k))
+    def not_run() -> list[str]:
+        return [task.name for task in tasks if task.name not in done] + ["index.html and report.md"]
 
+    def on_start(task: Task) -> None:
+        if task.function is section_task:
+            theory = task.arguments["theory"]
+            started[theory] = time.perf_counter()
+            say(f"{theory}: building the section")
+        else:
+            k, n = position[task.name]
+            say(f"[{k}/{n}] {task.name}: checking ({examples or _examples(task.name, profile)} examples)")
+
+    def on_done(outcome: Outcome) -> None:
+        done.add(outcome.name)
+        if outcome.name in theory_of:
+            k, n = position[outcome.name]
+            result = outcome.result if outcome.error is None else _crashed_claim(outcome, profile, backend, seed)
+            finished_claims[outcome.name] = result
+            say(f"[{k}/{n}] {outcome.name}: {result['status']}, {'OK' if result['ok'] else 'UNEXPECTED'} "
+                f"({result['seconds']:.1f} s)")
+        else:
+            theory = outcome.name[:-len(" (section)")]
+            if outcome.error is None:
+                outcomes[theory] = outcome.result
+            else:
+                outcomes[theory].errors.append(outcome.error)
+        for t in theories:  # wall time from the section's start to its theory's last finished task
+            if started[t] is not None:
+                outcomes[t].seconds = time.perf_counter() - started[t]
+        _write_results(out_dir, listed(), metadata, not_run=not_run())
+
+    done: set[str] = set()
+    try:
+        run_tasks(tasks, workers=workers, on_start=on_start, on_done=on_done, say=say)
+    finally:
+        shutil.rmtree(store, ignore_errors=True)
+    final = listed()
     say("writing index.html and report.md")
-    write_atomically(out_dir / "index.html", render_html(outcomes, metadata))
-    write_atomically(out_dir / "report.md", render_markdown(outcomes, metadata))
-    return _write_results(out_dir, outcomes, metadata, not_run=[])
+    write_atomically(out_dir / "index.html", render_html(final, metadata))
+    write_atomically(out_dir / "report.md", render_markdown(final, metadata))
+    return _write_results(out_dir, final, metadata, not_run=[])
+
+
+def _examples(name: str, profile: str) -> int:
+    (claim,) = [c for c in catalogue.builtin_claims() if c.name == name]
+    return claim.examples[profile]
+
+
+def _crashed_claim(outcome: Outcome, profile: str, backend: Backend, seed: int) -> dict:
+    """The result of a claim whose task itself failed (e.g. its worker died): status "error", traceback kept."""
+    (claim,) = [c for c in catalogue.builtin_claims() if c.name == outcome.name]
+    failure = Example(parameters={}, seed=seed, error=outcome.error)
+    return ClaimResult(claim=claim, status="error", examples=[], counterexample=failure, profile=profile,
+                       backend=backend.name, seed=seed, seconds=0.0, notes=["the claim's task failed outside its check"]).as_dict()

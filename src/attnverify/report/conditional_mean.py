@@ -28,6 +28,7 @@ from ..numerics.conditional_mean import learning
 from ..numerics.backend import get_backend
 from ..numerics.statistics import fit_line
 from .figures import pyplot, save_figure
+from ..experiments.store import Store
 from .section import Figure, Section, Table, check_section_arguments
 
 THEORY = "conditional_mean"
@@ -215,13 +216,13 @@ plus the last derived term of the expansion as the bias budget.
 
 
 def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
-                  progress: Callable[[str], None]) -> Section:
+                  progress: Callable[[str], None], store: Store | None = None) -> Section:
     """The conditional-mean section: derivations, the rate, constant, bandwidth and learning figures.
 
     Writes ``conditional_mean_*.png`` into ``out_dir``; ``seed`` fixes every draw through
     SeedSequence(seed).spawn.
     """
-    check_section_arguments(profile, seed, progress)
+    store = check_section_arguments(profile, seed, progress, store)
     get_backend(backend)  # validated; these simulations are small and run on numpy
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from ..checks.claim import Claim
 from ..checks.runner import ClaimResult, Example, run_claim
+from ..experiments.store import Store
 from ..numerics.backend import Backend
 
 #: Columns of the results table, in order.
@@ -28,12 +29,14 @@ def run_claim_or_error(
     seed: int,
     progress: Callable[[Claim, int, int], None] | None = None,
     examples: int | None = None,
+    store: Store | None = None,
 ) -> ClaimResult:
     """``run_claim``, except that a crash outside the check (e.g. in the parameter strategy)
     becomes a result with status ``"error"`` and its traceback, so one claim never ends a run."""
     start = time.perf_counter()
     try:
-        return run_claim(claim, profile=profile, backend=backend, seed=seed, progress=progress, examples=examples)
+        return run_claim(claim, profile=profile, backend=backend, seed=seed, progress=progress, examples=examples,
+                         store=store)
     except Exception as error:
         detail = "".join(traceback.format_exception_only(type(error), error)).strip()
         failure = Example(parameters={}, seed=seed, error=f"{detail}\n{traceback.format_exc()}")

@@ -29,6 +29,7 @@ from ..derivations import single_location as theory
 from ..numerics import single_location as sim
 from ..numerics.backend import Backend, get_backend
 from .figures import pyplot, save_figure
+from ..experiments.store import Store
 from .section import Figure, Section, Table, check_section_arguments
 
 THEORY = "single_location"
@@ -569,14 +570,14 @@ exactly in four dimensions. Error bars are ± 2 standard errors.
 
 
 def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
-                  progress: Callable[[str], None]) -> Section:
+                  progress: Callable[[str], None], store: Store | None = None) -> Section:
     """The single-location regression section: derivations, four figures (three in the quick
     profile: no SGD), and tables of the risks against L and of the descent end points.
 
     Writes ``single_location_*.png`` into ``out_dir``. ``backend`` (a Backend or a name) runs every
     simulation; ``seed`` (an integer ≥ 0) fixes every random draw through SeedSequence(seed).spawn.
     """
-    check_section_arguments(profile, seed, progress)
+    store = check_section_arguments(profile, seed, progress, store)
     be = get_backend(backend)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+
+from ...files import write_atomically
 
 
 def fingerprint(X, y) -> str:
@@ -54,18 +54,10 @@ class SolutionStore:
         """Write one record atomically: a crash leaves the old state or the new file, never half of it."""
         if "metadata" in arrays:
             raise ValueError("arrays must not contain the key 'metadata' (it holds the record's JSON metadata)")
-        self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{name}.npz"
-        handle, temporary = tempfile.mkstemp(dir=self.folder, suffix=".npz.part")
-        try:
-            with os.fdopen(handle, "wb") as stream:
-                np.savez(stream, metadata=np.array(json.dumps(metadata)),
-                         **{key: np.asarray(value, dtype=np.float64) for key, value in arrays.items()})
-            os.chmod(temporary, 0o644)  # mkstemp makes it private; the results are not secret
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_atomically(path, lambda stream: np.savez(
+            stream, metadata=np.array(json.dumps(metadata)),
+            **{key: np.asarray(value, dtype=np.float64) for key, value in arrays.items()}))
         return path
 
     def get(self, features: str, heads: Sequence[int], width: float, temperature: float,

@@ -1,0 +1,85 @@
+"""The run-scoped store of experiment results (no module-level caches).
+
+``store.get(experiment, **parameters)`` returns ``experiment(**parameters)``, computed once per store.
+Parameters must be plain values (str, int, float, bool, None, or tuples of them): they make the key,
+together with the experiment's module and name, so a result is found again only for the same call.
+With a ``directory``, results are also pickled there (atomically), so that worker processes of one run
+share them and a result outlives the process that computed it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import threading
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from ..files import write_atomically
+
+T = TypeVar("T")
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _check_plain(name: str, value: Any) -> None:
+    if isinstance(value, tuple):
+        for item in value:
+            _check_plain(name, item)
+    elif not isinstance(value, _PLAIN):
+        raise TypeError(f"experiment parameter {name!r} must be a str, int, float, bool, None or a tuple of them "
+                        f"(it is part of the store's key), got {type(value).__name__}")
+
+
+class Store:
+    """Results of experiments for one run, keyed by (experiment, parameters)."""
+
+    def __init__(self, directory: str | Path | None = None) -> None:
+        self.directory = None if directory is None else Path(directory)
+        if self.directory is not None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        self._results: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(experiment: Callable, parameters: dict) -> str:
+        """``module.name(a=1, b='x')`` with the parameters sorted by name."""
+        for name, value in parameters.items():
+            _check_plain(name, value)
+        arguments = ", ".join(f"{k}={parameters[k]!r}" for k in sorted(parameters))
+        return f"{experiment.__module__}.{experiment.__qualname__}({arguments})"
+
+    def _path(self, key: str) -> Path:
+        return self.directory / (hashlib.sha256(key.encode()).hexdigest()[:24] + ".pickle")
+
+    def get(self, experiment: Callable[..., T], **parameters: Any) -> T:
+        """``experiment(**parameters)``, computed at most once per store (and per directory)."""
+        if not callable(experiment):
+            raise TypeError(f"experiment must be callable, got {experiment!r}")
+        key = self.key(experiment, parameters)
+        with self._lock:
+            if key in self._results:
+                return self._results[key]
+        if self.directory is not None and self._path(key).is_file():
+            with open(self._path(key), "rb") as handle:
+                stored_key, result = pickle.load(handle)
+            if stored_key == key:
+                with self._lock:
+                    self._results[key] = result
+                return result
+        result = experiment(**parameters)
+        with self._lock:
+            self._results[key] = result
+        if self.directory is not None:
+            write_atomically(self._path(key), pickle.dumps((key, result), protocol=pickle.HIGHEST_PROTOCOL))
+        return result
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._results or (self.directory is not None and self._path(key).is_file())
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def __repr__(self) -> str:
+        where = f", directory={str(self.directory)!r}" if self.directory is not None else ""
+        return f"Store({len(self._results)} results{where})"

@@ -1,0 +1,50 @@
+"""The run-scoped store: an experiment runs once per store (and per folder), keyed by its parameters."""
+
+import pickle
+
+import pytest
+
+from attnverify.experiments import Store
+
+calls = []
+
+
+def square(*, x):
+    calls.append(x)
+    return {"square": x * x}
+
+
+def test_an_experiment_runs_once_per_parameters():
+    calls.clear()
+    store = Store()
+    assert store.get(square, x=3) == {"square": 9}
+    assert store.get(square, x=3) is store.get(square, x=3)
+    assert store.get(square, x=4) == {"square": 16}
+    assert calls == [3, 4] and len(store) == 2
+
+
+def test_a_folder_shares_results_between_stores(tmp_path):
+    calls.clear()
+    first = Store(tmp_path)
+    first.get(square, x=5)
+    second = Store(tmp_path)  # e.g. another worker process of the same run
+    assert second.get(square, x=5) == {"square": 25}
+    assert calls == [5]
+    (stored,) = tmp_path.glob("*.pickle")
+    key, value = pickle.loads(stored.read_bytes())
+    assert key == Store.key(square, {"x": 5}) and value == {"square": 25}
+
+
+def test_the_key_names_the_experiment_and_its_sorted_parameters():
+    assert Store.key(square, {"x": 1, "a": "b"}) == f"{__name__}.square(a='b', x=1)"
+
+
+@pytest.mark.parametrize("value", [[1, 2], {"a": 1}, object(), (1, [2])])
+def test_parameters_must_be_plain_values(value):
+    with pytest.raises(TypeError, match="experiment parameter 'x'"):
+        Store().get(square, x=value)
+
+
+def test_experiment_must_be_callable():
+    with pytest.raises(TypeError, match="experiment must be callable"):
+        Store().get(3)
