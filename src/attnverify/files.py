@@ -11,9 +11,8 @@ from typing import BinaryIO, Callable
 def write_atomically(path: str | Path, content: str | bytes | Callable[[BinaryIO], None]) -> Path:
     """Write ``content`` (text as UTF-8, bytes, or a function writing into a binary stream) to ``path``
     through a uniquely named temporary file in the same folder and a rename; several processes may
-    write the same path at once."""
+    write the same path at once. The folder must exist."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     try:
         with os.fdopen(handle, "wb") as stream:

@@ -14,9 +14,13 @@ entropy_module = importlib.import_module("attnverify.numerics.attention_paths.en
 solver_module = importlib.import_module("attnverify.numerics.attention_paths.saddle_point")
 
 CLAIMS = claims_in_module(claims)
-SAMPLED = ("attention_paths.sampled_networks_match_theory", "attention_paths.sampled_networks_approach_gp")
-"""Claims on figure 2c's sampled networks: the quick tier runs them with the section that samples them
-(``tests/report/test_attention_paths_section.py``), sharing its store, as a report does."""
+SHARED_WITH_SECTION = ("attention_paths.sampled_networks_match_theory", "attention_paths.sampled_networks_approach_gp",
+                       "attention_paths.one_shot_cache_is_the_trained_network",
+                       "attention_paths.one_shot_head_scores_predict_pruning",
+                       "attention_paths.one_shot_network_generalises_to_new_classes")
+"""Claims on the experiments of figures 2c and 3 (sampled networks, the one-shot networks and their analyses):
+the quick tier runs them, and their power tests, with the section that computes those experiments
+(``tests/report/test_attention_paths_section.py``), sharing its store as a report does."""
 
 
 def test_the_six_claims_of_the_issue_are_registered():
@@ -26,7 +30,7 @@ def test_the_six_claims_of_the_issue_are_registered():
         assert f"attention_paths.{expected}" in names
 
 
-QUICK = [c for c in CLAIMS if c.name not in SAMPLED]
+QUICK = [c for c in CLAIMS if c.name not in SHARED_WITH_SECTION]
 
 
 @pytest.mark.parametrize("claim", QUICK, ids=[c.name for c in QUICK])
@@ -63,31 +67,9 @@ THOROUGH_STORE = Store()  # claims 7 and 8 share one sampling, as in a run
 
 
 @pytest.mark.thorough
-@pytest.mark.xdist_group("attention_paths_thorough_claims")  # one worker: claims 7 and 8 share THOROUGH_STORE
 @pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
 def test_claim_comes_out_as_expected_in_the_thorough_profile(claim):
     result = run_claim(claim, profile="thorough", seed=0, store=THOROUGH_STORE)
     assert result.ok, (result.status, result.counterexample.as_dict() if result.counterexample else None)
 
 
-def test_one_shot_claims_have_power(monkeypatch):
-    """Power: scores that equal the measured drops (a perfect theory) make the pruning claim hold, so its
-    refutation on the real scores is a finding, not a check that cannot pass; and a cache whose recorded
-    PyTorch accuracy is off by 1% refutes the cache claim."""
-    import dataclasses
-
-    from attnverify.checks import one_shot
-
-    analyses = one_shot.one_shot_analyses("quick")
-    perfect = [dataclasses.replace(a, pruning=dataclasses.replace(
-        a.pruning, scores={h: e.mean for h, e in a.pruning.drops.items()})) for a in analyses]
-    monkeypatch.setattr(one_shot, "one_shot_analyses", lambda profile: perfect)
-    result = run_claim(claims.one_shot_head_scores_predict_pruning, profile="quick", seed=0)
-    assert result.status == "holds" and not result.ok  # expected refuted: a perfect theory would contradict that
-
-    networks, shared, data, paths = one_shot.one_shot_inputs("quick")
-    first = min(networks)
-    shifted = dataclasses.replace(networks[first], metadata={**networks[first].metadata,
-                                                             "test_accuracy": networks[first].metadata["test_accuracy"] + 0.01})
-    monkeypatch.setattr(one_shot, "one_shot_inputs", lambda profile: ({**networks, first: shifted}, shared, data, paths))
-    assert run_claim(claims.one_shot_cache_is_the_trained_network, profile="quick", seed=0).status == "refuted"

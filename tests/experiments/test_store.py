@@ -35,8 +35,18 @@ def test_a_folder_shares_results_between_stores(tmp_path):
     assert key == Store.key(square, {"x": 5}) and value == {"square": 25}
 
 
-def test_the_key_names_the_experiment_and_its_sorted_parameters():
-    assert Store.key(square, {"x": 1, "a": "b"}) == f"{__name__}.square(a='b', x=1)"
+def power(*, x, exponent=2):
+    return x**exponent
+
+
+def test_the_key_names_the_experiment_and_all_its_parameters_sorted():
+    assert Store.key(power, {"x": 1}) == f"{__name__}.power(exponent=2, x=1)"
+    assert Store.key(power, {"x": 1, "exponent": 2}) == Store.key(power, {"x": 1})
+
+
+def test_parameters_the_experiment_does_not_take_are_refused():
+    with pytest.raises(TypeError, match="does not take these parameters"):
+        Store().get(power, y=1)
 
 
 @pytest.mark.parametrize("value", [[1, 2], {"a": 1}, object(), (1, [2])])

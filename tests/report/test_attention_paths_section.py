@@ -27,9 +27,6 @@ FILES = ("attention_paths_fig2c.png", "attention_paths_fig2d.png", "attention_pa
 SEED = 0
 
 
-pytestmark = pytest.mark.xdist_group("test_attention_paths_section")  # its module fixture is built once, on one worker
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("attention_paths_report")
@@ -198,10 +195,13 @@ def test_tables(built):
     assert all(row[1] >= 0 and row[2] >= 0 for row in timing.rows)
 
 
-@pytest.mark.parametrize("name", ["sampled_networks_match_theory", "sampled_networks_approach_gp"])
-def test_sampled_network_claims_share_figure_2c_sampling(built, name):
-    """Claims 7-8 read figure 2c's sampled networks from the run's store: they hold (the quick tier's run of
-    these claims), they sample nothing more, and their figures are the figure's numbers."""
+@pytest.mark.parametrize("name", ["sampled_networks_match_theory", "sampled_networks_approach_gp",
+                                  "one_shot_cache_is_the_trained_network", "one_shot_head_scores_predict_pruning",
+                                  "one_shot_network_generalises_to_new_classes"])
+def test_claims_share_the_section_experiments(built, name):
+    """The claims on figures 2c and 3 read the section's experiments from the run's store: they come out as
+    expected (the quick tier's run of these claims), compute no experiment the section had not, and the
+    sampled-network claims' figures are figure 2c's numbers."""
     from attnverify.checks import attention_paths as claims
     from attnverify.checks import run_claim
 
@@ -214,8 +214,34 @@ def test_sampled_network_claims_share_figure_2c_sampling(built, name):
     figures = result.examples[0].evidence.figures
     if name == "sampled_networks_match_theory":
         assert [q["U_sampled"] for q in figures["points"]] == [q["U"] for q in sampled]
-    else:
+    elif name == "sampled_networks_approach_gp":
         assert figures["widths"] == [q["width"] for q in sampled]
+
+
+def test_one_shot_claims_have_power(built, monkeypatch):
+    """Power: scores that equal the measured drops (a perfect theory) make the pruning claim hold, so its
+    refutation on the real scores is a finding, not a check that cannot pass; and a cache whose recorded
+    PyTorch accuracy is off by 1% refutes the cache claim."""
+    import dataclasses
+
+    from attnverify.checks import attention_paths as claims
+    from attnverify.checks import one_shot
+    from attnverify.checks import run_claim
+
+    analyses = STORE.get(one_shot.one_shot_analyses, profile="quick")
+    perfect = [dataclasses.replace(a, pruning=dataclasses.replace(
+        a.pruning, scores={h: e.mean for h, e in a.pruning.drops.items()})) for a in analyses]
+    monkeypatch.setattr(one_shot, "one_shot_analyses", lambda *, profile: perfect)
+    result = run_claim(claims.one_shot_head_scores_predict_pruning, profile="quick", seed=0)
+    assert result.status == "holds" and not result.ok  # expected refuted: a perfect theory would contradict that
+
+    inputs = STORE.get(one_shot.one_shot_inputs, profile="quick")
+    first = min(inputs.networks)
+    shifted = dataclasses.replace(inputs.networks[first], metadata={
+        **inputs.networks[first].metadata, "test_accuracy": inputs.networks[first].metadata["test_accuracy"] + 0.01})
+    monkeypatch.setattr(one_shot, "one_shot_inputs",
+                        lambda *, profile: dataclasses.replace(inputs, networks={**inputs.networks, first: shifted}))
+    assert run_claim(claims.one_shot_cache_is_the_trained_network, profile="quick", seed=0).status == "refuted"
 
 
 @pytest.mark.parametrize("kwargs, error", [

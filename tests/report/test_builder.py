@@ -162,3 +162,22 @@ def test_jsonable_makes_strict_json():
         "a": [0, 1, 2], "b": 0.5, "c": None, "d": [1, 2], "e": 0.25,
         "f": {"filename": "x.png", "caption": "c", "data": {}},
     }
+
+
+@pytest.mark.thorough
+def test_two_workers_build_the_serial_report(tmp_path):
+    """The conditional-mean report on 2 worker processes equals the serial one: same claims, same verdicts,
+    same drawn examples; numbers equal up to round-off (BLAS runs one thread per worker)."""
+    import numpy as np
+
+    serial = builder.build_report(tmp_path / "serial", only="conditional_mean", examples=2, workers=1)
+    parallel = builder.build_report(tmp_path / "parallel", only="conditional_mean", examples=2, workers=2)
+    assert [c["name"] for c in serial["claims"]] == [c["name"] for c in parallel["claims"]]
+    for a, b in zip(serial["claims"], parallel["claims"]):
+        assert (a["status"], [e["parameters"] for e in a["examples"]]) == \
+            (b["status"], [e["parameters"] for e in b["examples"]])
+    (a,), (b,) = serial["sections"], parallel["sections"]
+    for fa, fb in zip(a["figures"], b["figures"]):
+        for key, value in fa["data"].items():
+            if isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
+                np.testing.assert_allclose(fb["data"][key], value, rtol=1e-12, atol=1e-15, err_msg=key)

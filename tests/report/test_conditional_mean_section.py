@@ -15,9 +15,6 @@ FILES = ("conditional_mean_rate.png", "conditional_mean_constant.png", "conditio
          "conditional_mean_learning.png")
 
 
-pytestmark = pytest.mark.xdist_group("test_conditional_mean_section")  # its module fixture is built once, on one worker
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("conditional_mean_report")

@@ -21,9 +21,6 @@ from attnverify.report import single_location as section_module
 QUICK_FILES = ("single_location_risk_vs_L.png", "single_location_oracle_excess.png", "single_location_pgd.png")
 
 
-pytestmark = pytest.mark.xdist_group("test_single_location_section")  # its module fixture is built once, on one worker
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("single_location_report")

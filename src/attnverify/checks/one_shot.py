@@ -2,70 +2,22 @@
 
 The networks are trained once by ``attnverify train-one-shot`` (PyTorch) and shipped as
 :class:`~attnverify.numerics.attention_paths.trained_heads.TrainedHeads`; everything here runs on numpy.
+The networks, their path features and their analyses are experiments (:mod:`attnverify.experiments.one_shot`)
+asked for through the run's store, which figure 3 of the report shares.
 The claims are named ``attention_paths.one_shot_*`` and listed with the other attention-path claims.
 """
 
 from __future__ import annotations
 
-import tempfile
-
 from ..derivations import attention_paths as theory
+from ..experiments.one_shot import THEORY_SIZES, one_shot_analyses, one_shot_inputs
 from ..numerics.attention_paths import one_shot_experiment as experiment
-from ..numerics.attention_paths.solution_store import SolutionStore
 from ..numerics.statistics import mean_estimate
 from .claim import Context, claim, st
 from .evidence import Evidence
 
 SOURCE = theory.SOURCE
 CACHED = st.fixed_dictionaries({"networks": st.just("cached")})
-_cache: dict = {}
-
-
-#: The theory's P and temperature grid per profile: the paper's P = 600 in both; the paper's ten
-#: temperatures in the thorough tier, three in the quick tier so that it fits CI. The three are the ones
-#: that validation accuracy picks from the full grid for the five cached networks (0.25, 0.5 or 1.0 at
-#: N = 10); at P = 200 the claim's outcome differed (ρ = 0.18 ± 0.22), so the quick tier keeps the paper's P.
-#: The thorough tier keeps its solutions in :func:`experiment.solution_store` (an interrupted run resumes);
-#: the quick tier in a temporary folder of this process, so that the report and the claims share them.
-#: Networks: the quick tier uses the first five training seeds, the thorough tier every cached seed.
-THEORY_SIZES = {"quick": {"P": 600, "temperatures": (0.25, 0.5, 1.0), "stored": False, "seeds": 5},
-                "thorough": {"P": 600, "temperatures": experiment.TEMPERATURES, "stored": True, "seeds": None}}
-
-
-def solution_store(profile: str) -> SolutionStore:
-    """The profile's solution store: the user's cache (thorough) or a folder removed at exit (quick)."""
-    if THEORY_SIZES[profile]["stored"]:
-        return experiment.solution_store()
-    if "scratch" not in _cache:
-        _cache["scratch"] = tempfile.TemporaryDirectory(prefix="attnverify-one-shot-")
-    return SolutionStore(_cache["scratch"].name)
-
-
-def one_shot_inputs(profile: str = "thorough"):
-    """(networks by seed, the cache's metadata, the episodes, path features by seed) of the profile's
-    training seeds (THEORY_SIZES), each computed once."""
-    if "networks" not in _cache:
-        _cache["networks"] = experiment.cached_networks()
-        _cache["episodes"] = experiment.one_shot_data()
-        _cache["paths"] = {}
-    (networks, shared), data, paths = _cache["networks"], _cache["episodes"], _cache["paths"]
-    chosen = sorted(networks)[:THEORY_SIZES[profile]["seeds"]]
-    for seed in chosen:
-        if seed not in paths:
-            paths[seed] = experiment.path_data(networks[seed], data)
-    return {s: networks[s] for s in chosen}, shared, data, {s: paths[s] for s in chosen}
-
-
-def one_shot_analyses(profile: str):
-    """:func:`experiment.analyse_network` for every cached seed at the profile's theory sizes, computed once."""
-    sizes = THEORY_SIZES[profile]
-    key = ("analyses", sizes["P"], sizes["temperatures"])
-    if key not in _cache:
-        networks, _, _, paths = one_shot_inputs(profile)
-        _cache[key] = [experiment.analyse_network(seed, network, experiment.first_episodes(paths[seed], sizes["P"]),
-                                                  temperatures=sizes["temperatures"], store=solution_store(profile))
-                       for seed, network in sorted(networks.items())]
-    return _cache[key]
 
 
 @claim("attention_paths.one_shot_cache_is_the_trained_network",
@@ -76,7 +28,8 @@ def one_shot_cache_is_the_trained_network(p: dict, ctx: Context):
     the test accuracy of f = Σ_π V^eff_π·ξ^π on today's draw of the test episodes equals the accuracy the
     PyTorch network had at the end of training, for every seed (at most one episode apart: a sign of f
     within round-off of 0 may flip)."""
-    networks, shared, data, paths = one_shot_inputs(ctx.profile)
+    inputs = ctx.store.get(one_shot_inputs, profile=ctx.profile)
+    networks, shared, data, paths = inputs.networks, inputs.shared, inputs.data, inputs.paths
     gaps = {}
     for seed, network in networks.items():
         numpy_accuracy = float(network.correct(paths[seed].X_test, paths[seed].y_test).mean())
@@ -94,7 +47,8 @@ def one_shot_cache_is_the_trained_network(p: dict, ctx: Context):
 def one_shot_network_generalises_to_new_classes(p: dict, ctx: Context):
     """The gradient-descent network classifies one-shot episodes of digit classes it never saw better
     than chance: for every training seed, test accuracy − 1/2 > 5 standard errors (binomial, per episode)."""
-    networks, _, _, paths = one_shot_inputs(ctx.profile)
+    inputs = ctx.store.get(one_shot_inputs, profile=ctx.profile)
+    networks, paths = inputs.networks, inputs.paths
     estimates = {s: mean_estimate(n.correct(paths[s].X_test, paths[s].y_test)) for s, n in networks.items()}
     conditions = {f"seed {s}: accuracy − 1/2 > 5 SE": (e.mean - 0.5) / e.standard_error > 5
                   for s, e in sorted(estimates.items())}
@@ -121,7 +75,7 @@ def one_shot_head_scores_predict_pruning(p: dict, ctx: Context):
     accuracy when pruned from the gradient-descent network than heads with a high score: the Spearman rank
     correlation between score and accuracy drop, averaged over training seeds, exceeds 0 by 5 standard
     errors (SE over seeds)."""
-    analyses = one_shot_analyses(ctx.profile)
+    analyses = ctx.store.get(one_shot_analyses, profile=ctx.profile)
     rho = experiment.rank_correlation_estimate(analyses)
     return Evidence(holds=rho.mean > 5 * rho.standard_error, theory=0.0, observed=rho.mean, relation="above",
                     tolerance=5 * rho.standard_error, standard_error=rho.standard_error,

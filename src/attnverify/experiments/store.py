@@ -3,6 +3,8 @@
 ``store.get(experiment, **parameters)`` returns ``experiment(**parameters)``, computed once per store.
 Parameters must be plain values (str, int, float, bool, None, or tuples of them): they make the key,
 together with the experiment's module and name, so a result is found again only for the same call.
+An experiment with a parameter named ``store`` is given the store itself (not part of the key), so that
+it asks the store for the experiments it builds on.
 With a ``directory``, results are also pickled there (atomically), so that worker processes of one run
 share them and a result outlives the process that computed it.
 """
@@ -10,7 +12,9 @@ share them and a result outlives the process that computed it.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import pickle
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -40,10 +44,35 @@ class Store:
             self.directory.mkdir(parents=True, exist_ok=True)
         self._results: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._scratch: dict[str, tempfile.TemporaryDirectory] = {}
+
+    def folder(self, name: str) -> Path:
+        """A folder of the run for files an experiment keeps (e.g. saddle-point solutions): inside the store's
+        directory, or a temporary folder removed with the store."""
+        if not name.isidentifier():
+            raise ValueError(f"folder name must be an identifier, got {name!r}")
+        if self.directory is not None:
+            path = self.directory / name
+            path.mkdir(exist_ok=True)
+            return path
+        with self._lock:
+            if name not in self._scratch:
+                self._scratch[name] = tempfile.TemporaryDirectory(prefix=f"attnverify-{name}-")
+            return Path(self._scratch[name].name)
 
     @staticmethod
     def key(experiment: Callable, parameters: dict) -> str:
-        """``module.name(a=1, b='x')`` with the parameters sorted by name."""
+        """``module.name(a=1, b='x')``: every parameter, defaults filled in, sorted by name (so that a call
+        naming a default and one leaving it out find the same result)."""
+        signature = inspect.signature(experiment)
+        if "store" in signature.parameters:
+            parameters = {**parameters, "store": None}
+        try:
+            bound = signature.bind(**parameters)
+        except TypeError as error:
+            raise TypeError(f"experiment {experiment.__qualname__} does not take these parameters: {error}") from None
+        bound.apply_defaults()
+        parameters = {k: v for k, v in bound.arguments.items() if k != "store"}
         for name, value in parameters.items():
             _check_plain(name, value)
         arguments = ", ".join(f"{k}={parameters[k]!r}" for k in sorted(parameters))
@@ -56,6 +85,8 @@ class Store:
         """``experiment(**parameters)``, computed at most once per store (and per directory)."""
         if not callable(experiment):
             raise TypeError(f"experiment must be callable, got {experiment!r}")
+        if "store" in parameters:
+            raise TypeError("experiment parameter 'store' is not given: the store passes itself")
         key = self.key(experiment, parameters)
         with self._lock:
             if key in self._results:
@@ -67,7 +98,10 @@ class Store:
                 with self._lock:
                     self._results[key] = result
                 return result
-        result = experiment(**parameters)
+        if "store" in inspect.signature(experiment).parameters:
+            result = experiment(**parameters, store=self)
+        else:
+            result = experiment(**parameters)
         with self._lock:
             self._results[key] = result
         if self.directory is not None:

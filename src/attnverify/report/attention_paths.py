@@ -416,7 +416,7 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
 
     from .one_shot import figure3
 
-    figures_3, tables_3 = figure3(out_dir, profile=profile, seed=seed, progress=progress)
+    figures_3, tables_3 = figure3(out_dir, profile=profile, seed=seed, progress=progress, store=store)
 
     timing = Table(
         "Saddle-point solver time per width N (seconds, one solve each, started at the GP point)",

@@ -162,8 +162,11 @@ def claim_task(name: str, profile: str, backend: str, seed: int, examples: int |
     return result.as_dict()
 
 
+SECTION_SUFFIX = " (section)"
+
+
 def _section_name(theory: str) -> str:
-    return f"{theory} (section)"
+    return f"{theory}{SECTION_SUFFIX}"
 
 
 def build_report(
@@ -207,12 +210,17 @@ def build_report(
     finished_claims: dict[str, dict] = {}
     store = tempfile.mkdtemp(prefix="attnverify-store-")
     common = dict(profile=profile, backend=backend.name, seed=seed, store=store)
-    tasks = [Task(_section_name(t), section_task, dict(theory=t, out_dir=str(out_dir), **common)) for t in theories]
-    tasks += [Task(c.name, claim_task, dict(name=c.name, examples=examples, **common), after=(_section_name(t),))
-              for t in theories for c in claims[t]]
+    sections = {t: Task(_section_name(t), section_task, dict(theory=t, out_dir=str(out_dir), **common))
+                for t in theories}
+    claim_tasks = {t: [Task(c.name, claim_task, dict(name=c.name, examples=examples, **common),
+                            after=(_section_name(t),)) for c in claims[t]] for t in theories}
+    if workers == 1:  # theory by theory: the first theory's results are complete first
+        tasks = [task for t in theories for task in (sections[t], *claim_tasks[t])]
+    else:  # every section first: the longest tasks, and each unlocks its claims
+        tasks = [sections[t] for t in theories] + [task for t in theories for task in claim_tasks[t]]
     position = {c.name: (k, len(claims[t])) for t in theories for k, c in enumerate(claims[t], 1)}
     theory_of = {c.name: t for t in theories for c in claims[t]}
-    started = {t: None for t in theories}
+    section_seconds: dict[str, float] = {}
 
     def listed() -> list[TheoryOutcome]:
         for t in theories:
@@ -224,15 +232,14 @@ def build_report(
 
     def on_start(task: Task) -> None:
         if task.function is section_task:
-            theory = task.arguments["theory"]
-            started[theory] = time.perf_counter()
-            say(f"{theory}: building the section")
+            say(f"{task.arguments['theory']}: building the section")
         else:
             k, n = position[task.name]
             say(f"[{k}/{n}] {task.name}: checking ({examples or _examples(task.name, profile)} examples)")
 
     def on_done(outcome: Outcome) -> None:
         done.add(outcome.name)
+        theory = theory_of.get(outcome.name) or outcome.name.removesuffix(SECTION_SUFFIX)
         if outcome.name in theory_of:
             k, n = position[outcome.name]
             result = outcome.result if outcome.error is None else _crashed_claim(outcome, profile, backend, seed)
@@ -240,14 +247,14 @@ def build_report(
             say(f"[{k}/{n}] {outcome.name}: {result['status']}, {'OK' if result['ok'] else 'UNEXPECTED'} "
                 f"({result['seconds']:.1f} s)")
         else:
-            theory = outcome.name[:-len(" (section)")]
             if outcome.error is None:
                 outcomes[theory] = outcome.result
+                section_seconds[theory] = outcome.result.seconds
             else:
                 outcomes[theory].errors.append(outcome.error)
-        for t in theories:  # wall time from the section's start to its theory's last finished task
-            if started[t] is not None:
-                outcomes[t].seconds = time.perf_counter() - started[t]
+        # the time spent on the theory: its section's and its claims' (the same on one worker or several)
+        outcomes[theory].seconds = section_seconds.get(theory, 0.0) + sum(
+            finished_claims[c.name]["seconds"] for c in claims[theory] if c.name in finished_claims)
         _write_results(out_dir, listed(), metadata, not_run=not_run())
 
     done: set[str] = set()

@@ -15,7 +15,8 @@ from typing import Callable
 import numpy as np
 from scipy.stats import spearmanr
 
-from ..checks.one_shot import THEORY_SIZES, one_shot_analyses, one_shot_inputs, solution_store
+from ..experiments.one_shot import THEORY_SIZES, one_shot_analyses, one_shot_inputs, solution_store
+from ..experiments.store import Store
 from ..numerics.attention_paths import kernel_task_alignment
 from ..numerics.attention_paths import one_shot_experiment as experiment
 from ..numerics.attention_paths import sampling
@@ -62,9 +63,12 @@ def _label(head) -> str:
     return f"{head[0] + 1}-{head[1] + 1}"
 
 
-def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str], None]) -> tuple[list[Figure], list[Table]]:
-    """Figures 3b–3f and their tables, for the first cached network (3e–3f: every seed)."""
-    networks, shared, data, all_paths = one_shot_inputs(profile)
+def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str], None], store: Store
+            ) -> tuple[list[Figure], list[Table]]:
+    """Figures 3b–3f and their tables, for the first cached network (3e–3f: every seed); the networks and their
+    analyses come from the run's ``store`` (the one-shot claims read the same)."""
+    inputs = store.get(one_shot_inputs, profile=profile)
+    networks, all_paths = inputs.networks, inputs.paths
     first = min(networks)
     network = networks[first]
     sizes = THEORY_SIZES[profile]
@@ -72,7 +76,7 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
     P = sizes["P"]
 
     progress(f"attention_paths: figure 3b, theory at N = {WIDTHS[profile]} (P = {P}, T chosen on validation)")
-    sweep = experiment.validated_sweep(paths, WIDTHS[profile], sizes["temperatures"], store=solution_store(profile),
+    sweep = experiment.validated_sweep(paths, WIDTHS[profile], sizes["temperatures"], store=solution_store(profile, store),
                                        progress=lambda message: progress(f"attention_paths: figure 3b, {message}"))
     gp = experiment.validated_point(paths, np.inf, experiment.GP_TEMPERATURES)
     gd = network.correct(paths.X_test, paths.y_test).mean()
@@ -81,7 +85,7 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
         progress(f"attention_paths: figure 3b-c, sampling networks at N = {SAMPLED_WIDTH}, T = {small.temperature:g}")
         U_sampled, sampled_accuracy, diagnostics = _sampled(paths, small.temperature, seed,
                                                             lambda message: progress(f"attention_paths: figure 3c, {message}"),
-                                                            store=solution_store(profile))
+                                                            store=solution_store(profile, store))
     else:  # the collapsed sampler in 𝓗·N0 = 1024 dimensions takes too long for the quick tier (CI)
         U_sampled = sampled_accuracy = diagnostics = None
 
@@ -171,7 +175,7 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
          "gp_eigenvalues": gp_values})
 
     progress("attention_paths: figures 3e-f, head scores and pruning of every cached network")
-    analyses = one_shot_analyses(profile)
+    analyses = store.get(one_shot_analyses, profile=profile)
     rho = experiment.rank_correlation_estimate(analyses)
     shown = analyses[0]
     heads = sorted(shown.scores, key=lambda h: shown.scores[h])

@@ -237,9 +237,6 @@ def test_markov_dataset_is_seeded(seed, head_seed):
 # --------------------------------------------------------------------------- the authors' fixture
 
 
-pytestmark = pytest.mark.xdist_group("test_markov_chain")  # its module fixture is built once, on one worker
-
-
 @pytest.fixture(scope="module")
 def authors():
     path = shared_data_dir()

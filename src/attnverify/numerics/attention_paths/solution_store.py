@@ -54,6 +54,7 @@ class SolutionStore:
         """Write one record atomically: a crash leaves the old state or the new file, never half of it."""
         if "metadata" in arrays:
             raise ValueError("arrays must not contain the key 'metadata' (it holds the record's JSON metadata)")
+        self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{name}.npz"
         write_atomically(path, lambda stream: np.savez(
             stream, metadata=np.array(json.dumps(metadata)),
