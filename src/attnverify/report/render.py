@@ -19,7 +19,7 @@ from sympy.printing.conventions import requires_partial
 from sympy.printing.mathml import MathMLPresentationPrinter
 
 from ..derivations.derivation import Derivation
-from .results import first_line, format_parameters, format_value, key_figures, verdict
+from .results import first_line, format_parameters, format_value, key_figures, side_labels, verdict
 from .section import Figure, Table, TheoryOutcome
 
 #: Above this many characters of MathML/LaTeX an equation is folded inside ``<details>``.
@@ -393,6 +393,13 @@ def _example_rows(result: dict) -> tuple[list[list], list[str]]:
     return rows, classes
 
 
+def _sides(result: dict) -> tuple[str, str]:
+    """Column names of the two sides, from the relation of the claim's evidence (value/bound for at_most)."""
+    examples = [*(result.get("examples") or []), result.get("counterexample") or {}]
+    relations = {(e.get("evidence") or {}).get("relation") for e in examples} - {None}
+    return side_labels(relations.pop()) if len(relations) == 1 else ("theory", "observed")
+
+
 def claim_detail_html(result: dict) -> str:
     """One claim in full: every example with its parameters, the two sides and the tolerance,
     the counterexample (with its note and error), and the replay command."""
@@ -405,7 +412,7 @@ def claim_detail_html(result: dict) -> str:
         parts.append(f'<p class="source">Source: {html.escape(result["source"])}</p>')
     rows, classes = _example_rows(result)
     if rows:
-        header = ["example", "parameters", "seed", "theory", "observed", "tolerance", "outcome", "seconds"]
+        header = ["example", "parameters", "seed", *_sides(result), "tolerance", "outcome", "seconds"]
         parts.append(_html_table(header, rows, row_classes=classes))
     counter = result.get("counterexample")
     if counter is not None:
@@ -534,7 +541,7 @@ def claim_detail_markdown(result: dict) -> str:
     rows, _ = _example_rows(result)
     if rows:
         parts.append(markdown_table(
-            ["example", "parameters", "seed", "theory", "observed", "tolerance", "outcome", "seconds"], rows
+            ["example", "parameters", "seed", *_sides(result), "tolerance", "outcome", "seconds"], rows
         ))
     counter = result.get("counterexample")
     if counter is not None:

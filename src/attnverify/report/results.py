@@ -87,7 +87,14 @@ def first_line(text: str) -> str:
 
 
 def key_figures(result: dict) -> str:
-    """``theory T vs observed O ± tol`` for the shown example, or the first line of its error."""
+    """The shown example's two sides in the words of their relation, with the standard error where the
+    evidence has one and the tolerance named as what it is (5 SE + a bias budget for a Monte Carlo claim),
+    or the first line of its error:
+
+    - equal: ``theory T vs observed O (SE s), allowed gap τ``;
+    - at_most: ``T ≤ O + τ (SE s)`` (a bound: the left side is not a "theory" nor the right an "observation");
+    - above / below: ``observed O exceeds T by more than τ`` and its mirror.
+    """
     example = shown_example(result)
     if example is None:
         return ""
@@ -97,10 +104,26 @@ def key_figures(result: dict) -> str:
     theory, observed, tolerance = evidence.get("theory"), evidence.get("observed"), evidence.get("tolerance")
     if theory is None and observed is None:
         return first_line(evidence.get("note", ""))
-    text = f"theory {format_value(theory)} vs observed {format_value(observed)}"
+    v = format_value
+    se = evidence.get("standard_error")
+    se_text = f" (SE {v(se)})" if se is not None else ""
+    relation = evidence.get("relation") or "equal"
+    if relation == "at_most":
+        return f"{v(theory)} ≤ {v(observed)}" + (f" + {v(tolerance)}" if tolerance else "") + se_text
+    if relation == "above":
+        return f"observed {v(observed)}{se_text} exceeds {v(theory)} by more than {v(tolerance)}"
+    if relation == "below":
+        return f"{v(theory)} exceeds observed {v(observed)}{se_text} by more than {v(tolerance)}"
+    text = f"theory {v(theory)} vs observed {v(observed)}{se_text}"
     if tolerance is not None:
-        text += f" ± {format_value(tolerance)}"
+        text += f", allowed gap {v(tolerance)}"
     return text
+
+
+def side_labels(relation: str | None) -> tuple[str, str]:
+    """Names of an evidence's two sides: ("theory", "observed"), or ("value", "bound") for an inequality
+    ``at_most`` (its smaller side is not a theory, nor its larger an observation)."""
+    return ("value", "bound") if relation == "at_most" else ("theory", "observed")
 
 
 def verdict(result: dict) -> str:
@@ -162,8 +185,9 @@ def result_details(result: dict) -> str:
         lines.append(f"  seed:       {example['seed']}")
         evidence = example.get("evidence")
         if evidence:
-            lines.append(f"  theory:     {format_value(evidence.get('theory'))}")
-            lines.append(f"  observed:   {format_value(evidence.get('observed'))}")
+            left, right = side_labels(evidence.get("relation"))
+            lines.append(f"  {left + ':':<11} {format_value(evidence.get('theory'))}")
+            lines.append(f"  {right + ':':<11} {format_value(evidence.get('observed'))}")
             tolerance = f"  tolerance:  {format_value(evidence.get('tolerance'))}"
             if evidence.get("standard_error") is not None:
                 tolerance += f" (standard error {format_value(evidence['standard_error'])})"

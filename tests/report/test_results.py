@@ -1,0 +1,30 @@
+"""Claim results as text: the key figures name the sides by their relation and show the standard error."""
+
+from attnverify.checks import at_most, claim, run_claim, st, within_error
+from attnverify.numerics.statistics import Estimate
+from attnverify.report.render import claim_detail_markdown
+from attnverify.report.results import key_figures, result_details
+
+
+def _result(evidence_maker, name="demo.shown"):
+    @claim(name, parameters=st.fixed_dictionaries({"x": st.just(1.0)}), examples={"quick": 1, "thorough": 1},
+           statement="A demonstration of how results are shown.")
+    def check(p, ctx):
+        return evidence_maker()
+
+    return run_claim(check, seed=0).as_dict()
+
+
+def test_a_monte_carlo_equality_shows_its_standard_error_not_the_tolerance_as_plus_minus():
+    result = _result(lambda: within_error(1.0, Estimate(mean=1.01, standard_error=0.004, samples=100)))
+    text = key_figures(result)
+    assert text == "theory 1 vs observed 1.01 (SE 0.004), allowed gap 0.02"
+    assert "±" not in text
+
+
+def test_a_bound_is_shown_as_an_inequality_with_value_and_bound_labels():
+    result = _result(lambda: at_most(0.3, 0.5, tolerance=0.01))
+    assert key_figures(result) == "0.3 ≤ 0.5 + 0.01"
+    detail = result_details(result)
+    assert "value:" in detail and "bound:" in detail and "theory:" not in detail
+    assert "| value | bound |" in claim_detail_markdown(result)
