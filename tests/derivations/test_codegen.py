@@ -70,6 +70,14 @@ def test_evaluator_rejects_free_symbols_not_among_arguments():
         evaluator(x * y, [x])
 
 
+def test_a_sequence_of_expressions_gives_a_tuple_even_of_one():
+    """One expression: one array; a list or tuple of expressions (one-element too): a tuple of arrays."""
+    assert isinstance(evaluator(x**2, [x])(3.0), np.ndarray)
+    (square,) = evaluator([x**2], [x])(3.0)
+    assert float(square) == 9.0
+    assert isinstance(evaluator((x**2,), [x])(3.0), tuple)
+
+
 def test_evaluator_broadcasts_constant_outputs():
     out = evaluator([sympy.Integer(2), x], [x])(np.arange(3.0))
     assert out[0].shape == (3,) and np.all(out[0] == 2)

@@ -28,3 +28,29 @@ def test_a_bound_is_shown_as_an_inequality_with_value_and_bound_labels():
     detail = result_details(result)
     assert "value:" in detail and "bound:" in detail and "theory:" not in detail
     assert "| value | bound |" in claim_detail_markdown(result)
+
+
+def test_a_notebook_shows_results_evidence_and_derivations():
+    """_repr_markdown_ / _repr_html_: what Jupyter calls to display an object."""
+    import sympy
+
+    from attnverify.checks import run_claim
+    from attnverify.derivations.derivation import DerivationRecorder
+
+    @claim("demo.notebook", parameters=st.fixed_dictionaries({"x": st.just(1.0)}),
+           examples={"quick": 1, "thorough": 1}, statement="x is at most 2.")
+    def check(p, ctx):
+        return at_most(p["x"], 2.0)
+
+    result = run_claim(check, seed=0)
+    assert "demo.notebook" in result._repr_markdown_() and "| value | bound |" in result._repr_markdown_()
+    assert "<table" in result._repr_html_() and "demo.notebook" in result._repr_html_()
+    evidence = result.examples[0].evidence
+    assert "| value | 1 |" in evidence._repr_markdown_() and "| bound | 2 |" in evidence._repr_markdown_()
+    assert "<th>verdict</th><td>holds</td>" in evidence._repr_html_()
+    x = sympy.Symbol("x")
+    rec = DerivationRecorder("demo.square", "A square", "nowhere")
+    rec.step("Differentiate x².", sympy.Eq(sympy.Derivative(x**2, x), 2 * x))
+    derivation = rec.finish()
+    assert "$$" in derivation._repr_markdown_() and "A square" in derivation._repr_markdown_()
+    assert "<math" in derivation._repr_html_()

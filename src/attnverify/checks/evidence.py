@@ -142,6 +142,30 @@ class Evidence:
         parts += [f"{name}: {value}" for name, value in self.conditions.items()]
         return "; ".join(parts) or "no figures"
 
+    def _rows(self) -> list[tuple[str, str]]:
+        left, right = ("value", "bound") if self.relation == "at_most" else ("theory", "observed")
+        rows = [("verdict", "holds" if self.holds else "fails"), ("relation", RELATIONS[self.relation])]
+        rows += [(name, f"{value:.6g}") for name, value in ((left, self.theory), (right, self.observed),
+                                                              ("tolerance", self.tolerance),
+                                                              ("standard error", self.standard_error))
+                 if value is not None]
+        rows += [(f"condition: {name}", str(value)) for name, value in self.conditions.items()]
+        if self.note:
+            rows.append(("note", self.note))
+        return rows
+
+    def _repr_markdown_(self) -> str:
+        """A notebook shows the evidence as a two-column table (sides named by the relation)."""
+        cells = [f"| {name} | {str(value).replace('|', '&#124;')} |" for name, value in self._rows()]
+        return "\n".join(["| | |", "|---|---|", *cells])
+
+    def _repr_html_(self) -> str:
+        import html
+
+        cells = "".join(f"<tr><th>{html.escape(name)}</th><td>{html.escape(value)}</td></tr>"
+                        for name, value in self._rows())
+        return f"<table>{cells}</table>"
+
     def as_dict(self) -> dict:
         return {
             "holds": self.holds,

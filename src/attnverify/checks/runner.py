@@ -85,6 +85,17 @@ class ClaimResult:
     command: str = "attnverify check"  # what replays it: ``attnverify verify FILE.py`` for a user's file
     requested_examples: int | None = None  # ``--examples N`` of the run, when it overrode the claim's number
 
+    def _repr_markdown_(self) -> str:
+        """A notebook shows the result as the report does: statement, examples, counterexample, replay."""
+        from ..report.render import claim_detail_markdown
+
+        return claim_detail_markdown(self.as_dict())
+
+    def _repr_html_(self) -> str:
+        from ..report.render import claim_detail_html
+
+        return claim_detail_html(self.as_dict())
+
     @property
     def ok(self) -> bool:
         """True when the claim came out as expected (held, or was refuted as intended)."""

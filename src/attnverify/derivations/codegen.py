@@ -107,6 +107,7 @@ class Evaluator:
     source: str
     function: Callable[..., tuple]
     xp: ModuleType = field(repr=False)
+    single: bool = False  # made from one expression (not a sequence): returns the array itself
 
     def __call__(self, *values: Any) -> Any:
         if len(values) != len(self.arguments):
@@ -130,11 +131,7 @@ class Evaluator:
             if bool(self.xp.isnan(out).any()):
                 raise ValueError(f"{expression} is undefined (NaN) at the given arguments "
                                  f"{[str(a) for a in self.arguments]}: outside its domain, or an overflow")
-        return outputs[0] if self._single else outputs
-
-    @property
-    def _single(self) -> bool:
-        return len(self.expressions) == 1
+        return outputs[0] if self.single else outputs
 
 
 _CACHE: dict[tuple, Evaluator] = {}
@@ -182,7 +179,8 @@ def evaluator(
     arguments: Sequence[sympy.Symbol],
     backend: Any = None,
 ) -> Evaluator:
-    """Generate (or fetch from the cache) an array evaluator of ``expressions``.
+    """Generate (or fetch from the cache) an array evaluator of ``expressions``: for one expression it
+    returns one array, for a sequence of expressions (a one-element list too) a tuple of arrays.
 
     ``backend`` is anything with ``name``, ``xp`` and ``special`` (see ``numerics.backend``);
     ``None`` means numpy with ``scipy.special``.
@@ -198,7 +196,7 @@ def evaluator(
     single = isinstance(expressions, sympy.Basic)
     exprs = (expressions,) if single else tuple(sympy.sympify(e) for e in expressions)
     args = tuple(arguments)
-    key = (exprs, args, backend.name)
+    key = (exprs, args, backend.name, single)
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
@@ -210,7 +208,7 @@ def evaluator(
     for impl_name, cls in implementations.items():
         namespace[impl_name] = partial(cls.array_implementation, backend)
     exec(compile(source, f"<attnverify generated, {backend.name}>", "exec"), namespace)
-    result = Evaluator(args, exprs, backend.name, source, namespace["evaluate"], backend.xp)
+    result = Evaluator(args, exprs, backend.name, source, namespace["evaluate"], backend.xp, single)
     _CACHE[key] = result
     return result
 

@@ -34,6 +34,18 @@ class Derivation:
             raise ValueError(f"derivation {self.name!r} has no steps")
         return self.steps[-1].expression
 
+    def _repr_markdown_(self) -> str:
+        """A notebook shows the derivation as the report does (steps with $$ LaTeX $$)."""
+        from ..report.render import derivation_markdown
+
+        return derivation_markdown(self)
+
+    def _repr_html_(self) -> str:
+        """The report's HTML of the derivation (MathML)."""
+        from ..report.render import derivation_html
+
+        return derivation_html(self)
+
 
 class DerivationRecorder:
     """Collects steps while a derivation runs: ``rec.step("expand the square", expr)``."""
