@@ -103,3 +103,25 @@ def test_tolerances_below_five_standard_errors_are_refused():
 def test_claim_names_must_be_namespaced():
     with pytest.raises(ValueError, match="namespaced"):
         claim("nonamespace", parameters=st.just({}), statement="anything")(lambda p, c: None)
+
+
+def test_the_examples_rule_and_the_default_that_follows_it():
+    """n = ⌈log δ / log(1 − q)⌉: the smallest n with (1 − q)ⁿ ≤ δ."""
+    from attnverify.checks import DEFAULT_EXAMPLES, examples_needed
+
+    for q, delta in [(0.2, 0.01), (0.05, 0.01), (0.5, 0.001), (0.01, 0.05)]:
+        n = examples_needed(q, delta)
+        assert (1 - q) ** n <= delta < (1 - q) ** (n - 1)
+    assert DEFAULT_EXAMPLES == {"quick": examples_needed(0.2), "thorough": examples_needed(0.05)} == \
+        {"quick": 21, "thorough": 90}
+
+    @claim("demo.defaulted", parameters=st.fixed_dictionaries({"x": st.floats(0, 1)}))
+    def defaulted(p, ctx):
+        """x ≤ 1."""
+        return at_most(p["x"], 1.0)
+
+    assert defaulted.examples == DEFAULT_EXAMPLES
+    with pytest.raises(ValueError, match="exposed_fraction must be in"):
+        examples_needed(1.0)
+    with pytest.raises(ValueError, match="miss_probability must be in"):
+        examples_needed(0.5, 0.0)

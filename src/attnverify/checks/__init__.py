@@ -7,11 +7,12 @@ A theorist's own file uses the same pieces as the built-in claims::
 
 from hypothesis import strategies as st
 
-from .claim import Claim, Context, claim
+from .claim import DEFAULT_EXAMPLES, Claim, Context, claim, examples_needed
 from .evidence import Evidence, at_most, close, within_error
 from .runner import ClaimResult, evaluate, run_claim, run_claims
 
 __all__ = [
-    "Claim", "ClaimResult", "Context", "Evidence", "at_most", "claim", "close", "evaluate",
+    "DEFAULT_EXAMPLES", "Claim", "ClaimResult", "Context", "Evidence", "at_most", "claim", "close", "evaluate",
+    "examples_needed",
     "run_claim", "run_claims", "st", "within_error",
 ]
