@@ -59,12 +59,20 @@ def test_long_expression_is_folded_but_shown(monkeypatch):
     assert not render.equation_html(x + 1).startswith("<details")
 
 
-def test_markdown_subset_is_escaped():
-    html = render.markdown_to_html("Intro with <b>raw</b> & `x<y`.\n\n- one\n- two\n\n$$\nU = 1\n$$")
+def test_markdown_is_escaped_and_its_math_is_mathml():
+    """markdown-it-py (CommonMark + tables + dollarmath): raw HTML escaped, $…$ and $$…$$ as offline MathML,
+    TeX that latex2mathml cannot read shown as escaped source, headings nested under the section's."""
+    html = render.markdown_to_html("Intro with <b>raw</b> & `x<y`.\n\n# Part\n\n- one\n- two\n\n$$\nU = 1\n$$\n\n"
+                                   "Inline $\\alpha^2$ and | a | b |\n\n| a | b |\n|---|---|\n| 1 | 2 |")
     assert "&lt;b&gt;raw&lt;/b&gt; &amp;" in html
     assert "<code>x&lt;y</code>" in html
-    assert "<ul><li>one</li><li>two</li></ul>" in html
-    assert '<pre class="tex"><code>U = 1</code></pre>' in html
+    assert "<h3>Part</h3>" in html
+    assert "<li>one</li>" in html and "<li>two</li>" in html and "<ul>" in html
+    assert '<math xmlns="http://www.w3.org/1998/Math/MathML" display="block"><mrow><mi>U</mi>' in html
+    assert 'display="inline"><mrow><msup><mi>&#x003B1;</mi><mn>2</mn></msup>' in html
+    assert "<table>" in html and "<td>1</td>" in html
+    unreadable = render.markdown_to_html("$$\n\\left( <x>\n$$")  # \left without \right: latex2mathml refuses it
+    assert '<pre class="tex"><code>' in unreadable and "&lt;x&gt;" in unreadable
 
 
 def test_markdown_table_escapes_pipes():

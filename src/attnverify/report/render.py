@@ -14,7 +14,10 @@ from html.entities import html5
 from typing import Iterable
 from urllib.parse import quote
 
+import latex2mathml.converter
 import sympy
+from markdown_it import MarkdownIt
+from mdit_py_plugins.dollarmath import dollarmath_plugin
 from sympy.printing.conventions import requires_partial
 from sympy.printing.mathml import MathMLPresentationPrinter
 
@@ -162,106 +165,53 @@ def equation_markdown(expr) -> str:
 
 # ----------------------------------------------------------------------------- Markdown text
 
-_INLINE_LITERAL = re.compile(r"(`[^`]+`|\$[^$\n]+\$)")
-_BOLD = re.compile(r"\*\*(.+?)\*\*")
-_EMPHASIS = re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
-_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
-_BULLET = re.compile(r"^\s*[-*+]\s+(.*)$")
-_NUMBERED = re.compile(r"^\s*\d+[.)]\s+(.*)$")
-_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+
+def _math_html(latex: str, display: bool) -> str:
+    """TeX as MathML (latex2mathml, offline); TeX it cannot read is shown as escaped TeX source."""
+    try:
+        mathml = latex2mathml.converter.convert(latex, display="block" if display else "inline")
+    except Exception:  # latex2mathml raises its own exception types for unsupported TeX
+        escaped = html.escape(latex.strip())
+        return f'<pre class="tex"><code>{escaped}</code></pre>' if display else f'<span class="tex">{escaped}</span>'
+    return mathml
+
+
+def _markdown_parser(heading_offset: int) -> MarkdownIt:
+    """CommonMark with tables and $…$ / $$…$$ math (markdown-it-py); raw HTML in the text is escaped."""
+    parser = MarkdownIt("commonmark", {"html": False}).enable("table").use(dollarmath_plugin, double_inline=True)
+    parser.add_render_rule("math_inline", lambda self, tokens, idx, options, env: _math_html(tokens[idx].content, False))
+    parser.add_render_rule("math_inline_double",
+                           lambda self, tokens, idx, options, env: _math_html(tokens[idx].content, True))
+    parser.add_render_rule("math_block", lambda self, tokens, idx, options, env: _math_html(tokens[idx].content, True))
+
+    def heading(self, tokens, idx, options, env):
+        token = tokens[idx]
+        token.tag = f"h{min(6, int(token.tag[1]) + heading_offset)}"
+        return self.renderToken(tokens, idx, options, env)
+
+    parser.add_render_rule("heading_open", heading)
+    parser.add_render_rule("heading_close", heading)
+    return parser
+
+
+_PARSERS: dict[int, MarkdownIt] = {}
+
+
+def _parser(heading_offset: int = 2) -> MarkdownIt:
+    if heading_offset not in _PARSERS:
+        _PARSERS[heading_offset] = _markdown_parser(heading_offset)
+    return _PARSERS[heading_offset]
 
 
 def _inline(text: str) -> str:
-    """Markdown inline markup to HTML: code, $math$ (shown as TeX), bold, emphasis, links."""
-    out = []
-    for piece in _INLINE_LITERAL.split(text):
-        if piece.startswith("`") and piece.endswith("`") and len(piece) > 1:
-            out.append("<code>" + html.escape(piece[1:-1]) + "</code>")
-        elif piece.startswith("$") and piece.endswith("$") and len(piece) > 1:
-            out.append('<span class="tex">' + html.escape(piece[1:-1]) + "</span>")
-        else:
-            escaped = html.escape(piece, quote=False)
-            escaped = _LINK.sub(lambda m: f'<a href="{m.group(2).replace(chr(34), "&quot;")}">{m.group(1)}</a>', escaped)
-            escaped = _BOLD.sub(r"<strong>\1</strong>", escaped)
-            escaped = _EMPHASIS.sub(r"<em>\1</em>", escaped)
-            out.append(escaped)
-    return "".join(out)
+    """Markdown inline markup to HTML (code, $math$ as MathML, emphasis, links)."""
+    return _parser().renderInline(text or "")
 
 
 def markdown_to_html(text: str, *, heading_offset: int = 2) -> str:
-    """A small Markdown subset to HTML: paragraphs, headings, lists, code fences, $$ blocks.
-
-    Enough for a section's introduction; anything else shows as plain (escaped) text.
-    """
-    lines = (text or "").strip("\n").splitlines()
-    out: list[str] = []
-    paragraph: list[str] = []
-    items: list[str] = []
-    list_tag = ""
-
-    def flush() -> None:
-        nonlocal list_tag
-        if paragraph:
-            out.append("<p>" + _inline(" ".join(s.strip() for s in paragraph)) + "</p>")
-            paragraph.clear()
-        if items:
-            out.append(f"<{list_tag}>" + "".join(f"<li>{_inline(item)}</li>" for item in items) + f"</{list_tag}>")
-            items.clear()
-            list_tag = ""
-
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        stripped = line.strip()
-        if stripped.startswith(("```", "~~~")):
-            flush()
-            fence, body = stripped[:3], []
-            i += 1
-            while i < len(lines) and not lines[i].strip().startswith(fence):
-                body.append(lines[i])
-                i += 1
-            out.append("<pre><code>" + html.escape("\n".join(body)) + "</code></pre>")
-            i += 1
-            continue
-        if stripped.startswith("$$"):
-            flush()
-            rest = stripped[2:].rstrip()
-            i += 1
-            if rest.endswith("$$"):  # $$ … $$ on one line
-                body = [rest[:-2]]
-            else:
-                body = [rest]
-                while i < len(lines) and "$$" not in lines[i]:
-                    body.append(lines[i])
-                    i += 1
-                if i < len(lines):
-                    body.append(lines[i].split("$$")[0])
-                    i += 1
-            out.append('<pre class="tex"><code>' + html.escape("\n".join(body).strip()) + "</code></pre>")
-            continue
-        heading = _HEADING.match(stripped)
-        bullet, numbered = _BULLET.match(line), _NUMBERED.match(line)
-        if not stripped:
-            flush()
-        elif heading:
-            flush()
-            level = min(6, len(heading.group(1)) + heading_offset)
-            out.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
-        elif bullet or numbered:
-            tag = "ul" if bullet else "ol"
-            if paragraph or (items and tag != list_tag):
-                flush()
-            list_tag = tag
-            items.append((bullet or numbered).group(1))
-        elif items and line[:1].isspace():
-            items[-1] += " " + stripped
-        else:
-            if items:
-                flush()
-            paragraph.append(line)
-        i += 1
-    flush()
-    return "\n".join(out)
+    """Markdown (CommonMark, tables, $…$ and $$…$$ math) to HTML; headings shifted by ``heading_offset``
+    levels so that a section's introduction nests under the section's own heading."""
+    return _parser(heading_offset).render((text or "").strip("\n")).strip()
 
 
 # ----------------------------------------------------------------------------- HTML
@@ -501,6 +451,7 @@ def render_html(outcomes: list[TheoryOutcome], metadata: dict) -> str:
 
 
 _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+_INLINE_LITERAL = re.compile(r"(`[^`]+`|\$[^$\n]+\$)")  # code spans and inline math: left as they are
 
 
 def _md_text(text: str) -> str:
