@@ -77,7 +77,7 @@ def test_linear_risk_is_proposition_three():
 
 def test_small_lambda_limit_is_the_null_predictor():
     # the expression is continuous at λ = 0 (ζ(0, 0) = 0), so the limit is the value there
-    limit = sl.oracle_risk_derivation().result.rhs.subs(sl.lam, 0)
+    limit = sl.oracle_risk_derivation().result("oracle_risk").rhs.subs(sl.lam, 0)
     assert sympy.simplify(limit - (sl.gamma**2 + sl.eps**2)) == 0
 
 

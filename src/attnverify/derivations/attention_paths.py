@@ -708,13 +708,14 @@ def readout_derivation() -> Derivation:
     rec.step(
         "For evaluation without cancellation (b ≥ 0, g ≪ b²): multiply by the conjugate where b ≥ 0",
         Eq(U_a, stable),
+        name="U_a",
     )
     return rec.finish()
 
 
 def readout_expression() -> sympy.Expr:
     """U_a(Tr U_L, H_L, n_{L−1}, n_L, σ_L², σ_a²), the positive root, cancellation-free form."""
-    return readout_derivation().result.rhs
+    return readout_derivation().result("U_a").rhs
 
 
 def readout_order_parameter(trace_U_L, heads_last, width_prev, width_last, var_last, var_readout, backend=None, *,

@@ -129,7 +129,7 @@ def ratio_expansion_derivation() -> Derivation:
     )
     result = sympy.Tuple(*(sympy.expand(e.subs(tilted)) for e in (c, d, b1, b2)))
     rec.step("Result: MSE = C/L + D/L² + O(L⁻³), E[attn − m∞] = B/L + B₂/L² + O(L⁻³)",
-             Eq(sympy.Tuple(C_, D_, B_, B2_), result))
+             Eq(sympy.Tuple(C_, D_, B_, B2_), result), name="constants")
     return rec.finish()
 
 
@@ -146,7 +146,7 @@ def ratio_constants_in_moments() -> tuple[tuple[sympy.Symbol, ...], tuple[sympy.
 
 def _ratio_constants() -> tuple[sympy.Expr, ...]:
     """(C, D, B, B₂) in the tilted moments R₂, R₃, e₁,₂, e₁,₃, e₂,₂, e₂,₃ (e₁ along one direction)."""
-    return tuple(ratio_expansion_derivation().result.rhs)
+    return tuple(ratio_expansion_derivation().result("constants").rhs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,14 +220,15 @@ def gaussian_limit_derivation() -> Derivation:
     rec.step("Leading constant: L·E‖attn − m∞‖² → C", Eq(C_, sympy.factor(c)))
     rec.step("Result: (C, D, B/‖β‖, B₂/‖β‖) in s² = aᵀΣa, ‖β‖², τ², ν²",
              Eq(sympy.Tuple(C_, D_, B_ / norm, B2_ / norm),
-                sympy.Tuple(sympy.factor(c), dd, sympy.simplify(b1 / norm), sympy.simplify(b2 / norm))))
+                sympy.Tuple(sympy.factor(c), dd, sympy.simplify(b1 / norm), sympy.simplify(b2 / norm))),
+             name="constants")
     return rec.finish()
 
 
 @lru_cache(maxsize=None)
 def gaussian_constant_expressions() -> tuple[sympy.Expr, ...]:
     """(C, D, B/‖β‖, B₂/‖β‖) in the invariants (s², ‖β‖², τ², ν²)."""
-    return tuple(gaussian_limit_derivation().result.rhs)
+    return tuple(gaussian_limit_derivation().result("constants").rhs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,7 +284,7 @@ def fixed_bandwidth_derivation() -> Derivation:
     rec.step("Leading constant C = R₂(E₂[sin² ωk] − 2m_h E₂[sin ωk] + m_h² + σ_v²)", Eq(C_, c))
     rec.step("Result: (m_h, m_h − sin ωq, C, D, B, B₂) in q, s, h, ω, σ_v",
              Eq(sympy.Tuple(sympy.Symbol("m_h"), sympy.Symbol("m_h - sin(omega q)"), C_, D_, B_, B2_),
-                sympy.Tuple(limit, bias_to_truth, c, dd, b1, b2)))
+                sympy.Tuple(limit, bias_to_truth, c, dd, b1, b2)), name="constants")
     return rec.finish()
 
 
@@ -293,7 +294,7 @@ FIXED_BANDWIDTH_NAMES = ("limit", "bias_to_truth", "constant", "second_order", "
 @lru_cache(maxsize=None)
 def fixed_bandwidth_expressions() -> dict[str, sympy.Expr]:
     """m_h, m_h − sin(ωq), C, D, B, B₂ as expressions in (q, s, h, ω, σ_v)."""
-    return dict(zip(FIXED_BANDWIDTH_NAMES, fixed_bandwidth_derivation().result.rhs))
+    return dict(zip(FIXED_BANDWIDTH_NAMES, fixed_bandwidth_derivation().result("constants").rhs))
 
 
 # ---------------------------------------------------------------------------------------------

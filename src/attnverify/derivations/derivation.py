@@ -1,7 +1,9 @@
 """A derivation recorded as the steps sympy took, for the report and for the reader.
 
-Each step is a sentence and a sympy expression (often an ``Eq``); the last step is the result.
-Renderers (LaTeX for Markdown, MathML for HTML) live in ``attnverify.report``.
+Each step is a sentence and a sympy expression (often an ``Eq``). A step that code uses is exported under
+a name (``rec.step(…, name="U_a")``, read back with ``derivation.result("U_a")``), so that adding a display
+step never changes what a solver or evaluator computes. Renderers (LaTeX for Markdown, MathML for HTML)
+live in ``attnverify.report``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ class Step:
 
     description: str
     expression: sympy.Basic
+    name: str | None = None  # the name the step's expression is exported under, if code uses it
 
 
 @dataclass(frozen=True)
@@ -29,10 +32,17 @@ class Derivation:
     steps: tuple[Step, ...] = field(default_factory=tuple)
 
     @property
-    def result(self) -> sympy.Basic:
-        if not self.steps:
-            raise ValueError(f"derivation {self.name!r} has no steps")
-        return self.steps[-1].expression
+    def results(self) -> dict[str, sympy.Basic]:
+        """The named results: name → expression."""
+        return {s.name: s.expression for s in self.steps if s.name is not None}
+
+    def result(self, name: str) -> sympy.Basic:
+        """The expression exported under ``name``."""
+        results = self.results
+        if name not in results:
+            raise KeyError(f"derivation {self.name!r} has no result named {name!r}; its results are "
+                           f"{sorted(results) or 'none'}")
+        return results[name]
 
     def _repr_markdown_(self) -> str:
         """A notebook shows the derivation as the report does (steps with $$ LaTeX $$)."""
@@ -54,8 +64,14 @@ class DerivationRecorder:
         self.name, self.title, self.source = name, title, source
         self._steps: list[Step] = []
 
-    def step(self, description: str, expression: sympy.Basic) -> sympy.Basic:
-        self._steps.append(Step(description, expression))
+    def step(self, description: str, expression: sympy.Basic, *, name: str | None = None) -> sympy.Basic:
+        """Record a step; ``name`` exports its expression as a result (unique within the derivation)."""
+        if name is not None:
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"name must be a non-empty string, got {name!r}")
+            if any(s.name == name for s in self._steps):
+                raise ValueError(f"derivation {self.name!r} already has a result named {name!r}")
+        self._steps.append(Step(description, expression, name))
         return expression
 
     def finish(self) -> Derivation:

@@ -104,14 +104,14 @@ def population_risk_derivation() -> Derivation:
     risk = sympy.expand(risk)
     rec.step("Assemble the four terms", Eq(R, risk))
     risk = sympy.collect(risk, [L, eps], evaluate=True)
-    rec.step("Collect in L and ε", Eq(R, risk))
+    rec.step("Collect in L and ε", Eq(R, risk), name="risk")
     return rec.finish()
 
 
 @lru_cache(maxsize=None)
 def population_risk_expression() -> sympy.Expr:
     """ℛ(κ, ν, θ, η, ρ; λ, γ, d, L, ε), including the noise ε² (spec §3.1 plus ε²)."""
-    return population_risk_derivation().result.rhs
+    return population_risk_derivation().result("risk").rhs
 
 
 @lru_cache(maxsize=None)
@@ -143,7 +143,7 @@ def oracle_risk_derivation() -> Derivation:
     rec.step("The population risk in the overlaps", Eq(R, risk))
     oracle = risk.subs({kappa: 1, nu: 1, theta: 0, eta: 0, rho: 0})
     rec.step("Substitute κ = ν = 1, θ = η = ρ = 0", Eq(R, oracle))
-    rec.step("Simplify", Eq(R, sympy.collect(sympy.simplify(oracle), [L, gamma**2])))
+    rec.step("Simplify", Eq(R, sympy.collect(sympy.simplify(oracle), [L, gamma**2])), name="oracle_risk")
     return rec.finish()
 
 
@@ -168,7 +168,7 @@ def linear_risk_derivation() -> Derivation:
     rec.step("Risk of β_ℓ = c·v* (tokens uncorrelated)", Eq(R, risk_c))
     (c_star,) = sympy.solve(sympy.diff(risk_c, c), c)
     rec.step("Stationarity ∂ℛ/∂c = 0", Eq(c, c_star))
-    rec.step("Minimal risk", Eq(R, sympy.simplify(risk_c.subs(c, c_star))))
+    rec.step("Minimal risk", Eq(R, sympy.simplify(risk_c.subs(c, c_star))), name="linear_risk")
     return rec.finish()
 
 
@@ -355,13 +355,13 @@ def oracle_risk(lam, d, L, gamma, eps, backend=None):
     be = _backend(backend)
     p = _parameters(lam, gamma, d, L, eps)
     arguments.broadcastable(dict(zip(("lam", "gamma", "d", "L", "eps"), p)))
-    f = evaluator(oracle_risk_derivation().result.rhs, PARAMETERS, be)
+    f = evaluator(oracle_risk_derivation().result("oracle_risk").rhs, PARAMETERS, be)
     return f(*p)
 
 
 @lru_cache(maxsize=None)
 def _oracle_excess_mpmath():
-    expression = oracle_risk_derivation().result.rhs.subs(eps, 0)
+    expression = oracle_risk_derivation().result("oracle_risk").rhs.subs(eps, 0)
     return mpmath_evaluator(expression, (lam_symbol, gamma_symbol, d_symbol, L_symbol))
 
 
@@ -429,4 +429,4 @@ _NOISE_TOKENS = sympy.Symbol("L_minus_1", nonnegative=True)
 def _linear_risk_in_noise_tokens() -> sympy.Expr:
     """Proposition 3's risk in m = L − 1: its denominator γ² + m is then exact for L = 1 and small γ,
     where γ² + L − 1 would lose γ² to round-off."""
-    return linear_risk_derivation().result.rhs.subs(L_symbol, _NOISE_TOKENS + 1)
+    return linear_risk_derivation().result("linear_risk").rhs.subs(L_symbol, _NOISE_TOKENS + 1)

@@ -93,7 +93,8 @@ def _rendered_section(section: Section) -> dict:
                 "title": d.title,
                 "source": d.source,
                 "steps": [
-                    {"description": s.description, "latex": equation_latex(s.expression), "text": str(s.expression)}
+                    {"description": s.description, "latex": equation_latex(s.expression), "text": str(s.expression),
+                     "name": s.name}
                     for s in d.steps
                 ],
             }

@@ -272,9 +272,10 @@ def derivation_html(derivation: Derivation) -> str:
     if derivation.source:
         parts.append(f'<p class="source">Source: {html.escape(derivation.source)}</p>')
     parts.append("<ol>")
-    for k, step in enumerate(derivation.steps):
-        css = ' class="result"' if k == len(derivation.steps) - 1 else ""
-        parts.append(f"<li{css}><p>{_inline(step.description)}</p>{equation_html(step.expression)}</li>")
+    for step in derivation.steps:
+        css = ' class="result"' if step.name else ""
+        label = f" <em>(result <code>{html.escape(step.name)}</code>)</em>" if step.name else ""
+        parts.append(f"<li{css}><p>{_inline(step.description)}{label}</p>{equation_html(step.expression)}</li>")
     parts.append("</ol></div>")
     return "\n".join(parts)
 
@@ -478,7 +479,7 @@ def derivation_markdown(derivation: Derivation) -> str:
     if derivation.source:
         parts.append(f"*Source: {_md_text(derivation.source)}*")
     for k, step in enumerate(derivation.steps, 1):
-        result = " (result)" if k == len(derivation.steps) else ""
+        result = f" (result `{step.name}`)" if step.name else ""
         parts.append(f"**Step {k}{result}.** {_md_text(step.description)}")
         parts.append(equation_markdown(step.expression))
     return "\n\n".join(parts)
