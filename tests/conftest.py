@@ -5,6 +5,11 @@ sys.path.insert(0, os.path.dirname(__file__))  # shared test helpers (e.g. deriv
 
 from hypothesis import settings
 
+# Issue 16, part 3: the backend is chosen at the edge (the command line) and passed down. The whole test
+# session runs with an invalid ATTNVERIFY_BACKEND, so any code below the command line that still read it
+# would fail with "backend must be one of ...". Command-line tests set or remove it themselves.
+os.environ["ATTNVERIFY_BACKEND"] = "not-a-backend (set by tests/conftest.py: only the command line may read it)"
+
 settings.register_profile("attnverify", deadline=None, derandomize=True, database=None, print_blob=True)
 settings.load_profile("attnverify")
 

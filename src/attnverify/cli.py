@@ -22,7 +22,7 @@ from .checks import catalogue
 from .checks.claim import PROFILES, Claim
 from .checks.runner import ClaimResult, select, write_results
 from .experiments.store import Store
-from .numerics.backend import BACKEND_NAMES, ENVIRONMENT_VARIABLE, Backend, BackendUnavailable, get_backend
+from .numerics.backend import BACKEND_NAMES, ENVIRONMENT_VARIABLE, Backend, BackendUnavailable, backend_from_environment
 from .report.results import (
     needs_details,
     result_details,
@@ -154,8 +154,10 @@ def _print_results(results: list[dict], *, out: TextIO, json_path: str | None) -
 
 
 def _backend(name: str | None) -> Backend:
+    """The run's backend, chosen here at the edge (``--backend``, else ``$ATTNVERIFY_BACKEND``, else numpy)
+    and passed down explicitly: nothing below the command line reads the environment."""
     try:
-        return get_backend(name)
+        return backend_from_environment(name)
     except ValueError as error:  # e.g. a bad ATTNVERIFY_BACKEND
         raise UsageError(f"{error} (from --backend or {ENVIRONMENT_VARIABLE})") from None
 

@@ -21,3 +21,16 @@ def test_solve_lower_solves_every_chain(n, transpose):
     out = be.solve_lower(L, shared, transpose=transpose, shared=True)
     assert out.shape == (3, n, 2)
     np.testing.assert_allclose(M @ out, np.broadcast_to(shared, (3, n, 2)), atol=1e-12)
+
+
+def test_only_the_command_line_reads_the_environment(monkeypatch):
+    """get_backend(None) is numpy whatever $ATTNVERIFY_BACKEND says (the test session sets it to an invalid
+    name, tests/conftest.py); backend_from_environment, which the command line uses, reads it."""
+    from attnverify.numerics.backend import backend_from_environment, get_backend
+
+    assert get_backend(None).name == "numpy"
+    with pytest.raises(ValueError, match="backend must be one of"):
+        backend_from_environment(None)
+    monkeypatch.setenv("ATTNVERIFY_BACKEND", "numpy")
+    assert backend_from_environment(None).name == "numpy"
+    assert backend_from_environment("numpy").name == "numpy"

@@ -135,7 +135,7 @@ def flag(name: str, value: Any) -> bool:
 
 
 def backend(value: Any, name: str = "backend") -> Backend:
-    """A :class:`Backend`, by object or by name (``'numpy'``/``'cupy'``); None: the environment's choice."""
+    """A :class:`Backend`, by object or by name (``'numpy'``/``'cupy'``); None: numpy."""
     if value is not None and not isinstance(value, (Backend, str)):
         raise TypeError(f"{name} must be 'numpy', 'cupy', a Backend or None, got {_shown(value)}")
     try:

@@ -1,8 +1,9 @@
 """Array backends: numpy (default, CPU) or cupy (GPU, only when asked for and working).
 
-The backend is chosen by an explicit ``name`` argument, else by the environment variable
-``ATTNVERIFY_BACKEND``, else numpy. Asking for cupy where no GPU works raises
-:class:`BackendUnavailable`; there is no silent fallback to the CPU.
+The backend is chosen at the edge and passed down explicitly: a function given ``backend=None`` uses
+numpy. Only the command line reads the environment variable ``ATTNVERIFY_BACKEND`` (when
+``--backend`` is not given), through :func:`backend_from_environment`. Asking for cupy where no GPU
+works raises :class:`BackendUnavailable`; there is no silent fallback to the CPU.
 """
 
 from __future__ import annotations
@@ -122,15 +123,20 @@ def _cupy_backend() -> Backend:
     return Backend("cupy", cupy, cupyx.scipy.special)
 
 
-def get_backend(name: str | Backend | None = None) -> Backend:
-    """The backend called ``name`` (``'numpy'`` or ``'cupy'``), or the environment's choice.
+def backend_from_environment(name: str | Backend | None = None) -> Backend:
+    """The command line's choice: ``name`` (``--backend``) if given, else ``$ATTNVERIFY_BACKEND``, else numpy."""
+    if name is None:
+        name = os.environ.get(ENVIRONMENT_VARIABLE, "") or "numpy"
+    return get_backend(name)
 
-    ``None`` reads ``ATTNVERIFY_BACKEND`` and defaults to numpy.
-    """
+
+def get_backend(name: str | Backend | None = None) -> Backend:
+    """The backend called ``name`` (``'numpy'`` or ``'cupy'``); ``None`` is numpy (the environment is
+    read only at the command line: :func:`backend_from_environment`)."""
     if isinstance(name, Backend):
         return name
     if name is None:
-        name = os.environ.get(ENVIRONMENT_VARIABLE, "") or "numpy"
+        name = "numpy"
     key = str(name).strip().lower()
     if key == "numpy":
         return _numpy_backend()
