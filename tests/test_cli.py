@@ -19,6 +19,7 @@ from attnverify.checks import catalogue, close, st
 from attnverify.checks.claim import claim
 from attnverify.numerics.backend import cupy_works
 from attnverify.report import Section, builder
+from attnverify.theories import Theory
 
 SMALL = {"quick": 3, "thorough": 4}
 INTEGERS = st.fixed_dictionaries({"x": st.integers(-5, 5)})
@@ -192,8 +193,9 @@ def test_verify_usage_errors(tmp_path, capsys):
 def fake_section(monkeypatch):
     module = types.ModuleType("attnverify.report.fake")
     module.build_section = lambda out_dir, **kw: Section("fake", "A fake theory", "Nothing to derive.")
+    module.square_is_product, module.square_is_two = square_is_product, square_is_two
     monkeypatch.setitem(sys.modules, "attnverify.report.fake", module)
-    monkeypatch.setattr(builder, "SECTIONS", ("fake",))
+    monkeypatch.setattr(builder, "THEORIES", (Theory("fake", "attnverify.report.fake", "attnverify.report.fake"),))
 
 
 def test_report_command_writes_the_report(tmp_path, capsys, fake_section):
@@ -320,3 +322,49 @@ def test_examples_sets_the_number_of_examples_of_every_claim(tmp_path, capsys):
     assert len(result["examples"]) == 7 and result["replay"].endswith("--examples 7")
     assert cli.main(["verify", str(path), "--only", "mine.double", "--examples", "0"]) == 2
     assert "--examples" in capsys.readouterr().err
+
+
+def test_the_worked_example_goes_through_the_report_like_a_builtin_theory(tmp_path, capsys):
+    """The README's `attnverify report --with examples/partition_theory.py --only partition`: the user's theory
+    gets its derivation (with its steps and named results), its claims (one refuted as expected) and its
+    theory-vs-simulation figure in the same HTML/Markdown/JSON report as the built-in theories."""
+    example = Path(__file__).resolve().parents[1] / "examples" / "partition_theory.py"
+    out = tmp_path / "mine"
+    code = cli.main(["report", "--with", str(example), "--only", "partition", "--out", str(out), "--workers", "1"])
+    assert code == 0, capsys.readouterr()
+    document = json.loads((out / "results.json").read_text())
+    (section,) = document["sections"]
+    assert section["theory"] == "partition" and section["title"].startswith("Example: the softmax partition")
+    (derivation,) = section["derivations"]
+    assert len(derivation["steps"]) == 3 and derivation["steps"][-1]["name"] == "partition_mean"
+    assert "e^{\\frac{\\sigma^{2}}{2}}" in derivation["steps"][-1]["latex"]
+    statuses = {c["name"]: (c["status"], c["ok"]) for c in document["claims"]}
+    assert statuses == {"partition.mean_matches_derivation": ("holds", True),
+                        "partition.log_partition_is_log_of_mean": ("refuted", True),
+                        "partition.jensen_gap_is_nonnegative": ("holds", True)}
+    refuted = next(c for c in document["claims"] if c["status"] == "refuted")
+    assert refuted["replay"].startswith(f"attnverify verify {example} --only partition.log_partition_is_log_of_mean")
+    (figure,) = section["figures"]
+    assert (out / figure["filename"]).is_file() and len(figure["data"]["mean"]) == 8
+    page = (out / "index.html").read_text()
+    assert "partition_mean.png" in page and "partition.jensen_gap_is_nonnegative" in page and "<math" in page
+
+
+def test_verify_with_report_builds_the_files_report(tmp_path, capsys):
+    path, out = tmp_path / "my_claims.py", tmp_path / "report"
+    path.write_text(USER_FILE)
+    assert cli.main(["verify", str(path), "--report", str(out), "--workers", "1"]) == 1  # mine.cube is refuted
+    document = json.loads((out / "results.json").read_text())
+    assert [s["theory"] for s in document["sections"]] == ["mine"]
+    assert {c["name"] for c in document["claims"]} >= {"mine.cube"}
+
+
+def test_a_theory_file_that_clashes_or_mixes_names_is_a_usage_error(tmp_path, capsys):
+    clash = tmp_path / "clash.py"
+    clash.write_text('THEORY = "single_location"\n')
+    assert cli.main(["report", "--with", str(clash), "--out", str(tmp_path / "r")]) == 2
+    assert "theory names must be unique" in capsys.readouterr().err
+    mixed = tmp_path / "mixed.py"
+    mixed.write_text(USER_FILE + '\nTHEORY = "other"\n')
+    assert cli.main(["report", "--with", str(mixed), "--out", str(tmp_path / "r")]) == 2
+    assert "must be named other." in capsys.readouterr().err

@@ -240,26 +240,55 @@ def _verify(args: argparse.Namespace) -> int:
             f"{args.file} defines no claims; define them at the top level of the file with "
             "`@claim(\"theory.name\", parameters=...)` from attnverify.checks"
         )
+    if args.report:
+        (theory,) = _user_theories([args.file])
+        return _build_and_print(args.report, theories=[theory], only=None, profile=args.profile, backend=backend,
+                                seed=args.seed, examples=args.examples, workers=args.workers)
     claims = _chosen(claims, args.only, f"defined in {args.file}")
     _prepare_json(args.json, claims)
     return run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
                           command=verify_command(args.file), examples=args.examples)
 
 
+def _user_theories(files: list[str] | None) -> list:
+    """The theories of the users' files (``--with FILE.py``), each checked before any work."""
+    from . import theories
+
+    found = []
+    for path in files or []:
+        try:
+            found.append(theories.from_file(path))
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        except Exception:
+            raise UsageError(f"importing {path} failed:\n{traceback.format_exc()}") from None
+    names = [t.name for t in found]
+    clashes = sorted({n for n in names if names.count(n) > 1} | (set(names) & {t.name for t in theories.BUILTIN}))
+    if clashes:
+        raise UsageError(f"theory names must be unique: {clashes} (set THEORY = \"…\" in the file)")
+    return found
+
+
 def _report(args: argparse.Namespace) -> int:
     from .report import builder
 
     backend = _backend(args.backend)
+    theories = [*builder.THEORIES, *_user_theories(args.with_files)]
     try:
-        builder.select_theories(args.only)
+        builder.select_theories(args.only, theories)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    _prepare_out(args.out)
+    return _build_and_print(args.out, theories=theories, only=args.only, profile=args.profile, backend=backend,
+                            seed=args.seed, examples=args.examples, workers=args.workers)
+
+
+def _build_and_print(out: str, **options) -> int:
+    from .report import builder
+
+    _prepare_out(out)
     progress = Progress(sys.stderr)
     try:
-        document = builder.build_report(args.out, profile=args.profile, backend=backend, seed=args.seed,
-                                        only=args.only, progress=progress, examples=args.examples,
-                                        workers=args.workers)
+        document = builder.build_report(out, progress=progress, **options)
     finally:
         progress.close()
     for section in document["sections"]:
@@ -268,7 +297,7 @@ def _report(args: argparse.Namespace) -> int:
         for warning in section["warnings"]:
             print(f"{section['theory']}: warning: {warning}")
     status = _print_results(document["claims"], out=sys.stdout, json_path=None)
-    out = Path(args.out)
+    out = Path(out)
     print(f"report written to {out / 'index.html'}, {out / 'report.md'} and {out / 'results.json'}")
     return 0 if document["ok"] and status == 0 else 1
 
@@ -320,6 +349,13 @@ def _add_run_options(parser: argparse.ArgumentParser, only_help: str, only_metav
                         help="examples per claim, instead of each claim's own number for the profile")
 
 
+def _add_workers(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workers", type=_count, default=os.cpu_count() or 1, metavar="N",
+                        help="worker processes running sections and claims side by side (default: the number of "
+                             f"CPUs, here {os.cpu_count() or 1}); 1 runs everything in this process. The results "
+                             "do not depend on it")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="attnverify",
@@ -341,15 +377,18 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("file", metavar="FILE.py", help="a Python file defining claims with @claim")
     _add_run_options(verify, "only claims whose name is, starts with or contains PATTERN")
     verify.add_argument("--json", metavar="FILE", help="write the results as JSON (rewritten after each claim)")
+    verify.add_argument("--report", metavar="DIR", default=None,
+                        help="also build the file's report (its section, derivations, figures and claims) into DIR")
+    _add_workers(verify)
     verify.set_defaults(handler=_verify)
 
     report = commands.add_parser("report", help="build the derivation report (HTML, Markdown, JSON)")
     report.add_argument("--out", metavar="DIR", required=True, help="directory to write the report into")
     _add_run_options(report, "only the theory named THEORY", only_metavar="THEORY")
-    report.add_argument("--workers", type=_count, default=os.cpu_count() or 1, metavar="N",
-                        help="worker processes running sections and claims side by side (default: the number of "
-                             f"CPUs, here {os.cpu_count() or 1}); 1 runs everything in this process. The results "
-                             "do not depend on it")
+    report.add_argument("--with", dest="with_files", metavar="FILE.py", action="append", default=[],
+                        help="add the theory of your own FILE.py (its claims, and its build_section or docstring "
+                             "and derivations()) to the report; repeatable")
+    _add_workers(report)
     report.set_defaults(handler=_report)
 
     train = commands.add_parser("train-one-shot",

@@ -19,6 +19,7 @@ from attnverify.checks import catalogue, close, st
 from attnverify.checks.claim import claim
 from attnverify.derivations.derivation import DerivationRecorder
 from attnverify.report import Figure, Section, Table, builder
+from attnverify.theories import Theory
 from attnverify.report.figures import pyplot, save_figure
 
 MATHML_XMLNS = "http://www.w3.org/1998/Math/MathML"
@@ -63,9 +64,11 @@ def fake_build_section(out_dir, *, profile, backend, seed, progress, store=None)
 def fake_theory(monkeypatch):
     module = types.ModuleType("attnverify.report.fake")
     module.build_section = fake_build_section
+    claims = types.ModuleType("attnverify_test_fake_claims")
+    claims.square_is_product, claims.square_is_two = square_is_product, square_is_two
     monkeypatch.setitem(sys.modules, "attnverify.report.fake", module)
-    monkeypatch.setattr(builder, "SECTIONS", ("fake",))
-    monkeypatch.setattr(catalogue, "builtin_claims", lambda: [square_is_product, square_is_two])
+    monkeypatch.setitem(sys.modules, "attnverify_test_fake_claims", claims)
+    monkeypatch.setattr(builder, "THEORIES", (Theory("fake", "attnverify.report.fake", "attnverify_test_fake_claims"),))
     return module
 
 

@@ -17,11 +17,10 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from .. import __version__
-from ..checks import catalogue
-from ..checks.claim import PROFILES
+from ..checks.claim import PROFILES, Claim
 from ..checks.runner import ClaimResult, Example, jsonable, write_json
 from ..experiments import scheduler
 from ..experiments.scheduler import Outcome, Task, run_tasks
@@ -30,23 +29,17 @@ from ..files import write_atomically
 from ..numerics.arguments import backend as checked_backend, integer
 from ..numerics.backend import Backend, get_backend
 from .render import equation_latex, render_html, render_markdown
-from .results import run_claim_or_error
+from .results import run_claim_or_error, verify_command
 from .section import Section, TheoryOutcome
+from ..theories import BUILTIN, Theory, select
 
-#: Theories with a report section, in report order; ``attnverify.report.<theory>`` provides it.
-SECTIONS = ("single_location", "attention_paths", "conditional_mean")
+THEORIES: tuple[Theory, ...] = BUILTIN
+"""The theories a report covers by default (the papers' three), in report order; ``theories=`` adds others."""
 
 
-def select_theories(only: str | None) -> list[str]:
-    """The theories of :data:`SECTIONS` named (exactly, else by substring) by ``only``."""
-    if not only:
-        return list(SECTIONS)
-    exact = [t for t in SECTIONS if t == only]
-    chosen = exact or [t for t in SECTIONS if only in t]
-    if not chosen:
-        raise ValueError(f"only={only!r} matches no theory; the theories are {', '.join(SECTIONS)}")
-    return chosen
-
+def select_theories(only: str | None, theories: Sequence[Theory] | None = None) -> list[Theory]:
+    """The theories (default :data:`THEORIES`) named exactly, else by substring, by ``only``."""
+    return select(list(THEORIES if theories is None else theories), only)
 
 
 def _versions() -> dict[str, str]:
@@ -124,12 +117,11 @@ def _write_results(out_dir: Path, outcomes: list[TheoryOutcome], metadata: dict,
     return document
 
 
-def _build_section(outcome: TheoryOutcome, out_dir: Path, *, profile: str, backend: Backend, seed: int,
-                   progress: Callable[[str], None], store: Store) -> None:
+def _build_section(outcome: TheoryOutcome, theory: Theory, out_dir: Path, *, profile: str, backend: Backend,
+                   seed: int, progress: Callable[[str], None], store: Store) -> None:
     try:
-        provider = importlib.import_module(f"{__package__}.{outcome.theory}")
-        section = provider.build_section(out_dir, profile=profile, backend=backend, seed=seed, progress=progress,
-                                         store=store)
+        build_section = theory.section_builder()
+        section = build_section(out_dir, profile=profile, backend=backend, seed=seed, progress=progress, store=store)
         if not isinstance(section, Section):
             raise TypeError(f"build_section of {outcome.theory} returned {type(section).__name__}, not Section")
     except Exception:
@@ -141,12 +133,12 @@ def _build_section(outcome: TheoryOutcome, out_dir: Path, *, profile: str, backe
             outcome.warnings.append(f"figure file {figure.filename!r} was not written into the report directory")
 
 
-def section_task(theory: str, out_dir: str, profile: str, backend: str, seed: int, store: str) -> TheoryOutcome:
+def section_task(theory: Theory, out_dir: str, profile: str, backend: str, seed: int, store: str) -> TheoryOutcome:
     """A task of the run (:mod:`attnverify.experiments.scheduler`): build ``theory``'s section into
     ``out_dir``, its experiments in the run's store folder ``store``, and print its derivations once."""
-    outcome = TheoryOutcome(theory)
+    outcome = TheoryOutcome(theory.name)
     start = time.perf_counter()
-    _build_section(outcome, Path(out_dir), profile=profile, backend=get_backend(backend), seed=seed,
+    _build_section(outcome, theory, Path(out_dir), profile=profile, backend=get_backend(backend), seed=seed,
                    progress=scheduler.progress, store=Store(store))
     if outcome.section is not None:
         outcome.rendered = _rendered_section(outcome.section)
@@ -154,12 +146,14 @@ def section_task(theory: str, out_dir: str, profile: str, backend: str, seed: in
     return outcome
 
 
-def claim_task(name: str, profile: str, backend: str, seed: int, examples: int | None, store: str) -> dict:
-    """A task of the run: check the built-in claim ``name``; its experiments come from the store folder."""
-    (claim,) = [c for c in catalogue.builtin_claims() if c.name == name]
-    result = run_claim_or_error(claim, profile=profile, backend=get_backend(backend), seed=seed, examples=examples,
+def claim_task(theory: Theory, name: str, profile: str, backend: str, seed: int, examples: int | None,
+               store: str) -> dict:
+    """A task of the run: check ``theory``'s claim ``name``; its experiments come from the store folder."""
+    result = run_claim_or_error(theory.claim(name), profile=profile, backend=get_backend(backend), seed=seed, examples=examples,
                                 store=Store(store),
                                 progress=lambda c, i, n: scheduler.progress(f"{c.name}: example {i}/{n}"))
+    if theory.claims.endswith(".py"):  # a user's file: its claims replay through verify
+        result.command = verify_command(theory.claims)
     return result.as_dict()
 
 
@@ -180,9 +174,11 @@ def build_report(
     progress: Callable[[str], None] | None = None,
     examples: int | None = None,
     workers: int = 1,
+    theories: Sequence[Theory] | None = None,
 ) -> dict:
-    """Write the report of every theory in :data:`SECTIONS` (or those ``only`` names) into
-    ``out_dir`` and return the results.json document. ``examples`` overrides every claim's number of
+    """Write the report of every theory of ``theories`` (default :data:`THEORIES`; those ``only`` names)
+    into ``out_dir`` and return the results.json document. A user's theory
+    (``attnverify.theories.from_file("mine.py")``) goes through the same pipeline as the built-in ones. ``examples`` overrides every claim's number of
     examples for the profile. ``workers`` > 1 runs the sections and claims on that many worker processes
     (a theory's claims start after its section, whose experiments they share through the run's store);
     the results are the same as with one.
@@ -197,7 +193,9 @@ def build_report(
     if examples is not None:
         examples = integer("examples", examples, 1)
     workers = integer("workers", workers, 1)
-    theories = select_theories(only)
+    chosen = select_theories(only, theories)
+    by_name = {t.name: t for t in chosen}
+    theories = [t.name for t in chosen]
     backend = checked_backend(backend)
     say = progress or (lambda message: None)
     out_dir = Path(out_dir)
@@ -205,15 +203,14 @@ def build_report(
     metadata = _metadata(profile, backend, seed, only)
     if examples is not None:
         metadata["examples"] = examples
-    builtin = catalogue.builtin_claims()
-    claims = {t: [c for c in builtin if c.theory == t] for t in theories}
+    claims = {t: by_name[t].claim_list() for t in theories}
     outcomes = {t: TheoryOutcome(t) for t in theories}
     finished_claims: dict[str, dict] = {}
     store = tempfile.mkdtemp(prefix="attnverify-store-")
     common = dict(profile=profile, backend=backend.name, seed=seed, store=store)
-    sections = {t: Task(_section_name(t), section_task, dict(theory=t, out_dir=str(out_dir), **common))
+    sections = {t: Task(_section_name(t), section_task, dict(theory=by_name[t], out_dir=str(out_dir), **common))
                 for t in theories}
-    claim_tasks = {t: [Task(c.name, claim_task, dict(name=c.name, examples=examples, **common),
+    claim_tasks = {t: [Task(c.name, claim_task, dict(theory=by_name[t], name=c.name, examples=examples, **common),
                             after=(_section_name(t),)) for c in claims[t]] for t in theories}
     if workers == 1:  # theory by theory: the first theory's results are complete first
         tasks = [task for t in theories for task in (sections[t], *claim_tasks[t])]
@@ -233,17 +230,19 @@ def build_report(
 
     def on_start(task: Task) -> None:
         if task.function is section_task:
-            say(f"{task.arguments['theory']}: building the section")
+            say(f"{task.arguments['theory'].name}: building the section")
         else:
             k, n = position[task.name]
-            say(f"[{k}/{n}] {task.name}: checking ({examples or _examples(task.name, profile)} examples)")
+            claim = by_name[theory_of[task.name]].claim(task.name)
+            say(f"[{k}/{n}] {task.name}: checking ({examples or claim.examples[profile]} examples)")
 
     def on_done(outcome: Outcome) -> None:
         done.add(outcome.name)
         theory = theory_of.get(outcome.name) or outcome.name.removesuffix(SECTION_SUFFIX)
         if outcome.name in theory_of:
             k, n = position[outcome.name]
-            result = outcome.result if outcome.error is None else _crashed_claim(outcome, profile, backend, seed)
+            result = (outcome.result if outcome.error is None
+                      else _crashed_claim(by_name[theory].claim(outcome.name), outcome, profile, backend, seed))
             finished_claims[outcome.name] = result
             say(f"[{k}/{n}] {outcome.name}: {result['status']}, {'OK' if result['ok'] else 'UNEXPECTED'} "
                 f"({result['seconds']:.1f} s)")
@@ -270,14 +269,8 @@ def build_report(
     return _write_results(out_dir, final, metadata, not_run=[])
 
 
-def _examples(name: str, profile: str) -> int:
-    (claim,) = [c for c in catalogue.builtin_claims() if c.name == name]
-    return claim.examples[profile]
-
-
-def _crashed_claim(outcome: Outcome, profile: str, backend: Backend, seed: int) -> dict:
+def _crashed_claim(claim: Claim, outcome: Outcome, profile: str, backend: Backend, seed: int) -> dict:
     """The result of a claim whose task itself failed (e.g. its worker died): status "error", traceback kept."""
-    (claim,) = [c for c in catalogue.builtin_claims() if c.name == outcome.name]
     failure = Example(parameters={}, seed=seed, error=outcome.error)
     return ClaimResult(claim=claim, status="error", examples=[], counterexample=failure, profile=profile,
                        backend=backend.name, seed=seed, seconds=0.0, notes=["the claim's task failed outside its check"]).as_dict()

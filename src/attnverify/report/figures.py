@@ -29,3 +29,39 @@ def save_figure(figure, out_dir: str | Path, filename: str, caption: str, data: 
     figure.savefig(path, dpi=110, bbox_inches="tight")
     pyplot().close(figure)
     return Figure(filename=filename, caption=caption, data=data)
+
+
+def theory_vs_simulation(out_dir: str | Path, filename: str, *, x, theory, estimates, caption: str,
+                         xlabel: str = "x", ylabel: str = "value", title: str = "", z: float = 2.0,
+                         theory_x=None) -> Figure:
+    """The common figure of a claim: a theory curve against Monte Carlo points with ± z·SE error bars.
+
+    ``estimates`` are :class:`~attnverify.numerics.statistics.Estimate` (mean, standard error) at ``x``;
+    ``theory`` is the curve's values at ``theory_x`` (default ``x``). Every number plotted goes into the
+    figure's data (results.json), and the caption says what the error bars are.
+    """
+    import numpy as np
+
+    x = [float(v) for v in x]
+    theory_x = x if theory_x is None else [float(v) for v in theory_x]
+    theory = [float(v) for v in np.asarray(theory, dtype=float).ravel()]
+    if len(theory) != len(theory_x):
+        raise ValueError(f"theory has {len(theory)} values for {len(theory_x)} points")
+    if len(estimates) != len(x):
+        raise ValueError(f"estimates has {len(estimates)} entries for {len(x)} points")
+    means = [float(e.mean) for e in estimates]
+    errors = [float(e.standard_error) for e in estimates]
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    ax.plot(theory_x, theory, "-", color="C0", label="theory")
+    ax.errorbar(x, means, yerr=[z * e for e in errors], fmt="o", color="k", ms=4, capsize=3,
+                label=f"Monte Carlo (± {z:g} SE)")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend()
+    ax.grid(True, alpha=0.3)
+    return save_figure(fig, out_dir, filename, f"{caption} Error bars: ± {z:g} standard errors.",
+                       {"x": x, "theory_x": theory_x, "theory": theory, "mean": means, "standard_error": errors,
+                        "error_bar_z": z})

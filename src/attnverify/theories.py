@@ -1,0 +1,106 @@
+"""Theories as the pipeline sees them: a name, and where its report section and its claims live.
+
+The three built-in theories and a theorist's own file go through the same interface. A theory's
+``section`` and ``claims`` are each an importable module name (``attnverify.report.single_location``) or
+the path of a user's ``.py`` file; plain strings, so a worker process can load them again. The section
+module provides ``build_section(out_dir, *, profile, backend, seed, progress, store) -> Section``
+(:mod:`attnverify.report.section`); a file without one gets a section made of its docstring and of the
+derivations its ``derivations()`` returns. The claims are every ``@claim`` at the top level of the claims
+module.
+
+A user's file names its theory with ``THEORY = "name"`` (else the first part of its claims' names) and may
+set ``TITLE``; its claims must be named ``name.something``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Callable
+
+from .checks.catalogue import THEORIES as BUILTIN_NAMES
+from .checks.catalogue import claims_in_module, load_user_module
+from .checks.claim import Claim
+
+
+def load(source: str) -> ModuleType:
+    """The module ``source`` names: a ``.py`` file (loaded once per process) or an importable module."""
+    if source.endswith(".py"):
+        return load_user_module(source)
+    return importlib.import_module(source)
+
+
+@dataclass(frozen=True)
+class Theory:
+    """A theory: its ``name``, the module or file of its report ``section`` and of its ``claims``."""
+
+    name: str
+    section: str
+    claims: str
+
+    def claim_list(self) -> list[Claim]:
+        """The theory's claims, in definition order."""
+        return claims_in_module(load(self.claims))
+
+    def claim(self, name: str) -> Claim:
+        (found,) = [c for c in self.claim_list() if c.name == name] or [None]
+        if found is None:
+            raise KeyError(f"theory {self.name!r} has no claim {name!r}")
+        return found
+
+    def section_builder(self) -> Callable:
+        """``build_section`` of the section module, or a builder of the default section of a user's file."""
+        module = load(self.section)
+        builder = getattr(module, "build_section", None)
+        if builder is not None:
+            return builder
+        return lambda out_dir, **kwargs: default_section(self.name, module)
+
+
+BUILTIN = tuple(Theory(name, f"attnverify.report.{name}", f"attnverify.checks.{name}") for name in BUILTIN_NAMES)
+"""The three theories of the papers, in report order."""
+
+
+def default_section(name: str, module: ModuleType):
+    """The section of a user's file that has no ``build_section``: its title, docstring and derivations."""
+    from .report.section import Section
+
+    doc = (module.__doc__ or "").strip()
+    title = getattr(module, "TITLE", None)
+    if title is None:  # the docstring's first line is the title, the rest the introduction
+        first, _, doc = doc.partition("\n")
+        title = first.strip() or name
+    derivations = module.derivations() if callable(getattr(module, "derivations", None)) else []
+    return Section(theory=name, title=title, introduction=doc.strip(), derivations=list(derivations))
+
+
+def from_file(path: str | Path) -> Theory:
+    """The theory of a user's ``FILE.py``: its claims, and its section (``build_section`` if it defines one)."""
+    path = Path(path).resolve()
+    module = load_user_module(path)
+    claims = claims_in_module(module)
+    name = getattr(module, "THEORY", None)
+    prefixes = sorted({c.name.split(".")[0] for c in claims})
+    if name is None:
+        if len(prefixes) != 1:
+            raise ValueError(f"{path} must set THEORY = \"name\" (its claims are named under {prefixes or 'nothing'})")
+        name = prefixes[0]
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"THEORY in {path} must be a lower_snake_case identifier, got {name!r}")
+    strangers = [c.name for c in claims if c.name.split(".")[0] != name]
+    if strangers:
+        raise ValueError(f"the claims of theory {name!r} must be named {name}.…; {path} also defines {strangers}")
+    return Theory(name, str(path), str(path))
+
+
+def select(theories: list[Theory], only: str | None) -> list[Theory]:
+    """The theories named ``only`` exactly, else containing it; all of them when ``only`` is None."""
+    if not only:
+        return list(theories)
+    exact = [t for t in theories if t.name == only]
+    chosen = exact or [t for t in theories if only in t.name]
+    if not chosen:
+        raise ValueError(f"only={only!r} matches no theory; the theories are {', '.join(t.name for t in theories)}")
+    return chosen
