@@ -215,7 +215,9 @@ def test_python_dash_m_runs_the_same_command_line():
     assert done.returncode == 0 and "--profile" in done.stdout
 
 
-def test_progress_on_a_terminal_updates_one_line():
+def test_progress_on_a_terminal_is_a_live_display():
+    """On a terminal: a rich live display with a bar per claim (examples done of its number) and each finished
+    claim printed as a line; elsewhere plain lines (the other CLI tests read those)."""
     import io
 
     class Terminal(io.StringIO):
@@ -225,10 +227,14 @@ def test_progress_on_a_terminal_updates_one_line():
     stream = Terminal()
     progress = cli.Progress(stream)
     progress.claim_started(1, 1, square_is_product, 3)
-    progress.example(square_is_product, 1, 3)
     progress.example(square_is_product, 2, 3)
-    assert "\r[1/1] fake.square_is_product: example 2/3" in stream.getvalue()
-    assert "\n" not in stream.getvalue()
+    assert "[1/1] fake.square_is_product" in stream.getvalue() and "2/3" in stream.getvalue()
+    progress("[1/2] other.claim: checking (5 examples)")
+    progress("other.claim: example 4/5")
+    assert "4/5" in stream.getvalue()
+    progress("[1/2] other.claim: holds, OK (0.3 s)")
+    progress.close()
+    assert "[1/2] other.claim: holds, OK (0.3 s)" in stream.getvalue()
 
 
 def test_the_readme_example_refutes_the_heuristic_and_confirms_the_safe_bound(capsys):
