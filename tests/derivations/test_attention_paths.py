@@ -34,10 +34,11 @@ def test_saddle_point_equations_proved_symbolically(heads, P):
 
 def test_the_identity_test_catches_a_wrong_packing_and_a_missing_factor_two(monkeypatch):
     # the slow-index convention: I_H ⊗ B (h_1 slow) is not B ⊗ I_H
-    monkeypatch.setattr(ap, "kron_identity", lambda h, m: sympy.ImmutableMatrix(sympy.kronecker_product(m, sympy.eye(h))))
+    monkeypatch.setattr(ap.saddle_equations, "kron_identity",  # where the matrix formulas use it
+                        lambda h, m: sympy.ImmutableMatrix(sympy.kronecker_product(m, sympy.eye(h))))
     assert not ap.saddle_point_equations_agree((2, 2), 1, points=1)
     monkeypatch.undo()
-    monkeypatch.setattr(ap, "entry_derivatives", lambda G, entries: [G[i, j] for i, j, _ in entries])
+    monkeypatch.setattr(ap.saddle_equations, "entry_derivatives", lambda G, entries: [G[i, j] for i, j, _ in entries])
     assert not ap.saddle_point_equations_agree((2,), 1, points=1)
 
 
