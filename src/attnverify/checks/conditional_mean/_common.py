@@ -1,0 +1,95 @@
+"""Settings, data and helpers shared by the conditional-mean claims.
+
+Part of :mod:`attnverify.checks.conditional_mean` (see its docstring for the spec and sources).
+"""
+
+from __future__ import annotations
+
+import math
+import numpy as np
+
+from ...derivations import conditional_mean as theory
+from ...numerics import conditional_mean as sim
+from ..claim import st
+from ..evidence import Evidence
+
+
+SOURCE = theory.SOURCE
+
+unit_interval = st.floats(-1.0, 1.0)
+seeds = st.integers(0, 2**32 - 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Drawing models from hypothesis parameters
+# ---------------------------------------------------------------------------------------------
+
+
+def gaussian_model_parameters(max_score_sd: float = 0.75) -> st.SearchStrategy:
+    """A Gaussian key/value model (d ≤ 3, d_v ≤ 2) and a query direction with s = √(aᵀΣa) bounded."""
+    return st.fixed_dictionaries(
+        {
+            "d": st.integers(1, 3),
+            "d_v": st.integers(1, 2),
+            "model_seed": seeds,
+            "noise_sd": st.floats(0.1, 1.0),
+            "score_sd": st.floats(0.05, max_score_sd),
+        }
+    )
+
+
+def gaussian_model(p: dict) -> tuple[sim.GaussianKeyValueModel, np.ndarray]:
+    """The model and a unit direction u drawn from ``p["model_seed"]`` (the model's own randomness)."""
+    rng = np.random.default_rng(p["model_seed"])
+    d, d_v = p["d"], p["d_v"]
+    raw = rng.standard_normal((d, d))
+    covariance = raw @ raw.T / d + 0.3 * np.eye(d)
+    model = sim.GaussianKeyValueModel(
+        key_mean=rng.uniform(-1, 1, d),
+        key_covariance=covariance,
+        value_map=rng.uniform(-1.5, 1.5, (d_v, d)),
+        value_offset=rng.uniform(-1, 1, d_v),
+        noise_sd=p["noise_sd"],
+    )
+    u = rng.standard_normal(d)
+    return model, u / np.linalg.norm(u)
+
+
+def score_with_spread(model: sim.GaussianKeyValueModel, direction: np.ndarray, score_sd: float) -> np.ndarray:
+    """A score vector a with aᵀΣa = score_sd² (a = s·L⁻ᵀu for Σ = LLᵀ)."""
+    chol = np.linalg.cholesky(model.key_covariance)
+    return score_sd * np.linalg.solve(chol.T, direction)
+
+
+def gaussian_constants(model: sim.GaussianKeyValueModel, score: np.ndarray) -> dict:
+    """C, D and the bias B, B₂ along the unit vector of β = AΣa (B = B₂ = 0 when β = 0)."""
+    constants = {k: float(v) for k, v in theory.gaussian_error_constants(*model.invariants(score)).items()}
+    beta = model.shift_direction(score)
+    norm = float(np.linalg.norm(beta))
+    direction = beta / norm if norm > 0 else np.eye(model.d_v)[0]
+    constants.update(bias=norm * constants["bias_factor"], second_order_bias=norm * constants["second_order_bias_factor"],
+                     direction=direction)
+    return constants
+
+
+def _worst(evidences: list[tuple[str, Evidence]]) -> Evidence:
+    """The evidence closest to failing (largest gap/tolerance), labelled with its case."""
+    def ratio(e: Evidence) -> float:
+        gap = abs((e.theory or 0.0) - (e.observed or 0.0))
+        return gap / e.tolerance if e.tolerance else math.inf
+
+    label, worst = max(evidences, key=lambda item: (not item[1].holds, ratio(item[1])))
+    return Evidence(
+        all(e.holds for _, e in evidences),
+        worst.theory,
+        worst.observed,
+        worst.tolerance,
+        worst.standard_error,
+        relation=worst.relation,
+        conditions={lab: e.holds for lab, e in evidences},
+        note=f"worst case {label}: {worst.note}",
+        figures={"cases": {lab: e.as_dict() for lab, e in evidences}},
+    )
+
+
+# ---------------------------------------------------------------------------------------------
