@@ -24,7 +24,9 @@ import numpy as np
 from ..checks import conditional_mean as checks
 from ..derivations import conditional_mean as theory
 from ..numerics import conditional_mean as sim
-from ..numerics.conditional_mean import learning
+from ..experiments.conditional_mean import (  # noqa: F401  (the section's constants, re-exported)
+    BANDWIDTHS, G2, G2_QUERY, LEARNING, LENGTHS, REPLICATES, SINE, bandwidth_errors, g2_model, generalisation_gaps,
+    rate_errors)
 from ..numerics.backend import get_backend
 from ..numerics.statistics import fit_line
 from .figures import pyplot, save_figure
@@ -34,38 +36,17 @@ from .section import Figure, Section, Table, check_section_arguments
 THEORY = "conditional_mean"
 TITLE = "Attention as a conditional mean (Zhang, Liu, Cai, Wang, Wang, 2022)"
 
-G2 = dict(key_mean=[0.5, -0.5], key_covariance=[[1.0, 0.3], [0.3, 0.5]], value_map=[[1.0, -2.0]],
-          value_offset=[0.5], noise_sd=0.5)
-"""The note's standard configuration G2 (§6), with the query q = (0.8, 0.2)."""
-G2_QUERY = (0.8, 0.2)
-
-LENGTHS = (16, 64, 256, 1024, 4096)
-"""Sequence lengths of the rate figures."""
-
-REPLICATES = {"quick": 4_000, "thorough": 40_000}
-"""Independent sequences per length."""
-
-SINE = dict(key_sd=1.0, frequency=2.0, noise_sd=0.3, query=0.7)
-"""The note's fixed-bandwidth example (§3.2): k ~ N(0, 1), v = sin(2k) + 0.3ξ, q = 0.7."""
-BANDWIDTHS = (1.0, 0.5, 0.25)
-
-LEARNING = dict(lengths=(16, 64, 256), train_sequences=128, test_sequences=2_000,
-                replicates={"quick": 6, "thorough": 30})
-"""Generalisation-gap experiment: N = 128 training sequences, fresh test sequences, repeated fits."""
-
-
-def _rate_figures(out_dir: Path, *, profile: str, seeds, progress) -> tuple[list[Figure], Table]:
-    model = sim.GaussianKeyValueModel(**G2)
+def _rate_figures(out_dir: Path, *, profile: str, seed: int, store: Store, progress) -> tuple[list[Figure], Table]:
+    model = g2_model()
     query = np.array(G2_QUERY)
     desired = model.desired_score(query)
     constants = checks.gaussian_constants(model, desired)
     naive = checks.gaussian_constants(model, query)
     target = model.conditional_mean(query)
     lengths = np.array(LENGTHS, dtype=float)
-    rng_desired, rng_naive = (np.random.default_rng(s) for s in seeds.spawn(2))
     progress(f"conditional_mean: Monte Carlo error at L = {LENGTHS} ({REPLICATES[profile]} sequences each)")
-    errors, _ = checks.rate_fit(model, desired, target, lengths, REPLICATES[profile], rng_desired)
-    naive_errors, _ = checks.rate_fit(model, query, target, lengths, REPLICATES[profile], rng_naive)
+    measured = store.get(rate_errors, profile=profile, seed=seed)
+    errors, naive_errors = measured["errors"], measured["naive_errors"]
     rmse = np.sqrt([e.mse.mean for e in errors])
     rmse_se = np.array([e.mse.standard_error for e in errors]) / (2 * rmse)
     # the slope over the claim's grid (L ≥ 64): at L = 16, C/L + D/L² is not yet asymptotic on G2
@@ -127,22 +108,16 @@ def _rate_figures(out_dir: Path, *, profile: str, seeds, progress) -> tuple[list
     return [rate, constant_figure], table
 
 
-def _bandwidth_figure(out_dir: Path, *, profile: str, seeds, progress) -> tuple[Figure, Table]:
+def _bandwidth_figure(out_dir: Path, *, profile: str, seed: int, store: Store, progress) -> tuple[Figure, Table]:
     model = sim.SineValueModel(SINE["key_sd"], SINE["frequency"], SINE["noise_sd"])
     q = SINE["query"]
     lengths = np.array(LENGTHS)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.2, 4.2))
     data, rows = {"lengths": lengths.tolist()}, []
-    for i, (h, s) in enumerate(zip(BANDWIDTHS, seeds.spawn(len(BANDWIDTHS)))):
-        progress(f"conditional_mean: fixed bandwidth h = {h}")
-        rng = np.random.default_rng(s)
-        constants = {k: float(v) for k, v in theory.fixed_bandwidth_constants(q, SINE["key_sd"], h, SINE["frequency"], SINE["noise_sd"]).items()}
-        logits = lambda K, h=h: -((K[..., 0] - q) ** 2) / (2 * h * h)  # noqa: E731
-        measured = [sim.attention_error(lambda L, n, r: model.sample(L, n, r), logits, [0.0], int(L), REPLICATES[profile], rng)
-                    for L in lengths]
-        means = np.array([m.bias[0].mean for m in measured])
-        ses = np.array([m.bias[0].standard_error for m in measured])
+    progress(f"conditional_mean: fixed bandwidths h = {BANDWIDTHS}")
+    for i, point in enumerate(store.get(bandwidth_errors, profile=profile, seed=seed)):
+        h, constants, means, ses = point["h"], point["constants"], point["mean"], point["standard_error"]
         ax.errorbar(lengths, means, yerr=2 * ses, fmt="o", color=f"C{i}", label=f"h = {h}: Monte Carlo")
         ax.axhline(constants["limit"], color=f"C{i}", lw=1, ls="--", label=f"m_h = {constants['limit']:.4f} (derived)")
         data[f"h={h}"] = {"mean": means.tolist(), "standard_error": ses.tolist(), **constants}
@@ -162,22 +137,19 @@ def _bandwidth_figure(out_dir: Path, *, profile: str, seeds, progress) -> tuple[
     return figure, table
 
 
-def _learning_figure(out_dir: Path, *, profile: str, seed: int, progress) -> tuple[Figure, Table]:
-    task = learning.LatentLinearTask(key_covariance=G2["key_covariance"], prior_sd=1.0, noise_sd=0.5)
+def _learning_figure(out_dir: Path, *, profile: str, seed: int, store: Store, progress) -> tuple[Figure, Table]:
     target = np.linalg.inv(np.asarray(G2["key_covariance"]))
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.2, 4.0))
     data, rows = {}, []
+    progress(f"conditional_mean: ERM of W at L = {LEARNING['lengths']}")
+    measured = store.get(generalisation_gaps, profile=profile, seed=seed)
     for i, objective in enumerate(("supervised", "masked")):
-        gaps, ses, distances = [], [], []
-        for L in LEARNING["lengths"]:
-            progress(f"conditional_mean: ERM of W, {objective}, L = {L}")
-            result = learning.generalization_gap(task, objective, L, LEARNING["train_sequences"], LEARNING["test_sequences"],
-                                                 LEARNING["replicates"][profile], seed + 7919 * L + i)
-            gaps.append(result.gap.mean)
-            ses.append(result.gap.standard_error)
-            distances.append(float(np.mean(result.distances)))
-            rows.append([objective, L, f"{result.gap.mean:.4f} ± {result.gap.standard_error:.4f}", f"{distances[-1]:.3f}"])
+        gaps = measured[objective]["gap"]
+        ses = measured[objective]["standard_error"]
+        distances = measured[objective]["distance"]
+        for L, gap, se, distance in zip(LEARNING["lengths"], gaps, ses, distances):
+            rows.append([objective, L, f"{gap:.4f} ± {se:.4f}", f"{distance:.3f}"])
         fit = fit_line(np.log(LEARNING["lengths"]), gaps, standard_errors=ses)
         ax.errorbar(LEARNING["lengths"], gaps, yerr=2 * np.array(ses), fmt="o-", color=f"C{i}",
                     label=f"{objective}: slope in log L {fit.slope:.4f} ± {fit.slope_standard_error:.4f}")
@@ -226,14 +198,15 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
     get_backend(backend)  # validated; these simulations are small and run on numpy
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rate_seeds, bandwidth_seeds = np.random.SeedSequence(seed).spawn(2)
     progress("conditional_mean: deriving the ratio expansion, the Gaussian and fixed-bandwidth limits (sympy)")
     derivations = theory.derivations()
-    figures, rate_table = _rate_figures(out_dir, profile=profile, seeds=rate_seeds, progress=progress)
-    bandwidth_figure, bandwidth_table = _bandwidth_figure(out_dir, profile=profile, seeds=bandwidth_seeds, progress=progress)
+    figures, rate_table = _rate_figures(out_dir, profile=profile, seed=seed, store=store, progress=progress)
+    bandwidth_figure, bandwidth_table = _bandwidth_figure(out_dir, profile=profile, seed=seed, store=store,
+                                                          progress=progress)
     figures.append(bandwidth_figure)
     tables = [rate_table, bandwidth_table]
-    learning_figure, learning_table = _learning_figure(out_dir, profile=profile, seed=seed, progress=progress)
+    learning_figure, learning_table = _learning_figure(out_dir, profile=profile, seed=seed, store=store,
+                                                      progress=progress)
     figures.append(learning_figure)
     tables.append(learning_table)
     return Section(theory=THEORY, title=TITLE, introduction=INTRODUCTION, derivations=derivations,
