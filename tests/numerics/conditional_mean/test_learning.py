@@ -166,3 +166,27 @@ def test_task_sampler_takes_a_seed():
     assert_allclose(task.sample(2, 3, 9)[1], task.sample(2, 3, np.random.default_rng(9))[1], rtol=0)
     with pytest.raises(TypeError, match="rng"):
         task.sample(2, 3, None)
+
+
+def test_newton_distance_is_the_distance_to_a_quadratic_minimum():
+    """The acceptance test of an optimiser stop that is not "success": |g| over the curvature along g."""
+    from attnverify.numerics.conditional_mean.learning import _newton_distance
+
+    centre = np.array([0.3, -1.2])
+    quadratic = lambda x: (float(2.0 * np.sum((x - centre) ** 2)), 4.0 * (x - centre))  # noqa: E731
+    x = centre + np.array([1e-7, -2e-7])
+    assert abs(_newton_distance(quadratic, x) - np.linalg.norm(x - centre)) < 1e-12
+    concave = lambda x: (float(-np.sum(x**2)), -2.0 * x)  # noqa: E731
+    assert _newton_distance(concave, np.array([0.5, 0.1])) == float("inf")
+
+
+@pytest.mark.thorough
+def test_an_abnormal_line_search_stop_next_to_the_minimum_is_a_fit():
+    """Found by the thorough report: L-BFGS-B ended "ABNORMAL" on this masked-objective draw (Newton distance
+    to the minimum ~1e-7); the example holds now instead of erroring."""
+    from attnverify.checks import conditional_mean as claims
+    from attnverify.checks.runner import evaluate
+
+    example = evaluate(claims.generalization_gap_flat_masked, {"d": 1, "model_seed": 70020,
+                       "prior_sd": 0.6849036689523005, "noise_sd": 0.9375}, 2968811710, profile="thorough")
+    assert example.error is None and example.evidence.holds
