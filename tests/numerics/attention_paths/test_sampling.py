@@ -113,9 +113,12 @@ def test_same_seed_replays_and_settings_are_checked():
         sample_posterior(post, seed=0, settings=settings, X_test=np.ones((3, 2, 5)))
 
 
+@pytest.mark.thorough
 def test_the_two_kernels_agree_on_the_markov_network():
     """Collapsed HMC and HMC + readout Gibbs are different exact kernels for one posterior: their U agree
-    within 5 combined MCSE (4-path Markov task, N = 6, our generated features, T = 0.05)."""
+    within 5 combined MCSE (4-path Markov task, N = 6, our generated features, T = 0.05). Thorough tier
+    (24 s): the quick tier checks each kernel against quadrature on a tiny network and by simulation-based
+    calibration, and samples the Markov posterior with the collapsed kernel in the sampled-network claims."""
     from attnverify.numerics.attention_paths.markov_chain import MarkovChainTask, markov_dataset
 
     X, y, _, _ = markov_dataset(MarkovChainTask(), "4paths", 30, 2, seed=3, head_seed=3)
