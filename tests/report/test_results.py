@@ -22,6 +22,14 @@ def test_a_monte_carlo_equality_shows_its_standard_error_not_the_tolerance_as_pl
     assert "±" not in text
 
 
+def test_a_one_sided_claim_shows_the_relation_it_needs_with_its_numbers():
+    from attnverify.checks import Evidence
+
+    result = _result(lambda: Evidence(holds=False, theory=0.0, observed=0.47, tolerance=0.54, standard_error=0.108,
+                                      relation="above"), name="demo.above")
+    assert key_figures(result) == "observed − theory > τ: 0.47 − 0 > 0.54 (SE 0.108)"
+
+
 def test_a_bound_is_shown_as_an_inequality_with_value_and_bound_labels():
     result = _result(lambda: at_most(0.3, 0.5, tolerance=0.01))
     assert key_figures(result) == "0.3 ≤ 0.5 + 0.01"

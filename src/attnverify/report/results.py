@@ -93,7 +93,8 @@ def key_figures(result: dict) -> str:
 
     - equal: ``theory T vs observed O (SE s), allowed gap τ``;
     - at_most: ``T ≤ O + τ (SE s)`` (a bound: the left side is not a "theory" nor the right an "observation");
-    - above / below: ``observed O exceeds T by more than τ`` and its mirror.
+    - above / below: ``observed − theory > τ: O − T > τ (SE s)`` and its mirror (the relation the claim
+      needs, written with its numbers: false where the claim is refuted).
     """
     example = shown_example(result)
     if example is None:
@@ -110,10 +111,10 @@ def key_figures(result: dict) -> str:
     relation = evidence.get("relation") or "equal"
     if relation == "at_most":
         return f"{v(theory)} ≤ {v(observed)}" + (f" + {v(tolerance)}" if tolerance else "") + se_text
-    if relation == "above":
-        return f"observed {v(observed)}{se_text} exceeds {v(theory)} by more than {v(tolerance)}"
+    if relation == "above":  # the relation the claim needs, with its numbers (false when refuted)
+        return f"observed − theory > τ: {v(observed)} − {v(theory)} > {v(tolerance)}{se_text}"
     if relation == "below":
-        return f"{v(theory)} exceeds observed {v(observed)}{se_text} by more than {v(tolerance)}"
+        return f"theory − observed > τ: {v(theory)} − {v(observed)} > {v(tolerance)}{se_text}"
     text = f"theory {v(theory)} vs observed {v(observed)}{se_text}"
     if tolerance is not None:
         text += f", allowed gap {v(tolerance)}"
