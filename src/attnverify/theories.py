@@ -8,6 +8,11 @@ module provides ``build_section(out_dir, *, profile, backend, seed, progress, st
 derivations its ``derivations()`` returns. The claims are every ``@claim`` at the top level of the claims
 module.
 
+A theory's ``experiments`` module (for a user's file: the file) may provide
+``plan_experiments(*, profile, seed, backend) -> list`` of :func:`attnverify.experiments.store.planned`
+experiments: the run computes each as a task of its own before the section (in parallel with ``--workers``),
+and the section and claims find them in the run's store.
+
 A user's file names its theory with ``THEORY = "name"`` (else the first part of its claims' names) and may
 set ``TITLE``; its claims must be named ``name.something``.
 """
@@ -34,11 +39,31 @@ def load(source: str) -> ModuleType:
 
 @dataclass(frozen=True)
 class Theory:
-    """A theory: its ``name``, the module or file of its report ``section`` and of its ``claims``."""
+    """A theory: its ``name``, the module or file of its report ``section``, of its ``claims`` and of its
+    ``experiments`` (None: the section's module or file)."""
 
     name: str
     section: str
     claims: str
+    experiments: str | None = None
+
+    def planned_experiments(self, *, profile: str, seed: int, backend: str) -> list:
+        """The experiments the run computes ahead of the section (``plan_experiments``; none without one)."""
+        from .experiments.store import Planned
+
+        module = load(self.experiments or self.section)
+        plan = getattr(module, "plan_experiments", None)
+        if plan is None:
+            return []
+        plans = list(plan(profile=profile, seed=seed, backend=backend))
+        for item in plans:
+            if not isinstance(item, Planned):
+                raise TypeError(f"plan_experiments of {self.name} must return planned experiments "
+                                f"(attnverify.experiments.store.planned), got {item!r}")
+        labels = [item.label for item in plans]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"plan_experiments of {self.name} plans an experiment twice: {labels}")
+        return plans
 
     def claim_list(self) -> list[Claim]:
         """The theory's claims, in definition order."""
@@ -59,7 +84,8 @@ class Theory:
         return lambda out_dir, **kwargs: default_section(self.name, module)
 
 
-BUILTIN = tuple(Theory(name, f"attnverify.report.{name}", f"attnverify.checks.{name}") for name in BUILTIN_NAMES)
+BUILTIN = tuple(Theory(name, f"attnverify.report.{name}", f"attnverify.checks.{name}", f"attnverify.experiments.{name}")
+                for name in BUILTIN_NAMES)
 """The three theories of the papers, in report order."""
 
 

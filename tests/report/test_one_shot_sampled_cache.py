@@ -6,7 +6,7 @@ import pytest
 from attnverify.numerics.attention_paths import one_shot_experiment as experiment
 from attnverify.numerics.attention_paths import sampling
 from attnverify.numerics.attention_paths.solution_store import SolutionStore
-from attnverify.report import one_shot
+from attnverify.experiments import one_shot
 
 
 def test_sampled_networks_are_stored_and_reused(tmp_path, monkeypatch):
@@ -17,16 +17,16 @@ def test_sampled_networks_are_stored_and_reused(tmp_path, monkeypatch):
     paths = experiment.PathData(X, y, X, y, X[:5], y[:5])
     tiny = sampling.SamplerSettings(chains=2, warmup=10, draws=4)
     store = SolutionStore(tmp_path)
-    first = one_shot._sampled(paths, 0.5, 7, None, store=store, settings=tiny)
+    first = one_shot.sampled_networks(paths, 0.5, 7, store, settings=tiny)
     assert len(store) == 1
 
     def no_sampling(*args, **kwargs):
         raise AssertionError("stored samples were drawn again")
 
     monkeypatch.setattr(sampling, "sample_posterior", no_sampling)
-    again = one_shot._sampled(paths, 0.5, 7, None, store=store, settings=tiny)
+    again = one_shot.sampled_networks(paths, 0.5, 7, store, settings=tiny)
     for name in ("mean", "mcse", "rhat", "ess_bulk"):
-        np.testing.assert_array_equal(getattr(again[0], name), getattr(first[0], name))
-    assert again[1] == first[1] and again[2] == first[2]
+        np.testing.assert_array_equal(getattr(again.order_parameter, name), getattr(first.order_parameter, name))
+    assert again.accuracy == first.accuracy and again.diagnostics == first.diagnostics
     with pytest.raises(AssertionError, match="drawn again"):  # another seed is another run
-        one_shot._sampled(paths, 0.5, 8, None, store=store, settings=tiny)
+        one_shot.sampled_networks(paths, 0.5, 8, store, settings=tiny)

@@ -14,7 +14,8 @@ from ..numerics.attention_paths import (
     Action, ActionConfig, energy_for, predictor_statistics, saddle_point, saddle_point_from_features,
     scalar_renormalization,
 )
-from ..experiments.attention_paths import TEMPERATURE, four_path_markov_data, sampled_markov_networks
+from ..experiments.attention_paths import (DENOISING, GOOD, TEMPERATURE, four_path_markov_data,
+                                           sampled_markov_networks)
 from ..numerics.attention_paths import experiments
 from ..numerics.attention_paths.markov_chain import MarkovChainTask, markov_dataset
 from ..numerics.attention_paths.synthetic import synthetic_problem
@@ -196,9 +197,8 @@ def generated_action(p: dict, ctx: Context) -> Evidence:
 # 5. the hidden Markov chain: accuracy vs N between the GP lines (figure 2c)
 # ---------------------------------------------------------------------------------------------
 
-#: Paths of the 4-path network (flat index, h1 slow): 0 = good, 1 = adversarial #1, 2 = denoising,
-#: 3 = adversarial #2 (spec §4.1).
-GOOD, DENOISING = 0, 2
+# Paths of the 4-path network (flat index, h1 slow): 0 = good (GOOD), 1 = adversarial #1, 2 = denoising
+# (DENOISING), 3 = adversarial #2 (spec §4.1).
 
 
 def markov_data(data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:

@@ -14,6 +14,7 @@ from ..derivations import conditional_mean as theory
 from ..numerics import conditional_mean as sim
 from ..numerics.conditional_mean import learning
 from . import scheduler
+from .store import Planned, planned
 
 G2 = dict(key_mean=[0.5, -0.5], key_covariance=[[1.0, 0.3], [0.3, 0.5]], value_map=[[1.0, -2.0]],
           value_offset=[0.5], noise_sd=0.5)
@@ -90,3 +91,9 @@ def generalisation_gaps(*, profile: str, seed: int) -> dict:
             distances.append(float(np.mean(result.distances)))
         out[objective] = {"gap": gaps, "standard_error": ses, "distance": distances}
     return out
+
+
+def plan_experiments(*, profile: str, seed: int, backend: str = "numpy") -> list[Planned]:
+    """The conditional-mean section's experiments (computed as tasks ahead of the section; numpy only)."""
+    return [planned(generalisation_gaps, profile=profile, seed=seed), planned(rate_errors, profile=profile, seed=seed),
+            planned(bandwidth_errors, profile=profile, seed=seed)]

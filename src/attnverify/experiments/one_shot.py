@@ -1,16 +1,26 @@
 """Experiments of the one-shot image task (attention paths, figure 3) that claims and the report share:
-the cached gradient-descent networks with their episodes and path features, and each network's analysis
-(theory at N = 10 with T chosen on validation, head scores, pruning). Spec ``shared/papers/attention_paths.md``
-§4.2 and §2.5; the networks are trained by ``attnverify train-one-shot`` and shipped with the package.
+the cached gradient-descent networks with their episodes and path features, the theory against the width
+with T chosen on validation (3b, 3d), the networks sampled from the posterior at N = 10 (3b–c, thorough
+profile), and each network's analysis (theory at N = 10, head scores, pruning: 3e–f and the claims).
+Spec ``shared/papers/attention_paths.md`` §4.2 and §2.5; the networks are trained by
+``attnverify train-one-shot`` and shipped with the package.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from ..numerics.attention_paths import kernel_task_alignment
 from ..numerics.attention_paths import one_shot_experiment as experiment
-from ..numerics.attention_paths.solution_store import SolutionStore
-from ..numerics.arguments import one_of
+from ..numerics.attention_paths import sampling
+from ..numerics.attention_paths.posterior import network_posterior
+from ..numerics.attention_paths.solution_store import SolutionStore, fingerprint
+from ..numerics.arguments import integer, one_of
+from ..numerics.diagnostics import ChainSummary
+from ..numerics.statistics import Estimate
+from . import scheduler
 from .store import Store
 
 #: The theory's P and temperature grid per profile: the paper's P = 600 in both; the paper's ten
@@ -51,10 +61,124 @@ def one_shot_inputs(*, profile: str) -> OneShotInputs:
                          {s: experiment.path_data(networks[s], data) for s in chosen})
 
 
-def one_shot_analyses(*, profile: str, store: Store) -> tuple:
-    """:func:`experiment.analyse_network` of every network of :func:`one_shot_inputs`, at the profile's sizes."""
+def one_shot_analysis(*, profile: str, training_seed: int, store: Store) -> experiment.SeedAnalysis:
+    """:func:`experiment.analyse_network` of the cached network of ``training_seed``, at the profile's sizes."""
     sizes = THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]
     inputs = store.get(one_shot_inputs, profile=profile)
-    return tuple(experiment.analyse_network(seed, network, experiment.first_episodes(inputs.paths[seed], sizes["P"]),
-                                            temperatures=sizes["temperatures"], store=solution_store(profile, store))
-                 for seed, network in sorted(inputs.networks.items()))
+    if training_seed not in inputs.networks:
+        raise ValueError(f"training_seed must be one of the profile's cached networks {sorted(inputs.networks)}, "
+                         f"got {training_seed!r}")
+    scheduler.progress(f"attention_paths: one-shot network of seed {training_seed}, head scores and pruning")
+    return experiment.analyse_network(training_seed, inputs.networks[training_seed],
+                                      experiment.first_episodes(inputs.paths[training_seed], sizes["P"]),
+                                      temperatures=sizes["temperatures"], store=solution_store(profile, store))
+
+
+def training_seeds(profile: str) -> tuple[int, ...]:
+    """The training seeds of the profile's networks (``THEORY_SIZES``), without loading their features."""
+    networks, _ = experiment.cached_networks()
+    return tuple(sorted(networks)[:THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]["seeds"]])
+
+
+def one_shot_analyses(*, profile: str, store: Store) -> tuple:
+    """:func:`one_shot_analysis` of every network of :func:`one_shot_inputs`, by training seed."""
+    return tuple(store.get(one_shot_analysis, profile=profile, training_seed=s) for s in training_seeds(profile))
+
+
+FIGURE_WIDTHS = {"quick": (10, 1000), "thorough": experiment.WIDTHS}
+"""Widths of figure 3b: two of the paper's in the quick profile (it runs in CI), all ten in the thorough one."""
+
+SAMPLED_WIDTH = 10
+"""N of the sampled networks and of figures 3c–3d (the paper's)."""
+
+COMPONENTS = 50
+"""Principal components of figure 3d (the paper shows the first 50)."""
+
+
+@dataclass(frozen=True)
+class WidthSweep:
+    """Figure 3b–d for the first cached network: the validated theory at each width of ``FIGURE_WIDTHS``, the
+    validated GP limit, the gradient-descent network's test accuracy, and the kernel–task alignment at
+    N = SAMPLED_WIDTH (theory U) and U = I (eigenvalues, overlaps)."""
+
+    seed: int
+    P: int
+    points: tuple
+    gp: object
+    gradient_descent_accuracy: float
+    alignment: tuple
+    gp_alignment: tuple
+
+    @property
+    def small(self):
+        """The validated point at N = SAMPLED_WIDTH."""
+        return next(p for p in self.points if p.width == SAMPLED_WIDTH)
+
+
+def one_shot_width_sweep(*, profile: str, store: Store) -> WidthSweep:
+    """:class:`WidthSweep` of the profile: the first network's first P theory episodes, one
+    :func:`experiment.validated_sweep` over the widths × the profile's temperatures."""
+    sizes = THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]
+    inputs = store.get(one_shot_inputs, profile=profile)
+    first = min(inputs.networks)
+    paths = experiment.first_episodes(inputs.paths[first], sizes["P"])
+    widths = FIGURE_WIDTHS[profile]
+    scheduler.progress(f"attention_paths: figure 3b, theory at N = {widths} (P = {sizes['P']}, T chosen on validation)")
+    sweep = experiment.validated_sweep(paths, widths, sizes["temperatures"], store=solution_store(profile, store),
+                                       progress=lambda m: scheduler.progress(f"attention_paths: figure 3b, {m}"))
+    gp = experiment.validated_point(paths, np.inf, experiment.GP_TEMPERATURES)
+    gd = float(inputs.networks[first].correct(paths.X_test, paths.y_test).mean())
+    small = next(p for p in sweep if p.width == SAMPLED_WIDTH)
+    alignment = kernel_task_alignment(small.test.order_parameter, paths.X, paths.y, COMPONENTS)
+    gp_alignment = kernel_task_alignment(np.eye(paths.X.shape[2]), paths.X, paths.y, COMPONENTS)
+    return WidthSweep(first, sizes["P"], tuple(sweep), gp, gd, alignment, gp_alignment)
+
+
+SAMPLER = sampling.SamplerSettings(chains=4, warmup=200, draws=400)
+"""The sampled networks of the thorough profile (the quick one draws none): about half an hour on one CPU core at
+P = 600 (≈ 0.12 s per gradient for 4 chains, ~14 leapfrog steps)."""
+
+
+@dataclass(frozen=True)
+class SampledNetworks:
+    """Networks sampled from the posterior at N = SAMPLED_WIDTH and the validated T: U (mean, MCSE, R-hat, ESS),
+    test accuracy of the posterior-mean predictor and the sampler's diagnostics."""
+
+    order_parameter: ChainSummary
+    accuracy: Estimate
+    diagnostics: dict
+
+
+def sampled_networks(paths: experiment.PathData, temperature: float, seed: int, kept: SolutionStore, *,
+                     settings: sampling.SamplerSettings = SAMPLER) -> SampledNetworks:
+    """Networks sampled from the posterior of the 16-path network at N = SAMPLED_WIDTH on ``paths`` (collapsed
+    HMC, chain seed ``seed``), filed in ``kept`` under the inputs' fingerprints, the temperature, the settings and
+    the seed, so that a rerun with the same inputs reuses them instead of sampling again."""
+    name = (f"sampled_{fingerprint(paths.X, paths.y)}_test{fingerprint(paths.X_test, paths.y_test)}_N{SAMPLED_WIDTH}"
+            f"_T{temperature:g}_{settings.chains}x{settings.warmup}+{settings.draws}_seed{seed}")
+    record = kept.load(name)
+    if record is not None:
+        arrays, metadata = record
+        return SampledNetworks(ChainSummary(**arrays), Estimate(**metadata["accuracy"]), metadata["diagnostics"])
+    scheduler.progress(f"attention_paths: figure 3b-c, sampling networks at N = {SAMPLED_WIDTH}, T = {temperature:g}")
+    posterior = network_posterior(paths.X, paths.y, heads=experiment.HEADS, width=SAMPLED_WIDTH, temperature=temperature)
+    samples = sampling.sample_posterior(posterior, seed=seed, settings=settings, X_test=paths.X_test,
+                                        progress=lambda m: scheduler.progress(f"attention_paths: figure 3c, {m}"))
+    result = SampledNetworks(samples.order_parameter_summary(), samples.accuracy(paths.y_test), samples.diagnostics())
+    kept.save(name, dict(vars(result.order_parameter)), {"accuracy": result.accuracy.as_dict(),
+                                                         "diagnostics": result.diagnostics})
+    return result
+
+
+def one_shot_sampled_networks(*, profile: str, seed: int, store: Store) -> SampledNetworks | None:
+    """:func:`sampled_networks` of the thorough profile for figure 3b–c, on the first network's theory episodes at
+    the temperature validated at N = SAMPLED_WIDTH (None in the quick profile: the collapsed sampler in
+    𝓗·N0 = 1024 dimensions takes too long for CI)."""
+    if one_of("profile", profile, tuple(THEORY_SIZES)) != "thorough":
+        return None
+    seed = integer("seed", seed, 0)
+    inputs = store.get(one_shot_inputs, profile=profile)
+    temperature = store.get(one_shot_width_sweep, profile=profile).small.temperature
+    first = min(inputs.networks)
+    paths = experiment.first_episodes(inputs.paths[first], THEORY_SIZES[profile]["P"])
+    return sampled_networks(paths, temperature, seed, solution_store(profile, store))

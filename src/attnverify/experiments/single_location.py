@@ -18,6 +18,7 @@ from ..numerics import single_location as sim
 from ..numerics.backend import Backend, get_backend
 from . import scheduler
 from .attention_paths import integer_seed
+from .store import Planned, planned
 
 EPS = 0.1
 """Label noise ε of the authors' experiments (spec §1)."""
@@ -247,3 +248,10 @@ def sgd_run(*, seed: int, backend: str = "numpy") -> dict:
     run.update(config="sgd", start="sphere", lam0=c["lam0"], scheduled=c["scheduled"], step_size=c["step_size"],
                total_steps=c["steps"], d=c["d"], L=c["L"], test_excess_risk=_band(test - EPS**2))
     return run
+
+
+def plan_experiments(*, profile: str, seed: int, backend: str = "numpy") -> list[Planned]:
+    """The single-location section's experiments, longest first (computed as tasks ahead of the section)."""
+    return [planned(pgd_runs, profile=profile, seed=seed, backend=backend),
+            planned(risks_against_length, profile=profile, seed=seed, backend=backend),
+            planned(sgd_run, seed=seed, backend=backend)]

@@ -7,6 +7,10 @@ An experiment with a parameter named ``store`` is given the store itself (not pa
 it asks the store for the experiments it builds on.
 With a ``directory``, results are also pickled there (atomically), so that worker processes of one run
 share them and a result outlives the process that computed it.
+
+A theory names the experiments its section and claims use with :func:`planned` (its ``plan_experiments``,
+:mod:`attnverify.theories`): the run computes them ahead as tasks of their own, on every worker, and the section
+and claims then find them in the store.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import inspect
 import pickle
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -117,3 +122,36 @@ class Store:
     def __repr__(self) -> str:
         where = f", directory={str(self.directory)!r}" if self.directory is not None else ""
         return f"Store({len(self._results)} results{where})"
+
+
+@dataclass(frozen=True)
+class Planned:
+    """``experiment(**parameters)``, to be computed by a task of the run after the experiments in ``after``
+    (those it asks the store for: planning them first keeps two workers from computing one result twice)."""
+
+    experiment: Callable
+    parameters: tuple
+    after: tuple = ()
+
+    @property
+    def key(self) -> str:
+        """The store's key of the result (:meth:`Store.key`)."""
+        return Store.key(self.experiment, dict(self.parameters))
+
+    @property
+    def label(self) -> str:
+        """``name(a=1, b='x')``, the parameters as given: the task's name in progress lines and results.json."""
+        arguments = ", ".join(f"{k}={v!r}" for k, v in self.parameters)
+        return f"{self.experiment.__name__}({arguments})"
+
+
+def planned(experiment: Callable, *, after: tuple = (), **parameters: Any) -> Planned:
+    """An experiment a theory asks the run to compute ahead (checked now: a bad parameter fails at planning)."""
+    if not callable(experiment):
+        raise TypeError(f"experiment must be callable, got {experiment!r}")
+    for item in after:
+        if not isinstance(item, Planned):
+            raise TypeError(f"after must hold planned experiments, got {item!r}")
+    plan = Planned(experiment, tuple(sorted(parameters.items())), tuple(after))
+    plan.key  # noqa: B018  (raises on parameters the experiment does not take or that are not plain)
+    return plan

@@ -10,9 +10,11 @@ task (spec ``shared/papers/attention_paths.md`` §2.3, §2.4, §3, §4.1):
 3. "2e": the 2-path network (good + denoising) with out-of-plane noise σ⊥ = 5, as in 2c;
 4. "3b"–"3f": one-shot image classification with trained heads (:mod:`attnverify.report.one_shot`).
 
-The 4-path features are the authors' own (``experiments.authors_markov_data``) when the shared file is
-there, else drawn by :func:`markov_dataset`; the 2-path data are always drawn here. Every random seed is
-derived from the ``seed`` argument through ``numpy.random.SeedSequence``.
+The numbers come from the run's store of experiments (:mod:`attnverify.experiments.attention_paths` and
+:mod:`attnverify.experiments.one_shot`); this module only draws them. The 4-path features are the authors' own
+(``experiments.authors_markov_data``) when the shared file is there, else drawn by ``markov_dataset``; the
+2-path data are always drawn. Every random seed is derived from the ``seed`` argument through
+``numpy.random.SeedSequence``.
 """
 
 from __future__ import annotations
@@ -23,29 +25,21 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..checks.attention_paths import DENOISING, GOOD
 from ..derivations import attention_paths as theory
-from ..experiments.attention_paths import (FOUR_PATH_HEADS, SAMPLED_WIDTHS, TEMPERATURE, TEST_SIZE, TRAIN_SIZE,
-                                           four_path_markov_data, integer_seed, sampled_markov_networks)
+from ..experiments.attention_paths import (ALIGNMENT_WIDTH, DENOISING, FOUR_PATH_HEADS, GOOD, OUT_OF_PLANE_NOISE,
+                                           SAMPLED_WIDTHS, SUBNETWORKS, TEMPERATURE, TEST_SIZE, TWO_PATH_HEADS,
+                                           WIDTHS, Alignment, WidthSweep, four_path_markov_data, markov_alignment,
+                                           markov_width_sweep, sampled_markov_networks, two_path_markov_data)
 from ..experiments.store import Store
-from ..numerics.attention_paths import kernel_task_alignment
 from ..numerics.attention_paths import experiments
 from ..numerics.attention_paths.experiments import TheoryPoint
-from ..numerics.attention_paths.markov_chain import MarkovChainTask, markov_dataset
-from ..numerics.backend import Backend, get_backend
+from ..numerics.backend import get_backend
 from .figures import pyplot, save_figure
 from .section import Figure, Section, Table, check_section_arguments
 
 THEORY = "attention_paths"
 TITLE = ("Attention paths: the finite-width theory of a Bayesian transformer "
          "(Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS 2024)")
-
-WIDTHS = {"quick": (10, 30, 50, 100, 300, 500, 1000),
-          "thorough": (10, 30, 50, 100, 300, 500, 1000, 5000, 10000)}
-"""Widths N (= n_0 = n_1 = n_2) of the sweeps: the paper's grid, and two larger ones in the thorough profile."""
-
-TWO_PATH_HEADS = (2, 1)
-"""Heads per layer of the 2-path network of Fig. 2e: [good, uniform] × [uniform]."""
 
 FOUR_PATH_NAMES = ("g", "a1", "d", "a2")
 """Names of the 4-path network's paths by flat index (h1 slowest): (good, uniform) g, (good, random) a1,
@@ -56,12 +50,6 @@ FOUR_PATH_DISPLAY = (0, 2, 1, 3)
 
 TWO_PATH_NAMES = ("g", "d")
 """Names of the 2-path network's paths: (good, uniform) g and (uniform, uniform) d."""
-
-OUT_OF_PLANE_NOISE = 5.0
-"""σ⊥ of Fig. 2e (the caption's "σ_τ = 5"); Fig. 2c uses the task default σ⊥ = 1."""
-
-ALIGNMENT_WIDTH = 10
-"""N of the kernel–task alignment figure (2d); its U is the 2c sweep's U at this width."""
 
 ALIGNMENT_COMPONENTS = 30
 """Principal components shown in figure 2d (the paper shows the first 30)."""
@@ -79,18 +67,6 @@ GP_LABELS = {"all_paths": "all paths", "good": "good path (g)", "good_denoising"
 # ---------------------------------------------------------------------------------------------
 # seeds and data
 # ---------------------------------------------------------------------------------------------
-
-
-def _gp_lines(X, y, Xt, yt, subnetworks: dict[str, list[int]]) -> dict[str, TheoryPoint]:
-    """GP limit (U = I) of each subnetwork, its features rescaled as for a network of those paths only."""
-    lines = {}
-    for name, paths in subnetworks.items():
-        if len(paths) == X.shape[2]:
-            lines[name] = experiments.gp_point(X, y, Xt, yt, TEMPERATURE)
-        else:
-            lines[name] = experiments.gp_point(experiments.subnetwork_features(X, paths), y,
-                                               experiments.subnetwork_features(Xt, paths), yt, TEMPERATURE)
-    return lines
 
 
 def _estimate(point: TheoryPoint) -> dict:
@@ -199,21 +175,20 @@ def _sampled_table(source: str, sampled) -> Table:
                  ["N", "quantity", "theory", "sampled", "MCSE", "O(1/N) budget"], rows)
 
 
-def _four_path_figure(out_dir: Path, X, y, Xt, yt, source: str, description: str, *, widths, progress,
-                      sampled=()) -> tuple[Figure, list[TheoryPoint], list[Table]]:
-    progress("attention_paths: figure 2c, GP lines of the 4-path network and its subnetworks")
-    gp = _gp_lines(X, y, Xt, yt, {"all_paths": [0, 1, 2, 3], "good": [GOOD], "good_denoising": [GOOD, DENOISING]})
-    points = experiments.width_sweep(X, y, Xt, yt, heads=FOUR_PATH_HEADS, widths=widths, temperature=TEMPERATURE,
-                                     progress=lambda m: progress(f"attention_paths: figure 2c (4 paths), {m}"))
+def _gp_data(sweep: WidthSweep) -> dict:
+    return {name: {"paths": list(paths), **_estimate(sweep.gp[name])} for name, paths in SUBNETWORKS[sweep.network].items()}
+
+
+def _four_path_figure(out_dir: Path, markov, sweep: WidthSweep, sampled=()) -> tuple[Figure, list[Table]]:
+    X, Xt, source, description = markov.X, markov.X_test, markov.source, markov.description
+    gp, points = sweep.gp, list(sweep.points)
     data = _sweep_data(points, FOUR_PATH_NAMES, FOUR_PATH_DISPLAY)
     data["sampled"] = [{"width": q.width, "U": q.order_parameter.tolist(), "U_mcse": q.order_parameter_mcse.tolist(),
                         "accuracy": q.accuracy.as_dict(), "diagnostics": q.diagnostics, "converged": q.converged}
                        for q in sampled]
     paired = _paired(points, gp)
     data.update(data_source=source, data_description=description, temperature=TEMPERATURE, train_size=X.shape[0],
-                test_size=Xt.shape[0], heads=list(FOUR_PATH_HEADS), out_of_plane_noise=1.0,
-                gp={name: {"paths": paths, **_estimate(gp[name])} for name, paths in (
-                    ("all_paths", [0, 1, 2, 3]), ("good", [GOOD]), ("good_denoising", [GOOD, DENOISING]))},
+                test_size=Xt.shape[0], heads=list(FOUR_PATH_HEADS), out_of_plane_noise=1.0, gp=_gp_data(sweep),
                 paired_differences=paired)
     fig = _draw_sweep(data, gp, f"Fig. 2c: 4 paths [good, random] × [uniform, random], σ⊥ = 1, P = {X.shape[0]}, "
                                 f"T = {TEMPERATURE:g} ({source} data)", sampled)
@@ -253,26 +228,16 @@ def _four_path_figure(out_dir: Path, X, y, Xt, yt, source: str, description: str
                             [[name, *(float(v) for v in row)] for name, row in zip(names, U10)]))
     if sampled:
         tables.append(_sampled_table(source, sampled))
-    return figure, points, tables
+    return figure, tables
 
 
-def _two_path_figure(out_dir: Path, data_seed: np.random.SeedSequence, head_seed: int, *, widths, be: Backend,
-                     progress) -> tuple[Figure, list[TheoryPoint], Table]:
-    progress(f"attention_paths: figure 2e, drawing the 2-path data (σ⊥ = {OUT_OF_PLANE_NOISE:g})")
-    task = MarkovChainTask(out_of_plane_noise=OUT_OF_PLANE_NOISE)
-    X, y, Xt, yt = markov_dataset(task, "2paths", TRAIN_SIZE, TEST_SIZE, seed=data_seed, head_seed=head_seed,
-                                  backend=be)
-    X, Xt = np.asarray(be.to_numpy(X), dtype=float), np.asarray(be.to_numpy(Xt), dtype=float)
-    y, yt = np.asarray(y, dtype=float), np.asarray(yt, dtype=float)
-    gp = _gp_lines(X, y, Xt, yt, {"all_paths": [0, 1], "good": [0]})
-    points = experiments.width_sweep(X, y, Xt, yt, heads=TWO_PATH_HEADS, widths=widths, temperature=TEMPERATURE,
-                                     progress=lambda m: progress(f"attention_paths: figure 2e (2 paths), {m}"))
+def _two_path_figure(out_dir: Path, markov, sweep: WidthSweep) -> tuple[Figure, Table]:
+    X, Xt = markov.X, markov.X_test
+    gp, points = sweep.gp, list(sweep.points)
     data = _sweep_data(points, TWO_PATH_NAMES, (0, 1))
     paired = _paired(points, gp)
     data.update(data_source="generated", temperature=TEMPERATURE, train_size=X.shape[0], test_size=Xt.shape[0],
-                heads=list(TWO_PATH_HEADS), out_of_plane_noise=OUT_OF_PLANE_NOISE,
-                gp={name: {"paths": paths, **_estimate(gp[name])} for name, paths in (
-                    ("all_paths", [0, 1]), ("good", [0]))},
+                heads=list(TWO_PATH_HEADS), out_of_plane_noise=OUT_OF_PLANE_NOISE, gp=_gp_data(sweep),
                 paired_differences=paired)
     fig = _draw_sweep(data, gp, f"Fig. 2e: 2 paths [good, uniform] × [uniform], σ⊥ = {OUT_OF_PLANE_NOISE:g}, "
                                 f"P = {X.shape[0]}, T = {TEMPERATURE:g} (generated data)")
@@ -294,7 +259,7 @@ def _two_path_figure(out_dir: Path, data_seed: np.random.SeedSequence, head_seed
     table = _accuracy_table(
         f"Figure 2e: accuracy of the mean predictor against N, 2-path network, σ⊥ = {OUT_OF_PLANE_NOISE:g} "
         f"(generated data), with the GP lines; SE over {Xt.shape[0]} test sequences", data, gp)
-    return figure, points, table
+    return figure, table
 
 
 # ---------------------------------------------------------------------------------------------
@@ -302,11 +267,11 @@ def _two_path_figure(out_dir: Path, data_seed: np.random.SeedSequence, head_seed
 # ---------------------------------------------------------------------------------------------
 
 
-def _alignment_figure(out_dir: Path, X, y, U, source: str, *, progress) -> Figure:
-    progress(f"attention_paths: figure 2d, kernel PCs' overlap with Y (N = {ALIGNMENT_WIDTH} vs GP)")
+def _alignment_figure(out_dir: Path, alignment: Alignment, source: str) -> Figure:
     k = ALIGNMENT_COMPONENTS
-    theory_values, theory_overlaps = kernel_task_alignment(U, X, y)
-    gp_values, gp_overlaps = kernel_task_alignment(np.eye(X.shape[2]), X, y)
+    theory_values, theory_overlaps = alignment.theory_eigenvalues, alignment.theory_overlaps
+    gp_values, gp_overlaps = alignment.gp_eigenvalues, alignment.gp_overlaps
+    U = alignment.order_parameter
     c = CUMULATIVE_COMPONENTS
     cumulative = {"theory": float(np.sum(theory_overlaps[:c] ** 2)), "gp": float(np.sum(gp_overlaps[:c] ** 2))}
     total = {"theory": float(np.sum(theory_overlaps**2)), "gp": float(np.sum(gp_overlaps**2))}
@@ -393,26 +358,25 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
     SeedSequence(seed).spawn; the authors' 4-path features, when present, do not depend on it.
     """
     store = check_section_arguments(profile, seed, progress, store)
-    be = get_backend(backend)
+    backend = get_backend(backend).name
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    widths = WIDTHS[profile]
-    _, _, two_data, two_heads = np.random.SeedSequence(seed).spawn(4)  # the first two: four_path_markov_data
 
     progress("attention_paths: deriving the action, saddle-point equations and GP limit (sympy)")
     derivations = theory.derivations()
 
-    progress("attention_paths: figure 2c, loading or drawing the 4-path features")
-    four = store.get(four_path_markov_data, seed=seed, backend=be.name)
-    progress(f"attention_paths: figure 2c, sampling networks at N = {SAMPLED_WIDTHS[profile]}")
+    progress("attention_paths: figure 2c, the 4-path features, the theory against N and the sampled networks")
+    four = store.get(four_path_markov_data, seed=seed, backend=backend)
+    sweep_c = store.get(markov_width_sweep, network="4paths", profile=profile, seed=seed, backend=backend)
     sampled = store.get(sampled_markov_networks, profile=profile, seed=seed)
-    fig_c, points_c, tables_c = _four_path_figure(out_dir, four.X, four.y, four.X_test, four.y_test, four.source,
-                                                  four.description, widths=widths, progress=progress,
-                                                  sampled=sampled)
-    U_alignment = next(p.order_parameter for p in points_c if p.width == ALIGNMENT_WIDTH)
-    fig_d = _alignment_figure(out_dir, four.X, four.y, U_alignment, four.source, progress=progress)
-    fig_e, points_e, table_e = _two_path_figure(out_dir, two_data, integer_seed(two_heads), widths=widths, be=be,
-                                                progress=progress)
+    fig_c, tables_c = _four_path_figure(out_dir, four, sweep_c, sampled)
+    progress(f"attention_paths: figure 2d, kernel PCs' overlap with Y (N = {ALIGNMENT_WIDTH} vs GP)")
+    alignment = store.get(markov_alignment, profile=profile, seed=seed, backend=backend)
+    fig_d = _alignment_figure(out_dir, alignment, four.source)
+    progress(f"attention_paths: figure 2e, the 2-path data (σ⊥ = {OUT_OF_PLANE_NOISE:g}) and the theory against N")
+    two = store.get(two_path_markov_data, seed=seed, backend=backend)
+    sweep_e = store.get(markov_width_sweep, network="2paths", profile=profile, seed=seed, backend=backend)
+    fig_e, table_e = _two_path_figure(out_dir, two, sweep_e)
 
     from .one_shot import figure3
 
@@ -421,7 +385,7 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
     timing = Table(
         "Saddle-point solver time per width N (seconds, one solve each, started at the GP point)",
         ["N", "2c: 4 paths (s)", "2e: 2 paths (s)"],
-        [[int(c.width), round(c.seconds, 3), round(e.seconds, 3)] for c, e in zip(points_c, points_e)],
+        [[int(c.width), round(c.seconds, 3), round(e.seconds, 3)] for c, e in zip(sweep_c.points, sweep_e.points)],
     )
     introduction = INTRODUCTION + (
         "\nThis is the quick profile: the widths are the paper's, N = 10 … 1000; the thorough profile adds "

@@ -2,9 +2,10 @@
 
 ``build_report(DIR)`` writes ``DIR/index.html`` (MathML, no network resources), ``DIR/report.md``
 (LaTeX), ``DIR/results.json`` (every figure's data, every table, every claim result, metadata)
-and the PNGs the sections draw. Sections and claims are tasks of one run (serially, or on worker
-processes: ``workers``), sharing the run's store of experiments; results.json is rewritten after every
-finished task, so an interrupted run keeps what it finished (``"complete": false`` until the end).
+and the PNGs the sections draw. A theory's planned experiments, its section and its claims are tasks of one
+run (serially, or on worker processes: ``workers``): the experiments first, then the section, which only
+draws them, then the claims, which share them through the run's store. results.json is rewritten after
+every finished task, so an interrupted run keeps what it finished (``"complete": false`` until the end).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def _metadata(profile: str, backend: Backend, seed: int, only: str | None) -> di
 def _section_dict(outcome: TheoryOutcome) -> dict:
     section = outcome.section
     entry: dict = {"theory": outcome.theory, "seconds": round(outcome.seconds, 3),
-                   "errors": outcome.errors, "warnings": outcome.warnings}
+                   "experiment_seconds": outcome.experiments, "errors": outcome.errors, "warnings": outcome.warnings}
     if section is None:
         return entry
     if outcome.rendered is None:  # printing the derivations (sympy → LaTeX) takes seconds: once per section
@@ -146,6 +147,16 @@ def section_task(theory: Theory, out_dir: str, profile: str, backend: str, seed:
     return outcome
 
 
+def experiment_task(theory: Theory, label: str, profile: str, backend: str, seed: int, store: str) -> float:
+    """A task of the run: compute the planned experiment ``label`` of ``theory`` into the store folder ``store``
+    (planned again here, so that a user's file needs no pickling); returns the seconds it took."""
+    start = time.perf_counter()
+    plans = {p.label: p for p in theory.planned_experiments(profile=profile, seed=seed, backend=backend)}
+    plan = plans[label]
+    Store(store).get(plan.experiment, **dict(plan.parameters))
+    return time.perf_counter() - start
+
+
 def claim_task(theory: Theory, name: str, profile: str, backend: str, seed: int, examples: int | None,
                store: str) -> dict:
     """A task of the run: check ``theory``'s claim ``name``; its experiments come from the store folder."""
@@ -162,6 +173,10 @@ SECTION_SUFFIX = " (section)"
 
 def _section_name(theory: str) -> str:
     return f"{theory}{SECTION_SUFFIX}"
+
+
+def _experiment_name(theory: str, plan) -> str:
+    return f"{theory}: {plan.label}"
 
 
 def build_report(
@@ -208,17 +223,25 @@ def build_report(
     finished_claims: dict[str, dict] = {}
     store = tempfile.mkdtemp(prefix="attnverify-store-")
     common = dict(profile=profile, backend=backend.name, seed=seed, store=store)
-    sections = {t: Task(_section_name(t), section_task, dict(theory=by_name[t], out_dir=str(out_dir), **common))
-                for t in theories}
+    plans = {t: by_name[t].planned_experiments(profile=profile, seed=seed, backend=backend.name) for t in theories}
+    experiment_tasks = {t: [Task(_experiment_name(t, plan), experiment_task,
+                                 dict(theory=by_name[t], label=plan.label, **common),
+                                 after=tuple(_experiment_name(t, a) for a in plan.after)) for plan in plans[t]]
+                        for t in theories}
+    experiment_of = {task.name: t for t in theories for task in experiment_tasks[t]}
+    sections = {t: Task(_section_name(t), section_task, dict(theory=by_name[t], out_dir=str(out_dir), **common),
+                        after=tuple(task.name for task in experiment_tasks[t])) for t in theories}
     claim_tasks = {t: [Task(c.name, claim_task, dict(theory=by_name[t], name=c.name, examples=examples, **common),
                             after=(_section_name(t),)) for c in claims[t]] for t in theories}
     if workers == 1:  # theory by theory: the first theory's results are complete first
-        tasks = [task for t in theories for task in (sections[t], *claim_tasks[t])]
-    else:  # every section first: the longest tasks, and each unlocks its claims
-        tasks = [sections[t] for t in theories] + [task for t in theories for task in claim_tasks[t]]
+        tasks = [task for t in theories for task in (*experiment_tasks[t], sections[t], *claim_tasks[t])]
+    else:  # every experiment first (the longest tasks), then the sections, each unlocking its claims
+        tasks = ([task for t in theories for task in experiment_tasks[t]] + [sections[t] for t in theories]
+                 + [task for t in theories for task in claim_tasks[t]])
     position = {c.name: (k, len(claims[t])) for t in theories for k, c in enumerate(claims[t], 1)}
     theory_of = {c.name: t for t in theories for c in claims[t]}
     section_seconds: dict[str, float] = {}
+    experiment_seconds: dict[str, float] = {}
 
     def listed() -> list[TheoryOutcome]:
         for t in theories:
@@ -229,7 +252,9 @@ def build_report(
         return [task.name for task in tasks if task.name not in done] + ["index.html and report.md"]
 
     def on_start(task: Task) -> None:
-        if task.function is section_task:
+        if task.function is experiment_task:
+            say(f"{task.name}: computing")
+        elif task.function is section_task:
             say(f"{task.arguments['theory'].name}: building the section")
         else:
             k, n = position[task.name]
@@ -238,8 +263,17 @@ def build_report(
 
     def on_done(outcome: Outcome) -> None:
         done.add(outcome.name)
-        theory = theory_of.get(outcome.name) or outcome.name.removesuffix(SECTION_SUFFIX)
-        if outcome.name in theory_of:
+        theory = (theory_of.get(outcome.name) or experiment_of.get(outcome.name)
+                  or outcome.name.removesuffix(SECTION_SUFFIX))
+        if outcome.name in experiment_of:
+            if outcome.error is None:
+                experiment_seconds[outcome.name] = outcome.result
+                outcomes[theory].experiments[outcome.name.split(": ", 1)[1]] = round(outcome.result, 3)
+                say(f"{outcome.name}: done ({outcome.result:.1f} s)")
+            else:
+                outcomes[theory].warnings.append(f"experiment {outcome.name} failed in its own task (the section "
+                                                 f"computes it again):\n{outcome.error}")
+        elif outcome.name in theory_of:
             k, n = position[outcome.name]
             result = (outcome.result if outcome.error is None
                       else _crashed_claim(by_name[theory].claim(outcome.name), outcome, profile, backend, seed))
@@ -248,13 +282,16 @@ def build_report(
                 f"({result['seconds']:.1f} s)")
         else:
             if outcome.error is None:
+                outcome.result.warnings[:0] = outcomes[theory].warnings  # those of its experiments' tasks
+                outcome.result.experiments = outcomes[theory].experiments
                 outcomes[theory] = outcome.result
                 section_seconds[theory] = outcome.result.seconds
             else:
                 outcomes[theory].errors.append(outcome.error)
-        # the time spent on the theory: its section's and its claims' (the same on one worker or several)
+        # the time spent on the theory: its experiments', section's and claims' (the same on one worker or several)
         outcomes[theory].seconds = section_seconds.get(theory, 0.0) + sum(
-            finished_claims[c.name]["seconds"] for c in claims[theory] if c.name in finished_claims)
+            finished_claims[c.name]["seconds"] for c in claims[theory] if c.name in finished_claims) + sum(
+            experiment_seconds.get(task.name, 0.0) for task in experiment_tasks[theory])
         _write_results(out_dir, listed(), metadata, not_run=not_run())
 
     done: set[str] = set()

@@ -15,48 +15,13 @@ from typing import Callable
 import numpy as np
 from scipy.stats import spearmanr
 
-from ..experiments.one_shot import THEORY_SIZES, one_shot_analyses, one_shot_inputs, solution_store
+from ..experiments.one_shot import (COMPONENTS, FIGURE_WIDTHS as WIDTHS, SAMPLED_WIDTH, one_shot_analyses,
+                                    one_shot_inputs, one_shot_sampled_networks, one_shot_width_sweep)
 from ..experiments.store import Store
-from ..numerics.attention_paths import kernel_task_alignment
 from ..numerics.attention_paths import one_shot_experiment as experiment
-from ..numerics.attention_paths import sampling
 from ..numerics.attention_paths.heads import head_scores, path_index
-from ..numerics.attention_paths.posterior import network_posterior
-from ..numerics.attention_paths.solution_store import fingerprint
-from ..numerics.diagnostics import ChainSummary
-from ..numerics.statistics import Estimate
 from .figures import pyplot, save_figure
 from .section import Figure, Table
-
-WIDTHS = {"quick": (10, 1000), "thorough": experiment.WIDTHS}
-"""Widths of figure 3b: two of the paper's in the quick profile (it runs in CI), all ten in the thorough one."""
-
-SAMPLED_WIDTH = 10
-"""N of the sampled networks and of figures 3c–3d (the paper's)."""
-
-COMPONENTS = 50
-"""Principal components shown in figure 3d (the paper shows the first 50)."""
-
-SAMPLER = sampling.SamplerSettings(chains=4, warmup=200, draws=400)
-"""The sampled networks of the thorough profile (the quick one draws none): about an hour on one CPU core at
-P = 600 (0.4 s per gradient for 4 chains, ~14 leapfrog steps)."""
-
-
-def _sampled(paths, temperature: float, seed: int, progress, *, store=None, settings: sampling.SamplerSettings = SAMPLER):
-    """Networks sampled from the posterior at N = SAMPLED_WIDTH: (U summary, test accuracy, diagnostics).
-    With a ``store`` the summary is kept there and reused by a rerun with the same inputs and settings."""
-    name = (f"sampled_{fingerprint(paths.X, paths.y)}_test{fingerprint(paths.X_test, paths.y_test)}_N{SAMPLED_WIDTH}"
-            f"_T{temperature:g}_{settings.chains}x{settings.warmup}+{settings.draws}_seed{seed}")
-    record = store.load(name) if store is not None else None
-    if record is not None:
-        arrays, metadata = record
-        return ChainSummary(**arrays), Estimate(**metadata["accuracy"]), metadata["diagnostics"]
-    posterior = network_posterior(paths.X, paths.y, heads=experiment.HEADS, width=SAMPLED_WIDTH, temperature=temperature)
-    samples = sampling.sample_posterior(posterior, seed=seed, settings=settings, X_test=paths.X_test, progress=progress)
-    summary, accuracy, diagnostics = samples.order_parameter_summary(), samples.accuracy(paths.y_test), samples.diagnostics()
-    if store is not None:
-        store.save(name, dict(vars(summary)), {"accuracy": accuracy.as_dict(), "diagnostics": diagnostics})
-    return summary, accuracy, diagnostics
 
 
 def _label(head) -> str:
@@ -67,27 +32,18 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
             ) -> tuple[list[Figure], list[Table]]:
     """Figures 3b–3f and their tables, for the first cached network (3e–3f: every seed); the networks and their
     analyses come from the run's ``store`` (the one-shot claims read the same)."""
+    progress("attention_paths: figures 3b-f, the one-shot theory, sampled networks, head scores and pruning")
     inputs = store.get(one_shot_inputs, profile=profile)
-    networks, all_paths = inputs.networks, inputs.paths
-    first = min(networks)
-    network = networks[first]
-    sizes = THEORY_SIZES[profile]
-    paths = experiment.first_episodes(all_paths[first], sizes["P"])
-    P = sizes["P"]
-
-    progress(f"attention_paths: figure 3b, theory at N = {WIDTHS[profile]} (P = {P}, T chosen on validation)")
-    sweep = experiment.validated_sweep(paths, WIDTHS[profile], sizes["temperatures"], store=solution_store(profile, store),
-                                       progress=lambda message: progress(f"attention_paths: figure 3b, {message}"))
-    gp = experiment.validated_point(paths, np.inf, experiment.GP_TEMPERATURES)
-    gd = network.correct(paths.X_test, paths.y_test).mean()
-    small = next(p for p in sweep if p.width == SAMPLED_WIDTH)
-    if profile == "thorough":
-        progress(f"attention_paths: figure 3b-c, sampling networks at N = {SAMPLED_WIDTH}, T = {small.temperature:g}")
-        U_sampled, sampled_accuracy, diagnostics = _sampled(paths, small.temperature, seed,
-                                                            lambda message: progress(f"attention_paths: figure 3c, {message}"),
-                                                            store=solution_store(profile, store))
-    else:  # the collapsed sampler in 𝓗·N0 = 1024 dimensions takes too long for the quick tier (CI)
+    theory = store.get(one_shot_width_sweep, profile=profile)
+    sampled = store.get(one_shot_sampled_networks, profile=profile, seed=seed)
+    first, P = theory.seed, theory.P
+    network = inputs.networks[first]
+    test_size = experiment.first_episodes(inputs.paths[first], P).y_test.size
+    sweep, gp, gd, small = list(theory.points), theory.gp, theory.gradient_descent_accuracy, theory.small
+    if sampled is None:
         U_sampled = sampled_accuracy = diagnostics = None
+    else:
+        U_sampled, sampled_accuracy, diagnostics = sampled.order_parameter, sampled.accuracy, sampled.diagnostics
 
     plt = pyplot()
     widths = [p.width for p in sweep]
@@ -114,7 +70,7 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
         f"the finite-width theory (blue; at each N the temperature with the best accuracy on validation episodes), the "
         f"GP limit (red; T = {gp.temperature:g}, chosen on validation from {experiment.GP_TEMPERATURES}), {sampled_text}, "
         f"and the gradient-descent network whose heads fix the attention "
-        f"(green dashed: {gd:.3f}). Error bars: binomial standard errors over the {paths.y_test.size} test episodes.",
+        f"(green dashed: {gd:.3f}). Error bars: binomial standard errors over the {test_size} test episodes.",
         {"widths": widths, "accuracy": accuracy, "standard_error": errors,
          "temperature": [p.temperature for p in sweep], "validation_accuracy": [p.validation_accuracy for p in sweep],
          "gp": {"temperature": gp.temperature, "accuracy": gp.test.accuracy.as_dict(),
@@ -157,8 +113,8 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
          "temperature": small.temperature,
          **({} if U_sampled is None else {"sampled": U_sampled.mean, "sampled_mcse": U_sampled.mcse})})
 
-    theory_values, theory_overlaps = kernel_task_alignment(small.test.order_parameter, paths.X, paths.y, COMPONENTS)
-    gp_values, gp_overlaps = kernel_task_alignment(np.eye(paths.X.shape[2]), paths.X, paths.y, COMPONENTS)
+    theory_values, theory_overlaps = theory.alignment
+    gp_values, gp_overlaps = theory.gp_alignment
     k = np.arange(1, theory_overlaps.size + 1)
     fig, ax = plt.subplots(figsize=(9.0, 4.0))
     ax.bar(k - 0.2, theory_overlaps, width=0.4, color="C0", label=f"N = {SAMPLED_WIDTH} (theory U)")
@@ -174,7 +130,6 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
         {"theory_overlap": theory_overlaps, "gp_overlap": gp_overlaps, "theory_eigenvalues": theory_values,
          "gp_eigenvalues": gp_values})
 
-    progress("attention_paths: figures 3e-f, head scores and pruning of every cached network")
     analyses = store.get(one_shot_analyses, profile=profile)
     rho = experiment.rank_correlation_estimate(analyses)
     shown = analyses[0]
@@ -225,7 +180,7 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
                round(sampled_accuracy.standard_error, 3)]])])
     pruning_rows = []
     for a in analyses:
-        meta = networks[a.seed].metadata
+        meta = inputs.networks[a.seed].metadata
         pruning_rows.append([a.seed, round(meta["validation_accuracy"][-1], 3), round(a.accuracy.mean, 3),
                              " ".join(f"{_label(h)}:{a.pruning.single[h].mean:.3f}" for h in sorted(a.scores, key=a.scores.get)),
                              round(a.pruning.rank_correlation, 2)])

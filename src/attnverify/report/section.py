@@ -77,4 +77,5 @@ class TheoryOutcome:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    experiments: dict = field(default_factory=dict)  # planned experiment → seconds of its task
     rendered: dict | None = field(default=None, repr=False)  # the section as JSON, made once (report.builder)

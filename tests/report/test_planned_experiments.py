@@ -1,0 +1,92 @@
+"""A theory's planned experiments run as tasks of their own before its section, which finds them in the store."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from attnverify.experiments.store import Planned, Store, planned
+from attnverify.report import builder
+from attnverify.theories import from_file
+
+THEORY_FILE = textwrap.dedent('''
+    """Counting theory: a test theory whose experiment leaves a mark each time it is computed."""
+    from pathlib import Path
+
+    from attnverify.experiments.store import planned
+    from attnverify.report.section import Section, Table
+
+    THEORY = "counting"
+
+
+    def squares(*, n: int, marks: str) -> tuple:
+        with open(marks, "a") as handle:
+            handle.write(f"squares {n}\\n")
+        return tuple(k * k for k in range(n))
+
+
+    def total(*, n: int, marks: str, store) -> int:
+        with open(marks, "a") as handle:
+            handle.write(f"total {n}\\n")
+        return sum(store.get(squares, n=n, marks=marks))
+
+
+    def plan_experiments(*, profile, seed, backend):
+        marks = str(Path(__file__).with_name("marks.txt"))
+        first = planned(squares, n=4 + seed, marks=marks)
+        return [first, planned(total, n=4 + seed, marks=marks, after=(first,))]
+
+
+    def build_section(out_dir, *, profile, backend, seed, progress, store):
+        marks = str(Path(__file__).with_name("marks.txt"))
+        value = store.get(total, n=4 + seed, marks=marks)
+        return Section(theory=THEORY, title="Counting", introduction="Squares.",
+                       tables=[Table("Sum of squares", ["n", "sum"], [[4 + seed, value]])])
+''')
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_planned_experiments_are_computed_once_ahead_of_the_section(tmp_path, workers):
+    source = tmp_path / "counting.py"
+    source.write_text(THEORY_FILE)
+    theory = from_file(source)
+    document = builder.build_report(tmp_path / "out", theories=[theory], only="counting", seed=1, workers=workers)
+    (section,) = document["sections"]
+    assert section["errors"] == [] and section["warnings"] == []
+    assert section["tables"][0]["rows"] == [[5, 0 + 1 + 4 + 9 + 16]]
+    # each experiment computed exactly once, by its own task, in the order its "after" asks for
+    assert (tmp_path / "marks.txt").read_text().splitlines() == ["squares 5", "total 5"]
+    assert sorted(section["experiment_seconds"]) == sorted(
+        ["squares(marks=%r, n=5)" % str(tmp_path / "marks.txt"), "total(marks=%r, n=5)" % str(tmp_path / "marks.txt")])
+
+
+def test_planning_checks_the_parameters_and_names_the_task():
+    def experiment(*, n: int, store=None) -> int:
+        return n
+
+    plan = planned(experiment, n=3)
+    assert isinstance(plan, Planned) and plan.label == "experiment(n=3)"
+    assert plan.key == Store.key(experiment, {"n": 3})
+    with pytest.raises(TypeError, match="does not take"):
+        planned(experiment, m=3)
+    with pytest.raises(TypeError, match="plain|str, int"):
+        planned(experiment, n=[3])
+    with pytest.raises(TypeError, match="after must hold planned"):
+        planned(experiment, n=3, after=("experiment(n=2)",))
+
+
+def test_builtin_theories_plan_every_experiment_their_sections_use():
+    """The built-in plans name each experiment once; the attention-paths thorough plan samples the one-shot
+    posterior (the longest task) and the quick plan does not."""
+    from attnverify.theories import BUILTIN
+
+    for theory in BUILTIN:
+        for profile in ("quick", "thorough"):
+            labels = [p.label for p in theory.planned_experiments(profile=profile, seed=0, backend="numpy")]
+            assert labels and len(set(labels)) == len(labels)
+    paths = next(t for t in BUILTIN if t.name == "attention_paths")
+    quick = [p.label for p in paths.planned_experiments(profile="quick", seed=0, backend="numpy")]
+    thorough = [p.label for p in paths.planned_experiments(profile="thorough", seed=0, backend="numpy")]
+    assert not any(label.startswith("one_shot_sampled_networks") for label in quick)
+    assert any(label.startswith("one_shot_sampled_networks") for label in thorough)
