@@ -244,12 +244,67 @@ class HMCKernel:
         self.warming = False
 
 
+@dataclass
+class ChainRun:
+    """What :func:`run_chains` kept after warm-up: ``records`` (one ``record(x)`` per kept draw), acceptance
+    probabilities and divergences (chains, draws), the final step sizes and number of leapfrog steps, and the
+    number of gradient evaluations (leapfrog steps, plus one per iteration after a Gibbs step)."""
+
+    records: list
+    acceptance: np.ndarray
+    divergences: np.ndarray
+    step_size: np.ndarray
+    steps: int
+    gradient_evaluations: int
+
+
+def run_chains(potential_and_gradient: PotentialAndGradient, x, *, rng, warmup: int, draws: int, backend: Backend,
+               record: Callable[[Any], Any], after_transition: Callable[[Any], Any] | None = None,
+               progress: Callable[[str], None] | None = None, **kernel_options) -> ChainRun:
+    """The one HMC driver: warm-up (step sizes, and the mass on request, adapted: :class:`HMCKernel`), then
+    ``draws`` transitions of every chain from ``x`` (C, d), keeping ``record(x)`` after each.
+
+    ``after_transition`` (optional) is a further exact move after each HMC transition (a Gibbs step of
+    variables outside x, e.g. the readout); the potential and gradient are then evaluated again at its result.
+    ``progress`` gets a status line 20 times per run. Arguments are trusted: the public entry points
+    (:func:`sample`, ``attention_paths.sampling.sample_posterior``) check them.
+    """
+    xp = backend.xp
+    potential, gradient = potential_and_gradient(x)
+    evaluations = 1
+    kernel = HMCKernel(initial_step_size(x, potential, gradient, potential_and_gradient, rng, backend),
+                       backend=backend, warmup=warmup, **kernel_options)
+    records, accepted, divergent = [], [], []
+    total = warmup + draws
+    report_every = max(1, total // 20)
+    for iteration in range(total):
+        if iteration == warmup:
+            kernel.end_warmup()
+        evaluations += kernel.steps
+        x, potential, gradient, stats = kernel.transition(x, potential, gradient, potential_and_gradient, rng)
+        if after_transition is not None:
+            x = after_transition(x)
+            potential, gradient = potential_and_gradient(x)
+            evaluations += 1
+        if not kernel.warming:
+            records.append(record(x))
+            accepted.append(backend.to_numpy(stats.acceptance_probability))
+            divergent.append(backend.to_numpy(stats.divergent))
+        if progress is not None and (iteration + 1) % report_every == 0:
+            phase = "warm-up" if kernel.warming else "sampling"
+            progress(f"{phase} {iteration + 1}/{total}: {kernel.steps} leapfrog steps, "
+                     f"step {float(backend.to_numpy(xp.median(kernel.step))):.3g}, "
+                     f"acceptance {float(backend.to_numpy(xp.mean(stats.acceptance_probability))):.2f}")
+    return ChainRun(records, np.stack(accepted).T, np.stack(divergent).T, backend.to_numpy(kernel.step),
+                    kernel.steps, evaluations)
+
+
 def sample(potential_and_gradient: PotentialAndGradient, x0, *, seed: int, warmup: int, draws: int,
            backend: Backend | str | None = None, **kernel_options) -> tuple[Any, dict]:
     """Plain batched HMC on Φ from x0 (C, d): draws shaped (d, C, draws) on the host, and statistics.
 
     ``kernel_options`` are those of :class:`HMCKernel` (trajectory_length, target_acceptance, max_steps,
-    jitter). Everything is checked here, once; the transitions trust it.
+    jitter, mass_matrix). Everything is checked here, once; :func:`run_chains` trusts it.
     """
     if not callable(potential_and_gradient):
         raise TypeError(f"potential_and_gradient must be a callable x (C, d) -> (Φ (C,), ∇Φ (C, d)), "
@@ -271,18 +326,9 @@ def sample(potential_and_gradient: PotentialAndGradient, x0, *, seed: int, warmu
                          f"at x0, got {np.shape(potential)} and {np.shape(gradient)}")
     if not (bool(backend.xp.all(backend.xp.isfinite(potential))) and bool(backend.xp.all(backend.xp.isfinite(gradient)))):
         raise ValueError("x0 must be a point where the potential and its gradient are finite")
-    kernel = HMCKernel(initial_step_size(x, potential, gradient, potential_and_gradient, rng, backend),
-                       backend=backend, warmup=warmup, **kernel_options)
-    kept, accepted, divergent = [], [], []
-    for iteration in range(warmup + draws):
-        if iteration == warmup:
-            kernel.end_warmup()
-        x, potential, gradient, stats = kernel.transition(x, potential, gradient, potential_and_gradient, rng)
-        if iteration >= warmup:
-            kept.append(backend.to_numpy(x))
-            accepted.append(backend.to_numpy(stats.acceptance_probability))
-            divergent.append(backend.to_numpy(stats.divergent))
-    draws_array = np.moveaxis(np.stack(kept), 0, -1)  # (C, d, draws)
+    run = run_chains(potential_and_gradient, x, rng=rng, warmup=warmup, draws=draws, backend=backend,
+                     record=backend.to_numpy, **kernel_options)
+    draws_array = np.moveaxis(np.stack(run.records), 0, -1)  # (C, d, draws)
     return np.swapaxes(draws_array, 0, 1), {
-        "mean_acceptance": float(np.mean(accepted)), "divergences": int(np.sum(divergent)),
-        "steps": kernel.steps, "step_size": backend.to_numpy(kernel.step)}
+        "mean_acceptance": float(np.mean(run.acceptance)), "divergences": int(np.sum(run.divergences)),
+        "steps": run.steps, "step_size": run.step_size}

@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import arguments, blas
 from ..diagnostics import ChainSummary, summarize
-from ..hmc import MASS_MATRICES, HMCKernel, initial_step_size
+from ..hmc import MASS_MATRICES, run_chains
 from ..statistics import Estimate
 from .collapsed import CollapsedPosterior
 from .posterior import NetworkPosterior, Weights
@@ -177,6 +177,8 @@ class _ReadoutGibbs:
 class _Collapsed:
     """State: θ = (Z_{ℓ,h}, z_a) with Z_0 integrated out; Rao–Blackwellised test outputs."""
 
+    after_transition = None  # no Gibbs step: the HMC transition is the whole move
+
     def __init__(self, posterior: NetworkPosterior, rng):
         self.collapsed, self.rng = CollapsedPosterior(posterior), rng
 
@@ -185,9 +187,6 @@ class _Collapsed:
 
     def potential_and_gradient(self, theta):
         return self.collapsed.potential_and_gradient(theta)
-
-    def after_transition(self, theta):
-        return theta
 
     def order_parameters(self, theta):
         return self.collapsed.order_parameters(theta)
@@ -225,57 +224,35 @@ def sample_posterior(posterior: NetworkPosterior, *, seed: int, settings: Sample
 def _run(posterior: NetworkPosterior, rng, seed: int, settings: SamplerSettings, X_test, progress,
          method: str) -> PosteriorSamples:
     be = posterior.backend
-    xp = be.xp
     start = time.perf_counter()
     chain = (_Collapsed if method == "collapsed" else _ReadoutGibbs)(posterior, rng)
-    state = chain.start(settings.chains)
-    potential, gradient = chain.potential_and_gradient(state)
-    evaluations = 1
-    kernel = HMCKernel(initial_step_size(state, potential, gradient, chain.potential_and_gradient, rng, be),
-                       backend=be, trajectory_length=settings.trajectory_length,
-                       target_acceptance=settings.target_acceptance, max_steps=settings.max_leapfrog,
-                       jitter=settings.step_jitter, mass_matrix=settings.mass_matrix, warmup=settings.warmup)
-    levels = posterior.config.depth + 1
-    kept_U: list[list[Any]] = [[] for _ in range(levels)]
-    kept_f: list[Any] = []
-    acceptance, divergent = [], []
-    total = settings.warmup + settings.draws
-    report_every = max(1, total // 20)
-    for iteration in range(total):
-        if iteration == settings.warmup:
-            kernel.end_warmup()
-        evaluations += kernel.steps + 1
-        state, _, _, stats = kernel.transition(state, potential, gradient, chain.potential_and_gradient, rng)
-        state = chain.after_transition(state)
-        potential, gradient = chain.potential_and_gradient(state)
-        if not kernel.warming:
-            for level, U in enumerate(chain.order_parameters(state)):
-                kept_U[level].append(be.to_numpy(U))
-            if X_test is not None:
-                kept_f.append(be.to_numpy(chain.test_outputs(state, X_test)))
-            acceptance.append(be.to_numpy(stats.acceptance_probability))
-            divergent.append(be.to_numpy(stats.divergent))
-        if progress and (iteration + 1) % report_every == 0:
-            phase = "warm-up" if kernel.warming else "sampling"
-            progress(f"{phase} {iteration + 1}/{total}: {kernel.steps} leapfrog steps, "
-                     f"step {float(be.to_numpy(xp.median(kernel.step))):.3g}, "
-                     f"acceptance {float(be.to_numpy(xp.mean(stats.acceptance_probability))):.2f}")
+
+    def record(state):
+        U = [be.to_numpy(level) for level in chain.order_parameters(state)]
+        return U, (be.to_numpy(chain.test_outputs(state, X_test)) if X_test is not None else None)
+
+    run = run_chains(chain.potential_and_gradient, chain.start(settings.chains), rng=rng, warmup=settings.warmup,
+                     draws=settings.draws, backend=be, record=record, after_transition=chain.after_transition,
+                     progress=progress, trajectory_length=settings.trajectory_length,
+                     target_acceptance=settings.target_acceptance, max_steps=settings.max_leapfrog,
+                     jitter=settings.step_jitter, mass_matrix=settings.mass_matrix)
 
     def stack(draws: list[np.ndarray]) -> np.ndarray:
         # (draws, chains, *shape) -> (*shape, chains, draws)
         a = np.stack(draws)
         return np.moveaxis(np.moveaxis(a, 0, -1), 0, -2)
 
+    levels = len(run.records[0][0])
     return PosteriorSamples(
-        order_parameters=[stack(k) for k in kept_U],
-        test_outputs=stack(kept_f) if X_test is not None else None,
-        acceptance=np.stack(acceptance).T,
-        divergences=np.stack(divergent).T,
-        step_size=be.to_numpy(kernel.step),
-        leapfrog_steps=kernel.steps,
+        order_parameters=[stack([U[level] for U, _ in run.records]) for level in range(levels)],
+        test_outputs=stack([f for _, f in run.records]) if X_test is not None else None,
+        acceptance=run.acceptance,
+        divergences=run.divergences,
+        step_size=run.step_size,
+        leapfrog_steps=run.steps,
         seed=seed,
         settings=settings,
         seconds=time.perf_counter() - start,
-        gradient_evaluations=evaluations,
+        gradient_evaluations=run.gradient_evaluations,
         method=method,
     )
