@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import sympy
 
-from attnverify.report import render
+from attnverify.report import equations, render
 
 x, kappa, nu, lam, gamma, eps, n = sympy.symbols("x kappa nu lambda gamma epsilon n")
 f = sympy.Function("f")
@@ -51,7 +51,7 @@ def test_failing_mathml_falls_back_to_latex(monkeypatch):
 
 
 def test_long_expression_is_folded_but_shown(monkeypatch):
-    monkeypatch.setattr(render, "LONG_EXPRESSION", 400)  # the real threshold is 6000 characters
+    monkeypatch.setattr(equations, "LONG_EXPRESSION", 400)  # the real threshold is 6000 characters
     huge = sum(sympy.Symbol(f"a_{k}") * x**k for k in range(40))
     html = render.equation_html(huge)
     assert html.startswith("<details") and "<math" in html

@@ -87,7 +87,7 @@ class ClaimResult:
 
     def _repr_markdown_(self) -> str:
         """A notebook shows the result as the report does: statement, examples, counterexample, replay."""
-        from ..report.render import claim_detail_markdown
+        from ..report.markdown import claim_detail_markdown
 
         return claim_detail_markdown(self.as_dict())
 

@@ -46,7 +46,7 @@ class Derivation:
 
     def _repr_markdown_(self) -> str:
         """A notebook shows the derivation as the report does (steps with $$ LaTeX $$)."""
-        from ..report.render import derivation_markdown
+        from ..report.markdown import derivation_markdown
 
         return derivation_markdown(self)
 

@@ -29,7 +29,9 @@ from ..experiments.store import Store
 from ..files import write_atomically
 from ..numerics.arguments import backend as checked_backend, integer
 from ..numerics.backend import Backend, get_backend
-from .render import equation_latex, render_html, render_markdown
+from .equations import equation_latex
+from .markdown import render_markdown
+from .render import render_html
 from .results import run_claim_or_error, verify_command
 from .section import Section, TheoryOutcome
 from ..theories import BUILTIN, Theory, select

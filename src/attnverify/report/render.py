@@ -1,167 +1,26 @@
-"""Rendering the report: HTML with MathML equations, and Markdown with LaTeX equations.
+"""Rendering the report as HTML with MathML equations (the Markdown report: :mod:`.markdown`).
 
 The HTML page loads nothing from the network: equations are presentation MathML printed by
-sympy (browsers render it natively), the stylesheet is inline, figures are PNGs by relative path.
-An expression sympy cannot print as MathML falls back to its LaTeX source in a ``<code>`` block;
-a very long one is still shown, folded inside ``<details>``.
+sympy (:mod:`.equations`; browsers render it natively), Markdown text goes through markdown-it-py with
+its TeX as MathML (latex2mathml), the stylesheet is inline, figures are PNGs by relative path.
 """
 
 from __future__ import annotations
 
 import html
-import re
-from html.entities import html5
 from typing import Iterable
 from urllib.parse import quote
 
 import latex2mathml.converter
-import sympy
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
-from sympy.printing.conventions import requires_partial
-from sympy.printing.mathml import MathMLPresentationPrinter
 
 from ..derivations.derivation import Derivation
-from .results import first_line, format_parameters, format_value, key_figures, side_labels, verdict
+from .equations import (LONG_EXPRESSION, MATHML_NAMESPACE, MathMLPrinter, equation_html, equation_latex,  # noqa: F401
+                        equation_markdown, equation_mathml)
+from .markdown import claim_detail_markdown, derivation_markdown, markdown_table, render_markdown  # noqa: F401
+from .results import example_rows, format_value, key_figures, metadata_rows, section_title, sides, verdict
 from .section import Figure, Table, TheoryOutcome
-
-#: Above this many characters of MathML/LaTeX an equation is folded inside ``<details>``.
-LONG_EXPRESSION = 6000
-MATHML_NAMESPACE = "http://www.w3.org/1998/Math/MathML"
-
-_ENTITY = re.compile(r"&(?!#?[A-Za-z0-9]+;)")
-_NAMED_ENTITY = re.compile(r"&([A-Za-z][A-Za-z0-9]*);")
-_XML_ENTITIES = {"lt", "gt", "amp", "quot", "apos"}
-
-
-# ----------------------------------------------------------------------------- equations
-
-
-def _escape_text_node(data: str) -> str:
-    """Escape ``<``, ``>`` and stray ``&`` but keep the character references sympy writes."""
-    return _ENTITY.sub("&amp;", str(data)).replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _numeric_entity(match: re.Match) -> str:
-    # Named references such as &dd; or &InvisibleTimes; are HTML5-only; numeric ones are valid
-    # in any HTML or XML reader.
-    name = match.group(1)
-    if name in _XML_ENTITIES:
-        return match.group(0)
-    text = html5.get(name + ";")
-    if text is None:
-        return "&amp;" + name + ";"
-    return "".join(f"&#x{ord(c):X};" for c in text)
-
-
-class MathMLPrinter(MathMLPresentationPrinter):
-    """sympy's presentation MathML printer with escaped text, a brace for ``Piecewise`` and
-    ``d^n/dx^n`` for derivatives (sympy prints ``Piecewise`` as a function call)."""
-
-    def __init__(self, settings: dict | None = None):
-        super().__init__(settings)
-        raw_text_node = self.dom.createTextNode
-        # sympy writes text nodes unescaped (so its &#x…; references survive); a relation's
-        # "<" or a symbol named "a&b" would then break the markup.
-        self.dom.createTextNode = lambda data: raw_text_node(_escape_text_node(data))
-
-    def _element(self, tag: str, *children, text: str | None = None, **attributes):
-        node = self.dom.createElement(tag)
-        for key, value in attributes.items():
-            node.setAttribute(key, value)
-        if text is not None:
-            node.appendChild(self.dom.createTextNode(text))
-        for child in children:
-            node.appendChild(child)
-        return node
-
-    def _print_Piecewise(self, expr):
-        rows = []
-        for piece, condition in expr.args:
-            if condition == sympy.true:
-                when = self._element("mtext", text="otherwise")
-            else:
-                when = self._element("mrow", self._element("mtext", text="if\u2002"), self._print(condition))
-            rows.append(self._element("mtr", self._element("mtd", self._print(piece)), self._element("mtd", when)))
-        table = self._element("mtable", *rows, columnalign="left left")
-        return self._element("mrow", self._element("mo", text="{", stretchy="true"), table)
-
-    def _print_Derivative(self, e):
-        d = "\u2202" if requires_partial(e.expr) else "d"
-
-        def d_power(base, power):
-            if power == 1:
-                return base
-            return self._element("msup", base, self._print(power))
-
-        order = sum(count for _, count in e.variable_count)
-        def d_sign():
-            return self._element("mi", text=d, mathvariant="normal")
-
-        numerator = d_power(d_sign(), order)
-        denominator = self._element(
-            "mrow",
-            *[
-                self._element("mrow", d_sign(), d_power(self._print(variable), count))
-                for variable, count in e.variable_count
-            ],
-        )
-        fraction = self._element("mfrac", self._element("mrow", numerator), denominator)
-        body = self._print(e.expr)
-        if not (e.expr.is_Atom or isinstance(e.expr, (sympy.Function, sympy.Derivative))):
-            body = self._paren_comma_separated(e.expr)
-        return self._element("mrow", fraction, body)
-
-    def doprint(self, expr) -> str:
-        return _NAMED_ENTITY.sub(_numeric_entity, super().doprint(expr))
-
-
-def equation_latex(expr) -> str:
-    """LaTeX of ``expr`` (its ``str`` if even sympy's LaTeX printer fails)."""
-    try:
-        return sympy.latex(expr)
-    except Exception:
-        return str(expr)
-
-
-def equation_mathml(expr) -> str | None:
-    """Presentation MathML of ``expr`` (without the ``<math>`` element), or None if it fails."""
-    try:
-        return MathMLPrinter().doprint(sympy.sympify(expr))
-    except Exception:
-        return None
-
-
-def _fold(inner: str, size: int, kind: str) -> str:
-    summary = f"A long expression ({size:,} characters of {kind}); click to show it."
-    return f'<details class="long"><summary>{html.escape(summary)}</summary>{inner}</details>'
-
-
-def equation_html(expr) -> str:
-    """A display equation: ``<math display="block">`` or, if MathML fails, LaTeX in ``<code>``."""
-    mathml = equation_mathml(expr)
-    if mathml is None:
-        latex = equation_latex(expr)
-        inner = (
-            '<pre class="tex"><code>' + html.escape(latex) + "</code></pre>"
-            '<p class="fallback">(MathML printing failed for this expression; LaTeX source shown.)</p>'
-        )
-        return _fold(inner, len(latex), "LaTeX") if len(latex) > LONG_EXPRESSION else inner
-    inner = f'<math display="block" xmlns="{MATHML_NAMESPACE}">{mathml}</math>'
-    return _fold(inner, len(mathml), "MathML") if len(mathml) > LONG_EXPRESSION else inner
-
-
-def equation_markdown(expr) -> str:
-    """A display equation ``$$ … $$`` (folded inside ``<details>`` when very long)."""
-    latex = equation_latex(expr)
-    block = f"$$\n{latex}\n$$"
-    if len(latex) > LONG_EXPRESSION:
-        return (
-            f"<details><summary>A long expression ({len(latex):,} characters of LaTeX)</summary>"
-            f"\n\n{block}\n\n</details>"
-        )
-    return block
-
 
 # ----------------------------------------------------------------------------- Markdown text
 
@@ -317,40 +176,6 @@ def claims_table_html(claims: list[dict]) -> str:
     return "".join(parts)
 
 
-def _example_rows(result: dict) -> tuple[list[list], list[str]]:
-    rows, classes = [], []
-    examples = list(result.get("examples") or [])
-    counter = result.get("counterexample")
-    shown = [(str(k), e) for k, e in enumerate(examples, 1)]
-    if counter is not None:
-        shown.append(("counterexample", counter))
-    for label, e in shown:
-        evidence = e.get("evidence") or {}
-        if e.get("error"):
-            outcome = "error: " + first_line(e["error"])
-        else:
-            outcome = "holds" if evidence.get("holds") else "fails"
-        rows.append([
-            label,
-            format_parameters(e.get("parameters") or {}),
-            e.get("seed"),
-            evidence.get("theory"),
-            evidence.get("observed"),
-            evidence.get("tolerance"),
-            outcome,
-            e.get("seconds"),
-        ])
-        classes.append("counterexample" if label == "counterexample" else "")
-    return rows, classes
-
-
-def _sides(result: dict) -> tuple[str, str]:
-    """Column names of the two sides, from the relation of the claim's evidence (value/bound for at_most)."""
-    examples = [*(result.get("examples") or []), result.get("counterexample") or {}]
-    relations = {(e.get("evidence") or {}).get("relation") for e in examples} - {None}
-    return side_labels(relations.pop()) if len(relations) == 1 else ("theory", "observed")
-
-
 def claim_detail_html(result: dict) -> str:
     """One claim in full: every example with its parameters, the two sides and the tolerance,
     the counterexample (with its note and error), and the replay command."""
@@ -361,9 +186,9 @@ def claim_detail_html(result: dict) -> str:
     parts.append(f"<p>{html.escape(result['statement'])}</p>")
     if result.get("source"):
         parts.append(f'<p class="source">Source: {html.escape(result["source"])}</p>')
-    rows, classes = _example_rows(result)
+    rows, classes = example_rows(result)
     if rows:
-        header = ["example", "parameters", "seed", *_sides(result), "tolerance", "outcome", "seconds"]
+        header = ["example", "parameters", "seed", *sides(result), "tolerance", "outcome", "seconds"]
         parts.append(_html_table(header, rows, row_classes=classes))
     counter = result.get("counterexample")
     if counter is not None:
@@ -382,26 +207,12 @@ def claim_detail_html(result: dict) -> str:
     return "\n".join(parts)
 
 
-def _metadata_rows(metadata: dict) -> list[list]:
-    rows = []
-    for key in ("date", "profile", "backend", "seed", "only"):
-        if metadata.get(key) is not None:
-            rows.append([key, metadata[key]])
-    for package, version in (metadata.get("versions") or {}).items():
-        rows.append([package, version])
-    return rows
-
-
-def _section_title(outcome: TheoryOutcome) -> str:
-    return outcome.section.title if outcome.section is not None else outcome.theory
-
-
 def render_html(outcomes: list[TheoryOutcome], metadata: dict) -> str:
     """The whole report as one self-contained HTML page (no network resources)."""
     claims = [c for o in outcomes for c in o.claims]
     unexpected = sum(1 for c in claims if not c["ok"])
     body = ["<h1>attnverify report</h1>"]
-    body.append(_html_table(["setting", "value"], _metadata_rows(metadata), caption="Run"))
+    body.append(_html_table(["setting", "value"], metadata_rows(metadata), caption="Run"))
     summary = f"{len(claims)} claims checked: {len(claims) - unexpected} as expected, {unexpected} unexpected."
     errors = sum(len(o.errors) for o in outcomes)
     if errors:
@@ -409,13 +220,13 @@ def render_html(outcomes: list[TheoryOutcome], metadata: dict) -> str:
     css = "ok" if not unexpected and not errors else "unexpected"
     body.append(f'<p class="{css}">{html.escape(summary)}</p>')
     body.append("<nav><ul>" + "".join(
-        f'<li><a href="#{html.escape(o.theory, quote=True)}">{html.escape(_section_title(o))}</a></li>'
+        f'<li><a href="#{html.escape(o.theory, quote=True)}">{html.escape(section_title(o))}</a></li>'
         for o in outcomes
     ) + "</ul></nav>")
     figure_number = 0
     for outcome in outcomes:
         body.append(f'<section id="{html.escape(outcome.theory, quote=True)}">')
-        body.append(f"<h2>{html.escape(_section_title(outcome))}</h2>")
+        body.append(f"<h2>{html.escape(section_title(outcome))}</h2>")
         for error in outcome.errors:
             body.append(f'<div class="error"><p>Part of this section could not be built:</p>'
                         f"<pre>{html.escape(error)}</pre></div>")
@@ -448,96 +259,3 @@ def render_html(outcomes: list[TheoryOutcome], metadata: dict) -> str:
     )
 
 
-# ----------------------------------------------------------------------------- Markdown
-
-
-_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
-_INLINE_LITERAL = re.compile(r"(`[^`]+`|\$[^$\n]+\$)")  # code spans and inline math: left as they are
-
-
-def _md_text(text: str) -> str:
-    """Plain text for Markdown: what looks like an HTML tag is escaped (outside code and $math$)."""
-    return "".join(
-        piece if _INLINE_LITERAL.fullmatch(piece) else _TAG_START.sub("&lt;", piece)
-        for piece in _INLINE_LITERAL.split(str(text))
-    )
-
-
-def _md_cell(value) -> str:
-    return _md_text(format_value(value)).replace("|", "\\|").replace("\n", " ")
-
-
-def markdown_table(header: Iterable, rows: Iterable[Iterable]) -> str:
-    header = list(header)
-    lines = ["| " + " | ".join(_md_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def derivation_markdown(derivation: Derivation) -> str:
-    parts = [f"### {_md_text(derivation.title)}"]
-    if derivation.source:
-        parts.append(f"*Source: {_md_text(derivation.source)}*")
-    for k, step in enumerate(derivation.steps, 1):
-        result = f" (result `{step.name}`)" if step.name else ""
-        parts.append(f"**Step {k}{result}.** {_md_text(step.description)}")
-        parts.append(equation_markdown(step.expression))
-    return "\n\n".join(parts)
-
-
-def claim_detail_markdown(result: dict) -> str:
-    parts = [f"#### `{result['name']}` — {result['status']} (expected {result['expect']}): {verdict(result)}",
-             _md_text(result["statement"])]
-    if result.get("source"):
-        parts.append(f"*Source: {_md_text(result['source'])}*")
-    rows, _ = _example_rows(result)
-    if rows:
-        parts.append(markdown_table(
-            ["example", "parameters", "seed", *_sides(result), "tolerance", "outcome", "seconds"], rows
-        ))
-    counter = result.get("counterexample")
-    if counter is not None:
-        evidence = counter.get("evidence") or {}
-        if evidence.get("note"):
-            parts.append(f"Counterexample note: {_md_text(evidence['note'])}")
-        if counter.get("error"):
-            parts.append("```\n" + counter["error"].rstrip() + "\n```")
-    for note in result.get("notes") or []:
-        parts.append(f"Note: {_md_text(note)}")
-    parts.append(f"Replay: `{result['replay']}`")
-    return "\n\n".join(parts)
-
-
-def render_markdown(outcomes: list[TheoryOutcome], metadata: dict) -> str:
-    """The whole report as Markdown, equations as ``$$ … $$`` LaTeX."""
-    claims = [c for o in outcomes for c in o.claims]
-    unexpected = sum(1 for c in claims if not c["ok"])
-    parts = ["# attnverify report", markdown_table(["setting", "value"], _metadata_rows(metadata))]
-    parts.append(f"{len(claims)} claims checked: {len(claims) - unexpected} as expected, {unexpected} unexpected.")
-    figure_number = 0
-    for outcome in outcomes:
-        parts.append(f"## {_md_text(_section_title(outcome))}")
-        for error in outcome.errors:
-            parts.append("Part of this section could not be built:\n\n```\n" + error.rstrip() + "\n```")
-        for warning in outcome.warnings:
-            parts.append(f"**Warning:** {_md_text(warning)}")
-        section = outcome.section
-        if section is not None:
-            if section.introduction.strip():
-                parts.append(section.introduction.strip())
-            parts += [derivation_markdown(d) for d in section.derivations]
-            for figure in section.figures:
-                figure_number += 1
-                caption = _md_text(figure.caption)
-                parts.append(f"![{caption}]({quote(figure.filename)})\n\n**Figure {figure_number}.** {caption}")
-            for table in section.tables:
-                parts.append(f"*{_md_text(table.caption)}*\n\n" + markdown_table(table.header, table.rows))
-        if outcome.claims:
-            parts.append("### Claims")
-            parts.append(markdown_table(
-                ["claim", "statement", "expected", "status", "verdict", "key figures", "seconds"],
-                [[f"`{c['name']}`", c["statement"], c["expect"], c["status"], verdict(c), key_figures(c),
-                  f"{c['seconds']:.2f}"] for c in outcome.claims],
-            ))
-            parts += [claim_detail_markdown(c) for c in outcome.claims]
-    return "\n\n".join(parts) + "\n"

@@ -213,3 +213,54 @@ def result_details(result: dict) -> str:
 def verify_command(path: str) -> str:
     """``attnverify verify FILE`` with the file name quoted for a shell."""
     return f"attnverify verify {shlex.quote(str(path))}"
+
+
+# ----------------------------------------------------------------------------- rows shared by HTML and Markdown
+
+
+def example_rows(result: dict) -> tuple[list[list], list[str]]:
+    rows, classes = [], []
+    examples = list(result.get("examples") or [])
+    counter = result.get("counterexample")
+    shown = [(str(k), e) for k, e in enumerate(examples, 1)]
+    if counter is not None:
+        shown.append(("counterexample", counter))
+    for label, e in shown:
+        evidence = e.get("evidence") or {}
+        if e.get("error"):
+            outcome = "error: " + first_line(e["error"])
+        else:
+            outcome = "holds" if evidence.get("holds") else "fails"
+        rows.append([
+            label,
+            format_parameters(e.get("parameters") or {}),
+            e.get("seed"),
+            evidence.get("theory"),
+            evidence.get("observed"),
+            evidence.get("tolerance"),
+            outcome,
+            e.get("seconds"),
+        ])
+        classes.append("counterexample" if label == "counterexample" else "")
+    return rows, classes
+
+
+def sides(result: dict) -> tuple[str, str]:
+    """Column names of the two sides, from the relation of the claim's evidence (value/bound for at_most)."""
+    examples = [*(result.get("examples") or []), result.get("counterexample") or {}]
+    relations = {(e.get("evidence") or {}).get("relation") for e in examples} - {None}
+    return side_labels(relations.pop()) if len(relations) == 1 else ("theory", "observed")
+
+
+def metadata_rows(metadata: dict) -> list[list]:
+    rows = []
+    for key in ("date", "profile", "backend", "seed", "only"):
+        if metadata.get(key) is not None:
+            rows.append([key, metadata[key]])
+    for package, version in (metadata.get("versions") or {}).items():
+        rows.append([package, version])
+    return rows
+
+
+def section_title(outcome) -> str:
+    return outcome.section.title if outcome.section is not None else outcome.theory
