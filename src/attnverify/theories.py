@@ -39,13 +39,19 @@ def load(source: str) -> ModuleType:
 
 @dataclass(frozen=True)
 class Theory:
-    """A theory: its ``name``, the module or file of its report ``section``, of its ``claims`` and of its
-    ``experiments`` (None: the section's module or file)."""
+    """A theory: its ``name``, the module or file of its report ``section``, of its ``claims``, of its
+    ``experiments`` and of its ``derivations`` (None: the section's module or file)."""
 
     name: str
     section: str
     claims: str
     experiments: str | None = None
+    derivations: str | None = None
+
+    def derivation_list(self) -> list:
+        """The theory's derivations (``derivations()`` of its derivations module; none without one)."""
+        module = load(self.derivations or self.section)
+        return list(module.derivations()) if callable(getattr(module, "derivations", None)) else []
 
     def planned_experiments(self, *, profile: str, seed: int, backend: str) -> list:
         """The experiments the run computes ahead of the section (``plan_experiments``; none without one)."""
@@ -81,16 +87,16 @@ class Theory:
         builder = getattr(module, "build_section", None)
         if builder is not None:
             return builder
-        return lambda out_dir, **kwargs: default_section(self.name, module)
+        return lambda out_dir, **kwargs: default_section(self.name, module, self.derivation_list())
 
 
-BUILTIN = tuple(Theory(name, f"attnverify.report.{name}", f"attnverify.checks.{name}", f"attnverify.experiments.{name}")
-                for name in BUILTIN_NAMES)
+BUILTIN = tuple(Theory(name, f"attnverify.report.{name}", f"attnverify.checks.{name}", f"attnverify.experiments.{name}",
+                       f"attnverify.derivations.{name}") for name in BUILTIN_NAMES)
 """The three theories of the papers, in report order."""
 
 
-def default_section(name: str, module: ModuleType):
-    """The section of a user's file that has no ``build_section``: its title, docstring and derivations."""
+def default_section(name: str, module: ModuleType, derivations: list):
+    """The section of a user's file that has no ``build_section``: its title, docstring and ``derivations``."""
     from .report.section import Section
 
     doc = (module.__doc__ or "").strip()
@@ -98,7 +104,6 @@ def default_section(name: str, module: ModuleType):
     if title is None:  # the docstring's first line is the title, the rest the introduction
         first, _, doc = doc.partition("\n")
         title = first.strip() or name
-    derivations = module.derivations() if callable(getattr(module, "derivations", None)) else []
     return Section(theory=name, title=title, introduction=doc.strip(), derivations=list(derivations))
 
 

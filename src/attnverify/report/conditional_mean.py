@@ -138,7 +138,8 @@ def _bandwidth_figure(out_dir: Path, *, profile: str, seed: int, store: Store, p
 
 
 def _learning_figure(out_dir: Path, *, profile: str, seed: int, store: Store, progress) -> tuple[Figure, Table]:
-    target = np.linalg.inv(np.asarray(G2["key_covariance"]))
+    covariance = np.asarray(G2["key_covariance"], dtype=float)
+    target = np.linalg.solve(covariance, np.eye(covariance.shape[0]))  # the desired W = Σ⁻¹, shown in the data
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.2, 4.0))
     data, rows = {}, []

@@ -1,4 +1,5 @@
-"""A theory's planned experiments run as tasks of their own before its section, which finds them in the store."""
+"""The theory interface: derivations, planned experiments (run as tasks of their own before the section, which
+finds them in the store), claims and section, the same for the built-in theories and a user's file."""
 
 from __future__ import annotations
 
@@ -90,3 +91,45 @@ def test_builtin_theories_plan_every_experiment_their_sections_use():
     thorough = [p.label for p in paths.planned_experiments(profile="thorough", seed=0, backend="numpy")]
     assert not any(label.startswith("one_shot_sampled_networks") for label in quick)
     assert any(label.startswith("one_shot_sampled_networks") for label in thorough)
+
+
+def test_every_builtin_theory_names_its_derivations_claims_and_section():
+    from attnverify.theories import BUILTIN
+
+    for theory in BUILTIN:
+        derivations = theory.derivation_list()
+        assert derivations and all(d.steps for d in derivations)
+        assert len({d.name for d in derivations}) == len(derivations)
+        assert theory.claim_list() and all(c.name.startswith(theory.name + ".") for c in theory.claim_list())
+        assert callable(theory.section_builder())
+
+
+def test_a_users_file_gives_its_derivations_to_its_default_section(tmp_path):
+    source = tmp_path / "tiny.py"
+    source.write_text(textwrap.dedent('''
+        """Tiny theory
+
+        One derivation, no claims of its own beyond one identity."""
+        import sympy
+        from attnverify.checks import claim, close, st
+        from attnverify.derivations.derivation import DerivationRecorder
+
+        THEORY = "tiny"
+
+
+        def derivations():
+            x = sympy.Symbol("x")
+            rec = DerivationRecorder("tiny.square", "A square", "here")
+            rec.step("Square x.", x**2, name="square")
+            return [rec.finish()]
+
+
+        @claim("tiny.one", parameters=st.just({}))
+        def one(p, ctx):
+            """1 = 1."""
+            return close(1.0, 1.0)
+    '''))
+    theory = from_file(source)
+    assert [d.name for d in theory.derivation_list()] == ["tiny.square"]
+    section = theory.section_builder()(tmp_path, profile="quick", backend="numpy", seed=0, progress=print, store=None)
+    assert section.title == "Tiny theory" and [d.name for d in section.derivations] == ["tiny.square"]
