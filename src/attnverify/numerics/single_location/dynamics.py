@@ -122,6 +122,15 @@ def _start(k0: Any, v0: Any, be: Backend, dim: int | None = None) -> tuple[Any, 
     return _unit_pair("k0", k0, "v0", v0, be, dim, batched=True)
 
 
+def _checked_descent(k, v, gradient, be: Backend, steps, step_size, lam_schedule, record_every, progress, *,
+                     extra=None) -> Trajectory:
+    """:func:`_descend` after checking the descent's own arguments (steps, step size, λ schedule, records)."""
+    return _descend(k, v, gradient, steps=_integer("steps", steps, 0),
+                    step_size=arguments.nonnegative("step_size", step_size), schedule=_schedule(lam_schedule),
+                    record_every=_integer("record_every", record_every, 1), be=be, progress=_progress(progress),
+                    extra=extra)
+
+
 def projected_gradient_descent(
     k0: Any,
     v0: Any,
@@ -146,17 +155,7 @@ def projected_gradient_descent(
     k, v = _start(k0, v0, be)
     if not callable(gradient):
         raise TypeError(f"gradient must be callable (k, v, lam) -> (g_k, g_v), got {gradient!r}")
-    return _descend(
-        k,
-        v,
-        gradient,
-        steps=_integer("steps", steps, 0),
-        step_size=arguments.nonnegative("step_size", step_size),
-        schedule=_schedule(lam_schedule),
-        record_every=_integer("record_every", record_every, 1),
-        be=be,
-        progress=_progress(progress),
-    )
+    return _checked_descent(k, v, gradient, be, steps, step_size, lam_schedule, record_every, progress)
 
 
 # --------------------------------------------------------------------------- initialisations
@@ -317,18 +316,8 @@ def stochastic_gradient_descent(
     def test_risk(k: Any, v: Any, lam: float) -> Any:
         return _empirical_risk(X_test, y_test, k, v, lam, be)
 
-    return _descend(
-        k,
-        v,
-        gradient,
-        steps=_integer("steps", steps, 0),
-        step_size=arguments.nonnegative("step_size", step_size),
-        schedule=_schedule(lam_schedule),
-        record_every=_integer("record_every", record_every, 1),
-        be=be,
-        progress=_progress(progress),
-        extra=test_risk,
-    )
+    return _checked_descent(k, v, gradient, be, steps, step_size, lam_schedule, record_every, progress,
+                            extra=test_risk)
 
 
 # --------------------------------------------------------------------------- population dynamics

@@ -40,6 +40,14 @@ def predict(X: Any, k: Any, v: Any, lam: float, *, backend: Any = None) -> Any:
     return _finite_result(lambda: _predict(X, k, v, lam, be), be, "X")
 
 
+def _risk_arguments(task, k, v, lam, n, rng, backend) -> tuple:
+    """The checked arguments of a Monte Carlo risk: (backend, task, λ, n ≥ 2, unit k, unit v, generator)."""
+    be = _backend(backend)
+    task = _task(task)
+    return (be, task, _lam(lam), _integer("n", n, 2), _unit_rows("k", k, be, task.d, batched=False),
+            _unit_rows("v", v, be, task.d, batched=False), _generator(rng, be))
+
+
 def risk_monte_carlo(
     task: Task, k: Any, v: Any, lam: float, n: int, rng: Any, *, backend: Any = None, batch: int | None = None
 ) -> Estimate:
@@ -48,14 +56,8 @@ def risk_monte_carlo(
     Draws only the r ≤ 4 coordinates of each token on span{k*, v*, k, v}; processed in batches of
     ``batch`` samples (default: about 2²² numbers per batch) so memory stays bounded for any n.
     """
-    be = _backend(backend)
+    be, task, lam, n, k, v, rng = _risk_arguments(task, k, v, lam, n, rng, backend)
     xp = be.xp
-    task = _task(task)
-    lam = _lam(lam)
-    n = _integer("n", n, 2)
-    k = _unit_rows("k", k, be, task.d, batched=False)
-    v = _unit_rows("v", v, be, task.d, batched=False)
-    rng = _generator(rng, be)
     reduction = _reduction(task, [k, v], be)
     Q = reduction.basis
     k_q, v_q = Q.T @ k, Q.T @ v
@@ -73,14 +75,8 @@ def risk_monte_carlo_full(
 
     The unreduced reference for :func:`risk_monte_carlo`: cost O(n·L·d).
     """
-    be = _backend(backend)
+    be, task, lam, n, k, v, rng = _risk_arguments(task, k, v, lam, n, rng, backend)
     xp = be.xp
-    task = _task(task)
-    lam = _lam(lam)
-    n = _integer("n", n, 2)
-    k = _unit_rows("k", k, be, task.d, batched=False)
-    v = _unit_rows("v", v, be, task.d, batched=False)
-    rng = _generator(rng, be)
     moments = _Moments()
     for size in _batch_sizes(n, batch, task.L * (task.d + 2)):
         X, y, _ = _draw_full(task, size, rng, be)
