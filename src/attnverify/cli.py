@@ -20,9 +20,10 @@ from typing import Callable, TextIO
 from . import __version__
 from .checks import catalogue
 from .checks.claim import PROFILES, Claim
-from .checks.runner import ClaimResult, select, write_results
+from .checks.runner import ClaimResult, select, write_json, write_results
 from .experiments.store import Store
 from .numerics.backend import BACKEND_NAMES, ENVIRONMENT_VARIABLE, Backend, BackendUnavailable, backend_from_environment
+from .experiments.cluster import SchedulerUnavailable
 from .report.results import (
     needs_details,
     result_details,
@@ -149,15 +150,33 @@ def run_and_report(
     out: TextIO | None = None,
     err: TextIO | None = None,
     examples: int | None = None,
+    scheduler: str | None = None,
+    theories: list | None = None,
 ) -> int:
-    """Run ``claims`` one after another, print the results table and the detail of every
-    surprise or refutation; with ``json_path`` rewrite the results after each claim.
+    """Run ``claims`` one after another (or as tasks on the Dask cluster ``scheduler``, each claim of one of
+    ``theories``, default the built-in ones), print the results table and the detail of every surprise or
+    refutation; with ``json_path`` rewrite the results after each claim.
 
     ``command`` (default ``attnverify check``) is what the replay lines run. The JSON says which
     claims have not run yet (``"complete": false``) until the last one is done. Returns the exit status.
     """
     out = out or sys.stdout
     progress = Progress(err or sys.stderr)
+    if scheduler is not None:
+        from .checks.tasks import run_claims_as_tasks
+        from .theories import BUILTIN
+
+        def write(finished: list[dict], not_run: list[str]) -> None:
+            if json_path:
+                write_json({"complete": not not_run, "not_run": not_run, "claims": finished}, json_path)
+
+        try:
+            results = run_claims_as_tasks(claims, theories or BUILTIN, profile=profile, backend=backend, seed=seed,
+                                          examples=examples, scheduler=scheduler, say=progress, on_result=write,
+                                          command=command)
+        finally:
+            progress.close()
+        return _print_results(results, out=out, json_path=json_path)
     results: list[ClaimResult] = []
     store = Store()  # the run's experiments, shared by its claims
     for index, claim in enumerate(claims, 1):
@@ -252,7 +271,7 @@ def _check(args: argparse.Namespace) -> int:
     claims = _chosen(catalogue.builtin_claims(), args.only, "built in (run `attnverify list` to see them)")
     _prepare_json(args.json, claims)
     return run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
-                          examples=args.examples)
+                          examples=args.examples, scheduler=args.scheduler)
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -276,11 +295,13 @@ def _verify(args: argparse.Namespace) -> int:
     if args.report:
         (theory,) = _user_theories([args.file])
         return _build_and_print(args.report, theories=[theory], only=None, profile=args.profile, backend=backend,
-                                seed=args.seed, examples=args.examples, workers=args.workers)
+                                seed=args.seed, examples=args.examples, workers=args.workers,
+                                scheduler=args.scheduler)
     claims = _chosen(claims, args.only, f"defined in {args.file}")
     _prepare_json(args.json, claims)
     return run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
-                          command=verify_command(args.file), examples=args.examples)
+                          command=verify_command(args.file), examples=args.examples, scheduler=args.scheduler,
+                          theories=_user_theories([args.file]) if args.scheduler else None)
 
 
 def _user_theories(files: list[str] | None) -> list:
@@ -312,7 +333,8 @@ def _report(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from None
     return _build_and_print(args.out, theories=theories, only=args.only, profile=args.profile, backend=backend,
-                            seed=args.seed, examples=args.examples, workers=args.workers)
+                            seed=args.seed, examples=args.examples, workers=args.workers,
+                            scheduler=args.scheduler, store=args.store)
 
 
 def _build_and_print(out: str, **options) -> int:
@@ -380,6 +402,20 @@ def _add_run_options(parser: argparse.ArgumentParser, only_help: str, only_metav
     parser.add_argument("--seed", type=_seed, default=0, help="seed of the whole run (default 0); replays exactly")
     parser.add_argument("--examples", type=_count, default=None, metavar="N",
                         help="examples per claim, instead of each claim's own number for the profile")
+    parser.add_argument("--scheduler", type=_scheduler, default=None, metavar="ADDRESS",
+                        help="run on a Dask cluster: local[:N] starts N worker processes for this run, an address "
+                             "(tcp://host:8786) uses a running scheduler; needs the [distributed] extra. The "
+                             "results are those of a run without it")
+
+
+def _scheduler(text: str) -> str:
+    from .experiments.cluster import parse_scheduler
+
+    try:
+        parse_scheduler(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--scheduler ")) from None
+    return text
 
 
 def _add_workers(parser: argparse.ArgumentParser) -> None:
@@ -421,6 +457,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--with", dest="with_files", metavar="FILE.py", action="append", default=[],
                         help="add the theory of your own FILE.py (its claims, and its build_section or docstring "
                              "and derivations()) to the report; repeatable")
+    report.add_argument("--store", metavar="DIR", default=None,
+                        help="keep the run's experiments in DIR (default: a temporary folder): a rerun with the same "
+                             "DIR computes only what is not there yet; on a cluster, a folder every worker reaches")
     _add_workers(report)
     report.set_defaults(handler=_report)
 
@@ -447,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
-    except (UsageError, BackendUnavailable) as error:
+    except (UsageError, BackendUnavailable, SchedulerUnavailable) as error:
         print(f"attnverify: error: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `attnverify list | head`: the reader left, nothing is wrong

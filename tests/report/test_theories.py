@@ -47,12 +47,17 @@ THEORY_FILE = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("workers", [1, 2, "local:2"])
 def test_planned_experiments_are_computed_once_ahead_of_the_section(tmp_path, workers):
     source = tmp_path / "counting.py"
     source.write_text(THEORY_FILE)
     theory = from_file(source)
-    document = builder.build_report(tmp_path / "out", theories=[theory], only="counting", seed=1, workers=workers)
+    if workers == "local:2":  # on a Dask cluster of two worker processes
+        pytest.importorskip("distributed")
+        options = {"scheduler": workers}
+    else:
+        options = {"workers": workers}
+    document = builder.build_report(tmp_path / "out", theories=[theory], only="counting", seed=1, **options)
     (section,) = document["sections"]
     assert section["errors"] == [] and section["warnings"] == []
     assert section["tables"][0]["rows"] == [[5, 0 + 1 + 4 + 9 + 16]]

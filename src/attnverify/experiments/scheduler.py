@@ -81,10 +81,15 @@ def _checked(tasks: list[Task]) -> list[Task]:
 
 def run_tasks(tasks: list[Task], *, workers: int = 1, on_start: Callable[[Task], None] | None = None,
               on_done: Callable[[Outcome], None] | None = None,
-              say: Callable[[str], None] | None = None) -> dict[str, Outcome]:
-    """Run ``tasks`` (each after its ``after``), ``workers`` at a time; ``on_done`` sees each outcome as it
-    finishes (write it down there: nothing finished is lost when a later task fails or the run stops).
-    A task that raises gives an :class:`Outcome` with its traceback; the tasks after it still run."""
+              say: Callable[[str], None] | None = None, scheduler: str | None = None) -> dict[str, Outcome]:
+    """Run ``tasks`` (each after its ``after``), ``workers`` at a time, or on the Dask cluster ``scheduler``
+    (``local:N`` or an address: :mod:`.cluster`); ``on_done`` sees each outcome as it finishes (write it down
+    there: nothing finished is lost when a later task fails or the run stops). A task that raises gives an
+    :class:`Outcome` with its traceback; the tasks after it still run."""
+    if scheduler is not None:
+        from .cluster import run_on_cluster
+
+        return run_on_cluster(tasks, scheduler, on_start=on_start, on_done=on_done, say=say)
     tasks = _checked(list(tasks))
     workers = integer("workers", workers, 1)
     outcomes: dict[str, Outcome] = {}

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .. import __version__
-from ..checks.claim import PROFILES, Claim
-from ..checks.runner import ClaimResult, Example, jsonable, write_json
-from ..experiments import scheduler
+from ..checks.claim import PROFILES
+from ..checks.runner import jsonable, write_json
+from ..checks.tasks import claim_task, crashed_claim
+from ..experiments import scheduler as task_runner
 from ..experiments.scheduler import Outcome, Task, run_tasks
 from ..experiments.store import Store
 from ..files import write_atomically
@@ -32,7 +33,6 @@ from ..numerics.backend import Backend, get_backend
 from .equations import equation_latex
 from .markdown import render_markdown
 from .render import render_html
-from .results import run_claim_or_error, verify_command
 from .section import Section, TheoryOutcome
 from ..theories import BUILTIN, Theory, select
 
@@ -142,7 +142,7 @@ def section_task(theory: Theory, out_dir: str, profile: str, backend: str, seed:
     outcome = TheoryOutcome(theory.name)
     start = time.perf_counter()
     _build_section(outcome, theory, Path(out_dir), profile=profile, backend=get_backend(backend), seed=seed,
-                   progress=scheduler.progress, store=Store(store))
+                   progress=task_runner.progress, store=Store(store))
     if outcome.section is not None:
         outcome.rendered = _rendered_section(outcome.section)
     outcome.seconds = time.perf_counter() - start
@@ -157,17 +157,6 @@ def experiment_task(theory: Theory, label: str, profile: str, backend: str, seed
     plan = plans[label]
     Store(store).get(plan.experiment, **dict(plan.parameters))
     return time.perf_counter() - start
-
-
-def claim_task(theory: Theory, name: str, profile: str, backend: str, seed: int, examples: int | None,
-               store: str) -> dict:
-    """A task of the run: check ``theory``'s claim ``name``; its experiments come from the store folder."""
-    result = run_claim_or_error(theory.claim(name), profile=profile, backend=get_backend(backend), seed=seed, examples=examples,
-                                store=Store(store),
-                                progress=lambda c, i, n: scheduler.progress(f"{c.name}: example {i}/{n}"))
-    if theory.claims.endswith(".py"):  # a user's file: its claims replay through verify
-        result.command = verify_command(theory.claims)
-    return result.as_dict()
 
 
 SECTION_SUFFIX = " (section)"
@@ -192,13 +181,18 @@ def build_report(
     examples: int | None = None,
     workers: int = 1,
     theories: Sequence[Theory] | None = None,
+    scheduler: str | None = None,
+    store: str | Path | None = None,
 ) -> dict:
     """Write the report of every theory of ``theories`` (default :data:`THEORIES`; those ``only`` names)
     into ``out_dir`` and return the results.json document. A user's theory
     (``attnverify.theories.from_file("mine.py")``) goes through the same pipeline as the built-in ones. ``examples`` overrides every claim's number of
     examples for the profile. ``workers`` > 1 runs the sections and claims on that many worker processes
     (a theory's claims start after its section, whose experiments they share through the run's store);
-    the results are the same as with one.
+    the results are the same as with one. ``scheduler`` (``"local:N"`` or a Dask scheduler's address) runs them
+    on a Dask cluster instead (:mod:`attnverify.experiments.cluster`), with the same results. ``store`` is the
+    folder of the run's experiments (default: a temporary folder, removed at the end): one that every worker can
+    reach on a cluster, and one a rerun reuses (every experiment already there is read, not computed again).
 
     A section that fails to build, or a claim that crashes, is reported in place (with its
     traceback) and the build goes on; ``document["ok"]`` is True only when nothing failed and
@@ -210,6 +204,10 @@ def build_report(
     if examples is not None:
         examples = integer("examples", examples, 1)
     workers = integer("workers", workers, 1)
+    if scheduler is not None:
+        from ..experiments.cluster import parse_scheduler
+
+        parse_scheduler(scheduler)  # a bad address is refused before any work
     chosen = select_theories(only, theories)
     by_name = {t.name: t for t in chosen}
     theories = [t.name for t in chosen]
@@ -223,7 +221,12 @@ def build_report(
     claims = {t: by_name[t].claim_list() for t in theories}
     outcomes = {t: TheoryOutcome(t) for t in theories}
     finished_claims: dict[str, dict] = {}
-    store = tempfile.mkdtemp(prefix="attnverify-store-")
+    keep_store = store is not None
+    if keep_store:
+        Path(store).mkdir(parents=True, exist_ok=True)
+        store = str(Path(store).resolve())
+    else:
+        store = tempfile.mkdtemp(prefix="attnverify-store-")
     common = dict(profile=profile, backend=backend.name, seed=seed, store=store)
     plans = {t: by_name[t].planned_experiments(profile=profile, seed=seed, backend=backend.name) for t in theories}
     experiment_tasks = {t: [Task(_experiment_name(t, plan), experiment_task,
@@ -278,7 +281,7 @@ def build_report(
         elif outcome.name in theory_of:
             k, n = position[outcome.name]
             result = (outcome.result if outcome.error is None
-                      else _crashed_claim(by_name[theory].claim(outcome.name), outcome, profile, backend, seed))
+                      else crashed_claim(by_name[theory].claim(outcome.name), outcome, profile, backend, seed))
             finished_claims[outcome.name] = result
             say(f"[{k}/{n}] {outcome.name}: {result['status']}, {'OK' if result['ok'] else 'UNEXPECTED'} "
                 f"({result['seconds']:.1f} s)")
@@ -298,18 +301,12 @@ def build_report(
 
     done: set[str] = set()
     try:
-        run_tasks(tasks, workers=workers, on_start=on_start, on_done=on_done, say=say)
+        run_tasks(tasks, workers=workers, on_start=on_start, on_done=on_done, say=say, scheduler=scheduler)
     finally:
-        shutil.rmtree(store, ignore_errors=True)
+        if not keep_store:
+            shutil.rmtree(store, ignore_errors=True)
     final = listed()
     say("writing index.html and report.md")
     write_atomically(out_dir / "index.html", render_html(final, metadata))
     write_atomically(out_dir / "report.md", render_markdown(final, metadata))
     return _write_results(out_dir, final, metadata, not_run=[])
-
-
-def _crashed_claim(claim: Claim, outcome: Outcome, profile: str, backend: Backend, seed: int) -> dict:
-    """The result of a claim whose task itself failed (e.g. its worker died): status "error", traceback kept."""
-    failure = Example(parameters={}, seed=seed, error=outcome.error)
-    return ClaimResult(claim=claim, status="error", examples=[], counterexample=failure, profile=profile,
-                       backend=backend.name, seed=seed, seconds=0.0, notes=["the claim's task failed outside its check"]).as_dict()

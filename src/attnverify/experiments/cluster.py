@@ -1,0 +1,129 @@
+"""A run's tasks on a Dask cluster (``--scheduler``; the optional ``[distributed]`` extra).
+
+``run_on_cluster(tasks, "local:2", …)`` starts a ``LocalCluster`` of 2 worker processes (one thread each) for
+the run and stops it at the end; ``run_on_cluster(tasks, "tcp://host:8786", …)`` uses a running scheduler
+(e.g. one that ``dask-jobqueue`` started on a SLURM cluster). Each task is submitted once, in the run's order
+(Dask's priority), with its prerequisites as dependencies; a task never raises on the worker (its traceback
+comes back in its :class:`~attnverify.experiments.scheduler.Outcome`), so the tasks after a failed one still
+run, as on local workers. A worker that dies mid-task is replaced and its task rerun by Dask; the task's
+result depends only on its arguments (seeds come from the run's seed and the task's identity), so the rerun
+gives the same answer. Progress lines from inside tasks come back as Dask events.
+
+Dask is imported only here, and only when a scheduler is asked for.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import traceback
+import uuid
+from typing import Any, Callable
+
+from ..numerics import blas
+from . import scheduler
+from .scheduler import Outcome, Task
+
+class SchedulerUnavailable(RuntimeError):
+    """Dask is not installed, or the scheduler at the given address cannot be reached."""
+
+
+CONNECT_SECONDS = 10
+"""How long to wait for a scheduler given by address."""
+
+TOPIC = "attnverify-progress"
+"""The Dask event topic on which tasks send their progress lines and start notices to the client."""
+
+
+def parse_scheduler(text: str) -> tuple[str, Any]:
+    """``"local"`` or ``"local:N"`` → ("local", N workers; N = the CPU count when left out); an address
+    (``tcp://host:8786``, ``host:8786``) → ("address", text). Anything else is refused by name."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"--scheduler must be local, local:N or a scheduler address such as tcp://host:8786, "
+                         f"got {text!r}")
+    text = text.strip()
+    if text == "local":
+        return "local", os.cpu_count() or 1
+    if text.startswith("local:"):
+        count = text.split(":", 1)[1]
+        if not count.isdigit() or int(count) < 1:
+            raise ValueError(f"--scheduler local:N needs a number of workers N ≥ 1, got {text!r}")
+        return "local", int(count)
+    if "://" in text or (":" in text and text.rsplit(":", 1)[1].isdigit()):
+        return "address", text
+    raise ValueError(f"--scheduler must be local, local:N or a scheduler address such as tcp://host:8786, "
+                     f"got {text!r}")
+
+
+def _run_on_worker(name: str, function: Callable[..., Any], arguments: dict, threads: int, *prerequisites) -> Outcome:
+    """A task on a Dask worker: tell the client it started, relay its progress lines, never raise."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    scheduler._say = lambda message: worker.log_event(TOPIC, {"progress": str(message)})
+    blas.set_process_threads(threads)
+    worker.log_event(TOPIC, {"start": name})
+    try:
+        return Outcome(name, result=function(**arguments))
+    except Exception:
+        return Outcome(name, error=traceback.format_exc())
+
+
+def run_on_cluster(tasks: list[Task], address: str, *, on_start: Callable[[Task], None] | None = None,
+                   on_done: Callable[[Outcome], None] | None = None,
+                   say: Callable[[str], None] | None = None) -> dict[str, Outcome]:
+    """Run ``tasks`` (each after its ``after``) on the Dask cluster ``address`` (:func:`parse_scheduler`);
+    ``on_done`` sees each outcome on the client as it finishes (write it down there)."""
+    kind, value = parse_scheduler(address)
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise SchedulerUnavailable("--scheduler needs Dask distributed: pip install 'attnverify[distributed]'") from None
+    logging.getLogger("distributed").setLevel(logging.WARNING)  # the client's own connection notices
+    tasks = scheduler._checked(list(tasks))
+    say = say or (lambda message: None)
+    by_name = {task.name: task for task in tasks}
+    outcomes: dict[str, Outcome] = {}
+    cluster = None
+    if kind == "local":
+        cluster = LocalCluster(n_workers=value, threads_per_worker=1, processes=True, dashboard_address=":0",
+                               silence_logs=logging.CRITICAL)
+        client = Client(cluster)
+    else:
+        try:
+            client = Client(value, timeout=CONNECT_SECONDS)
+        except OSError as error:
+            raise SchedulerUnavailable(f"--scheduler {value}: no Dask scheduler answered there within "
+                                       f"{CONNECT_SECONDS} s ({error})") from None
+    try:
+        say(f"Dask scheduler {client.scheduler.address} with {len(client.scheduler_info()['workers'])} workers; "
+            f"dashboard {client.dashboard_link}")
+
+        def on_event(event) -> None:
+            _, message = event
+            if "start" in message:
+                if on_start is not None and message["start"] in by_name:
+                    on_start(by_name[message["start"]])
+            else:
+                say(message["progress"])
+
+        client.subscribe_topic(TOPIC, on_event)
+        run = uuid.uuid4().hex[:8]
+        futures = {}
+        for task in tasks:  # in the run's order: Dask runs earlier submissions first when it can
+            futures[task.name] = client.submit(
+                _run_on_worker, task.name, task.function, task.arguments, 1, *[futures[a] for a in task.after],
+                key=f"{task.name} [{run}]", pure=False)
+        for future in as_completed(list(futures.values())):
+            outcome = future.result()
+            outcomes[outcome.name] = outcome
+            if on_done is not None:
+                on_done(outcome)
+    finally:
+        if cluster is not None:  # workers first, so that none reports a lost scheduler on the way out
+            client.retire_workers(close_workers=True)
+            client.close()
+            cluster.close()
+        else:
+            client.close()
+    return outcomes
