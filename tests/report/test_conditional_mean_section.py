@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from attnverify.experiments.store import Store
+
 from attnverify.derivations import conditional_mean as theory
 from attnverify.numerics.backend import get_backend
 from attnverify.report import Section
@@ -15,11 +17,15 @@ FILES = ("conditional_mean_rate.png", "conditional_mean_constant.png", "conditio
          "conditional_mean_learning.png")
 
 
+STORE = Store()
+"""The store of the module's section build."""
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("conditional_mean_report")
     messages: list[str] = []
-    section = section_module.build_section(out_dir, profile="quick", backend=get_backend("numpy"), seed=0,
+    section = section_module.build_section(out_dir, profile="quick", backend=get_backend("numpy"), seed=0, store=STORE,
                                            progress=messages.append)
     return out_dir, section, messages
 
@@ -65,3 +71,13 @@ def test_bad_arguments_are_refused(tmp_path, kwargs, error):
     arguments = {"profile": "quick", "backend": "numpy", "seed": 0, "progress": print, **kwargs}
     with pytest.raises(error):
         section_module.build_section(tmp_path, **arguments)
+
+
+def test_the_run_plans_only_experiments_the_quick_section_uses(built):
+    """Every experiment the theory plans for a quick run (computed as a task ahead of the section) is one the
+    section asks the store for: a planned experiment it does not use would be computed for nothing."""
+    from attnverify.theories import BUILTIN
+
+    theory = next(t for t in BUILTIN if t.name == "conditional_mean")
+    for plan in theory.planned_experiments(profile="quick", seed=0, backend="numpy"):
+        assert plan.key in STORE, plan.label

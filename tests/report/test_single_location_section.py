@@ -14,6 +14,7 @@ from numpy.testing import assert_allclose
 
 from attnverify.checks.single_location import PGD_CONFIGS
 from attnverify.derivations.derivation import Derivation
+from attnverify.experiments.store import Store
 from attnverify.numerics.backend import get_backend
 from attnverify.report import Figure, Section, Table
 from attnverify.report import single_location as section_module
@@ -21,11 +22,15 @@ from attnverify.report import single_location as section_module
 QUICK_FILES = ("single_location_risk_vs_L.png", "single_location_oracle_excess.png", "single_location_pgd.png")
 
 
+STORE = Store()
+"""The store of the module's section build."""
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("single_location_report")
     messages: list[str] = []
-    section = section_module.build_section(out_dir, profile="quick", backend=get_backend("numpy"), seed=0,
+    section = section_module.build_section(out_dir, profile="quick", backend=get_backend("numpy"), seed=0, store=STORE,
                                            progress=messages.append)
     return out_dir, section, messages
 
@@ -145,3 +150,13 @@ def test_bad_arguments_are_refused(tmp_path, kwargs, error):
     arguments = {"profile": "quick", "backend": None, "seed": 0, "progress": lambda message: None, **kwargs}
     with pytest.raises(error):
         section_module.build_section(tmp_path, **arguments)
+
+
+def test_the_run_plans_only_experiments_the_quick_section_uses(built):
+    """Every experiment the theory plans for a quick run (computed as a task ahead of the section) is one the
+    section asks the store for: a planned experiment it does not use would be computed for nothing."""
+    from attnverify.theories import BUILTIN
+
+    theory = next(t for t in BUILTIN if t.name == "single_location")
+    for plan in theory.planned_experiments(profile="quick", seed=0, backend="numpy"):
+        assert plan.key in STORE, plan.label
