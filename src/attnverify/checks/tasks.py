@@ -44,6 +44,22 @@ def crashed_claim(claim: Claim, outcome: Outcome, profile: str, backend: Backend
                        notes=["the claim's task failed outside its check"]).as_dict()
 
 
+def claim_outcome(claim: Claim, outcome: Outcome, profile: str, backend: Backend, seed: int) -> dict:
+    """The result of a finished claim task: what it returned, or :func:`crashed_claim` when the task failed."""
+    return outcome.result if outcome.error is None else crashed_claim(claim, outcome, profile, backend, seed)
+
+
+def checking_line(position: int, total: int, claim: Claim, examples: int | None, profile: str) -> str:
+    """The progress line of a claim task that starts: ``[k/n] name: checking (N examples)``."""
+    return f"[{position}/{total}] {claim.name}: checking ({examples or claim.examples[profile]} examples)"
+
+
+def finished_line(position: int, total: int, result: dict) -> str:
+    """The progress line of a finished claim: ``[k/n] name: status, OK|UNEXPECTED (seconds)``."""
+    return (f"[{position}/{total}] {result['name']}: {result['status']}, {'OK' if result['ok'] else 'UNEXPECTED'} "
+            f"({result['seconds']:.1f} s)")
+
+
 def run_claims_as_tasks(claims: Sequence[Claim], theories: Sequence, *, profile: str, backend: Backend, seed: int,
                         examples: int | None, scheduler: str | None, workers: int = 1,
                         say: Callable[[str], None] = lambda message: None, command: str | None = None,
@@ -65,16 +81,12 @@ def run_claims_as_tasks(claims: Sequence[Claim], theories: Sequence, *, profile:
     finished: dict[str, dict] = {}
 
     def on_start(task: Task) -> None:
-        claim = by_name[task.name]
-        say(f"[{position[task.name]}/{len(claims)}] {task.name}: checking "
-            f"({examples or claim.examples[profile]} examples)")
+        say(checking_line(position[task.name], len(claims), by_name[task.name], examples, profile))
 
     def on_done(outcome: Outcome) -> None:
-        claim = by_name[outcome.name]
-        result = outcome.result if outcome.error is None else crashed_claim(claim, outcome, profile, backend, seed)
+        result = claim_outcome(by_name[outcome.name], outcome, profile, backend, seed)
         finished[outcome.name] = result
-        say(f"[{position[outcome.name]}/{len(claims)}] {outcome.name}: {result['status']}, "
-            f"{'OK' if result['ok'] else 'UNEXPECTED'} ({result['seconds']:.1f} s)")
+        say(finished_line(position[outcome.name], len(claims), result))
         if on_result is not None:
             on_result([finished[c.name] for c in claims if c.name in finished],
                       [c.name for c in claims if c.name not in finished])

@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 from .. import __version__
 from ..checks.claim import PROFILES
 from ..checks.runner import jsonable, write_json
-from ..checks.tasks import claim_task, crashed_claim
+from ..checks.tasks import checking_line, claim_outcome, claim_task, finished_line
 from ..experiments import scheduler as task_runner
 from ..experiments.scheduler import Outcome, Task, run_tasks
 from ..experiments.store import Store
@@ -70,7 +70,8 @@ def _metadata(profile: str, backend: Backend, seed: int, only: str | None) -> di
 def _section_dict(outcome: TheoryOutcome) -> dict:
     section = outcome.section
     entry: dict = {"theory": outcome.theory, "seconds": round(outcome.seconds, 3),
-                   "experiment_seconds": outcome.experiments, "errors": outcome.errors, "warnings": outcome.warnings}
+                   "experiment_seconds": {name: round(seconds, 3) for name, seconds in outcome.experiments.items()},
+                   "errors": outcome.errors, "warnings": outcome.warnings}
     if section is None:
         return entry
     if outcome.rendered is None:  # printing the derivations (sympy → LaTeX) takes seconds: once per section
@@ -246,7 +247,6 @@ def build_report(
     position = {c.name: (k, len(claims[t])) for t in theories for k, c in enumerate(claims[t], 1)}
     theory_of = {c.name: t for t in theories for c in claims[t]}
     section_seconds: dict[str, float] = {}
-    experiment_seconds: dict[str, float] = {}
 
     def listed() -> list[TheoryOutcome]:
         for t in theories:
@@ -263,8 +263,7 @@ def build_report(
             say(f"{task.arguments['theory'].name}: building the section")
         else:
             k, n = position[task.name]
-            claim = by_name[theory_of[task.name]].claim(task.name)
-            say(f"[{k}/{n}] {task.name}: checking ({examples or claim.examples[profile]} examples)")
+            say(checking_line(k, n, by_name[theory_of[task.name]].claim(task.name), examples, profile))
 
     def on_done(outcome: Outcome) -> None:
         done.add(outcome.name)
@@ -272,19 +271,16 @@ def build_report(
                   or outcome.name.removesuffix(SECTION_SUFFIX))
         if outcome.name in experiment_of:
             if outcome.error is None:
-                experiment_seconds[outcome.name] = outcome.result
-                outcomes[theory].experiments[outcome.name.split(": ", 1)[1]] = round(outcome.result, 3)
+                outcomes[theory].experiments[outcome.name.split(": ", 1)[1]] = outcome.result
                 say(f"{outcome.name}: done ({outcome.result:.1f} s)")
             else:
                 outcomes[theory].warnings.append(f"experiment {outcome.name} failed in its own task (the section "
                                                  f"computes it again):\n{outcome.error}")
         elif outcome.name in theory_of:
             k, n = position[outcome.name]
-            result = (outcome.result if outcome.error is None
-                      else crashed_claim(by_name[theory].claim(outcome.name), outcome, profile, backend, seed))
+            result = claim_outcome(by_name[theory].claim(outcome.name), outcome, profile, backend, seed)
             finished_claims[outcome.name] = result
-            say(f"[{k}/{n}] {outcome.name}: {result['status']}, {'OK' if result['ok'] else 'UNEXPECTED'} "
-                f"({result['seconds']:.1f} s)")
+            say(finished_line(k, n, result))
         else:
             if outcome.error is None:
                 outcome.result.warnings[:0] = outcomes[theory].warnings  # those of its experiments' tasks
@@ -296,7 +292,7 @@ def build_report(
         # the time spent on the theory: its experiments', section's and claims' (the same on one worker or several)
         outcomes[theory].seconds = section_seconds.get(theory, 0.0) + sum(
             finished_claims[c.name]["seconds"] for c in claims[theory] if c.name in finished_claims) + sum(
-            experiment_seconds.get(task.name, 0.0) for task in experiment_tasks[theory])
+            outcomes[theory].experiments.values())
         _write_results(out_dir, listed(), metadata, not_run=not_run())
 
     done: set[str] = set()
