@@ -52,11 +52,21 @@ class OneShotInputs:
     paths: dict
 
 
+def _profile_seeds(networks: dict, profile: str) -> list[int]:
+    """The first ``THEORY_SIZES[profile]["seeds"]`` training seeds of the cached ``networks`` (all: None)."""
+    return sorted(networks)[:THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]["seeds"]]
+
+
+def _theory_episodes(inputs: OneShotInputs, training_seed: int, profile: str) -> experiment.PathData:
+    """The first P theory episodes (the profile's P) of the network of ``training_seed``."""
+    return experiment.first_episodes(inputs.paths[training_seed], THEORY_SIZES[profile]["P"])
+
+
 def one_shot_inputs(*, profile: str) -> OneShotInputs:
     """The cached networks of the profile's training seeds (``THEORY_SIZES``) with their path features."""
     networks, shared = experiment.cached_networks()
     data = experiment.one_shot_data()
-    chosen = sorted(networks)[:THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]["seeds"]]
+    chosen = _profile_seeds(networks, profile)
     return OneShotInputs({s: networks[s] for s in chosen}, shared, data,
                          {s: experiment.path_data(networks[s], data) for s in chosen})
 
@@ -70,14 +80,14 @@ def one_shot_analysis(*, profile: str, training_seed: int, store: Store) -> expe
                          f"got {training_seed!r}")
     scheduler.progress(f"attention_paths: one-shot network of seed {training_seed}, head scores and pruning")
     return experiment.analyse_network(training_seed, inputs.networks[training_seed],
-                                      experiment.first_episodes(inputs.paths[training_seed], sizes["P"]),
+                                      _theory_episodes(inputs, training_seed, profile),
                                       temperatures=sizes["temperatures"], store=solution_store(profile, store))
 
 
 def training_seeds(profile: str) -> tuple[int, ...]:
     """The training seeds of the profile's networks (``THEORY_SIZES``), without loading their features."""
     networks, _ = experiment.cached_networks()
-    return tuple(sorted(networks)[:THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]["seeds"]])
+    return tuple(_profile_seeds(networks, profile))
 
 
 def one_shot_analyses(*, profile: str, store: Store) -> tuple:
@@ -98,11 +108,12 @@ COMPONENTS = 50
 @dataclass(frozen=True)
 class WidthSweep:
     """Figure 3b–d for the first cached network: the validated theory at each width of ``FIGURE_WIDTHS``, the
-    validated GP limit, the gradient-descent network's test accuracy, and the kernel–task alignment at
-    N = SAMPLED_WIDTH (theory U) and U = I (eigenvalues, overlaps)."""
+    validated GP limit, the number of test episodes, the gradient-descent network's test accuracy, and the
+    kernel–task alignment at N = SAMPLED_WIDTH (theory U) and U = I (eigenvalues, overlaps)."""
 
     seed: int
     P: int
+    test_size: int
     points: tuple
     gp: object
     gradient_descent_accuracy: float
@@ -121,7 +132,7 @@ def one_shot_width_sweep(*, profile: str, store: Store) -> WidthSweep:
     sizes = THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]
     inputs = store.get(one_shot_inputs, profile=profile)
     first = min(inputs.networks)
-    paths = experiment.first_episodes(inputs.paths[first], sizes["P"])
+    paths = _theory_episodes(inputs, first, profile)
     widths = FIGURE_WIDTHS[profile]
     scheduler.progress(f"attention_paths: figure 3b, theory at N = {widths} (P = {sizes['P']}, T chosen on validation)")
     sweep = experiment.validated_sweep(paths, widths, sizes["temperatures"], store=solution_store(profile, store),
@@ -131,7 +142,7 @@ def one_shot_width_sweep(*, profile: str, store: Store) -> WidthSweep:
     small = next(p for p in sweep if p.width == SAMPLED_WIDTH)
     alignment = kernel_task_alignment(small.test.order_parameter, paths.X, paths.y, COMPONENTS)
     gp_alignment = kernel_task_alignment(np.eye(paths.X.shape[2]), paths.X, paths.y, COMPONENTS)
-    return WidthSweep(first, sizes["P"], tuple(sweep), gp, gd, alignment, gp_alignment)
+    return WidthSweep(first, sizes["P"], int(paths.y_test.size), tuple(sweep), gp, gd, alignment, gp_alignment)
 
 
 SAMPLER = sampling.SamplerSettings(chains=4, warmup=200, draws=400)
@@ -179,6 +190,5 @@ def one_shot_sampled_networks(*, profile: str, seed: int, store: Store) -> Sampl
     seed = integer("seed", seed, 0)
     inputs = store.get(one_shot_inputs, profile=profile)
     temperature = store.get(one_shot_width_sweep, profile=profile).small.temperature
-    first = min(inputs.networks)
-    paths = experiment.first_episodes(inputs.paths[first], THEORY_SIZES[profile]["P"])
+    paths = _theory_episodes(inputs, min(inputs.networks), profile)
     return sampled_networks(paths, temperature, seed, solution_store(profile, store))

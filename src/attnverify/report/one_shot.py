@@ -38,7 +38,7 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
     sampled = store.get(one_shot_sampled_networks, profile=profile, seed=seed)
     first, P = theory.seed, theory.P
     network = inputs.networks[first]
-    test_size = experiment.first_episodes(inputs.paths[first], P).y_test.size
+    test_size = theory.test_size
     sweep, gp, gd, small = list(theory.points), theory.gp, theory.gradient_descent_accuracy, theory.small
     if sampled is None:
         U_sampled = sampled_accuracy = diagnostics = None
