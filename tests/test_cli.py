@@ -125,14 +125,14 @@ def test_cupy_without_a_gpu_is_a_clear_one_line_error(capsys):
 def test_json_is_written_after_each_claim(tmp_path, capsys, monkeypatch):
     path = tmp_path / "results.json"
     written = []
-    real = cli.write_results
+    real = cli.write_json
 
-    def spy(results, target, not_run):
-        real(results, target, not_run)
+    def spy(document, target):
+        real(document, target)
         document = json.loads(Path(target).read_text())
         written.append((len(document["claims"]), document["complete"], document["not_run"]))
 
-    monkeypatch.setattr(cli, "write_results", spy)
+    monkeypatch.setattr(cli, "write_json", spy)
     assert cli.main(["check", "--only", "fake", "--json", str(path)]) == 0
     # an incomplete file up front naming every claim, then after each claim
     assert written == [(0, False, ["fake.square_is_product", "fake.square_is_two"]),

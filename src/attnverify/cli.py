@@ -20,7 +20,9 @@ from typing import Callable, TextIO
 from . import __version__
 from .checks import catalogue
 from .checks.claim import PROFILES, Claim
-from .checks.runner import ClaimResult, select, write_json, write_results
+from .checks.runner import ClaimResult, results_document, select, write_json
+from .checks.saved import SavedChecks
+from .checks.tasks import finished_line
 from .experiments.store import Store
 from .numerics.backend import BACKEND_NAMES, ENVIRONMENT_VARIABLE, Backend, BackendUnavailable, backend_from_environment
 from .experiments.cluster import SchedulerUnavailable
@@ -152,10 +154,12 @@ def run_and_report(
     examples: int | None = None,
     scheduler: str | None = None,
     theories: list | None = None,
+    store: str | None = None,
 ) -> int:
     """Run ``claims`` one after another (or as tasks on the Dask cluster ``scheduler``, each claim of one of
     ``theories``, default the built-in ones), print the results table and the detail of every surprise or
-    refutation; with ``json_path`` rewrite the results after each claim.
+    refutation; with ``json_path`` rewrite the results after each claim. With a ``store`` folder, the run's
+    experiments and its finished examples and claims are kept there, and a rerun takes them from there.
 
     ``command`` (default ``attnverify check``) is what the replay lines run. The JSON says which
     claims have not run yet (``"complete": false``) until the last one is done. Returns the exit status.
@@ -173,23 +177,36 @@ def run_and_report(
         try:
             results = run_claims_as_tasks(claims, theories or BUILTIN, profile=profile, backend=backend, seed=seed,
                                           examples=examples, scheduler=scheduler, say=progress, on_result=write,
-                                          command=command)
+                                          command=command, store=store)
         finally:
             progress.close()
         return _print_results(results, out=out, json_path=json_path)
-    results: list[ClaimResult] = []
-    store = Store()  # the run's experiments, shared by its claims
+    results: list[dict] = []
+    shared = Store(store)  # the run's experiments, shared by its claims
+    saved = SavedChecks(store) if store is not None else None
+    run = dict(profile=profile, backend=backend.name, seed=seed)
     for index, claim in enumerate(claims, 1):
-        progress.claim_started(index, len(claims), claim, examples or claim.examples[profile])
-        result = run_claim_or_error(claim, profile=profile, backend=backend, seed=seed, progress=progress.example,
-                                    examples=examples, store=store)
-        if command:
-            result.command = command
-        progress.claim_finished(result)
-        results.append(result)
+        kept = None if saved is None else saved.result(claim, examples=examples, **run)
+        if kept is None:
+            progress.claim_started(index, len(claims), claim, examples or claim.examples[profile])
+            ahead = {} if saved is None else dict(
+                evaluated=saved.examples(claim, **run),
+                on_evaluated=lambda example, claim=claim: saved.add_examples(claim, [example], **run))
+            result = run_claim_or_error(claim, profile=profile, backend=backend, seed=seed, examples=examples,
+                                        progress=progress.example, store=shared, **ahead)
+            if command:
+                result.command = command
+            progress.claim_finished(result)
+            kept = result.as_dict()
+            if saved is not None:
+                saved.save_result(claim, kept, examples=examples, **run)
+        else:
+            progress(finished_line(index, len(claims), kept) + " [kept from an earlier run]")
+        results.append(kept)
         if json_path:
-            write_results(results, json_path, [c.name for c in claims[index:]])
-    return _print_results([r.as_dict() for r in results], out=out, json_path=json_path)
+            write_json({"complete": index == len(claims), "not_run": [c.name for c in claims[index:]],
+                        "claims": results}, json_path)
+    return _print_results(results, out=out, json_path=json_path)
 
 
 def _print_results(results: list[dict], *, out: TextIO, json_path: str | None) -> int:
@@ -222,7 +239,7 @@ def _prepare_json(path: str | None, claims: list[Claim]) -> None:
     if Path(path).is_dir():
         raise UsageError(f"--json {path!r} is a directory; give a file name")
     try:
-        write_results([], path, [c.name for c in claims])
+        write_json(results_document([], [c.name for c in claims]), path)
     except OSError as error:
         raise UsageError(f"cannot write --json {path!r}: {error.strerror or error}") from None
 
@@ -271,7 +288,7 @@ def _check(args: argparse.Namespace) -> int:
     claims = _chosen(catalogue.builtin_claims(), args.only, "built in (run `attnverify list` to see them)")
     _prepare_json(args.json, claims)
     return run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
-                          examples=args.examples, scheduler=args.scheduler)
+                          examples=args.examples, scheduler=args.scheduler, store=args.store)
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -296,12 +313,12 @@ def _verify(args: argparse.Namespace) -> int:
         (theory,) = _user_theories([args.file])
         return _build_and_print(args.report, theories=[theory], only=None, profile=args.profile, backend=backend,
                                 seed=args.seed, examples=args.examples, workers=args.workers,
-                                scheduler=args.scheduler)
+                                scheduler=args.scheduler, store=args.store)
     claims = _chosen(claims, args.only, f"defined in {args.file}")
     _prepare_json(args.json, claims)
     return run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
                           command=verify_command(args.file), examples=args.examples, scheduler=args.scheduler,
-                          theories=_user_theories([args.file]) if args.scheduler else None)
+                          theories=_user_theories([args.file]) if args.scheduler else None, store=args.store)
 
 
 def _user_theories(files: list[str] | None) -> list:
@@ -406,6 +423,10 @@ def _add_run_options(parser: argparse.ArgumentParser, only_help: str, only_metav
                         help="run on a Dask cluster: local[:N] starts N worker processes for this run, an address "
                              "(tcp://host:8786) uses a running scheduler; needs the [distributed] extra. The "
                              "results are those of a run without it")
+    parser.add_argument("--store", metavar="DIR", default=None,
+                        help="keep the run's experiments and finished examples and claims in DIR (default: a "
+                             "temporary folder): a rerun with the same DIR, e.g. after an interruption, computes only "
+                             "what is not there yet; on a cluster, a folder every worker reaches")
 
 
 def _scheduler(text: str) -> str:
@@ -457,9 +478,6 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--with", dest="with_files", metavar="FILE.py", action="append", default=[],
                         help="add the theory of your own FILE.py (its claims, and its build_section or docstring "
                              "and derivations()) to the report; repeatable")
-    report.add_argument("--store", metavar="DIR", default=None,
-                        help="keep the run's experiments in DIR (default: a temporary folder): a rerun with the same "
-                             "DIR computes only what is not there yet; on a cluster, a folder every worker reaches")
     _add_workers(report)
     report.set_defaults(handler=_report)
 
@@ -497,6 +515,6 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 1
     except KeyboardInterrupt:
-        print("\nattnverify: interrupted (results of finished claims are kept in --json/results.json)",
-              file=sys.stderr)
+        print("\nattnverify: interrupted (results of finished claims are kept in --json/results.json; with --store "
+              "DIR, a rerun with the same DIR goes on from the finished examples)", file=sys.stderr)
         return 130

@@ -235,12 +235,13 @@ def test_one_shot_claims_have_power(built, monkeypatch):
     result = run_claim(claims.one_shot_head_scores_predict_pruning, profile="quick", seed=0)
     assert result.status == "holds" and not result.ok  # expected refuted: a perfect theory would contradict that
 
-    inputs = STORE.get(one_shot.one_shot_inputs, profile="quick")
-    first = min(inputs.networks)
-    shifted = dataclasses.replace(inputs.networks[first], metadata={
-        **inputs.networks[first].metadata, "test_accuracy": inputs.networks[first].metadata["test_accuracy"] + 0.01})
-    monkeypatch.setattr(one_shot, "one_shot_inputs",
-                        lambda *, profile: dataclasses.replace(inputs, networks={**inputs.networks, first: shifted}))
+    networks = {n.seed: n for n in one_shot.one_shot_networks("quick", STORE)}
+    first = min(networks)
+    trained = networks[first].network
+    shifted = dataclasses.replace(networks[first], network=dataclasses.replace(trained, metadata={
+        **trained.metadata, "test_accuracy": trained.metadata["test_accuracy"] + 0.01}))
+    monkeypatch.setattr(one_shot, "one_shot_networks", lambda profile, store: (shifted, *[
+        n for s, n in sorted(networks.items()) if s != first]))
     assert run_claim(claims.one_shot_cache_is_the_trained_network, profile="quick", seed=0).status == "refuted"
 
 

@@ -18,7 +18,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 import hypothesis.configuration
@@ -180,38 +180,15 @@ def evaluate(claim: Claim, parameters: dict, seed: int, *, profile: str = "quick
         return Example(dict(parameters), seed, error=f"{detail}\n{tb}", seconds=time.perf_counter() - start)
 
 
-def run_claim(
-    claim: Claim,
-    *,
-    profile: str = "quick",
-    backend: str | Backend | None = None,
-    seed: int = 0,
-    progress: Callable[[Claim, int, int], None] | None = None,
-    examples: int | None = None,
-    store: Store | None = None,
-) -> ClaimResult:
-    """Check ``claim`` on hypothesis-drawn examples; shrink the first failure to a minimal one.
-    ``examples`` overrides the claim's number for the profile (``claim.examples[profile]``); a run replays
-    from its seed and that number. ``store`` holds the run's experiment results (shared by the claims of a
-    run; a fresh one when None)."""
-    if not isinstance(claim, Claim):
-        raise TypeError(f"claim must be a Claim (made with @claim), got {type(claim).__name__}")
-    if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
-    backend = checked_backend(backend)
-    seed = integer("seed", seed, 0)
-    if store is None:
-        store = Store()
-    elif not isinstance(store, Store):
-        raise TypeError(f"store must be an attnverify.experiments.Store or None, got {type(store).__name__}")
-    use_cache_for_hypothesis()
-    draw_independently_of_loaded_modules()
-    requested = None if examples is None else integer("examples", examples, 1)
-    total = claim.examples[profile] if requested is None else requested
-    checked: list[Example] = []
-    failing: dict[str, Example] = {}
-    state = {"failed": False, "shrink_trials": 0, "last": None}
-    start = time.perf_counter()
+def example_key(parameters: dict, seed: int) -> str:
+    """The identity of an example: its parameters and its Monte Carlo seed (all that its check depends on)."""
+    return repr((sorted(parameters.items()), int(seed)))
+
+
+def _hypothesis_search(claim: Claim, total: int, seed: int, body: Callable[[dict, int], None]) -> Callable[[], None]:
+    """hypothesis' search over ``claim.parameters`` (``total`` examples, run seed ``seed``): ``body(parameters,
+    monte_carlo_seed)`` for each draw. The one place the settings are made, so that :func:`drawn_examples` and
+    :func:`run_claim` draw the same sequence."""
 
     @settings(
         max_examples=total,
@@ -227,15 +204,82 @@ def run_claim(
     @given(drawn=st.tuples(claim.parameters, st.integers(0, SEED_RANGE - 1)))
     def search(drawn: tuple[dict, int]) -> None:
         parameters, drawn_number = drawn
-        monte_carlo_seed = example_seed(seed, drawn_number)
-        key = repr((sorted(parameters.items()), monte_carlo_seed))
+        body(parameters, example_seed(seed, drawn_number))
+
+    return search
+
+
+def _checked_run(claim: Claim, profile: str, seed: int, examples: int | None) -> tuple[int, int | None]:
+    if not isinstance(claim, Claim):
+        raise TypeError(f"claim must be a Claim (made with @claim), got {type(claim).__name__}")
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+    seed = integer("seed", seed, 0)
+    requested = None if examples is None else integer("examples", examples, 1)
+    use_cache_for_hypothesis()
+    draw_independently_of_loaded_modules()
+    return seed, requested
+
+
+def drawn_examples(claim: Claim, *, profile: str = "quick", seed: int = 0,
+                   examples: int | None = None) -> list[tuple[dict, int]]:
+    """The examples :func:`run_claim` checks, in its order: (parameters, Monte Carlo seed). hypothesis draws
+    the same sequence whatever the checks show until one fails (a run stops there and shrinks), so these can be
+    checked ahead, in parallel, and handed to :func:`run_claim` as ``evaluated``: its result is the same."""
+    seed, requested = _checked_run(claim, profile, seed, examples)
+    drawn: list[tuple[dict, int]] = []
+    _hypothesis_search(claim, claim.examples[profile] if requested is None else requested, seed,
+                       lambda parameters, monte_carlo_seed: drawn.append((dict(parameters), monte_carlo_seed)))()
+    return drawn
+
+
+def run_claim(
+    claim: Claim,
+    *,
+    profile: str = "quick",
+    backend: str | Backend | None = None,
+    seed: int = 0,
+    progress: Callable[[Claim, int, int], None] | None = None,
+    examples: int | None = None,
+    store: Store | None = None,
+    evaluated: Mapping[str, Example] | None = None,
+    on_evaluated: Callable[[Example], None] | None = None,
+) -> ClaimResult:
+    """Check ``claim`` on hypothesis-drawn examples; shrink the first failure to a minimal one.
+    ``examples`` overrides the claim's number for the profile (``claim.examples[profile]``); a run replays
+    from its seed and that number. ``store`` holds the run's experiment results (shared by the claims of a
+    run; a fresh one when None). ``evaluated`` holds examples already checked (by :func:`example_key`: checked
+    ahead as tasks, or saved by an interrupted run), which are taken instead of checked again; their seconds
+    count in the result's. ``on_evaluated`` sees each example this call checks itself (to save it)."""
+    seed, requested = _checked_run(claim, profile, seed, examples)
+    backend = checked_backend(backend)
+    if store is None:
+        store = Store()
+    elif not isinstance(store, Store):
+        raise TypeError(f"store must be an attnverify.experiments.Store or None, got {type(store).__name__}")
+    evaluated = dict(evaluated or {})
+    total = claim.examples[profile] if requested is None else requested
+    checked: list[Example] = []
+    failing: dict[str, Example] = {}
+    state = {"failed": False, "shrink_trials": 0, "last": None, "reused_seconds": 0.0}
+    start = time.perf_counter()
+
+    def body(parameters: dict, monte_carlo_seed: int) -> None:
+        key = example_key(parameters, monte_carlo_seed)
         if key not in failing:  # else hypothesis is replaying the minimal failure at the end
             if state["failed"]:
                 if state["shrink_trials"] >= claim.shrink_budget:
                     return  # budget spent: untried shrinks count as passing, the best failure stays
                 state["shrink_trials"] += 1
-            example = evaluate(claim, parameters, monte_carlo_seed, profile=profile, backend=backend,
-                               run_seed=seed, store=store)
+            example = evaluated.get(key)
+            if example is None:
+                example = evaluate(claim, parameters, monte_carlo_seed, profile=profile, backend=backend,
+                                   run_seed=seed, store=store)
+                evaluated[key] = example
+                if on_evaluated is not None:
+                    on_evaluated(example)
+            else:
+                state["reused_seconds"] += example.seconds
             if not state["failed"]:
                 checked.append(example)
                 if progress is not None:
@@ -248,7 +292,7 @@ def run_claim(
         raise _ExampleFailed(key)  # one raise site: hypothesis sees one failure to shrink
 
     try:
-        search()
+        _hypothesis_search(claim, total, seed, body)()
     except _ExampleFailed:
         pass
     except BaseExceptionGroup as group:  # several distinct failures: keep the last replayed
@@ -269,7 +313,7 @@ def run_claim(
         profile=profile,
         backend=backend.name,
         seed=seed,
-        seconds=time.perf_counter() - start,
+        seconds=time.perf_counter() - start + state["reused_seconds"],
         shrink_trials=state["shrink_trials"],
         requested_examples=requested,
     )

@@ -212,15 +212,17 @@ def plan_experiments(*, profile: str, seed: int, backend: str = "numpy") -> list
     from . import one_shot
 
     one_of("profile", profile, tuple(WIDTHS))
-    inputs = planned(one_shot.one_shot_inputs, profile=profile)
-    figure3 = planned(one_shot.one_shot_width_sweep, profile=profile, after=(inputs,))
-    plan = [inputs, figure3]
+    networks = {s: planned(one_shot.one_shot_network, training_seed=s) for s in one_shot.training_seeds(profile)}
+    first = networks[min(networks)]
+    figure3 = planned(one_shot.one_shot_width_sweep, profile=profile, after=(first,))
+    plan = [first, figure3]
     if profile == "thorough":  # the sampled one-shot networks: the run's longest task
-        plan.append(planned(one_shot.one_shot_sampled_networks, profile=profile, seed=seed, after=(inputs, figure3)))
+        plan.append(planned(one_shot.one_shot_sampled_networks, profile=profile, seed=seed, after=(first, figure3)))
     plan += [planned(sampled_markov_network, profile=profile, seed=seed, width=N)
              for N in sorted(SAMPLED_WIDTHS[profile], reverse=True)]
-    plan += [planned(one_shot.one_shot_analysis, profile=profile, training_seed=s, after=(inputs,))
-             for s in one_shot.training_seeds(profile)]
+    for s, network in networks.items():  # each network's path features, then its analysis
+        plan += [network] * (network is not first) + [
+            planned(one_shot.one_shot_analysis, profile=profile, training_seed=s, after=(network,))]
     four = planned(four_path_markov_data, seed=seed, backend=backend)
     two = planned(two_path_markov_data, seed=seed, backend=backend)
     sweep_c = planned(markov_width_sweep, network="4paths", profile=profile, seed=seed, backend=backend, after=(four,))

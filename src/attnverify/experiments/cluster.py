@@ -55,18 +55,19 @@ def parse_scheduler(text: str) -> tuple[str, Any]:
                      f"got {text!r}")
 
 
-def _run_on_worker(name: str, function: Callable[..., Any], arguments: dict, threads: int, *prerequisites) -> Outcome:
-    """A task on a Dask worker: tell the client it started, relay its progress lines, never raise."""
+def _run_on_worker(task: Task, threads: int, *prerequisites: Outcome) -> Outcome:
+    """``task`` on a Dask worker (``prerequisites``: the outcomes of its ``after``): tell the client it started,
+    relay its progress lines, never raise."""
     from distributed import get_worker
 
     worker = get_worker()
     scheduler._say = lambda message: worker.log_event(TOPIC, {"progress": str(message)})
     blas.set_process_threads(threads)
-    worker.log_event(TOPIC, {"start": name})
+    worker.log_event(TOPIC, {"start": task.name})
     try:
-        return Outcome(name, result=function(**arguments))
+        return Outcome(task.name, result=task.function(**task.call_arguments(dict(zip(task.after, prerequisites)))))
     except Exception:
-        return Outcome(name, error=traceback.format_exc())
+        return Outcome(task.name, error=traceback.format_exc())
 
 
 def run_on_cluster(tasks: list[Task], address: str, *, on_start: Callable[[Task], None] | None = None,
@@ -112,7 +113,7 @@ def run_on_cluster(tasks: list[Task], address: str, *, on_start: Callable[[Task]
         futures = {}
         for task in tasks:  # in the run's order: Dask runs earlier submissions first when it can
             futures[task.name] = client.submit(
-                _run_on_worker, task.name, task.function, task.arguments, 1, *[futures[a] for a in task.after],
+                _run_on_worker, task, 1, *[futures[a] for a in task.after],
                 key=f"{task.name} [{run}]", pure=False)
         for future in as_completed(list(futures.values())):
             outcome = future.result()
@@ -126,4 +127,5 @@ def run_on_cluster(tasks: list[Task], address: str, *, on_start: Callable[[Task]
             cluster.close()
         else:
             client.close()
+
     return outcomes

@@ -41,46 +41,52 @@ def solution_store(profile: str, store: Store) -> SolutionStore:
     return SolutionStore(store.folder("one_shot_solutions"))
 
 
-@dataclass(frozen=True)
-class OneShotInputs:
-    """The profile's cached networks by training seed, the cache's shared metadata, the episodes, and each
-    network's path features."""
-
-    networks: dict
-    shared: dict
-    data: object
-    paths: dict
-
-
 def _profile_seeds(networks: dict, profile: str) -> list[int]:
     """The first ``THEORY_SIZES[profile]["seeds"]`` training seeds of the cached ``networks`` (all: None)."""
     return sorted(networks)[:THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]["seeds"]]
 
 
-def _theory_episodes(inputs: OneShotInputs, training_seed: int, profile: str) -> experiment.PathData:
-    """The first P theory episodes (the profile's P) of the network of ``training_seed``."""
-    return experiment.first_episodes(inputs.paths[training_seed], THEORY_SIZES[profile]["P"])
+@dataclass(frozen=True)
+class OneShotNetwork:
+    """A cached gradient-descent network (training seed ``seed``) and its path features on the theory, validation
+    and test episodes."""
+
+    seed: int
+    network: object
+    paths: experiment.PathData
 
 
-def one_shot_inputs(*, profile: str) -> OneShotInputs:
-    """The cached networks of the profile's training seeds (``THEORY_SIZES``) with their path features."""
-    networks, shared = experiment.cached_networks()
-    data = experiment.one_shot_data()
-    chosen = _profile_seeds(networks, profile)
-    return OneShotInputs({s: networks[s] for s in chosen}, shared, data,
-                         {s: experiment.path_data(networks[s], data) for s in chosen})
+def one_shot_network(*, training_seed: int) -> OneShotNetwork:
+    """The cached network of ``training_seed`` with its path features (the episodes drawn here, without the
+    training set it was trained on: ≈ 15 MB per network in the run's store, not the 0.9 GiB of that set)."""
+    networks, _ = experiment.cached_networks()
+    training_seed = integer("training_seed", training_seed, 0)
+    if training_seed not in networks:
+        raise ValueError(f"training_seed must be one of the cached networks {sorted(networks)}, got {training_seed}")
+    scheduler.progress(f"attention_paths: path features of the one-shot network of seed {training_seed}")
+    network = networks[training_seed]
+    return OneShotNetwork(training_seed, network, experiment.path_data(network, experiment.one_shot_data(training=False)))
+
+
+def _theory_episodes(inputs: OneShotNetwork, profile: str) -> experiment.PathData:
+    """The first P theory episodes (the profile's P) of the network ``inputs``."""
+    return experiment.first_episodes(inputs.paths, THEORY_SIZES[profile]["P"])
+
+
+def one_shot_networks(profile: str, store: Store) -> tuple[OneShotNetwork, ...]:
+    """:func:`one_shot_network` of each of the profile's training seeds (``THEORY_SIZES``), from ``store``."""
+    return tuple(store.get(one_shot_network, training_seed=s) for s in training_seeds(profile))
 
 
 def one_shot_analysis(*, profile: str, training_seed: int, store: Store) -> experiment.SeedAnalysis:
     """:func:`experiment.analyse_network` of the cached network of ``training_seed``, at the profile's sizes."""
     sizes = THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]
-    inputs = store.get(one_shot_inputs, profile=profile)
-    if training_seed not in inputs.networks:
-        raise ValueError(f"training_seed must be one of the profile's cached networks {sorted(inputs.networks)}, "
+    if training_seed not in training_seeds(profile):
+        raise ValueError(f"training_seed must be one of the profile's cached networks {list(training_seeds(profile))}, "
                          f"got {training_seed!r}")
+    inputs = store.get(one_shot_network, training_seed=training_seed)
     scheduler.progress(f"attention_paths: one-shot network of seed {training_seed}, head scores and pruning")
-    return experiment.analyse_network(training_seed, inputs.networks[training_seed],
-                                      _theory_episodes(inputs, training_seed, profile),
+    return experiment.analyse_network(training_seed, inputs.network, _theory_episodes(inputs, profile),
                                       temperatures=sizes["temperatures"], store=solution_store(profile, store))
 
 
@@ -91,7 +97,7 @@ def training_seeds(profile: str) -> tuple[int, ...]:
 
 
 def one_shot_analyses(*, profile: str, store: Store) -> tuple:
-    """:func:`one_shot_analysis` of every network of :func:`one_shot_inputs`, by training seed."""
+    """:func:`one_shot_analysis` of every network of the profile, by training seed."""
     return tuple(store.get(one_shot_analysis, profile=profile, training_seed=s) for s in training_seeds(profile))
 
 
@@ -130,15 +136,15 @@ def one_shot_width_sweep(*, profile: str, store: Store) -> WidthSweep:
     """:class:`WidthSweep` of the profile: the first network's first P theory episodes, one
     :func:`experiment.validated_sweep` over the widths × the profile's temperatures."""
     sizes = THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]
-    inputs = store.get(one_shot_inputs, profile=profile)
-    first = min(inputs.networks)
-    paths = _theory_episodes(inputs, first, profile)
+    first = training_seeds(profile)[0]
+    inputs = store.get(one_shot_network, training_seed=first)
+    paths = _theory_episodes(inputs, profile)
     widths = FIGURE_WIDTHS[profile]
     scheduler.progress(f"attention_paths: figure 3b, theory at N = {widths} (P = {sizes['P']}, T chosen on validation)")
     sweep = experiment.validated_sweep(paths, widths, sizes["temperatures"], store=solution_store(profile, store),
                                        progress=lambda m: scheduler.progress(f"attention_paths: figure 3b, {m}"))
     gp = experiment.validated_point(paths, np.inf, experiment.GP_TEMPERATURES)
-    gd = float(inputs.networks[first].correct(paths.X_test, paths.y_test).mean())
+    gd = float(inputs.network.correct(paths.X_test, paths.y_test).mean())
     small = next(p for p in sweep if p.width == SAMPLED_WIDTH)
     alignment = kernel_task_alignment(small.test.order_parameter, paths.X, paths.y, COMPONENTS)
     gp_alignment = kernel_task_alignment(np.eye(paths.X.shape[2]), paths.X, paths.y, COMPONENTS)
@@ -188,7 +194,7 @@ def one_shot_sampled_networks(*, profile: str, seed: int, store: Store) -> Sampl
     if one_of("profile", profile, tuple(THEORY_SIZES)) != "thorough":
         return None
     seed = integer("seed", seed, 0)
-    inputs = store.get(one_shot_inputs, profile=profile)
+    inputs = store.get(one_shot_network, training_seed=training_seeds(profile)[0])
     temperature = store.get(one_shot_width_sweep, profile=profile).small.temperature
-    paths = _theory_episodes(inputs, min(inputs.networks), profile)
+    paths = _theory_episodes(inputs, profile)
     return sampled_networks(paths, temperature, seed, solution_store(profile, store))

@@ -33,12 +33,23 @@ def progress(message: str) -> None:
 
 @dataclass(frozen=True)
 class Task:
-    """``function(**arguments)`` under ``name``, started after every task named in ``after``."""
+    """``function(**arguments)`` under ``name``, started after every task named in ``after``. The outcomes of
+    the tasks named in ``inputs`` (which it also waits for) are given to it as ``inputs={name: Outcome}``."""
 
     name: str
     function: Callable[..., Any]
     arguments: dict = field(default_factory=dict)
     after: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "after", tuple(self.after) + tuple(n for n in self.inputs if n not in self.after))
+
+    def call_arguments(self, outcomes: dict[str, "Outcome"]) -> dict:
+        """The keyword arguments of the call: ``arguments``, and ``inputs`` from the finished ``outcomes``."""
+        if not self.inputs:
+            return self.arguments
+        return {**self.arguments, "inputs": {name: outcomes[name] for name in self.inputs}}
 
 
 @dataclass(frozen=True)
@@ -107,7 +118,7 @@ def run_tasks(tasks: list[Task], *, workers: int = 1, on_start: Callable[[Task],
                 if on_start is not None:
                     on_start(task)
                 try:
-                    finish(Outcome(task.name, result=_call(task.function, task.arguments)))
+                    finish(Outcome(task.name, result=_call(task.function, task.call_arguments(outcomes))))
                 except Exception:
                     finish(Outcome(task.name, error=traceback.format_exc()))
         finally:
@@ -129,7 +140,7 @@ def run_tasks(tasks: list[Task], *, workers: int = 1, on_start: Callable[[Task],
                     pending.remove(task)
                     if on_start is not None:
                         on_start(task)
-                    running[pool.submit(_call, task.function, task.arguments)] = task
+                    running[pool.submit(_call, task.function, task.call_arguments(outcomes))] = task
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
                     task = running.pop(future)

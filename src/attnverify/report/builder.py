@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 from .. import __version__
 from ..checks.claim import PROFILES
 from ..checks.runner import jsonable, write_json
-from ..checks.tasks import checking_line, claim_outcome, claim_task, finished_line
+from ..checks.tasks import ClaimTasks
 from ..experiments import scheduler as task_runner
 from ..experiments.scheduler import Outcome, Task, run_tasks
 from ..experiments.store import Store
@@ -221,7 +221,6 @@ def build_report(
         metadata["examples"] = examples
     claims = {t: by_name[t].claim_list() for t in theories}
     outcomes = {t: TheoryOutcome(t) for t in theories}
-    finished_claims: dict[str, dict] = {}
     keep_store = store is not None
     if keep_store:
         Path(store).mkdir(parents=True, exist_ok=True)
@@ -237,15 +236,18 @@ def build_report(
     experiment_of = {task.name: t for t in theories for task in experiment_tasks[t]}
     sections = {t: Task(_section_name(t), section_task, dict(theory=by_name[t], out_dir=str(out_dir), **common),
                         after=tuple(task.name for task in experiment_tasks[t])) for t in theories}
-    claim_tasks = {t: [Task(c.name, claim_task, dict(theory=by_name[t], name=c.name, examples=examples, **common),
-                            after=(_section_name(t),)) for c in claims[t]] for t in theories}
+    theory_of = {c.name: t for t in theories for c in claims[t]}
+    checks = ClaimTasks([(by_name[t], c) for t in theories for c in claims[t]], profile=profile, backend=backend,
+                        seed=seed, examples=examples, store=store, say=say,
+                        positions={c.name: (k, len(claims[t])) for t in theories for k, c in enumerate(claims[t], 1)},
+                        after={c.name: (_section_name(t),) for t in theories for c in claims[t]})
+    finished_claims: dict[str, dict] = dict(checks.results)  # kept from an earlier run with this store
+    claim_tasks = {t: [task for task in checks.tasks if theory_of[task.arguments["name"]] == t] for t in theories}
     if workers == 1:  # theory by theory: the first theory's results are complete first
         tasks = [task for t in theories for task in (*experiment_tasks[t], sections[t], *claim_tasks[t])]
     else:  # every experiment first (the longest tasks), then the sections, each unlocking its claims
         tasks = ([task for t in theories for task in experiment_tasks[t]] + [sections[t] for t in theories]
                  + [task for t in theories for task in claim_tasks[t]])
-    position = {c.name: (k, len(claims[t])) for t in theories for k, c in enumerate(claims[t], 1)}
-    theory_of = {c.name: t for t in theories for c in claims[t]}
     section_seconds: dict[str, float] = {}
 
     def listed() -> list[TheoryOutcome]:
@@ -254,7 +256,8 @@ def build_report(
         return [outcomes[t] for t in theories]
 
     def not_run() -> list[str]:
-        return [task.name for task in tasks if task.name not in done] + ["index.html and report.md"]
+        return [task.name for task in tasks if task.name not in done and not checks.is_batch(task.name)] + [
+            "index.html and report.md"]
 
     def on_start(task: Task) -> None:
         if task.function is experiment_task:
@@ -262,11 +265,15 @@ def build_report(
         elif task.function is section_task:
             say(f"{task.arguments['theory'].name}: building the section")
         else:
-            k, n = position[task.name]
-            say(checking_line(k, n, by_name[theory_of[task.name]].claim(task.name), examples, profile))
+            checks.started(task)
 
     def on_done(outcome: Outcome) -> None:
         done.add(outcome.name)
+        if checks.owns(outcome.name):
+            result = checks.finished(outcome)
+            if result is None:  # a batch of a claim's examples
+                return
+            finished_claims[outcome.name] = result
         theory = (theory_of.get(outcome.name) or experiment_of.get(outcome.name)
                   or outcome.name.removesuffix(SECTION_SUFFIX))
         if outcome.name in experiment_of:
@@ -277,10 +284,7 @@ def build_report(
                 outcomes[theory].warnings.append(f"experiment {outcome.name} failed in its own task (the section "
                                                  f"computes it again):\n{outcome.error}")
         elif outcome.name in theory_of:
-            k, n = position[outcome.name]
-            result = claim_outcome(by_name[theory].claim(outcome.name), outcome, profile, backend, seed)
-            finished_claims[outcome.name] = result
-            say(finished_line(k, n, result))
+            pass  # the claim's result, kept above
         else:
             if outcome.error is None:
                 outcome.result.warnings[:0] = outcomes[theory].warnings  # those of its experiments' tasks

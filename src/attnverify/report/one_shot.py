@@ -15,8 +15,8 @@ from typing import Callable
 import numpy as np
 from scipy.stats import spearmanr
 
-from ..experiments.one_shot import (COMPONENTS, FIGURE_WIDTHS as WIDTHS, SAMPLED_WIDTH, one_shot_analyses,
-                                    one_shot_inputs, one_shot_sampled_networks, one_shot_width_sweep)
+from ..experiments.one_shot import (COMPONENTS, SAMPLED_WIDTH, one_shot_analyses, one_shot_network,
+                                    one_shot_sampled_networks, one_shot_width_sweep)
 from ..experiments.store import Store
 from ..numerics.attention_paths import one_shot_experiment as experiment
 from ..numerics.attention_paths.heads import head_scores, path_index
@@ -33,11 +33,10 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
     """Figures 3b–3f and their tables, for the first cached network (3e–3f: every seed); the networks and their
     analyses come from the run's ``store`` (the one-shot claims read the same)."""
     progress("attention_paths: figures 3b-f, the one-shot theory, sampled networks, head scores and pruning")
-    inputs = store.get(one_shot_inputs, profile=profile)
     theory = store.get(one_shot_width_sweep, profile=profile)
     sampled = store.get(one_shot_sampled_networks, profile=profile, seed=seed)
     first, P = theory.seed, theory.P
-    network = inputs.networks[first]
+    network = store.get(one_shot_network, training_seed=first).network
     test_size = theory.test_size
     sweep, gp, gd, small = list(theory.points), theory.gp, theory.gradient_descent_accuracy, theory.small
     if sampled is None:
@@ -180,7 +179,7 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
                round(sampled_accuracy.standard_error, 3)]])])
     pruning_rows = []
     for a in analyses:
-        meta = inputs.networks[a.seed].metadata
+        meta = store.get(one_shot_network, training_seed=a.seed).network.metadata
         pruning_rows.append([a.seed, round(meta["validation_accuracy"][-1], 3), round(a.accuracy.mean, 3),
                              " ".join(f"{_label(h)}:{a.pruning.single[h].mean:.3f}" for h in sorted(a.scores, key=a.scores.get)),
                              round(a.pruning.rank_correlation, 2)])

@@ -30,13 +30,15 @@ def run_claim_or_error(
     progress: Callable[[Claim, int, int], None] | None = None,
     examples: int | None = None,
     store: Store | None = None,
+    **ahead,
 ) -> ClaimResult:
     """``run_claim``, except that a crash outside the check (e.g. in the parameter strategy)
-    becomes a result with status ``"error"`` and its traceback, so one claim never ends a run."""
+    becomes a result with status ``"error"`` and its traceback, so one claim never ends a run. ``ahead``:
+    ``evaluated`` and ``on_evaluated`` of :func:`run_claim`."""
     start = time.perf_counter()
     try:
         return run_claim(claim, profile=profile, backend=backend, seed=seed, progress=progress, examples=examples,
-                         store=store)
+                         store=store, **ahead)
     except Exception as error:
         detail = "".join(traceback.format_exception_only(type(error), error)).strip()
         failure = Example(parameters={}, seed=seed, error=f"{detail}\n{traceback.format_exc()}")

@@ -97,3 +97,14 @@ def test_temperature_is_chosen_on_validation_not_test():
     assert point.temperature == best
     other = evaluate(np.eye(1), X, y, X, -y, 100.0 if best == 0.01 else 0.01)
     assert point.test.accuracy.mean <= other.accuracy.mean
+
+
+def test_the_episodes_without_the_training_set_are_the_same():
+    """``one_shot_data(training=False)`` (what the experiments use) draws every other set exactly as the full draw."""
+    setup = experiment.OneShotSetup(training_episodes=50, theory_episodes=20, validation_episodes=30, test_episodes=30)
+    full, lean = experiment.one_shot_data(setup), experiment.one_shot_data(setup, training=False)
+    assert lean.training is None and full.training.y.size == 50
+    for name in ("theory", "validation", "test"):
+        a, b = getattr(full, name), getattr(lean, name)
+        assert np.array_equal(a.tokens, b.tokens) and np.array_equal(a.y, b.y) and np.array_equal(a.indices, b.indices)
+    assert np.array_equal(full.test_classes, lean.test_classes)

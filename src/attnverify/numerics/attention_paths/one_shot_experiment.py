@@ -76,7 +76,7 @@ class OneShotData:
     """The four episode sets: gradient-descent training, the theory's P, validation (held-out images of
     the training classes) and test (unseen classes)."""
 
-    training: one_shot.Episodes
+    training: one_shot.Episodes | None
     theory: one_shot.Episodes
     validation: one_shot.Episodes
     test: one_shot.Episodes
@@ -84,8 +84,11 @@ class OneShotData:
     test_classes: np.ndarray
 
 
-def one_shot_data(setup: OneShotSetup = OneShotSetup(), images: one_shot.LabelledImages | None = None) -> OneShotData:
-    """Draw the four sets from ``images`` (default: scikit-learn's digits)."""
+def one_shot_data(setup: OneShotSetup = OneShotSetup(), images: one_shot.LabelledImages | None = None, *,
+                  training: bool = True) -> OneShotData:
+    """Draw the four sets from ``images`` (default: scikit-learn's digits); ``training=False`` leaves out the
+    gradient-descent training set (None; 40,000 episodes, 0.9 GiB): each set has its own seed, so the others are
+    the same either way."""
     digits = images is None
     images = one_shot.load_digits() if digits else images
     together = one_shot.DIGIT_ROTATION_PAIRS if digits and setup.rotated_training_classes else ()
@@ -102,7 +105,7 @@ def one_shot_data(setup: OneShotSetup = OneShotSetup(), images: one_shot.Labelle
                                       balanced=balanced)
 
     return OneShotData(
-        training=draw(fit, train_classes, setup.training_episodes, "training"),
+        training=draw(fit, train_classes, setup.training_episodes, "training") if training else None,
         theory=draw(fit, train_classes, setup.theory_episodes, "theory", balanced=True),
         validation=draw(validation, train_classes, setup.validation_episodes, "validation"),
         test=draw(images, test_classes, setup.test_episodes, "test"),
