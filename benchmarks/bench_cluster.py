@@ -1,15 +1,18 @@
 """A run's tasks serially and on a 2-worker Dask ``LocalCluster`` (``--scheduler local:2``), side by side.
 
-    python benchmarks/bench_cluster.py [--tiny 400] [--seeds 13] [--skip-sweep]
+    python benchmarks/bench_cluster.py [--tiny 2000] [--seeds 13] [--skip-sweep]
 
-1. Per-task cost of the Dask path: ``--tiny`` tasks that return their argument, serially in this process and on
-   ``local:2``; the cluster's start and stop are timed apart (a run with one task).
+1. Per-task cost of the Dask path: tasks that return their argument, serially in this process, and on ``local:2``
+   ``--tiny`` / 10 and ``--tiny`` of them: the difference per task is the cost of a task beyond the cluster's
+   start and stop.
 2. The features a task reads from the run's store folder (what a cluster's workers share instead of scattering
    them through the scheduler): the size of the thorough figure-3 path features and the time to read them.
 3. Figure 3's training-seed sweep, the thorough tier's sweep over the cached networks (for each training seed,
    ``one_shot_network`` then ``one_shot_analysis``: path features, saddle points over the temperatures, head
-   scores and pruning), as the report's experiment tasks: serially, then on ``local:2``; speed-up and whether the
-   stored results are byte-identical.
+   scores and pruning), as the report's experiment tasks: serially with 1 BLAS thread, serially with one BLAS
+   thread per CPU, and on ``local:2`` (one thread per worker); speed-ups, and whether the stored results are the
+   same (timings aside): bit for bit at equal BLAS thread counts; a different count changes the order of BLAS
+   sums, hence the last bits.
 """
 
 from __future__ import annotations
@@ -21,8 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from attnverify.experiments.scheduler import Task, run_tasks
 from attnverify.experiments.store import Store
+from attnverify.numerics import blas
 from attnverify.numerics.cache import ENVIRONMENT_VARIABLE as CACHE_VARIABLE
 from attnverify.report.builder import experiment_task
 from attnverify.theories import BUILTIN
@@ -32,9 +38,9 @@ def identity(x: int) -> int:
     return x
 
 
-def timed_run(tasks: list[Task], scheduler: str | None) -> float:
+def timed_run(tasks: list[Task], scheduler: str | None, workers: int = 1) -> float:
     start = time.perf_counter()
-    outcomes = run_tasks(tasks, scheduler=scheduler)
+    outcomes = run_tasks(tasks, scheduler=scheduler, workers=workers)
     failed = [o.error for o in outcomes.values() if o.error is not None]
     if failed:
         raise RuntimeError(failed[0])
@@ -42,14 +48,13 @@ def timed_run(tasks: list[Task], scheduler: str | None) -> float:
 
 
 def tiny_tasks(count: int) -> None:
-    tasks = [Task(f"identity {k}", identity, {"x": k}) for k in range(count)]
-    serial = timed_run(tasks, None)
-    start_stop = timed_run(tasks[:1], "local:2")
-    dask = timed_run(tasks, "local:2")
-    per_task = (dask - start_stop) / (count - 1)
-    print(f"1. {count} tiny tasks: serial {serial * 1e3:.1f} ms ({serial / count * 1e6:.0f} µs a task); local:2 "
-          f"{dask:.2f} s, of which the cluster's start and stop {start_stop:.2f} s; "
-          f"{per_task * 1e3:.2f} ms a task beyond that")
+    few = [Task(f"identity {k}", identity, {"x": k}) for k in range(count // 10)]
+    many = [Task(f"identity {k}", identity, {"x": k}) for k in range(count)]
+    serial = timed_run(many, None)
+    short, long = timed_run(few, "local:2"), timed_run(many, "local:2")
+    per_task = (long - short) / (len(many) - len(few))
+    print(f"1. tiny tasks: serial {serial / count * 1e6:.0f} µs a task; local:2 {len(few)} tasks {short:.2f} s and "
+          f"{count} tasks {long:.2f} s (each run starts and stops its cluster): {per_task * 1e3:.2f} ms a task")
 
 
 def plans(seeds: int):
@@ -85,23 +90,65 @@ def features(theory, chosen) -> None:
               f"the store folder; computed once in {computed:.2f} s, read back by a task in {read * 1e3:.0f} ms")
 
 
+def _differences(a, b, path: str = "") -> tuple[list[str], float]:
+    """The fields (timings aside) where ``a`` and ``b`` differ, and the largest relative difference of floats."""
+    if type(a) is not type(b):
+        return [path], float("inf")
+    if hasattr(a, "__dataclass_fields__"):
+        a, b = vars(a), vars(b)
+    if isinstance(a, dict):
+        found, worst = [], 0.0
+        for key in a:
+            if "seconds" not in str(key):
+                more, largest = _differences(a[key], b.get(key), f"{path}.{key}")
+                found, worst = found + more, max(worst, largest)
+        return found, worst
+    if isinstance(a, (list, tuple)) and len(a) == len(b):
+        results = [_differences(x, y, f"{path}[{k}]") for k, (x, y) in enumerate(zip(a, b))]
+        return [p for r in results for p in r[0]], max([r[1] for r in results], default=0.0)
+    if isinstance(a, np.ndarray) or isinstance(a, float):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape:
+            return [path], float("inf")
+        if np.array_equal(a, b, equal_nan=True):
+            return [], 0.0
+        if a.dtype.kind != "f":
+            return [path], float("inf")
+        scale = np.maximum(np.abs(a), np.abs(b))
+        return [path], float(np.nanmax(np.abs(a - b) / np.where(scale > 0, scale, 1.0)))
+    return ([], 0.0) if a == b else ([path], float("inf"))
+
+
+def compared(first: dict[str, bytes], second: dict[str, bytes]) -> str:
+    if first.keys() != second.keys():
+        return "different experiments"
+    found, worst = [], 0.0
+    for key in first:
+        more, largest = _differences(pickle.loads(first[key]), pickle.loads(second[key]))
+        found, worst = found + more, max(worst, largest)
+    return "identical" if not found else f"{len(found)} fields differ, at most {worst:.1e} relative"
+
+
 def seed_sweep(theory, chosen) -> None:
     seconds, results = {}, {}
-    for scheduler in (None, "local:2"):
+    runs = {"serial, 1 BLAS thread": (None, 1, 1), f"serial, {os.cpu_count()} BLAS threads": (None, None, 1),
+            "2 local processes (--workers 2)": (None, None, 2), "local:2 (1 BLAS thread each)": ("local:2", None, 1)}
+    for name, (scheduler, threads, workers) in runs.items():
         with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as cache:
             os.environ[CACHE_VARIABLE] = cache  # cold: the thorough tier keeps its saddle points in the cache folder
-            seconds[scheduler] = timed_run(seed_tasks(theory, chosen, folder), scheduler)
-            results[scheduler] = stored(folder)
-    same = results[None] == results["local:2"]
-    print(f"3. figure 3's training-seed features and analyses ({len(chosen) // 2} seeds, thorough): serial "
-          f"{seconds[None]:.1f} s, "
-          f"local:2 {seconds['local:2']:.1f} s, speed-up {seconds[None] / seconds['local:2']:.2f}x; "
-          f"stored results byte-identical: {same}")
+            with blas.threads(threads):
+                seconds[name] = timed_run(seed_tasks(theory, chosen, folder), scheduler, workers)
+            results[name] = stored(folder)
+    dask = list(runs)[-1]
+    print(f"3. figure 3's training-seed features and analyses ({len(chosen) // 2} seeds, thorough, cold cache):")
+    for name in runs:
+        print(f"   {name:<30} {seconds[name]:7.1f} s   speed-up of local:2 {seconds[name] / seconds[dask]:.2f}x   "
+              f"results (timings aside) vs local:2: {compared(results[name], results[dask])}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tiny", type=int, default=400, help="number of tiny tasks (default 400)")
+    parser.add_argument("--tiny", type=int, default=2000, help="number of tiny tasks (default 2000)")
     parser.add_argument("--seeds", type=int, default=13, help="training seeds of the sweep (default 13, all cached)")
     parser.add_argument("--skip-sweep", action="store_true", help="only parts 1 and 2")
     args = parser.parse_args()
