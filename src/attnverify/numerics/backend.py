@@ -64,8 +64,22 @@ class Backend:
             vector = B.ndim == factor.ndim - 1
             out = xp.linalg.solve(L, B[..., None] if vector else B)
             return out[..., 0] if vector else out
-        return xp.stack([self.solve_triangular(Lc, rhs if shared else rhs[c], lower=True, trans=int(transpose),
-                                               check_finite=False) for c, Lc in enumerate(factor)])
+        if self.name != "numpy":
+            return xp.stack([self.solve_triangular(Lc, rhs if shared else rhs[c], lower=True, trans=int(transpose),
+                                                   check_finite=False) for c, Lc in enumerate(factor)])
+        # LAPACK's trtrs chain by chain, as scipy.linalg.solve_triangular calls it (the same bits), without its
+        # argument checks, which cost more than a 100 × 100 solve: L (C order) is Lᵀ in Fortran order, upper
+        from scipy.linalg import LinAlgError, get_lapack_funcs
+
+        (trtrs,) = get_lapack_funcs(("trtrs",), (factor,))
+        solved = []
+        for c, Lc in enumerate(factor):
+            x, info = trtrs(Lc.T, rhs if shared else rhs[c], lower=0, trans=0 if transpose else 1)
+            if info != 0:
+                raise LinAlgError(f"singular matrix: resolution failed at diagonal {info - 1}" if info > 0
+                                  else f"illegal value in argument {-info} of trtrs")
+            solved.append(x)
+        return xp.stack(solved)
 
 
 def _is_cupy(x: Any) -> bool:
