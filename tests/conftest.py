@@ -24,3 +24,15 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
     threadpool_limits(1)
     assert all(pool["num_threads"] == 1 for pool in threadpool_info()), threadpool_info()
+
+# The longest modules first: pytest-xdist (--dist loadscope) hands modules to the two workers in the order they
+# are collected, and the report sections and claim modules come last alphabetically; started last, the longest
+# (the attention-paths section, ~90 s) left one worker idle at the end. Within a module the order is kept.
+LONGEST_FIRST = ("tests/report/test_attention_paths_section.py", "tests/checks/test_single_location_claims.py",
+                 "tests/checks/test_conditional_mean_claims.py", "tests/report/test_single_location_section.py",
+                 "tests/derivations/test_attention_paths.py", "tests/report/test_conditional_mean_section.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {path: k for k, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(LONGEST_FIRST)))
