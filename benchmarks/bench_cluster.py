@@ -1,6 +1,6 @@
 """A run's tasks serially and on a 2-worker Dask ``LocalCluster`` (``--scheduler local:2``), side by side.
 
-    python benchmarks/bench_cluster.py [--tiny 2000] [--seeds 13] [--skip-sweep]
+    python benchmarks/bench_cluster.py [--tiny 2000] [--seeds 13] [--skip-sweep] [--claim NAME] [--claim-examples 24]
 
 1. Per-task cost of the Dask path: tasks that return their argument, serially in this process, and on ``local:2``
    ``--tiny`` / 10 and ``--tiny`` of them: the difference per task is the cost of a task beyond the cluster's
@@ -13,6 +13,8 @@
    thread per CPU, and on ``local:2`` (one thread per worker); speed-ups, and whether the stored results are the
    same (timings aside): bit for bit at equal BLAS thread counts; a different count changes the order of BLAS
    sums, hence the last bits.
+4. One thorough claim's hypothesis examples (``--claim``, ``--claim-examples``), checked serially and as batches
+   on ``local:2`` (as ``attnverify check --scheduler local:2`` runs them): speed-up, and the same result.
 """
 
 from __future__ import annotations
@@ -146,11 +148,36 @@ def seed_sweep(theory, chosen) -> None:
               f"results (timings aside) vs local:2: {compared(results[name], results[dask])}")
 
 
+def claim_sweep(name: str, examples: int) -> None:
+    """One thorough claim's hypothesis examples: serially, then as batches on local:2 (what ``check`` runs)."""
+    from attnverify.checks.tasks import run_claims_as_tasks
+    from attnverify.numerics.backend import get_backend
+
+    (theory,) = [t for t in BUILTIN if name.startswith(t.name + ".")]
+    claim = theory.claim(name)
+    options = dict(profile="thorough", backend=get_backend("numpy"), seed=0, examples=examples)
+    seconds, results = {}, {}
+    for scheduler in (None, "local:2"):
+        start = time.perf_counter()
+        (results[scheduler],) = run_claims_as_tasks([claim], [theory], scheduler=scheduler, **options)
+        seconds[scheduler] = time.perf_counter() - start
+    same = _differences(*(json_without_seconds(results[s]) for s in (None, "local:2")))[0] == []
+    print(f"4. {name}, {examples} examples (thorough; {min(examples, 8)} batches): serial {seconds[None]:.1f} s, "
+          f"local:2 {seconds['local:2']:.1f} s, speed-up {seconds[None] / seconds['local:2']:.2f}x; "
+          f"status {results[None]['status']} / {results['local:2']['status']}; results (timings aside) identical: {same}")
+
+
+def json_without_seconds(result: dict) -> dict:
+    return {k: v for k, v in result.items() if k != "seconds"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", type=int, default=2000, help="number of tiny tasks (default 2000)")
     parser.add_argument("--seeds", type=int, default=13, help="training seeds of the sweep (default 13, all cached)")
-    parser.add_argument("--skip-sweep", action="store_true", help="only parts 1 and 2")
+    parser.add_argument("--skip-sweep", action="store_true", help="only parts 1, 2 and 4")
+    parser.add_argument("--claim", default="single_location.closed_form_risk", help="the claim of part 4")
+    parser.add_argument("--claim-examples", type=int, default=24, help="its number of examples (default 24)")
     args = parser.parse_args()
     print(f"{os.cpu_count()} CPUs")
     tiny_tasks(args.tiny)
@@ -158,6 +185,7 @@ def main() -> None:
     features(theory, chosen)
     if not args.skip_sweep:
         seed_sweep(theory, chosen)
+    claim_sweep(args.claim, args.claim_examples)
 
 
 if __name__ == "__main__":

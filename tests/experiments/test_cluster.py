@@ -68,3 +68,25 @@ def test_a_worker_killed_mid_task_is_replaced_and_the_run_completes(tmp_path):
     assert os.path.exists(marker)  # the worker did die
     assert {name: o.result for name, o in outcomes.items()} == {f"square {x}": x * x for x in range(5)}
     assert all(o.error is None for o in outcomes.values()) and sorted(finished) == sorted(outcomes)
+
+
+@pytest.mark.thorough
+def test_a_report_on_a_two_worker_local_cluster_equals_the_serial_one(tmp_path):
+    """The worked example's report (section, figure data, claims with their examples and counterexample): serial
+    and on local:2, equal timings aside (it does no BLAS work whose bits depend on the thread count)."""
+    pytest.importorskip("distributed")
+    from attnverify.report import builder
+    from attnverify.theories import from_file
+
+    theory = from_file(EXAMPLE)
+    documents = [builder.build_report(tmp_path / name, theories=[theory], only="partition", examples=3, **options)
+                 for name, options in (("serial", {"workers": 1}), ("dask", {"scheduler": "local:2"}))]
+
+    def without_timings(value):
+        if isinstance(value, dict):
+            return {k: without_timings(v) for k, v in value.items()
+                    if "seconds" not in k and k not in ("date", "experiments")}
+        return [without_timings(v) for v in value] if isinstance(value, list) else value
+
+    serial, dask = (without_timings(d) for d in documents)
+    assert serial["complete"] and serial["ok"] and serial == dask
