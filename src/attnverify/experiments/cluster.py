@@ -87,8 +87,14 @@ def run_on_cluster(tasks: list[Task], address: str, *, on_start: Callable[[Task]
     outcomes: dict[str, Outcome] = {}
     cluster = None
     if kind == "local":
-        cluster = LocalCluster(n_workers=value, threads_per_worker=1, processes=True, dashboard_address=":0",
-                               silence_logs=logging.CRITICAL)
+        import dask
+
+        # Dask's nannies set MALLOC_TRIM_THRESHOLD_=65536 in their workers' environment: glibc then stops raising
+        # its mmap threshold, so every large numpy array is mapped and unmapped afresh, and the claims' Monte Carlo
+        # examples ran 1.37x slower than in one process (benchmarks/bench_cluster.py). Leave glibc's default.
+        with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+            cluster = LocalCluster(n_workers=value, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                   silence_logs=logging.CRITICAL)
         client = Client(cluster)
     else:
         try:
