@@ -72,7 +72,7 @@ def run_and_report(
 
         def write(finished: list[dict], not_run: list[str]) -> None:
             if json_path:
-                write_json({"complete": not not_run, "not_run": not_run, "claims": finished}, json_path)
+                write_json(results_document(finished, not_run), json_path)
 
         try:
             results = run_claims_as_tasks(claims, theories or BUILTIN, profile=profile, backend=backend, seed=seed,
@@ -104,8 +104,7 @@ def run_and_report(
             progress(finished_line(index, len(claims), kept) + " [kept from an earlier run]")
         results.append(kept)
         if json_path:
-            write_json({"complete": index == len(claims), "not_run": [c.name for c in claims[index:]],
-                        "claims": results}, json_path)
+            write_json(results_document(results, [c.name for c in claims[index:]]), json_path)
     return _print_results(results, out=out, json_path=json_path)
 
 

@@ -380,11 +380,12 @@ def run_claims(
     return results
 
 
-def results_document(results: list[ClaimResult], not_run: Iterable[str] = ()) -> dict:
-    """The JSON document of a run: the finished claims, and whether the run is complete (the names of
-    the claims it has not run yet, e.g. when interrupted)."""
+def results_document(results: list[ClaimResult | dict], not_run: Iterable[str] = ()) -> dict:
+    """The JSON document of a run: the finished claims (results, or their ``as_dict()``, e.g. from a task),
+    and whether the run is complete (the names of the claims it has not run yet, e.g. when interrupted)."""
     not_run = list(not_run)
-    return {"complete": not not_run, "not_run": not_run, "claims": [r.as_dict() for r in results]}
+    return {"complete": not not_run, "not_run": not_run,
+            "claims": [r if isinstance(r, dict) else r.as_dict() for r in results]}
 
 
 def write_json(document: dict, path: str | Path) -> None:

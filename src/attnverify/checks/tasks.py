@@ -186,7 +186,6 @@ class ClaimTasks:
         return result
 
 
-
 def run_claims_as_tasks(claims: Sequence[Claim], theories: Sequence, *, profile: str, backend: Backend, seed: int,
                         examples: int | None, scheduler: str | None, workers: int = 1,
                         say: Callable[[str], None] = lambda message: None, command: str | None = None,

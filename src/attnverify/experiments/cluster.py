@@ -133,5 +133,4 @@ def run_on_cluster(tasks: list[Task], address: str, *, on_start: Callable[[Task]
             cluster.close()
         else:
             client.close()
-
     return outcomes

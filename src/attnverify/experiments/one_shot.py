@@ -81,8 +81,9 @@ def one_shot_networks(profile: str, store: Store) -> tuple[OneShotNetwork, ...]:
 def one_shot_analysis(*, profile: str, training_seed: int, store: Store) -> experiment.SeedAnalysis:
     """:func:`experiment.analyse_network` of the cached network of ``training_seed``, at the profile's sizes."""
     sizes = THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]
-    if training_seed not in training_seeds(profile):
-        raise ValueError(f"training_seed must be one of the profile's cached networks {list(training_seeds(profile))}, "
+    seeds = training_seeds(profile)
+    if training_seed not in seeds:
+        raise ValueError(f"training_seed must be one of the profile's cached networks {list(seeds)}, "
                          f"got {training_seed!r}")
     inputs = store.get(one_shot_network, training_seed=training_seed)
     scheduler.progress(f"attention_paths: one-shot network of seed {training_seed}, head scores and pruning")

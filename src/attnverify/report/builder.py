@@ -274,18 +274,17 @@ def build_report(
             if result is None:  # a batch of a claim's examples
                 return
             finished_claims[outcome.name] = result
-        theory = (theory_of.get(outcome.name) or experiment_of.get(outcome.name)
-                  or outcome.name.removesuffix(SECTION_SUFFIX))
-        if outcome.name in experiment_of:
+            theory = theory_of[outcome.name]
+        elif outcome.name in experiment_of:
+            theory = experiment_of[outcome.name]
             if outcome.error is None:
                 outcomes[theory].experiments[outcome.name.split(": ", 1)[1]] = outcome.result
                 say(f"{outcome.name}: done ({outcome.result:.1f} s)")
             else:
                 outcomes[theory].warnings.append(f"experiment {outcome.name} failed in its own task (the section "
                                                  f"computes it again):\n{outcome.error}")
-        elif outcome.name in theory_of:
-            pass  # the claim's result, kept above
-        else:
+        else:  # a section
+            theory = outcome.name.removesuffix(SECTION_SUFFIX)
             if outcome.error is None:
                 outcome.result.warnings[:0] = outcomes[theory].warnings  # those of its experiments' tasks
                 outcome.result.experiments = outcomes[theory].experiments
