@@ -9,7 +9,7 @@ import signal
 import pytest
 
 from attnverify import cli
-from attnverify.experiments.cluster import parse_scheduler
+from attnverify.experiments.cluster import LOCAL_CLUSTER_CONFIG, parse_scheduler
 from attnverify.experiments.scheduler import Task, run_tasks
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "partition_theory.py")
@@ -62,12 +62,29 @@ def test_a_worker_killed_mid_task_is_replaced_and_the_run_completes(tmp_path):
             os.kill(os.getpid(), signal.SIGKILL)
         return x * x
 
+    def settings() -> dict:  # what the workers (the replaced one too) run under
+        import dask
+
+        return {key: dask.config.get(key) for key in LOCAL_CLUSTER_CONFIG}
+
     finished = []
-    outcomes = run_tasks([Task(f"square {x}", square_or_die, {"x": x}) for x in range(5)], scheduler="local:2",
-                         on_done=lambda outcome: finished.append(outcome.name))
+    tasks = [Task(f"square {x}", square_or_die, {"x": x}) for x in range(5)] + [Task("settings", settings)]
+    outcomes = run_tasks(tasks, scheduler="local:2", on_done=lambda outcome: finished.append(outcome.name))
     assert os.path.exists(marker)  # the worker did die
+    worker_settings = outcomes.pop("settings").result
     assert {name: o.result for name, o in outcomes.items()} == {f"square {x}": x * x for x in range(5)}
-    assert all(o.error is None for o in outcomes.values()) and sorted(finished) == sorted(outcomes)
+    assert all(o.error is None for o in outcomes.values()) and sorted(finished) == sorted([*outcomes, "settings"])
+    assert worker_settings == LOCAL_CLUSTER_CONFIG
+
+
+def test_the_local_cluster_settings_are_dask_settings():
+    """A misspelt key would be ignored by Dask without a word: each is one of distributed's own settings."""
+    pytest.importorskip("distributed")
+    import dask
+    import distributed  # noqa: F401  (loads distributed's defaults into dask.config)
+
+    for key in LOCAL_CLUSTER_CONFIG:
+        dask.config.get(key)  # raises KeyError for a key Dask does not have
 
 
 @pytest.mark.thorough

@@ -2,12 +2,14 @@
 
 ``run_on_cluster(tasks, "local:2", …)`` starts a ``LocalCluster`` of 2 worker processes (one thread each) for
 the run and stops it at the end; ``run_on_cluster(tasks, "tcp://host:8786", …)`` uses a running scheduler
-(e.g. one that ``dask-jobqueue`` started on a SLURM cluster). Each task is submitted once, in the run's order
-(Dask's priority), with its prerequisites as dependencies; a task never raises on the worker (its traceback
-comes back in its :class:`~attnverify.experiments.scheduler.Outcome`), so the tasks after a failed one still
-run, as on local workers. A worker that dies mid-task is replaced and its task rerun by Dask; the task's
-result depends only on its arguments (seeds come from the run's seed and the task's identity), so the rerun
-gives the same answer. Progress lines from inside tasks come back as Dask events.
+(e.g. one that ``dask-jobqueue`` started on a SLURM cluster). The client hands the cluster as many tasks as it
+has worker threads, the first ready ones in the run's order, and the next as each finishes, with the outcomes
+of its prerequisites (as the local worker processes do): a task waiting on a busy worker while another worker
+idles (Dask places a task beside its prerequisites' results) cost the figure-3 sweep 15 % of its time. A task
+never raises on the worker (its traceback comes back in its
+:class:`~attnverify.experiments.scheduler.Outcome`), so the tasks after a failed one still run. A worker that
+dies mid-task is replaced and its task rerun by Dask; the task's result depends only on its arguments (seeds
+come from the run's seed and the task's identity), so the rerun gives the same answer. Progress lines from inside tasks come back as Dask events.
 
 Dask is imported only here, and only when a scheduler is asked for.
 """
@@ -33,6 +35,25 @@ CONNECT_SECONDS = 10
 
 TOPIC = "attnverify-progress"
 """The Dask event topic on which tasks send their progress lines and start notices to the client."""
+
+
+LOCAL_CLUSTER_CONFIG = {
+    # Dask's nannies set MALLOC_TRIM_THRESHOLD_=65536 in their workers' environment: glibc then stops raising its
+    # mmap threshold, so every large numpy array is mapped and unmapped afresh, and the claims' Monte Carlo
+    # examples ran 1.37x slower than in one process (benchmarks/bench_cluster.py). Leave glibc's default.
+    "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+    # An idle worker woke 100 times a second (the statistical profiler samples the task thread's stack every
+    # 10 ms; the event-loop tick is 20 ms; the worker's and the nanny's memory monitors poll every 100 ms):
+    # 4.8 % of a core each, and the task threads of the figure-3 sweep were preempted 32,000 times against
+    # 9,000-11,000 without them. The dashboard's profile page stays empty; memory limits are still enforced,
+    # checked once a second.
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "1s",
+    "distributed.worker.memory.monitor-interval": "1s",
+}
+"""The Dask settings of the ``LocalCluster`` that ``--scheduler local:N`` starts (the README gives them for
+clusters started elsewhere)."""
 
 
 def parse_scheduler(text: str) -> tuple[str, Any]:
@@ -70,6 +91,11 @@ def _run_on_worker(task: Task, threads: int, *prerequisites: Outcome) -> Outcome
         return Outcome(task.name, error=traceback.format_exc())
 
 
+def _threads(client) -> int:
+    """The worker threads the cluster has now (workers may join or leave during a run)."""
+    return sum(client.nthreads().values())
+
+
 def run_on_cluster(tasks: list[Task], address: str, *, on_start: Callable[[Task], None] | None = None,
                    on_done: Callable[[Outcome], None] | None = None,
                    say: Callable[[str], None] | None = None) -> dict[str, Outcome]:
@@ -89,13 +115,10 @@ def run_on_cluster(tasks: list[Task], address: str, *, on_start: Callable[[Task]
     if kind == "local":
         import dask
 
-        # Dask's nannies set MALLOC_TRIM_THRESHOLD_=65536 in their workers' environment: glibc then stops raising
-        # its mmap threshold, so every large numpy array is mapped and unmapped afresh, and the claims' Monte Carlo
-        # examples ran 1.37x slower than in one process (benchmarks/bench_cluster.py). Leave glibc's default.
-        with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+        with dask.config.set(LOCAL_CLUSTER_CONFIG):
             cluster = LocalCluster(n_workers=value, threads_per_worker=1, processes=True, dashboard_address=":0",
                                    silence_logs=logging.CRITICAL)
-        client = Client(cluster)
+            client = Client(cluster)
     else:
         try:
             client = Client(value, timeout=CONNECT_SECONDS)
@@ -116,13 +139,19 @@ def run_on_cluster(tasks: list[Task], address: str, *, on_start: Callable[[Task]
 
         client.subscribe_topic(TOPIC, on_event)
         run = uuid.uuid4().hex[:8]
-        futures = {}
-        for task in tasks:  # in the run's order: Dask runs earlier submissions first when it can
-            futures[task.name] = client.submit(
-                _run_on_worker, task, 1, *[futures[a] for a in task.after],
-                key=f"{task.name} [{run}]", pure=False)
-        for future in as_completed(list(futures.values())):
-            outcome = future.result()
+        pending = list(tasks)  # in the run's order
+        running = as_completed()
+        while pending or running.count():
+            free = _threads(client) - running.count()
+            for task in [t for t in pending if set(t.after) <= set(outcomes)][:max(free, 0)]:
+                pending.remove(task)
+                running.add(client.submit(_run_on_worker, task, 1, *[outcomes[a] for a in task.after],
+                                          key=f"{task.name} [{run}]", pure=False))
+            if not running.count():  # e.g. a dask-jobqueue cluster whose first job has not started
+                say(f"waiting for a worker to join the scheduler {client.scheduler.address}")
+                client.wait_for_workers(1)
+                continue
+            outcome = next(running).result()
             outcomes[outcome.name] = outcome
             if on_done is not None:
                 on_done(outcome)
