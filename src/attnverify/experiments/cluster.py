@@ -16,8 +16,10 @@ Dask is imported only here, and only when a scheduler is asked for.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
+import time
 import traceback
 import uuid
 from typing import Any, Callable
@@ -32,6 +34,9 @@ class SchedulerUnavailable(RuntimeError):
 
 CONNECT_SECONDS = 10
 """How long to wait for a scheduler given by address."""
+
+RECOUNT_SECONDS = 1.0
+"""How often the client asks the scheduler how many worker threads there are (it hands out one task per thread)."""
 
 TOPIC = "attnverify-progress"
 """The Dask event topic on which tasks send their progress lines and start notices to the client."""
@@ -92,7 +97,7 @@ def _run_on_worker(task: Task, threads: int, *prerequisites: Outcome) -> Outcome
 
 
 def _threads(client) -> int:
-    """The worker threads the cluster has now (workers may join or leave during a run)."""
+    """The worker threads the cluster has now."""
     return sum(client.nthreads().values())
 
 
@@ -141,15 +146,19 @@ def run_on_cluster(tasks: list[Task], address: str, *, on_start: Callable[[Task]
         run = uuid.uuid4().hex[:8]
         pending = list(tasks)  # in the run's order
         running = as_completed()
+        threads, counted = _threads(client), time.monotonic()
         while pending or running.count():
-            free = _threads(client) - running.count()
-            for task in [t for t in pending if set(t.after) <= set(outcomes)][:max(free, 0)]:
+            if time.monotonic() - counted > RECOUNT_SECONDS:  # workers may join or leave during a run
+                threads, counted = _threads(client), time.monotonic()
+            free = max(threads - running.count(), 0)
+            for task in list(itertools.islice((t for t in pending if set(t.after) <= outcomes.keys()), free)):
                 pending.remove(task)
                 running.add(client.submit(_run_on_worker, task, 1, *[outcomes[a] for a in task.after],
                                           key=f"{task.name} [{run}]", pure=False))
             if not running.count():  # e.g. a dask-jobqueue cluster whose first job has not started
                 say(f"waiting for a worker to join the scheduler {client.scheduler.address}")
                 client.wait_for_workers(1)
+                threads, counted = _threads(client), time.monotonic()
                 continue
             outcome = next(running).result()
             outcomes[outcome.name] = outcome
