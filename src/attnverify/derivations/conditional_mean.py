@@ -30,6 +30,7 @@ from sympy import Eq, I, Rational, exp, oo, sqrt
 from ..numerics import arguments
 from .codegen import evaluator
 from .derivation import Derivation, DerivationRecorder
+from .kept import kept_derivation
 
 SOURCE = "Zhang, Liu, Cai, Wang, Wang (2022), arXiv 2212.14852; reconstruction in shared/papers/conditional_mean.md"
 
@@ -77,7 +78,7 @@ def _collect(expression: sympy.Expr, order: int) -> list[sympy.Expr]:
     return [series.coeff(eps, j) for j in range(1, order + 1)]
 
 
-@lru_cache(maxsize=None)
+@kept_derivation
 def ratio_expansion_derivation() -> Derivation:
     """MSE and bias of Σw_ℓv_ℓ/Σw_ℓ around m∞ = E[wv]/E[w], both to O(L⁻²)."""
     rec = DerivationRecorder(
@@ -167,7 +168,7 @@ def gaussian_mgf() -> sympy.Expr:
     return sympy.simplify(sympy.integrate(exp(t * y) * density, (y, -oo, oo)))
 
 
-@lru_cache(maxsize=None)
+@kept_derivation
 def gaussian_limit_derivation() -> Derivation:
     """m∞ = A(μ + Σa) + b, the desired parameter, and C, B, D for Gaussian keys / linear values."""
     rec = DerivationRecorder(
@@ -236,7 +237,7 @@ def gaussian_constant_expressions() -> tuple[sympy.Expr, ...]:
 # ---------------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=None)
+@kept_derivation
 def fixed_bandwidth_derivation() -> Derivation:
     """m_h(q) = sin(ωm')e^{−ω²s'²/2} ≠ sin(ωq), and its C, B, D (note §3.2, P6)."""
     rec = DerivationRecorder(
@@ -302,7 +303,7 @@ def fixed_bandwidth_expressions() -> dict[str, sympy.Expr]:
 # ---------------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=None)
+@kept_derivation
 def conjugate_posterior_derivation() -> Derivation:
     """M1: z ~ N(0, τ²), x_ℓ | z ~ N(z, σ²): the posterior is N(μ_L, s_L²), a function of (L, x̄) only."""
     rec = DerivationRecorder(
@@ -325,7 +326,7 @@ def conjugate_posterior_derivation() -> Derivation:
     return rec.finish()
 
 
-@lru_cache(maxsize=None)
+@kept_derivation
 def finite_latent_derivation() -> Derivation:
     """M2: z ∈ {1..M}, x_ℓ | z = m ~ N(μ_m, I): P(z = m | X) = softmax_m(log π_m + L x̄ᵀμ_m − L‖μ_m‖²/2)."""
     rec = DerivationRecorder(
@@ -351,7 +352,7 @@ def finite_latent_derivation() -> Derivation:
     return rec.finish()
 
 
-@lru_cache(maxsize=None)
+@kept_derivation
 def softmax_rbf_derivation() -> Derivation:
     """softmax(Kq) = softmax(−‖q − k_ℓ‖²/2) when every key has the same norm c."""
     rec = DerivationRecorder(
@@ -368,7 +369,7 @@ def softmax_rbf_derivation() -> Derivation:
     return rec.finish()
 
 
-@lru_cache(maxsize=None)
+@kept_derivation
 def ridge_posterior_derivation() -> Derivation:
     """M3: E[A | X] q = Vᵀ(KKᵀ + λI)⁻¹Kq (kernel form) = VᵀK(KᵀK + λI)⁻¹q (weight form), λ = σ²/τ²."""
     rec = DerivationRecorder(

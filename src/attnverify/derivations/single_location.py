@@ -23,6 +23,7 @@ from .codegen import evaluator, mpmath_evaluator
 from .derivation import Derivation, DerivationRecorder
 from .gaussian import gaussian_expectation, gaussian_moments_expectation, log_zeta_at_zero
 from .gaussian import log_erfc_square_mean as gaussian_log_erfc_square_mean
+from .kept import kept_derivation
 
 SOURCE = "Marion, Berthier, Biau, Boyer (ICLR 2025)"
 
@@ -79,7 +80,7 @@ def _noise_token_moments(rec: DerivationRecorder) -> tuple[sympy.Expr, sympy.Exp
     return first, second
 
 
-@lru_cache(maxsize=None)
+@kept_derivation
 def population_risk_derivation() -> Derivation:
     """ℛ(κ, ν, θ, η, ρ) = E[(Y − T_λ^{k,v}(X))²]: the closed form of spec §3.1, derived step by step."""
     rec = DerivationRecorder(
@@ -131,7 +132,7 @@ def manifold_is_invariant() -> bool:
     return all(sympy.simplify(partial.subs(on_manifold)) == 0 for partial in risk_gradient_expressions()[2:])
 
 
-@lru_cache(maxsize=None)
+@kept_derivation
 def oracle_risk_derivation() -> Derivation:
     """ℛ(T*) at (k, v) = (k*, v*): κ = ν = 1, θ = η = ρ = 0 (spec §2.2, ≈ Theorem 1)."""
     rec = DerivationRecorder(
@@ -147,7 +148,7 @@ def oracle_risk_derivation() -> Derivation:
     return rec.finish()
 
 
-@lru_cache(maxsize=None)
+@kept_derivation
 def linear_risk_derivation() -> Derivation:
     """Best linear predictor f_β(X) = Σ_ℓ⟨β_ℓ, X_ℓ⟩ (spec §2.4, Proposition 3)."""
     rec = DerivationRecorder(

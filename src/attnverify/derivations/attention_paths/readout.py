@@ -5,8 +5,6 @@ Part of :mod:`attnverify.derivations.attention_paths` (see its docstring for the
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 import sympy
 from sympy import Eq, Rational, Symbol, log, sqrt
@@ -15,6 +13,7 @@ from ...numerics import arguments
 from ...numerics.backend import to_numpy
 from ..codegen import evaluator
 from ..derivation import Derivation, DerivationRecorder
+from ..kept import kept_derivation
 
 from ._common import SOURCE, U_a, _backend, sigma_a2
 
@@ -34,7 +33,7 @@ def readout_coefficients() -> tuple[sympy.Expr, sympy.Expr]:
     return b, g
 
 
-@lru_cache(maxsize=None)
+@kept_derivation
 def readout_derivation() -> Derivation:
     """∂S/∂U_a = 0 solved for U_a (§2.1 closed form, authors' ``compute_scalar_order_parameter``)."""
     rec = DerivationRecorder(

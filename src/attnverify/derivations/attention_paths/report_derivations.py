@@ -5,12 +5,11 @@ Part of :mod:`attnverify.derivations.attention_paths` (see its docstring for the
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import sympy
 from sympy import Determinant, Eq, Identity, Inverse, KroneckerProduct, MatrixSymbol, Symbol, Trace, log
 
 from ..derivation import Derivation, DerivationRecorder
+from ..kept import kept_derivation
 
 from ._common import SOURCE, T, U_a, sigma_a2, variance_symbol, width_symbol
 from .action import symbolic_action
@@ -20,7 +19,7 @@ from .readout import readout_derivation
 from .single_head import h1_reduction_derivation
 
 
-@lru_cache(maxsize=None)
+@kept_derivation
 def action_derivation() -> Derivation:
     rec = DerivationRecorder(
         "attention_paths.action",
@@ -70,7 +69,7 @@ def action_derivation() -> Derivation:
     return rec.finish()
 
 
-@lru_cache(maxsize=None)
+@kept_derivation
 def saddle_point_derivation() -> Derivation:
     rec = DerivationRecorder(
         "attention_paths.saddle_point",
@@ -138,7 +137,7 @@ def saddle_point_derivation() -> Derivation:
     return rec.finish()
 
 
-@lru_cache(maxsize=None)
+@kept_derivation
 def gp_derivation() -> Derivation:
     rec = DerivationRecorder(
         "attention_paths.gp_limit",

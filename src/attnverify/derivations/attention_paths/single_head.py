@@ -5,8 +5,6 @@ Part of :mod:`attnverify.derivations.attention_paths` (see its docstring for the
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 import sympy
 from sympy import Eq, Symbol, log
@@ -14,6 +12,7 @@ from sympy import Eq, Symbol, log
 from ...numerics import arguments
 from ..codegen import evaluator
 from ..derivation import Derivation, DerivationRecorder
+from ..kept import kept_derivation
 
 from ._common import (
     SOURCE,
@@ -140,7 +139,7 @@ def bpkr_residual(kernel_scale_value, eigenvalues, label_projections, temperatur
     return residual(kernel_scale_value, s, *widths_.tolist(), *variances)
 
 
-@lru_cache(maxsize=None)
+@kept_derivation
 def h1_reduction_derivation() -> Derivation:
     """H = 1: the entropy in ratio variables, the kernel, the BPKR fixed point, the T = 0 quadratic."""
     rec = DerivationRecorder(
