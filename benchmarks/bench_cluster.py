@@ -134,17 +134,19 @@ def compared(first: dict[str, bytes], second: dict[str, bytes]) -> str:
     return "identical" if not found else f"{len(found)} fields differ, at most {worst:.1e} relative"
 
 
-def _serial_sweep(theory, chosen) -> float:
-    """The sweep's tasks serially in this process (1 BLAS thread, fresh store and cache): the seconds."""
+def timed_sweep(theory, chosen, scheduler: str | None = None, threads: int | None = 1,
+                workers: int = 1) -> tuple[float, dict[str, bytes]]:
+    """The sweep's tasks with a fresh store and a cold cache (the thorough tier keeps its saddle points there),
+    ``threads`` BLAS threads here (None: one per CPU): the seconds, and the stored results."""
     with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as cache:
         os.environ[CACHE_VARIABLE] = cache
-        with blas.threads(1):
-            return timed_run(seed_tasks(theory, chosen, folder), None)
+        with blas.threads(threads):
+            seconds = timed_run(seed_tasks(theory, chosen, folder), scheduler, workers)
+        return seconds, stored(folder)
 
 
 def _sweep_in_process(seeds: int) -> float:
-    theory, chosen = plans(seeds)
-    return _serial_sweep(theory, chosen)
+    return timed_sweep(*plans(seeds))[0]
 
 
 def two_side_by_side(seeds: int, repeats: int) -> None:
@@ -175,12 +177,8 @@ def seed_sweep(theory, chosen, repeats: int) -> None:
             "2 local processes (--workers 2)": (None, None, 2), "local:2 (1 BLAS thread each)": ("local:2", None, 1)}
     for _ in range(repeats):
         for name, (scheduler, threads, workers) in runs.items():
-            with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as cache:
-                os.environ[CACHE_VARIABLE] = cache  # cold: the thorough tier keeps its saddle points in the cache
-                with blas.threads(threads):
-                    seconds.setdefault(name, []).append(timed_run(seed_tasks(theory, chosen, folder), scheduler,
-                                                                  workers))
-                results[name] = stored(folder)
+            took, results[name] = timed_sweep(theory, chosen, scheduler, threads, workers)
+            seconds.setdefault(name, []).append(took)
     dask = list(runs)[-1]
     print(f"3. figure 3's training-seed features and analyses ({len(chosen) // 2} seeds, thorough, cold cache; "
           f"fastest of {repeats}):")

@@ -9,14 +9,14 @@ idles (Dask places a task beside its prerequisites' results) cost the figure-3 s
 never raises on the worker (its traceback comes back in its
 :class:`~attnverify.experiments.scheduler.Outcome`), so the tasks after a failed one still run. A worker that
 dies mid-task is replaced and its task rerun by Dask; the task's result depends only on its arguments (seeds
-come from the run's seed and the task's identity), so the rerun gives the same answer. Progress lines from inside tasks come back as Dask events.
+come from the run's seed and the task's identity), so the rerun gives the same answer. Progress lines from
+inside tasks come back as Dask events.
 
 Dask is imported only here, and only when a scheduler is asked for.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import time
@@ -81,19 +81,19 @@ def parse_scheduler(text: str) -> tuple[str, Any]:
                      f"got {text!r}")
 
 
-def _run_on_worker(task: Task, threads: int, *prerequisites: Outcome) -> Outcome:
-    """``task`` on a Dask worker (``prerequisites``: the outcomes of its ``after``): tell the client it started,
-    relay its progress lines, never raise."""
+def _run_on_worker(name: str, function: Callable[..., Any], arguments: dict, threads: int) -> Outcome:
+    """The task ``name`` (``function(**arguments)``) on a Dask worker: tell the client it started, relay its
+    progress lines, never raise."""
     from distributed import get_worker
 
     worker = get_worker()
     scheduler._say = lambda message: worker.log_event(TOPIC, {"progress": str(message)})
     blas.set_process_threads(threads)
-    worker.log_event(TOPIC, {"start": task.name})
+    worker.log_event(TOPIC, {"start": name})
     try:
-        return Outcome(task.name, result=task.function(**task.call_arguments(dict(zip(task.after, prerequisites)))))
+        return Outcome(name, result=function(**arguments))
     except Exception:
-        return Outcome(task.name, error=traceback.format_exc())
+        return Outcome(name, error=traceback.format_exc())
 
 
 def _threads(client) -> int:
@@ -150,10 +150,9 @@ def run_on_cluster(tasks: list[Task], address: str, *, on_start: Callable[[Task]
         while pending or running.count():
             if time.monotonic() - counted > RECOUNT_SECONDS:  # workers may join or leave during a run
                 threads, counted = _threads(client), time.monotonic()
-            free = max(threads - running.count(), 0)
-            for task in list(itertools.islice((t for t in pending if set(t.after) <= outcomes.keys()), free)):
+            for task in scheduler.ready(pending, outcomes, threads - running.count()):
                 pending.remove(task)
-                running.add(client.submit(_run_on_worker, task, 1, *[outcomes[a] for a in task.after],
+                running.add(client.submit(_run_on_worker, task.name, task.function, task.call_arguments(outcomes), 1,
                                           key=f"{task.name} [{run}]", pure=False))
             if not running.count():  # e.g. a dask-jobqueue cluster whose first job has not started
                 say(f"waiting for a worker to join the scheduler {client.scheduler.address}")

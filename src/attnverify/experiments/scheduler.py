@@ -11,6 +11,7 @@ Inside a task, :func:`progress` sends one status line to the run's progress disp
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import threading
@@ -69,6 +70,11 @@ def _worker_start(queue, threads: int) -> None:
 
 def _call(function: Callable[..., Any], arguments: dict) -> Any:
     return function(**arguments)
+
+
+def ready(pending: list[Task], finished: dict[str, Outcome], count: int) -> list[Task]:
+    """The first ``count`` tasks of ``pending`` (in the run's order) whose prerequisites are all ``finished``."""
+    return list(itertools.islice((t for t in pending if set(t.after) <= finished.keys()), max(count, 0)))
 
 
 def _checked(tasks: list[Task]) -> list[Task]:
@@ -136,7 +142,7 @@ def run_tasks(tasks: list[Task], *, workers: int = 1, on_start: Callable[[Task],
         with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_start,
                                  initargs=(queue, threads)) as pool:
             while pending or running:
-                for task in [t for t in pending if set(t.after) <= set(outcomes)][:workers - len(running)]:
+                for task in ready(pending, outcomes, workers - len(running)):
                     pending.remove(task)
                     if on_start is not None:
                         on_start(task)
