@@ -3,7 +3,7 @@
 ``run_on_cluster(tasks, "local:2", …)`` starts a ``LocalCluster`` of 2 worker processes (one thread each) for
 the run and stops it at the end; ``run_on_cluster(tasks, "tcp://host:8786", …)`` uses a running scheduler
 (e.g. one that ``dask-jobqueue`` started on a SLURM cluster). The client hands the cluster as many tasks as it
-has worker threads, the first ready ones in the run's order, and the next as each finishes, with the outcomes
+has worker threads, the first ready ones by :func:`~attnverify.experiments.scheduler.by_priority`, and the next as each finishes, with the outcomes
 of its prerequisites (as the local worker processes do): a task waiting on a busy worker while another worker
 idles (Dask places a task beside its prerequisites' results) cost the figure-3 sweep 15 % of its time. A task
 never raises on the worker (its traceback comes back in its
@@ -144,7 +144,7 @@ def run_on_cluster(tasks: list[Task], address: str, *, on_start: Callable[[Task]
 
         client.subscribe_topic(TOPIC, on_event)
         run = uuid.uuid4().hex[:8]
-        pending = list(tasks)  # in the run's order
+        pending = scheduler.by_priority(tasks)
         running = as_completed()
         threads, counted = _threads(client), time.monotonic()
         while pending or running.count():

@@ -1,16 +1,18 @@
 """Run a run's tasks (report sections, claims, experiments) serially or on local worker processes.
 
 A :class:`Task` names a module-level function (so that a worker process can import it), its keyword
-arguments and the tasks it must wait for. :func:`run_tasks` starts each task once its prerequisites are done,
-in the order given, on ``workers`` processes (``spawn``ed, each with ``cpu_count // workers`` BLAS threads),
-or in this process when ``workers`` is 1. A task's result depends only on its arguments (seeds come from the
-run's seed and the task's identity), so the results do not depend on ``workers`` or on the order of completion.
+arguments and the tasks it must wait for. :func:`run_tasks` starts each task once its prerequisites are done:
+in the order given in this process when ``workers`` is 1; on ``workers`` processes (``spawn``ed, each with
+``cpu_count // workers`` BLAS threads) longest chain of waiting tasks first (:func:`by_priority`). A task's
+result depends only on its arguments (seeds come from the run's seed and the task's identity), so the results
+do not depend on ``workers`` or on the order of completion.
 
 Inside a task, :func:`progress` sends one status line to the run's progress display, from a worker too.
 """
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import multiprocessing
 import os
@@ -72,28 +74,54 @@ def _call(function: Callable[..., Any], arguments: dict) -> Any:
     return function(**arguments)
 
 
+def by_priority(tasks: list[Task]) -> list[Task]:
+    """``tasks`` longest chain first: ordered by the number of tasks on the longest chain from each through the
+    tasks that wait for it (itself included), then in the run's order. Started in this order by parallel
+    workers, the tasks that others wait for go first, so that a run of short tasks feeding long ones does not
+    end with one worker on a whole chain while the others sit idle (list scheduling by critical path, in
+    tasks: a run does not know how long each takes)."""
+    position = {t.name: k for k, t in enumerate(tasks)}
+    chain = {t.name: 1 for t in tasks}
+    for task in reversed(_checked(list(tasks))):  # every task after those it waits for
+        for name in task.after:
+            chain[name] = max(chain[name], chain[task.name] + 1)
+    return sorted(tasks, key=lambda t: (-chain[t.name], position[t.name]))
+
+
 def ready(pending: list[Task], finished: dict[str, Outcome], count: int) -> list[Task]:
-    """The first ``count`` tasks of ``pending`` (in the run's order) whose prerequisites are all ``finished``."""
+    """The first ``count`` tasks of ``pending`` (in its order: :func:`by_priority`) whose prerequisites are all
+    ``finished``."""
     return list(itertools.islice((t for t in pending if set(t.after) <= finished.keys()), max(count, 0)))
 
 
 def _checked(tasks: list[Task]) -> list[Task]:
+    """``tasks`` in an order in which every task comes after those it waits for, otherwise in the order given
+    (the serial run's order); a clear error for a repeated name, an unknown prerequisite or a cycle."""
     names = [t.name for t in tasks]
     if len(set(names)) != len(names):
         raise ValueError(f"task names must be unique, got {names}")
+    waiting = {name: [] for name in names}
     for task in tasks:
         unknown = set(task.after) - set(names)
         if unknown:
             raise ValueError(f"task {task.name!r} waits for {sorted(unknown)}, which are not tasks of this run")
-    done: set[str] = set()
-    remaining = list(tasks)
-    while remaining:  # a task list with a cycle would never finish
-        ready = [t for t in remaining if set(t.after) <= done]
-        if not ready:
-            raise ValueError(f"the tasks {[t.name for t in remaining]} wait for each other in a cycle")
-        done.update(t.name for t in ready)
-        remaining = [t for t in remaining if t.name not in done]
-    return tasks
+        for name in set(task.after):
+            waiting[name].append(task.name)
+    position = {name: k for k, name in enumerate(names)}
+    missing = {t.name: len(set(t.after)) for t in tasks}
+    startable = [position[t.name] for t in tasks if not missing[t.name]]
+    heapq.heapify(startable)
+    ordered = []
+    while startable:  # Kahn's algorithm, the earliest startable task first
+        task = tasks[heapq.heappop(startable)]
+        ordered.append(task)
+        for name in waiting[task.name]:
+            missing[name] -= 1
+            if not missing[name]:
+                heapq.heappush(startable, position[name])
+    if len(ordered) < len(tasks):  # a task list with a cycle would never finish
+        raise ValueError(f"the tasks {[n for n in names if missing[n]]} wait for each other in a cycle")
+    return ordered
 
 
 def run_tasks(tasks: list[Task], *, workers: int = 1, on_start: Callable[[Task], None] | None = None,
@@ -120,7 +148,7 @@ def run_tasks(tasks: list[Task], *, workers: int = 1, on_start: Callable[[Task],
         global _say
         previous, _say = _say, say
         try:
-            for task in tasks:  # _checked guarantees an order in which every "after" comes first
+            for task in tasks:  # _checked put every "after" first
                 if on_start is not None:
                     on_start(task)
                 try:
@@ -136,7 +164,7 @@ def run_tasks(tasks: list[Task], *, workers: int = 1, on_start: Callable[[Task],
     listener = threading.Thread(target=_relay, args=(queue, say), daemon=True)
     listener.start()
     threads = max(1, (os.cpu_count() or 1) // workers)
-    pending = list(tasks)
+    pending = by_priority(tasks)
     running: dict[Future, Task] = {}
     try:
         with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_start,
