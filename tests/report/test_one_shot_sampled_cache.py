@@ -15,7 +15,7 @@ def test_sampled_networks_are_stored_and_reused(tmp_path, monkeypatch):
     X = rng.standard_normal((8, 2, paths_count)) / 4
     y = np.sign(rng.standard_normal(8))
     paths = experiment.PathData(X, y, X, y, X[:5], y[:5])
-    tiny = sampling.SamplerSettings(chains=2, warmup=10, draws=4)
+    tiny = sampling.SamplerSettings(chains=4, warmup=10, draws=4)  # 2 groups of 2 chains
     store = SolutionStore(tmp_path)
     first = one_shot.sampled_networks(paths, 0.5, 7, store, settings=tiny)
     assert len(store) == 1
@@ -30,3 +30,30 @@ def test_sampled_networks_are_stored_and_reused(tmp_path, monkeypatch):
     assert again.accuracy == first.accuracy and again.diagnostics == first.diagnostics
     with pytest.raises(AssertionError, match="drawn again"):  # another seed is another run
         one_shot.sampled_networks(paths, 0.5, 8, store, settings=tiny)
+
+
+def test_the_chain_groups_are_tasks_of_their_own_and_pool_to_the_direct_result(tmp_path, monkeypatch):
+    """The thorough run's sampled networks: each chain group a stored experiment (a task on a cluster), pooled to
+    what one call of sampled_networks gives; once kept, a group has nothing left to sample."""
+    from attnverify.experiments.store import Store
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((8, 2, int(np.prod(experiment.HEADS)))) / 4
+    y = np.sign(rng.standard_normal(8))
+    paths = experiment.PathData(X, y, X, y, X[:5], y[:5])
+    tiny = sampling.SamplerSettings(chains=4, warmup=10, draws=4)
+    monkeypatch.setattr(one_shot, "SAMPLER", tiny)
+    monkeypatch.setattr(one_shot, "_sampling_inputs", lambda profile, store: (paths, 0.5))
+    kept = SolutionStore(tmp_path / "kept")
+    monkeypatch.setattr(one_shot, "solution_store", lambda profile, store: kept)
+    store = Store(tmp_path / "run")
+    groups = [store.get(one_shot.one_shot_chain_group, profile="thorough", seed=7, group=g) for g in range(2)]
+    pooled = store.get(one_shot.one_shot_sampled_networks, profile="thorough", seed=7)
+    direct = one_shot.sampled_networks(paths, 0.5, 7, SolutionStore(tmp_path / "direct"), settings=tiny)
+    np.testing.assert_array_equal(pooled.order_parameter.mean, direct.order_parameter.mean)
+    assert pooled.diagnostics == direct.diagnostics | {"seconds": pooled.diagnostics["seconds"]}
+    assert [g.seed for g in groups] == [sampling.chain_group_seed(7, g) for g in range(2)] == pooled.diagnostics["seed"]
+    assert one_shot.one_shot_chain_group(profile="thorough", seed=7, group=0, store=Store(tmp_path / "rerun")) is None
+    assert one_shot.one_shot_chain_group(profile="quick", seed=7, group=0, store=store) is None
+    with pytest.raises(ValueError, match="group must be an integer"):
+        one_shot.one_shot_chain_group(profile="thorough", seed=7, group=2, store=store)

@@ -94,8 +94,12 @@ def test_builtin_theories_plan_every_experiment_their_sections_use():
     paths = next(t for t in BUILTIN if t.name == "attention_paths")
     quick = [p.label for p in paths.planned_experiments(profile="quick", seed=0, backend="numpy")]
     thorough = [p.label for p in paths.planned_experiments(profile="thorough", seed=0, backend="numpy")]
-    assert not any(label.startswith("one_shot_sampled_networks") for label in quick)
-    assert any(label.startswith("one_shot_sampled_networks") for label in thorough)
+    assert not any(label.startswith(("one_shot_sampled_networks", "one_shot_chain_group")) for label in quick)
+    (sampled,) = [p for p in paths.planned_experiments(profile="thorough", seed=0, backend="numpy")
+                  if p.label.startswith("one_shot_sampled_networks")]
+    groups = [p.label for p in sampled.after if p.label.startswith("one_shot_chain_group")]  # one task each
+    assert groups == [f"one_shot_chain_group(group={g}, profile='thorough', seed=0)" for g in range(2)]
+    assert set(groups) < set(thorough)
 
 
 def test_every_builtin_theory_names_its_derivations_claims_and_section():

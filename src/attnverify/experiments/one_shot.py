@@ -8,7 +8,8 @@ Spec ``shared/papers/attention_paths.md`` §4.2 and §2.5; the networks are trai
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Callable
 
 import numpy as np
 
@@ -156,6 +157,10 @@ SAMPLER = sampling.SamplerSettings(chains=4, warmup=200, draws=400)
 """The sampled networks of the thorough profile (the quick one draws none): about half an hour on one CPU core at
 P = 600 (≈ 0.12 s per gradient for 4 chains, ~14 leapfrog steps)."""
 
+CHAIN_GROUPS = 2
+"""The thorough profile's chains run as this many independent groups (2 chains each), one task each, so that two
+workers sample at once; a serial run samples the same groups one after the other (:func:`sampled_chain_group`)."""
+
 
 @dataclass(frozen=True)
 class SampledNetworks:
@@ -167,35 +172,80 @@ class SampledNetworks:
     diagnostics: dict
 
 
+def _sampled_name(paths: experiment.PathData, temperature: float, seed: int, settings: sampling.SamplerSettings,
+                  groups: int) -> str:
+    """The name of the sampled networks in the solution store: the inputs' fingerprints, T, settings and seed."""
+    return (f"sampled_{fingerprint(paths.X, paths.y)}_test{fingerprint(paths.X_test, paths.y_test)}_N{SAMPLED_WIDTH}"
+            f"_T{temperature:g}_{settings.chains}x{settings.warmup}+{settings.draws}"
+            f"{f'_{groups}groups' if groups > 1 else ''}_seed{seed}")
+
+
+def sampled_chain_group(paths: experiment.PathData, temperature: float, seed: int, group: int, *,
+                        settings: sampling.SamplerSettings = SAMPLER, groups: int = CHAIN_GROUPS) -> sampling.PosteriorSamples:
+    """Chain group ``group`` of ``groups`` of :func:`sampled_networks`: ``settings.chains / groups`` chains from
+    the posterior of the 16-path network at N = SAMPLED_WIDTH on ``paths`` (collapsed HMC), seeded by
+    :func:`sampling.chain_group_seed` of (``seed``, ``group``)."""
+    groups = integer("groups", groups, 1)
+    group = integer("group", group, 0, groups - 1)
+    if settings.chains % groups or settings.chains // groups < 2:
+        raise ValueError(f"groups must divide settings.chains = {settings.chains} into groups of at least 2 chains "
+                         f"(R-hat needs 2), got groups = {groups}")
+    label = f"group {group + 1} of {groups}, " if groups > 1 else ""
+    scheduler.progress(f"attention_paths: figure 3b-c, sampling networks at N = {SAMPLED_WIDTH}, T = {temperature:g}"
+                       f" ({label}{settings.chains // groups} chains)")
+    posterior = network_posterior(paths.X, paths.y, heads=experiment.HEADS, width=SAMPLED_WIDTH, temperature=temperature)
+    return sampling.sample_posterior(posterior, seed=sampling.chain_group_seed(seed, group) if groups > 1 else seed,
+                                     settings=replace(settings, chains=settings.chains // groups), X_test=paths.X_test,
+                                     progress=lambda m: scheduler.progress(f"attention_paths: figure 3c, {label}{m}"))
+
+
 def sampled_networks(paths: experiment.PathData, temperature: float, seed: int, kept: SolutionStore, *,
-                     settings: sampling.SamplerSettings = SAMPLER) -> SampledNetworks:
-    """Networks sampled from the posterior of the 16-path network at N = SAMPLED_WIDTH on ``paths`` (collapsed
-    HMC, chain seed ``seed``), filed in ``kept`` under the inputs' fingerprints, the temperature, the settings and
+                     settings: sampling.SamplerSettings = SAMPLER, groups: int = CHAIN_GROUPS,
+                     chain_group: Callable[[int], sampling.PosteriorSamples] | None = None) -> SampledNetworks:
+    """Networks sampled from the posterior of the 16-path network at N = SAMPLED_WIDTH on ``paths``: the chains of
+    the ``groups`` :func:`sampled_chain_group` (from ``chain_group(g)`` when given, e.g. the run's tasks), pooled
+    (:func:`sampling.pooled`); filed in ``kept`` under the inputs' fingerprints, the temperature, the settings and
     the seed, so that a rerun with the same inputs reuses them instead of sampling again."""
-    name = (f"sampled_{fingerprint(paths.X, paths.y)}_test{fingerprint(paths.X_test, paths.y_test)}_N{SAMPLED_WIDTH}"
-            f"_T{temperature:g}_{settings.chains}x{settings.warmup}+{settings.draws}_seed{seed}")
+    name = _sampled_name(paths, temperature, seed, settings, groups)
     record = kept.load(name)
     if record is not None:
         arrays, metadata = record
         return SampledNetworks(ChainSummary(**arrays), Estimate(**metadata["accuracy"]), metadata["diagnostics"])
-    scheduler.progress(f"attention_paths: figure 3b-c, sampling networks at N = {SAMPLED_WIDTH}, T = {temperature:g}")
-    posterior = network_posterior(paths.X, paths.y, heads=experiment.HEADS, width=SAMPLED_WIDTH, temperature=temperature)
-    samples = sampling.sample_posterior(posterior, seed=seed, settings=settings, X_test=paths.X_test,
-                                        progress=lambda m: scheduler.progress(f"attention_paths: figure 3c, {m}"))
+    chain_group = chain_group or (lambda g: sampled_chain_group(paths, temperature, seed, g, settings=settings,
+                                                                groups=groups))
+    samples = sampling.pooled([chain_group(g) for g in range(groups)])
     result = SampledNetworks(samples.order_parameter_summary(), samples.accuracy(paths.y_test), samples.diagnostics())
     kept.save(name, dict(vars(result.order_parameter)), {"accuracy": result.accuracy.as_dict(),
                                                          "diagnostics": result.diagnostics})
     return result
 
 
+def _sampling_inputs(profile: str, store: Store) -> tuple[experiment.PathData, float]:
+    """The first network's theory episodes and the temperature validated at N = SAMPLED_WIDTH (figure 3b)."""
+    inputs = store.get(one_shot_network, training_seed=training_seeds(profile)[0])
+    temperature = store.get(one_shot_width_sweep, profile=profile).small.temperature
+    return _theory_episodes(inputs, profile), temperature
+
+
+def one_shot_chain_group(*, profile: str, seed: int, group: int, store: Store) -> sampling.PosteriorSamples | None:
+    """:func:`sampled_chain_group` ``group`` of :func:`one_shot_sampled_networks` (a task of its own); None in the
+    quick profile, and when the pooled networks are already in the solution store (nothing to sample)."""
+    if one_of("profile", profile, tuple(THEORY_SIZES)) != "thorough":
+        return None
+    seed, group = integer("seed", seed, 0), integer("group", group, 0, CHAIN_GROUPS - 1)
+    paths, temperature = _sampling_inputs(profile, store)
+    if solution_store(profile, store).load(_sampled_name(paths, temperature, seed, SAMPLER, CHAIN_GROUPS)) is not None:
+        return None
+    return sampled_chain_group(paths, temperature, seed, group, settings=SAMPLER, groups=CHAIN_GROUPS)
+
+
 def one_shot_sampled_networks(*, profile: str, seed: int, store: Store) -> SampledNetworks | None:
     """:func:`sampled_networks` of the thorough profile for figure 3b–c, on the first network's theory episodes at
-    the temperature validated at N = SAMPLED_WIDTH (None in the quick profile: the collapsed sampler in
-    𝓗·N0 = 1024 dimensions takes too long for CI)."""
+    the temperature validated at N = SAMPLED_WIDTH, its chain groups from :func:`one_shot_chain_group` (None in the
+    quick profile: the collapsed sampler in 𝓗·N0 = 1024 dimensions takes too long for CI)."""
     if one_of("profile", profile, tuple(THEORY_SIZES)) != "thorough":
         return None
     seed = integer("seed", seed, 0)
-    inputs = store.get(one_shot_network, training_seed=training_seeds(profile)[0])
-    temperature = store.get(one_shot_width_sweep, profile=profile).small.temperature
-    paths = _theory_episodes(inputs, profile)
-    return sampled_networks(paths, temperature, seed, solution_store(profile, store))
+    paths, temperature = _sampling_inputs(profile, store)
+    return sampled_networks(paths, temperature, seed, solution_store(profile, store), settings=SAMPLER,
+                            groups=CHAIN_GROUPS, chain_group=lambda g: store.get(one_shot_chain_group, profile=profile, seed=seed, group=g))

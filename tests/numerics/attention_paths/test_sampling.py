@@ -6,7 +6,8 @@ import pytest
 from scipy import stats
 
 from attnverify.numerics.attention_paths.posterior import network_posterior
-from attnverify.numerics.attention_paths.sampling import METHODS, SamplerSettings, sample_posterior
+from attnverify.numerics.attention_paths.sampling import (METHODS, SamplerSettings, chain_group_seed, pooled,
+                                                          sample_posterior)
 from numerics.attention_paths.problems import random_features
 
 Z = 5.0
@@ -52,6 +53,23 @@ def test_tiny_network_matches_quadrature(method):
     # the product z_a z_1 z_0 has a hyperbolic (funnel-like) geometry, so a few trajectories diverge; they are
     # rejected, counted, and rare, and the moments above agree with quadrature regardless
     assert samples.diagnostics()["divergences"] < 0.02 * samples.divergences.size
+
+
+def test_chain_groups_run_apart_and_pooled_match_quadrature():
+    """Two groups of 4 chains, each with its own seed and warm-up (as two tasks of a cluster run), pooled: the
+    moments agree with quadrature as one run of 8 chains does."""
+    rng = np.random.default_rng(0)
+    X, y, X_test, T = rng.normal(size=(3, 1, 1)), np.array([1.0, -1.0, 1.0]), rng.normal(size=(2, 1, 1)), 1.0
+    post = network_posterior(X, y, heads=(1,), width=1, temperature=T)
+    settings = SamplerSettings(chains=4, warmup=300, draws=1500)
+    groups = [sample_posterior(post, seed=chain_group_seed(3, g), settings=settings, X_test=X_test) for g in range(2)]
+    samples = pooled(groups)
+    U_exact, f_exact = tiny_posterior_moments(X, y, X_test, T)
+    U, f = samples.order_parameter_summary(), samples.predictor_summary()
+    assert U.converged and f.converged, (U.worst(), f.worst())
+    assert abs(U.mean[0, 0] - U_exact) <= Z * U.mcse[0, 0]
+    assert np.all(np.abs(f.mean - f_exact) <= Z * f.mcse)
+    assert samples.diagnostics()["seed"] == [chain_group_seed(3, 0), chain_group_seed(3, 1)]
 
 
 def calibration_ranks(seed: int, replications: int, thin: int, method: str):
@@ -186,3 +204,33 @@ def test_accuracy_refuses_nan_targets_and_a_single_replicate():
             samples.accuracy(y_test, replicates=replicates)
     with pytest.raises(ValueError, match="y_test must have shape"):
         samples.accuracy(y_test[:2])
+
+
+def test_pooled_puts_the_groups_chains_side_by_side():
+    post, X_test, first = _quick_samples()
+    second = sample_posterior(post, seed=2, settings=first.settings, X_test=X_test)
+    both = pooled([first, second])
+    for level, U in enumerate(both.order_parameters):
+        np.testing.assert_array_equal(U, np.concatenate([first.order_parameters[level], second.order_parameters[level]], -2))
+    np.testing.assert_array_equal(both.test_outputs[:, 2:], second.test_outputs)
+    np.testing.assert_array_equal(both.step_size, np.concatenate([first.step_size, second.step_size]))
+    assert both.acceptance.shape == (4, 6) and both.settings == SamplerSettings(chains=4, warmup=10, draws=6, max_leapfrog=8)
+    assert both.seed == (1, 2) and both.leapfrog_steps == (first.leapfrog_steps, second.leapfrog_steps)
+    assert both.gradient_evaluations == first.gradient_evaluations + second.gradient_evaluations
+    assert pooled([both, first]).seed == (1, 2, 1)
+    longer = sample_posterior(post, seed=2, settings=dict(chains=2, warmup=10, draws=7, max_leapfrog=8))
+    with pytest.raises(ValueError, match=r"groups\[1\] was sampled with method 'collapsed' and settings"):
+        pooled([first, longer])
+    with pytest.raises(ValueError, match=r"groups\[1\] records other quantities"):
+        pooled([first, sample_posterior(post, seed=2, settings=first.settings)])
+    with pytest.raises(TypeError, match="groups must be a non-empty list of PosteriorSamples"):
+        pooled([])
+
+
+def test_chain_group_seeds_come_from_the_seed_and_the_group_alone():
+    seeds = {chain_group_seed(seed, group) for seed in range(3) for group in range(3)}
+    assert len(seeds) == 9 and chain_group_seed(2, 1) == chain_group_seed(2, 1)
+    with pytest.raises(ValueError, match="group must be an integer"):
+        chain_group_seed(0, -1)
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        chain_group_seed(-1, 0)

@@ -11,6 +11,9 @@ and MH-corrected, on the marginal posterior, which sees the data only through U.
 Warm-up adapts each chain's step size by dual averaging and then freezes it; the number of leapfrog steps is
 fixed at the end of warm-up so that the median chain integrates for ``trajectory_length``.
 
+Chains may also run as independent groups, each with its own seed (:func:`chain_group_seed`) and its own warm-up,
+for instance as tasks on a cluster; :func:`pooled` puts their chains side by side as one set.
+
 Recorded per draw: the order parameters U_1..U_L, U_a (spec §1.2) and, when test features are given, the
 network outputs on them, so the posterior-mean predictor and its MCSE follow. Diagnostics (split R-hat, bulk
 and tail ESS, acceptance, divergences, step sizes) and the seed are stored with every result.
@@ -20,8 +23,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -68,8 +71,8 @@ class PosteriorSamples:
     acceptance: np.ndarray
     divergences: np.ndarray
     step_size: np.ndarray
-    leapfrog_steps: int
-    seed: int
+    leapfrog_steps: int | tuple[int, ...]  # of each chain group, when pooled
+    seed: int | tuple[int, ...]  # the chain seed (of each group, when pooled)
     settings: SamplerSettings
     seconds: float
     gradient_evaluations: int
@@ -119,12 +122,12 @@ class PosteriorSamples:
         """Sampler figures stored with every result (seed, settings, acceptance, divergences, R-hat, ESS)."""
         U = self.order_parameter_summary()
         out = {
-            "seed": self.seed,
+            "seed": list(self.seed) if isinstance(self.seed, tuple) else self.seed,
             "method": self.method,
             "chains": self.settings.chains,
             "warmup": self.settings.warmup,
             "draws": self.settings.draws,
-            "leapfrog_steps": self.leapfrog_steps,
+            "leapfrog_steps": list(self.leapfrog_steps) if isinstance(self.leapfrog_steps, tuple) else self.leapfrog_steps,
             "step_size": [float(s) for s in self.step_size],
             "mean_acceptance": float(np.mean(self.acceptance)),
             "divergences": int(np.sum(self.divergences)),
@@ -140,6 +143,47 @@ class PosteriorSamples:
 def _check_seed(seed: Any) -> int:
     """An integer seed ≥ 0 (a Generator would not replay from the result's record)."""
     return arguments.integer("seed", seed, 0)
+
+
+def chain_group_seed(seed: int, group: int) -> int:
+    """The chain seed of group ``group`` (≥ 0) of a sampling run seeded ``seed``: numpy's SeedSequence of (seed,
+    group), so that a group's draws depend on neither the worker that runs it nor the order the groups finish."""
+    return int(np.random.SeedSequence([_check_seed(seed), arguments.integer("group", group, 0)])
+               .generate_state(1, np.uint32)[0])
+
+
+def _each(value) -> tuple:
+    return tuple(value) if isinstance(value, tuple) else (value,)
+
+
+def pooled(groups: Sequence[PosteriorSamples]) -> PosteriorSamples:
+    """The chains of independently run groups of one posterior (same method and settings, chains aside) as one set
+    of chains: draws side by side on the chain axis, each chain's acceptance, divergences and step size, each
+    group's leapfrog count and seed; seconds and gradient evaluations summed. R-hat and ESS then compare every
+    chain with every other, as for chains run together."""
+    if not isinstance(groups, (list, tuple)) or not groups or not all(isinstance(g, PosteriorSamples) for g in groups):
+        raise TypeError(f"groups must be a non-empty list of PosteriorSamples, got {groups!r}")
+    first = groups[0]
+    for k, group in enumerate(groups[1:], 1):
+        if group.method != first.method or replace(group.settings, chains=first.settings.chains) != first.settings:
+            raise ValueError(f"groups[{k}] was sampled with method {group.method!r} and settings {group.settings}, "
+                             f"groups[0] with {first.method!r} and {first.settings}: pool groups of one run only")
+        if (group.test_outputs is None) != (first.test_outputs is None) or len(group.order_parameters) != len(first.order_parameters):
+            raise ValueError(f"groups[{k}] records other quantities than groups[0] (test outputs or order parameters)")
+    return PosteriorSamples(
+        order_parameters=[np.concatenate([g.order_parameters[level] for g in groups], -2)
+                          for level in range(len(first.order_parameters))],
+        test_outputs=None if first.test_outputs is None else np.concatenate([g.test_outputs for g in groups], -2),
+        acceptance=np.concatenate([g.acceptance for g in groups], 0),
+        divergences=np.concatenate([g.divergences for g in groups], 0),
+        step_size=np.concatenate([np.atleast_1d(g.step_size) for g in groups], 0),
+        leapfrog_steps=tuple(s for g in groups for s in _each(g.leapfrog_steps)),
+        seed=tuple(s for g in groups for s in _each(g.seed)),
+        settings=replace(first.settings, chains=sum(g.settings.chains for g in groups)),
+        seconds=sum(g.seconds for g in groups),
+        gradient_evaluations=sum(g.gradient_evaluations for g in groups),
+        method=first.method,
+    )
 
 
 METHODS = ("collapsed", "readout_gibbs")
