@@ -1,7 +1,7 @@
 """A run's tasks serially and on a 2-worker Dask ``LocalCluster`` (``--scheduler local:2``), side by side.
 
     python benchmarks/bench_cluster.py [--tiny 2000] [--seeds 13] [--repeats 2] [--ceiling-seeds 4] [--skip-sweep]
-                                       [--claim NAME] [--claim-examples 24]
+                                       [--sampling] [--claim NAME] [--claim-examples 24]
 
 0. The ceiling: part 3's first ``--ceiling-seeds`` seeds in one process alone, then in two processes at once; twice
    the first time over the second is the most any 2-worker run can gain on this machine.
@@ -18,6 +18,11 @@
    sums, hence the last bits. The runs take turns, ``--repeats`` times; the fastest of each is compared.
 4. One thorough claim's hypothesis examples (``--claim``, ``--claim-examples``), checked serially and as batches
    on ``local:2`` (as ``attnverify check --scheduler local:2`` runs them): speed-up, and the same result.
+5. Figure 3's sampled networks (``--sampling``; about 20 minutes), the thorough tier's longest tasks: the
+   posterior at N = 10 sampled as ``one_shot.CHAIN_GROUPS`` chain groups (one task each, each sampling on one
+   core) and pooled, serially and on ``local:2``, with their prerequisites (the first network's features and
+   the width sweep) computed once beforehand and copied into each run's store; a cold cache, so every run
+   samples; the same comparison of results.
 """
 
 from __future__ import annotations
@@ -189,6 +194,37 @@ def seed_sweep(theory, chosen, repeats: int) -> None:
               f"{compared(results[name], results[dask])}")
 
 
+def sampled_networks(theory) -> None:
+    """Part 5: the sampled one-shot networks' chain groups and their pooling, serially and on local:2."""
+    import shutil
+
+    plans = theory.planned_experiments(profile="thorough", seed=0, backend="numpy")
+    (sampled,) = [p for p in plans if p.experiment.__name__ == "one_shot_sampled_networks"]
+    chosen = [p for p in plans if p.experiment.__name__ == "one_shot_chain_group"] + [sampled]
+    prerequisites = [p for p in sampled.after if p not in chosen]
+    seconds, results = {}, {}
+    with tempfile.TemporaryDirectory() as ready, tempfile.TemporaryDirectory() as cache:
+        os.environ[CACHE_VARIABLE] = cache  # the width sweep's saddle points, kept apart from the timed runs'
+        with blas.threads(1):
+            start = time.perf_counter()
+            for plan in prerequisites:
+                Store(ready).get(plan.experiment, **dict(plan.parameters))
+        print(f"5. figure 3's sampled networks (thorough; {len(chosen) - 1} chain groups, then pooled); prerequisites "
+              f"{', '.join(p.experiment.__name__ for p in prerequisites)} computed once in "
+              f"{time.perf_counter() - start:.0f} s:")
+        for name, scheduler in (("serial, 1 BLAS thread", None), ("local:2 (1 BLAS thread each)", "local:2")):
+            with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as cold:
+                shutil.copytree(ready, folder, dirs_exist_ok=True)
+                os.environ[CACHE_VARIABLE] = cold
+                with blas.threads(1):
+                    seconds[name] = timed_run(seed_tasks(theory, chosen, folder), scheduler)
+                results[name] = stored(folder)
+    serial, dask = seconds
+    for name in seconds:
+        print(f"   {name:<32} {seconds[name]:7.1f} s   speed-up of local:2 {seconds[name] / seconds[dask]:.2f}x   "
+              f"results (timings aside) vs local:2: {compared(results[name], results[dask])}")
+
+
 def claim_sweep(name: str, examples: int) -> None:
     """One thorough claim's hypothesis examples: serially, then as batches on local:2 (what ``check`` runs)."""
     from attnverify.checks.tasks import run_claims_as_tasks
@@ -222,6 +258,7 @@ def main() -> None:
     parser.add_argument("--skip-sweep", action="store_true", help="only parts 1, 2 and 4")
     parser.add_argument("--repeats", type=int, default=2, help="times each run of part 3 is timed (default 2)")
     parser.add_argument("--ceiling-seeds", type=int, default=4, help="seeds of part 0 (default 4; 0 skips it)")
+    parser.add_argument("--sampling", action="store_true", help="part 5, figure 3's sampled networks (~20 min)")
     parser.add_argument("--claim", default="single_location.closed_form_risk", help="the claim of part 4")
     parser.add_argument("--claim-examples", type=int, default=24, help="its number of examples (default 24)")
     args = parser.parse_args()
@@ -234,6 +271,8 @@ def main() -> None:
     if not args.skip_sweep:
         seed_sweep(theory, chosen, args.repeats)
     claim_sweep(args.claim, args.claim_examples)
+    if args.sampling:
+        sampled_networks(theory)
 
 
 if __name__ == "__main__":
