@@ -77,3 +77,21 @@ def test_auto_forms_the_kernels_only_while_they_are_small():
     big_X, big_y = random_features(600, 2, 16, 0)  # C would be 8·(16·600)² = 737 MB
     big = network_posterior(big_X, big_y, heads=(4, 4), width=3, temperature=0.5)
     assert CollapsedPosterior(big).representation == "features"
+
+
+@pytest.mark.parametrize("representation", ["kernels", "features"])
+@pytest.mark.parametrize("scale", [1e40, 1e200])  # K + TI finite but not positive definite in floats; U overflows
+def test_a_diverging_state_has_infinite_potential_and_leaves_the_other_chains_alone(representation, scale):
+    """A leapfrog step far out (a diverging trajectory) gives that chain Φ = +∞, which HMC rejects, instead of
+    stopping the sampler with numpy's LinAlgError; the other chains' Φ and ∇Φ are unchanged (to round-off: a
+    batch of one chain takes other BLAS paths)."""
+    p = {"heads": [2, 2], "width": 2, "P": 20, "temperature": 0.5, "seed": 3}
+    collapsed, theta, *_ = build(p, representation)
+    far = theta.copy()
+    far[1] *= scale
+    with np.errstate(over="ignore", invalid="ignore"):
+        potential, gradient = collapsed.potential_and_gradient(far)
+    reference, reference_gradient = collapsed.potential_and_gradient(theta[:1])
+    assert np.isposinf(potential[1])
+    assert potential[0] == pytest.approx(reference[0], rel=1e-12)
+    np.testing.assert_allclose(gradient[0], reference_gradient[0], rtol=1e-12, atol=1e-12)

@@ -61,7 +61,7 @@ def test_chain_groups_run_apart_and_pooled_match_quadrature():
     rng = np.random.default_rng(0)
     X, y, X_test, T = rng.normal(size=(3, 1, 1)), np.array([1.0, -1.0, 1.0]), rng.normal(size=(2, 1, 1)), 1.0
     post = network_posterior(X, y, heads=(1,), width=1, temperature=T)
-    settings = SamplerSettings(chains=4, warmup=300, draws=1500)
+    settings = SamplerSettings(chains=4, warmup=300, draws=750)
     groups = [sample_posterior(post, seed=chain_group_seed(3, g), settings=settings, X_test=X_test) for g in range(2)]
     samples = pooled(groups)
     U_exact, f_exact = tiny_posterior_moments(X, y, X_test, T)

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .. import arguments
 from ..backend import Backend
 from .features import path_kernels
@@ -105,16 +107,37 @@ class CollapsedPosterior:
         lifted = xp.matmul(X[None], xp.swapaxes(U, 1, 2)[:, None])  # X̃(I ⊗ U): [c, μ, i, a] = Σ_b X[μ,i,b] U[a,b]
         return xp.matmul(lifted.reshape(chains, self.examples, -1), X.reshape(self.examples, -1).T)
 
+    def _factor(self, matrices):
+        """Cholesky factors of ``matrices`` (K(U) + TI per chain), and which chains have none: on a diverging
+        trajectory U overflows and K + TI stops being positive definite in floating point. Those chains get
+        the identity's factor (so that the solves below stay finite) and Φ = +∞, so HMC rejects them."""
+        xp = self.backend.xp
+        failed = ~xp.all(xp.isfinite(matrices), axis=(1, 2))
+        matrices = xp.where(failed[:, None, None], self.identity, matrices)
+        try:
+            factor = xp.linalg.cholesky(matrices)
+        except np.linalg.LinAlgError:  # numpy refuses the whole batch for one chain; cupy returns NaN instead
+            factor = []
+            for c, matrix in enumerate(matrices):
+                try:
+                    factor.append(xp.linalg.cholesky(matrix))
+                except np.linalg.LinAlgError:
+                    failed[c] = True
+                    factor.append(self.identity)
+            factor = xp.stack(factor)
+        failed = failed | ~xp.all(xp.isfinite(xp.diagonal(factor, axis1=1, axis2=2)), axis=1)
+        return xp.where(failed[:, None, None], self.identity, factor), failed
+
     def _kernel_solve(self, U, r1):
-        """Cholesky of K(U) + TI per chain; returns (factor, α, ln det, yᵀ(K+TI)⁻¹y)."""
+        """Cholesky of K(U) + TI per chain; returns (factor, α, ln det, yᵀ(K+TI)⁻¹y, chains without a factor)."""
         xp = self.backend.xp
         chains = U.shape[0]
-        factor = xp.linalg.cholesky(self._kernel(U, r1) + self.temperature * self.identity)
+        factor, failed = self._factor(self._kernel(U, r1) + self.temperature * self.identity)
         labels = xp.broadcast_to(self.labels, (chains, self.examples))
         half = self.backend.solve_lower(factor, labels)
         alpha = self.backend.solve_lower(factor, half, transpose=True)
         log_det = 2.0 * xp.sum(xp.log(xp.diagonal(factor, axis1=1, axis2=2)), axis=1)
-        return factor, alpha, log_det, xp.sum(half**2, axis=1)
+        return factor, alpha, log_det, xp.sum(half**2, axis=1), failed
 
     def _energy_gradient(self, factor, alpha):
         """½ Σ_μν [(K+TI)⁻¹ − ααᵀ]_μν C^μν per chain (C, 𝓗, 𝓗), symmetric."""
@@ -141,8 +164,9 @@ class CollapsedPosterior:
         rs = net._backward_paths(layers, readout)
         r1 = rs[0]
         U = net.scale**2 * xp.matmul(r1, xp.swapaxes(r1, 1, 2))
-        factor, alpha, log_det, quadratic = self._kernel_solve(U, r1)
+        factor, alpha, log_det, quadratic, failed = self._kernel_solve(U, r1)
         potential = 0.5 * (quadratic + log_det) + 0.5 * xp.sum(theta * theta, axis=1)
+        potential = xp.where(failed, xp.inf, potential)  # no factor: outside the posterior's support numerically
         chains = theta.shape[0]
         g_U = self._energy_gradient(factor, alpha)
         g_r = 2.0 * net.scale**2 * xp.matmul(g_U, r1)
@@ -157,7 +181,7 @@ class CollapsedPosterior:
         layers, readout = self.split(theta)
         r1 = net._backward_paths(layers, readout)[0]
         U = net.scale**2 * xp.matmul(r1, xp.swapaxes(r1, 1, 2))
-        _, alpha, _, _ = self._kernel_solve(U, r1)
+        _, alpha, _, _, _ = self._kernel_solve(U, r1)
         X = self.backend.asarray(net.features)
         # k_U(x)ᵀα = Σ_{ππ'} U_{ππ'} (Σ_μ α_μ X^μ_π) · X_{π'}(x)
         weighted = xp.einsum("cm,mkp->cpk", alpha, X)  # (C, 𝓗, N0)
