@@ -15,7 +15,9 @@
    scores and pruning), as the report's experiment tasks: serially with 1 BLAS thread, serially with one BLAS
    thread per CPU, and on ``local:2`` (one thread per worker); speed-ups, and whether the stored results are the
    same (timings aside): bit for bit at equal BLAS thread counts; a different count changes the order of BLAS
-   sums, hence the last bits. The runs take turns, ``--repeats`` times; the fastest of each is compared.
+   sums, hence the last bits. Each run is a new process (imports and planning before the clock starts, as in a
+   command); the runs take turns, ``--repeats`` times; the fastest of each is compared, and serial against
+   local:2 turn by turn (the two back to back).
 4. One thorough claim's hypothesis examples (``--claim``, ``--claim-examples``), checked serially and as batches
    on ``local:2`` (as ``attnverify check --scheduler local:2`` runs them): speed-up, and the same result.
 5. Figure 3's sampled networks (``--sampling``; about 20 minutes), the thorough tier's longest tasks: the
@@ -174,34 +176,77 @@ def two_side_by_side(seeds: int, repeats: int) -> None:
           f"{2 * min(alone) / min(pairs):.2f}x")
 
 
-def seed_sweep(theory, chosen, repeats: int) -> None:
-    """Each run ``repeats`` times, the runs taking turns (this VM's speed drifts by ±10 % over minutes): the
-    fastest of each, and every time."""
+def in_new_process(name: str, *arguments):
+    """``name(*arguments)`` (a function of this module) in a new Python process, as a command runs: the package
+    imported and the run planned there before the clock starts. (In this process, a serial run would find what
+    earlier runs left warm, and a later run's client would collect a heap that earlier runs filled.)"""
+    import subprocess
+    import sys
+
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "run.pickle"
+        subprocess.run([sys.executable, __file__, "--one-run", repr((name, *arguments)), str(out)], check=True)
+        return pickle.loads(out.read_bytes())
+
+
+def _one_run(call: str, out: str) -> None:
+    import ast
+
+    name, *arguments = ast.literal_eval(call)
+    Path(out).write_bytes(pickle.dumps(globals()[name](*arguments)))
+
+
+def planned_sweep(seeds: int, scheduler: str | None, threads: int | None, workers: int) -> tuple[float, dict[str, bytes]]:
+    """:func:`timed_sweep` of the first ``seeds`` seeds' tasks."""
+    return timed_sweep(*plans(seeds), scheduler, threads, workers)
+
+
+def seed_sweep(seeds: int, repeats: int) -> None:
+    """Each run ``repeats`` times, each in a new process, the runs taking turns (this VM's speed drifts by ±10 %
+    over minutes): the fastest of each, and every time."""
     seconds, results = {}, {}
-    runs = {"serial, 1 BLAS thread": (None, 1, 1), f"serial, {os.cpu_count()} BLAS threads": (None, None, 1),
-            "2 local processes (--workers 2)": (None, None, 2), "local:2 (1 BLAS thread each)": ("local:2", None, 1)}
+    runs = {"serial, 1 BLAS thread": (None, 1, 1), "local:2 (1 BLAS thread each)": ("local:2", None, 1),
+            f"serial, {os.cpu_count()} BLAS threads": (None, None, 1), "2 local processes (--workers 2)": (None, None, 2)}
     for _ in range(repeats):
         for name, (scheduler, threads, workers) in runs.items():
-            took, results[name] = timed_sweep(theory, chosen, scheduler, threads, workers)
+            took, results[name] = in_new_process("planned_sweep", seeds, scheduler, threads, workers)
             seconds.setdefault(name, []).append(took)
-    dask = list(runs)[-1]
-    print(f"3. figure 3's training-seed features and analyses ({len(chosen) // 2} seeds, thorough, cold cache; "
-          f"fastest of {repeats}):")
+    serial, dask = list(runs)[:2]  # run one after the other in each turn: their ratio sees the same minute
+    print(f"3. figure 3's training-seed features and analyses ({seeds} seeds, thorough, cold cache; each run in a "
+          f"new process; fastest of {repeats}):")
     for name in runs:
         every = ", ".join(f"{t:.1f}" for t in seconds[name])
         print(f"   {name:<32} {min(seconds[name]):7.1f} s ({every})   speed-up of local:2 "
               f"{min(seconds[name]) / min(seconds[dask]):.2f}x   results (timings aside) vs local:2: "
               f"{compared(results[name], results[dask])}")
+    turns = ", ".join(f"{a / b:.2f}x" for a, b in zip(seconds[serial], seconds[dask]))
+    print(f"   speed-up of local:2 over serial (1 BLAS thread) turn by turn, the two runs back to back: {turns}")
+
+
+def _sampling_plans(theory) -> tuple[list, list]:
+    plans = theory.planned_experiments(profile="thorough", seed=0, backend="numpy")
+    (sampled,) = [p for p in plans if p.experiment.__name__ == "one_shot_sampled_networks"]
+    chosen = [p for p in plans if p.experiment.__name__ == "one_shot_chain_group"] + [sampled]
+    return chosen, [p for p in sampled.after if p not in chosen]
+
+
+def timed_sampling(ready: str, scheduler: str | None) -> tuple[float, dict[str, bytes]]:
+    """The chain groups and their pooling, in a store that starts as a copy of ``ready``, with a cold cache."""
+    import shutil
+
+    theory, _ = plans(1)
+    chosen, _ = _sampling_plans(theory)
+    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as cold:
+        shutil.copytree(ready, folder, dirs_exist_ok=True)
+        os.environ[CACHE_VARIABLE] = cold
+        with blas.threads(1):
+            seconds = timed_run(seed_tasks(theory, chosen, folder), scheduler)
+        return seconds, stored(folder)
 
 
 def sampled_networks(theory) -> None:
     """Part 5: the sampled one-shot networks' chain groups and their pooling, serially and on local:2."""
-    import shutil
-
-    plans = theory.planned_experiments(profile="thorough", seed=0, backend="numpy")
-    (sampled,) = [p for p in plans if p.experiment.__name__ == "one_shot_sampled_networks"]
-    chosen = [p for p in plans if p.experiment.__name__ == "one_shot_chain_group"] + [sampled]
-    prerequisites = [p for p in sampled.after if p not in chosen]
+    chosen, prerequisites = _sampling_plans(theory)
     seconds, results = {}, {}
     with tempfile.TemporaryDirectory() as ready, tempfile.TemporaryDirectory() as cache:
         os.environ[CACHE_VARIABLE] = cache  # the width sweep's saddle points, kept apart from the timed runs'
@@ -209,17 +254,12 @@ def sampled_networks(theory) -> None:
             start = time.perf_counter()
             for plan in prerequisites:
                 Store(ready).get(plan.experiment, **dict(plan.parameters))
-        print(f"5. figure 3's sampled networks (thorough; {len(chosen) - 1} chain groups, then pooled); prerequisites "
-              f"{', '.join(p.experiment.__name__ for p in prerequisites)} computed once in "
-              f"{time.perf_counter() - start:.0f} s:")
+        print(f"5. figure 3's sampled networks (thorough; {len(chosen) - 1} chain groups, then pooled; each run in a "
+              f"new process); prerequisites {', '.join(p.experiment.__name__ for p in prerequisites)} computed once "
+              f"in {time.perf_counter() - start:.0f} s:")
         for name, scheduler in (("serial, 1 BLAS thread", None), ("local:2 (1 BLAS thread each)", "local:2")):
-            with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as cold:
-                shutil.copytree(ready, folder, dirs_exist_ok=True)
-                os.environ[CACHE_VARIABLE] = cold
-                with blas.threads(1):
-                    seconds[name] = timed_run(seed_tasks(theory, chosen, folder), scheduler)
-                results[name] = stored(folder)
-    serial, dask = seconds
+            seconds[name], results[name] = in_new_process("timed_sampling", ready, scheduler)
+    dask = list(seconds)[-1]
     for name in seconds:
         print(f"   {name:<32} {seconds[name]:7.1f} s   speed-up of local:2 {seconds[name] / seconds[dask]:.2f}x   "
               f"results (timings aside) vs local:2: {compared(results[name], results[dask])}")
@@ -261,7 +301,10 @@ def main() -> None:
     parser.add_argument("--sampling", action="store_true", help="part 5, figure 3's sampled networks (~20 min)")
     parser.add_argument("--claim", default="single_location.closed_form_risk", help="the claim of part 4")
     parser.add_argument("--claim-examples", type=int, default=24, help="its number of examples (default 24)")
+    parser.add_argument("--one-run", nargs=2, help=argparse.SUPPRESS)  # fresh_sweep's child process
     args = parser.parse_args()
+    if args.one_run:
+        return _one_run(*args.one_run)
     print(f"{os.cpu_count()} CPUs")
     if args.ceiling_seeds:
         two_side_by_side(args.ceiling_seeds, args.repeats)
@@ -269,7 +312,7 @@ def main() -> None:
     theory, chosen = plans(args.seeds)
     features(theory, chosen)
     if not args.skip_sweep:
-        seed_sweep(theory, chosen, args.repeats)
+        seed_sweep(args.seeds, args.repeats)
     claim_sweep(args.claim, args.claim_examples)
     if args.sampling:
         sampled_networks(theory)
