@@ -196,7 +196,8 @@ def _one_run(call: str, out: str) -> None:
     Path(out).write_bytes(pickle.dumps(globals()[name](*arguments)))
 
 
-def planned_sweep(seeds: int, scheduler: str | None, threads: int | None, workers: int) -> tuple[float, dict[str, bytes]]:
+def planned_sweep(seeds: int, scheduler: str | None, threads: int | None,
+                  workers: int) -> tuple[float, dict[str, bytes]]:
     """:func:`timed_sweep` of the first ``seeds`` seeds' tasks."""
     return timed_sweep(*plans(seeds), scheduler, threads, workers)
 
@@ -206,7 +207,8 @@ def seed_sweep(seeds: int, repeats: int) -> None:
     over minutes): the fastest of each, and every time."""
     seconds, results = {}, {}
     runs = {"serial, 1 BLAS thread": (None, 1, 1), "local:2 (1 BLAS thread each)": ("local:2", None, 1),
-            f"serial, {os.cpu_count()} BLAS threads": (None, None, 1), "2 local processes (--workers 2)": (None, None, 2)}
+            f"serial, {os.cpu_count()} BLAS threads": (None, None, 1),
+            "2 local processes (--workers 2)": (None, None, 2)}
     for _ in range(repeats):
         for name, (scheduler, threads, workers) in runs.items():
             took, results[name] = in_new_process("planned_sweep", seeds, scheduler, threads, workers)

@@ -217,8 +217,8 @@ def plan_experiments(*, profile: str, seed: int, backend: str = "numpy") -> list
     figure3 = planned(one_shot.one_shot_width_sweep, profile=profile, after=(first,))
     plan = [first, figure3]
     if profile == "thorough":  # the sampled one-shot networks: the run's longest tasks, a chain group each
-        groups = tuple(planned(one_shot.one_shot_chain_group, profile=profile, seed=seed, group=g, after=(first, figure3))
-                       for g in range(one_shot.CHAIN_GROUPS))
+        groups = tuple(planned(one_shot.one_shot_chain_group, profile=profile, seed=seed, group=g,
+                               after=(first, figure3)) for g in range(one_shot.CHAIN_GROUPS))
         plan += [*groups, planned(one_shot.one_shot_sampled_networks, profile=profile, seed=seed,
                                   after=(first, figure3, *groups))]
     plan += [planned(sampled_markov_network, profile=profile, seed=seed, width=N)

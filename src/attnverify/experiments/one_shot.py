@@ -181,7 +181,8 @@ def _sampled_name(paths: experiment.PathData, temperature: float, seed: int, set
 
 
 def sampled_chain_group(paths: experiment.PathData, temperature: float, seed: int, group: int, *,
-                        settings: sampling.SamplerSettings = SAMPLER, groups: int = CHAIN_GROUPS) -> sampling.PosteriorSamples:
+                        settings: sampling.SamplerSettings = SAMPLER,
+                        groups: int = CHAIN_GROUPS) -> sampling.PosteriorSamples:
     """Chain group ``group`` of ``groups`` of :func:`sampled_networks`: ``settings.chains / groups`` chains from
     the posterior of the 16-path network at N = SAMPLED_WIDTH on ``paths`` (collapsed HMC), seeded by
     :func:`sampling.chain_group_seed` of (``seed``, ``group``)."""
@@ -193,7 +194,8 @@ def sampled_chain_group(paths: experiment.PathData, temperature: float, seed: in
     label = f"group {group + 1} of {groups}, " if groups > 1 else ""
     scheduler.progress(f"attention_paths: figure 3b-c, sampling networks at N = {SAMPLED_WIDTH}, T = {temperature:g}"
                        f" ({label}{settings.chains // groups} chains)")
-    posterior = network_posterior(paths.X, paths.y, heads=experiment.HEADS, width=SAMPLED_WIDTH, temperature=temperature)
+    posterior = network_posterior(paths.X, paths.y, heads=experiment.HEADS, width=SAMPLED_WIDTH,
+                                  temperature=temperature)
     return sampling.sample_posterior(posterior, seed=sampling.chain_group_seed(seed, group) if groups > 1 else seed,
                                      settings=replace(settings, chains=settings.chains // groups), X_test=paths.X_test,
                                      progress=lambda m: scheduler.progress(f"attention_paths: figure 3c, {label}{m}"))
@@ -248,4 +250,5 @@ def one_shot_sampled_networks(*, profile: str, seed: int, store: Store) -> Sampl
     seed = integer("seed", seed, 0)
     paths, temperature = _sampling_inputs(profile, store)
     return sampled_networks(paths, temperature, seed, solution_store(profile, store), settings=SAMPLER,
-                            groups=CHAIN_GROUPS, chain_group=lambda g: store.get(one_shot_chain_group, profile=profile, seed=seed, group=g))
+                            groups=CHAIN_GROUPS,
+                            chain_group=lambda g: store.get(one_shot_chain_group, profile=profile, seed=seed, group=g))

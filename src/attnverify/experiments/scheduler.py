@@ -100,9 +100,9 @@ def _checked(tasks: list[Task]) -> list[Task]:
     names = [t.name for t in tasks]
     if len(set(names)) != len(names):
         raise ValueError(f"task names must be unique, got {names}")
-    waiting = {name: [] for name in names}
+    waiting: dict[str, list[str]] = {name: [] for name in names}
     for task in tasks:
-        unknown = set(task.after) - set(names)
+        unknown = set(task.after) - waiting.keys()
         if unknown:
             raise ValueError(f"task {task.name!r} waits for {sorted(unknown)}, which are not tasks of this run")
         for name in set(task.after):

@@ -211,10 +211,12 @@ def test_pooled_puts_the_groups_chains_side_by_side():
     second = sample_posterior(post, seed=2, settings=first.settings, X_test=X_test)
     both = pooled([first, second])
     for level, U in enumerate(both.order_parameters):
-        np.testing.assert_array_equal(U, np.concatenate([first.order_parameters[level], second.order_parameters[level]], -2))
+        parts = [first.order_parameters[level], second.order_parameters[level]]
+        np.testing.assert_array_equal(U, np.concatenate(parts, -2))
     np.testing.assert_array_equal(both.test_outputs[:, 2:], second.test_outputs)
     np.testing.assert_array_equal(both.step_size, np.concatenate([first.step_size, second.step_size]))
-    assert both.acceptance.shape == (4, 6) and both.settings == SamplerSettings(chains=4, warmup=10, draws=6, max_leapfrog=8)
+    assert both.acceptance.shape == (4, 6)
+    assert both.settings == SamplerSettings(chains=4, warmup=10, draws=6, max_leapfrog=8)
     assert both.seed == (1, 2) and both.leapfrog_steps == (first.leapfrog_steps, second.leapfrog_steps)
     assert both.gradient_evaluations == first.gradient_evaluations + second.gradient_evaluations
     assert pooled([both, first]).seed == (1, 2, 1)

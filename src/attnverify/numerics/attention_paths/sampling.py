@@ -127,7 +127,8 @@ class PosteriorSamples:
             "chains": self.settings.chains,
             "warmup": self.settings.warmup,
             "draws": self.settings.draws,
-            "leapfrog_steps": list(self.leapfrog_steps) if isinstance(self.leapfrog_steps, tuple) else self.leapfrog_steps,
+            "leapfrog_steps": (list(self.leapfrog_steps) if isinstance(self.leapfrog_steps, tuple)
+                               else self.leapfrog_steps),
             "step_size": [float(s) for s in self.step_size],
             "mean_acceptance": float(np.mean(self.acceptance)),
             "divergences": int(np.sum(self.divergences)),
@@ -168,7 +169,8 @@ def pooled(groups: Sequence[PosteriorSamples]) -> PosteriorSamples:
         if group.method != first.method or replace(group.settings, chains=first.settings.chains) != first.settings:
             raise ValueError(f"groups[{k}] was sampled with method {group.method!r} and settings {group.settings}, "
                              f"groups[0] with {first.method!r} and {first.settings}: pool groups of one run only")
-        if (group.test_outputs is None) != (first.test_outputs is None) or len(group.order_parameters) != len(first.order_parameters):
+        if ((group.test_outputs is None) != (first.test_outputs is None)
+                or len(group.order_parameters) != len(first.order_parameters)):
             raise ValueError(f"groups[{k}] records other quantities than groups[0] (test outputs or order parameters)")
     return PosteriorSamples(
         order_parameters=[np.concatenate([g.order_parameters[level] for g in groups], -2)
