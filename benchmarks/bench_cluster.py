@@ -20,7 +20,7 @@
    local:2 turn by turn (the two back to back).
 4. One thorough claim's hypothesis examples (``--claim``, ``--claim-examples``), checked serially and as batches
    on ``local:2`` (as ``attnverify check --scheduler local:2`` runs them): speed-up, and the same result.
-5. Figure 3's sampled networks (``--sampling``; about 20 minutes), the thorough tier's longest tasks: the
+5. Figure 3's sampled networks (``--sampling``; about 30 minutes), the thorough tier's longest tasks: the
    posterior at N = 10 sampled as ``one_shot.CHAIN_GROUPS`` chain groups (one task each, each sampling on one
    core) and pooled, serially and on ``local:2``, with their prerequisites (the first network's features and
    the width sweep) computed once beforehand and copied into each run's store; a cold cache, so every run
@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import os
 import pickle
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -141,11 +142,14 @@ def compared(first: dict[str, bytes], second: dict[str, bytes]) -> str:
     return "identical" if not found else f"{len(found)} fields differ, at most {worst:.1e} relative"
 
 
-def timed_sweep(theory, chosen, scheduler: str | None = None, threads: int | None = 1,
-                workers: int = 1) -> tuple[float, dict[str, bytes]]:
-    """The sweep's tasks with a fresh store and a cold cache (the thorough tier keeps its saddle points there),
-    ``threads`` BLAS threads here (None: one per CPU): the seconds, and the stored results."""
+def timed_sweep(theory, chosen, scheduler: str | None = None, threads: int | None = 1, workers: int = 1,
+                start_from: str | None = None) -> tuple[float, dict[str, bytes]]:
+    """The tasks of the plans ``chosen`` with a fresh store (a copy of the store folder ``start_from``, if given)
+    and a cold cache (the thorough tier keeps its saddle points and sampled networks there), ``threads`` BLAS
+    threads here (None: one per CPU): the seconds, and the stored results."""
     with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as cache:
+        if start_from is not None:
+            shutil.copytree(start_from, folder, dirs_exist_ok=True)
         os.environ[CACHE_VARIABLE] = cache
         with blas.threads(threads):
             seconds = timed_run(seed_tasks(theory, chosen, folder), scheduler, workers)
@@ -233,17 +237,9 @@ def _sampling_plans(theory) -> tuple[list, list]:
 
 
 def timed_sampling(ready: str, scheduler: str | None) -> tuple[float, dict[str, bytes]]:
-    """The chain groups and their pooling, in a store that starts as a copy of ``ready``, with a cold cache."""
-    import shutil
-
+    """:func:`timed_sweep` of the chain groups and their pooling, from the store folder ``ready``."""
     theory, _ = plans(1)
-    chosen, _ = _sampling_plans(theory)
-    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as cold:
-        shutil.copytree(ready, folder, dirs_exist_ok=True)
-        os.environ[CACHE_VARIABLE] = cold
-        with blas.threads(1):
-            seconds = timed_run(seed_tasks(theory, chosen, folder), scheduler)
-        return seconds, stored(folder)
+    return timed_sweep(theory, _sampling_plans(theory)[0], scheduler, start_from=ready)
 
 
 def sampled_networks(theory) -> None:
@@ -300,10 +296,10 @@ def main() -> None:
     parser.add_argument("--skip-sweep", action="store_true", help="only parts 1, 2 and 4")
     parser.add_argument("--repeats", type=int, default=2, help="times each run of part 3 is timed (default 2)")
     parser.add_argument("--ceiling-seeds", type=int, default=4, help="seeds of part 0 (default 4; 0 skips it)")
-    parser.add_argument("--sampling", action="store_true", help="part 5, figure 3's sampled networks (~20 min)")
+    parser.add_argument("--sampling", action="store_true", help="part 5, figure 3's sampled networks (~30 min)")
     parser.add_argument("--claim", default="single_location.closed_form_risk", help="the claim of part 4")
     parser.add_argument("--claim-examples", type=int, default=24, help="its number of examples (default 24)")
-    parser.add_argument("--one-run", nargs=2, help=argparse.SUPPRESS)  # fresh_sweep's child process
+    parser.add_argument("--one-run", nargs=2, help=argparse.SUPPRESS)  # in_new_process's child
     args = parser.parse_args()
     if args.one_run:
         return _one_run(*args.one_run)

@@ -9,13 +9,19 @@ from attnverify.numerics.attention_paths.solution_store import SolutionStore
 from attnverify.experiments import one_shot
 
 
-def test_sampled_networks_are_stored_and_reused(tmp_path, monkeypatch):
-    rng = np.random.default_rng(3)
-    paths_count = int(np.prod(experiment.HEADS))
-    X = rng.standard_normal((8, 2, paths_count)) / 4
+TINY = sampling.SamplerSettings(chains=4, warmup=10, draws=4)  # 2 groups of 2 chains
+
+
+def _tiny_paths(seed: int) -> experiment.PathData:
+    """8 episodes of random 16-path features (the first 5 are the test set)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((8, 2, int(np.prod(experiment.HEADS)))) / 4
     y = np.sign(rng.standard_normal(8))
-    paths = experiment.PathData(X, y, X, y, X[:5], y[:5])
-    tiny = sampling.SamplerSettings(chains=4, warmup=10, draws=4)  # 2 groups of 2 chains
+    return experiment.PathData(X, y, X, y, X[:5], y[:5])
+
+
+def test_sampled_networks_are_stored_and_reused(tmp_path, monkeypatch):
+    paths, tiny = _tiny_paths(3), TINY
     store = SolutionStore(tmp_path)
     first = one_shot.sampled_networks(paths, 0.5, 7, store, settings=tiny)
     assert len(store) == 1
@@ -37,11 +43,7 @@ def test_the_chain_groups_are_tasks_of_their_own_and_pool_to_the_direct_result(t
     what one call of sampled_networks gives; once kept, a group has nothing left to sample."""
     from attnverify.experiments.store import Store
 
-    rng = np.random.default_rng(4)
-    X = rng.standard_normal((8, 2, int(np.prod(experiment.HEADS)))) / 4
-    y = np.sign(rng.standard_normal(8))
-    paths = experiment.PathData(X, y, X, y, X[:5], y[:5])
-    tiny = sampling.SamplerSettings(chains=4, warmup=10, draws=4)
+    paths, tiny = _tiny_paths(4), TINY
     monkeypatch.setattr(one_shot, "SAMPLER", tiny)
     monkeypatch.setattr(one_shot, "_sampling_inputs", lambda profile, store: (paths, 0.5))
     kept = SolutionStore(tmp_path / "kept")

@@ -3,10 +3,10 @@
 ``run_on_cluster(tasks, "local:2", …)`` starts a ``LocalCluster`` of 2 worker processes (one thread each) for
 the run and stops it at the end; ``run_on_cluster(tasks, "tcp://host:8786", …)`` uses a running scheduler
 (e.g. one that ``dask-jobqueue`` started on a SLURM cluster). The client hands the cluster as many tasks as it
-has worker threads, the first ready ones by :func:`~attnverify.experiments.scheduler.by_priority`, and the next as each finishes, with the outcomes
-of its prerequisites (as the local worker processes do): a task waiting on a busy worker while another worker
-idles (Dask places a task beside its prerequisites' results) cost the figure-3 sweep 15 % of its time. A task
-never raises on the worker (its traceback comes back in its
+has worker threads, the first ready ones by :func:`~attnverify.experiments.scheduler.by_priority`, and the next
+as each finishes, with the outcomes of its prerequisites (as the local worker processes do): a task waiting on a
+busy worker while another worker idles (Dask places a task beside its prerequisites' results) cost the figure-3
+sweep 15 % of its time. A task never raises on the worker (its traceback comes back in its
 :class:`~attnverify.experiments.scheduler.Outcome`), so the tasks after a failed one still run. A worker that
 dies mid-task is replaced and its task rerun by Dask; the task's result depends only on its arguments (seeds
 come from the run's seed and the task's identity), so the rerun gives the same answer. Progress lines from
@@ -112,7 +112,7 @@ def run_on_cluster(tasks: list[Task], address: str, *, on_start: Callable[[Task]
     except ImportError:
         raise SchedulerUnavailable("--scheduler needs Dask distributed: pip install 'attnverify[distributed]'") from None
     logging.getLogger("distributed").setLevel(logging.WARNING)  # the client's own connection notices
-    tasks = scheduler._checked(list(tasks))
+    tasks = scheduler.by_priority(tasks)  # checked, and in the order they are handed out
     say = say or (lambda message: None)
     by_name = {task.name: task for task in tasks}
     outcomes: dict[str, Outcome] = {}
@@ -144,7 +144,7 @@ def run_on_cluster(tasks: list[Task], address: str, *, on_start: Callable[[Task]
 
         client.subscribe_topic(TOPIC, on_event)
         run = uuid.uuid4().hex[:8]
-        pending = scheduler.by_priority(tasks)
+        pending = list(tasks)
         running = as_completed()
         threads, counted = _threads(client), time.monotonic()
         while pending or running.count():

@@ -135,8 +135,8 @@ def run_tasks(tasks: list[Task], *, workers: int = 1, on_start: Callable[[Task],
         from .cluster import run_on_cluster
 
         return run_on_cluster(tasks, scheduler, on_start=on_start, on_done=on_done, say=say)
-    tasks = _checked(list(tasks))
     workers = integer("workers", workers, 1)
+    tasks = _checked(list(tasks)) if workers == 1 else by_priority(tasks)  # each checks the list
     outcomes: dict[str, Outcome] = {}
 
     def finish(outcome: Outcome) -> None:
@@ -164,7 +164,7 @@ def run_tasks(tasks: list[Task], *, workers: int = 1, on_start: Callable[[Task],
     listener = threading.Thread(target=_relay, args=(queue, say), daemon=True)
     listener.start()
     threads = max(1, (os.cpu_count() or 1) // workers)
-    pending = by_priority(tasks)
+    pending = list(tasks)
     running: dict[Future, Task] = {}
     try:
         with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_start,

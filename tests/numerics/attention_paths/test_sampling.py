@@ -34,14 +34,19 @@ def tiny_posterior_moments(X, y, X_test, T):
     return U, f
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_tiny_network_matches_quadrature(method):
+def tiny_problem():
+    """The network of :func:`tiny_posterior_moments` on 3 training and 2 test inputs, T = 1."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(3, 1, 1))
     y = np.array([1.0, -1.0, 1.0])
     X_test = rng.normal(size=(2, 1, 1))
     T = 1.0
-    post = network_posterior(X, y, heads=(1,), width=1, temperature=T)
+    return network_posterior(X, y, heads=(1,), width=1, temperature=T), X, y, X_test, T
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_tiny_network_matches_quadrature(method):
+    post, X, y, X_test, T = tiny_problem()
     samples = sample_posterior(post, seed=3, settings=SamplerSettings(chains=8, warmup=300, draws=1500),
                                X_test=X_test, method=method)
     U_exact, f_exact = tiny_posterior_moments(X, y, X_test, T)
@@ -58,9 +63,7 @@ def test_tiny_network_matches_quadrature(method):
 def test_chain_groups_run_apart_and_pooled_match_quadrature():
     """Two groups of 4 chains, each with its own seed and warm-up (as two tasks of a cluster run), pooled: the
     moments agree with quadrature as one run of 8 chains does."""
-    rng = np.random.default_rng(0)
-    X, y, X_test, T = rng.normal(size=(3, 1, 1)), np.array([1.0, -1.0, 1.0]), rng.normal(size=(2, 1, 1)), 1.0
-    post = network_posterior(X, y, heads=(1,), width=1, temperature=T)
+    post, X, y, X_test, T = tiny_problem()
     settings = SamplerSettings(chains=4, warmup=300, draws=750)
     groups = [sample_posterior(post, seed=chain_group_seed(3, g), settings=settings, X_test=X_test) for g in range(2)]
     samples = pooled(groups)
