@@ -13,23 +13,34 @@ from .backend import to_numpy
 
 @dataclass(frozen=True)
 class Estimate:
-    """A Monte Carlo estimate: sample ``mean``, its ``standard_error``, and the sample count."""
+    """A Monte Carlo estimate: sample ``mean``, its ``standard_error``, and the sample count.
+
+    ``magnitude`` (optional) is the mean of |x| over the draws, the scale of the terms that were summed
+    (a comparison's round-off floor is a few ulps of it, not of the mean, which may cancel to 0);
+    ``identical`` says that every draw was the same number (so the standard error 0 is exact, not luck).
+    """
 
     mean: float
     standard_error: float
     samples: int
+    magnitude: float | None = None
+    identical: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mean", arguments.real("Estimate.mean", self.mean))
         object.__setattr__(self, "standard_error", arguments.nonnegative("Estimate.standard_error", self.standard_error))
         object.__setattr__(self, "samples", arguments.integer("Estimate.samples", self.samples, 1))
+        if self.magnitude is not None:
+            object.__setattr__(self, "magnitude", arguments.nonnegative("Estimate.magnitude", self.magnitude))
+        object.__setattr__(self, "identical", arguments.flag("Estimate.identical", self.identical))
 
     def interval(self, z: float = 1.96) -> tuple[float, float]:
         """The interval mean ± z·standard_error."""
         return self.mean - z * self.standard_error, self.mean + z * self.standard_error
 
     def as_dict(self) -> dict:
-        return {"mean": self.mean, "standard_error": self.standard_error, "samples": self.samples}
+        return {"mean": self.mean, "standard_error": self.standard_error, "samples": self.samples,
+                "magnitude": self.magnitude, "identical": self.identical}
 
 
 def mean_estimate(values) -> Estimate:
@@ -38,17 +49,22 @@ def mean_estimate(values) -> Estimate:
     n = x.size
     if n < 2:
         raise ValueError(f"values must hold at least 2 draws to estimate an error, got {n}")
-    return Estimate(float(x.mean()), float(x.std(ddof=1) / np.sqrt(n)), int(n))
+    return Estimate(float(x.mean()), float(x.std(ddof=1) / np.sqrt(n)), int(n),
+                    magnitude=float(np.abs(x).mean()), identical=bool(x.min() == x.max()))
 
 
 class RunningMoments:
-    """Running mean and sum of squared deviations over batches (Chan et al. pairwise update), so
-    that a long simulation in chunks gives the same :class:`Estimate` as one pass."""
+    """Running mean and sum of squared deviations over batches (Chan, Golub & LeVeque 1979, pairwise
+    update), so that a long simulation in chunks gives the same :class:`Estimate` as one pass; it also
+    keeps the running mean of |x| and the smallest and largest draw (for ``magnitude`` and ``identical``)."""
 
     def __init__(self) -> None:
         self.count = 0
         self.mean = 0.0
         self.m2 = 0.0
+        self.absolute = 0.0
+        self.low = math.inf
+        self.high = -math.inf
 
     def add(self, values, xp=np) -> None:
         """Fold in a batch of draws (numpy or cupy); NaN or infinity is an error."""
@@ -63,6 +79,9 @@ class RunningMoments:
         delta = batch_mean - self.mean
         self.mean += delta * m / total
         self.m2 += batch_m2 + delta * delta * self.count * m / total
+        self.absolute += (float(xp.mean(xp.abs(values))) - self.absolute) * m / total
+        self.low = min(self.low, float(xp.min(values)))
+        self.high = max(self.high, float(xp.max(values)))
         self.count = total
 
     def estimate(self) -> Estimate:
@@ -70,7 +89,8 @@ class RunningMoments:
         n = self.count
         if n < 2:
             raise ValueError(f"at least 2 draws are needed to estimate an error, got {n}")
-        return Estimate(self.mean, math.sqrt(self.m2 / (n - 1) / n), n)
+        return Estimate(self.mean, math.sqrt(self.m2 / (n - 1) / n), n, magnitude=self.absolute,
+                        identical=self.low == self.high)
 
 
 def combine(estimates: list[Estimate]) -> Estimate:
@@ -83,7 +103,10 @@ def combine(estimates: list[Estimate]) -> Estimate:
     w = n / n.sum()
     mean = float(np.sum(w * [e.mean for e in estimates]))
     se = float(np.sqrt(np.sum((w * [e.standard_error for e in estimates]) ** 2)))
-    return Estimate(mean, se, int(n.sum()))
+    magnitudes = [e.magnitude for e in estimates]
+    magnitude = None if None in magnitudes else float(np.sum(w * magnitudes))
+    identical = all(e.identical and e.mean == estimates[0].mean for e in estimates)
+    return Estimate(mean, se, int(n.sum()), magnitude=magnitude, identical=identical)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,49 @@
+"""Tests of numerics/statistics.py: estimates, running moments, pooling."""
+
+import numpy as np
+import pytest
+
+from attnverify.numerics.statistics import Estimate, RunningMoments, combine, mean_estimate
+
+
+def test_estimate_keeps_positional_construction_and_new_fields_default():
+    e = Estimate(1.0, 0.1, 10)
+    assert (e.magnitude, e.identical) == (None, False)
+    assert e.as_dict() == {"mean": 1.0, "standard_error": 0.1, "samples": 10, "magnitude": None, "identical": False}
+    assert Estimate(**e.as_dict()) == e
+
+
+def test_estimate_refuses_bad_magnitude_and_identical_by_name():
+    with pytest.raises(ValueError, match="magnitude"):
+        Estimate(1.0, 0.1, 10, magnitude=-1.0)
+    with pytest.raises(TypeError, match="identical"):
+        Estimate(1.0, 0.1, 10, identical=1)
+
+
+def test_mean_estimate_records_the_magnitude_of_the_terms_and_identical_draws():
+    e = mean_estimate(np.array([-3.0, 3.0, -1.0, 1.0]))
+    assert e.mean == 0.0 and e.magnitude == 2.0 and not e.identical
+    zeros = mean_estimate(np.zeros(7))
+    assert zeros.identical and zeros.standard_error == 0.0 and zeros.magnitude == 0.0
+
+
+def test_running_moments_equal_one_pass_with_magnitude_and_identical():
+    x = np.random.default_rng(3).standard_normal(1001) ** 3
+    acc = RunningMoments()
+    for chunk in np.array_split(x, 7):
+        acc.add(chunk)
+    one, batched = mean_estimate(x), acc.estimate()
+    assert abs(batched.mean - one.mean) < 1e-14 and abs(batched.standard_error - one.standard_error) < 1e-14
+    assert abs(batched.magnitude - one.magnitude) < 1e-14 and not batched.identical
+    same = RunningMoments()
+    for chunk in np.array_split(np.full(10, 0.25), 3):
+        same.add(chunk)
+    assert same.estimate().identical and same.estimate().standard_error == 0.0
+
+
+def test_combine_pools_magnitude_and_identical():
+    a, b = mean_estimate(np.full(4, 2.0)), mean_estimate(np.full(6, 2.0))
+    pooled = combine([a, b])
+    assert pooled.identical and pooled.magnitude == 2.0 and pooled.samples == 10
+    assert not combine([a, mean_estimate(np.full(6, 1.0))]).identical
+    assert combine([Estimate(1.0, 0.1, 10), a]).magnitude is None
