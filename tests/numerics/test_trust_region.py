@@ -79,3 +79,65 @@ def test_minimise_stops_at_its_iteration_limit_and_says_so():
     result = minimise(rosenbrock, rosenbrock_hessian, lambda x: np.abs(rosenbrock(x)[1]).max(), [-1.2, 1.0],
                       tolerance=1e-10, max_iterations=3)
     assert result.iterations == 3 and result.stopped == "3 iterations" and result.residual > 1e-10
+
+
+def _max_abs_gradient(objective):
+    return lambda x: float(np.abs(objective(x)[1]).max())
+
+
+def test_a_nan_objective_at_the_start_is_refused_not_reported_as_converged():
+    """Issue 27: a NaN objective made the residual NaN, which fails `residual > tolerance`, and the loop
+    returned "tolerance reached" at once."""
+    objective = lambda x: (np.nan, np.full_like(x, np.nan))  # noqa: E731
+    with pytest.raises(ValueError, match="objective must be finite at the starting point x, got objective value nan"):
+        minimise(objective, lambda x: np.eye(2), _max_abs_gradient(objective), [1.0, 2.0], tolerance=1e-8,
+                 max_iterations=10)
+
+
+def test_a_nan_gradient_or_residual_at_the_start_is_refused_by_name():
+    nan_gradient = lambda x: (1.0, np.array([np.nan, 0.0]))  # noqa: E731
+    with pytest.raises(ValueError, match="objective's gradient must be finite"):
+        minimise(nan_gradient, lambda x: np.eye(2), lambda x: 1.0, [0.0, 0.0], tolerance=1e-8, max_iterations=10)
+    with pytest.raises(ValueError, match="residual must be finite at the starting point x, got nan"):
+        minimise(rosenbrock, rosenbrock_hessian, lambda x: np.nan, [0.0, 0.0], tolerance=1e-8, max_iterations=10)
+
+
+def test_trial_points_with_a_nan_gradient_are_rejected_and_the_minimum_still_reached():
+    """f = ½|x|² has a NaN gradient (or value) beyond x₀ > 0.5: steps there are rejected like steps where f is
+    undefined (a finite value with a NaN gradient used to be accepted, and its NaN residual read as converged)."""
+    def objective(x):
+        if x[0] > 0.5:
+            return (np.nan if x[0] > 2.0 else 0.0), np.full_like(x, np.nan)
+        return 0.5 * float(x @ x), x.copy()
+
+    # a Hessian 4× too small overshoots: the first trial step lands at (0.9, −3), f = 0 there, its gradient NaN
+    result = minimise(objective, lambda x: 0.25 * np.eye(2), _max_abs_gradient(objective), [-0.3, 1.0],
+                      tolerance=1e-12, max_iterations=200, radius=10.0)
+    assert result.stopped == "tolerance reached" and np.all(np.isfinite(result.history))
+    assert np.allclose(result.x, 0.0, atol=1e-12)
+
+
+def test_a_nan_residual_after_a_step_stops_the_loop_and_says_so():
+    residual = lambda x: np.nan if abs(x[0]) < 0.5 else float(np.abs(x).max())  # noqa: E731
+    quadratic = lambda x: (0.5 * float(x @ x), x.copy())  # noqa: E731
+    result = minimise(quadratic, lambda x: np.eye(2), residual, [1.0, 1.0], tolerance=1e-12, max_iterations=50,
+                      radius=10.0)
+    assert result.stopped.startswith("non-finite residual") and result.stopped != "tolerance reached"
+    assert result.residual == 1.0 and np.array_equal(result.x, [1.0, 1.0])  # the last point with a residual
+
+
+def test_a_nan_hessian_stops_the_loop_and_says_so():
+    result = minimise(rosenbrock, lambda x: np.full((2, 2), np.nan), _max_abs_gradient(rosenbrock), [-1.2, 1.0],
+                      tolerance=1e-10, max_iterations=10)
+    assert result.stopped.startswith("non-finite Hessian") and result.iterations == 1
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("tolerance", np.nan, "tolerance must be a finite number"),
+    ("tolerance", -1.0, "tolerance must be a finite number"),
+    ("max_iterations", 2.5, "max_iterations must be an integer ≥ 0"),
+])
+def test_bad_settings_are_named(name, value, message):
+    settings = dict(tolerance=1e-8, max_iterations=10) | {name: value}
+    with pytest.raises(ValueError, match=message):
+        minimise(rosenbrock, rosenbrock_hessian, _max_abs_gradient(rosenbrock), [0.0, 0.0], **settings)

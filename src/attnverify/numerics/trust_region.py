@@ -12,6 +12,10 @@ round-off or it lowers the residual of the stationarity equations, the quantity 
 is on. The loop stops at that tolerance, at ``max_iterations``, or when two such round-off steps in a
 row fail to halve the residual (the round-off floor of the gradient).
 
+A trial point whose objective or gradient is not finite (NaN, ±inf) is rejected like a bad step; a start
+whose objective, gradient or residual is not finite is refused (``ValueError``), so that a NaN can never
+pass the test ``residual ≤ tolerance`` by failing it (NaN compares false both ways).
+
 One eigendecomposition per iteration (O(n³), n = number of unknowns) and one objective + gradient per
 trial point; no line search, no finite differences.
 """
@@ -22,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+
+from . import arguments
 
 
 @dataclass
@@ -88,10 +94,14 @@ def minimise(
     max_radius: float = 1e3,
 ) -> TrustRegionResult:
     """Minimise ``objective`` (x ↦ (value, gradient); +inf where undefined) from ``x`` until
-    ``residual(x) ≤ tolerance`` (see the module doc)."""
+    ``residual(x) ≤ tolerance`` (see the module doc). The start must be a point where the objective, its
+    gradient and the residual are finite."""
+    tolerance = arguments.nonnegative("tolerance", tolerance)
+    max_iterations = arguments.integer("max_iterations", max_iterations, 0)
     x = np.array(x, dtype=float)
     value, gradient = objective(x)
     current = residual(x)
+    _check_start(x, value, gradient, current)
     history: list[float] = []
     iterations = round_off_steps = stalls = 0
     stopped = "tolerance reached"
@@ -103,7 +113,11 @@ def minimise(
             stopped = "trust radius below round-off"
             break
         iterations += 1
-        eigenvalues, vectors = np.linalg.eigh(hessian(x))
+        matrix = np.asarray(hessian(x), dtype=float)
+        if not np.all(np.isfinite(matrix)):
+            stopped = "non-finite Hessian (NaN or inf) at the current point"
+            break
+        eigenvalues, vectors = np.linalg.eigh(matrix)
         step, predicted = subproblem_step(gradient, eigenvalues, vectors, radius)
         length = float(np.linalg.norm(step))
         trial = x + step
@@ -111,7 +125,8 @@ def minimise(
         rounding = 1e-13 * max(1.0, abs(value))
         actual = trial_value - value
         ratio = actual / predicted if predicted < 0 else -np.inf
-        if not np.isfinite(trial_value):
+        trial_residual = None
+        if not (np.isfinite(trial_value) and np.all(np.isfinite(trial_gradient))):
             accept = False
         elif predicted > -rounding:  # the model's decrease is round-off: judge by the residual
             trial_residual = residual(trial)
@@ -125,10 +140,26 @@ def minimise(
         elif ratio > 0.75 and length >= 0.99 * radius:
             radius = min(2.0 * radius, max_radius)
         if accept:
-            x, value, gradient = trial, trial_value, trial_gradient
-            current = residual(x)
+            trial_residual = residual(trial) if trial_residual is None else trial_residual
+            if not np.isfinite(trial_residual):  # the step itself is fine; the caller's residual is not
+                stopped = f"non-finite residual ({trial_residual}) at an accepted point"
+                break
+            x, value, gradient, current = trial, trial_value, trial_gradient, float(trial_residual)
             history.append(float(value))
         if stalls >= 2 and current > tolerance:
             stopped = "round-off floor of the gradient (two steps without halving the residual)"
             break
     return TrustRegionResult(x, current, iterations, round_off_steps, stopped, history)
+
+
+def _check_start(x: np.ndarray, value, gradient, residual) -> None:
+    """Refuse a start where the objective, its gradient or the residual is not finite (a NaN residual would
+    otherwise fail ``residual > tolerance`` and read as "tolerance reached")."""
+    if not np.isfinite(value):
+        raise ValueError(f"objective must be finite at the starting point x, got objective value {value}")
+    gradient = np.asarray(gradient, dtype=float)
+    if gradient.shape != x.shape or not np.all(np.isfinite(gradient)):
+        raise ValueError(f"objective's gradient must be finite with the shape {x.shape} of x at the starting "
+                         f"point, got {np.array2string(gradient, threshold=6)}")
+    if not np.isfinite(residual):
+        raise ValueError(f"residual must be finite at the starting point x, got {residual}")

@@ -1,6 +1,8 @@
 """The saddle-point solver: gradients are derivatives, the answer solves the equations and is a
 minimum, the three representations agree, and failure is loud."""
 
+import re
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
@@ -160,3 +162,36 @@ def test_action_evaluations_check_nothing_again(monkeypatch):
     action.gradient_norm(theta + 0.1)  # a second point (the same θ is answered from the action's memory)
     assert checks == [] and readout_checks == [False, False]
     assert np.isfinite(value) and np.all(np.isfinite(gradient))
+
+
+@pytest.mark.parametrize("space", ["kernel", "feature", "paths"])
+def test_a_temperature_lost_in_round_off_is_refused_by_name(space):
+    """Issue 27: temperature 1e-300 ended in scipy's LinAlgError (or numpy's "Eigenvalues did not converge").
+    Below ε·Tr K(U) at the start, T·I is not resolved next to K(U) in float64; the refusal names the range."""
+    X, y = random_features(12, 3, 2, seed=0)  # P = 12 > N0·𝓗 = 6: K(U) is singular, only T·I makes it definite
+    lowest = np.finfo(float).eps * np.sum(X**2)  # U = I at the GP point (σ² = 1), Tr K = Σ X²
+    for temperature in (1e-300, float(0.5 * lowest)):
+        with pytest.raises(ValueError, match=r"temperature must be in \[[0-9.e+-]+, inf\).*got " + re.escape(repr(temperature))):
+            if space == "paths":
+                saddle_point(np.einsum("pia,qib->abpq", X, X), y, heads=(2,), width=5, temperature=temperature)
+            else:
+                saddle_point_from_features(X, y, heads=(2,), width=5, temperature=temperature, space=space)
+
+
+def test_the_refused_range_is_the_round_off_of_the_kernel():
+    X, y = random_features(12, 3, 2, seed=0)
+    lowest = np.finfo(float).eps * np.sum(X**2)
+    with pytest.raises(ValueError, match=rf"temperature must be in \[{lowest:.3g}, inf\)"):
+        saddle_point_from_features(X, y, heads=(2,), width=5, temperature=1e-300)
+
+
+def test_a_small_temperature_above_the_round_off_fails_as_a_saddle_point_error_not_a_linalg_error():
+    """Just above the refused range, K(U) + T·I loses its Cholesky factor somewhere along the solve: such trial
+    points are rejected as steps to where S is undefined, and the failure (if any) is the solver's own."""
+    X, y = random_features(12, 3, 2, seed=0)
+    C = np.einsum("pia,qib->abpq", X, X)
+    temperature = 2 * np.finfo(float).eps * np.sum(X**2)
+    try:
+        saddle_point(C, y, heads=(2,), width=5, temperature=temperature)
+    except SaddlePointError as error:
+        assert "did not converge" in str(error) or "not a minimum" in str(error)

@@ -14,7 +14,9 @@ Minimises S = E(U_1) + 𝓛(U_a, U_L, …, U_1) (spec §2.1) over positive-defin
 * converged when max |∂(S/n_max)/∂U_ℓ| ≤ ``tolerance`` (the saddle-point equations themselves), and
   accepted only when the exact Hessian in the order parameters (U_a profiled out) is positive
   definite there (a minimum, as the authors' code tests).
-Otherwise :class:`SaddlePointError` says what failed.
+Otherwise :class:`SaddlePointError` says what failed. A temperature so small that T·I is lost in the float64
+round-off of the kernel K(U) at the start (T < ε·Tr K(U)) is refused by name before any step, and a trial
+point where K(U) + T·I has no Cholesky factor in float64 is rejected as a step to where S is undefined.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import numpy as np
 from ...derivations import attention_paths as theory
 from .. import arguments, blas, trust_region
 from . import second_derivatives
-from .energy import energy_for
+from .energy import _diagonal_blocks, energy_for
 from .entropy import ActionConfig, entropy, entropy_gradients
 
 
@@ -161,7 +163,10 @@ class Action:
         with np.errstate(over="ignore"):
             if not np.all(np.isfinite(np.exp(theta))):
                 return np.inf, np.zeros_like(theta)
-        E, H, factors, _, grads = self.parts(theta)
+        try:
+            E, H, factors, _, grads = self.parts(theta)
+        except np.linalg.LinAlgError:  # K(U) + T·I not positive definite in float64: S is undefined there
+            return np.inf, np.zeros_like(theta)
         return (E + H) / self.scale, self.parametrisation.chain(factors, grads) / self.scale
 
     def gradient_norm(self, theta: np.ndarray) -> float:
@@ -227,10 +232,38 @@ def solve(
         return _solve(action, tolerance, max_iterations, start, space, raise_on_failure)
 
 
+def _path_traces(energy) -> np.ndarray | None:
+    """T_ππ' = Σ_μ C^{μμ}_{ππ'}, so that Tr K(U) = Σ U_ππ' T_ππ' (None for an energy of another kind)."""
+    if hasattr(energy, "C"):
+        return np.einsum("abpp->ab", energy.C)
+    if hasattr(energy, "gram"):
+        return _diagonal_blocks(energy.gram, energy.N0, energy.paths)
+    if hasattr(energy, "X"):
+        return np.einsum("pia,pib->ab", energy.X, energy.X)
+    return None
+
+
+def _check_temperature(action: Action, theta: np.ndarray) -> None:
+    """Refuse a temperature below ε·Tr K(U) at the start: T·I is then below the float64 round-off of the
+    kernel, so K(U) + T·I has no Cholesky factor (or a meaningless one) and the action is not defined
+    numerically."""
+    traces = _path_traces(action.energy)
+    temperature = getattr(action.energy, "temperature", action.config.temperature)
+    if traces is None:
+        return
+    R = action.parametrisation.factors(theta)[0]
+    lowest = float(np.finfo(float).eps * abs(np.sum((R @ R.T) * traces)))
+    if not temperature >= lowest:
+        raise ValueError(f"temperature must be in [{lowest:.3g}, inf) for these path features (ε·Tr K(U) at the "
+                         f"solver's start; below it T·I is lost in the float64 round-off of the kernel K(U)), "
+                         f"got {temperature!r}")
+
+
 def _solve(action: Action, tolerance: float, max_iterations: int, start, space: str,
            raise_on_failure: bool) -> SaddlePoint:
     t0 = time.perf_counter()
     theta = action.parametrisation.theta(start if start is not None else gp_start(action.config))
+    _check_temperature(action, theta)
     result = trust_region.minimise(action, action.hessian, action.gradient_norm, theta, tolerance=tolerance,
                                    max_iterations=max_iterations)
     theta, residual, history = result.x, result.residual, result.history
