@@ -2,8 +2,10 @@
 
 ``check`` runs the built-in claims, ``verify FILE.py`` a theorist's own claims, both through
 :func:`run_and_report`; ``report`` builds the HTML/Markdown report. Exit status: 0 when every
-claim came out as expected, 1 otherwise, 2 for a usage error (unknown option value, a pattern
-matching no claim, a backend that cannot run here).
+claim came out as expected; 1 when any came out against its expectation (a refutation of a claim expected
+to hold, a claim expected refuted that holds) or its check failed to run; 3 when none did but some were
+inconclusive where a decision was expected (draw more: the table says how many); 2 for a usage error
+(unknown option value, a pattern matching no claim, a backend that cannot run here).
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from .progress import Progress
 from .numerics.backend import BACKEND_NAMES, ENVIRONMENT_VARIABLE, Backend, BackendUnavailable, backend_from_environment
 from .experiments.cluster import SchedulerUnavailable
 from .report.results import (
+    exit_status,
     needs_details,
     result_details,
     results_table,
     run_claim_or_error,
+    summary_line,
     text_table,
     verify_command,
 )
@@ -113,12 +117,10 @@ def _print_results(results: list[dict], *, out: TextIO, json_path: str | None) -
     for result in results:
         if needs_details(result):
             print("\n" + result_details(result), file=out)
-    unexpected = [r["name"] for r in results if not r["ok"]]
-    print(f"\n{len(results)} claims: {len(results) - len(unexpected)} as expected, "
-          f"{len(unexpected)} unexpected" + (f" ({', '.join(unexpected)})" if unexpected else ""), file=out)
+    print("\n" + summary_line(results), file=out)
     if json_path:
         print(f"results written to {json_path}", file=out)
-    return 0 if not unexpected else 1
+    return exit_status(results)
 
 
 def _backend(name: str | None) -> Backend:
@@ -270,7 +272,7 @@ def _build_and_print(out: str, **options) -> int:
     status = _print_results(document["claims"], out=sys.stdout, json_path=None)
     out = Path(out)
     print(f"report written to {out / 'index.html'}, {out / 'report.md'} and {out / 'results.json'}")
-    return 0 if document["ok"] and status == 0 else 1
+    return 1 if any(section["errors"] for section in document["sections"]) else status
 
 
 def _train_one_shot(args: argparse.Namespace) -> int:

@@ -64,7 +64,9 @@ class Progress:
                 self._live.refresh()
 
     def claim_finished(self, result: ClaimResult) -> None:
-        outcome = f"{result.status}, {'OK' if result.ok else 'UNEXPECTED'} ({result.seconds:.1f} s)"
+        from .report.results import verdict
+
+        outcome = f"{result.status}, {verdict(result.as_dict())} ({result.seconds:.1f} s)"
         with self._lock:
             if self.tty:
                 live = self._display()
@@ -94,7 +96,8 @@ class Progress:
                 live.update(self._bars[name], completed=int(counter.group(1)), total=int(counter.group(2)))
             elif counter:
                 self._bars[name] = live.add_task(name, completed=int(counter.group(1)), total=int(counter.group(2)))
-            elif message.endswith(("OK", "UNEXPECTED")) or " OK (" in message or " UNEXPECTED (" in message:
+            elif message.endswith(("OK", "UNEXPECTED", "UNDECIDED")) or any(
+                    f" {word} (" in message for word in ("OK", "UNEXPECTED", "UNDECIDED")):
                 claim = message.split(": ")[0].split("] ")[-1]
                 bar = self._bars.pop(claim, None)
                 if bar is not None:

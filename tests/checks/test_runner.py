@@ -92,7 +92,8 @@ def test_a_crash_is_an_error_with_its_traceback():
         raise ZeroDivisionError("boom")
 
     result = run_claim(crash, seed=0)
-    assert result.status == "error" and "ZeroDivisionError: boom" in result.counterexample.error
+    assert result.status == "error" and "ZeroDivisionError: boom" in result.error.error
+    assert result.counterexample is None and result.shrink_trials == 0  # an error is not a counterexample
 
 
 def test_tolerances_below_five_standard_errors_are_refused():

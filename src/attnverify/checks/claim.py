@@ -22,6 +22,9 @@ from .evidence import Evidence
 
 PROFILES = ("quick", "thorough")
 
+#: What a claim may be expected to come out as (the verdicts of :mod:`.evidence`).
+EXPECTATIONS = ("holds", "refuted", "inconclusive")
+
 
 def examples_needed(exposed_fraction: float, miss_probability: float = 0.01) -> int:
     """How many independent examples find a flaw that shows on a fraction ``exposed_fraction`` of the
@@ -30,6 +33,9 @@ def examples_needed(exposed_fraction: float, miss_probability: float = 0.01) -> 
     large (say a fifth of the range) needs n = 21 examples for 99%; at five examples it is missed one
     time in three. (Each example must itself decide: a Monte Carlo tolerance of 5 SE sees a bias only
     where it exceeds about 5 SE.)"""
+    for name, value in (("exposed_fraction", exposed_fraction), ("miss_probability", miss_probability)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
     q = float(exposed_fraction)
     delta = float(miss_probability)
     if not 0 < q < 1:
@@ -68,7 +74,8 @@ class Claim:
     """A checkable statement about a theory.
 
     ``name`` is namespaced by theory (``single_location.oracle_risk``). ``expect`` is
-    ``"holds"`` for a theorem, ``"refuted"`` for a statement the tool is meant to disprove.
+    ``"holds"`` for a theorem, ``"refuted"`` for a statement the tool is meant to disprove, and
+    ``"inconclusive"`` for one the run is known to be too small to decide (say why in the statement).
     ``examples`` gives how many parameter draws each profile makes.
     """
 
@@ -77,7 +84,7 @@ class Claim:
     parameters: st.SearchStrategy
     check: Callable[[dict, Context], Evidence]
     source: str = ""
-    expect: Literal["holds", "refuted"] = "holds"
+    expect: Literal["holds", "refuted", "inconclusive"] = "holds"
     examples: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_EXAMPLES))
     shrink_budget: int = 40
 
@@ -87,11 +94,21 @@ class Claim:
                 f"claim name must be dotted lower_snake_case namespaced by theory "
                 f"(e.g. 'single_location.oracle_risk'), got {self.name!r}"
             )
-        if self.expect not in ("holds", "refuted"):
-            raise ValueError(f"expect must be 'holds' or 'refuted', got {self.expect!r}")
+        if self.expect not in EXPECTATIONS:
+            raise ValueError(f"expect must be one of {EXPECTATIONS}, got {self.expect!r}")
+        if isinstance(self.shrink_budget, bool) or not isinstance(self.shrink_budget, int) or self.shrink_budget < 0:
+            raise ValueError(f"shrink_budget must be an int ≥ 0 (checks spent shrinking a failure), "
+                             f"got {self.shrink_budget!r}")
+        if not isinstance(self.examples, dict):
+            raise ValueError(f"examples must be a dict of profile → count, got {self.examples!r}")
+        if not callable(self.check):
+            raise TypeError(f"check must be callable (params, ctx) -> Evidence, got {self.check!r}")
+        if not isinstance(self.parameters, st.SearchStrategy):
+            raise TypeError(f"parameters must be a hypothesis strategy (e.g. st.fixed_dictionaries({{...}})), "
+                            f"got {type(self.parameters).__name__}")
         for profile in PROFILES:
             count = self.examples.get(profile)
-            if not isinstance(count, int) or count < 1:
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
                 raise ValueError(f"examples[{profile!r}] must be a positive int, got {count!r}")
 
     @property
@@ -105,7 +122,7 @@ def claim(
     parameters: st.SearchStrategy,
     statement: str | None = None,
     source: str = "",
-    expect: Literal["holds", "refuted"] = "holds",
+    expect: Literal["holds", "refuted", "inconclusive"] = "holds",
     examples: dict[str, int] | None = None,
     shrink_budget: int = 40,
 ) -> Callable[[Callable[[dict, Context], Evidence]], Claim]:

@@ -3,6 +3,15 @@
 Every stochastic comparison states its tolerance as ``z · standard_error + bias_budget`` with
 z ≥ 5 by default; exact identities use a relative tolerance near float64 round-off.
 
+Three verdicts, as science has them (:data:`STATUSES`): the evidence *holds* (the claim reaches its bar),
+*refutes* (it contradicts the claim at the bar), or is *inconclusive* (neither: a one-sided bound short of
+z SE, an equality whose error bar is wider than the discrepancy it must resolve, a sampler that has not
+converged). Inconclusive evidence says why and what would decide it (``needed``: draws, seeds, examples).
+
+Round-off is not evidence: every comparison made here adds a floating-point floor to its tolerance,
+:func:`roundoff_floor` of the magnitudes it compares and of the ``scale`` of the terms that produced them
+(a few ulps), so an exact identity or a Monte Carlo standard error of 0 never becomes bitwise equality.
+
 Evidence validates itself: ``holds`` is a real bool, both sides are finite, the tolerance and the
 standard error are finite and ≥ 0. It also carries the *relation* between its two sides and any
 further named *conditions*, so its verdict is recomputed from the figures when it is made: a
@@ -23,6 +32,30 @@ from ..numerics.statistics import Estimate
 
 #: Default number of standard errors in a stochastic tolerance.
 DEFAULT_Z = 5.0
+
+#: The verdicts of a piece of evidence (and of a claim: ``"error"`` besides, for a check that failed to run).
+STATUSES = ("holds", "refuted", "inconclusive")
+
+#: Units of rounding (float64 machine epsilons) in the round-off floor; see :func:`roundoff_floor`.
+ROUNDOFF_ULPS = 16
+
+_EPSILON = float(np.finfo(np.float64).eps)
+_TINY = float(np.finfo(np.float64).tiny)
+
+
+def roundoff_floor(*magnitudes: float, scale: float | None = None) -> float:
+    """The floating-point floor of a comparison: ``ROUNDOFF_ULPS·ε·max(|m| for m in magnitudes, scale) +
+    ROUNDOFF_ULPS·tiny``, with ε = 2⁻⁵² and tiny the smallest normal float64.
+
+    A float64 result of a few dozen operations carries a relative error of a few ε of the *terms* it was made
+    from, not of itself: sin(θ) + (π − θ)cos(θ) at θ = fl(π) is 1.2e-16 although its exact value there is
+    ~1e-32, because π − θ rounds to 0. So ``scale`` names the size of the terms that produced the sides when
+    they cancel (|x||y| for a kernel that vanishes); without it, the sides' own magnitudes are the scale.
+    The second term covers results below the normal range, where float64 keeps an absolute, not a relative,
+    precision."""
+    largest = max([abs(float(m)) for m in magnitudes if m is not None] + [0.0 if scale is None else abs(float(scale))])
+    return ROUNDOFF_ULPS * _EPSILON * largest + ROUNDOFF_ULPS * _TINY
+
 
 #: How the two sides relate when the claim holds (θ: theory, o: observed, τ: tolerance).
 RELATIONS = {
@@ -86,6 +119,9 @@ class Evidence:
     ``conditions`` names further facts the verdict needs (``{"Hessian positive": True}``). The
     verdict is ``relation(theory, observed, tolerance) and all(conditions)``; ``holds`` must equal it.
     With ``relation="custom"`` and no conditions the check's own ``holds`` is taken as it is.
+
+    ``inconclusive`` (a sentence: why) makes evidence that does not hold *inconclusive* instead of a
+    refutation; ``needed`` says what would decide it (``{"draws": 120_000}``, ``{"seeds": 16}``).
     """
 
     holds: bool
@@ -97,6 +133,8 @@ class Evidence:
     figures: dict[str, Any] = field(default_factory=dict)
     relation: str | None = None
     conditions: Mapping[str, bool] = field(default_factory=dict)
+    inconclusive: str = ""
+    needed: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -121,11 +159,29 @@ class Evidence:
         if relation != "custom" and any(s is None for s in sides):
             raise EvidenceError(f"Evidence.relation {relation!r} needs theory, observed and tolerance")
         set_(self, "relation", relation)
+        if not isinstance(self.inconclusive, str):
+            raise EvidenceError(f"Evidence.inconclusive must be a string (why it is), got {self.inconclusive!r}")
+        if self.inconclusive and self.holds:
+            raise EvidenceError("Evidence cannot both hold and be inconclusive: holds must be False when "
+                                f"inconclusive is given ({self.inconclusive!r})")
+        if not isinstance(self.needed, Mapping):
+            raise EvidenceError(f"Evidence.needed must be a dict of name → count, got {self.needed!r}")
+        needed = {}
+        for key, count in self.needed.items():
+            if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) or count < 1:
+                raise EvidenceError(f"Evidence.needed[{key!r}] must be a positive int, got {count!r}")
+            needed[str(key)] = int(count)
+        set_(self, "needed", needed)
         verdict = self.verdict()
         if verdict is not None and verdict != self.holds:
             raise EvidenceError(
                 f"Evidence says holds={self.holds}, but its figures say {verdict}: {self.explain()}"
             )
+
+    @property
+    def status(self) -> str:
+        """``"holds"``, ``"inconclusive"`` or ``"refuted"`` (:data:`STATUSES`)."""
+        return "holds" if self.holds else ("inconclusive" if self.inconclusive else "refuted")
 
     def verdict(self) -> bool | None:
         """The verdict recomputed from the sides, the tolerance and the conditions (None: not recomputable)."""
@@ -144,7 +200,10 @@ class Evidence:
 
     def _rows(self) -> list[tuple[str, str]]:
         left, right = ("value", "bound") if self.relation == "at_most" else ("theory", "observed")
-        rows = [("verdict", "holds" if self.holds else "fails"), ("relation", RELATIONS[self.relation])]
+        rows = [("verdict", self.status), ("relation", RELATIONS[self.relation])]
+        if self.inconclusive:
+            rows.append(("inconclusive", self.inconclusive))
+        rows += [(f"needed: {name}", f"{count:,}") for name, count in self.needed.items()]
         rows += [(name, f"{value:.6g}") for name, value in ((left, self.theory), (right, self.observed),
                                                               ("tolerance", self.tolerance),
                                                               ("standard error", self.standard_error))
@@ -169,6 +228,9 @@ class Evidence:
     def as_dict(self) -> dict:
         return {
             "holds": self.holds,
+            "status": self.status,
+            "inconclusive": self.inconclusive,
+            "needed": dict(self.needed),
             "theory": self.theory,
             "observed": self.observed,
             "tolerance": self.tolerance,
@@ -188,17 +250,33 @@ def _tolerance_part(name: str, value: Any) -> float:
     return x
 
 
+def draws_to_resolve(samples: int, spread: float, margin: float) -> int | None:
+    """Draws at which ``spread`` (z·SE at ``samples`` draws, shrinking as 1/√n) fits under ``margin``:
+    ⌈n·(spread/margin)²⌉; None when ``margin`` ≤ 0 (no number of draws gets there)."""
+    if margin <= 0:
+        return None
+    return max(int(samples) + 1, math.ceil(samples * (spread / margin) ** 2))
+
+
 def within_error(
     theory: float,
     estimate: Estimate,
     *,
     z: float = DEFAULT_Z,
     bias_budget: float = 0.0,
+    resolution: float | None = None,
+    scale: float | None = None,
     note: str = "",
     figures: dict | None = None,
     conditions: Mapping[str, bool] | None = None,
 ) -> Evidence:
-    """Holds when |theory − estimate.mean| ≤ z·SE + bias_budget (a stochastic equality)."""
+    """A stochastic equality θ = E[X]: refuted when |θ − mean| > z·SE + bias_budget + the round-off floor
+    (:func:`roundoff_floor` of θ, the mean, the draws' mean magnitude and ``scale``).
+
+    ``resolution`` is the smallest discrepancy |θ − E[X]| the comparison must be able to see (absolute; by
+    default the estimate's own, for a sized estimate, else none is stated). Where the gap is inside the
+    tolerance but the tolerance is wider than the resolution, the evidence is *inconclusive* and says how
+    many draws would resolve it at the measured spread: ⌈n·(z·SE / (resolution − bias − floor))²⌉."""
     z = _tolerance_part("z", z)
     if z < 5:
         raise EvidenceError(f"z must be a finite number ≥ 5 for a claim's tolerance, got {z}")
@@ -208,18 +286,101 @@ def within_error(
     standard_error = _tolerance_part("estimate.standard_error", estimate.standard_error)
     mean = _number("estimate.mean", estimate.mean, optional=False)
     theory = _number("theory", theory, optional=False)
-    tolerance = z * standard_error + bias_budget
+    if resolution is None:
+        resolution = getattr(estimate, "resolution", None)
+    if resolution is not None:
+        resolution = _tolerance_part("resolution", resolution)
+        if resolution == 0:
+            raise EvidenceError("resolution must be > 0: no finite sample resolves a discrepancy of 0")
+    scale = None if scale is None else _tolerance_part("scale", scale)
+    floor = roundoff_floor(theory, mean, getattr(estimate, "magnitude", None), scale=scale)
+    tolerance = z * standard_error + bias_budget + floor
     gap = abs(theory - mean)
+    refuted = gap > tolerance or not all((conditions or {}).values())
+    reason, needed = "", {}
+    if not refuted and resolution is not None and tolerance > resolution:
+        reason = (f"the error bar {z:g}·SE + bias = {tolerance:.3g} is wider than the discrepancy "
+                  f"{resolution:.3g} the comparison must resolve")
+        draws = draws_to_resolve(estimate.samples, z * standard_error, resolution - bias_budget - floor)
+        if draws is None:
+            reason += "; the bias budget alone exceeds it, so no number of draws decides"
+        else:
+            needed = {"draws": draws}
+    identical = bool(getattr(estimate, "identical", False)) or standard_error == 0
+    text = note or (f"|gap| = {gap:.3g}, tolerance = {z:g}·SE + {bias_budget:.3g} + round-off {floor:.3g}"
+                    + (f"; resolves {resolution:.3g}" if resolution is not None and not reason else ""))
+    if identical:
+        text += (f"; all {estimate.samples} samples identical (SE 0): compared up to the round-off floor "
+                 f"{floor:.3g}" + ("" if scale is not None else
+                                   " of the sides' own size (pass scale= when they come from larger terms that cancel)"))
     return Evidence(
-        holds=gap <= tolerance and all((conditions or {}).values()),
+        holds=not refuted and not reason,
         theory=theory,
         observed=mean,
         tolerance=tolerance,
         standard_error=standard_error,
-        note=note or f"|gap| = {gap:.3g}, tolerance = {z:g}·SE + {bias_budget:.3g}",
-        figures={"z": z, "bias_budget": bias_budget, "samples": estimate.samples, **(figures or {})},
+        note=text,
+        figures={"z": z, "bias_budget": bias_budget, "roundoff_floor": floor, "samples": estimate.samples,
+                 **({"resolution": resolution, "achieved_resolution": tolerance} if resolution is not None else {}),
+                 **(figures or {})},
         relation="equal",
         conditions=dict(conditions or {}),
+        inconclusive=reason,
+        needed=needed,
+    )
+
+
+def exceeds(
+    estimate: Estimate,
+    bound: float,
+    *,
+    z: float = DEFAULT_Z,
+    unit: str = "draws",
+    scale: float | None = None,
+    note: str = "",
+    figures: dict | None = None,
+) -> Evidence:
+    """A one-sided claim E[X] > bound, at z standard errors: holds when mean − bound > z·SE (+ round-off
+    floor), refuted when bound − mean > z·SE (+ floor), inconclusive between, with the number of ``unit``
+    (draws, seeds, …) at which the measured difference would be z SE from the bound: ⌈n·(z·SE/|mean − bound|)²⌉
+    (SE shrinking as 1/√n at the measured spread)."""
+    z = _tolerance_part("z", z)
+    if z < 5:
+        raise EvidenceError(f"z must be a finite number ≥ 5 for a claim's tolerance, got {z}")
+    if not isinstance(estimate, Estimate):
+        raise TypeError(f"estimate must be an Estimate (e.g. from mean_estimate), got {type(estimate).__name__}")
+    if not isinstance(unit, str) or not unit:
+        raise ValueError(f"unit must be a non-empty string (what the samples are: 'draws', 'seeds'), got {unit!r}")
+    mean = _number("estimate.mean", estimate.mean, optional=False)
+    bound = _number("bound", bound, optional=False)
+    standard_error = _tolerance_part("estimate.standard_error", estimate.standard_error)
+    scale = None if scale is None else _tolerance_part("scale", scale)
+    floor = roundoff_floor(mean, bound, getattr(estimate, "magnitude", None), scale=scale)
+    tolerance = z * standard_error + floor
+    difference = mean - bound
+    holds, refuted = difference > tolerance, -difference > tolerance
+    reason, needed = "", {}
+    if not holds and not refuted:
+        side = "above" if difference > 0 else "below"
+        reason = (f"the mean is {abs(difference) / standard_error if standard_error else 0:.2g} SE {side} the bound, "
+                  f"short of the {z:g} SE that decides either way")
+        count = draws_to_resolve(estimate.samples, z * standard_error, abs(difference) - floor)
+        if count is None:
+            reason += "; at this mean no number of " + unit + " decides"
+        else:
+            needed = {unit: count}
+    return Evidence(
+        holds=holds,
+        theory=bound,
+        observed=mean,
+        tolerance=tolerance,
+        standard_error=standard_error,
+        note=note or f"mean − bound = {difference:.3g} ± {standard_error:.3g} (SE) over {estimate.samples} {unit}",
+        figures={"z": z, "roundoff_floor": floor, unit: estimate.samples, "refuted_at_z": refuted,
+                 **(figures or {})},
+        relation="above",
+        inconclusive=reason,
+        needed=needed,
     )
 
 
@@ -229,20 +390,25 @@ def close(
     *,
     rtol: float = 1e-12,
     atol: float = 0.0,
+    scale: float | None = None,
     note: str = "",
     figures: dict | None = None,
     conditions: Mapping[str, bool] | None = None,
 ) -> Evidence:
-    """Holds when |lhs − rhs| ≤ atol + rtol·|rhs| (an exact identity up to round-off).
+    """Holds when |lhs − rhs| ≤ atol + rtol·|rhs| + the round-off floor (an exact identity up to round-off;
+    the floor, :func:`roundoff_floor` of both sides and ``scale``, keeps rtol = atol = 0 from meaning bitwise
+    equality).
 
     ``lhs`` and ``rhs`` are numbers or arrays of one shape (a number against an array compares it with
     every entry): an array identity holds when every entry does, and the evidence shows the worst entry
     (the largest |lhs − rhs| − tolerance), its index, and how many entries are outside."""
+    scale = None if scale is None else _tolerance_part("scale", scale)
     if np.ndim(lhs) or np.ndim(rhs):
-        return _close_arrays(lhs, rhs, rtol, atol, note, figures, conditions)
+        return _close_arrays(lhs, rhs, rtol, atol, scale, note, figures, conditions)
     lhs, rhs = _number("lhs", lhs, optional=False), _number("rhs", rhs, optional=False)
     rtol, atol = _tolerance_part("rtol", rtol), _tolerance_part("atol", atol)
-    tolerance = _number("tolerance (atol + rtol·|rhs|)", atol + rtol * abs(rhs), optional=False)
+    tolerance = _number("tolerance (atol + rtol·|rhs|)", atol + rtol * abs(rhs) + roundoff_floor(lhs, rhs, scale=scale),
+                        optional=False)
     return Evidence(
         holds=abs(lhs - rhs) <= tolerance and all((conditions or {}).values()),
         theory=lhs,
@@ -270,15 +436,19 @@ def _real_array(name: str, value) -> np.ndarray:
     return array
 
 
-def _close_arrays(lhs, rhs, rtol, atol, note, figures, conditions) -> Evidence:
+def _close_arrays(lhs, rhs, rtol, atol, scale, note, figures, conditions) -> Evidence:
     lhs, rhs = _real_array("lhs", lhs), _real_array("rhs", rhs)
+    if lhs.size == 0 or rhs.size == 0:
+        raise EvidenceError(f"lhs and rhs must hold at least one entry to compare, got shapes {lhs.shape} and "
+                            f"{rhs.shape} (an empty identity proves nothing)")
     if lhs.shape != rhs.shape and lhs.ndim and rhs.ndim:
         raise EvidenceError(f"lhs and rhs must have one shape (or one of them be a number), got {lhs.shape} and "
                             f"{rhs.shape}")
     lhs, rhs = np.broadcast_arrays(lhs, rhs)
     rtol, atol = _tolerance_part("rtol", rtol), _tolerance_part("atol", atol)
     with np.errstate(over="ignore"):
-        tolerance = atol + rtol * np.abs(rhs)
+        floor = ROUNDOFF_ULPS * _EPSILON * np.maximum(np.maximum(np.abs(lhs), np.abs(rhs)), scale or 0.0)
+        tolerance = atol + rtol * np.abs(rhs) + floor + ROUNDOFF_ULPS * _TINY
         margin = np.abs(lhs - rhs) - tolerance
     if not np.all(np.isfinite(tolerance)) or not np.all(np.isfinite(margin)):
         raise EvidenceError("tolerance (atol + rtol·|rhs|) or |lhs − rhs| overflows float64 for some entry")
@@ -305,13 +475,18 @@ def at_most(
     *,
     tolerance: float = 0.0,
     standard_error: float | None = None,
+    scale: float | None = None,
     note: str = "",
     figures: dict | None = None,
     conditions: Mapping[str, bool] | None = None,
 ) -> Evidence:
-    """Holds when smaller ≤ larger + tolerance (an inequality, e.g. a bound or an optimality)."""
+    """Holds when smaller ≤ larger + tolerance + the round-off floor (an inequality, e.g. a bound or an
+    optimality; the floor is :func:`roundoff_floor` of both sides and ``scale``, so an equality case
+    computed two ways never refutes a ≤)."""
     smaller, larger = _number("smaller side", smaller, optional=False), _number("larger side", larger, optional=False)
     tolerance = _tolerance_part("tolerance", tolerance)
+    scale = None if scale is None else _tolerance_part("scale", scale)
+    tolerance = tolerance + roundoff_floor(smaller, larger, scale=scale)
     return Evidence(
         holds=smaller <= larger + tolerance and all((conditions or {}).values()),
         theory=smaller,

@@ -5,8 +5,13 @@ alongside the parameters (:func:`example_seed`), so an example replays exactly f
 ``(parameters, seed)`` and a whole run replays from the run's seed. The mixing matters: hypothesis
 starts every run with its simplest example (drawn number 0), so without it the first example — the only
 one of a claim with one example — would have the same Monte Carlo seed whatever the run's seed.
-A failing example is shrunk by hypothesis for at most ``claim.shrink_budget`` further checks
-(Monte Carlo checks are expensive); the smallest failing example found is the counterexample.
+A refuting example is shrunk by hypothesis for at most ``claim.shrink_budget`` further checks
+(Monte Carlo checks are expensive); the smallest refuting example found is the counterexample.
+
+A claim comes out as one of four statuses: ``"refuted"`` (an example contradicts it: shrunk to a
+counterexample), ``"error"`` (its check raised, exited or returned something other than evidence: an
+error of the claim's code, never shrunk and never a counterexample), ``"inconclusive"`` (no example
+contradicts it, but some could not decide: they say what would, in ``needed``), else ``"holds"``.
 """
 
 from __future__ import annotations
@@ -58,6 +63,11 @@ class Example:
     def holds(self) -> bool:
         return self.error is None and self.evidence is not None and self.evidence.holds
 
+    @property
+    def status(self) -> str:
+        """``"error"``, or the evidence's verdict: ``"holds"``, ``"refuted"``, ``"inconclusive"``."""
+        return "error" if self.error is not None or self.evidence is None else self.evidence.status
+
     def as_dict(self) -> dict:
         return {
             "parameters": jsonable(self.parameters),
@@ -73,7 +83,7 @@ class ClaimResult:
     """The outcome of running one claim under one profile."""
 
     claim: Claim
-    status: str  # "holds" | "refuted" | "error"
+    status: str  # "holds" | "refuted" | "inconclusive" | "error"
     examples: list[Example]
     counterexample: Example | None
     profile: str
@@ -84,6 +94,17 @@ class ClaimResult:
     notes: list[str] = field(default_factory=list)
     command: str = "attnverify check"  # what replays it: ``attnverify verify FILE.py`` for a user's file
     requested_examples: int | None = None  # ``--examples N`` of the run, when it overrode the claim's number
+    error: Example | None = None  # the example whose check failed to run (status "error"), never shrunk
+
+    @property
+    def needed(self) -> dict[str, int]:
+        """What would decide an inconclusive claim: the most of each count its inconclusive examples need."""
+        needed: dict[str, int] = {}
+        for example in self.examples:
+            if example.status == "inconclusive":
+                for name, count in example.evidence.needed.items():
+                    needed[name] = max(needed.get(name, 0), count)
+        return needed
 
     def _repr_markdown_(self) -> str:
         """A notebook shows the result as the report does: statement, examples, counterexample, replay."""
@@ -124,6 +145,8 @@ class ClaimResult:
             "shrink_trials": self.shrink_trials,
             "examples": [e.as_dict() for e in self.examples],
             "counterexample": None if self.counterexample is None else self.counterexample.as_dict(),
+            "error": None if self.error is None else self.error.as_dict(),
+            "needed": self.needed,
             "replay": self.replay_command,
             "notes": self.notes,
         }
@@ -160,7 +183,9 @@ def jsonable(value: Any) -> Any:
 def evaluate(claim: Claim, parameters: dict, seed: int, *, profile: str = "quick", backend: Any = None,
              run_seed: int = 0, store: Store | None = None) -> Example:
     """Run the check of ``claim`` on one example (its Monte Carlo ``seed``) in a run of seed ``run_seed``
-    whose experiments ``store`` holds (a fresh one when None); exceptions become an error, not a crash."""
+    whose experiments ``store`` holds (a fresh one when None). A check that raises, calls ``sys.exit`` or
+    returns something other than :class:`Evidence` gives an example with an ``error`` (the claim's own
+    frames first, then the whole traceback), never a crash of the run; Ctrl-C still stops the run."""
     backend = checked_backend(backend)
     ctx = Context(profile=profile, backend=backend, rng=np.random.default_rng(seed), seed=seed,
                   run_seed=run_seed, store=Store() if store is None else store)
@@ -168,16 +193,39 @@ def evaluate(claim: Claim, parameters: dict, seed: int, *, profile: str = "quick
     try:
         evidence = claim.check(dict(parameters), ctx)
         if not isinstance(evidence, Evidence):
-            raise TypeError(f"check of {claim.name} returned {type(evidence).__name__}, not Evidence")
+            raise TypeError(f"check of {claim.name} returned {type(evidence).__name__}, not Evidence (make it with "
+                            "within_error, close, at_most, exceeds or Evidence(...))")
         verdict = evidence.verdict()  # Evidence checks this when made; a tampered one is caught here
         if verdict is not None and verdict != evidence.holds:
             raise ValueError(f"check of {claim.name} says holds={evidence.holds}, its figures say {verdict}: "
                              f"{evidence.explain()}")
         return Example(dict(parameters), seed, evidence=evidence, seconds=time.perf_counter() - start)
-    except Exception as error:  # a crash is reported with its traceback, never hidden
+    except (Exception, SystemExit) as error:  # an error of the claim's code, reported, never hidden
+        return Example(dict(parameters), seed, error=error_report(error, claim),
+                       seconds=time.perf_counter() - start)
+
+
+def _is_library_frame(filename: str) -> bool:
+    """Whether a traceback frame is in a library (site-packages or the standard library), not the claim's code."""
+    path = os.path.abspath(filename)
+    return ("site-packages" in path or "dist-packages" in path or path.startswith(os.path.dirname(os.__file__))
+            or filename.startswith("<"))
+
+
+def error_report(error: BaseException, claim: Claim) -> str:
+    """The text of an error in a claim's check: the error, the frames of the claim's own code (its file and
+    the derivations and numerics it calls) first, then the full traceback."""
+    if isinstance(error, SystemExit):
+        detail = f"SystemExit: the check of {claim.name} called sys.exit({error.code!r})"
+    else:
         detail = "".join(traceback.format_exception_only(type(error), error)).strip()
-        tb = traceback.format_exc(limit=-3)
-        return Example(dict(parameters), seed, error=f"{detail}\n{tb}", seconds=time.perf_counter() - start)
+    frames = traceback.extract_tb(error.__traceback__)[1:]  # the first is evaluate's call of the check
+    own = [f for f in frames if not _is_library_frame(f.filename)]
+    parts = [detail]
+    if own:
+        parts.append("in the claim's code (innermost last):\n" + "".join(traceback.format_list(own)).rstrip())
+    parts.append("full traceback:\n" + "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip())
+    return "\n".join(parts)
 
 
 def example_key(parameters: dict, seed: int) -> str:
@@ -261,10 +309,13 @@ def run_claim(
     total = claim.examples[profile] if requested is None else requested
     checked: list[Example] = []
     failing: dict[str, Example] = {}
-    state = {"failed": False, "shrink_trials": 0, "last": None, "reused_seconds": 0.0}
+    state = {"failed": False, "shrink_trials": 0, "last": None, "reused_seconds": 0.0, "error": None,
+             "shrink_errors": 0}
     start = time.perf_counter()
 
     def body(parameters: dict, monte_carlo_seed: int) -> None:
+        if state["error"] is not None:
+            return  # the claim's code is broken: nothing further is checked (hypothesis just finishes)
         key = example_key(parameters, monte_carlo_seed)
         if key not in failing:  # else hypothesis is replaying the minimal failure at the end
             if state["failed"]:
@@ -284,8 +335,14 @@ def run_claim(
                 checked.append(example)
                 if progress is not None:
                     progress(claim, len(checked), total)
-            if example.holds:
+            if example.status == "error":
+                if state["failed"]:
+                    state["shrink_errors"] += 1  # a shrink candidate the check cannot run is no smaller failure
+                else:
+                    state["error"] = example  # an error of the claim's code: not a counterexample, not shrunk
                 return
+            if example.status != "refuted":
+                return  # holds, or inconclusive: no evidence against the claim
             state["failed"] = True
             failing[key] = example
         state["last"] = key
@@ -299,12 +356,19 @@ def run_claim(
         if not all(isinstance(e, _ExampleFailed) for e in group.exceptions):
             raise
     counterexample = failing.get(state["last"]) if state["last"] else None
-    if counterexample is None:
-        status = "holds"
-    elif counterexample.error is not None:
-        status = "error"
-    else:
+    notes = []
+    if counterexample is not None:
         status = "refuted"
+        if state["shrink_errors"]:
+            notes.append(f"{state['shrink_errors']} shrink candidates could not be checked (their check raised); "
+                         "they were not counted as failures")
+    elif state["error"] is not None:
+        status = "error"
+        notes.append("the claim's check failed to run (an error of its code, not a counterexample)")
+    elif any(e.status == "inconclusive" for e in checked):
+        status = "inconclusive"
+    else:
+        status = "holds"
     return ClaimResult(
         claim=claim,
         status=status,
@@ -315,7 +379,9 @@ def run_claim(
         seed=seed,
         seconds=time.perf_counter() - start + state["reused_seconds"],
         shrink_trials=state["shrink_trials"],
+        notes=notes,
         requested_examples=requested,
+        error=state["error"],
     )
 
 

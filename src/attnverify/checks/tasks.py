@@ -69,7 +69,7 @@ def claim_task(theory, name: str, profile: str, backend: str, seed: int, example
 def crashed_claim(claim: Claim, outcome: Outcome, profile: str, backend: Backend, seed: int) -> dict:
     """The result of a claim whose task itself failed (e.g. its worker died): status "error", traceback kept."""
     failure = Example(parameters={}, seed=seed, error=outcome.error)
-    return ClaimResult(claim=claim, status="error", examples=[], counterexample=failure, profile=profile,
+    return ClaimResult(claim=claim, status="error", examples=[], counterexample=None, error=failure, profile=profile,
                        backend=backend.name, seed=seed, seconds=0.0,
                        notes=["the claim's task failed outside its check"]).as_dict()
 
@@ -80,9 +80,10 @@ def checking_line(position: int, total: int, claim: Claim, examples: int | None,
 
 
 def finished_line(position: int, total: int, result: dict) -> str:
-    """The progress line of a finished claim: ``[k/n] name: status, OK|UNEXPECTED (seconds)``."""
-    return (f"[{position}/{total}] {result['name']}: {result['status']}, {'OK' if result['ok'] else 'UNEXPECTED'} "
-            f"({result['seconds']:.1f} s)")
+    """The progress line of a finished claim: ``[k/n] name: status, OK|UNDECIDED|UNEXPECTED (seconds)``."""
+    from ..report.results import verdict  # (report imports this module)
+
+    return f"[{position}/{total}] {result['name']}: {result['status']}, {verdict(result)} ({result['seconds']:.1f} s)"
 
 
 def _batches(count: int, parts: int) -> list[range]:

@@ -28,6 +28,7 @@ from ..experiments import scheduler as task_runner
 from ..experiments.scheduler import Outcome, Task, run_tasks
 from ..experiments.store import Store
 from ..files import write_atomically
+from .results import exit_status, summary_line
 from ..numerics.arguments import backend as checked_backend, integer
 from ..numerics.backend import Backend, get_backend
 from .equations import equation_latex
@@ -110,6 +111,8 @@ def results_document(outcomes: list[TheoryOutcome], metadata: dict, *, not_run: 
         "complete": not not_run,
         "not_run": not_run,
         "ok": all(c["ok"] for c in claims) and not any(o.errors for o in outcomes),
+        "summary": summary_line(claims),
+        "exit_status": 1 if any(o.errors for o in outcomes) else exit_status(claims),
         "sections": [_section_dict(o) for o in outcomes],
         "claims": claims,
     })

@@ -8,7 +8,8 @@ from urllib.parse import quote
 
 from ..derivations.derivation import Derivation
 from .equations import equation_markdown
-from .results import example_rows, format_value, key_figures, metadata_rows, section_title, sides, verdict
+from .results import (example_rows, format_parameters, format_value, key_figures, metadata_rows, needed_text,
+                      section_title, sides, summary_line, verdict)
 from .section import TheoryOutcome
 
 
@@ -61,8 +62,15 @@ def claim_detail_markdown(result: dict) -> str:
         evidence = counter.get("evidence") or {}
         if evidence.get("note"):
             parts.append(f"Counterexample note: {_md_text(evidence['note'])}")
-        if counter.get("error"):
-            parts.append("```\n" + counter["error"].rstrip() + "\n```")
+    failed = result.get("error")
+    if isinstance(failed, dict) and failed.get("error"):
+        parts.append(f"Error in the claim's code (not a counterexample) at "
+                     f"{_md_text(format_parameters(failed.get('parameters') or {}))}, seed {failed.get('seed')}:")
+        parts.append("```\n" + failed["error"].rstrip() + "\n```")
+    if result["status"] == "inconclusive":
+        needed = needed_text(result.get("needed"))
+        parts.append("Inconclusive: no example contradicts the claim, and not every one decides it"
+                     + (f"; deciding would take {needed}" if needed else "") + ".")
     for note in result.get("notes") or []:
         parts.append(f"Note: {_md_text(note)}")
     parts.append(f"Replay: `{result['replay']}`")
@@ -72,9 +80,8 @@ def claim_detail_markdown(result: dict) -> str:
 def render_markdown(outcomes: list[TheoryOutcome], metadata: dict) -> str:
     """The whole report as Markdown, equations as ``$$ … $$`` LaTeX."""
     claims = [c for o in outcomes for c in o.claims]
-    unexpected = sum(1 for c in claims if not c["ok"])
     parts = ["# attnverify report", markdown_table(["setting", "value"], metadata_rows(metadata))]
-    parts.append(f"{len(claims)} claims checked: {len(claims) - unexpected} as expected, {unexpected} unexpected.")
+    parts.append(summary_line(claims) + ".")
     figure_number = 0
     for outcome in outcomes:
         parts.append(f"## {_md_text(section_title(outcome))}")

@@ -19,7 +19,8 @@ from ..derivations.derivation import Derivation
 from .equations import (LONG_EXPRESSION, MATHML_NAMESPACE, MathMLPrinter, equation_html, equation_latex,  # noqa: F401
                         equation_markdown, equation_mathml)
 from .markdown import claim_detail_markdown, derivation_markdown, markdown_table, render_markdown  # noqa: F401
-from .results import example_rows, format_value, key_figures, metadata_rows, section_title, sides, verdict
+from .results import (example_rows, format_parameters, format_value, key_figures, metadata_rows, needed_text,
+                      section_title, sides, summary_line, verdict)
 from .section import Figure, Table, TheoryOutcome
 
 # ----------------------------------------------------------------------------- Markdown text
@@ -97,6 +98,7 @@ figure img { max-width: 100%; height: auto; border: 1px solid #ddd; }
 figcaption { font-size: .92rem; color: #333; }
 .ok { color: #1b7a1b; font-weight: 600; }
 .unexpected { color: #b00020; font-weight: 600; }
+.undecided { color: #8a5a00; font-weight: 600; }
 .error, .warning { border: 1px solid #b00020; background: #fff4f4; padding: .5rem 1rem; }
 .warning { border-color: #b07000; background: #fffaf0; }
 tr.counterexample { background: #fff0f0; }
@@ -153,7 +155,7 @@ def table_html(table: Table) -> str:
 
 
 def _verdict_html(result: dict) -> str:
-    css = "ok" if result["ok"] else "unexpected"
+    css = {"OK": "ok", "UNDECIDED": "undecided"}.get(verdict(result), "unexpected")
     return f'<span class="{css}">{verdict(result)}</span>'
 
 
@@ -197,9 +199,16 @@ def claim_detail_html(result: dict) -> str:
             parts.append(f"<p>Counterexample note: {html.escape(evidence['note'])}</p>")
         if evidence.get("standard_error") is not None:
             parts.append(f"<p>Standard error: {html.escape(format_value(evidence['standard_error']))}</p>")
-        if counter.get("error"):
-            parts.append(f'<pre class="error">{html.escape(counter["error"])}</pre>')
         parts.append(f"<p>Shrink trials: {int(result.get('shrink_trials', 0))}</p>")
+    failed = result.get("error")
+    if isinstance(failed, dict) and failed.get("error"):
+        parts.append(f"<p>Error in the claim's code (not a counterexample) at "
+                     f"{html.escape(format_parameters(failed.get('parameters') or {}))}, seed {failed.get('seed')}:</p>")
+        parts.append(f'<pre class="error">{html.escape(failed["error"])}</pre>')
+    if result["status"] == "inconclusive":
+        needed = needed_text(result.get("needed"))
+        parts.append("<p>Inconclusive: no example contradicts the claim, and not every one decides it"
+                     + (f"; deciding would take {html.escape(needed)}" if needed else "") + ".</p>")
     for note in result.get("notes") or []:
         parts.append(f"<p>Note: {html.escape(note)}</p>")
     parts.append(f"<p>Replay: <code>{html.escape(result['replay'])}</code></p>")
@@ -210,14 +219,14 @@ def claim_detail_html(result: dict) -> str:
 def render_html(outcomes: list[TheoryOutcome], metadata: dict) -> str:
     """The whole report as one self-contained HTML page (no network resources)."""
     claims = [c for o in outcomes for c in o.claims]
-    unexpected = sum(1 for c in claims if not c["ok"])
+    verdicts = [verdict(c) for c in claims]
     body = ["<h1>attnverify report</h1>"]
     body.append(_html_table(["setting", "value"], metadata_rows(metadata), caption="Run"))
-    summary = f"{len(claims)} claims checked: {len(claims) - unexpected} as expected, {unexpected} unexpected."
+    summary = summary_line(claims) + "."
     errors = sum(len(o.errors) for o in outcomes)
     if errors:
         summary += f" {errors} error(s) while building the report (see below)."
-    css = "ok" if not unexpected and not errors else "unexpected"
+    css = "unexpected" if errors or "UNEXPECTED" in verdicts else ("undecided" if "UNDECIDED" in verdicts else "ok")
     body.append(f'<p class="{css}">{html.escape(summary)}</p>')
     body.append("<nav><ul>" + "".join(
         f'<li><a href="#{html.escape(o.theory, quote=True)}">{html.escape(section_title(o))}</a></li>'

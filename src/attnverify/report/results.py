@@ -46,7 +46,8 @@ def run_claim_or_error(
             claim=claim,
             status="error",
             examples=[],
-            counterexample=failure,
+            counterexample=None,
+            error=failure,
             profile=profile,
             backend=backend.name,
             seed=seed,
@@ -77,11 +78,28 @@ def format_parameters(parameters: dict) -> str:
 
 
 def shown_example(result: dict) -> dict | None:
-    """The example a summary shows: the counterexample, else the last example run."""
-    if result.get("counterexample"):
-        return result["counterexample"]
+    """The example a summary shows: the counterexample, else the example whose check failed to run, else the
+    first inconclusive example, else the last example run."""
+    for key in ("counterexample", "error"):
+        if isinstance(result.get(key), dict):
+            return result[key]
     examples = result.get("examples") or []
-    return examples[-1] if examples else None
+    undecided = [e for e in examples if example_status(e) == "inconclusive"]
+    return undecided[0] if undecided else (examples[-1] if examples else None)
+
+
+def example_status(example: dict) -> str:
+    """``"error"``, ``"holds"``, ``"refuted"`` or ``"inconclusive"`` of an example's dict (a results.json
+    written before there were three verdicts has no ``status``: holds or refuted)."""
+    if example.get("error"):
+        return "error"
+    evidence = example.get("evidence") or {}
+    return evidence.get("status") or ("holds" if evidence.get("holds") else "refuted")
+
+
+def needed_text(needed: dict | None) -> str:
+    """What would decide an inconclusive result: ``16 seeds``, ``1,200,000 draws``."""
+    return ", ".join(f"{count:,} {name}" for name, count in (needed or {}).items())
 
 
 def first_line(text: str) -> str:
@@ -104,6 +122,14 @@ def key_figures(result: dict) -> str:
     if example.get("error"):
         return "error: " + first_line(example["error"])
     evidence = example.get("evidence") or {}
+    text = _sides_text(evidence)
+    if evidence.get("inconclusive"):
+        needed = needed_text(evidence.get("needed"))
+        text += f"; inconclusive: {evidence['inconclusive']}" + (f" (would take {needed})" if needed else "")
+    return text
+
+
+def _sides_text(evidence: dict) -> str:
     theory, observed, tolerance = evidence.get("theory"), evidence.get("observed"), evidence.get("tolerance")
     if theory is None and observed is None:
         return first_line(evidence.get("note", ""))
@@ -130,7 +156,30 @@ def side_labels(relation: str | None) -> tuple[str, str]:
 
 
 def verdict(result: dict) -> str:
-    return "OK" if result["ok"] else "UNEXPECTED"
+    """``OK`` (as expected), ``UNDECIDED`` (inconclusive where a decision was expected: draw more) or
+    ``UNEXPECTED`` (a verdict against the expectation, or an error)."""
+    if result["ok"]:
+        return "OK"
+    return "UNDECIDED" if result["status"] == "inconclusive" else "UNEXPECTED"
+
+
+def exit_status(results: list[dict]) -> int:
+    """The command line's exit status for a run's results: 0 when every claim came out as expected, 1 when
+    any came out against its expectation or failed to run, 3 when none did but some were inconclusive
+    where a decision was expected (2 is a usage error)."""
+    verdicts = {verdict(r) for r in results}
+    return 1 if "UNEXPECTED" in verdicts else (3 if "UNDECIDED" in verdicts else 0)
+
+
+def summary_line(results: list[dict]) -> str:
+    """``N claims: a as expected, b unexpected (names), c undecided (names)``."""
+    unexpected = [r["name"] for r in results if verdict(r) == "UNEXPECTED"]
+    undecided = [r["name"] for r in results if verdict(r) == "UNDECIDED"]
+    text = (f"{len(results)} claims: {len(results) - len(unexpected) - len(undecided)} as expected, "
+            f"{len(unexpected)} unexpected" + (f" ({', '.join(unexpected)})" if unexpected else ""))
+    if undecided:
+        text += f", {len(undecided)} undecided (inconclusive: {', '.join(undecided)})"
+    return text
 
 
 def table_row(result: dict) -> list[str]:
@@ -164,8 +213,8 @@ def results_table(results: list[dict]) -> str:
 
 
 def needs_details(result: dict) -> bool:
-    """A result is spelled out when it is unexpected, or when it is a refutation."""
-    return not result["ok"] or result["status"] == "refuted"
+    """A result is spelled out when it is not as expected, or when it is a refutation or inconclusive."""
+    return not result["ok"] or result["status"] in ("refuted", "inconclusive")
 
 
 def result_details(result: dict) -> str:
@@ -179,6 +228,12 @@ def result_details(result: dict) -> str:
     example = shown_example(result)
     if result.get("counterexample"):
         lines.append(f"counterexample (after {result.get('shrink_trials', 0)} shrink trials):")
+    elif result.get("error"):
+        lines.append("error in the claim's code (not a counterexample; not shrunk), on the example:")
+    elif result["status"] == "inconclusive":
+        needed = needed_text(result.get("needed"))
+        lines.append("inconclusive: no example contradicts the claim, and not every one decides it"
+                     + (f"; deciding would take {needed}" if needed else "") + "; the first undecided example:")
     elif example is not None:
         lines.append(f"held on all {len(result.get('examples') or [])} examples; the last one:")
     else:
@@ -197,6 +252,8 @@ def result_details(result: dict) -> str:
             lines.append(tolerance)
             if evidence.get("note"):
                 lines.append(f"  note:       {evidence['note']}")
+            if evidence.get("inconclusive"):
+                lines.append(f"  undecided:  {evidence['inconclusive']}")
         if example.get("error"):
             lines.append("  error:")
             lines += ["    " + line for line in example["error"].rstrip().splitlines()]
@@ -229,10 +286,11 @@ def example_rows(result: dict) -> tuple[list[list], list[str]]:
         shown.append(("counterexample", counter))
     for label, e in shown:
         evidence = e.get("evidence") or {}
-        if e.get("error"):
+        outcome = example_status(e)
+        if outcome == "error":
             outcome = "error: " + first_line(e["error"])
-        else:
-            outcome = "holds" if evidence.get("holds") else "fails"
+        elif outcome == "inconclusive" and evidence.get("needed"):
+            outcome += f" (would take {needed_text(evidence['needed'])})"
         rows.append([
             label,
             format_parameters(e.get("parameters") or {}),
