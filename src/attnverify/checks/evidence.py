@@ -376,7 +376,7 @@ def exceeds(
         tolerance=tolerance,
         standard_error=standard_error,
         note=note or f"mean − bound = {difference:.3g} ± {standard_error:.3g} (SE) over {estimate.samples} {unit}",
-        figures={"z": z, "roundoff_floor": floor, unit: estimate.samples, "refuted_at_z": refuted,
+        figures={"z": z, "roundoff_floor": floor, "samples": estimate.samples, "unit": unit, "refuted_at_z": refuted,
                  **(figures or {})},
         relation="above",
         inconclusive=reason,
