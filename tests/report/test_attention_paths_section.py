@@ -216,6 +216,10 @@ def test_claims_share_the_section_experiments(built, name):
         assert [q["U_sampled"] for q in figures["points"]] == [q["U"] for q in sampled]
     elif name == "sampled_networks_approach_gp":
         assert figures["widths"] == [q["width"] for q in sampled]
+    elif name == "one_shot_head_scores_predict_pruning":  # positive, short of 5 SE: the seeds it would take
+        evidence = result.examples[0].evidence
+        assert result.status == "inconclusive" and 0 < evidence.observed < evidence.tolerance
+        assert result.needed["seeds"] > figures["samples"] == len(figures["seeds"])
 
 
 def test_one_shot_claims_have_power(built, monkeypatch):
@@ -233,7 +237,12 @@ def test_one_shot_claims_have_power(built, monkeypatch):
         a.pruning, scores={h: e.mean for h, e in a.pruning.drops.items()})) for a in analyses]
     monkeypatch.setattr(one_shot, "one_shot_analyses", lambda *, profile: perfect)
     result = run_claim(claims.one_shot_head_scores_predict_pruning, profile="quick", seed=0)
-    assert result.status == "holds" and not result.ok  # expected refuted: a perfect theory would contradict that
+    assert result.status == "holds" and not result.ok  # expected inconclusive: a perfect theory decides it
+    backwards = [dataclasses.replace(a, pruning=dataclasses.replace(
+        a.pruning, scores={h: -e.mean for h, e in a.pruning.drops.items()})) for a in analyses]
+    monkeypatch.setattr(one_shot, "one_shot_analyses", lambda *, profile: backwards)
+    result = run_claim(claims.one_shot_head_scores_predict_pruning, profile="quick", seed=0)
+    assert result.status == "refuted"  # scores that order the drops backwards contradict the statement
 
     networks = {n.seed: n for n in one_shot.one_shot_networks("quick", STORE)}
     first = min(networks)
