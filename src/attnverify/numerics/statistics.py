@@ -49,7 +49,10 @@ def mean_estimate(values) -> Estimate:
     n = x.size
     if n < 2:
         raise ValueError(f"values must hold at least 2 draws to estimate an error, got {n}")
-    return Estimate(float(x.mean()), float(x.std(ddof=1) / np.sqrt(n)), int(n),
+    # scaled by the largest |x| first: the squares of draws near 1e300 overflow float64, their spread does not
+    top = float(np.max(np.abs(x)))
+    spread = top * float((x / top).std(ddof=1)) if top > 0 else 0.0
+    return Estimate(float(x.mean()), spread / math.sqrt(n), int(n),
                     magnitude=float(np.abs(x).mean()), identical=bool(x.min() == x.max()))
 
 

@@ -1,0 +1,53 @@
+"""The size of the terms an expression is made of: the scale of its float64 round-off.
+
+A float64 evaluation of an expression errs by a few ulps of its *terms*, not of its value: where terms
+cancel (sin θ + (π − θ)cos θ at θ = π, (1 + x) − 1 at small x) the value is far below the error. First-order
+running error analysis (Higham, *Accuracy and Stability of Numerical Algorithms*, §3.3) bounds the error by
+γ·M(e), where M replaces every sum by the sum of its terms' sizes and propagates each input's rounding
+through the functions it passes:
+
+    M(number) = |number|,  M(x) = |x|,  M(a + b) = M(a) + M(b),  M(a·b) = M(a)·M(b),
+    M(aⁿ) = |a|ⁿ·(M(a)/|a|)^|n|  (n a number),  M(f(u₁, …)) = |f| + Σᵢ |∂f/∂uᵢ|·M(uᵢ).
+
+:func:`rounding_scale` turns M(e) into a generated evaluator, whose value is the ``scale=`` that
+:func:`~attnverify.checks.evidence.within_error`, ``close`` and ``at_most`` take for their round-off floor.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import sympy
+
+from .codegen import evaluator
+
+
+def magnitude(expression: sympy.Expr) -> sympy.Expr:
+    """M(e) of the module docstring: the size of the terms ``expression`` is made of (≥ |e|)."""
+    e = sympy.sympify(expression)
+    if isinstance(e, sympy.Eq):
+        return magnitude(e.lhs) + magnitude(e.rhs)
+    if e.is_Number or e.is_NumberSymbol or e.is_Symbol:
+        return sympy.Abs(e)
+    if e.is_Add:
+        return sympy.Add(*(magnitude(term) for term in e.args))
+    if e.is_Mul:
+        return sympy.Mul(*(magnitude(factor) for factor in e.args))
+    if e.is_Pow:
+        base, exponent = e.args
+        if exponent.is_Number:
+            return sympy.Abs(base) ** exponent * (magnitude(base) / sympy.Abs(base)) ** sympy.Abs(exponent)
+        return sympy.Abs(e) * (1 + sympy.Abs(exponent) * magnitude(base) / sympy.Abs(base)
+                               + sympy.Abs(sympy.log(sympy.Abs(base))) * magnitude(exponent))
+    if isinstance(e, sympy.Abs):
+        return magnitude(e.args[0])
+    if isinstance(e, sympy.Function) or e.is_Function:
+        return sympy.Abs(e) + sympy.Add(*(sympy.Abs(sympy.diff(e, u)) * magnitude(u) for u in e.args
+                                          if not u.is_Number))
+    raise NotImplementedError(f"no rounding magnitude for {type(e).__name__}: {e}")
+
+
+def rounding_scale(expression: sympy.Expr, arguments: Sequence[sympy.Symbol], backend=None) -> Callable:
+    """An evaluator of M(expression) over ``arguments`` (the ``scale=`` of a comparison whose side is
+    ``expression`` evaluated in float64)."""
+    return evaluator(magnitude(expression), list(arguments), backend=backend)
