@@ -173,7 +173,10 @@ class Evidence:
             needed[str(key)] = int(count)
         set_(self, "needed", needed)
         verdict = self.verdict()
-        if verdict is not None and verdict != self.holds:
+        if self.inconclusive:  # holds is False; an equality or bound the figures contradict is refuted, not undecided
+            if verdict is False and relation in ("equal", "at_most"):
+                raise EvidenceError(f"Evidence says inconclusive, but its figures contradict the claim: {self.explain()}")
+        elif verdict is not None and verdict != self.holds:
             raise EvidenceError(
                 f"Evidence says holds={self.holds}, but its figures say {verdict}: {self.explain()}"
             )
