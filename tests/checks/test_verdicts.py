@@ -162,3 +162,32 @@ def test_expect_inconclusive_is_accepted_and_bad_claim_settings_are_refused():
         from attnverify.checks import close
 
         close(np.array([]), np.array([]))
+
+
+def _point(width, converged, shift=0.0):
+    """A sampled width whose Û is the theory's U plus ``shift`` (MCSE 0.01, budget 0), accuracy equal."""
+    from types import SimpleNamespace
+
+    U = np.array([[1.0, 0.2], [0.2, 1.0]])
+    theory = SimpleNamespace(order_parameter=U, accuracy=Estimate(0.8, 0.01, 100))
+    return SimpleNamespace(width=width, order_parameter=U + shift, order_parameter_mcse=np.full((2, 2), 0.01),
+                           budget=np.zeros((2, 2)), accuracy=Estimate(0.8, 0.01, 100), accuracy_budget=0.0,
+                           theory=theory, theory_shifted=theory, wishart_shift=np.zeros((2, 2)),
+                           converged=converged, diagnostics={"max_rhat": 1.02, "draws_needed": 1600})
+
+
+@pytest.mark.parametrize("converged, shift, status", [
+    (True, 0.0, "holds"), (True, 1.0, "refuted"), (False, 0.0, "inconclusive"), (False, 1.0, "inconclusive")])
+def test_an_unconverged_sampler_is_a_reason_to_draw_more_not_evidence(monkeypatch, converged, shift, status):
+    from attnverify.checks import attention_paths
+    from attnverify.checks.claim import Context
+    from attnverify.numerics.backend import get_backend
+
+    monkeypatch.setattr(attention_paths, "_point_figures", lambda q: {})
+    monkeypatch.setattr(attention_paths, "sampled_points",
+                        lambda data, ctx: ([_point(10, True), _point(30, converged, shift)], "test"))
+    ctx = Context(profile="quick", backend=get_backend("numpy"), rng=np.random.default_rng(0), seed=0)
+    evidence = attention_paths.sampled_networks_match_theory.check({"data": "authors"}, ctx)
+    assert evidence.status == status
+    if status == "inconclusive":
+        assert "N = 30" in evidence.inconclusive and evidence.needed == {"draws per chain": 1600}

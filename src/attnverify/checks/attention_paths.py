@@ -314,8 +314,8 @@ def sampled_networks_match_theory(p: dict, ctx: Context) -> Evidence:
     theory's, each within 5 MCSE + an O(1/N) budget: per entry the larger of (D_1 + 1)/N · sqrt(U_ππ U_π'π')
     and |U(n) − U(n − D − 1)| (the theory solved again at the Wishart degrees of freedom,
     ``experiments.wishart_shifted_widths``); for the accuracy, the latter's move. The sampler must have
-    converged (R-hat < 1.01, bulk and tail ESS ≥ 400 for every entry of U; predictor R-hat < 1.05 on the
-    worst of the 1000 test points) for the MCSE to count."""
+    converged (R-hat below the gate for the maximum over the entries of U, bulk and tail ESS ≥ 400; predictor
+    R-hat < 1.05 on the worst of the 1000 test points) for the MCSE to count: unconverged is inconclusive."""
     points, origin = sampled_points(p["data"], ctx)
     worst, conditions, notes = 0.0, {}, []
     for point in points:
@@ -323,16 +323,30 @@ def sampled_networks_match_theory(p: dict, ctx: Context) -> Evidence:
         allowed = 5 * point.order_parameter_mcse + point.budget
         accuracy_gap = abs(point.accuracy.mean - point.theory.accuracy.mean)
         accuracy_allowed = 5 * point.accuracy.standard_error + point.accuracy_budget
-        ok = point.converged and bool(np.all(gap <= allowed)) and accuracy_gap <= accuracy_allowed
-        conditions[f"N = {point.width}: converged, U and accuracy within 5 MCSE + budget"] = ok
+        conditions[f"N = {point.width}: sampler converged"] = point.converged
+        conditions[f"N = {point.width}: U and accuracy within 5 MCSE + budget"] = \
+            bool(np.all(gap <= allowed)) and accuracy_gap <= accuracy_allowed
         worst = max(worst, float(np.max(gap / allowed)))
         notes.append(f"N={point.width}: U_gg {point.order_parameter[0, 0]:.3f}±{point.order_parameter_mcse[0, 0]:.3f} "
                      f"vs {point.theory.order_parameter[0, 0]:.3f}, acc {point.accuracy.mean:.3f} vs "
                      f"{point.theory.accuracy.mean:.3f}{'' if point.converged else ' (not converged)'}")
+    reason, needed = _unconverged(points)
     return Evidence(holds=all(conditions.values()), theory=1.0, observed=worst, tolerance=1.0,
-                    relation="custom", conditions=conditions,
+                    relation="custom", conditions=conditions, inconclusive=reason, needed=needed,
                     note=f"{origin}; max gap/allowed {worst:.2f}; " + "; ".join(notes),
                     figures={"data": origin, "points": [_point_figures(q) for q in points]})
+
+
+def _unconverged(points) -> tuple[str, dict]:
+    """Why sampled evidence is inconclusive (a width whose sampler has not converged: its MCSE does not count,
+    for the theory or against it) and the draws per chain that would decide it; ("", {}) when all converged."""
+    waiting = [q for q in points if not q.converged]
+    if not waiting:
+        return "", {}
+    needed = [int(q.diagnostics.get("draws_needed") or 0) for q in waiting]
+    return (f"the sampler has not converged at N = {', '.join(str(q.width) for q in waiting)}: its Monte Carlo "
+            "errors do not count, for the theory or against it; draw more",
+            {"draws per chain": max(needed)} if max(needed) > 0 else {})
 
 
 @claim("attention_paths.sampled_networks_approach_gp",
@@ -356,8 +370,9 @@ def sampled_networks_approach_gp(p: dict, ctx: Context) -> Evidence:
                   for i, (drop, se) in enumerate(drops)}
     conditions["every width converged"] = all(q.converged for q in points)
     smallest = min(drops, key=lambda d: d[0] / d[1])
+    reason, needed = _unconverged(points)
     return Evidence(holds=all(conditions.values()), theory=0.0, observed=smallest[0], tolerance=5 * smallest[1],
-                    relation="custom", conditions=conditions,
+                    relation="custom", conditions=conditions, inconclusive=reason, needed=needed,
                     standard_error=smallest[1],
                     note=f"{origin}; |Û − I| at N = {[q.width for q in points]}: "
                          + ", ".join(f"{d:.3f}±{e:.3f}" for d, e in zip(distances, errors)),
