@@ -159,6 +159,17 @@ def _prepare_out(path: str) -> None:
         raise UsageError(f"cannot write the report into --out {path!r}: {error.strerror or error}") from None
 
 
+def _prepare_store(path: str) -> str:
+    """The ``--store`` folder, checked before a long run (an argparse type): made if missing, and written
+    into once, so that a file, a read-only or an unwritable folder is a usage error naming it."""
+    from .files import folder_problem
+
+    problem = folder_problem(path)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{path!r} {problem}; give a folder the store can be written into")
+    return path
+
+
 def _chosen(claims: list[Claim], only: str | None, where: str) -> list[Claim]:
     chosen = select(claims, only)
     if not chosen:
@@ -324,7 +335,7 @@ def _add_run_options(parser: argparse.ArgumentParser, only_help: str, only_metav
                         help="run on a Dask cluster: local[:N] starts N worker processes for this run, an address "
                              "(tcp://host:8786) uses a running scheduler; needs the [distributed] extra. The "
                              "results are those of a run without it")
-    parser.add_argument("--store", metavar="DIR", default=None,
+    parser.add_argument("--store", type=_prepare_store, metavar="DIR", default=None,
                         help="keep the run's experiments and finished examples and claims in DIR (default: a "
                              "temporary folder): a rerun with the same DIR, e.g. after an interruption, computes only "
                              "what is not there yet; on a cluster, a folder every worker reaches")

@@ -5,7 +5,9 @@ An example is kept under its claim, the run's profile, backend and seed, and the
 defines the claim's check (an edited claims file starts afresh); a claim's result also under the run's number of
 examples. What an example shows depends only on its parameters and Monte Carlo seed
 (:func:`~attnverify.checks.runner.example_key`), so a kept one is as good as one checked again. Only the process
-that runs the run writes here (the client, on a cluster), each file atomically.
+that runs the run writes here (the client, on a cluster), each file atomically. Each file carries its identity and
+a checksum (:mod:`attnverify.files`): one that is damaged, truncated, foreign, unreadable or holds the wrong object
+is reported once, set aside and checked again; one that cannot be written is reported once and not kept.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pickle
 import threading
 from pathlib import Path
 
-from ..files import write_atomically
+from ..files import read_entry, subfolder, write_entry
 from .claim import Claim
 from .runner import Example, example_key
 
@@ -30,44 +32,57 @@ def _fingerprint(claim: Claim) -> str:
     return hashlib.sha256(source).hexdigest()[:16]
 
 
+def _examples_problem(value) -> str | None:
+    """What is wrong with ``value`` as kept examples (a dict of :class:`Example` by key), or None."""
+    if not isinstance(value, dict):
+        return f"a {type(value).__name__}, not a dict of examples"
+    wrong = next((v for k, v in value.items() if not (isinstance(k, str) and isinstance(v, Example))), None)
+    return None if wrong is None else f"a {type(wrong).__name__} among the examples"
+
+
+def _result_problem(claim: Claim):
+    """The check of a kept result of ``claim``: a dict (``ClaimResult.as_dict()``) naming the claim."""
+    def problem(value) -> str | None:
+        if not isinstance(value, dict) or not {"name", "status", "ok"} <= value.keys():
+            return f"a {type(value).__name__}, not a claim's result"
+        return None if value["name"] == claim.name else f"the result of {value['name']!r}, not {claim.name!r}"
+    return problem
+
+
 class SavedChecks:
     """The examples and results of claims finished in a run whose store folder is ``directory``."""
 
     def __init__(self, directory: str | Path) -> None:
-        self.directory = Path(directory) / "checks"
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory = subfolder(Path(directory) / "checks")
         self._lock = threading.Lock()
 
-    def _path(self, kind: str, claim: Claim, *parts) -> Path:
+    def _entry(self, kind: str, claim: Claim, *parts) -> tuple[Path, str]:
+        """(the file, the identity it is kept under) of ``kind`` for ``claim`` and the run's ``parts``."""
         identity = repr((claim.name, _fingerprint(claim), *parts))
-        return self.directory / f"{claim.name}.{kind}.{hashlib.sha256(identity.encode()).hexdigest()[:16]}.pickle"
+        name = f"{claim.name}.{kind}.{hashlib.sha256(identity.encode()).hexdigest()[:16]}.pickle"
+        return self.directory / name, f"{kind} {identity}"
 
     def examples(self, claim: Claim, *, profile: str, backend: str, seed: int) -> dict[str, Example]:
         """The examples of ``claim`` kept for this run, by :func:`example_key`."""
-        path = self._path("examples", claim, profile, backend, seed)
-        if not path.is_file():
-            return {}
-        with open(path, "rb") as handle:
-            return pickle.load(handle)
+        path, identity = self._entry("examples", claim, profile, backend, seed)
+        kept = read_entry(path, identity, pickle.loads, _examples_problem)
+        return {} if kept is None else kept
 
     def add_examples(self, claim: Claim, examples: list[Example], *, profile: str, backend: str, seed: int) -> None:
         """Keep ``examples`` of ``claim`` with those kept already."""
         with self._lock:
             kept = self.examples(claim, profile=profile, backend=backend, seed=seed)
             kept.update({example_key(e.parameters, e.seed): e for e in examples})
-            write_atomically(self._path("examples", claim, profile, backend, seed),
-                             pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL))
+            path, identity = self._entry("examples", claim, profile, backend, seed)
+            write_entry(path, identity, pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL))
 
     def result(self, claim: Claim, *, profile: str, backend: str, seed: int, examples: int | None) -> dict | None:
         """The finished result (``ClaimResult.as_dict()``) of ``claim`` in this run, or None."""
-        path = self._path("result", claim, profile, backend, seed, examples)
-        if not path.is_file():
-            return None
-        with open(path, "rb") as handle:
-            return pickle.load(handle)
+        path, identity = self._entry("result", claim, profile, backend, seed, examples)
+        return read_entry(path, identity, pickle.loads, _result_problem(claim))
 
     def save_result(self, claim: Claim, result: dict, *, profile: str, backend: str, seed: int,
                     examples: int | None) -> None:
         """Keep the finished ``result`` of ``claim`` (not one whose task itself failed: that one runs again)."""
-        write_atomically(self._path("result", claim, profile, backend, seed, examples),
-                         pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+        path, identity = self._entry("result", claim, profile, backend, seed, examples)
+        write_entry(path, identity, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))

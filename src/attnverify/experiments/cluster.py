@@ -23,6 +23,7 @@ import time
 import traceback
 import uuid
 from typing import Any, Callable
+from urllib.parse import urlsplit
 
 from ..numerics import blas
 from . import scheduler
@@ -61,12 +62,19 @@ LOCAL_CLUSTER_CONFIG = {
 clusters started elsewhere)."""
 
 
+SCHEMES = ("tcp", "tls", "ucx", "ws", "wss")
+"""The Dask protocols an address may name (``SCHEME://HOST[:PORT]``)."""
+
+_FORMS = ("local, local:N or a scheduler address SCHEME://HOST[:PORT] or HOST:PORT such as tcp://host:8786 "
+          f"(SCHEME one of {', '.join(SCHEMES)}; PORT in 1–65535)")
+
+
 def parse_scheduler(text: str) -> tuple[str, Any]:
     """``"local"`` or ``"local:N"`` → ("local", N workers; N = the CPU count when left out); an address
-    (``tcp://host:8786``, ``host:8786``) → ("address", text). Anything else is refused by name."""
+    (``tcp://host:8786``, ``host:8786``) → ("address", text). Anything else is refused by name, an address
+    without a host or with a bad port too (Dask would fail on it deep in its connection code)."""
     if not isinstance(text, str) or not text.strip():
-        raise ValueError(f"--scheduler must be local, local:N or a scheduler address such as tcp://host:8786, "
-                         f"got {text!r}")
+        raise ValueError(f"--scheduler must be {_FORMS}, got {text!r}")
     text = text.strip()
     if text == "local":
         return "local", os.cpu_count() or 1
@@ -76,9 +84,29 @@ def parse_scheduler(text: str) -> tuple[str, Any]:
             raise ValueError(f"--scheduler local:N needs a number of workers N ≥ 1, got {text!r}")
         return "local", int(count)
     if "://" in text or (":" in text and text.rsplit(":", 1)[1].isdigit()):
+        if problem := _address_problem(text):
+            raise ValueError(f"--scheduler must be {_FORMS}, got {text!r} ({problem})")
         return "address", text
-    raise ValueError(f"--scheduler must be local, local:N or a scheduler address such as tcp://host:8786, "
-                     f"got {text!r}")
+    raise ValueError(f"--scheduler must be {_FORMS}, got {text!r}")
+
+
+def _address_problem(text: str) -> str:
+    """What is wrong with the scheduler address ``text`` (``SCHEME://HOST[:PORT]`` or ``HOST:PORT``), or ""."""
+    scheme = text.split("://", 1)[0] if "://" in text else "tcp"
+    if scheme not in SCHEMES:
+        return f"unknown protocol {scheme!r}"
+    parts = urlsplit(text if "://" in text else f"tcp://{text}")
+    try:
+        port = parts.port
+    except ValueError:
+        return "the port must be a number in 1–65535"
+    if not parts.hostname:
+        return "no host"
+    if port is not None and port < 1:
+        return "the port must be a number in 1–65535"
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username is not None:
+        return "nothing may come before HOST or after PORT"
+    return ""
 
 
 def _run_on_worker(name: str, function: Callable[..., Any], arguments: dict, threads: int) -> Outcome:

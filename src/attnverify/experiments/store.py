@@ -6,7 +6,10 @@ together with the experiment's module and name, so a result is found again only 
 An experiment with a parameter named ``store`` is given the store itself (not part of the key), so that
 it asks the store for the experiments it builds on.
 With a ``directory``, results are also pickled there (atomically), so that worker processes of one run
-share them and a result outlives the process that computed it.
+share them and a result outlives the process that computed it. Each file carries its key and the SHA-256 of
+its content (:mod:`attnverify.files`): a damaged, truncated, foreign or unreadable file is reported once, set
+aside as ``<name>.damaged-<n>`` and computed again; a file that cannot be written (full disk, read-only
+folder) is reported once, and the run goes on with the result in memory.
 
 A theory names the experiments its section and claims use with :func:`planned` (its ``plan_experiments``,
 :mod:`attnverify.theories`): the run computes them ahead as tasks of their own, on every worker, and the section
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from ..files import write_atomically
+from ..files import read_entry, report_once, subfolder, write_entry
 
 T = TypeVar("T")
 
@@ -40,13 +43,23 @@ def _check_plain(name: str, value: Any) -> None:
                         f"(it is part of the store's key), got {type(value).__name__}")
 
 
+def _unpickled(payload: bytes) -> tuple:
+    """(the result,) pickled in ``payload``: a 1-tuple, so that a stored None is told from no entry."""
+    return (pickle.loads(payload),)
+
+
 class Store:
     """Results of experiments for one run, keyed by (experiment, parameters)."""
 
     def __init__(self, directory: str | Path | None = None) -> None:
         self.directory = None if directory is None else Path(directory)
         if self.directory is not None:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            if self.directory.exists() and not self.directory.is_dir():
+                raise ValueError(f"directory {str(directory)!r} exists and is not a directory; give a folder")
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise ValueError(f"directory {str(directory)!r} cannot be made ({error.strerror or error})") from None
         self._results: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._scratch: dict[str, tempfile.TemporaryDirectory] = {}
@@ -57,9 +70,12 @@ class Store:
         if not name.isidentifier():
             raise ValueError(f"folder name must be an identifier, got {name!r}")
         if self.directory is not None:
-            path = self.directory / name
-            path.mkdir(exist_ok=True)
-            return path
+            try:
+                return subfolder(self.directory / name)
+            except OSError as error:  # e.g. a read-only store folder: the run keeps these files meanwhile
+                report_once(("folder", str(self.directory / name)),
+                            f"attnverify: error: cannot make {self.directory / name} ({error.strerror or error}); "
+                            "this run keeps its files in a temporary folder instead")
         with self._lock:
             if name not in self._scratch:
                 self._scratch[name] = tempfile.TemporaryDirectory(prefix=f"attnverify-{name}-")
@@ -96,13 +112,12 @@ class Store:
         with self._lock:
             if key in self._results:
                 return self._results[key]
-        if self.directory is not None and self._path(key).is_file():
-            with open(self._path(key), "rb") as handle:
-                stored_key, result = pickle.load(handle)
-            if stored_key == key:
+        if self.directory is not None:
+            found = read_entry(self._path(key), key, _unpickled)
+            if found is not None:
                 with self._lock:
-                    self._results[key] = result
-                return result
+                    self._results[key] = found[0]
+                return found[0]
         if "store" in inspect.signature(experiment).parameters:
             result = experiment(**parameters, store=self)
         else:
@@ -110,7 +125,7 @@ class Store:
         with self._lock:
             self._results[key] = result
         if self.directory is not None:
-            write_atomically(self._path(key), pickle.dumps((key, result), protocol=pickle.HIGHEST_PROTOCOL))
+            write_entry(self._path(key), key, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
         return result
 
     def __contains__(self, key: str) -> bool:
