@@ -195,3 +195,14 @@ def test_a_small_temperature_above_the_round_off_fails_as_a_saddle_point_error_n
         saddle_point(C, y, heads=(2,), width=5, temperature=temperature)
     except SaddlePointError as error:
         assert "did not converge" in str(error) or "not a minimum" in str(error)
+
+
+@pytest.mark.parametrize("temperature", [1e-20, 1e-300])
+def test_a_tiny_temperature_is_taken_where_the_kernel_is_definite_by_itself(temperature):
+    """P = 4 ≤ N0·𝓗 = 6: K(U) has full rank, T·I is not needed to make it definite, and the solve is the T → 0
+    limit (the same U at 1e-20 and 1e-300)."""
+    X, y = random_features(4, 3, 2, seed=0)
+    solution = saddle_point_from_features(X, y, heads=(2,), width=5, temperature=temperature)
+    limit = saddle_point_from_features(X, y, heads=(2,), width=5, temperature=1e-12)
+    assert solution.converged and solution.is_minimum and solution.space == "kernel"
+    assert_allclose(solution.order_parameter, limit.order_parameter, rtol=1e-8)

@@ -244,19 +244,23 @@ def _path_traces(energy) -> np.ndarray | None:
 
 
 def _check_temperature(action: Action, theta: np.ndarray) -> None:
-    """Refuse a temperature below ε·Tr K(U) at the start: T·I is then below the float64 round-off of the
-    kernel, so K(U) + T·I has no Cholesky factor (or a meaningless one) and the action is not defined
-    numerically."""
+    """Refuse a temperature below ε·Tr K(U) at the start where the kernel K(U) is singular in float64 (always in
+    the feature space, where N0·𝓗 < P): T·I, which alone makes K(U) + T·I definite, is then lost in the round-off
+    of K, and the action is not defined numerically. (A K(U) definite by itself needs no T·I.)"""
     traces = _path_traces(action.energy)
     temperature = getattr(action.energy, "temperature", action.config.temperature)
     if traces is None:
         return
     R = action.parametrisation.factors(theta)[0]
     lowest = float(np.finfo(float).eps * abs(np.sum((R @ R.T) * traces)))
-    if not temperature >= lowest:
-        raise ValueError(f"temperature must be in [{lowest:.3g}, inf) for these path features (ε·Tr K(U) at the "
-                         f"solver's start; below it T·I is lost in the float64 round-off of the kernel K(U)), "
-                         f"got {temperature!r}")
+    if temperature >= lowest:
+        return
+    if not hasattr(action.energy, "gram") and hasattr(action.energy, "kernel"):
+        if np.linalg.eigvalsh(action.energy.kernel(R))[0] > lowest:
+            return
+    raise ValueError(f"temperature must be in [{lowest:.3g}, inf) for these path features: the kernel K(U) at the "
+                     f"solver's start is singular in float64, and below ε·Tr K(U) the T·I that makes K(U) + T·I "
+                     f"definite is lost in its round-off; got {temperature!r}")
 
 
 def _solve(action: Action, tolerance: float, max_iterations: int, start, space: str,
