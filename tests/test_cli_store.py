@@ -285,3 +285,31 @@ def test_a_scheduler_address_without_a_host_or_port_is_refused_by_name(text, pro
                                   "tcp://[::1]:8786", "node7:8786"])
 def test_scheduler_addresses_with_a_host_are_taken(text):
     assert parse_scheduler(text) == ("address", text)
+
+
+def test_a_full_disk_while_writing_the_json_is_one_line_naming_the_file(tmp_path, monkeypatch, capsys):
+    """The results file itself cannot be written (ENOSPC): one line naming it, exit 1, no traceback."""
+    import errno
+
+    from attnverify import files
+
+    monkeypatch.delenv("ATTNVERIFY_BACKEND", raising=False)
+    user = tmp_path / "mine.py"
+    user.write_text("from attnverify.checks import claim, close, st\n"
+                    "@claim('mine.one', parameters=st.fixed_dictionaries({'x': st.just(1)}))\n"
+                    "def one(p, ctx):\n    '''1 = 1.'''\n    return close(1.0, 1.0)\n")
+
+    def no_space(stream):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    calls = []
+
+    def write_json(document, path):  # the up-front check of --json passes; then the disk is full
+        calls.append(path)
+        files.write_atomically(path, no_space if len(calls) > 1 else b"{}")
+
+    monkeypatch.setattr(cli, "write_json", write_json)
+    target = tmp_path / "results.json"
+    assert cli.main(["verify", str(user), "--json", str(target)]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot write {target}" in err and "No space left" in err and "Traceback" not in err

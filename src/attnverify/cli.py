@@ -426,6 +426,11 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError, AttributeError):
             pass
         return 1
+    except OSError as error:  # a full disk or a folder that became read-only while writing results
+        where = error.filename or "a results file"
+        print(f"attnverify: error: cannot write {where}: {error.strerror or error} (what had finished is kept in "
+              "the files written before)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("\nattnverify: interrupted (results of finished claims are kept in --json/results.json; with --store "
               "DIR, a rerun with the same DIR goes on from the finished examples)", file=sys.stderr)

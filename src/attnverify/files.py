@@ -51,8 +51,10 @@ def write_atomically(path: str | Path, content: str | bytes | Callable[[BinaryIO
                 content(stream)
         os.chmod(temporary, 0o644)  # mkstemp makes it private; results are not secret
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         Path(temporary).unlink(missing_ok=True)
+        if isinstance(error, OSError) and not error.filename:
+            error.filename = str(path)  # a failed write names no file: say which one it was
         raise
     return path
 
