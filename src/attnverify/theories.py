@@ -6,7 +6,8 @@ the path of a user's ``.py`` file; plain strings, so a worker process can load t
 module provides ``build_section(out_dir, *, profile, backend, seed, progress, store) -> Section``
 (:mod:`attnverify.report.section`); a file without one gets a section made of its docstring and of the
 derivations its ``derivations()`` returns. The claims are every ``@claim`` at the top level of the claims
-module.
+module, and, for a theory with ``derivations()``, ``<theory>.derivation_steps``: every recorded step holds
+(checked by :mod:`attnverify.derivations.steps`), so a failing step fails the theory's verification.
 
 A theory's ``experiments`` module (for a user's file: the file) may provide
 ``plan_experiments(*, profile, seed, backend) -> list`` of :func:`attnverify.experiments.store.planned`
@@ -28,6 +29,7 @@ from typing import Callable
 from .checks.catalogue import THEORIES as BUILTIN_NAMES
 from .checks.catalogue import claims_in_module, load_user_module
 from .checks.claim import Claim
+from .checks.derivation_steps import claim_name, derivation_steps_claim
 
 
 def load(source: str) -> ModuleType:
@@ -72,8 +74,16 @@ class Theory:
         return plans
 
     def claim_list(self) -> list[Claim]:
-        """The theory's claims, in definition order."""
-        return claims_in_module(load(self.claims))
+        """The theory's claims, in definition order, then ``<theory>.derivation_steps`` (every recorded derivation
+        step holds, :mod:`attnverify.checks.derivation_steps`) when the theory has derivations."""
+        claims = claims_in_module(load(self.claims))
+        if self.has_derivations() and claim_name(self.name) not in {c.name for c in claims}:
+            claims.append(derivation_steps_claim(self.name, self.derivation_list))
+        return claims
+
+    def has_derivations(self) -> bool:
+        """Whether the derivations module (or the section's) defines ``derivations()``; nothing is derived."""
+        return callable(getattr(load(self.derivations or self.section), "derivations", None))
 
     def claim(self, name: str) -> Claim:
         (found,) = [c for c in self.claim_list() if c.name == name] or [None]

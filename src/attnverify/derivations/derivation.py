@@ -4,6 +4,11 @@ Each step is a sentence and a sympy expression (often an ``Eq``). A step that co
 a name (``rec.step(…, name="U_a")``, read back with ``derivation.result("U_a")``), so that adding a display
 step never changes what a solver or evaluator computes. Renderers (LaTeX for Markdown, MathML for HTML)
 live in ``attnverify.report``.
+
+Every step is checked (:mod:`.steps`: symbolically, else numerically at random admissible points), unless its
+author marks it ``kind="definition"`` or ``kind="assumption"``; ``substitute={κ: 1, …}`` says that the step
+takes the earlier form of its left side at those values (a specialisation or a change of variables).
+``derivation.checks()`` gives each step's outcome.
 """
 
 from __future__ import annotations
@@ -13,13 +18,20 @@ from dataclasses import dataclass, field
 import sympy
 
 
+KINDS = ("derived", "definition", "assumption")
+"""A step is derived (and checked), or marked by its author as a definition or an assumption."""
+
+
 @dataclass(frozen=True)
 class Step:
-    """One step: what was done, and the expression it produced."""
+    """One step: what was done, the expression it produced, its kind (:data:`KINDS`) and, for a step that takes
+    an earlier form at some values, those values as (symbol, value) pairs."""
 
     description: str
     expression: sympy.Basic
     name: str | None = None  # the name the step's expression is exported under, if code uses it
+    kind: str = "derived"
+    substitute: tuple[tuple[sympy.Basic, sympy.Basic], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -44,14 +56,21 @@ class Derivation:
                            f"{sorted(results) or 'none'}")
         return results[name]
 
+    def checks(self) -> tuple:
+        """Each step's outcome (:class:`~.steps.StepCheck`): proved symbolically, agreeing at random points,
+        failing at a shown point, a definition, an assumption, or unchecked (with why)."""
+        from .steps import check_derivation
+
+        return check_derivation(self)
+
     def _repr_markdown_(self) -> str:
-        """A notebook shows the derivation as the report does (steps with $$ LaTeX $$)."""
+        """A notebook shows the derivation as the report does (steps with $$ LaTeX $$ and their checks)."""
         from ..report.markdown import derivation_markdown
 
         return derivation_markdown(self)
 
     def _repr_html_(self) -> str:
-        """The report's HTML of the derivation (MathML)."""
+        """The report's HTML of the derivation (MathML), with each step's check."""
         from ..report.render import derivation_html
 
         return derivation_html(self)
@@ -64,14 +83,27 @@ class DerivationRecorder:
         self.name, self.title, self.source = name, title, source
         self._steps: list[Step] = []
 
-    def step(self, description: str, expression: sympy.Basic, *, name: str | None = None) -> sympy.Basic:
-        """Record a step; ``name`` exports its expression as a result (unique within the derivation)."""
+    def step(self, description: str, expression: sympy.Basic, *, name: str | None = None, kind: str = "derived",
+             substitute: dict | None = None) -> sympy.Basic:
+        """Record a step; ``name`` exports its expression as a result (unique within the derivation). ``kind``:
+        "derived" (checked), "definition" or "assumption" (shown as such). ``substitute``: the values at which the
+        earlier form of the step's left side is taken (``{κ: 1, ρ: 0}``)."""
         if name is not None:
             if not isinstance(name, str) or not name:
                 raise ValueError(f"name must be a non-empty string, got {name!r}")
             if any(s.name == name for s in self._steps):
                 raise ValueError(f"derivation {self.name!r} already has a result named {name!r}")
-        self._steps.append(Step(description, expression, name))
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        if not isinstance(expression, sympy.Basic):
+            raise TypeError(f"expression must be a sympy object (an Eq, an expression, a Tuple), got "
+                            f"{type(expression).__name__}")
+        pairs = ()
+        if substitute is not None:
+            if not isinstance(substitute, dict) or not substitute:
+                raise ValueError(f"substitute must be a non-empty dict of symbol → value, got {substitute!r}")
+            pairs = tuple((sympy.sympify(k), sympy.sympify(v)) for k, v in substitute.items())
+        self._steps.append(Step(description, expression, name, kind, pairs))
         return expression
 
     def finish(self) -> Derivation:

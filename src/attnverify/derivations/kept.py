@@ -8,9 +8,9 @@ the ``attnverify`` package, sympy's version and Python's, so a change to any of 
 Sympy rebuilds an unpickled expression from its arguments, which evaluates what a derivation wrote unevaluated
 (``Eq(E_1[k], Σa + μ)`` read back as ``false``), unless it is read under ``evaluate(False)``, which in turn
 leaves a ``Mul(1, x)`` in a ``Sum``. So each step is kept with the way of reading that gives it back exactly
-(``srepr`` and ``==`` checked when it is written); a derivation with a step that neither gives back is not kept
-on disk. A file that cannot be read is derived again and written anew. Files are written whole (a temporary
-file, then a rename), so processes that derive at once never read half a file.
+(``srepr`` and ``==`` checked when it is written), and with its kind and substitution; a derivation with a step
+that neither gives back is not kept on disk. A file that cannot be read is derived again and written anew. Files
+are written whole (a temporary file, then a rename), so processes that derive at once never read half a file.
 ``ATTNVERIFY_KEEP_DERIVATIONS=0`` turns the disk off (every process derives).
 """
 
@@ -70,22 +70,29 @@ def _same(a, b) -> bool:
 
 def encoded(derivation: Derivation) -> tuple | None:
     """``derivation`` as plain data, each step's expression pickled with the way of reading it back exactly
-    (evaluated or not); None if some step comes back from neither."""
-    steps = []
+    (evaluated or not), then each step's kind and substitution; None if some step comes back from neither."""
+    steps, marks = [], []
     for step in derivation.steps:
         data = pickle.dumps(step.expression, protocol=pickle.HIGHEST_PROTOCOL)
         mode = next((m for m in (True, False) if _same(step.expression, _loaded(data, m))), None)
-        if mode is None:
+        substitute = pickle.dumps(step.substitute, protocol=pickle.HIGHEST_PROTOCOL)
+        if mode is None or not _same(_pairs(step.substitute), _pairs(_loaded(substitute, mode))):
             return None
         steps.append((step.description, step.name, mode, data))
-    return derivation.name, derivation.title, derivation.source, tuple(steps)
+        marks.append((step.kind, substitute))
+    return derivation.name, derivation.title, derivation.source, tuple(steps), tuple(marks)
+
+
+def _pairs(substitute: tuple) -> sympy.Tuple:
+    return sympy.Tuple(*(sympy.Tuple(*pair) for pair in substitute))
 
 
 def decoded(data: tuple) -> Derivation:
     """The derivation that :func:`encoded` wrote."""
-    name, title, source, steps = data
-    return Derivation(name, title, source, tuple(Step(description, _loaded(expression, mode), step_name)
-                                                  for description, step_name, mode, expression in steps))
+    name, title, source, steps, marks = data
+    return Derivation(name, title, source, tuple(
+        Step(description, _loaded(expression, mode), step_name, kind, _loaded(substitute, mode))
+        for (description, step_name, mode, expression), (kind, substitute) in zip(steps, marks)))
 
 
 def _read(path: Path) -> Derivation | None:

@@ -92,6 +92,7 @@ def population_risk_derivation() -> Derivation:
     rec.step(
         "Risk of T(X) = Σ_ℓ erf(λ⟨X_ℓ,k⟩)⟨X_ℓ,v⟩ = S + Σ_{ℓ≠J0} N_ℓ (S: informative token)",
         Eq(R, E((Y - S - sympy.Sum(sympy.Symbol("N_ell"), (sympy.Symbol("ell"), 1, L - 1))) ** 2)),
+        kind="definition",
     )
     decomposition = E((S - Y) ** 2) + 2 * (L - 1) * E(N) * E(S - Y) + (L - 1) * E(N**2) + (L - 1) * (L - 2) * E(N) ** 2
     rec.step("Given J0 the tokens are independent and the L−1 uninformative ones exchangeable", Eq(R, decomposition))
@@ -141,9 +142,10 @@ def oracle_risk_derivation() -> Derivation:
         f"{SOURCE}, Theorem 1 (spec §2.2)",
     )
     risk = population_risk_expression()
-    rec.step("The population risk in the overlaps", Eq(R, risk))
-    oracle = risk.subs({kappa: 1, nu: 1, theta: 0, eta: 0, rho: 0})
-    rec.step("Substitute κ = ν = 1, θ = η = ρ = 0", Eq(R, oracle))
+    rec.step("The population risk in the overlaps", Eq(R, risk), kind="assumption")  # derived above
+    at_oracle = {kappa: 1, nu: 1, theta: 0, eta: 0, rho: 0}
+    oracle = risk.subs(at_oracle)
+    rec.step("Substitute κ = ν = 1, θ = η = ρ = 0", Eq(R, oracle), substitute=at_oracle)
     rec.step("Simplify", Eq(R, sympy.collect(sympy.simplify(oracle), [L, gamma**2])), name="oracle_risk")
     return rec.finish()
 

@@ -47,6 +47,7 @@ def readout_derivation() -> Derivation:
         "The terms of S that contain U_a: the readout prior and the ℓ = L layer, where "
         "Tr(U_a^{-1} Tr_{h_L} U_L) = Tr U_L / U_a and H_L ln det U_a = H_L ln U_a",
         Eq(S_a, part),
+        kind="definition",
     )
     stationarity = sympy.diff(part, U_a)
     rec.step("Stationarity ∂S/∂U_a = 0", Eq(stationarity, 0))

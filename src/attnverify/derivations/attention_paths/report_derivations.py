@@ -33,6 +33,7 @@ def action_derivation() -> Derivation:
     rec.step(
         "Renormalised kernel from the order parameter U ≡ U_1 and the path-path kernels (§1.2)",
         Eq(Kb[mu, nu], sympy.Sum(Ub[pi, pi2] * Cb[pi, pi2, mu, nu], (pi, 1, paths), (pi2, 1, paths))),
+        kind="definition",
     )
     K = MatrixSymbol("K", P_, P_)
     Y = MatrixSymbol("Y", P_, 1)
@@ -40,6 +41,7 @@ def action_derivation() -> Derivation:
     rec.step(
         "Energy: twice the Gaussian negative log-likelihood of Y once f is integrated (the trace is of a 1×1 matrix)",
         Eq(Symbol("E"), log(Determinant(G)) + Trace(Y.T * Inverse(G) * Y)),
+        kind="definition",
     )
     Ul, Un = MatrixSymbol("U_ell", D, D), MatrixSymbol("U_ell+1", Dn, Dn)
     nprev, sl = Symbol("n_ell-1", positive=True), Symbol("sigma_ell^2", positive=True)
@@ -49,11 +51,13 @@ def action_derivation() -> Derivation:
         "Entropy, layer ℓ (§2.6): given U_{ℓ+1}, U_ℓ is Wishart(n_{ℓ−1}, σ_ℓ² I_{H_ℓ} ⊗ U_{ℓ+1}); −2 ln p to leading "
         "order, ln det(σ_ℓ² I ⊗ U_{ℓ+1}) = D_ℓ ln σ_ℓ² + H_ℓ ln det U_{ℓ+1} without its constant",
         Eq(Symbol("𝓛_ell"), wishart),
+        kind="definition",
     )
     B = MatrixSymbol(r"\mathrm{Tr}_{h_\ell} U_\ell", Dn, Dn)
     rec.step(
         "I_{H_ℓ} ⊗ B is block-diagonal in the slow index h_ℓ, so the trace only sees the diagonal blocks",
         Eq(Trace(KroneckerProduct(Identity(H), Inverse(Un)) * Ul), Trace(Inverse(Un) * B)),
+        kind="definition",  # of the partial trace Tr_h: Tr((I ⊗ B)U) = Tr(B Tr_h U) for every B
     )
     U1, U2 = MatrixSymbol("U_1", Symbol("D_1"), Symbol("D_1")), MatrixSymbol("U_2", Symbol("D_2"), Symbol("D_2"))
     B1 = MatrixSymbol(r"\mathrm{Tr}_{h_1} U_1", Symbol("D_2"), Symbol("D_2"))
@@ -63,7 +67,7 @@ def action_derivation() -> Derivation:
           + n2 * (U_a / sigma_a2 - log(U_a))
           + n1 * (Trace(U2) / (s2 * U_a) - log(Determinant(U2)) + H2 * log(U_a))
           + n0 * (Trace(Inverse(U2) * B1) / s1 - log(Determinant(U1)) + H1 * log(Determinant(U2))))
-    rec.step("The whole action for L = 2 (the experiments' depth), U_3 ≡ U_a", Eq(Symbol("S"), S2))
+    rec.step("The whole action for L = 2 (the experiments' depth), U_3 ≡ U_a", Eq(Symbol("S"), S2), kind="definition")
     sym = symbolic_action((2,), 1)
     rec.step("In explicit symbols, e.g. L = 1, H_1 = 2, P = 1 (as built by symbolic_action)", Eq(Symbol("S"), sym.action))
     return rec.finish()
@@ -84,6 +88,7 @@ def saddle_point_derivation() -> Derivation:
         "Differentials used: d ln det X = Tr(X^{-1} dX), d X^{-1} = −X^{-1} dX X^{-1}, d Tr(X B) = Tr(B dX)",
         sympy.Tuple(Eq(Symbol("d ln det X"), Trace(Inverse(X) * dX)),
                     Eq(MatrixSymbol("d(X^{-1})", D1, D1), -Inverse(X) * dX * Inverse(X))),
+        kind="assumption",  # matrix calculus, quoted
     )
     A, Cpp = MatrixSymbol("A", P_, P_), MatrixSymbol("C_pipi'", P_, P_)
     Cqp = MatrixSymbol("C_pi'pi", P_, P_)
@@ -150,6 +155,7 @@ def gp_derivation() -> Derivation:
         "At α → 0 the energy is negligible: minimise 𝓛 alone. Candidate (§3)",
         sympy.Tuple(Eq(U_a, sigma_a2),
                     Eq(Symbol("U_ell"), sigma_a2 * sympy.Product(Symbol("sigma_k^2"), (k, ell, L)) * Symbol("I_{D_ell}"))),
+        kind="assumption",  # the ansatz; the steps below show it is the minimiser
     )
     rec.step(
         "Then U_ℓ = σ_ℓ² I ⊗ U_{ℓ+1}: each Wishart sits at its mean, so in G_ℓ the n_{ℓ−1} bracket vanishes, "

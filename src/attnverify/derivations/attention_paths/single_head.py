@@ -159,6 +159,7 @@ def h1_reduction_derivation() -> Derivation:
     rec.step(
         "Ratio variables u_a = U_a/σ_a², u_ℓ = U_ℓ/(σ_ℓ² U_{ℓ+1})",
         sympy.Tuple(*(Eq(name, ratios[level]) for level, name in enumerate(names, start=1))),
+        kind="definition",
     )
     if not h1_entropy_is_bpkr(depth):
         raise AssertionError("the H = 1 entropy is not Σ n(u − ln u) in the ratio variables")
@@ -166,6 +167,7 @@ def h1_reduction_derivation() -> Derivation:
     rec.step(
         "Substitute and expand the logs: Σ n(u − ln u) up to a constant that holds no order parameter",
         Eq(Symbol("𝓛"), target - constant),
+        substitute=point,
     )
     K0 = Symbol("K_0")
     rec.step(

@@ -1,0 +1,56 @@
+"""The claim every theory with derivations gets: ``<theory>.derivation_steps``, every recorded step holds.
+
+Its one example checks each step of each derivation (:mod:`attnverify.derivations.steps`): a step that fails at
+a point refutes the claim, so a wrong step fails the theory's verification through the same runner, table, exit
+status, results.json and report as every claim. Proved, agreeing, marked and unchecked steps are counted in the
+evidence; each step's outcome is in its figures.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from hypothesis import strategies as st
+
+from ..derivations.steps import counts, counts_text
+from .claim import Claim
+from .evidence import Evidence
+
+STATEMENT = ("Every recorded derivation step that the checker decides holds: proved symbolically, or equal at "
+             "random admissible points to 20 or more of 30 digits; steps marked as definitions or assumptions, "
+             "and steps it cannot decide (with why), are counted and shown, not passed.")
+
+
+def claim_name(theory: str) -> str:
+    return f"{theory}.derivation_steps"
+
+
+def derivation_steps_claim(theory: str, derivations: Callable[[], list]) -> Claim:
+    """The claim ``<theory>.derivation_steps`` over ``derivations()`` (called when the claim is checked)."""
+
+    def check(parameters: dict, ctx) -> Evidence:
+        return steps_evidence(derivations())
+
+    return Claim(name=claim_name(theory), statement=STATEMENT, parameters=st.fixed_dictionaries({}), check=check,
+                 source="attnverify.derivations.steps (each derivation's recorded steps)",
+                 examples={"quick": 1, "thorough": 1}, shrink_budget=0)
+
+
+def steps_evidence(derivations: list) -> Evidence:
+    """Evidence that no checked step of ``derivations`` fails: one condition per checked step, every outcome in
+    the figures (``steps``: "<derivation>: step k" → outcome and its label; ``counts``)."""
+    conditions, outcomes, failures, every = {}, {}, [], []
+    for derivation in derivations:
+        for number, check in enumerate(derivation.checks(), 1):
+            label = f"{derivation.name}: step {number}"
+            every.append(check)
+            outcomes[label] = check.as_dict()
+            if check.checked:
+                conditions[label] = not check.failed
+            if check.failed:
+                failures.append(f"{label} {check.label()}")
+    numbers = counts(every)
+    summary = counts_text(numbers) + f" in {len(derivations)} derivation{'s' * (len(derivations) != 1)}"
+    note = "\n".join([*failures, summary]) if failures else summary
+    return Evidence(holds=not failures, relation="custom", conditions=conditions, note=note,
+                    figures={"counts": numbers, "steps": outcomes})

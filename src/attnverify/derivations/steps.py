@@ -1,0 +1,834 @@
+"""Every step of a recorded derivation checked: symbolically where sympy decides it, else numerically at random
+admissible points in 30-digit arithmetic; a step marked as a definition or an assumption is shown as such.
+
+What a step claims (a derivation is read as a chain of named equalities; ``Eq(a, b)`` is a *relation*, a tuple of
+``Eq`` or an ``Eq`` of tuples or explicit matrices is one relation per entry):
+
+* **a new form of a name.** A left side that an earlier step already gave a value (a symbol such as ℛ, an
+  expectation 𝔼(N), an entry K[μ, ν], a matrix symbol, or any left side that introduced a symbol) states that
+  its new right side equals the *latest earlier* one. ``substitute={κ: 1, …}`` on the step says the earlier form
+  is taken at those values (a specialisation or a change of variables).
+* **an identity.** Any other ``Eq(a, b)``: a = b for every admissible value of its symbols.
+* **the first value of a name**, or a left side that introduces a symbol seen in no earlier step: nothing to
+  check it against (mark a definition ``kind="definition"``); reported *unchecked*.
+* **a solution.** ``Eq(x, v)`` for a symbol x of an earlier *condition* f = 0 (an ``Eq(f, 0)`` that is not an
+  identity, or one marked as an assumption): f(x = v) = 0 is checked. A set of values (``FiniteSet``, sympy's
+  ``solve``) after a condition: each value solves it for the one symbol the values lack.
+* **a plain expression**: equal to the previous step's expression (or its right side), when their shapes agree.
+
+Before a comparison, every name an earlier step gave a value is replaced by its latest value (repeatedly), so a
+step that assembles earlier results is checked against them. Each comparison (:func:`compare`) is decided
+
+1. *symbolically*: the sides are the same expression, or ``expand(a − b) == 0``, or (for expressions of at most
+   :data:`SIMPLIFY_OPERATIONS` operations) ``simplify(a − b) == 0`` or ``a.equals(b) is True`` (None, undecided,
+   is never a pass); an Order term (``+ O(x**4)``) is checked by ``Order.contains`` of the remainder;
+2. otherwise *numerically* at :data:`POINTS` points drawn from a generator seeded by the comparison itself (so the
+   same comparison always gets the same points), evaluated by sympy's ``evalf`` at :data:`WORKING_DIGITS`
+   digits (mpmath underneath: quadrature for integrals, infinite limits included, ``nsum`` for sums). Values
+   respect the symbols' assumptions: positive in (0.1, 2.5), negative in (−2.5, −0.1), nonnegative in (0, 2.5),
+   other real or unassumed symbols in (−1.5, 1.5), integers in 1..3 (positive), 0..3, −3..−1 or −3..3; every
+   symbol that is a matrix dimension or a limit of a sum or product is a positive integer in 1..3. A matrix
+   symbol becomes an explicit matrix of random rationals: square ones symmetric positive definite (covariances,
+   kernels and order parameters are), rectangular ones with independent entries. Each entry of an indexed
+   object (C[π, π', μ, ν]) at concrete indices gets its own value, the same on both sides. A point where a side
+   is not finite, or not real while the symbols are, lies outside the domain and is drawn again (up to
+   :data:`REDRAWS` times). At each point the sides must agree to :data:`AGREEMENT_DIGITS` digits relative to
+   the size of their terms; where they do not, the point is evaluated again at twice the precision, and a
+   difference that shrinks with the precision is round-off of an exact zero, one that stays is a failure,
+   reported with the point and both sides' values.
+3. *unchecked* (with why) when the sides hold something that cannot be evaluated: an unevaluated function
+   (𝔼, an undefined f), a derivative of one, or an object ``evalf`` does not turn into a number.
+
+A derived ``Eq(f, 0)`` that is not an identity is a *condition* (an equation to solve), reported unchecked; later
+solutions are checked against it. Outcomes are kept in memory and on disk, one file per comparison keyed by the
+``srepr`` of its two sides and the checker's own source (:func:`checker_version`), next to the kept derivations
+(``ATTNVERIFY_KEEP_DERIVATIONS=0`` turns the disk off for both).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import os
+import random
+import tempfile
+from decimal import Decimal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import mpmath
+import sympy
+from sympy.core.function import AppliedUndef
+from sympy.matrices.exceptions import ShapeError
+from sympy.matrices.expressions.matexpr import MatrixElement
+
+from ..numerics.cache import cache_directory
+
+KINDS = ("derived", "definition", "assumption")
+"""What a recorded step is: derived (checked), or marked by its author as a definition or an assumption."""
+
+OUTCOMES = ("symbolic", "numeric", "failed", "definition", "assumption", "unchecked")
+"""The outcome of a step: proved symbolically, agrees numerically, fails at a shown point, marked, or unchecked."""
+
+POINTS = 5
+"""Random points of a numeric check."""
+
+WORKING_DIGITS = 30
+"""Decimal digits of the numeric evaluation."""
+
+AGREEMENT_DIGITS = 20
+"""Digits two sides must share at a point (relative to the size of their terms)."""
+
+SIMPLIFY_OPERATIONS = 120
+"""``simplify`` and ``equals`` are tried on a difference of at most this many operations (they can take minutes
+on larger ones, where the numeric check takes milliseconds)."""
+
+EXPAND_OPERATIONS = 3000
+"""``expand`` is tried on a difference of at most this many operations."""
+
+REDRAWS = 20
+"""Points drawn again, per point, when a side is not finite or not real there."""
+
+ENVIRONMENT_VARIABLE = "ATTNVERIFY_KEEP_DERIVATIONS"
+
+
+# ----------------------------------------------------------------------------- outcomes
+
+
+@dataclass(frozen=True)
+class StepCheck:
+    """The outcome of a step (or of one comparison): ``outcome`` (:data:`OUTCOMES`), a sentence, the earlier step
+    it was compared with (1-based), and for a numeric check the points, the fewest agreeing digits, and for a
+    failure the point (name → value) and both sides' values there."""
+
+    outcome: str
+    detail: str
+    against: int | None = None
+    points: int = 0
+    digits: float | None = None
+    point: dict = field(default_factory=dict)
+    values: tuple = ()
+
+    def __post_init__(self):
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {OUTCOMES}, got {self.outcome!r}")
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome == "failed"
+
+    @property
+    def checked(self) -> bool:
+        """Decided by the checker (proved, agreed, or failed), not marked nor left unchecked."""
+        return self.outcome in ("symbolic", "numeric", "failed")
+
+    def label(self) -> str:
+        """A short phrase for the report: "proved symbolically", "agrees at 5 points to 29 digits", …"""
+        against = f" (against step {self.against})" if self.against else ""
+        if self.outcome == "symbolic":
+            return f"proved symbolically{against}: {self.detail}"
+        if self.outcome == "numeric":
+            return f"agrees at {self.points} random points to ≥ {self.digits:.0f} digits{against}"
+        if self.outcome == "failed":
+            where = ", ".join(f"{k} = {v}" for k, v in self.point.items())
+            sides = f": left side {self.values[0]}, right side {self.values[1]}" if self.values else ""
+            return f"FAILS{against}" + (f" at {where}" if where else "") + f"{sides} ({self.detail})"
+        if self.outcome in ("definition", "assumption"):
+            return self.outcome
+        return f"unchecked: {self.detail}"
+
+    def as_dict(self) -> dict:
+        return {"outcome": self.outcome, "detail": self.detail, "against": self.against, "points": self.points,
+                "digits": self.digits, "point": dict(self.point), "values": list(self.values), "label": self.label()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "StepCheck":
+        return cls(data["outcome"], data["detail"], data.get("against"), data.get("points", 0), data.get("digits"),
+                   dict(data.get("point") or {}), tuple(data.get("values") or ()))
+
+
+def _unchecked(why: str, against: int | None = None) -> StepCheck:
+    return StepCheck("unchecked", why, against)
+
+
+def counts(checks: Iterable[StepCheck]) -> dict[str, int]:
+    """How many steps have each outcome (every outcome listed, zeros included)."""
+    checks = list(checks)
+    return {outcome: sum(1 for c in checks if c.outcome == outcome) for outcome in OUTCOMES}
+
+
+_COUNTED = {"symbolic": "proved symbolically", "numeric": "agreeing numerically", "definition": "definitions",
+            "assumption": "assumptions", "unchecked": "unchecked", "failed": "failed"}
+
+
+def counts_text(numbers: dict[str, int]) -> str:
+    """``17 steps: 5 proved symbolically, 3 agreeing numerically, 2 definitions, 1 assumptions, 6 unchecked,
+    0 failed``."""
+    total = sum(numbers.values())
+    return f"{total} step{'s' * (total != 1)}: " + ", ".join(f"{numbers.get(k, 0)} {v}" for k, v in _COUNTED.items())
+
+
+# ----------------------------------------------------------------------------- walking a derivation
+
+
+@dataclass
+class _Context:
+    """What the earlier steps established: each name's latest value and the step that gave it, the conditions
+    (step, f) with f = 0, and every symbol seen so far."""
+
+    env: dict = field(default_factory=dict)
+    origin: dict = field(default_factory=dict)
+    conditions: list = field(default_factory=list)
+    seen: set = field(default_factory=set)
+    previous: sympy.Basic | None = None
+
+
+@functools.lru_cache(maxsize=256)
+def check_derivation(derivation) -> tuple[StepCheck, ...]:
+    """The outcome of every step of ``derivation`` (:class:`~.derivation.Derivation`), in order."""
+    context, outcomes = _Context(), []
+    for number, step in enumerate(derivation.steps, 1):
+        outcomes.append(_check_step(step, number, context))
+    return tuple(outcomes)
+
+
+def _check_step(step, number: int, context: _Context) -> StepCheck:
+    expression = step.expression
+    substitute = dict(getattr(step, "substitute", ()) or ())
+    relations = _relations(expression)
+    if step.kind != "derived":
+        outcome = StepCheck(step.kind, f"marked as {'a' if step.kind == 'definition' else 'an'} {step.kind}")
+    elif isinstance(expression, sympy.logic.boolalg.BooleanAtom):
+        outcome = _boolean(expression)
+    elif relations is None:
+        outcome = _plain(expression, substitute, context)
+    else:  # relation by relation, each learnt before the next (a tuple may name s, then use it)
+        parts = []
+        for a, b in relations:
+            part, role = _check_relation(a, b, substitute, context)
+            _learn_relation(context, number, a, b, role)
+            parts.append(part)
+        outcome, relations = _combined(parts), None
+    _learn(context, number, expression, relations)
+    return outcome
+
+
+def _boolean(expression) -> StepCheck:
+    if expression == sympy.true:
+        return StepCheck("symbolic", "sympy evaluates the relation to True")
+    return StepCheck("failed", "sympy evaluates the relation to False")
+
+
+def _relations(expression) -> list[tuple[sympy.Basic, sympy.Basic]] | None:
+    """The equalities a step states, entry by entry; None for a plain expression."""
+    if isinstance(expression, sympy.Equality):
+        return _pairs(expression.lhs, expression.rhs)
+    if isinstance(expression, sympy.Tuple) and expression and all(isinstance(e, sympy.Equality) for e in expression):
+        return [pair for e in expression for pair in _pairs(e.lhs, e.rhs)]
+    return None
+
+
+def _pairs(a, b) -> list[tuple[sympy.Basic, sympy.Basic]]:
+    if isinstance(a, sympy.Tuple) and isinstance(b, sympy.Tuple) and len(a) == len(b):
+        return [pair for x, y in zip(a, b) for pair in _pairs(x, y)]
+    if isinstance(a, sympy.MatrixBase) and isinstance(b, sympy.MatrixBase) and a.shape == b.shape:
+        return list(zip(a, b))
+    return [(a, b)]
+
+
+def _combined(parts: list[StepCheck]) -> StepCheck:
+    """One outcome for a step of several relations: the first failure; else proved if all are, agrees if all are
+    checked; else unchecked, saying which parts were."""
+    if len(parts) == 1:
+        return parts[0]
+    n = len(parts)
+    for k, part in enumerate(parts, 1):
+        if part.failed:
+            return StepCheck("failed", f"part {k} of {n}: {part.detail}", part.against, part.points, part.digits,
+                             part.point, part.values)
+    against = next((p.against for p in parts if p.against), None)
+    if all(p.outcome == "symbolic" for p in parts):
+        return StepCheck("symbolic", "; ".join(sorted({p.detail for p in parts})), against)
+    if all(p.checked for p in parts):
+        numeric = [p for p in parts if p.outcome == "numeric"]
+        return StepCheck("numeric", f"{n} parts", against, max(p.points for p in numeric),
+                         min(p.digits for p in numeric))
+    checked = [str(k) for k, p in enumerate(parts, 1) if p.checked]
+    reasons = "; ".join(sorted({p.detail for p in parts if not p.checked}))
+    prefix = f"parts {', '.join(checked)} of {n} hold, the others: " if checked else ""
+    return _unchecked(prefix + reasons, against)
+
+
+# ----------------------------------------------------------------------------- what a relation claims
+
+
+def _is_name(expression) -> bool:
+    """A left side that names a quantity: a symbol, a matrix symbol, an indexed entry, an unevaluated function
+    application (𝔼(N)), or a tuple of them."""
+    if isinstance(expression, sympy.Tuple):
+        return all(_is_name(e) for e in expression)
+    return isinstance(expression, (sympy.Symbol, sympy.MatrixSymbol, sympy.Indexed, AppliedUndef, MatrixElement))
+
+
+def _symbols(expression) -> set:
+    return set(getattr(expression, "free_symbols", set()))
+
+
+def _outer_symbols(expression) -> set:
+    """Free symbols outside unevaluated functions (the N of 𝔼(N) belongs to the name 𝔼(N), not to the form)."""
+    hidden = expression.atoms(AppliedUndef) if isinstance(expression, sympy.Basic) else set()
+    return _symbols(expression.xreplace({f: sympy.S.One for f in hidden}) if hidden else expression)
+
+
+def _resolved(expression, env: dict, rounds: int = 8):
+    """``expression`` with every name replaced by its latest value, repeatedly (names defined through names)."""
+    if not env:
+        return expression
+    for _ in range(rounds):
+        replaced = expression.xreplace(env)
+        if replaced == expression:
+            return replaced
+        expression = replaced
+    return expression
+
+
+def _check_relation(a, b, substitute: dict, context: _Context) -> tuple[StepCheck, str]:
+    """The outcome of one relation a = b, and its role: ``form`` (a new form of a name), ``name`` (its first
+    value), ``notation`` (introduces symbols), ``solution``, ``condition`` or ``identity``."""
+    env = context.env
+    if a in env:
+        new = _outer_symbols(b) - context.seen - _symbols(a)
+        if new:
+            return _unchecked(f"writes {a} in {_names(new)}, new symbols (a notation, not a consequence)",
+                              context.origin[a]), "notation"
+        earlier = _resolved(env[a].xreplace(substitute) if substitute else env[a], env)
+        return _with_against(compare(earlier, _resolved(b, env)), context.origin[a]), "form"
+    if _is_name(a) and not b.has(a):
+        condition = _condition_on(a, context) if isinstance(a, (sympy.Symbol, sympy.MatrixSymbol)) else None
+        if condition is not None:
+            step, f = condition
+            solved = _resolved(f.xreplace({a: b}), {k: v for k, v in env.items() if k != a})
+            return _with_against(compare(solved, sympy.S.Zero), step), "solution"
+        if a in context.seen:
+            return _unchecked(f"solves for {a}, but no earlier condition (f = 0) holds {a}"), "name"
+        return _unchecked(f"first value of {a}: nothing earlier to compare it with"), "name"
+    introduced = _symbols(a) - _symbols(b) - context.seen
+    if introduced and b != 0:
+        return _unchecked(f"introduces {_names(introduced)}: nothing earlier to compare it with"), "name"
+    outcome = compare(_resolved(a, env), _resolved(b, env))
+    if outcome.failed and (b == 0 or a == 0) and outcome.point:
+        return _unchecked("a condition: an equation to solve, not an identity"), "condition"
+    return outcome, "identity"
+
+
+def _condition_on(symbol, context: _Context):
+    """The latest earlier condition (step, f) in which ``symbol`` occurs, if any."""
+    for step, f in reversed(context.conditions):
+        if symbol in _symbols(f):
+            return step, f
+    return None
+
+
+def _with_against(outcome: StepCheck, against: int | None) -> StepCheck:
+    if against is None or outcome.against == against:
+        return outcome
+    return StepCheck(outcome.outcome, outcome.detail, against, outcome.points, outcome.digits, outcome.point,
+                     outcome.values)
+
+
+def _names(symbols: Iterable) -> str:
+    return ", ".join(sorted(str(s) for s in symbols))
+
+
+def _plain(expression, substitute: dict, context: _Context) -> StepCheck:
+    """A plain expression: the roots of the latest condition (a set), or a new form of the previous expression."""
+    if isinstance(expression, sympy.FiniteSet):
+        return _roots(expression, context)
+    previous = context.previous
+    if previous is None:
+        return _unchecked("the first expression: nothing earlier to compare it with")
+    if isinstance(previous, sympy.Equality):
+        previous = previous.rhs
+    if _shape(previous) != _shape(expression):
+        return _unchecked(f"a value ({_kind_of(expression)}) that is not a new form of the previous step's "
+                          f"({_kind_of(previous)}): nothing to compare it with")
+    earlier = previous.xreplace(substitute) if substitute else previous
+    pairs = _pairs(earlier, expression)
+    return _combined([compare(_resolved(x, context.env), _resolved(y, context.env)) for x, y in pairs])
+
+
+def _shape(expression):
+    if isinstance(expression, sympy.Tuple):
+        return ("tuple", len(expression))
+    if isinstance(expression, (sympy.MatrixBase, sympy.MatrixExpr)):
+        return ("matrix", expression.shape)
+    if isinstance(expression, sympy.Expr):
+        return ("scalar",)
+    return (type(expression).__name__,)
+
+
+def _kind_of(expression) -> str:
+    shape = _shape(expression)
+    return {"tuple": f"a tuple of {shape[-1]}", "matrix": "a matrix", "scalar": "a scalar"}.get(shape[0], shape[0])
+
+
+def _roots(values: sympy.FiniteSet, context: _Context) -> StepCheck:
+    """Each value of a set solves the latest condition for the one symbol the values lack."""
+    if not context.conditions:
+        return _unchecked("a set of values, and no earlier condition for them to solve")
+    step, f = context.conditions[-1]
+    unknowns = _symbols(f) - set().union(*(_symbols(v) for v in values))
+    if len(unknowns) != 1:
+        return _unchecked(f"a set of values; the condition of step {step} has unknowns {_names(unknowns) or 'none'}",
+                          step)
+    (x,) = unknowns
+    parts = [compare(_resolved(f.xreplace({x: v}), context.env), sympy.S.Zero) for v in values]
+    return _with_against(_combined(parts), step)
+
+
+def _learn(context: _Context, number: int, expression, relations) -> None:
+    """Record what step ``number`` establishes: the relations of a marked step (those of a derived step are
+    learnt as they are checked), its symbols, and the expression a plain next step is compared with."""
+    for a, b in relations or []:
+        _learn_relation(context, number, a, b, _marked_role(a, b, context))
+    context.seen |= _symbols(expression)
+    context.previous = expression
+
+
+def _learn_relation(context: _Context, number: int, a, b, role: str) -> None:
+    """A condition is kept as f = a − b; a name (new, or a new form of it, or a solved symbol) takes the value b."""
+    if role == "condition":
+        context.conditions.append((number, _resolved(a - b, context.env)))
+    elif role in ("form", "name", "solution"):
+        context.env[a] = b
+        context.origin[a] = number
+    context.seen |= _symbols(a)
+
+
+def _marked_role(a, b, context: _Context) -> str:
+    """The role of a relation in a step marked as a definition or an assumption."""
+    if b == 0 and isinstance(a, sympy.Expr) and not _is_name(a):
+        return "condition"
+    if a in context.env or _is_name(a) or (_symbols(a) - _symbols(b) - context.seen):
+        return "name"
+    return "identity"
+
+
+# ----------------------------------------------------------------------------- comparing two sides (cached)
+
+
+@functools.lru_cache(maxsize=None)
+def checker_version() -> str:
+    """SHA-256 of this module's source and of sympy's and mpmath's versions: a new checker checks afresh."""
+    digest = hashlib.sha256(f"sympy {sympy.__version__} mpmath {mpmath.__version__}".encode())
+    digest.update(Path(__file__).read_bytes())
+    return digest.hexdigest()[:20]
+
+
+_MEMORY: dict[str, StepCheck] = {}
+
+
+def _disk_enabled() -> bool:
+    return os.environ.get(ENVIRONMENT_VARIABLE, "1") != "0"
+
+
+def _cache_path(key: str) -> Path:
+    return cache_directory("derivation_steps", checker_version()) / f"{key}.json"
+
+
+def comparison_key(a, b) -> str:
+    """The cache key of comparing ``a`` with ``b``: SHA-256 of their ``srepr`` (assumptions included)."""
+    digest = hashlib.sha256(sympy.srepr(a).encode())
+    digest.update(b"\x00")
+    digest.update(sympy.srepr(b).encode())
+    return digest.hexdigest()[:32]
+
+
+def compare(a, b) -> StepCheck:
+    """Whether ``a`` equals ``b``: proved symbolically, agreeing numerically, failing at a point, or unchecked
+    (see the module docstring); memoised in the process and on disk."""
+    key = comparison_key(a, b)
+    if key in _MEMORY:
+        return _MEMORY[key]
+    outcome = _read(key)
+    if outcome is None:
+        outcome = _compare(a, b, random.Random(int(key[:16], 16)))
+        _write(key, outcome)
+    _MEMORY[key] = outcome
+    return outcome
+
+
+def _read(key: str) -> StepCheck | None:
+    if not _disk_enabled():
+        return None
+    try:
+        return StepCheck.from_dict(json.loads(_cache_path(key).read_text(encoding="utf-8")))
+    except Exception:  # none yet, or a damaged file: check again and write it anew
+        return None
+
+
+def _write(key: str, outcome: StepCheck) -> None:
+    if not _disk_enabled():
+        return
+    path = _cache_path(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".partial")
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(outcome.as_dict(), stream)
+        os.replace(temporary, path)
+    except OSError:  # a read-only or full disk: the outcome stays in memory
+        pass
+
+
+def _compare(a, b, rng: random.Random) -> StepCheck:
+    a, b = sympy.sympify(a), sympy.sympify(b)
+    if _shape(a) != _shape(b):
+        return StepCheck("failed", f"the sides differ in shape: {_kind_of(a)} {_shape(a)[1:]} vs "
+                                   f"{_kind_of(b)} {_shape(b)[1:]}")
+    if isinstance(a, sympy.Tuple):
+        return _combined([_compare(x, y, rng) for x, y in zip(a, b)])
+    if _has_order(a) or _has_order(b):
+        return _asymptotic(a, b)
+    why = _unevaluable(a) or _unevaluable(b)
+    proof = _proved(a, b, cheap=bool(why))
+    if proof:
+        return StepCheck("symbolic", proof)
+    if why:
+        return _unchecked(why)
+    return _numeric(a, b, rng)
+
+
+# ----------------------------------------------------------------------------- symbolic
+
+
+def _has_order(expression) -> bool:
+    return isinstance(expression, sympy.Basic) and expression.has(sympy.Order)
+
+
+def _asymptotic(a, b) -> StepCheck:
+    """a = b + O(g) (an Order term on either side or both): the remainder, a − b without its Order term, must be
+    O(g) (``Order.contains``); sympy absorbs into O(g) the terms it already knows to be O(g)."""
+    difference = a - b
+    order = difference.getO()
+    remainder = difference.removeO()
+    if order is None:
+        return _unchecked("the Order terms of the two sides cancel: nothing is left to compare")
+    if remainder == 0:
+        return StepCheck("symbolic", f"the sides differ by {order}")
+    try:
+        contained = order.contains(remainder)
+    except Exception as error:  # Order.contains raises for remainders it cannot expand
+        return _unchecked(f"Order.contains could not decide the remainder ({type(error).__name__})")
+    if contained is True:
+        return StepCheck("symbolic", f"the remainder is {order} (Order.contains)")
+    if contained is False:
+        leading = sympy.Order(remainder, *zip(order.variables, order.point))
+        return StepCheck("failed", f"the remainder {sympy.factor(remainder)} is {leading}, not {order}")
+    return _unchecked(f"Order.contains could not decide whether the remainder is {order}")
+
+
+def _proved(a, b, cheap: bool = False) -> str | None:
+    """How sympy proves a = b, or None: identical, ``expand``, ``simplify``, ``equals`` (cheapest first; only the
+    first two when ``cheap``, for sides that could not be evaluated anyway)."""
+    if isinstance(a, (sympy.MatrixBase, sympy.MatrixExpr)):
+        return _proved_matrix(a, b)
+    if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
+        return "the two sides are the same object" if a == b else None
+    difference = a - b
+    if difference == 0:
+        return "the two sides are the same expression"
+    operations = sympy.count_ops(difference)
+    attempts = []
+    if operations <= EXPAND_OPERATIONS:
+        attempts.append(("expand(lhs − rhs) = 0", lambda: sympy.expand(difference) == 0))
+    if operations <= SIMPLIFY_OPERATIONS and not cheap:
+        attempts += [("simplify(lhs − rhs) = 0", lambda: sympy.simplify(difference) == 0),
+                     ("lhs.equals(rhs) is True", lambda: a.equals(b) is True)]
+    for how, attempt in attempts:
+        try:
+            if attempt():
+                return how
+        except Exception:  # sympy raises NotImplementedError (and others) where a rewrite is missing: not a proof
+            continue
+    return None
+
+
+def _proved_matrix(a, b) -> str | None:
+    difference = (a - b)
+    try:
+        done = difference.doit()
+    except Exception:
+        return None
+    if getattr(done, "is_ZeroMatrix", False) or (isinstance(done, sympy.MatrixBase) and done.is_zero_matrix):
+        return "lhs − rhs is the zero matrix"
+    return None
+
+
+def _unevaluable(expression) -> str | None:
+    """Why ``expression`` cannot be evaluated at a point (an unevaluated function), or None."""
+    undefined = sorted({str(f.func) for f in expression.atoms(AppliedUndef)})
+    if undefined:
+        return f"holds the unevaluated function{'s' if len(undefined) > 1 else ''} {', '.join(undefined)}"
+    for kind in (sympy.Derivative, sympy.Subs, sympy.Limit):
+        if expression.has(kind):
+            return f"holds an unevaluated {kind.__name__}"
+    return None
+
+
+# ----------------------------------------------------------------------------- numeric
+
+
+def _numeric(a, b, rng: random.Random) -> StepCheck:
+    """a = b at :data:`POINTS` admissible random points (30 digits), or the first point where they differ."""
+    structured = _is_structured(a) or _is_structured(b)
+    digits = []
+    for number in range(1, POINTS + 1):
+        drawn = _admissible(a, b, rng, structured)
+        if isinstance(drawn, str):
+            return _unchecked(drawn)
+        point, (left, right) = drawn
+        agreement = _agreement(left, right, max(abs(left), abs(right)))
+        if agreement < AGREEMENT_DIGITS:
+            agreement = _recheck(a, b, point, left, right)
+            if agreement is None:
+                return StepCheck("failed", f"the sides differ in the {_ordinal(_agreement(left, right))} digit",
+                                 points=number, point=_shown(point), values=(_text(left), _text(right)))
+        digits.append(agreement)
+    return StepCheck("numeric", f"{POINTS} points", points=POINTS, digits=min(digits))
+
+
+def _admissible(a, b, rng: random.Random, structured: bool):
+    """(point, (left, right)): a point where both sides are finite, real where possible (a point where a side
+    is not real while the symbols are lies outside the domain: drawn again); a string if none can be had."""
+    fallback = None
+    for _ in range(REDRAWS + 1):
+        point = _draw(a, b, rng) if structured else _draw_scalars(a, b, rng)
+        if isinstance(point, str):
+            return point
+        values = [_evaluate(side, point, WORKING_DIGITS) for side in (a, b)]
+        why = next((v for v in values if isinstance(v, str)), None)
+        if why:
+            return why
+        if any(v is None for v in values):
+            continue
+        if all(_is_real(v) for v in values):
+            return point, tuple(sympy.re(v) for v in values)
+        fallback = fallback or (point, tuple(values))
+    return fallback or f"no point among {REDRAWS + 1} drawn where both sides are finite"
+
+
+def _is_real(value) -> bool:
+    """Real up to the working precision (evalf leaves an imaginary part of 1e-40 from a real square root)."""
+    return value.is_real or abs(sympy.im(value)) <= 10.0 ** (5 - WORKING_DIGITS) * (abs(value) + 1e-300)
+
+
+def _agreement(left, right, scale=None) -> float:
+    """Digits shared by the two values, relative to ``scale`` (default: the larger of them)."""
+    gap = abs(left - right)
+    scale = max(abs(left), abs(right)) if scale is None else scale
+    if gap == 0 or scale == 0:
+        return float(WORKING_DIGITS)
+    return min(float(WORKING_DIGITS), float(-sympy.log(gap / scale, 10)))
+
+
+def _ordinal(digits: float) -> str:
+    k = max(1, int(math.floor(digits)) + 1)
+    return {1: "1st", 2: "2nd", 3: "3rd"}.get(k, f"{k}th")
+
+
+def _recheck(a, b, point: dict, left, right) -> float | None:
+    """The digits agreeing, relative to the size of the sides' terms, if the difference is round-off of an exact
+    zero (it shrinks when the precision doubles); None if it is a real difference (it stays)."""
+    terms = max(_term_scale(a, point), _term_scale(b, point), abs(left), abs(right))
+    agreement = _agreement(left, right, terms)
+    if agreement >= AGREEMENT_DIGITS:
+        return agreement
+    again = [_evaluate(side, point, 2 * WORKING_DIGITS) for side in (a, b)]
+    if any(v is None or isinstance(v, str) for v in again):
+        return None
+    gap, gap2 = abs(left - right), abs(again[0] - again[1])
+    if gap2 <= gap * 10.0 ** (-WORKING_DIGITS / 2):
+        return float(WORKING_DIGITS) if gap2 == 0 else min(float(WORKING_DIGITS), _agreement(*again, terms))
+    return None
+
+
+def _term_scale(expression, point: dict) -> float:
+    """The size of the largest top-level term of ``expression`` at ``point`` (what a cancellation started from)."""
+    explicit = _explicit(expression, point)
+    terms = sympy.Add.make_args(explicit) if isinstance(explicit, sympy.Expr) else ()
+    sizes = []
+    for term in terms:
+        value = sympy.N(term, WORKING_DIGITS)
+        if value.is_number and value.is_finite:
+            sizes.append(abs(value))
+    return max(sizes, default=sympy.S.Zero)
+
+
+def _evaluate(expression, point: dict, digits: int):
+    """The value of ``expression`` at ``point`` to ``digits`` digits (sympy's evalf over mpmath); None where it
+    is not finite; a string (why) where it is not a number."""
+    try:
+        explicit = _explicit(expression, point)
+        if isinstance(explicit, sympy.MatrixBase):
+            return "a matrix that is not 1×1 (an Eq of explicit matrices is compared entry by entry)"
+        value = sympy.N(explicit, digits)
+    except (ZeroDivisionError, ValueError, OverflowError, TypeError, ArithmeticError, mpmath.libmp.NoConvergence):
+        return None
+    if value.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
+        return None
+    if not value.is_number or value.free_symbols or value.atoms(sympy.Integral, sympy.Sum, sympy.Product):
+        return f"evalf leaves {value if len(str(value)) < 80 else type(value).__name__} unevaluated"
+    return value
+
+
+def _explicit(expression, point: dict):
+    """``expression`` at ``point``: symbols, indexed entries and matrix symbols replaced, matrix operations done."""
+    if "integers" not in point:  # a plain point: scalar symbols only
+        return expression.xreplace(point)
+    expression = _sums_done(expression.xreplace(point["integers"]))
+    expression = expression.xreplace(point["indexed"]).xreplace(point["matrices"]).xreplace(point["scalars"])
+    if isinstance(expression, sympy.MatrixExpr) or expression.has(sympy.MatrixExpr):
+        expression = _matrix_done(expression)
+    return expression
+
+
+def _matrix_done(expression):
+    """Matrix operations on explicit matrices carried out (a 1×1 result is its entry)."""
+    if isinstance(expression, sympy.MatrixExpr) and not isinstance(expression, sympy.MatrixBase):
+        expression = expression.as_explicit()
+    else:
+        expression = expression.replace(
+            lambda e: isinstance(e, sympy.MatrixExpr) and not isinstance(e, sympy.MatrixBase),
+            lambda e: e.as_explicit())
+        expression = expression.replace(lambda e: isinstance(e, (sympy.Trace, sympy.Determinant)),
+                                        lambda e: e.doit())
+    if isinstance(expression, sympy.MatrixBase) and expression.shape == (1, 1):
+        return expression[0, 0]
+    return expression
+
+
+def _is_structured(expression) -> bool:
+    """Holds matrices, indexed entries, sums or products (whose sizes and limits are drawn first)."""
+    return isinstance(expression, sympy.MatrixExpr) or expression.has(
+        sympy.MatrixSymbol, sympy.Indexed, sympy.Sum, sympy.Product, sympy.Identity)
+
+
+def _draw_scalars(a, b, rng: random.Random) -> dict:
+    """A random admissible value for each symbol of ``a`` and ``b`` (by its assumptions)."""
+    symbols = sorted(_symbols(a) | _symbols(b), key=str)
+    return {s: _integer_value(s, rng) if s.is_integer else _real_value(s, rng) for s in symbols}
+
+
+def _draw(a, b, rng: random.Random):
+    """A random admissible point for the symbols, matrices and indexed entries of ``a`` and ``b`` (see the module
+    docstring), as the four substitutions :func:`_explicit` makes; a string if some symbol cannot be given a
+    value."""
+    both = sympy.Tuple(a, b)
+    counting = sorted(_counting_symbols(both), key=str)
+    for attempt in range(2 * REDRAWS):  # matrix dimensions must fit together (D_1 = H·D_2): draw until they do
+        if attempt < REDRAWS:
+            integers = {s: _integer_value(s, rng, counting=True) for s in counting}
+        else:  # the same dimension everywhere (1 at last: every product of 1×1 matrices fits)
+            integers = dict.fromkeys(counting, sympy.Integer(max(1, 3 - (attempt - REDRAWS) // 4)))
+        try:
+            fixed = _sums_done(both.xreplace(integers))
+            break
+        except ShapeError:
+            continue
+    else:
+        return f"no matrix dimensions for {_names(counting)} that fit together"
+    integers.update({s: _integer_value(s, rng) for s in sorted(_scalar_symbols(fixed), key=str) if s.is_integer})
+    fixed = fixed.xreplace(integers)
+    indexed = {e: _real_value(sympy.Symbol("entry", real=True), rng)
+               for e in sorted(fixed.atoms(sympy.Indexed), key=str)}
+    matrices = {}
+    for m in sorted(fixed.atoms(sympy.MatrixSymbol), key=str):
+        rows, cols = m.shape
+        if not (rows.is_Integer and cols.is_Integer):
+            return f"the matrix symbol {m.name} has a shape {m.shape} that is not made of integers"
+        matrices[m] = _matrix_value(int(rows), int(cols), rng)
+    scalars = {s: _real_value(s, rng) for s in sorted(_scalar_symbols(fixed.xreplace(indexed)), key=str)
+               if not s.is_integer}
+    return {"integers": integers, "indexed": indexed, "matrices": matrices, "scalars": scalars}
+
+
+def _sums_done(expression):
+    """Finite sums and products of indexed entries written out term by term (each entry then gets its value)."""
+    return expression.replace(
+        lambda e: isinstance(e, (sympy.Sum, sympy.Product)) and e.has(sympy.Indexed)
+        and all(limit.is_Integer for _, low, high in e.limits for limit in (low, high)),
+        lambda e: e.doit())
+
+
+def _scalar_symbols(expression) -> set:
+    return {s for s in expression.free_symbols if isinstance(s, sympy.Symbol)}
+
+
+def _counting_symbols(expression) -> set:
+    """Symbols that count: matrix dimensions, and limits of sums and products."""
+    found = set()
+    for m in expression.atoms(sympy.MatrixSymbol, sympy.Identity, sympy.ZeroMatrix):
+        found |= set().union(*(sympy.sympify(n).free_symbols for n in m.shape))
+    for e in expression.atoms(sympy.Sum, sympy.Product):
+        for _, low, high in e.limits:
+            found |= low.free_symbols | high.free_symbols
+    return {s for s in found if isinstance(s, sympy.Symbol)}
+
+
+def _integer_value(symbol, rng: random.Random, counting: bool = False) -> sympy.Integer:
+    if counting or symbol.is_positive:
+        return sympy.Integer(rng.randint(1, 3))
+    if symbol.is_nonnegative:
+        return sympy.Integer(rng.randint(0, 3))
+    if symbol.is_negative:
+        return sympy.Integer(rng.randint(-3, -1))
+    return sympy.Integer(rng.randint(-3, 3))
+
+
+def _uniform(rng: random.Random, low: float, high: float) -> sympy.Rational:
+    """An exact rational with six decimals, uniform in (low, high)."""
+    return sympy.Rational(rng.randint(round(low * 10**6) + 1, round(high * 10**6) - 1), 10**6)
+
+
+def _real_value(symbol, rng: random.Random) -> sympy.Rational:
+    if symbol.is_positive:
+        return _uniform(rng, 0.1, 2.5)
+    if symbol.is_negative:
+        return _uniform(rng, -2.5, -0.1)
+    if symbol.is_nonnegative:
+        return _uniform(rng, 0.0, 2.5)
+    if symbol.is_nonpositive:
+        return _uniform(rng, -2.5, 0.0)
+    return _uniform(rng, -1.5, 1.5)
+
+
+def _matrix_value(rows: int, cols: int, rng: random.Random) -> sympy.ImmutableMatrix:
+    """Random rationals; a square matrix is made symmetric positive definite (G Gᵀ + I/2)."""
+    entries = sympy.Matrix(rows, cols, lambda i, j: _uniform(rng, -1.0, 1.0))
+    if rows == cols:
+        entries = entries * entries.T + sympy.eye(rows) / 2
+    return sympy.ImmutableMatrix(entries)
+
+
+def _shown(point: dict) -> dict:
+    """The point as name → value text (matrices as nested lists)."""
+    if "integers" not in point:
+        return {str(k): _text(v) for k, v in point.items()}
+    shown = {}
+    for group in ("integers", "scalars", "indexed"):
+        shown.update({str(k): _text(v) for k, v in sorted(point[group].items(), key=lambda kv: str(kv[0]))})
+    shown.update({str(k): str([[_text(x) for x in row] for row in v.tolist()]) for k, v in point["matrices"].items()})
+    return shown
+
+
+def _text(value) -> str:
+    """A value in 12 significant digits (an exact rational with few digits as it is)."""
+    if isinstance(value, (sympy.Integer, int)):
+        return str(value)
+    if isinstance(value, sympy.Rational) and 10**6 % value.q == 0:  # a drawn value: its six decimals exactly
+        return str(Decimal(value.p) / Decimal(value.q))
+    return str(sympy.N(value, 12))
