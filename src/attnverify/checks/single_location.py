@@ -8,6 +8,7 @@ evaluators, and measures the other side by simulation with its standard error.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from scipy.optimize import minimize
@@ -15,6 +16,7 @@ from scipy.optimize import minimize
 from ..derivations import gaussian, single_location as theory
 from ..derivations.codegen import evaluator
 from ..numerics import single_location as sim
+from ..numerics.sized import sized_mean
 from ..numerics.statistics import Estimate, fit_line, mean_estimate
 from .claim import Context, claim, st
 from .evidence import Evidence, at_most, close, within_error
@@ -63,14 +65,30 @@ def _embed(task: sim.Task, four: np.ndarray) -> np.ndarray:
 )
 def closed_form_risk(p: dict, ctx: Context) -> Evidence:
     """The closed-form population risk ℛ(κ, ν, θ, η, ρ) equals the Monte Carlo risk E[(Y − T(X))²]
-    for arbitrary unit (k, v), λ, γ, d, L, ε."""
+    for arbitrary unit (k, v), λ, γ, d, L, ε: a discrepancy of 1 % of ℛ plus 0.1 % of the label variance
+    γ² + ε² is resolved (thorough: 0.5 % + 0.05 %); the sample is drawn until it is."""
     task = sim.make_task(p["d"], p["L"], gamma=p["gamma"], eps=p["eps"], seed=ctx.seed)  # host vectors; MC on ctx.backend
     k, v = _embed(task, _unit(p["k"])), _embed(task, _unit(p["v"]))
     closed = float(theory.population_risk(k, v, task.k_star, task.v_star, p["lam"], p["gamma"], p["d"], p["L"], p["eps"]))
-    n = ctx.choose(quick=400_000, thorough=4_000_000)
-    estimate = sim.risk_monte_carlo(task, k, v, p["lam"], n, ctx.rng.integers(2**63), backend=ctx.backend)
-    return within_error(closed, estimate, note="exact closed form: no bias budget",
-                        figures={"overlaps": [float(x) for x in theory.overlaps(k, v, task.k_star, task.v_star)]})
+    relative, absolute = ctx.choose(quick=(0.01, 1e-3), thorough=(0.005, 5e-4))
+    # the absolute part keeps a risk near 0 resolvable: there a rare large residual dominates the spread
+    estimate = sized_mean(lambda rng, n: _squared_residuals(task, k, v, p["lam"], n, rng, ctx.backend),
+                          ctx.backend.random(int(ctx.rng.integers(2**63))), relative_resolution=relative,
+                          reference=closed, resolution=absolute * (p["gamma"] ** 2 + p["eps"] ** 2),
+                          budget=ctx.choose(quick=3_000_000, thorough=12_000_000))
+    return within_error(closed, estimate,
+                        note=f"exact closed form: no bias budget; resolution {relative:.1%} of ℛ + {absolute:.2%} of "
+                             f"γ² + ε² = {estimate.resolution:.3g}, achieved {estimate.achieved:.3g} with "
+                             f"{estimate.samples:,} draws",
+                        figures={"overlaps": [float(x) for x in theory.overlaps(k, v, task.k_star, task.v_star)],
+                                 **estimate.sizing()})
+
+
+def _squared_residuals(task: sim.Task, k: np.ndarray, v: np.ndarray, lam: float, n: int, rng, backend):
+    """(Y − T_λ^{k,v}(X))² of n draws in the exact reduction (spec §6): T = Σ_ℓ erf(λ⟨X_ℓ,k⟩)⟨X_ℓ,v⟩."""
+    sample = sim.sample_reduced(task, k, v, n, rng, backend=backend)
+    predicted = backend.xp.sum(backend.special.erf(lam * (sample.Z @ sample.k)) * (sample.Z @ sample.v), axis=-1)
+    return (sample.y - predicted) ** 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,29 +189,36 @@ def asymptotic_bayes_optimality(p: dict, ctx: Context) -> Evidence:
 )
 def oracle_beats_linear(p: dict, ctx: Context) -> Evidence:
     """The risk gap ℛ(T*) − ℛ(best linear) predicted by the closed forms is what simulation
-    measures (paired Monte Carlo on the same sequences, within 5 SE); where the theory puts the
-    oracle ahead by more than 5 SE, the simulated oracle is ahead too."""
+    measures (paired Monte Carlo on the same sequences, within 5 SE, drawn until a discrepancy of 1.5 %
+    of the larger risk is resolved; thorough 0.5 %); where the theory puts the oracle ahead by more than
+    5 SE, the simulated oracle is ahead too."""
     d, L, g, e = p["d"], p["L"], p["gamma"], p["eps"]
     lam = p["scale"] * math.sqrt(math.log(max(d / L, 2.0)) / d)
     oracle_risk, linear_risk = float(theory.oracle_risk(lam, d, L, g, e)), float(theory.linear_risk(L, g, e))
     gap_theory = oracle_risk - linear_risk
     task = sim.make_task(d, L, gamma=g, eps=e, seed=ctx.seed, backend=ctx.backend)
-    n = ctx.choose(quick=300_000, thorough=3_000_000)
-    sample = sim.sample_reduced(task, None, None, n, ctx.rng.integers(2**63), backend=ctx.backend)
-    xp = ctx.backend.xp
-    along_k = sample.Z @ sample.k_star
-    along_v = sample.Z @ sample.v_star
-    oracle = xp.sum(ctx.backend.special.erf(lam * along_k) * along_v, axis=-1)
-    linear = (g**2 / (g**2 + L - 1)) * xp.sum(along_v, axis=-1)
-    paired = (sample.y - oracle) ** 2 - (sample.y - linear) ** 2
-    estimate = mean_estimate(paired)
-    evidence = within_error(gap_theory, estimate, figures={"lam": lam, "oracle_risk": oracle_risk, "linear_risk": linear_risk})
+    xp, erf = ctx.backend.xp, ctx.backend.special.erf
+
+    def paired(rng, n):
+        sample = sim.sample_reduced(task, None, None, n, rng, backend=ctx.backend)
+        along_k, along_v = sample.Z @ sample.k_star, sample.Z @ sample.v_star
+        oracle = xp.sum(erf(lam * along_k) * along_v, axis=-1)
+        linear = (g**2 / (g**2 + L - 1)) * xp.sum(along_v, axis=-1)
+        return (sample.y - oracle) ** 2 - (sample.y - linear) ** 2
+
+    # a discrepancy in the gap of 1.5 % of the larger risk is resolved (thorough: 0.5 %); the larger, since the
+    # paired difference spreads like the larger risk (the oracle's, when λ puts weight on the noise tokens)
+    relative = ctx.choose(quick=0.015, thorough=0.005)
+    estimate = sized_mean(paired, ctx.backend.random(int(ctx.rng.integers(2**63))), relative_resolution=relative,
+                          reference=max(oracle_risk, linear_risk), budget=ctx.choose(quick=3_000_000, thorough=20_000_000))
     decisive = gap_theory < -5 * estimate.standard_error
     ahead = estimate.mean + 5 * estimate.standard_error < 0
-    holds = evidence.holds and (ahead or not decisive)
-    return Evidence(holds, evidence.theory, evidence.observed, evidence.tolerance, evidence.standard_error,
-                    relation="equal", conditions={"simulation agrees where theory puts the oracle ahead": ahead or not decisive},
-                    note=f"{evidence.note}; theory says oracle ahead: {decisive}, simulation: {ahead}", figures=evidence.figures)
+    agrees = {"simulation agrees where theory puts the oracle ahead": ahead or not decisive}
+    evidence = within_error(gap_theory, estimate, conditions=agrees,
+                            figures={"lam": lam, "oracle_risk": oracle_risk, "linear_risk": linear_risk,
+                                     **estimate.sizing()})
+    return replace(evidence, note=f"{evidence.note}; resolution {relative:.1%} of max(ℛ(T*), ℛ(linear)); theory says oracle "
+                                  f"ahead: {decisive}, simulation: {ahead}")
 
 
 # ---------------------------------------------------------------------------------------------

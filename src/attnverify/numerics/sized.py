@@ -78,10 +78,14 @@ class SizedEstimate(Estimate):
         """The resolution achieved: the tolerance z·standard_error + bias_budget."""
         return self.z * self.standard_error + self.bias_budget
 
+    def sizing(self) -> dict:
+        """How the sample was sized, for a claim's figures: resolution, achieved, reached, budget, batches,
+        draws_needed."""
+        return {"resolution": self.resolution, "achieved": self.achieved, "reached": self.reached,
+                "budget": self.budget, "batches": list(self.batches), "draws_needed": self.draws_needed}
+
     def as_dict(self) -> dict:
-        return {**super().as_dict(), "resolution": self.resolution, "achieved": self.achieved, "z": self.z,
-                "bias_budget": self.bias_budget, "reached": self.reached, "budget": self.budget,
-                "batches": list(self.batches), "draws_needed": self.draws_needed}
+        return {**super().as_dict(), "z": self.z, "bias_budget": self.bias_budget, **self.sizing()}
 
 
 def draws_needed(samples: int, standard_error: float, resolution: float, *, z: float = 5.0,

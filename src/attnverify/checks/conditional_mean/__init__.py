@@ -19,6 +19,8 @@ from ._common import (  # noqa: F401
     score_with_spread,
     gaussian_constants,
     _worst,
+    attention_errors,
+    chunk,
 )
 
 from .identities import (  # noqa: F401
@@ -35,7 +37,6 @@ from .identities import (  # noqa: F401
 
 from .approximation import (  # noqa: F401
     _desired_case,
-    _scaled_mse_evidence,
     error_constant,
     bias_constant,
     RATE_LENGTHS,

@@ -73,12 +73,20 @@ def gaussian_constants(model: sim.GaussianKeyValueModel, score: np.ndarray) -> d
 
 
 def _worst(evidences: list[tuple[str, Evidence]]) -> Evidence:
-    """The evidence closest to failing (largest gap/tolerance), labelled with its case."""
+    """The evidence closest to failing, labelled with its case: refuted if any case is, else inconclusive
+    if any case is (needing the most any case needs), else holds. The conditions say which cases are not
+    refuted; the statuses of all cases are in the figures."""
     def ratio(e: Evidence) -> float:
         gap = abs((e.theory or 0.0) - (e.observed or 0.0))
         return gap / e.tolerance if e.tolerance else math.inf
 
-    label, worst = max(evidences, key=lambda item: (not item[1].holds, ratio(item[1])))
+    rank = {"refuted": 2, "inconclusive": 1, "holds": 0}
+    label, worst = max(evidences, key=lambda item: (rank[item[1].status], ratio(item[1])))
+    undecided = [e for _, e in evidences if e.status == "inconclusive"]
+    needed: dict[str, int] = {}
+    for e in undecided:
+        for key, count in e.needed.items():
+            needed[key] = max(needed.get(key, 0), count)
     return Evidence(
         all(e.holds for _, e in evidences),
         worst.theory,
@@ -86,10 +94,29 @@ def _worst(evidences: list[tuple[str, Evidence]]) -> Evidence:
         worst.tolerance,
         worst.standard_error,
         relation=worst.relation,
-        conditions={lab: e.holds for lab, e in evidences},
+        conditions={lab: e.status != "refuted" for lab, e in evidences},
         note=f"worst case {label}: {worst.note}",
-        figures={"cases": {lab: e.as_dict() for lab, e in evidences}},
+        figures={"cases": {lab: e.as_dict() for lab, e in evidences},
+                 "statuses": {lab: e.status for lab, e in evidences}},
+        inconclusive=(f"{label}: {worst.inconclusive}" if worst.status == "inconclusive" else ""),
+        needed=needed if worst.status == "inconclusive" else {},
     )
 
+
+def attention_errors(sample, logits, target, length: int, backend):
+    """``draw(rng, n)`` for :func:`~attnverify.numerics.sized.sized_mean`: the errors Σ_ℓ softmax(logits(K))_ℓ v_ℓ
+    − target of n sequences of ``length`` tokens drawn by ``sample(L, n, rng)``, shape (n, d_v)."""
+    target = backend.asarray(target)
+
+    def draw(rng, n):
+        keys, values = sample(length, n, rng)
+        return sim.weighted_mean(logits(keys), values) - target
+
+    return draw
+
+
+def chunk(length: int) -> int:
+    """Sequences per call of a draw, so that one call holds about as many numbers as attention_error's chunks."""
+    return max(1, sim.monte_carlo.CHUNK_NUMBERS // (4 * length))
 
 # ---------------------------------------------------------------------------------------------
