@@ -137,7 +137,7 @@ class StepCheck:
             sides = f": left side {self.values[0]}, right side {self.values[1]}" if self.values else ""
             return f"FAILS{against}" + (f" at {where}" if where else "") + f"{sides} ({self.detail})"
         if self.outcome in ("definition", "assumption"):
-            return self.outcome
+            return f"{self.outcome} (marked so by the derivation; not checked)"
         return f"unchecked: {self.detail}"
 
     def as_dict(self) -> dict:
@@ -196,6 +196,17 @@ def check_derivation(derivation) -> tuple[StepCheck, ...]:
 
 
 def _check_step(step, number: int, context: _Context) -> StepCheck:
+    """Step ``number``'s outcome; what it establishes is learnt into ``context``. A step the checker cannot read
+    at all (sympy raises on it) is unchecked, with the error, never a pass and never a crash of the run."""
+    try:
+        return _checked_step(step, number, context)
+    except Exception as error:  # noqa: BLE001  (any sympy failure on a user's expression)
+        context.seen |= _symbols(step.expression)
+        context.previous = step.expression
+        return _unchecked(f"the checker could not read this step ({type(error).__name__}: {error})")
+
+
+def _checked_step(step, number: int, context: _Context) -> StepCheck:
     expression = step.expression
     substitute = dict(getattr(step, "substitute", ()) or ())
     relations = _relations(expression)
@@ -305,7 +316,8 @@ def _check_relation(a, b, substitute: dict, context: _Context) -> tuple[StepChec
             return _unchecked(f"writes {a} in {_names(new)}, new symbols (a notation, not a consequence)",
                               context.origin[a]), "notation"
         earlier = _resolved(env[a].xreplace(substitute) if substitute else env[a], env)
-        return _with_against(compare(earlier, _resolved(b, env)), context.origin[a]), "form"
+        outcome = _with_against(compare(earlier, _resolved(b, env)), context.origin[a])
+        return (_taken_at(outcome, substitute) if substitute else outcome), "form"
     if _is_name(a) and not b.has(a):
         condition = _condition_on(a, context) if isinstance(a, (sympy.Symbol, sympy.MatrixSymbol)) else None
         if condition is not None:
@@ -322,6 +334,13 @@ def _check_relation(a, b, substitute: dict, context: _Context) -> tuple[StepChec
     if outcome.failed and (b == 0 or a == 0) and outcome.point:
         return _unchecked("a condition: an equation to solve, not an identity"), "condition"
     return outcome, "identity"
+
+
+def _taken_at(outcome: StepCheck, substitute: dict) -> StepCheck:
+    """``outcome`` saying that the earlier form was taken at the step's values."""
+    at = ", ".join(f"{k} = {v}" for k, v in substitute.items())
+    return StepCheck(outcome.outcome, f"{outcome.detail}; the earlier form taken at {at}", outcome.against,
+                     outcome.points, outcome.digits, outcome.point, outcome.values)
 
 
 def _condition_on(symbol, context: _Context):
@@ -585,13 +604,14 @@ def _unevaluable(expression) -> str | None:
 def _numeric(a, b, rng: random.Random) -> StepCheck:
     """a = b at :data:`POINTS` admissible random points (30 digits), or the first point where they differ."""
     structured = _is_structured(a) or _is_structured(b)
+    plan = _sign_plan(a, b, rng)
     digits = []
     for number in range(1, POINTS + 1):
-        drawn = _admissible(a, b, rng, structured)
+        drawn = _admissible(a, b, rng, structured, plan[number - 1])
         if isinstance(drawn, str):
             return _unchecked(drawn)
         point, (left, right) = drawn
-        agreement = _agreement(left, right, max(abs(left), abs(right)))
+        agreement = _agreement(left, right)
         if agreement < AGREEMENT_DIGITS:
             agreement = _recheck(a, b, point, left, right)
             if agreement is None:
@@ -601,12 +621,28 @@ def _numeric(a, b, rng: random.Random) -> StepCheck:
     return StepCheck("numeric", f"{POINTS} points", points=POINTS, digits=min(digits))
 
 
-def _admissible(a, b, rng: random.Random, structured: bool):
+def _sign_plan(a, b, rng: random.Random) -> list[dict]:
+    """For each point, the sign of each real symbol whose sign is not assumed: every such symbol is positive at
+    some points and negative at others (an identity true for one sign only, √(x²) = x, cannot pass by luck)."""
+    free = sorted((s for s in _symbols(a) | _symbols(b) if isinstance(s, sympy.Symbol) and not s.is_integer
+                   and s.is_positive is None and s.is_negative is None and s.is_zero is None), key=str)
+    plan = [{} for _ in range(POINTS)]
+    for symbol in free:
+        signs = [(-1) ** k for k in range(POINTS)]
+        rng.shuffle(signs)
+        for point, sign in zip(plan, signs):
+            point[symbol] = sign
+    return plan
+
+
+def _admissible(a, b, rng: random.Random, structured: bool, signs: dict):
     """(point, (left, right)): a point where both sides are finite, real where possible (a point where a side
-    is not real while the symbols are lies outside the domain: drawn again); a string if none can be had."""
+    is not real while the symbols are lies outside the domain: drawn again, with free signs after half the
+    tries); a string if none can be had."""
     fallback = None
-    for _ in range(REDRAWS + 1):
-        point = _draw(a, b, rng) if structured else _draw_scalars(a, b, rng)
+    for attempt in range(REDRAWS + 1):
+        signs = signs if attempt < REDRAWS // 2 else {}
+        point = _draw(a, b, rng, signs) if structured else _draw_scalars(a, b, rng, signs)
         if isinstance(point, str):
             return point
         values = [_evaluate(side, point, WORKING_DIGITS) for side in (a, b)]
@@ -616,23 +652,46 @@ def _admissible(a, b, rng: random.Random, structured: bool):
         if any(v is None for v in values):
             continue
         if all(_is_real(v) for v in values):
-            return point, tuple(sympy.re(v) for v in values)
+            return point, tuple(v.applyfunc(sympy.re) if _is_matrix(v) else sympy.re(v) for v in values)
         fallback = fallback or (point, tuple(values))
     return fallback or f"no point among {REDRAWS + 1} drawn where both sides are finite"
 
 
+def _is_matrix(value) -> bool:
+    return isinstance(value, sympy.MatrixBase)
+
+
+def _entries(value) -> list:
+    return list(value) if _is_matrix(value) else [value]
+
+
 def _is_real(value) -> bool:
     """Real up to the working precision (evalf leaves an imaginary part of 1e-40 from a real square root)."""
-    return value.is_real or abs(sympy.im(value)) <= 10.0 ** (5 - WORKING_DIGITS) * (abs(value) + 1e-300)
+    return all(v.is_real or abs(sympy.im(v)) <= 10.0 ** (5 - WORKING_DIGITS) * (abs(v) + 1e-300)
+               for v in _entries(value))
+
+
+def _size(value):
+    """The largest absolute value (of the entries of a matrix)."""
+    return max(abs(v) for v in _entries(value))
+
+
+def _gap(left, right):
+    if _is_matrix(left) != _is_matrix(right) or (_is_matrix(left) and left.shape != right.shape):
+        return sympy.oo
+    return max(abs(l - r) for l, r in zip(_entries(left), _entries(right)))
 
 
 def _agreement(left, right, scale=None) -> float:
-    """Digits shared by the two values, relative to ``scale`` (default: the larger of them)."""
-    gap = abs(left - right)
-    scale = max(abs(left), abs(right)) if scale is None else scale
+    """Digits shared by the two values (matrices: their worst entry), relative to ``scale`` (default: the larger
+    of them)."""
+    gap = _gap(left, right)
+    if gap == sympy.oo:
+        return 0.0
+    scale = max(_size(left), _size(right)) if scale is None else scale
     if gap == 0 or scale == 0:
         return float(WORKING_DIGITS)
-    return min(float(WORKING_DIGITS), float(-sympy.log(gap / scale, 10)))
+    return max(0.0, min(float(WORKING_DIGITS), float(-sympy.log(gap / scale, 10))))
 
 
 def _ordinal(digits: float) -> str:
@@ -643,14 +702,16 @@ def _ordinal(digits: float) -> str:
 def _recheck(a, b, point: dict, left, right) -> float | None:
     """The digits agreeing, relative to the size of the sides' terms, if the difference is round-off of an exact
     zero (it shrinks when the precision doubles); None if it is a real difference (it stays)."""
-    terms = max(_term_scale(a, point), _term_scale(b, point), abs(left), abs(right))
+    terms = max(_term_scale(a, point), _term_scale(b, point), _size(left), _size(right))
     agreement = _agreement(left, right, terms)
     if agreement >= AGREEMENT_DIGITS:
         return agreement
     again = [_evaluate(side, point, 2 * WORKING_DIGITS) for side in (a, b)]
     if any(v is None or isinstance(v, str) for v in again):
         return None
-    gap, gap2 = abs(left - right), abs(again[0] - again[1])
+    gap, gap2 = _gap(left, right), _gap(*again)
+    if gap == sympy.oo:
+        return None
     if gap2 <= gap * 10.0 ** (-WORKING_DIGITS / 2):
         return float(WORKING_DIGITS) if gap2 == 0 else min(float(WORKING_DIGITS), _agreement(*again, terms))
     return None
@@ -659,7 +720,7 @@ def _recheck(a, b, point: dict, left, right) -> float | None:
 def _term_scale(expression, point: dict) -> float:
     """The size of the largest top-level term of ``expression`` at ``point`` (what a cancellation started from)."""
     explicit = _explicit(expression, point)
-    terms = sympy.Add.make_args(explicit) if isinstance(explicit, sympy.Expr) else ()
+    terms = sympy.Add.make_args(explicit) if isinstance(explicit, sympy.Expr) and not _is_matrix(explicit) else ()
     sizes = []
     for term in terms:
         value = sympy.N(term, WORKING_DIGITS)
@@ -673,15 +734,14 @@ def _evaluate(expression, point: dict, digits: int):
     is not finite; a string (why) where it is not a number."""
     try:
         explicit = _explicit(expression, point)
-        if isinstance(explicit, sympy.MatrixBase):
-            return "a matrix that is not 1×1 (an Eq of explicit matrices is compared entry by entry)"
-        value = sympy.N(explicit, digits)
+        value = explicit.applyfunc(lambda e: sympy.N(e, digits)) if _is_matrix(explicit) else sympy.N(explicit, digits)
     except (ZeroDivisionError, ValueError, OverflowError, TypeError, ArithmeticError, mpmath.libmp.NoConvergence):
         return None
-    if value.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
-        return None
-    if not value.is_number or value.free_symbols or value.atoms(sympy.Integral, sympy.Sum, sympy.Product):
-        return f"evalf leaves {value if len(str(value)) < 80 else type(value).__name__} unevaluated"
+    for entry in _entries(value):
+        if entry.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
+            return None
+        if not entry.is_number or entry.free_symbols or entry.atoms(sympy.Integral, sympy.Sum, sympy.Product):
+            return f"evalf leaves {entry if len(str(entry)) < 80 else type(entry).__name__} unevaluated"
     return value
 
 
@@ -717,13 +777,13 @@ def _is_structured(expression) -> bool:
         sympy.MatrixSymbol, sympy.Indexed, sympy.Sum, sympy.Product, sympy.Identity)
 
 
-def _draw_scalars(a, b, rng: random.Random) -> dict:
-    """A random admissible value for each symbol of ``a`` and ``b`` (by its assumptions)."""
+def _draw_scalars(a, b, rng: random.Random, signs: dict) -> dict:
+    """A random admissible value for each symbol of ``a`` and ``b`` (by its assumptions, with ``signs``)."""
     symbols = sorted(_symbols(a) | _symbols(b), key=str)
-    return {s: _integer_value(s, rng) if s.is_integer else _real_value(s, rng) for s in symbols}
+    return {s: _integer_value(s, rng) if s.is_integer else _real_value(s, rng, signs.get(s)) for s in symbols}
 
 
-def _draw(a, b, rng: random.Random):
+def _draw(a, b, rng: random.Random, signs: dict):
     """A random admissible point for the symbols, matrices and indexed entries of ``a`` and ``b`` (see the module
     docstring), as the four substitutions :func:`_explicit` makes; a string if some symbol cannot be given a
     value."""
@@ -751,7 +811,7 @@ def _draw(a, b, rng: random.Random):
         if not (rows.is_Integer and cols.is_Integer):
             return f"the matrix symbol {m.name} has a shape {m.shape} that is not made of integers"
         matrices[m] = _matrix_value(int(rows), int(cols), rng)
-    scalars = {s: _real_value(s, rng) for s in sorted(_scalar_symbols(fixed.xreplace(indexed)), key=str)
+    scalars = {s: _real_value(s, rng, signs.get(s)) for s in sorted(_scalar_symbols(fixed.xreplace(indexed)), key=str)
                if not s.is_integer}
     return {"integers": integers, "indexed": indexed, "matrices": matrices, "scalars": scalars}
 
@@ -794,7 +854,10 @@ def _uniform(rng: random.Random, low: float, high: float) -> sympy.Rational:
     return sympy.Rational(rng.randint(round(low * 10**6) + 1, round(high * 10**6) - 1), 10**6)
 
 
-def _real_value(symbol, rng: random.Random) -> sympy.Rational:
+def _real_value(symbol, rng: random.Random, sign: int | None = None) -> sympy.Rational:
+    """A value by the symbol's assumptions; ``sign`` (±1) for a symbol whose sign is not assumed."""
+    if sign is not None and symbol.is_positive is None and symbol.is_negative is None:
+        return sign * _uniform(rng, 0.0, 1.5)
     if symbol.is_positive:
         return _uniform(rng, 0.1, 2.5)
     if symbol.is_negative:
@@ -827,6 +890,8 @@ def _shown(point: dict) -> dict:
 
 def _text(value) -> str:
     """A value in 12 significant digits (an exact rational with few digits as it is)."""
+    if _is_matrix(value):
+        return str([[_text(v) for v in row] for row in value.tolist()])
     if isinstance(value, (sympy.Integer, int)):
         return str(value)
     if isinstance(value, sympy.Rational) and 10**6 % value.q == 0:  # a drawn value: its six decimals exactly

@@ -7,6 +7,7 @@ from typing import Iterable
 from urllib.parse import quote
 
 from ..derivations.derivation import Derivation
+from ..derivations.steps import StepCheck, counts, counts_text
 from .equations import equation_markdown
 from .results import (example_rows, format_parameters, format_value, key_figures, metadata_rows, needed_text,
                       section_title, sides, summary_line, verdict)
@@ -36,14 +37,30 @@ def markdown_table(header: Iterable, rows: Iterable[Iterable]) -> str:
     return "\n".join(lines)
 
 
+def _md_plain(text: str) -> str:
+    """Text with nothing Markdown would read as markup (emphasis, code, links, tags): a checker's sentence."""
+    return re.sub(r"([\\`*_\[\]<>|])", r"\\\1", str(text))
+
+
+def step_check_markdown(check: StepCheck) -> str:
+    """A step's check as one line: ``Check: proved symbolically …``; a failure in bold with its point."""
+    text = f"Check: {_md_plain(check.label())}"
+    return f"**✗ {text}**" if check.failed else f"*{text}*"
+
+
 def derivation_markdown(derivation: Derivation) -> str:
+    """A derivation as its numbered steps (sentence, $$ LaTeX $$, and each step's check), after a count of the
+    checks' outcomes."""
+    checks = derivation.checks()
     parts = [f"### {_md_text(derivation.title)}"]
     if derivation.source:
         parts.append(f"*Source: {_md_text(derivation.source)}*")
-    for k, step in enumerate(derivation.steps, 1):
+    parts.append(f"*Steps checked: {counts_text(counts(checks))}.*")
+    for k, (step, check) in enumerate(zip(derivation.steps, checks), 1):
         result = f" (result `{step.name}`)" if step.name else ""
         parts.append(f"**Step {k}{result}.** {_md_text(step.description)}")
         parts.append(equation_markdown(step.expression))
+        parts.append(step_check_markdown(check))
     return "\n\n".join(parts)
 
 

@@ -16,6 +16,7 @@ from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from ..derivations.derivation import Derivation
+from ..derivations.steps import StepCheck, counts, counts_text
 from .equations import (LONG_EXPRESSION, MATHML_NAMESPACE, MathMLPrinter, equation_html, equation_latex,  # noqa: F401
                         equation_markdown, equation_mathml)
 from .markdown import claim_detail_markdown, derivation_markdown, markdown_table, render_markdown  # noqa: F401
@@ -92,6 +93,8 @@ math[display="block"] { margin: .4rem 0 .8rem 0; overflow-x: auto; }
 .derivation { border-left: 3px solid #6a8caf; padding-left: 1rem; margin: 1.5rem 0; }
 .derivation ol > li { margin-bottom: .6rem; }
 .derivation li.result { background: #eef4fa; }
+.derivation .check { color: #456; font-size: .88rem; margin: -.4rem 0 0 0; }
+.derivation .check.failed { color: #b00020; font-weight: 600; }
 .source { color: #555; font-size: .9rem; }
 figure { margin: 1.5rem 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid #ddd; }
@@ -126,17 +129,27 @@ def _html_table(header: Iterable, rows: Iterable[Iterable], caption: str = "", r
     return "".join(parts)
 
 
+def step_check_html(check: StepCheck) -> str:
+    """A step's check as a paragraph of class ``check <outcome>`` (a failure in red, with its point)."""
+    mark = "✗ " if check.failed else ""
+    return f'<p class="check {check.outcome}">{mark}Check: {html.escape(check.label())}</p>'
+
+
 def derivation_html(derivation: Derivation) -> str:
-    """A derivation as its numbered steps, each a sentence and a MathML equation."""
+    """A derivation as its numbered steps, each a sentence, a MathML equation and its check, after a count of the
+    checks' outcomes."""
+    checks = derivation.checks()
     parts = [f'<div class="derivation" id="{html.escape(derivation.name)}">']
     parts.append(f"<h3>{html.escape(derivation.title)}</h3>")
     if derivation.source:
         parts.append(f'<p class="source">Source: {html.escape(derivation.source)}</p>')
+    parts.append(f'<p class="source">Steps checked: {html.escape(counts_text(counts(checks)))}.</p>')
     parts.append("<ol>")
-    for step in derivation.steps:
+    for step, check in zip(derivation.steps, checks):
         css = ' class="result"' if step.name else ""
         label = f" <em>(result <code>{html.escape(step.name)}</code>)</em>" if step.name else ""
-        parts.append(f"<li{css}><p>{_inline(step.description)}{label}</p>{equation_html(step.expression)}</li>")
+        parts.append(f"<li{css}><p>{_inline(step.description)}{label}</p>{equation_html(step.expression)}"
+                     f"{step_check_html(check)}</li>")
     parts.append("</ol></div>")
     return "\n".join(parts)
 

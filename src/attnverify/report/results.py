@@ -324,3 +324,23 @@ def metadata_rows(metadata: dict) -> list[list]:
 
 def section_title(outcome) -> str:
     return outcome.section.title if outcome.section is not None else outcome.theory
+
+
+def derivation_dict(derivation) -> dict:
+    """A derivation as results.json keeps it: name, title, source, a count of its steps' check outcomes, and each
+    step's sentence, LaTeX, text, exported name, kind and check (:class:`~attnverify.derivations.steps.StepCheck`)."""
+    from ..derivations.steps import counts
+    from .equations import equation_latex
+
+    checks = derivation.checks()
+    return {
+        "name": derivation.name,
+        "title": derivation.title,
+        "source": derivation.source,
+        "checks": counts(checks),
+        "steps": [
+            {"description": s.description, "latex": equation_latex(s.expression), "text": str(s.expression),
+             "name": s.name, "kind": s.kind, "check": check.as_dict()}
+            for s, check in zip(derivation.steps, checks)
+        ],
+    }

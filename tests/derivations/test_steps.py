@@ -1,0 +1,324 @@
+"""Every derivation step checked (:mod:`attnverify.derivations.steps`): proved, agreeing at random points, failing
+at a shown point, marked, or unchecked with why; the theory's claim fails on a wrong step; the built-ins pass."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+import sympy
+from sympy import Eq, FiniteSet, Integral, IndexedBase, MatrixSymbol, O, Sum, Symbol, exp, oo, pi, sqrt
+
+from attnverify.checks import run_claim
+from attnverify.derivations import kept, steps
+from attnverify.derivations.derivation import DerivationRecorder
+from attnverify.derivations.steps import compare
+from attnverify.numerics.cache import cache_directory
+from attnverify.report.markdown import derivation_markdown
+from attnverify.report.render import derivation_html
+from attnverify.report.results import derivation_dict
+from attnverify.theories import BUILTIN, from_file
+
+a, s, t, x, y = sympy.symbols("a s t x y", positive=True)
+u = Symbol("u", positive=True)
+R = Symbol("R")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache(tmp_path, monkeypatch):
+    """Each test checks afresh: its own folder of checked steps (the derivations stay kept), an empty memory."""
+    monkeypatch.setattr(steps, "cache_directory", lambda *parts: tmp_path.joinpath("cache", *parts))
+    monkeypatch.delenv(steps.ENVIRONMENT_VARIABLE, raising=False)
+    monkeypatch.setattr(steps, "_MEMORY", {})
+    steps.check_derivation.cache_clear()
+
+
+def chain(*relations, **marks):
+    """A derivation of the given steps (each an expression, or (expression, keyword arguments))."""
+    rec = DerivationRecorder("demo.chain", "A chain", "here")
+    for k, relation in enumerate(relations, 1):
+        expression, options = relation if isinstance(relation, tuple) else (relation, {})
+        rec.step(f"step {k}", expression, **options)
+    return rec.finish()
+
+
+def outcomes(derivation):
+    return [c.outcome for c in derivation.checks()]
+
+
+def assert_fails_at_a_point(check, *names):
+    assert check.outcome == "failed", check
+    assert set(names) <= set(check.point), check.point
+    left, right = check.values
+    assert left != right and "FAILS" in check.label() and all(f"{n} = " in check.label() for n in names)
+
+
+# ----------------------------------------------------------------------------- symbolic and numeric
+
+
+def test_an_identity_sympy_decides_is_proved_symbolically():
+    check = compare(sympy.sin(x) ** 2 + sympy.cos(x) ** 2, sympy.S.One)
+    assert check.outcome == "symbolic" and "simplify" in check.detail
+
+
+def test_a_wrong_jacobian_fails_at_a_shown_point():
+    """x = u², dx = 2u du: ∫₀^∞ e^{−ax}√x dx = ∫₀^∞ e^{−au²} u · 2u du; the Jacobian u instead of 2u is caught by
+    30-digit quadrature at a random a > 0."""
+    derivation = chain((Eq(R, Integral(exp(-a * x) * sqrt(x), (x, 0, oo))), {"kind": "definition"}),
+                       Eq(R, Integral(exp(-a * u**2) * u * 2 * u, (u, 0, oo))),
+                       Eq(R, Integral(exp(-a * u**2) * u * u, (u, 0, oo))))
+    right, wrong = derivation.checks()[1:]
+    assert right.outcome in ("symbolic", "numeric") and right.against == 1
+    assert_fails_at_a_point(wrong, "a")
+    assert wrong.against == 2 and float(wrong.values[0]) == pytest.approx(2 * float(wrong.values[1]))
+
+
+def test_a_dropped_factor_fails_at_a_shown_point():
+    derivation = chain(Eq(R, (x + y) ** 2), Eq(R, x**2 + x * y + y**2))
+    assert_fails_at_a_point(derivation.checks()[1], "x", "y")
+
+
+def test_the_issues_one_plus_t_for_one_plus_t_squared_is_caught_even_where_it_is_small():
+    """A prefactor 1 + t for 1 + t², with t = s/100 (at most 2.5% off in the range drawn): below any Monte Carlo
+    resolution, not below 30 digits."""
+    small = s / 100
+    derivation = chain(Eq(R, (1 + small**2) * exp(-s)), Eq(R, (1 + small) * exp(-s)))
+    check = derivation.checks()[1]
+    assert_fails_at_a_point(check, "s")
+    point = sympy.Rational(check.point["s"])
+    assert float(check.values[0]) == pytest.approx(float((1 + (point / 100) ** 2) * exp(-point)), rel=1e-10)
+
+
+def test_integrals_with_infinite_limits_and_infinite_sums_are_evaluated():
+    k = Symbol("k", integer=True, positive=True)
+    assert compare(Integral(exp(-a * x**2), (x, -oo, oo)), sqrt(pi / a)).outcome in ("symbolic", "numeric")
+    assert_fails_at_a_point(compare(Integral(exp(-a * x**2), (x, -oo, oo)), sqrt(pi / (2 * a))), "a")
+    assert compare(Sum(1 / k**2, (k, 1, oo)), pi**2 / 6).outcome in ("symbolic", "numeric")
+    wrong = compare(Sum(1 / k**2, (k, 1, oo)), pi**2 / 7)
+    assert wrong.outcome == "failed" and wrong.values[0].startswith("1.6449340668")
+
+
+@pytest.mark.parametrize("assumptions, outcome", [({"positive": True}, "symbolic"), ({"real": True}, "failed"),
+                                                   ({}, "failed")])
+def test_points_respect_the_symbols_assumptions(assumptions, outcome, monkeypatch):
+    """√(r²) = r holds for r > 0 only: a real or unassumed r is drawn with both signs, so it fails."""
+    monkeypatch.setattr(steps, "SIMPLIFY_OPERATIONS", 0)  # the numeric path decides
+    r = Symbol("r", **assumptions)
+    check = compare(sqrt(r**2), r)
+    assert check.outcome == outcome
+    if outcome == "failed":
+        assert sympy.Rational(check.point["r"]) < 0
+
+
+def test_integer_symbols_get_integer_values():
+    n = Symbol("n", integer=True, positive=True)
+    check = compare(sympy.cos(pi * x) ** 2 * (-1) ** (2 * n), sympy.cos(pi * x) ** 2 * (-1) ** n)
+    assert_fails_at_a_point(check, "n", "x")
+    assert sympy.Integer(check.point["n"]) % 2 == 1
+
+
+def test_an_exact_zero_reached_by_cancellation_is_not_a_failure_a_real_difference_is(monkeypatch):
+    """Digits count relative to the size of the terms: a cancellation to 0 agrees; 10⁻¹⁵ of terms of size ~10
+    does not (it stays when the precision doubles)."""
+    monkeypatch.setattr(steps, "SIMPLIFY_OPERATIONS", 0)
+    monkeypatch.setattr(steps, "EXPAND_OPERATIONS", 0)
+    zero = (sqrt(x) + sqrt(2)) ** 2 - x - 2 * sqrt(2 * x) - 2
+    assert compare(zero, sympy.S.Zero).outcome == "numeric"
+    assert compare(zero, sympy.Rational(1, 10**15)).outcome == "failed"
+
+
+def test_matrix_identities_are_checked_with_explicit_random_matrices():
+    """The push-through identity K(KᵀK + λI)⁻¹ = (KKᵀ + λI)⁻¹K holds; with KᵀK where KKᵀ belongs it fails."""
+    rows, cols = Symbol("L", integer=True, positive=True), Symbol("d", integer=True, positive=True)
+    K, q = MatrixSymbol("K", rows, cols), MatrixSymbol("q", cols, 1)
+    lam = Symbol("lambda", positive=True)
+    left = K * (K.T * K + lam * sympy.Identity(cols)).I * q
+    assert compare(left, (K * K.T + lam * sympy.Identity(rows)).I * K * q).outcome in ("symbolic", "numeric")
+    wrong = compare(sympy.Trace(left.T * left), sympy.Trace((K * (K.T * K + 2 * lam * sympy.Identity(cols)).I * q).T
+                                                          * (K * (K.T * K + 2 * lam * sympy.Identity(cols)).I * q)))
+    assert_fails_at_a_point(wrong, "lambda", "K", "L", "d")
+
+
+def test_indexed_entries_and_symbolic_limits_get_values():
+    n, i = Symbol("n", integer=True, positive=True), Symbol("i", integer=True)
+    A = IndexedBase("A")
+    assert compare(Sum(A[i], (i, 1, n)), Sum(A[i], (i, 1, n - 1)) + A[n]).outcome == "numeric"
+    assert_fails_at_a_point(compare(Sum(A[i], (i, 1, n)), Sum(A[i], (i, 1, n - 1))), "n")
+
+
+def test_an_expansion_is_checked_by_its_order_term():
+    assert compare(1 / (1 + x), 1 - x + x**2 + O(x**3)).outcome == "symbolic"
+    wrong = compare(1 / (1 + x), 1 - x + 2 * x**2 + O(x**3))
+    assert wrong.outcome == "failed" and "x**2" in wrong.detail
+    L = Symbol("L", positive=True)
+    assert compare(1 / L + 3 / L**3, 1 / L + O(L**-2, (L, oo))).outcome == "symbolic"
+
+
+def test_undecided_is_never_a_pass():
+    """An unevaluated function cannot be evaluated: unchecked, with why (not a pass, not a failure)."""
+    f = sympy.Function("f")
+    check = compare(f(x) + 1, f(x) + 2)
+    assert check.outcome == "unchecked" and "unevaluated function f" in check.detail
+    assert compare(f(x) + x, x + f(x)).outcome == "symbolic"  # the same expression
+
+
+# ----------------------------------------------------------------------------- chains
+
+
+def test_a_step_is_checked_against_the_latest_earlier_form_of_its_left_side():
+    derivation = chain(Eq(R, (x + 1) ** 2 - 1), Eq(R, x**2 + 2 * x), Eq(R, x * (x + 2)))
+    checks = derivation.checks()
+    assert [c.outcome for c in checks] == ["unchecked", "symbolic", "symbolic"]
+    assert "first value of R" in checks[0].detail and [c.against for c in checks[1:]] == [1, 2]
+
+
+def test_earlier_results_are_substituted_before_a_step_that_assembles_them():
+    E = sympy.Function("E")
+    derivation = chain((Eq(R, E(x) ** 2 + E(y)), {"kind": "definition"}), Eq(E(x), a + 1), Eq(E(y), a),
+                       Eq(R, a**2 + 3 * a + 1), Eq(R, a**2 + 3 * a + 2))
+    assert outcomes(derivation)[3] == "symbolic"
+    assert_fails_at_a_point(derivation.checks()[4], "a")
+
+
+def test_a_specialisation_states_its_values():
+    derivation = chain(Eq(R, x**2 + x * y), (Eq(R, 1 + y), {"substitute": {x: 1}}), Eq(R, 2 + y))
+    checks = derivation.checks()
+    assert checks[1].outcome == "symbolic" and "taken at x = 1" in checks[1].label()
+    assert_fails_at_a_point(checks[2], "y")
+
+
+def test_a_solution_is_checked_against_the_condition_it_solves():
+    z = Symbol("z", real=True)
+    derivation = chain(Eq(z**2 - 2 * a, 0), FiniteSet(-sqrt(2 * a), sqrt(2 * a)), Eq(z, sqrt(2 * a)),
+                       Eq(z, sqrt(3 * a)))
+    condition, roots, root, wrong = derivation.checks()
+    assert condition.outcome == "unchecked" and "condition" in condition.detail
+    assert roots.outcome == "symbolic" and root.outcome == "symbolic" and root.against == 1
+    assert_fails_at_a_point(wrong, "a")
+    assert outcomes(chain(Eq(z**2 - 2 * a, 0), FiniteSet(sqrt(a), 2 * sqrt(a))))[1] == "failed"
+
+
+def test_marked_steps_are_shown_as_marked_and_what_they_state_is_used_later():
+    derivation = chain((Eq(R, x + 1), {"kind": "definition"}), (Eq(x, 2 * y), {"kind": "assumption"}),
+                       Eq(R - 1, 2 * y), Eq(R, 2 * y))
+    checks = derivation.checks()
+    assert [c.outcome for c in checks[:3]] == ["definition", "assumption", "symbolic"]
+    assert "not checked" in checks[0].label() and checks[3].against == 1
+    assert_fails_at_a_point(checks[3], "y")
+
+
+def test_a_plain_expression_is_a_new_form_of_the_previous_one():
+    derivation = chain((x + 1) ** 2, x**2 + 2 * x + 1, x**2 + 1, sympy.Tuple(x, x))
+    checks = derivation.checks()
+    assert [c.outcome for c in checks] == ["unchecked", "symbolic", "failed", "unchecked"]
+    assert "first expression" in checks[0].detail and "not a new form" in checks[3].detail
+    assert_fails_at_a_point(checks[2], "x")
+
+
+def test_a_step_the_checker_cannot_read_is_unchecked_not_a_crash(monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("sympy gave up")
+
+    monkeypatch.setattr(steps, "_check_relation", broken)
+    (check,) = chain(Eq(x, y)).checks()
+    assert check.outcome == "unchecked" and "RuntimeError: sympy gave up" in check.detail
+
+
+def test_recording_refuses_a_bad_kind_substitution_or_expression():
+    rec = DerivationRecorder("demo.bad", "Bad", "here")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        rec.step("a", Eq(x, 1), kind="lemma")
+    with pytest.raises(ValueError, match="substitute must be a non-empty dict"):
+        rec.step("a", Eq(x, 1), substitute=[(x, 1)])
+    with pytest.raises(TypeError, match="must be a sympy object"):
+        rec.step("a", "x = 1")
+
+
+def test_kinds_and_substitutions_are_kept_on_disk():
+    derivation = chain((Eq(R, x + y), {"kind": "definition"}), (Eq(R, 1 + y), {"substitute": {x: 1}}))
+    read = kept.decoded(kept.encoded(derivation))
+    assert [(s.kind, s.substitute) for s in read.steps] == [("definition", ()), ("derived", ((x, 1),))]
+
+
+# ----------------------------------------------------------------------------- cache
+
+
+def test_outcomes_are_cached_in_memory_and_on_disk(monkeypatch):
+    numeric = steps._numeric
+    key = steps.comparison_key(x + x, 2 * y)
+    first = compare(x + x, 2 * y)
+    path = steps._cache_path(key)
+    assert path.is_file() and steps.StepCheck.from_dict(json.loads(path.read_text())) == first
+    monkeypatch.setattr(steps, "_MEMORY", {})
+    monkeypatch.setattr(steps, "_numeric", lambda *args: pytest.fail("a kept outcome is checked again"))
+    assert compare(x + x, 2 * y) == first  # a new process reads it
+    path.write_text("{ damaged")
+    monkeypatch.setattr(steps, "_MEMORY", {})
+    monkeypatch.setattr(steps, "_numeric", numeric)
+    assert compare(x + x, 2 * y) == first and json.loads(path.read_text())["outcome"] == "failed"
+
+
+def test_the_disk_is_off_with_the_kept_derivations(monkeypatch):
+    monkeypatch.setenv(steps.ENVIRONMENT_VARIABLE, "0")
+    compare(x + 1, 1 + x)
+    assert not steps._cache_path(steps.comparison_key(x + 1, 1 + x)).exists()
+
+
+# ----------------------------------------------------------------------------- report, notebook, claim
+
+
+def test_each_steps_check_is_in_the_markdown_html_json_and_notebook():
+    derivation = chain(Eq(R, (x + y) ** 2), Eq(R, x**2 + 2 * x * y + y**2), Eq(R, x**2 + y**2))
+    markdown, html = derivation_markdown(derivation), derivation_html(derivation)
+    assert "Steps checked: 3 steps: 1 proved symbolically" in markdown and "1 failed" in markdown
+    assert "*Check: proved symbolically (against step 1)" in markdown
+    assert "**✗ Check: FAILS (against step 2) at x = " in markdown
+    assert '<p class="check failed">✗ Check: FAILS (against step 2) at x = ' in html
+    assert derivation._repr_markdown_() == markdown and derivation._repr_html_() == html
+    document = json.loads(json.dumps(derivation_dict(derivation)))
+    assert document["checks"]["failed"] == 1 and document["steps"][2]["check"]["point"].keys() == {"x", "y"}
+    assert document["steps"][0]["kind"] == "derived"
+
+
+def test_a_wrong_step_in_a_users_file_fails_its_theorys_verification(tmp_path):
+    source = tmp_path / "wrong.py"
+    source.write_text(textwrap.dedent('''
+        import sympy
+        from attnverify.checks import claim, close, st
+        from attnverify.derivations.derivation import DerivationRecorder
+
+        THEORY = "wrong"
+
+
+        def derivations():
+            x = sympy.Symbol("x", positive=True)
+            rec = DerivationRecorder("wrong.square", "A square", "here")
+            rec.step("The square", sympy.Eq(sympy.Symbol("R"), (1 + x) ** 2))
+            rec.step("Expand, dropping the factor 2", sympy.Eq(sympy.Symbol("R"), 1 + x + x**2))
+            return [rec.finish()]
+
+
+        @claim("wrong.one", parameters=st.just({}))
+        def one(p, ctx):
+            """1 = 1."""
+            return close(1.0, 1.0)
+    '''))
+    theory = from_file(source)
+    assert [c.name for c in theory.claim_list()] == ["wrong.one", "wrong.derivation_steps"]
+    result = run_claim(theory.claim("wrong.derivation_steps"), profile="quick", seed=0)
+    assert result.status == "refuted" and not result.ok
+    evidence = result.counterexample.evidence
+    assert evidence.conditions == {"wrong.square: step 2": False}
+    assert evidence.note.startswith("wrong.square: step 2 FAILS (against step 1) at x = ")
+    assert evidence.figures["counts"]["failed"] == 1
+
+
+@pytest.mark.parametrize("theory", BUILTIN, ids=[t.name for t in BUILTIN])
+def test_every_builtin_derivation_step_passes_through_the_claim_runner(theory, monkeypatch):
+    monkeypatch.setattr(steps, "cache_directory", cache_directory)  # the real cache, as a run uses it
+    result = run_claim(theory.claim(f"{theory.name}.derivation_steps"), profile="quick", seed=0)
+    evidence = result.examples[-1].evidence
+    assert result.ok and result.status == "holds", evidence.note
+    counted = evidence.figures["counts"]
+    assert counted["failed"] == 0 and counted["symbolic"] + counted["numeric"] >= 4
