@@ -1,47 +1,53 @@
 """Every step of a recorded derivation checked: symbolically where sympy decides it, else numerically at random
-admissible points in 30-digit arithmetic; a step marked as a definition or an assumption is shown as such.
+admissible points in 30-digit arithmetic; a step its author marks as a definition or an assumption is shown as
+such. Issue 27, part 3; ``Expr.equals`` and the pitfalls of random complex points: shared/papers/ecosystem.md §9.
 
-What a step claims (a derivation is read as a chain of named equalities; ``Eq(a, b)`` is a *relation*, a tuple of
-``Eq`` or an ``Eq`` of tuples or explicit matrices is one relation per entry):
+What a step claims. A derivation is read as a chain of named equalities; ``Eq(a, b)`` is a *relation* (a tuple of
+``Eq``, or an ``Eq`` of tuples or of explicit matrices, is one relation per entry), checked by the first rule that
+applies:
 
-* **a new form of a name.** A left side that an earlier step already gave a value (a symbol such as ℛ, an
-  expectation 𝔼(N), an entry K[μ, ν], a matrix symbol, or any left side that introduced a symbol) states that
-  its new right side equals the *latest earlier* one. ``substitute={κ: 1, …}`` on the step says the earlier form
-  is taken at those values (a specialisation or a change of variables).
-* **an identity.** Any other ``Eq(a, b)``: a = b for every admissible value of its symbols.
+* **a new form of a name.** A left side that an earlier step gave a value (a symbol such as ℛ, an expectation
+  𝔼(N), an entry K[μ, ν], a matrix symbol, or a left side that introduced a symbol) states that its new right
+  side equals the *latest earlier* one. ``substitute={κ: 1, …}`` on the step takes the earlier form at those
+  values (a specialisation, a change of variables). A new form in symbols no earlier step has is a notation
+  (the note's b and g): unchecked.
+* **a solution.** ``Eq(x, v)`` for a symbol x of an earlier *condition* f = 0: f(x = v) = 0 is checked. A set of
+  values (``FiniteSet``, sympy's ``solve``) after a condition: each value solves it for the one symbol the
+  values lack.
 * **the first value of a name**, or a left side that introduces a symbol seen in no earlier step: nothing to
-  check it against (mark a definition ``kind="definition"``); reported *unchecked*.
-* **a solution.** ``Eq(x, v)`` for a symbol x of an earlier *condition* f = 0 (an ``Eq(f, 0)`` that is not an
-  identity, or one marked as an assumption): f(x = v) = 0 is checked. A set of values (``FiniteSet``, sympy's
-  ``solve``) after a condition: each value solves it for the one symbol the values lack.
-* **a plain expression**: equal to the previous step's expression (or its right side), when their shapes agree.
+  check it against: unchecked (a definition is marked ``kind="definition"``).
+* **an identity.** Any other ``Eq(a, b)``: a = b for every admissible value of its symbols. A derived
+  ``Eq(f, 0)`` that fails at random points is taken as a *condition* (an equation to solve, such as a
+  stationarity condition): unchecked, and later solutions are checked against it. (So a wrong identity written
+  as ``Eq(f, 0)`` is reported unchecked, not failed: write identities as ``Eq(a, b)``.)
+* **a plain expression**: equal to the previous step's expression (or its right side) when their shapes agree.
 
-Before a comparison, every name an earlier step gave a value is replaced by its latest value (repeatedly), so a
+Every name an earlier step gave a value is replaced by its latest value (repeatedly) before a comparison, so a
 step that assembles earlier results is checked against them. Each comparison (:func:`compare`) is decided
 
-1. *symbolically*: the sides are the same expression, or ``expand(a − b) == 0``, or (for expressions of at most
-   :data:`SIMPLIFY_OPERATIONS` operations) ``simplify(a − b) == 0`` or ``a.equals(b) is True`` (None, undecided,
-   is never a pass); an Order term (``+ O(x**4)``) is checked by ``Order.contains`` of the remainder;
-2. otherwise *numerically* at :data:`POINTS` points drawn from a generator seeded by the comparison itself (so the
-   same comparison always gets the same points), evaluated by sympy's ``evalf`` at :data:`WORKING_DIGITS`
-   digits (mpmath underneath: quadrature for integrals, infinite limits included, ``nsum`` for sums). Values
-   respect the symbols' assumptions: positive in (0.1, 2.5), negative in (−2.5, −0.1), nonnegative in (0, 2.5),
-   other real or unassumed symbols in (−1.5, 1.5), integers in 1..3 (positive), 0..3, −3..−1 or −3..3; every
-   symbol that is a matrix dimension or a limit of a sum or product is a positive integer in 1..3. A matrix
-   symbol becomes an explicit matrix of random rationals: square ones symmetric positive definite (covariances,
-   kernels and order parameters are), rectangular ones with independent entries. Each entry of an indexed
-   object (C[π, π', μ, ν]) at concrete indices gets its own value, the same on both sides. A point where a side
-   is not finite, or not real while the symbols are, lies outside the domain and is drawn again (up to
-   :data:`REDRAWS` times). At each point the sides must agree to :data:`AGREEMENT_DIGITS` digits relative to
-   the size of their terms; where they do not, the point is evaluated again at twice the precision, and a
-   difference that shrinks with the precision is round-off of an exact zero, one that stays is a failure,
-   reported with the point and both sides' values.
-3. *unchecked* (with why) when the sides hold something that cannot be evaluated: an unevaluated function
-   (𝔼, an undefined f), a derivative of one, or an object ``evalf`` does not turn into a number.
+1. *symbolically*: the same expression, ``expand(a − b) == 0``, or (at most :data:`SIMPLIFY_OPERATIONS`
+   operations) ``simplify(a − b) == 0`` or ``a.equals(b) is True`` (None, undecided, is never a pass); an Order
+   term (``+ O(x**4)``) by ``Order.contains`` of the remainder;
+2. else *numerically* at :data:`POINTS` points from a generator seeded by the comparison (the same comparison
+   always gets the same points), evaluated by sympy's ``evalf`` at :data:`WORKING_DIGITS` digits (mpmath
+   underneath: quadrature for integrals, infinite limits included, ``nsum`` for infinite sums). The values are
+   exact rationals that respect the symbols' assumptions: positive in (0.1, 2.5), negative in (−2.5, −0.1),
+   nonnegative in (0, 2.5), other real or unassumed symbols in (−1.5, 1.5), each of these taking both signs over
+   the points (√(x²) = x cannot pass by luck); integers in 1..3, 0..3, −3..−1 or −3..3 by sign. Symbols that
+   count (matrix dimensions, limits of sums and products) are integers in 1..3, drawn until the matrices'
+   shapes fit together. A matrix symbol becomes an explicit matrix of random rationals, symmetric positive
+   definite when square (covariances, kernels and order parameters are; an identity that needs a non-symmetric
+   matrix to fail is not caught), and each entry of an indexed object at concrete indices (C[1, 2, 1, 1]) its
+   own value; a matrix-valued side is compared entry by entry. A point where a side is not finite, or not real
+   while the symbols are, lies outside the domain and is drawn again (up to :data:`REDRAWS` times). At each
+   point the sides must agree to :data:`AGREEMENT_DIGITS` digits relative to the size of their terms; where they
+   do not, the point is evaluated again at twice the precision: a difference that shrinks is round-off of an
+   exact zero, one that stays is a failure, reported with the point and both sides' values;
+3. *unchecked*, with why, when a side holds what cannot be evaluated: an unevaluated function (𝔼, an undefined
+   f), a derivative of one, or an object ``evalf`` leaves unevaluated.
 
-A derived ``Eq(f, 0)`` that is not an identity is a *condition* (an equation to solve), reported unchecked; later
-solutions are checked against it. Outcomes are kept in memory and on disk, one file per comparison keyed by the
-``srepr`` of its two sides and the checker's own source (:func:`checker_version`), next to the kept derivations
+Outcomes are kept in memory and on disk, one small file per comparison keyed by the ``srepr`` of its two sides
+under the checker's own version (:func:`checker_version`), next to the kept derivations
 (``ATTNVERIFY_KEEP_DERIVATIONS=0`` turns the disk off for both).
 """
 
@@ -54,8 +60,8 @@ import math
 import os
 import random
 import tempfile
-from decimal import Decimal
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Iterable
 
@@ -66,9 +72,6 @@ from sympy.matrices.exceptions import ShapeError
 from sympy.matrices.expressions.matexpr import MatrixElement
 
 from ..numerics.cache import cache_directory
-
-KINDS = ("derived", "definition", "assumption")
-"""What a recorded step is: derived (checked), or marked by its author as a definition or an assumption."""
 
 OUTCOMES = ("symbolic", "numeric", "failed", "definition", "assumption", "unchecked")
 """The outcome of a step: proved symbolically, agrees numerically, fails at a shown point, marked, or unchecked."""
@@ -160,15 +163,17 @@ def counts(checks: Iterable[StepCheck]) -> dict[str, int]:
     return {outcome: sum(1 for c in checks if c.outcome == outcome) for outcome in OUTCOMES}
 
 
-_COUNTED = {"symbolic": "proved symbolically", "numeric": "agreeing numerically", "definition": "definitions",
-            "assumption": "assumptions", "unchecked": "unchecked", "failed": "failed"}
+_COUNTED = {"symbolic": "proved symbolically", "numeric": "agreeing numerically", "definition": "definition",
+            "assumption": "assumption", "unchecked": "unchecked", "failed": "failed"}
 
 
 def counts_text(numbers: dict[str, int]) -> str:
-    """``17 steps: 5 proved symbolically, 3 agreeing numerically, 2 definitions, 1 assumptions, 6 unchecked,
+    """``17 steps: 5 proved symbolically, 3 agreeing numerically, 2 definitions, 1 assumption, 6 unchecked,
     0 failed``."""
     total = sum(numbers.values())
-    return f"{total} step{'s' * (total != 1)}: " + ", ".join(f"{numbers.get(k, 0)} {v}" for k, v in _COUNTED.items())
+    parts = [f"{numbers.get(k, 0)} {v}" + ("s" if k in ("definition", "assumption") and numbers.get(k, 0) != 1
+                                              else "") for k, v in _COUNTED.items()]
+    return f"{total} step{'s' * (total != 1)}: " + ", ".join(parts)
 
 
 # ----------------------------------------------------------------------------- walking a derivation

@@ -67,7 +67,8 @@ def action_derivation() -> Derivation:
           + n2 * (U_a / sigma_a2 - log(U_a))
           + n1 * (Trace(U2) / (s2 * U_a) - log(Determinant(U2)) + H2 * log(U_a))
           + n0 * (Trace(Inverse(U2) * B1) / s1 - log(Determinant(U1)) + H1 * log(Determinant(U2))))
-    rec.step("The whole action for L = 2 (the experiments' depth), U_3 ≡ U_a", Eq(Symbol("S"), S2), kind="definition")
+    rec.step("The whole action for L = 2 (the experiments' depth), U_3 ≡ U_a", Eq(Symbol("S"), S2),
+             kind="definition")
     sym = symbolic_action((2,), 1)
     rec.step("In explicit symbols, e.g. L = 1, H_1 = 2, P = 1 (as built by symbolic_action)", Eq(Symbol("S"), sym.action))
     return rec.finish()
