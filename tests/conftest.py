@@ -5,13 +5,33 @@ sys.path.insert(0, os.path.dirname(__file__))  # shared test helpers (e.g. deriv
 
 from hypothesis import settings
 
+from seeds import VARIABLE, hypothesis_seed, seed_offset
+
 # Issue 16, part 3: the backend is chosen at the edge (the command line) and passed down. The whole test
 # session runs with an invalid ATTNVERIFY_BACKEND, so any code below the command line that still read it
 # would fail with "backend must be one of ...". Command-line tests set or remove it themselves.
 os.environ["ATTNVERIFY_BACKEND"] = "not-a-backend (set by tests/conftest.py: only the command line may read it)"
 
+# Issue 27, part 6: ATTNVERIFY_TEST_SEED_OFFSET (tests/seeds.py) reruns the suite under fresh seeds. At offset 0
+# hypothesis derandomises (each test's examples follow from the test's own code); at any other offset it draws
+# afresh from a seed derived from the offset (the global seed that pytest's --hypothesis-seed sets), so the run
+# still replays from the offset alone.
 settings.register_profile("attnverify", deadline=None, derandomize=True, database=None, print_blob=True)
-settings.load_profile("attnverify")
+settings.register_profile("attnverify-offset", deadline=None, derandomize=False, database=None, print_blob=True)
+if hypothesis_seed() is None:
+    settings.load_profile("attnverify")
+else:
+    from hypothesis import core as _hypothesis_core
+
+    settings.load_profile("attnverify-offset")
+    if _hypothesis_core.global_force_seed is None:
+        _hypothesis_core.global_force_seed = hypothesis_seed()
+
+
+def pytest_report_header(config):
+    seed = hypothesis_seed()
+    return (f"attnverify: {VARIABLE}={seed_offset()} (replay a failure with the same value; 0 = the seeds written in "
+            f"the tests, hypothesis derandomised{'' if seed is None else f'; here hypothesis seed {seed}'})")
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # Under pytest-xdist every worker is one process per core: BLAS threads on top of that oversubscribe

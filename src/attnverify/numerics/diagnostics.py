@@ -308,6 +308,17 @@ class ChainSummary:
         probability ≤ 10⁻³ whatever the number of entries."""
         return self.converged_at(FALSE_ALARM)
 
+    def mcse_z(self, alpha: float = FALSE_ALARM, minimum: float = 5.0) -> np.ndarray:
+        """Per entry, the multiple z of the MCSE within which all k posterior means lie together with probability
+        ≥ 1 − α: the upper α/(2k) quantile of Student's t (Bonferroni over the k entries; t because the MCSE is itself
+        estimated, with ν = Mn/(2K + 1) degrees of freedom, K the entry's ``lags_bulk``, as in :func:`rhat_limit`),
+        and at least ``minimum`` (the project's 5 MCSE). A summary stored without lags: the normal quantile."""
+        alpha = arguments.real("alpha", alpha, low=0, high=1, open_low=True, open_high=True)
+        if self.lags_bulk is None or _known(self.chains) is None or _known(self.draws) is None:
+            return np.maximum(minimum, np.full(np.shape(self.mean), stats.norm.isf(alpha / (2 * self.entries))))
+        dof = 2 * _known(self.chains) * (_known(self.draws) // 2) / (2 * np.asarray(self.lags_bulk, dtype=float) + 1)
+        return np.maximum(minimum, stats.t.isf(alpha / (2 * self.entries), dof))
+
     def draws_needed(self, alpha: float = FALSE_ALARM) -> int:
         """Draws per chain (in all, kept draws; the warm-up is the caller's) at which this gate would be expected to
         pass: ``draws`` itself when it passes already.
