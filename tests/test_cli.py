@@ -348,7 +348,9 @@ def test_the_worked_example_goes_through_the_report_like_a_builtin_theory(tmp_pa
     statuses = {c["name"]: (c["status"], c["ok"]) for c in document["claims"]}
     assert statuses == {"partition.mean_matches_derivation": ("holds", True),
                         "partition.log_partition_is_log_of_mean": ("refuted", True),
-                        "partition.jensen_gap_is_nonnegative": ("holds", True)}
+                        "partition.jensen_gap_is_nonnegative": ("holds", True),
+                        "partition.derivation_steps": ("holds", True)}
+    assert derivation["checks"]["failed"] == 0 and all("check" in step for step in derivation["steps"])
     refuted = next(c for c in document["claims"] if c["status"] == "refuted")
     assert refuted["replay"].startswith(f"attnverify verify {example} --only partition.log_partition_is_log_of_mean")
     (figure,) = section["figures"]

@@ -205,6 +205,8 @@ def _check(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     backend = _backend(args.backend)
+    from .theories import from_file
+
     try:
         module = catalogue.load_user_module(args.file)
     except ValueError as error:
@@ -212,8 +214,10 @@ def _verify(args: argparse.Namespace) -> int:
     except Exception:
         print(f"attnverify: error: importing {args.file} failed:\n{traceback.format_exc()}", file=sys.stderr)
         return 2
-    try:
+    try:  # the file's claims, and its derivation_steps claim when it records derivations
         claims = catalogue.claims_in_module(module)
+        if claims or hasattr(module, "THEORY"):
+            claims = from_file(args.file).claim_list()
     except ValueError as error:
         raise UsageError(str(error)) from None
     if not claims:

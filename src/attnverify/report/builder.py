@@ -28,10 +28,9 @@ from ..experiments import scheduler as task_runner
 from ..experiments.scheduler import Outcome, Task, run_tasks
 from ..experiments.store import Store
 from ..files import write_atomically
-from .results import exit_status, summary_line
+from .results import derivation_dict, exit_status, summary_line
 from ..numerics.arguments import backend as checked_backend, integer
 from ..numerics.backend import Backend, get_backend
-from .equations import equation_latex
 from .markdown import render_markdown
 from .render import render_html
 from .section import Section, TheoryOutcome
@@ -85,19 +84,7 @@ def _rendered_section(section: Section) -> dict:
     return dict(
         title=section.title,
         introduction=section.introduction,
-        derivations=[
-            {
-                "name": d.name,
-                "title": d.title,
-                "source": d.source,
-                "steps": [
-                    {"description": s.description, "latex": equation_latex(s.expression), "text": str(s.expression),
-                     "name": s.name}
-                    for s in d.steps
-                ],
-            }
-            for d in section.derivations
-        ],
+        derivations=[derivation_dict(d) for d in section.derivations],
         figures=[{"filename": f.filename, "caption": f.caption, "data": f.data} for f in section.figures],
         tables=[{"caption": t.caption, "header": t.header, "rows": t.rows} for t in section.tables],
     )
