@@ -1,40 +1,144 @@
-"""R-hat, ESS and MCSE from arviz-stats: behaviour on draws whose answer is known."""
+"""R-hat, ESS and MCSE from arviz-stats, and the convergence gate: behaviour on draws whose answer is known.
+
+Draws come from ``seeds.rng`` (``ATTNVERIFY_TEST_SEED_OFFSET`` reruns them under fresh seeds); each stochastic
+assertion states its false-alarm probability. The gate's thorough validation (thousands of replicates, the shapes
+the tests and claims use) is ``benchmarks/rhat_gate.py``.
+"""
 
 import numpy as np
 import pytest
+from scipy import stats
 
-from attnverify.numerics.diagnostics import ess_bulk, rhat, summarize
+from attnverify.numerics.diagnostics import (ChainSummary, ESS_MINIMUM, RHAT_CAP, ess_bulk, null_ess, rank_normalise,
+                                             rhat, rhat_limit, split_chains, summarize)
+from seeds import rng
+
+
+def ar1(generator, shape, rho):
+    """Stationary AR(1) chains (..., draws) with unit marginal variance: x₀ ~ N(0, 1), x_t = ρx_{t−1} + √(1−ρ²)ε."""
+    x = np.empty(shape)
+    x[..., 0] = generator.normal(size=shape[:-1])
+    noise = generator.normal(size=shape) * np.sqrt(1 - rho**2)
+    for t in range(1, shape[-1]):
+        x[..., t] = rho * x[..., t - 1] + noise[..., t]
+    return x
 
 
 def test_independent_draws():
-    x = np.random.default_rng(0).normal(size=(4, 2000))
+    """False alarm ≤ 10⁻³ (the gate) + ~10⁻⁵ (ESS within ±20 %: 4 of its ~5 % standard deviations)."""
+    x = rng(0).normal(size=(4, 2000))
     assert abs(float(rhat(x)) - 1) < 0.01
     assert 0.8 * x.size < float(ess_bulk(x)) < 1.2 * x.size
     s = summarize(x)
-    assert s.converged
+    assert s.converged, s.worst()
     assert s.mcse == pytest.approx(x.std(ddof=1) / np.sqrt(float(ess_bulk(x))))
+    assert s.chains == 4 and s.draws == 2000 and s.draws_needed() == 2000
 
 
 def test_chains_that_disagree_fail_rhat():
-    x = np.random.default_rng(1).normal(size=(4, 1000)) + np.array([0, 0, 0, 1.0])[:, None]
+    x = rng(1).normal(size=(4, 1000)) + np.array([0, 0, 0, 1.0])[:, None]
     assert float(rhat(x)) > 1.05
-    assert not summarize(x).converged
+    s = summarize(x)
+    assert not s.converged and not s.rhat_converged() and s.rhat_ratio() > 1
+    assert s.draws_needed() >= 2 * 1000  # an R̂ failure asks for at least twice the draws
 
 
 def test_autocorrelation_lowers_ess():
-    rng = np.random.default_rng(2)
-    x = np.zeros((4, 4000))
-    for t in range(1, 4000):  # AR(1) with ρ = 0.9: ESS ≈ n (1 − ρ)/(1 + ρ) = n/19
-        x[:, t] = 0.9 * x[:, t - 1] + np.sqrt(1 - 0.81) * rng.normal(size=4)
+    """AR(1) with ρ = 0.9: ESS ≈ n (1 − ρ)/(1 + ρ) = n/19. False alarm ~10⁻⁴: the factor 1.5 is 4 standard
+    deviations of the ESS estimate (≈ 10 % here)."""
+    x = ar1(rng(2), (4, 4000), 0.9)
     ess = float(ess_bulk(x))
     assert x.size / 19 / 1.5 < ess < x.size / 19 * 1.5
+    null, lags = null_ess(rank_normalise(split_chains(x)))
+    assert x.size / 19 / 1.5 < float(null) < x.size / 19 * 1.5 and lags > 19
 
 
 def test_constant_elements_and_bad_input():
-    x = np.stack([np.ones((2, 10)), np.random.default_rng(3).normal(size=(2, 10))])
+    x = np.stack([np.ones((2, 10)), rng(3).normal(size=(2, 10))])
     s = summarize(x)
     assert s.mcse[0] == 0 and s.rhat[0] == 1
     with pytest.raises(ValueError, match="chains"):
         summarize(np.ones(10))
     with pytest.raises(ValueError, match="NaN"):
         summarize(np.full((2, 10), np.nan))
+
+
+def test_rhat_limit_is_the_quantile_of_the_maximum():
+    """The closed form (n−1)/n·(S + q)/(S − (M−1)q) at q the χ²_{M−1}/(M−1) quantile; the limit rises with the number
+    of statistics gated and with a smaller α, falls toward √((n−1)/n) as the ESS grows, and is +∞ where the ESS is too
+    small to tell; the F quantile (ESS estimated over K lags) is above the χ² one."""
+    chains, draws, S = 6, 800, 3000.0
+    M, n = 12, 400
+    q = stats.chi2.isf(1e-3 / 10, M - 1) / (M - 1)
+    expected = np.sqrt((n - 1) / n * (S + q) / (S - (M - 1) * q))
+    assert float(rhat_limit(S, chains=chains, draws=draws, statistics=10, alpha=1e-3)) == pytest.approx(expected)
+    one, many = (float(rhat_limit(S, chains=chains, draws=draws, statistics=k)) for k in (1, 1000))
+    assert 1 < one < many
+    assert float(rhat_limit(S, chains=chains, draws=draws, statistics=1, alpha=0.05)) < one
+    limits = rhat_limit(np.array([400.0, 4000.0, 1e7]), chains=chains, draws=draws, statistics=1)
+    assert limits[0] > limits[1] > limits[2] == pytest.approx(np.sqrt((n - 1) / n), abs=1e-4)
+    assert np.isinf(rhat_limit(10.0, chains=chains, draws=draws, statistics=1))
+    assert float(rhat_limit(S, chains=chains, draws=draws, statistics=1, lags=20)) > one
+    with pytest.raises(ValueError, match="alpha"):
+        rhat_limit(S, chains=chains, draws=draws, statistics=1, alpha=0)
+
+
+def test_gate_false_alarm_and_power_on_simulated_chains():
+    """100 replicates of 6 chains × 800 i.i.d. draws of 2 entries, gated at α = 0.1 (a rate visible in 100): at most
+    the 10⁻⁴ upper quantile of Bin(100, 0.1) alarms (false alarm of this test ≤ 10⁻⁴). The same chains with one
+    chain shifted by 0.3 sd fail the R̂ part at α = 10⁻³: ≥ 95 of 100 (the power at this shape was 2000 of 2000 in a
+    simulation, ≥ 0.9985 at 95 % confidence, which makes fewer than 95 a chance below 10⁻¹²)."""
+    generator = rng(4)
+    null_alarms = shifted_caught = 0
+    for _ in range(100):
+        x = generator.normal(size=(2, 6, 800))
+        null_alarms += not summarize(x).rhat_converged(alpha=0.1)
+        x[:, -1] += 0.3
+        shifted_caught += not summarize(x).rhat_converged()
+    assert null_alarms <= stats.binom.isf(1e-4, 100, 0.1), null_alarms
+    assert shifted_caught >= 95, shifted_caught
+
+
+def test_null_ess_ignores_between_chain_disagreement():
+    """arviz's ESS shrinks when chains disagree (its var⁺ holds the between-chain variance), which would raise the R̂
+    limit with the very disagreement it must catch; the null ESS, from within-chain autocorrelation, does not move."""
+    x = rng(5).normal(size=(6, 800))
+    before = summarize(x)
+    x[-1] += 0.6
+    after = summarize(x)
+    assert float(after.ess_bulk) < 0.5 * float(before.ess_bulk)
+    assert float(after.null_ess_bulk) == pytest.approx(float(before.null_ess_bulk), rel=0.05)
+    assert not after.rhat_converged()
+
+
+def test_draws_needed_from_the_ess_shortfall():
+    """AR(1) ρ = 0.95 (ESS ≈ n/39 ≈ 82 of 3200 draws): converged in R̂ but short of ESS 400, so about 400/ESS times
+    the draws are needed."""
+    x = ar1(rng(6), (4, 800), 0.95)
+    s = summarize(x)
+    assert not s.converged
+    low = min(float(s.ess_bulk), float(s.ess_tail))
+    assert low < ESS_MINIMUM
+    assert s.draws_needed() >= int(np.ceil(800 * ESS_MINIMUM / low))
+
+
+def test_summary_stored_as_float_arrays_and_older_summaries():
+    """A summary written by the solution store (every field a float64 array) reads back with the same gate; a summary
+    stored before the gate's fields existed is gated by the per-entry 1.01 and cannot say how many draws it needs."""
+    s = summarize(rng(7).normal(size=(3, 4, 500)))
+    stored = ChainSummary(**{k: np.asarray(v, dtype=np.float64) for k, v in vars(s).items()})
+    assert stored.converged == s.converged and stored.worst() == s.worst()
+    old = ChainSummary(s.mean, s.standard_deviation, s.mcse, s.rhat, s.ess_bulk, s.ess_tail)
+    assert old.converged == bool(np.all(s.rhat < 1.01) and np.all(s.ess_bulk >= 400) and np.all(s.ess_tail >= 400))
+    assert old.worst()["rhat_limit"] == 1.01
+    with pytest.raises(ValueError, match="chain shape"):
+        old.draws_needed()
+
+
+def test_the_cap_and_mcse_z():
+    """R̂ ≥ 1.1 is never converged; mcse_z is at least 5 and grows with the number of entries."""
+    s = summarize(rng(8).normal(size=(2, 4, 1000)))
+    capped = ChainSummary(**(vars(s) | {"rhat": np.full(2, RHAT_CAP)}))
+    assert not capped.rhat_converged()
+    assert np.all(s.mcse_z() >= 5)
+    assert np.all(s.mcse_z(alpha=1e-9) > s.mcse_z(alpha=1e-6))
