@@ -1,8 +1,10 @@
 """Tests for numerics/single_location.py (Marion et al. 2025, single-location regression).
 
-Tolerances: Monte Carlo comparisons use z = 5 standard errors (a false alarm has probability
-≈ 6e-7 per comparison, and all seeds are fixed, so the suite is deterministic); pure linear algebra is
-compared at round-off level (1e-12 to 1e-14, a few hundred ulps of O(1) numbers).
+Tolerances: Monte Carlo comparisons use z = 5 standard errors (a false alarm has probability ≈ 6e-7 per
+comparison: the most comparisons in one test, 32 in ``test_sample_has_the_model_moments``, make ≤ 2e-5 per test,
+the SE's own error at n ≥ 40,000 being negligible); pure linear algebra is compared at round-off level (1e-12 to
+1e-14, a few hundred ulps of O(1) numbers). Seeds go through ``seeds.seeded``: ``ATTNVERIFY_TEST_SEED_OFFSET``
+reruns these tests under fresh seeds, and each must pass for any seed.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from numpy.testing import assert_allclose
 from attnverify.numerics import single_location as sl
 from attnverify.numerics.backend import cupy_works, get_backend
 from attnverify.numerics.statistics import Estimate, mean_estimate
+from seeds import rng, seeded
 
 Z = 5.0  # standard errors allowed in every Monte Carlo comparison (see module docstring)
 ROUND_OFF = 1e-12  # O(1) quantities after O(10) float64 operations
@@ -96,9 +99,9 @@ def test_predictor_is_invariant_under_sign_flip_of_k_and_v(seed, lam):
 
 
 def test_sample_has_the_model_moments():
-    task = sl.make_task(6, 3, gamma=0.8, eps=0.3, seed=11)
+    task = sl.make_task(6, 3, gamma=0.8, eps=0.3, seed=seeded(11))
     n = 100_000
-    X, y, J0 = sl.sample(task, n, 12)
+    X, y, J0 = sl.sample(task, n, seeded(12))
     assert X.shape == (n, 3, 6) and y.shape == (n,) and J0.shape == (n,)
     for ell in range(task.L):  # J0 uniform: each frequency within Z binomial standard errors of 1/L
         assert_mean(J0 == ell, 1 / task.L, f"P(J0={ell})")
@@ -120,10 +123,10 @@ def test_sample_has_the_model_moments():
 
 
 def test_sample_reduced_has_the_model_moments_and_does_not_grow_with_d():
-    task = sl.make_task(10**6, 3, gamma=0.8, eps=0.2, seed=5)  # d = 10⁶: a full token would be 8 MB
-    k, v = parameters(task, "random", 1)
+    task = sl.make_task(10**6, 3, gamma=0.8, eps=0.2, seed=seeded(5))  # d = 10⁶: a full token would be 8 MB
+    k, v = parameters(task, "random", seeded(1))
     n = 50_000
-    s = sl.sample_reduced(task, k, v, n, 6)
+    s = sl.sample_reduced(task, k, v, n, seeded(6))
     r = s.Z.shape[-1]
     assert r == 4 and s.basis.shape == (task.d, 4)
     assert_allclose(s.basis.T @ s.basis, np.eye(4), atol=ROUND_OFF)
@@ -144,13 +147,13 @@ def test_sample_reduced_has_the_model_moments_and_does_not_grow_with_d():
 
 
 def test_sample_reduced_detects_rank_deficiency():
-    task = sl.make_task(8, 2, seed=0)
+    task = sl.make_task(8, 2, seed=seeded(0))
     assert sl.sample_reduced(task, task.k_star, task.v_star, 3, 0).Z.shape == (3, 2, 2)
     assert sl.sample_reduced(task, None, None, 3, 0).Z.shape == (3, 2, 2)
-    k, _ = parameters(task, "random", 100)  # not seed 0: that would redraw k = k* exactly
+    k, _ = parameters(task, "random", seeded(100))  # not seed 0: that would redraw k = k* exactly
     assert sl.sample_reduced(task, k, k, 3, 0).Z.shape == (3, 2, 3)
-    tiny = sl.make_task(3, 2, seed=0)  # the span fills R³: no orthogonal part left
-    k, v = parameters(tiny, "random", 1)
+    tiny = sl.make_task(3, 2, seed=seeded(0))  # the span fills R³: no orthogonal part left
+    k, v = parameters(tiny, "random", seeded(1))
     s = sl.sample_reduced(tiny, k, v, 4, 0)
     assert s.Z.shape == (4, 2, 3) and np.all(s.orthogonal_sq_norm == 0)
 
@@ -171,13 +174,13 @@ def test_reduced_and_full_monte_carlo_risks_agree(kind, seed, lam):
 
 def test_risk_at_vanishing_lambda_is_the_null_risk():
     # λ → 0: T → 0, ℛ → γ² + ε² (spec §3.1 sanity check); at λ = 1e-9 T = O(1e-8).
-    task = sl.make_task(400, 10, seed=3)
-    est = sl.risk_monte_carlo(task, task.k_star, task.v_star, 1e-9, 200_000, 4)
+    task = sl.make_task(400, 10, seed=seeded(3))
+    est = sl.risk_monte_carlo(task, task.k_star, task.v_star, 1e-9, 200_000, seeded(4))
     assert abs(est.mean - (task.gamma**2 + task.eps**2)) <= Z * est.standard_error
 
 
 def test_batched_moments_equal_one_pass_moments():
-    values = np.random.default_rng(0).exponential(size=1001)
+    values = rng(0).exponential(size=1001)
     moments = sl._Moments()
     for chunk in np.array_split(values, [1, 300, 301, 999]):  # chunks of 1, 299, 1, 698, 2
         moments.add(chunk, np)
@@ -191,8 +194,8 @@ def test_batched_moments_equal_one_pass_moments():
 
 
 def test_bayes_posterior_is_a_stable_softmax():
-    task = sl.make_task(7, 5, gamma=1.5, seed=2)  # γ² > 1: s grows like +‖x‖², a naive exp overflows
-    rng = np.random.default_rng(3)
+    task = sl.make_task(7, 5, gamma=1.5, seed=seeded(2))  # γ² > 1: s grows like +‖x‖², a naive exp overflows
+    rng = np.random.default_rng(seeded(3))
     X = rng.standard_normal((50, 5, 7))
     p = sl.bayes_posterior(X, task)
     assert_allclose(p.sum(axis=-1), 1.0, rtol=0, atol=ROUND_OFF)
@@ -204,17 +207,17 @@ def test_bayes_posterior_is_a_stable_softmax():
         p_big = sl.bayes_posterior(scale * X, task)
         assert np.all(np.isfinite(p_big))
         assert_allclose(p_big.sum(axis=-1), 1.0, rtol=0, atol=ROUND_OFF)
-    assert np.all(np.isfinite(sl.bayes_posterior(1e150 * X, sl.make_task(7, 5, gamma=0.5, seed=2))))
+    assert np.all(np.isfinite(sl.bayes_posterior(1e150 * X, sl.make_task(7, 5, gamma=0.5, seed=seeded(2)))))
 
 
 @pytest.mark.parametrize("d, L", [(6, 3), (400, 10)])
 def test_bayes_risk_lies_between_noise_and_null_risk(d, L):
-    task = sl.make_task(d, L, seed=d)
-    est = sl.bayes_risk_monte_carlo(task, 100_000, 1)
+    task = sl.make_task(d, L, seed=seeded(d))
+    est = sl.bayes_risk_monte_carlo(task, 100_000, seeded(1))
     eps2 = task.eps**2
     assert est.mean >= eps2 - Z * est.standard_error
     assert est.mean <= task.gamma**2 + eps2 + Z * est.standard_error
-    conditional = sl.bayes_risk_monte_carlo(task, 100_000, 2, conditional=True)
+    conditional = sl.bayes_risk_monte_carlo(task, 100_000, seeded(2), conditional=True)
     assert conditional.mean >= eps2 - 1e-15
     assert_agree(est, conditional, "E[(Y−f)²] vs ε² + E[Var(u_J0 | X)]")
 
@@ -222,15 +225,15 @@ def test_bayes_risk_lies_between_noise_and_null_risk(d, L):
 def test_bayes_risk_reduction_agrees_with_full_tokens_and_beats_other_predictors():
     # At d = 6 the location is uncertain, so the Bayes risk is well above ε²; the reduced estimate
     # (χ² orthogonal norms) must match one from full tokens, and no predictor may do better.
-    task = sl.make_task(6, 3, seed=4)
+    task = sl.make_task(6, 3, seed=seeded(4))
     n = 100_000
-    X, y, _ = sl.sample(task, n, 5)
+    X, y, _ = sl.sample(task, n, seeded(5))
     full = mean_estimate((y - sl.bayes_predict(X, task)) ** 2)
-    reduced = sl.bayes_risk_monte_carlo(task, n, 6, batch=30_000)
+    reduced = sl.bayes_risk_monte_carlo(task, n, seeded(6), batch=30_000)
     assert full.mean > task.eps**2 + 10 * full.standard_error  # the comparison is not trivial
     assert_agree(full, reduced)
-    oracle = sl.risk_monte_carlo(task, task.k_star, task.v_star, 0.5, n, 7)
-    linear = sl.linear_risk_monte_carlo(task, sl.linear_oracle_coefficients(task), n, 8)
+    oracle = sl.risk_monte_carlo(task, task.k_star, task.v_star, 0.5, n, seeded(7))
+    linear = sl.linear_risk_monte_carlo(task, sl.linear_oracle_coefficients(task), n, seeded(8))
     for other in (oracle, linear):
         assert reduced.mean <= other.mean + Z * math.hypot(reduced.standard_error, other.standard_error)
 
@@ -240,17 +243,17 @@ def test_bayes_risk_reduction_agrees_with_full_tokens_and_beats_other_predictors
 
 @pytest.mark.parametrize("d, L", [(50, 5), (400, 10), (100, 20)])
 def test_linear_oracle_risk_matches_proposition_3(d, L):
-    task = sl.make_task(d, L, seed=d + L)
+    task = sl.make_task(d, L, seed=seeded(d + L))
     beta = sl.linear_oracle_coefficients(task)
     g2 = task.gamma**2
     assert_allclose(beta, np.tile(g2 / (g2 + L - 1) * task.v_star, (L, 1)), rtol=1e-15)
-    est = sl.linear_risk_monte_carlo(task, beta, 200_000, 9)
+    est = sl.linear_risk_monte_carlo(task, beta, 200_000, seeded(9))
     theory = task.eps**2 + g2 - g2**2 / (g2 + L - 1)  # Prop. 3, an independent reference
     assert abs(est.mean - theory) <= Z * est.standard_error, (est, theory)
 
 
 def test_least_squares_recovers_an_exact_linear_model():
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seeded(0))
     X = rng.standard_normal((200, 3, 4))
     beta = rng.standard_normal((3, 4))
     fitted = sl.linear_fit_least_squares(X, sl.linear_predict(X, beta))
@@ -258,15 +261,15 @@ def test_least_squares_recovers_an_exact_linear_model():
 
 
 def test_least_squares_on_model_samples_approaches_the_oracle():
-    task = sl.make_task(4, 3, seed=1)
+    task = sl.make_task(4, 3, seed=seeded(1))
     n = 40_000
-    X, y, _ = sl.sample(task, n, 2)
+    X, y, _ = sl.sample(task, n, seeded(2))
     beta = sl.linear_fit_least_squares(X, y)
     # Each coefficient has standard error ≈ σ/√(n·s²) with σ² = ℛ(β*) ≈ 0.46 and token-coordinate
     # variance s² ≥ γ²·… ≥ 0.3 here, i.e. ≈ 0.006; 0.05 is over 5 such errors.
     assert np.max(np.abs(beta - sl.linear_oracle_coefficients(task))) < 0.05
-    fit_risk = sl.linear_risk_monte_carlo(task, beta, 100_000, 3)
-    oracle = sl.linear_risk_monte_carlo(task, sl.linear_oracle_coefficients(task), 100_000, 3)
+    fit_risk = sl.linear_risk_monte_carlo(task, beta, 100_000, seeded(3))
+    oracle = sl.linear_risk_monte_carlo(task, sl.linear_oracle_coefficients(task), 100_000, seeded(3))
     # Same seed, so the noise is shared: the fitted β cannot beat β* beyond Monte Carlo error.
     assert fit_risk.mean >= oracle.mean - Z * oracle.standard_error
 
@@ -296,7 +299,7 @@ def test_empirical_risk_gradient_equals_central_differences(seed, lam):
 
 
 def test_empirical_risk_broadcasts_runs_over_one_shared_batch():
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(seeded(1))
     X, y = rng.standard_normal((6, 3, 4)), rng.standard_normal(6)
     k, v = unit(rng.standard_normal((2, 4))), unit(rng.standard_normal((2, 4)))
     risks = sl.empirical_risk(X, y, k, v, 0.8)
@@ -327,8 +330,8 @@ def quadratic_gradient(k_star, v_star):
 
 
 def test_chain_rule_gradient_equals_finite_differences():
-    task = sl.make_task(6, 2, seed=7)
-    rng = np.random.default_rng(8)
+    task = sl.make_task(6, 2, seed=seeded(7))
+    rng = np.random.default_rng(seeded(8))
     k, v = rng.standard_normal((3, 6)), rng.standard_normal((3, 6))
     g_k, g_v = quadratic_gradient(task.k_star, task.v_star)(k, v, 1.0)
     h = 1e-4  # F is quadratic in (k, v): central differences are exact up to round-off ≈ 1e-12
@@ -346,8 +349,8 @@ def test_chain_rule_gradient_equals_finite_differences():
 
 
 def test_projected_gradient_descent_stays_on_the_sphere_and_descends():
-    task = sl.make_task(7, 2, seed=1)
-    k0, v0 = sl.initialize_on_sphere(5, 7, 2)
+    task = sl.make_task(7, 2, seed=seeded(1))
+    k0, v0 = sl.initialize_on_sphere(5, 7, seeded(2))
     gradient = quadratic_gradient(task.k_star, task.v_star)
     seen = []
     traj = sl.projected_gradient_descent(
@@ -372,14 +375,14 @@ def test_projected_gradient_descent_stays_on_the_sphere_and_descends():
 
 def test_manifold_is_invariant_when_the_gradient_vanishes_on_it():
     # F = f(κ, ν) + quadratic in (θ, η, ρ) has ∂F/∂θ = ∂F/∂η = ∂F/∂ρ = 0 on M, like the risk (spec §3.3).
-    task = sl.make_task(9, 2, seed=4)
+    task = sl.make_task(9, 2, seed=seeded(4))
 
     def gradient(k, v, lam):
         kappa, nu, theta, eta, rho = sl.overlaps(k, v, task.k_star, task.v_star)
         partials = (-(1 + nu), -kappa, 2 * theta, 2 * eta, 2 * rho)
         return sl.overlap_gradient_to_vectors(partials, k, v, task.k_star, task.v_star)
 
-    k0, v0 = sl.initialize_on_manifold(4, task.k_star, task.v_star, 5)
+    k0, v0 = sl.initialize_on_manifold(4, task.k_star, task.v_star, seeded(5))
     traj = sl.projected_gradient_descent(k0, v0, gradient, steps=200, step_size=0.05,
                                          lam_schedule=sl.lambda_schedule(1.0, True), record_every=50)
     _, _, theta, eta, rho = traj.overlaps(task.k_star, task.v_star)
@@ -388,8 +391,8 @@ def test_manifold_is_invariant_when_the_gradient_vanishes_on_it():
 
 def test_descent_in_four_dimensions_reproduces_the_full_dimensional_one():
     # Spec §3.2: ∇ℛ lies in span{k*, v*, k, v}, so PGD in R⁴ gives the same overlaps for every step.
-    task = sl.make_task(30, 2, seed=6)
-    k0, v0 = sl.initialize_on_sphere(3, 30, 7)
+    task = sl.make_task(30, 2, seed=seeded(6))
+    k0, v0 = sl.initialize_on_sphere(3, 30, seeded(7))
     (k4, v4), (e1, e2) = sl.reduce_to_four_dimensions(k0, v0, task.k_star, task.v_star)
     kwargs = dict(steps=300, step_size=0.05, lam_schedule=1.0, record_every=100)
     full = sl.projected_gradient_descent(k0, v0, quadratic_gradient(task.k_star, task.v_star), **kwargs)
@@ -408,11 +411,11 @@ def test_lambda_schedule_is_the_authors():
 
 
 def test_initialisations():
-    task = sl.make_task(40, 2, seed=9)
-    k0, v0 = sl.initialize_on_manifold(50, task.k_star, task.v_star, 10)
+    task = sl.make_task(40, 2, seed=seeded(9))
+    k0, v0 = sl.initialize_on_manifold(50, task.k_star, task.v_star, seeded(10))
     _, _, theta, eta, rho = sl.overlaps(k0, v0, task.k_star, task.v_star)
     assert np.max(np.abs(np.stack([theta, eta, rho]))) < ROUND_OFF
-    ks, vs = sl.initialize_on_sphere(50, 40, 11)
+    ks, vs = sl.initialize_on_sphere(50, 40, seeded(11))
     for x in (k0, v0, ks, vs):
         assert x.shape == (50, 40)
         assert_allclose(np.linalg.norm(x, axis=-1), 1.0, rtol=0, atol=ROUND_OFF)
@@ -434,11 +437,11 @@ def test_reduce_to_four_dimensions_preserves_overlaps_and_norms(kind, seed, d):
 
 
 def test_stochastic_gradient_descent_records_and_learns():
-    task = sl.make_task(12, 4, seed=3)
-    k0, v0 = sl.initialize_on_sphere(3, 12, 4)
+    task = sl.make_task(12, 4, seed=seeded(3))
+    k0, v0 = sl.initialize_on_sphere(3, 12, seeded(4))
     traj = sl.stochastic_gradient_descent(
         task, k0, v0, lam_schedule=sl.lambda_schedule(1.0, True), step_size=0.01, batch_size=5,
-        steps=2000, rng=5, test_size=500, record_every=500,
+        steps=2000, rng=seeded(5), test_size=500, record_every=500,
     )
     assert list(traj.steps) == [0, 500, 1000, 1500, 2000]
     assert traj.test_risk.shape == (5, 3)
@@ -446,11 +449,11 @@ def test_stochastic_gradient_descent_records_and_learns():
     for x in (traj.k, traj.v):
         assert_allclose(np.linalg.norm(x, axis=-1), 1.0, rtol=0, atol=ROUND_OFF)
     # The test batch is the first draw from the seeded generator: the recorded risk is reproducible.
-    X_test, y_test, _ = sl.sample(task, 500, 5)
+    X_test, y_test, _ = sl.sample(task, 500, seeded(5))
     assert_allclose(traj.test_risk[0], sl.empirical_risk(X_test, y_test, k0, v0, 1.0), rtol=1e-13)
     assert np.all(traj.test_risk[-1] < traj.test_risk[0])
     frozen = sl.stochastic_gradient_descent(task, k0, v0, lam_schedule=1.0, step_size=0.0, batch_size=2,
-                                            steps=3, rng=6, test_size=10, record_every=3)
+                                            steps=3, rng=seeded(6), test_size=10, record_every=3)
     assert_allclose(frozen.k[-1], k0, rtol=0, atol=1e-15)
 
 
