@@ -182,15 +182,19 @@ def sized_mean(
     if resolution is None and relative_resolution is None:
         raise ValueError("state the smallest discrepancy to resolve: resolution (absolute) and/or "
                          "relative_resolution with a reference")
-    target = np.asarray(0.0) if resolution is None else _numbers("resolution", resolution)
+    absolute = np.asarray(0.0) if resolution is None else _numbers("resolution", resolution)
+    scale = np.asarray(0.0)
     if relative_resolution is not None:
         relative_resolution = arguments.real("relative_resolution", relative_resolution, low=0.0, open_low=True)
         if reference is None:
             raise ValueError("relative_resolution needs a reference (e.g. the theory value) to be relative to")
-        target = _broadcast("resolution and reference", target,
-                            relative_resolution * np.abs(_numbers("reference", reference, nonnegative=False)))
+        scale = relative_resolution * np.abs(_numbers("reference", reference, nonnegative=False))
     bias = _numbers("bias_budget", bias_budget)
-    target, bias = np.broadcast_arrays(*_broadcast("resolution and bias_budget", target, bias, both=True))
+    lengths = {a.shape for a in (absolute, scale, bias) if a.ndim}
+    if len(lengths) > 1:
+        raise ValueError(f"resolution, reference and bias_budget must be numbers or one per mean, of one length, got "
+                         f"lengths {sorted(shape[0] for shape in lengths)}")
+    target, bias = np.broadcast_arrays(absolute + scale, bias)
     if np.any(target <= bias):
         j = int(np.argmax(np.ravel(target <= bias)))
         raise ValueError(f"resolution must exceed bias_budget: z·SE + bias_budget ≤ resolution can never be met "
@@ -237,11 +241,3 @@ def sized_mean(
                   for e, r, b, ok, n in zip(estimates, res, bud, reached, needed))
     return sized[0] if columns == 0 else sized
 
-
-def _broadcast(what: str, first: np.ndarray, second: np.ndarray, *, both: bool = False):
-    """first + second (or both, broadcast) for a number and/or one number per mean, refused by name when the
-    lengths differ."""
-    if first.ndim and second.ndim and first.shape != second.shape:
-        raise ValueError(f"{what} must be numbers or one per mean of one length, got lengths {first.shape[0]} "
-                         f"and {second.shape[0]}")
-    return (first, second) if both else first + second
