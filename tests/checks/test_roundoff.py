@@ -137,3 +137,25 @@ def test_the_rounding_scale_of_a_generated_expression_bounds_its_error():
     for e, c, t in zip(exact, computed, (np.pi, np.pi - 1e-9)):
         assert abs(c - e) <= roundoff_floor(c, e, scale=float(scale(t)))
     assert sympy.simplify(magnitude(sympy.Integer(-3)) - 3) == 0
+
+
+def test_the_relu_example_holds_at_theta_pi_and_its_steps_are_checked():
+    """examples/relu_kernel.py, as the README has a user write it: θ = π with no bias budget, at the scales
+    1e±100, and every step of its derivation decided (none unchecked, none failed)."""
+    import importlib.util
+    from pathlib import Path
+
+    from attnverify.checks.runner import evaluate
+    from attnverify.derivations.steps import counts
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "relu_kernel.py"
+    spec = importlib.util.spec_from_file_location("relu_kernel_example", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    for log_norm in (-100.0, 0.0, 100.0):
+        result = evaluate(example.kernel_matches_monte_carlo, {"theta": math.pi, "log_norm": log_norm}, 7 + OFFSET)
+        assert result.status == "holds", result.error or result.evidence.explain()
+        wrong = evaluate(example.kernel_with_one_over_pi, {"theta": 0.0, "log_norm": log_norm}, 7 + OFFSET)
+        assert wrong.status == "refuted"
+    tally = counts(example.kernel_derivation().checks())
+    assert tally["failed"] == 0 and tally["unchecked"] == 0 and tally["definition"] == 1, tally

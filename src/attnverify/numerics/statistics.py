@@ -64,10 +64,17 @@ class RunningMoments:
     def __init__(self) -> None:
         self.count = 0
         self.mean = 0.0
-        self.m2 = 0.0
+        self.scale = 0.0  # the largest |x| so far: deviations are summed in units of it, so draws near 1e200
+        self.scaled_m2 = 0.0  # (whose squares overflow float64) keep a finite spread
         self.absolute = 0.0
         self.low = math.inf
         self.high = -math.inf
+
+    @property
+    def m2(self) -> float:
+        """The sum of squared deviations from the mean (infinite where it overflows float64)."""
+        with np.errstate(over="ignore"):
+            return float(np.float64(self.scaled_m2) * np.float64(self.scale) ** 2)
 
     def add(self, values, xp=np) -> None:
         """Fold in a batch of draws (numpy or cupy); NaN or infinity is an error."""
@@ -76,23 +83,33 @@ class RunningMoments:
             return
         if not bool(xp.all(xp.isfinite(values))):
             raise ValueError("the simulation produced NaN or infinity; check the parameters")
+        top = float(xp.max(xp.abs(values)))
+        if top > self.scale:
+            if self.scale > 0:
+                self.scaled_m2 *= (self.scale / top) ** 2
+            self.scale = top
         batch_mean = float(xp.mean(values))
-        batch_m2 = float(xp.sum((values - batch_mean) ** 2))
+        if self.scale > 0:
+            scaled = values / self.scale
+            batch_m2 = float(xp.sum((scaled - batch_mean / self.scale) ** 2))
+        else:
+            batch_m2 = 0.0
         total = self.count + m
         delta = batch_mean - self.mean
         self.mean += delta * m / total
-        self.m2 += batch_m2 + delta * delta * self.count * m / total
+        if self.scale > 0:
+            self.scaled_m2 += batch_m2 + (delta / self.scale) ** 2 * self.count * m / total
         self.absolute += (float(xp.mean(xp.abs(values))) - self.absolute) * m / total
         self.low = min(self.low, float(xp.min(values)))
         self.high = max(self.high, float(xp.max(values)))
         self.count = total
 
     def estimate(self) -> Estimate:
-        """The mean with standard error √(m2/(n−1)/n)."""
+        """The mean with standard error √(m2/(n−1)/n), computed in units of the largest |x|."""
         n = self.count
         if n < 2:
             raise ValueError(f"at least 2 draws are needed to estimate an error, got {n}")
-        return Estimate(self.mean, math.sqrt(self.m2 / (n - 1) / n), n, magnitude=self.absolute,
+        return Estimate(self.mean, self.scale * math.sqrt(self.scaled_m2 / (n - 1) / n), n, magnitude=self.absolute,
                         identical=self.low == self.high)
 
 
