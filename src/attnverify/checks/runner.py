@@ -196,7 +196,11 @@ def evaluate(claim: Claim, parameters: dict, seed: int, *, profile: str = "quick
             raise TypeError(f"check of {claim.name} returned {type(evidence).__name__}, not Evidence (make it with "
                             "within_error, close, at_most, exceeds or Evidence(...))")
         verdict = evidence.verdict()  # Evidence checks this when made; a tampered one is caught here
-        if verdict is not None and verdict != evidence.holds:
+        if evidence.inconclusive:  # not holding, and not contradicted by an equality's or a bound's figures
+            if evidence.holds or (verdict is False and evidence.relation in ("equal", "at_most")):
+                raise ValueError(f"check of {claim.name} says inconclusive, its figures say otherwise: "
+                                 f"{evidence.explain()}")
+        elif verdict is not None and verdict != evidence.holds:
             raise ValueError(f"check of {claim.name} says holds={evidence.holds}, its figures say {verdict}: "
                              f"{evidence.explain()}")
         return Example(dict(parameters), seed, evidence=evidence, seconds=time.perf_counter() - start)
