@@ -1,5 +1,9 @@
 """The attention-network sampler against exact answers: quadrature of a tiny network, and simulation-based
-calibration (Talts et al. 2018): ranks of prior draws among posterior draws must be uniform."""
+calibration (Talts et al. 2018): ranks of prior draws among posterior draws must be uniform.
+
+Every seed goes through ``seeds.seeded`` (``ATTNVERIFY_TEST_SEED_OFFSET`` reruns these tests under fresh seeds);
+each stochastic test states its false-alarm probability per seed.
+"""
 
 import numpy as np
 import pytest
@@ -9,6 +13,7 @@ from attnverify.numerics.attention_paths.posterior import network_posterior
 from attnverify.numerics.attention_paths.sampling import (METHODS, SamplerSettings, chain_group_seed, pooled,
                                                           sample_posterior)
 from numerics.attention_paths.problems import random_features
+from seeds import seeded
 
 Z = 5.0
 P_VALUE = 2.9e-7  # one-sided 5σ: the false-alarm rate of a calibration test
@@ -36,7 +41,7 @@ def tiny_posterior_moments(X, y, X_test, T):
 
 def tiny_problem():
     """The network of :func:`tiny_posterior_moments` on 3 training and 2 test inputs, T = 1."""
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seeded(0))
     X = rng.normal(size=(3, 1, 1))
     y = np.array([1.0, -1.0, 1.0])
     X_test = rng.normal(size=(2, 1, 1))
@@ -46,33 +51,41 @@ def tiny_problem():
 
 @pytest.mark.parametrize("method", METHODS)
 def test_tiny_network_matches_quadrature(method):
+    """False alarm per seed ≤ 2·10⁻³: the convergence gates of U and f (10⁻³ each, ``ChainSummary.converged``) and
+    3 comparisons at ``mcse_z`` (≥ 5 MCSE, Bonferroni with the MCSE's own error)."""
     post, X, y, X_test, T = tiny_problem()
-    samples = sample_posterior(post, seed=3, settings=SamplerSettings(chains=8, warmup=300, draws=1500),
+    samples = sample_posterior(post, seed=seeded(3), settings=SamplerSettings(chains=8, warmup=300, draws=1500),
                                X_test=X_test, method=method)
     U_exact, f_exact = tiny_posterior_moments(X, y, X_test, T)
     U = samples.order_parameter_summary()
     f = samples.predictor_summary()
     assert U.converged and f.converged, (U.worst(), f.worst())
-    assert abs(U.mean[0, 0] - U_exact) <= Z * U.mcse[0, 0]
-    assert np.all(np.abs(f.mean - f_exact) <= Z * f.mcse)
-    # the product z_a z_1 z_0 has a hyperbolic (funnel-like) geometry, so a few trajectories diverge; they are
-    # rejected, counted, and rare, and the moments above agree with quadrature regardless
-    assert samples.diagnostics()["divergences"] < 0.02 * samples.divergences.size
+    assert abs(U.mean[0, 0] - U_exact) <= U.mcse_z()[0, 0] * U.mcse[0, 0]
+    assert np.all(np.abs(f.mean - f_exact) <= f.mcse_z() * f.mcse)
+    # the product z_a z_1 z_0 has a hyperbolic (funnel-like) geometry, so readout-Gibbs trajectories (on all three
+    # factors) sometimes diverge; they are rejected and counted, and the moments above agree with quadrature
+    # regardless. The bound is a guard against a broken kernel (most trajectories diverging), not a statistic: over
+    # 30 seed offsets the fraction was 0.2–8.8 % for readout_gibbs (a 2 % bound failed 7 of 10 offsets) and 0 for
+    # collapsed, which integrates the readout out and has no funnel.
+    fraction = samples.diagnostics()["divergences"] / samples.divergences.size
+    assert fraction == 0 if method == "collapsed" else fraction < 0.25, fraction
 
 
 def test_chain_groups_run_apart_and_pooled_match_quadrature():
     """Two groups of 4 chains, each with its own seed and warm-up (as two tasks of a cluster run), pooled: the
-    moments agree with quadrature as one run of 8 chains does."""
+    moments agree with quadrature as one run of 8 chains does. False alarm per seed ≤ 2·10⁻³, as above."""
     post, X, y, X_test, T = tiny_problem()
     settings = SamplerSettings(chains=4, warmup=300, draws=750)
-    groups = [sample_posterior(post, seed=chain_group_seed(3, g), settings=settings, X_test=X_test) for g in range(2)]
+    seed = seeded(3)
+    groups = [sample_posterior(post, seed=chain_group_seed(seed, g), settings=settings, X_test=X_test)
+              for g in range(2)]
     samples = pooled(groups)
     U_exact, f_exact = tiny_posterior_moments(X, y, X_test, T)
     U, f = samples.order_parameter_summary(), samples.predictor_summary()
     assert U.converged and f.converged, (U.worst(), f.worst())
-    assert abs(U.mean[0, 0] - U_exact) <= Z * U.mcse[0, 0]
-    assert np.all(np.abs(f.mean - f_exact) <= Z * f.mcse)
-    assert samples.diagnostics()["seed"] == [chain_group_seed(3, 0), chain_group_seed(3, 1)]
+    assert abs(U.mean[0, 0] - U_exact) <= U.mcse_z()[0, 0] * U.mcse[0, 0]
+    assert np.all(np.abs(f.mean - f_exact) <= f.mcse_z() * f.mcse)
+    assert samples.diagnostics()["seed"] == [chain_group_seed(seed, 0), chain_group_seed(seed, 1)]
 
 
 def calibration_ranks(seed: int, replications: int, thin: int, method: str):
@@ -96,7 +109,8 @@ def calibration_ranks(seed: int, replications: int, thin: int, method: str):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_simulation_based_calibration(method):
-    ranks, draws = calibration_ranks(seed=1, replications=400, thin=10, method=method)
+    """False alarm per seed ≤ 3 × 2.9·10⁻⁷ (a χ² test of uniform ranks per statistic, one-sided 5σ)."""
+    ranks, draws = calibration_ranks(seed=seeded(1), replications=400, thin=10, method=method)
     if method == "collapsed":
         ranks = ranks[:2]  # its test outputs are E[f | θ, D], not draws of f: rank only U
     for statistic in ranks:
@@ -105,18 +119,24 @@ def test_simulation_based_calibration(method):
 
 
 def test_calibration_detects_a_wrong_temperature():
-    """Power: sampling at T/4 while the data were simulated at T makes the posterior too narrow."""
-    X, _ = random_features(4, 2, 2, 5)
+    """Power: sampling at T/4 while the data were simulated at T makes the posterior too narrow. Refuted when the
+    ranks of U_11 or of U_22 (the two heads, exchangeable) fail the χ² test at P_VALUE/2 (a test at level P_VALUE).
+    Measured over seed offsets 0–39: refuted 40 of 40, the larger of the two p-values' minimum 10⁻¹³; U_11 alone
+    missed once (p = 2.5·10⁻⁵ at offset 3)."""
+    X, _ = random_features(4, 2, 2, seeded(5))
     T = 0.5
     shell = network_posterior(X, np.zeros(4), heads=(2,), width=2, temperature=T)
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(seeded(5))
     truth = shell.prior_draw(400, rng)
     y = shell.outputs(truth, X) + np.sqrt(T) * rng.standard_normal((400, 4))
     post = network_posterior(X, y, heads=(2,), width=2, temperature=T / 4)
-    samples = sample_posterior(post, seed=5, settings=SamplerSettings(chains=400, warmup=200, draws=200))
-    draws = samples.order_parameter[0, 0][:, ::10]
-    ranks = np.sum(draws < post.order_parameters(truth)[0][:, 0, 0][:, None], axis=1)
-    assert stats.chisquare(np.bincount(ranks, minlength=21)).pvalue < P_VALUE
+    samples = sample_posterior(post, seed=seeded(5), settings=SamplerSettings(chains=400, warmup=200, draws=200))
+    p_values = []
+    for head in range(2):
+        draws = samples.order_parameter[head, head][:, ::10]
+        ranks = np.sum(draws < post.order_parameters(truth)[0][:, head, head][:, None], axis=1)
+        p_values.append(stats.chisquare(np.bincount(ranks, minlength=21)).pvalue)
+    assert min(p_values) < P_VALUE / 2, p_values
 
 
 def test_same_seed_replays_and_settings_are_checked():
@@ -142,12 +162,13 @@ def test_the_two_kernels_agree_on_the_markov_network():
     calibration, and samples the Markov posterior with the collapsed kernel in the sampled-network claims."""
     from attnverify.numerics.attention_paths.markov_chain import MarkovChainTask, markov_dataset
 
-    X, y, _, _ = markov_dataset(MarkovChainTask(), "4paths", 30, 2, seed=3, head_seed=3)
+    X, y, _, _ = markov_dataset(MarkovChainTask(), "4paths", 30, 2, seed=seeded(3), head_seed=seeded(3))
     post = network_posterior(np.asarray(X), y, heads=(2, 2), width=6, temperature=0.05)
     settings = SamplerSettings(chains=4, warmup=200, draws=600)
-    a, b = (sample_posterior(post, seed=7, settings=settings, method=m).order_parameter_summary() for m in METHODS)
+    a, b = (sample_posterior(post, seed=seeded(7), settings=settings, method=m).order_parameter_summary()
+            for m in METHODS)
     assert a.converged and b.converged, (a.worst(), b.worst())
-    assert np.all(np.abs(a.mean - b.mean) <= Z * np.hypot(a.mcse, b.mcse))
+    assert np.all(np.abs(a.mean - b.mean) <= np.maximum(a.mcse_z(), b.mcse_z()) * np.hypot(a.mcse, b.mcse))
 
 
 def _quick_samples(**kwargs):
