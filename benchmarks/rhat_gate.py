@@ -124,13 +124,25 @@ def check_against_arviz(x: np.ndarray, elements: int = 40) -> None:
 def gate(s: dict[str, np.ndarray], chains: int, draws: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """(R̂ part passes, ESS floor passes) per replicate, for statistics shaped (replicates, k): the rule of
     ``ChainSummary.rhat_converged`` and ``converged_at``."""
+    return limits_pass(s, chains, draws, alpha) & below_cap(s), floor_passes(s)
+
+
+def limits_pass(s: dict[str, np.ndarray], chains: int, draws: int, alpha: float) -> np.ndarray:
+    """Every entry's bulk and folded R̂ within :func:`diagnostics.rhat_limit` (the statistical part of the gate)."""
     k = s["rhat_bulk"].shape[-1]
     shape = {"chains": chains, "draws": draws, "statistics": 2 * k, "alpha": alpha}
-    within = ((s["rhat_bulk"] <= diagnostics.rhat_limit(s["null_ess_bulk"], lags=s["lags_bulk"], **shape))
-              & (s["rhat_folded"] <= diagnostics.rhat_limit(s["null_ess_folded"], lags=s["lags_folded"], **shape))
-              & (np.maximum(s["rhat_bulk"], s["rhat_folded"]) < diagnostics.RHAT_CAP))
-    floor = (s["ess_bulk"] >= diagnostics.ESS_MINIMUM) & (s["ess_tail"] >= diagnostics.ESS_MINIMUM)
-    return within.all(axis=-1), floor.all(axis=-1)
+    return ((s["rhat_bulk"] <= diagnostics.rhat_limit(s["null_ess_bulk"], lags=s["lags_bulk"], **shape))
+            & (s["rhat_folded"] <= diagnostics.rhat_limit(s["null_ess_folded"], lags=s["lags_folded"], **shape))
+            ).all(axis=-1)
+
+
+def below_cap(s: dict[str, np.ndarray]) -> np.ndarray:
+    """Every R̂ below the hard cap 1.1 (not a test: converged chains reach it only at ESS far below 400)."""
+    return (np.maximum(s["rhat_bulk"], s["rhat_folded"]) < diagnostics.RHAT_CAP).all(axis=-1)
+
+
+def floor_passes(s: dict[str, np.ndarray]) -> np.ndarray:
+    return ((s["ess_bulk"] >= diagnostics.ESS_MINIMUM) & (s["ess_tail"] >= diagnostics.ESS_MINIMUM)).all(axis=-1)
 
 
 def chains_of(rng, replicates: int, k: int, chains: int, draws: int, rho: float) -> np.ndarray:
@@ -175,7 +187,7 @@ def null_rates(scale: float, alphas, seed: int, rhos, shapes, batch: int = 200) 
             rng = np.random.default_rng([seed, chains, draws, k, int(round(1000 * rho)) % 2**32])
             alarms = {a: 0 for a in alphas}
             single = {a: 0 for a in PER_STATISTIC}
-            floor_fails, done, start, ess = 0, 0, time.perf_counter(), []
+            floor_fails, cap_hits, done, start, ess = 0, 0, 0, time.perf_counter(), []
             per_batch = max(1, min(batch, 400_000 // (k * chains)))
             while done < replicates:
                 size = min(per_batch, replicates - done)
@@ -184,9 +196,9 @@ def null_rates(scale: float, alphas, seed: int, rhos, shapes, batch: int = 200) 
                     check_against_arviz(x, elements=20)
                 s = statistics(x)
                 for a in alphas:
-                    within, floor = gate(s, chains, draws, a)
-                    alarms[a] += int(np.sum(~within))
-                floor_fails += int(np.sum(~floor))
+                    alarms[a] += int(np.sum(~limits_pass(s, chains, draws, a)))
+                floor_fails += int(np.sum(~floor_passes(s)))
+                cap_hits += int(np.sum(~below_cap(s)))
                 for a in PER_STATISTIC:
                     one = {"chains": chains, "draws": draws, "statistics": 1, "alpha": a}
                     for part in ("bulk", "folded"):
@@ -195,7 +207,7 @@ def null_rates(scale: float, alphas, seed: int, rhos, shapes, batch: int = 200) 
                 ess.append(s["ess_bulk"].ravel())
                 done += size
             rows.append({"shape": label, "rho": rho, "replicates": done, "alarms": alarms, "floor_fails": floor_fails,
-                         "single": single, "statistics": 2 * k * done, "median_ess_bulk": float(np.median(np.concatenate(ess))),
+                         "cap_hits": cap_hits, "single": single, "statistics": 2 * k * done, "median_ess_bulk": float(np.median(np.concatenate(ess))),
                          "seconds": time.perf_counter() - start})
             print(_null_line(rows[-1]), flush=True)
     return rows
@@ -211,7 +223,8 @@ def _null_line(row: dict) -> str:
     gates = [f"α={a:g}: {c}/{n} = {c / n:.1e} (≤{_upper(c, n):.1e})" for a, c in row["alarms"].items()]
     single = [f"{a:g}: {c / m:.1e}" for a, c in row["single"].items()]
     return (f"{row['shape']:42s} ρ={row['rho']:+.1f} ESS~{row['median_ess_bulk']:5.0f} | gate " + "; ".join(gates)
-            + f" | one statistic " + ", ".join(single) + f" | ESS<400 {row['floor_fails']}/{n} ({row['seconds']:.0f} s)")
+            + f" | one statistic " + ", ".join(single)
+            + f" | R̂≥1.1 {row['cap_hits']}/{n}, ESS<400 {row['floor_fails']}/{n} ({row['seconds']:.0f} s)")
 
 
 def power(replicates: int, seed: int, shapes, deltas, kinds=("shift", "drift", "scale"), rho: float = 0.0) -> list[dict]:
@@ -235,14 +248,16 @@ def main() -> None:
     parser.add_argument("--power-replicates", type=int, default=200)
     parser.add_argument("--seed", type=int, default=2027)
     parser.add_argument("--only", default="", help="shapes whose label contains this")
+    parser.add_argument("--rhos", type=float, nargs="*", default=[0.0, 0.5, 0.9, -0.3], help="AR(1) ρ of the null")
     parser.add_argument("--skip-null", action="store_true")
     parser.add_argument("--skip-power", action="store_true")
     args = parser.parse_args()
     shapes = {k: v for k, v in SHAPES.items() if args.only in k}
     if not args.skip_null:
-        print("null (converged chains): replicates whose R̂ gate fails at α (per gate, any k), with the 95% upper "
-              "bound; each single statistic's exceedance of its own limit at levels", PER_STATISTIC)
-        null_rates(args.scale, (0.05, diagnostics.FALSE_ALARM), args.seed, (0.0, 0.5, 0.9, -0.3), shapes)
+        print("null (converged chains): replicates with an R̂ beyond its limit at α (per gate, any k), with the 95% "
+              "upper bound; each single statistic's exceedance of its own limit at levels", PER_STATISTIC,
+              "; replicates reaching the cap 1.1 and below the ESS floor apart")
+        null_rates(args.scale, (0.05, diagnostics.FALSE_ALARM), args.seed, tuple(args.rhos), shapes)
     if not args.skip_power:
         print(f"\npower at α = {diagnostics.FALSE_ALARM:g}, {args.power_replicates} replicates, the last chain perturbed "
               "by δ (in marginal sd)")
