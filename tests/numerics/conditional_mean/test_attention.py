@@ -15,6 +15,7 @@ from attnverify.numerics.conditional_mean import (
     weighted_mean,
 )
 from attnverify.numerics.statistics import RunningMoments, mean_estimate
+from seeds import seeded
 
 
 def test_softmax_survives_huge_logits():
@@ -23,12 +24,15 @@ def test_softmax_survives_huge_logits():
 
 
 def test_batched_softmax_attention_equals_the_loop():
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seeded(0))
     keys, values, scores = rng.standard_normal((5, 7, 3)), rng.standard_normal((5, 7, 2)), rng.standard_normal((5, 3))
     batched = softmax_attention(scores, keys, values)
     for r in range(5):
         w = np.exp(keys[r] @ scores[r])
-        np.testing.assert_allclose(batched[r], w @ values[r] / w.sum(), rtol=1e-13)
+        # the weighted mean can cancel (values of both signs): its round-off is relative to Σ w|v|/Σ w, not to the
+        # result (a fresh seed gave 6.5e-4 with a relative error 7.6e-13 against rtol 1e-13)
+        np.testing.assert_allclose(batched[r], w @ values[r] / w.sum(), rtol=1e-13,
+                                   atol=1e-13 * np.max(w @ np.abs(values[r]) / w.sum()))
 
 
 @settings(max_examples=25, deadline=None)
@@ -54,7 +58,7 @@ def test_bad_inputs_are_named():
 
 
 def test_running_moments_equal_one_pass():
-    x = np.random.default_rng(3).standard_normal(1001) ** 3
+    x = np.random.default_rng(seeded(3)).standard_normal(1001) ** 3
     acc = RunningMoments()
     for chunk in np.array_split(x, 7):
         acc.add(chunk)
@@ -66,7 +70,7 @@ def test_attention_error_replays_from_its_seed_and_is_unbiased_at_length_one():
     """At L = 1 attention returns the token's value: the mean error is E[v] − target exactly in law."""
     model = GaussianKeyValueModel([0.0], [[1.0]], [[2.0]], [0.5], 0.3)
     run = lambda: attention_error(lambda L, n, r: model.sample(L, n, r), lambda K: K[..., 0], [0.0], 1, 20000,  # noqa: E731
-                                  np.random.default_rng(5))
+                                  np.random.default_rng(seeded(5)))
     first, second = run(), run()
     assert first == second
     assert abs(first.bias[0].mean - 0.5) < 5 * first.bias[0].standard_error
@@ -212,7 +216,7 @@ def test_score_attention_error_names_its_arguments():
 
 
 def test_one_query_and_one_bias_serve_a_batch_of_sequences():
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(seeded(1))
     K, V, a, b = rng.standard_normal((4, 5, 2)), rng.standard_normal((4, 5, 3)), rng.standard_normal(2), rng.standard_normal(5)
     batched = softmax_attention(a, K, V, bias=b)
     rbf = rbf_attention(a, K, V, 0.7)
@@ -223,7 +227,7 @@ def test_one_query_and_one_bias_serve_a_batch_of_sequences():
 
 def test_ridge_attention_is_scale_free_far_beyond_the_range_where_KKT_fits_in_float64():
     """Vᵀ(KKᵀ + λI)⁻¹Kq is unchanged by (q, K, λ) → (cq, cK, c²λ); at c = 1e150 KKᵀ alone overflows."""
-    rng = np.random.default_rng(2)
+    rng = np.random.default_rng(seeded(2))
     K, V, q = rng.standard_normal((3, 2)), rng.standard_normal((3, 2)), rng.standard_normal(2)
     reference = ridge_attention(q, K, V, 0.7)
     for c in (1e-150, 1e150):
