@@ -11,6 +11,7 @@ from attnverify.numerics.attention_paths.collapsed import CollapsedPosterior
 from attnverify.numerics.attention_paths.features import path_kernels
 from attnverify.numerics.attention_paths.posterior import network_posterior
 from numerics.attention_paths.problems import random_features
+from seeds import seeded
 
 problems = st.fixed_dictionaries({
     "heads": st.lists(st.integers(1, 3), min_size=1, max_size=3).filter(lambda h: math.prod(h) <= 8),
@@ -85,7 +86,7 @@ def test_a_diverging_state_has_infinite_potential_and_leaves_the_other_chains_al
     """A leapfrog step far out (a diverging trajectory) gives that chain Φ = +∞, which HMC rejects, instead of
     stopping the sampler with numpy's LinAlgError; the other chains' Φ and ∇Φ are unchanged (to round-off: a
     batch of one chain takes other BLAS paths)."""
-    p = {"heads": [2, 2], "width": 2, "P": 20, "temperature": 0.5, "seed": 3}
+    p = {"heads": [2, 2], "width": 2, "P": 20, "temperature": 0.5, "seed": seeded(3)}
     collapsed, theta, *_ = build(p, representation)
     far = theta.copy()
     far[1] *= scale

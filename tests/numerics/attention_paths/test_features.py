@@ -19,6 +19,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from attnverify.numerics.attention_paths import features as ft
 from attnverify.numerics.backend import cupy_works
+from seeds import seeded
 
 ROUND_OFF = 1e-12
 
@@ -94,7 +95,7 @@ def test_attention_columns_sum_to_one_over_keys(shape, seed, log_scale):
 
 def test_attention_at_huge_scores_is_the_hardmax():
     """Scores of size 1e5 (naive exp overflows) give the one-hot of the largest key score, no NaN."""
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(seeded(1))
     x = rng.standard_normal((3, 4, 7))
     w = 1e5 * rng.standard_normal((4, 4))
     with np.errstate(over="ignore", invalid="ignore"):
@@ -120,7 +121,7 @@ def test_attention_equals_naive_softmax_at_small_scores(shape, seed):
 
 def test_attention_normalises_over_keys_not_queries():
     """A non-symmetric W: the key index is the first one (softmax(dim=2) of scores[b, h, s, t])."""
-    rng = np.random.default_rng(2)
+    rng = np.random.default_rng(seeded(2))
     x = rng.standard_normal((2, 3, 5))
     w = rng.standard_normal((3, 3))
     omega = ft.attention_matrix(x, w)
@@ -142,7 +143,7 @@ def test_qk_attention_equals_w_attention_with_w_from_k_and_q(shape, seed, d_qk):
 
 
 def test_readout_vectors():
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(seeded(3))
     omega = random_stochastic(rng, 2, 4)
     assert_array_equal(ft.readout_vector(omega, "last_token"), omega[:, :, 3])
     assert_array_equal(ft.readout_vector(omega, "first_token"), omega[:, :, 0])
@@ -175,7 +176,7 @@ def test_path_features_equal_naive_products(shape, heads, seed, readout, prior_v
 
 def test_path_packing_h1_slowest():
     """For H = (2, 3) the flat index of (h1, h2) is 3·h1 + h2 (``"(h H)"`` in the authors' rearrange)."""
-    rng = np.random.default_rng(4)
+    rng = np.random.default_rng(seeded(4))
     B, n0, S = 2, 3, 4
     x = rng.standard_normal((B, n0, S))
     layers = random_layers(rng, B, S, (2, 3))
@@ -206,7 +207,7 @@ def test_uniform_first_layer_gives_the_token_mean(shape, heads, seed, readout):
 
 
 def test_chunking_does_not_change_the_features():
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(seeded(5))
     x = rng.standard_normal((7, 3, 5))
     layers = random_layers(rng, 7, 5, (2, 2))
     whole = ft.path_features(x, layers)
@@ -220,7 +221,7 @@ def test_path_features_are_memory_frugal():
     What is allocated is the output (4 MB) and a few copies of the attention-vector stack (B, 𝓗, S) (3 MB
     each); about 11 MB in all.
     """
-    rng = np.random.default_rng(6)
+    rng = np.random.default_rng(seeded(6))
     B, n0, S, H = 500, 64, 48, (4, 4)
     x = rng.standard_normal((B, n0, S))
     layers = random_layers(rng, B, S, H)
@@ -236,7 +237,7 @@ def test_path_features_are_memory_frugal():
 
 
 def test_path_features_validation():
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(seeded(7))
     x = rng.standard_normal((2, 3, 4))
     layers = random_layers(rng, 2, 4, (2, 1))
     with pytest.raises(ValueError, match="readout"):
@@ -302,7 +303,7 @@ def test_kernel_validation():
 @pytest.mark.gpu
 @pytest.mark.skipif(not cupy_works(), reason="no working cupy device")
 def test_cupy_matches_numpy():
-    rng = np.random.default_rng(8)
+    rng = np.random.default_rng(seeded(8))
     x = rng.standard_normal((5, 6, 7))
     w = rng.standard_normal((6, 6))
     layers = [[ft.attention_matrix(x, w), random_stochastic(rng, 5, 7)], [random_stochastic(rng, 5, 7)]]
@@ -317,7 +318,7 @@ def test_cupy_matches_numpy():
 def test_backend_by_name_and_overflowing_scores():
     """Issue 14: a backend given by name is the backend; scores beyond float64 are refused by name
     rather than returned as a NaN softmax; booleans are not numbers."""
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(seeded(3))
     x = rng.standard_normal((2, 3, 4))
     w = rng.standard_normal((3, 3))
     assert_array_equal(ft.attention_matrix(x, w, backend="numpy"), ft.attention_matrix(x, w))

@@ -8,6 +8,7 @@ from numerics.attention_paths.problems import random_features
 
 from attnverify.numerics.attention_paths import energy_for, saddle_point_from_features
 from attnverify.numerics.attention_paths.sweep import saddle_points
+from seeds import seeded
 
 WIDTHS = (1000, 50, 10)
 TEMPERATURES = (1.0, 0.1, 0.02)
@@ -22,7 +23,7 @@ def test_continuation_reaches_each_points_own_saddle_point(space, monkeypatch):
 
     built = []
     monkeypatch.setattr(sweep_module, "energy_for", lambda *a, **k: built.append(1) or energy_for(*a, **k))
-    X, y = random_features(60 if space == "feature" else 20, 3, 4, seed=11)
+    X, y = random_features(60 if space == "feature" else 20, 3, 4, seed=seeded(11))
     sweep = saddle_points(X, y, heads=(2, 2), widths=WIDTHS, temperatures=TEMPERATURES, space=space, tolerance=1e-11)
     assert len(built) == 1
     assert sweep.space == space and set(sweep.solutions) == {(float(N), float(T)) for N in WIDTHS for T in TEMPERATURES}
@@ -36,7 +37,7 @@ def test_continuation_reaches_each_points_own_saddle_point(space, monkeypatch):
 
 
 def test_the_grid_is_checked_by_name():
-    X, y = random_features(30, 2, 2, seed=1)
+    X, y = random_features(30, 2, 2, seed=seeded(1))
     with pytest.raises(ValueError, match=r"widths\[1\] must be"):
         saddle_points(X, y, heads=(2,), widths=[10, -1], temperatures=[0.1])
     with pytest.raises(ValueError, match="temperatures must be a non-empty sequence"):

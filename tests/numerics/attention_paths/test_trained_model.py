@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from seeds import seeded
 
 torch = pytest.importorskip("torch")
 
@@ -21,7 +22,7 @@ def _tokens(config, seed, batch=5, tokens=7):
 
 @pytest.mark.parametrize("config", [SMALL, DEEP])
 def test_path_form_equals_the_layerwise_network(config):
-    network = trained_model.build_network(config, seed=3)
+    network = trained_model.build_network(config, seed=seeded(3))
     x = torch.as_tensor(_tokens(config, 0))
     with torch.no_grad():
         np.testing.assert_allclose(network(x).numpy(), network.layerwise(x).numpy(), rtol=1e-10, atol=1e-13)
@@ -33,7 +34,7 @@ def test_path_form_equals_the_layerwise_network(config):
 def test_forward_pass_is_the_path_sum_with_exported_query_key():
     """f(x) = Σ_π V^eff_π · ξ^π(x), ξ^π = x Ω⁽¹⁾_{h1} ω⁽²⁾_{h2} built by the theory's own feature code from the
     exported Q and K, and V^eff = aᵀV⁽²⁾_{h2}V⁽¹⁾_{h1}V⁽⁰⁾ multiplied out here in numpy."""
-    network = trained_model.build_network(SMALL, seed=3)
+    network = trained_model.build_network(SMALL, seed=seeded(3))
     x = _tokens(SMALL, 1)
     with torch.no_grad():
         f = network.layerwise(torch.as_tensor(x)).numpy()
@@ -58,7 +59,7 @@ def test_forward_pass_is_the_path_sum_with_exported_query_key():
 def test_exported_heads_reproduce_the_network_pruned_or_not(pruned):
     """TrainedHeads (score forms + effective path weights, numpy) gives the torch network's f, with the
     layers' sum of heads renormalised to (H − #pruned)^{-1/2} (spec §2.5)."""
-    network = trained_model.build_network(SMALL, seed=5)
+    network = trained_model.build_network(SMALL, seed=seeded(5))
     heads = trained_model.export_heads(network)
     x = _tokens(SMALL, 2)
     with torch.no_grad():
@@ -69,7 +70,7 @@ def test_exported_heads_reproduce_the_network_pruned_or_not(pruned):
 
 
 def test_pruning_every_head_of_a_layer_silences_the_network():
-    network = trained_model.build_network(SMALL, seed=4)
+    network = trained_model.build_network(SMALL, seed=seeded(4))
     x = torch.as_tensor(_tokens(SMALL, 3))
     with torch.no_grad():
         network.head_mask[1] = 0.0
@@ -78,9 +79,9 @@ def test_pruning_every_head_of_a_layer_silences_the_network():
 
 def test_training_on_digit_episodes_lowers_the_loss():
     data = one_shot.load_digits()
-    train_classes, _ = one_shot.split_classes(data, 0.4, seed=0)
-    episodes = one_shot.draw_episodes(data, train_classes, 512, seed=0)
-    config = trained_model.TrainingConfig(learning_rate=3e-3, epochs=4, batch_size=64, seed=0)
+    train_classes, _ = one_shot.split_classes(data, 0.4, seed=seeded(0))
+    episodes = one_shot.draw_episodes(data, train_classes, 512, seed=seeded(0))
+    config = trained_model.TrainingConfig(learning_rate=3e-3, epochs=4, batch_size=64, seed=seeded(0))
     messages = []
     result = trained_model.train_network(episodes.tokens, episodes.y, SMALL, config, progress=messages.append,
                                          validation=(episodes.tokens[:64], episodes.y[:64]))
@@ -91,8 +92,8 @@ def test_training_on_digit_episodes_lowers_the_loss():
 
 def test_training_is_reproducible_from_its_seed():
     data = one_shot.load_digits()
-    episodes = one_shot.draw_episodes(data, [0, 1, 2], 128, seed=1)
-    config = trained_model.TrainingConfig(learning_rate=1e-3, epochs=2, batch_size=32, seed=7)
+    episodes = one_shot.draw_episodes(data, [0, 1, 2], 128, seed=seeded(1))
+    config = trained_model.TrainingConfig(learning_rate=1e-3, epochs=2, batch_size=32, seed=seeded(7))
     first, second = (trained_model.export_heads(trained_model.train_network(episodes.tokens, episodes.y, SMALL, config).network)
                      for _ in range(2))
     np.testing.assert_array_equal(first.path_weights, second.path_weights)
