@@ -112,7 +112,8 @@ class Parameter:
 
     ``shape_partner``: for arrays whose shape must match another argument's; a wrong-shape value is
     then tried too (one element fewer along the last axis). ``extra``: further (category, strategy)
-    pairs particular to this parameter (e.g. a valid-looking but too-large value).
+    pairs particular to this parameter (e.g. a valid-looking but too-large value). ``optional``: None is
+    a valid value (it means "not given"), so it is not drawn as a wrong type.
     """
 
     kind: str
@@ -120,6 +121,7 @@ class Parameter:
     shape_partner: bool = False
     skip: tuple[str, ...] = ()
     extra: tuple[tuple[str, Any], ...] = ()
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,10 @@ class EntryPoint:
         for label, strategy in spec.extra:
             if label == category:
                 return strategy if isinstance(strategy, st.SearchStrategy) else st.just(strategy)
-        return bad_values(spec.kind, category, valid_value, spec.choices)
+        bad = bad_values(spec.kind, category, valid_value, spec.choices)
+        # (under ATTNVERIFY_TEST_SEED_OFFSET hypothesis draws afresh and reaches values a derandomised run never
+        # drew: None for an optional standard error was reported as "accepted a wrong type")
+        return bad.filter(lambda value: value is not None) if spec.optional else bad
 
 
 def cases(entry_points: list[EntryPoint]) -> list[tuple[EntryPoint, str, str]]:

@@ -28,12 +28,13 @@ from attnverify.numerics.attention_paths.saddle_point import saddle_point, saddl
 from attnverify.numerics.attention_paths.sampling import PosteriorSamples, SamplerSettings, sample_posterior
 from attnverify.numerics.attention_paths.single_head import scalar_renormalization
 from attnverify.numerics.attention_paths.synthetic import synthetic_problem
+from seeds import seeded
 
 # --------------------------------------------------------------------------- tiny valid inputs
 
 
 def _rng(seed: int = 0) -> np.random.Generator:
-    return np.random.default_rng(seed)
+    return np.random.default_rng(seeded(seed))
 
 
 def _features(P: int = 6, N0: int = 2, paths: int = 2, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -58,7 +59,7 @@ def _samples() -> PosteriorSamples:
     return PosteriorSamples(
         order_parameters=[rng.normal(size=(2, 2, 2, 8)), rng.normal(size=(2, 8))],
         test_outputs=rng.normal(size=(3, 2, 8)), acceptance=np.full((2, 8), 0.8),
-        divergences=np.zeros((2, 8), bool), step_size=np.array([0.3, 0.4]), leapfrog_steps=4, seed=0,
+        divergences=np.zeros((2, 8), bool), step_size=np.array([0.3, 0.4]), leapfrog_steps=4, seed=seeded(0),
         settings=SamplerSettings(chains=2, warmup=10, draws=8), seconds=0.0, gradient_evaluations=1)
 
 
@@ -135,7 +136,7 @@ ENTRY_POINTS = [
                 "batch_size": P("count", skip=("wrong_type",), extra=(("string", "8"), ("list", [1]))),
                 "backend": P("backend")}),
     EntryPoint("features.path_kernels", features.path_kernels,
-               lambda: dict(X=_features(3)[0], X_other=_features(2, seed=1)[0], backend="numpy"),
+               lambda: dict(X=_features(3)[0], X_other=_features(2, seed=seeded(1))[0], backend="numpy"),
                # X_other=None is valid (it defaults to X)
                {"X": P("array"), "X_other": P("array", shape_partner=True, skip=("array_wrong_type",), extra=NOT_NONE_ARRAY),
                 "backend": P("backend")}),
@@ -167,7 +168,7 @@ ENTRY_POINTS = [
                 "space": P("choice", choices=("auto", "kernel", "feature"))}),
     EntryPoint("predictor.predictor_statistics", predictor_statistics,
                lambda: dict(U=np.eye(2), X_train=_features()[0], y_train=_features()[1],
-                            X_test=_features(3, seed=1)[0], temperature=0.5, space="kernel"),
+                            X_test=_features(3, seed=seeded(1))[0], temperature=0.5, space="kernel"),
                {"U": P("array", shape_partner=True, extra=(("indefinite", -np.eye(2)),)), "X_train": P("array"),
                 "y_train": P("array", shape_partner=True), "X_test": P("array", shape_partner=True),
                 "temperature": P("positive"), "space": P("choice", choices=("auto", "kernel", "feature"))}),
@@ -189,7 +190,7 @@ ENTRY_POINTS = [
                 "depth": P("count"), "width": WIDTHS, "temperature": P("positive"), "prior_var": WIDTHS}),
     EntryPoint("synthetic.synthetic_problem", synthetic_problem,
                lambda: dict(P=4, heads=(2,), input_width=3, tokens=3, score_scale=1.0, label_noise=0.3,
-                            readout="last_token", seed=0, chunk=2, workers=2),
+                            readout="last_token", seed=seeded(0), chunk=2, workers=2),
                {"P": P("count"), "heads": HEADS, "input_width": P("count"), "tokens": P("count"),
                 "score_scale": P("nonnegative"), "label_noise": P("nonnegative"),
                 "readout": P("choice", choices=features.READOUTS), "seed": P("natural"), "chunk": P("count"),
@@ -204,11 +205,11 @@ ENTRY_POINTS = [
                 "noise_along_difference": P("nonnegative"), "noise_along_sum": P("nonnegative"),
                 "out_of_plane_noise": P("nonnegative"), "beta": P("nonnegative"), "perturbation": P("nonnegative")}),
     EntryPoint("markov_chain.sample_sequences", markov_chain.sample_sequences,
-               lambda: dict(task=markov_chain.MarkovChainTask(tokens=3, features=4), P=4, seed=1),
+               lambda: dict(task=markov_chain.MarkovChainTask(tokens=3, features=4), P=4, seed=seeded(1)),
                {"task": OBJECT, "P": P("count", extra=(("odd", 5),)), "seed": P("rng")}),
     EntryPoint("markov_chain.markov_dataset", markov_chain.markov_dataset,
                lambda: dict(task=markov_chain.MarkovChainTask(tokens=3, features=4), network="4paths", P_train=4,
-                            P_test=2, seed=1, head_seed=0, prior_var0=1.0, backend="numpy"),
+                            P_test=2, seed=seeded(1), head_seed=0, prior_var0=1.0, backend="numpy"),
                {"task": OBJECT, "network": P("choice", choices=tuple(markov_chain.NETWORKS)),
                 "P_train": P("count", extra=(("odd", 5),)), "P_test": P("count"), "seed": P("natural"),
                 "head_seed": P("natural"), "prior_var0": P("positive"), "backend": P("backend")}),
@@ -233,19 +234,20 @@ ENTRY_POINTS = [
                 "target_acceptance": P("positive", extra=(("above_one", 1.5),)), "max_leapfrog": P("count"),
                 "step_jitter": P("nonnegative", extra=(("one", 1.0),))}),
     EntryPoint("sampling.sample_posterior", sample_posterior,
-               lambda: dict(posterior=_posterior(), seed=2, settings=dict(chains=2, warmup=10, draws=4, max_leapfrog=4),
-                            X_test=_features(3, seed=1)[0], method="collapsed"),
+               lambda: dict(posterior=_posterior(), seed=seeded(2),
+                            settings=dict(chains=2, warmup=10, draws=4, max_leapfrog=4),
+                            X_test=_features(3, seed=seeded(1))[0], method="collapsed"),
                {"posterior": OBJECT, "seed": P("natural"), "settings": P("settings"),
                 # X_test=None is valid (no test outputs)
                 "X_test": P("array", shape_partner=True, skip=("array_wrong_type",), extra=NOT_NONE_ARRAY),
                 "method": P("choice", choices=("collapsed", "readout_gibbs"))}),
     EntryPoint("sampling.PosteriorSamples.accuracy", lambda samples, **kw: samples.accuracy(**kw),
-               lambda: dict(samples=_samples(), y_test=np.array([1.0, -1.0, 1.0]), replicates=50, seed=0),
+               lambda: dict(samples=_samples(), y_test=np.array([1.0, -1.0, 1.0]), replicates=50, seed=seeded(0)),
                {"y_test": P("array", shape_partner=True), "replicates": P("count", extra=(("one", 1),)),
                 "seed": P("natural")}),
     # HMC and diagnostics
     EntryPoint("hmc.sample", hmc.sample,
-               lambda: dict(potential_and_gradient=_gaussian, x0=np.zeros((2, 3)), seed=0, warmup=5, draws=4,
+               lambda: dict(potential_and_gradient=_gaussian, x0=np.zeros((2, 3)), seed=seeded(0), warmup=5, draws=4,
                             backend="numpy", max_steps=4),
                {"potential_and_gradient": P("choice", extra=(("not_callable", np.ones(3)),)), "x0": P("array"),
                 "seed": P("natural"), "warmup": P("count"), "draws": P("count"), "backend": P("backend"),
@@ -271,10 +273,10 @@ ENTRY_POINTS = [
     EntryPoint("one_shot.sinusoidal_positions", one_shot.sinusoidal_positions, lambda: dict(count=4, dim=8),
                {"count": P("count"), "dim": P("count", extra=(("odd", 7),))}),
     EntryPoint("one_shot.split_classes", one_shot.split_classes,
-               lambda: dict(data=_images(), test_fraction=0.5, seed=0),
+               lambda: dict(data=_images(), test_fraction=0.5, seed=seeded(0)),
                {"data": OBJECT, "test_fraction": P("positive", extra=(("above_one", 1.5),)), "seed": P("natural")}),
     EntryPoint("one_shot.draw_episodes", one_shot.draw_episodes,
-               lambda: dict(data=_images(), classes=[0, 1, 2], count=2, seed=0, label_seed=1, balanced=True),
+               lambda: dict(data=_images(), classes=[0, 1, 2], count=2, seed=seeded(0), label_seed=1, balanced=True),
                {"data": OBJECT, "count": P("count"), "seed": P("natural"), "label_seed": P("natural"),
                 "balanced": P("choice", choices=(True, False)),
                 "classes": P("choice", extra=(("one_class", [0]), ("absent", [0, 9])))}),

@@ -11,6 +11,7 @@ from attnverify.checks import at_most, claim, close, evaluate, run_claim, st, wi
 from attnverify.derivations.codegen import evaluator
 from attnverify.numerics.statistics import Estimate, combine, fit_line, mean_estimate
 from attnverify.report.builder import build_report
+from seeds import seeded
 
 x_, y_ = sympy.symbols("x y")
 GENERATED = evaluator(sympy.exp(-x_**2) * y_ + sympy.log(1 + x_**2), [x_, y_])
@@ -39,7 +40,7 @@ ENTRY_POINTS = [
                 "rtol": P("nonnegative"), "atol": P("nonnegative")}),
     EntryPoint("checks.at_most", at_most, lambda: dict(smaller=1.0, larger=2.0, tolerance=0.1, standard_error=0.01),
                {"smaller": P("real"), "larger": P("real"), "tolerance": P("nonnegative"),
-                "standard_error": P("nonnegative")}),
+                "standard_error": P("nonnegative", optional=True)}),  # None: a deterministic bound
     EntryPoint("checks.within_error", within_error, lambda: dict(theory=1.0, estimate=_estimate(), z=5.0, bias_budget=0.0),
                {"theory": P("real"), "estimate": P("object"),
                 # z is a real ≥ 5: 0 and negatives are below the floor
@@ -53,12 +54,14 @@ ENTRY_POINTS = [
     EntryPoint("statistics.fit_line", fit_line,
                lambda: dict(x=[1.0, 2.0, 3.0, 4.0], y=[2.0, 2.9, 4.1, 5.0], standard_errors=[0.1, 0.1, 0.2, 0.2]),
                {"x": P("array"), "y": P("array", shape_partner=True),
-                "standard_errors": P("array", shape_partner=True, extra=(("zero_error", [0.1, 0.0, 0.2, 0.2]),))}),
-    EntryPoint("checks.run_claim", run_claim, lambda: dict(claim=identity, profile="quick", backend="numpy", seed=1),
+                "standard_errors": P("array", shape_partner=True, optional=True,  # None: an unweighted fit
+                                     extra=(("zero_error", [0.1, 0.0, 0.2, 0.2]),))}),
+    EntryPoint("checks.run_claim", run_claim,
+               lambda: dict(claim=identity, profile="quick", backend="numpy", seed=seeded(1)),
                {"claim": P("object"), "profile": P("choice", choices=("quick", "thorough")),
                 "backend": P("backend"), "seed": P("natural")}),
     EntryPoint("checks.evaluate", evaluate,
-               lambda: dict(claim=identity, parameters={"x": 1}, seed=3, profile="quick", backend="numpy"),
+               lambda: dict(claim=identity, parameters={"x": 1}, seed=seeded(3), profile="quick", backend="numpy"),
                {"backend": P("backend")}),
     # broadcasting is the point of an evaluator: any number of axes, and empty arrays, are valid
     EntryPoint("codegen.Evaluator", lambda x, y: GENERATED(x, y), lambda: dict(x=[0.5, 1.5, 3.0], y=[2.0, -1.0, 0.0]),

@@ -38,6 +38,7 @@ from attnverify.numerics.conditional_mean import (
 from attnverify.numerics.conditional_mean import learning
 from attnverify.numerics.conditional_mean.monte_carlo import AttentionError
 from attnverify.numerics.statistics import Estimate
+from seeds import seeded
 
 # --------------------------------------------------------------------------- tiny valid inputs
 
@@ -204,7 +205,7 @@ ENTRY_POINTS = [
                 "sequences": P("count", extra=(("one", 1),)), "rng": RNG, "masked": COUNT}),
     EntryPoint("conditional_mean.generalization_gap", learning.generalization_gap,
                lambda: dict(task=_task(), objective="supervised", length=2, train_sequences=3, test_sequences=3,
-                            replicates=2, seed=0, masked=2),
+                            replicates=2, seed=seeded(0), masked=2),
                {"objective": OBJECTIVE, "length": COUNT, "train_sequences": COUNT, "test_sequences": COUNT,
                 "replicates": COUNT, "seed": NATURAL, "masked": COUNT}),
     # ----------------------------------------------------------------- derivations (generated evaluators)

@@ -20,6 +20,7 @@ from attnverify.derivations import gaussian
 from attnverify.derivations import single_location as theory
 from attnverify.numerics import single_location as sim
 from boundary.harness import EntryPoint, Parameter as P, boundary_tests
+from seeds import seeded
 
 D, L_, RUNS, B = 4, 3, 2, 5
 E = np.eye(D)
@@ -49,7 +50,7 @@ def runs_of(vector):
 
 
 def tokens(n=B, seed=0):
-    return np.random.default_rng(seed).standard_normal((n, L_, D))
+    return np.random.default_rng(seeded(seed)).standard_normal((n, L_, D))
 
 
 def zero_gradient(k, v, lam):
@@ -134,7 +135,8 @@ ENTRY_POINTS = [
                {"a": P("nonnegative"), "b": P("nonnegative")}),
     EntryPoint("gaussian.log_zeta_at_zero", gaussian.log_zeta_at_zero, lambda: dict(g=0.7), {"g": P("nonnegative")}),
     # ------------------------------------------------------------------ numerics: task and data
-    EntryPoint("sim.make_task", sim.make_task, lambda: dict(d=D, L=L_, gamma=0.7, eps=0.1, seed=0, backend="numpy"),
+    EntryPoint("sim.make_task", sim.make_task,
+               lambda: dict(d=D, L=L_, gamma=0.7, eps=0.1, seed=seeded(0), backend="numpy"),
                {"d": COUNT, "L": COUNT, "gamma": GAMMA, "eps": EPS, "seed": P("rng"), "backend": P("backend")}),
     EntryPoint("sim.Task", sim.Task,
                lambda: dict(d=D, L=L_, gamma=0.7, eps=0.1, k_star=E[0].copy(), v_star=E[1].copy()),
