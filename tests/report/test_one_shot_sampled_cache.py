@@ -7,6 +7,7 @@ from attnverify.numerics.attention_paths import one_shot_experiment as experimen
 from attnverify.numerics.attention_paths import sampling
 from attnverify.numerics.attention_paths.solution_store import SolutionStore
 from attnverify.experiments import one_shot
+from seeds import seeded
 
 
 TINY = sampling.SamplerSettings(chains=4, warmup=10, draws=4)  # 2 groups of 2 chains
@@ -21,21 +22,21 @@ def _tiny_paths(seed: int) -> experiment.PathData:
 
 
 def test_sampled_networks_are_stored_and_reused(tmp_path, monkeypatch):
-    paths, tiny = _tiny_paths(3), TINY
+    paths, tiny = _tiny_paths(seeded(3)), TINY
     store = SolutionStore(tmp_path)
-    first = one_shot.sampled_networks(paths, 0.5, 7, store, settings=tiny)
+    first = one_shot.sampled_networks(paths, 0.5, seeded(7), store, settings=tiny)
     assert len(store) == 1
 
     def no_sampling(*args, **kwargs):
         raise AssertionError("stored samples were drawn again")
 
     monkeypatch.setattr(sampling, "sample_posterior", no_sampling)
-    again = one_shot.sampled_networks(paths, 0.5, 7, store, settings=tiny)
+    again = one_shot.sampled_networks(paths, 0.5, seeded(7), store, settings=tiny)
     for name in ("mean", "mcse", "rhat", "ess_bulk"):
         np.testing.assert_array_equal(getattr(again.order_parameter, name), getattr(first.order_parameter, name))
     assert again.accuracy == first.accuracy and again.diagnostics == first.diagnostics
     with pytest.raises(AssertionError, match="drawn again"):  # another seed is another run
-        one_shot.sampled_networks(paths, 0.5, 8, store, settings=tiny)
+        one_shot.sampled_networks(paths, 0.5, seeded(8), store, settings=tiny)
 
 
 def test_the_chain_groups_are_tasks_of_their_own_and_pool_to_the_direct_result(tmp_path, monkeypatch):
