@@ -135,6 +135,7 @@ class PosteriorSamples:
             "seconds": self.seconds,
             "gradient_evaluations": self.gradient_evaluations,
             "order_parameter": U.worst(),
+            "draws_needed": U.draws_needed(),  # per chain, for U's gate to pass (the draws themselves when it does)
         }
         if self.test_outputs is not None:
             out["predictor"] = self.predictor_summary().worst()
