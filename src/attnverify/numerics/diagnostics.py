@@ -42,7 +42,9 @@ the number of entries gated (the R-hat part; the ESS floor adds a false alarm on
 
 RHAT_CAP = 1.1
 """R̂ at or above this is never converged, whatever the effective sample size (Gelman & Rubin's 1992 figure): a
-hard floor under the statistical threshold, which it reaches only for ESS near or below :data:`ESS_MINIMUM`."""
+hard ceiling over the statistical limit, which the limit passes only where the ESS is below about 6·M·q (M split
+chains, q of :func:`rhat_limit`: 230–290 for the shapes the tests and claims gate), where the ESS floor fails the gate
+anyway."""
 
 RHAT_REFERENCE = 1.01
 """Vehtari et al.'s per-quantity figure, the gate of summaries stored before the threshold existed (they lack the
@@ -134,7 +136,7 @@ def null_ess(z: np.ndarray, iterations: int = 4) -> tuple[np.ndarray, np.ndarray
     disagree get a small ESS, and a limit computed from it would rise with the disagreement it should catch. Here
     the autocovariances a_t are each chain's about its own mean (averaged over chains), with their mean-removal bias
     corrected under the null: E a_t ≈ σ²(ρ_t − τ/n) (Priestley 1981, §5.3.2), so ρ_t ≈ (a_t/a_0)(1 − τ/n) + τ/n,
-    solved with τ = Geyer(ρ) by fixed-point iteration (a contraction: dτ/dτ ≈ 2K/n). ESS = Mn/τ.
+    solved with τ = Geyer(ρ) by fixed-point iteration (a contraction: the map's slope is ≈ 2K/n). ESS = Mn/τ.
     """
     m, n = z.shape[-2], z.shape[-1]
     centred = z - z.mean(axis=-1, keepdims=True)
