@@ -151,6 +151,11 @@ def _argument(symbol: sympy.Symbol, value: Any, xp: ModuleType) -> Any:
         if not math.isfinite(number):
             raise ValueError(f"argument {symbol} must be finite, got NaN or infinity")
         return xp.asarray(number, dtype=xp.float64)
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if kind in ("c", "b", "O", "U", "S", "M", "m") or isinstance(value, complex):
+        # a complex array would lose its imaginary part to the cast, silently; booleans and objects are no numbers
+        raise TypeError(f"argument {symbol} must be a real number or an array of them, got "
+                        f"{'complex' if isinstance(value, complex) else value.dtype}")
     try:
         arr = xp.asarray(value, dtype=xp.float64)
     except (TypeError, ValueError, OverflowError) as error:
