@@ -6,8 +6,9 @@ step never changes what a solver or evaluator computes. Renderers (LaTeX for Mar
 live in ``attnverify.report``.
 
 Every step is checked (:mod:`.steps`: symbolically, else numerically at random admissible points), unless its
-author marks it ``kind="definition"`` or ``kind="assumption"``; ``substitute={κ: 1, …}`` says that the step
-takes the earlier form of its left side at those values (a specialisation or a change of variables).
+author marks it ``kind="definition"`` or ``kind="assumption"``; ``kind="condition"`` states an equation to solve,
+which the checker holds against the later steps that solve it. ``substitute={κ: 1, …}`` says that the step holds
+at those values (the earlier form of its left side taken there: a specialisation or a change of variables).
 ``derivation.checks()`` gives each step's outcome.
 """
 
@@ -18,8 +19,9 @@ from dataclasses import dataclass, field
 import sympy
 
 
-KINDS = ("derived", "definition", "assumption")
-"""A step is derived (and checked), or marked by its author as a definition or an assumption."""
+KINDS = ("derived", "definition", "assumption", "condition")
+"""A step is derived (and checked), marked by its author as a definition or an assumption, or a condition (an
+equation to solve: Eq(f, g) means f − g = 0; checked through the later steps that solve it)."""
 
 
 @dataclass(frozen=True)
@@ -86,8 +88,9 @@ class DerivationRecorder:
     def step(self, description: str, expression: sympy.Basic, *, name: str | None = None, kind: str = "derived",
              substitute: dict | None = None) -> sympy.Basic:
         """Record a step; ``name`` exports its expression as a result (unique within the derivation). ``kind``:
-        "derived" (checked), "definition" or "assumption" (shown as such). ``substitute``: the values at which the
-        earlier form of the step's left side is taken (``{κ: 1, ρ: 0}``)."""
+        "derived" (checked), "definition" or "assumption" (shown as such), "condition" (an equation to solve, held
+        against the later steps that solve it). ``substitute``: the values at which the step holds (the earlier
+        form of its left side taken there: ``{κ: 1, ρ: 0}``)."""
         if name is not None:
             if not isinstance(name, str) or not name:
                 raise ValueError(f"name must be a non-empty string, got {name!r}")

@@ -21,6 +21,7 @@ from sympy import Eq, Function, erf, sqrt
 from ..numerics import arguments
 from .codegen import evaluator, mpmath_evaluator
 from .derivation import Derivation, DerivationRecorder
+from .expectation import Expectation, gaussian
 from .gaussian import gaussian_expectation, gaussian_moments_expectation, log_zeta_at_zero
 from .gaussian import log_erfc_square_mean as gaussian_log_erfc_square_mean
 from .kept import kept_derivation
@@ -44,40 +45,22 @@ E = Function("𝔼")  # expectation, printed as such in LaTeX and MathML
 R = sympy.Symbol("ℛ")
 
 
-def _signal_token_error(rec: DerivationRecorder) -> sympy.Expr:
-    """E[(erf(λ⟨X_{J0},k⟩)⟨X_{J0},v⟩ − Y)²] for the informative token."""
+def _coordinates() -> dict:
+    """The tokens in Gaussian coordinates (spec §3.1): g_k, w₁, w₂, ξ independent standard normals, and
+    ⟨X_J0,k⟩ = √(d/2)κ + γg_k, ⟨X_J0,v⟩ = √(d/2)θ + γg_v, Y = γg_v* + εξ for the informative token, ⟨X_ℓ,k⟩ = g_k and
+    ⟨X_ℓ,v⟩ = g_v for an uninformative one, with g_v = ρg_k + √(1−ρ²)w₁ and g_v* = ηg_k + a w₁ + b w₂
+    (a = (ν−ρη)/√(1−ρ²), b² = 1 − η² − a²), so that (g_k, g_v, g_v*) has the covariances ρ, η, ν."""
     m = sqrt(d / 2)
-    key = m * kappa + gamma * g_k
-    # (g_k, g_v, g_{v*}) standard with Cov = ρ, η, ν: write g_v, g_{v*} through g_k and w_1, w_2.
     a = (nu - rho * eta) / sqrt(1 - rho**2)
     g_v = rho * g_k + sqrt(1 - rho**2) * w_1
     g_vstar = eta * g_k + a * w_1 + sqrt(1 - eta**2 - a**2) * w_2
+    key = m * kappa + gamma * g_k
     value = m * theta + gamma * g_v
     label = gamma * g_vstar + eps * xi
-    error = (erf(lam * key) * value - label) ** 2
-    rec.step(
-        "Informative token in coordinates: ⟨X_J0,k⟩ = √(d/2)κ + γg_k, ⟨X_J0,v⟩ = √(d/2)θ + γg_v, "
-        "Y = γg_v* + εξ, with g_v = ρg_k + √(1−ρ²)w₁ and g_v* = ηg_k + a w₁ + b w₂ "
-        "(a = (ν−ρη)/√(1−ρ²), b² = 1 − η² − a²) so that the covariances are ρ, η, ν",
-        Eq(E((sympy.Symbol("S") - sympy.Symbol("Y")) ** 2), E(error)),
-    )
-    conditional = sympy.simplify(gaussian_moments_expectation(error, [w_1, w_2, xi]))
-    rec.step("Average over w₁, w₂, ξ (Gaussian moments), conditionally on g_k", Eq(E(error), E(conditional)))
-    signal = gaussian_expectation(conditional, g_k)
-    rec.step("Average over g_k by Stein's lemma from E erf(α+βZ) and ζ(α,β) = E erf(α+βZ)²", Eq(E(error), signal))
-    return signal
+    return {"g_v": g_v, "g_vstar": g_vstar, "error": erf(lam * key) * value - label, "noise": erf(lam * g_k) * g_v}
 
 
-def _noise_token_moments(rec: DerivationRecorder) -> tuple[sympy.Expr, sympy.Expr]:
-    """E[N] and E[N²] for N = erf(λ⟨X_ℓ,k⟩)⟨X_ℓ,v⟩ on an uninformative token."""
-    g_v = rho * g_k + sqrt(1 - rho**2) * w_1
-    noise = erf(lam * g_k) * g_v
-    first = gaussian_expectation(gaussian_moments_expectation(noise, [w_1]), g_k)
-    second = gaussian_expectation(gaussian_moments_expectation(noise**2, [w_1]), g_k)
-    N = sympy.Symbol("N")
-    rec.step("Uninformative token: ⟨X_ℓ,k⟩ = g_k, ⟨X_ℓ,v⟩ = ρg_k + √(1−ρ²)w₁; first moment", Eq(E(N), first))
-    rec.step("Uninformative token, second moment", Eq(E(N**2), sympy.simplify(second)))
-    return first, second
+_LAWS = tuple(gaussian(x) for x in (g_k, w_1, w_2, xi))
 
 
 @kept_derivation
@@ -89,20 +72,61 @@ def population_risk_derivation() -> Derivation:
         f"{SOURCE}, §3.1 (closed form of the authors' dynamics.R)",
     )
     S, Y, N = sympy.symbols("S Y N")
+    ell, m_ = sympy.symbols("ell m", integer=True)
     rec.step(
         "Risk of T(X) = Σ_ℓ erf(λ⟨X_ℓ,k⟩)⟨X_ℓ,v⟩ = S + Σ_{ℓ≠J0} N_ℓ (S: informative token)",
-        Eq(R, E((Y - S - sympy.Sum(sympy.Symbol("N_ell"), (sympy.Symbol("ell"), 1, L - 1))) ** 2)),
+        Eq(R, E((Y - S - sympy.Sum(sympy.Symbol("N_ell"), (ell, 1, L - 1))) ** 2)),
         kind="definition",
     )
+    delta = sympy.KroneckerDelta(ell, m_)
+    rec.step(
+        "Given J0 the tokens are independent and the L−1 uninformative ones identically distributed (the model): the "
+        "square expanded, with E[(S−Y)N_ℓ] = E[S−Y]E[N], E[N_ℓN_m] = E[N]² for ℓ ≠ m and E[N_ℓ²] = E[N²]",
+        Eq(R, E((S - Y) ** 2) + 2 * sympy.Sum(E(S - Y) * E(N), (ell, 1, L - 1))
+           + sympy.Sum(delta * E(N**2) + (1 - delta) * E(N) ** 2, (ell, 1, L - 1), (m_, 1, L - 1))),
+        kind="assumption",
+    )
     decomposition = E((S - Y) ** 2) + 2 * (L - 1) * E(N) * E(S - Y) + (L - 1) * E(N**2) + (L - 1) * (L - 2) * E(N) ** 2
-    rec.step("Given J0 the tokens are independent and the L−1 uninformative ones exchangeable", Eq(R, decomposition))
-    signal_error = _signal_token_error(rec)
+    rec.step("Count the terms: L − 1 cross terms, L − 1 squares and (L − 1)(L − 2) products", Eq(R, decomposition))
+    c = _coordinates()
+    rec.step(
+        "Informative token in coordinates: ⟨X_J0,k⟩ = √(d/2)κ + γg_k, ⟨X_J0,v⟩ = √(d/2)θ + γg_v, "
+        "Y = γg_v* + εξ, with g_v = ρg_k + √(1−ρ²)w₁ and g_v* = ηg_k + a w₁ + b w₂ "
+        "(a = (ν−ρη)/√(1−ρ²), b² = 1 − η² − a²); g_k, w₁, w₂, ξ independent standard normals",
+        sympy.Tuple(Eq(E((S - Y) ** 2), Expectation(c["error"] ** 2, *_LAWS)),
+                    Eq(E(S - Y), Expectation(c["error"], *_LAWS))),
+        kind="definition",
+    )
+    rec.step(
+        "Uninformative token: ⟨X_ℓ,k⟩ = g_k, ⟨X_ℓ,v⟩ = g_v = ρg_k + √(1−ρ²)w₁",
+        sympy.Tuple(Eq(E(N), Expectation(c["noise"], *_LAWS[:2])), Eq(E(N**2), Expectation(c["noise"] ** 2, *_LAWS[:2]))),
+        kind="definition",
+    )
+    g_v, g_vstar = c["g_v"], c["g_vstar"]
+    rec.step(
+        "The coordinates have the model's covariances: g_v and g_v* are standard, Cov(g_k, g_v) = ⟨k,v⟩ = ρ, "
+        "Cov(g_k, g_v*) = ⟨k,v*⟩ = η, Cov(g_v, g_v*) = ⟨v,v*⟩ = ν",
+        Eq(sympy.Tuple(*(Expectation(x, *_LAWS[:3]) for x in (g_v**2, g_vstar**2, g_k * g_v, g_k * g_vstar,
+                                                                   g_v * g_vstar))),
+           sympy.Tuple(1, 1, rho, eta, nu)),
+    )
+    error = c["error"] ** 2
+    conditional = sympy.simplify(gaussian_moments_expectation(error, [w_1, w_2, xi]))
+    rec.step("Average over w₁, w₂, ξ (Gaussian moments), conditionally on g_k",
+             Eq(E((S - Y) ** 2), Expectation(conditional, gaussian(g_k))))
+    signal = gaussian_expectation(conditional, g_k)
+    rec.step("Average over g_k by Stein's lemma from E erf(α+βZ) and ζ(α,β) = E erf(α+βZ)²",
+             Eq(E((S - Y) ** 2), signal))
     signal_mean = gaussian_expectation(
         erf(lam * (sqrt(d / 2) * kappa + gamma * g_k)) * (sqrt(d / 2) * theta + gamma * rho * g_k), g_k
     )
     rec.step("Mean of the informative token's error (E Y = 0)", Eq(E(S - Y), signal_mean))
-    noise_mean, noise_square = _noise_token_moments(rec)
-    risk = signal_error + 2 * (L - 1) * noise_mean * signal_mean + (L - 1) * noise_square + (L - 1) * (L - 2) * noise_mean**2
+    noise = c["noise"]
+    noise_mean = gaussian_expectation(gaussian_moments_expectation(noise, [w_1]), g_k)
+    noise_square = gaussian_expectation(gaussian_moments_expectation(noise**2, [w_1]), g_k)
+    rec.step("Uninformative token, first moment (Stein's lemma)", Eq(E(N), noise_mean))
+    rec.step("Uninformative token, second moment", Eq(E(N**2), sympy.simplify(noise_square)))
+    risk = signal + 2 * (L - 1) * noise_mean * signal_mean + (L - 1) * noise_square + (L - 1) * (L - 2) * noise_mean**2
     risk = sympy.expand(risk)
     rec.step("Assemble the four terms", Eq(R, risk))
     risk = sympy.collect(risk, [L, eps], evaluate=True)
@@ -159,18 +183,35 @@ def linear_risk_derivation() -> Derivation:
         f"{SOURCE}, Proposition 3 (spec §2.4)",
     )
     c = sympy.Symbol("c", real=True)
-    u = sympy.Symbol("u_ell")
-    # u_ℓ = ⟨X_ℓ, v*⟩ is γg with probability 1/L (informative) and N(0,1) otherwise.
+    u, Y = sympy.Symbol("u_ell"), sympy.Symbol("Y")
+    g, h = sympy.symbols("g h", real=True)
+    label = gamma * g + eps * xi
+    laws = {x: gaussian(x) for x in (g, h, xi)}
+    rec.step(
+        "u_ℓ = ⟨X_ℓ,v*⟩ over J0 ~ U{1..L}: with probability 1/L token ℓ is the informative one, u_ℓ = γg and "
+        "Y = γg + εξ (k* ⊥ v*); otherwise u_ℓ = h, a standard normal independent of Y (g, h, ξ independent standard "
+        "normals)",
+        sympy.Tuple(
+            Eq(E(u**2), Expectation((gamma * g) ** 2, laws[g]) / L + (L - 1) / L * Expectation(h**2, laws[h])),
+            Eq(E(u * Y), Expectation(label * gamma * g, laws[g], laws[xi]) / L
+               + (L - 1) / L * Expectation(label * h, laws[g], laws[h], laws[xi])),
+            Eq(E(Y**2), Expectation(label**2, laws[g], laws[xi]))),
+        kind="definition",
+    )
     second_moment = gamma**2 / L + (L - 1) / L
     cross = gamma**2 / L
+    rec.step("The moments", sympy.Tuple(Eq(E(u**2), second_moment), Eq(E(u * Y), cross), Eq(E(Y**2), gamma**2 + eps**2)))
     rec.step(
-        "Only u_ℓ = ⟨X_ℓ,v*⟩ correlates with Y; by symmetry β_ℓ = c·v*. Moments over J0 ~ U{1..L}",
-        sympy.Tuple(Eq(E(u**2), second_moment), Eq(E(u * sympy.Symbol("Y")), cross)),
+        "Only u_ℓ correlates with Y; by symmetry β_ℓ = c·v*, and the u_ℓ are uncorrelated (mean zero, independent "
+        "given J0): ℛ = E(Y − cΣ_ℓu_ℓ)² = E Y² − 2cL E[Yu] + c²L E u²",
+        Eq(R, E(Y**2) - 2 * c * L * E(u * Y) + c**2 * L * E(u**2)),
+        kind="assumption",
     )
     risk_c = sympy.expand(c**2 * L * second_moment - 2 * c * L * cross + gamma**2 + eps**2)
-    rec.step("Risk of β_ℓ = c·v* (tokens uncorrelated)", Eq(R, risk_c))
+    rec.step("Risk of β_ℓ = c·v*", Eq(R, risk_c))
+    rec.step("Stationarity ∂ℛ/∂c = 0", Eq(sympy.Derivative(R, c), 0), kind="condition")
     (c_star,) = sympy.solve(sympy.diff(risk_c, c), c)
-    rec.step("Stationarity ∂ℛ/∂c = 0", Eq(c, c_star))
+    rec.step("The stationary c", Eq(c, c_star))
     rec.step("Minimal risk", Eq(R, sympy.simplify(risk_c.subs(c, c_star))), name="linear_risk")
     return rec.finish()
 

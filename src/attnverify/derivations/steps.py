@@ -72,12 +72,17 @@ from sympy.matrices.exceptions import ShapeError
 from sympy.matrices.expressions.matexpr import MatrixElement
 
 from ..numerics.cache import cache_directory
+from .expectation import Expectation, by_linearity
 
-OUTCOMES = ("symbolic", "numeric", "failed", "definition", "assumption", "unchecked")
-"""The outcome of a step: proved symbolically, agrees numerically, fails at a shown point, marked, or unchecked."""
+OUTCOMES = ("symbolic", "numeric", "failed", "definition", "assumption", "condition", "unchecked")
+"""The outcome of a step: proved symbolically, agrees numerically, fails at a shown point, marked (a definition or an
+assumption), a condition a later step solves, or unchecked."""
 
 POINTS = 5
 """Random points of a numeric check."""
+
+QUADRATURE_POINTS = 3
+"""Random points of a numeric check whose sides hold Gaussian expectations (each a quadrature at every point)."""
 
 WORKING_DIGITS = 30
 """Decimal digits of the numeric evaluation."""
@@ -141,6 +146,8 @@ class StepCheck:
             return f"FAILS{against}" + (f" at {where}" if where else "") + f"{sides} ({self.detail})"
         if self.outcome in ("definition", "assumption"):
             return f"{self.outcome} (marked so by the derivation; not checked)"
+        if self.outcome == "condition":
+            return f"condition: {self.detail}"
         return f"unchecked: {self.detail}"
 
     def as_dict(self) -> dict:
@@ -164,15 +171,16 @@ def counts(checks: Iterable[StepCheck]) -> dict[str, int]:
 
 
 _COUNTED = {"symbolic": "proved symbolically", "numeric": "agreeing numerically", "definition": "definition",
-            "assumption": "assumption", "unchecked": "unchecked", "failed": "failed"}
+            "assumption": "assumption", "condition": "condition", "unchecked": "unchecked", "failed": "failed"}
 
 
 def counts_text(numbers: dict[str, int]) -> str:
     """``17 steps: 5 proved symbolically, 3 agreeing numerically, 2 definitions, 1 assumption, 6 unchecked,
     0 failed``."""
     total = sum(numbers.values())
-    parts = [f"{numbers.get(k, 0)} {v}" + ("s" if k in ("definition", "assumption") and numbers.get(k, 0) != 1
-                                              else "") for k, v in _COUNTED.items()]
+    parts = [f"{numbers.get(k, 0)} {v}" + ("s" if k in ("definition", "assumption", "condition")
+                                              and numbers.get(k, 0) != 1 else "")
+             for k, v in _COUNTED.items() if k != "condition" or numbers.get(k, 0)]
     return f"{total} step{'s' * (total != 1)}: " + ", ".join(parts)
 
 
@@ -189,6 +197,7 @@ class _Context:
     conditions: list = field(default_factory=list)
     seen: set = field(default_factory=set)
     previous: sympy.Basic | None = None
+    solved: dict = field(default_factory=dict)  # condition step → the later steps whose solutions satisfy it
 
 
 @functools.lru_cache(maxsize=256)
@@ -197,7 +206,21 @@ def check_derivation(derivation) -> tuple[StepCheck, ...]:
     context, outcomes = _Context(), []
     for number, step in enumerate(derivation.steps, 1):
         outcomes.append(_check_step(step, number, context))
+    for number, step in enumerate(derivation.steps, 1):
+        if step.kind == "condition" and outcomes[number - 1].outcome == "condition":
+            outcomes[number - 1] = _condition_outcome(number, context.solved.get(number, []))
     return tuple(outcomes)
+
+
+def _condition_outcome(number: int, solvers: list) -> StepCheck:
+    """A step marked as a condition: counted as such when a later solution was checked against it, else
+    unchecked."""
+    if not solvers:
+        return _unchecked("a condition (an equation to solve) that no later step solves")
+    steps = sorted(set(solvers))
+    which = f"step{'s' * (len(steps) > 1)} {', '.join(map(str, steps))}"
+    return StepCheck("condition", f"an equation to solve; the solution{'s' * (len(steps) > 1)} of {which} "
+                                  f"satisf{'y' if len(steps) > 1 else 'ies'} it (checked there)", None)
 
 
 def _check_step(step, number: int, context: _Context) -> StepCheck:
@@ -215,21 +238,39 @@ def _checked_step(step, number: int, context: _Context) -> StepCheck:
     expression = step.expression
     substitute = dict(getattr(step, "substitute", ()) or ())
     relations = _relations(expression)
-    if step.kind != "derived":
+    if step.kind == "condition":
+        if relations is None:
+            raise ValueError("a condition must be an equation Eq(f, g) (or a tuple of them)")
+        for a, b in relations:
+            if substitute:  # the condition holds at those values (a direction, a change of variables)
+                a, b = _at(a, context.env, substitute), _at(b, context.env, substitute)
+            _learn_relation(context, number, a, b, "condition")
+        outcome, relations = StepCheck("condition", "an equation to solve"), None
+    elif step.kind != "derived":
         outcome = StepCheck(step.kind, f"marked as {'a' if step.kind == 'definition' else 'an'} {step.kind}")
     elif isinstance(expression, sympy.logic.boolalg.BooleanAtom):
         outcome = _boolean(expression)
     elif relations is None:
         outcome = _plain(expression, substitute, context)
+        if isinstance(expression, sympy.FiniteSet):
+            _solves(context, number, outcome)
     else:  # relation by relation, each learnt before the next (a tuple may name s, then use it)
         parts = []
         for a, b in relations:
             part, role = _check_relation(a, b, substitute, context)
+            if role == "solution":
+                _solves(context, number, part)
             _learn_relation(context, number, a, b, role)
             parts.append(part)
         outcome, relations = _combined(parts), None
     _learn(context, number, expression, relations)
     return outcome
+
+
+def _solves(context: _Context, number: int, outcome: StepCheck) -> None:
+    """Step ``number``'s solution was checked against the condition of step ``outcome.against``."""
+    if outcome.checked and not outcome.failed and outcome.against is not None:
+        context.solved.setdefault(outcome.against, []).append(number)
 
 
 def _boolean(expression) -> StepCheck:
@@ -300,51 +341,102 @@ def _outer_symbols(expression) -> set:
 
 
 def _resolved(expression, env: dict, rounds: int = 8):
-    """``expression`` with every name replaced by its latest value, repeatedly (names defined through names)."""
-    if not env:
+    """``expression`` with every name replaced by its latest value, repeatedly (names defined through names); a
+    derivative by a name keeps its variable bound (see :func:`_substituted`)."""
+    if not env or not isinstance(expression, sympy.Basic):
         return expression
     for _ in range(rounds):
-        replaced = expression.xreplace(env)
+        replaced = _substituted(expression, env, env)
         if replaced == expression:
             return replaced
         expression = replaced
     return expression
 
 
+def _substituted(expression, mapping: dict, env: dict | None = None):
+    """``expression.xreplace(mapping)``, except that a derivative by a symbol of ``mapping`` is first written
+    Subs(Derivative(f(ξ), ξ), ξ, x) (its body resolved in ``env`` first, so that it is a function of ξ): the value
+    replaces the point the derivative is taken at, never the variable it is taken by."""
+    if not mapping or not isinstance(expression, sympy.Basic):
+        return expression
+    if expression.has(sympy.Derivative):
+        keys = set(mapping)
+
+        def bind(derivative):
+            hit = [v for v, _ in derivative.variable_count if v in keys and isinstance(v, sympy.Symbol)]
+            if not hit:
+                return derivative
+            body = derivative.expr
+            if env:
+                body = _resolved(body, {k: v for k, v in env.items() if k not in hit})
+            dummies = {v: sympy.Dummy(v.name, **v.assumptions0) for v in hit}
+            inner = sympy.Derivative(body, *derivative.variable_count).xreplace(dummies)
+            return sympy.Subs(inner, tuple(dummies.values()), tuple(hit))
+
+        expression = expression.replace(lambda e: isinstance(e, sympy.Derivative), bind)
+    return expression.xreplace(mapping)
+
+
+def _at(expression, env: dict, substitute: dict):
+    """A side as the checker compares it: names resolved, the step's values substituted, names resolved again
+    (a value may be written in names)."""
+    expression = _resolved(expression, env)
+    if substitute:
+        expression = _resolved(_substituted(expression, substitute, env), env)
+    return expression
+
+
+def _zero_like(expression):
+    """0, or the zero matrix of ``expression``'s shape."""
+    if isinstance(expression, (sympy.MatrixBase, sympy.MatrixExpr)):
+        return sympy.ZeroMatrix(*expression.shape)
+    return sympy.S.Zero
+
+
 def _check_relation(a, b, substitute: dict, context: _Context) -> tuple[StepCheck, str]:
     """The outcome of one relation a = b, and its role: ``form`` (a new form of a name), ``name`` (its first
-    value), ``notation`` (introduces symbols), ``solution``, ``condition`` or ``identity``."""
+    value), ``notation`` (introduces symbols), ``solution``, ``condition`` or ``identity``. The step's
+    ``substitute`` values are taken on both sides (after the names are resolved)."""
     env = context.env
-    if a in env:
-        new = _outer_symbols(b) - context.seen - _symbols(a)
+    if a in env and a not in substitute:
+        new = _outer_symbols(b) - context.seen - _symbols(a) - set(substitute)
         if new:
             return _unchecked(f"writes {a} in {_names(new)}, new symbols (a notation, not a consequence)",
                               context.origin[a]), "notation"
-        earlier = _resolved(env[a].xreplace(substitute) if substitute else env[a], env)
-        outcome = _with_against(compare(earlier, _resolved(b, env)), context.origin[a])
+        earlier = _at(env[a], env, substitute)
+        outcome = _with_against(compare(earlier, _at(b, env, substitute)), context.origin[a])
         return (_taken_at(outcome, substitute) if substitute else outcome), "form"
-    if _is_name(a) and not b.has(a):
+    if _is_name(a) and not b.has(a) and a not in substitute:
         condition = _condition_on(a, context) if isinstance(a, (sympy.Symbol, sympy.MatrixSymbol)) else None
         if condition is not None:
             step, f = condition
-            solved = _resolved(f.xreplace({a: b}), {k: v for k, v in env.items() if k != a})
-            return _with_against(compare(solved, sympy.S.Zero), step), "solution"
+            others = {k: v for k, v in env.items() if k != a}
+            solved = _resolved(_substituted(f, {a: b}, others), others)
+            return _with_against(compare(solved, _zero_like(solved)), step), "solution"
         if a in context.seen:
             return _unchecked(f"solves for {a}, but no earlier condition (f = 0) holds {a}"), "name"
         return _unchecked(f"first value of {a}: nothing earlier to compare it with"), "name"
-    introduced = _symbols(a) - _symbols(b) - context.seen
+    introduced = _symbols(a) - _symbols(b) - context.seen - set(substitute)
     if introduced and b != 0:
         return _unchecked(f"introduces {_names(introduced)}: nothing earlier to compare it with"), "name"
-    outcome = compare(_resolved(a, env), _resolved(b, env))
+    outcome = compare(_at(a, env, substitute), _at(b, env, substitute))
     if outcome.failed and (b == 0 or a == 0) and outcome.point:
         return _unchecked("a condition: an equation to solve, not an identity"), "condition"
-    return outcome, "identity"
+    return (_taken_at(outcome, substitute, "the sides") if substitute else outcome), "identity"
 
 
-def _taken_at(outcome: StepCheck, substitute: dict) -> StepCheck:
-    """``outcome`` saying that the earlier form was taken at the step's values."""
+TAKEN_AT_CHARACTERS = 400
+"""The longest list of a step's values a label shows in full; longer ones are named, not written out."""
+
+
+def _taken_at(outcome: StepCheck, substitute: dict, what: str = "the earlier form") -> StepCheck:
+    """``outcome`` saying that the earlier form (or both sides) was taken at the step's values."""
     at = ", ".join(f"{k} = {v}" for k, v in substitute.items())
-    return StepCheck(outcome.outcome, f"{outcome.detail}; the earlier form taken at {at}", outcome.against,
+    if len(at) > TAKEN_AT_CHARACTERS:
+        at = f"the step's values of {_names(substitute)}"
+        if len(at) > TAKEN_AT_CHARACTERS:
+            at = f"the step's {len(substitute)} values"
+    return StepCheck(outcome.outcome, f"{outcome.detail}; {what} taken at {at}", outcome.against,
                      outcome.points, outcome.digits, outcome.point, outcome.values)
 
 
@@ -425,7 +517,8 @@ def _learn(context: _Context, number: int, expression, relations) -> None:
 def _learn_relation(context: _Context, number: int, a, b, role: str) -> None:
     """A condition is kept as f = a − b; a name (new, or a new form of it, or a solved symbol) takes the value b."""
     if role == "condition":
-        context.conditions.append((number, _resolved(a - b, context.env)))
+        f = a if b == 0 or getattr(b, "is_ZeroMatrix", False) else a - b
+        context.conditions.append((number, _done(_resolved(f, context.env))))
     elif role in ("form", "name", "solution"):
         context.env[a] = b
         context.origin[a] = number
@@ -446,9 +539,11 @@ def _marked_role(a, b, context: _Context) -> str:
 
 @functools.lru_cache(maxsize=None)
 def checker_version() -> str:
-    """SHA-256 of this module's source and of sympy's and mpmath's versions: a new checker checks afresh."""
+    """SHA-256 of this module's source, of :mod:`.expectation`'s (which evaluates expectations) and of sympy's and
+    mpmath's versions: a new checker checks afresh."""
     digest = hashlib.sha256(f"sympy {sympy.__version__} mpmath {mpmath.__version__}".encode())
     digest.update(Path(__file__).read_bytes())
+    digest.update(Path(__file__).with_name("expectation.py").read_bytes())
     return digest.hexdigest()[:20]
 
 
@@ -509,21 +604,145 @@ def _write(key: str, outcome: StepCheck) -> None:
 
 
 def _compare(a, b, rng: random.Random) -> StepCheck:
-    a, b = sympy.sympify(a), sympy.sympify(b)
+    a, b = _done(sympy.sympify(a)), _done(sympy.sympify(b))
     if _shape(a) != _shape(b):
-        return StepCheck("failed", f"the sides differ in shape: {_kind_of(a)} {_shape(a)[1:]} vs "
-                                   f"{_kind_of(b)} {_shape(b)[1:]}")
+        if _is_zero_value(a) or _is_zero_value(b):  # 0 against a zero matrix
+            a, b = (_zero_like(b), b) if _is_zero_value(a) else (a, _zero_like(a))
+        else:
+            return StepCheck("failed", f"the sides differ in shape: {_kind_of(a)} {_shape(a)[1:]} vs "
+                                       f"{_kind_of(b)} {_shape(b)[1:]}")
     if isinstance(a, sympy.Tuple):
         return _combined([_compare(x, y, rng) for x, y in zip(a, b)])
     if _has_order(a) or _has_order(b):
         return _asymptotic(a, b)
     why = _unevaluable(a) or _unevaluable(b)
-    proof = _proved(a, b, cheap=bool(why))
+    unknown = _unknowns(a) | _unknowns(b)
+    quadrature = a.has(Expectation) or b.has(Expectation)
+    unevaluated = a.has(sympy.Derivative, sympy.Subs) or b.has(sympy.Derivative, sympy.Subs)
+    proof = _proved(a, b, cheap=bool(why or unknown or quadrature or unevaluated))
     if proof:
         return StepCheck("symbolic", proof)
     if why:
         return _unchecked(why)
-    return _numeric(a, b, rng)
+    if unknown:
+        return _with_unknowns(a, b, unknown, rng)
+    return _numeric(a, b, rng, QUADRATURE_POINTS if quadrature else POINTS)
+
+
+def _is_zero_value(expression) -> bool:
+    return isinstance(expression, sympy.Expr) and not isinstance(expression, sympy.MatrixExpr) and expression == 0
+
+
+# ----------------------------------------------------------------------------- derivatives, expectations, unknowns
+
+
+def _done(expression):
+    """``expression`` with its derivatives and substitutions carried out (sympy's ``doit``, not deep) where they hold
+    no unevaluated function, and every expectation over random variables of unspecified law written by linearity
+    (:func:`.expectation.by_linearity`)."""
+    if not isinstance(expression, sympy.Basic):
+        return expression
+    expression = by_linearity(expression)
+    if not expression.has(sympy.Derivative, sympy.Subs):
+        return expression
+
+    def do(e):
+        if e.has(AppliedUndef):
+            return e
+        try:
+            if isinstance(e, sympy.Derivative) and any(isinstance(v, sympy.MatrixExpr) for v in e.variables):
+                return _by_matrix(e)
+            return e.doit(deep=False)
+        except Exception:  # sympy cannot differentiate it (a matrix expression): left for the explicit point
+            return e
+
+    return expression.replace(lambda e: isinstance(e, (sympy.Derivative, sympy.Subs)), do)
+
+
+def _by_matrix(derivative):
+    """A derivative by a matrix symbol, sum by sum with each product's scalar factor taken out first (sympy 1.14
+    gives 0 for ∂(c·Tr(AAᵀ))/∂A with a symbol c, but 2cA for c·∂Tr(AAᵀ)/∂A)."""
+    (variable, count), = derivative.variable_count
+    if count != 1:
+        raise NotImplementedError("second derivatives by a matrix")
+
+    def by(expression):
+        if isinstance(expression, sympy.Add):
+            parts = [by(term) for term in expression.args if term.has(variable)]
+            return functools.reduce(lambda x, y: x + y, parts)
+        if isinstance(expression, sympy.Mul):
+            factor, rest = expression.as_independent(variable, as_Add=False)
+            if factor != 1:
+                return factor * by(rest)
+        return sympy.Derivative(expression, variable).doit()
+
+    if not derivative.expr.has(variable):
+        raise NotImplementedError("a derivative of an expression free of its variable")
+    return by(derivative.expr)
+
+
+def _unknowns(expression) -> set:
+    """The quantities ``expression`` states nothing about: unevaluated functions (their classes) and moments of
+    random variables of unspecified law."""
+    if not isinstance(expression, sympy.Basic):
+        return set()
+    found = {f.func for f in expression.atoms(AppliedUndef)}
+    found |= {e for e in expression.atoms(Expectation) if not e.is_gaussian}
+    return found
+
+
+def _random_function(function, rng_names: list) -> sympy.Lambda:
+    """A generic smooth function of as many arguments as ``function`` takes (its coefficients are new symbols,
+    which the numeric check draws at random): c₀ + Σ (cᵢxᵢ + eᵢxᵢ²) + g·exp(Σ dᵢxᵢ)."""
+    arity = next(iter(function.nargs)) if function.nargs.is_FiniteSet and len(function.nargs) == 1 else 1
+    xs = [sympy.Dummy(f"x{k}") for k in range(arity)]
+
+    def coefficient(tag, k=""):
+        symbol = sympy.Symbol(f"{function.__name__}·{tag}{k}", real=True)
+        rng_names.append(symbol)
+        return symbol
+
+    body = coefficient("c", 0) + coefficient("g") * sympy.exp(sum(coefficient("d", k) * x for k, x in enumerate(xs)))
+    body += sum(coefficient("c", k + 1) * x + coefficient("e", k) * x**2 for k, x in enumerate(xs))
+    return sympy.Lambda(tuple(xs), body)
+
+
+def _with_unknowns(a, b, unknown: set, rng: random.Random) -> StepCheck:
+    """a = b whatever the unknowns are: each unevaluated function replaced by a generic function and each moment
+    by a number, all drawn at random; agreement is a numeric check. A difference leaves a step with unevaluated
+    functions unchecked (it may hold for the actual functions only); one with moments only fails (the moments of
+    distinct products of random variables of unspecified law are unconstrained by any identity, so a step that
+    claims an identity for every law and fails at generic moments fails for some law)."""
+    coefficients: list = []
+    functions = {f: _random_function(f, coefficients) for f in unknown if not isinstance(f, Expectation)}
+    moments = sorted((m for m in unknown if isinstance(m, Expectation)), key=sympy.srepr)
+    values = {m: sympy.Symbol(f"E[{sympy.sstr(m.integrand)}]", real=True) for m in moments}
+
+    def concrete(side):
+        side = side.xreplace(values)
+        if functions:
+            side = side.replace(lambda e: isinstance(e, AppliedUndef) and e.func in functions,
+                                lambda e: functions[e.func](*e.args))
+        return _done(side)
+
+    named = sorted(str(f) for f in functions)
+    names = " and ".join(([f"the unevaluated function{'s' * (len(named) > 1)} {', '.join(named)}"] if named else [])
+                         + (["moments of random variables of unspecified law"] if moments else []))
+    left, right = concrete(a), concrete(b)
+    if _unknowns(left) | _unknowns(right) or _unevaluable(left) or _unevaluable(right):
+        return _unchecked(f"holds {names}, which the checker could not replace by generic ones")
+    outcome = _numeric(left, right, rng, POINTS)
+    if outcome.outcome == "numeric":
+        return StepCheck("numeric", f"{outcome.detail}, with {names} replaced by generic ones drawn at random",
+                         points=outcome.points, digits=outcome.digits)
+    if outcome.failed and functions:
+        return _unchecked(f"holds {names}: the sides differ when they are replaced by generic ones, so the step "
+                          f"rests on what they are")
+    if outcome.failed:  # moments of distinct products are independent over all laws: a true failure
+        return StepCheck("failed", f"{outcome.detail} (with the moments of random variables of unspecified law "
+                                   f"drawn at random; the step claims it for every law)", points=outcome.points,
+                         point=outcome.point, values=outcome.values)
+    return outcome
 
 
 # ----------------------------------------------------------------------------- symbolic
@@ -593,25 +812,23 @@ def _proved_matrix(a, b) -> str | None:
 
 
 def _unevaluable(expression) -> str | None:
-    """Why ``expression`` cannot be evaluated at a point (an unevaluated function), or None."""
-    undefined = sorted({str(f.func) for f in expression.atoms(AppliedUndef)})
-    if undefined:
-        return f"holds the unevaluated function{'s' if len(undefined) > 1 else ''} {', '.join(undefined)}"
-    for kind in (sympy.Derivative, sympy.Subs, sympy.Limit):
-        if expression.has(kind):
-            return f"holds an unevaluated {kind.__name__}"
+    """Why ``expression`` cannot be evaluated at a point (a limit), or None. Unevaluated functions and moments of
+    unspecified laws are unknowns (:func:`_with_unknowns`); derivatives are taken (:func:`_done`), those of matrix
+    expressions once the matrices are explicit."""
+    if expression.has(sympy.Limit):
+        return "holds an unevaluated Limit"
     return None
 
 
 # ----------------------------------------------------------------------------- numeric
 
 
-def _numeric(a, b, rng: random.Random) -> StepCheck:
-    """a = b at :data:`POINTS` admissible random points (30 digits), or the first point where they differ."""
+def _numeric(a, b, rng: random.Random, points: int = POINTS) -> StepCheck:
+    """a = b at ``points`` admissible random points (30 digits), or the first point where they differ."""
     structured = _is_structured(a) or _is_structured(b)
-    plan = _sign_plan(a, b, rng)
+    plan = _sign_plan(a, b, rng, points)
     digits = []
-    for number in range(1, POINTS + 1):
+    for number in range(1, points + 1):
         drawn = _admissible(a, b, rng, structured, plan[number - 1])
         if isinstance(drawn, str):
             return _unchecked(drawn)
@@ -623,17 +840,17 @@ def _numeric(a, b, rng: random.Random) -> StepCheck:
                 return StepCheck("failed", f"the sides differ in the {_ordinal(_agreement(left, right))} digit",
                                  points=number, point=_shown(point), values=(_text(left), _text(right)))
         digits.append(agreement)
-    return StepCheck("numeric", f"{POINTS} points", points=POINTS, digits=min(digits))
+    return StepCheck("numeric", f"{points} points", points=points, digits=min(digits))
 
 
-def _sign_plan(a, b, rng: random.Random) -> list[dict]:
+def _sign_plan(a, b, rng: random.Random, points: int = POINTS) -> list[dict]:
     """For each point, the sign of each real symbol whose sign is not assumed: every such symbol is positive at
     some points and negative at others (an identity true for one sign only, √(x²) = x, cannot pass by luck)."""
     free = sorted((s for s in _symbols(a) | _symbols(b) if isinstance(s, sympy.Symbol) and not s.is_integer
                    and s.is_positive is None and s.is_negative is None and s.is_zero is None), key=str)
-    plan = [{} for _ in range(POINTS)]
+    plan = [{} for _ in range(points)]
     for symbol in free:
-        signs = [(-1) ** k for k in range(POINTS)]
+        signs = [(-1) ** k for k in range(points)]
         rng.shuffle(signs)
         for point, sign in zip(plan, signs):
             point[symbol] = sign
@@ -738,6 +955,9 @@ def _evaluate(expression, point: dict, digits: int):
     """The value of ``expression`` at ``point`` to ``digits`` digits (sympy's evalf over mpmath); None where it
     is not finite; a string (why) where it is not a number."""
     try:
+        expression = _expectations_at(expression, point, digits)
+        if expression is None:
+            return None
         explicit = _explicit(expression, point)
         value = explicit.applyfunc(lambda e: sympy.N(e, digits)) if _is_matrix(explicit) else sympy.N(explicit, digits)
     except (ZeroDivisionError, ValueError, OverflowError, TypeError, ArithmeticError, mpmath.libmp.NoConvergence):
@@ -750,27 +970,56 @@ def _evaluate(expression, point: dict, digits: int):
     return value
 
 
+def _expectations_at(expression, point: dict, digits: int):
+    """``expression`` with each Gaussian expectation replaced by its value at ``point`` (a quadrature, with the
+    expectation compiled once for all points: :meth:`.expectation.Expectation.value_at`); None where one is not
+    finite there."""
+    if not isinstance(expression, sympy.Basic) or not expression.has(Expectation):
+        return expression
+    values = point if "integers" not in point else {**point["integers"], **point["scalars"]}
+    replaced = {}
+    for e in expression.atoms(Expectation):
+        if e.is_gaussian and not any(isinstance(s, sympy.MatrixSymbol) for s in e.free_symbols):
+            value = e.value_at(values, sympy.core.evalf.dps_to_prec(digits) + 8)
+            if value is None:
+                return None
+            replaced[e] = value
+    return expression.xreplace(replaced)
+
+
 def _explicit(expression, point: dict):
     """``expression`` at ``point``: symbols, indexed entries and matrix symbols replaced, matrix operations done."""
     if "integers" not in point:  # a plain point: scalar symbols only
-        return expression.xreplace(point)
-    expression = _sums_done(expression.xreplace(point["integers"]))
-    expression = expression.xreplace(point["indexed"]).xreplace(point["matrices"]).xreplace(point["scalars"])
+        return _done(_substituted(expression, point))
+    expression = _sums_done(_substituted(expression, point["integers"]))
+    for group in ("indexed", "matrices", "scalars"):
+        expression = _substituted(expression, point[group])
     if isinstance(expression, sympy.MatrixExpr) or expression.has(sympy.MatrixExpr):
         expression = _matrix_done(expression)
-    return expression
+    return _done(expression)
 
 
 def _matrix_done(expression):
-    """Matrix operations on explicit matrices carried out (a 1×1 result is its entry)."""
-    if isinstance(expression, sympy.MatrixExpr) and not isinstance(expression, sympy.MatrixBase):
-        expression = expression.as_explicit()
-    else:
-        expression = expression.replace(
-            lambda e: isinstance(e, sympy.MatrixExpr) and not isinstance(e, sympy.MatrixBase),
-            lambda e: e.as_explicit())
-        expression = expression.replace(lambda e: isinstance(e, (sympy.Trace, sympy.Determinant)),
-                                        lambda e: e.doit())
+    """Matrix operations on explicit matrices carried out (``doit``, which multiplies, inverts and traces explicit
+    matrices directly; ``as_explicit``, entry by entry, where that leaves a matrix expression); a 1×1 result is its
+    entry."""
+
+    def explicit(e):
+        try:
+            done = e.doit()
+        except Exception:  # sympy cannot carry it out: entry by entry below
+            done = e
+        if isinstance(done, sympy.MatrixExpr) and not isinstance(done, sympy.MatrixBase):
+            done = done.as_explicit()
+        return done
+
+    special = {m: m.as_explicit() for m in expression.atoms(sympy.Identity, sympy.ZeroMatrix, sympy.OneMatrix)
+               if all(n.is_Integer for n in m.shape)}
+    expression = expression.xreplace(special) if special else expression
+    matrix_operation = (lambda e: (isinstance(e, sympy.MatrixExpr) and not isinstance(e, sympy.MatrixBase))
+                        or isinstance(e, (sympy.Trace, sympy.Determinant)))
+    expression = explicit(expression) if matrix_operation(expression) else expression.replace(matrix_operation,
+                                                                                               explicit)
     if isinstance(expression, sympy.MatrixBase) and expression.shape == (1, 1):
         return expression[0, 0]
     return expression

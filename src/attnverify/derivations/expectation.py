@@ -1,0 +1,389 @@
+"""𝔼[f] as a sympy expression that carries its own meaning, so that a derivation step stating a value of an
+expectation can be checked (:mod:`.steps`) instead of taken on trust.
+
+``Expectation(f, gaussian(z, m, v), …)`` is the mean of f over independent Gaussian variables z ~ N(m, v). It
+evaluates numerically (``evalf``, mpmath underneath) once its parameters are numbers: every variable in which f is a
+polynomial of degree n is integrated exactly by Gauss–Hermite quadrature with ⌊n/2⌋ + 1 nodes (exact up to degree
+2⌊n/2⌋ + 1), every other variable by mpmath's tanh-sinh quadrature over the real line (so keep those to one or two).
+
+``Expectation(f, w, v)`` with plain symbols is the mean over random variables of an unspecified joint law: nothing
+can be computed, but it is linear, and :func:`by_linearity` writes it as Σ cᵢ 𝔼[mᵢ], the cᵢ free of the random
+variables and each 𝔼[mᵢ] a moment of a product of them; the checker treats those moments as unknowns.
+
+A variable's name is bound (like an integration variable): it is not a free symbol of the expectation.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import mpmath
+import numpy as np
+import sympy
+from sympy import Tuple
+
+
+def gaussian(variable: sympy.Symbol, mean=0, variance=1) -> Tuple:
+    """The law of ``variable``: N(mean, variance), independent of the expectation's other variables."""
+    if not isinstance(variable, sympy.Symbol):
+        raise TypeError(f"variable must be a sympy Symbol, got {variable!r}")
+    return Tuple(variable, sympy.sympify(mean), sympy.sympify(variance))
+
+
+class Expectation(sympy.Expr):
+    """𝔼[integrand] over its variables: each a :func:`gaussian` law (evaluated by quadrature) or a plain symbol (a
+    random variable of unspecified law; expanded by linearity in :func:`by_linearity`). All Gaussian, or all plain."""
+
+    is_commutative = True
+
+    def __new__(cls, integrand, *variables):
+        integrand = sympy.sympify(integrand)
+        if not variables:
+            raise ValueError("an expectation needs at least one random variable")
+        laws = []
+        for variable in variables:
+            if isinstance(variable, sympy.Symbol):
+                law = Tuple(variable)
+            elif isinstance(variable, (tuple, list, Tuple)) and len(variable) in (1, 3) \
+                    and isinstance(variable[0], sympy.Symbol):
+                law = Tuple(*variable)
+            else:
+                raise TypeError(f"each variable must be a Symbol or gaussian(symbol, mean, variance), got {variable!r}")
+            laws.append(law)
+        kinds = {len(law) for law in laws}
+        if len(kinds) != 1:
+            raise ValueError("an expectation's variables must be all Gaussian or all of an unspecified law")
+        names = [law[0] for law in laws]
+        if len(set(names)) != len(names):
+            raise ValueError(f"each random variable may appear once, got {names}")
+        return sympy.Expr.__new__(cls, integrand, *laws)
+
+    @property
+    def integrand(self) -> sympy.Expr:
+        return self.args[0]
+
+    @property
+    def laws(self) -> tuple[Tuple, ...]:
+        return self.args[1:]
+
+    @property
+    def variables(self) -> tuple[sympy.Symbol, ...]:
+        return tuple(law[0] for law in self.laws)
+
+    @property
+    def is_gaussian(self) -> bool:
+        return len(self.laws[0]) == 3
+
+    @property
+    def free_symbols(self) -> set:
+        bound = set(self.variables)
+        found = self.integrand.free_symbols - bound
+        for law in self.laws:
+            for parameter in law[1:]:
+                found |= parameter.free_symbols
+        return found
+
+    def _xreplace(self, rule):
+        """A bound variable is never replaced (a point or a name that happens to share its name)."""
+        if self in rule:
+            return rule[self], True
+        bound = set(self.variables)
+        if any(variable in rule for variable in bound):
+            rule = {k: v for k, v in rule.items() if k not in bound}
+        return super()._xreplace(rule)
+
+    def _eval_is_real(self):
+        if self.is_gaussian and self.integrand.is_real and all(law[1].is_real and law[2].is_positive
+                                                                for law in self.laws):
+            return True
+        return None
+
+    def _eval_evalf(self, prec):
+        if not self.is_gaussian or self.free_symbols:
+            return None
+        return self.value_at({}, prec)
+
+    def value_at(self, point: dict, prec: int):
+        """The mean at ``point`` (symbol → number, for every free symbol) to ``prec`` bits, as a sympy number; None
+        where it is not finite or the quadrature does not converge. The symbolic work (the change of variables,
+        the exact moments, the code of the integrand) is done once per expectation; each point is a quadrature."""
+        template = _compiled(self)
+        try:
+            values = [point[p] for p in template.parameters]
+        except KeyError:
+            return None
+        working = _working_precision(prec)
+        key = (self, tuple(values), working)
+        if key not in _VALUES:
+            try:
+                with mpmath.workprec(working):
+                    _VALUES[key] = template.value([_number(v) for v in values])
+            except (ValueError, TypeError, ZeroDivisionError, OverflowError, mpmath.libmp.NoConvergence):
+                _VALUES[key] = None
+            if len(_VALUES) > 4096:
+                _VALUES.pop(next(iter(_VALUES)))
+        value = _VALUES[key]
+        if value is None or not mpmath.isfinite(value):
+            return None
+        real, imaginary = sympy.Float(mpmath.re(value), prec), sympy.Float(mpmath.im(value), prec)
+        return real + sympy.I * imaginary if imaginary != 0 else real
+
+    def _latex(self, printer):
+        laws = []
+        for law in self.laws:
+            name = printer._print(law[0])
+            if len(law) == 3:
+                laws.append(rf"{name} \sim \mathcal{{N}}\left({printer._print(law[1])}, {printer._print(law[2])}\right)")
+            else:
+                laws.append(name)
+        return r"\mathbb{E}_{%s}\left[%s\right]" % (", ".join(laws), printer._print(self.integrand))
+
+    def _sympystr(self, printer):
+        return f"𝔼[{printer._print(self.integrand)}; {', '.join(printer._print(law) for law in self.laws)}]"
+
+
+_VALUES: dict = {}
+"""(expectation, point, working precision) → its value: sympy's evalf and the checker ask more than once."""
+
+
+def _number(value):
+    """A sympy number as an mpmath number at the working precision."""
+    value = sympy.sympify(value)
+    if value.is_Rational:
+        return mpmath.mpf(int(value.p)) / int(value.q)
+    return mpmath.mpmathify(complex(value)) if not value.is_real else mpmath.mpf(sympy.Float(value, mpmath.mp.dps + 5))
+
+
+def _working_precision(prec: int) -> int:
+    """Bits a quadrature is carried at for a value wanted to ``prec`` bits: about 85 % of them plus 8 (the checker
+    needs 20 of its 30 digits, and the cost grows with the digits), rounded up to a multiple of 32 so that the
+    nodes of the rules are shared."""
+    return 32 * -(-max(53, int(0.85 * prec) + 8) // 32)
+
+
+def expectation(integrand, *variables) -> Expectation:
+    """``Expectation(integrand, *variables)`` (see the class)."""
+    return Expectation(integrand, *variables)
+
+
+# ----------------------------------------------------------------------------- numeric evaluation (Gaussian)
+
+
+def _normal_moment(power: int) -> int:
+    """E[Zᵏ] for Z ~ N(0, 1): 0 for odd k, (k − 1)!! for even k."""
+    return 0 if power % 2 else int(sympy.factorial2(power - 1))
+
+
+def _polynomial_in(expression: sympy.Expr, variable: sympy.Symbol) -> bool:
+    """Whether ``expression`` is a polynomial in ``variable`` (or free of it)."""
+    return not expression.has(variable) or bool(expression.is_polynomial(variable))
+
+
+def _moments_taken(integrand: sympy.Expr, exact: list) -> sympy.Expr:
+    """E over the standard normal variables ``exact``, in which ``integrand`` is a polynomial: each monomial
+    Π xᵢ^kᵢ replaced by Π E[Zᵏⁱ] (independent variables)."""
+    if not exact:
+        return integrand
+    poly = sympy.Poly(sympy.expand(integrand), *exact)
+    total = sympy.S.Zero
+    for powers, coefficient in poly.terms():
+        factor = 1
+        for k in powers:
+            factor *= _normal_moment(k)
+        if factor:
+            total += factor * coefficient
+    return total
+
+
+SCAN = 14.0
+"""The standard variable is scanned over [−SCAN, SCAN] for the integrand's bulk (φ(14) ≈ 1e-43 of φ(0))."""
+
+RULES = (30, 40)
+"""Gauss–Legendre nodes of the two rules a panel is integrated with; they must agree, else the panel is halved."""
+
+BULK_CUTS = (-12, -4, -1, 0, 1, 4, 12)
+"""Cut points around the bulk of the integrand, in its half-widths from its peak."""
+
+FEATURE_CUTS = (-2, 0, 2)
+"""Cut points around an erf's transition, in its widths."""
+
+MAX_HALVINGS = 14
+"""How often a panel may be halved before the quadrature gives up (NoConvergence)."""
+
+
+def _rule(nodes: int, precision: int) -> tuple[tuple, tuple]:
+    """Gauss–Legendre nodes and weights on [−1, 1] at ``precision`` bits (cached)."""
+    key = (nodes, precision)
+    if key not in _RULES:
+        with mpmath.workprec(precision + 8):
+            _RULES[key] = tuple(tuple(v) for v in mpmath.gauss_quadrature(nodes, "legendre"))
+    return _RULES[key]
+
+
+_RULES: dict = {}
+
+
+def _panels(g, a, b, tolerance) -> mpmath.mpf:
+    """∫_a^b g by Gauss–Legendre on panels, each halved until its two rules agree to ``tolerance`` (absolute)."""
+    rules = [_rule(n, mpmath.mp.prec) for n in RULES]
+    stack, total = [(mpmath.mpf(a), mpmath.mpf(b), 0)], mpmath.mpf(0)
+    while stack:
+        lo, hi, depth = stack.pop()
+        half, middle = (hi - lo) / 2, (hi + lo) / 2
+        values = [[w * g(middle + half * x) for x, w in zip(*rule)] for rule in rules]
+        coarse, fine = (half * mpmath.fsum(v) for v in values)
+        rounding = abs(half) * mpmath.fsum(abs(v) for v in values[1]) * mpmath.mpf(2) ** (8 - mpmath.mp.prec)
+        if abs(fine - coarse) <= max(tolerance, rounding):
+            total += fine
+        elif depth >= MAX_HALVINGS:
+            raise mpmath.libmp.NoConvergence(f"a panel of width {mpmath.nstr(hi - lo, 3)} did not converge")
+        else:
+            stack += [(lo, middle, depth + 1), (middle, hi, depth + 1)]
+    return total
+
+
+def _integral(g, bulk, features=()) -> mpmath.mpf:
+    """∫_ℝ g for g = f φ: Gauss–Legendre panels over the bulk (centre ± 1, 4, 12 half-widths, f's ``features`` and
+    [−SCAN, SCAN]), tanh-sinh on the two tails beyond."""
+    centre, width, peak = bulk
+    cuts = sorted({*(centre + k * width for k in BULK_CUTS), -SCAN, SCAN, *features})
+    cuts = [c for c in cuts if min(-SCAN, centre - 12 * width) <= c <= max(SCAN, centre + 12 * width)]
+    # the integral's size is about peak·width (the float64 scan): it sets the absolute tolerance
+    tolerance = mpmath.mpf(2) ** (12 - mpmath.mp.prec) * mpmath.mpf(peak * width)
+    total = mpmath.fsum(_panels(g, lo, hi, tolerance) for lo, hi in zip(cuts, cuts[1:]))
+    tails = mpmath.quad(g, [-mpmath.inf, cuts[0]]) + mpmath.quad(g, [cuts[-1], mpmath.inf])
+    return total + tails
+
+
+class _Template:
+    """An expectation over Gaussian laws compiled once: its integrand over standard normals, the polynomial
+    variables' exact moments taken symbolically, the rest turned into mpmath code with the parameters as
+    arguments (and numpy code for the scan of its bulk, the erf arguments for its features)."""
+
+    def __init__(self, expectation: Expectation):
+        self.parameters = sorted(expectation.free_symbols, key=sympy.default_sort_key)
+        standard = [sympy.Dummy(f"x{k}", real=True) for k in range(len(expectation.laws))]
+        change = {law[0]: law[1] + sympy.sqrt(law[2]) * x for law, x in zip(expectation.laws, standard)}
+        integrand = expectation.integrand.xreplace(change)
+        exact = [x for x in standard if _polynomial_in(integrand, x)]
+        self.other = [x for x in standard if x not in exact]
+        reduced = _moments_taken(integrand, exact)
+        arguments = self.other + self.parameters
+        self.f = sympy.lambdify(arguments, reduced, modules="mpmath", cse=True)
+        self.scan, self.lines = None, []
+        if len(self.other) == 1:
+            (x,) = self.other
+            try:
+                self.scan = sympy.lambdify(arguments, reduced, modules=["numpy", "scipy"])
+            except Exception:  # no numpy code for it: tanh-sinh alone
+                self.scan = None
+            for e in reduced.atoms(sympy.erf, sympy.erfc):
+                argument = sympy.expand(e.args[0])
+                slope, rest = argument.coeff(x), None
+                if slope != 0 and not slope.has(x):
+                    rest = sympy.expand(argument - slope * x)
+                if rest is not None and not rest.has(x):
+                    self.lines.append(sympy.lambdify(self.parameters, (rest, slope), modules="mpmath"))
+
+    def value(self, values: list) -> mpmath.mpc:
+        """The mean at the parameters' ``values`` (mpmath numbers), at the current precision."""
+        if not self.other:
+            return mpmath.mpmathify(self.f(*values))
+        density = 1 / mpmath.sqrt(2 * mpmath.pi)
+        if self.scan is not None:
+            bulk = self._bulk(values)
+            if bulk is not None:
+                return mpmath.mpmathify(_integral(lambda x: self.f(x, *values) * density * mpmath.exp(-x * x / 2),
+                                                  bulk, self._features(values)))
+        return _nested(lambda *xs: self.f(*xs, *values), len(self.other))
+
+    def _bulk(self, values: list) -> tuple[float, float, float] | None:
+        """(centre, half-width, peak) of |f φ| on a float64 grid over [−SCAN, SCAN] (the width where it stays
+        within e⁻² of its peak), or None where the scan is not finite."""
+        grid = np.linspace(-SCAN, SCAN, 2801)
+        try:
+            with np.errstate(all="ignore"):
+                numbers = [complex(v) for v in values]
+                size = np.abs(np.broadcast_to(self.scan(grid, *numbers), grid.shape)) * np.exp(-grid**2 / 2)
+        except Exception:  # numpy cannot evaluate it at these values
+            return None
+        if not np.all(np.isfinite(size)) or size.max() <= 0:
+            return None
+        peak = int(np.argmax(size))
+        bulk = np.nonzero(size >= size[peak] * np.exp(-2.0))[0]
+        return float(grid[peak]), max(float(grid[bulk.max()] - grid[bulk.min()]) / 2, 0.01), float(size[peak])
+
+    def _features(self, values: list) -> list[float]:
+        """Cut points where the argument of an erf (linear in the variable) is 0, ±1, ±4: its transition."""
+        cuts = []
+        for line in self.lines:
+            rest, slope = (complex(v) for v in line(*values))
+            if abs(rest.imag) > 1e-12 or abs(slope.imag) > 1e-12 or slope.real == 0:
+                continue
+            centre, scale = -rest.real / slope.real, 1 / abs(slope.real)
+            cuts += [centre + k * scale for k in FEATURE_CUTS if abs(centre + k * scale) < SCAN]
+        return cuts
+
+
+@functools.lru_cache(maxsize=512)
+def _compiled(expectation: Expectation) -> _Template:
+    return _Template(expectation)
+
+
+def _nested(f, depth: int) -> mpmath.mpc:
+    """∫ f(x₁, …, x_depth) φ(x₁)…φ(x_depth) by nested tanh-sinh quadrature over ℝ."""
+    density = 1 / mpmath.sqrt(2 * mpmath.pi)
+    tolerance = mpmath.mpf(2) ** (16 - mpmath.mp.prec)
+
+    def integrate(prefix):
+        def inner(x):
+            point = (*prefix, x)
+            value = f(*point) if len(point) == depth else integrate(point)
+            return value * density * mpmath.exp(-x * x / 2)
+
+        value, error = mpmath.quad(inner, [-mpmath.inf, 0, mpmath.inf], error=True)
+        if error > tolerance * max(1, abs(value)):
+            raise mpmath.libmp.NoConvergence(f"quadrature error {mpmath.nstr(error, 3)}")
+        return value
+
+    return mpmath.mpmathify(integrate(()))
+
+
+def gaussian_mean(integrand: sympy.Expr, variables: list) -> mpmath.mpc:
+    """E[integrand] over independent standard normal ``variables`` (the integrand free of other symbols) at the
+    current mpmath precision: exactly in the variables the integrand is a polynomial in (its monomials' Gaussian
+    moments), numerically in the others: one by Gauss–Legendre panels over its integrand's bulk and features and
+    tanh-sinh on the tails, several by nested tanh-sinh quadrature."""
+    return _compiled(Expectation(integrand, *(gaussian(x) for x in variables))).value([])
+
+
+# ----------------------------------------------------------------------------- linearity (unspecified laws)
+
+
+def moment(product: sympy.Expr, variables) -> sympy.Expr:
+    """𝔼[product] of random variables (1 when ``product`` holds none): the unknown a linear expansion leaves."""
+    present = sorted((v for v in variables if product.has(v)), key=str)
+    if not present:
+        return product
+    return Expectation(product, *present)
+
+
+def by_linearity(expression: sympy.Expr) -> sympy.Expr:
+    """Every expectation over random variables of unspecified law in ``expression`` written as Σ cᵢ 𝔼[mᵢ] (inner
+    expectations first): the integrand expanded, each term split into its factor free of the random variables and
+    the rest."""
+    if not isinstance(expression, sympy.Basic) or not expression.has(Expectation):
+        return expression
+
+    def expand(e):
+        if not isinstance(e, Expectation) or e.is_gaussian:
+            return e
+        variables = e.variables
+        integrand = by_linearity(e.integrand)
+        total = sympy.S.Zero
+        for term in sympy.Add.make_args(sympy.expand(integrand, power_base=False, log=False)):
+            constant, random = term.as_independent(*variables, as_Add=False)
+            total += constant * moment(random, variables)
+        return total
+
+    return expression.replace(lambda e: isinstance(e, Expectation) and not e.is_gaussian, expand)
