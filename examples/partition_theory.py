@@ -41,11 +41,13 @@ def partition_derivation():
     rec = DerivationRecorder("partition.mean", "Mean of the partition function", "this example")
     density = sympy.exp(-z**2 / 2) / sympy.sqrt(2 * sympy.pi)
     integral = sympy.Integral(sympy.exp(sigma * z) * density, (z, -sympy.oo, sympy.oo))
-    rec.step("One score: E[exp(σZ)] as a Gaussian integral", sympy.Eq(sympy.Symbol("m"), integral))
+    rec.step("One score: E[exp(σZ)] as a Gaussian integral", sympy.Eq(sympy.Symbol("m"), integral), kind="definition")
     rec.step("Complete the square and integrate (sympy)", sympy.Eq(sympy.Symbol("m"), integral.doit()),
              name="one_score")
-    total = L * integral.doit()
-    rec.step("Linearity over the L scores", sympy.Eq(sympy.Symbol("E[Z_L]"), total), name="partition_mean")
+    mean = sympy.Symbol("E[Z_L]")
+    rec.step("Linearity over the L scores: the mean of the sum is L times one score's mean",
+             sympy.Eq(mean, L * sympy.Symbol("m")), kind="assumption")
+    rec.step("Insert the one score's mean", sympy.Eq(mean, L * integral.doit()), name="partition_mean")
     return rec.finish()
 
 

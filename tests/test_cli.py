@@ -343,7 +343,7 @@ def test_the_worked_example_goes_through_the_report_like_a_builtin_theory(tmp_pa
     (section,) = document["sections"]
     assert section["theory"] == "partition" and section["title"].startswith("Example: the softmax partition")
     (derivation,) = section["derivations"]
-    assert len(derivation["steps"]) == 3 and derivation["steps"][-1]["name"] == "partition_mean"
+    assert len(derivation["steps"]) == 4 and derivation["steps"][-1]["name"] == "partition_mean"
     assert "e^{\\frac{\\sigma^{2}}{2}}" in derivation["steps"][-1]["latex"]
     statuses = {c["name"]: (c["status"], c["ok"]) for c in document["claims"]}
     assert statuses == {"partition.mean_matches_derivation": ("holds", True),
