@@ -32,6 +32,7 @@ from .codegen import evaluator
 from .derivation import Derivation, DerivationRecorder
 from .expectation import Expectation, gaussian
 from .kept import kept_derivation
+from .steps import function
 
 SOURCE = "Zhang, Liu, Cai, Wang, Wang (2022), arXiv 2212.14852; reconstruction in shared/papers/conditional_mean.md"
 
@@ -330,17 +331,24 @@ def fixed_bandwidth_derivation() -> Derivation:
         laws = (key_law, noise_law) if f.has(xi) else (key_law,)
         return Expectation(exp(power * log_weight) * f, *laws)
 
-    rec.step("Weight-moment ratio R_t = E[w^t]/E[w]^t (Gaussian integral)",
-             Eq(mean(1, t) / mean(1, 1) ** t, ratio))
+    theta = sympy.Symbol("theta", positive=True)
+    R_t, S_t, C_t = function("R"), function("S"), function("C")
+    rec.step(
+        "The weights' moment ratio R(t) = E[w^t]/E[w]^t and the tilted means S(t, θ) = E_t[sin θk], "
+        "C(t, θ) = E_t[cos θk], E_t[f] = E[w^t f]/E[w^t]",
+        sympy.Tuple(Eq(R_t(t), mean(1, t) / mean(1, 1) ** t), Eq(S_t(t, theta), mean(sympy.sin(theta * k), t) / mean(1, t)),
+                    Eq(C_t(t, theta), mean(sympy.cos(theta * k), t) / mean(1, t))),
+        kind="definition",
+    )
+    rec.step("R(t) by the Gaussian integral", Eq(R_t(t), ratio))
     # E_t[e^{iθk}] from the Gaussian MGF at the imaginary argument iθ
     mgf = gaussian_mgf()
     tt, mm, _, ss = MGF_SYMBOLS
-    theta = sympy.Symbol("theta", positive=True)
     characteristic = mgf.subs({tt: I * theta, mm: tilted_mean, ss: sqrt(tilted_var)}, simultaneous=True)
     sine = sympy.simplify(sympy.im(sympy.expand_complex(characteristic)))
     cosine = sympy.simplify(sympy.re(sympy.expand_complex(characteristic)))
-    rec.step("E_t[sin θk] = E[w^t sin θk]/E[w^t] = Im E_t[e^{iθk}] (the MGF at iθ)",
-             Eq(mean(sympy.sin(theta * k), t) / mean(1, t), sine))
+    rec.step("E_t[sin θk] = Im E_t[e^{iθk}] and E_t[cos θk] = Re E_t[e^{iθk}] (the MGF at iθ)",
+             sympy.Tuple(Eq(S_t(t, theta), sine), Eq(C_t(t, theta), cosine)))
     limit = sine.subs({theta: frequency, t: 1})
     m_h = sympy.Symbol("m_h")
     value = sympy.sin(frequency * k) + value_noise * xi
@@ -359,19 +367,23 @@ def fixed_bandwidth_derivation() -> Derivation:
         return sin_sq - 2 * limit * sin_mean(power) + limit**2 + value_noise**2
 
     _ratio_constants_assumed(rec)
-    rec.step(
-        "The tilted moments of the ratio expansion for this model: R_t = E[w^t]/E[w]^t, e₁,t = E_t[v − m_h], "
-        "e₂,t = E_t(v − m_h)², at t = 2, 3",
-        sympy.Tuple(Eq(R2, mean(1, 2) / mean(1, 1) ** 2), Eq(R3, mean(1, 3) / mean(1, 1) ** 3),
-                    *(Eq(name, mean((value - m_h) ** power, t_) / mean(1, t_))
-                      for name, t_, power in ((e1_2, 2, 1), (e1_3, 3, 1), (e2_2, 2, 2), (e2_3, 3, 2)))),
-        kind="definition",
-    )
+    e_1, e_2 = function("e_1"), function("e_2")
+    rec.step("The tilted moments of the ratio expansion for this model: e₁(t) = E_t[v − m_h], e₂(t) = E_t(v − m_h)²",
+             sympy.Tuple(Eq(e_1(t), mean(value - m_h, t) / mean(1, t)),
+                         Eq(e_2(t), mean((value - m_h) ** 2, t) / mean(1, t))),
+             kind="definition")
+    rec.step("By linearity (ξ is independent of the key: mean 0, variance 1 under any reweighting of k) and "
+             "sin² x = (1 − cos 2x)/2",
+             sympy.Tuple(Eq(e_1(t), S_t(t, frequency) - m_h),
+                         Eq(e_2(t), (1 - C_t(t, 2 * frequency)) / 2 - 2 * m_h * S_t(t, frequency) + m_h**2
+                            + value_noise**2)))
+    rec.step("At t = 2, 3 (the ratio expansion's R_t, e₁,t, e₂,t)",
+             sympy.Tuple(Eq(R2, R_t(2)), Eq(R3, R_t(3)), Eq(e1_2, e_1(2)), Eq(e1_3, e_1(3)), Eq(e2_2, e_2(2)),
+                         Eq(e2_3, e_2(3))),
+             kind="definition")
     values = {R2: ratio.subs(t, 2), R3: ratio.subs(t, 3), e1_2: sin_mean(2) - limit, e1_3: sin_mean(3) - limit,
               e2_2: second(2), e2_3: second(3)}
-    rec.step("In closed form: R_t from above, e₁,t = E_t[sin ωk] − m_h, e₂,t = E_t[sin² ωk] − 2m_h E_t[sin ωk] + "
-             "m_h² + σ_v² with E_t[sin² ωk] = (1 − Re E_t[e^{2iωk}])/2",
-             Eq(sympy.Tuple(*values), sympy.Tuple(*values.values())))
+    rec.step("In closed form", Eq(sympy.Tuple(*values), sympy.Tuple(*values.values())))
     c, dd, b1, b2 = (e.subs(values) for e in _ratio_constants())
     rec.step("Bias constant B = −R₂(E₂[sin ωk] − m_h)", Eq(B_, b1))
     rec.step("Leading constant C = R₂(E₂[sin² ωk] − 2m_h E₂[sin ωk] + m_h² + σ_v²)", Eq(C_, c))

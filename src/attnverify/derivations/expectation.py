@@ -19,6 +19,7 @@ import functools
 
 import mpmath
 import numpy as np
+from mpmath.calculus.quadrature import GaussLegendre
 import sympy
 from sympy import Tuple
 
@@ -198,8 +199,9 @@ def _moments_taken(integrand: sympy.Expr, exact: list) -> sympy.Expr:
 SCAN = 14.0
 """The standard variable is scanned over [−SCAN, SCAN] for the integrand's bulk (φ(14) ≈ 1e-43 of φ(0))."""
 
-RULES = (30, 40)
-"""Gauss–Legendre nodes of the two rules a panel is integrated with; they must agree, else the panel is halved."""
+RULES = (4, 5)
+"""Degrees of the two Gauss–Legendre rules a panel is integrated with (24 and 48 nodes); they must agree, else the
+panel is halved."""
 
 BULK_CUTS = (-12, -4, -1, 0, 1, 4, 12)
 """Cut points around the bulk of the integrand, in its half-widths from its peak."""
@@ -211,12 +213,14 @@ MAX_HALVINGS = 14
 """How often a panel may be halved before the quadrature gives up (NoConvergence)."""
 
 
-def _rule(nodes: int, precision: int) -> tuple[tuple, tuple]:
-    """Gauss–Legendre nodes and weights on [−1, 1] at ``precision`` bits (cached)."""
-    key = (nodes, precision)
+def _rule(degree: int, precision: int) -> tuple[tuple, tuple]:
+    """Gauss–Legendre nodes and weights on [−1, 1] (3·2^(degree−1) of them, mpmath's Newton iteration) at
+    ``precision`` bits, cached."""
+    key = (degree, precision)
     if key not in _RULES:
         with mpmath.workprec(precision + 8):
-            _RULES[key] = tuple(tuple(v) for v in mpmath.gauss_quadrature(nodes, "legendre"))
+            pairs = GaussLegendre(mpmath.mp).calc_nodes(degree, precision + 8)
+        _RULES[key] = (tuple(x for x, _ in pairs), tuple(w for _, w in pairs))
     return _RULES[key]
 
 
@@ -269,7 +273,11 @@ class _Template:
         self.other = [x for x in standard if x not in exact]
         reduced = _moments_taken(integrand, exact)
         arguments = self.other + self.parameters
-        self.f = sympy.lambdify(arguments, reduced, modules="mpmath", cse=True)
+        # the parts free of the integration variables are computed once per point, not at every node
+        core, constants = _hoisted(reduced, self.other)
+        self.constants = sympy.lambdify(self.parameters, list(constants.keys()), modules="mpmath", cse=True)
+        self.f = sympy.lambdify(self.other + list(constants.values()) + self.parameters, core, modules="mpmath",
+                                cse=True)
         self.scan, self.lines = None, []
         if len(self.other) == 1:
             (x,) = self.other
@@ -287,15 +295,16 @@ class _Template:
 
     def value(self, values: list) -> mpmath.mpc:
         """The mean at the parameters' ``values`` (mpmath numbers), at the current precision."""
+        constants = [*self.constants(*values), *values]
         if not self.other:
-            return mpmath.mpmathify(self.f(*values))
+            return mpmath.mpmathify(self.f(*constants))
         density = 1 / mpmath.sqrt(2 * mpmath.pi)
         if self.scan is not None:
             bulk = self._bulk(values)
             if bulk is not None:
-                return mpmath.mpmathify(_integral(lambda x: self.f(x, *values) * density * mpmath.exp(-x * x / 2),
+                return mpmath.mpmathify(_integral(lambda x: self.f(x, *constants) * density * mpmath.exp(-x * x / 2),
                                                   bulk, self._features(values)))
-        return _nested(lambda *xs: self.f(*xs, *values), len(self.other))
+        return _nested(lambda *xs: self.f(*xs, *constants), len(self.other))
 
     def _bulk(self, values: list) -> tuple[float, float, float] | None:
         """(centre, half-width, peak) of |f φ| on a float64 grid over [−SCAN, SCAN] (the width where it stays
@@ -323,6 +332,25 @@ class _Template:
             centre, scale = -rest.real / slope.real, 1 / abs(slope.real)
             cuts += [centre + k * scale for k in FEATURE_CUTS if abs(centre + k * scale) < SCAN]
         return cuts
+
+
+def _hoisted(expression: sympy.Expr, variables: list) -> tuple[sympy.Expr, dict]:
+    """``expression`` with each largest part free of ``variables`` replaced by a new symbol: (the rest, part →
+    symbol)."""
+    constants: dict = {}
+
+    def walk(e):
+        if not e.has(*variables):
+            if e.is_Atom:
+                return e
+            if e not in constants:
+                constants[e] = sympy.Dummy(f"c{len(constants)}")
+            return constants[e]
+        if not e.args:
+            return e
+        return e.func(*(walk(a) for a in e.args))
+
+    return walk(expression), constants
 
 
 @functools.lru_cache(maxsize=512)

@@ -202,7 +202,35 @@ class _Context:
 
 @functools.lru_cache(maxsize=256)
 def check_derivation(derivation) -> tuple[StepCheck, ...]:
-    """The outcome of every step of ``derivation`` (:class:`~.derivation.Derivation`), in order."""
+    """The outcome of every step of ``derivation`` (:class:`~.derivation.Derivation`), in order; kept on disk for
+    the whole derivation as well as per comparison (a derivation checked before is read, not walked again)."""
+    key = derivation_key(derivation)
+    kept = _read(key) if key else None
+    if isinstance(kept, tuple) and len(kept) == len(derivation.steps):
+        return kept
+    outcomes = _walked(derivation)
+    if key:
+        _write(key, outcomes)
+    return outcomes
+
+
+def derivation_key(derivation) -> str | None:
+    """The cache key of a whole derivation's outcomes: SHA-256 of its steps (expression, kind, values), or None if
+    a step cannot be written out."""
+    digest = hashlib.sha256(b"derivation\x00")
+    try:
+        for step in derivation.steps:
+            for part in (sympy.srepr(step.expression), step.kind, sympy.srepr(sympy.Tuple(*map(sympy.Tuple,
+                                                                                              step.substitute)))):
+                digest.update(part.encode())
+                digest.update(b"\x00")
+    except Exception:  # an expression srepr cannot write: walked every time (its comparisons are still kept)
+        return None
+    return "d" + digest.hexdigest()[:31]
+
+
+def _walked(derivation) -> tuple[StepCheck, ...]:
+    """Every step checked in order (:func:`check_derivation` without its disk)."""
     context, outcomes = _Context(), []
     for number, step in enumerate(derivation.steps, 1):
         outcomes.append(_check_step(step, number, context))
@@ -345,12 +373,25 @@ def _resolved(expression, env: dict, rounds: int = 8):
     derivative by a name keeps its variable bound (see :func:`_substituted`)."""
     if not env or not isinstance(expression, sympy.Basic):
         return expression
+    functions = {key.func: key for key in env if isinstance(key, AppliedUndef) and getattr(key.func, "mapping", False)
+                 and all(isinstance(x, sympy.Symbol) for x in key.args) and len(set(key.args)) == len(key.args)}
     for _ in range(rounds):
         replaced = _substituted(expression, env, env)
+        if functions:
+            replaced = replaced.replace(
+                lambda e: isinstance(e, AppliedUndef) and e.func in functions and e not in env
+                and len(e.args) == len(functions[e.func].args),
+                lambda e: env[functions[e.func]].xreplace(dict(zip(functions[e.func].args, e.args))))
         if replaced == expression:
             return replaced
         expression = replaced
     return expression
+
+
+def function(name: str) -> sympy.FunctionClass:
+    """An unevaluated function whose value a step gives at symbols, f(t, θ) = …: a later f(2, ω) is that value at
+    t = 2, θ = ω (a plain undefined function's applications are names of their own)."""
+    return sympy.Function(name, mapping=True)
 
 
 def _substituted(expression, mapping: dict, env: dict | None = None):
@@ -369,12 +410,19 @@ def _substituted(expression, mapping: dict, env: dict | None = None):
             body = derivative.expr
             if env:
                 body = _resolved(body, {k: v for k, v in env.items() if k not in hit})
-            dummies = {v: sympy.Dummy(v.name, **v.assumptions0) for v in hit}
+            dummies = {v: _bound_variable(v) for v in hit}
             inner = sympy.Derivative(body, *derivative.variable_count).xreplace(dummies)
             return sympy.Subs(inner, tuple(dummies.values()), tuple(hit))
 
         expression = expression.replace(lambda e: isinstance(e, sympy.Derivative), bind)
     return expression.xreplace(mapping)
+
+
+def _bound_variable(variable: sympy.Symbol) -> sympy.Dummy:
+    """The variable a derivative is taken by once it is bound: a Dummy of a fixed index (so that the same step gives
+    the same cache key in every process)."""
+    index = int(hashlib.sha256(variable.name.encode()).hexdigest()[:12], 16)
+    return sympy.Dummy(variable.name, dummy_index=index, **variable.assumptions0)
 
 
 def _at(expression, env: dict, substitute: dict):
@@ -399,7 +447,8 @@ def _check_relation(a, b, substitute: dict, context: _Context) -> tuple[StepChec
     ``substitute`` values are taken on both sides (after the names are resolved)."""
     env = context.env
     if a in env and a not in substitute:
-        new = _outer_symbols(b) - context.seen - _symbols(a) - set(substitute)
+        new = (_outer_symbols(b) - context.seen - _symbols(a) - set(substitute)
+               - _symbols(sympy.Tuple(*substitute.values())) - _dimensions(a))
         if new:
             return _unchecked(f"writes {a} in {_names(new)}, new symbols (a notation, not a consequence)",
                               context.origin[a]), "notation"
@@ -416,7 +465,8 @@ def _check_relation(a, b, substitute: dict, context: _Context) -> tuple[StepChec
         if a in context.seen:
             return _unchecked(f"solves for {a}, but no earlier condition (f = 0) holds {a}"), "name"
         return _unchecked(f"first value of {a}: nothing earlier to compare it with"), "name"
-    introduced = _symbols(a) - _symbols(b) - context.seen - set(substitute)
+    introduced = (_labels(_symbols(a)) - _labels(_symbols(b)) - _labels(context.seen) - _labels(set(substitute))
+                  - _labels(_symbols(sympy.Tuple(*substitute, *substitute.values()))))
     if introduced and b != 0:
         return _unchecked(f"introduces {_names(introduced)}: nothing earlier to compare it with"), "name"
     outcome = compare(_at(a, env, substitute), _at(b, env, substitute))
@@ -427,6 +477,17 @@ def _check_relation(a, b, substitute: dict, context: _Context) -> tuple[StepChec
 
 TAKEN_AT_CHARACTERS = 400
 """The longest list of a step's values a label shows in full; longer ones are named, not written out."""
+
+
+def _labels(symbols: set) -> set:
+    """Symbols, an indexed entry x[i, j] counted as its base x (a new index is not a new quantity)."""
+    return {s.base.label if isinstance(s, sympy.Indexed) else s for s in symbols}
+
+
+def _dimensions(expression) -> set:
+    """The symbols of a matrix's shape (its dimensions, not quantities it introduces)."""
+    shape = getattr(expression, "shape", None)
+    return set().union(*(sympy.sympify(n).free_symbols for n in shape)) if shape else set()
 
 
 def _taken_at(outcome: StepCheck, substitute: dict, what: str = "the earlier form") -> StepCheck:
@@ -481,6 +542,8 @@ def _shape(expression):
         return ("tuple", len(expression))
     if isinstance(expression, (sympy.MatrixBase, sympy.MatrixExpr)):
         return ("matrix", expression.shape)
+    if isinstance(expression, (sympy.Derivative, sympy.Subs)) and _shape(expression.expr)[0] == "matrix":
+        return _shape(expression.expr)  # a derivative by a scalar of a matrix
     if isinstance(expression, sympy.Expr):
         return ("scalar",)
     return (type(expression).__name__,)
@@ -573,31 +636,36 @@ def compare(a, b) -> StepCheck:
     if key in _MEMORY:
         return _MEMORY[key]
     outcome = _read(key)
-    if outcome is None:
+    if not isinstance(outcome, StepCheck):
         outcome = _compare(a, b, random.Random(int(key[:16], 16)))
         _write(key, outcome)
     _MEMORY[key] = outcome
     return outcome
 
 
-def _read(key: str) -> StepCheck | None:
+def _read(key: str):
+    """The kept outcome of a comparison (a StepCheck) or of a derivation (a tuple of them), or None."""
     if not _disk_enabled():
         return None
     try:
-        return StepCheck.from_dict(json.loads(_cache_path(key).read_text(encoding="utf-8")))
+        data = json.loads(_cache_path(key).read_text(encoding="utf-8"))
+        if isinstance(data, list):
+            return tuple(StepCheck.from_dict(d) for d in data)
+        return StepCheck.from_dict(data)
     except Exception:  # none yet, or a damaged file: check again and write it anew
         return None
 
 
-def _write(key: str, outcome: StepCheck) -> None:
+def _write(key: str, outcome) -> None:
     if not _disk_enabled():
         return
     path = _cache_path(key)
+    data = [o.as_dict() for o in outcome] if isinstance(outcome, tuple) else outcome.as_dict()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".partial")
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(outcome.as_dict(), stream)
+            json.dump(data, stream)
         os.replace(temporary, path)
     except OSError:  # a read-only or full disk: the outcome stays in memory
         pass
@@ -626,7 +694,45 @@ def _compare(a, b, rng: random.Random) -> StepCheck:
         return _unchecked(why)
     if unknown:
         return _with_unknowns(a, b, unknown, rng)
+    conditional = _conditionally(a, b, rng) if quadrature else None
+    if conditional is not None:
+        return conditional
     return _numeric(a, b, rng, QUADRATURE_POINTS if quadrature else POINTS)
+
+
+def _conditionally(a, b, rng: random.Random) -> StepCheck | None:
+    """Two Gaussian expectations over the same laws but for variables the integrand is a polynomial in (whose
+    moments are exact): their integrands, those variables averaged out, agree at every value of the others, so the
+    expectations do — checked at random points without quadrature. None when that does not hold (the full
+    comparison then decides)."""
+    if not (isinstance(a, Expectation) and isinstance(b, Expectation) and a.is_gaussian and b.is_gaussian):
+        return None
+    common = set(a.laws) & set(b.laws)
+    if not common:
+        return None
+    reduced = [_averaged(side, common) for side in (a, b)]
+    if any(r is None for r in reduced):
+        return None
+    outcome = _numeric(*reduced, rng, POINTS)
+    if outcome.outcome != "numeric":
+        return None
+    names = ", ".join(sorted(str(law[0]) for law in common))
+    return StepCheck("numeric", f"{outcome.detail}; the integrands agree given {names} (the other variables "
+                                f"averaged exactly)", points=outcome.points, digits=outcome.digits)
+
+
+def _averaged(expectation: Expectation, common: set):
+    """The integrand of ``expectation`` averaged over its variables outside ``common`` (each must enter as a
+    polynomial: exact moments), or None."""
+    from .expectation import _moments_taken, _polynomial_in
+
+    others = [law for law in expectation.laws if law not in common]
+    standard = [sympy.Dummy(f"x{k}", real=True) for k in range(len(others))]
+    integrand = expectation.integrand.xreplace(
+        {law[0]: law[1] + sympy.sqrt(law[2]) * x for law, x in zip(others, standard)})
+    if not all(_polynomial_in(integrand, x) for x in standard):
+        return None
+    return _moments_taken(integrand, standard)
 
 
 def _is_zero_value(expression) -> bool:
@@ -777,18 +883,22 @@ def _asymptotic(a, b) -> StepCheck:
 def _proved(a, b, cheap: bool = False) -> str | None:
     """How sympy proves a = b, or None: identical, ``expand``, ``simplify``, ``equals`` (cheapest first; only the
     first two when ``cheap``, for sides that could not be evaluated anyway)."""
-    if isinstance(a, (sympy.MatrixBase, sympy.MatrixExpr)):
+    if a == b:
+        return "the two sides are the same expression"
+    if _shape(a)[0] == "matrix" or _shape(b)[0] == "matrix":
         return _proved_matrix(a, b)
     if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
-        return "the two sides are the same object" if a == b else None
+        return None
     difference = a - b
     if difference == 0:
         return "the two sides are the same expression"
     operations = sympy.count_ops(difference)
     attempts = []
-    if operations <= EXPAND_OPERATIONS:
+    # expand and simplify can run for minutes on sums and integrals (the numeric check takes milliseconds)
+    summed = difference.has(sympy.Sum, sympy.Product, sympy.Integral)
+    if operations <= EXPAND_OPERATIONS and not summed:
         attempts.append(("expand(lhs − rhs) = 0", lambda: sympy.expand(difference) == 0))
-    if operations <= SIMPLIFY_OPERATIONS and not cheap:
+    if operations <= SIMPLIFY_OPERATIONS and not cheap and not summed:
         attempts += [("simplify(lhs − rhs) = 0", lambda: sympy.simplify(difference) == 0),
                      ("lhs.equals(rhs) is True", lambda: a.equals(b) is True)]
     for how, attempt in attempts:
@@ -801,10 +911,9 @@ def _proved(a, b, cheap: bool = False) -> str | None:
 
 
 def _proved_matrix(a, b) -> str | None:
-    difference = (a - b)
     try:
-        done = difference.doit()
-    except Exception:
+        done = (a - b).doit()
+    except Exception:  # a derivative of a matrix sympy cannot subtract, or cannot carry out
         return None
     if getattr(done, "is_ZeroMatrix", False) or (isinstance(done, sympy.MatrixBase) and done.is_zero_matrix):
         return "lhs − rhs is the zero matrix"
@@ -994,9 +1103,36 @@ def _explicit(expression, point: dict):
     expression = _sums_done(_substituted(expression, point["integers"]))
     for group in ("indexed", "matrices", "scalars"):
         expression = _substituted(expression, point[group])
+    expression = _differenced(expression)
     if isinstance(expression, sympy.MatrixExpr) or expression.has(sympy.MatrixExpr):
         expression = _matrix_done(expression)
     return _done(expression)
+
+
+STEP = sympy.Rational(1, 10**25)
+"""The step of a central difference: its error, of order STEP² (10⁻⁵⁰), is far below the 20 digits compared."""
+
+
+def _differenced(expression):
+    """A derivative by a scalar of a matrix expression at an explicit point, d/dε f(ε) at ε = p, written as the
+    central difference (f(p + h) − f(p − h))/2h with an exact h = :data:`STEP`: each side is then a matrix
+    expression in explicit rational matrices, carried out exactly (sympy's derivative of a symbolic inverse or
+    determinant takes seconds; evalf then resolves the cancellation of the difference)."""
+    if not isinstance(expression, sympy.Basic) or not expression.has(sympy.Subs):
+        return expression
+
+    def difference(e):
+        derivative, (variable,), (at,) = e.args[0], e.variables, e.point
+        if not (isinstance(derivative, sympy.Derivative) and derivative.variable_count == ((variable, 1),)
+                and at.is_number):
+            return e
+        body = derivative.expr
+        if body.free_symbols - {variable} or not (body.has(sympy.MatrixExpr, sympy.Trace, sympy.Determinant)
+                                                  or isinstance(body, sympy.MatrixBase)):
+            return e
+        return (body.xreplace({variable: at + STEP}) - body.xreplace({variable: at - STEP})) / (2 * STEP)
+
+    return expression.replace(lambda e: isinstance(e, sympy.Subs) and len(e.variables) == 1, difference)
 
 
 def _matrix_done(expression):
@@ -1070,12 +1206,25 @@ def _draw(a, b, rng: random.Random, signs: dict):
     return {"integers": integers, "indexed": indexed, "matrices": matrices, "scalars": scalars}
 
 
+SUMMED_TERMS = 1000
+"""A finite sum or product with at most this many terms is written out term by term at a point."""
+
+
 def _sums_done(expression):
-    """Finite sums and products of indexed entries written out term by term (each entry then gets its value)."""
-    return expression.replace(
-        lambda e: isinstance(e, (sympy.Sum, sympy.Product)) and e.has(sympy.Indexed)
-        and all(limit.is_Integer for _, low, high in e.limits for limit in (low, high)),
-        lambda e: e.doit())
+    """Finite sums and products (of indexed entries, Kronecker deltas, …) written out term by term, each entry then
+    getting its value; sums of more than :data:`SUMMED_TERMS` terms are left to evalf."""
+
+    def small(e):
+        if not isinstance(e, (sympy.Sum, sympy.Product)):
+            return False
+        terms = 1
+        for _, low, high in e.limits:
+            if not (low.is_Integer and high.is_Integer):
+                return False
+            terms *= max(0, int(high - low) + 1)
+        return terms <= SUMMED_TERMS
+
+    return expression.replace(small, lambda e: e.doit())
 
 
 def _scalar_symbols(expression) -> set:

@@ -50,13 +50,14 @@ def readout_derivation() -> Derivation:
         kind="definition",
     )
     stationarity = sympy.diff(part, U_a)
-    rec.step("Stationarity ∂S/∂U_a = 0", Eq(stationarity, 0))
+    rec.step("Stationarity ∂S/∂U_a = 0", Eq(sympy.Derivative(S_a, U_a), 0), kind="condition")
     x = Symbol("x", real=True)  # not positive: solve must return both roots to choose from
     quadratic = sympy.expand(stationarity * U_a**2 * sigma_a2 / width_last).subs(U_a, x)
     b, g = readout_coefficients()
     if sympy.expand(quadratic - (x**2 + b * x - g)) != 0:
         raise AssertionError("the stationarity condition is not the note's quadratic")
-    rec.step("Multiply by U_a² σ_a²/n_L (> 0): a quadratic x² + b x − g = 0 in x = U_a", Eq(sympy.collect(quadratic, x), 0))
+    rec.step("Multiply by U_a² σ_a²/n_L (> 0): a quadratic x² + b x − g = 0 in x = U_a", Eq(sympy.collect(quadratic, x), 0),
+             kind="condition")
     roots = sympy.solve(quadratic, x)
     rec.step("sympy.solve", sympy.FiniteSet(*roots))
     # Vieta: the product of the roots is −g < 0, so exactly one root is positive. The difference of
@@ -78,6 +79,7 @@ def readout_derivation() -> Derivation:
     if sympy.simplify(root - note_form) != 0:
         raise AssertionError("the positive root is not the note's (−b + sqrt(b² + 4g))/2")
     B, Gs = Symbol("b"), Symbol("g")
+    rec.step("The note's b and g", sympy.Tuple(Eq(B, b), Eq(Gs, g)), kind="definition")
     rec.step("In the note's b and g", Eq(U_a, (-B + sqrt(B**2 + 4 * Gs)) / 2))
     stable = sympy.Piecewise((2 * g / (b + sqrt(b**2 + 4 * g)), b >= 0), (note_form, True))
     rec.step(

@@ -150,15 +150,17 @@ def h1_reduction_derivation() -> Derivation:
     depth = 2
     sym = symbolic_action((1,) * depth, 1)
     entropy = sym.entropy
-    rec.step("The entropy for H_1 = H_2 = 1 (scalar order parameters U_1, U_2, U_a)", Eq(Symbol("𝓛"), entropy))
+    rec.step("The entropy for H_1 = H_2 = 1 (scalar order parameters U_1, U_2, U_a; symbolic_action, checked against "
+             "the general action in attention_paths.action)", Eq(Symbol("𝓛"), entropy), kind="assumption")
     ratios = ratio_substitution(depth)
     u = ratio_symbols(depth)
     point = {sym.readout: ratios[depth + 1]}
     point.update({sym.entries[level - 1][0][2]: ratios[level] for level in range(1, depth + 1)})
-    names = [Symbol(f"U_{level}") for level in range(1, depth + 1)] + [U_a]
+    names = [kernel_scale] + [Symbol(f"U_{level}") for level in range(2, depth + 1)] + [U_a]
+    K0, K = Symbol("K_0"), Symbol("K")
     rec.step(
-        "Ratio variables u_a = U_a/σ_a², u_ℓ = U_ℓ/(σ_ℓ² U_{ℓ+1})",
-        sympy.Tuple(*(Eq(name, ratios[level]) for level, name in enumerate(names, start=1))),
+        "Ratio variables u_a = U_a/σ_a², u_ℓ = U_ℓ/(σ_ℓ² U_{ℓ+1}); with one path the kernel is K = U_1 C_{11} ≡ U_1 K_0",
+        sympy.Tuple(*(Eq(name, ratios[level]) for level, name in enumerate(names, start=1)), Eq(K, kernel_scale * K0)),
         kind="definition",
     )
     if not h1_entropy_is_bpkr(depth):
@@ -169,23 +171,22 @@ def h1_reduction_derivation() -> Derivation:
         Eq(Symbol("𝓛"), target - constant),
         substitute=point,
     )
-    K0 = Symbol("K_0")
-    rec.step(
-        "The kernel: K = U_1 C_{11} = U_1 K_0, with U_1 = σ_a² Π_ℓ σ_ℓ² · u_a Π_ℓ u_ℓ",
-        Eq(Symbol("K"), ratios[1] * K0),
-    )
+    rec.step("The kernel: K = U_1 K_0, with U_1 = σ_a² Π_ℓ σ_ℓ² · u_a Π_ℓ u_ℓ", Eq(K, ratios[1] * K0))
     E = sympy.Function("E")
-    S = E(ratios[1]) + target
-    s_def = Eq(energy_slope, kernel_scale * sympy.Derivative(E(kernel_scale), kernel_scale))
-    # u ∂E(U_1)/∂u = U_1 E'(U_1) = s because U_1 is proportional to every ratio variable
-    stationarity = [
-        sympy.expand((sympy.diff(S, v) * v).replace(lambda e: isinstance(e, sympy.Subs), lambda e: energy_slope / ratios[1]))
-        for v in u
-    ]
+    S = Symbol("S")
+    rec.step("The action S = E(U_1) + 𝓛, the energy E a function of U_1 alone (K = U_1 K_0)",
+             Eq(S, E(kernel_scale) + Symbol("𝓛")), kind="definition")
+    slope = kernel_scale * sympy.Derivative(E(kernel_scale), kernel_scale)
+    stationarity = [width * (v - 1) + energy_slope for width, v in zip(width_symbols(depth), u)]
+    stationarity = stationarity[:-1] + [width_symbols(depth)[-1] * (u[-1] - 1) + energy_slope]
     rec.step(
-        "u ∂S/∂u = 0 for each ratio variable (a bijection of the positive reals, so the same stationary "
-        "points); U_1 ∝ every u, so u ∂E(U_1)/∂u = s for all of them",
-        sympy.Tuple(s_def, *(Eq(st, 0) for st in stationarity)),
+        "u ∂S/∂u for each ratio variable: U_1 ∝ every u, so u ∂E(U_1)/∂u = U_1 E'(U_1) ≡ s for all of them",
+        sympy.Tuple(*(Eq(v * sympy.Derivative(S, v), st) for v, st in zip(u, stationarity))),
+        substitute={energy_slope: slope},
+    )
+    rec.step(
+        "u ∂S/∂u = 0 for each ratio variable (a bijection of the positive reals, so the same stationary points)",
+        sympy.Tuple(*(Eq(st, 0) for st in stationarity)), kind="condition",
     )
     solved = [sympy.solve(st, v)[0] for st, v in zip(stationarity, u)]
     rec.step("Each ratio is fixed by s alone: u_ℓ = 1 − s/n_{ℓ−1}, u_a = 1 − s/n_L",
@@ -197,20 +198,25 @@ def h1_reduction_derivation() -> Derivation:
         "Hence U_1 solves one scalar equation (s = U_1 E'(U_1) depends on U_1 only); the same for any depth L",
         Eq(residual, 0),
     )
-    rec.step("With the spectrum (λ_i, φ_i) of K_0 and y_i = φ_iᵀY, s is a sum over modes",
-             Eq(energy_slope, sympy.Sum(bpkr_mode_slope().subs({eigenvalue: Symbol("lambda_i"),
-                                                                   label_projection_sq: Symbol("y_i") ** 2}),
-                                        (Symbol("i"), 1, Symbol("P")))))
-    for step in t0_quadratic_steps():
-        rec.step(*step)
+    lam_i, y_i, i, P_ = Symbol("lambda_i"), Symbol("y_i"), Symbol("i"), Symbol("P", positive=True)
+    U = Symbol("U", positive=True)  # E as a function; s is U E'(U) at U = U_1
+    spectral = sympy.Sum(log(U * lam_i + T) + y_i**2 / (U * lam_i + T), (i, 1, P_))
+    mode = bpkr_mode_slope().subs({eigenvalue: lam_i, label_projection_sq: y_i**2, kernel_scale: U})
+    rec.step("With the spectrum (λ_i, φ_i) of K_0 and y_i = φ_iᵀY, E(U) = Σ_i [ln(Uλ_i + T) + y_i²/(Uλ_i + T)], so "
+             "s = U E'(U) at U = U_1 is a sum over modes",
+             Eq(energy_slope, sympy.Sum(mode, (i, 1, P_))),
+             substitute={energy_slope: U * sympy.Derivative(spectral, U)})
+    for description, expression, options in t0_quadratic_steps():
+        rec.step(description, expression, **options)
     return rec.finish()
 
 
 q_symbol, N_symbol, alpha_symbol = Symbol("q", positive=True), Symbol("N", positive=True), Symbol("alpha", positive=True)
 
 
-def t0_quadratic_steps() -> list[tuple[str, sympy.Basic]]:
-    """The T = 0, all-widths-N equations of H = 1, q = YᵀK_0^{-1}Y (§2.2 'sanity check').
+def t0_quadratic_steps() -> list[tuple[str, sympy.Basic, dict]]:
+    """The T = 0, all-widths-N equations of H = 1, q = YᵀK_0^{-1}Y (§2.2 'sanity check'), as (description,
+    expression, options of :meth:`.DerivationRecorder.step`).
 
     One order parameter (the readout-only network, L = 0): U² − σ²(1 − α)U − σ² q/N = 0 (the note's
     quadratic with u ≡ U, σ² ≡ σ_a²). L attention layers: w^{L+2} − (1 − α) w^{L+1} − q/(NΣ) = 0 with
@@ -218,15 +224,26 @@ def t0_quadratic_steps() -> list[tuple[str, sympy.Basic]]:
     """
     q, N, alpha = q_symbol, N_symbol, alpha_symbol
     P_, sig2, U = Symbol("P", positive=True), Symbol("sigma^2", positive=True), Symbol("U", positive=True)
-    steps: list[tuple[str, sympy.Basic]] = []
-    S0 = P_ * log(U) + log(Symbol("det K_0", positive=True)) + q / U + N * (U / sig2 - log(U))
+    steps: list[tuple[str, sympy.Basic, dict]] = []
+    det_K0 = Symbol("det K_0", positive=True)
+    K0, Y = sympy.MatrixSymbol("K_0", P_, P_), sympy.MatrixSymbol("Y", P_, 1)
     steps.append((
-        "T = 0: E(U) = ln det(U K_0) + Yᵀ(U K_0)^{-1}Y = P ln U + ln det K_0 + q/U. A single order parameter U "
-        "(L = 0: readout only, entropy N(U/σ² − ln U), σ² = σ_a²)",
-        Eq(Symbol("S"), S0),
+        "T = 0: E(U) = ln det(U K_0) + Yᵀ(U K_0)^{-1}Y = P ln U + ln det K_0 + q/U, with q = YᵀK_0^{-1}Y",
+        Eq(log(sympy.Determinant(U * K0)) + sympy.Trace(Y.T * sympy.Inverse(U * K0) * Y),
+           P_ * log(U) + log(det_K0) + q / U),
+        {"substitute": {det_K0: sympy.Determinant(K0), q: sympy.Trace(Y.T * sympy.Inverse(K0) * Y)}},
+    ))
+    S0 = P_ * log(U) + log(det_K0) + q / U + N * (U / sig2 - log(U))
+    S_0 = Symbol("S_0")
+    steps.append((
+        "A single order parameter U (L = 0: readout only, entropy N(U/σ² − ln U), σ² = σ_a²)",
+        Eq(S_0, S0), {"kind": "definition"},
     ))
     quadratic = sympy.collect(sympy.expand(sympy.diff(S0, U) * U**2 * sig2 / N).subs(P_, alpha * N), U)
-    steps.append(("∂S/∂U = 0, times U²σ²/N, with P = αN: the note's quadratic, where u ≡ U (not U/σ²)", Eq(quadratic, 0)))
+    steps.append((
+        "∂S_0/∂U = 0, times U²σ²/N > 0, with P = αN: the note's quadratic = 0, where u ≡ U (not U/σ²)",
+        Eq(U**2 * sig2 / N * sympy.Derivative(S_0, U), quadratic), {"substitute": {P_: alpha * N}},
+    ))
     from_bpkr = sympy.expand(bpkr_fixed_point_residual(0).subs(energy_slope, P_ - q / kernel_scale).subs(
         {kernel_scale: U, width_symbol(0): N, sigma_a2: sig2}).subs(P_, alpha * N) * U)
     if sympy.expand(from_bpkr - quadratic) != 0:
@@ -237,14 +254,18 @@ def t0_quadratic_steps() -> list[tuple[str, sympy.Basic]]:
     general = w ** (L + 2) - (1 - alpha) * w ** (L + 1) - q / (N * Sig)
     if sympy.expand(sympy.powsimp(derived - general)) != 0:
         raise AssertionError("the T = 0 equal-width equation is not w^{L+2} − (1−α)w^{L+1} − q/(NΣ)")
+
+    def condition(depth):  # w^{L+1} times the stationarity w − 1 + s/N of every ratio, s = P − q/U_1 = αN − q/(Σw^{L+1})
+        return w ** (depth + 1) * (w - 1 + (alpha * N - q / (Sig * w ** (depth + 1))) / N)
+
     steps.append((
         "L attention layers, all widths N: every ratio is w = 1 − s/N, U_1 = Σ w^{L+1} (Σ = σ_a²Π_ℓσ_ℓ²), "
-        "s = P − q/U_1; times w^{L+1}",
-        Eq(general, 0),
+        "s = P − q/U_1 with P = αN; the stationarity w − 1 + s/N = 0, times w^{L+1}, is",
+        Eq(condition(L), general), {},
     ))
     steps.append((
         "So the note's 'single layer' quadratic is L = 0 (one order parameter, U = σ_a² w); the one-attention-layer "
-        "network (U_1, U_a) gives a cubic in w = sqrt(U_1/(σ_1²σ_a²))",
-        sympy.Tuple(Eq(general.subs(L, 0), 0), Eq(general.subs(L, 1), 0)),
+        "network (U_1, U_a) gives a cubic in w = sqrt(U_1/(σ_1²σ_a²)); each = 0",
+        sympy.Tuple(Eq(general.subs(L, 0), condition(0)), Eq(general.subs(L, 1), condition(1))), {},
     ))
     return steps
