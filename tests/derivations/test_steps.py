@@ -13,6 +13,7 @@ from sympy import Eq, FiniteSet, Integral, IndexedBase, MatrixSymbol, O, Sum, Sy
 from attnverify.checks import run_claim
 from attnverify.derivations import kept, steps
 from attnverify.derivations.derivation import DerivationRecorder
+from attnverify.derivations.expectation import Expectation, gaussian
 from attnverify.derivations.steps import compare
 from attnverify.numerics.cache import cache_directory
 from attnverify.report.markdown import derivation_markdown
@@ -322,3 +323,118 @@ def test_every_builtin_derivation_step_passes_through_the_claim_runner(theory, m
     assert result.ok and result.status == "holds", evidence.note
     counted = evidence.figures["counts"]
     assert counted["failed"] == 0 and counted["symbolic"] + counted["numeric"] >= 4
+    assert counted["unchecked"] == 0, [label for label, check in evidence.figures["steps"].items()
+                                       if check["outcome"] == "unchecked"]
+
+
+# ----------------------------------------------------------------------------- expectations, unknowns, conditions
+
+
+def test_a_gaussian_expectation_is_checked_by_quadrature_and_a_wrong_one_fails():
+    """E erf(a + bZ) = erf(a/√(1 + 2b²)) agrees in 30 digits; the √(1 + b²) of a dropped factor fails at a point."""
+    z, b2 = Symbol("z", real=True), Symbol("b", positive=True)
+    mean = Expectation(sympy.erf(a + b2 * z), gaussian(z))
+    right = compare(mean, sympy.erf(a / sqrt(1 + 2 * b2**2)))
+    assert right.outcome == "numeric" and right.points == steps.QUADRATURE_POINTS and right.digits >= 20
+    assert_fails_at_a_point(compare(mean, sympy.erf(a / sqrt(1 + b2**2))), "a", "b")
+
+
+def test_averaging_conditionally_is_checked_by_its_integrands():
+    """E over (z, w) of (z + w)² erf(z) = E over z of (z² + 1) erf(z)… = 0 by symmetry: the integrands after w is
+    averaged agree for every z, no quadrature; a wrong conditional average fails at a point."""
+    z, w = sympy.symbols("z w", real=True)
+    full = Expectation((a * z + w) ** 2 * sympy.exp(z), gaussian(z), gaussian(w))
+    right = compare(full, Expectation((a**2 * z**2 + 1) * sympy.exp(z), gaussian(z)))
+    assert right.outcome == "numeric" and "given z" in right.detail
+    wrong = compare(full, Expectation(a**2 * z**2 * sympy.exp(z), gaussian(z)))
+    assert wrong.outcome == "failed" and "a" in wrong.point
+
+
+def test_expectations_of_unspecified_laws_are_checked_by_linearity():
+    """μ_uss = E[u s²] with u = w(v − m∞)/E[w], s = w/E[w] − 1 is R₃e₁,₃ − 2R₂e₁,₂ (the ratio expansion's tilted
+    moments): proved; R₃e₁,₃ − R₂e₁,₂ fails, at the moments shown."""
+    w, v = sympy.symbols("w v", real=True)
+    m, u, s_, mu, R2, R3, e12, e13 = sympy.symbols("m u s mu R2 R3 e12 e13")
+    mean_w = Expectation(w, w)
+    definitions = sympy.Tuple(
+        Eq(m, Expectation(w * v, w, v) / mean_w), Eq(u, w * (v - m) / mean_w), Eq(s_, w / mean_w - 1),
+        Eq(mu, Expectation(u * s_**2, w, v)), Eq(R2, Expectation(w**2, w) / mean_w**2),
+        Eq(R3, Expectation(w**3, w) / mean_w**3), Eq(e12, Expectation(w**2 * (v - m), w, v) / Expectation(w**2, w)),
+        Eq(e13, Expectation(w**3 * (v - m), w, v) / Expectation(w**3, w)))
+    checks = chain((definitions, {"kind": "definition"}), Eq(mu, R3 * e13 - 2 * R2 * e12),
+                   Eq(mu, R3 * e13 - R2 * e12)).checks()
+    assert checks[1].outcome in ("symbolic", "numeric")
+    assert checks[2].outcome == "failed" and "E[w**2]" in checks[2].point
+
+
+def test_unevaluated_functions_are_replaced_by_generic_ones():
+    """Counting the terms of E(D + ΣN_ℓ)² with 𝔼 unknown passes; a wrong count is unchecked, not passed (𝔼(2N) =
+    2𝔼(N) is true and fails for a generic function, so a difference is no proof of a wrong step)."""
+    E = sympy.Function("𝔼")
+    D, N = sympy.symbols("D N")
+    L_ = Symbol("L", positive=True)
+    ell, m_ = sympy.symbols("ell m", integer=True)
+    delta = sympy.KroneckerDelta(ell, m_)
+    expanded = E(D**2) + 2 * sympy.Sum(E(D) * E(N), (ell, 1, L_ - 1)) + sympy.Sum(
+        delta * E(N**2) + (1 - delta) * E(N) ** 2, (ell, 1, L_ - 1), (m_, 1, L_ - 1))
+    right = E(D**2) + 2 * (L_ - 1) * E(D) * E(N) + (L_ - 1) * E(N**2) + (L_ - 1) * (L_ - 2) * E(N) ** 2
+    checks = chain((Eq(R, expanded), {"kind": "assumption"}), Eq(R, right),
+                   Eq(R, right + (L_ - 1) * E(N) ** 2)).checks()
+    assert checks[1].outcome == "numeric" and "generic" in checks[1].detail
+    assert checks[2].outcome == "unchecked" and "rests on what they are" in checks[2].detail
+    assert compare(E(2 * N), 2 * E(N)).outcome == "unchecked"
+
+
+def test_a_condition_is_checked_through_the_step_that_solves_it():
+    """ℛ(c) = (c − 2)² + 1: the condition ∂ℛ/∂c = 0 (the derivative taken of ℛ's value) is solved by c = 2, not by
+    c = 3; a condition no later step solves is unchecked."""
+    c = Symbol("c", real=True)
+    right = chain(Eq(R, (c - 2) ** 2 + 1), (Eq(sympy.Derivative(R, c), 0), {"kind": "condition"}), Eq(c, 2),
+                  Eq(R, 1)).checks()
+    assert [k.outcome for k in right] == ["unchecked", "condition", "symbolic", "symbolic"]
+    assert "step 3" in right[1].label() and right[2].against == 2
+    wrong = chain(Eq(R, (c - 2) ** 2 + 1), (Eq(sympy.Derivative(R, c), 0), {"kind": "condition"}), Eq(c, 3)).checks()
+    assert wrong[1].outcome == "unchecked" and "no later step solves" in wrong[1].detail
+    assert wrong[2].outcome == "failed"
+
+
+def test_matrix_differentials_are_checked_at_explicit_matrices():
+    """d ln det X = Tr(X⁻¹ dX) and d X⁻¹ = −X⁻¹ dX X⁻¹ along a direction, by exact central differences; the sign
+    of the second flipped fails."""
+    n = Symbol("n", integer=True, positive=True)
+    X, dX = MatrixSymbol("X", n, n), MatrixSymbol("dX", n, n)
+    eps = Symbol("epsilon", real=True)
+
+    def along(f):
+        return sympy.Subs(sympy.Derivative(f.xreplace({X: X + eps * dX}), eps), eps, 0)
+
+    assert compare(along(sympy.log(sympy.Determinant(X))), sympy.Trace(X.I * dX)).outcome in ("symbolic", "numeric")
+    assert compare(along(X.I), -X.I * dX * X.I).outcome in ("symbolic", "numeric")
+    assert_fails_at_a_point(compare(along(X.I), X.I * dX * X.I), "n", "X", "dX")
+
+
+def test_a_step_holds_at_its_values_on_both_sides():
+    """∂f/∂x at a point: the derivative is taken of f's value, then the point substituted (the variable stays
+    bound); a wrong value fails."""
+    f = Symbol("f")
+    step = Eq(sympy.Tuple(sympy.Derivative(f, x), sympy.Derivative(f, y)), sympy.Tuple(2 * y, 2 * x))
+    checks = chain((Eq(f, 2 * x * y), {"kind": "definition"}), (step, {"substitute": {x: 3, y: 5}})).checks()
+    assert checks[1].outcome == "symbolic" and "taken at x = 3, y = 5" in checks[1].label()
+    wrong = Eq(sympy.Tuple(sympy.Derivative(f, x), sympy.Derivative(f, y)), sympy.Tuple(6, 10))
+    assert outcomes(chain((Eq(f, 2 * x * y), {"kind": "definition"}), (wrong, {"substitute": {x: 3, y: 5}})))[1] \
+        == "failed"
+
+
+def test_a_function_given_at_symbols_is_its_value_anywhere():
+    """f(t) = t² + 1, then f(2) = 5; f(2) = 4 fails."""
+    f = steps.function("f")
+    checks = chain((Eq(f(t), t**2 + 1), {"kind": "definition"}), Eq(f(2), 5), Eq(f(2), 4)).checks()
+    assert [k.outcome for k in checks[1:]] == ["symbolic", "failed"]
+
+
+def test_a_whole_derivation_is_kept_on_disk(monkeypatch):
+    derivation = chain(Eq(R, (x + y) ** 2), Eq(R, x**2 + 2 * x * y + y**2))
+    first = derivation.checks()
+    steps.check_derivation.cache_clear()
+    monkeypatch.setattr(steps, "_walked", lambda d: pytest.fail("a kept derivation is walked again"))
+    assert derivation.checks() == first

@@ -18,7 +18,8 @@ from .evidence import Evidence
 
 STATEMENT = ("Every recorded derivation step that the checker decides holds: proved symbolically, or equal at "
              "random admissible points to 20 or more of 30 digits; steps marked as definitions or assumptions, "
-             "and steps it cannot decide (with why), are counted and shown, not passed.")
+             "conditions (equations that later steps solve, checked there), and steps it cannot decide (with "
+             "why), are counted and shown, not passed.")
 
 
 def claim_name(theory: str) -> str:

@@ -1,54 +1,77 @@
 """Every step of a recorded derivation checked: symbolically where sympy decides it, else numerically at random
 admissible points in 30-digit arithmetic; a step its author marks as a definition or an assumption is shown as
-such. Issue 27, part 3; ``Expr.equals`` and the pitfalls of random complex points: shared/papers/ecosystem.md §9.
+such, and a condition (an equation to solve) is held against the later steps that solve it. Issue 27, part 3;
+``Expr.equals`` and the pitfalls of random complex points: shared/papers/ecosystem.md §9.
 
 What a step claims. A derivation is read as a chain of named equalities; ``Eq(a, b)`` is a *relation* (a tuple of
 ``Eq``, or an ``Eq`` of tuples or of explicit matrices, is one relation per entry), checked by the first rule that
 applies:
 
 * **a new form of a name.** A left side that an earlier step gave a value (a symbol such as ℛ, an expectation
-  𝔼(N), an entry K[μ, ν], a matrix symbol, or a left side that introduced a symbol) states that its new right
-  side equals the *latest earlier* one. ``substitute={κ: 1, …}`` on the step takes the earlier form at those
-  values (a specialisation, a change of variables). A new form in symbols no earlier step has is a notation
-  (the note's b and g): unchecked.
-* **a solution.** ``Eq(x, v)`` for a symbol x of an earlier *condition* f = 0: f(x = v) = 0 is checked. A set of
-  values (``FiniteSet``, sympy's ``solve``) after a condition: each value solves it for the one symbol the
-  values lack.
+  𝔼(N), an entry K[μ, ν], a matrix symbol, a function :func:`function` f(t), or a left side that introduced a
+  symbol) states that its new right side equals the *latest earlier* one. A new form in symbols no earlier step
+  has is a notation: unchecked (give the notation's symbols their values in a definition first).
+* **a solution.** ``Eq(x, v)`` for a symbol (or matrix symbol) x of an earlier *condition* f = 0 (the latest that
+  holds x): f(x = v) = 0 is checked. A set of values (``FiniteSet``, sympy's ``solve``) after a condition: each
+  value solves it for the one symbol the values lack.
 * **the first value of a name**, or a left side that introduces a symbol seen in no earlier step: nothing to
   check it against: unchecked (a definition is marked ``kind="definition"``).
 * **an identity.** Any other ``Eq(a, b)``: a = b for every admissible value of its symbols. A derived
-  ``Eq(f, 0)`` that fails at random points is taken as a *condition* (an equation to solve, such as a
-  stationarity condition): unchecked, and later solutions are checked against it. (So a wrong identity written
-  as ``Eq(f, 0)`` is reported unchecked, not failed: write identities as ``Eq(a, b)``.)
+  ``Eq(f, 0)`` that fails at random points is taken as a *condition*: unchecked, and later solutions are checked
+  against it (write identities as ``Eq(a, b)``, and mark conditions ``kind="condition"``).
 * **a plain expression**: equal to the previous step's expression (or its right side) when their shapes agree.
 
+``kind="condition"`` marks a step's relations as equations to solve, f = lhs − rhs (a derivative of a name, such
+as ``Eq(Derivative(ℛ, c), 0)``, is taken of its value); the step counts as a condition when a later step's
+solution was checked against it, and is unchecked otherwise. ``substitute={κ: 1, …}`` on a step says that it
+holds at those values: both sides (and the earlier form of a name) are taken there, after the names are resolved
+and again after (a value may be written in names): a specialisation, a change of variables, a point.
+
 Every name an earlier step gave a value is replaced by its latest value (repeatedly) before a comparison, so a
-step that assembles earlier results is checked against them. Each comparison (:func:`compare`) is decided
+step that assembles earlier results is checked against them; an application f(2, ω) of a :func:`function` whose
+value a step gave at symbols, f(t, θ) = …, is that value at t = 2, θ = ω. A derivative by a symbol that is itself
+a name keeps its variable bound (it becomes Subs(Derivative(f(ξ), ξ), ξ, x)). Then derivatives and substitutions
+are carried out (sympy's ``doit``; a derivative by a matrix symbol sum by sum), and expectations over random
+variables of unspecified law (:class:`.expectation.Expectation` over plain symbols) are written by linearity as
+combinations of moments. Each comparison (:func:`compare`) is decided
 
 1. *symbolically*: the same expression, ``expand(a − b) == 0``, or (at most :data:`SIMPLIFY_OPERATIONS`
-   operations) ``simplify(a − b) == 0`` or ``a.equals(b) is True`` (None, undecided, is never a pass); an Order
+   operations) ``simplify(a − b) == 0`` or ``a.equals(b) is True`` (None, undecided, is never a pass; sums and
+   products are never expanded nor simplified, the numeric check takes milliseconds); an Order
    term (``+ O(x**4)``) by ``Order.contains`` of the remainder;
-2. else *numerically* at :data:`POINTS` points from a generator seeded by the comparison (the same comparison
-   always gets the same points), evaluated by sympy's ``evalf`` at :data:`WORKING_DIGITS` digits (mpmath
-   underneath: quadrature for integrals, infinite limits included, ``nsum`` for infinite sums). The values are
-   exact rationals that respect the symbols' assumptions: positive in (0.1, 2.5), negative in (−2.5, −0.1),
-   nonnegative in (0, 2.5), other real or unassumed symbols in (−1.5, 1.5), each of these taking both signs over
-   the points (√(x²) = x cannot pass by luck); integers in 1..3, 0..3, −3..−1 or −3..3 by sign. Symbols that
-   count (matrix dimensions, limits of sums and products) are integers in 1..3, drawn until the matrices'
-   shapes fit together. A matrix symbol becomes an explicit matrix of random rationals, symmetric positive
-   definite when square (covariances, kernels and order parameters are; an identity that needs a non-symmetric
-   matrix to fail is not caught), and each entry of an indexed object at concrete indices (C[1, 2, 1, 1]) its
-   own value; a matrix-valued side is compared entry by entry. A point where a side is not finite, or not real
-   while the symbols are, lies outside the domain and is drawn again (up to :data:`REDRAWS` times). At each
-   point the sides must agree to :data:`AGREEMENT_DIGITS` digits relative to the size of their terms; where they
-   do not, the point is evaluated again at twice the precision: a difference that shrinks is round-off of an
-   exact zero, one that stays is a failure, reported with the point and both sides' values;
-3. *unchecked*, with why, when a side holds what cannot be evaluated: an unevaluated function (𝔼, an undefined
-   f), a derivative of one, or an object ``evalf`` leaves unevaluated.
+2. else *numerically* at :data:`POINTS` points (:data:`QUADRATURE_POINTS` where a side holds a Gaussian
+   expectation) from a generator seeded by the comparison (the same comparison always gets the same points),
+   evaluated by sympy's ``evalf`` at :data:`WORKING_DIGITS` digits (mpmath underneath: quadrature for integrals,
+   infinite limits included, ``nsum`` for infinite sums; a Gaussian expectation by its own quadrature,
+   :meth:`.expectation.Expectation.value_at`). The values are exact rationals that respect the symbols'
+   assumptions: positive in (0.1, 2.5), negative in (−2.5, −0.1), nonnegative in (0, 2.5), other real or
+   unassumed symbols in (−1.5, 1.5), each of these taking both signs over the points (√(x²) = x cannot pass by
+   luck); integers in 1..3, 0..3, −3..−1 or −3..3 by sign. Symbols that count (matrix dimensions, limits of sums
+   and products) are integers in 1..3, drawn until the matrices' shapes fit together. A matrix symbol becomes an
+   explicit matrix of random rationals, symmetric positive definite when square (covariances, kernels and order
+   parameters are; an identity that needs a non-symmetric matrix to fail is not caught), and each entry of an
+   indexed object at concrete indices (C[1, 2, 1, 1]) its own value; a matrix-valued side is compared entry by
+   entry; finite sums are written out; a derivative by a scalar of a matrix expression, d/dε f(ε) at ε = p,
+   becomes the exact central difference (f(p + h) − f(p − h))/2h, h = :data:`STEP` (its error, of order h²,
+   is 10⁻⁵⁰). A point where a side is not finite, or not real while the symbols are, lies outside the domain and
+   is drawn again (up to :data:`REDRAWS` times). At each point the sides must agree to :data:`AGREEMENT_DIGITS`
+   digits relative to the size of their terms; where they do not, the point is evaluated again at twice the
+   precision: a difference that shrinks is round-off of an exact zero, one that stays is a failure, reported
+   with the point and both sides' values. Two Gaussian expectations over the same laws but for variables their
+   integrands are polynomials in are compared by those integrands, the other variables averaged exactly, at
+   random values of the shared ones (a step that averages conditionally needs no quadrature);
+3. *with unknowns*, when a side holds an unevaluated function (𝔼(N), an undefined f, a derivative of one) or a
+   moment of random variables of unspecified law: each function is replaced by a generic one, c₀ + Σ(cᵢxᵢ +
+   eᵢxᵢ²) + g·exp(Σ dᵢxᵢ), and each moment by a number, their coefficients drawn at random as more symbols. An
+   agreement is a numeric check. A difference with functions leaves the step unchecked (it may hold for the
+   actual functions only: 𝔼(2N) = 2𝔼(N) fails for a generic function); one with moments only is a failure (the
+   moments of distinct products are unconstrained by any identity that holds for every law);
+4. *unchecked*, with why, when a side holds what cannot be evaluated (a limit, or an object ``evalf`` leaves
+   unevaluated).
 
-Outcomes are kept in memory and on disk, one small file per comparison keyed by the ``srepr`` of its two sides
-under the checker's own version (:func:`checker_version`), next to the kept derivations
-(``ATTNVERIFY_KEEP_DERIVATIONS=0`` turns the disk off for both).
+Outcomes are kept in memory and on disk, one small file per comparison keyed by the ``srepr`` of its two sides,
+and one per derivation keyed by its steps, under the checker's own version (:func:`checker_version`), next to the
+kept derivations (``ATTNVERIFY_KEEP_DERIVATIONS=0`` turns the disk off for both).
 """
 
 from __future__ import annotations
@@ -418,6 +441,18 @@ def _substituted(expression, mapping: dict, env: dict | None = None):
     return expression.xreplace(mapping)
 
 
+def _function_definition(a, env: dict):
+    """The name f(t, …) that gives the value of the application ``a`` = f(2, …) of a :func:`function`, if any (and
+    ``a`` has no value of its own)."""
+    if not (isinstance(a, AppliedUndef) and getattr(a.func, "mapping", False)) or a in env:
+        return None
+    for key in env:
+        if (isinstance(key, AppliedUndef) and key.func == a.func and len(key.args) == len(a.args)
+                and all(isinstance(x, sympy.Symbol) for x in key.args)):
+            return key
+    return None
+
+
 def _bound_variable(variable: sympy.Symbol) -> sympy.Dummy:
     """The variable a derivative is taken by once it is bound: a Dummy of a fixed index (so that the same step gives
     the same cache key in every process)."""
@@ -455,6 +490,10 @@ def _check_relation(a, b, substitute: dict, context: _Context) -> tuple[StepChec
         earlier = _at(env[a], env, substitute)
         outcome = _with_against(compare(earlier, _at(b, env, substitute)), context.origin[a])
         return (_taken_at(outcome, substitute) if substitute else outcome), "form"
+    definition = _function_definition(a, env)
+    if definition is not None:  # f(2) after f(t) = …: the value there
+        outcome = compare(_at(a, env, substitute), _at(b, env, substitute))
+        return _with_against(outcome, context.origin[definition]), "identity"
     if _is_name(a) and not b.has(a) and a not in substitute:
         condition = _condition_on(a, context) if isinstance(a, (sympy.Symbol, sympy.MatrixSymbol)) else None
         if condition is not None:
@@ -894,8 +933,8 @@ def _proved(a, b, cheap: bool = False) -> str | None:
         return "the two sides are the same expression"
     operations = sympy.count_ops(difference)
     attempts = []
-    # expand and simplify can run for minutes on sums and integrals (the numeric check takes milliseconds)
-    summed = difference.has(sympy.Sum, sympy.Product, sympy.Integral)
+    # expand and simplify can run for minutes on sums (the numeric check takes milliseconds)
+    summed = difference.has(sympy.Sum, sympy.Product)
     if operations <= EXPAND_OPERATIONS and not summed:
         attempts.append(("expand(lhs − rhs) = 0", lambda: sympy.expand(difference) == 0))
     if operations <= SIMPLIFY_OPERATIONS and not cheap and not summed:

@@ -1,0 +1,80 @@
+"""Expectations that evaluate themselves (:mod:`attnverify.derivations.expectation`): Gaussian laws by exact
+moments and quadrature, unspecified laws by linearity."""
+
+from __future__ import annotations
+
+import pickle
+
+import mpmath
+import pytest
+import sympy
+from sympy import Rational, Symbol, erf, exp, sqrt
+
+from attnverify.derivations.expectation import Expectation, by_linearity, gaussian, gaussian_mean
+
+z, w1 = sympy.symbols("z w_1", real=True)
+t, m = sympy.symbols("t m", real=True)
+s, a, b = sympy.symbols("s a b", positive=True)
+
+
+def value(expression, point, digits=30):
+    return sympy.N(expression.xreplace(point), digits)
+
+
+def test_a_gaussian_mean_is_its_closed_form_to_25_digits():
+    """E[e^{ty}], y ~ N(m, s²), = e^{tm + s²t²/2}; E erf(a + bZ) = erf(a/√(1 + 2b²)); far in the tails too."""
+    mgf = Expectation(exp(t * z), gaussian(z, m, s**2))
+    for point in ({t: Rational(23, 10), m: Rational(-7, 5), s: Rational(12, 5)},
+                  {t: Rational(-1, 3), m: 1, s: Rational(1, 10)}):
+        assert value(mgf, point) == pytest.approx(value(exp(t * m + s**2 * t**2 / 2), point), rel=1e-25)
+    smoothed = Expectation(erf(a + b * z), gaussian(z))
+    point = {a: Rational(3, 2), b: Rational(6)}  # a transition of width 1/6 away from 0
+    assert value(smoothed, point) == pytest.approx(value(erf(a / sqrt(1 + 2 * b**2)), point), rel=1e-25)
+
+
+def test_polynomial_variables_are_averaged_exactly():
+    assert gaussian_mean(z**4 + 3 * z * w1**2, [z, w1]) == 3
+    mixed = Expectation((erf(a * z) + w1) ** 2, gaussian(z), gaussian(w1))
+    point = {a: Rational(7, 5)}
+    expected = sympy.N(1 + 2 / sympy.pi * sympy.asin(2 * a**2 / (1 + 2 * a**2)), 30).xreplace(point)
+    assert value(mixed, point) == pytest.approx(sympy.N(expected.xreplace(point), 30), rel=1e-25)
+
+
+def test_a_narrow_or_shifted_bulk_is_resolved():
+    """The integrand's bulk far from 0 or much narrower than the Gaussian: found by the scan, panels put there."""
+    narrow = exp(-3 * (Rational(7, 10) - Rational(5, 2) * z) ** 2 / (2 * Rational(1, 10) ** 2))
+    with mpmath.workdps(45):
+        f = sympy.lambdify(z, narrow, "mpmath")
+        reference = mpmath.quad(lambda x: f(x) * mpmath.npdf(x), mpmath.linspace(-3, 3, 61))
+    with mpmath.workdps(30):
+        assert abs(gaussian_mean(narrow, [z]) - reference) < 1e-26 * abs(reference)
+    assert value(Expectation(exp(6 * z), gaussian(z)), {}) == pytest.approx(float(sympy.exp(18)), rel=1e-14)
+
+
+def test_variables_are_bound():
+    e = Expectation(exp(t * z), gaussian(z, m, s**2))
+    assert e.free_symbols == {t, m, s}
+    assert e.xreplace({z: 5, t: 2}) == Expectation(exp(2 * z), gaussian(z, m, s**2))
+    assert pickle.loads(pickle.dumps(e)) == e
+    assert r"\mathbb{E}_{z \sim \mathcal{N}" in sympy.latex(e)
+
+
+def test_an_expectation_refuses_what_it_cannot_mean():
+    with pytest.raises(ValueError, match="at least one"):
+        Expectation(z)
+    with pytest.raises(ValueError, match="all Gaussian"):
+        Expectation(z * w1, gaussian(z), w1)
+    with pytest.raises(TypeError, match="Symbol or gaussian"):
+        Expectation(z, 3)
+    with pytest.raises(ValueError, match="once"):
+        Expectation(z, gaussian(z), gaussian(z))
+
+
+def test_unspecified_laws_are_expanded_by_linearity():
+    """E[w(v − E[wv]/E[w])] = E[wv] − E[wv]E[w]/E[w] = 0: inner expectations are constants."""
+    w, v, c = sympy.symbols("w v c", real=True)
+    mean_w, mean_wv = Expectation(w, w), Expectation(w * v, w, v)
+    assert sympy.simplify(by_linearity(Expectation(w * (v - mean_wv / mean_w), w, v))) == 0
+    assert by_linearity(Expectation(c * w**2 + 3, w)) == c * Expectation(w**2, w) + 3
+    assert Expectation(w * v, w, v).free_symbols == set()
+    assert Symbol("x") not in by_linearity(Expectation(w, w)).free_symbols
