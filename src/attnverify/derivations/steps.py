@@ -243,8 +243,10 @@ def derivation_key(derivation) -> str | None:
     digest = hashlib.sha256(b"derivation\x00")
     try:
         for step in derivation.steps:
+            named = sorted(str(f.func) for f in step.expression.atoms(AppliedUndef) if getattr(f.func, "mapping", 0))
             for part in (sympy.srepr(step.expression), step.kind, sympy.srepr(sympy.Tuple(*map(sympy.Tuple,
-                                                                                              step.substitute)))):
+                                                                                              step.substitute))),
+                         " ".join(named)):  # srepr does not show which functions are named ones
                 digest.update(part.encode())
                 digest.update(b"\x00")
     except Exception:  # an expression srepr cannot write: walked every time (its comparisons are still kept)
