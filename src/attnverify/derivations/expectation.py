@@ -2,10 +2,13 @@
 expectation can be checked (:mod:`.steps`) instead of taken on trust.
 
 ``Expectation(f, gaussian(z, m, v), …)`` is the mean of f over independent Gaussian variables z ~ N(m, v). It
-evaluates numerically (``evalf``, mpmath underneath) once its parameters are numbers: every variable in which f is a
-polynomial of degree n is integrated exactly by Gauss–Hermite quadrature with ⌊n/2⌋ + 1 nodes (exact up to degree
-2⌊n/2⌋ + 1), every other variable by mpmath's tanh-sinh quadrature over the real line (so keep those to one or two).
-
+evaluates numerically (``evalf``, or :meth:`Expectation.value_at` a point) once its parameters are numbers, with z
+written m + √v·x for a standard x: every variable in which f is a polynomial is averaged exactly (each monomial's
+Gaussian moments, symbolically, once per expectation); one remaining variable is integrated by Gauss–Legendre panels
+(:data:`RULES`, each halved until its two rules agree) placed around the integrand's bulk, found by a float64 scan,
+and around the transitions of its erf terms, with tanh-sinh on the tails; several by nested tanh-sinh quadrature
+(slow: keep them to one). The work shared by all points (the change of variables, the moments, the generated code)
+is done once per expectation; about 26 of 30 digits are computed (the checker compares 20).
 ``Expectation(f, w, v)`` with plain symbols is the mean over random variables of an unspecified joint law: nothing
 can be computed, but it is linear, and :func:`by_linearity` writes it as Σ cᵢ 𝔼[mᵢ], the cᵢ free of the random
 variables and each 𝔼[mᵢ] a moment of a product of them; the checker treats those moments as unknowns.
@@ -19,8 +22,8 @@ import functools
 
 import mpmath
 import numpy as np
-from mpmath.calculus.quadrature import GaussLegendre
 import sympy
+from mpmath.calculus.quadrature import GaussLegendre
 from sympy import Tuple
 
 
