@@ -28,6 +28,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..numerics.backend import to_numpy
+from ..numerics.sized import draws_needed
 from ..numerics.statistics import Estimate
 
 #: Default number of standard errors in a stochastic tolerance.
@@ -253,12 +254,20 @@ def _tolerance_part(name: str, value: Any) -> float:
     return x
 
 
+def _claim_z(z: Any) -> float:
+    """The number of standard errors in a claim's tolerance: finite and ≥ 5."""
+    z = _tolerance_part("z", z)
+    if z < 5:
+        raise EvidenceError(f"z must be a finite number ≥ 5 for a claim's tolerance, got {z}")
+    return z
+
+
 def draws_to_resolve(samples: int, spread: float, margin: float) -> int | None:
     """Draws at which ``spread`` (z·SE at ``samples`` draws, shrinking as 1/√n) fits under ``margin``:
     ⌈n·(spread/margin)²⌉; None when ``margin`` ≤ 0 (no number of draws gets there)."""
     if margin <= 0:
         return None
-    return max(int(samples) + 1, math.ceil(samples * (spread / margin) ** 2))
+    return max(int(samples) + 1, draws_needed(samples, spread, margin, z=1.0))
 
 
 def within_error(
@@ -280,9 +289,7 @@ def within_error(
     default the estimate's own, for a sized estimate, else none is stated). Where the gap is inside the
     tolerance but the tolerance is wider than the resolution, the evidence is *inconclusive* and says how
     many draws would resolve it at the measured spread: ⌈n·(z·SE / (resolution − bias − floor))²⌉."""
-    z = _tolerance_part("z", z)
-    if z < 5:
-        raise EvidenceError(f"z must be a finite number ≥ 5 for a claim's tolerance, got {z}")
+    z = _claim_z(z)
     if not isinstance(estimate, Estimate):
         raise TypeError(f"estimate must be an Estimate (e.g. from mean_estimate), got {type(estimate).__name__}")
     bias_budget = _tolerance_part("bias_budget", bias_budget)
@@ -347,9 +354,7 @@ def exceeds(
     floor), refuted when bound − mean > z·SE (+ floor), inconclusive between, with the number of ``unit``
     (draws, seeds, …) at which the measured difference would be z SE from the bound: ⌈n·(z·SE/|mean − bound|)²⌉
     (SE shrinking as 1/√n at the measured spread)."""
-    z = _tolerance_part("z", z)
-    if z < 5:
-        raise EvidenceError(f"z must be a finite number ≥ 5 for a claim's tolerance, got {z}")
+    z = _claim_z(z)
     if not isinstance(estimate, Estimate):
         raise TypeError(f"estimate must be an Estimate (e.g. from mean_estimate), got {type(estimate).__name__}")
     if not isinstance(unit, str) or not unit:
