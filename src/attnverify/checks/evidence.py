@@ -44,7 +44,7 @@ _EPSILON = float(np.finfo(np.float64).eps)
 _TINY = float(np.finfo(np.float64).tiny)
 
 
-def roundoff_floor(*magnitudes: float, scale: float | None = None) -> float:
+def roundoff_floor(*magnitudes, scale: float | None = None):
     """The floating-point floor of a comparison: ``ROUNDOFF_ULPS·ε·max(|m| for m in magnitudes, scale) +
     ROUNDOFF_ULPS·tiny``, with ε = 2⁻⁵² and tiny the smallest normal float64.
 
@@ -54,8 +54,10 @@ def roundoff_floor(*magnitudes: float, scale: float | None = None) -> float:
     they cancel (|x||y| for a kernel that vanishes); without it, the sides' own magnitudes are the scale.
     The second term covers results below the normal range, where float64 keeps an absolute, not a relative,
     precision."""
-    largest = max([abs(float(m)) for m in magnitudes if m is not None] + [0.0 if scale is None else abs(float(scale))])
-    return ROUNDOFF_ULPS * _EPSILON * largest + ROUNDOFF_ULPS * _TINY
+    sizes = [np.abs(m) for m in magnitudes if m is not None] + [0.0 if scale is None else abs(float(scale))]
+    largest = np.maximum.reduce(np.broadcast_arrays(*sizes))  # entrywise for arrays (close on arrays)
+    floor = ROUNDOFF_ULPS * _EPSILON * largest + ROUNDOFF_ULPS * _TINY
+    return float(floor) if np.ndim(floor) == 0 else floor
 
 
 #: How the two sides relate when the claim holds (θ: theory, o: observed, τ: tolerance).
@@ -455,8 +457,7 @@ def _close_arrays(lhs, rhs, rtol, atol, scale, note, figures, conditions) -> Evi
     lhs, rhs = np.broadcast_arrays(lhs, rhs)
     rtol, atol = _tolerance_part("rtol", rtol), _tolerance_part("atol", atol)
     with np.errstate(over="ignore"):
-        floor = ROUNDOFF_ULPS * _EPSILON * np.maximum(np.maximum(np.abs(lhs), np.abs(rhs)), scale or 0.0)
-        tolerance = atol + rtol * np.abs(rhs) + floor + ROUNDOFF_ULPS * _TINY
+        tolerance = atol + rtol * np.abs(rhs) + roundoff_floor(lhs, rhs, scale=scale)
         margin = np.abs(lhs - rhs) - tolerance
     if not np.all(np.isfinite(tolerance)) or not np.all(np.isfinite(margin)):
         raise EvidenceError("tolerance (atol + rtol·|rhs|) or |lhs − rhs| overflows float64 for some entry")
