@@ -6,6 +6,7 @@ import pytest
 
 from attnverify.checks import attention_paths as claims
 from attnverify.checks import run_claim
+from claim_helpers import run_seed
 from attnverify.checks.catalogue import builtin_claims, claims_in_module
 from attnverify.experiments import Store
 import importlib
@@ -35,7 +36,7 @@ QUICK = [c for c in CLAIMS if c.name not in SHARED_WITH_SECTION]
 
 @pytest.mark.parametrize("claim", QUICK, ids=[c.name for c in QUICK])
 def test_claim_comes_out_as_expected(claim):
-    result = run_claim(claim, profile="quick", seed=0)
+    result = run_claim(claim, profile="quick", seed=run_seed(0))
     detail = result.counterexample.as_dict() if result.counterexample else None
     assert result.ok, (result.status, detail)
 
@@ -49,7 +50,7 @@ def test_a_wrong_entropy_gradient_is_caught(monkeypatch):
         return [grads[0] * (1 + 1e-4), *grads[1:]], grad_a
 
     monkeypatch.setattr(solver_module, "entropy_gradients", wrong)
-    result = run_claim(claims.generated_action, profile="quick", seed=0)
+    result = run_claim(claims.generated_action, profile="quick", seed=run_seed(0))
     assert result.status == "refuted"
 
 
@@ -59,7 +60,7 @@ def test_a_wrong_readout_closed_form_is_caught(monkeypatch):
 
     original = theory.readout_order_parameter
     monkeypatch.setattr(theory, "readout_order_parameter", lambda *a, **k: np.asarray(original(*a, **k)) * (1 + 1e-6))
-    result = run_claim(claims.single_head_reduction, profile="quick", seed=0)
+    result = run_claim(claims.single_head_reduction, profile="quick", seed=run_seed(0))
     assert result.status == "refuted"
 
 
@@ -69,7 +70,7 @@ THOROUGH_STORE = Store()  # claims 7 and 8 share one sampling, as in a run
 @pytest.mark.thorough
 @pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
 def test_claim_comes_out_as_expected_in_the_thorough_profile(claim):
-    result = run_claim(claim, profile="thorough", seed=0, store=THOROUGH_STORE)
+    result = run_claim(claim, profile="thorough", seed=run_seed(0), store=THOROUGH_STORE)
     assert result.ok, (result.status, result.counterexample.as_dict() if result.counterexample else None)
 
 

@@ -171,9 +171,9 @@ def _point(width, converged, shift=0.0):
     U = np.array([[1.0, 0.2], [0.2, 1.0]])
     theory = SimpleNamespace(order_parameter=U, accuracy=Estimate(0.8, 0.01, 100))
     return SimpleNamespace(width=width, order_parameter=U + shift, order_parameter_mcse=np.full((2, 2), 0.01),
-                           budget=np.zeros((2, 2)), accuracy=Estimate(0.8, 0.01, 100), accuracy_budget=0.0,
+                           mcse_multiple=np.full((2, 2), 5.0), budget=np.zeros((2, 2)), accuracy=Estimate(0.8, 0.01, 100), accuracy_budget=0.0,
                            theory=theory, theory_shifted=theory, wishart_shift=np.zeros((2, 2)),
-                           converged=converged, diagnostics={"max_rhat": 1.02, "draws_needed": 1600})
+                           converged=converged, diagnostics={"max_rhat": 1.02, "draws_needed": 1600, "draws": 400})
 
 
 @pytest.mark.parametrize("converged, shift, status", [
@@ -191,3 +191,23 @@ def test_an_unconverged_sampler_is_a_reason_to_draw_more_not_evidence(monkeypatc
     assert evidence.status == status
     if status == "inconclusive":
         assert "N = 30" in evidence.inconclusive and evidence.needed == {"draws per chain": 1600}
+
+
+@pytest.mark.parametrize("closer, status", [(0.9, "holds"), (-0.9, "refuted"), (0.07, "inconclusive")])
+def test_the_approach_to_the_gp_is_a_one_sided_bound_with_three_verdicts(monkeypatch, closer, status):
+    """d(N) = |Û − I| falling by > 5 SE holds, rising by > 5 SE refutes, anything between asks for more draws
+    (|U − I| = 0.283 at N = 10 and falls by the fraction ``closer``; the SE of the drop is sqrt(2)·0.01 = 0.014,
+    so 0.9 is a drop of 18 SE and 0.07 one of 1.4 SE)."""
+    from attnverify.checks import attention_paths
+    from attnverify.checks.claim import Context
+    from attnverify.numerics.backend import get_backend
+
+    far, near = _point(10, True, 0.0), _point(30, True, 0.0)
+    near.order_parameter = np.eye(2) + (far.order_parameter - np.eye(2)) * (1 - closer)
+    monkeypatch.setattr(attention_paths, "sampled_points", lambda data, ctx: ([far, near], "test"))
+    ctx = Context(profile="quick", backend=get_backend("numpy"), rng=np.random.default_rng(0), seed=0)
+    evidence = attention_paths.sampled_networks_approach_gp.check({"data": "authors"}, ctx)
+    assert evidence.status == status
+    if status == "inconclusive":
+        assert "N = 10 to 30" in evidence.inconclusive
+        assert evidence.needed["draws per chain"] > 400

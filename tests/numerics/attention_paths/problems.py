@@ -1,11 +1,13 @@
 """Small random attention-path problems shared by the numerics tests."""
 
 import numpy as np
+from seeds import rng as seeded_rng
 
 
 def random_features(P: int, N0: int, paths: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Path features with correlated paths (a shared component) and ±1 labels that depend on them."""
-    rng = np.random.default_rng(seed)
+    """Path features with correlated paths (a shared component) and ±1 labels that depend on them (a fresh
+    problem per ``seed`` under the suite's seed offset, ``seeds.seeded``)."""
+    rng = seeded_rng(seed)
     shared = rng.normal(size=(P, N0, 1))
     X = (0.7 * rng.normal(size=(P, N0, paths)) + 0.5 * shared) / np.sqrt(N0 * paths)
     y = np.sign(X[:, 0, 0] + 0.3 * rng.normal(size=P))
