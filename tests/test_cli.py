@@ -25,25 +25,25 @@ SMALL = {"quick": 3, "thorough": 4}
 INTEGERS = st.fixed_dictionaries({"x": st.integers(-5, 5)})
 
 
-@claim("fake.square_is_product", parameters=INTEGERS, examples=SMALL, source="Fake (2024), eq. 1")
+@claim("fake.square_is_product", parameters=INTEGERS, examples=SMALL, source="Fake (2024), eq. 1", origin="")
 def square_is_product(params, ctx):
     """x² equals x·x."""
     return close(params["x"] ** 2, params["x"] * params["x"])
 
 
-@claim("fake.square_is_two", parameters=INTEGERS, expect="refuted", examples=SMALL)
+@claim("fake.square_is_two", parameters=INTEGERS, expect="refuted", examples=SMALL, origin="")
 def square_is_two(params, ctx):
     """x² = 2 for integers (false: the tool must refute it)."""
     return close(float(params["x"] ** 2), 2.0)
 
 
-@claim("wrong.square_is_x", parameters=INTEGERS, examples=SMALL)
+@claim("wrong.square_is_x", parameters=INTEGERS, examples=SMALL, origin="")
 def square_is_x(params, ctx):
     """x² = x (false, but expected to hold: an unexpected refutation)."""
     return close(float(params["x"] ** 2), float(params["x"]), note="squares are not the identity")
 
 
-@claim("broken.bad_strategy", parameters=st.integers(0, 3).map(lambda v: 1 // 0), examples=SMALL)
+@claim("broken.bad_strategy", parameters=st.integers(0, 3).map(lambda v: 1 // 0), examples=SMALL, origin="")
 def bad_strategy(params, ctx):
     """Never reached: drawing the parameters fails."""
     return close(1.0, 1.0)

@@ -2,6 +2,35 @@
 
 Layers, in the one direction the data flows (see ``shared/style.md``):
 ``derivations`` (sympy) -> ``numerics`` (arrays) -> ``checks`` (claims) -> ``report`` / ``cli``.
+
+A theory of one's own needs one import (the names load on first use, so ``import attnverify`` stays light)::
+
+    from attnverify import Theory, st, within_error, close, at_most, exceeds, sized_mean, TheoryVsSimulation
 """
 
 __version__ = "0.1.0"
+
+_PUBLIC = {
+    "Theory": "attnverify.theory_form", "TheoryVsSimulation": "attnverify.theory_form",
+    "st": "attnverify.checks", "claim": "attnverify.checks", "Evidence": "attnverify.checks",
+    "within_error": "attnverify.checks", "close": "attnverify.checks", "at_most": "attnverify.checks",
+    "exceeds": "attnverify.checks", "run_claim": "attnverify.checks",
+    "sized_mean": "attnverify.numerics.sized", "mean_estimate": "attnverify.numerics.statistics",
+    "Estimate": "attnverify.numerics.statistics",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        import importlib
+
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'attnverify' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

@@ -27,9 +27,18 @@ from types import ModuleType
 from typing import Callable
 
 from .checks.catalogue import THEORIES as BUILTIN_NAMES
-from .checks.catalogue import claims_in_module, load_user_module
+from .checks.catalogue import claims_in_module, concise_theories, load_user_module
 from .checks.claim import Claim
 from .checks.derivation_steps import claim_name, derivation_steps_claim
+
+
+def concise(module: ModuleType):
+    """The module's concise :class:`attnverify.Theory` (None without one; two in one file are refused)."""
+    found = concise_theories(module)
+    if len(found) > 1:
+        raise ValueError(f"{getattr(module, '__file__', module.__name__)} defines {len(found)} Theory objects "
+                         f"({', '.join(t.name for t in found)}): one theory per file")
+    return found[0] if found else None
 
 
 def load(source: str) -> ModuleType:
@@ -53,6 +62,9 @@ class Theory:
     def derivation_list(self) -> list:
         """The theory's derivations (``derivations()`` of its derivations module; none without one)."""
         module = load(self.derivations or self.section)
+        form = concise(module)
+        if form is not None:
+            return form.derivation_list()
         return list(module.derivations()) if callable(getattr(module, "derivations", None)) else []
 
     def planned_experiments(self, *, profile: str, seed: int, backend: str) -> list:
@@ -83,7 +95,9 @@ class Theory:
 
     def has_derivations(self) -> bool:
         """Whether the derivations module (or the section's) defines ``derivations()``; nothing is derived."""
-        return callable(getattr(load(self.derivations or self.section), "derivations", None))
+        module = load(self.derivations or self.section)
+        form = concise(module)
+        return bool(form.derivations) if form is not None else callable(getattr(module, "derivations", None))
 
     def claim(self, name: str) -> Claim:
         (found,) = [c for c in self.claim_list() if c.name == name] or [None]
@@ -94,6 +108,9 @@ class Theory:
     def section_builder(self) -> Callable:
         """``build_section`` of the section module, or a builder of the default section of a user's file."""
         module = load(self.section)
+        form = concise(module)
+        if form is not None:
+            return form.build_section
         builder = getattr(module, "build_section", None)
         if builder is not None:
             return builder
@@ -122,7 +139,12 @@ def from_file(path: str | Path) -> Theory:
     path = Path(path).resolve()
     module = load_user_module(path)
     claims = claims_in_module(module)
+    form = concise(module)
     name = getattr(module, "THEORY", None)
+    if form is not None:
+        if name is not None and name != form.name:
+            raise ValueError(f"{path} sets THEORY = {name!r} but its Theory is named {form.name!r}")
+        name = form.name
     prefixes = sorted({c.name.split(".")[0] for c in claims})
     if name is None:
         if len(prefixes) != 1:

@@ -102,7 +102,7 @@ def test_tolerances_below_five_standard_errors_are_refused():
 
 
 def test_claim_names_must_be_namespaced():
-    with pytest.raises(ValueError, match="namespaced"):
+    with pytest.raises(ValueError, match="theory.name"):
         claim("nonamespace", parameters=st.just({}), statement="anything")(lambda p, c: None)
 
 

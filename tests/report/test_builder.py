@@ -26,14 +26,14 @@ MATHML_XMLNS = "http://www.w3.org/1998/Math/MathML"
 
 
 @claim("fake.square_is_product", parameters=st.fixed_dictionaries({"x": st.integers(-5, 5)}),
-       examples={"quick": 3, "thorough": 4})
+       examples={"quick": 3, "thorough": 4}, origin="")
 def square_is_product(params, ctx):
     """x² equals x·x."""
     return close(params["x"] ** 2, params["x"] * params["x"])
 
 
 @claim("fake.square_is_two", parameters=st.fixed_dictionaries({"x": st.integers(-5, 5)}),
-       expect="refuted", examples={"quick": 3, "thorough": 4})
+       expect="refuted", examples={"quick": 3, "thorough": 4}, origin="")
 def square_is_two(params, ctx):
     """x² = 2 for integers (false: the tool must refute it)."""
     return close(float(params["x"] ** 2), 2.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import sys
@@ -14,9 +15,19 @@ from .claim import Claim
 THEORIES = ("single_location", "attention_paths", "conditional_mean")
 
 
+def concise_theories(module: ModuleType) -> list:
+    """The :class:`attnverify.Theory` objects (the concise form) at the top level of ``module``."""
+    from ..theory_form import Theory
+
+    return [value for value in vars(module).values() if isinstance(value, Theory)]
+
+
 def claims_in_module(module: ModuleType) -> list[Claim]:
-    """Every :class:`Claim` defined at the top level of ``module``, in definition order."""
+    """Every :class:`Claim` defined at the top level of ``module``, and those of every concise
+    :class:`attnverify.Theory` in it, in definition order."""
     found = [value for value in vars(module).values() if isinstance(value, Claim)]
+    for theory in concise_theories(module):
+        found += [c for c in theory.claims if all(c is not f for f in found)]
     names = [c.name for c in found]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -32,12 +43,20 @@ def builtin_claims() -> list[Claim]:
     return [c for theory in BUILTIN for c in theory.claim_list()]
 
 
+_LOADED: dict[Path, tuple[bytes, ModuleType]] = {}
+
+
 def load_user_module(path: str | Path) -> ModuleType:
-    """Import a theorist's own ``FILE.py`` (outside the package) so its claims can be run. Its folder goes
-    first on ``sys.path``, as ``python FILE.py`` would put it, so the file can import its sibling modules."""
+    """Import a theorist's own ``FILE.py`` (outside the package) so its claims can be run: once per process, and
+    again only when the file's content changed. Its folder goes first on ``sys.path``, as ``python FILE.py`` would
+    put it, so the file can import its sibling modules."""
     path = Path(path).resolve()
     if not path.is_file() or path.suffix != ".py":
         raise ValueError(f"FILE must be an existing .py file, got {str(path)!r}")
+    content = hashlib.sha256(path.read_bytes()).digest()
+    loaded = _LOADED.get(path)
+    if loaded is not None and loaded[0] == content:
+        return loaded[1]
     if str(path.parent) not in sys.path:
         sys.path.insert(0, str(path.parent))
     module_name = f"attnverify_user_{path.stem}"
@@ -46,5 +65,10 @@ def load_user_module(path: str | Path) -> ModuleType:
         raise ValueError(f"cannot import {str(path)!r} as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
+    _LOADED[path] = (content, module)
     return module

@@ -8,9 +8,12 @@ file run by ``attnverify verify FILE.py``. The check receives the drawn paramete
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
+import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Literal
 
 import numpy as np
@@ -48,7 +51,55 @@ def examples_needed(exposed_fraction: float, miss_probability: float = 0.01) -> 
 DEFAULT_EXAMPLES = {"quick": examples_needed(0.2), "thorough": examples_needed(0.05)}
 """Examples per profile of a claim that does not say: a flaw showing on 20% of the parameters is found
 with probability 99% in the quick profile (21 examples), one showing on 5% in the thorough one (90)."""
-_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
+_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$")
+_PACKAGE = str(Path(__file__).resolve().parent.parent)
+
+#: hypothesis strategies that never draw a dict: a claim's parameters given as one of these is a mistake
+_SCALAR_STRATEGIES = {"floats", "integers", "booleans", "text", "characters", "lists", "tuples", "complex_numbers",
+                      "decimals", "fractions", "binary", "none", "sets", "frozensets", "dates", "datetimes",
+                      "from_regex", "uuids", "emails", "arrays"}
+
+
+def check_name(name: Any) -> str:
+    """``name`` if it is a claim's name (``theory.name``: a lower_snake_case theory, then identifiers, the papers'
+    capitals allowed), else a ValueError saying so."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"claim name must be theory.name: a lower_snake_case theory, then identifiers (the papers' "
+                         f"capitals allowed, e.g. 'attention_paths.U_independent_of_T'), got {name!r}")
+    return name
+
+
+def claim_parameters(parameters: Any, name: str) -> st.SearchStrategy:
+    """A claim's parameter strategy: a dict of name → strategy (as ``st.fixed_dictionaries`` takes it, keys the
+    check's parameter names), or a strategy that draws such dicts. A strategy that can only draw scalars, a dict
+    entry that is not a strategy, or anything else is refused here, at definition, naming the claim."""
+    if isinstance(parameters, dict):
+        bad = {k: v for k, v in parameters.items() if not isinstance(v, st.SearchStrategy)}
+        keys = [k for k in parameters if not isinstance(k, str) or not k.isidentifier()]
+        if keys:
+            raise ValueError(f"claim {name!r}: parameter names must be identifiers, got {keys}")
+        if bad:
+            raise TypeError(f"claim {name!r}: every parameter needs a hypothesis strategy; "
+                            + "; ".join(f"{k}={v!r} is a {type(v).__name__} (st.just({v!r}) for a constant)"
+                                        for k, v in bad.items()))
+        return st.fixed_dictionaries(parameters)
+    if not isinstance(parameters, st.SearchStrategy):
+        raise TypeError(f"claim {name!r}: parameters must be a dict of name → hypothesis strategy (or "
+                        f"st.fixed_dictionaries({{...}})), got {type(parameters).__name__}")
+    maker = getattr(getattr(parameters, "function", None), "__name__", None)
+    if maker in _SCALAR_STRATEGIES and not getattr(parameters, "_transformations", ()):  # .map may make a dict
+        raise TypeError(f"claim {name!r}: parameters=st.{maker}(...) draws one value with no name; give a dict "
+                        f"of named strategies, e.g. parameters={{'x': st.{maker}(...)}}")
+    return parameters
+
+
+def _origin(check: Callable) -> str:
+    """The user's file a check was written in ("" for the package's own claims)."""
+    try:
+        path = str(Path(inspect.getsourcefile(check) or "").resolve())
+    except (TypeError, OSError):
+        return ""
+    return "" if not path or path.startswith(_PACKAGE) else path
 
 
 @dataclass(frozen=True)
@@ -76,7 +127,8 @@ class Claim:
     ``name`` is namespaced by theory (``single_location.oracle_risk``). ``expect`` is
     ``"holds"`` for a theorem, ``"refuted"`` for a statement the tool is meant to disprove, and
     ``"inconclusive"`` for one the run is known to be too small to decide (say why in the statement).
-    ``examples`` gives how many parameter draws each profile makes.
+    ``examples`` gives how many parameter draws each profile makes. ``origin`` is the user's file the claim
+    was written in ("" for a built-in): its replay is ``attnverify verify ORIGIN --only NAME``.
     """
 
     name: str
@@ -87,13 +139,10 @@ class Claim:
     expect: Literal["holds", "refuted", "inconclusive"] = "holds"
     examples: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_EXAMPLES))
     shrink_budget: int = 40
+    origin: str = ""
 
     def __post_init__(self) -> None:
-        if not _NAME.match(self.name):
-            raise ValueError(
-                f"claim name must be dotted lower_snake_case namespaced by theory "
-                f"(e.g. 'single_location.oracle_risk'), got {self.name!r}"
-            )
+        check_name(self.name)
         if self.expect not in EXPECTATIONS:
             raise ValueError(f"expect must be one of {EXPECTATIONS}, got {self.expect!r}")
         if isinstance(self.shrink_budget, bool) or not isinstance(self.shrink_budget, int) or self.shrink_budget < 0:
@@ -103,9 +152,7 @@ class Claim:
             raise ValueError(f"examples must be a dict of profile → count, got {self.examples!r}")
         if not callable(self.check):
             raise TypeError(f"check must be callable (params, ctx) -> Evidence, got {self.check!r}")
-        if not isinstance(self.parameters, st.SearchStrategy):
-            raise TypeError(f"parameters must be a hypothesis strategy (e.g. st.fixed_dictionaries({{...}})), "
-                            f"got {type(self.parameters).__name__}")
+        object.__setattr__(self, "parameters", claim_parameters(self.parameters, self.name))
         for profile in PROFILES:
             count = self.examples.get(profile)
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
@@ -115,22 +162,40 @@ class Claim:
     def theory(self) -> str:
         return self.name.split(".", 1)[0]
 
+    @property
+    def replay_command(self) -> str:
+        """The command that runs this claim: ``attnverify verify FILE`` for a user's file, else ``attnverify check``."""
+        return f"attnverify verify {shlex.quote(self.origin)}" if self.origin else "attnverify check"
+
+    def __repr__(self) -> str:
+        return f"<Claim {self.name} (expect {self.expect}){' from ' + self.origin if self.origin else ''}>"
+
+    def _repr_markdown_(self) -> str:
+        return (f"**{self.name}** (expected: {self.expect})\n\n{self.statement}"
+                + (f"\n\nSource: {self.source}" if self.source else "")
+                + f"\n\nRun it: `{self.replay_command} --only {self.name}`")
+
 
 def claim(
     name: str,
     *,
-    parameters: st.SearchStrategy,
+    parameters: st.SearchStrategy | dict,
     statement: str | None = None,
     source: str = "",
     expect: Literal["holds", "refuted", "inconclusive"] = "holds",
     examples: dict[str, int] | None = None,
     shrink_budget: int = 40,
+    origin: str | None = None,
 ) -> Callable[[Callable[[dict, Context], Evidence]], Claim]:
     """Decorator turning ``check(params, ctx) -> Evidence`` into a :class:`Claim`.
 
     The statement defaults to the check's docstring; ``examples`` (per profile) defaults to
-    :data:`DEFAULT_EXAMPLES`, which follows :func:`examples_needed`.
+    :data:`DEFAULT_EXAMPLES`, which follows :func:`examples_needed`. ``parameters``: a dict of name → strategy
+    or a strategy drawing such dicts; name and parameters are checked here, at definition. ``origin``: the file
+    its replay runs (default: the check's file when it is outside the package, "" for a built-in).
     """
+    check_name(name)
+    parameters = claim_parameters(parameters, name)
 
     def wrap(check: Callable[[dict, Context], Evidence]) -> Claim:
         text = statement or " ".join((check.__doc__ or "").split())
@@ -145,6 +210,7 @@ def claim(
             expect=expect,
             examples=dict(examples or DEFAULT_EXAMPLES),
             shrink_budget=shrink_budget,
+            origin=_origin(check) if origin is None else origin,
         )
 
     return wrap

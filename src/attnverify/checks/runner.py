@@ -124,8 +124,11 @@ class ClaimResult:
 
     @property
     def replay_command(self) -> str:
+        """What reruns this result: ``attnverify verify FILE`` for a claim from a user's file (wherever it was run:
+        CLI, notebook, pytest), else the run's command; then the claim, profile, backend, seed and examples."""
+        command = self.claim.replay_command if self.claim.origin else self.command
         return (
-            f"{self.command} --only {self.claim.name} --profile {self.profile} "
+            f"{command} --only {self.claim.name} --profile {self.profile} "
             f"--backend {self.backend} --seed {self.seed}"
             + (f" --examples {self.requested_examples}" if self.requested_examples is not None else "")
         )

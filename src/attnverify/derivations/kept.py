@@ -54,9 +54,11 @@ def _enabled() -> bool:
     return os.environ.get(ENVIRONMENT_VARIABLE, "1") != "0"
 
 
-def kept_path(function: Callable) -> Path:
-    """The file that keeps ``function``'s derivation for this fingerprint."""
-    return cache_directory("derivations", fingerprint()) / f"{function.__module__}.{function.__qualname__}.pickle"
+def kept_path(function: Callable, key: str | None = None) -> Path:
+    """The file that keeps ``function``'s derivation for this fingerprint (``key``: its name, for a derivation of
+    a user's file, which names the file's content)."""
+    name = key or f"{function.__module__}.{function.__qualname__}"
+    return cache_directory("derivations", fingerprint()) / f"{name}.pickle"
 
 
 def _loaded(data: bytes, evaluated: bool) -> sympy.Basic:
@@ -117,15 +119,16 @@ def _write(path: Path, derivation: Derivation) -> None:
         pass
 
 
-def kept_derivation(function: Callable[[], Derivation]) -> Callable[[], Derivation]:
+def kept_derivation(function: Callable[[], Derivation], key: str | None = None) -> Callable[[], Derivation]:
     """``function`` (no arguments, returns a :class:`Derivation`) derived once per code version, kept in the
-    process and on disk."""
+    process and on disk. ``key`` names it on disk instead of its module and name: a user's derivation gives one
+    that holds its file's content hash, so an edited file derives afresh."""
 
     @functools.lru_cache(maxsize=None)
     def kept() -> Derivation:
         if not _enabled():
             return function()
-        path = kept_path(function)
+        path = kept_path(function, key)
         value = _read(path)
         if value is None:
             value = function()
@@ -134,5 +137,6 @@ def kept_derivation(function: Callable[[], Derivation]) -> Callable[[], Derivati
 
     kept.derive = function  # the derivation itself, never read from disk
     functools.update_wrapper(kept, function)
-    KEPT.append(kept)
+    if key is None:  # the package's own (a user's are tested by the user's verify)
+        KEPT.append(kept)
     return kept

@@ -1,0 +1,520 @@
+"""The concise form of a theory: one object whose decorators register derivations, claims and figures.
+
+    from attnverify import Theory, st, within_error
+
+    theory = Theory("partition")
+
+    @theory.derivation(source="this note")
+    def mean(step):                       # step = DerivationRecorder.step, checked step by step
+        ...
+        step("Insert", Eq(E, L * exp(sigma**2 / 2)), name="partition_mean")
+
+    @theory.claim(L=st.integers(2, 64), sigma=st.floats(0.1, 3.0))
+    def jensen_gap(L, sigma, ctx):        # named arguments, as hypothesis's @given; ctx (or rng) if asked for
+        ...
+
+    @theory.monte_carlo(expected=lambda L, sigma: mean.evaluator("partition_mean")(L=L, sigma=sigma),
+                        relative=0.01, figure=dict(sigma=np.linspace(0.1, 1.5, 8), L=16),
+                        L=st.integers(2, 64), sigma=st.floats(0.1, 1.0))
+    def mean_matches_monte_carlo(rng, n, L, sigma):   # n draws of the quantity whose mean is `expected`
+        ...
+
+A claim is named ``<theory>.<function name>`` and remembers the file it came from (its replay is ``attnverify
+verify FILE --only NAME``). Derivations are derived once per process and kept on disk per file content (a changed
+file derives afresh, :mod:`attnverify.derivations.kept`). The report's section is made from the file's docstring,
+its derivations and its figures; ``attnverify verify FILE`` and ``report --with FILE`` find the object by itself.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import hashlib
+import inspect
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+from hypothesis import strategies as st
+
+from .checks.claim import Claim, claim_parameters
+from .checks.evidence import Evidence, within_error
+
+#: options of :meth:`Theory.claim` (every other keyword is a parameter's strategy)
+CLAIM_OPTIONS = ("name", "statement", "source", "expect", "examples", "shrink_budget")
+#: options of :meth:`Theory.monte_carlo` besides those of a claim
+MONTE_CARLO_OPTIONS = ("expected", "resolution", "relative", "budget", "figure", "xlabel", "ylabel")
+
+_SCALES: contextvars.ContextVar[list | None] = contextvars.ContextVar("attnverify_rounding_scales", default=None)
+
+
+def _caller_file(depth: int = 2) -> str:
+    import sys
+
+    return str(Path(sys._getframe(depth).f_code.co_filename).resolve())
+
+
+def _identifier(kind: str, name: str) -> str:
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"{kind} must be a Python identifier, got {name!r}")
+    return name
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# derivations
+# ---------------------------------------------------------------------------------------------------------------
+
+class DerivedFunction:
+    """A derivation's named result as a function of its free symbols, called by keyword (``f(L=4, sigma=0.5)``),
+    with numpy arrays or scalars; code-generated from the sympy expression (:func:`~attnverify.derivations.codegen.
+    evaluator`). Inside a Monte Carlo claim it also reports the round-off scale of its terms
+    (:func:`~attnverify.derivations.rounding.rounding_scale`), so an exact zero is compared up to round-off."""
+
+    def __init__(self, derivation_name: str, result: str, expression):
+        import sympy
+
+        self.derivation_name, self.result, self.expression = derivation_name, result, expression
+        self.symbols = tuple(sorted(expression.free_symbols, key=lambda s: s.name))
+        self.names = tuple(s.name for s in self.symbols)
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"result {result!r} of {derivation_name} has two symbols of one name: {self.names}")
+        self._sympy = sympy
+
+    @functools.cached_property
+    def _evaluate(self):
+        from .derivations.codegen import evaluator
+
+        return evaluator(self.expression, list(self.symbols))
+
+    @functools.cached_property
+    def _scale(self):
+        from .derivations.rounding import rounding_scale
+
+        return rounding_scale(self.expression, list(self.symbols))
+
+    def _arguments(self, values: dict) -> list:
+        missing = [n for n in self.names if n not in values]
+        extra = [n for n in values if n not in self.names]
+        if missing or extra:
+            raise TypeError(f"{self.derivation_name}.{self.result} takes {', '.join(self.names) or 'no arguments'}"
+                            + (f"; missing {', '.join(missing)}" if missing else "")
+                            + (f"; no symbol named {', '.join(extra)}" if extra else ""))
+        return [values[n] for n in self.names]
+
+    def __call__(self, **values):
+        arguments = self._arguments(values)
+        value = self._evaluate(*arguments)
+        recording = _SCALES.get()
+        if recording is not None:
+            recording.append((value, self._scale(*arguments)))
+        return value
+
+    def scale(self, **values):
+        """The round-off scale of the result's terms at ``values`` (the size of what was summed to make it)."""
+        return self._scale(*self._arguments(values))
+
+    def __repr__(self) -> str:
+        return f"<{self.derivation_name}.{self.result}({', '.join(self.names)}) = {self.expression}>"
+
+
+class DerivationHandle:
+    """A derivation registered with :meth:`Theory.derivation`: call it for the
+    :class:`~attnverify.derivations.derivation.Derivation` (derived once per process, kept on disk per file
+    content), ``.evaluator(name)`` for a named result as a :class:`DerivedFunction`."""
+
+    def __init__(self, theory: "Theory", function: Callable, source: str, title: str | None):
+        from .derivations.kept import kept_derivation
+
+        self.theory, self.function, self.source = theory, function, source
+        self.name = f"{theory.name}.{function.__name__}"
+        doc = " ".join((function.__doc__ or "").split())
+        self.title = title or doc.split(". ")[0].rstrip(".") or function.__name__.replace("_", " ")
+        self._kept = kept_derivation(self._derive, key=f"{theory.content_key}.{self.name}")
+        self._functions: dict[str, DerivedFunction] = {}
+
+    def _derive(self):
+        from .derivations.derivation import DerivationRecorder
+
+        recorder = DerivationRecorder(self.name, self.title, self.source)
+        self.function(recorder.step)
+        derivation = recorder.finish()
+        if not derivation.steps:
+            raise ValueError(f"derivation {self.name} recorded no step: call step(description, expression) in it")
+        return derivation
+
+    def __call__(self):
+        return self._kept()
+
+    def result(self, name: str):
+        return self().result(name)
+
+    def evaluator(self, name: str) -> DerivedFunction:
+        """The named result ``name`` (``step(..., name=name)``) as a function of its free symbols, by keyword."""
+        if name not in self._functions:
+            results = [s.name for s in self().steps if s.name]
+            if name not in results:
+                raise KeyError(f"derivation {self.name} has no result named {name!r}; its results: "
+                               f"{', '.join(results) or 'none (give a step name=...)'}")
+            expression = self.result(name)
+            expression = getattr(expression, "rhs", expression)
+            self._functions[name] = DerivedFunction(self.name, name, expression)
+        return self._functions[name]
+
+    def __repr__(self) -> str:
+        return f"<derivation {self.name}: {self.title}>"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# figures
+# ---------------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TheoryVsSimulation:
+    """What a figure function returns: a theory curve (``theory`` at ``theory_x``, default ``x``) against Monte
+    Carlo estimates (mean ± SE, :class:`~attnverify.numerics.statistics.Estimate`) at ``x``. The report draws it
+    (error bars ± 2 SE) and puts every number in results.json. Non-finite values are refused by name."""
+
+    x: Any
+    estimates: list
+    theory: Any
+    caption: str
+    theory_x: Any = None
+    xlabel: str = "x"
+    ylabel: str = "value"
+
+    def __post_init__(self) -> None:
+        for label, values in (("x", self.x), ("theory", self.theory), ("theory_x", self.theory_x),
+                              ("estimates' means", [getattr(e, "mean", np.nan) for e in self.estimates]),
+                              ("estimates' standard errors", [getattr(e, "standard_error", np.nan)
+                                                              for e in self.estimates])):
+            if values is None:
+                continue
+            array = np.asarray(values, dtype=float).ravel()
+            bad = np.flatnonzero(~np.isfinite(array))
+            if bad.size:
+                raise ValueError(f"figure {self.caption[:40]!r}: {label} must be finite numbers; entry {bad[0]} is "
+                                 f"{array[bad[0]]} ({bad.size} of {array.size} not finite)")
+        if len(self.estimates) != len(np.ravel(self.x)):
+            raise ValueError(f"figure {self.caption[:40]!r}: {len(self.estimates)} estimates for {len(np.ravel(self.x))} x")
+        if len(np.ravel(self.theory)) != len(np.ravel(self.x if self.theory_x is None else self.theory_x)):
+            raise ValueError(f"figure {self.caption[:40]!r}: theory has {len(np.ravel(self.theory))} values for "
+                             f"{len(np.ravel(self.x if self.theory_x is None else self.theory_x))} theory_x")
+
+
+@dataclass
+class _Figure:
+    name: str
+    make: Callable[[np.random.Generator], TheoryVsSimulation]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the theory
+# ---------------------------------------------------------------------------------------------------------------
+
+def _signature_call(function: Callable, names: tuple[str, ...], what: str) -> Callable[[dict, Any], Any]:
+    """``(params, ctx) -> function(**params[, ctx=ctx][, rng=ctx.rng])``, its arguments checked now, by name."""
+    parameters = inspect.signature(function).parameters
+    wants = [n for n, p in parameters.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    extra_ok = {"ctx", "rng"}
+    missing = [n for n in wants if n not in names and n not in extra_ok
+               and parameters[n].default is inspect.Parameter.empty]
+    unused = [n for n in names if n not in wants] if not any(
+        p.kind == p.VAR_KEYWORD for p in parameters.values()) else []
+    if missing or unused:
+        raise TypeError(f"{what} {function.__name__}: "
+                        + "; ".join(([f"argument(s) {', '.join(missing)} have no strategy (give "
+                                      + ", ".join(f"{n}=st.…" for n in missing) + ")"] if missing else [])
+                                    + ([f"strateg(y/ies) {', '.join(unused)} name no argument of it"] if unused else [])))
+    with_ctx, with_rng = "ctx" in wants, "rng" in wants
+
+    def call(p: dict, ctx) -> Any:
+        extra = {}
+        if with_ctx:
+            extra["ctx"] = ctx
+        if with_rng:
+            extra["rng"] = ctx.rng
+        return function(**p, **extra)
+
+    return call
+
+
+def _strategies(strategies: dict, options: tuple[str, ...], what: str) -> dict:
+    bad = {n: v for n, v in strategies.items() if not isinstance(v, st.SearchStrategy)}
+    if bad:
+        raise TypeError(f"{what}: every keyword other than {', '.join(options)} is a parameter and needs a hypothesis "
+                        "strategy; " + "; ".join(f"{n}={v!r} is a {type(v).__name__} (st.just({v!r}) for a constant)"
+                                                 for n, v in bad.items()))
+    return strategies
+
+
+class Theory:
+    """A theory of one's own, in one file: ``theory = Theory("name")`` and its decorators
+    (:meth:`derivation`, :meth:`claim`, :meth:`monte_carlo`, :meth:`figure`). ``title`` defaults to the first
+    line of the file's docstring, ``introduction`` to the rest of it."""
+
+    def __init__(self, name: str, *, title: str | None = None, introduction: str | None = None, source: str = ""):
+        if not isinstance(name, str) or not name.isidentifier() or name != name.lower():
+            raise ValueError(f"Theory name must be a lower_snake_case identifier (the claims are named name.…), "
+                             f"got {name!r}")
+        self.name, self.source = name, source
+        self.file = _caller_file()
+        self._title, self._introduction = title, introduction
+        self.derivations: list[DerivationHandle] = []
+        self.claims: list[Claim] = []
+        self.figures: list[_Figure] = []
+
+    # -- identity -------------------------------------------------------------------------------------------
+    @functools.cached_property
+    def content_key(self) -> str:
+        """SHA-256 (16 hex digits) of the defining file's bytes: the disk keeps derivations per file content."""
+        try:
+            return hashlib.sha256(Path(self.file).read_bytes()).hexdigest()[:16]
+        except OSError:
+            return "unsaved"
+
+    def _docstring(self) -> str:
+        import sys
+
+        module = next((m for m in list(sys.modules.values())
+                       if getattr(m, "__file__", None) and _same_file(m.__file__, self.file)), None)
+        return inspect.cleandoc(getattr(module, "__doc__", None) or "")
+
+    @property
+    def title(self) -> str:
+        return self._title or self._docstring().partition("\n")[0].strip() or self.name
+
+    @property
+    def introduction(self) -> str:
+        if self._introduction is not None:
+            return self._introduction
+        doc = self._docstring()
+        return doc.partition("\n")[2].strip() if not self._title else doc
+
+    # -- registration ---------------------------------------------------------------------------------------
+    def derivation(self, function: Callable | None = None, *, source: str = "", title: str | None = None):
+        """Register ``function(step)``, which records the derivation's steps with ``step(description, expression,
+        name=…, kind=…)`` (:meth:`~attnverify.derivations.derivation.DerivationRecorder.step`). Returns a
+        :class:`DerivationHandle`."""
+
+        def register(function: Callable) -> DerivationHandle:
+            handle = DerivationHandle(self, function, source, title)
+            if any(d.name == handle.name for d in self.derivations):
+                raise ValueError(f"theory {self.name} already has a derivation named {function.__name__}")
+            self.derivations.append(handle)
+            return handle
+
+        return register if function is None else register(function)
+
+    def _add(self, claim: Claim) -> Claim:
+        if any(c.name == claim.name for c in self.claims):
+            raise ValueError(f"theory {self.name} already has a claim named {claim.name}")
+        self.claims.append(claim)
+        return claim
+
+    def claim(self, function: Callable | None = None, *, name: str | None = None, statement: str | None = None,
+              source: str = "", expect: str = "holds", examples: dict | None = None, shrink_budget: int = 40,
+              **strategies: st.SearchStrategy):
+        """Register ``function(**parameters[, ctx][, rng]) -> Evidence`` as the claim ``<theory>.<name>`` (the
+        function's name by default), its parameters drawn from the keyword strategies as hypothesis's ``@given``
+        has them. The statement is the docstring. Returns the :class:`~attnverify.checks.claim.Claim`."""
+        strategies = _strategies(strategies, CLAIM_OPTIONS, f"claim of theory {self.name}")
+
+        def register(function: Callable) -> Claim:
+            call = _signature_call(function, tuple(strategies), "claim")
+            text = _statement(statement, function, name)
+            return self._add(Claim(name=f"{self.name}.{name or function.__name__}", statement=text,
+                                   parameters=claim_parameters(strategies, f"{self.name}.{function.__name__}"),
+                                   check=call, source=source or self.source, expect=expect,
+                                   examples=dict(examples) if examples else _default_examples(),
+                                   shrink_budget=shrink_budget, origin=self.file))
+
+        return register if function is None else register(function)
+
+    def monte_carlo(self, function: Callable | None = None, *, expected: Callable, resolution: float | None = None,
+                    relative: float | None = None, budget: int = 1_000_000, figure: dict | None = None,
+                    xlabel: str | None = None, ylabel: str = "value", name: str | None = None,
+                    statement: str | None = None, source: str = "", expect: str = "holds",
+                    examples: dict | None = None, shrink_budget: int = 40, **strategies: st.SearchStrategy):
+        """The common claim: E[``function(rng, n, **parameters)``] equals ``expected(**parameters)``.
+
+        ``function`` returns n i.i.d. draws; they are drawn in batches until 5 SE resolve an error of
+        ``resolution`` + ``relative``·(the size of the expected value's terms: |expected| unless they cancel) (:func:`~attnverify.numerics.sized.sized_mean`, at most ``budget``
+        draws; short of it the example is inconclusive), then compared within 5 SE and the round-off of the
+        derivations' terms (:func:`~attnverify.checks.evidence.within_error` with their rounding scale).
+        ``figure``: the parameters of a theory-vs-simulation figure, one of them an array (the axis), the rest
+        fixed, e.g. ``dict(sigma=np.linspace(0.1, 1.5, 8), L=16)``."""
+        strategies = _strategies(strategies, CLAIM_OPTIONS + MONTE_CARLO_OPTIONS, f"monte_carlo of theory {self.name}")
+        if not callable(expected):
+            raise TypeError(f"expected must be a function of the parameters ({', '.join(strategies)}), got {expected!r}")
+        if resolution is None and relative is None:
+            raise ValueError("monte_carlo needs the smallest error it must resolve: resolution= (absolute) and/or "
+                             "relative= (a fraction of |expected|)")
+        for label, value in (("resolution", resolution), ("relative", relative)):
+            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{label} must be a positive finite number, got {value!r}")
+
+        def register(function: Callable) -> Claim:
+            names = tuple(strategies)
+            theory_side = _signature_call(expected, names, "expected")
+            simulate = _simulator(function, names)
+            axis = _figure_axis(figure, names, function.__name__) if figure is not None else None
+
+            def check(p: dict, ctx) -> Evidence:
+                return _compare(theory_side, simulate, p, ctx, resolution, relative, budget)
+
+            text = _statement(statement, function, name)
+            made = self._add(Claim(name=f"{self.name}.{name or function.__name__}", statement=text,
+                                   parameters=claim_parameters(strategies, f"{self.name}.{function.__name__}"),
+                                   check=check, source=source or self.source, expect=expect,
+                                   examples=dict(examples) if examples else _default_examples(),
+                                   shrink_budget=shrink_budget, origin=self.file))
+            if axis is not None:
+                self.figures.append(_Figure(made.name.split(".", 1)[1], functools.partial(
+                    _sweep, theory_side, simulate, figure, axis, resolution, relative, budget,
+                    xlabel or axis, ylabel, text)))
+            return made
+
+        return register if function is None else register(function)
+
+    def figure(self, function: Callable[..., TheoryVsSimulation]) -> Callable:
+        """Register ``function(rng) -> TheoryVsSimulation`` as a figure of the section (the report draws it)."""
+        if len(inspect.signature(function).parameters) != 1:
+            raise TypeError(f"figure {function.__name__} must take one argument, the random generator (rng)")
+        self.figures.append(_Figure(function.__name__, function))
+        return function
+
+    # -- what the pipeline reads ----------------------------------------------------------------------------
+    def derivation_list(self) -> list:
+        return [d() for d in self.derivations]
+
+    def build_section(self, out_dir, *, profile, backend, seed, progress, store=None):
+        """The section: title, the file's docstring, its derivations and its figures (each drawn from a random
+        generator seeded by the run's seed and the figure's name)."""
+        from .report.figures import theory_vs_simulation
+        from .report.section import Section
+
+        figures = []
+        for number, item in enumerate(self.figures):
+            progress(f"{self.name}: figure {item.name}")
+            rng = np.random.default_rng([seed, number])
+            data = item.make(rng)
+            if not isinstance(data, TheoryVsSimulation):
+                raise TypeError(f"figure {item.name} of theory {self.name} must return a TheoryVsSimulation, got "
+                                f"{type(data).__name__}")
+            figures.append(theory_vs_simulation(out_dir, f"{self.name}_{item.name}.png", x=data.x,
+                                                theory=data.theory, theory_x=data.theory_x, estimates=data.estimates,
+                                                xlabel=data.xlabel, ylabel=data.ylabel, caption=data.caption))
+        return Section(theory=self.name, title=self.title, introduction=self.introduction,
+                       derivations=self.derivation_list(), figures=figures)
+
+    def __repr__(self) -> str:
+        return (f"<Theory {self.name}: {len(self.derivations)} derivation(s), {len(self.claims)} claim(s), "
+                f"{len(self.figures)} figure(s), from {self.file}>")
+
+
+def _statement(statement: str | None, function: Callable, name: str | None) -> str:
+    text = statement or " ".join((function.__doc__ or "").split())
+    if not text:
+        raise ValueError(f"claim {name or function.__name__} needs a statement: statement=\"...\" or a docstring")
+    return text
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
+
+
+def _default_examples() -> dict:
+    from .checks.claim import DEFAULT_EXAMPLES
+
+    return dict(DEFAULT_EXAMPLES)
+
+
+def _simulator(function: Callable, names: tuple[str, ...]) -> Callable:
+    parameters = list(inspect.signature(function).parameters)
+    if parameters[:2] != ["rng", "n"] or sorted(parameters[2:]) != sorted(names):
+        raise TypeError(f"monte_carlo {function.__name__} must take (rng, n, {', '.join(names)}): n draws for the "
+                        f"parameters; it takes ({', '.join(parameters)})")
+    return function
+
+
+def _figure_axis(figure: dict, names: tuple[str, ...], what: str) -> str:
+    if not isinstance(figure, dict) or sorted(figure) != sorted(names):
+        raise ValueError(f"figure of {what} must give every parameter ({', '.join(names)}): one as an array (the "
+                         f"axis), the rest as numbers; got {figure!r}")
+    axes = [n for n, v in figure.items() if np.ndim(v) == 1]
+    if len(axes) != 1 or len(figure[axes[0]]) < 2:
+        raise ValueError(f"figure of {what}: exactly one parameter must be an array of ≥ 2 values (the axis), "
+                         f"got {axes or 'none'}")
+    return axes[0]
+
+
+def _expected(theory_side: Callable, p: dict, ctx) -> tuple[float, float | None]:
+    """``expected(**p)`` and the round-off scale the derivations' terms carry into it (None when it used none):
+    the largest of each evaluator's term scale, carried through the factor between its value and the result,
+    and never above |result| where the evaluator's value is below its own round-off."""
+    token = _SCALES.set([])
+    try:
+        value = float(theory_side(p, ctx))
+        used = _SCALES.get()
+    finally:
+        _SCALES.reset(token)
+    if not used:
+        return value, None
+    scales = []
+    for inner, scale in used:
+        inner, scale = float(np.max(np.abs(inner))), float(np.max(np.abs(scale)))
+        scales.append(scale * max(1.0, abs(value) / max(inner, scale, np.finfo(float).tiny)))
+    return value, max(scales)
+
+
+def _size(value: float, scale: float | None) -> float:
+    """What a relative resolution is relative to: the size of the expected value's terms (|expected| itself unless
+    they cancel, as sin θ + (π − θ) cos θ does at θ = π, where a fraction of |expected| would ask for ever more
+    draws)."""
+    return max(abs(value), scale or 0.0)
+
+
+def _compare(theory_side, simulate, p, ctx, resolution, relative, budget) -> Evidence:
+    from .numerics.sized import sized_mean
+
+    expected, scale = _expected(theory_side, p, ctx)
+    estimate = sized_mean(lambda rng, n: simulate(rng, n, **p), ctx.rng, resolution=resolution,
+                          relative_resolution=relative, reference=_size(expected, scale) if relative else None,
+                          budget=budget)
+    return within_error(expected, estimate, scale=scale, figures=estimate.sizing())
+
+
+def _sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xlabel, ylabel, statement,
+           rng) -> TheoryVsSimulation:
+    """The theory-vs-simulation figure of a Monte Carlo claim along its axis (the others fixed)."""
+    from types import SimpleNamespace
+
+    from .numerics.sized import sized_mean
+
+    xs = np.asarray(figure[axis], dtype=float)
+    fixed = {n: v for n, v in figure.items() if n != axis}
+    ctx = SimpleNamespace(rng=rng)
+    fine = np.linspace(xs.min(), xs.max(), 100)
+    estimates, theory = [], []
+    integer = isinstance(figure[axis][0], (int, np.integer))
+    for x in xs:
+        p = {**fixed, axis: int(x) if integer else float(x)}
+        value, scale = _expected(theory_side, p, ctx)
+        estimates.append(sized_mean(lambda r, n: simulate(r, n, **p), rng, resolution=resolution,
+                                    relative_resolution=relative, reference=_size(value, scale) if relative else None,
+                                    budget=budget))
+    theory_x = xs if integer else fine
+    theory = [float(theory_side({**fixed, axis: int(x) if integer else float(x)}, ctx)) for x in theory_x]
+    draws = [e.samples for e in estimates]
+    size = (f"{resolution:g}" if resolution else "") + (" + " if resolution and relative else "") + \
+        (f"{relative:.0%} of the theory" if relative else "")
+    fixed_text = ", ".join(f"{n} = {v:g}" for n, v in fixed.items())
+    return TheoryVsSimulation(
+        x=xs, estimates=estimates, theory=theory, theory_x=theory_x, xlabel=xlabel, ylabel=ylabel,
+        caption=f"{statement} Line: theory; points: Monte Carlo ({fixed_text}), drawn until 5 SE ≤ {size} "
+                f"({min(draws):,}–{max(draws):,} draws per point).")
