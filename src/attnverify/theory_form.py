@@ -133,6 +133,7 @@ class DerivationHandle:
         self.title = title or doc.split(". ")[0].rstrip(".") or function.__name__.replace("_", " ")
         self._kept = kept_derivation(self._derive, key=f"{theory.content_key}.{self.name}")
         self._functions: dict[str, DerivedFunction] = {}
+        self.seconds: float | None = None  # what the first call cost this process (deriving, or reading the disk)
 
     def _derive(self):
         from .derivations.derivation import DerivationRecorder
@@ -145,6 +146,13 @@ class DerivationHandle:
         return derivation
 
     def __call__(self):
+        if self.seconds is None:
+            import time
+
+            start = time.perf_counter()
+            derivation = self._kept()
+            self.seconds = time.perf_counter() - start
+            return derivation
         return self._kept()
 
     def result(self, name: str):
@@ -240,6 +248,14 @@ def _signature_call(function: Callable, names: tuple[str, ...], what: str) -> Ca
     return call
 
 
+def _options_not_strategies(what: str, **options) -> None:
+    """An option given a strategy is a parameter that took an option's name: say so, by name."""
+    taken = [n for n, v in options.items() if isinstance(v, st.SearchStrategy)]
+    if taken:
+        raise TypeError(f"{', '.join(taken)} {'is an option' if len(taken) == 1 else 'are options'} of {what}, not a "
+                        f"parameter: rename the parameter")
+
+
 def _strategies(strategies: dict, options: tuple[str, ...], what: str) -> dict:
     bad = {n: v for n, v in strategies.items() if not isinstance(v, st.SearchStrategy)}
     if bad:
@@ -319,6 +335,8 @@ class Theory:
         """Register ``function(**parameters[, ctx][, rng]) -> Evidence`` as the claim ``<theory>.<name>`` (the
         function's name by default), its parameters drawn from the keyword strategies as hypothesis's ``@given``
         has them. The statement is the docstring. Returns the :class:`~attnverify.checks.claim.Claim`."""
+        _options_not_strategies("claim", name=name, statement=statement, source=source, expect=expect,
+                                examples=examples, shrink_budget=shrink_budget)
         strategies = _strategies(strategies, CLAIM_OPTIONS, f"claim of theory {self.name}")
 
         def register(function: Callable) -> Claim:
@@ -345,6 +363,10 @@ class Theory:
         derivations' terms (:func:`~attnverify.checks.evidence.within_error` with their rounding scale).
         ``figure``: the parameters of a theory-vs-simulation figure, one of them an array (the axis), the rest
         fixed, e.g. ``dict(sigma=np.linspace(0.1, 1.5, 8), L=16)``."""
+        _options_not_strategies("monte_carlo", expected=expected, resolution=resolution, relative=relative,
+                                budget=budget, figure=figure, xlabel=xlabel, ylabel=ylabel, name=name,
+                                statement=statement, source=source, expect=expect, examples=examples,
+                                shrink_budget=shrink_budget)
         strategies = _strategies(strategies, CLAIM_OPTIONS + MONTE_CARLO_OPTIONS, f"monte_carlo of theory {self.name}")
         if not callable(expected):
             raise TypeError(f"expected must be a function of the parameters ({', '.join(strategies)}), got {expected!r}")
@@ -395,6 +417,11 @@ class Theory:
         from .report.figures import theory_vs_simulation
         from .report.section import Section
 
+        derivations = self.derivation_list()
+        if derivations:
+            cost = sum(d.seconds or 0.0 for d in self.derivations)
+            progress(f"{self.name}: {len(derivations)} derivation(s), {sum(len(d.steps) for d in derivations)} steps, "
+                     f"{cost:.1f} s to derive or read in this process (once per process)")
         figures = []
         for number, item in enumerate(self.figures):
             progress(f"{self.name}: figure {item.name}")
@@ -407,7 +434,7 @@ class Theory:
                                                 theory=data.theory, theory_x=data.theory_x, estimates=data.estimates,
                                                 xlabel=data.xlabel, ylabel=data.ylabel, caption=data.caption))
         return Section(theory=self.name, title=self.title, introduction=self.introduction,
-                       derivations=self.derivation_list(), figures=figures)
+                       derivations=derivations, figures=figures)
 
     def __repr__(self) -> str:
         return (f"<Theory {self.name}: {len(self.derivations)} derivation(s), {len(self.claims)} claim(s), "

@@ -142,20 +142,20 @@ def test_the_rounding_scale_of_a_generated_expression_bounds_its_error():
 def test_the_relu_example_holds_at_theta_pi_and_its_steps_are_checked():
     """examples/relu_kernel.py, as the README has a user write it: θ = π with no bias budget, at the scales
     1e±100, and every step of its derivation decided (none unchecked, none failed)."""
-    import importlib.util
     from pathlib import Path
 
     from attnverify.checks.runner import evaluate
     from attnverify.derivations.steps import counts
 
-    path = Path(__file__).resolve().parents[2] / "examples" / "relu_kernel.py"
-    spec = importlib.util.spec_from_file_location("relu_kernel_example", path)
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    from attnverify.checks.catalogue import load_user_module
+
+    example = load_user_module(Path(__file__).resolve().parents[2] / "examples" / "relu_kernel.py")
+    claims = {c.name: c for c in example.theory.claims}
     for log_norm in (-100.0, 0.0, 100.0):
-        result = evaluate(example.kernel_matches_monte_carlo, {"theta": math.pi, "log_norm": log_norm}, 7 + OFFSET)
+        result = evaluate(claims["relu.kernel_matches_monte_carlo"], {"theta": math.pi, "log_norm": log_norm},
+                          7 + OFFSET)
         assert result.status == "holds", result.error or result.evidence.explain()
-        wrong = evaluate(example.kernel_with_one_over_pi, {"theta": 0.0, "log_norm": log_norm}, 7 + OFFSET)
+        wrong = evaluate(claims["relu.kernel_with_one_over_pi"], {"theta": 0.0, "log_norm": log_norm}, 7 + OFFSET)
         assert wrong.status == "refuted"
-    tally = counts(example.kernel_derivation().checks())
+    tally = counts(example.kernel().checks())
     assert tally["failed"] == 0 and tally["unchecked"] == 0 and tally["definition"] == 1, tally

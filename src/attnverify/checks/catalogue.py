@@ -23,11 +23,10 @@ def concise_theories(module: ModuleType) -> list:
 
 
 def claims_in_module(module: ModuleType) -> list[Claim]:
-    """Every :class:`Claim` defined at the top level of ``module``, and those of every concise
-    :class:`attnverify.Theory` in it, in definition order."""
-    found = [value for value in vars(module).values() if isinstance(value, Claim)]
-    for theory in concise_theories(module):
-        found += [c for c in theory.claims if all(c is not f for f in found)]
+    """The claims of every concise :class:`attnverify.Theory` in ``module``, then every other :class:`Claim` at
+    its top level, each in definition order."""
+    found = [c for theory in concise_theories(module) for c in theory.claims]
+    found += [value for value in vars(module).values() if isinstance(value, Claim) and all(value is not f for f in found)]
     names = [c.name for c in found]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

@@ -42,9 +42,17 @@ def magnitude(expression: sympy.Expr) -> sympy.Expr:
     if isinstance(e, sympy.Abs):
         return magnitude(e.args[0])
     if isinstance(e, sympy.Function) or e.is_Function:
-        return sympy.Abs(e) + sympy.Add(*(sympy.Abs(sympy.diff(e, u)) * magnitude(u) for u in e.args
+        return sympy.Abs(e) + sympy.Add(*(sympy.Abs(_partial(e, i)) * magnitude(u) for i, u in enumerate(e.args)
                                           if not u.is_Number))
     raise NotImplementedError(f"no rounding magnitude for {type(e).__name__}: {e}")
+
+
+def _partial(e: sympy.Expr, index: int) -> sympy.Expr:
+    """∂f/∂(argument ``index``) of f(u_1, …) at its arguments (which may be expressions, as in erfc(σ/√2))."""
+    slot = sympy.Dummy("u")
+    arguments = list(e.args)
+    arguments[index] = slot
+    return sympy.diff(e.func(*arguments), slot).subs(slot, e.args[index])
 
 
 def rounding_scale(expression: sympy.Expr, arguments: Sequence[sympy.Symbol], backend=None) -> Callable:

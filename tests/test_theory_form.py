@@ -1,0 +1,156 @@
+"""The concise theory form (attnverify.Theory): what a user writes, checked where they write it."""
+
+import json
+import math
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attnverify import Theory, TheoryVsSimulation, cli, st, within_error
+from attnverify.checks import claim, run_claim
+from attnverify.checks.catalogue import load_user_module
+from attnverify.numerics.statistics import Estimate
+from attnverify.theories import from_file
+
+TINY = textwrap.dedent('''
+    """Tiny: a Gaussian moment
+
+    E[exp(tZ)] = exp(t²/2), derived and checked.
+    """
+    import os
+
+    import numpy as np
+    from sympy import Eq, Integral, exp, oo, pi, sqrt, symbols
+    from attnverify import Theory, st
+
+    theory = Theory("tiny")
+    t, z, m = symbols("t z m", real=True)
+
+    @theory.derivation
+    def moment(step):
+        """The Gaussian moment generating function"""
+        with open(os.environ["TINY_COUNT"], "a") as f:
+            f.write("derived\\n")
+        integral = Integral(exp(t * z) * exp(-z**2 / 2) / sqrt(2 * pi), (z, -oo, oo))
+        step("Definition", Eq(m, integral), kind="definition")
+        step("Integrate", Eq(m, exp(t**2 / 2)), name="m")
+
+    def draws(rng, n, t):
+        """E[exp(tZ)] = exp(t²/2)."""
+        return np.exp(t * rng.standard_normal(n))
+
+    theory.monte_carlo(draws, expected=lambda t: moment.evaluator("m")(t=t), relative=0.02,
+                       figure=dict(t=np.linspace(0, 1, 4)), t=st.floats(0, 1))
+    theory.monte_carlo(draws, expected=lambda t: 1 + moment.evaluator("m")(t=t), relative=0.02, expect="refuted",
+                       name="off_by_one", statement="(False.) One more.", t=st.floats(0, 1))
+''')
+
+
+@pytest.fixture
+def tiny(tmp_path, monkeypatch):
+    path = tmp_path / "tiny.py"
+    path.write_text(TINY)
+    monkeypatch.setenv("TINY_COUNT", str(tmp_path / "count.txt"))
+    monkeypatch.setenv("ATTNVERIFY_KEEP_DERIVATIONS", "0")  # derive in this process: the count is the process's
+    monkeypatch.delenv("ATTNVERIFY_BACKEND", raising=False)
+    return path
+
+
+def test_a_user_file_is_loaded_and_derived_once_per_process_in_a_report(tiny, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert cli.main(["report", "--with", str(tiny), "--only", "tiny", "--out", str(out), "--workers", "1"]) == 0
+    assert (tmp_path / "count.txt").read_text().count("derived") == 1
+    document = json.loads((out / "results.json").read_text())
+    statuses = {c["name"]: c["status"] for c in document["claims"]}
+    assert statuses == {"tiny.draws": "holds", "tiny.off_by_one": "refuted", "tiny.derivation_steps": "holds"}
+    (section,) = document["sections"]
+    assert section["title"] == "Tiny: a Gaussian moment" and "derived and checked" in section["introduction"]
+    (figure,) = section["figures"]
+    assert len(figure["data"]["mean"]) == 4 and (out / figure["filename"]).is_file()
+    assert load_user_module(tiny) is load_user_module(tiny)  # the same module object: not executed again
+
+
+def test_an_edited_file_is_loaded_again(tiny):
+    first = load_user_module(tiny)
+    tiny.write_text(TINY.replace('Theory("tiny")', 'Theory("tiny", title="Edited")'))
+    second = load_user_module(tiny)
+    assert second is not first and second.theory.title == "Edited"
+
+
+def test_a_user_claim_replays_with_verify_however_it_was_run(tiny):
+    theory = from_file(tiny)
+    result = run_claim(theory.claim("tiny.off_by_one"), profile="quick", seed=3, examples=2)
+    assert result.status == "refuted"
+    assert result.replay_command.startswith(f"attnverify verify {tiny} --only tiny.off_by_one --profile quick")
+    assert str(tiny) in repr(theory.claim("tiny.off_by_one"))
+
+
+def test_keyword_strategies_must_match_the_check_arguments_at_definition():
+    theory = Theory("mine")
+    with pytest.raises(TypeError, match=r"argument\(s\) y have no strategy.*strateg\(y/ies\) z name no argument"):
+        @theory.claim(x=st.floats(0, 1), z=st.floats(0, 1))
+        def wrong(x, y):
+            """."""
+    with pytest.raises(TypeError, match=r"x=0.5 is a float \(st.just\(0.5\) for a constant\)"):
+        theory.claim(x=0.5)
+    with pytest.raises(ValueError, match="needs a statement"):
+        @theory.claim(x=st.floats(0, 1))
+        def silent(x):
+            pass
+
+
+def test_the_check_receives_named_arguments_and_the_context_or_its_rng():
+    theory = Theory("mine")
+
+    @theory.claim(L=st.integers(2, 4), examples={"quick": 3, "thorough": 3})
+    def uses_rng(L, rng):
+        """A draw from the context's generator is finite."""
+        return within_error(0.0, Estimate(float(rng.standard_normal() * 1e-3 * L), 1.0, 2))
+
+    assert run_claim(uses_rng, profile="quick", seed=0).status == "holds"
+    assert uses_rng.name == "mine.uses_rng" and uses_rng.origin == str(Path(__file__).resolve())
+
+
+def test_a_plain_dict_of_strategies_and_the_papers_capitals_are_accepted_a_scalar_strategy_is_not():
+    made = claim("mine.U_independent_of_T", parameters={"T": st.floats(0.1, 1.0)}, statement="s")(lambda p, c: None)
+    assert made.name == "mine.U_independent_of_T"
+    with pytest.raises(TypeError, match=r"parameters=st.floats\(...\) draws one value with no name"):
+        claim("mine.scalar", parameters=st.floats(0, 1), statement="s")
+    with pytest.raises(TypeError, match=r"every parameter needs a hypothesis strategy; x=1"):
+        claim("mine.plain", parameters={"x": 1}, statement="s")
+    with pytest.raises(ValueError, match="theory.name"):
+        claim("Mine.upper_theory", parameters={}, statement="s")
+
+
+def test_a_monte_carlo_claim_names_its_mistakes_at_definition():
+    theory = Theory("mine")
+    with pytest.raises(ValueError, match="needs the smallest error it must resolve"):
+        theory.monte_carlo(lambda rng, n, x: rng.standard_normal(n), expected=lambda x: 0.0, x=st.floats(0, 1))
+    with pytest.raises(TypeError, match=r"must take \(rng, n, x\)"):
+        theory.monte_carlo(lambda n, x: None, expected=lambda x: 0.0, resolution=0.1, statement="s", x=st.floats(0, 1))
+    with pytest.raises(TypeError, match="budget is an option of monte_carlo, not a parameter"):
+        theory.monte_carlo(lambda rng, n, x: None, expected=lambda x: 0.0, resolution=0.1, statement="s",
+                           x=st.floats(0, 1), budget=st.integers(1, 3))
+    with pytest.raises(ValueError, match="exactly one parameter must be an array"):
+        theory.monte_carlo(lambda rng, n, x: None, expected=lambda x: 0.0, resolution=0.1, statement="s",
+                           figure=dict(x=0.5), x=st.floats(0, 1))
+
+
+def test_a_figure_with_a_non_finite_number_is_refused_by_name():
+    estimates = [Estimate(1.0, 0.1, 10), Estimate(2.0, 0.1, 10)]
+    with pytest.raises(ValueError, match=r"theory must be finite numbers; entry 1 is nan"):
+        TheoryVsSimulation(x=[0, 1], estimates=estimates, theory=[1.0, math.nan], caption="c")
+    with pytest.raises(ValueError, match=r"theory_x must be finite numbers; entry 0 is inf"):
+        TheoryVsSimulation(x=[0, 1], estimates=estimates, theory=[1.0, 2.0], theory_x=[math.inf, 1], caption="c")
+
+
+def test_a_derived_function_is_called_by_keyword_and_names_its_symbols(tiny):
+    module = load_user_module(tiny)
+    m = module.moment.evaluator("m")
+    assert m(t=np.array([0.0, 1.0])) == pytest.approx([1.0, math.exp(0.5)], rel=1e-15)
+    with pytest.raises(TypeError, match="tiny.moment.m takes t; missing t; no symbol named s"):
+        m(s=1.0)
+    with pytest.raises(KeyError, match="has no result named 'mean'; its results: m"):
+        module.moment.evaluator("mean")
