@@ -3,6 +3,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))  # shared test helpers (e.g. derivations/paper_formula.py)
 
+import pytest
 from hypothesis import settings
 
 from seeds import VARIABLE, hypothesis_seed, seed_offset
@@ -56,3 +57,15 @@ LONGEST_FIRST = ("tests/report/test_attention_paths_section.py", "tests/checks/t
 def pytest_collection_modifyitems(config, items):
     rank = {path: k for k, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(LONGEST_FIRST)))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector, name, obj):
+    """This suite's modules hold claims and theories as fixtures (some false on purpose, run by the tests that use
+    them): the attnverify pytest plugin must not collect them here. (Elsewhere, as in examples/, it does.)"""
+    from attnverify.checks.claim import Claim
+    from attnverify.theory_form import Theory
+
+    if isinstance(obj, (Claim, Theory)) or (name == "derivations" and callable(obj)):
+        return []
+    return None

@@ -32,7 +32,7 @@ import functools
 import hashlib
 import inspect
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -410,6 +410,14 @@ class Theory:
     # -- what the pipeline reads ----------------------------------------------------------------------------
     def derivation_list(self) -> list:
         return [d() for d in self.derivations]
+
+    def claim_list(self) -> list[Claim]:
+        """The claims in definition order, then ``<theory>.derivation_steps`` when the theory has derivations
+        (every recorded step holds, :mod:`attnverify.checks.derivation_steps`)."""
+        from .checks.derivation_steps import derivation_steps_claim
+
+        steps = [derivation_steps_claim(self.name, self.derivation_list)] if self.derivations else []
+        return list(self.claims) + [replace(c, origin=self.file) for c in steps]
 
     def build_section(self, out_dir, *, profile, backend, seed, progress, store=None):
         """The section: title, the file's docstring, its derivations and its figures (each drawn from a random

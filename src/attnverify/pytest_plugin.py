@@ -1,0 +1,105 @@
+"""pytest plugin (entry point ``pytest11``): claims become test items, run by the tool's own runner.
+
+Collected: every :class:`~attnverify.checks.claim.Claim` and every concise :class:`attnverify.Theory` (its claims
+and its ``derivation_steps``) at the top level of a module pytest collects: a test module, or any ``.py`` file named
+on the command line (``pytest examples/relu_kernel.py``, which pytest collects whatever its name); a long-form
+file's ``derivations()`` gives its ``derivation_steps`` item. One item per claim: it passes when the
+claim comes out as expected (an expected refutation passes), and fails with the claim's story (counterexample or
+what would decide it, the replay command) otherwise. Options: ``--attnverify-profile``, ``--attnverify-seed``,
+``--attnverify-examples``; works under pytest-xdist (each worker collects the same items). The plugin only reads
+options and hands off to :func:`attnverify.checks.runner.run_claim`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+def pytest_addoption(parser) -> None:
+    group = parser.getgroup("attnverify", "attnverify claims as tests")
+    group.addoption("--attnverify-profile", choices=("quick", "thorough"), default="quick",
+                    help="profile the claims run under (default quick)")
+    group.addoption("--attnverify-seed", type=int, default=0, help="run seed of the claims (default 0); replays exactly")
+    group.addoption("--attnverify-examples", type=int, default=None,
+                    help="examples per claim, overriding each claim's number for the profile")
+
+
+def pytest_configure(config) -> None:
+    examples = config.getoption("--attnverify-examples")
+    if examples is not None and examples < 1:
+        raise pytest.UsageError(f"--attnverify-examples must be a positive integer, got {examples}")
+    if config.getoption("--attnverify-seed") < 0:
+        raise pytest.UsageError("--attnverify-seed must be an integer ≥ 0")
+
+
+class ClaimFailed(Exception):
+    """A claim that did not come out as expected; its message is the claim's story."""
+
+
+class ClaimItem(pytest.Item):
+    """One claim, run by the tool's runner under the session's profile, seed and examples."""
+
+    def __init__(self, *, claim, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.claim = claim
+        self.user_properties.append(("expect", claim.expect))
+
+    def runtest(self) -> None:
+        from .checks.runner import run_claim
+        from .report.results import result_details
+
+        config = self.config
+        result = run_claim(self.claim, profile=config.getoption("--attnverify-profile"),
+                           seed=config.getoption("--attnverify-seed"),
+                           examples=config.getoption("--attnverify-examples"))
+        self.user_properties.append(("status", result.status))
+        if not result.ok:
+            raise ClaimFailed(result_details(result.as_dict()))
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, ClaimFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, None, f"claim {self.claim.name} (expect {self.claim.expect})"
+
+
+def _items(parent, claims) -> list[ClaimItem]:
+    return [ClaimItem.from_parent(parent, name=c.name, claim=c) for c in claims]
+
+
+def pytest_pycollect_makeitem(collector, name, obj):
+    from .checks.claim import Claim
+    from .theory_form import Theory
+
+    if isinstance(obj, Theory):
+        return _items(collector, obj.claim_list())
+    if name == "derivations" and callable(obj) and getattr(collector, "obj", None) is not None:
+        return _long_form_steps(collector, obj)
+    if isinstance(obj, Claim):
+        module = getattr(collector, "obj", None)
+        owners = [t for t in vars(module).values() if isinstance(t, Theory)] if module is not None else []
+        if any(obj in t.claims for t in owners):
+            return []  # collected with its theory
+        return _items(collector, [obj])
+    return None
+
+
+def _long_form_steps(collector, derivations):
+    """A long-form file's ``derivations()``: the item of its ``<theory>.derivation_steps`` claim (the theory's name
+    from ``THEORY``, else its claims' common prefix; nothing for a module that names no theory)."""
+    from .checks.catalogue import claims_in_module
+    from .checks.derivation_steps import derivation_steps_claim
+
+    module = collector.obj
+    name = getattr(module, "THEORY", None)
+    if name is None:
+        prefixes = {c.name.split(".")[0] for c in claims_in_module(module)}
+        name = prefixes.pop() if len(prefixes) == 1 else None
+    if not isinstance(name, str):
+        return None
+    claim = derivation_steps_claim(name, lambda: list(derivations()))
+    return _items(collector, [claim])
