@@ -154,3 +154,26 @@ def test_a_derived_function_is_called_by_keyword_and_names_its_symbols(tiny):
         m(s=1.0)
     with pytest.raises(KeyError, match="has no result named 'mean'; its results: m"):
         module.moment.evaluator("mean")
+
+
+def test_a_mistake_in_a_user_file_is_shown_at_the_users_line_first(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("ATTNVERIFY_BACKEND", raising=False)
+    path = tmp_path / "bad.py"
+    path.write_text('"""Bad"""\nfrom attnverify import Theory, st\ntheory = Theory("bad")\n\n'
+                    '@theory.claim(x=st.floats(0, 1))\ndef c(x, y):\n    """s"""\n')
+    assert cli.main(["verify", str(path)]) == 2
+    err = capsys.readouterr().err
+    head = err.split("full traceback:")[0]
+    assert "argument(s) y have no strategy" in head and f'File "{path}", line 5' in head
+    assert "theory_form.py" not in head  # the tool's own frames come after, in the full traceback
+
+
+def test_an_error_in_a_user_check_shows_the_users_frames_and_not_the_tools(tmp_path, monkeypatch):
+    path = tmp_path / "raises.py"
+    path.write_text('"""Raises"""\nfrom attnverify import Theory, st\ntheory = Theory("raises")\n\n'
+                    'def helper(x):\n    return {}["sigma"]\n\n'
+                    '@theory.claim(x=st.floats(0, 1))\ndef c(x):\n    """s"""\n    return helper(x)\n')
+    result = run_claim(from_file(path).claim("raises.c"), profile="quick", seed=0, examples=1)
+    assert result.status == "error"
+    head = result.error.error.split("full traceback:")[0]
+    assert "KeyError: 'sigma'" in head and "line 6, in helper" in head and "theory_form.py" not in head

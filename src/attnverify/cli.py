@@ -209,11 +209,11 @@ def _verify(args: argparse.Namespace) -> int:
 
     try:
         module = catalogue.load_user_module(args.file)
+    except catalogue.UserFileError as error:
+        print(f"attnverify: error: {error.report()}", file=sys.stderr)
+        return 2
     except ValueError as error:
         raise UsageError(str(error)) from None
-    except Exception:
-        print(f"attnverify: error: importing {args.file} failed:\n{traceback.format_exc()}", file=sys.stderr)
-        return 2
     try:  # the file's claims, and its derivation_steps claim when it records derivations
         claims = catalogue.claims_in_module(module)
         if claims or hasattr(module, "THEORY"):
@@ -245,6 +245,8 @@ def _user_theories(files: list[str] | None) -> list:
     for path in files or []:
         try:
             found.append(theories.from_file(path))
+        except catalogue.UserFileError as error:
+            raise UsageError(error.report()) from None
         except ValueError as error:
             raise UsageError(str(error)) from None
         except Exception:

@@ -42,6 +42,20 @@ def builtin_claims() -> list[Claim]:
     return [c for theory in BUILTIN for c in theory.claim_list()]
 
 
+class UserFileError(Exception):
+    """Running a user's file raised ``error`` (a mistake in the file, reported with the file's frames first)."""
+
+    def __init__(self, path: Path, error: Exception):
+        super().__init__(f"importing {path} failed: {type(error).__name__}: {error}")
+        self.path, self.error = path, error
+
+    def report(self) -> str:
+        from .runner import frames_first
+
+        return f"importing {self.path} failed: " + frames_first(self.error, own_code=str(self.path),
+                                                                package_is_own=False)
+
+
 _LOADED: dict[Path, tuple[bytes, ModuleType]] = {}
 
 
@@ -66,6 +80,9 @@ def load_user_module(path: str | Path) -> ModuleType:
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
+    except Exception as error:
+        sys.modules.pop(module_name, None)
+        raise UserFileError(path, error) from error
     except BaseException:
         sys.modules.pop(module_name, None)
         raise

@@ -219,20 +219,33 @@ def _is_library_frame(filename: str) -> bool:
             or filename.startswith("<"))
 
 
-def error_report(error: BaseException, claim: Claim) -> str:
-    """The text of an error in a claim's check: the error, the frames of the claim's own code (its file and
-    the derivations and numerics it calls) first, then the full traceback."""
-    if isinstance(error, SystemExit):
-        detail = f"SystemExit: the check of {claim.name} called sys.exit({error.code!r})"
-    else:
-        detail = "".join(traceback.format_exception_only(type(error), error)).strip()
-    frames = traceback.extract_tb(error.__traceback__)[1:]  # the first is evaluate's call of the check
-    own = [f for f in frames if not _is_library_frame(f.filename)]
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _in_package(filename: str) -> bool:
+    return os.path.abspath(filename).startswith(_PACKAGE + os.sep)
+
+
+def frames_first(error: BaseException, *, detail: str | None = None, own_code: str = "the claim's code",
+                 skip: int = 0, package_is_own: bool = True) -> str:
+    """``detail`` (default: the error's one-line text), then the frames of the user's own code (innermost last;
+    not libraries, and not attnverify itself unless ``package_is_own``), then the full traceback."""
+    detail = detail or "".join(traceback.format_exception_only(type(error), error)).strip()
+    frames = traceback.extract_tb(error.__traceback__)[skip:]
+    own = [f for f in frames if not _is_library_frame(f.filename) and (package_is_own or not _in_package(f.filename))]
     parts = [detail]
     if own:
-        parts.append("in the claim's code (innermost last):\n" + "".join(traceback.format_list(own)).rstrip())
+        parts.append(f"in {own_code} (innermost last):\n" + "".join(traceback.format_list(own)).rstrip())
     parts.append("full traceback:\n" + "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip())
     return "\n".join(parts)
+
+
+def error_report(error: BaseException, claim: Claim) -> str:
+    """The text of an error in a claim's check: the error, the frames of the claim's own code first (a user's
+    claim: its files; a built-in: the package's derivations and numerics it calls too), then the full traceback."""
+    detail = (f"SystemExit: the check of {claim.name} called sys.exit({error.code!r})"
+              if isinstance(error, SystemExit) else None)
+    return frames_first(error, detail=detail, skip=1, package_is_own=not claim.origin)  # 1: evaluate's call
 
 
 def example_key(parameters: dict, seed: int) -> str:
