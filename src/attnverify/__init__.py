@@ -34,3 +34,27 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted(list(globals()) + __all__)
+
+
+def load_ipython_extension(shell) -> None:
+    """``%load_ext attnverify``: claim results, evidence, derivations, claims and theories display as the report
+    shows them (:mod:`attnverify.report.notebook`)."""
+    from .report.notebook import register
+
+    register(shell)
+
+
+def _register_in_ipython() -> None:
+    import sys
+
+    if "IPython" not in sys.modules:
+        return
+    try:
+        shell = sys.modules["IPython"].get_ipython()
+    except Exception:
+        return
+    if shell is not None and getattr(shell, "display_formatter", None) is not None:
+        load_ipython_extension(shell)
+
+
+_register_in_ipython()

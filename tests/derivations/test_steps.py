@@ -276,7 +276,9 @@ def test_each_steps_check_is_in_the_markdown_html_json_and_notebook():
     assert "*Check: proved symbolically (against step 1)" in markdown
     assert "**✗ Check: FAILS (against step 2) at x = " in markdown
     assert '<p class="check failed">✗ Check: FAILS (against step 2) at x = ' in html
-    assert derivation._repr_markdown_() == markdown and derivation._repr_html_() == html
+    from attnverify.report import notebook
+
+    assert notebook.markdown(derivation) == markdown and notebook.html(derivation) == html
     document = json.loads(json.dumps(derivation_dict(derivation)))
     assert document["checks"]["failed"] == 1 and document["steps"][2]["check"]["point"].keys() == {"x", "y"}
     assert document["steps"][0]["kind"] == "derived"

@@ -38,12 +38,15 @@ def test_a_bound_is_shown_as_an_inequality_with_value_and_bound_labels():
     assert "| value | bound |" in claim_detail_markdown(result)
 
 
-def test_a_notebook_shows_results_evidence_and_derivations():
-    """_repr_markdown_ / _repr_html_: what Jupyter calls to display an object."""
+def test_a_notebook_shows_results_evidence_derivations_claims_and_theories():
+    """The report's renderings found from the object's class (report.notebook), handed to IPython by class name:
+    no core object imports the report."""
     import sympy
 
+    from attnverify import Theory
     from attnverify.checks import run_claim
     from attnverify.derivations.derivation import DerivationRecorder
+    from attnverify.report import notebook
 
     @claim("demo.notebook", parameters=st.fixed_dictionaries({"x": st.just(1.0)}),
            examples={"quick": 1, "thorough": 1}, statement="x is at most 2.")
@@ -51,14 +54,73 @@ def test_a_notebook_shows_results_evidence_and_derivations():
         return at_most(p["x"], 2.0)
 
     result = run_claim(check, seed=0)
-    assert "demo.notebook" in result._repr_markdown_() and "| value | bound |" in result._repr_markdown_()
-    assert "<table" in result._repr_html_() and "demo.notebook" in result._repr_html_()
+    assert "demo.notebook" in notebook.markdown(result) and "| value | bound |" in notebook.markdown(result)
+    assert "<table" in notebook.html(result) and "demo.notebook" in notebook.html(result)
     evidence = result.examples[0].evidence
-    assert "| value | 1 |" in evidence._repr_markdown_() and "| bound | 2 |" in evidence._repr_markdown_()
-    assert "<th>verdict</th><td>holds</td>" in evidence._repr_html_()
+    assert "| value | 1 |" in notebook.markdown(evidence) and "| bound | 2 |" in notebook.markdown(evidence)
+    assert "<th>verdict</th><td>holds</td>" in notebook.html(evidence)
     x = sympy.Symbol("x")
     rec = DerivationRecorder("demo.square", "A square", "nowhere")
     rec.step("Differentiate x².", sympy.Eq(sympy.Derivative(x**2, x), 2 * x))
     derivation = rec.finish()
-    assert "$$" in derivation._repr_markdown_() and "A square" in derivation._repr_markdown_()
-    assert "<math" in derivation._repr_html_()
+    assert "$$" in notebook.markdown(derivation) and "A square" in notebook.markdown(derivation)
+    assert "<math" in notebook.html(derivation)
+    assert "x is at most 2." in notebook.html(check) and "attnverify verify" in notebook.markdown(check)
+    theory = Theory("demo", title="Demo")
+
+    @theory.claim(x=st.just(1.0))
+    def bounded(x):
+        """x ≤ 2."""
+        return at_most(x, 2.0)
+
+    assert "<h3>Demo</h3>" in notebook.html(theory) and "| claim | `demo.bounded` | x ≤ 2. (expected holds) |" \
+        in notebook.markdown(theory)
+
+    class Formatter:
+        def __init__(self):
+            self.types = {}
+
+        def for_type_by_name(self, module, name, function):
+            self.types[(module, name)] = function
+
+    shell = type("Shell", (), {})()
+    shell.display_formatter = type("Display", (), {})()
+    shell.display_formatter.formatters = {"text/html": Formatter(), "text/markdown": Formatter()}
+    import attnverify
+
+    attnverify.load_ipython_extension(shell)
+    registered = shell.display_formatter.formatters["text/html"].types
+    assert registered[("attnverify.checks.runner", "ClaimResult")](result) == notebook.html(result)
+    assert set(registered) == set(notebook.DISPLAYED)
+
+
+def test_no_core_object_imports_the_report():
+    """The modules of the displayed objects (claim, evidence, result, derivation) import nothing from report/."""
+    import ast
+    from pathlib import Path
+
+    import attnverify
+
+    root = Path(attnverify.__file__).parent
+    for name in ("checks/claim.py", "checks/evidence.py", "checks/runner.py", "derivations/derivation.py"):
+        for node in ast.walk(ast.parse((root / name).read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and "report" in node.module.split("."):
+                raise AssertionError(f"{name} imports {node.module}")
+
+
+def test_a_result_prints_as_a_paragraph_not_a_dataclass():
+    @claim("demo.printed", parameters={"x": st.integers(0, 3)}, examples={"quick": 3, "thorough": 3},
+           statement="x² = 2 (false).", expect="refuted")
+    def check(p, ctx):
+        from attnverify.checks import close
+
+        return close(float(p["x"] ** 2), 2.0, labels=("x²", "two"))
+
+    result = run_claim(check, seed=0)
+    text = str(result)
+    assert text.startswith("demo.printed: refuted (expected refuted: as expected) on ")
+    assert "counterexample: {'x': " in text and "replay: attnverify" in text and "ClaimResult(" not in text
+    assert repr(result).startswith("<ClaimResult demo.printed: refuted")
+    from attnverify.report.results import key_figures
+
+    assert key_figures(result.as_dict()).startswith("x² ")

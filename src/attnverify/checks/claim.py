@@ -170,11 +170,6 @@ class Claim:
     def __repr__(self) -> str:
         return f"<Claim {self.name} (expect {self.expect}){' from ' + self.origin if self.origin else ''}>"
 
-    def _repr_markdown_(self) -> str:
-        return (f"**{self.name}** (expected: {self.expect})\n\n{self.statement}"
-                + (f"\n\nSource: {self.source}" if self.source else "")
-                + f"\n\nRun it: `{self.replay_command} --only {self.name}`")
-
 
 def claim(
     name: str,

@@ -125,6 +125,8 @@ class Evidence:
 
     ``inconclusive`` (a sentence: why) makes evidence that does not hold *inconclusive* instead of a
     refutation; ``needed`` says what would decide it (``{"draws": 120_000}``, ``{"seeds": 16}``).
+    ``labels`` names the two sides where "theory"/"observed" (and "value"/"bound" for ``at_most``) would not fit
+    (``close(lhs, rhs, labels=("generated", "sympy"))``).
     """
 
     holds: bool
@@ -138,9 +140,16 @@ class Evidence:
     conditions: Mapping[str, bool] = field(default_factory=dict)
     inconclusive: str = ""
     needed: Mapping[str, int] = field(default_factory=dict)
+    labels: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
+        if self.labels is not None:
+            labels = tuple(self.labels) if isinstance(self.labels, (tuple, list)) else ()
+            if len(labels) != 2 or not all(isinstance(x, str) and x.strip() for x in labels):
+                raise EvidenceError(f"Evidence.labels must be two non-empty strings (the sides' names), got "
+                                    f"{self.labels!r}")
+            set_(self, "labels", labels)
         set_(self, "holds", _bool("Evidence.holds", self.holds))
         set_(self, "theory", _number("Evidence.theory", self.theory))
         set_(self, "observed", _number("Evidence.observed", self.observed))
@@ -204,32 +213,10 @@ class Evidence:
         parts += [f"{name}: {value}" for name, value in self.conditions.items()]
         return "; ".join(parts) or "no figures"
 
-    def _rows(self) -> list[tuple[str, str]]:
-        left, right = ("value", "bound") if self.relation == "at_most" else ("theory", "observed")
-        rows = [("verdict", self.status), ("relation", RELATIONS[self.relation])]
-        if self.inconclusive:
-            rows.append(("inconclusive", self.inconclusive))
-        rows += [(f"needed: {name}", f"{count:,}") for name, count in self.needed.items()]
-        rows += [(name, f"{value:.6g}") for name, value in ((left, self.theory), (right, self.observed),
-                                                              ("tolerance", self.tolerance),
-                                                              ("standard error", self.standard_error))
-                 if value is not None]
-        rows += [(f"condition: {name}", str(value)) for name, value in self.conditions.items()]
-        if self.note:
-            rows.append(("note", self.note))
-        return rows
-
-    def _repr_markdown_(self) -> str:
-        """A notebook shows the evidence as a two-column table (sides named by the relation)."""
-        cells = [f"| {name} | {str(value).replace('|', '&#124;')} |" for name, value in self._rows()]
-        return "\n".join(["| | |", "|---|---|", *cells])
-
-    def _repr_html_(self) -> str:
-        import html
-
-        cells = "".join(f"<tr><th>{html.escape(name)}</th><td>{html.escape(value)}</td></tr>"
-                        for name, value in self._rows())
-        return f"<table>{cells}</table>"
+    @property
+    def side_names(self) -> tuple[str, str]:
+        """The names of the two sides: ``labels``, else ("value", "bound") for at_most, else ("theory", "observed")."""
+        return self.labels or (("value", "bound") if self.relation == "at_most" else ("theory", "observed"))
 
     def as_dict(self) -> dict:
         return {
@@ -242,6 +229,7 @@ class Evidence:
             "tolerance": self.tolerance,
             "standard_error": self.standard_error,
             "relation": self.relation,
+            "labels": list(self.side_names),
             "conditions": dict(self.conditions),
             "note": self.note,
             "figures": self.figures,
@@ -404,6 +392,7 @@ def close(
     note: str = "",
     figures: dict | None = None,
     conditions: Mapping[str, bool] | None = None,
+    labels: tuple[str, str] = ("lhs", "rhs"),
 ) -> Evidence:
     """Holds when |lhs − rhs| ≤ atol + rtol·|rhs| + the round-off floor (an exact identity up to round-off;
     the floor, :func:`roundoff_floor` of both sides and ``scale``, keeps rtol = atol = 0 from meaning bitwise
@@ -411,10 +400,11 @@ def close(
 
     ``lhs`` and ``rhs`` are numbers or arrays of one shape (a number against an array compares it with
     every entry): an array identity holds when every entry does, and the evidence shows the worst entry
-    (the largest |lhs − rhs| − tolerance), its index, and how many entries are outside."""
+    (the largest |lhs − rhs| − tolerance), its index, and how many entries are outside. ``labels`` names the
+    sides in tables and messages (default "lhs", "rhs": an identity has no "theory" side of its own)."""
     scale = None if scale is None else _tolerance_part("scale", scale)
     if np.ndim(lhs) or np.ndim(rhs):
-        return _close_arrays(lhs, rhs, rtol, atol, scale, note, figures, conditions)
+        return _close_arrays(lhs, rhs, rtol, atol, scale, note, figures, conditions, labels)
     lhs, rhs = _number("lhs", lhs, optional=False), _number("rhs", rhs, optional=False)
     rtol, atol = _tolerance_part("rtol", rtol), _tolerance_part("atol", atol)
     tolerance = _number("tolerance (atol + rtol·|rhs|)", atol + rtol * abs(rhs) + roundoff_floor(lhs, rhs, scale=scale),
@@ -428,6 +418,7 @@ def close(
         figures=dict(figures or {}),
         relation="equal",
         conditions=dict(conditions or {}),
+        labels=labels,
     )
 
 
@@ -446,7 +437,7 @@ def _real_array(name: str, value) -> np.ndarray:
     return array
 
 
-def _close_arrays(lhs, rhs, rtol, atol, scale, note, figures, conditions) -> Evidence:
+def _close_arrays(lhs, rhs, rtol, atol, scale, note, figures, conditions, labels) -> Evidence:
     lhs, rhs = _real_array("lhs", lhs), _real_array("rhs", rhs)
     if lhs.size == 0 or rhs.size == 0:
         raise EvidenceError(f"lhs and rhs must hold at least one entry to compare, got shapes {lhs.shape} and "
@@ -475,6 +466,7 @@ def _close_arrays(lhs, rhs, rtol, atol, scale, note, figures, conditions) -> Evi
                  "entries_outside": outside},
         relation="equal",
         conditions=dict(conditions or {}),
+        labels=labels,
     )
 
 
@@ -488,6 +480,7 @@ def at_most(
     note: str = "",
     figures: dict | None = None,
     conditions: Mapping[str, bool] | None = None,
+    labels: tuple[str, str] = ("value", "bound"),
 ) -> Evidence:
     """Holds when smaller ≤ larger + tolerance + the round-off floor (an inequality, e.g. a bound or an
     optimality; the floor is :func:`roundoff_floor` of both sides and ``scale``, so an equality case
@@ -506,4 +499,5 @@ def at_most(
         figures=dict(figures or {}),
         relation="at_most",
         conditions=dict(conditions or {}),
+        labels=labels,
     )

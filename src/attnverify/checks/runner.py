@@ -106,16 +106,28 @@ class ClaimResult:
                     needed[name] = max(needed.get(name, 0), count)
         return needed
 
-    def _repr_markdown_(self) -> str:
-        """A notebook shows the result as the report does: statement, examples, counterexample, replay."""
-        from ..report.markdown import claim_detail_markdown
+    def __repr__(self) -> str:
+        return (f"<ClaimResult {self.claim.name}: {self.status} (expected {self.claim.expect}), "
+                f"{len(self.examples)} examples, {self.seconds:.1f} s>")
 
-        return claim_detail_markdown(self.as_dict())
-
-    def _repr_html_(self) -> str:
-        from ..report.render import claim_detail_html
-
-        return claim_detail_html(self.as_dict())
+    def __str__(self) -> str:
+        """One paragraph: the verdict, the example a summary shows (a counterexample, an error, an undecided one
+        or the nearest to its tolerance) and the replay command."""
+        word = "as expected" if self.ok else ("undecided" if self.status == "inconclusive" else "UNEXPECTED")
+        shown = self.counterexample or self.error or next(
+            (e for e in self.examples if e.status == "inconclusive"), None)
+        lines = [f"{self.claim.name}: {self.status} (expected {self.claim.expect}: {word}) on "
+                 f"{len(self.examples)} examples in {self.seconds:.1f} s", f"  {self.claim.statement}"]
+        if shown is not None:
+            what = "counterexample" if shown is self.counterexample else ("error" if shown is self.error
+                                                                           else "undecided")
+            detail = (shown.error or "").strip().splitlines()[0] if shown.error else shown.evidence.explain()
+            lines.append(f"  {what}: {shown.parameters} (seed {shown.seed}): {detail}")
+        needed = self.needed
+        if needed:
+            lines.append("  would take: " + ", ".join(f"{count:,} {name}" for name, count in needed.items()))
+        lines.append(f"  replay: {self.replay_command}")
+        return "\n".join(lines)
 
     @property
     def ok(self) -> bool:

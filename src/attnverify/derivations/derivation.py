@@ -65,18 +65,6 @@ class Derivation:
 
         return check_derivation(self)
 
-    def _repr_markdown_(self) -> str:
-        """A notebook shows the derivation as the report does (steps with $$ LaTeX $$ and their checks)."""
-        from ..report.markdown import derivation_markdown
-
-        return derivation_markdown(self)
-
-    def _repr_html_(self) -> str:
-        """The report's HTML of the derivation (MathML), with each step's check."""
-        from ..report.render import derivation_html
-
-        return derivation_html(self)
-
 
 class DerivationRecorder:
     """Collects steps while a derivation runs: ``rec.step("expand the square", expr)``."""

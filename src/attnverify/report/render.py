@@ -89,7 +89,7 @@ caption { caption-side: top; text-align: left; font-style: italic; padding: .25r
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 code, pre { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: .88rem; }
 pre { background: #f6f6f6; padding: .5rem; overflow-x: auto; white-space: pre-wrap; }
-math[display="block"] { margin: .4rem 0 .8rem 0; overflow-x: auto; }
+math[display="block"] { margin: .4rem 0 .8rem 0; padding: .2em 0; overflow-x: auto; overflow-y: hidden; }
 .derivation { border-left: 3px solid #6a8caf; padding-left: 1rem; margin: 1.5rem 0; }
 .derivation ol > li { margin-bottom: .6rem; }
 .derivation li.result { background: #eef4fa; }

@@ -77,15 +77,35 @@ def format_parameters(parameters: dict) -> str:
     return ", ".join(f"{k}={format_value(v)}" for k, v in parameters.items())
 
 
+def tightness(evidence: dict | None) -> float:
+    """How near an example came to failing, as a fraction of its tolerance (1 at the edge): |θ − o|/τ for an
+    equality, (θ − o)/τ for a bound θ ≤ o + τ, (τ − (o − θ))/τ and its mirror for above/below; −inf for custom
+    evidence (no sides to compare)."""
+    evidence = evidence or {}
+    theory, observed, tolerance = evidence.get("theory"), evidence.get("observed"), evidence.get("tolerance")
+    if theory is None or observed is None or tolerance is None:
+        return float("-inf")
+    gap = {"at_most": theory - observed, "above": tolerance - (observed - theory),
+           "below": tolerance - (theory - observed)}.get(evidence.get("relation") or "equal", abs(theory - observed))
+    return gap / tolerance if tolerance > 0 else (float("inf") if gap > 0 else 0.0)
+
+
 def shown_example(result: dict) -> dict | None:
     """The example a summary shows: the counterexample, else the example whose check failed to run, else the
-    first inconclusive example, else the last example run."""
+    first inconclusive example, else the worst of those that held (the nearest its tolerance, :func:`tightness`;
+    the last one where none has sides to compare)."""
     for key in ("counterexample", "error"):
         if isinstance(result.get(key), dict):
             return result[key]
     examples = result.get("examples") or []
     undecided = [e for e in examples if example_status(e) == "inconclusive"]
-    return undecided[0] if undecided else (examples[-1] if examples else None)
+    if undecided:
+        return undecided[0]
+    if not examples:
+        return None
+    scores = [tightness(e.get("evidence")) for e in examples]
+    best = max(range(len(examples)), key=lambda k: (scores[k], k))  # ties (and all −inf): the last
+    return examples[best]
 
 
 def example_status(example: dict) -> str:
@@ -137,6 +157,10 @@ def _sides_text(evidence: dict) -> str:
     se = evidence.get("standard_error")
     se_text = f" (SE {v(se)})" if se is not None else ""
     relation = evidence.get("relation") or "equal"
+    left, right = side_labels(evidence)
+    if relation == "equal" and (left, right) != ("theory", "observed"):
+        return f"{left} {v(theory)} vs {right} {v(observed)}{se_text}" + (
+            f", allowed gap {v(tolerance)}" if tolerance is not None else "")
     if relation == "at_most":
         return f"{v(theory)} ≤ {v(observed)}" + (f" + {v(tolerance)}" if tolerance else "") + se_text
     if relation == "above":  # the relation the claim needs, with its numbers (false when refuted)
@@ -149,10 +173,15 @@ def _sides_text(evidence: dict) -> str:
     return text
 
 
-def side_labels(relation: str | None) -> tuple[str, str]:
-    """Names of an evidence's two sides: ("theory", "observed"), or ("value", "bound") for an inequality
-    ``at_most`` (its smaller side is not a theory, nor its larger an observation)."""
-    return ("value", "bound") if relation == "at_most" else ("theory", "observed")
+def side_labels(evidence: dict | None) -> tuple[str, str]:
+    """Names of an evidence's two sides: its ``labels`` (``close(..., labels=…)``), else ("value", "bound") for
+    an inequality ``at_most`` (its smaller side is not a theory, nor its larger an observation), else ("theory",
+    "observed")."""
+    evidence = evidence or {}
+    labels = evidence.get("labels")
+    if labels and len(labels) == 2:
+        return tuple(labels)
+    return ("value", "bound") if evidence.get("relation") == "at_most" else ("theory", "observed")
 
 
 def verdict(result: dict) -> str:
@@ -235,7 +264,7 @@ def result_details(result: dict) -> str:
         lines.append("inconclusive: no example contradicts the claim, and not every one decides it"
                      + (f"; deciding would take {needed}" if needed else "") + "; the first undecided example:")
     elif example is not None:
-        lines.append(f"held on all {len(result.get('examples') or [])} examples; the last one:")
+        lines.append(f"held on all {len(result.get('examples') or [])} examples; the nearest to its tolerance:")
     else:
         lines.append("no example was run")
     if example is not None:
@@ -243,7 +272,7 @@ def result_details(result: dict) -> str:
         lines.append(f"  seed:       {example['seed']}")
         evidence = example.get("evidence")
         if evidence:
-            left, right = side_labels(evidence.get("relation"))
+            left, right = side_labels(evidence)
             lines.append(f"  {left + ':':<11} {format_value(evidence.get('theory'))}")
             lines.append(f"  {right + ':':<11} {format_value(evidence.get('observed'))}")
             tolerance = f"  tolerance:  {format_value(evidence.get('tolerance'))}"
@@ -306,10 +335,10 @@ def example_rows(result: dict) -> tuple[list[list], list[str]]:
 
 
 def sides(result: dict) -> tuple[str, str]:
-    """Column names of the two sides, from the relation of the claim's evidence (value/bound for at_most)."""
+    """Column names of the two sides, from the claim's evidence (its labels, or value/bound for at_most)."""
     examples = [*(result.get("examples") or []), result.get("counterexample") or {}]
-    relations = {(e.get("evidence") or {}).get("relation") for e in examples} - {None}
-    return side_labels(relations.pop()) if len(relations) == 1 else ("theory", "observed")
+    names = {side_labels(e["evidence"]) for e in examples if e.get("evidence")}
+    return names.pop() if len(names) == 1 else ("theory", "observed")
 
 
 def metadata_rows(metadata: dict) -> list[list]:
