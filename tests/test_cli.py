@@ -337,8 +337,13 @@ def test_the_worked_example_goes_through_the_report_like_a_builtin_theory(tmp_pa
     theory-vs-simulation figure in the same HTML/Markdown/JSON report as the built-in theories."""
     example = Path(__file__).resolve().parents[1] / "examples" / "partition_theory.py"
     out = tmp_path / "mine"
-    code = cli.main(["report", "--with", str(example), "--only", "partition", "--out", str(out), "--workers", "1"])
+    code = cli.main(["report", "--with", str(example), "--only", "partition", "--out", str(out), "--workers", "1",
+                     "--latex"])
     assert code == 0, capsys.readouterr()
+    tex = (out / "report.tex").read_text()
+    assert "\\begin{align*}" in tex and "Steps checked: 4 steps" in tex and "\\begin{longtable}" in tex
+    assert "\\includegraphics[width=0.7\\linewidth]{partition_mean_matches_derivation.pdf}" in tex
+    assert (out / "partition_mean_matches_derivation.pdf").is_file()
     document = json.loads((out / "results.json").read_text())
     (section,) = document["sections"]
     assert section["theory"] == "partition" and section["title"].startswith("Example: the softmax partition")

@@ -229,7 +229,7 @@ def _verify(args: argparse.Namespace) -> int:
         (theory,) = _user_theories([args.file])
         return _build_and_print(args.report, theories=[theory], only=None, profile=args.profile, backend=backend,
                                 seed=args.seed, examples=args.examples, workers=args.workers,
-                                scheduler=args.scheduler, store=args.store)
+                                scheduler=args.scheduler, store=args.store, latex=args.latex)
     claims = _chosen(claims, args.only, f"defined in {args.file}")
     _prepare_json(args.json, claims)
     return run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
@@ -269,7 +269,7 @@ def _report(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     return _build_and_print(args.out, theories=theories, only=args.only, profile=args.profile, backend=backend,
                             seed=args.seed, examples=args.examples, workers=args.workers,
-                            scheduler=args.scheduler, store=args.store)
+                            scheduler=args.scheduler, store=args.store, latex=args.latex)
 
 
 def _build_and_print(out: str, **options) -> int:
@@ -288,7 +288,9 @@ def _build_and_print(out: str, **options) -> int:
             print(f"{section['theory']}: warning: {warning}")
     status = _print_results(document["claims"], out=sys.stdout, json_path=None)
     out = Path(out)
-    print(f"report written to {out / 'index.html'}, {out / 'report.md'} and {out / 'results.json'}")
+    written = [out / "index.html", out / "report.md", out / "results.json"] + (
+        [out / "report.tex"] if options.get("latex") else [])
+    print(f"report written to {', '.join(str(w) for w in written[:-1])} and {written[-1]}")
     return 1 if any(section["errors"] for section in document["sections"]) else status
 
 
@@ -387,6 +389,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--json", metavar="FILE", help="write the results as JSON (rewritten after each claim)")
     verify.add_argument("--report", metavar="DIR", default=None,
                         help="also build the file's report (its section, derivations, figures and claims) into DIR")
+    verify.add_argument("--latex", action="store_true",
+                        help="with --report: also write DIR/report.tex (compile it with pdflatex)")
     _add_workers(verify)
     verify.set_defaults(handler=_verify)
 
@@ -396,6 +400,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--with", dest="with_files", metavar="FILE.py", action="append", default=[],
                         help="add the theory of your own FILE.py (its claims, and its build_section or docstring "
                              "and derivations()) to the report; repeatable")
+    report.add_argument("--latex", action="store_true",
+                        help="also write DIR/report.tex: derivations as aligned equations with their step checks, "
+                             "claims as tables, figures as PDF (compile it with pdflatex)")
     _add_workers(report)
     report.set_defaults(handler=_report)
 

@@ -305,8 +305,7 @@ class Theory:
     def introduction(self) -> str:
         if self._introduction is not None:
             return self._introduction
-        doc = self._docstring()
-        return doc.partition("\n")[2].strip() if not self._title else doc
+        return self._docstring().partition("\n")[2].strip()  # the docstring's first line is its title
 
     # -- registration ---------------------------------------------------------------------------------------
     def derivation(self, function: Callable | None = None, *, source: str = "", title: str | None = None):

@@ -174,6 +174,7 @@ def build_report(
     theories: Sequence[Theory] | None = None,
     scheduler: str | None = None,
     store: str | Path | None = None,
+    latex: bool = False,
 ) -> dict:
     """Write the report of every theory of ``theories`` (default :data:`THEORIES`; those ``only`` names)
     into ``out_dir`` and return the results.json document. A user's theory
@@ -184,6 +185,7 @@ def build_report(
     on a Dask cluster instead (:mod:`attnverify.experiments.cluster`), with the same results. ``store`` is the
     folder of the run's experiments (default: a temporary folder, removed at the end): one that every worker can
     reach on a cluster, and one a rerun reuses (every experiment already there is read, not computed again).
+    ``latex`` also writes ``report.tex`` (:mod:`.latex`; figures as the PDFs beside their PNGs).
 
     A section that fails to build, or a claim that crashes, is reported in place (with its
     traceback) and the build goes on; ``document["ok"]`` is True only when nothing failed and
@@ -298,4 +300,9 @@ def build_report(
     say("writing index.html and report.md")
     write_atomically(out_dir / "index.html", render_html(final, metadata))
     write_atomically(out_dir / "report.md", render_markdown(final, metadata))
+    if latex:
+        from .latex import render_latex
+
+        say("writing report.tex")
+        write_atomically(out_dir / "report.tex", render_latex(final, metadata, out_dir))
     return _write_results(out_dir, final, metadata, not_run=[])

@@ -19,7 +19,8 @@ def pyplot() -> ModuleType:
 
 
 def save_figure(figure, out_dir: str | Path, filename: str, caption: str, data: dict) -> Figure:
-    """Save a matplotlib ``figure`` as ``out_dir/filename`` (PNG), close it, and describe it.
+    """Save a matplotlib ``figure`` as ``out_dir/filename`` (PNG) and beside it as PDF (for ``report --latex``),
+    close it, and describe it.
 
     ``data`` must hold every number plotted, so the figure can be redrawn from results.json.
     """
@@ -27,6 +28,7 @@ def save_figure(figure, out_dir: str | Path, filename: str, caption: str, data: 
         raise ValueError(f"filename must be a plain name ending in .png, got {filename!r}")
     path = Path(out_dir) / filename
     figure.savefig(path, dpi=110, bbox_inches="tight")
+    figure.savefig(path.with_suffix(".pdf"), bbox_inches="tight")
     pyplot().close(figure)
     return Figure(filename=filename, caption=caption, data=data)
 

@@ -1,0 +1,228 @@
+"""The report as a LaTeX document (``report --latex``): ``report.tex`` beside ``index.html``, for a paper's appendix.
+
+Derivations are numbered steps, each an ``align*`` (an equation's sides aligned at =) with its check below it;
+claims are a ``longtable``; figures are the PDF that :func:`~attnverify.report.figures.save_figure` writes beside
+each PNG. It compiles with pdflatex from Debian's texlive (``texlive-latex-recommended`` and
+``texlive-latex-extra``): text is escaped, and every character outside Latin-1 is written as a LaTeX command (Greek
+letters, the relations and operators a report uses, script capitals) or, failing that, as a visible ``[U+XXXX]``,
+so the document never stops on an unknown character.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import Path
+
+from ..derivations.steps import counts, counts_text
+from .results import key_figures, metadata_rows, section_title, summary_line, verdict
+from .section import TheoryOutcome
+
+_SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#", "^": r"\^{}",
+            "_": r"\_", "%": r"\%", "~": r"\textasciitilde{}", "<": r"\textless{}", ">": r"\textgreater{}",
+            "|": r"\textbar{}"}
+
+_SYMBOLS = {
+    "≤": r"\leq", "≥": r"\geq", "≠": r"\neq", "≈": r"\approx", "∼": r"\sim", "≪": r"\ll", "≫": r"\gg",
+    "∝": r"\propto", "≡": r"\equiv", "−": "-", "·": r"\cdot", "×": r"\times", "±": r"\pm", "∓": r"\mp",
+    "→": r"\to", "←": r"\leftarrow", "↔": r"\leftrightarrow", "⇒": r"\Rightarrow", "⇔": r"\Leftrightarrow",
+    "∞": r"\infty", "√": r"\surd", "∑": r"\sum", "Σ": r"\Sigma", "∏": r"\prod", "∫": r"\int", "∂": r"\partial",
+    "∇": r"\nabla", "∈": r"\in", "∉": r"\notin", "⊂": r"\subset", "⊆": r"\subseteq", "∪": r"\cup", "∩": r"\cap",
+    "∀": r"\forall", "∃": r"\exists", "∅": r"\emptyset", "′": r"'", "″": r"''", "‖": r"\|", "∣": r"|",
+    "⟨": r"\langle", "⟩": r"\rangle", "⌈": r"\lceil", "⌉": r"\rceil", "⌊": r"\lfloor", "⌋": r"\rfloor",
+    "ℓ": r"\ell", "ℛ": r"\mathcal{R}", "ℒ": r"\mathcal{L}", "ℋ": r"\mathcal{H}", "ℰ": r"\mathcal{E}",
+    "ℝ": r"\mathbb{R}", "ℕ": r"\mathbb{N}", "ℤ": r"\mathbb{Z}", "⊤": r"\top", "ᵀ": r"^{\mathsf{T}}",
+    "✓": r"\checkmark", "✗": r"\times", "•": r"\bullet", "∘": r"\circ", "⊗": r"\otimes", "⊕": r"\oplus",
+    "†": r"\dagger", "°": r"^{\circ}", "…": r"\dots", "⋯": r"\cdots", "ϵ": r"\epsilon", "ϑ": r"\vartheta",
+    "ϕ": r"\phi", "ϱ": r"\varrho", "⁻": r"^{-}", "⁺": r"^{+}",
+}
+_TEXT = {"–": "--", "—": "---", "‘": "`", "’": "'", "“": "``", "”": "''", "\u00a0": "~", "\u2009": r"\,",
+         "\u202f": r"\,", "\u2060": ""}
+_SUPERSCRIPTS = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹ⁿⁱ", "0123456789ni"))
+_SUBSCRIPTS = dict(zip("₀₁₂₃₄₅₆₇₈₉ₐₑₒₓₖₗₘₙₚₛₜ", "0123456789aeoxklmnpst"))
+_GREEK_CAPITALS = {"GAMMA", "DELTA", "THETA", "LAMDA", "XI", "PI", "SIGMA", "UPSILON", "PHI", "PSI", "OMEGA"}
+
+
+def _character(c: str) -> str:
+    """One character outside what pdflatex's T1/utf8 reads, as a LaTeX command (math ones in ``\\ensuremath``)."""
+    if c in _TEXT:
+        return _TEXT[c]
+    if c in _SYMBOLS:
+        return r"\ensuremath{" + _SYMBOLS[c] + "}"
+    if c in _SUPERSCRIPTS:
+        return r"\ensuremath{^{" + _SUPERSCRIPTS[c] + "}}"
+    if c in _SUBSCRIPTS:
+        return r"\ensuremath{_{" + _SUBSCRIPTS[c] + "}}"
+    name = unicodedata.name(c, "")
+    greek = re.fullmatch(r"(?:MATHEMATICAL (?:BOLD |ITALIC |BOLD ITALIC )*)?GREEK (SMALL|CAPITAL) LETTER (\w+)", name)
+    if greek:
+        case, letter = greek.groups()
+        letter = "LAMBDA" if letter == "LAMDA" else letter
+        if case == "SMALL":
+            return "\\ensuremath{\\" + letter.lower() + "}" if letter != "OMICRON" else "o"
+        if letter in _GREEK_CAPITALS or letter == "LAMBDA":
+            return "\\ensuremath{\\" + letter.capitalize() + "}"
+        return unicodedata.lookup(f"LATIN CAPITAL LETTER {letter[0]}") if letter[0].isalpha() else "?"
+    script = re.fullmatch(r"MATHEMATICAL (?:BOLD )?SCRIPT CAPITAL (\w)", name)
+    if script:
+        return r"\ensuremath{\mathcal{" + script.group(1) + "}}"
+    letter = re.fullmatch(r"MATHEMATICAL (?:BOLD |ITALIC |BOLD ITALIC |DOUBLE-STRUCK )*(SMALL|CAPITAL) (\w)", name)
+    if letter:
+        return letter.group(2).lower() if letter.group(1) == "SMALL" else letter.group(2)
+    if unicodedata.category(c) == "Mn":  # a combining mark (a hat or a bar): dropped
+        return ""
+    return r"\textit{[U+" + f"{ord(c):04X}" + "]}"
+
+
+def escape(text: str) -> str:
+    """Plain text (Unicode) as LaTeX text that pdflatex reads (``--`` stays two hyphens, as in ``--only``)."""
+    out = []
+    for c in str(text):
+        if c == "-" and out and out[-1] == "-":
+            out.append("{}-")
+        elif c in _SPECIAL:
+            out.append(_SPECIAL[c])
+        elif ord(c) < 0x180 and c != "\u00a0":
+            out.append(c)
+        else:
+            out.append(_character(c))
+    return "".join(out)
+
+
+def _math_safe(latex: str) -> str:
+    """sympy's LaTeX with any non-ASCII character (a symbol's name such as ``E[Z_L]`` or ``θ``) made a command."""
+    return "".join(c if ord(c) < 0x80 else _character(c).replace(r"\ensuremath", "") for c in latex)
+
+
+def prose(text: str) -> str:
+    """Markdown-ish prose (``$…$`` math, ``code``, **bold**, *emphasis*) as LaTeX; the math passes through."""
+    parts = re.split(r"(\$\$.+?\$\$|\$[^$\n]+\$|`[^`\n]+`)", str(text), flags=re.S)
+    out = []
+    for part in parts:
+        if part.startswith("$$") and part.endswith("$$") and len(part) > 4:
+            out.append(r"\[" + _math_safe(part[2:-2]) + r"\]")
+        elif part.startswith("$") and part.endswith("$") and len(part) > 2:
+            out.append("$" + _math_safe(part[1:-1]) + "$")
+        elif part.startswith("`") and part.endswith("`") and len(part) > 2:
+            out.append(r"\texttt{" + escape(part[1:-1]) + "}")
+        else:
+            piece = escape(part)
+            piece = re.sub(r"\*\*(.+?)\*\*", r"\\textbf{\1}", piece)
+            piece = re.sub(r"(?<![\\\w])\*(?!\s)(.+?)(?<!\s)\*", r"\\emph{\1}", piece)
+            out.append(piece)
+    return "".join(out)
+
+
+def equation(expression) -> str:
+    """A step's expression as a display: an ``Eq`` aligned at its =, anything else as one line."""
+    import sympy
+
+    from .equations import equation_latex
+
+    if isinstance(expression, sympy.Eq):
+        return ("\\begin{align*}\n" + _math_safe(equation_latex(expression.lhs)) + " &= "
+                + _math_safe(equation_latex(expression.rhs)) + "\n\\end{align*}")
+    return "\\begin{equation*}\n" + _math_safe(equation_latex(expression)) + "\n\\end{equation*}"
+
+
+def derivation_latex(derivation) -> str:
+    """A derivation: its title, source, the count of its steps' checks, then each step with its check."""
+    checks = derivation.checks()
+    lines = [r"\subsection*{" + escape(derivation.title) + "}"]
+    if derivation.source:
+        lines.append(r"\textit{Source: " + escape(derivation.source) + r".}\par")
+    lines.append(r"\textit{Steps checked: " + escape(counts_text(counts(checks))) + r".}")
+    lines.append(r"\begin{enumerate}")
+    for step, check in zip(derivation.steps, checks):
+        result = r" (result \texttt{" + escape(step.name) + "})" if step.name else ""
+        label = escape(f"Check: {check.label()}")
+        check_line = (r"\textbf{\textcolor{red}{" + r"\ensuremath{\times} " + label + "}}" if check.failed
+                      else r"\textit{" + label + "}")
+        lines += [r"\item " + escape(step.description) + result, equation(step.expression),
+                  r"\nopagebreak" + "\n" + r"{\small " + check_line + r"}"]
+    lines.append(r"\end{enumerate}")
+    return "\n".join(lines)
+
+
+def _name(name: str) -> str:
+    """A claim's dotted name in typewriter type, breakable after its dots and underscores."""
+    return r"\texttt{" + escape(name).replace(".", r".\allowbreak{}").replace(r"\_", r"\_\allowbreak{}") + "}"
+
+
+def _claims_table(claims: list[dict]) -> str:
+    rows = []
+    for c in claims:
+        rows.append(" & ".join([_name(c["name"]), prose(c["statement"]), escape(c["expect"]),
+                                escape(c["status"]), escape(verdict(c)), escape(key_figures(c))]) + r" \\ \hline")
+    return "\n".join([
+        r"{\small\begin{longtable}{|" + "|".join(r">{\raggedright\arraybackslash}p{" + w + "}" for w in
+                                                ("3.2cm", "4.6cm", "1.2cm", "1.4cm", "1.5cm", "3.6cm")) + "|}",
+        r"\hline \textbf{claim} & \textbf{statement} & \textbf{expected} & \textbf{status} & \textbf{verdict} & "
+        r"\textbf{key figures} \\ \hline \endhead", *rows, r"\end{longtable}}"])
+
+
+PREAMBLE = r"""\documentclass[10pt]{article}
+\usepackage[utf8]{inputenc}
+\usepackage[T1]{fontenc}
+\usepackage{lmodern}
+\usepackage[margin=2cm]{geometry}
+\usepackage{amsmath,amssymb}
+\usepackage{graphicx}
+\usepackage{longtable}
+\usepackage{array}
+\usepackage{xcolor}
+\usepackage{float}
+\usepackage[hidelinks]{hyperref}
+\allowdisplaybreaks
+\setlength{\parindent}{0pt}
+\setlength{\parskip}{0.5em}
+\sloppy
+"""
+
+
+def render_latex(outcomes: list[TheoryOutcome], metadata: dict, out_dir: str | Path | None = None) -> str:
+    """The whole report as a LaTeX document (figures included as ``NAME.pdf`` where ``out_dir`` has them, else
+    the PNG)."""
+    claims = [c for o in outcomes for c in o.claims]
+    lines = [PREAMBLE, r"\title{attnverify report}", r"\date{}", r"\begin{document}", r"\maketitle",
+             r"\begin{tabular}{ll}", *[escape(k) + " & " + escape(v) + r" \\" for k, v in metadata_rows(metadata)],
+             r"\end{tabular}", "", escape(summary_line(claims)) + "."]
+    for outcome in outcomes:
+        lines.append(r"\section{" + escape(section_title(outcome)) + "}")
+        for error in outcome.errors:
+            lines.append(r"\textbf{Part of this section could not be built:} "
+                         + escape(error.strip().splitlines()[-1] if error.strip() else error))
+        for warning in outcome.warnings:
+            lines.append(r"\textbf{Warning:} " + escape(warning))
+        section = outcome.section
+        if section is not None:
+            if section.introduction.strip():
+                lines += [prose(p) for p in section.introduction.strip().split("\n\n")]
+            lines += [derivation_latex(d) for d in section.derivations]
+            for figure in section.figures:
+                name = Path(figure.filename)
+                pdf = name.with_suffix(".pdf").name
+                shown = pdf if out_dir is None or (Path(out_dir) / pdf).is_file() else name.name
+                lines += [r"\begin{figure}[H]\centering", r"\includegraphics[width=0.7\linewidth]{" + shown + "}",
+                          r"\caption{" + prose(figure.caption) + "}", r"\end{figure}"]
+            for table in section.tables:
+                columns = "|" + "l|" * len(table.header)
+                lines += [r"\begin{center}{\small " + prose(table.caption) + r"}\par",
+                          r"{\small\begin{longtable}{" + columns + r"}\hline",
+                          " & ".join(r"\textbf{" + escape(h) + "}" for h in table.header) + r" \\ \hline",
+                          *[" & ".join(escape(_cell(v)) for v in row) + r" \\" for row in table.rows],
+                          r"\hline\end{longtable}}\end{center}"]
+        if outcome.claims:
+            lines += [r"\subsection*{Claims}", _claims_table(outcome.claims)]
+            lines.append(r"\begin{itemize}\raggedright")
+            lines += [r"\item " + _name(c["name"]) + r": replay with\\ \texttt{" + escape(c["replay"]) + "}"
+                      for c in outcome.claims]
+            lines.append(r"\end{itemize}")
+    lines.append(r"\end{document}")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(value) -> str:
+    from .results import format_value
+
+    return format_value(value) if isinstance(value, float) else str(value)
