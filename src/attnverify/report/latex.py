@@ -34,7 +34,9 @@ _SYMBOLS = {
     "ℝ": r"\mathbb{R}", "ℕ": r"\mathbb{N}", "ℤ": r"\mathbb{Z}", "⊤": r"\top", "ᵀ": r"^{\mathsf{T}}",
     "✓": r"\checkmark", "✗": r"\times", "•": r"\bullet", "∘": r"\circ", "⊗": r"\otimes", "⊕": r"\oplus",
     "†": r"\dagger", "°": r"^{\circ}", "…": r"\dots", "⋯": r"\cdots", "ϵ": r"\epsilon", "ϑ": r"\vartheta",
-    "ϕ": r"\phi", "ϱ": r"\varrho", "⁻": r"^{-}", "⁺": r"^{+}",
+    "ϕ": r"\phi", "ϱ": r"\varrho", "⁻": r"^{-}", "⁺": r"^{+}", "⁽": r"^{(}", "⁾": r"^{)}", "≳": r"\gtrsim",
+    "≲": r"\lesssim", "⊥": r"\perp", "∥": r"\parallel", "⊙": r"\odot", "⋅": r"\cdot", "∗": r"\ast",
+    "≔": r"\mathrel{:=}", "⟶": r"\longrightarrow", "↦": r"\mapsto", "∖": r"\setminus", "ℏ": r"\hbar",
 }
 _TEXT = {"–": "--", "—": "---", "‘": "`", "’": "'", "“": "``", "”": "''", "\u00a0": "~", "\u2009": r"\,",
          "\u202f": r"\,", "\u2060": ""}
