@@ -177,3 +177,27 @@ def test_an_error_in_a_user_check_shows_the_users_frames_and_not_the_tools(tmp_p
     assert result.status == "error"
     head = result.error.error.split("full traceback:")[0]
     assert "KeyError: 'sigma'" in head and "line 6, in helper" in head and "theory_form.py" not in head
+
+
+def test_the_long_form_figure_refuses_a_nan_theory_curve_by_name(tmp_path):
+    from attnverify.report.figures import theory_vs_simulation
+
+    estimates = [Estimate(1.0, 0.1, 10), Estimate(2.0, 0.1, 10)]
+    with pytest.raises(ValueError, match=r"figure f.png: theory must be finite numbers .* entry 1 is nan"):
+        theory_vs_simulation(tmp_path, "f.png", x=[0, 1], theory=[1.0, math.nan], estimates=estimates, caption="c")
+
+
+def test_the_key_figures_show_the_example_nearest_its_tolerance_not_the_last():
+    from attnverify.report.results import key_figures
+
+    gaps = {0: 0.1, 1: 0.2, 2: 0.9, 3: 0.3, 4: 0.0, 5: 0.4}  # against a tolerance of 1: k = 2 came nearest to failing
+
+    @claim("mine.nearest", parameters={"k": st.sampled_from(sorted(gaps))}, statement="s",
+           examples={"quick": 20, "thorough": 20})
+    def nearest(p, ctx):
+        return within_error(1.0 + gaps[p["k"]], Estimate(1.0, 0.2, 100))
+
+    result = run_claim(nearest, profile="quick", seed=0)
+    drawn = [e.parameters["k"] for e in result.examples]
+    assert result.status == "holds" and 2 in drawn and drawn[-1] != 2  # the last example is not the nearest
+    assert key_figures(result.as_dict()).startswith("theory 1.9 vs observed 1")

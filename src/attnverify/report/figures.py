@@ -44,9 +44,16 @@ def theory_vs_simulation(out_dir: str | Path, filename: str, *, x, theory, estim
     """
     import numpy as np
 
-    x = [float(v) for v in x]
-    theory_x = x if theory_x is None else [float(v) for v in theory_x]
+    x = [float(v) for v in np.asarray(x, dtype=float).ravel()]
+    theory_x = x if theory_x is None else [float(v) for v in np.asarray(theory_x, dtype=float).ravel()]
     theory = [float(v) for v in np.asarray(theory, dtype=float).ravel()]
+    for name, values in (("x", x), ("theory_x", theory_x), ("theory", theory),
+                         ("estimates' means", [float(e.mean) for e in estimates]),
+                         ("estimates' standard errors", [float(e.standard_error) for e in estimates])):
+        bad = [k for k, v in enumerate(values) if not np.isfinite(v)]
+        if bad:
+            raise ValueError(f"figure {filename}: {name} must be finite numbers (a gap in a plot hides a broken "
+                             f"computation); entry {bad[0]} is {values[bad[0]]} ({len(bad)} of {len(values)})")
     if len(theory) != len(theory_x):
         raise ValueError(f"theory has {len(theory)} values for {len(theory_x)} points")
     if len(estimates) != len(x):
