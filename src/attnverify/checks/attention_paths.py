@@ -314,7 +314,9 @@ def sampled_networks_match_theory(p: dict, ctx: Context) -> Evidence:
     theory's, each within z MCSE + an O(1/N) budget (z ≥ 5: Bonferroni over U's entries at a joint false alarm of
     10⁻³, ``ChainSummary.mcse_z``; 5 for the accuracy): per entry the larger of (D_1 + 1)/N · sqrt(U_ππ U_π'π')
     and |U(n) − U(n − D − 1)| (the theory solved again at the Wishart degrees of freedom,
-    ``experiments.wishart_shifted_widths``); for the accuracy, the latter's move. The sampler must have
+    ``experiments.wishart_shifted_widths``); for the accuracy, the latter's move plus the fraction of test points
+    whose sign neither side resolves (the theory's margin within z MCSE of the sampled predictor, or within the
+    predictor's move under the shift: such a point may flip either way). The sampler must have
     converged (R-hat below the limit for the maximum over the entries of U, and over the 1000 test points of the
     predictor, at a false alarm of 10⁻³; bulk and tail ESS ≥ 400 for U) for the MCSE to count: unconverged is inconclusive."""
     points, origin = sampled_points(p["data"], ctx)

@@ -118,6 +118,9 @@ class SampledPoint:
     #: per entry, the multiple of the MCSE within which all entries of U lie together with probability ≥ 1 − 10⁻³
     #: (``ChainSummary.mcse_z``: Bonferroni over the entries, Student's t for an estimated MCSE; at least 5)
     order_parameter_z: np.ndarray | None = None
+    #: the fraction of test points whose sign neither side resolves: the theory's margin |⟨f(x)⟩| within z MCSE
+    #: of the sampled mean (z: Bonferroni over the test points) plus the predictor's move under the Wishart shift
+    accuracy_resolution: float = 0.0
 
     @property
     def mcse_multiple(self) -> np.ndarray:
@@ -140,7 +143,9 @@ class SampledPoint:
 
     @property
     def accuracy_budget(self) -> float:
-        return abs(self.theory.accuracy.mean - self.theory_shifted.accuracy.mean)
+        """The accuracy's move under the Wishart shift, plus the fraction of test points whose sign is unresolved
+        (:attr:`accuracy_resolution`): each may flip without contradicting the theory."""
+        return abs(self.theory.accuracy.mean - self.theory_shifted.accuracy.mean) + self.accuracy_resolution
 
 
 def sampled_point(X, y, X_test, y_test, *, heads: Sequence[int], width: int, temperature: float, seed: int,
@@ -161,5 +166,11 @@ def sampled_point(X, y, X_test, y_test, *, heads: Sequence[int], width: int, tem
     # predictor has one R-hat per test point (1000 here), gated the same way for the maximum over its points
     # (ChainSummary.rhat_converged); its ESS is not gated, as its MCSE enters only through the accuracy's.
     converged = U.converged and predictor.rhat_converged()
+    # The accuracy counts signs: a test point whose theory margin lies inside the sampler's z·MCSE (or inside the
+    # predictor's O(1/N) move) can take either sign in the samples without contradicting the theory.
+    margin = predictor_statistics(theory.order_parameter, X, y, X_test, temperature).mean
+    moved = predictor_statistics(shifted.order_parameter, X, y, X_test, temperature).mean
+    unresolved = np.abs(margin) <= predictor.mcse_z() * np.asarray(predictor.mcse) + np.abs(margin - moved)
     return SampledPoint(int(width), U.mean, U.mcse, samples.accuracy(y_test), samples.diagnostics(),
-                        converged, theory, theory_shifted, order_parameter_z=U.mcse_z())
+                        converged, theory, theory_shifted, order_parameter_z=U.mcse_z(),
+                        accuracy_resolution=float(np.mean(unresolved)))
