@@ -201,3 +201,22 @@ def test_the_key_figures_show_the_example_nearest_its_tolerance_not_the_last():
     drawn = [e.parameters["k"] for e in result.examples]
     assert result.status == "holds" and 2 in drawn and drawn[-1] != 2  # the last example is not the nearest
     assert key_figures(result.as_dict()).startswith("theory 1.9 vs observed 1")
+
+
+def test_every_bad_claim_name_of_a_file_is_listed_at_once(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("ATTNVERIFY_BACKEND", raising=False)
+    path = tmp_path / "names.py"
+    path.write_text("from attnverify.checks import claim, close, st\n"
+                    + "".join(f'@claim("{name}", parameters={{"x": st.just(1.0)}}, statement="s")\n'
+                              f"def c{k}(p, ctx):\n    return close(1.0, 1.0)\n"
+                              for k, name in enumerate(["Bad.one", "nodot", "mine.U_independent_of_T"])))
+    assert cli.main(["verify", str(path)]) == 2
+    err = capsys.readouterr().err
+    import re
+
+    assert "2 claim name(s) are not theory.name" in err  # (the decorator's line or its def's, by Python version)
+    assert re.search(rf"'Bad.one' at {re.escape(str(path))}, line [12];", err)
+    assert re.search(rf"'nodot' at {re.escape(str(path))}, line [45]", err)
+    assert "U_independent_of_T'" not in err.split("full traceback")[0]
+    with pytest.raises(ValueError, match="theory.name"):  # imported outside the tool: at definition, as before
+        claim("nodot", parameters={}, statement="s")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from .claim import Claim
+from .claim import BAD_NAMES, Claim
 
 #: Theory modules under ``attnverify.checks`` whose claims are built in, in report order.
 THEORIES = ("single_location", "attention_paths", "conditional_mean")
@@ -78,13 +78,21 @@ def load_user_module(path: str | Path) -> ModuleType:
         raise ValueError(f"cannot import {str(path)!r} as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
+    bad_names = BAD_NAMES.set([])
     try:
         spec.loader.exec_module(module)
+        bad = BAD_NAMES.get()
+        if bad:
+            raise ValueError(f"{len(bad)} claim name(s) are not theory.name (a lower_snake_case theory, then "
+                             "identifiers; the papers' capitals allowed): "
+                             + "; ".join(f"{n!r} at {where}" for n, where in bad))
     except Exception as error:
         sys.modules.pop(module_name, None)
         raise UserFileError(path, error) from error
     except BaseException:
         sys.modules.pop(module_name, None)
         raise
+    finally:
+        BAD_NAMES.reset(bad_names)
     _LOADED[path] = (content, module)
     return module

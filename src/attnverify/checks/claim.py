@@ -8,6 +8,7 @@ file run by ``attnverify verify FILE.py``. The check receives the drawn paramete
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import math
 import re
@@ -58,6 +59,17 @@ _PACKAGE = str(Path(__file__).resolve().parent.parent)
 _SCALAR_STRATEGIES = {"floats", "integers", "booleans", "text", "characters", "lists", "tuples", "complex_numbers",
                       "decimals", "fractions", "binary", "none", "sets", "frozensets", "dates", "datetimes",
                       "from_regex", "uuids", "emails", "arrays"}
+
+
+#: while the tool loads a user's file: the bad claim names met so far, with their lines (listed together after it)
+BAD_NAMES: contextvars.ContextVar[list | None] = contextvars.ContextVar("attnverify_bad_claim_names", default=None)
+
+
+def _definition_line() -> str:
+    import sys
+
+    frame = sys._getframe(2)
+    return f"{frame.f_code.co_filename}, line {frame.f_lineno}"
 
 
 def check_name(name: Any) -> str:
@@ -189,6 +201,9 @@ def claim(
     or a strategy drawing such dicts; name and parameters are checked here, at definition. ``origin``: the file
     its replay runs (default: the check's file when it is outside the package, "" for a built-in).
     """
+    if BAD_NAMES.get() is not None and (not isinstance(name, str) or not _NAME.match(name)):
+        BAD_NAMES.get().append((name, _definition_line()))  # the loader lists every bad name of the file at once
+        return lambda check: None
     check_name(name)
     parameters = claim_parameters(parameters, name)
 
