@@ -504,7 +504,8 @@ def _check_relation(a, b, substitute: dict, context: _Context) -> tuple[StepChec
             solved = _resolved(_substituted(f, {a: b}, others), others)
             return _with_against(compare(solved, _zero_like(solved)), step), "solution"
         if a in context.seen:
-            return _unchecked(f"solves for {a}, but no earlier condition (f = 0) holds {a}"), "name"
+            return _unchecked(f"solves for {a}, but no earlier condition (f = 0) holds {a} (if this step says what "
+                              f"{a} is, mark it kind=\"definition\")"), "name"
         return _unchecked(f"first value of {a}: nothing earlier to compare it with"), "name"
     introduced = (_labels(_symbols(a)) - _labels(_symbols(b)) - _labels(context.seen) - _labels(set(substitute))
                   - _labels(_symbols(sympy.Tuple(*substitute, *substitute.values()))))
