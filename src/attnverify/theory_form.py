@@ -32,7 +32,7 @@ import functools
 import hashlib
 import inspect
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
