@@ -12,7 +12,6 @@ options and hands off to :func:`attnverify.checks.runner.run_claim`.
 
 from __future__ import annotations
 
-
 import pytest
 
 
