@@ -222,8 +222,8 @@ def _verify(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     if not claims:
         raise UsageError(
-            f"{args.file} defines no claims; define them at the top level of the file with "
-            "`@claim(\"theory.name\", parameters=...)` from attnverify.checks"
+            f"{args.file} defines no claims: `theory = Theory(\"name\")` and `@theory.claim(x=st.floats(0, 1))` "
+            "(from attnverify import Theory, st), or `@claim(\"theory.name\", parameters={...})` at the top level"
         )
     if args.report:
         (theory,) = _user_theories([args.file])
@@ -232,9 +232,23 @@ def _verify(args: argparse.Namespace) -> int:
                                 scheduler=args.scheduler, store=args.store, latex=args.latex)
     claims = _chosen(claims, args.only, f"defined in {args.file}")
     _prepare_json(args.json, claims)
-    return run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
-                          command=verify_command(args.file), examples=args.examples, scheduler=args.scheduler,
-                          theories=_user_theories([args.file]) if args.scheduler else None, store=args.store)
+    status = run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
+                            command=verify_command(args.file), examples=args.examples, scheduler=args.scheduler,
+                            theories=_user_theories([args.file]) if args.scheduler else None, store=args.store)
+    _say_derivation_cost(module)
+    return status
+
+
+def _say_derivation_cost(module) -> None:
+    """What a concise theory's derivations cost this process (derived, or read from the disk), on stderr."""
+    from .theories import concise
+
+    form = concise(module)
+    spent = [d for d in (form.derivations if form is not None else []) if d.seconds is not None]
+    if spent:
+        steps = sum(len(d().steps) for d in spent)
+        print(f"{form.name}: {len(spent)} derivation(s), {steps} steps, {sum(d.seconds for d in spent):.1f} s to "
+              "derive or read from the disk, once in this process", file=sys.stderr)
 
 
 def _user_theories(files: list[str] | None) -> list:
