@@ -220,3 +220,23 @@ def test_every_bad_claim_name_of_a_file_is_listed_at_once(tmp_path, capsys, monk
     assert "U_independent_of_T'" not in err.split("full traceback")[0]
     with pytest.raises(ValueError, match="theory.name"):  # imported outside the tool: at definition, as before
         claim("nodot", parameters={}, statement="s")
+
+
+def test_the_readme_example_goes_through_verify_and_its_report(tmp_path, monkeypatch):
+    """examples/relu_kernel.py, shown in full in the README (≤ 30 non-blank lines): verify with --report gives its
+    derivation with every step decided, its three claims as expected and its theory-vs-simulation figure."""
+    monkeypatch.delenv("ATTNVERIFY_BACKEND", raising=False)
+    example = Path(__file__).resolve().parents[1] / "examples" / "relu_kernel.py"
+    assert sum(1 for line in example.read_text().splitlines() if line.strip()) <= 30
+    assert example.read_text() in (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    out = tmp_path / "report"
+    assert cli.main(["verify", str(example), "--report", str(out), "--workers", "1"]) == 0
+    document = json.loads((out / "results.json").read_text())
+    assert {c["name"]: c["status"] for c in document["claims"]} == {
+        "relu.kernel_matches_monte_carlo": "holds", "relu.kernel_with_one_over_pi": "refuted",
+        "relu.derivation_steps": "holds"}
+    (section,) = document["sections"]
+    (derivation,) = section["derivations"]
+    assert derivation["checks"]["failed"] == 0 and derivation["checks"]["unchecked"] == 0
+    (figure,) = section["figures"]
+    assert len(figure["data"]["mean"]) == 9 and (out / figure["filename"]).is_file()
