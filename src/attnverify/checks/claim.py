@@ -53,7 +53,15 @@ DEFAULT_EXAMPLES = {"quick": examples_needed(0.2), "thorough": examples_needed(0
 """Examples per profile of a claim that does not say: a flaw showing on 20% of the parameters is found
 with probability 99% in the quick profile (21 examples), one showing on 5% in the thorough one (90)."""
 _NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$")
-_PACKAGE = str(Path(__file__).resolve().parent.parent)
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def in_package(filename: str) -> bool:
+    """Whether ``filename`` is one of attnverify's own source files (not a user's)."""
+    try:
+        return Path(filename).resolve().is_relative_to(_PACKAGE)
+    except (OSError, ValueError):
+        return False
 
 #: hypothesis strategies that never draw a dict: a claim's parameters given as one of these is a mistake
 _SCALAR_STRATEGIES = {"floats", "integers", "booleans", "text", "characters", "lists", "tuples", "complex_numbers",
@@ -72,10 +80,15 @@ def _definition_line() -> str:
     return f"{frame.f_code.co_filename}, line {frame.f_lineno}"
 
 
+def is_claim_name(name: Any) -> bool:
+    """Whether ``name`` is a claim's name: ``theory.name``, a lower_snake_case theory, then identifiers (the papers'
+    capitals allowed)."""
+    return isinstance(name, str) and _NAME.match(name) is not None
+
+
 def check_name(name: Any) -> str:
-    """``name`` if it is a claim's name (``theory.name``: a lower_snake_case theory, then identifiers, the papers'
-    capitals allowed), else a ValueError saying so."""
-    if not isinstance(name, str) or not _NAME.match(name):
+    """``name`` if it is a claim's name (:func:`is_claim_name`), else a ValueError saying so."""
+    if not is_claim_name(name):
         raise ValueError(f"claim name must be theory.name: a lower_snake_case theory, then identifiers (the papers' "
                          f"capitals allowed, e.g. 'attention_paths.U_independent_of_T'), got {name!r}")
     return name
@@ -108,10 +121,10 @@ def claim_parameters(parameters: Any, name: str) -> st.SearchStrategy:
 def _origin(check: Callable) -> str:
     """The user's file a check was written in ("" for the package's own claims)."""
     try:
-        path = str(Path(inspect.getsourcefile(check) or "").resolve())
-    except (TypeError, OSError):
+        source = inspect.getsourcefile(check)
+    except TypeError:
         return ""
-    return "" if not path or path.startswith(_PACKAGE) else path
+    return "" if not source or in_package(source) else str(Path(source).resolve())
 
 
 @dataclass(frozen=True)
@@ -201,7 +214,7 @@ def claim(
     or a strategy drawing such dicts; name and parameters are checked here, at definition. ``origin``: the file
     its replay runs (default: the check's file when it is outside the package, "" for a built-in).
     """
-    if BAD_NAMES.get() is not None and (not isinstance(name, str) or not _NAME.match(name)):
+    if BAD_NAMES.get() is not None and not is_claim_name(name):
         BAD_NAMES.get().append((name, _definition_line()))  # the loader lists every bad name of the file at once
         return lambda check: None
     check_name(name)

@@ -215,8 +215,8 @@ class Evidence:
 
     @property
     def side_names(self) -> tuple[str, str]:
-        """The names of the two sides: ``labels``, else ("value", "bound") for at_most, else ("theory", "observed")."""
-        return self.labels or (("value", "bound") if self.relation == "at_most" else ("theory", "observed"))
+        """The names of the two sides (:func:`side_names`)."""
+        return side_names(self.relation, self.labels)
 
     def as_dict(self) -> dict:
         return {
@@ -234,6 +234,14 @@ class Evidence:
             "note": self.note,
             "figures": self.figures,
         }
+
+
+def side_names(relation: str | None, labels=None) -> tuple[str, str]:
+    """The names of an evidence's two sides: its ``labels``, else ("value", "bound") for an inequality ``at_most``
+    (its smaller side is not a theory, nor its larger an observation), else ("theory", "observed")."""
+    if labels and len(labels) == 2:
+        return tuple(labels)
+    return ("value", "bound") if relation == "at_most" else ("theory", "observed")
 
 
 def _tolerance_part(name: str, value: Any) -> float:

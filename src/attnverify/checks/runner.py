@@ -36,7 +36,7 @@ from ..files import write_atomically
 from ..numerics.arguments import backend as checked_backend, integer
 from ..numerics.backend import Backend, to_numpy
 from ..numerics.cache import cache_directory
-from .claim import PROFILES, Claim, Context
+from .claim import PROFILES, Claim, Context, in_package
 from .evidence import Evidence
 
 #: Upper end (exclusive) of the per-example Monte Carlo seeds.
@@ -231,20 +231,13 @@ def _is_library_frame(filename: str) -> bool:
             or filename.startswith("<"))
 
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _in_package(filename: str) -> bool:
-    return os.path.abspath(filename).startswith(_PACKAGE + os.sep)
-
-
 def frames_first(error: BaseException, *, detail: str | None = None, own_code: str = "the claim's code",
                  skip: int = 0, package_is_own: bool = True) -> str:
     """``detail`` (default: the error's one-line text), then the frames of the user's own code (innermost last;
     not libraries, and not attnverify itself unless ``package_is_own``), then the full traceback."""
     detail = detail or "".join(traceback.format_exception_only(type(error), error)).strip()
     frames = traceback.extract_tb(error.__traceback__)[skip:]
-    own = [f for f in frames if not _is_library_frame(f.filename) and (package_is_own or not _in_package(f.filename))]
+    own = [f for f in frames if not _is_library_frame(f.filename) and (package_is_own or not in_package(f.filename))]
     parts = [detail]
     if own:
         parts.append(f"in {own_code} (innermost last):\n" + "".join(traceback.format_list(own)).rstrip())

@@ -13,6 +13,7 @@ import traceback
 from typing import Any, Callable
 
 from ..checks.claim import Claim
+from ..checks.evidence import side_names
 from ..checks.runner import ClaimResult, Example, run_claim
 from ..experiments.store import Store
 from ..numerics.backend import Backend
@@ -174,14 +175,10 @@ def _sides_text(evidence: dict) -> str:
 
 
 def side_labels(evidence: dict | None) -> tuple[str, str]:
-    """Names of an evidence's two sides: its ``labels`` (``close(..., labels=…)``), else ("value", "bound") for
-    an inequality ``at_most`` (its smaller side is not a theory, nor its larger an observation), else ("theory",
-    "observed")."""
+    """Names of an evidence dict's two sides (:func:`attnverify.checks.evidence.side_names` of its relation and
+    labels; a results.json written before labels existed gives none)."""
     evidence = evidence or {}
-    labels = evidence.get("labels")
-    if labels and len(labels) == 2:
-        return tuple(labels)
-    return ("value", "bound") if evidence.get("relation") == "at_most" else ("theory", "observed")
+    return side_names(evidence.get("relation"), evidence.get("labels"))
 
 
 def verdict(result: dict) -> str:
