@@ -42,24 +42,7 @@ from hypothesis import strategies as st
 from .checks.claim import Claim, claim_parameters
 from .checks.evidence import Evidence, within_error
 
-#: options of :meth:`Theory.claim` (every other keyword is a parameter's strategy)
-CLAIM_OPTIONS = ("name", "statement", "source", "expect", "examples", "shrink_budget")
-#: options of :meth:`Theory.monte_carlo` besides those of a claim
-MONTE_CARLO_OPTIONS = ("expected", "resolution", "relative", "budget", "figure", "xlabel", "ylabel")
-
 _SCALES: contextvars.ContextVar[list | None] = contextvars.ContextVar("attnverify_rounding_scales", default=None)
-
-
-def _caller_file(depth: int = 2) -> str:
-    import sys
-
-    return str(Path(sys._getframe(depth).f_code.co_filename).resolve())
-
-
-def _identifier(kind: str, name: str) -> str:
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"{kind} must be a Python identifier, got {name!r}")
-    return name
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -73,14 +56,11 @@ class DerivedFunction:
     (:func:`~attnverify.derivations.rounding.rounding_scale`), so an exact zero is compared up to round-off."""
 
     def __init__(self, derivation_name: str, result: str, expression):
-        import sympy
-
         self.derivation_name, self.result, self.expression = derivation_name, result, expression
         self.symbols = tuple(sorted(expression.free_symbols, key=lambda s: s.name))
         self.names = tuple(s.name for s in self.symbols)
         if len(set(self.names)) != len(self.names):
             raise ValueError(f"result {result!r} of {derivation_name} has two symbols of one name: {self.names}")
-        self._sympy = sympy
 
     @functools.cached_property
     def _evaluate(self):
@@ -256,15 +236,6 @@ def _options_not_strategies(what: str, **options) -> None:
                         f"parameter: rename the parameter")
 
 
-def _strategies(strategies: dict, options: tuple[str, ...], what: str) -> dict:
-    bad = {n: v for n, v in strategies.items() if not isinstance(v, st.SearchStrategy)}
-    if bad:
-        raise TypeError(f"{what}: every keyword other than {', '.join(options)} is a parameter and needs a hypothesis "
-                        "strategy; " + "; ".join(f"{n}={v!r} is a {type(v).__name__} (st.just({v!r}) for a constant)"
-                                                 for n, v in bad.items()))
-    return strategies
-
-
 class Theory:
     """A theory of one's own, in one file: ``theory = Theory("name")`` and its decorators
     (:meth:`derivation`, :meth:`claim`, :meth:`monte_carlo`, :meth:`figure`). ``title`` defaults to the first
@@ -274,8 +245,12 @@ class Theory:
         if not isinstance(name, str) or not name.isidentifier() or name != name.lower():
             raise ValueError(f"Theory name must be a lower_snake_case identifier (the claims are named name.…), "
                              f"got {name!r}")
+        import sys
+
+        module = sys._getframe(1).f_globals  # the file that says theory = Theory(...)
         self.name, self.source = name, source
-        self.file = _caller_file()
+        self.file = str(Path(module.get("__file__") or sys._getframe(1).f_code.co_filename).resolve())
+        self._docstring = inspect.cleandoc(module.get("__doc__") or "")
         self._title, self._introduction = title, introduction
         self.derivations: list[DerivationHandle] = []
         self.claims: list[Claim] = []
@@ -290,22 +265,15 @@ class Theory:
         except OSError:
             return "unsaved"
 
-    def _docstring(self) -> str:
-        import sys
-
-        module = next((m for m in list(sys.modules.values())
-                       if getattr(m, "__file__", None) and _same_file(m.__file__, self.file)), None)
-        return inspect.cleandoc(getattr(module, "__doc__", None) or "")
-
     @property
     def title(self) -> str:
-        return self._title or self._docstring().partition("\n")[0].strip() or self.name
+        return self._title or self._docstring.partition("\n")[0].strip() or self.name
 
     @property
     def introduction(self) -> str:
         if self._introduction is not None:
             return self._introduction
-        return self._docstring().partition("\n")[2].strip()  # the docstring's first line is its title
+        return self._docstring.partition("\n")[2].strip()  # the docstring's first line is its title
 
     # -- registration ---------------------------------------------------------------------------------------
     def derivation(self, function: Callable | None = None, *, source: str = "", title: str | None = None):
@@ -336,18 +304,24 @@ class Theory:
         has them. The statement is the docstring. Returns the :class:`~attnverify.checks.claim.Claim`."""
         _options_not_strategies("claim", name=name, statement=statement, source=source, expect=expect,
                                 examples=examples, shrink_budget=shrink_budget)
-        strategies = _strategies(strategies, CLAIM_OPTIONS, f"claim of theory {self.name}")
+        parameters = claim_parameters(strategies, f"{self.name}.{name or '…'}")
 
         def register(function: Callable) -> Claim:
             call = _signature_call(function, tuple(strategies), "claim")
-            text = _statement(statement, function, name)
-            return self._add(Claim(name=f"{self.name}.{name or function.__name__}", statement=text,
-                                   parameters=claim_parameters(strategies, f"{self.name}.{function.__name__}"),
-                                   check=call, source=source or self.source, expect=expect,
-                                   examples=dict(examples) if examples else _default_examples(),
-                                   shrink_budget=shrink_budget, origin=self.file))
+            return self._new_claim(name or function.__name__, _statement(statement, function, name), parameters, call,
+                                   source, expect, examples, shrink_budget)
 
         return register if function is None else register(function)
+
+    def _new_claim(self, name: str, statement: str, parameters, check: Callable, source: str, expect: str,
+                   examples: dict | None, shrink_budget: int) -> Claim:
+        """The claim ``<theory>.<name>``, from this theory's file, added to the theory."""
+        from .checks.claim import DEFAULT_EXAMPLES
+
+        return self._add(Claim(name=f"{self.name}.{name}", statement=statement, parameters=parameters, check=check,
+                               source=source or self.source, expect=expect,
+                               examples=dict(examples or DEFAULT_EXAMPLES), shrink_budget=shrink_budget,
+                               origin=self.file))
 
     def monte_carlo(self, function: Callable | None = None, *, expected: Callable, resolution: float | None = None,
                     relative: float | None = None, budget: int = 1_000_000, figure: dict | None = None,
@@ -366,7 +340,7 @@ class Theory:
                                 budget=budget, figure=figure, xlabel=xlabel, ylabel=ylabel, name=name,
                                 statement=statement, source=source, expect=expect, examples=examples,
                                 shrink_budget=shrink_budget)
-        strategies = _strategies(strategies, CLAIM_OPTIONS + MONTE_CARLO_OPTIONS, f"monte_carlo of theory {self.name}")
+        parameters = claim_parameters(strategies, f"{self.name}.{name or '…'}")
         if not callable(expected):
             raise TypeError(f"expected must be a function of the parameters ({', '.join(strategies)}), got {expected!r}")
         if resolution is None and relative is None:
@@ -386,11 +360,8 @@ class Theory:
                 return _compare(theory_side, simulate, p, ctx, resolution, relative, budget)
 
             text = _statement(statement, function, name)
-            made = self._add(Claim(name=f"{self.name}.{name or function.__name__}", statement=text,
-                                   parameters=claim_parameters(strategies, f"{self.name}.{function.__name__}"),
-                                   check=check, source=source or self.source, expect=expect,
-                                   examples=dict(examples) if examples else _default_examples(),
-                                   shrink_budget=shrink_budget, origin=self.file))
+            made = self._new_claim(name or function.__name__, text, parameters, check, source, expect, examples,
+                                   shrink_budget)
             if axis is not None:
                 self.figures.append(_Figure(made.name.split(".", 1)[1], functools.partial(
                     _sweep, theory_side, simulate, figure, axis, resolution, relative, budget,
@@ -455,19 +426,6 @@ def _statement(statement: str | None, function: Callable, name: str | None) -> s
     return text
 
 
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return Path(a).resolve() == Path(b).resolve()
-    except OSError:
-        return False
-
-
-def _default_examples() -> dict:
-    from .checks.claim import DEFAULT_EXAMPLES
-
-    return dict(DEFAULT_EXAMPLES)
-
-
 def _simulator(function: Callable, names: tuple[str, ...]) -> Callable:
     parameters = list(inspect.signature(function).parameters)
     if parameters[:2] != ["rng", "n"] or sorted(parameters[2:]) != sorted(names):
@@ -513,13 +471,20 @@ def _size(value: float, scale: float | None) -> float:
     return max(abs(value), scale or 0.0)
 
 
-def _compare(theory_side, simulate, p, ctx, resolution, relative, budget) -> Evidence:
+def _sized(theory_side, simulate, p, ctx, resolution, relative, budget):
+    """The expected value at ``p``, its terms' round-off scale, and the Monte Carlo mean drawn until 5 SE resolve
+    ``resolution`` + ``relative``·(the size of the terms) or ``budget`` draws are spent."""
     from .numerics.sized import sized_mean
 
     expected, scale = _expected(theory_side, p, ctx)
     estimate = sized_mean(lambda rng, n: simulate(rng, n, **p), ctx.rng, resolution=resolution,
                           relative_resolution=relative, reference=_size(expected, scale) if relative else None,
                           budget=budget)
+    return expected, scale, estimate
+
+
+def _compare(theory_side, simulate, p, ctx, resolution, relative, budget) -> Evidence:
+    expected, scale, estimate = _sized(theory_side, simulate, p, ctx, resolution, relative, budget)
     return within_error(expected, estimate, scale=scale, figures=estimate.sizing())
 
 
@@ -528,22 +493,17 @@ def _sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xl
     """The theory-vs-simulation figure of a Monte Carlo claim along its axis (the others fixed)."""
     from types import SimpleNamespace
 
-    from .numerics.sized import sized_mean
-
     xs = np.asarray(figure[axis], dtype=float)
     fixed = {n: v for n, v in figure.items() if n != axis}
     ctx = SimpleNamespace(rng=rng)
-    fine = np.linspace(xs.min(), xs.max(), 100)
-    estimates, theory = [], []
     integer = isinstance(figure[axis][0], (int, np.integer))
-    for x in xs:
-        p = {**fixed, axis: int(x) if integer else float(x)}
-        value, scale = _expected(theory_side, p, ctx)
-        estimates.append(sized_mean(lambda r, n: simulate(r, n, **p), rng, resolution=resolution,
-                                    relative_resolution=relative, reference=_size(value, scale) if relative else None,
-                                    budget=budget))
-    theory_x = xs if integer else fine
-    theory = [float(theory_side({**fixed, axis: int(x) if integer else float(x)}, ctx)) for x in theory_x]
+
+    def at(x) -> dict:
+        return {**fixed, axis: int(x) if integer else float(x)}
+
+    estimates = [_sized(theory_side, simulate, at(x), ctx, resolution, relative, budget)[2] for x in xs]
+    theory_x = xs if integer else np.linspace(xs.min(), xs.max(), 100)
+    theory = [float(theory_side(at(x), ctx)) for x in theory_x]
     draws = [e.samples for e in estimates]
     size = (f"{resolution:g}" if resolution else "") + (" + " if resolution and relative else "") + \
         (f"{relative:.0%} of the theory" if relative else "")
