@@ -90,7 +90,8 @@ class Theory:
         step holds, :mod:`attnverify.checks.derivation_steps`) when the theory has derivations."""
         claims = claims_in_module(load(self.claims))
         if self.has_derivations() and claim_name(self.name) not in {c.name for c in claims}:
-            claims.append(derivation_steps_claim(self.name, self.derivation_list))
+            claims.append(derivation_steps_claim(self.name, self.derivation_list,
+                                                 origin=self.claims if self.claims.endswith(".py") else ""))
         return claims
 
     def has_derivations(self) -> bool:

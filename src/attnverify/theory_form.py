@@ -32,7 +32,7 @@ import functools
 import hashlib
 import inspect
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -386,8 +386,8 @@ class Theory:
         (every recorded step holds, :mod:`attnverify.checks.derivation_steps`)."""
         from .checks.derivation_steps import derivation_steps_claim
 
-        steps = [derivation_steps_claim(self.name, self.derivation_list)] if self.derivations else []
-        return list(self.claims) + [replace(c, origin=self.file) for c in steps]
+        steps = [derivation_steps_claim(self.name, self.derivation_list, self.file)] if self.derivations else []
+        return list(self.claims) + steps
 
     def build_section(self, out_dir, *, profile, backend, seed, progress, store=None):
         """The section: title, the file's docstring, its derivations and its figures (each drawn from a random

@@ -26,15 +26,16 @@ def claim_name(theory: str) -> str:
     return f"{theory}.derivation_steps"
 
 
-def derivation_steps_claim(theory: str, derivations: Callable[[], list]) -> Claim:
-    """The claim ``<theory>.derivation_steps`` over ``derivations()`` (called when the claim is checked)."""
+def derivation_steps_claim(theory: str, derivations: Callable[[], list], origin: str = "") -> Claim:
+    """The claim ``<theory>.derivation_steps`` over ``derivations()`` (called when the claim is checked); ``origin``:
+    the user's file the theory is in ("" for a built-in), which its replay runs."""
 
     def check(parameters: dict, ctx) -> Evidence:
         return steps_evidence(derivations())
 
     return Claim(name=claim_name(theory), statement=STATEMENT, parameters=st.fixed_dictionaries({}), check=check,
                  source="attnverify.derivations.steps (each derivation's recorded steps)",
-                 examples={"quick": 1, "thorough": 1}, shrink_budget=0)
+                 examples={"quick": 1, "thorough": 1}, shrink_budget=0, origin=origin)
 
 
 def steps_evidence(derivations: list) -> Evidence:
