@@ -183,7 +183,7 @@ def test_the_long_form_figure_refuses_a_nan_theory_curve_by_name(tmp_path):
     from attnverify.report.figures import theory_vs_simulation
 
     estimates = [Estimate(1.0, 0.1, 10), Estimate(2.0, 0.1, 10)]
-    with pytest.raises(ValueError, match=r"figure f.png: theory must be finite numbers .* entry 1 is nan"):
+    with pytest.raises(ValueError, match=r"figure f.png: theory must be finite numbers; entry 1 is nan \(1 of 2 not finite"):
         theory_vs_simulation(tmp_path, "f.png", x=[0, 1], theory=[1.0, math.nan], estimates=estimates, caption="c")
 
 

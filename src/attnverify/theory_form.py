@@ -173,22 +173,9 @@ class TheoryVsSimulation:
     ylabel: str = "value"
 
     def __post_init__(self) -> None:
-        for label, values in (("x", self.x), ("theory", self.theory), ("theory_x", self.theory_x),
-                              ("estimates' means", [getattr(e, "mean", np.nan) for e in self.estimates]),
-                              ("estimates' standard errors", [getattr(e, "standard_error", np.nan)
-                                                              for e in self.estimates])):
-            if values is None:
-                continue
-            array = np.asarray(values, dtype=float).ravel()
-            bad = np.flatnonzero(~np.isfinite(array))
-            if bad.size:
-                raise ValueError(f"figure {self.caption[:40]!r}: {label} must be finite numbers; entry {bad[0]} is "
-                                 f"{array[bad[0]]} ({bad.size} of {array.size} not finite)")
-        if len(self.estimates) != len(np.ravel(self.x)):
-            raise ValueError(f"figure {self.caption[:40]!r}: {len(self.estimates)} estimates for {len(np.ravel(self.x))} x")
-        if len(np.ravel(self.theory)) != len(np.ravel(self.x if self.theory_x is None else self.theory_x)):
-            raise ValueError(f"figure {self.caption[:40]!r}: theory has {len(np.ravel(self.theory))} values for "
-                             f"{len(np.ravel(self.x if self.theory_x is None else self.theory_x))} theory_x")
+        from .report.figures import curve_data
+
+        curve_data(repr(self.caption[:40]), self.x, self.theory, self.theory_x, self.estimates)
 
 
 @dataclass

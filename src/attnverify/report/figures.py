@@ -33,6 +33,31 @@ def save_figure(figure, out_dir: str | Path, filename: str, caption: str, data: 
     return Figure(filename=filename, caption=caption, data=data)
 
 
+def curve_data(label: str, x, theory, theory_x, estimates) -> tuple[list, list, list, list, list]:
+    """A theory-vs-simulation figure's numbers as float lists (x, theory, theory_x, means, standard errors), every
+    one finite and the lengths matching, else a ValueError naming the figure, the quantity and the entry."""
+    import numpy as np
+
+    def floats(values) -> list[float]:
+        return [float(v) for v in np.asarray(values, dtype=float).ravel()]
+
+    x, theory = floats(x), floats(theory)
+    theory_x = x if theory_x is None else floats(theory_x)
+    means = floats([getattr(e, "mean", np.nan) for e in estimates])  # not an Estimate: refused below, by name
+    errors = floats([getattr(e, "standard_error", np.nan) for e in estimates])
+    for name, values in (("x", x), ("theory_x", theory_x), ("theory", theory), ("estimates' means", means),
+                         ("estimates' standard errors", errors)):
+        bad = [k for k, v in enumerate(values) if not np.isfinite(v)]
+        if bad:
+            raise ValueError(f"figure {label}: {name} must be finite numbers; entry {bad[0]} is {values[bad[0]]} "
+                             f"({len(bad)} of {len(values)} not finite: a gap in a plot hides a broken computation)")
+    if len(theory) != len(theory_x):
+        raise ValueError(f"figure {label}: theory has {len(theory)} values for {len(theory_x)} points")
+    if len(estimates) != len(x):
+        raise ValueError(f"figure {label}: estimates has {len(estimates)} entries for {len(x)} points")
+    return x, theory, theory_x, means, errors
+
+
 def theory_vs_simulation(out_dir: str | Path, filename: str, *, x, theory, estimates, caption: str,
                          xlabel: str = "x", ylabel: str = "value", title: str = "", z: float = 2.0,
                          theory_x=None) -> Figure:
@@ -42,24 +67,7 @@ def theory_vs_simulation(out_dir: str | Path, filename: str, *, x, theory, estim
     ``theory`` is the curve's values at ``theory_x`` (default ``x``). Every number plotted goes into the
     figure's data (results.json), and the caption says what the error bars are.
     """
-    import numpy as np
-
-    x = [float(v) for v in np.asarray(x, dtype=float).ravel()]
-    theory_x = x if theory_x is None else [float(v) for v in np.asarray(theory_x, dtype=float).ravel()]
-    theory = [float(v) for v in np.asarray(theory, dtype=float).ravel()]
-    for name, values in (("x", x), ("theory_x", theory_x), ("theory", theory),
-                         ("estimates' means", [float(e.mean) for e in estimates]),
-                         ("estimates' standard errors", [float(e.standard_error) for e in estimates])):
-        bad = [k for k, v in enumerate(values) if not np.isfinite(v)]
-        if bad:
-            raise ValueError(f"figure {filename}: {name} must be finite numbers (a gap in a plot hides a broken "
-                             f"computation); entry {bad[0]} is {values[bad[0]]} ({len(bad)} of {len(values)})")
-    if len(theory) != len(theory_x):
-        raise ValueError(f"theory has {len(theory)} values for {len(theory_x)} points")
-    if len(estimates) != len(x):
-        raise ValueError(f"estimates has {len(estimates)} entries for {len(x)} points")
-    means = [float(e.mean) for e in estimates]
-    errors = [float(e.standard_error) for e in estimates]
+    x, theory, theory_x, means, errors = curve_data(filename, x, theory, theory_x, estimates)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     ax.plot(theory_x, theory, "-", color="C0", label="theory")
