@@ -57,13 +57,14 @@ class TheoryPoint:
     correct: np.ndarray
     order_parameter: np.ndarray
     seconds: float = 0.0
+    predictor_mean: np.ndarray | None = None  # ⟨f(x)⟩ at each test point: the margin whose sign ``correct`` scores
 
 
 def evaluate(U, X, y, X_test, y_test, temperature: float, width: float = np.inf, seconds: float = 0.0) -> TheoryPoint:
     stats = predictor_statistics(U, X, y, X_test, temperature)
     correct = (np.sign(stats.mean) == np.sign(y_test)).astype(float)
     return TheoryPoint(width, mean_estimate(correct), stats.generalisation_error(y_test), correct,
-                       np.asarray(U, dtype=float), seconds)
+                       np.asarray(U, dtype=float), seconds, np.asarray(stats.mean, dtype=float))
 
 
 def gp_point(X, y, X_test, y_test, temperature: float, prior_scale: float = 1.0) -> TheoryPoint:
@@ -168,8 +169,7 @@ def sampled_point(X, y, X_test, y_test, *, heads: Sequence[int], width: int, tem
     converged = U.converged and predictor.rhat_converged()
     # The accuracy counts signs: a test point whose theory margin lies inside the sampler's z·MCSE (or inside the
     # predictor's O(1/N) move) can take either sign in the samples without contradicting the theory.
-    margin = predictor_statistics(theory.order_parameter, X, y, X_test, temperature).mean
-    moved = predictor_statistics(shifted.order_parameter, X, y, X_test, temperature).mean
+    margin, moved = theory.predictor_mean, theory_shifted.predictor_mean
     unresolved = np.abs(margin) <= predictor.mcse_z() * np.asarray(predictor.mcse) + np.abs(margin - moved)
     return SampledPoint(int(width), U.mean, U.mcse, samples.accuracy(y_test), samples.diagnostics(),
                         converged, theory, theory_shifted, order_parameter_z=U.mcse_z(),
