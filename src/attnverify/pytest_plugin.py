@@ -70,34 +70,32 @@ def _items(parent, claims) -> list[ClaimItem]:
 
 
 def pytest_pycollect_makeitem(collector, name, obj):
+    from .checks.catalogue import concise_theories
     from .checks.claim import Claim
     from .theory_form import Theory
 
+    module = getattr(collector, "obj", None)
     if isinstance(obj, Theory):
         return _items(collector, obj.claim_list())
-    if name == "derivations" and callable(obj) and getattr(collector, "obj", None) is not None:
-        return _long_form_steps(collector, obj)
+    if name == "derivations" and callable(obj) and module is not None:
+        return _long_form_steps(collector, module, obj)
     if isinstance(obj, Claim):
-        module = getattr(collector, "obj", None)
-        owners = [t for t in vars(module).values() if isinstance(t, Theory)] if module is not None else []
-        if any(obj in t.claims for t in owners):
+        if module is not None and any(obj in t.claims for t in concise_theories(module)):
             return []  # collected with its theory
         return _items(collector, [obj])
     return None
 
 
-def _long_form_steps(collector, derivations):
-    """A long-form file's ``derivations()``: the item of its ``<theory>.derivation_steps`` claim (the theory's name
-    from ``THEORY``, else its claims' common prefix; nothing for a module that names no theory)."""
-    from .checks.catalogue import claims_in_module
+def _long_form_steps(collector, module, derivations):
+    """A long-form file's ``derivations()``: the item of its ``<theory>.derivation_steps`` claim, the theory named
+    by the rules ``verify`` applies (:func:`attnverify.theories.theory_name`); nothing for a module with no claims
+    and no ``THEORY``, or with a ``Theory`` (whose own item covers its derivations)."""
+    from .checks.catalogue import claims_in_module, concise_theories
     from .checks.derivation_steps import derivation_steps_claim
+    from .theories import theory_name
 
-    module = collector.obj
-    name = getattr(module, "THEORY", None)
-    if name is None:
-        prefixes = {c.name.split(".")[0] for c in claims_in_module(module)}
-        name = prefixes.pop() if len(prefixes) == 1 else None
-    if not isinstance(name, str):
+    if concise_theories(module) or not (claims_in_module(module) or hasattr(module, "THEORY")):
         return None
-    claim = derivation_steps_claim(name, lambda: list(derivations()))
+    name = theory_name(module, collector.path)
+    claim = derivation_steps_claim(name, lambda: list(derivations()), origin=str(collector.path))
     return _items(collector, [claim])

@@ -135,28 +135,34 @@ def default_section(name: str, module: ModuleType, derivations: list):
     return Section(theory=name, title=title, introduction=doc.strip(), derivations=list(derivations))
 
 
-def from_file(path: str | Path) -> Theory:
-    """The theory of a user's ``FILE.py``: its claims, and its section (``build_section`` if it defines one)."""
-    path = Path(path).resolve()
-    module = load_user_module(path)
+def theory_name(module: ModuleType, where: str | Path) -> str:
+    """The name of the theory a user's file defines: its ``Theory``'s, else ``THEORY``, else the one prefix of its
+    claims' names; a ValueError naming ``where`` when there is none, when they disagree, or when a claim is named
+    under another theory (every such claim listed)."""
     claims = claims_in_module(module)
     form = concise(module)
     name = getattr(module, "THEORY", None)
     if form is not None:
         if name is not None and name != form.name:
-            raise ValueError(f"{path} sets THEORY = {name!r} but its Theory is named {form.name!r}")
+            raise ValueError(f"{where} sets THEORY = {name!r} but its Theory is named {form.name!r}")
         name = form.name
     prefixes = sorted({c.name.split(".")[0] for c in claims})
     if name is None:
         if len(prefixes) != 1:
-            raise ValueError(f"{path} must set THEORY = \"name\" (its claims are named under {prefixes or 'nothing'})")
+            raise ValueError(f"{where} must set THEORY = \"name\" (its claims are named under {prefixes or 'nothing'})")
         name = prefixes[0]
     if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"THEORY in {path} must be a lower_snake_case identifier, got {name!r}")
+        raise ValueError(f"THEORY in {where} must be a lower_snake_case identifier, got {name!r}")
     strangers = [c.name for c in claims if c.name.split(".")[0] != name]
     if strangers:
-        raise ValueError(f"the claims of theory {name!r} must be named {name}.…; {path} also defines {strangers}")
-    return Theory(name, str(path), str(path))
+        raise ValueError(f"the claims of theory {name!r} must be named {name}.…; {where} also defines {strangers}")
+    return name
+
+
+def from_file(path: str | Path) -> Theory:
+    """The theory of a user's ``FILE.py``: its claims, and its section (``build_section`` if it defines one)."""
+    path = Path(path).resolve()
+    return Theory(theory_name(load_user_module(path), path), str(path), str(path))
 
 
 def select(theories: list[Theory], only: str | None) -> list[Theory]:
