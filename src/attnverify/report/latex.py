@@ -15,7 +15,7 @@ import unicodedata
 from pathlib import Path
 
 from ..derivations.steps import counts, counts_text
-from .results import key_figures, metadata_rows, section_title, summary_line, verdict
+from .results import format_value, key_figures, metadata_rows, section_title, summary_line, verdict
 from .section import TheoryOutcome
 
 _SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#", "^": r"\^{}",
@@ -42,7 +42,7 @@ _TEXT = {"–": "--", "—": "---", "‘": "`", "’": "'", "“": "``", "”": 
          "\u202f": r"\,", "\u2060": ""}
 _SUPERSCRIPTS = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹ⁿⁱ", "0123456789ni"))
 _SUBSCRIPTS = dict(zip("₀₁₂₃₄₅₆₇₈₉ₐₑₒₓₖₗₘₙₚₛₜ", "0123456789aeoxklmnpst"))
-_GREEK_CAPITALS = {"GAMMA", "DELTA", "THETA", "LAMDA", "XI", "PI", "SIGMA", "UPSILON", "PHI", "PSI", "OMEGA"}
+_GREEK_CAPITALS = {"GAMMA", "DELTA", "THETA", "LAMBDA", "XI", "PI", "SIGMA", "UPSILON", "PHI", "PSI", "OMEGA"}
 
 
 def _character(c: str) -> str:
@@ -62,7 +62,7 @@ def _character(c: str) -> str:
         letter = "LAMBDA" if letter == "LAMDA" else letter
         if case == "SMALL":
             return "\\ensuremath{\\" + letter.lower() + "}" if letter != "OMICRON" else "o"
-        if letter in _GREEK_CAPITALS or letter == "LAMBDA":
+        if letter in _GREEK_CAPITALS:
             return "\\ensuremath{\\" + letter.capitalize() + "}"
         return unicodedata.lookup(f"LATIN CAPITAL LETTER {letter[0]}") if letter[0].isalpha() else "?"
     script = re.fullmatch(r"MATHEMATICAL (?:BOLD )?SCRIPT CAPITAL (\w)", name)
@@ -225,6 +225,4 @@ def render_latex(outcomes: list[TheoryOutcome], metadata: dict, out_dir: str | P
 
 
 def _cell(value) -> str:
-    from .results import format_value
-
     return format_value(value) if isinstance(value, float) else str(value)
