@@ -21,13 +21,13 @@ import hashlib
 import os
 import pickle
 import platform
-import tempfile
 from pathlib import Path
 from typing import Callable
 
 import sympy
 from sympy.core.parameters import evaluate
 
+from ..files import write_atomically
 from ..numerics.cache import cache_directory
 from .derivation import Derivation, Step
 
@@ -111,10 +111,7 @@ def _write(path: Path, derivation: Derivation) -> None:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".partial")
-        with os.fdopen(handle, "wb") as stream:
-            pickle.dump(data, stream, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(temporary, path)
+        write_atomically(path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
     except OSError:  # a read-only or full disk: the process keeps its derivation in memory only
         pass
 

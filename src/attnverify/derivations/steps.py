@@ -82,7 +82,6 @@ import json
 import math
 import os
 import random
-import tempfile
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -94,6 +93,7 @@ from sympy.core.function import AppliedUndef
 from sympy.matrices.exceptions import ShapeError
 from sympy.matrices.expressions.matexpr import MatrixElement
 
+from ..files import write_atomically
 from ..numerics.cache import cache_directory
 from .expectation import Expectation, by_linearity
 
@@ -705,10 +705,7 @@ def _write(key: str, outcome) -> None:
     data = [o.as_dict() for o in outcome] if isinstance(outcome, tuple) else outcome.as_dict()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".partial")
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(data, stream)
-        os.replace(temporary, path)
+        write_atomically(path, json.dumps(data))
     except OSError:  # a read-only or full disk: the outcome stays in memory
         pass
 
