@@ -244,11 +244,9 @@ def _say_derivation_cost(module) -> None:
     from .theories import concise
 
     form = concise(module)
-    spent = [d for d in (form.derivations if form is not None else []) if d.seconds is not None]
-    if spent:
-        steps = sum(len(d().steps) for d in spent)
-        print(f"{form.name}: {len(spent)} derivation(s), {steps} steps, {sum(d.seconds for d in spent):.1f} s to "
-              "derive or read from the disk, once in this process", file=sys.stderr)
+    cost = form.derivation_cost() if form is not None else None
+    if cost:
+        print(cost, file=sys.stderr)
 
 
 def _user_theories(files: list[str] | None) -> list:

@@ -368,6 +368,15 @@ class Theory:
     def derivation_list(self) -> list:
         return [d() for d in self.derivations]
 
+    def derivation_cost(self) -> str | None:
+        """What the derivations derived so far cost this process (derived, or read from the disk), as a line; None
+        when none was."""
+        spent = [d for d in self.derivations if d.seconds is not None]
+        if not spent:
+            return None
+        return (f"{self.name}: {len(spent)} derivation(s), {sum(len(d().steps) for d in spent)} steps, "
+                f"{sum(d.seconds for d in spent):.1f} s to derive or read from the disk, once in this process")
+
     def claim_list(self) -> list[Claim]:
         """The claims in definition order, then ``<theory>.derivation_steps`` when the theory has derivations
         (every recorded step holds, :mod:`attnverify.checks.derivation_steps`)."""
@@ -384,9 +393,7 @@ class Theory:
 
         derivations = self.derivation_list()
         if derivations:
-            cost = sum(d.seconds or 0.0 for d in self.derivations)
-            progress(f"{self.name}: {len(derivations)} derivation(s), {sum(len(d.steps) for d in derivations)} steps, "
-                     f"{cost:.1f} s to derive or read in this process (once per process)")
+            progress(self.derivation_cost())
         figures = []
         for number, item in enumerate(self.figures):
             progress(f"{self.name}: figure {item.name}")
