@@ -24,11 +24,12 @@ import tracemalloc
 
 import numpy as np
 
-from attnverify.numerics.attention_paths import Action, ActionConfig, energy_for, saddle_point, saddle_point_from_features
-from attnverify.numerics.attention_paths.experiments import authors_markov_data
-from attnverify.numerics.attention_paths.markov_chain import MarkovChainTask, markov_dataset
-from attnverify.numerics.attention_paths.saddle_point import gp_start, solve
-from attnverify.numerics.attention_paths.synthetic import synthetic_problem
+from attnverify.theories.attention_paths import (Action, ActionConfig, energy_for, saddle_point,
+                                                 saddle_point_from_features)
+from attnverify.theories.attention_paths.theory_points import authors_markov_data
+from attnverify.theories.attention_paths.markov_chain import MarkovChainTask, markov_dataset
+from attnverify.theories.attention_paths.saddle_point import gp_start, solve
+from attnverify.theories.attention_paths.synthetic import synthetic_problem
 
 
 def adam(action: Action, *, tolerance: float, learning_rate: float = 0.1, max_steps: int = 50_000,
@@ -107,7 +108,7 @@ def best_of(function, repeats: int = 5):
 
 def one_shot_problem():
     """The first cached one-shot network's P = 600 theory episodes (figure 3's solve)."""
-    from attnverify.numerics.attention_paths import one_shot_experiment as experiment
+    from attnverify.theories.attention_paths import one_shot_analysis as experiment
 
     networks, _ = experiment.cached_networks()
     seed = sorted(networks)[0]
@@ -166,7 +167,7 @@ def main() -> None:
                   f"{sol.hessian_eigenvalues.min():>9.2g} {tol:>10g}", flush=True)
 
     print("\n3. Sweep vs independent solves: one-shot P = 600, widths (1000, 100, 10) × temperatures (1, 0.25, 0.05)")
-    from attnverify.numerics.attention_paths.sweep import saddle_points
+    from attnverify.theories.attention_paths.sweep import saddle_points
     widths, temperatures = (1000, 100, 10), (1.0, 0.25, 0.05)
     t_sweep, sweep = timed(lambda: saddle_points(X1, y1, heads=(4, 4), widths=widths, temperatures=temperatures,
                                                  tolerance=1e-6))

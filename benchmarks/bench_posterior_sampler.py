@@ -24,10 +24,10 @@ import time
 
 import numpy as np
 
-from attnverify.numerics.attention_paths.experiments import authors_markov_data
-from attnverify.numerics.attention_paths.markov_chain import MarkovChainTask, markov_dataset
-from attnverify.numerics.attention_paths.posterior import network_posterior
-from attnverify.numerics.attention_paths.sampling import SamplerSettings, sample_posterior
+from attnverify.theories.attention_paths.theory_points import authors_markov_data
+from attnverify.theories.attention_paths.markov_chain import MarkovChainTask, markov_dataset
+from attnverify.theories.attention_paths.posterior import network_posterior
+from attnverify.theories.attention_paths.sampling import SamplerSettings, sample_posterior
 from attnverify.numerics.diagnostics import ess_bulk
 
 HEADS = (2, 2)
@@ -106,7 +106,7 @@ def numpyro_nuts(X, y, width: int, warmup: int, draws: int, chains: int, seed: i
 
 def one_shot_features(P: int = 600):
     """The first P theory episodes' path features of the first cached one-shot network (figure 3)."""
-    from attnverify.numerics.attention_paths import one_shot_experiment as experiment
+    from attnverify.theories.attention_paths import one_shot_analysis as experiment
 
     networks, _ = experiment.cached_networks()
     seed = sorted(networks)[0]
@@ -140,8 +140,8 @@ def gradient_throughput(args) -> None:
     chain) with C from the path kernels (the only representation before) and from the features, BLAS threads
     as the library sets them and one thread. Both give the same Φ and ∇Φ to 1e-11, so the chains, their
     trajectories and their ESS per gradient are the same: ESS/s moves by exactly this ratio."""
-    from attnverify.numerics import blas
-    from attnverify.numerics.attention_paths.collapsed import CollapsedPosterior
+    from attnverify.base import blas
+    from attnverify.theories.attention_paths.collapsed import CollapsedPosterior
 
     problems = [("Markov, 4 paths, P = 100", *markov_features()[:2], HEADS, 10, TEMPERATURE)]
     X, y, _ = one_shot_features()

@@ -18,8 +18,8 @@ from scipy.special import owens_t
 
 from attnverify.derivations.codegen import evaluator
 from attnverify.derivations.gaussian import ErfSquareMean
-from attnverify.numerics import single_location as sim
-from attnverify.numerics.backend import get_backend
+from attnverify.theories import single_location as sim
+from attnverify.base.backend import get_backend
 
 
 def timed(function, repeat: int = 3) -> float:

@@ -49,7 +49,7 @@ def worst_z(result: dict) -> float | None:
 
 
 def run_claims(args) -> list[dict]:
-    from attnverify.checks import catalogue
+    from attnverify.theories import catalogue
     from attnverify.checks.runner import run_claim, select
     from attnverify.experiments import Store
 

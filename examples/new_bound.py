@@ -8,8 +8,8 @@ import math
 from scipy.special import erfc
 
 from attnverify.checks import at_most, claim, st
-from attnverify.derivations.single_location import oracle_excess_risk_high_precision, oracle_risk
-from attnverify.numerics.single_location import make_task, risk_monte_carlo
+from attnverify.theories.single_location.derivations import oracle_excess_risk_high_precision, oracle_risk
+from attnverify.theories.single_location import make_task, risk_monte_carlo
 
 GAMMA = math.sqrt(0.5)
 regime = st.fixed_dictionaries({"lam": st.floats(0.01, 1.0), "d": st.integers(4, 2000), "L": st.integers(1, 50)})

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from attnverify import cli
-from attnverify.checks import catalogue, close, st
+from attnverify.theories import catalogue
+from attnverify.checks import close, st
 from attnverify.checks.claim import claim
-from attnverify.numerics.backend import cupy_works
+from attnverify.base.backend import cupy_works
 from attnverify.report import Section, builder
 from attnverify.theories import Theory
 

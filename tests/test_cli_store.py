@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from attnverify import cli, files
+from attnverify import cli
+from attnverify.base import files
 from attnverify.experiments.cluster import parse_scheduler
 
 CLAIMS = textwrap.dedent('''
@@ -291,7 +292,7 @@ def test_a_full_disk_while_writing_the_json_is_one_line_naming_the_file(tmp_path
     """The results file itself cannot be written (ENOSPC): one line naming it, exit 1, no traceback."""
     import errno
 
-    from attnverify import files
+    from attnverify.base import files
 
     monkeypatch.delenv("ATTNVERIFY_BACKEND", raising=False)
     user = tmp_path / "mine.py"

@@ -10,7 +10,7 @@ import pytest
 
 from attnverify import Theory, TheoryVsSimulation, cli, st, within_error
 from attnverify.checks import claim, run_claim
-from attnverify.checks.catalogue import load_user_module
+from attnverify.theories.catalogue import load_user_module
 from attnverify.numerics.statistics import Estimate
 from attnverify.theories import from_file
 

@@ -18,25 +18,17 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from . import __version__
-from .checks import catalogue
+from .theories import catalogue
 from .checks.claim import PROFILES, Claim
 from .checks.runner import results_document, select, write_json
 from .checks.saved import SavedChecks
 from .checks.tasks import finished_line
 from .experiments.store import Store
 from .progress import Progress
-from .numerics.backend import BACKEND_NAMES, ENVIRONMENT_VARIABLE, Backend, BackendUnavailable, backend_from_environment
+from .base.backend import BACKEND_NAMES, ENVIRONMENT_VARIABLE, Backend, BackendUnavailable, backend_from_environment
 from .experiments.cluster import SchedulerUnavailable
-from .report.results import (
-    exit_status,
-    needs_details,
-    result_details,
-    results_table,
-    run_claim_or_error,
-    summary_line,
-    text_table,
-    verify_command,
-)
+from .report.results import (exit_status, needs_details, result_details, results_table, run_claim_or_error,
+                             summary_line, text_table, verify_command)
 
 
 class UsageError(Exception):
@@ -162,7 +154,7 @@ def _prepare_out(path: str) -> None:
 def _prepare_store(path: str) -> str:
     """The ``--store`` folder, checked before a long run (an argparse type): made if missing, and written
     into once, so that a file, a read-only or an unwritable folder is a usage error naming it."""
-    from .files import folder_problem
+    from .base.files import folder_problem
 
     problem = folder_problem(path)
     if problem is not None:
@@ -308,11 +300,11 @@ def _build_and_print(out: str, **options) -> int:
 
 def _train_one_shot(args: argparse.Namespace) -> int:
     try:
-        from .numerics.attention_paths.one_shot_training import train_and_cache
+        from .theories.attention_paths.one_shot_training import train_and_cache
         import torch  # noqa: F401
     except ImportError:
         raise UsageError("train-one-shot needs PyTorch and tqdm: pip install -e '.[train]'") from None
-    from .numerics.attention_paths.one_shot_experiment import CACHE
+    from .theories.attention_paths.one_shot_analysis import CACHE
 
     if any(seed < 0 for seed in args.seeds):
         raise UsageError(f"--seeds must be integers ≥ 0, got {args.seeds}")

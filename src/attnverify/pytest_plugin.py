@@ -70,7 +70,7 @@ def _items(parent, claims) -> list[ClaimItem]:
 
 
 def pytest_pycollect_makeitem(collector, name, obj):
-    from .checks.catalogue import concise_theories
+    from .theories.catalogue import concise_theories
     from .checks.claim import Claim
     from .theory_form import Theory
 
@@ -90,7 +90,7 @@ def _long_form_steps(collector, module, derivations):
     """A long-form file's ``derivations()``: the item of its ``<theory>.derivation_steps`` claim, the theory named
     by the rules ``verify`` applies (:func:`attnverify.theories.theory_name`); nothing for a module with no claims
     and no ``THEORY``, or with a ``Theory`` (whose own item covers its derivations)."""
-    from .checks.catalogue import claims_in_module, concise_theories
+    from .theories.catalogue import claims_in_module, concise_theories
     from .checks.derivation_steps import derivation_steps_claim
     from .theories import theory_name
 

@@ -16,18 +16,18 @@ from PIL import Image
 
 from boundary.harness import EntryPoint, Parameter as P, boundary_tests
 
-from attnverify.derivations import attention_paths as theory
+from attnverify.theories.attention_paths import derivations as theory
 from attnverify.numerics import diagnostics, hmc
-from attnverify.numerics.attention_paths import features, heads as heads_module, markov_chain, one_shot
-from attnverify.numerics.attention_paths.collapsed import CollapsedPosterior
-from attnverify.numerics.attention_paths.energy import energy_for
-from attnverify.numerics.attention_paths.entropy import ActionConfig
-from attnverify.numerics.attention_paths.posterior import network_posterior
-from attnverify.numerics.attention_paths.predictor import predictor_statistics
-from attnverify.numerics.attention_paths.saddle_point import saddle_point, saddle_point_from_features
-from attnverify.numerics.attention_paths.sampling import PosteriorSamples, SamplerSettings, sample_posterior
-from attnverify.numerics.attention_paths.single_head import scalar_renormalization
-from attnverify.numerics.attention_paths.synthetic import synthetic_problem
+from attnverify.theories.attention_paths import features, heads as heads_module, markov_chain, one_shot_task as one_shot
+from attnverify.theories.attention_paths.collapsed import CollapsedPosterior
+from attnverify.theories.attention_paths.energy import energy_for
+from attnverify.theories.attention_paths.entropy import ActionConfig
+from attnverify.theories.attention_paths.posterior import network_posterior
+from attnverify.theories.attention_paths.predictor import predictor_statistics
+from attnverify.theories.attention_paths.saddle_point import saddle_point, saddle_point_from_features
+from attnverify.theories.attention_paths.sampling import PosteriorSamples, SamplerSettings, sample_posterior
+from attnverify.theories.attention_paths.single_head import scalar_renormalization
+from attnverify.theories.attention_paths.synthetic import synthetic_problem
 from seeds import seeded
 
 # --------------------------------------------------------------------------- tiny valid inputs

@@ -20,23 +20,13 @@ from hypothesis import strategies as st
 
 from boundary.harness import EntryPoint, Parameter as P, boundary_tests
 
-from attnverify.derivations import conditional_mean as theory
-from attnverify.numerics.conditional_mean import (
-    ConjugateGaussianModel,
-    FiniteLatentModel,
-    GaussianKeyValueModel,
-    LinearGaussianLatentModel,
-    SineValueModel,
-    attention_error,
-    rbf_attention,
-    ridge_attention,
-    score_attention_error,
-    softmax,
-    softmax_attention,
-    weighted_mean,
-)
-from attnverify.numerics.conditional_mean import learning
-from attnverify.numerics.conditional_mean.monte_carlo import AttentionError
+from attnverify.theories.conditional_mean import derivations as theory
+from attnverify.theories.conditional_mean import (ConjugateGaussianModel, FiniteLatentModel, GaussianKeyValueModel,
+                                                  LinearGaussianLatentModel, SineValueModel, attention_error,
+                                                  rbf_attention, ridge_attention, score_attention_error, softmax,
+                                                  softmax_attention, weighted_mean)
+from attnverify.theories.conditional_mean import learning
+from attnverify.theories.conditional_mean.monte_carlo import AttentionError
 from attnverify.numerics.statistics import Estimate
 from seeds import seeded
 

@@ -17,8 +17,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from attnverify.derivations import gaussian
-from attnverify.derivations import single_location as theory
-from attnverify.numerics import single_location as sim
+from attnverify.theories.single_location import derivations as theory
+from attnverify.theories import single_location as sim
 from boundary.harness import EntryPoint, Parameter as P, boundary_tests
 from seeds import seeded
 

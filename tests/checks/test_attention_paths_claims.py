@@ -4,15 +4,15 @@ expected; and the checks have power: a wrong theory makes them fail."""
 import numpy as np
 import pytest
 
-from attnverify.checks import attention_paths as claims
+from attnverify.theories.attention_paths import claims as claims
 from attnverify.checks import run_claim
 from claim_helpers import run_seed
-from attnverify.checks.catalogue import builtin_claims, claims_in_module
+from attnverify.theories.catalogue import builtin_claims, claims_in_module
 from attnverify.experiments import Store
 import importlib
 
-entropy_module = importlib.import_module("attnverify.numerics.attention_paths.entropy")
-solver_module = importlib.import_module("attnverify.numerics.attention_paths.saddle_point")
+entropy_module = importlib.import_module("attnverify.theories.attention_paths.entropy")
+solver_module = importlib.import_module("attnverify.theories.attention_paths.saddle_point")
 
 CLAIMS = claims_in_module(claims)
 SHARED_WITH_SECTION = ("attention_paths.sampled_networks_match_theory", "attention_paths.sampled_networks_approach_gp",
@@ -56,7 +56,7 @@ def test_a_wrong_entropy_gradient_is_caught(monkeypatch):
 
 def test_a_wrong_readout_closed_form_is_caught(monkeypatch):
     """Power: a 1e-6 error in the closed-form U_a moves the H = 1 saddle point off the scalar solution."""
-    from attnverify.derivations import attention_paths as theory
+    from attnverify.theories.attention_paths import derivations as theory
 
     original = theory.readout_order_parameter
     monkeypatch.setattr(theory, "readout_order_parameter", lambda *a, **k: np.asarray(original(*a, **k)) * (1 + 1e-6))

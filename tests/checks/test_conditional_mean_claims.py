@@ -4,10 +4,10 @@ expected; and the Monte Carlo checks have power: a wrong constant or limit is re
 import numpy as np
 import pytest
 
-from attnverify.checks import conditional_mean as claims
+from attnverify.theories.conditional_mean import claims as claims
 from attnverify.checks import examples_needed, run_claim
-from attnverify.checks.catalogue import builtin_claims, claims_in_module
-from attnverify.derivations import conditional_mean as theory
+from attnverify.theories.catalogue import builtin_claims, claims_in_module
+from attnverify.theories.conditional_mean import derivations as theory
 from claim_helpers import unshrunk, run_seed
 
 CLAIMS = claims_in_module(claims)

@@ -147,7 +147,7 @@ def test_the_relu_example_holds_at_theta_pi_and_its_steps_are_checked():
     from attnverify.checks.runner import evaluate
     from attnverify.derivations.steps import counts
 
-    from attnverify.checks.catalogue import load_user_module
+    from attnverify.theories.catalogue import load_user_module
 
     example = load_user_module(Path(__file__).resolve().parents[2] / "examples" / "relu_kernel.py")
     claims = {c.name: c for c in example.theory.claims}

@@ -4,9 +4,9 @@ expected; and the checks have power: a wrong theory makes them fail."""
 import pytest
 
 from attnverify.checks import run_claim
-from attnverify.checks import single_location as claims
-from attnverify.checks.catalogue import builtin_claims, claims_in_module
-from attnverify.derivations import single_location as theory
+from attnverify.theories.single_location import claims as claims
+from attnverify.theories.catalogue import builtin_claims, claims_in_module
+from attnverify.theories.single_location import derivations as theory
 from claim_helpers import unshrunk, run_seed
 
 CLAIMS = claims_in_module(claims)

@@ -179,9 +179,9 @@ def _point(width, converged, shift=0.0):
 @pytest.mark.parametrize("converged, shift, status", [
     (True, 0.0, "holds"), (True, 1.0, "refuted"), (False, 0.0, "inconclusive"), (False, 1.0, "inconclusive")])
 def test_an_unconverged_sampler_is_a_reason_to_draw_more_not_evidence(monkeypatch, converged, shift, status):
-    from attnverify.checks import attention_paths
+    from attnverify.theories.attention_paths import claims as attention_paths
     from attnverify.checks.claim import Context
-    from attnverify.numerics.backend import get_backend
+    from attnverify.base.backend import get_backend
 
     monkeypatch.setattr(attention_paths, "_point_figures", lambda q: {})
     monkeypatch.setattr(attention_paths, "sampled_points",
@@ -198,9 +198,9 @@ def test_the_approach_to_the_gp_is_a_one_sided_bound_with_three_verdicts(monkeyp
     """d(N) = |Û − I| falling by > 5 SE holds, rising by > 5 SE refutes, anything between asks for more draws
     (|U − I| = 0.283 at N = 10 and falls by the fraction ``closer``; the SE of the drop is sqrt(2)·0.01 = 0.014,
     so 0.9 is a drop of 18 SE and 0.07 one of 1.4 SE)."""
-    from attnverify.checks import attention_paths
+    from attnverify.theories.attention_paths import claims as attention_paths
     from attnverify.checks.claim import Context
-    from attnverify.numerics.backend import get_backend
+    from attnverify.base.backend import get_backend
 
     far, near = _point(10, True, 0.0), _point(30, True, 0.0)
     near.order_parameter = np.eye(2) + (far.order_parameter - np.eye(2)) * (1 - closer)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from scipy.optimize import brentq
 
-from attnverify.derivations import attention_paths as ap
+from attnverify.theories.attention_paths import derivations as ap
 
 HEADS = [(1,), (2,), (3,), (1, 1), (2, 1), (1, 2), (2, 2)]
 
@@ -343,8 +343,8 @@ def test_exact_hessian_equals_sympys_second_derivatives(heads, P):
     entropy) against sympy's second derivatives of the symbolic action, exact rationals on the sympy side,
     at a point where C is the Gram matrix of rational path features (so K + T I is positive definite).
     The numeric side is float64 throughout; 1e-10 relative leaves room for its round-off only."""
-    from attnverify.numerics.attention_paths import ActionConfig, energy_for
-    from attnverify.numerics.attention_paths.second_derivatives import order_parameter_hessian
+    from attnverify.theories.attention_paths import ActionConfig, energy_for
+    from attnverify.theories.attention_paths.second_derivatives import order_parameter_hessian
 
     rng = np.random.default_rng(sum(heads) * 7 + P)
     sym = ap.symbolic_action(heads, P)

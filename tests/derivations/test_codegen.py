@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from sympy.codegen.cfunctions import log1p
 
-from attnverify.derivations import single_location as sl
+from attnverify.theories.single_location import derivations as sl
 from attnverify.derivations.codegen import BackendPrinter, evaluator, generate_source
 from attnverify.derivations.gaussian import ErfSquareMean, zeta_mpmath
-from attnverify.numerics.backend import cupy_works, get_backend
+from attnverify.base.backend import cupy_works, get_backend
 
 x, y = sympy.symbols("x y", real=True)
 

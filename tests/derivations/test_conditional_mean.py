@@ -9,7 +9,7 @@ import sympy
 from hypothesis import given, settings, strategies as st
 from scipy.stats import binom
 
-from attnverify.derivations import conditional_mean as theory
+from attnverify.theories.conditional_mean import derivations as theory
 
 
 @settings(max_examples=30, deadline=None)

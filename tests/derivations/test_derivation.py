@@ -3,7 +3,9 @@
 import pytest
 import sympy
 
-from attnverify.derivations import attention_paths, conditional_mean, single_location
+from attnverify.theories.attention_paths import derivations as attention_paths
+from attnverify.theories.conditional_mean import derivations as conditional_mean
+from attnverify.theories.single_location import derivations as single_location
 from attnverify.derivations.derivation import DerivationRecorder
 
 x = sympy.Symbol("x")

@@ -9,9 +9,9 @@ import pytest
 import sympy
 from sympy import Eq, MatrixSymbol, Sum, Symbol
 
-import attnverify.derivations.attention_paths.report_derivations  # noqa: F401  (registers its derivations)
-import attnverify.derivations.conditional_mean  # noqa: F401
-import attnverify.derivations.single_location  # noqa: F401
+import attnverify.theories.attention_paths.derivations.report_derivations  # noqa: F401  (registers its derivations)
+import attnverify.theories.conditional_mean.derivations  # noqa: F401
+import attnverify.theories.single_location.derivations  # noqa: F401
 from attnverify.derivations import kept
 from attnverify.derivations.derivation import DerivationRecorder
 

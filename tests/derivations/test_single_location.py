@@ -8,7 +8,7 @@ import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnverify.derivations import single_location as sl
+from attnverify.theories.single_location import derivations as sl
 from derivations.paper_formula import authors_risk
 
 overlap = st.floats(-0.95, 0.95)

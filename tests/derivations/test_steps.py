@@ -15,7 +15,7 @@ from attnverify.derivations import kept, steps
 from attnverify.derivations.derivation import DerivationRecorder
 from attnverify.derivations.expectation import Expectation, gaussian
 from attnverify.derivations.steps import compare
-from attnverify.numerics.cache import cache_directory
+from attnverify.base.cache import cache_directory
 from attnverify.report.markdown import derivation_markdown
 from attnverify.report.render import derivation_html
 from attnverify.report.results import derivation_dict

@@ -5,7 +5,7 @@ import pickle
 import pytest
 
 from attnverify.experiments import Store
-from attnverify.files import unpack_entry
+from attnverify.base.files import unpack_entry
 
 calls = []
 

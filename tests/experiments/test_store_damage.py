@@ -13,12 +13,12 @@ import pickle
 import numpy as np
 import pytest
 
-from attnverify import files
+from attnverify.base import files
 from attnverify.checks import claim, close, st
 from attnverify.checks.runner import Example, example_key, run_claim
 from attnverify.checks.saved import SavedChecks
 from attnverify.experiments import Store
-from attnverify.numerics.attention_paths.solution_store import SolutionStore
+from attnverify.theories.attention_paths.solution_store import SolutionStore
 
 calls = []
 

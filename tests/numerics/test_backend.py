@@ -4,7 +4,7 @@ solves chain by chain beyond)."""
 import numpy as np
 import pytest
 
-from attnverify.numerics.backend import get_backend
+from attnverify.base.backend import get_backend
 
 
 @pytest.mark.parametrize("n", [5, 64, 65, 120])
@@ -26,7 +26,7 @@ def test_solve_lower_solves_every_chain(n, transpose):
 def test_only_the_command_line_reads_the_environment(monkeypatch):
     """get_backend(None) is numpy whatever $ATTNVERIFY_BACKEND says (the test session sets it to an invalid
     name, tests/conftest.py); backend_from_environment, which the command line uses, reads it."""
-    from attnverify.numerics.backend import backend_from_environment, get_backend
+    from attnverify.base.backend import backend_from_environment, get_backend
 
     assert get_backend(None).name == "numpy"
     with pytest.raises(ValueError, match="backend must be one of"):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.linalg import cho_solve
 
-from attnverify.numerics.backend import get_backend
+from attnverify.base.backend import get_backend
 from attnverify.numerics.diagnostics import FALSE_ALARM, summarize
 from attnverify.numerics.hmc import HMCKernel, initial_step_size, sample
 from seeds import seeded

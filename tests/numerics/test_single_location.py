@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from attnverify.numerics import single_location as sl
-from attnverify.numerics.backend import cupy_works, get_backend
+from attnverify.theories import single_location as sl
+from attnverify.base.backend import cupy_works, get_backend
 from attnverify.numerics.statistics import Estimate, mean_estimate
 from seeds import rng, seeded
 
@@ -568,7 +568,7 @@ def test_bad_values_are_refused_by_name(call, name):
 
 
 def test_population_gradient_is_checked_once_and_matches_the_closed_form():
-    from attnverify.derivations import single_location as theory
+    from attnverify.theories.single_location import derivations as theory
 
     gradient = sl.population_gradient(d=20, L=3, gamma=0.7, eps=0.1, backend="numpy")
     k, v = unit(np.array([[0.6, 0.3, -0.5, 0.2]])), unit(np.array([[0.1, 0.8, 0.3, -0.4]]))

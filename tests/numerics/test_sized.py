@@ -13,7 +13,7 @@ from seeds import rng as seeded_rng, seeded
 
 from attnverify.checks import claim, evaluate, run_claim, st, within_error
 from attnverify.checks.claim import Context
-from attnverify.numerics.backend import get_backend
+from attnverify.base.backend import get_backend
 
 from attnverify.numerics.sized import GROWTH, MARGIN, SizedEstimate, draws_needed, sized_mean
 from attnverify.numerics.statistics import Estimate, mean_estimate
@@ -241,7 +241,7 @@ def test_a_sized_claim_whose_budget_is_spent_is_inconclusive_with_the_draws_it_n
 
 def test_the_built_in_risk_claim_is_sized_to_its_stated_resolution():
     """One example of single_location.closed_form_risk: 1 % of ℛ + 0.1 % of γ² + ε², reached within budget."""
-    from attnverify.checks.single_location import closed_form_risk
+    from attnverify.theories.single_location.claims import closed_form_risk
 
     p = {"k": [1.0, 0.5, 0.0, 0.2], "v": [0.3, 1.0, 0.1, 0.0], "lam": 0.5, "gamma": 0.7, "d": 50, "L": 5, "eps": 0.2}
     evidence = evaluate(closed_form_risk, p, seed=seeded(3)).evidence

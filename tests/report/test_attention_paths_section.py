@@ -15,12 +15,12 @@ import pytest
 from numpy.testing import assert_allclose
 
 from attnverify.derivations.derivation import Derivation
-from attnverify.numerics.attention_paths import predictor_statistics
-from attnverify.numerics.backend import get_backend
+from attnverify.theories.attention_paths import predictor_statistics
+from attnverify.base.backend import get_backend
 from attnverify.report import Figure, Section, Table
-from attnverify.report import attention_paths as section_module
+from attnverify.theories.attention_paths import section as section_module
 from attnverify.experiments import Store
-from attnverify.experiments.attention_paths import four_path_markov_data
+from attnverify.theories.attention_paths.experiments import four_path_markov_data
 from seeds import seeded
 
 FILES = ("attention_paths_fig2c.png", "attention_paths_fig2d.png", "attention_paths_fig2e.png",
@@ -204,7 +204,7 @@ def test_claims_share_the_section_experiments(built, name):
     """The claims on figures 2c and 3 read the section's experiments from the run's store: they come out as
     expected (the quick tier's run of these claims), compute no experiment the section had not, and the
     sampled-network claims' figures are figure 2c's numbers."""
-    from attnverify.checks import attention_paths as claims
+    from attnverify.theories.attention_paths import claims as claims
     from attnverify.checks import run_claim
 
     _, section, _ = built
@@ -235,8 +235,8 @@ def test_one_shot_claims_have_power(built, monkeypatch):
     PyTorch accuracy is off by 1% refutes the cache claim."""
     import dataclasses
 
-    from attnverify.checks import attention_paths as claims
-    from attnverify.checks import one_shot
+    from attnverify.theories.attention_paths import claims as claims
+    from attnverify.theories.attention_paths import one_shot_claims as one_shot
     from attnverify.checks import run_claim
 
     analyses = STORE.get(one_shot.one_shot_analyses, profile="quick")
@@ -277,7 +277,7 @@ def test_figure_3_states_the_cached_network_and_its_pruning(built):
     correlation of the scores and drops it plots; 3f starts at the unpruned accuracy."""
     from scipy.stats import spearmanr
 
-    from attnverify.numerics.attention_paths import one_shot_experiment
+    from attnverify.theories.attention_paths import one_shot_analysis as one_shot_experiment
 
     _, section, _ = built
     networks, _ = one_shot_experiment.cached_networks()

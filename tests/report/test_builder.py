@@ -15,7 +15,8 @@ import types
 import pytest
 import sympy
 
-from attnverify.checks import catalogue, close, st
+from attnverify.theories import catalogue
+from attnverify.checks import close, st
 from attnverify.checks.claim import claim
 from attnverify.derivations.derivation import DerivationRecorder
 from attnverify.report import Figure, Section, Table, builder

@@ -8,10 +8,10 @@ import pytest
 
 from attnverify.experiments.store import Store
 
-from attnverify.derivations import conditional_mean as theory
-from attnverify.numerics.backend import get_backend
+from attnverify.theories.conditional_mean import derivations as theory
+from attnverify.base.backend import get_backend
 from attnverify.report import Section
-from attnverify.report import conditional_mean as section_module
+from attnverify.theories.conditional_mean import section as section_module
 from seeds import seeded
 
 FILES = ("conditional_mean_rate.png", "conditional_mean_constant.png", "conditional_mean_bandwidth.png",

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from attnverify.numerics.attention_paths import one_shot_experiment as experiment
-from attnverify.numerics.attention_paths import sampling
-from attnverify.numerics.attention_paths.solution_store import SolutionStore
-from attnverify.experiments import one_shot
+from attnverify.theories.attention_paths import one_shot_analysis as experiment
+from attnverify.theories.attention_paths import sampling
+from attnverify.theories.attention_paths.solution_store import SolutionStore
+from attnverify.theories.attention_paths import one_shot_experiments as one_shot
 from seeds import seeded
 
 

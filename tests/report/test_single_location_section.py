@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from attnverify.checks.single_location import PGD_CONFIGS
+from attnverify.theories.single_location.claims import PGD_CONFIGS
 from attnverify.derivations.derivation import Derivation
 from attnverify.experiments.store import Store
-from attnverify.numerics.backend import get_backend
+from attnverify.base.backend import get_backend
 from attnverify.report import Figure, Section, Table
-from attnverify.report import single_location as section_module
+from attnverify.theories.single_location import section as section_module
 from seeds import seeded
 
 QUICK_FILES = ("single_location_risk_vs_L.png", "single_location_oracle_excess.png", "single_location_pgd.png")
@@ -139,7 +139,7 @@ def test_pgd_panels_and_endpoint_tables(built):
 
 
 def test_optimal_lambda_minimises_the_oracle_risk():
-    from attnverify.derivations.single_location import oracle_risk
+    from attnverify.theories.single_location.derivations import oracle_risk
 
     lam = section_module.optimal_lambda(400, 10)
     best = float(oracle_risk(lam, 400, 10, section_module.GAMMA, section_module.EPS))

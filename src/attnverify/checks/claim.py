@@ -21,7 +21,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ..experiments.store import Store
-from ..numerics.backend import Backend
+from ..base.backend import Backend
 from .evidence import Evidence
 
 PROFILES = ("quick", "thorough")

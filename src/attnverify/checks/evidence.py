@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..numerics.backend import to_numpy
+from ..base.backend import to_numpy
 from ..numerics.sized import draws_needed
 from ..numerics.statistics import Estimate
 

@@ -32,10 +32,10 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from ..experiments.store import Store
-from ..files import write_atomically
-from ..numerics.arguments import backend as checked_backend, integer
-from ..numerics.backend import Backend, to_numpy
-from ..numerics.cache import cache_directory
+from ..base.files import write_atomically
+from ..base.arguments import backend as checked_backend, integer
+from ..base.backend import Backend, to_numpy
+from ..base.cache import cache_directory
 from .claim import PROFILES, Claim, Context, in_package
 from .evidence import Evidence
 

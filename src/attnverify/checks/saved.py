@@ -6,7 +6,7 @@ defines the claim's check (an edited claims file starts afresh); a claim's resul
 examples. What an example shows depends only on its parameters and Monte Carlo seed
 (:func:`~attnverify.checks.runner.example_key`), so a kept one is as good as one checked again. Only the process
 that runs the run writes here (the client, on a cluster), each file atomically. Each file carries its identity and
-a checksum (:mod:`attnverify.files`): one that is damaged, truncated, foreign, unreadable or holds the wrong object
+a checksum (:mod:`attnverify.base.files`): one that is damaged, truncated, foreign, unreadable or holds the wrong object
 is reported once, set aside and checked again; one that cannot be written is reported once and not kept.
 """
 
@@ -18,7 +18,7 @@ import pickle
 import threading
 from pathlib import Path
 
-from ..files import read_entry, subfolder, write_entry
+from ..base.files import read_entry, subfolder, write_entry
 from .claim import Claim
 from .runner import Example, example_key
 

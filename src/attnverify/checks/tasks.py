@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 from ..experiments import scheduler as task_runner
 from ..experiments.scheduler import Outcome, Task, run_tasks
 from ..experiments.store import Store
-from ..numerics.backend import Backend, get_backend
+from ..base.backend import Backend, get_backend
 from .claim import Claim
 from .runner import ClaimResult, Example, drawn_examples, evaluate, example_key
 from .saved import SavedChecks

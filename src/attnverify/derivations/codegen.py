@@ -194,7 +194,7 @@ def evaluator(
     if backend is None:
         backend = _default_backend()
     elif isinstance(backend, str):
-        from ..numerics.arguments import backend as named_backend
+        from ..base.arguments import backend as named_backend
 
         backend = named_backend(backend)
     elif not all(hasattr(backend, part) for part in ("name", "xp", "special")):

@@ -27,7 +27,7 @@ from scipy.integrate import IntegrationWarning, quad
 from scipy.optimize import brentq
 from sympy import Rational, asin, erf, exp, pi, sqrt
 
-from ..numerics.arguments import nonnegative
+from ..base.arguments import nonnegative
 
 _alpha, _beta = sympy.symbols("alpha beta", real=True)
 

@@ -27,8 +27,8 @@ from typing import Callable
 import sympy
 from sympy.core.parameters import evaluate
 
-from ..files import write_atomically
-from ..numerics.cache import cache_directory
+from ..base.files import write_atomically
+from ..base.cache import cache_directory
 from .derivation import Derivation, Step
 
 ENVIRONMENT_VARIABLE = "ATTNVERIFY_KEEP_DERIVATIONS"

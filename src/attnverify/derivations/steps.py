@@ -93,8 +93,8 @@ from sympy.core.function import AppliedUndef
 from sympy.matrices.exceptions import ShapeError
 from sympy.matrices.expressions.matexpr import MatrixElement
 
-from ..files import write_atomically
-from ..numerics.cache import cache_directory
+from ..base.files import write_atomically
+from ..base.cache import cache_directory
 from .expectation import Expectation, by_linearity
 
 OUTCOMES = ("symbolic", "numeric", "failed", "definition", "assumption", "condition", "unchecked")

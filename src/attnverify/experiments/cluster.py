@@ -25,7 +25,7 @@ import uuid
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from ..numerics import blas
+from ..base import blas
 from . import scheduler
 from .scheduler import Outcome, Task
 

@@ -22,8 +22,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..numerics import blas
-from ..numerics.arguments import integer
+from ..base import blas
+from ..base.arguments import integer
 
 _say: Callable[[str], None] | None = None  # where progress() goes: the serial run's display, or a worker's queue
 

@@ -7,7 +7,7 @@ An experiment with a parameter named ``store`` is given the store itself (not pa
 it asks the store for the experiments it builds on.
 With a ``directory``, results are also pickled there (atomically), so that worker processes of one run
 share them and a result outlives the process that computed it. Each file carries its key and the SHA-256 of
-its content (:mod:`attnverify.files`): a damaged, truncated, foreign or unreadable file is reported once, set
+its content (:mod:`attnverify.base.files`): a damaged, truncated, foreign or unreadable file is reported once, set
 aside as ``<name>.damaged-<n>`` and computed again; a file that cannot be written (full disk, read-only
 folder) is reported once, and the run goes on with the result in memory.
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from ..files import read_entry, report_once, subfolder, write_entry
+from ..base.files import read_entry, report_once, subfolder, write_entry
 
 T = TypeVar("T")
 

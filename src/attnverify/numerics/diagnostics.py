@@ -25,8 +25,8 @@ import numpy as np
 from arviz_stats.base import array_stats
 from scipy import fft, special, stats
 
-from . import arguments
-from .backend import to_numpy
+from ..base import arguments
+from ..base.backend import to_numpy
 
 TAIL_PROBABILITIES = (0.05, 0.95)
 """Quantiles of the tail ESS (Vehtari et al. 2021 §4.3)."""

@@ -25,8 +25,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import arguments
-from .backend import Backend
+from ..base import arguments
+from ..base.backend import Backend
 
 #: Potential and its gradient, batched over chains: x (C, d) -> (Φ (C,), ∇Φ (C, d)).
 PotentialAndGradient = Callable[[Any], tuple[Any, Any]]

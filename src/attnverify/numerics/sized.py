@@ -20,8 +20,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import arguments
-from .backend import array_module, to_numpy
+from ..base import arguments
+from ..base.backend import array_module, to_numpy
 from .statistics import Estimate, RunningMoments
 
 #: Draws in the first batch: the smallest sample whose spread decides the next batch (an event rarer

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import arguments
-from .backend import to_numpy
+from ..base import arguments
+from ..base.backend import to_numpy
 
 
 @dataclass(frozen=True)

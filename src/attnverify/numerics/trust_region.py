@@ -27,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import arguments
+from ..base import arguments
 
 
 @dataclass

@@ -27,10 +27,10 @@ from ..checks.tasks import ClaimTasks
 from ..experiments import scheduler as task_runner
 from ..experiments.scheduler import Outcome, Task, run_tasks
 from ..experiments.store import Store
-from ..files import write_atomically
+from ..base.files import write_atomically
 from .results import derivation_dict, exit_status, summary_line
-from ..numerics.arguments import backend as checked_backend, integer
-from ..numerics.backend import Backend, get_backend
+from ..base.arguments import backend as checked_backend, integer
+from ..base.backend import Backend, get_backend
 from .markdown import render_markdown
 from .render import render_html
 from .section import Section, TheoryOutcome

@@ -17,7 +17,7 @@ from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from ..derivations.derivation import Derivation
 from ..derivations.steps import StepCheck, counts, counts_text
-from .equations import (LONG_EXPRESSION, MATHML_NAMESPACE, MathMLPrinter, equation_html, equation_latex,  # noqa: F401
+from .equations import (LONG_EXPRESSION, MATHML_NAMESPACE, MathMLPrinter, equation_html, equation_latex,
                         equation_markdown, equation_mathml)
 from .markdown import claim_detail_markdown, derivation_markdown, markdown_table, render_markdown  # noqa: F401
 from .results import (example_rows, format_parameters, format_value, key_figures, metadata_rows, needed_text,

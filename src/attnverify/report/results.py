@@ -16,7 +16,7 @@ from ..checks.claim import Claim
 from ..checks.evidence import side_names
 from ..checks.runner import ClaimResult, Example, run_claim
 from ..experiments.store import Store
-from ..numerics.backend import Backend
+from ..base.backend import Backend
 
 #: Columns of the results table, in order.
 COLUMNS = ("name", "expected", "status", "verdict", "examples", "seconds", "key figures")

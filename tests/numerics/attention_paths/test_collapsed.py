@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from attnverify.numerics.attention_paths.collapsed import CollapsedPosterior
-from attnverify.numerics.attention_paths.features import path_kernels
-from attnverify.numerics.attention_paths.posterior import network_posterior
+from attnverify.theories.attention_paths.collapsed import CollapsedPosterior
+from attnverify.theories.attention_paths.features import path_kernels
+from attnverify.theories.attention_paths.posterior import network_posterior
 from numerics.attention_paths.problems import random_features
 from seeds import seeded
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 from numpy.testing import assert_allclose
 from numerics.attention_paths.problems import five_point_derivative, random_factor, random_features
 
-from attnverify.numerics.attention_paths import FeatureKernelEnergy, FeatureSpaceEnergy, KernelEnergy, energy_for
+from attnverify.theories.attention_paths import FeatureKernelEnergy, FeatureSpaceEnergy, KernelEnergy, energy_for
 from seeds import seeded
 
 

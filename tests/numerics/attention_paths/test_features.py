@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
-from attnverify.numerics.attention_paths import features as ft
-from attnverify.numerics.backend import cupy_works
+from attnverify.theories.attention_paths import features as ft
+from attnverify.base.backend import cupy_works
 from seeds import seeded
 
 ROUND_OFF = 1e-12

@@ -26,9 +26,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
-from attnverify.numerics.attention_paths import features as ft
-from attnverify.numerics.attention_paths import markov_chain as mc
-from attnverify.numerics.attention_paths.experiments import AUTHORS_MARKOV_FILE, shared_data_dir
+from attnverify.theories.attention_paths import features as ft
+from attnverify.theories.attention_paths import markov_chain as mc
+from attnverify.theories.attention_paths.theory_points import AUTHORS_MARKOV_FILE, shared_data_dir
 from attnverify.numerics.statistics import mean_estimate
 from seeds import seeded
 

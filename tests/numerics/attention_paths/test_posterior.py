@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from attnverify.numerics.attention_paths.posterior import Weights, network_posterior
+from attnverify.theories.attention_paths.posterior import Weights, network_posterior
 from numerics.attention_paths.problems import random_features
 
 Z = 5.0
@@ -158,7 +158,7 @@ def test_bad_input_is_named(kwargs, match):
 def test_a_width_too_large_to_sample_is_refused_at_the_constructor():
     """Issue 14: width = 1e9 used to be accepted here and fail later in numpy. The message gives the
     weight count, the limit and why, and the largest equal width that fits."""
-    from attnverify.numerics.attention_paths.posterior import MAX_WEIGHTS, _largest_equal_width
+    from attnverify.theories.attention_paths.posterior import MAX_WEIGHTS, _largest_equal_width
 
     X, y = random_features(4, 3, 2, 9)
     with pytest.raises(ValueError, match=r"width \(n_0, …, n_L\) = \(1e\+09, 1e\+09\) gives 2e\+18 weights per chain .*at most 1e\+08 .*"

@@ -6,7 +6,7 @@ import pytest
 from numpy.testing import assert_allclose
 from numerics.attention_paths.problems import random_factor, random_features
 
-from attnverify.numerics.attention_paths import head_scores, kernel_task_alignment, predictor_statistics, prune_heads
+from attnverify.theories.attention_paths import head_scores, kernel_task_alignment, predictor_statistics, prune_heads
 from seeds import seeded
 
 

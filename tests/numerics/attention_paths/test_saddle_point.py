@@ -8,10 +8,9 @@ import pytest
 from numpy.testing import assert_allclose
 from numerics.attention_paths.problems import random_factor, random_features
 
-from attnverify.numerics.attention_paths import (
-    Action, ActionConfig, SaddlePointError, entropy, entropy_gradients, energy_for, saddle_point,
-    saddle_point_from_features, scalar_renormalization,
-)
+from attnverify.theories.attention_paths import (Action, ActionConfig, SaddlePointError, entropy, entropy_gradients,
+                                                 energy_for, saddle_point, saddle_point_from_features,
+                                                 scalar_renormalization)
 
 
 @pytest.mark.parametrize("heads", [(1,), (3,), (2, 2), (2, 1, 3)])
@@ -133,8 +132,8 @@ def test_action_evaluations_check_nothing_again(monkeypatch):
     """Issue 14: every action evaluation used to re-validate the six arguments of U_a's closed form. They
     are checked once, by ActionConfig.build and energy_for; an evaluation calls no checker of arguments.py
     and asks the closed form not to check (check_arguments=False)."""
-    from attnverify.derivations import attention_paths as theory
-    from attnverify.numerics import arguments
+    from attnverify.theories.attention_paths import derivations as theory
+    from attnverify.base import arguments
 
     X, y = random_features(8, 2, 2, seed=2)
     action = Action(ActionConfig.build((2,), 5, 0.1), energy_for(X=X, y=y, temperature=0.1))

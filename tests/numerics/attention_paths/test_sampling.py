@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from attnverify.numerics.attention_paths.posterior import network_posterior
-from attnverify.numerics.attention_paths.sampling import (METHODS, SamplerSettings, chain_group_seed, pooled,
+from attnverify.theories.attention_paths.posterior import network_posterior
+from attnverify.theories.attention_paths.sampling import (METHODS, SamplerSettings, chain_group_seed, pooled,
                                                           sample_posterior)
 from numerics.attention_paths.problems import random_features
 from seeds import seeded
@@ -160,7 +160,7 @@ def test_the_two_kernels_agree_on_the_markov_network():
     within 5 combined MCSE (4-path Markov task, N = 6, our generated features, T = 0.05). Thorough tier
     (24 s): the quick tier checks each kernel against quadrature on a tiny network and by simulation-based
     calibration, and samples the Markov posterior with the collapsed kernel in the sampled-network claims."""
-    from attnverify.numerics.attention_paths.markov_chain import MarkovChainTask, markov_dataset
+    from attnverify.theories.attention_paths.markov_chain import MarkovChainTask, markov_dataset
 
     X, y, _, _ = markov_dataset(MarkovChainTask(), "4paths", 30, 2, seed=seeded(3), head_seed=seeded(3))
     post = network_posterior(np.asarray(X), y, heads=(2, 2), width=6, temperature=0.05)

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from attnverify.numerics.attention_paths import one_shot_experiment as experiment
-from attnverify.numerics.attention_paths.solution_store import SolutionStore, fingerprint
+from attnverify.theories.attention_paths import one_shot_analysis as experiment
+from attnverify.theories.attention_paths.solution_store import SolutionStore, fingerprint
 
 
 def test_round_trip_and_keys(tmp_path):
@@ -37,7 +37,7 @@ def test_fingerprint_sees_every_value_and_the_shape():
 def test_validated_point_reuses_stored_solutions(tmp_path):
     """A stored solution starts its own solve and is re-verified there (zero Newton iterations), never
     solved again from the GP point; a width not in the store is solved and filed."""
-    from attnverify.numerics.attention_paths.sweep import saddle_points
+    from attnverify.theories.attention_paths.sweep import saddle_points
 
     rng = np.random.default_rng(2)
     X = rng.standard_normal((40, 3, 2))

@@ -6,8 +6,8 @@ import pytest
 from numpy.testing import assert_allclose
 from numerics.attention_paths.problems import random_features
 
-from attnverify.numerics.attention_paths import energy_for, saddle_point_from_features
-from attnverify.numerics.attention_paths.sweep import saddle_points
+from attnverify.theories.attention_paths import energy_for, saddle_point_from_features
+from attnverify.theories.attention_paths.sweep import saddle_points
 from seeds import seeded
 
 WIDTHS = (1000, 50, 10)
@@ -19,7 +19,7 @@ def test_continuation_reaches_each_points_own_saddle_point(space, monkeypatch):
     """Every grid point equals the independent solve from the GP point (both to tolerance 1e-11, the minimum's
     smallest Hessian eigenvalue ≳ 1e-3 bounds their distance by ~1e-8), and the energy (its Gram matrix in
     the feature space) is built once for the whole grid. (Iteration counts are the benchmark's business.)"""
-    from attnverify.numerics.attention_paths import sweep as sweep_module
+    from attnverify.theories.attention_paths import sweep as sweep_module
 
     built = []
     monkeypatch.setattr(sweep_module, "energy_for", lambda *a, **k: built.append(1) or energy_for(*a, **k))

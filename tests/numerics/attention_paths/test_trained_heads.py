@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from attnverify.numerics.attention_paths import one_shot_experiment as experiment
-from attnverify.numerics.attention_paths import trained_heads
-from attnverify.numerics.attention_paths.experiments import evaluate
+from attnverify.theories.attention_paths import one_shot_analysis as experiment
+from attnverify.theories.attention_paths import trained_heads
+from attnverify.theories.attention_paths.theory_points import evaluate
 
 
 def _network(seed=0, layers=2, heads=3, n0=4):

@@ -4,16 +4,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from attnverify.numerics.conditional_mean import (
-    GaussianKeyValueModel,
-    attention_error,
-    rbf_attention,
-    ridge_attention,
-    score_attention_error,
-    softmax,
-    softmax_attention,
-    weighted_mean,
-)
+from attnverify.theories.conditional_mean import (GaussianKeyValueModel, attention_error, rbf_attention,
+                                                  ridge_attention, score_attention_error, softmax, softmax_attention,
+                                                  weighted_mean)
 from attnverify.numerics.statistics import RunningMoments, mean_estimate
 from seeds import seeded
 

@@ -5,17 +5,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from numpy.testing import assert_allclose
 
-from attnverify.numerics.conditional_mean.attention import softmax_attention
-from attnverify.numerics.conditional_mean.learning import (
-    Dataset,
-    LatentLinearTask,
-    attention_prediction,
-    draw_dataset,
-    empirical_risk_and_gradient,
-    fit_attention_parameter,
-    generalization_gap,
-    population_risk,
-)
+from attnverify.theories.conditional_mean.attention import softmax_attention
+from attnverify.theories.conditional_mean.learning import (Dataset, LatentLinearTask, attention_prediction,
+                                                           draw_dataset, empirical_risk_and_gradient,
+                                                           fit_attention_parameter, generalization_gap, population_risk)
 from seeds import seeded
 
 SIGMA = np.array([[1.0, 0.3], [0.3, 0.5]])
@@ -188,7 +181,7 @@ def test_task_sampler_takes_a_seed():
 
 def test_newton_distance_is_the_distance_to_a_quadratic_minimum():
     """The acceptance test of an optimiser stop that is not "success": |g| over the curvature along g."""
-    from attnverify.numerics.conditional_mean.learning import _newton_distance
+    from attnverify.theories.conditional_mean.learning import _newton_distance
 
     centre = np.array([0.3, -1.2])
     quadratic = lambda x: (float(2.0 * np.sum((x - centre) ** 2)), 4.0 * (x - centre))  # noqa: E731
@@ -202,7 +195,7 @@ def test_newton_distance_is_the_distance_to_a_quadratic_minimum():
 def test_an_abnormal_line_search_stop_next_to_the_minimum_is_a_fit():
     """Found by the thorough report: L-BFGS-B ended "ABNORMAL" on this masked-objective draw (Newton distance
     to the minimum ~1e-7); the example holds now instead of erroring."""
-    from attnverify.checks import conditional_mean as claims
+    from attnverify.theories.conditional_mean import claims as claims
     from attnverify.checks.runner import evaluate
 
     example = evaluate(claims.generalization_gap_flat_masked, {"d": 1, "model_seed": 70020,

@@ -3,13 +3,8 @@
 import numpy as np
 import pytest
 
-from attnverify.numerics.conditional_mean import (
-    ConjugateGaussianModel,
-    FiniteLatentModel,
-    GaussianKeyValueModel,
-    LinearGaussianLatentModel,
-    SineValueModel,
-)
+from attnverify.theories.conditional_mean import (ConjugateGaussianModel, FiniteLatentModel, GaussianKeyValueModel,
+                                                  LinearGaussianLatentModel, SineValueModel)
 from seeds import seeded
 
 G2 = dict(key_mean=[0.5, -0.5], key_covariance=[[1.0, 0.3], [0.3, 0.5]], value_map=[[1.0, -2.0]], value_offset=[0.5], noise_sd=0.5)

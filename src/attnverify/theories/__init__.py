@@ -1,0 +1,177 @@
+"""Theories as the pipeline sees them: a name, and where its report section and its claims live.
+
+The three built-in theories and a theorist's own file go through the same interface. A theory's
+``section`` and ``claims`` are each an importable module name (``attnverify.theories.single_location.section``) or
+the path of a user's ``.py`` file; plain strings, so a worker process can load them again. The section
+module provides ``build_section(out_dir, *, profile, backend, seed, progress, store) -> Section``
+(:mod:`attnverify.report.section`); a file without one gets a section made of its docstring and of the
+derivations its ``derivations()`` returns. The claims are every ``@claim`` at the top level of the claims
+module, and, for a theory with ``derivations()``, ``<theory>.derivation_steps``: every recorded step holds
+(checked by :mod:`attnverify.derivations.steps`), so a failing step fails the theory's verification.
+
+A theory's ``experiments`` module (for a user's file: the file) may provide
+``plan_experiments(*, profile, seed, backend) -> list`` of :func:`attnverify.experiments.store.planned`
+experiments: the run computes each as a task of its own before the section (in parallel with ``--workers``),
+and the section and claims find them in the run's store.
+
+A user's file names its theory with ``THEORY = "name"`` (else the first part of its claims' names) and may
+set ``TITLE``; its claims must be named ``name.something``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Callable
+
+from .catalogue import THEORIES as BUILTIN_NAMES
+from .catalogue import claims_in_module, concise_theories, load_user_module
+from ..checks.claim import Claim
+from ..checks.derivation_steps import claim_name, derivation_steps_claim
+
+
+def concise(module: ModuleType):
+    """The module's concise :class:`attnverify.Theory` (None without one; two in one file are refused)."""
+    found = concise_theories(module)
+    if len(found) > 1:
+        raise ValueError(f"{getattr(module, '__file__', module.__name__)} defines {len(found)} Theory objects "
+                         f"({', '.join(t.name for t in found)}): one theory per file")
+    return found[0] if found else None
+
+
+def load(source: str) -> ModuleType:
+    """The module ``source`` names: a ``.py`` file (loaded once per process) or an importable module."""
+    if source.endswith(".py"):
+        return load_user_module(source)
+    return importlib.import_module(source)
+
+
+@dataclass(frozen=True)
+class Theory:
+    """A theory: its ``name``, the module or file of its report ``section``, of its ``claims``, of its
+    ``experiments`` and of its ``derivations`` (None: the section's module or file)."""
+
+    name: str
+    section: str
+    claims: str
+    experiments: str | None = None
+    derivations: str | None = None
+
+    def derivation_list(self) -> list:
+        """The theory's derivations (``derivations()`` of its derivations module; none without one)."""
+        module = load(self.derivations or self.section)
+        form = concise(module)
+        if form is not None:
+            return form.derivation_list()
+        return list(module.derivations()) if callable(getattr(module, "derivations", None)) else []
+
+    def planned_experiments(self, *, profile: str, seed: int, backend: str) -> list:
+        """The experiments the run computes ahead of the section (``plan_experiments``; none without one)."""
+        from ..experiments.store import Planned
+
+        module = load(self.experiments or self.section)
+        plan = getattr(module, "plan_experiments", None)
+        if plan is None:
+            return []
+        plans = list(plan(profile=profile, seed=seed, backend=backend))
+        for item in plans:
+            if not isinstance(item, Planned):
+                raise TypeError(f"plan_experiments of {self.name} must return planned experiments "
+                                f"(attnverify.experiments.store.planned), got {item!r}")
+        labels = [item.label for item in plans]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"plan_experiments of {self.name} plans an experiment twice: {labels}")
+        return plans
+
+    def claim_list(self) -> list[Claim]:
+        """The theory's claims, in definition order, then ``<theory>.derivation_steps`` (every recorded derivation
+        step holds, :mod:`attnverify.checks.derivation_steps`) when the theory has derivations."""
+        claims = claims_in_module(load(self.claims))
+        if self.has_derivations() and claim_name(self.name) not in {c.name for c in claims}:
+            claims.append(derivation_steps_claim(self.name, self.derivation_list,
+                                                 origin=self.claims if self.claims.endswith(".py") else ""))
+        return claims
+
+    def has_derivations(self) -> bool:
+        """Whether the derivations module (or the section's) defines ``derivations()``; nothing is derived."""
+        module = load(self.derivations or self.section)
+        form = concise(module)
+        return bool(form.derivations) if form is not None else callable(getattr(module, "derivations", None))
+
+    def claim(self, name: str) -> Claim:
+        (found,) = [c for c in self.claim_list() if c.name == name] or [None]
+        if found is None:
+            raise KeyError(f"theory {self.name!r} has no claim {name!r}")
+        return found
+
+    def section_builder(self) -> Callable:
+        """``build_section`` of the section module, or a builder of the default section of a user's file."""
+        module = load(self.section)
+        form = concise(module)
+        if form is not None:
+            return form.build_section
+        builder = getattr(module, "build_section", None)
+        if builder is not None:
+            return builder
+        return lambda out_dir, **kwargs: default_section(self.name, module, self.derivation_list())
+
+
+BUILTIN = tuple(Theory(name, f"attnverify.theories.{name}.section", f"attnverify.theories.{name}.claims",
+                       f"attnverify.theories.{name}.experiments", f"attnverify.theories.{name}.derivations")
+                for name in BUILTIN_NAMES)
+"""The three theories of the papers, in report order."""
+
+
+def default_section(name: str, module: ModuleType, derivations: list):
+    """The section of a user's file that has no ``build_section``: its title, docstring and ``derivations``."""
+    from ..report.section import Section
+
+    doc = (module.__doc__ or "").strip()
+    title = getattr(module, "TITLE", None)
+    if title is None:  # the docstring's first line is the title, the rest the introduction
+        first, _, doc = doc.partition("\n")
+        title = first.strip() or name
+    return Section(theory=name, title=title, introduction=doc.strip(), derivations=list(derivations))
+
+
+def theory_name(module: ModuleType, where: str | Path) -> str:
+    """The name of the theory a user's file defines: its ``Theory``'s, else ``THEORY``, else the one prefix of its
+    claims' names; a ValueError naming ``where`` when there is none, when they disagree, or when a claim is named
+    under another theory (every such claim listed)."""
+    claims = claims_in_module(module)
+    form = concise(module)
+    name = getattr(module, "THEORY", None)
+    if form is not None:
+        if name is not None and name != form.name:
+            raise ValueError(f"{where} sets THEORY = {name!r} but its Theory is named {form.name!r}")
+        name = form.name
+    prefixes = sorted({c.name.split(".")[0] for c in claims})
+    if name is None:
+        if len(prefixes) != 1:
+            raise ValueError(f"{where} must set THEORY = \"name\" (its claims are named under {prefixes or 'nothing'})")
+        name = prefixes[0]
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"THEORY in {where} must be a lower_snake_case identifier, got {name!r}")
+    strangers = [c.name for c in claims if c.name.split(".")[0] != name]
+    if strangers:
+        raise ValueError(f"the claims of theory {name!r} must be named {name}.…; {where} also defines {strangers}")
+    return name
+
+
+def from_file(path: str | Path) -> Theory:
+    """The theory of a user's ``FILE.py``: its claims, and its section (``build_section`` if it defines one)."""
+    path = Path(path).resolve()
+    return Theory(theory_name(load_user_module(path), path), str(path), str(path))
+
+
+def select(theories: list[Theory], only: str | None) -> list[Theory]:
+    """The theories named ``only`` exactly, else containing it; all of them when ``only`` is None."""
+    if not only:
+        return list(theories)
+    exact = [t for t in theories if t.name == only]
+    chosen = exact or [t for t in theories if only in t.name]
+    if not chosen:
+        raise ValueError(f"only={only!r} matches no theory; the theories are {', '.join(t.name for t in theories)}")
+    return chosen

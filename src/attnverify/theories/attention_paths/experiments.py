@@ -1,0 +1,234 @@
+"""Experiments of attention paths on the hidden Markov chain task (spec ``shared/papers/attention_paths.md``
+§4.1) that claims and the report share: the data of figures 2c and 2e, the theory against the width N with
+its GP lines, the kernel–task alignment (2d) and the networks sampled from the posterior at finite width.
+
+Each is a pure function of plain parameters, asked for through the run's store
+(``store.get(sampled_markov_networks, profile="quick", seed=0)``), so that figure 2c and the claims
+``sampled_networks_match_theory`` / ``sampled_networks_approach_gp`` use one sampling. Every random seed
+comes from ``seed`` through ``numpy.random.SeedSequence(seed).spawn(4)``: children 0–1 draw the 4-path data
+and heads, 2–3 the 2-path data and heads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import theory_points as experiments, kernel_task_alignment
+from .theory_points import SampledPoint, TheoryPoint
+from .markov_chain import MarkovChainTask, markov_dataset
+from ...base.arguments import integer, one_of
+from ...base.backend import get_backend
+from ...experiments import scheduler
+from ...experiments.store import Planned, Store, planned
+
+TEMPERATURE = 0.01
+"""Bayesian temperature T of the Markov task (spec §4.1)."""
+
+TRAIN_SIZE, TEST_SIZE = 100, 1000
+"""P training sequences (50 per class) and test sequences (spec §4.1)."""
+
+FOUR_PATH_HEADS = (2, 2)
+"""Heads per layer of the 4-path network of figure 2c: [good, random] × [uniform, random]."""
+
+TWO_PATH_HEADS = (2, 1)
+"""Heads per layer of the 2-path network of Fig. 2e: [good, uniform] × [uniform]."""
+
+GOOD, DENOISING = 0, 2
+"""Flat indices of the good path (good, uniform) and the denoising path (random, uniform) of the 4-path network."""
+
+SUBNETWORKS = {"4paths": {"all_paths": (0, 1, 2, 3), "good": (GOOD,), "good_denoising": (GOOD, DENOISING)},
+               "2paths": {"all_paths": (0, 1), "good": (0,)}}
+"""The GP reference lines of each network: the paths of each subnetwork (figures 2c and 2e)."""
+
+WIDTHS = {"quick": (10, 30, 50, 100, 300, 500, 1000),
+          "thorough": (10, 30, 50, 100, 300, 500, 1000, 5000, 10000)}
+"""Widths N (= n_0 = n_1 = n_2) of the sweeps: the paper's grid, and two larger ones in the thorough profile."""
+
+OUT_OF_PLANE_NOISE = 5.0
+"""σ⊥ of Fig. 2e (the caption's "σ_τ = 5"); Fig. 2c uses the task default σ⊥ = 1."""
+
+ALIGNMENT_WIDTH = 10
+"""N of the kernel–task alignment figure (2d); its U is the 2c sweep's U at this width."""
+
+SAMPLED_WIDTHS = {"quick": (10, 30), "thorough": (10, 30, 100)}
+"""Widths N at which networks are sampled from the posterior."""
+
+SAMPLER_CHAINS = 8
+SAMPLER_STEPS = {"quick": (150, 400), "thorough": (400, 1000)}
+"""(warm-up, kept draws) per chain; 8 chains (at 4, 2 of 20 run seeds missed the R-hat < 1.01 gate)."""
+
+
+@dataclass(frozen=True)
+class MarkovData:
+    """Features of the 4-path network: (X, y) for training, (X_test, y_test), where they came from."""
+
+    X: np.ndarray
+    y: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    source: str
+    description: str
+
+
+def integer_seed(sequence: np.random.SeedSequence) -> int:
+    """A 32-bit integer seed from a SeedSequence (what ``head_seed`` accepts)."""
+    return int(sequence.generate_state(1)[0])
+
+
+def four_path_markov_data(*, seed: int, backend: str = "numpy") -> MarkovData:
+    """The authors' 4-path features when ``experiments.authors_markov_data()`` finds them (they do not
+    depend on ``seed``), else P = 100 and 1000 test sequences drawn by :func:`markov_dataset` from the first
+    two children of ``SeedSequence(seed)`` (data, then heads)."""
+    seed = integer("seed", seed, 0)
+    loaded = experiments.authors_markov_data()
+    if loaded is not None:
+        X, y, Xt, yt = (np.asarray(a, dtype=float) for a in loaded)
+        return MarkovData(X, y, Xt, yt, "authors", (
+            f"the authors' own path features ({experiments.AUTHORS_MARKOV_FILE} in shared/data, built by the "
+            "paper's code with its torch seeds: the paper's data realisation)"))
+    be = get_backend(backend)
+    data_seed, head_sequence = np.random.SeedSequence(seed).spawn(2)  # = the first two of spawn(4)
+    head_seed = integer_seed(head_sequence)
+    X, y, Xt, yt = markov_dataset(MarkovChainTask(), "4paths", TRAIN_SIZE, TEST_SIZE, seed=data_seed,
+                                  head_seed=head_seed, backend=be)
+    return MarkovData(
+        np.asarray(be.to_numpy(X), dtype=float), np.asarray(y, dtype=float),
+        np.asarray(be.to_numpy(Xt), dtype=float), np.asarray(yt, dtype=float), "generated",
+        f"features generated here (markov_dataset, numpy random streams, head seed {head_seed}): the authors' "
+        f"file {experiments.AUTHORS_MARKOV_FILE} was not found, so this is a different data realisation "
+        "than the paper's")
+
+
+def sampler_settings(profile: str):
+    """The sampler's settings for ``profile`` ("quick" or "thorough")."""
+    from .sampling import SamplerSettings
+
+    warmup, draws = SAMPLER_STEPS[one_of("profile", profile, tuple(SAMPLER_STEPS))]
+    return SamplerSettings(chains=SAMPLER_CHAINS, warmup=warmup, draws=draws)
+
+
+def two_path_markov_data(*, seed: int, backend: str = "numpy") -> MarkovData:
+    """The data of figure 2e: P = 100 and 1000 test sequences with out-of-plane noise σ⊥ = 5, features of the
+    2-path network, drawn by :func:`markov_dataset` from children 2 (data) and 3 (heads) of
+    ``SeedSequence(seed).spawn(4)``."""
+    seed = integer("seed", seed, 0)
+    be = get_backend(backend)
+    _, _, data_seed, head_sequence = np.random.SeedSequence(seed).spawn(4)
+    head_seed = integer_seed(head_sequence)
+    X, y, Xt, yt = markov_dataset(MarkovChainTask(out_of_plane_noise=OUT_OF_PLANE_NOISE), "2paths", TRAIN_SIZE,
+                                  TEST_SIZE, seed=data_seed, head_seed=head_seed, backend=be)
+    return MarkovData(
+        np.asarray(be.to_numpy(X), dtype=float), np.asarray(y, dtype=float),
+        np.asarray(be.to_numpy(Xt), dtype=float), np.asarray(yt, dtype=float), "generated",
+        f"features generated here (markov_dataset, σ⊥ = {OUT_OF_PLANE_NOISE:g}, head seed {head_seed})")
+
+
+NETWORKS = {"4paths": (four_path_markov_data, FOUR_PATH_HEADS), "2paths": (two_path_markov_data, TWO_PATH_HEADS)}
+"""Each network of figure 2: the experiment giving its data, and its heads per layer."""
+
+
+@dataclass(frozen=True)
+class WidthSweep:
+    """The theory of one network against the width N (figures 2c, 2e) and its GP lines (subnetwork → point)."""
+
+    network: str
+    points: tuple[TheoryPoint, ...]
+    gp: dict
+
+
+def gp_lines(X, y, X_test, y_test, subnetworks: dict) -> dict[str, TheoryPoint]:
+    """GP limit (U = I) of each subnetwork, its features rescaled as for a network of those paths only."""
+    lines = {}
+    for name, paths in subnetworks.items():
+        if len(paths) == X.shape[2]:
+            lines[name] = experiments.gp_point(X, y, X_test, y_test, TEMPERATURE)
+        else:
+            lines[name] = experiments.gp_point(experiments.subnetwork_features(X, paths), y,
+                                               experiments.subnetwork_features(X_test, paths), y_test, TEMPERATURE)
+    return lines
+
+
+def markov_width_sweep(*, network: str, profile: str, seed: int, backend: str = "numpy",
+                       store: Store) -> WidthSweep:
+    """The saddle point at every width of ``WIDTHS[profile]`` (continuation from the widest) and the GP lines
+    of ``SUBNETWORKS[network]``, on the data of ``network`` ("4paths": figure 2c, "2paths": figure 2e)."""
+    make_data, heads = NETWORKS[one_of("network", network, tuple(NETWORKS))]
+    widths = WIDTHS[one_of("profile", profile, tuple(WIDTHS))]
+    data = store.get(make_data, seed=seed, backend=backend)
+    figure = {"4paths": "figure 2c", "2paths": "figure 2e"}[network]
+    scheduler.progress(f"attention_paths: {figure}, GP lines and the theory at N = {widths}")
+    gp = gp_lines(data.X, data.y, data.X_test, data.y_test, SUBNETWORKS[network])
+    points = experiments.width_sweep(data.X, data.y, data.X_test, data.y_test, heads=heads, widths=widths,
+                                     temperature=TEMPERATURE,
+                                     progress=lambda m: scheduler.progress(f"attention_paths: {figure}, {m}"))
+    return WidthSweep(network, tuple(points), gp)
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """Figure 2d: eigenvalues of K (descending) and overlaps |φ_kᵀY|/√P at U(N) and in the GP limit (U = I)."""
+
+    width: int
+    order_parameter: np.ndarray
+    theory_eigenvalues: np.ndarray
+    theory_overlaps: np.ndarray
+    gp_eigenvalues: np.ndarray
+    gp_overlaps: np.ndarray
+
+
+def markov_alignment(*, profile: str, seed: int, backend: str = "numpy", store: Store) -> Alignment:
+    """Kernel–task alignment of the 4-path network at N = ALIGNMENT_WIDTH (U from figure 2c's sweep) and at U = I."""
+    data = store.get(four_path_markov_data, seed=seed, backend=backend)
+    sweep = store.get(markov_width_sweep, network="4paths", profile=profile, seed=seed, backend=backend)
+    U = next(p.order_parameter for p in sweep.points if p.width == ALIGNMENT_WIDTH)
+    theory_values, theory_overlaps = kernel_task_alignment(U, data.X, data.y)
+    gp_values, gp_overlaps = kernel_task_alignment(np.eye(data.X.shape[2]), data.X, data.y)
+    return Alignment(ALIGNMENT_WIDTH, np.asarray(U, dtype=float), theory_values, theory_overlaps, gp_values,
+                     gp_overlaps)
+
+
+def sampled_markov_network(*, profile: str, seed: int, width: int) -> SampledPoint:
+    """Networks sampled from the posterior of the 4-path network on :func:`four_path_markov_data` (``seed``)
+    at T = 0.01 and width N = ``width`` (chain seed ``seed + N``), with the theory at the same width
+    (``experiments.sampled_point``)."""
+    settings = sampler_settings(profile)
+    data = four_path_markov_data(seed=seed)
+    scheduler.progress(f"attention_paths: sampling networks at N = {width}")
+    return experiments.sampled_point(data.X, data.y, data.X_test, data.y_test, heads=FOUR_PATH_HEADS,
+                                     width=width, temperature=TEMPERATURE, seed=seed + width, settings=settings)
+
+
+def sampled_markov_networks(*, profile: str, seed: int, store: Store) -> tuple[SampledPoint, ...]:
+    """:func:`sampled_markov_network` at each width of ``SAMPLED_WIDTHS[profile]``."""
+    widths = SAMPLED_WIDTHS[one_of("profile", profile, tuple(SAMPLED_WIDTHS))]
+    return tuple(store.get(sampled_markov_network, profile=profile, seed=seed, width=N) for N in widths)
+
+
+def plan_experiments(*, profile: str, seed: int, backend: str = "numpy") -> list[Planned]:
+    """Every experiment of the attention-paths section and claims, longest chains first (the run computes them
+    as tasks ahead of the section: :mod:`attnverify.theories`)."""
+    from . import one_shot_experiments as one_shot
+
+    one_of("profile", profile, tuple(WIDTHS))
+    networks = {s: planned(one_shot.one_shot_network, training_seed=s) for s in one_shot.training_seeds(profile)}
+    first = networks[min(networks)]
+    figure3 = planned(one_shot.one_shot_width_sweep, profile=profile, after=(first,))
+    plan = [first, figure3]
+    if profile == "thorough":  # the sampled one-shot networks: the run's longest tasks, a chain group each
+        groups = tuple(planned(one_shot.one_shot_chain_group, profile=profile, seed=seed, group=g,
+                               after=(first, figure3)) for g in range(one_shot.CHAIN_GROUPS))
+        plan += [*groups, planned(one_shot.one_shot_sampled_networks, profile=profile, seed=seed,
+                                  after=(first, figure3, *groups))]
+    plan += [planned(sampled_markov_network, profile=profile, seed=seed, width=N)
+             for N in sorted(SAMPLED_WIDTHS[profile], reverse=True)]
+    for s, network in networks.items():  # each network's path features, then its analysis
+        plan += [network] * (network is not first) + [
+            planned(one_shot.one_shot_analysis, profile=profile, training_seed=s, after=(network,))]
+    four = planned(four_path_markov_data, seed=seed, backend=backend)
+    two = planned(two_path_markov_data, seed=seed, backend=backend)
+    sweep_c = planned(markov_width_sweep, network="4paths", profile=profile, seed=seed, backend=backend, after=(four,))
+    sweep_e = planned(markov_width_sweep, network="2paths", profile=profile, seed=seed, backend=backend, after=(two,))
+    alignment = planned(markov_alignment, profile=profile, seed=seed, backend=backend, after=(four, sweep_c))
+    return plan + [four, two, sweep_c, sweep_e, alignment]

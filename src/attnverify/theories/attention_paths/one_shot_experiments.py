@@ -1,0 +1,254 @@
+"""Experiments of the one-shot image task (attention paths, figure 3) that claims and the report share:
+the cached gradient-descent networks with their episodes and path features, the theory against the width
+with T chosen on validation (3b, 3d), the networks sampled from the posterior at N = 10 (3b–c, thorough
+profile), and each network's analysis (theory at N = 10, head scores, pruning: 3e–f and the claims).
+Spec ``shared/papers/attention_paths.md`` §4.2 and §2.5; the networks are trained by
+``attnverify train-one-shot`` and shipped with the package.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import numpy as np
+
+from . import kernel_task_alignment
+from . import one_shot_analysis as experiment
+from . import sampling
+from .posterior import network_posterior
+from .solution_store import SolutionStore, fingerprint
+from ...base.arguments import integer, one_of
+from ...numerics.diagnostics import ChainSummary
+from ...numerics.statistics import Estimate
+from ...experiments import scheduler
+from ...experiments.store import Store
+
+#: The theory's P and temperature grid per profile: the paper's P = 600 in both; the paper's ten
+#: temperatures in the thorough tier, three in the quick tier so that it fits CI. The three are the ones
+#: that validation accuracy picks from the full grid for the five first cached networks (0.25, 0.5 or 1.0
+#: at N = 10); at P = 200 the claim's outcome differed (ρ = 0.18 ± 0.22), so the quick tier keeps the
+#: paper's P. The thorough tier keeps its solutions in :func:`experiment.solution_store` (an interrupted run
+#: resumes); the quick tier in a folder of the run's store. Networks: the quick tier uses the first five
+#: training seeds, the thorough tier every cached seed.
+THEORY_SIZES = {"quick": {"P": 600, "temperatures": (0.25, 0.5, 1.0), "stored": False, "seeds": 5},
+                "thorough": {"P": 600, "temperatures": experiment.TEMPERATURES, "stored": True, "seeds": None}}
+
+
+def solution_store(profile: str, store: Store) -> SolutionStore:
+    """Where the profile's saddle-point solutions are kept: the user's cache (thorough) or the run (quick)."""
+    if THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]["stored"]:
+        return experiment.solution_store()
+    return SolutionStore(store.folder("one_shot_solutions"))
+
+
+def _profile_seeds(networks: dict, profile: str) -> list[int]:
+    """The first ``THEORY_SIZES[profile]["seeds"]`` training seeds of the cached ``networks`` (all: None)."""
+    return sorted(networks)[:THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]["seeds"]]
+
+
+@dataclass(frozen=True)
+class OneShotNetwork:
+    """A cached gradient-descent network (training seed ``seed``) and its path features on the theory, validation
+    and test episodes."""
+
+    seed: int
+    network: object
+    paths: experiment.PathData
+
+
+def one_shot_network(*, training_seed: int) -> OneShotNetwork:
+    """The cached network of ``training_seed`` with its path features (the episodes drawn here, without the
+    training set it was trained on: ≈ 15 MB per network in the run's store, not the 0.9 GiB of that set)."""
+    networks, _ = experiment.cached_networks()
+    training_seed = integer("training_seed", training_seed, 0)
+    if training_seed not in networks:
+        raise ValueError(f"training_seed must be one of the cached networks {sorted(networks)}, got {training_seed}")
+    scheduler.progress(f"attention_paths: path features of the one-shot network of seed {training_seed}")
+    network = networks[training_seed]
+    return OneShotNetwork(training_seed, network, experiment.path_data(network, experiment.one_shot_data(training=False)))
+
+
+def _theory_episodes(inputs: OneShotNetwork, profile: str) -> experiment.PathData:
+    """The first P theory episodes (the profile's P) of the network ``inputs``."""
+    return experiment.first_episodes(inputs.paths, THEORY_SIZES[profile]["P"])
+
+
+def one_shot_networks(profile: str, store: Store) -> tuple[OneShotNetwork, ...]:
+    """:func:`one_shot_network` of each of the profile's training seeds (``THEORY_SIZES``), from ``store``."""
+    return tuple(store.get(one_shot_network, training_seed=s) for s in training_seeds(profile))
+
+
+def one_shot_analysis(*, profile: str, training_seed: int, store: Store) -> experiment.SeedAnalysis:
+    """:func:`experiment.analyse_network` of the cached network of ``training_seed``, at the profile's sizes."""
+    sizes = THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]
+    seeds = training_seeds(profile)
+    if training_seed not in seeds:
+        raise ValueError(f"training_seed must be one of the profile's cached networks {list(seeds)}, "
+                         f"got {training_seed!r}")
+    inputs = store.get(one_shot_network, training_seed=training_seed)
+    scheduler.progress(f"attention_paths: one-shot network of seed {training_seed}, head scores and pruning")
+    return experiment.analyse_network(training_seed, inputs.network, _theory_episodes(inputs, profile),
+                                      temperatures=sizes["temperatures"], store=solution_store(profile, store))
+
+
+def training_seeds(profile: str) -> tuple[int, ...]:
+    """The training seeds of the profile's networks (``THEORY_SIZES``), without loading their features."""
+    networks, _ = experiment.cached_networks()
+    return tuple(_profile_seeds(networks, profile))
+
+
+def one_shot_analyses(*, profile: str, store: Store) -> tuple:
+    """:func:`one_shot_analysis` of every network of the profile, by training seed."""
+    return tuple(store.get(one_shot_analysis, profile=profile, training_seed=s) for s in training_seeds(profile))
+
+
+FIGURE_WIDTHS = {"quick": (10, 1000), "thorough": experiment.WIDTHS}
+"""Widths of figure 3b: two of the paper's in the quick profile (it runs in CI), all ten in the thorough one."""
+
+SAMPLED_WIDTH = 10
+"""N of the sampled networks and of figures 3c–3d (the paper's)."""
+
+COMPONENTS = 50
+"""Principal components of figure 3d (the paper shows the first 50)."""
+
+
+@dataclass(frozen=True)
+class WidthSweep:
+    """Figure 3b–d for the first cached network: the validated theory at each width of ``FIGURE_WIDTHS``, the
+    validated GP limit, the number of test episodes, the gradient-descent network's test accuracy, and the
+    kernel–task alignment at N = SAMPLED_WIDTH (theory U) and U = I (eigenvalues, overlaps)."""
+
+    seed: int
+    P: int
+    test_size: int
+    points: tuple
+    gp: object
+    gradient_descent_accuracy: float
+    alignment: tuple
+    gp_alignment: tuple
+
+    @property
+    def small(self):
+        """The validated point at N = SAMPLED_WIDTH."""
+        return next(p for p in self.points if p.width == SAMPLED_WIDTH)
+
+
+def one_shot_width_sweep(*, profile: str, store: Store) -> WidthSweep:
+    """:class:`WidthSweep` of the profile: the first network's first P theory episodes, one
+    :func:`experiment.validated_sweep` over the widths × the profile's temperatures."""
+    sizes = THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]
+    first = training_seeds(profile)[0]
+    inputs = store.get(one_shot_network, training_seed=first)
+    paths = _theory_episodes(inputs, profile)
+    widths = FIGURE_WIDTHS[profile]
+    scheduler.progress(f"attention_paths: figure 3b, theory at N = {widths} (P = {sizes['P']}, T chosen on validation)")
+    sweep = experiment.validated_sweep(paths, widths, sizes["temperatures"], store=solution_store(profile, store),
+                                       progress=lambda m: scheduler.progress(f"attention_paths: figure 3b, {m}"))
+    gp = experiment.validated_point(paths, np.inf, experiment.GP_TEMPERATURES)
+    gd = float(inputs.network.correct(paths.X_test, paths.y_test).mean())
+    small = next(p for p in sweep if p.width == SAMPLED_WIDTH)
+    alignment = kernel_task_alignment(small.test.order_parameter, paths.X, paths.y, COMPONENTS)
+    gp_alignment = kernel_task_alignment(np.eye(paths.X.shape[2]), paths.X, paths.y, COMPONENTS)
+    return WidthSweep(first, sizes["P"], int(paths.y_test.size), tuple(sweep), gp, gd, alignment, gp_alignment)
+
+
+SAMPLER = sampling.SamplerSettings(chains=4, warmup=200, draws=400)
+"""The sampled networks of the thorough profile (the quick one draws none): about half an hour on one CPU core at
+P = 600 (≈ 0.12 s per gradient for 4 chains, ~14 leapfrog steps)."""
+
+CHAIN_GROUPS = 2
+"""The thorough profile's chains run as this many independent groups (2 chains each), one task each, so that two
+workers sample at once; a serial run samples the same groups one after the other (:func:`sampled_chain_group`)."""
+
+
+@dataclass(frozen=True)
+class SampledNetworks:
+    """Networks sampled from the posterior at N = SAMPLED_WIDTH and the validated T: U (mean, MCSE, R-hat, ESS),
+    test accuracy of the posterior-mean predictor and the sampler's diagnostics."""
+
+    order_parameter: ChainSummary
+    accuracy: Estimate
+    diagnostics: dict
+
+
+def _sampled_name(paths: experiment.PathData, temperature: float, seed: int, settings: sampling.SamplerSettings,
+                  groups: int) -> str:
+    """The name of the sampled networks in the solution store: the inputs' fingerprints, T, settings and seed."""
+    return (f"sampled_{fingerprint(paths.X, paths.y)}_test{fingerprint(paths.X_test, paths.y_test)}_N{SAMPLED_WIDTH}"
+            f"_T{temperature:g}_{settings.chains}x{settings.warmup}+{settings.draws}"
+            f"{f'_{groups}groups' if groups > 1 else ''}_seed{seed}")
+
+
+def sampled_chain_group(paths: experiment.PathData, temperature: float, seed: int, group: int, *,
+                        settings: sampling.SamplerSettings = SAMPLER,
+                        groups: int = CHAIN_GROUPS) -> sampling.PosteriorSamples:
+    """Chain group ``group`` of ``groups`` of :func:`sampled_networks`: ``settings.chains / groups`` chains from
+    the posterior of the 16-path network at N = SAMPLED_WIDTH on ``paths`` (collapsed HMC), seeded by
+    :func:`sampling.chain_group_seed` of (``seed``, ``group``)."""
+    groups = integer("groups", groups, 1)
+    group = integer("group", group, 0, groups - 1)
+    if settings.chains % groups or settings.chains // groups < 2:
+        raise ValueError(f"groups must divide settings.chains = {settings.chains} into groups of at least 2 chains "
+                         f"(R-hat needs 2), got groups = {groups}")
+    label = f"group {group + 1} of {groups}, " if groups > 1 else ""
+    scheduler.progress(f"attention_paths: figure 3b-c, sampling networks at N = {SAMPLED_WIDTH}, T = {temperature:g}"
+                       f" ({label}{settings.chains // groups} chains)")
+    posterior = network_posterior(paths.X, paths.y, heads=experiment.HEADS, width=SAMPLED_WIDTH,
+                                  temperature=temperature)
+    return sampling.sample_posterior(posterior, seed=sampling.chain_group_seed(seed, group) if groups > 1 else seed,
+                                     settings=replace(settings, chains=settings.chains // groups), X_test=paths.X_test,
+                                     progress=lambda m: scheduler.progress(f"attention_paths: figure 3c, {label}{m}"))
+
+
+def sampled_networks(paths: experiment.PathData, temperature: float, seed: int, kept: SolutionStore, *,
+                     settings: sampling.SamplerSettings = SAMPLER, groups: int = CHAIN_GROUPS,
+                     chain_group: Callable[[int], sampling.PosteriorSamples] | None = None) -> SampledNetworks:
+    """Networks sampled from the posterior of the 16-path network at N = SAMPLED_WIDTH on ``paths``: the chains of
+    the ``groups`` :func:`sampled_chain_group` (from ``chain_group(g)`` when given, e.g. the run's tasks), pooled
+    (:func:`sampling.pooled`); filed in ``kept`` under the inputs' fingerprints, the temperature, the settings and
+    the seed, so that a rerun with the same inputs reuses them instead of sampling again."""
+    name = _sampled_name(paths, temperature, seed, settings, groups)
+    record = kept.load(name)
+    if record is not None:
+        arrays, metadata = record
+        return SampledNetworks(ChainSummary(**arrays), Estimate(**metadata["accuracy"]), metadata["diagnostics"])
+    chain_group = chain_group or (lambda g: sampled_chain_group(paths, temperature, seed, g, settings=settings,
+                                                                groups=groups))
+    samples = sampling.pooled([chain_group(g) for g in range(groups)])
+    result = SampledNetworks(samples.order_parameter_summary(), samples.accuracy(paths.y_test), samples.diagnostics())
+    kept.save(name, dict(vars(result.order_parameter)), {"accuracy": result.accuracy.as_dict(),
+                                                         "diagnostics": result.diagnostics})
+    return result
+
+
+def _sampling_inputs(profile: str, store: Store) -> tuple[experiment.PathData, float]:
+    """The first network's theory episodes and the temperature validated at N = SAMPLED_WIDTH (figure 3b)."""
+    inputs = store.get(one_shot_network, training_seed=training_seeds(profile)[0])
+    temperature = store.get(one_shot_width_sweep, profile=profile).small.temperature
+    return _theory_episodes(inputs, profile), temperature
+
+
+def one_shot_chain_group(*, profile: str, seed: int, group: int, store: Store) -> sampling.PosteriorSamples | None:
+    """:func:`sampled_chain_group` ``group`` of :func:`one_shot_sampled_networks` (a task of its own); None in the
+    quick profile, and when the pooled networks are already in the solution store (nothing to sample)."""
+    if one_of("profile", profile, tuple(THEORY_SIZES)) != "thorough":
+        return None
+    seed, group = integer("seed", seed, 0), integer("group", group, 0, CHAIN_GROUPS - 1)
+    paths, temperature = _sampling_inputs(profile, store)
+    if solution_store(profile, store).load(_sampled_name(paths, temperature, seed, SAMPLER, CHAIN_GROUPS)) is not None:
+        return None
+    return sampled_chain_group(paths, temperature, seed, group, settings=SAMPLER, groups=CHAIN_GROUPS)
+
+
+def one_shot_sampled_networks(*, profile: str, seed: int, store: Store) -> SampledNetworks | None:
+    """:func:`sampled_networks` of the thorough profile for figure 3b–c, on the first network's theory episodes at
+    the temperature validated at N = SAMPLED_WIDTH, its chain groups from :func:`one_shot_chain_group` (None in the
+    quick profile: the collapsed sampler in 𝓗·N0 = 1024 dimensions takes too long for CI)."""
+    if one_of("profile", profile, tuple(THEORY_SIZES)) != "thorough":
+        return None
+    seed = integer("seed", seed, 0)
+    paths, temperature = _sampling_inputs(profile, store)
+    return sampled_networks(paths, temperature, seed, solution_store(profile, store), settings=SAMPLER,
+                            groups=CHAIN_GROUPS,
+                            chain_group=lambda g: store.get(one_shot_chain_group, profile=profile, seed=seed, group=g))

@@ -1,0 +1,89 @@
+"""Predictor statistics of the Bayesian attention network at an order parameter U (spec §2.3).
+
+For a test input x, with k_μ(x) = Σ_{ππ'} U_{ππ'} X^μ_π·X_{π'}(x) and K the training kernel K(U):
+
+    ⟨f(x)⟩   = k(x)ᵀ (K + T I)^{-1} Y
+    ⟨δf(x)²⟩ = K(x, x) − k(x)ᵀ (K + T I)^{-1} k(x)
+
+(authors' code ``compute_predictor_statistics``). With a factor U = R Rᵀ and Φ = X(I ⊗ R) these are
+computed in the P × P kernel space, or, when N0·𝓗 < P, in the feature space through
+B = ΦᵀΦ + T I:  ⟨f⟩ = φᵀ B^{-1} ΦᵀY and ⟨δf²⟩ = T φᵀ B^{-1} φ (Woodbury), never forming C.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import cho_solve, cholesky, solve_triangular
+
+from ...base import arguments
+from ...numerics.statistics import Estimate, mean_estimate
+from .energy import SPACES
+
+
+@dataclass(frozen=True)
+class PredictorStatistics:
+    """Mean and variance of the posterior predictor on each test input."""
+
+    mean: np.ndarray
+    variance: np.ndarray
+
+    def accuracy(self, y) -> Estimate:
+        """Classification accuracy of the mean predictor, mean_x 1[sign⟨f(x)⟩ = y(x)], with its SE."""
+        y = arguments.array("y", y, shape=self.mean.shape)
+        return mean_estimate((np.sign(self.mean) == np.sign(y)).astype(float))
+
+    def generalisation_error(self, y) -> Estimate:
+        """ε_g = E_x[(⟨f(x)⟩ − y(x))²] + E_x[⟨δf(x)²⟩], with its standard error over test inputs."""
+        y = arguments.array("y", y, shape=self.mean.shape)
+        return mean_estimate((self.mean - y) ** 2 + self.variance)
+
+
+def factor(U) -> np.ndarray:
+    """A square factor R with U = R Rᵀ for a symmetric positive-semidefinite U (eigenvalues
+    ≥ −1e-12·max are clipped to 0; pruned order parameters are singular, so no Cholesky here)."""
+    U = arguments.array("U", U, ndim=2)
+    if U.shape[0] != U.shape[1]:
+        raise ValueError(f"U must be a square (𝓗 × 𝓗) matrix, got shape {U.shape}")
+    if not np.allclose(U, U.T, rtol=0, atol=1e-12 * max(1.0, np.max(np.abs(U)))):
+        raise ValueError("U must be symmetric")
+    values, vectors = np.linalg.eigh(0.5 * (U + U.T))
+    if values.min() < -1e-10 * max(1.0, values.max()):
+        raise ValueError(f"U must be positive semidefinite; smallest eigenvalue {values.min():.3g}")
+    return vectors * np.sqrt(np.clip(values, 0.0, None))
+
+
+def _lifted(X: np.ndarray, R: np.ndarray) -> np.ndarray:
+    return (X @ R).reshape(X.shape[0], -1)
+
+
+def predictor_statistics(U, X_train, y_train, X_test, temperature: float, *, space: str = "auto") -> PredictorStatistics:
+    """⟨f(x)⟩ and ⟨δf(x)²⟩ on the test features X_test (Q, N0, 𝓗) given training X_train (P, N0, 𝓗)."""
+    X_train = arguments.array("X_train", X_train, ndim=3)
+    _, N0, paths = X_train.shape
+    X_test = arguments.array("X_test", X_test, shape=(None, N0, paths))
+    y = arguments.array("y_train", y_train, shape=(X_train.shape[0],))
+    temperature = arguments.positive("temperature", temperature)
+    space = arguments.one_of("space", space, SPACES)
+    R = factor(U)
+    if R.shape[0] != paths:
+        raise ValueError(f"U is {R.shape[0]}×{R.shape[0]} but the features have {paths} paths")
+    Phi, phi = _lifted(X_train, R), _lifted(X_test, R)
+    P, D = Phi.shape
+    if space == "feature" or (space == "auto" and D < P):
+        B = Phi.T @ Phi
+        B[np.diag_indices_from(B)] += temperature
+        LB = cholesky(B, lower=True)
+        mean = phi @ cho_solve((LB, True), Phi.T @ y)
+        W = solve_triangular(LB, phi.T, lower=True)
+        variance = temperature * np.sum(W * W, axis=0)
+    else:
+        G = Phi @ Phi.T
+        G[np.diag_indices_from(G)] += temperature
+        L = cholesky(G, lower=True)
+        k = Phi @ phi.T  # (P, Q)
+        mean = k.T @ cho_solve((L, True), y)
+        W = solve_triangular(L, k, lower=True)
+        variance = np.sum(phi * phi, axis=1) - np.sum(W * W, axis=0)
+    return PredictorStatistics(mean=mean, variance=np.clip(variance, 0.0, None))

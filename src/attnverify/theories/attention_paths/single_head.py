@@ -1,0 +1,97 @@
+"""Back-propagating kernel renormalization for one head per layer (Li & Sompolinsky, PRX 11, 031059, 2021).
+
+With H_ℓ = 1 every order parameter is a scalar and the kernel is U_1 K_0. In the ratio variables
+u_a = U_a/σ_a², u_ℓ = U_ℓ/(σ_ℓ² U_{ℓ+1}) the entropy is Σ_m n_m (u_m − ln u_m) + const, and
+stationarity gives u_m = 1 − s/n_m with s = U_1 E'(U_1), hence the single scalar equation
+
+    U_1 = σ_a² Π_ℓ σ_ℓ² · Π_{m=0}^{L} (1 − U_1 E'(U_1)/n_m),
+    E(U) = Σ_i ln(U λ_i + T) + Σ_i z_i²/(U λ_i + T),   K_0 = V diag(λ) Vᵀ, z = VᵀY.
+
+This module solves it in the eigenbasis of K_0 by bracketing and Brent's method: an independent
+route to the H = 1 saddle point, against which the matrix solver is checked (spec §2.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import brentq
+
+from ...base import arguments
+
+
+@dataclass(frozen=True)
+class ScalarRenormalization:
+    """U_1 (the kernel's scale), the ratio variables u_0..u_L (u_L is u_a) and U_a;
+    ``error_estimate`` is the round-off error of U_1 (noise of the residual over its slope)."""
+
+    order_parameter: float
+    ratios: tuple[float, ...]
+    readout_order_parameter: float
+    action: float
+    error_estimate: float
+
+
+def _energy_terms(K0, y, temperature):
+    K0 = arguments.array("K0", K0, ndim=2)
+    if K0.shape[0] != K0.shape[1]:
+        raise ValueError(f"K0 must be a square P×P matrix, got shape {K0.shape}")
+    y = arguments.array("y", y, shape=(K0.shape[0],))
+    eigenvalues, vectors = np.linalg.eigh(0.5 * (K0 + K0.T))
+    if eigenvalues.min() < -1e-10 * max(1.0, eigenvalues.max()):
+        raise ValueError(f"K0 must be positive semidefinite; smallest eigenvalue {eigenvalues.min():.3g}")
+    # Eigenvalues within round-off of zero (|λ| ≤ P·eps·λ_max) are zero: K_0 = X Xᵀ has rank ≤ N0, and
+    # the noise of a float64 null eigenvalue would enter U E'(U) amplified by 1/T².
+    floor = K0.shape[0] * np.finfo(float).eps * max(eigenvalues.max(), 0.0)
+    return np.where(eigenvalues > floor, eigenvalues, 0.0), (vectors.T @ y) ** 2
+
+
+def scalar_renormalization(K0, y, *, depth: int, width, temperature: float, prior_var=1.0) -> ScalarRenormalization:
+    """The H = 1 saddle point of a depth-L network with path kernel K0 (= C_{11}, P × P).
+
+    width = N or (n_0, …, n_L); prior_var = σ² or (σ_1², …, σ_L², σ_a²)."""
+    depth = arguments.integer("depth", depth, 1)
+    n = np.array(arguments.positives("width", width, depth + 1, "(n_0, …, n_L)"))
+    s2 = np.array(arguments.positives("prior_var", prior_var, depth + 1, "(σ_1², …, σ_L², σ_a²)"))
+    temperature = arguments.positive("temperature", temperature)
+    lam, z2 = _energy_terms(K0, y, temperature)
+    T, scale = float(temperature), float(np.prod(s2))
+
+    def slope(U):  # U E'(U)
+        d = U * lam + T
+        return float(np.sum(U * lam / d) - np.sum(z2 * U * lam / d**2))
+
+    def ratios(U):
+        return 1.0 - slope(U) / n
+
+    def residual(U):
+        return np.log(U) - np.log(scale) - np.sum(np.log(ratios(U)))
+
+    def action(U):
+        u = ratios(U)
+        d = U * lam + T
+        return float(np.sum(np.log(d)) + np.sum(z2 / d) + np.sum(n * (u - np.log(u) - np.log(s2))))
+
+    # Bracket the roots on a logarithmic grid where every ratio stays positive; keep the one of
+    # smallest action (the saddle point is the minimum of S).
+    grid = scale * np.logspace(-12, 12, 2401)
+    valid = [U for U in grid if np.all(ratios(U) > 0)]
+    if len(valid) < 2:
+        raise ValueError("no order parameter keeps every ratio 1 − s/n_m positive; widths too small for this task")
+    values = [residual(U) for U in valid]
+    roots = [brentq(residual, a, b, xtol=1e-15 * b, rtol=1e-15, maxiter=500)
+             for a, b, fa, fb in zip(valid, valid[1:], values, values[1:])
+             if np.sign(fa) != np.sign(fb) and b / a < 1.1]
+    if not roots:
+        raise ValueError("no root of the scalar saddle-point equation was bracketed")
+    best = min(roots, key=action)
+    u = ratios(best)
+    d = best * lam + T
+    magnitude = np.sum(best * lam / d) + np.sum(z2 * best * lam / d**2)  # terms cancelling in U E'(U)
+    noise = 4 * np.finfo(float).eps * (abs(np.log(best)) + np.sum(magnitude / (n * u)) + np.sum(np.abs(np.log(u))))
+    h = 1e-6 * best
+    slope_of_residual = abs(residual(best + h) - residual(best - h)) / (2 * h)
+    return ScalarRenormalization(order_parameter=float(best), ratios=tuple(float(v) for v in u),
+                                 readout_order_parameter=float(s2[-1] * u[-1]), action=action(best),
+                                 error_estimate=float(noise / slope_of_residual))

@@ -1,0 +1,271 @@
+"""Claims 1–3: exact identities (note P5), exchangeability, and closed forms against quadrature.
+
+Part of :mod:`attnverify.theories.conditional_mean.claims` (see its docstring for the spec and sources).
+"""
+
+from __future__ import annotations
+
+from numpy.polynomial.hermite_e import hermegauss
+from scipy import stats
+from scipy.integrate import quad
+from scipy.special import logsumexp
+import math
+import numpy as np
+
+from .. import derivations as theory
+from ....derivations.codegen import evaluator
+from ... import conditional_mean as sim
+from ....checks.claim import Context, claim, st
+from ....checks.evidence import Evidence, at_most
+
+from ._common import (SOURCE, gaussian_constants, gaussian_model, gaussian_model_parameters, score_with_spread, seeds,
+                      unit_interval)
+
+
+# 1. Exact identities (note P5)
+# ---------------------------------------------------------------------------------------------
+
+
+@claim(
+    "conditional_mean.finite_latent_posterior_is_attention",
+    source=f"{SOURCE}; note §2.3 M2, P5(c)",
+    parameters=st.fixed_dictionaries(
+        {"latents": st.integers(2, 6), "d": st.integers(1, 4), "L": st.integers(1, 200), "model_seed": seeds,
+         "spread": st.floats(0.1, 3.0)}
+    ),
+    examples={"quick": 10, "thorough": 100},
+)
+def finite_latent_posterior_is_attention(p: dict, ctx: Context) -> Evidence:
+    """In the finite-latent model (z ∈ {1..M}, x_ℓ | z = m ~ N(μ_m, I)) the latent posterior from
+    Bayes' rule token by token equals softmax attention from the query L·x̄ onto the keys μ_m with
+    bias log π_m − L‖μ_m‖²/2, to float64 round-off."""
+    rng = np.random.default_rng(p["model_seed"])
+    prior = rng.dirichlet(np.ones(p["latents"]))
+    prior = np.maximum(prior, 1e-3)
+    model = sim.FiniteLatentModel(prior / prior.sum(), p["spread"] * rng.standard_normal((p["latents"], p["d"])))
+    _, tokens = model.sample(p["L"], 1, ctx.rng)
+    # Bayes' rule read literally, independent of the library's expanded form: log π_m + Σ_ℓ log N(x_ℓ; μ_m, I)
+    log_joint = np.log(model.prior) + np.array([stats.norm.logpdf(tokens[0] - mu).sum() for mu in model.means])
+    literal = np.exp(log_joint - logsumexp(log_joint))
+    bayes = model.posterior_by_bayes(tokens[0])
+    xbar = tokens[0].mean(axis=0)
+    bias = np.log(model.prior) - p["L"] * (model.means**2).sum(axis=1) / 2
+    attention = sim.softmax_attention(p["L"] * xbar, model.means, np.eye(p["latents"]), bias=bias)
+    gap = float(max(np.max(np.abs(literal - attention)), np.max(np.abs(bayes - attention))))
+    return at_most(gap, 1e-10, note="max |Bayes − attention| over latents ≤ 1e-10, Bayes both from the Gaussian "
+                   "densities read literally and from posterior_by_bayes (probabilities; float64 logits up to ~1e4)",
+                   figures={"bayes": literal.tolist(), "posterior_by_bayes": bayes.tolist(), "attention": attention.tolist()})
+
+
+@claim(
+    "conditional_mean.ridge_attention_is_posterior_mean",
+    source=f"{SOURCE}; note §2.3 M3, P5(a)",
+    parameters=st.fixed_dictionaries(
+        {"d": st.integers(1, 4), "d_v": st.integers(1, 3), "L": st.integers(1, 60),
+         "prior_sd": st.floats(0.2, 3.0), "noise_sd": st.floats(0.05, 2.0), "query": st.lists(unit_interval, min_size=4, max_size=4)}
+    ),
+    examples={"quick": 10, "thorough": 100},
+)
+def ridge_attention_is_posterior_mean(p: dict, ctx: Context) -> Evidence:
+    """In the linear-Gaussian model (rows of A ~ N(0, τ²I), v = Ak + σξ), CME attention with the
+    linear kernel, Vᵀ(KKᵀ + λI)⁻¹Kq with λ = σ²/τ², equals the Bayesian posterior mean E[A | K, V]q
+    computed from the posterior precision, to float64 round-off."""
+    model = sim.LinearGaussianLatentModel(p["prior_sd"], p["noise_sd"], p["d"], p["d_v"])
+    _, keys, values = model.sample(p["L"], ctx.rng)
+    query = np.asarray(p["query"][: p["d"]])
+    cme = sim.ridge_attention(query, keys, values, model.ridge, backend=ctx.backend)
+    posterior = model.posterior_mean(keys, values) @ query
+    cme = ctx.backend.to_numpy(cme)
+    scale = max(1.0, float(np.linalg.norm(posterior)))
+    return at_most(float(np.linalg.norm(cme - posterior)) / scale, 1e-10,
+                   note="‖CME − posterior mean‖/max(1, ‖posterior mean‖) ≤ 1e-10",
+                   figures={"cme": cme.tolist(), "posterior_mean": posterior.tolist(), "ridge": model.ridge})
+
+
+@claim(
+    "conditional_mean.softmax_is_rbf_for_equal_norm_keys",
+    source=f"{SOURCE}; note §3.1, P5(b)",
+    parameters=st.fixed_dictionaries(
+        {"d": st.integers(1, 6), "L": st.integers(1, 300), "norm": st.floats(0.01, 5.0),
+         "bandwidth": st.floats(0.2, 5.0), "query_scale": st.floats(0.0, 5.0)}
+    ),
+    examples={"quick": 10, "thorough": 100},
+)
+def softmax_is_rbf_for_equal_norm_keys(p: dict, ctx: Context) -> Evidence:
+    """When every key has the same norm, softmax weights of the scores qᵀk_ℓ/h² equal the
+    Gaussian-RBF (Nadaraya–Watson) weights exp(−‖q − k_ℓ‖²/(2h²)), normalised."""
+    keys = ctx.rng.standard_normal((p["L"], p["d"]))
+    keys *= p["norm"] / np.linalg.norm(keys, axis=1, keepdims=True)
+    query = p["query_scale"] * ctx.rng.standard_normal(p["d"])
+    values = np.eye(p["L"])  # attention on the identity returns the weights themselves
+    softmax = sim.softmax_attention(query / p["bandwidth"] ** 2, keys, values)
+    rbf = sim.rbf_attention(query, keys, values, p["bandwidth"])
+    gap = float(np.max(np.abs(softmax - rbf)))
+    return at_most(gap, 1e-12, note="max |softmax − RBF| over weights ≤ 1e-12")
+
+
+@claim(
+    "conditional_mean.conjugate_posterior_closed_form",
+    source=f"{SOURCE}; note §2.3 M1, P8",
+    parameters=st.fixed_dictionaries(
+        {"d": st.integers(1, 3), "L": st.integers(0, 300), "prior_sd": st.floats(0.1, 5.0), "token_sd": st.floats(0.1, 5.0)}
+    ),
+    examples={"quick": 10, "thorough": 100},
+)
+def conjugate_posterior_closed_form(p: dict, ctx: Context) -> Evidence:
+    """In the conjugate Gaussian model the sympy-derived posterior (μ_L = Lτ²x̄/(Lτ² + σ²),
+    s_L = στ/√(Lτ² + σ²)), a function of (L, x̄) only, equals Gaussian conditioning of the joint
+    law of (z, x_1..x_L) solved by Cholesky."""
+    model = sim.ConjugateGaussianModel(p["prior_sd"], p["token_sd"], p["d"])
+    _, tokens = model.sample(p["L"], 1, ctx.rng)
+    xbar = tokens[0].mean(axis=0) if p["L"] else np.zeros(p["d"])
+    mean, sd = theory.conjugate_posterior(p["L"], xbar, p["prior_sd"], p["token_sd"], backend=ctx.backend)
+    mean_c, sd_c = model.posterior_by_conditioning(tokens[0])
+    mean, sd = ctx.backend.to_numpy(mean), ctx.backend.to_numpy(sd)
+    gap = max(float(np.max(np.abs(mean - mean_c))) / max(1.0, float(np.max(np.abs(mean_c)))),
+              float(np.max(np.abs(sd - sd_c) / sd_c)))
+    return at_most(gap, 1e-10, note="relative gap of mean and sd ≤ 1e-10",
+                   figures={"closed_form": [mean.tolist(), sd.tolist()], "conditioning": [mean_c.tolist(), sd_c.tolist()]})
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Exchangeability
+# ---------------------------------------------------------------------------------------------
+
+
+@claim(
+    "conditional_mean.attention_is_exchangeable",
+    source=f"{SOURCE}; abstract (exchangeable tokens), note §2.1, P5(d)",
+    parameters=st.integers(1, 40).flatmap(
+        lambda L: st.fixed_dictionaries(
+            {"L": st.just(L), "permutation": st.permutations(list(range(L))), "d": st.integers(1, 3),
+             "model_seed": seeds, "bandwidth": st.floats(0.3, 3.0)}
+        )
+    ),
+    examples={"quick": 10, "thorough": 100},
+)
+def attention_is_exchangeable(p: dict, ctx: Context) -> Evidence:
+    """Permuting the tokens leaves unchanged (to round-off) softmax, RBF and ridge (CME) attention,
+    the conjugate-Gaussian posterior and the finite-latent posterior: each is a function of the
+    empirical token measure."""
+    rng = np.random.default_rng(p["model_seed"])
+    perm = np.asarray(p["permutation"])
+    d, L = p["d"], p["L"]
+    keys, values, query = rng.standard_normal((L, d)), rng.standard_normal((L, 2)), rng.standard_normal(d)
+    pairs = {
+        "softmax": lambda K, V: sim.softmax_attention(query, K, V),
+        "rbf": lambda K, V: sim.rbf_attention(query, K, V, p["bandwidth"]),
+        "ridge": lambda K, V: np.asarray(sim.ridge_attention(query, K, V, 0.7)),
+    }
+    conjugate = sim.ConjugateGaussianModel(1.3, 0.8, d)
+    latent = sim.FiniteLatentModel(np.array([0.2, 0.5, 0.3]), rng.standard_normal((3, d)))
+    gaps = {name: float(np.max(np.abs(f(keys, values) - f(keys[perm], values[perm])))) for name, f in pairs.items()}
+    gaps["conjugate_posterior"] = float(np.max(np.abs(np.subtract(conjugate.posterior_by_conditioning(keys),
+                                                                   conjugate.posterior_by_conditioning(keys[perm])))))
+    gaps["finite_latent_posterior"] = float(np.max(np.abs(latent.posterior_by_bayes(keys) - latent.posterior_by_bayes(keys[perm]))))
+    worst = max(gaps, key=gaps.get)
+    return at_most(gaps[worst], 1e-12, note=f"largest change under the permutation: {worst}", figures={"gaps": gaps})
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Closed forms against quadrature
+# ---------------------------------------------------------------------------------------------
+
+
+def _ratio_moments(weight: np.ndarray, error: np.ndarray, error_sq: np.ndarray, prob: np.ndarray) -> dict[str, float]:
+    """μ_uu, μ_uus, μ_ss, μ_us, μ_uss from quadrature nodes: weights w, v − m∞ along one direction,
+    ‖v − m∞‖² (noise included), and node probabilities."""
+    mean_w = float(prob @ weight)
+    w = weight / mean_w
+    return {
+        "mu_uu": float(prob @ (w**2 * error_sq)),
+        "mu_uus": float(prob @ (w**2 * error_sq * (w - 1))),
+        "mu_ss": float(prob @ (w - 1) ** 2),
+        "mu_us": float(prob @ (w * error * (w - 1))),
+        "mu_uss": float(prob @ (w * error * (w - 1) ** 2)),
+    }
+
+
+def _constants_from_moments(moments: dict[str, float], backend) -> dict[str, float]:
+    """C, D, B, B₂ from the weight moments through the generated evaluator of the expansion."""
+    symbols, expressions = theory.ratio_constants_in_moments()
+    values = evaluator(expressions, symbols, backend)(*[moments[str(s)] for s in symbols])
+    return dict(zip(("constant", "second_order", "bias", "second_order_bias"), (float(v) for v in values)))
+
+
+@claim(
+    "conditional_mean.gaussian_constants_match_quadrature",
+    source=f"{SOURCE}; note §3.2 (P1, P2)",
+    parameters=gaussian_model_parameters(max_score_sd=1.0).map(lambda p: {**p, "d": min(p["d"], 2)}),
+    examples={"quick": 6, "thorough": 40},
+)
+def gaussian_constants_match_quadrature(p: dict, ctx: Context) -> Evidence:
+    """For Gaussian keys and linear values, the derived limit m∞ = A(μ + Σa) + b and the constants
+    C, D, B, B₂ (through the tilted law N(μ + tΣa, Σ) and R_t = e^{t(t−1)s²/2}) equal the same
+    quantities computed from their definitions as weight moments by Gauss–Hermite quadrature."""
+    model, u = gaussian_model(p)
+    a = score_with_spread(model, u, p["score_sd"])
+    nodes, node_weights = hermegauss(80)
+    grids = np.meshgrid(*([nodes] * model.d), indexing="ij")
+    z = np.stack([g.ravel() for g in grids], axis=1)
+    prob = np.prod(np.meshgrid(*([node_weights / math.sqrt(2 * math.pi)] * model.d), indexing="ij"), axis=0).ravel()
+    keys = model.key_mean + z @ np.linalg.cholesky(model.key_covariance).T
+    weight = np.exp(keys @ a - (keys @ a).max())
+    values = keys @ model.value_map.T + model.value_offset
+    limit = (prob * weight) @ values / (prob @ weight)
+    closed = gaussian_constants(model, a)
+    direction = closed["direction"]
+    error = values - limit
+    moments = _ratio_moments(weight, error @ direction, (error**2).sum(axis=1) + model.d_v * model.noise_sd**2, prob)
+    quadrature = _constants_from_moments(moments, ctx.backend)
+    rows = [("limit", float(np.max(np.abs(model.attention_limit(a) - limit))) , 1.0)]
+    rows += [(name, abs(closed[name] - quadrature[name]), max(1.0, abs(quadrature[name])))
+             for name in ("constant", "second_order", "bias", "second_order_bias")]
+    worst = max(rows, key=lambda r: r[1] / r[2])
+    return at_most(worst[1] / worst[2], 1e-10, note=f"largest relative gap: {worst[0]}",
+                   figures={"closed_form": {k: v for k, v in closed.items() if k != "direction"}, "quadrature": quadrature})
+
+
+@claim(
+    "conditional_mean.fixed_bandwidth_constants_match_quadrature",
+    source=f"{SOURCE}; note §3.2 (P6)",
+    parameters=st.fixed_dictionaries(
+        {"query": st.floats(-1.5, 1.5), "key_sd": st.floats(0.5, 2.0), "bandwidth": st.floats(0.2, 2.0),
+         "frequency": st.floats(0.3, 3.0), "noise_sd": st.floats(0.0, 0.5)}
+    ),
+    examples={"quick": 6, "thorough": 40},
+)
+def fixed_bandwidth_constants_match_quadrature(p: dict, ctx: Context) -> Evidence:
+    """For k ~ N(0, s²), v = sin(ωk) + σ_vξ and RBF weights at bandwidth h, the derived limit
+    m_h(q) and constants C, D, B, B₂ equal their defining weight moments by adaptive quadrature."""
+    s, h, w, q, sv = p["key_sd"], p["bandwidth"], p["frequency"], p["query"], p["noise_sd"]
+    density = lambda k: math.exp(-k * k / (2 * s * s)) / math.sqrt(2 * math.pi * s * s)  # noqa: E731
+    weight = lambda k: math.exp(-(q - k) ** 2 / (2 * h * h))  # noqa: E731
+
+    def integral(f):
+        return quad(lambda k: f(k) * density(k), -np.inf, np.inf, epsabs=1e-15, epsrel=1e-13, limit=400)[0]
+
+    mean_w = integral(weight)
+    limit = integral(lambda k: weight(k) * math.sin(w * k)) / mean_w
+    wn = lambda k: weight(k) / mean_w  # noqa: E731
+    err = lambda k: math.sin(w * k) - limit  # noqa: E731
+    moments = {
+        "mu_uu": integral(lambda k: wn(k) ** 2 * (err(k) ** 2 + sv * sv)),
+        "mu_uus": integral(lambda k: wn(k) ** 2 * (err(k) ** 2 + sv * sv) * (wn(k) - 1)),
+        "mu_ss": integral(lambda k: (wn(k) - 1) ** 2),
+        "mu_us": integral(lambda k: wn(k) * err(k) * (wn(k) - 1)),
+        "mu_uss": integral(lambda k: wn(k) * err(k) * (wn(k) - 1) ** 2),
+    }
+    quadrature = _constants_from_moments(moments, ctx.backend)
+    quadrature["limit"] = limit
+    closed = {k: float(v) for k, v in theory.fixed_bandwidth_constants(q, s, h, w, sv, backend=ctx.backend).items()}
+    closed["bias"], closed["second_order_bias"] = closed.pop("bias_constant"), closed.pop("second_order_bias")
+    rows = [(name, abs(closed[name] - quadrature[name]), max(1.0, abs(quadrature[name])))
+            for name in ("limit", "constant", "second_order", "bias", "second_order_bias")]
+    worst = max(rows, key=lambda r: r[1] / r[2])
+    # adaptive quadrature of smooth Gaussian integrands: relative accuracy ~1e-12, so 1e-9 allowed
+    return at_most(worst[1] / worst[2], 1e-9, note=f"largest relative gap: {worst[0]}",
+                   figures={"closed_form": closed, "quadrature": quadrature})
+
+
+# ---------------------------------------------------------------------------------------------

@@ -1,0 +1,99 @@
+"""Experiments of attention as a conditional mean (Zhang, Liu, Cai, Wang, Wang, 2022; reconstruction in
+``shared/papers/conditional_mean.md``) that the report draws: the Monte Carlo error against the sequence
+length on configuration G2, RBF attention with fixed bandwidths, and the generalisation gap of the ERM of W.
+Pure functions of plain parameters, asked for through the run's store; seeds come from ``SeedSequence(seed)``
+(children 0 and 1: rate, bandwidth) and ``seed + 7919·L + i`` (learning), as the report's always did.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import claims as checks
+from . import derivations as theory
+from .. import conditional_mean as sim
+from . import learning
+from ...experiments import scheduler
+from ...experiments.store import Planned, planned
+
+G2 = dict(key_mean=[0.5, -0.5], key_covariance=[[1.0, 0.3], [0.3, 0.5]], value_map=[[1.0, -2.0]],
+          value_offset=[0.5], noise_sd=0.5)
+"""The note's standard configuration G2 (§6), with the query q = (0.8, 0.2)."""
+G2_QUERY = (0.8, 0.2)
+
+LENGTHS = (16, 64, 256, 1024, 4096)
+"""Sequence lengths of the rate figures."""
+
+REPLICATES = {"quick": 4_000, "thorough": 40_000}
+"""Independent sequences per length."""
+
+SINE = dict(key_sd=1.0, frequency=2.0, noise_sd=0.3, query=0.7)
+"""The note's fixed-bandwidth example (§3.2): k ~ N(0, 1), v = sin(2k) + 0.3ξ, q = 0.7."""
+BANDWIDTHS = (1.0, 0.5, 0.25)
+
+LEARNING = dict(lengths=(16, 64, 256), train_sequences=128, test_sequences=2_000,
+                replicates={"quick": 6, "thorough": 30})
+"""Generalisation-gap experiment: N = 128 training sequences, fresh test sequences, repeated fits."""
+
+
+def g2_model() -> sim.GaussianKeyValueModel:
+    return sim.GaussianKeyValueModel(**G2)
+
+
+def rate_errors(*, profile: str, seed: int) -> dict:
+    """Attention's error against E[v | k = q] on G2 at each of ``LENGTHS``, with the desired parameter
+    a = Σ⁻¹(q − μ) and with W = I (``REPLICATES[profile]`` sequences each)."""
+    model = g2_model()
+    query = np.array(G2_QUERY)
+    target = model.conditional_mean(query)
+    lengths = np.array(LENGTHS, dtype=float)
+    rng_desired, rng_naive = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2)[0].spawn(2))
+    scheduler.progress(f"conditional_mean: Monte Carlo error at L = {LENGTHS} ({REPLICATES[profile]} sequences each)")
+    errors, _ = checks.rate_fit(model, model.desired_score(query), target, lengths, REPLICATES[profile], rng_desired)
+    naive_errors, _ = checks.rate_fit(model, query, target, lengths, REPLICATES[profile], rng_naive)
+    return {"errors": tuple(errors), "naive_errors": tuple(naive_errors)}
+
+
+def bandwidth_errors(*, profile: str, seed: int) -> tuple[dict, ...]:
+    """RBF attention with each fixed bandwidth of ``BANDWIDTHS`` on the sine model at q = 0.7: the derived
+    constants and the measured mean (± SE) at each of ``LENGTHS``."""
+    model = sim.SineValueModel(SINE["key_sd"], SINE["frequency"], SINE["noise_sd"])
+    q = SINE["query"]
+    lengths = np.array(LENGTHS)
+    out = []
+    for h, s in zip(BANDWIDTHS, np.random.SeedSequence(seed).spawn(2)[1].spawn(len(BANDWIDTHS))):
+        scheduler.progress(f"conditional_mean: fixed bandwidth h = {h}")
+        rng = np.random.default_rng(s)
+        constants = {k: float(v) for k, v in theory.fixed_bandwidth_constants(
+            q, SINE["key_sd"], h, SINE["frequency"], SINE["noise_sd"]).items()}
+        logits = lambda K, h=h: -((K[..., 0] - q) ** 2) / (2 * h * h)  # noqa: E731
+        measured = [sim.attention_error(lambda L, n, r: model.sample(L, n, r), logits, [0.0], int(L),
+                                        REPLICATES[profile], rng) for L in lengths]
+        out.append({"h": h, "constants": constants, "mean": np.array([m.bias[0].mean for m in measured]),
+                    "standard_error": np.array([m.bias[0].standard_error for m in measured])})
+    return tuple(out)
+
+
+def generalisation_gaps(*, profile: str, seed: int) -> dict:
+    """The ERM of W (supervised and masked objectives) at each of ``LEARNING["lengths"]``: the generalisation
+    gap (± SE over repeated fits) and the mean distance of W to Σ⁻¹."""
+    task = learning.LatentLinearTask(key_covariance=G2["key_covariance"], prior_sd=1.0, noise_sd=0.5)
+    out = {}
+    for i, objective in enumerate(("supervised", "masked")):
+        gaps, ses, distances = [], [], []
+        for L in LEARNING["lengths"]:
+            scheduler.progress(f"conditional_mean: ERM of W, {objective}, L = {L}")
+            result = learning.generalization_gap(task, objective, L, LEARNING["train_sequences"],
+                                                 LEARNING["test_sequences"], LEARNING["replicates"][profile],
+                                                 seed + 7919 * L + i)
+            gaps.append(result.gap.mean)
+            ses.append(result.gap.standard_error)
+            distances.append(float(np.mean(result.distances)))
+        out[objective] = {"gap": gaps, "standard_error": ses, "distance": distances}
+    return out
+
+
+def plan_experiments(*, profile: str, seed: int, backend: str = "numpy") -> list[Planned]:
+    """The conditional-mean section's experiments (computed as tasks ahead of the section; numpy only)."""
+    return [planned(generalisation_gaps, profile=profile, seed=seed), planned(rate_errors, profile=profile, seed=seed),
+            planned(bandwidth_errors, profile=profile, seed=seed)]

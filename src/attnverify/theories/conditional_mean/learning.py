@@ -1,0 +1,261 @@
+"""Empirical-risk minimisation of the attention parameter W (Zhang et al. 2022, §4: generalisation).
+
+Each sequence draws its own value map A, so only the conditional-mean structure can be learnt:
+f_W(q; K, V) = Σ_ℓ softmax_ℓ(qᵀWk_ℓ) v_ℓ → E[v | k = q, A] = Aq as L → ∞ when W = W* = Σ⁻¹.
+Two objectives: ``supervised`` (one labelled query per sequence) and ``masked`` (the last M tokens
+are predicted in turn from the L unmasked ones). Shapes: queries (N, M, d) (M = 1 when supervised),
+keys (N, L, d), values (N, L, d_v), targets (N, M, d_v). Host float64 numpy throughout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+from scipy.linalg import cho_solve
+from scipy.optimize import minimize
+
+from ...base.arguments import array, generator, integer, nonnegative, one_of, positive, positive_definite_factor
+from ...numerics.statistics import Estimate, mean_estimate
+from ._stable import finite_result
+from .attention import _softmax
+
+OBJECTIVES = ("supervised", "masked")
+
+
+@dataclass(frozen=True, eq=False)
+class LatentLinearTask:
+    """Per sequence: A ∈ R^{d_v×d} with entries i.i.d. N(0, τ²); k_ℓ ~ N(0, Σ); v_ℓ = Ak_ℓ + σξ_ℓ."""
+
+    key_covariance: Any
+    prior_sd: float
+    noise_sd: float
+    d_v: int = 1
+
+    def __post_init__(self) -> None:
+        sigma = array("key_covariance", self.key_covariance, ndim=2, read_only=True)
+        object.__setattr__(self, "_factor", positive_definite_factor("key_covariance", sigma))  # square, symmetric
+        object.__setattr__(self, "key_covariance", sigma)
+        object.__setattr__(self, "prior_sd", positive("prior_sd", self.prior_sd))
+        object.__setattr__(self, "noise_sd", nonnegative("noise_sd", self.noise_sd))
+        object.__setattr__(self, "d_v", integer("d_v", self.d_v, 1))
+
+    @property
+    def d(self) -> int:
+        return self.key_covariance.shape[0]
+
+    def desired_parameter(self) -> np.ndarray:
+        """W* = Σ⁻¹: the tilted key mean ΣWq equals q, so f_{W*} → Aq (Cholesky solve)."""
+        return cho_solve(self._factor, np.eye(self.d))
+
+    def sample(self, sequences: int, tokens: int, rng: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(A (N, d_v, d), keys (N, T, d), values (N, T, d_v)) for N independent sequences of T tokens;
+        ``rng`` a numpy Generator or an integer seed."""
+        N, T = integer("sequences", sequences, 1), integer("tokens", tokens, 1)
+        rng = generator(rng)
+        A = self.prior_sd * rng.standard_normal((N, self.d_v, self.d))
+        keys = rng.standard_normal((N, T, self.d)) @ np.tril(self._factor[0]).T
+        values = np.einsum("nci,nti->ntc", A, keys) + self.noise_sd * rng.standard_normal((N, T, self.d_v))
+        return A, keys, values
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """N sequences: ``queries`` (N, M, d) with ``targets`` (N, M, d_v), context ``keys``/``values`` (N, L, ·)."""
+
+    objective: str
+    queries: np.ndarray
+    keys: np.ndarray
+    values: np.ndarray
+    targets: np.ndarray
+
+    @property
+    def sequences(self) -> int:
+        return self.keys.shape[0]
+
+    @property
+    def length(self) -> int:
+        return self.keys.shape[1]
+
+
+def _task(task: Any) -> LatentLinearTask:
+    if not isinstance(task, LatentLinearTask):
+        raise TypeError(f"task must be a LatentLinearTask, got {type(task).__name__}")
+    return task
+
+
+def draw_dataset(task: LatentLinearTask, objective: str, sequences: int, length: int, rng: Any,
+                 masked: int = 8) -> Dataset:
+    """N sequences of L context tokens plus M query tokens (M = 1 labelled query when supervised).
+
+    The query tokens follow the context: supervised, y = Aq + σ_yη with σ_y = σ is exactly a
+    further token; masked, the last M tokens are hidden and predicted one at a time.
+    """
+    objective, task = one_of("objective", objective, OBJECTIVES), _task(task)
+    N, L = integer("sequences", sequences, 1), integer("length", length, 1)
+    masked = integer("masked", masked, 1)  # checked even where unused (supervised): a bad value is never ignored
+    M = 1 if objective == "supervised" else masked
+    _, keys, values = task.sample(N, L + M, generator(rng))
+    return Dataset(objective, keys[:, L:], keys[:, :L], values[:, :L], values[:, L:])
+
+
+def attention_prediction(W: Any, queries: Any, keys: Any, values: Any) -> np.ndarray:
+    """f_W(q; K, V) = Σ_ℓ softmax_ℓ(qᵀWk_ℓ) v_ℓ for queries (N, M, d), keys (N, L, d), values (N, L, d_v)."""
+    K = array("keys", keys, ndim=3)
+    q = array("queries", queries, shape=(K.shape[0], None, K.shape[2]))
+    V = array("values", values, shape=(K.shape[0], K.shape[1], None))
+    return _predict(_parameter(W, K.shape[-1]), q, K, V, check=True)[1]
+
+
+def _parameter(W: Any, d: int, name: str = "W") -> np.ndarray:
+    return array(name, W, shape=(d, d))
+
+
+def _predict(W: np.ndarray, q: np.ndarray, K: np.ndarray, V: np.ndarray, check: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Weights and predictions for checked arrays; ``check`` refuses logits that overflow (public
+    callers; the optimiser's per-iteration calls skip it)."""
+    logits = np.einsum("nmi,ij,nlj->nml", q, W, K)
+    if check:
+        finite_result(np, logits, "the logits qᵀWk_ℓ", "W, queries and keys")
+    weights = _softmax(logits)
+    return weights, np.einsum("nml,nlc->nmc", weights, V)
+
+
+def _data(data: Any) -> Dataset:
+    if not isinstance(data, Dataset):
+        raise TypeError(f"data must be a Dataset from draw_dataset, got {type(data).__name__}")
+    return data
+
+
+def empirical_risk_and_gradient(W: Any, data: Dataset) -> tuple[float, np.ndarray]:
+    """R(W) = (1/NM) Σ_{i,j} ‖y_ij − f_W(q_ij)‖² and ∂R/∂W in closed form.
+
+    ∂f/∂W = Σ_ℓ p_ℓ (v_ℓ − f) qk_ℓᵀ (softmax derivative), so with r = y − f,
+    ∂R/∂W = −(2/NM) Σ_{i,j} Σ_ℓ p_ℓ ⟨r, v_ℓ − f⟩ q k_ℓᵀ.
+    """
+    data = _data(data)
+    return _risk_and_gradient(_parameter(W, data.keys.shape[-1]), data, check=True)
+
+
+def _risk_and_gradient(W: np.ndarray, data: Dataset, check: bool = False) -> tuple[float, np.ndarray]:
+    q, K, V = data.queries, data.keys, data.values
+    p, f = _predict(W, q, K, V, check)
+    r = data.targets - f
+    count = r.shape[0] * r.shape[1]
+    # ⟨r, v_ℓ − f⟩ for every query and context token
+    tilt = p * (np.einsum("nlc,nmc->nml", V, r) - np.einsum("nmc,nmc->nm", f, r)[..., None])
+    gradient = -2.0 / count * np.einsum("nmi,nmj->ij", q, np.einsum("nml,nlj->nmj", tilt, K))
+    risk = float(np.sum(r * r) / count)
+    if check:
+        finite_result(np, np.append(gradient, risk), "the risk or its gradient", "W and data")
+    return risk, gradient
+
+
+@dataclass(frozen=True)
+class AttentionFit:
+    """The empirical-risk minimiser Ŵ, its training risk R(Ŵ) and the optimiser's iteration count."""
+
+    W: np.ndarray
+    train_risk: float
+    iterations: int
+    converged: bool
+
+
+def fit_attention_parameter(data: Dataset, start: Any = None, tol: float = 1e-10) -> AttentionFit:
+    """Ŵ = argmin_W R(W) by L-BFGS-B with the exact gradient, from W = 0 (uniform attention) by default."""
+    data = _data(data)
+    d = data.keys.shape[-1]
+    W0 = np.zeros((d, d)) if start is None else _parameter(start, d, "start")
+    tol = positive("tol", tol)
+
+    def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
+        risk, gradient = _risk_and_gradient(w.reshape(d, d), data)
+        return risk, gradient.ravel()
+
+    result = minimize(fun, W0.ravel(), method="L-BFGS-B", jac=True, tol=tol, options={"maxiter": 10_000})
+    iterations = int(result.nit)
+    if not result.success:
+        # L-BFGS-B's line search can end "ABNORMAL" next to the minimum, where the risk's changes are below
+        # its round-off. Such a point counts when the Newton step along the gradient (|∇R| over the curvature
+        # in that direction) is below _NEWTON_DISTANCE of W's scale: a minimum to that accuracy.
+        distance = _newton_distance(fun, result.x)
+        if not distance <= _NEWTON_DISTANCE * max(1.0, float(np.max(np.abs(result.x)))):
+            raise RuntimeError(f"fit_attention_parameter did not converge: {result.message} (Newton distance to "
+                               f"a minimum {distance:.2e})")
+    return AttentionFit(result.x.reshape(d, d), float(result.fun), iterations, True)
+
+
+_NEWTON_DISTANCE = 1e-6
+"""An optimiser stop that is not "success" still counts when the estimated distance to the minimum is below
+this fraction of max(1, max |W|): far below the Monte Carlo error of any generalisation gap measured with Ŵ."""
+
+
+def _newton_distance(fun, x: np.ndarray) -> float:
+    """|g| / (uᵀ H u) along u = g/|g|, the curvature from central differences of the exact gradient; infinite
+    where the curvature is not positive (not a minimum)."""
+    g = fun(x)[1]
+    norm = float(np.linalg.norm(g))
+    if norm == 0.0:
+        return 0.0
+    u = g / norm
+    step = 1e-4 * max(1.0, float(np.linalg.norm(x)))
+    curvature = float((fun(x + step * u)[1] - fun(x - step * u)[1]) @ u) / (2 * step)
+    return norm / curvature if curvature > 0 else float("inf")
+
+
+def _sequence_losses(W: np.ndarray, data: Dataset) -> np.ndarray:
+    f = _predict(W, data.queries, data.keys, data.values, check=True)[1]
+    return finite_result(np, np.sum((data.targets - f) ** 2, axis=-1).mean(axis=-1), "the risk", "W and task")
+
+
+def population_risk(W: Any, task: LatentLinearTask, objective: str, length: int, sequences: int, rng: Any,
+                    masked: int = 8) -> Estimate:
+    """E R(W) at fixed W on a fresh draw: the mean over sequences of (1/M) Σ_j ‖v_j − f_W(k_j)‖²,
+    with its standard error (per-sequence losses are i.i.d.)."""
+    W = _parameter(W, _task(task).d)
+    integer("sequences", sequences, 2)
+    data = draw_dataset(task, objective, sequences, length, rng, masked)
+    return mean_estimate(_sequence_losses(W, data))
+
+
+@dataclass(frozen=True)
+class GeneralizationGap:
+    """Per replicate r: test risk E R(Ŵ_r), training risk R̂(Ŵ_r), their difference and ‖Ŵ_r − Σ⁻¹‖_F."""
+
+    objective: str
+    length: int
+    gaps: np.ndarray
+    train_risks: np.ndarray
+    test_risks: np.ndarray
+    distances: np.ndarray
+    gap: Estimate
+
+
+def generalization_gap(task: LatentLinearTask, objective: str, length: int, train_sequences: int,
+                       test_sequences: int, replicates: int, seed: int, masked: int = 8,
+                       progress: Callable[[str], None] | None = None) -> GeneralizationGap:
+    """gap = E[R(Ŵ) − R̂(Ŵ)] over independent training sets (Zhang et al. 2022, generalisation bound),
+    estimated by the mean over ``replicates`` with its standard error; replicate r uses the r-th
+    child of SeedSequence(seed) for both its training and its test set."""
+    task, objective = _task(task), one_of("objective", objective, OBJECTIVES)
+    L = integer("length", length, 1)
+    N = integer("train_sequences", train_sequences, 1)
+    n_test = integer("test_sequences", test_sequences, 2)
+    R = integer("replicates", replicates, 2)
+    seed = integer("seed", seed, 0)
+    integer("masked", masked, 1)
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be a callable taking a str, or None, got {progress!r}")
+    target = task.desired_parameter()
+    rows = []
+    for r, child in enumerate(np.random.SeedSequence(seed).spawn(R)):
+        rng = np.random.default_rng(child)
+        fit = fit_attention_parameter(draw_dataset(task, objective, N, L, rng, masked))
+        test = population_risk(fit.W, task, objective, L, n_test, rng, masked).mean
+        rows.append((test - fit.train_risk, fit.train_risk, test, np.linalg.norm(fit.W - target)))
+        if progress is not None:
+            progress(f"{objective} L={L} replicate {r + 1}/{R}: gap {rows[-1][0]:.4g}, "
+                     f"‖Ŵ−Σ⁻¹‖ {rows[-1][3]:.3g}, {fit.iterations} iterations")
+    gaps, train, test, distances = (np.array(column) for column in zip(*rows))
+    return GeneralizationGap(objective, L, gaps, train, test, distances, mean_estimate(gaps))

@@ -1,0 +1,106 @@
+"""Monte Carlo error of attention as an estimator: bias and mean-squared error at a sequence length L.
+
+Replicates are a batch axis, processed in chunks so that memory stays bounded; the moments are
+accumulated exactly across chunks (pairwise update), so any chunking gives the same estimate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ...base.arguments import array, backend as backend_argument, generator, integer
+from ...base.backend import Backend
+from ...numerics.statistics import Estimate, RunningMoments
+from .attention import _weighted_mean
+
+#: keys × length × dimension numbers held at once per chunk.
+CHUNK_NUMBERS = 4_000_000
+
+
+@dataclass(frozen=True)
+class AttentionError:
+    """Error of attention against a fixed ``target`` at sequence length ``length``.
+
+    ``bias[j]`` estimates E[attn_j − target_j]; ``mse`` estimates E‖attn − target‖².
+    """
+
+    length: int
+    bias: tuple[Estimate, ...]
+    mse: Estimate
+
+    def scaled_mse(self) -> Estimate:
+        """L·MSE with its standard error."""
+        return Estimate(self.length * self.mse.mean, self.length * self.mse.standard_error, self.mse.samples)
+
+    def scaled_bias(self, direction: Any) -> Estimate:
+        """L·E[attn − target] projected on ``direction`` (a unit vector of R^{d_v})."""
+        u = array("direction", direction, shape=(len(self.bias),))
+        mean = sum(float(c) * b.mean for c, b in zip(u, self.bias))
+        # the components are estimated from the same draws; bound the error by the sum of parts
+        se = sum(abs(float(c)) * b.standard_error for c, b in zip(u, self.bias))
+        return Estimate(self.length * mean, self.length * se, self.mse.samples)
+
+
+def attention_error(
+    sample: Callable[[int, int, Any], tuple[Any, Any]],
+    logits: Callable[[Any], Any],
+    target: Any,
+    length: int,
+    replicates: int,
+    rng: Any,
+    *,
+    backend: Backend | str | None = None,
+) -> AttentionError:
+    """Bias and MSE of Σ softmax(logits(keys)) v against ``target`` over ``replicates`` sequences.
+
+    ``sample(L, n, rng)`` returns keys (n, L, d) and values (n, L, d_v) on the backend;
+    ``logits(keys)`` returns the attention logits (n, L), finite. ``rng`` is a Generator or an
+    integer seed (a Generator of the backend is made from it).
+    """
+    be = backend_argument(backend)
+    for name, f in (("sample", sample), ("logits", logits)):
+        if not callable(f):
+            raise TypeError(f"{name} must be a callable, got {f!r}")
+    target = array("target", target, be, shape=(None,))
+    L, R = integer("length", length, 1), integer("replicates", replicates, 2)
+    rng = generator(rng, be)
+    xp = be.xp
+    chunk = max(1, CHUNK_NUMBERS // (4 * L))
+    components = [RunningMoments() for _ in range(int(target.shape[0]))]
+    squared = RunningMoments()
+    done = 0
+    while done < R:
+        n = min(chunk, R - done)
+        keys, values = sample(L, n, rng)
+        values = be.asarray(values)
+        if values.shape[:-1] != (n, L) or values.shape[-1] != target.shape[0]:
+            raise ValueError(f"sample({L}, {n}, rng) must return values of shape ({n}, {L}, d_v) with d_v = "
+                             f"{target.shape[0]} components like target, got {tuple(values.shape)}")
+        weights = be.asarray(logits(keys))
+        if weights.shape != (n, L):
+            raise ValueError(f"logits(keys) must return shape ({n}, {L}), got {tuple(weights.shape)}")
+        if not (bool(xp.all(xp.isfinite(weights))) and bool(xp.all(xp.isfinite(values)))):
+            raise ValueError("logits(keys) and the values from sample must be finite, got NaN or infinity")
+        error = _weighted_mean(weights, values) - target
+        for j, acc in enumerate(components):
+            acc.add(error[:, j], xp)
+        squared.add((error**2).sum(axis=-1), xp)
+        done += n
+    return AttentionError(L, tuple(acc.estimate() for acc in components), squared.estimate())
+
+
+def score_attention_error(model: Any, score: Any, target: Any, length: int, replicates: int, rng: Any, *,
+                          backend: Backend | str | None = None) -> AttentionError:
+    """:func:`attention_error` of softmax attention with a fixed score vector a (logits aᵀk_ℓ) on
+    sequences drawn by ``model.sample(L, n, rng, backend)``; ``score`` has the model's key dimension d."""
+    be = backend_argument(backend)
+    if not callable(getattr(model, "sample", None)) or not isinstance(getattr(model, "d", None), int):
+        raise TypeError(f"model must be a token model with a sample method and a key dimension d "
+                        f"(GaussianKeyValueModel, SineValueModel), got {type(model).__name__}")
+    a = array("score", score, be, shape=(model.d,))
+    d_v = getattr(model, "d_v", None)
+    if isinstance(d_v, int):
+        array("target", target, be, shape=(d_v,))
+    return attention_error(lambda L, n, r: model.sample(L, n, r, be), lambda keys: keys @ a, target, length,
+                           replicates, rng, backend=be)

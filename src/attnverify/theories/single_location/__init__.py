@@ -1,0 +1,68 @@
+"""Single-location regression (Marion, Berthier, Biau, Boyer, ICLR 2025): data, predictors, risks, training.
+
+Model (spec ``single_location.md`` §1): J0 ~ Uniform{1..L}; X_{J0} ~ N(√(d/2)·k*, γ²I_d); X_ℓ ~ N(0, I_d)
+for ℓ ≠ J0; Y = ⟨X_{J0}, v*⟩ + ε·ξ with ξ ~ N(0, 1); k*, v* orthonormal. Names as in the paper:
+``k_star`` (k*), ``v_star`` (v*), ``gamma`` (γ), ``eps`` (ε), ``lam`` (λ, inverse temperature of the erf),
+``d`` (token dimension), ``L`` (sequence length).
+
+Every risk here is the full mean squared error E[(Y − f(X))²], ε² included (the authors' code logs the
+excess ℛ − ε²; subtract it yourself). All arrays are float64 on the chosen backend (numpy or cupy);
+randomness enters only through an explicit seed or Generator.
+
+Exact dimension reduction (spec §6): a predictor that reads X only through ⟨X_ℓ, u⟩ for u in a set U
+sees the tokens only through their coordinates on an orthonormal basis Q (d×r) of span{k*, v*, U}.
+Those coordinates are N(0, I_r) for the noise tokens and N(√(d/2)·Qᵀk*, γ²I_r) for the informative one,
+and the part of each token orthogonal to the span has squared norm χ²_{d−r} (noise) or γ²·χ²_{d−r}
+(informative), independent of the coordinates. Monte Carlo risks use this, so their cost does not grow
+with d.
+
+The simulations live in submodules by job: :mod:`._common` (argument checks, random draws), :mod:`.task`, :mod:`.predictors`, :mod:`.overlaps` and :mod:`.dynamics`; every name is re-exported here.
+"""
+
+from ._common import (UNIT_TOLERANCE, _Moments, _NUMBERS_PER_BATCH, _RANK_TOLERANCE, _SQRT_PI, _backend, _batch_sizes,
+                      _chisquare, _finite_result, _integers, _lam, _normal, _progress, _unit_pair, _unit_rows)
+
+from .task import (_task, ReducedSample, Task, _Reduction, _draw_full, _draw_reduced, _orthonormal_basis, _reduction,
+                   _task_vectors, make_task, sample, sample_reduced)
+
+from .predictors import (_check_beta, _check_tokens, _erf_prime, _posterior, _predict, bayes_posterior, bayes_predict,
+                         bayes_risk_monte_carlo, linear_fit_least_squares, linear_oracle_coefficients, linear_predict,
+                         linear_risk_monte_carlo, predict, risk_monte_carlo, risk_monte_carlo_full)
+
+from .overlaps import (_chain_rule, _normalised_or_zero, _residual, overlap_gradient_to_vectors, overlaps,
+                       reduce_to_four_dimensions)
+
+from .dynamics import (_lam_at, _schedule, Trajectory, _LambdaSchedule, _check_empirical, _descend,
+                       _empirical_gradient, _empirical_risk, _normalise_rows, _projected_step, _scores, _start,
+                       empirical_risk, empirical_risk_gradient, initialize_on_manifold, initialize_on_sphere,
+                       lambda_schedule, population_gradient, population_projected_gradient_descent,
+                       projected_gradient_descent, stochastic_gradient_descent)
+
+__all__ = [
+    "Task",
+    "make_task",
+    "sample",
+    "ReducedSample",
+    "sample_reduced",
+    "predict",
+    "risk_monte_carlo",
+    "risk_monte_carlo_full",
+    "bayes_posterior",
+    "bayes_predict",
+    "bayes_risk_monte_carlo",
+    "linear_fit_least_squares",
+    "linear_predict",
+    "linear_risk_monte_carlo",
+    "linear_oracle_coefficients",
+    "overlaps",
+    "overlap_gradient_to_vectors",
+    "reduce_to_four_dimensions",
+    "lambda_schedule",
+    "Trajectory",
+    "projected_gradient_descent",
+    "initialize_on_sphere",
+    "initialize_on_manifold",
+    "empirical_risk",
+    "empirical_risk_gradient",
+    "stochastic_gradient_descent",
+]

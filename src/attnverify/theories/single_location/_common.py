@@ -1,0 +1,126 @@
+"""Argument checks and random draws shared by the single-location simulations.
+
+Part of :mod:`attnverify.theories.single_location` (see its docstring for the spec and sources).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import contextlib
+import math
+import numpy as np
+
+from ...base import arguments
+from . import derivations as theory
+from ...base.arguments import integer as _integer
+from ...base.backend import Backend, to_numpy
+from ...numerics.statistics import RunningMoments
+
+
+
+
+UNIT_TOLERANCE = theory.UNIT_TOLERANCE
+"""How far ‖k‖ may be from 1 (and ⟨k*, v*⟩ from 0) before an input is rejected as off the sphere."""
+
+_RANK_TOLERANCE = 1e-13
+"""A Gram–Schmidt residual below this fraction of the vector's norm counts as inside the span."""
+
+_NUMBERS_PER_BATCH = 2**22
+"""Default Monte Carlo batch: about this many float64 numbers (32 MiB) per drawn array."""
+
+_SQRT_PI = math.sqrt(math.pi)
+
+
+# --------------------------------------------------------------------------- argument checks
+
+
+def _backend(backend: Any) -> Backend:
+    return arguments.backend(backend)
+
+
+
+
+def _lam(lam: Any, name: str = "lam") -> float:
+    return arguments.positive(name, lam)
+
+
+def _finite_result(compute: Callable[[], Any], be: Backend, name: str) -> Any:
+    """``compute()`` when finite; else a ValueError naming the input whose size overflowed float64
+    (numpy's overflow warnings are silenced: the overflow is reported here, by name)."""
+    quiet = np.errstate(over="ignore", invalid="ignore") if be.name == "numpy" else contextlib.nullcontext()
+    with quiet:
+        value = compute()
+    for part in value if isinstance(value, tuple) else (value,):
+        if not bool(be.xp.all(be.xp.isfinite(part))):
+            raise ValueError(f"{name} is too large in magnitude: the result overflows float64 (got infinity or NaN)")
+    return value
+
+
+def _unit_rows(name: str, x: Any, be: Backend, dim: int | None = None, *, batched: bool) -> Any:
+    """``x`` as float64 of shape (dim,) (or (runs, dim) when ``batched``), each row of unit norm."""
+    arr = arguments.array(name, x, be, min_ndim=1)
+    if batched and arr.ndim == 1:
+        arr = arr[None, :]
+    want = 2 if batched else 1
+    if arr.ndim != want or (dim is not None and arr.shape[-1] != dim) or arr.shape[-1] < 1:
+        expected = ("(runs, " if batched else "(") + (f"{dim})" if dim is not None else "dim)")
+        raise ValueError(f"{name} must have shape {expected}, got {tuple(arr.shape)}")
+    norms = to_numpy(be.xp.linalg.norm(arr, axis=-1))
+    worst = float(np.max(np.abs(norms - 1.0)))
+    if worst > UNIT_TOLERANCE:
+        raise ValueError(
+            f"{name} must have unit norm (|‖{name}‖ − 1| ≤ {UNIT_TOLERANCE:g}), got a norm of "
+            f"{float(norms.ravel()[np.argmax(np.abs(norms.ravel() - 1.0))])!r}"
+        )
+    return arr
+
+
+def _unit_pair(
+    name_a: str, a: Any, name_b: str, b: Any, be: Backend, dim: int | None = None, *, batched: bool
+) -> tuple[Any, Any]:
+    """Two unit-row arrays checked each on its own, then against each other (same shape)."""
+    a = _unit_rows(name_a, a, be, dim, batched=batched)
+    b = _unit_rows(name_b, b, be, dim, batched=batched)
+    if a.shape != b.shape:
+        raise ValueError(f"{name_a} and {name_b} must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}")
+    return a, b
+
+
+
+
+
+
+def _progress(progress: Any) -> Callable[[int, int], Any] | None:
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be None or a callable (t, steps), got {progress!r:.80}")
+    return progress
+
+
+# --------------------------------------------------------------------------- random draws
+
+
+def _normal(rng: Any, shape: tuple[int, ...], be: Backend) -> Any:
+    return be.asarray(rng.standard_normal(size=shape))
+
+
+def _integers(rng: Any, high: int, n: int, be: Backend) -> Any:
+    return be.asarray(rng.integers(0, high, size=n), dtype=be.xp.int64)
+
+
+def _chisquare(rng: Any, df: int, shape: tuple[int, ...], be: Backend) -> Any:
+    if df == 0:  # the span already fills R^d: nothing is orthogonal to it
+        return be.xp.zeros(shape, dtype=be.xp.float64)
+    return be.asarray(rng.chisquare(df, size=shape))
+
+
+def _batch_sizes(n: int, batch: int | None, numbers_per_sample: int) -> list[int]:
+    if batch is None:
+        batch = max(256, _NUMBERS_PER_BATCH // max(1, numbers_per_sample))
+    else:
+        batch = _integer("batch", batch, 1)
+    full, rest = divmod(n, batch)
+    return [batch] * full + ([rest] if rest else [])
+
+
+_Moments = RunningMoments

@@ -1,0 +1,375 @@
+"""Dynamics: projected gradient descent, its initialisations, SGD on samples and the population dynamics (spec §3.2).
+
+Part of :mod:`attnverify.theories.single_location` (see its docstring for the spec and sources).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ...base import arguments
+from . import derivations as theory
+from .derivations import _overlaps as _unchecked_overlaps
+from ...base.arguments import generator as _generator, integer as _integer
+from ...base.backend import Backend
+
+from ._common import _backend, _finite_result, _lam, _normal, _progress, _unit_pair
+from .task import Task, _draw_full, _task
+from .predictors import _erf_prime
+from .overlaps import _chain_rule, overlaps
+
+
+@dataclass(frozen=True)
+class _LambdaSchedule:
+    lam0: float
+    scheduled: bool
+    increment: float = 1e-4
+
+    def __call__(self, t: int) -> float:
+        return self.lam0 / (1.0 + self.increment * t) if self.scheduled else self.lam0
+
+
+def _schedule(lam_schedule: Any) -> Callable[[int], float]:
+    if callable(lam_schedule):
+        return lam_schedule
+    return _LambdaSchedule(_lam(lam_schedule, "lam_schedule"), False)
+
+
+def _lam_at(schedule: Callable[[int], float], t: int) -> float:
+    return _lam(schedule(t), f"lam_schedule({t})")
+
+
+def lambda_schedule(lam0: float, scheduled: bool) -> Callable[[int], float]:
+    """λ_t = λ0/(1 + 10⁻⁴·t) if ``scheduled`` else λ0 (spec §3.2; the authors' ``utils.lambd_value``)."""
+    return _LambdaSchedule(_lam(lam0, "lam0"), arguments.flag("scheduled", scheduled))
+
+
+@dataclass(frozen=True, eq=False)
+class Trajectory:
+    """Recorded states of a projected descent on S^{dim−1} × S^{dim−1}.
+
+    ``steps`` (records,) step indices t; ``k``, ``v`` (records, runs, dim) the states (k_t, v_t);
+    ``lam`` (records,) λ_t; ``test_risk`` (records, runs) test MSE at (k_t, v_t, λ_t), ε² included
+    (SGD only, else None). ``steps``/``lam`` are numpy, the others on the run's backend.
+    """
+
+    steps: np.ndarray
+    k: Any
+    v: Any
+    lam: np.ndarray
+    test_risk: Any = None
+
+    def overlaps(self, k_star: Any, v_star: Any, *, backend: Any = None) -> tuple[Any, Any, Any, Any, Any]:
+        """(κ, ν, θ, η, ρ) at every record, each of shape (records, runs)."""
+        return overlaps(self.k, self.v, k_star, v_star, backend=backend)
+
+
+def _projected_step(x: Any, g: Any, alpha: float, xp: Any) -> Any:
+    """x_{t+1} = (x − α(g − ⟨x, g⟩x))/‖·‖, row-wise (spec §3.2, the authors' ``pgd_step``)."""
+    y = x - alpha * (g - xp.sum(x * g, axis=-1, keepdims=True) * x)
+    return y / xp.linalg.norm(y, axis=-1, keepdims=True)
+
+
+def _descend(
+    k: Any,
+    v: Any,
+    gradient: Callable[[Any, Any, float], tuple[Any, Any]],
+    *,
+    steps: int,
+    step_size: float,
+    schedule: Callable[[int], float],
+    record_every: int,
+    be: Backend,
+    progress: Callable[[int, int], Any] | None,
+    extra: Callable[[Any, Any, float], Any] | None = None,
+) -> Trajectory:
+    xp = be.xp
+    recorded = list(range(0, steps + 1, record_every))
+    if recorded[-1] != steps:
+        recorded.append(steps)
+    K = xp.empty((len(recorded),) + tuple(k.shape), dtype=xp.float64)
+    V = xp.empty_like(K)
+    lams = np.empty(len(recorded))
+    risks = xp.empty((len(recorded), k.shape[0]), dtype=xp.float64) if extra is not None else None
+    slot = 0
+    for t in range(steps + 1):
+        lam = _lam_at(schedule, t)
+        if t == recorded[slot]:
+            if not (bool(xp.all(xp.isfinite(k))) and bool(xp.all(xp.isfinite(v)))):
+                raise ValueError(f"the descent produced NaN or infinity by step {t}; check gradient and step_size")
+            K[slot], V[slot], lams[slot] = k, v, lam
+            if extra is not None:
+                risks[slot] = extra(k, v, lam)
+            slot += 1
+            if progress is not None:
+                progress(t, steps)
+        if t == steps:
+            break
+        g_k, g_v = gradient(k, v, lam)
+        if t == 0 and (tuple(g_k.shape) != tuple(k.shape) or tuple(g_v.shape) != tuple(v.shape)):
+            raise ValueError(
+                f"gradient must return arrays shaped like k and v {tuple(k.shape)}, "
+                f"got {tuple(g_k.shape)} and {tuple(g_v.shape)}"
+            )
+        k, v = _projected_step(k, g_k, step_size, xp), _projected_step(v, g_v, step_size, xp)
+    return Trajectory(np.asarray(recorded), K, V, lams, risks)
+
+
+def _start(k0: Any, v0: Any, be: Backend, dim: int | None = None) -> tuple[Any, Any]:
+    return _unit_pair("k0", k0, "v0", v0, be, dim, batched=True)
+
+
+def _checked_descent(k, v, gradient, be: Backend, steps, step_size, lam_schedule, record_every, progress, *,
+                     extra=None) -> Trajectory:
+    """:func:`_descend` after checking the descent's own arguments (steps, step size, λ schedule, records)."""
+    return _descend(k, v, gradient, steps=_integer("steps", steps, 0),
+                    step_size=arguments.nonnegative("step_size", step_size), schedule=_schedule(lam_schedule),
+                    record_every=_integer("record_every", record_every, 1), be=be, progress=_progress(progress),
+                    extra=extra)
+
+
+def projected_gradient_descent(
+    k0: Any,
+    v0: Any,
+    gradient: Callable[[Any, Any, float], tuple[Any, Any]],
+    *,
+    steps: int,
+    step_size: float,
+    lam_schedule: Callable[[int], float] | float,
+    record_every: int,
+    backend: Any = None,
+    progress: Callable[[int, int], Any] | None = None,
+) -> Trajectory:
+    """Projected gradient descent on S^{dim−1} × S^{dim−1}, generic in the gradient (spec §3.2).
+
+    Simultaneous updates with (g_k, g_v) = gradient(k_t, v_t, λ_t):
+    k_{t+1} = (k_t − α(g_k − ⟨k_t, g_k⟩k_t))/‖·‖, and the same for v. k0, v0 of shape (runs, dim) (or
+    (dim,) for one run), unit rows; ``gradient`` takes and returns (runs, dim) arrays; λ_t =
+    ``lam_schedule(t)`` (a number means a constant λ). Records t = 0, record_every, 2·record_every, …
+    and the last step; ``progress(t, steps)`` is called at each record.
+    """
+    be = _backend(backend)
+    k, v = _start(k0, v0, be)
+    if not callable(gradient):
+        raise TypeError(f"gradient must be callable (k, v, lam) -> (g_k, g_v), got {gradient!r}")
+    return _checked_descent(k, v, gradient, be, steps, step_size, lam_schedule, record_every, progress)
+
+
+# --------------------------------------------------------------------------- initialisations
+
+
+def _normalise_rows(x: Any, xp: Any) -> Any:
+    return x / xp.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def initialize_on_sphere(runs: int, d: int, rng: Any, *, backend: Any = None) -> tuple[Any, Any]:
+    """k0, v0 of shape (runs, d), independent and uniform on S^{d−1} (spec §3.2, ``initialize_on_sphere``)."""
+    be = _backend(backend)
+    runs = _integer("runs", runs, 1)
+    d = _integer("d", d, 2, theory.COUNT_MAX)
+    rng = _generator(rng, be)
+    k0 = _normalise_rows(_normal(rng, (runs, d), be), be.xp)
+    v0 = _normalise_rows(_normal(rng, (runs, d), be), be.xp)
+    return k0, v0
+
+
+def initialize_on_manifold(runs: int, k_star: Any, v_star: Any, rng: Any, *, backend: Any = None) -> tuple[Any, Any]:
+    """k0, v0 (runs, d) on M = {θ = η = ρ = 0} as in the authors' ``initialize_on_manifold`` (spec §3.2).
+
+    k0 = normalise(g − ⟨g, v*⟩v*); v0: h − ⟨h, k*⟩k*, then minus its component along u = k0 − ⟨k0, k*⟩k*
+    (the part of k0 orthogonal to k*), normalised. Hence ⟨k0, v*⟩ = ⟨v0, k*⟩ = ⟨k0, v0⟩ = 0.
+    """
+    be = _backend(backend)
+    xp = be.xp
+    runs = _integer("runs", runs, 1)
+    k_star, v_star = _unit_pair("k_star", k_star, "v_star", v_star, be, batched=False)
+    d = int(k_star.shape[0])
+    if d < 3:
+        raise ValueError(f"k_star must have dimension d ≥ 3 for the manifold initialisation, got {d}")
+    rng = _generator(rng, be)
+    g = _normal(rng, (runs, d), be)
+    k0 = _normalise_rows(g - (g @ v_star)[:, None] * v_star, xp)
+    h = _normal(rng, (runs, d), be)
+    v0 = h - (h @ k_star)[:, None] * k_star
+    u = _normalise_rows(k0 - (k0 @ k_star)[:, None] * k_star, xp)
+    v0 = v0 - xp.sum(u * v0, axis=-1, keepdims=True) * u
+    return k0, _normalise_rows(v0, xp)
+
+
+# --------------------------------------------------------------------------- SGD on samples
+
+
+def _scores(X: Any, u: Any) -> Any:
+    """⟨X_{…bℓ}, u_{…}⟩ for X (..., B, L, d) and u (..., d), broadcast over the leading axes."""
+    return (X @ u[..., None, :, None])[..., 0]
+
+
+def _check_empirical(X: Any, y: Any, k: Any, v: Any, lam: Any, be: Backend) -> tuple[Any, Any, Any, Any, float]:
+    lam = _lam(lam)
+    X = arguments.array("X", X, be, min_ndim=3)
+    y = arguments.array("y", y, be, min_ndim=1)
+    k = arguments.array("k", k, be, min_ndim=1)
+    v = arguments.array("v", v, be, min_ndim=1)
+    d = X.shape[-1]
+    for name, u in (("k", k), ("v", v)):
+        if u.shape[-1] != d:
+            raise ValueError(f"{name} must have last axis d = {d} like X, got shape {tuple(u.shape)}")
+    if y.shape[-1] != X.shape[-3]:
+        raise ValueError(f"y must have shape (..., B) with B = {X.shape[-3]}, got {tuple(y.shape)}")
+    leading = {"X": X.shape[:-3], "y": y.shape[:-1], "k": k.shape[:-1], "v": v.shape[:-1]}
+    try:
+        np.broadcast_shapes(*(tuple(shape) for shape in leading.values()))
+    except ValueError:
+        raise ValueError("the leading (run) axes of X, y, k and v must broadcast together, got "
+                         + ", ".join(f"{name} {tuple(shape)}" for name, shape in leading.items())) from None
+    return X, y, k, v, lam
+
+
+def _empirical_risk(X: Any, y: Any, k: Any, v: Any, lam: float, be: Backend) -> Any:
+    xp = be.xp
+    T = xp.sum(be.special.erf(lam * _scores(X, k)) * _scores(X, v), axis=-1)
+    return xp.mean((T - y) ** 2, axis=-1)
+
+
+def _empirical_gradient(X: Any, y: Any, k: Any, v: Any, lam: float, be: Backend) -> tuple[Any, Any]:
+    xp = be.xp
+    a, b = _scores(X, k), _scores(X, v)
+    e = be.special.erf(lam * a)
+    r = xp.sum(e * b, axis=-1) - y  # residuals T(X_b) − y_b, (..., B)
+    B, L, d = X.shape[-3:]
+    flat_X = X.reshape(tuple(X.shape[:-3]) + (B * L, d))
+
+    def contract(w: Any) -> Any:  # Σ_{b,ℓ} w_{bℓ} X_{bℓ}, (..., d)
+        flat_w = w.reshape(tuple(w.shape[:-2]) + (B * L,))
+        return (flat_w[..., None, :] @ flat_X)[..., 0, :]
+
+    g_k = (2.0 / B) * contract(r[..., None] * lam * _erf_prime(lam * a, xp) * b)
+    g_v = (2.0 / B) * contract(r[..., None] * e)
+    return g_k, g_v
+
+
+def empirical_risk(X: Any, y: Any, k: Any, v: Any, lam: float, *, backend: Any = None) -> Any:
+    """Empirical MSE (1/B)Σ_b (T_λ^{k,v}(X_b) − y_b)² (spec §3.2, the authors' ``risk_fn``).
+
+    X (..., B, L, d), y (..., B), k, v (..., d); leading axes broadcast (e.g. k of shape (runs, d) on
+    one shared batch). k, v may be any vectors of R^d (no unit-norm check), so that it can be
+    differentiated numerically.
+    """
+    be = _backend(backend)
+    X, y, k, v, lam = _check_empirical(X, y, k, v, lam, be)
+    return _finite_result(lambda: _empirical_risk(X, y, k, v, lam, be), be, "X (or y)")
+
+
+def empirical_risk_gradient(X: Any, y: Any, k: Any, v: Any, lam: float, *, backend: Any = None) -> tuple[Any, Any]:
+    """Euclidean gradient of :func:`empirical_risk` in k and v (spec §3.2, SGD variant).
+
+    ∂/∂k = (2/B)Σ_b r_b Σ_ℓ λ erf'(λ⟨X_ℓ,k⟩)⟨X_ℓ,v⟩X_ℓ,  ∂/∂v = (2/B)Σ_b r_b Σ_ℓ erf(λ⟨X_ℓ,k⟩)X_ℓ,
+    r_b = T(X_b) − y_b, erf'(x) = 2e^{−x²}/√π. Shapes as in :func:`empirical_risk`; returns (g_k, g_v)
+    with the broadcast leading shape of k, v and X's batch axes, last axis d.
+    """
+    be = _backend(backend)
+    X, y, k, v, lam = _check_empirical(X, y, k, v, lam, be)
+    return _finite_result(lambda: _empirical_gradient(X, y, k, v, lam, be), be, "X (or y)")
+
+
+def stochastic_gradient_descent(
+    task: Task,
+    k0: Any,
+    v0: Any,
+    *,
+    lam_schedule: Callable[[int], float] | float,
+    step_size: float,
+    batch_size: int,
+    steps: int,
+    rng: Any,
+    test_size: int = 1000,
+    record_every: int,
+    backend: Any = None,
+    progress: Callable[[int, int], Any] | None = None,
+) -> Trajectory:
+    """Projected SGD on the empirical MSE of a fresh batch per step and per run (spec §3.2, §3.4).
+
+    Each step every run draws its own batch of ``batch_size`` samples, takes (g_k, g_v) from
+    :func:`empirical_risk_gradient` at λ_t and makes the projected step of
+    :func:`projected_gradient_descent`. k0, v0 (runs, d). Records (k_t, v_t), λ_t and the test MSE at
+    λ_t on one fixed test batch of ``test_size`` samples drawn first (ε² included; the authors log
+    test MSE − ε², and evaluate it at the λ of the step just taken).
+    """
+    be = _backend(backend)
+    task = _task(task)
+    k, v = _start(k0, v0, be, task.d)
+    batch_size = _integer("batch_size", batch_size, 1)
+    test_size = _integer("test_size", test_size, 1)
+    rng = _generator(rng, be)
+    runs, d, L = int(k.shape[0]), task.d, task.L
+    X_test, y_test, _ = _draw_full(task, test_size, rng, be)
+
+    def gradient(k: Any, v: Any, lam: float) -> tuple[Any, Any]:
+        X, y, _ = _draw_full(task, runs * batch_size, rng, be)
+        return _empirical_gradient(
+            X.reshape(runs, batch_size, L, d), y.reshape(runs, batch_size), k, v, lam, be
+        )
+
+    def test_risk(k: Any, v: Any, lam: float) -> Any:
+        return _empirical_risk(X_test, y_test, k, v, lam, be)
+
+    return _checked_descent(k, v, gradient, be, steps, step_size, lam_schedule, record_every, progress,
+                            extra=test_risk)
+
+
+# --------------------------------------------------------------------------- population dynamics
+
+
+def population_gradient(*, d: int, L: int, gamma: float, eps: float, backend: Any = None) -> Callable:
+    """(k, v, λ) ↦ (∇_kℛ, ∇_vℛ) of the closed-form population risk in R⁴ with k* = e1, v* = e2.
+
+    The partials in the overlaps are the sympy derivatives of the derived risk
+    (:func:`attnverify.theories.single_location.derivations.risk_gradient_from_overlaps`), pulled back to
+    (k, v) by :func:`overlap_gradient_to_vectors` (spec §3.2). d, L, γ, ε are checked here, once;
+    the returned function takes the (runs, 4) states of a descent and a checked λ, and checks nothing.
+    """
+    be = _backend(backend)
+    partials_at = theory.risk_gradient_function(gamma=gamma, d=d, L=L, eps=eps, backend=be)
+    e1, e2 = be.asarray([1.0, 0.0, 0.0, 0.0]), be.asarray([0.0, 1.0, 0.0, 0.0])
+
+    def gradient(k: Any, v: Any, lam: float) -> tuple[Any, Any]:
+        partials = partials_at(*_unchecked_overlaps(k, v, e1, e2, be.xp), lam)
+        return _chain_rule(partials, k, v, e1, e2)
+
+    return gradient
+
+
+def population_projected_gradient_descent(
+    k0: Any,
+    v0: Any,
+    *,
+    lam0: float,
+    scheduled: bool,
+    step_size: float,
+    steps: int,
+    d: int,
+    L: int,
+    gamma: float,
+    eps: float,
+    record_every: int,
+    backend: Any = None,
+    progress: Callable[[int, int], Any] | None = None,
+) -> Trajectory:
+    """Population PGD (spec §3.2) in the exact 4-dimensional reduction: k0, v0 of shape (runs, 4)
+    are coordinates on (k*, v*, e3, e4) (see :func:`reduce_to_four_dimensions`); d enters only
+    through the risk."""
+    k0, v0 = _start(k0, v0, _backend(backend), 4)
+    return projected_gradient_descent(
+        k0,
+        v0,
+        population_gradient(d=d, L=L, gamma=gamma, eps=eps, backend=backend),
+        steps=steps,
+        step_size=step_size,
+        lam_schedule=lambda_schedule(lam0, scheduled),
+        record_every=record_every,
+        backend=backend,
+        progress=progress,
+    )
