@@ -43,7 +43,7 @@ from attnverify.experiments.scheduler import Task, run_tasks
 from attnverify.experiments.store import Store
 from attnverify.base import blas
 from attnverify.base.cache import ENVIRONMENT_VARIABLE as CACHE_VARIABLE
-from attnverify.report.builder import experiment_task
+from attnverify.run.report import experiment_task
 from attnverify.theories import BUILTIN
 
 
@@ -265,7 +265,7 @@ def sampled_networks(theory) -> None:
 
 def claim_sweep(name: str, examples: int) -> None:
     """One thorough claim's hypothesis examples: serially, then as batches on local:2 (what ``check`` runs)."""
-    from attnverify.checks.tasks import run_claims_as_tasks
+    from attnverify.run.claims import run_claims_as_tasks
     from attnverify.base.backend import get_backend
 
     (theory,) = [t for t in BUILTIN if name.startswith(t.name + ".")]

@@ -5,7 +5,7 @@ A claim or a test whose outcome flips with the seed has a tolerance or power pro
 its false-alarm probability, so over S runs the expected number of unexpected outcomes is about S times that
 probability (≤ 10⁻³ for each sampler gate, ~10⁻⁶ for a 5-SE comparison), and anything more is a finding.
 
-Claims: each built-in claim (``catalogue.builtin_claims()``) is run by ``checks.runner.run_claim`` with profile
+Claims: each built-in claim (``theories.builtin_claims()``) is run by ``checks.runner.run_claim`` with profile
 quick under run seeds 1…N (seed 0 is the default run); per (claim, seed) the status and, for the Monte Carlo
 equalities, the largest |theory − observed|/SE are recorded. A claim whose first run takes longer than ``--budget``
 seconds runs under that seed only. Rows stream into a JSON-lines file, so an interrupted sweep resumes.
@@ -49,11 +49,11 @@ def worst_z(result: dict) -> float | None:
 
 
 def run_claims(args) -> list[dict]:
-    from attnverify.theories import catalogue
+    from attnverify import theories
     from attnverify.checks.runner import run_claim, select
     from attnverify.experiments import Store
 
-    claims = select(catalogue.builtin_claims(), args.only)
+    claims = select(theories.builtin_claims(), args.only)
     out = Path(args.out)
     rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     done = {(r["name"], r["seed"]) for r in rows}

@@ -3,6 +3,14 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))  # shared test helpers (e.g. derivations/paper_formula.py)
 
+# Issue 29, part 5: ATTNVERIFY_CUPY_STANDIN=1 runs the suite's GPU path on the strict cupy stand-in of
+# tests/cupy_standin (never installed): first on the import path here, and for the command lines and worker
+# processes the tests start.
+STANDIN = os.path.join(os.path.dirname(__file__), "cupy_standin")
+if os.environ.get("ATTNVERIFY_CUPY_STANDIN") == "1":
+    sys.path.insert(0, STANDIN)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [STANDIN, os.environ.get("PYTHONPATH", "")]))
+
 import pytest
 from hypothesis import settings
 

@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 
 from attnverify import cli
+from attnverify import theories
 from attnverify.theories import catalogue
 from attnverify.checks import close, st
 from attnverify.checks.claim import claim
 from attnverify.base.backend import cupy_works
-from attnverify.report import Section, builder
+from attnverify.report import Section
+from attnverify.run import report as builder
 from attnverify.theories import Theory
 
 SMALL = {"quick": 3, "thorough": 4}
@@ -55,7 +57,7 @@ ALL = [square_is_product, square_is_two, square_is_x, bad_strategy]
 
 @pytest.fixture(autouse=True)
 def fake_claims(monkeypatch):
-    monkeypatch.setattr(catalogue, "builtin_claims", lambda: list(ALL))
+    monkeypatch.setattr(theories, "builtin_claims", lambda: list(ALL))
     monkeypatch.delenv("ATTNVERIFY_BACKEND", raising=False)
 
 

@@ -8,7 +8,7 @@ A theory of one's own needs one import (the names load on first use, so ``import
     from attnverify import Theory, st, within_error, close, at_most, exceeds, sized_mean, TheoryVsSimulation
 """
 
-__version__ = "0.1.0"
+from .base import __version__
 
 _PUBLIC = {
     "Theory": "attnverify.theory_form", "TheoryVsSimulation": "attnverify.theory_form",

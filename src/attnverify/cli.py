@@ -17,12 +17,13 @@ import traceback
 from pathlib import Path
 from typing import Callable, TextIO
 
-from . import __version__
+from .base import __version__
+from . import theories
 from .theories import catalogue
 from .checks.claim import PROFILES, Claim
 from .checks.runner import results_document, select, write_json
 from .checks.saved import SavedChecks
-from .checks.tasks import finished_line
+from .run.claims import finished_line
 from .experiments.store import Store
 from .progress import Progress
 from .base.backend import BACKEND_NAMES, ENVIRONMENT_VARIABLE, Backend, BackendUnavailable, backend_from_environment
@@ -63,7 +64,7 @@ def run_and_report(
     out = out or sys.stdout
     progress = Progress(err or sys.stderr)
     if scheduler is not None:
-        from .checks.tasks import run_claims_as_tasks
+        from .run.claims import run_claims_as_tasks
         from .theories import BUILTIN
 
         def write(finished: list[dict], not_run: list[str]) -> None:
@@ -178,7 +179,7 @@ def _shorten(text: str, width: int) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    claims = _chosen(catalogue.builtin_claims(), args.only, "built in (run `attnverify list` to see them)")
+    claims = _chosen(theories.builtin_claims(), args.only, "built in (run `attnverify list` to see them)")
     rows = []
     for c in claims:
         rows.append([c.name, c.expect, _shorten(c.source or "-", 48), _shorten(c.statement, 90)])
@@ -189,7 +190,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     backend = _backend(args.backend)
-    claims = _chosen(catalogue.builtin_claims(), args.only, "built in (run `attnverify list` to see them)")
+    claims = _chosen(theories.builtin_claims(), args.only, "built in (run `attnverify list` to see them)")
     _prepare_json(args.json, claims)
     return run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
                           examples=args.examples, scheduler=args.scheduler, store=args.store)
@@ -263,7 +264,7 @@ def _user_theories(files: list[str] | None) -> list:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import builder
+    from .run import report as builder
 
     backend = _backend(args.backend)
     theories = [*builder.THEORIES, *_user_theories(args.with_files)]
@@ -277,7 +278,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _build_and_print(out: str, **options) -> int:
-    from .report import builder
+    from .run import report as builder
 
     _prepare_out(out)
     progress = Progress(sys.stderr)

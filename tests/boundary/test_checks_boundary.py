@@ -10,7 +10,7 @@ from boundary.harness import EntryPoint, Parameter as P, boundary_tests
 from attnverify.checks import at_most, claim, close, evaluate, run_claim, st, within_error
 from attnverify.derivations.codegen import evaluator
 from attnverify.numerics.statistics import Estimate, combine, fit_line, mean_estimate
-from attnverify.report.builder import build_report
+from attnverify.run.report import build_report
 from seeds import seeded
 
 x_, y_ = sympy.symbols("x y")

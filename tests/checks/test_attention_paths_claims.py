@@ -7,7 +7,8 @@ import pytest
 from attnverify.theories.attention_paths import claims as claims
 from attnverify.checks import run_claim
 from claim_helpers import run_seed
-from attnverify.theories.catalogue import builtin_claims, claims_in_module
+from attnverify.theories import builtin_claims
+from attnverify.theories.catalogue import claims_in_module
 from attnverify.experiments import Store
 import importlib
 

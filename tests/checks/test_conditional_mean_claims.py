@@ -6,7 +6,8 @@ import pytest
 
 from attnverify.theories.conditional_mean import claims as claims
 from attnverify.checks import examples_needed, run_claim
-from attnverify.theories.catalogue import builtin_claims, claims_in_module
+from attnverify.theories import builtin_claims
+from attnverify.theories.catalogue import claims_in_module
 from attnverify.theories.conditional_mean import derivations as theory
 from claim_helpers import unshrunk, run_seed
 

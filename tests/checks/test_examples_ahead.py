@@ -11,7 +11,7 @@ from attnverify import cli
 from attnverify.checks import at_most, claim, run_claim, st, within_error
 from attnverify.checks.runner import drawn_examples, evaluate, example_key
 from attnverify.checks.saved import SavedChecks
-from attnverify.checks.tasks import _batches, run_claims_as_tasks
+from attnverify.run.claims import _batches, run_claims_as_tasks
 from attnverify.base.backend import get_backend
 from attnverify.numerics.statistics import mean_estimate
 from attnverify.theories import from_file

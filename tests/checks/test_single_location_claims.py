@@ -5,7 +5,8 @@ import pytest
 
 from attnverify.checks import run_claim
 from attnverify.theories.single_location import claims as claims
-from attnverify.theories.catalogue import builtin_claims, claims_in_module
+from attnverify.theories import builtin_claims
+from attnverify.theories.catalogue import claims_in_module
 from attnverify.theories.single_location import derivations as theory
 from claim_helpers import unshrunk, run_seed
 

@@ -92,7 +92,7 @@ def test_a_report_on_a_two_worker_local_cluster_equals_the_serial_one(tmp_path):
     """The worked example's report (section, figure data, claims with their examples and counterexample): serial
     and on local:2, equal timings aside (it does no BLAS work whose bits depend on the thread count)."""
     pytest.importorskip("distributed")
-    from attnverify.report import builder
+    from attnverify.run import report as builder
     from attnverify.theories import from_file
 
     theory = from_file(EXAMPLE)

@@ -19,7 +19,8 @@ from attnverify.theories import catalogue
 from attnverify.checks import close, st
 from attnverify.checks.claim import claim
 from attnverify.derivations.derivation import DerivationRecorder
-from attnverify.report import Figure, Section, Table, builder
+from attnverify.report import Figure, Section, Table
+from attnverify.run import report as builder
 from attnverify.theories import Theory
 from attnverify.report.figures import pyplot, save_figure
 

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from attnverify.experiments.store import Planned, Store, planned
-from attnverify.report import builder
+from attnverify.run import report as builder
 from attnverify.theories import from_file
 
 THEORY_FILE = textwrap.dedent('''

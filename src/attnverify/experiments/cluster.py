@@ -3,11 +3,11 @@
 ``run_on_cluster(tasks, "local:2", …)`` starts a ``LocalCluster`` of 2 worker processes (one thread each) for
 the run and stops it at the end; ``run_on_cluster(tasks, "tcp://host:8786", …)`` uses a running scheduler
 (e.g. one that ``dask-jobqueue`` started on a SLURM cluster). The client hands the cluster as many tasks as it
-has worker threads, the first ready ones by :func:`~attnverify.experiments.scheduler.by_priority`, and the next
+has worker threads, the first ready ones by :func:`~attnverify.experiments.tasks.by_priority`, and the next
 as each finishes, with the outcomes of its prerequisites (as the local worker processes do): a task waiting on a
 busy worker while another worker idles (Dask places a task beside its prerequisites' results) cost the figure-3
 sweep 15 % of its time. A task never raises on the worker (its traceback comes back in its
-:class:`~attnverify.experiments.scheduler.Outcome`), so the tasks after a failed one still run. A worker that
+:class:`~attnverify.experiments.tasks.Outcome`), so the tasks after a failed one still run. A worker that
 dies mid-task is replaced and its task rerun by Dask; the task's result depends only on its arguments (seeds
 come from the run's seed and the task's identity), so the rerun gives the same answer. Progress lines from
 inside tasks come back as Dask events.
@@ -26,8 +26,8 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from ..base import blas
-from . import scheduler
-from .scheduler import Outcome, Task
+from . import tasks as run_state
+from .tasks import Outcome, Task, by_priority, ready
 
 class SchedulerUnavailable(RuntimeError):
     """Dask is not installed, or the scheduler at the given address cannot be reached."""
@@ -115,7 +115,7 @@ def _run_on_worker(name: str, function: Callable[..., Any], arguments: dict, thr
     from distributed import get_worker
 
     worker = get_worker()
-    scheduler._say = lambda message: worker.log_event(TOPIC, {"progress": str(message)})
+    run_state.say = lambda message: worker.log_event(TOPIC, {"progress": str(message)})
     blas.set_process_threads(threads)
     worker.log_event(TOPIC, {"start": name})
     try:
@@ -140,7 +140,7 @@ def run_on_cluster(tasks: list[Task], address: str, *, on_start: Callable[[Task]
     except ImportError:
         raise SchedulerUnavailable("--scheduler needs Dask distributed: pip install 'attnverify[distributed]'") from None
     logging.getLogger("distributed").setLevel(logging.WARNING)  # the client's own connection notices
-    tasks = scheduler.by_priority(tasks)  # checked, and in the order they are handed out
+    tasks = by_priority(tasks)  # checked, and in the order they are handed out
     say = say or (lambda message: None)
     by_name = {task.name: task for task in tasks}
     outcomes: dict[str, Outcome] = {}
@@ -178,7 +178,7 @@ def run_on_cluster(tasks: list[Task], address: str, *, on_start: Callable[[Task]
         while pending or running.count():
             if time.monotonic() - counted > RECOUNT_SECONDS:  # workers may join or leave during a run
                 threads, counted = _threads(client), time.monotonic()
-            for task in scheduler.ready(pending, outcomes, threads - running.count()):
+            for task in ready(pending, outcomes, threads - running.count()):
                 pending.remove(task)
                 running.add(client.submit(_run_on_worker, task.name, task.function, task.call_arguments(outcomes), 1,
                                           key=f"{task.name} [{run}]", pure=False))

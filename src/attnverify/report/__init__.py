@@ -1,11 +1,9 @@
-"""The report: each theory's derivations, figures and tables, and its claims' results.
-
-``build_report(DIR)`` writes ``index.html`` (MathML), ``report.md`` (LaTeX) and ``results.json``.
-A theory contributes its section through ``attnverify.report.<theory>.build_section`` (see
-:mod:`attnverify.report.section` for the contract).
+"""The report's rendering: each theory's section (derivations, figures, tables) and its claims' results as
+``index.html`` (MathML), ``report.md`` and LaTeX, and the notebook displays. It only draws; the run that
+builds a report is :func:`attnverify.run.report.build_report`. A theory contributes its section through its
+``build_section`` (see :mod:`attnverify.report.section` for the contract).
 """
 
-from .builder import build_report
 from .section import Figure, Section, Table
 
-__all__ = ["Figure", "Section", "Table", "build_report"]
+__all__ = ["Figure", "Section", "Table"]

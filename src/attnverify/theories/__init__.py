@@ -175,3 +175,11 @@ def select(theories: list[Theory], only: str | None) -> list[Theory]:
     if not chosen:
         raise ValueError(f"only={only!r} matches no theory; the theories are {', '.join(t.name for t in theories)}")
     return chosen
+
+
+def builtin_claims() -> list[Claim]:
+    """All built-in claims of every theory, each theory's ``derivation_steps`` claim included (the same list
+    :meth:`attnverify.theories.Theory.claim_list` gives, so ``check`` runs what the report runs)."""
+    from . import BUILTIN  # (theories imports this module)
+
+    return [c for theory in BUILTIN for c in theory.claim_list()]

@@ -34,14 +34,6 @@ def claims_in_module(module: ModuleType) -> list[Claim]:
     return found
 
 
-def builtin_claims() -> list[Claim]:
-    """All built-in claims of every theory, each theory's ``derivation_steps`` claim included (the same list
-    :meth:`attnverify.theories.Theory.claim_list` gives, so ``check`` runs what the report runs)."""
-    from . import BUILTIN  # (theories imports this module)
-
-    return [c for theory in BUILTIN for c in theory.claim_list()]
-
-
 class UserFileError(Exception):
     """Running a user's file raised ``error`` (a mistake in the file, reported with the file's frames first)."""
 

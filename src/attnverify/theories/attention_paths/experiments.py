@@ -20,7 +20,8 @@ from .theory_points import SampledPoint, TheoryPoint
 from .markov_chain import MarkovChainTask, markov_dataset
 from ...base.arguments import integer, one_of
 from ...base.backend import get_backend
-from ...experiments import scheduler
+from ...experiments import tasks
+from ...experiments.tasks import integer_seed
 from ...experiments.store import Planned, Store, planned
 
 TEMPERATURE = 0.01
@@ -70,11 +71,6 @@ class MarkovData:
     y_test: np.ndarray
     source: str
     description: str
-
-
-def integer_seed(sequence: np.random.SeedSequence) -> int:
-    """A 32-bit integer seed from a SeedSequence (what ``head_seed`` accepts)."""
-    return int(sequence.generate_state(1)[0])
 
 
 def four_path_markov_data(*, seed: int, backend: str = "numpy") -> MarkovData:
@@ -158,11 +154,11 @@ def markov_width_sweep(*, network: str, profile: str, seed: int, backend: str = 
     widths = WIDTHS[one_of("profile", profile, tuple(WIDTHS))]
     data = store.get(make_data, seed=seed, backend=backend)
     figure = {"4paths": "figure 2c", "2paths": "figure 2e"}[network]
-    scheduler.progress(f"attention_paths: {figure}, GP lines and the theory at N = {widths}")
+    tasks.progress(f"attention_paths: {figure}, GP lines and the theory at N = {widths}")
     gp = gp_lines(data.X, data.y, data.X_test, data.y_test, SUBNETWORKS[network])
     points = experiments.width_sweep(data.X, data.y, data.X_test, data.y_test, heads=heads, widths=widths,
                                      temperature=TEMPERATURE,
-                                     progress=lambda m: scheduler.progress(f"attention_paths: {figure}, {m}"))
+                                     progress=lambda m: tasks.progress(f"attention_paths: {figure}, {m}"))
     return WidthSweep(network, tuple(points), gp)
 
 
@@ -195,7 +191,7 @@ def sampled_markov_network(*, profile: str, seed: int, width: int) -> SampledPoi
     (``experiments.sampled_point``)."""
     settings = sampler_settings(profile)
     data = four_path_markov_data(seed=seed)
-    scheduler.progress(f"attention_paths: sampling networks at N = {width}")
+    tasks.progress(f"attention_paths: sampling networks at N = {width}")
     return experiments.sampled_point(data.X, data.y, data.X_test, data.y_test, heads=FOUR_PATH_HEADS,
                                      width=width, temperature=TEMPERATURE, seed=seed + width, settings=settings)
 

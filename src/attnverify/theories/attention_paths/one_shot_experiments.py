@@ -21,7 +21,7 @@ from .solution_store import SolutionStore, fingerprint
 from ...base.arguments import integer, one_of
 from ...numerics.diagnostics import ChainSummary
 from ...numerics.statistics import Estimate
-from ...experiments import scheduler
+from ...experiments import tasks
 from ...experiments.store import Store
 
 #: The theory's P and temperature grid per profile: the paper's P = 600 in both; the paper's ten
@@ -64,7 +64,7 @@ def one_shot_network(*, training_seed: int) -> OneShotNetwork:
     training_seed = integer("training_seed", training_seed, 0)
     if training_seed not in networks:
         raise ValueError(f"training_seed must be one of the cached networks {sorted(networks)}, got {training_seed}")
-    scheduler.progress(f"attention_paths: path features of the one-shot network of seed {training_seed}")
+    tasks.progress(f"attention_paths: path features of the one-shot network of seed {training_seed}")
     network = networks[training_seed]
     return OneShotNetwork(training_seed, network, experiment.path_data(network, experiment.one_shot_data(training=False)))
 
@@ -87,7 +87,7 @@ def one_shot_analysis(*, profile: str, training_seed: int, store: Store) -> expe
         raise ValueError(f"training_seed must be one of the profile's cached networks {list(seeds)}, "
                          f"got {training_seed!r}")
     inputs = store.get(one_shot_network, training_seed=training_seed)
-    scheduler.progress(f"attention_paths: one-shot network of seed {training_seed}, head scores and pruning")
+    tasks.progress(f"attention_paths: one-shot network of seed {training_seed}, head scores and pruning")
     return experiment.analyse_network(training_seed, inputs.network, _theory_episodes(inputs, profile),
                                       temperatures=sizes["temperatures"], store=solution_store(profile, store))
 
@@ -142,9 +142,9 @@ def one_shot_width_sweep(*, profile: str, store: Store) -> WidthSweep:
     inputs = store.get(one_shot_network, training_seed=first)
     paths = _theory_episodes(inputs, profile)
     widths = FIGURE_WIDTHS[profile]
-    scheduler.progress(f"attention_paths: figure 3b, theory at N = {widths} (P = {sizes['P']}, T chosen on validation)")
+    tasks.progress(f"attention_paths: figure 3b, theory at N = {widths} (P = {sizes['P']}, T chosen on validation)")
     sweep = experiment.validated_sweep(paths, widths, sizes["temperatures"], store=solution_store(profile, store),
-                                       progress=lambda m: scheduler.progress(f"attention_paths: figure 3b, {m}"))
+                                       progress=lambda m: tasks.progress(f"attention_paths: figure 3b, {m}"))
     gp = experiment.validated_point(paths, np.inf, experiment.GP_TEMPERATURES)
     gd = float(inputs.network.correct(paths.X_test, paths.y_test).mean())
     small = next(p for p in sweep if p.width == SAMPLED_WIDTH)
@@ -192,13 +192,13 @@ def sampled_chain_group(paths: experiment.PathData, temperature: float, seed: in
         raise ValueError(f"groups must divide settings.chains = {settings.chains} into groups of at least 2 chains "
                          f"(R-hat needs 2), got groups = {groups}")
     label = f"group {group + 1} of {groups}, " if groups > 1 else ""
-    scheduler.progress(f"attention_paths: figure 3b-c, sampling networks at N = {SAMPLED_WIDTH}, T = {temperature:g}"
+    tasks.progress(f"attention_paths: figure 3b-c, sampling networks at N = {SAMPLED_WIDTH}, T = {temperature:g}"
                        f" ({label}{settings.chains // groups} chains)")
     posterior = network_posterior(paths.X, paths.y, heads=experiment.HEADS, width=SAMPLED_WIDTH,
                                   temperature=temperature)
     return sampling.sample_posterior(posterior, seed=sampling.chain_group_seed(seed, group) if groups > 1 else seed,
                                      settings=replace(settings, chains=settings.chains // groups), X_test=paths.X_test,
-                                     progress=lambda m: scheduler.progress(f"attention_paths: figure 3c, {label}{m}"))
+                                     progress=lambda m: tasks.progress(f"attention_paths: figure 3c, {label}{m}"))
 
 
 def sampled_networks(paths: experiment.PathData, temperature: float, seed: int, kept: SolutionStore, *,

@@ -10,10 +10,10 @@ learning     empirical-risk minimisation of the attention parameter (supervised 
 from .attention import rbf_attention, ridge_attention, softmax, softmax_attention, weighted_mean
 from .models import (ConjugateGaussianModel, FiniteLatentModel, GaussianKeyValueModel, LinearGaussianLatentModel,
                      SineValueModel)
-from .monte_carlo import AttentionError, attention_error, score_attention_error
+from .monte_carlo import AttentionError, attention_error, rate_fit, score_attention_error
 
 __all__ = [
     "AttentionError", "ConjugateGaussianModel", "FiniteLatentModel", "GaussianKeyValueModel",
-    "LinearGaussianLatentModel", "SineValueModel", "attention_error", "score_attention_error", "rbf_attention", "ridge_attention",
+    "LinearGaussianLatentModel", "SineValueModel", "attention_error", "rate_fit", "score_attention_error", "rbf_attention", "ridge_attention",
     "softmax", "softmax_attention", "weighted_mean",
 ]

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import claims as checks
 from . import derivations as theory
 from .. import conditional_mean as sim
 from . import learning
-from ...experiments import scheduler
+from ...experiments import tasks
 from ...experiments.store import Planned, planned
 
 G2 = dict(key_mean=[0.5, -0.5], key_covariance=[[1.0, 0.3], [0.3, 0.5]], value_map=[[1.0, -2.0]],
@@ -48,9 +47,9 @@ def rate_errors(*, profile: str, seed: int) -> dict:
     target = model.conditional_mean(query)
     lengths = np.array(LENGTHS, dtype=float)
     rng_desired, rng_naive = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2)[0].spawn(2))
-    scheduler.progress(f"conditional_mean: Monte Carlo error at L = {LENGTHS} ({REPLICATES[profile]} sequences each)")
-    errors, _ = checks.rate_fit(model, model.desired_score(query), target, lengths, REPLICATES[profile], rng_desired)
-    naive_errors, _ = checks.rate_fit(model, query, target, lengths, REPLICATES[profile], rng_naive)
+    tasks.progress(f"conditional_mean: Monte Carlo error at L = {LENGTHS} ({REPLICATES[profile]} sequences each)")
+    errors, _ = sim.rate_fit(model, model.desired_score(query), target, lengths, REPLICATES[profile], rng_desired)
+    naive_errors, _ = sim.rate_fit(model, query, target, lengths, REPLICATES[profile], rng_naive)
     return {"errors": tuple(errors), "naive_errors": tuple(naive_errors)}
 
 
@@ -62,7 +61,7 @@ def bandwidth_errors(*, profile: str, seed: int) -> tuple[dict, ...]:
     lengths = np.array(LENGTHS)
     out = []
     for h, s in zip(BANDWIDTHS, np.random.SeedSequence(seed).spawn(2)[1].spawn(len(BANDWIDTHS))):
-        scheduler.progress(f"conditional_mean: fixed bandwidth h = {h}")
+        tasks.progress(f"conditional_mean: fixed bandwidth h = {h}")
         rng = np.random.default_rng(s)
         constants = {k: float(v) for k, v in theory.fixed_bandwidth_constants(
             q, SINE["key_sd"], h, SINE["frequency"], SINE["noise_sd"]).items()}
@@ -82,7 +81,7 @@ def generalisation_gaps(*, profile: str, seed: int) -> dict:
     for i, objective in enumerate(("supervised", "masked")):
         gaps, ses, distances = [], [], []
         for L in LEARNING["lengths"]:
-            scheduler.progress(f"conditional_mean: ERM of W, {objective}, L = {L}")
+            tasks.progress(f"conditional_mean: ERM of W, {objective}, L = {L}")
             result = learning.generalization_gap(task, objective, L, LEARNING["train_sequences"],
                                                  LEARNING["test_sequences"], LEARNING["replicates"][profile],
                                                  seed + 7919 * L + i)

@@ -7,11 +7,13 @@ accumulated exactly across chunks (pairwise update), so any chunking gives the s
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 from typing import Any, Callable
 
 from ...base.arguments import array, backend as backend_argument, generator, integer
 from ...base.backend import Backend
-from ...numerics.statistics import Estimate, RunningMoments
+from ...numerics.statistics import Estimate, RunningMoments, fit_line
 from .attention import _weighted_mean
 
 #: keys × length × dimension numbers held at once per chunk.
@@ -104,3 +106,12 @@ def score_attention_error(model: Any, score: Any, target: Any, length: int, repl
         array("target", target, be, shape=(d_v,))
     return attention_error(lambda L, n, r: model.sample(L, n, r, be), lambda keys: keys @ a, target, length,
                            replicates, rng, backend=be)
+
+
+def rate_fit(model, score, target, lengths, replicates, rng, backend=None) -> tuple[list[AttentionError], object]:
+    """MSE at each length and the weighted fit of log RMSE against log L (SE of log RMSE = SE/(2 MSE))."""
+    errors = [score_attention_error(model, score, target, int(L), replicates, rng, backend=backend) for L in lengths]
+    mse = np.array([e.mse.mean for e in errors])
+    se = np.array([e.mse.standard_error for e in errors])
+    fit = fit_line(np.log(lengths), 0.5 * np.log(mse), standard_errors=se / (2 * mse))
+    return errors, fit

@@ -22,8 +22,9 @@ from ...numerics.statistics import Estimate, fit_line, mean_estimate
 from ...checks.claim import Context, claim, st
 from ...checks.evidence import Evidence, at_most, close, within_error
 
+from .experiments import GAMMA, PGD_CONFIGS, PGD_DIMENSION, PGD_LENGTH
+
 SOURCE = theory.SOURCE
-GAMMA = math.sqrt(0.5)  # the paper's γ² = 1/2 in every experiment (spec §1)
 
 
 def _unit(values: list[float]) -> np.ndarray:
@@ -382,12 +383,6 @@ def _paired_monte_carlo_gap(k4: np.ndarray, v4: np.ndarray, lam: float, d: int, 
 # ---------------------------------------------------------------------------------------------
 
 #: The authors' population-PGD configurations (spec §4.2): λ0, schedule, step size α, steps.
-PGD_CONFIGS = {
-    "small_lambda": (0.1, False, 4e-3, 20_000),
-    "schedule": (1.0, True, 4e-3, 120_000),
-    "large_lambda": (0.9, False, 1e-3, 120_000),
-}
-PGD_DIMENSION, PGD_LENGTH = 400, 10
 
 
 def _pgd_outcome(config: str, start: str, runs: int, ctx: Context) -> Evidence:

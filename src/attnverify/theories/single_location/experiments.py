@@ -12,13 +12,22 @@ import math
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from .claims import GAMMA, PGD_CONFIGS, PGD_DIMENSION, PGD_LENGTH
 from . import derivations as theory
 from .. import single_location as sim
 from ...base.backend import Backend, get_backend
-from ...experiments import scheduler
-from ..attention_paths.experiments import integer_seed
+from ...experiments import tasks
+from ...experiments.tasks import integer_seed
 from ...experiments.store import Planned, planned
+
+GAMMA = math.sqrt(0.5)  # the paper's γ² = 1/2 in every experiment (spec §1)
+
+PGD_CONFIGS = {
+    "small_lambda": (0.1, False, 4e-3, 20_000),
+    "schedule": (1.0, True, 4e-3, 120_000),
+    "large_lambda": (0.9, False, 1e-3, 120_000),
+}
+"""The authors' projected-gradient configurations: (λ0, scheduled, step size, steps) (spec §4.2)."""
+PGD_DIMENSION, PGD_LENGTH = 400, 10
 
 EPS = 0.1
 """Label noise ε of the authors' experiments (spec §1)."""
@@ -99,7 +108,7 @@ def risks_against_length(*, profile: str, seed: int, backend: str = "numpy") -> 
         "L", "lambda", "oracle_closed_form", "oracle_mc", "oracle_se", "bayes_mc", "bayes_se",
         "linear_closed_form", "linear_mc", "linear_se")}
     for L, point in zip(LENGTHS, point_seeds):
-        scheduler.progress(f"single_location: risks at L = {L}, d = {d} ({n:,} Monte Carlo sequences each)")
+        tasks.progress(f"single_location: risks at L = {L}, d = {d} ({n:,} Monte Carlo sequences each)")
         task = sim.Task(d, L, GAMMA, EPS, task0.k_star, task0.v_star)
         lam = optimal_lambda(d, L)
         s_oracle, s_bayes, s_linear = (integer_seed(s) for s in point.spawn(3))
@@ -187,7 +196,7 @@ def pgd_runs(*, profile: str, seed: int, backend: str = "numpy") -> tuple[dict, 
     reduction (spec §3.2, §4.2): one summary per (configuration, start) with everything figure 3 plots.
     Seeds: the second child of ``SeedSequence(seed)`` (the report's), then one per configuration."""
     be = get_backend(backend)
-    progress = scheduler.progress
+    progress = tasks.progress
     seeds = np.random.SeedSequence(seed).spawn(3)[1]
     runs = PGD_RUNS[profile]
     d, L = PGD_DIMENSION, PGD_LENGTH
@@ -231,13 +240,13 @@ def sgd_run(*, seed: int, backend: str = "numpy") -> dict:
     s_task, s_start, s_batches = (integer_seed(s) for s in np.random.SeedSequence(seed).spawn(3)[2].spawn(3))
     task = sim.make_task(c["d"], c["L"], gamma=GAMMA, eps=EPS, seed=s_task, backend=be)
     k0, v0 = sim.initialize_on_sphere(c["runs"], c["d"], s_start, backend=be)
-    scheduler.progress(f"single_location: SGD (d = {c['d']}, L = {c['L']}, B = {c['batch_size']}, λ0 = {c['lam0']:g} "
+    tasks.progress(f"single_location: SGD (d = {c['d']}, L = {c['L']}, B = {c['batch_size']}, λ0 = {c['lam0']:g} "
                        f"scheduled, α = {c['step_size']:g}, {c['steps']:,} steps, {c['runs']} runs)")
     quarter = c["steps"] // 4
 
     def report(t: int, total: int) -> None:
         if t and t % quarter == 0 and t < total:
-            scheduler.progress(f"single_location: SGD step {t:,}/{total:,}")
+            tasks.progress(f"single_location: SGD step {t:,}/{total:,}")
 
     path = sim.stochastic_gradient_descent(
         task, k0, v0, lam_schedule=sim.lambda_schedule(c["lam0"], c["scheduled"]), step_size=c["step_size"],

@@ -18,7 +18,7 @@ from .identities import (finite_latent_posterior_is_attention, ridge_attention_i
                          attention_is_exchangeable, _ratio_moments, _constants_from_moments,
                          gaussian_constants_match_quadrature, fixed_bandwidth_constants_match_quadrature)
 
-from .approximation import (_desired_case, error_constant, bias_constant, RATE_LENGTHS, rate_fit, error_rate_slope,
+from .approximation import (_desired_case, error_constant, bias_constant, RATE_LENGTHS, error_rate_slope,
                             _identity_case, identity_parameter_limit, identity_parameter_is_consistent,
                             bandwidth_parameters, BANDWIDTH_LENGTH, _bandwidth_case, fixed_bandwidth_limit,
                             fixed_bandwidth_is_consistent)

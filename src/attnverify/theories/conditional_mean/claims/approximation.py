@@ -96,15 +96,6 @@ def bias_constant(p: dict, ctx: Context) -> Evidence:
 RATE_LENGTHS = (64, 256, 1024, 4096)
 
 
-def rate_fit(model, score, target, lengths, replicates, rng, backend=None) -> tuple[list[sim.AttentionError], object]:
-    """MSE at each length and the weighted fit of log RMSE against log L (SE of log RMSE = SE/(2 MSE))."""
-    errors = [sim.score_attention_error(model, score, target, int(L), replicates, rng, backend=backend) for L in lengths]
-    mse = np.array([e.mse.mean for e in errors])
-    se = np.array([e.mse.standard_error for e in errors])
-    fit = fit_line(np.log(lengths), 0.5 * np.log(mse), standard_errors=se / (2 * mse))
-    return errors, fit
-
-
 @claim(
     "conditional_mean.error_rate_slope",
     source=f"{SOURCE}; abstract, note §3.2 P2 (rate L^(-1/2))",
@@ -117,7 +108,7 @@ def error_rate_slope(p: dict, ctx: Context) -> Evidence:
     of twice the slope shift that the derived D/L² term produces on the same grid."""
     model, a, query, constants = _desired_case(p)
     lengths = np.array(RATE_LENGTHS, dtype=float)
-    _, fit = rate_fit(model, a, model.conditional_mean(query), lengths, ctx.choose(quick=6_000, thorough=30_000), ctx.rng,
+    _, fit = sim.rate_fit(model, a, model.conditional_mean(query), lengths, ctx.choose(quick=6_000, thorough=30_000), ctx.rng,
                       backend=ctx.backend)
     two_term = constants["constant"] / lengths + constants["second_order"] / lengths**2
     if np.any(two_term <= 0):

@@ -18,13 +18,13 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..experiments import scheduler as task_runner
-from ..experiments.scheduler import Outcome, Task, run_tasks
+from ..experiments.scheduler import run_tasks
+from ..experiments.tasks import Outcome, Task, progress
 from ..experiments.store import Store
 from ..base.backend import Backend, get_backend
-from .claim import Claim
-from .runner import ClaimResult, Example, drawn_examples, evaluate, example_key
-from .saved import SavedChecks
+from ..checks.claim import Claim
+from ..checks.runner import ClaimResult, Example, drawn_examples, evaluate, example_key
+from ..checks.saved import SavedChecks
 
 BATCHES = 8
 """Most tasks a claim's examples are split into: enough to keep a few workers busy on one long claim, few
@@ -39,7 +39,7 @@ def example_batch_task(theory, name: str, examples: list[tuple[dict, int]], firs
     for k, (parameters, monte_carlo_seed) in enumerate(examples, first):
         checked.append(evaluate(claim, parameters, monte_carlo_seed, profile=profile, backend=get_backend(backend),
                                 run_seed=seed, store=shared))
-        task_runner.progress(f"{name}: example {k}/{total}")
+        progress(f"{name}: example {k}/{total}")
         if not checked[-1].holds:
             break
     return checked
@@ -50,7 +50,7 @@ def claim_task(theory, name: str, profile: str, backend: str, seed: int, example
     """A task of the run: check ``theory``'s claim ``name``; its experiments come from the store folder. The
     examples in ``evaluated`` (kept from an earlier run) and those the ``inputs`` batches checked are taken as
     they are. ``command`` is what its replay line runs (default: ``attnverify check``, or ``verify FILE``)."""
-    from ..report.results import run_claim_or_error, verify_command  # (report imports this module)
+    from ..report.results import run_claim_or_error, verify_command
 
     ahead = dict(evaluated or {})
     for outcome in (inputs or {}).values():
@@ -58,7 +58,7 @@ def claim_task(theory, name: str, profile: str, backend: str, seed: int, example
             ahead.update({example_key(e.parameters, e.seed): e for e in outcome.result})
     result = run_claim_or_error(theory.claim(name), profile=profile, backend=get_backend(backend), seed=seed,
                                 examples=examples, store=Store(store), evaluated=ahead,
-                                progress=lambda c, i, n: task_runner.progress(f"{c.name}: example {i}/{n}"))
+                                progress=lambda c, i, n: progress(f"{c.name}: example {i}/{n}"))
     if command is not None:
         result.command = command
     elif theory.claims.endswith(".py"):  # a user's file: its claims replay through verify
@@ -81,7 +81,7 @@ def checking_line(position: int, total: int, claim: Claim, examples: int | None,
 
 def finished_line(position: int, total: int, result: dict) -> str:
     """The progress line of a finished claim: ``[k/n] name: status, OK|UNDECIDED|UNEXPECTED (seconds)``."""
-    from ..report.results import verdict  # (report imports this module)
+    from ..report.results import verdict
 
     return f"[{position}/{total}] {result['name']}: {result['status']}, {verdict(result)} ({result['seconds']:.1f} s)"
 

@@ -20,20 +20,21 @@ import traceback
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .. import __version__
+from ..base import __version__
 from ..checks.claim import PROFILES
 from ..checks.runner import jsonable, write_json
-from ..checks.tasks import ClaimTasks
-from ..experiments import scheduler as task_runner
-from ..experiments.scheduler import Outcome, Task, run_tasks
+from .claims import ClaimTasks
+from ..experiments.scheduler import run_tasks
+from ..experiments import tasks as run_state
+from ..experiments.tasks import Outcome, Task
 from ..experiments.store import Store
 from ..base.files import write_atomically
-from .results import derivation_dict, exit_status, summary_line
+from ..report.results import derivation_dict, exit_status, summary_line
 from ..base.arguments import backend as checked_backend, integer
 from ..base.backend import Backend, get_backend
-from .markdown import render_markdown
-from .render import render_html
-from .section import Section, TheoryOutcome
+from ..report.markdown import render_markdown
+from ..report.render import render_html
+from ..report.section import Section, TheoryOutcome
 from ..theories import BUILTIN, Theory, select
 
 THEORIES: tuple[Theory, ...] = BUILTIN
@@ -133,7 +134,7 @@ def section_task(theory: Theory, out_dir: str, profile: str, backend: str, seed:
     outcome = TheoryOutcome(theory.name)
     start = time.perf_counter()
     _build_section(outcome, theory, Path(out_dir), profile=profile, backend=get_backend(backend), seed=seed,
-                   progress=task_runner.progress, store=Store(store))
+                   progress=run_state.progress, store=Store(store))
     if outcome.section is not None:
         outcome.rendered = _rendered_section(outcome.section)
     outcome.seconds = time.perf_counter() - start
@@ -301,7 +302,7 @@ def build_report(
     write_atomically(out_dir / "index.html", render_html(final, metadata))
     write_atomically(out_dir / "report.md", render_markdown(final, metadata))
     if latex:
-        from .latex import render_latex
+        from ..report.latex import render_latex
 
         say("writing report.tex")
         write_atomically(out_dir / "report.tex", render_latex(final, metadata, out_dir))

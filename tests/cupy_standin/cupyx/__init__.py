@@ -1,0 +1,1 @@
+"""``cupyx`` of the stand-in (``cupyx.scipy.special`` and ``cupyx.scipy.linalg``)."""

@@ -1,0 +1,175 @@
+"""The package's layers point one way, and no module imports itself back through others.
+
+Every ``import`` and ``from … import`` of the source is read (those inside functions too: a deferred import
+is still a dependency), resolved to the module it names, and checked against the layers below, lowest first.
+A module may import its own layer and the layers below it; a built-in theory (``attnverify.theories.<name>``)
+may import the layers below it and its own package, never another theory; nothing below imports a theory.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SOURCE = Path(__file__).resolve().parents[1] / "src"
+
+#: The layers, lowest first: (name, module prefixes).
+LAYERS = (
+    ("base", ("attnverify.base",)),
+    ("derivations", ("attnverify.derivations",)),
+    ("numerics", ("attnverify.numerics",)),
+    ("experiments", ("attnverify.experiments",)),
+    ("checks", ("attnverify.checks",)),
+    ("report", ("attnverify.report",)),
+    ("theory form", ("attnverify.theory_form",)),
+    ("theories", ("attnverify.theories.",)),  # one package per theory: attnverify.theories.<name>.…
+    ("registry", ("attnverify.theories", "attnverify.run")),
+    ("entry points", ("attnverify.cli", "attnverify.pytest_plugin", "attnverify.progress", "attnverify.__main__",
+                      "attnverify")),
+)
+
+
+def modules() -> dict[str, tuple[Path, bool]]:
+    """Every module of the package: name -> (file, is a package)."""
+    found = {}
+    for path in (SOURCE / "attnverify").rglob("*.py"):
+        parts = list(path.relative_to(SOURCE).with_suffix("").parts)
+        package = parts[-1] == "__init__"
+        found[".".join(parts[:-1] if package else parts)] = (path, package)
+    return found
+
+
+def imports(name: str, path: Path, package: bool, known: dict) -> set[str]:
+    """The package's modules that ``name`` imports (a name imported from a package counts as its submodule
+    when there is one, else as the package)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.split(".")[0] == "attnverify"}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = name.split(".") if package else name.split(".")[:-1]
+                parts = parts[: len(parts) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            if base.split(".")[0] != "attnverify":
+                continue
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base)
+    return {m for m in found if m in known and m != name}
+
+
+def layer(module: str) -> int:
+    """The index of the layer ``module`` belongs to (the longest matching prefix decides)."""
+    best, index = -1, None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            hit = module.startswith(prefix) if prefix.endswith(".") else (module == prefix or module.startswith(prefix + "."))
+            if hit and len(prefix) > best:
+                best, index = len(prefix), i
+    if module in ("attnverify.theories", "attnverify.theories.catalogue"):
+        return 8  # the registry of theories sits above the theories it lists
+    assert index is not None, f"{module} belongs to no layer: add it to LAYERS"
+    return index
+
+
+def theory_package(module: str) -> str | None:
+    """``attnverify.theories.<name>`` for a module of a built-in theory, else None."""
+    parts = module.split(".")
+    if len(parts) >= 3 and parts[:2] == ["attnverify", "theories"] and layer(module) == 7:
+        return ".".join(parts[:3])
+    return None
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imports(name, path, package, known) for name, (path, package) in known.items()}
+
+
+def test_every_module_belongs_to_a_layer(graph):
+    for name in graph:
+        layer(name)
+
+
+def test_no_import_points_up_a_layer_or_into_another_theory(graph):
+    wrong = []
+    for name, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            if layer(target) > layer(name):
+                wrong.append(f"{name} ({LAYERS[layer(name)][0]}) imports {target} ({LAYERS[layer(target)][0]})")
+            elif theory_package(name) and theory_package(target) and theory_package(name) != theory_package(target):
+                wrong.append(f"{name} imports {target}, of another theory")
+    assert not wrong, "imports against the layers:\n" + "\n".join(wrong)
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles: strongly connected components of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on_stack, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circle(graph):
+    assert circles(graph) == []
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_layer_check_sees_an_upward_import():
+    assert layer("attnverify.numerics.hmc") < layer("attnverify.run.report")
+    assert layer("attnverify.theories.single_location.claims") == 7
+    assert layer("attnverify.theories") == 8
+    assert theory_package("attnverify.theories.attention_paths.derivations.action") == "attnverify.theories.attention_paths"
+
+
+#: Inside a theory's package, lowest first: its derivations, its simulators (every other module), its
+#: experiments, its claims, its section. A section draws what experiments computed; claims never import it.
+ROLES = ("derivations", "simulators", "experiments", "claims", "section")
+
+
+def role(module: str) -> int:
+    """The index in :data:`ROLES` of a module of a theory's package (by its first name below the package)."""
+    part = module.split(".")[3] if len(module.split(".")) > 3 else ""
+    for index, suffix in ((0, "derivations"), (2, "experiments"), (3, "claims"), (4, "section")):
+        if part == suffix or part.endswith("_" + suffix):
+            return index
+    return 1
+
+
+def test_inside_a_theory_derivations_simulators_experiments_claims_section_point_down(graph):
+    wrong = [f"{name} ({ROLES[role(name)]}) imports {target} ({ROLES[role(target)]})"
+             for name, targets in sorted(graph.items()) if theory_package(name)
+             for target in sorted(targets) if theory_package(target) == theory_package(name) and role(target) > role(name)]
+    assert not wrong, "imports against the order inside a theory:\n" + "\n".join(wrong)
