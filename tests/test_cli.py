@@ -16,7 +16,6 @@ import pytest
 
 from attnverify import cli
 from attnverify import theories
-from attnverify.theories import catalogue
 from attnverify.checks import close, st
 from attnverify.checks.claim import claim
 from attnverify.base.backend import cupy_works

@@ -39,6 +39,11 @@ G2 = dict(key_mean=[0.5, -0.5], key_covariance=[[1.0, 0.3], [0.3, 0.5]], value_m
 SIGMA = [[1.0, 0.3], [0.3, 0.5]]
 
 
+def _backend_of(rng) -> str:
+    """The backend whose Generator ``rng`` is (a sampler passed to attention_error draws on the run's backend)."""
+    return "cupy" if type(rng).__module__.split(".")[0] == "cupy" else "numpy"
+
+
 def _gaussian() -> GaussianKeyValueModel:
     return GaussianKeyValueModel(**G2)
 
@@ -155,7 +160,7 @@ ENTRY_POINTS = [
                {"keys": P("array", shape_partner=True), "values": P("array", shape_partner=True)}),
     # ----------------------------------------------------------------- Monte Carlo error
     EntryPoint("conditional_mean.attention_error", attention_error,
-               lambda: dict(sample=lambda L, n, r: _gaussian().sample(L, n, r), logits=lambda K: K[..., 0],
+               lambda: dict(sample=lambda L, n, r: _gaussian().sample(L, n, r, backend=_backend_of(r)), logits=lambda K: K[..., 0],
                             target=np.array([0.5]), length=3, replicates=4, rng=0, backend="numpy"),
                {"target": P("array", shape_partner=True), "length": COUNT,
                 "replicates": P("count", extra=(("one", 1),)), "rng": RNG, "backend": BACKEND}),

@@ -15,7 +15,6 @@ import types
 import pytest
 import sympy
 
-from attnverify.theories import catalogue
 from attnverify.checks import close, st
 from attnverify.checks.claim import claim
 from attnverify.derivations.derivation import DerivationRecorder

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.linalg import cho_factor
 
-from .backend import Backend, get_backend
+from .backend import Backend, get_backend, is_device_array
 
 
 def _shown(value: Any) -> str:
@@ -155,6 +155,11 @@ def generator(rng: Any, be: Backend | None = None, name: str = "rng") -> Any:
             f"{name} must be an integer seed ≥ 0 or a random Generator (numpy or backend), got {_shown(rng)}; "
             "randomness must be explicit"
         )
+    on_device = type(rng).__module__.split(".")[0] == "cupy"
+    wanted = (be or get_backend("numpy")).name
+    if on_device != (wanted == "cupy"):
+        raise TypeError(f"{name} is a {'cupy' if on_device else 'numpy'} Generator but the computation runs on "
+                        f"{wanted}: give {wanted}'s Generator (backend.random(seed)) or an integer seed")
     return rng
 
 
@@ -197,6 +202,9 @@ def array(
     be = be or get_backend("numpy")
     if value is None or isinstance(value, (str, bytes, Mapping)):
         raise TypeError(f"{name} must be an array of real numbers, got {_shown(value)}")
+    if be.name == "numpy" and is_device_array(value):
+        raise TypeError(f"{name} is a device (cupy) array, but this computation runs on numpy: pass "
+                        f"backend='cupy' where the function takes one, or {name}.get() to bring it to the host")
     if getattr(value, "dtype", None) is None:  # lists, tuples, scalars: look at them as numpy first
         try:
             value = np.asarray(value)

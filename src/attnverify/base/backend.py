@@ -44,6 +44,39 @@ class Backend:
         """A random generator of this backend, seeded explicitly."""
         return self.xp.random.default_rng(seed)
 
+    def cholesky(self, matrix: Any) -> Any:
+        """The lower Cholesky factor of ``matrix`` (or of each matrix of a batch), or ``numpy.linalg.LinAlgError``
+        when one is not positive definite, on either backend. cupy's default (``linalg='ignore'``) skips
+        cuSOLVER's ``info`` and returns a wrong factor without a word (NaN, or finite garbage: nothing promises
+        NaN); here cupy factorises under ``cupyx.errstate(linalg='raise')``, which reads ``info`` (one
+        device-to-host copy) and raises as numpy does."""
+        if self.name == "numpy":
+            return self.xp.linalg.cholesky(matrix)
+        import cupyx
+
+        with cupyx.errstate(linalg="raise"):
+            return self.xp.linalg.cholesky(matrix)
+
+    def cholesky_each(self, matrices: Any, substitute: Any) -> tuple[Any, Any]:
+        """(factors, failed) of a batch (C, n, n): each matrix's lower Cholesky factor, and for each matrix that is
+        not finite or not positive definite ``failed`` True and the factor ``substitute`` (n, n) in its place. One
+        batched factorisation when every matrix has one; matrix by matrix only when one fails."""
+        xp = self.xp
+        failed = ~xp.all(xp.isfinite(matrices), axis=(1, 2))
+        matrices = xp.where(failed[:, None, None], substitute, matrices)
+        try:
+            return self.cholesky(matrices), failed
+        except np.linalg.LinAlgError:
+            pass
+        factors = []
+        for c, matrix in enumerate(matrices):
+            try:
+                factors.append(self.cholesky(matrix))
+            except np.linalg.LinAlgError:
+                failed[c] = True
+                factors.append(substitute)
+        return xp.stack(factors), failed
+
     def solve_triangular(self, *args: Any, **kwargs: Any) -> Any:
         """``scipy.linalg.solve_triangular`` on numpy, ``cupyx.scipy.linalg.solve_triangular`` on cupy."""
         if self.name == "cupy":
@@ -82,21 +115,22 @@ class Backend:
         return xp.stack(solved)
 
 
-def _is_cupy(x: Any) -> bool:
-    return type(x).__module__.startswith("cupy")
+def is_device_array(x: Any) -> bool:
+    """Whether ``x`` is a cupy (device) array."""
+    return type(x).__module__.split(".")[0] == "cupy"
 
 
 def to_numpy(x: Any) -> np.ndarray:
     """numpy view/copy of a numpy or cupy array (or scalar)."""
     get = getattr(x, "get", None)
-    if callable(get) and _is_cupy(x):
+    if callable(get) and is_device_array(x):
         return get()
     return np.asarray(x)
 
 
 def array_module(x: Any) -> ModuleType:
     """The array namespace of ``x``: cupy for a cupy array, else numpy."""
-    if _is_cupy(x):
+    if is_device_array(x):
         import cupy
 
         return cupy

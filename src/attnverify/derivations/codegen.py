@@ -18,11 +18,14 @@ import keyword
 import math
 from dataclasses import dataclass, field
 from functools import partial
-from types import ModuleType, SimpleNamespace
+from types import ModuleType
 from typing import Any, Callable, Sequence
 
 import sympy
 from sympy.printing.numpy import NumPyPrinter, _known_constants_numpy, _known_functions_numpy
+
+from ..base.arguments import backend as backend_argument
+from ..base.backend import is_device_array
 
 #: sympy function name -> name in ``scipy.special`` / ``cupyx.scipy.special``.
 SPECIAL_FUNCTIONS = {
@@ -53,8 +56,9 @@ class BackendPrinter(NumPyPrinter):
     _kf = _ARRAY_FUNCTIONS
     _kc = _ARRAY_CONSTANTS
 
-    def __init__(self, settings: dict | None = None):
+    def __init__(self, settings: dict | None = None, *, backend: Any = None):
         super().__init__(settings={"fully_qualified_modules": True, **(settings or {})})
+        self.backend = backend  # when given, a function its ``special`` module lacks is refused at print time
         # NumPyPrinter merges in the ``math.*`` table; a scalar ``math`` call never belongs here.
         self.known_functions = {
             name: target
@@ -71,7 +75,16 @@ class BackendPrinter(NumPyPrinter):
             return f"{name}({', '.join(self._print(a) for a in expr.args)})"
         name = cls.__name__
         if name in self.known_functions:
-            return f"{self.known_functions[name]}({', '.join(self._print(a) for a in expr.args)})"
+            target = self.known_functions[name]
+            module, _, attribute = target.partition(".")
+            if self.backend is not None and not hasattr(getattr(self.backend, module), attribute):
+                where = {"numpy": {"xp": "numpy", "special": "scipy.special"},
+                         "cupy": {"xp": "cupy", "special": "cupyx.scipy.special"}}.get(self.backend.name, {})
+                raise NotImplementedError(
+                    f"the function {name} prints as {target}, but the backend {self.backend.name!r} has no "
+                    f"{where.get(module, module)}.{attribute}: evaluate it on another backend, or give its sympy "
+                    "class an array_implementation(backend, *args)")
+            return f"{target}({', '.join(self._print(a) for a in expr.args)})"
         raise NotImplementedError(
             f"no array implementation for the function {name!r}: add it to SPECIAL_FUNCTIONS "
             "or give its sympy class an array_implementation(backend, *args)"
@@ -82,13 +95,6 @@ class BackendPrinter(NumPyPrinter):
             f"unevaluated derivative {expr} cannot be printed as array code; give the function an "
             "explicit fdiff so that sympy differentiates it in closed form"
         )
-
-
-def _default_backend() -> SimpleNamespace:
-    import numpy
-    import scipy.special
-
-    return SimpleNamespace(name="numpy", xp=numpy, special=scipy.special)
 
 
 def _identifier(symbol: sympy.Symbol, index: int) -> str:
@@ -156,6 +162,9 @@ def _argument(symbol: sympy.Symbol, value: Any, xp: ModuleType) -> Any:
         # a complex array would lose its imaginary part to the cast, silently; booleans and objects are no numbers
         raise TypeError(f"argument {symbol} must be a real number or an array of them, got "
                         f"{'complex' if isinstance(value, complex) else value.dtype}")
+    if xp.__name__ == "numpy" and is_device_array(value):
+        raise TypeError(f"argument {symbol} is a device (cupy) array, but this evaluator runs on numpy: make it "
+                        f"with backend='cupy', or pass {symbol}.get()")
     try:
         arr = xp.asarray(value, dtype=xp.float64)
     except (TypeError, ValueError, OverflowError) as error:
@@ -166,10 +175,12 @@ def _argument(symbol: sympy.Symbol, value: Any, xp: ModuleType) -> Any:
 
 
 def generate_source(
-    expressions: Sequence[sympy.Expr], arguments: Sequence[sympy.Symbol], name: str = "evaluate"
+    expressions: Sequence[sympy.Expr], arguments: Sequence[sympy.Symbol], name: str = "evaluate", *,
+    backend: Any = None,
 ) -> tuple[str, dict[str, type]]:
-    """Python source of ``name(*arguments)`` returning a tuple of the expressions, after CSE."""
-    printer = BackendPrinter()
+    """Python source of ``name(*arguments)`` returning a tuple of the expressions, after CSE; with ``backend``,
+    a function that backend lacks is refused here, at print time."""
+    printer = BackendPrinter(backend=backend)
     names = [_identifier(a, i) for i, a in enumerate(arguments)]
     renaming = {a: sympy.Symbol(n, real=True) for a, n in zip(arguments, names)}
     exprs = [sympy.sympify(e).xreplace(renaming) for e in expressions]
@@ -188,17 +199,10 @@ def evaluator(
     """Generate (or fetch from the cache) an array evaluator of ``expressions``: for one expression it
     returns one array, for a sequence of expressions (a one-element list too) a tuple of arrays.
 
-    ``backend`` is anything with ``name``, ``xp`` and ``special`` (see ``numerics.backend``);
-    ``None`` means numpy with ``scipy.special``.
+    ``backend``: 'numpy' (None), 'cupy' or a :class:`~attnverify.base.backend.Backend`. A function the backend
+    lacks (cupyx has no general-order Bessel functions) is refused when the evaluator is made.
     """
-    if backend is None:
-        backend = _default_backend()
-    elif isinstance(backend, str):
-        from ..base.arguments import backend as named_backend
-
-        backend = named_backend(backend)
-    elif not all(hasattr(backend, part) for part in ("name", "xp", "special")):
-        raise TypeError(f"backend must be 'numpy', 'cupy', a Backend or None, got {backend!r}")
+    backend = backend_argument(backend)
     single = isinstance(expressions, sympy.Basic)
     exprs = (expressions,) if single else tuple(sympy.sympify(e) for e in expressions)
     args = tuple(arguments)
@@ -209,7 +213,7 @@ def evaluator(
     free = set().union(*(e.free_symbols for e in exprs)) - set(args)
     if free:
         raise ValueError(f"expressions depend on symbols not among the arguments: {sorted(map(str, free))}")
-    source, implementations = generate_source(exprs, args)
+    source, implementations = generate_source(exprs, args, backend=backend)
     namespace: dict[str, Any] = {"xp": backend.xp, "special": backend.special}
     for impl_name, cls in implementations.items():
         namespace[impl_name] = partial(cls.array_implementation, backend)

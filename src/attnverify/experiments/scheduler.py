@@ -17,7 +17,6 @@ import os
 import threading
 import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..base import blas

@@ -83,6 +83,8 @@ class ndarray:
     __array_priority__ = 100
 
     def __init__(self, array):
+        if isinstance(array, _np.generic):  # a 0-d result of numpy's: a 0-d device array, as in cupy
+            array = _np.asarray(array)
         if not isinstance(array, _np.ndarray):
             raise TypeError("cupy stand-in: ndarray wraps a numpy array; use cupy.asarray")
         self._a = array
@@ -303,7 +305,7 @@ isfinite isinf isnan kron ldexp less less_equal linspace log log10 log1p log2 lo
 logical_not logical_or logical_xor logspace matmul max maximum mean median meshgrid min minimum mod moveaxis
 multiply nan_to_num nanargmax nanargmin nancumprod nancumsum nanmax nanmean nanmedian nanmin nanprod nanstd
 nansum nanvar negative nextafter nonzero not_equal ones ones_like outer pad percentile positive power prod ptp
-quantile rad2deg ravel reciprocal remainder repeat reshape resize rint roll rollaxis rot90 round searchsorted
+quantile rad2deg ravel reciprocal remainder repeat reshape resize rint roll rollaxis rot90 round searchsorted select
 shape sign signbit sin sinc sinh size sort split sqrt square squeeze stack std subtract sum swapaxes take
 take_along_axis tan tanh tensordot tile trace transpose trapz tri tril triu true_divide trunc unique vdot
 vsplit vstack var where zeros zeros_like histogram interp lexsort packbits unpackbits""".split()

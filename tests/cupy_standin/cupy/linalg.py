@@ -1,6 +1,7 @@
-"""``cupy.linalg`` of the stand-in: numpy's LAPACK on device arrays, and no exception from a failed
-factorisation (cupy's default ``linalg='ignore'``: cuSOLVER's ``info`` is not checked). A Cholesky factor of a
-matrix that is not positive definite is finite and wrong; so is the solution of a singular system."""
+"""``cupy.linalg`` of the stand-in: numpy's LAPACK on device arrays. Under cupy's default ``linalg='ignore'``
+cuSOLVER's ``info`` is not read, so a failed factorisation raises nothing: the Cholesky factor of a matrix
+that is not positive definite is finite and wrong, and so is the solution of a singular system. Under
+``cupyx.errstate(linalg='raise')`` both raise numpy's LinAlgError, as cupy does."""
 
 from __future__ import annotations
 
@@ -28,12 +29,22 @@ def _cholesky_ignoring_failure(a: _np.ndarray) -> _np.ndarray:
     return out.reshape(a.shape)
 
 
+def _raising() -> bool:
+    import cupyx
+
+    return cupyx.geterr()["linalg"] == "raise"
+
+
 def cholesky(a):
+    if _raising():  # under cupyx.errstate(linalg='raise'): numpy's LinAlgError, as cupy raises it
+        return ndarray(_np.linalg.cholesky(_unwrap(a)))
     return ndarray(_cholesky_ignoring_failure(_unwrap(a)))
 
 
 def solve(a, b):
     a, b = _unwrap(a), _unwrap(b)
+    if _raising():
+        return _wrap(_np.linalg.solve(a, b))
     try:
         return _wrap(_np.linalg.solve(a, b))
     except _np.linalg.LinAlgError:  # cuSOLVER's getrs after a failed getrf: finite garbage
@@ -45,6 +56,4 @@ for _name in ("norm", "slogdet", "det", "eigh", "eigvalsh", "qr", "svd", "lstsq"
               "matrix_rank", "tensorsolve", "tensorinv"):
     globals()[_name] = _function(_name, getattr(_np.linalg, _name))
 
-
-class LinAlgError(Exception):
-    pass
+LinAlgError = _np.linalg.LinAlgError

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 
 from ...base import arguments
 from ...base.backend import Backend
@@ -111,22 +110,7 @@ class CollapsedPosterior:
         """Cholesky factors of ``matrices`` (K(U) + TI per chain), and which chains have none: on a diverging
         trajectory U overflows and K + TI stops being positive definite in floating point. Those chains get
         the identity's factor (so that the solves below stay finite) and Φ = +∞, so HMC rejects them."""
-        xp = self.backend.xp
-        failed = ~xp.all(xp.isfinite(matrices), axis=(1, 2))
-        matrices = xp.where(failed[:, None, None], self.identity, matrices)
-        try:
-            factor = xp.linalg.cholesky(matrices)
-        except np.linalg.LinAlgError:  # numpy refuses the whole batch for one chain; cupy returns NaN instead
-            factor = []
-            for c, matrix in enumerate(matrices):
-                try:
-                    factor.append(xp.linalg.cholesky(matrix))
-                except np.linalg.LinAlgError:
-                    failed[c] = True
-                    factor.append(self.identity)
-            factor = xp.stack(factor)
-        failed = failed | ~xp.all(xp.isfinite(xp.diagonal(factor, axis1=1, axis2=2)), axis=1)
-        return xp.where(failed[:, None, None], self.identity, factor), failed
+        return self.backend.cholesky_each(matrices, self.identity)
 
     def _kernel_solve(self, U, r1):
         """Cholesky of K(U) + TI per chain; returns (factor, α, ln det, yᵀ(K+TI)⁻¹y, chains without a factor)."""

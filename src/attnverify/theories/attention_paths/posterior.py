@@ -246,7 +246,7 @@ class NetworkPosterior:
         precision = xp.eye(n) + xp.matmul(xp.swapaxes(F, 1, 2), F) / T
         target = xp.broadcast_to(self.target, F.shape[:2])
         h = xp.matmul(target[:, None, :], F)[:, 0, :] / T
-        L = xp.linalg.cholesky(precision)
+        L = self.backend.cholesky(precision)  # I + FᵀF/T: positive definite for any finite F
         whitened = self.backend.solve_lower(L, h) + rng.standard_normal(h.shape)
         return self.backend.solve_lower(L, whitened, transpose=True)
 

@@ -148,14 +148,12 @@ def ridge_attention(query: Any, keys: Any, values: Any, ridge: float, backend: B
             out = xp.ldexp(Vs.T @ (Ks @ qs) / lam, g + f + e)
             return finite_result(xp, out, "ridge_attention", "keys, values and query")
         try:
-            factor = xp.linalg.cholesky(Ks @ Ks.T + mu * xp.eye(K.shape[0]))
+            factor = be.cholesky(Ks @ Ks.T + mu * xp.eye(K.shape[0]))
         except np.linalg.LinAlgError:
-            factor = None
-        if factor is None or not bool(xp.all(xp.isfinite(factor))):  # cupy returns NaN instead of raising
             bound = math.log10(float(xp.sum(Ks * Ks))) + 2 * e * math.log10(2) - 15  # log10(1e-15·‖K‖_F²)
             raise ValueError(f"ridge must be at least about 1e-15·‖K‖_F² = {10 ** (bound % 1):.3g}e{math.floor(bound):+d} "
                              f"for KKᵀ + ridge·I to be numerically positive definite with these keys (L > d makes KKᵀ "
-                             f"singular; smaller keys lower the bound), got {lam!r}")
+                             f"singular; smaller keys lower the bound), got {lam!r}") from None
         out = xp.ldexp(Vs.T @ _cholesky_solve(factor, Ks @ qs, be), g + f - e)
     return finite_result(xp, out, "ridge_attention", "keys, values and query")
 

@@ -19,7 +19,7 @@ with d.
 The simulations live in submodules by job: :mod:`._common` (argument checks, random draws), :mod:`.task`, :mod:`.predictors`, :mod:`.overlaps` and :mod:`.dynamics`; every name is re-exported here.
 """
 
-from ._common import (UNIT_TOLERANCE, _Moments, _NUMBERS_PER_BATCH, _RANK_TOLERANCE, _SQRT_PI, _backend, _batch_sizes,
+from ._common import (UNIT_TOLERANCE, _Moments, _NUMBERS_PER_BATCH, _RANK_TOLERANCE, _SQRT_PI, _batch_sizes,
                       _chisquare, _finite_result, _integers, _lam, _normal, _progress, _unit_pair, _unit_rows)
 
 from .task import (_task, ReducedSample, Task, _Reduction, _draw_full, _draw_reduced, _orthonormal_basis, _reduction,

@@ -35,11 +35,6 @@ _SQRT_PI = math.sqrt(math.pi)
 # --------------------------------------------------------------------------- argument checks
 
 
-def _backend(backend: Any) -> Backend:
-    return arguments.backend(backend)
-
-
-
 
 def _lam(lam: Any, name: str = "lam") -> float:
     return arguments.positive(name, lam)

@@ -247,10 +247,6 @@ MIN_DPS, MAX_DPS = 20, 150
 """Digits :func:`oracle_excess_risk_high_precision` accepts for its mpmath path (150 digits take ~seconds)."""
 
 
-def _backend(backend: Any):
-    """The array backend: a Backend, or its name; None is numpy (the closed forms' default)."""
-    return arguments.backend("numpy" if backend is None else backend)
-
 
 def _saturated(lam: Any, gamma: Any) -> Any:
     """λ capped at Λ = LAMBDA_LIMIT·max(1, 1/γ), where ℛ has reached its λ → ∞ limit in float64.
@@ -285,7 +281,7 @@ def _overlap_values(values: tuple) -> tuple:
 
 def _from_overlaps(expressions: Any, overlaps_: tuple, lam, gamma, d, L, eps, backend) -> Any:
     """The generated evaluator of ``expressions`` at checked overlaps and parameters."""
-    be = _backend(backend)
+    be = arguments.backend(backend)
     o = _overlap_values(overlaps_)
     p = _parameters(lam, gamma, d, L, eps)
     arguments.broadcastable(dict(zip(("kappa", "nu", "theta", "eta", "rho", "lam", "gamma", "d", "L", "eps"), o + p)))
@@ -315,7 +311,7 @@ def risk_gradient_function(*, gamma, d, L, eps, backend=None):
     The returned function takes arrays of the backend (overlaps of unit vectors, clipped to [−1, 1]
     against round-off) and a number λ > 0 already checked by its caller; it validates nothing more.
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     _, gamma, d, L, eps = _parameters(1.0, gamma, d, L, eps)
     f = evaluator(risk_gradient_expressions(), OVERLAPS + PARAMETERS, be)
     xp = be.xp
@@ -352,7 +348,7 @@ def overlaps(k, v, k_star, v_star, backend=None):
 
     Arrays of shape (..., dim) that broadcast together; backend: a Backend, 'numpy', 'cupy' or None (numpy).
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     arrays = _vectors({"k": k, "v": v, "k_star": k_star, "v_star": v_star}, be)
     _same_last_axis(arrays, "k")
     return _overlaps(*arrays.values(), be.xp)
@@ -372,7 +368,7 @@ def population_risk(k, v, k_star, v_star, lam, gamma, d, L, eps, backend=None):
     k, v of shape (..., d) (broadcasting), k*, v* of shape (d,); ``d`` must equal that length (it is
     kept in the signature for symmetry with :func:`population_risk_from_overlaps`).
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     arrays = _vectors({"k": k, "v": v, "k_star": k_star, "v_star": v_star}, be)
     size = _same_last_axis(arrays, "k")
     for name in ("k_star", "v_star"):
@@ -396,7 +392,7 @@ def oracle_risk(lam, d, L, gamma, eps, backend=None):
 
     Numbers or arrays that broadcast together; ranges as in :func:`population_risk_from_overlaps`.
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     p = _parameters(lam, gamma, d, L, eps)
     arguments.broadcastable(dict(zip(("lam", "gamma", "d", "L", "eps"), p)))
     f = evaluator(oracle_risk_derivation().result("oracle_risk").rhs, PARAMETERS, be)
@@ -459,7 +455,7 @@ def linear_risk(L, gamma, eps, backend=None):
 
     Numbers or arrays that broadcast together; L an integer in [1, COUNT_MAX], γ in GAMMA_RANGE, ε in [0, EPS_MAX].
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     _, gamma, _, L, eps = _parameters(1.0, gamma, 1, L, eps)
     arguments.broadcastable({"L": L, "gamma": gamma, "eps": eps})
     f = evaluator(_linear_risk_in_noise_tokens(), (gamma_symbol, _NOISE_TOKENS, eps_symbol), be)

@@ -16,7 +16,7 @@ from .derivations import _overlaps as _unchecked_overlaps
 from ...base.arguments import generator as _generator, integer as _integer
 from ...base.backend import Backend
 
-from ._common import _backend, _finite_result, _lam, _normal, _progress, _unit_pair
+from ._common import _finite_result, _lam, _normal, _progress, _unit_pair
 from .task import Task, _draw_full, _task
 from .predictors import _erf_prime
 from .overlaps import _chain_rule, overlaps
@@ -151,7 +151,7 @@ def projected_gradient_descent(
     ``lam_schedule(t)`` (a number means a constant λ). Records t = 0, record_every, 2·record_every, …
     and the last step; ``progress(t, steps)`` is called at each record.
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     k, v = _start(k0, v0, be)
     if not callable(gradient):
         raise TypeError(f"gradient must be callable (k, v, lam) -> (g_k, g_v), got {gradient!r}")
@@ -167,7 +167,7 @@ def _normalise_rows(x: Any, xp: Any) -> Any:
 
 def initialize_on_sphere(runs: int, d: int, rng: Any, *, backend: Any = None) -> tuple[Any, Any]:
     """k0, v0 of shape (runs, d), independent and uniform on S^{d−1} (spec §3.2, ``initialize_on_sphere``)."""
-    be = _backend(backend)
+    be = arguments.backend(backend)
     runs = _integer("runs", runs, 1)
     d = _integer("d", d, 2, theory.COUNT_MAX)
     rng = _generator(rng, be)
@@ -182,7 +182,7 @@ def initialize_on_manifold(runs: int, k_star: Any, v_star: Any, rng: Any, *, bac
     k0 = normalise(g − ⟨g, v*⟩v*); v0: h − ⟨h, k*⟩k*, then minus its component along u = k0 − ⟨k0, k*⟩k*
     (the part of k0 orthogonal to k*), normalised. Hence ⟨k0, v*⟩ = ⟨v0, k*⟩ = ⟨k0, v0⟩ = 0.
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     xp = be.xp
     runs = _integer("runs", runs, 1)
     k_star, v_star = _unit_pair("k_star", k_star, "v_star", v_star, be, batched=False)
@@ -258,7 +258,7 @@ def empirical_risk(X: Any, y: Any, k: Any, v: Any, lam: float, *, backend: Any =
     one shared batch). k, v may be any vectors of R^d (no unit-norm check), so that it can be
     differentiated numerically.
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     X, y, k, v, lam = _check_empirical(X, y, k, v, lam, be)
     return _finite_result(lambda: _empirical_risk(X, y, k, v, lam, be), be, "X (or y)")
 
@@ -270,7 +270,7 @@ def empirical_risk_gradient(X: Any, y: Any, k: Any, v: Any, lam: float, *, backe
     r_b = T(X_b) − y_b, erf'(x) = 2e^{−x²}/√π. Shapes as in :func:`empirical_risk`; returns (g_k, g_v)
     with the broadcast leading shape of k, v and X's batch axes, last axis d.
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     X, y, k, v, lam = _check_empirical(X, y, k, v, lam, be)
     return _finite_result(lambda: _empirical_gradient(X, y, k, v, lam, be), be, "X (or y)")
 
@@ -298,7 +298,7 @@ def stochastic_gradient_descent(
     λ_t on one fixed test batch of ``test_size`` samples drawn first (ε² included; the authors log
     test MSE − ε², and evaluate it at the λ of the step just taken).
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     task = _task(task)
     k, v = _start(k0, v0, be, task.d)
     batch_size = _integer("batch_size", batch_size, 1)
@@ -331,7 +331,7 @@ def population_gradient(*, d: int, L: int, gamma: float, eps: float, backend: An
     (k, v) by :func:`overlap_gradient_to_vectors` (spec §3.2). d, L, γ, ε are checked here, once;
     the returned function takes the (runs, 4) states of a descent and a checked λ, and checks nothing.
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     partials_at = theory.risk_gradient_function(gamma=gamma, d=d, L=L, eps=eps, backend=be)
     e1, e2 = be.asarray([1.0, 0.0, 0.0, 0.0]), be.asarray([0.0, 1.0, 0.0, 0.0])
 
@@ -361,7 +361,7 @@ def population_projected_gradient_descent(
     """Population PGD (spec §3.2) in the exact 4-dimensional reduction: k0, v0 of shape (runs, 4)
     are coordinates on (k*, v*, e3, e4) (see :func:`reduce_to_four_dimensions`); d enters only
     through the risk."""
-    k0, v0 = _start(k0, v0, _backend(backend), 4)
+    k0, v0 = _start(k0, v0, arguments.backend(backend), 4)
     return projected_gradient_descent(
         k0,
         v0,

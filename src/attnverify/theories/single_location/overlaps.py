@@ -12,7 +12,7 @@ import numpy as np
 from ...base import arguments
 from . import derivations as theory
 
-from ._common import UNIT_TOLERANCE, _RANK_TOLERANCE, _backend, _unit_pair
+from ._common import UNIT_TOLERANCE, _RANK_TOLERANCE, _unit_pair
 
 
 def overlaps(k: Any, v: Any, k_star: Any, v_star: Any, *, backend: Any = None) -> tuple[Any, Any, Any, Any, Any]:
@@ -20,7 +20,7 @@ def overlaps(k: Any, v: Any, k_star: Any, v_star: Any, *, backend: Any = None) -
 
     k, v of shape (..., dim); each overlap has shape (...).
     """
-    return theory.overlaps(k, v, k_star, v_star, backend=_backend(backend))
+    return theory.overlaps(k, v, k_star, v_star, backend=arguments.backend(backend))
 
 
 def _chain_rule(partials: Sequence[Any], k: Any, v: Any, k_star: Any, v_star: Any) -> tuple[Any, Any]:
@@ -39,7 +39,7 @@ def overlap_gradient_to_vectors(
     with ``partials`` = (ℛ_κ, ℛ_ν, ℛ_θ, ℛ_η, ℛ_ρ), each of shape (runs,) or broadcasting to it (k, v of
     shape (runs, dim)).
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     if isinstance(partials, (str, bytes)) or not isinstance(partials, (Sequence, np.ndarray)):
         raise TypeError(f"partials must be a sequence of the 5 derivatives (ℛ_κ, ℛ_ν, ℛ_θ, ℛ_η, ℛ_ρ), "
                         f"got {partials!r:.80}")
@@ -94,7 +94,7 @@ def reduce_to_four_dimensions(
     population PGD from (k, v) can be run in R⁴ for any d. e3 is the Gram–Schmidt direction of k, e4 that
     of v (each orthogonalised twice); an empty direction (e.g. k = k*) gives a zero coordinate.
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     xp = be.xp
     k = arguments.array("k", k, be, min_ndim=1)
     single = k.ndim == 1

@@ -14,7 +14,7 @@ from ...base.arguments import generator as _generator, integer as _integer
 from ...base.backend import Backend
 from ...numerics.statistics import Estimate
 
-from ._common import _Moments, _SQRT_PI, _backend, _batch_sizes, _finite_result, _lam, _unit_rows
+from ._common import _Moments, _SQRT_PI, _batch_sizes, _finite_result, _lam, _unit_rows
 from .task import Task, _draw_full, _draw_reduced, _reduction, _task, _task_vectors
 
 
@@ -32,7 +32,7 @@ def predict(X: Any, k: Any, v: Any, lam: float, *, backend: Any = None) -> Any:
     X of shape (..., L, d); k, v unit vectors of shape (d,); returns shape (...). Equals
     erf(λ𝕏k)ᵀ𝕏v, the authors' ``dynamics.T``.
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     lam = _lam(lam)
     X = arguments.array("X", X, be, min_ndim=2)
     k = _unit_rows("k", k, be, X.shape[-1], batched=False)
@@ -42,7 +42,7 @@ def predict(X: Any, k: Any, v: Any, lam: float, *, backend: Any = None) -> Any:
 
 def _risk_arguments(task, k, v, lam, n, rng, backend) -> tuple:
     """The checked arguments of a Monte Carlo risk: (backend, task, λ, n ≥ 2, unit k, unit v, generator)."""
-    be = _backend(backend)
+    be = arguments.backend(backend)
     task = _task(task)
     return (be, task, _lam(lam), _integer("n", n, 2), _unit_rows("k", k, be, task.d, batched=False),
             _unit_rows("v", v, be, task.d, batched=False), _generator(rng, be))
@@ -109,7 +109,7 @@ def bayes_posterior(X: Any, task: Task, *, backend: Any = None) -> Any:
     s is the log-likelihood ratio log N(x; √(d/2)k*, γ²I)/N(x; 0, I) up to a constant; the softmax is
     taken as exp(s − logsumexp(s)), finite for any finite X. X (..., L, d) → (..., L).
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     X = _check_tokens(X, _task(task), be)
     k_star, _ = _task_vectors(task, be)
     return _finite_result(lambda: _posterior(be.xp.sum(X * X, axis=-1), X @ k_star, task, be.xp), be, "X")
@@ -117,7 +117,7 @@ def bayes_posterior(X: Any, task: Task, *, backend: Any = None) -> Any:
 
 def bayes_predict(X: Any, task: Task, *, backend: Any = None) -> Any:
     """Bayes predictor f(X) = E[Y | X] = Σ_ℓ P(J0 = ℓ | X)⟨X_ℓ, v*⟩ (spec §2.5). X (..., L, d) → (...)."""
-    be = _backend(backend)
+    be = arguments.backend(backend)
     X = _check_tokens(X, _task(task), be)
     k_star, v_star = _task_vectors(task, be)
 
@@ -143,7 +143,7 @@ def bayes_risk_monte_carlo(
     ‖x‖². With ``conditional=True`` averages E[(Y − f)² | X] = ε² + Σ_ℓ p_ℓu_ℓ² − (Σ_ℓ p_ℓu_ℓ)²
     (u_ℓ = ⟨X_ℓ, v*⟩) instead of (Y − f)²: the same mean, a smaller standard error.
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     xp = be.xp
     task = _task(task)
     n = _integer("n", n, 2)
@@ -173,7 +173,7 @@ def linear_fit_least_squares(X: Any, y: Any, *, backend: Any = None) -> Any:
     Solved by ``lstsq`` on the n×(L·d) design (SVD, no explicit inverse); needs n ≥ L·d and a design of
     full column rank.
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     X = arguments.array("X", X, be, ndim=3)
     n, L, d = (int(s) for s in X.shape)
     if n < L * d:
@@ -196,7 +196,7 @@ def _check_beta(beta: Any, L: int, d: int, be: Backend) -> Any:
 
 def linear_predict(X: Any, beta: Any, *, backend: Any = None) -> Any:
     """Linear predictor f_β(X) = Σ_ℓ ⟨β_ℓ, X_ℓ⟩ (spec §2.4). X (..., L, d), β (L, d) → (...)."""
-    be = _backend(backend)
+    be = arguments.backend(backend)
     X = arguments.array("X", X, be, min_ndim=2)
     beta = _check_beta(beta, X.shape[-2], X.shape[-1], be)
     return _finite_result(lambda: be.xp.sum(X * beta, axis=(-2, -1)), be, "X (or beta)")
@@ -209,7 +209,7 @@ def linear_risk_monte_carlo(
 
     Exact reduction to span{k*, v*, β_1, …, β_L} (r ≤ min(d, L + 2)).
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     xp = be.xp
     task = _task(task)
     n = _integer("n", n, 2)
@@ -226,7 +226,7 @@ def linear_risk_monte_carlo(
 
 def linear_oracle_coefficients(task: Task, *, backend: Any = None) -> Any:
     """Best linear predictor β*_ℓ = γ²/(γ² + L − 1)·v* for every ℓ (spec §2.4, Prop. 3), shape (L, d)."""
-    be = _backend(backend)
+    be = arguments.backend(backend)
     _, v_star = _task_vectors(_task(task), be)
     g2 = task.gamma**2
     return be.xp.tile((g2 / (g2 + task.L - 1)) * v_star, (task.L, 1))

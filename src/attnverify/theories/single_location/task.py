@@ -16,7 +16,7 @@ from . import derivations as theory
 from ...base.arguments import generator as _generator, integer as _integer
 from ...base.backend import Backend, to_numpy
 
-from ._common import UNIT_TOLERANCE, _RANK_TOLERANCE, _backend, _chisquare, _integers, _normal, _unit_rows
+from ._common import UNIT_TOLERANCE, _RANK_TOLERANCE, _chisquare, _integers, _normal, _unit_rows
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,7 +64,7 @@ def make_task(
     k* = g/‖g‖ and v* = (h − ⟨h, k*⟩k*)/‖·‖ with g, h ~ N(0, I_d) (spec §1, [CODE]); γ = √0.5, ε = 0.1
     are the paper's experimental values.
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     d = _integer("d", d, 2, theory.COUNT_MAX)
     L = _integer("L", L, 1, theory.COUNT_MAX)
     rng = _generator(seed, be, "seed")
@@ -96,7 +96,7 @@ def sample(task: Task, n: int, rng: Any, *, backend: Any = None) -> tuple[Any, A
 
     J0 ~ U{0..L−1}; X_{J0} = √(d/2)·k* + γ·g, the other tokens g ~ N(0, I_d); y = ⟨X_{J0}, v*⟩ + ε·ξ.
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     task = _task(task)
     n = _integer("n", n, 1)
     return _draw_full(task, n, _generator(rng, be), be)
@@ -192,7 +192,7 @@ def sample_reduced(
     ‖X_{J0}^⊥‖² ~ γ²χ²_{d−r}; y = ⟨Z_{J0}, Qᵀv*⟩ + εξ. ``k`` and ``v`` (unit vectors) may be None.
     Cost O(n·L·r) per draw plus O(d) once: it does not grow with d.
     """
-    be = _backend(backend)
+    be = arguments.backend(backend)
     task = _task(task)
     n = _integer("n", n, 1)
     extra = {}

@@ -25,7 +25,7 @@ The derivations live in submodules by job: :mod:`._common` (symbols, sizes), :mo
 :mod:`.report_derivations` (§6); every name is re-exported here.
 """
 
-from ._common import (SOURCE, T, U_a, _backend, _check_heads, dimensions, kron_identity, partial_trace, readout_symbol,
+from ._common import (SOURCE, T, U_a, _check_heads, dimensions, kron_identity, partial_trace, readout_symbol,
                       sigma_a2, temperature_symbol, variance_symbol, variance_symbols, width_symbol, width_symbols)
 
 from .action import (SymbolicAction, _energy, _entropy, _kernel, _symbolic_action, _symmetric_symbols,

@@ -49,10 +49,6 @@ def _check_heads(heads: Sequence[int]) -> tuple[int, ...]:
     return arguments.integers("heads", heads, 1)
 
 
-def _backend(backend):
-    """None (the generated code's numpy default), or a backend by object or by name ('numpy', 'cupy')."""
-    return None if backend is None else arguments.backend(backend)
-
 
 def dimensions(heads: Sequence[int]) -> tuple[int, ...]:
     """(D_1, …, D_L, D_{L+1} = 1), D_ℓ = Π_{k≥ℓ} H_k: the sizes of U_1, …, U_L, U_a."""

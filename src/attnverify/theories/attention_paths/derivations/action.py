@@ -15,7 +15,7 @@ from sympy import ImmutableMatrix, Symbol, log
 from ....base import arguments
 from ....derivations.codegen import evaluator
 
-from ._common import T, U_a, _backend, _check_heads, dimensions, partial_trace, variance_symbols, width_symbols
+from ._common import T, U_a, _check_heads, dimensions, partial_trace, variance_symbols, width_symbols
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def action_evaluator(heads: Sequence[int], P: int, backend=None):
     """Generated evaluator of S over ``variables + data_symbols + parameters`` of
     :func:`symbolic_action` (small configurations only, as there)."""
     sym = symbolic_action(heads, P)
-    return evaluator(sym.action, sym.variables + sym.data_symbols + sym.parameters, _backend(backend))
+    return evaluator(sym.action, sym.variables + sym.data_symbols + sym.parameters, backend)
 
 
 def evaluate_action(heads, order_parameters, readout, path_kernels, labels, *, widths, variances, temperature,
@@ -207,4 +207,4 @@ def evaluate_action(heads, order_parameters, readout, path_kernels, labels, *, w
         for b in range(a, dims[0]):
             values += [C[a, b, m, n] for m in range(P) for n in range(m if a == b else 0, P)]
     values += list(labels) + list(widths) + list(variances) + [temperature]
-    return action_evaluator(heads, P, _backend(backend))(*values)
+    return action_evaluator(heads, P, backend)(*values)

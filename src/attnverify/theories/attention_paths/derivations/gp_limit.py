@@ -14,7 +14,7 @@ from sympy import ImmutableMatrix, Symbol
 from ....base import arguments
 from ....derivations.codegen import evaluator
 
-from ._common import _backend, _check_heads, dimensions, sigma_a2, variance_symbol, variance_symbols
+from ._common import _check_heads, dimensions, sigma_a2, variance_symbol, variance_symbols
 from .action import SymbolicAction, _symbolic_action, symbolic_action
 from .saddle_equations import _diff_derivatives, action_derivatives
 
@@ -114,7 +114,7 @@ def gp_order_parameters(heads: Sequence[int], prior_var=1.0, backend=None) -> tu
     L = len(heads)
     variances = _prior_variances(prior_var, L)
     f = evaluator([gp_order_parameter_scale(level, L) for level in range(1, L + 2)], variance_symbols(L),
-                  _backend(backend))
+                  backend)
     scales = f(*variances)
     xp = f.xp
     dims = dimensions(heads)

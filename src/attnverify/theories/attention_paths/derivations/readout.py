@@ -15,7 +15,7 @@ from ....derivations.codegen import evaluator
 from ....derivations.derivation import Derivation, DerivationRecorder
 from ....derivations.kept import kept_derivation
 
-from ._common import SOURCE, U_a, _backend, sigma_a2
+from ._common import SOURCE, U_a, sigma_a2
 
 
 trace_U_L = Symbol("Tr U_L", positive=True)
@@ -115,6 +115,6 @@ def readout_order_parameter(trace_U_L, heads_last, width_prev, width_last, var_l
                 raise ValueError(f"{name} must be finite and > 0, got {value!r}")
             if name == "heads_last" and np.any(v < 1):
                 raise ValueError(f"heads_last must be ≥ 1, got {value!r}")
-        backend = _backend(backend)
+        backend = arguments.backend(backend)
     f = evaluator(readout_expression(), READOUT_ARGUMENTS, backend)
     return f(trace_U_L, heads_last, width_prev, width_last, var_last, var_readout)

@@ -14,7 +14,7 @@ from ....derivations.codegen import evaluator
 from ....derivations.derivation import Derivation, DerivationRecorder
 from ....derivations.kept import kept_derivation
 
-from ._common import SOURCE, T, U_a, _backend, sigma_a2, variance_symbol, variance_symbols, width_symbol, width_symbols
+from ._common import SOURCE, T, U_a, sigma_a2, variance_symbol, variance_symbols, width_symbol, width_symbols
 from .action import symbolic_action
 from .gp_limit import _prior_variances
 
@@ -82,7 +82,7 @@ def bpkr_arguments(depth: int) -> tuple[Symbol, ...]:
 
 def bpkr_fixed_point_evaluator(depth: int, backend=None):
     """Generated evaluator of :func:`bpkr_fixed_point_residual` over :func:`bpkr_arguments`."""
-    return evaluator(bpkr_fixed_point_residual(depth), bpkr_arguments(depth), _backend(backend))
+    return evaluator(bpkr_fixed_point_residual(depth), bpkr_arguments(depth), backend)
 
 
 def bpkr_mode_slope() -> sympy.Expr:
@@ -102,7 +102,7 @@ def bpkr_energy_slope(kernel_scale_value, eigenvalues, label_projections, temper
     ``kernel_scale_value`` U broadcasts against the leading axes. From :func:`bpkr_mode_slope`.
     """
     temperature = arguments.nonnegative("temperature", temperature)
-    mode = evaluator(bpkr_mode_slope(), (kernel_scale, eigenvalue, label_projection_sq, T), _backend(backend))
+    mode = evaluator(bpkr_mode_slope(), (kernel_scale, eigenvalue, label_projection_sq, T), backend)
     xp = mode.xp
     U = xp.asarray(kernel_scale_value, dtype=xp.float64)
     lam = xp.asarray(eigenvalues, dtype=xp.float64)
@@ -125,7 +125,7 @@ def bpkr_residual(kernel_scale_value, eigenvalues, label_projections, temperatur
     depth = widths_.size - 1
     variances = _prior_variances(prior_var, depth)
     s = bpkr_energy_slope(kernel_scale_value, eigenvalues, label_projections, temperature, backend)
-    residual = bpkr_fixed_point_evaluator(depth, _backend(backend))
+    residual = bpkr_fixed_point_evaluator(depth, backend)
     return residual(kernel_scale_value, s, *widths_.tolist(), *variances)
 
 

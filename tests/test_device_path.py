@@ -1,0 +1,118 @@
+"""The GPU path: what a run on the strict cupy stand-in (``tests/cupy_standin``) found, each a test that fails on the
+code before its fix, and every boundary entry point that takes a backend run with ``backend="cupy"``.
+
+Marked ``gpu``: they run where cupy works (a real GPU, or the stand-in with ``ATTNVERIFY_CUPY_STANDIN=1``:
+``make test-standin``) and skip elsewhere.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+import sympy
+
+from attnverify.base import arguments
+from attnverify.base.backend import cupy_works, get_backend, is_device_array
+from attnverify.derivations.codegen import evaluator
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cupy_works(), reason="no working cupy (GPU or stand-in)")]
+
+
+def _cupy():
+    return get_backend("cupy")
+
+
+def test_a_failed_cholesky_is_refused_on_cupy_as_on_numpy():
+    """cupy's default linalg='ignore' returns a factor of an indefinite matrix without a word (the stand-in: a
+    finite, wrong one); ridge_attention with a ridge far below round-off must refuse it by name on both."""
+    from attnverify.theories.conditional_mean import ridge_attention
+
+    rng = np.random.default_rng(0)
+    keys, values, query = rng.standard_normal((8, 2)), rng.standard_normal((8, 1)), rng.standard_normal(2)
+    for backend in ("numpy", "cupy"):
+        with pytest.raises(ValueError, match="ridge must be at least"):
+            ridge_attention(query, keys, values, ridge=1e-30, backend=backend)
+
+
+def test_the_batched_factorisation_marks_the_matrices_without_a_factor_on_both_backends():
+    good = np.array([[2.0, 0.5], [0.5, 1.0]])
+    batch = np.stack([good, np.array([[1.0, 2.0], [2.0, 1.0]]), good, np.full((2, 2), np.inf)])
+    for be in (get_backend("numpy"), _cupy()):
+        factors, failed = be.cholesky_each(be.asarray(batch), be.asarray(np.eye(2)))
+        assert be.to_numpy(failed).tolist() == [False, True, False, True]
+        np.testing.assert_allclose(be.to_numpy(factors)[1], np.eye(2))
+        np.testing.assert_allclose(be.to_numpy(factors)[0], np.linalg.cholesky(good), rtol=1e-14)
+        with pytest.raises(np.linalg.LinAlgError):
+            be.cholesky(be.asarray(batch[1]))
+
+
+def test_a_function_the_backend_lacks_is_refused_when_its_evaluator_is_made():
+    """cupyx.scipy.special has no general-order Bessel functions: before, the evaluator was made and failed with
+    an AttributeError when called; now making it names the function, the missing target and the backend."""
+    x = sympy.Symbol("x", positive=True)
+    for bessel, target in ((sympy.besseli, "iv"), (sympy.besselj, "jv"), (sympy.besselk, "kv"), (sympy.bessely, "yv")):
+        expression = bessel(sympy.Rational(1, 2), x)
+        assert np.isfinite(evaluator(expression, [x])(1.5))  # numpy has it
+        with pytest.raises(NotImplementedError, match=rf"{bessel.__name__}.*'cupy'.*cupyx\.scipy\.special\.{target}"):
+            evaluator(expression, [x], "cupy")
+
+
+def test_a_generator_of_the_other_backend_is_refused_by_name():
+    with pytest.raises(TypeError, match="rng is a numpy Generator but the computation runs on cupy"):
+        arguments.generator(np.random.default_rng(0), _cupy())
+    with pytest.raises(TypeError, match="rng is a cupy Generator but the computation runs on numpy"):
+        arguments.generator(_cupy().random(0), get_backend("numpy"))
+    assert is_device_array(arguments.generator(3, _cupy()).standard_normal(2))
+
+
+def test_a_device_array_given_to_host_code_is_refused_by_name():
+    on_device = _cupy().asarray(np.ones((3, 2)))
+    with pytest.raises(TypeError, match=r"X is a device \(cupy\) array.*X\.get\(\)"):
+        arguments.array("X", on_device)
+    x = sympy.Symbol("x")
+    with pytest.raises(TypeError, match=r"argument x is a device \(cupy\) array.*backend='cupy'"):
+        evaluator(x**2, [x])(on_device)
+
+
+def test_host_only_entry_points_name_the_device_array_they_were_given():
+    from attnverify.theories.attention_paths import predictor_statistics, saddle_point_from_features
+
+    rng = np.random.default_rng(1)
+    X, y = rng.standard_normal((6, 3, 2)), np.sign(rng.standard_normal(6))
+    with pytest.raises(TypeError, match=r"X is a device \(cupy\) array"):
+        saddle_point_from_features(_cupy().asarray(X), y, heads=(2,), width=10.0, temperature=0.1)
+    with pytest.raises(TypeError, match=r"is a device \(cupy\) array"):
+        predictor_statistics(np.eye(2), _cupy().asarray(X), y, X, temperature=0.1)
+
+
+def _entry_points_taking_a_backend():
+    found = []
+    for theory in ("attention_paths", "conditional_mean", "single_location"):
+        module = importlib.import_module(f"boundary.test_{theory}_boundary")
+        for entry in module.ENTRY_POINTS:
+            if "backend" in entry.parameters:
+                found.append(pytest.param(entry, id=entry.name))
+    return found
+
+
+@pytest.mark.parametrize("entry", _entry_points_taking_a_backend())
+def test_every_boundary_entry_point_that_takes_a_backend_runs_on_cupy(entry):
+    """Its valid call with backend='cupy' runs, makes device arrays (unless it returns a function, made for the
+    device and called later), and returns no NaN. A numpy Generator in the valid call becomes its integer seed:
+    cupy's computation takes cupy's Generator or a seed."""
+    import cupy
+
+    valid = dict(entry.valid())
+    valid["backend"] = "cupy"
+    for name, value in list(valid.items()):
+        if isinstance(value, np.random.Generator):
+            valid[name] = int(value.integers(2**31))
+    before = cupy.created() if hasattr(cupy, "created") else None
+    result = entry.call(**valid)
+    if before is not None and not callable(result):
+        assert cupy.created() > before, f"{entry.name} made no device array on backend='cupy'"
+    for value in (result if isinstance(result, tuple) else (result,)):
+        if is_device_array(value):
+            assert not np.isnan(value.get()).any()
