@@ -116,3 +116,54 @@ def test_every_boundary_entry_point_that_takes_a_backend_runs_on_cupy(entry):
     for value in (result if isinstance(result, tuple) else (result,)):
         if is_device_array(value):
             assert not np.isnan(value.get()).any()
+
+
+def _claim_names() -> list:
+    from attnverify.theories import builtin_claims
+
+    return [c.name for c in builtin_claims() if not c.name.endswith(".derivation_steps")]  # sympy only
+
+
+@pytest.mark.parametrize("name", _claim_names())
+def test_every_claim_runs_with_check_backend_cupy_and_puts_arrays_on_the_device(name, tmp_path):
+    """``attnverify check --backend cupy --profile quick --only NAME``: the claim runs (no error, and not an
+    unexpected refutation: a claim built to hold for any seed holds, or says it needs more draws), and on the
+    stand-in it made device arrays (counted by the stand-in)."""
+    import json
+
+    import cupy
+
+    from attnverify import cli
+
+    before = cupy.created() if hasattr(cupy, "created") else None
+    out = tmp_path / "results.json"
+    cli.main(["check", "--backend", "cupy", "--profile", "quick", "--only", name, "--json", str(out)])
+    (result,) = json.loads(out.read_text())["claims"]
+    assert result["name"] == name and result["backend"] == "cupy"
+    assert result["status"] != "error", result.get("error")
+    assert result["status"] == result["expect"] or result["status"] == "inconclusive", result["status"]
+    if before is not None:
+        assert cupy.created() > before, f"{name} made no device array with --backend cupy"
+
+
+@pytest.mark.parametrize("method", ["collapsed", "readout_gibbs"])
+def test_both_posterior_samplers_match_quadrature_on_cupy(method):
+    """The two samplers of the attention network (HMC with the readout integrated out, and HMC with Gibbs steps on
+    the readout) on cupy, against quadrature of the tiny network: the numpy test's gates and bounds
+    (``tests/numerics/attention_paths/test_sampling.py``; false alarm per seed ≤ 2·10⁻³)."""
+    from numerics.attention_paths.test_sampling import tiny_posterior_moments
+    from seeds import seeded
+
+    from attnverify.theories.attention_paths.posterior import network_posterior
+    from attnverify.theories.attention_paths.sampling import SamplerSettings, sample_posterior
+
+    rng = np.random.default_rng(seeded(0))
+    X, y, X_test, T = rng.normal(size=(3, 1, 1)), np.array([1.0, -1.0, 1.0]), rng.normal(size=(2, 1, 1)), 1.0
+    posterior = network_posterior(X, y, heads=(1,), width=1, temperature=T, backend="cupy")
+    samples = sample_posterior(posterior, seed=seeded(3), settings=SamplerSettings(chains=8, warmup=300, draws=1500),
+                               X_test=X_test, method=method)
+    U_exact, f_exact = tiny_posterior_moments(X, y, X_test, T)
+    U, f = samples.order_parameter_summary(), samples.predictor_summary()
+    assert U.converged and f.converged, (U.worst(), f.worst())
+    assert abs(U.mean[0, 0] - U_exact) <= U.mcse_z()[0, 0] * U.mcse[0, 0]
+    assert np.all(np.abs(f.mean - f_exact) <= f.mcse_z() * f.mcse)

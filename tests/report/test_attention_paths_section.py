@@ -242,12 +242,12 @@ def test_one_shot_claims_have_power(built, monkeypatch):
     analyses = STORE.get(one_shot.one_shot_analyses, profile="quick")
     perfect = [dataclasses.replace(a, pruning=dataclasses.replace(
         a.pruning, scores={h: e.mean for h, e in a.pruning.drops.items()})) for a in analyses]
-    monkeypatch.setattr(one_shot, "one_shot_analyses", lambda *, profile: perfect)
+    monkeypatch.setattr(one_shot, "one_shot_analyses", lambda *, profile, backend="numpy": perfect)
     result = run_claim(claims.one_shot_head_scores_predict_pruning, profile="quick", seed=0)
     assert result.status == "holds" and not result.ok  # expected inconclusive: a perfect theory decides it
     backwards = [dataclasses.replace(a, pruning=dataclasses.replace(
         a.pruning, scores={h: -e.mean for h, e in a.pruning.drops.items()})) for a in analyses]
-    monkeypatch.setattr(one_shot, "one_shot_analyses", lambda *, profile: backwards)
+    monkeypatch.setattr(one_shot, "one_shot_analyses", lambda *, profile, backend="numpy": backwards)
     result = run_claim(claims.one_shot_head_scores_predict_pruning, profile="quick", seed=0)
     assert result.status == "refuted"  # scores that order the drops backwards contradict the statement
 

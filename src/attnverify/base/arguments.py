@@ -144,8 +144,10 @@ def backend(value: Any, name: str = "backend") -> Backend:
         raise ValueError(f"{name}: {error}") from None
 
 
-def generator(rng: Any, be: Backend | None = None, name: str = "rng") -> Any:
-    """A random Generator: ``rng`` itself, or the backend's Generator seeded with the integer ``rng``."""
+def generator(rng: Any, be: Backend | None = None, name: str = "rng", *, any_backend: bool = False) -> Any:
+    """A random Generator: ``rng`` itself, or the backend's Generator seeded with the integer ``rng``. A Generator
+    of the other backend (numpy's for a cupy computation, or the reverse) is refused, unless ``any_backend``
+    (code that only passes the Generator on to a user's function, as :func:`~attnverify.numerics.sized.sized_mean`)."""
     if isinstance(rng, (Integral, np.integer)) and not isinstance(rng, (bool, np.bool_)):
         if rng < 0:
             raise ValueError(f"{name} must be a seed ≥ 0 or a random Generator, got {rng!r}")
@@ -157,7 +159,7 @@ def generator(rng: Any, be: Backend | None = None, name: str = "rng") -> Any:
         )
     on_device = type(rng).__module__.split(".")[0] == "cupy"
     wanted = (be or get_backend("numpy")).name
-    if on_device != (wanted == "cupy"):
+    if not any_backend and on_device != (wanted == "cupy"):
         raise TypeError(f"{name} is a {'cupy' if on_device else 'numpy'} Generator but the computation runs on "
                         f"{wanted}: give {wanted}'s Generator (backend.random(seed)) or an integer seed")
     return rng

@@ -140,6 +140,13 @@ class Context:
     run_seed: int = 0
     store: Store = field(default_factory=Store, compare=False, repr=False)
 
+    def backend_rng(self) -> Any:
+        """A random Generator of the run's backend: ``rng`` itself on numpy; on cupy, cupy's Generator seeded by a
+        draw from ``rng`` (a computation refuses the other backend's Generator)."""
+        if self.backend.name == "numpy":
+            return self.rng
+        return self.backend.random(int(self.rng.integers(2**63)))
+
     def choose(self, *, quick: Any, thorough: Any) -> Any:
         """The value for the current profile (sample sizes, grid sizes, numbers of seeds)."""
         return quick if self.profile == "quick" else thorough

@@ -174,7 +174,7 @@ def sized_mean(
     """
     if not callable(draw):
         raise TypeError(f"draw must be a callable draw(rng, n) returning n i.i.d. draws, got {draw!r}")
-    rng = arguments.generator(rng)
+    rng = arguments.generator(rng, any_backend=True)  # only handed on to draw(rng, n)
     z = arguments.real("z", z, low=0.0, open_low=True)
     budget = arguments.integer("budget", budget, 2)
     first_batch = min(arguments.integer("first_batch", first_batch, 2), budget)

@@ -58,7 +58,7 @@ def saddle_point_is_a_minimum(p: dict, ctx: Context) -> Evidence:
     X, y = _problem(p)
     tolerance = 1e-9
     solution = saddle_point_from_features(X, y, heads=p["heads"], width=p["width"], temperature=p["temperature"],
-                                          tolerance=tolerance, raise_on_failure=False)
+                                          tolerance=tolerance, raise_on_failure=False, backend=ctx.backend)
     smallest = float(solution.hessian_eigenvalues.min())
     return Evidence(
         holds=solution.gradient_norm <= tolerance and smallest > 0,
@@ -87,12 +87,15 @@ def gp_limit(p: dict, ctx: Context) -> Evidence:
     next-order curvature budget)."""
     X, y = _problem(p)
     widths = [100.0 * p["P"] * 4**j for j in range(5)]
-    gp = predictor_statistics(np.eye(X.shape[2]), X, y, X, p["temperature"]).mean
+    be = ctx.backend
+    gp = predictor_statistics(np.eye(X.shape[2]), X, y, X, p["temperature"], backend=be).mean
     distances, predictor_gaps = [], []
     for N in widths:
-        s = saddle_point_from_features(X, y, heads=p["heads"], width=N, temperature=p["temperature"], tolerance=1e-13)
+        s = saddle_point_from_features(X, y, heads=p["heads"], width=N, temperature=p["temperature"], tolerance=1e-13,
+                                       backend=be)
         distances.append(np.linalg.norm(s.order_parameter - np.eye(X.shape[2])))
-        predictor_gaps.append(np.max(np.abs(predictor_statistics(s.order_parameter, X, y, X, p["temperature"]).mean - gp)))
+        predictor_gaps.append(np.max(np.abs(predictor_statistics(s.order_parameter, X, y, X, p["temperature"],
+                                                                 backend=be).mean - gp)))
     fit_u = fit_line(np.log(widths), np.log(distances))
     fit_f = fit_line(np.log(widths), np.log(predictor_gaps))
     budget = 0.02
@@ -131,7 +134,7 @@ def single_head_reduction(p: dict, ctx: Context) -> Evidence:
     variances = tuple(p["variances"][: L + 1])
     C = np.einsum("pia,qib->abpq", X, X)
     matrix = saddle_point(C, y, heads=(1,) * L, width=p["width"], temperature=p["temperature"],
-                          prior_var=variances, tolerance=1e-10)
+                          prior_var=variances, tolerance=1e-10, backend=ctx.backend)
     scalar = scalar_renormalization(C[0, 0], y, depth=L, width=p["width"], temperature=p["temperature"],
                                     prior_var=variances)
     # both sides' own error estimates (one more Newton step; the root's round-off) and the
@@ -170,7 +173,7 @@ def generated_action(p: dict, ctx: Context) -> Evidence:
     rng = np.random.default_rng(p["seed"])
     X = rng.normal(size=(p["P"], 3, config.paths)) / np.sqrt(3 * config.paths)
     y = np.sign(rng.normal(size=p["P"]))
-    action = Action(config, energy_for(X=X, y=y, temperature=config.temperature))
+    action = Action(config, energy_for(X=X, y=y, temperature=config.temperature, backend=ctx.backend))
     theta = rng.normal(scale=0.4, size=action.parametrisation.size)
     E, H, factors, U_a, _ = action.parts(theta)
     direct = E + H
@@ -220,10 +223,11 @@ def markov_accuracy_between_gp_lines(p: dict, ctx: Context) -> Evidence:
     5 paired SE + 0.005 of the all-paths GP (budget: the O(P/N) = 1e-2 drift of U)."""
     X, y, Xt, yt, origin = markov_data(p["data"])
     T = MARKOV_TEMPERATURE
-    gp_all = experiments.gp_point(X, y, Xt, yt, T)
+    be = ctx.backend
+    gp_all = experiments.gp_point(X, y, Xt, yt, T, backend=be)
     gp_gd = experiments.gp_point(experiments.subnetwork_features(X, [GOOD, DENOISING]), y,
-                                 experiments.subnetwork_features(Xt, [GOOD, DENOISING]), yt, T)
-    small, large = experiments.width_sweep(X, y, Xt, yt, heads=(2, 2), widths=[10, 10_000], temperature=T)
+                                 experiments.subnetwork_features(Xt, [GOOD, DENOISING]), yt, T, backend=be)
+    small, large = experiments.width_sweep(X, y, Xt, yt, heads=(2, 2), widths=[10, 10_000], temperature=T, backend=be)
     ahead = experiments.paired_difference(small, gp_gd)
     converged = experiments.paired_difference(large, gp_all)
     above_all = experiments.paired_difference(small, gp_all)
@@ -264,7 +268,7 @@ def head_permutation_symmetry(p: dict, ctx: Context) -> Evidence:
     sigma = np.random.default_rng(p["permutation_seed"]).permutation(heads[layer])
     grid = np.arange(X.shape[2]).reshape(heads)
     relabelled = np.take(grid, sigma, axis=layer).ravel()  # new path π' reads old path relabelled[π']
-    kwargs = dict(heads=heads, width=p["width"], temperature=p["temperature"], tolerance=1e-12)
+    kwargs = dict(heads=heads, width=p["width"], temperature=p["temperature"], tolerance=1e-12, backend=ctx.backend)
     original = saddle_point_from_features(X, y, **kwargs).order_parameter
     permuted = saddle_point_from_features(X[:, :, relabelled], y, **kwargs).order_parameter
     expected = original[np.ix_(relabelled, relabelled)]
@@ -285,8 +289,8 @@ def sampled_points(data, ctx: Context) -> tuple[tuple, str]:
     present, else the report's own draw)."""
     if data != "authors":
         raise ValueError(f"data must be 'authors' (the data figure 2c samples), got {data!r}")
-    points = ctx.store.get(sampled_markov_networks, profile=ctx.profile, seed=ctx.run_seed)
-    source = ctx.store.get(four_path_markov_data, seed=ctx.run_seed)
+    points = ctx.store.get(sampled_markov_networks, profile=ctx.profile, seed=ctx.run_seed, backend=ctx.backend.name)
+    source = ctx.store.get(four_path_markov_data, seed=ctx.run_seed, backend=ctx.backend.name)
     origin = ("authors' features (shared/data)" if source.source == "authors"
               else f"generated from the run's seed {ctx.run_seed}")
     return points, origin

@@ -4,7 +4,9 @@ K(U)^{μν} = Σ_{ππ'} U_{ππ'} C^{μν}_{ππ'} is the renormalized kernel (
 
     ∂E/∂U_{ππ'} = Tr(A C_{ππ'}) − rᵀ C_{ππ'} r,   A = (K + T I)^{-1},  r = A Y        (spec §2.2)
 
-(symmetrised). All three representations take the Cholesky factor R of U = R Rᵀ:
+(symmetrised). All three representations take the Cholesky factor R of U = R Rᵀ (a host array: the solver's
+side), keep their data on the chosen backend (numpy, or cupy: the P-sized work on the device) and return the
+value, gradient and Hessian on the host:
 
 * :class:`KernelEnergy` from the path-path kernels C (𝓗, 𝓗, P, P): small problems and tests.
 * :class:`FeatureKernelEnergy` from the path features X (P, N0, 𝓗) without forming C: with
@@ -26,13 +28,41 @@ import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 
 from ...base import arguments
+from ...base.backend import Backend
 
 SPACES = ("auto", "kernel", "feature")
 
 
-def _labels(y, P: int) -> np.ndarray:
-    """The labels Y as a finite (P,) array, one per training example."""
-    return arguments.array("y", y, shape=(P,))
+def _cholesky(be: Backend, G):
+    """The lower Cholesky factor of G (overwritten on numpy); numpy's LinAlgError on both backends."""
+    if be.name == "numpy":
+        return cholesky(G, lower=True, overwrite_a=True, check_finite=False)
+    return be.cholesky(G)
+
+
+def _cho_solve(be: Backend, L, b):
+    """(L Lᵀ)⁻¹ b from the lower factor L."""
+    if be.name == "numpy":
+        return cho_solve((L, True), b, check_finite=False)
+    return be.solve_triangular(L, be.solve_triangular(L, b, lower=True), lower=True, trans=1)
+
+
+def _lower_solve(be: Backend, L, b):
+    """L⁻¹ b for the lower-triangular L."""
+    if be.name == "numpy":
+        return solve_triangular(L, b, lower=True, check_finite=False)
+    return be.solve_triangular(L, b, lower=True)
+
+
+def _add_to_diagonal(be: Backend, G, value: float):
+    index = be.xp.arange(G.shape[0])
+    G[index, index] += value
+    return G
+
+
+def _labels(y, P: int, be: Backend) -> np.ndarray:
+    """The labels Y as a finite (P,) array of the backend, one per training example."""
+    return arguments.array("y", y, be, shape=(P,))
 
 
 def _temperature(temperature) -> float:
@@ -82,10 +112,11 @@ class _Energy:
     the last R asked for, so that the value, gradient and Hessian at one point share it."""
 
     _last = None
+    backend: Backend
 
     def _at_point(self, R: np.ndarray):
         if self._last is None or not np.array_equal(self._last[0], R):
-            self._last = (R.copy(), self._factorise(R))
+            self._last = (R.copy(), self._factorise(self.backend.asarray(R)))
         return self._last[1]
 
     def at_temperature(self, temperature: float):
@@ -103,8 +134,9 @@ class KernelEnergy(_Energy):
     K(U) + T I positive definite (and its Cholesky factor defined) for every positive-definite U.
     """
 
-    def __init__(self, C, y, temperature: float):
-        C = arguments.array("C", C, ndim=4)
+    def __init__(self, C, y, temperature: float, backend=None):
+        self.backend = be = arguments.backend(backend)
+        C = be.to_numpy(arguments.array("C", C, be, ndim=4))  # checked on the host, used on the backend
         if C.shape[0] != C.shape[1] or C.shape[2] != C.shape[3]:
             raise ValueError(f"C must have shape (𝓗, 𝓗, P, P), got {C.shape}")
         asymmetry = np.max(np.abs(C - C.transpose(1, 0, 3, 2)))
@@ -114,34 +146,39 @@ class KernelEnergy(_Energy):
         gram = C.transpose(0, 2, 1, 3).reshape(paths * P, paths * P)
         arguments.positive_semidefinite("C", 0.5 * (gram + gram.T))
         self.C, self.paths, self.P = C, paths, P
-        self.y = _labels(y, self.P)
+        self.y = _labels(y, self.P, be)
         self.temperature = _temperature(temperature)
         # S_k = (C_ab + C_ba)/2 over the pairs k = (a ≤ b), and the pair index k of each (a, b): on symmetric U
         # only these enter the energy (K = Σ U_ab S_ab), its gradient and its Hessian
         rows, cols = np.triu_indices(paths)
         self.pair = np.zeros((paths, paths), dtype=int)
         self.pair[rows, cols] = self.pair[cols, rows] = np.arange(rows.size)
-        self.symmetric_kernels = 0.5 * (C[rows, cols] + C[cols, rows])
+        self.symmetric_kernels = be.asarray(0.5 * (C[rows, cols] + C[cols, rows]))
+        self.path_traces = np.einsum("abpp->ab", C)  # T_ππ' = Σ_μ C^{μμ}_{ππ'} (host)
+        self.C = be.asarray(C)
 
-    def kernel(self, R: np.ndarray) -> np.ndarray:
-        return np.einsum("ab,abpq->pq", R @ R.T, self.C)
+    def kernel(self, R):
+        xp = self.backend.xp
+        R = self.backend.asarray(R)
+        return xp.einsum("ab,abpq->pq", R @ R.T, self.C)
 
-    def _factorise(self, R: np.ndarray):
+    def _factorise(self, R):
         """(ln det(K + T I), Yᵀr, r, A = (K + T I)^{-1}) at U = R Rᵀ. Tr(A C_{ππ'}) needs every entry of A;
         it is formed by Cholesky solves."""
-        G = self.kernel(R) + self.temperature * np.eye(self.P)
-        L = cholesky(G, lower=True, check_finite=False)
-        r = cho_solve((L, True), self.y, check_finite=False)
-        A = cho_solve((L, True), np.eye(self.P), check_finite=False)
-        return 2.0 * np.sum(np.log(np.diag(L))), float(self.y @ r), r, A
+        be, xp = self.backend, self.backend.xp
+        G = self.kernel(R) + self.temperature * xp.eye(self.P)
+        L = _cholesky(be, G)
+        r = _cho_solve(be, L, self.y)
+        A = _cho_solve(be, L, xp.eye(self.P))
+        return 2.0 * xp.sum(xp.log(xp.diag(L))), float(self.y @ r), r, A
 
     def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
         logdet, fit, r, A = self._at_point(R)
-        S, pair = self.symmetric_kernels, self.pair
+        S, pair, xp = self.symmetric_kernels, self.pair, self.backend.xp
         flat = S.reshape(S.shape[0], -1)
         # on symmetric U only S_ab enters: ∂E/∂U_ab = Tr(A S_ab) − rᵀ S_ab r, symmetric in a ↔ b
-        grad = flat @ A.ravel() - flat @ np.outer(r, r).ravel()
-        return float(logdet + fit), grad[pair]
+        grad = flat @ A.ravel() - flat @ xp.outer(r, r).ravel()
+        return float(logdet + fit), self.backend.to_numpy(grad)[pair]
 
     def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd (𝓗, 𝓗, 𝓗, 𝓗) at U = R Rᵀ: −Tr(A C_cd A C_ab) + rᵀC_dc A C_ab r + rᵀC_ab A C_cd r
@@ -156,17 +193,17 @@ class KernelEnergy(_Energy):
         trace = AS.reshape(m, P * P) @ AS.transpose(0, 2, 1).reshape(m, P * P).T
         v = S @ r  # S_k r
         labels = v @ A @ v.T  # (S_k r)ᵀ A (S_l r)
-        pairs = 2.0 * labels - trace
+        pairs = self.backend.to_numpy(2.0 * labels - trace)
         pairs = 0.5 * (pairs + pairs.T)
         return pairs[pair[:, :, None, None], pair[None, None, :, :]]
 
 
-def _features(X) -> np.ndarray:
-    """The path features X (P, N0, 𝓗), finite, with a finite squared norm (so the kernels K = ΦΦᵀ, whose
-    entries it bounds at U = I, do not overflow)."""
-    X = arguments.array("X", X, ndim=3)
+def _features(X, be: Backend) -> np.ndarray:
+    """The path features X (P, N0, 𝓗) on the backend, finite, with a finite squared norm (so the kernels
+    K = ΦΦᵀ, whose entries it bounds at U = I, do not overflow)."""
+    X = arguments.array("X", X, be, ndim=3)
     with np.errstate(over="ignore"):
-        if not np.isfinite(np.einsum("pia,pia->", X, X)):
+        if not bool(be.xp.isfinite(be.xp.einsum("pia,pia->", X, X))):
             raise ValueError("X is too large: its squared norm Σ X² overflows float64 (rescale the features)")
     return X
 
@@ -174,38 +211,42 @@ def _features(X) -> np.ndarray:
 class FeatureKernelEnergy(_Energy):
     """E and ∂E/∂U from the path features X (P, N0, 𝓗), in the P × P kernel space, without C."""
 
-    def __init__(self, X, y, temperature: float):
-        self.X = _features(X)
-        self.P, self.N0, self.paths = self.X.shape
-        self.y = _labels(y, self.P)
+    def __init__(self, X, y, temperature: float, backend=None):
+        self.backend = be = arguments.backend(backend)
+        self.X = X = _features(X, be)
+        self.P, self.N0, self.paths = X.shape
+        self.y = _labels(y, self.P, be)
         self.temperature = _temperature(temperature)
+        self.path_traces = be.to_numpy(be.xp.einsum("pia,pib->ab", X, X))  # T_ππ' = Σ_μ C^{μμ}_{ππ'} (host)
 
-    def kernel(self, R: np.ndarray) -> np.ndarray:
-        Phi = (self.X @ R).reshape(self.P, -1)
+    def kernel(self, R):
+        Phi = (self.X @ self.backend.asarray(R)).reshape(self.P, -1)
         return Phi @ Phi.T
 
-    def _factorise(self, R: np.ndarray):
+    def _factorise(self, R):
         """(ln det(K + T I), Yᵀ r, r, Z = L^{-1}X flattened (P, N0𝓗)) at U = R Rᵀ."""
-        G = self.kernel(R)
-        G[np.diag_indices_from(G)] += self.temperature
-        L = cholesky(G, lower=True, overwrite_a=True, check_finite=False)
-        r = cho_solve((L, True), self.y, check_finite=False)
-        Z = solve_triangular(L, self.X.reshape(self.P, -1), lower=True, check_finite=False)
-        return 2.0 * np.sum(np.log(np.diag(L))), float(self.y @ r), r, Z
+        be, xp = self.backend, self.backend.xp
+        G = _add_to_diagonal(be, self.kernel(R), self.temperature)
+        L = _cholesky(be, G)
+        r = _cho_solve(be, L, self.y)
+        Z = _lower_solve(be, L, self.X.reshape(self.P, -1))
+        return 2.0 * xp.sum(xp.log(xp.diag(L))), float(self.y @ r), r, Z
 
     def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
         logdet, fit, r, Z = self._at_point(R)
+        xp = self.backend.xp
         Z = Z.reshape(self.X.shape)
-        Xr = np.einsum("pia,p->ia", self.X, r)
-        grad = np.einsum("pia,pib->ab", Z, Z) - Xr.T @ Xr
-        return float(logdet + fit), _symmetric(grad)
+        Xr = xp.einsum("pia,p->ia", self.X, r)
+        grad = xp.einsum("pia,pib->ab", Z, Z) - Xr.T @ Xr
+        return float(logdet + fit), _symmetric(self.backend.to_numpy(grad))
 
     def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd at U = R Rᵀ from M = XᵀAX = ZᵀZ (Z = L^{-1}X) and x = Xᵀr
         (:func:`hessian_from_feature_blocks`). Cost O(P² N0𝓗 + P (N0𝓗)² + N0² 𝓗⁴)."""
         _, _, r, Z = self._at_point(R)
-        M = (Z.T @ Z).reshape(self.N0, self.paths, self.N0, self.paths)
-        return hessian_from_feature_blocks(M, np.einsum("pia,p->ia", self.X, r))
+        be = self.backend
+        M = be.to_numpy(Z.T @ Z).reshape(self.N0, self.paths, self.N0, self.paths)
+        return hessian_from_feature_blocks(M, be.to_numpy(be.xp.einsum("pia,p->ia", self.X, r)))
 
 
 class FeatureSpaceEnergy(_Energy):
@@ -214,8 +255,9 @@ class FeatureSpaceEnergy(_Energy):
     The Gram matrix Γ = XᵀX (D × D) and XᵀY are formed once; a call never touches P again.
     """
 
-    def __init__(self, X, y, temperature: float):
-        X = _features(X)
+    def __init__(self, X, y, temperature: float, backend=None):
+        self.backend = be = arguments.backend(backend)
+        X = _features(X, be)
         self.P, self.N0, self.paths = X.shape
         self.D = self.N0 * self.paths
         if self.D >= self.P:
@@ -223,29 +265,31 @@ class FeatureSpaceEnergy(_Energy):
                 f"feature space needs N0·𝓗 < P (here {self.N0}·{self.paths} = {self.D} ≥ P = {self.P}); "
                 "use the kernel space (FeatureKernelEnergy)"
             )
-        self.y = _labels(y, self.P)
+        self.y = _labels(y, self.P, be)
         self.temperature = _temperature(temperature)
         flat = X.reshape(self.P, self.D)
-        self.gram = flat.T @ flat
+        self.gram = flat.T @ flat  # Γ = XᵀX, on the backend: the one O(P D²) product
         self.Xy = flat.T @ self.y
         self.yy = float(self.y @ self.y)
+        self.path_traces = _diagonal_blocks(be.to_numpy(self.gram), self.N0, self.paths)  # (host)
 
-    def _lift(self, R: np.ndarray, M: np.ndarray) -> np.ndarray:
+    def _lift(self, R, M):
         """(I_{N0} ⊗ R)ᵀ M for M with D rows (R acts on the fast path index)."""
         shaped = M.reshape(self.N0, self.paths, -1)
-        return np.einsum("ab,iaj->ibj", R, shaped).reshape(self.D, -1)
+        return self.backend.xp.einsum("ab,iaj->ibj", R, shaped).reshape(self.D, -1)
 
-    def _factorise(self, R: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        """(E, XᵀAX, XᵀAY) by Woodbury at U = R Rᵀ."""
+    def _factorise(self, R) -> tuple[float, np.ndarray, np.ndarray]:
+        """(E, XᵀAX, XᵀAY) by Woodbury at U = R Rᵀ, the last two on the host (D × D and D)."""
+        be, xp = self.backend, self.backend.xp
         T = self.temperature
         Q = self._lift(R, self.gram)  # (I ⊗ R)ᵀ Γ
-        B = _symmetric(self._lift(R, Q.T.copy()))  # (I ⊗ R)ᵀ Γ (I ⊗ R)
-        B[np.diag_indices_from(B)] += T
-        LB = cholesky(B, lower=True, overwrite_a=True, check_finite=False)
-        W = solve_triangular(LB, Q, lower=True, check_finite=False)  # L_B^{-1} Q
-        w = solve_triangular(LB, (self._lift(R, self.Xy[:, None]))[:, 0], lower=True, check_finite=False)
-        value = (self.P - self.D) * np.log(T) + 2.0 * np.sum(np.log(np.diag(LB))) + (self.yy - w @ w) / T
-        return float(value), (self.gram - W.T @ W) / T, (self.Xy - W.T @ w) / T
+        B = self._lift(R, Q.T.copy())  # (I ⊗ R)ᵀ Γ (I ⊗ R)
+        B = _add_to_diagonal(be, 0.5 * (B + B.T), T)
+        LB = _cholesky(be, B)
+        W = _lower_solve(be, LB, Q)  # L_B^{-1} Q
+        w = _lower_solve(be, LB, (self._lift(R, self.Xy[:, None]))[:, 0])
+        value = (self.P - self.D) * np.log(T) + 2.0 * xp.sum(xp.log(xp.diag(LB))) + (self.yy - w @ w) / T
+        return float(value), be.to_numpy((self.gram - W.T @ W) / T), be.to_numpy((self.Xy - W.T @ w) / T)
 
     def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
         value, XAX, XAy = self._at_point(R)
@@ -261,8 +305,9 @@ class FeatureSpaceEnergy(_Energy):
         return hessian_from_feature_blocks(M, XAy.reshape(self.N0, self.paths))
 
 
-def energy_for(X=None, C=None, *, y, temperature: float, space: str = "auto"):
-    """The energy representation for the given inputs; ``space`` ∈ {"auto", "kernel", "feature"}.
+def energy_for(X=None, C=None, *, y, temperature: float, space: str = "auto", backend=None):
+    """The energy representation for the given inputs; ``space`` ∈ {"auto", "kernel", "feature"}; its data on
+    ``backend`` (numpy by default; cupy puts the P-sized work on the device).
 
     Every argument is checked here, once; the returned object's calls (one per action evaluation)
     work on the checked arrays.
@@ -270,12 +315,13 @@ def energy_for(X=None, C=None, *, y, temperature: float, space: str = "auto"):
     if (X is None) == (C is None):
         raise ValueError("give exactly one of X (path features, (P, N0, 𝓗)) and C (path-path kernels)")
     space = arguments.one_of("space", space, SPACES)
+    be = arguments.backend(backend)
     if C is not None:
         if space == "feature":
             raise ValueError("space='feature' needs the path features X, not C")
-        return KernelEnergy(C, y, temperature)
-    X = _features(X)
+        return KernelEnergy(C, y, temperature, be)
+    X = _features(X, be)
     P, N0, paths = X.shape
     if space == "feature" or (space == "auto" and N0 * paths < P):
-        return FeatureSpaceEnergy(X, y, temperature)
-    return FeatureKernelEnergy(X, y, temperature)
+        return FeatureSpaceEnergy(X, y, temperature, be)
+    return FeatureKernelEnergy(X, y, temperature, be)

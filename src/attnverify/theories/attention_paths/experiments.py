@@ -134,15 +134,16 @@ class WidthSweep:
     gp: dict
 
 
-def gp_lines(X, y, X_test, y_test, subnetworks: dict) -> dict[str, TheoryPoint]:
+def gp_lines(X, y, X_test, y_test, subnetworks: dict, backend: str = "numpy") -> dict[str, TheoryPoint]:
     """GP limit (U = I) of each subnetwork, its features rescaled as for a network of those paths only."""
     lines = {}
     for name, paths in subnetworks.items():
         if len(paths) == X.shape[2]:
-            lines[name] = experiments.gp_point(X, y, X_test, y_test, TEMPERATURE)
+            lines[name] = experiments.gp_point(X, y, X_test, y_test, TEMPERATURE, backend=backend)
         else:
             lines[name] = experiments.gp_point(experiments.subnetwork_features(X, paths), y,
-                                               experiments.subnetwork_features(X_test, paths), y_test, TEMPERATURE)
+                                               experiments.subnetwork_features(X_test, paths), y_test, TEMPERATURE,
+                                               backend=backend)
     return lines
 
 
@@ -155,10 +156,11 @@ def markov_width_sweep(*, network: str, profile: str, seed: int, backend: str = 
     data = store.get(make_data, seed=seed, backend=backend)
     figure = {"4paths": "figure 2c", "2paths": "figure 2e"}[network]
     tasks.progress(f"attention_paths: {figure}, GP lines and the theory at N = {widths}")
-    gp = gp_lines(data.X, data.y, data.X_test, data.y_test, SUBNETWORKS[network])
+    gp = gp_lines(data.X, data.y, data.X_test, data.y_test, SUBNETWORKS[network], backend)
     points = experiments.width_sweep(data.X, data.y, data.X_test, data.y_test, heads=heads, widths=widths,
                                      temperature=TEMPERATURE,
-                                     progress=lambda m: tasks.progress(f"attention_paths: {figure}, {m}"))
+                                     progress=lambda m: tasks.progress(f"attention_paths: {figure}, {m}"),
+                                     backend=backend)
     return WidthSweep(network, tuple(points), gp)
 
 
@@ -185,21 +187,24 @@ def markov_alignment(*, profile: str, seed: int, backend: str = "numpy", store: 
                      gp_overlaps)
 
 
-def sampled_markov_network(*, profile: str, seed: int, width: int) -> SampledPoint:
+def sampled_markov_network(*, profile: str, seed: int, width: int, backend: str = "numpy") -> SampledPoint:
     """Networks sampled from the posterior of the 4-path network on :func:`four_path_markov_data` (``seed``)
     at T = 0.01 and width N = ``width`` (chain seed ``seed + N``), with the theory at the same width
-    (``experiments.sampled_point``)."""
+    (``experiments.sampled_point``), on ``backend``."""
     settings = sampler_settings(profile)
-    data = four_path_markov_data(seed=seed)
+    data = four_path_markov_data(seed=seed, backend=backend)
     tasks.progress(f"attention_paths: sampling networks at N = {width}")
     return experiments.sampled_point(data.X, data.y, data.X_test, data.y_test, heads=FOUR_PATH_HEADS,
-                                     width=width, temperature=TEMPERATURE, seed=seed + width, settings=settings)
+                                     width=width, temperature=TEMPERATURE, seed=seed + width, settings=settings,
+                                     backend=backend)
 
 
-def sampled_markov_networks(*, profile: str, seed: int, store: Store) -> tuple[SampledPoint, ...]:
+def sampled_markov_networks(*, profile: str, seed: int, backend: str = "numpy",
+                            store: Store) -> tuple[SampledPoint, ...]:
     """:func:`sampled_markov_network` at each width of ``SAMPLED_WIDTHS[profile]``."""
     widths = SAMPLED_WIDTHS[one_of("profile", profile, tuple(SAMPLED_WIDTHS))]
-    return tuple(store.get(sampled_markov_network, profile=profile, seed=seed, width=N) for N in widths)
+    return tuple(store.get(sampled_markov_network, profile=profile, seed=seed, width=N, backend=backend)
+                 for N in widths)
 
 
 def plan_experiments(*, profile: str, seed: int, backend: str = "numpy") -> list[Planned]:
@@ -217,11 +222,11 @@ def plan_experiments(*, profile: str, seed: int, backend: str = "numpy") -> list
                                after=(first, figure3)) for g in range(one_shot.CHAIN_GROUPS))
         plan += [*groups, planned(one_shot.one_shot_sampled_networks, profile=profile, seed=seed,
                                   after=(first, figure3, *groups))]
-    plan += [planned(sampled_markov_network, profile=profile, seed=seed, width=N)
+    plan += [planned(sampled_markov_network, profile=profile, seed=seed, width=N, backend=backend)
              for N in sorted(SAMPLED_WIDTHS[profile], reverse=True)]
     for s, network in networks.items():  # each network's path features, then its analysis
         plan += [network] * (network is not first) + [
-            planned(one_shot.one_shot_analysis, profile=profile, training_seed=s, after=(network,))]
+            planned(one_shot.one_shot_analysis, profile=profile, training_seed=s, backend=backend, after=(network,))]
     four = planned(four_path_markov_data, seed=seed, backend=backend)
     two = planned(two_path_markov_data, seed=seed, backend=backend)
     sweep_c = planned(markov_width_sweep, network="4paths", profile=profile, seed=seed, backend=backend, after=(four,))

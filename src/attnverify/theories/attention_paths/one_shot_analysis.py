@@ -153,34 +153,34 @@ class ValidatedPoint:
     test: TheoryPoint
 
 
-def _accuracy(U, X, y, X_other, y_other, temperature: float) -> float:
-    mean = predictor_statistics(U, X, y, X_other, temperature).mean
+def _accuracy(U, X, y, X_other, y_other, temperature: float, backend=None) -> float:
+    mean = predictor_statistics(U, X, y, X_other, temperature, backend=backend).mean
     return float(np.mean(np.sign(mean) == np.sign(y_other)))
 
 
 def validated_point(paths: PathData, width: float, temperatures: Sequence[float] = TEMPERATURES, *,
                     heads: Sequence[int] = HEADS, tolerance: float = SOLVER_TOLERANCE,
                     store: SolutionStore | None = None,
-                    progress: Callable[[str], None] | None = None) -> ValidatedPoint:
+                    progress: Callable[[str], None] | None = None, backend=None) -> ValidatedPoint:
     """Solve the theory at ``width`` for every temperature, keep the one most accurate on validation
     (the first in the grid on a tie) and evaluate it on the test set. ``width = inf``: U = I (spec §3).
     With a ``store``, stored solutions start (and are re-verified by) their solves and new ones are filed
     there as soon as they are found (:func:`.sweep.saddle_points`)."""
     return validated_sweep(paths, [width], temperatures, heads=heads, tolerance=tolerance, store=store,
-                           progress=progress)[0]
+                           progress=progress, backend=backend)[0]
 
 
 def validated_sweep(paths: PathData, widths: Sequence[float] = WIDTHS, temperatures: Sequence[float] = TEMPERATURES, *,
                     heads: Sequence[int] = HEADS, tolerance: float = SOLVER_TOLERANCE,
                     store: SolutionStore | None = None,
-                    progress: Callable[[str], None] | None = None) -> list[ValidatedPoint]:
+                    progress: Callable[[str], None] | None = None, backend=None) -> list[ValidatedPoint]:
     """:func:`validated_point` at every width, in the order given: the finite widths × temperatures are one
     :func:`.sweep.saddle_points` grid (continuation from the widest width and highest temperature)."""
     if len(temperatures) == 0:
         raise ValueError("temperatures must name at least one temperature")
     finite = [w for w in widths if not np.isinf(w)]
     sweep = saddle_points(paths.X, paths.y, heads=heads, widths=finite, temperatures=temperatures,
-                          tolerance=tolerance, store=store) if finite else None
+                          tolerance=tolerance, store=store, backend=backend) if finite else None
     points = []
     for width in widths:
         solutions, scores = {}, {}
@@ -191,10 +191,10 @@ def validated_sweep(paths: PathData, widths: Sequence[float] = WIDTHS, temperatu
                 solution = sweep.at(width, T)
                 U, seconds = solution.order_parameter, solution.seconds
             solutions[T] = (U, seconds)
-            scores[T] = _accuracy(U, paths.X, paths.y, paths.X_validation, paths.y_validation, T)
+            scores[T] = _accuracy(U, paths.X, paths.y, paths.X_validation, paths.y_validation, T, backend)
         best = max(temperatures, key=lambda T: scores[T])
         U, seconds = solutions[best]
-        test = evaluate(U, paths.X, paths.y, paths.X_test, paths.y_test, best, width, seconds)
+        test = evaluate(U, paths.X, paths.y, paths.X_test, paths.y_test, best, width, seconds, backend=backend)
         if progress:
             label = "GP" if np.isinf(width) else f"N = {width:g}"
             progress(f"{label}: T = {best:g} (validation {scores[best]:.3f}), test accuracy "
@@ -251,15 +251,16 @@ def pruning_order(network: TrainedHeads, scores: dict) -> list[Head]:
     return order
 
 
-def pruning_table(network: TrainedHeads, X_test, y_test, scores: dict) -> PruningTable:
+def pruning_table(network: TrainedHeads, X_test, y_test, scores: dict, backend=None) -> PruningTable:
     """Prune the trained network (not the theory) head by head and cumulatively, on the test set."""
-    baseline = network.correct(X_test, y_test)
+    baseline = network.correct(X_test, y_test, backend=backend)
     single, drops = {}, {}
     for head in network.all_heads():
-        pruned = network.correct(X_test, y_test, [head])
+        pruned = network.correct(X_test, y_test, [head], backend=backend)
         single[head], drops[head] = mean_estimate(pruned), mean_estimate(baseline - pruned)
     order = pruning_order(network, scores)
-    cumulative = [mean_estimate(network.correct(X_test, y_test, order[:k])) for k in range(len(order) + 1)]
+    cumulative = [mean_estimate(network.correct(X_test, y_test, order[:k], backend=backend))
+                  for k in range(len(order) + 1)]
     return PruningTable(mean_estimate(baseline), dict(scores), single, drops, order, cumulative)
 
 
@@ -278,11 +279,12 @@ class SeedAnalysis:
 
 def analyse_network(seed: int, network: TrainedHeads, paths: PathData, *, score_width: float = 10,
                     temperatures: Sequence[float] = TEMPERATURES, store: SolutionStore | None = None,
-                    progress: Callable[[str], None] | None = None) -> SeedAnalysis:
-    """Head scores from the theory U at ``score_width`` (the paper: N = 10) and the pruning table."""
-    theory = validated_point(paths, score_width, temperatures, heads=network.heads, store=store, progress=progress)
+                    progress: Callable[[str], None] | None = None, backend=None) -> SeedAnalysis:
+    """Head scores from the theory U at ``score_width`` (the paper: N = 10) and the pruning table, on ``backend``."""
+    theory = validated_point(paths, score_width, temperatures, heads=network.heads, store=store, progress=progress,
+                             backend=backend)
     scores = head_scores(theory.test.order_parameter, network.heads)
-    table = pruning_table(network, paths.X_test, paths.y_test, scores)
+    table = pruning_table(network, paths.X_test, paths.y_test, scores, backend)
     return SeedAnalysis(seed, table.baseline, theory, scores, table, network.order_parameter())
 
 

@@ -31,7 +31,7 @@ def one_shot_cache_is_the_trained_network(p: dict, ctx: Context):
     _, shared = experiment.cached_networks()
     gaps, test_sizes = {}, set()
     for inputs in one_shot_networks(ctx.profile, ctx.store):
-        numpy_accuracy = float(inputs.network.correct(inputs.paths.X_test, inputs.paths.y_test).mean())
+        numpy_accuracy = float(inputs.network.correct(inputs.paths.X_test, inputs.paths.y_test, backend=ctx.backend).mean())
         gaps[inputs.seed] = (numpy_accuracy, float(inputs.network.metadata["test_accuracy"]))
         test_sizes.add(inputs.paths.y_test.size)
     worst = max(abs(a - b) for a, b in gaps.values())
@@ -47,7 +47,7 @@ def one_shot_cache_is_the_trained_network(p: dict, ctx: Context):
 def one_shot_network_generalises_to_new_classes(p: dict, ctx: Context):
     """The gradient-descent network classifies one-shot episodes of digit classes it never saw better
     than chance: for every training seed, test accuracy − 1/2 > 5 standard errors (binomial, per episode)."""
-    estimates = {n.seed: mean_estimate(n.network.correct(n.paths.X_test, n.paths.y_test))
+    estimates = {n.seed: mean_estimate(n.network.correct(n.paths.X_test, n.paths.y_test, backend=ctx.backend))
                  for n in one_shot_networks(ctx.profile, ctx.store)}
     conditions = {f"seed {s}: accuracy − 1/2 > 5 SE": (e.mean - 0.5) / e.standard_error > 5
                   for s, e in sorted(estimates.items())}
@@ -74,7 +74,7 @@ def one_shot_head_scores_predict_pruning(p: dict, ctx: Context):
     accuracy when pruned from the gradient-descent network than heads with a high score: the Spearman rank
     correlation between score and accuracy drop, averaged over training seeds, exceeds 0 by 5 standard
     errors (SE over seeds). Expected inconclusive at the cached seeds: positive, short of 5 SE."""
-    analyses = ctx.store.get(one_shot_analyses, profile=ctx.profile)
+    analyses = ctx.store.get(one_shot_analyses, profile=ctx.profile, backend=ctx.backend.name)
     rho = experiment.rank_correlation_estimate(analyses)
     return exceeds(rho, 0.0, unit="seeds",
                    note=f"Spearman ρ = {rho.mean:.3f} ± {rho.standard_error:.3f} over {rho.samples} seeds: "

@@ -79,8 +79,10 @@ def one_shot_networks(profile: str, store: Store) -> tuple[OneShotNetwork, ...]:
     return tuple(store.get(one_shot_network, training_seed=s) for s in training_seeds(profile))
 
 
-def one_shot_analysis(*, profile: str, training_seed: int, store: Store) -> experiment.SeedAnalysis:
-    """:func:`experiment.analyse_network` of the cached network of ``training_seed``, at the profile's sizes."""
+def one_shot_analysis(*, profile: str, training_seed: int, backend: str = "numpy",
+                      store: Store) -> experiment.SeedAnalysis:
+    """:func:`experiment.analyse_network` of the cached network of ``training_seed``, at the profile's sizes, on
+    ``backend``."""
     sizes = THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]
     seeds = training_seeds(profile)
     if training_seed not in seeds:
@@ -89,7 +91,8 @@ def one_shot_analysis(*, profile: str, training_seed: int, store: Store) -> expe
     inputs = store.get(one_shot_network, training_seed=training_seed)
     tasks.progress(f"attention_paths: one-shot network of seed {training_seed}, head scores and pruning")
     return experiment.analyse_network(training_seed, inputs.network, _theory_episodes(inputs, profile),
-                                      temperatures=sizes["temperatures"], store=solution_store(profile, store))
+                                      temperatures=sizes["temperatures"], store=solution_store(profile, store),
+                                      backend=backend)
 
 
 def training_seeds(profile: str) -> tuple[int, ...]:
@@ -98,9 +101,10 @@ def training_seeds(profile: str) -> tuple[int, ...]:
     return tuple(_profile_seeds(networks, profile))
 
 
-def one_shot_analyses(*, profile: str, store: Store) -> tuple:
+def one_shot_analyses(*, profile: str, backend: str = "numpy", store: Store) -> tuple:
     """:func:`one_shot_analysis` of every network of the profile, by training seed."""
-    return tuple(store.get(one_shot_analysis, profile=profile, training_seed=s) for s in training_seeds(profile))
+    return tuple(store.get(one_shot_analysis, profile=profile, training_seed=s, backend=backend)
+                 for s in training_seeds(profile))
 
 
 FIGURE_WIDTHS = {"quick": (10, 1000), "thorough": experiment.WIDTHS}

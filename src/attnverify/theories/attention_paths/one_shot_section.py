@@ -28,8 +28,8 @@ def _label(head) -> str:
     return f"{head[0] + 1}-{head[1] + 1}"
 
 
-def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str], None], store: Store
-            ) -> tuple[list[Figure], list[Table]]:
+def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str], None], store: Store,
+            backend: str = "numpy") -> tuple[list[Figure], list[Table]]:
     """Figures 3b–3f and their tables, for the first cached network (3e–3f: every seed); the networks and their
     analyses come from the run's ``store`` (the one-shot claims read the same)."""
     progress("attention_paths: figures 3b-f, the one-shot theory, sampled networks, head scores and pruning")
@@ -129,7 +129,7 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
         {"theory_overlap": theory_overlaps, "gp_overlap": gp_overlaps, "theory_eigenvalues": theory_values,
          "gp_eigenvalues": gp_values})
 
-    analyses = store.get(one_shot_analyses, profile=profile)
+    analyses = store.get(one_shot_analyses, profile=profile, backend=backend)
     rho = experiment.rank_correlation_estimate(analyses)
     shown = analyses[0]
     heads = sorted(shown.scores, key=lambda h: shown.scores[h])

@@ -7,7 +7,8 @@ For a test input x, with k_μ(x) = Σ_{ππ'} U_{ππ'} X^μ_π·X_{π'}(x) and 
 
 (authors' code ``compute_predictor_statistics``). With a factor U = R Rᵀ and Φ = X(I ⊗ R) these are
 computed in the P × P kernel space, or, when N0·𝓗 < P, in the feature space through
-B = ΦᵀΦ + T I:  ⟨f⟩ = φᵀ B^{-1} ΦᵀY and ⟨δf²⟩ = T φᵀ B^{-1} φ (Woodbury), never forming C.
+B = ΦᵀΦ + T I:  ⟨f⟩ = φᵀ B^{-1} ΦᵀY and ⟨δf²⟩ = T φᵀ B^{-1} φ (Woodbury), never forming C. The features
+live on the chosen backend (numpy, or cupy for the device); the statistics come back to the host.
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cho_solve, cholesky, solve_triangular
 
 from ...base import arguments
 from ...numerics.statistics import Estimate, mean_estimate
-from .energy import SPACES
+from .energy import SPACES, _add_to_diagonal, _cho_solve, _cholesky, _lower_solve
 
 
 @dataclass(frozen=True)
@@ -54,36 +54,37 @@ def factor(U) -> np.ndarray:
     return vectors * np.sqrt(np.clip(values, 0.0, None))
 
 
-def _lifted(X: np.ndarray, R: np.ndarray) -> np.ndarray:
+def _lifted(X, R):
     return (X @ R).reshape(X.shape[0], -1)
 
 
-def predictor_statistics(U, X_train, y_train, X_test, temperature: float, *, space: str = "auto") -> PredictorStatistics:
-    """⟨f(x)⟩ and ⟨δf(x)²⟩ on the test features X_test (Q, N0, 𝓗) given training X_train (P, N0, 𝓗)."""
-    X_train = arguments.array("X_train", X_train, ndim=3)
+def predictor_statistics(U, X_train, y_train, X_test, temperature: float, *, space: str = "auto",
+                         backend=None) -> PredictorStatistics:
+    """⟨f(x)⟩ and ⟨δf(x)²⟩ on the test features X_test (Q, N0, 𝓗) given training X_train (P, N0, 𝓗), computed on
+    ``backend`` (numpy by default), returned on the host."""
+    be = arguments.backend(backend)
+    xp = be.xp
+    X_train = arguments.array("X_train", X_train, be, ndim=3)
     _, N0, paths = X_train.shape
-    X_test = arguments.array("X_test", X_test, shape=(None, N0, paths))
-    y = arguments.array("y_train", y_train, shape=(X_train.shape[0],))
+    X_test = arguments.array("X_test", X_test, be, shape=(None, N0, paths))
+    y = arguments.array("y_train", y_train, be, shape=(X_train.shape[0],))
     temperature = arguments.positive("temperature", temperature)
     space = arguments.one_of("space", space, SPACES)
     R = factor(U)
     if R.shape[0] != paths:
         raise ValueError(f"U is {R.shape[0]}×{R.shape[0]} but the features have {paths} paths")
+    R = be.asarray(R)
     Phi, phi = _lifted(X_train, R), _lifted(X_test, R)
     P, D = Phi.shape
     if space == "feature" or (space == "auto" and D < P):
-        B = Phi.T @ Phi
-        B[np.diag_indices_from(B)] += temperature
-        LB = cholesky(B, lower=True)
-        mean = phi @ cho_solve((LB, True), Phi.T @ y)
-        W = solve_triangular(LB, phi.T, lower=True)
-        variance = temperature * np.sum(W * W, axis=0)
+        LB = _cholesky(be, _add_to_diagonal(be, Phi.T @ Phi, temperature))
+        mean = phi @ _cho_solve(be, LB, Phi.T @ y)
+        W = _lower_solve(be, LB, phi.T)
+        variance = temperature * xp.sum(W * W, axis=0)
     else:
-        G = Phi @ Phi.T
-        G[np.diag_indices_from(G)] += temperature
-        L = cholesky(G, lower=True)
+        L = _cholesky(be, _add_to_diagonal(be, Phi @ Phi.T, temperature))
         k = Phi @ phi.T  # (P, Q)
-        mean = k.T @ cho_solve((L, True), y)
-        W = solve_triangular(L, k, lower=True)
-        variance = np.sum(phi * phi, axis=1) - np.sum(W * W, axis=0)
-    return PredictorStatistics(mean=mean, variance=np.clip(variance, 0.0, None))
+        mean = k.T @ _cho_solve(be, L, y)
+        W = _lower_solve(be, L, k)
+        variance = xp.sum(phi * phi, axis=1) - xp.sum(W * W, axis=0)
+    return PredictorStatistics(mean=be.to_numpy(mean), variance=np.clip(be.to_numpy(variance), 0.0, None))

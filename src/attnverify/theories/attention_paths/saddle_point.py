@@ -31,7 +31,7 @@ from . import derivations as theory
 from ...base import arguments, blas
 from ...numerics import trust_region
 from . import second_derivatives
-from .energy import _diagonal_blocks, energy_for
+from .energy import energy_for
 from .entropy import ActionConfig, entropy, entropy_gradients
 
 
@@ -233,22 +233,13 @@ def solve(
         return _solve(action, tolerance, max_iterations, start, space, raise_on_failure)
 
 
-def _path_traces(energy) -> np.ndarray | None:
-    """T_ππ' = Σ_μ C^{μμ}_{ππ'}, so that Tr K(U) = Σ U_ππ' T_ππ' (None for an energy of another kind)."""
-    if hasattr(energy, "C"):
-        return np.einsum("abpp->ab", energy.C)
-    if hasattr(energy, "gram"):
-        return _diagonal_blocks(energy.gram, energy.N0, energy.paths)
-    if hasattr(energy, "X"):
-        return np.einsum("pia,pib->ab", energy.X, energy.X)
-    return None
 
 
 def _check_temperature(action: Action, theta: np.ndarray) -> None:
     """Refuse a temperature below ε·Tr K(U) at the start where the kernel K(U) is singular in float64 (always in
     the feature space, where N0·𝓗 < P): T·I, which alone makes K(U) + T·I definite, is then lost in the round-off
     of K, and the action is not defined numerically. (A K(U) definite by itself needs no T·I.)"""
-    traces = _path_traces(action.energy)
+    traces = getattr(action.energy, "path_traces", None)  # T_ππ' = Σ_μ C^{μμ}_{ππ'}: Tr K(U) = Σ U_ππ' T_ππ'
     temperature = getattr(action.energy, "temperature", action.config.temperature)
     if traces is None:
         return
@@ -257,7 +248,7 @@ def _check_temperature(action: Action, theta: np.ndarray) -> None:
     if temperature >= lowest:
         return
     if not hasattr(action.energy, "gram") and hasattr(action.energy, "kernel"):
-        if np.linalg.eigvalsh(action.energy.kernel(R))[0] > lowest:
+        if float(action.energy.backend.xp.linalg.eigvalsh(action.energy.kernel(R))[0]) > lowest:
             return
     raise ValueError(f"temperature must be in [{lowest:.3g}, inf) for these path features: the kernel K(U) at the "
                      f"solver's start is singular in float64, and below ε·Tr K(U) the T·I that makes K(U) + T·I "
@@ -307,6 +298,7 @@ def saddle_point(
     prior_var=1.0,
     tolerance: float = 1e-9,
     raise_on_failure: bool = True,
+    backend=None,
 ) -> SaddlePoint:
     """Saddle point from the path-path kernels C (𝓗, 𝓗, P, P), C[π,π',μ,ν] = X^μ_π·X^ν_{π'}.
 
@@ -318,7 +310,7 @@ def saddle_point(
     config = ActionConfig.build(heads, width, temperature, prior_var)
     if C is None:
         raise TypeError("C must be the path-path kernels, an array of shape (𝓗, 𝓗, P, P), got None")
-    energy = energy_for(C=C, y=y, temperature=config.temperature)
+    energy = energy_for(C=C, y=y, temperature=config.temperature, backend=backend)
     _check_paths(config, energy.paths, "C.shape[0]")
     return solve(Action(config, energy), tolerance=tolerance, space="kernel", raise_on_failure=raise_on_failure)
 
@@ -335,8 +327,10 @@ def saddle_point_from_features(
     tolerance: float = 1e-9,
     raise_on_failure: bool = True,
     start: Sequence[np.ndarray] | None = None,
+    backend=None,
 ) -> SaddlePoint:
-    """Saddle point from the path features X (P, N0, 𝓗), without forming C.
+    """Saddle point from the path features X (P, N0, 𝓗), without forming C; the P-sized work on ``backend``
+    (numpy, or cupy for the device), the trust-region Newton steps over the 𝓗 × 𝓗 order parameters on the host.
 
     ``space="auto"`` works in the (N0𝓗)-dimensional feature space (Woodbury) when N0·𝓗 < P, so an
     iteration costs O((N0𝓗)³) independently of P, and in the P × P kernel space otherwise.
@@ -346,7 +340,7 @@ def saddle_point_from_features(
     config = ActionConfig.build(heads, width, temperature, prior_var)
     if X is None:
         raise TypeError("X must be the path features, an array of shape (P, N0, 𝓗), got None")
-    energy = energy_for(X=X, y=y, temperature=config.temperature, space=space)
+    energy = energy_for(X=X, y=y, temperature=config.temperature, space=space, backend=backend)
     _check_paths(config, energy.paths, "X.shape[2]")
     chosen = "feature" if type(energy).__name__ == "FeatureSpaceEnergy" else "kernel"
     factors = None if start is None else _start_factors(start, config)

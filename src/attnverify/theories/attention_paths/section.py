@@ -353,8 +353,8 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
     against N, of U at N = 10 and of the solver's time.
 
     Writes ``attention_paths_fig2{c,d,e}.png`` into ``out_dir``. ``backend`` (a Backend or a name)
-    computes the attention and path features of the data drawn here; the saddle point and the
-    predictor run in numpy. ``seed`` (an integer ≥ 0) fixes every random draw through
+    computes the attention and path features of the data drawn here, the saddle points, the predictor and the
+    sampled networks (the trust-region steps over U on the host). ``seed`` (an integer ≥ 0) fixes every random draw through
     SeedSequence(seed).spawn; the authors' 4-path features, when present, do not depend on it.
     """
     store = check_section_arguments(profile, seed, progress, store)
@@ -368,7 +368,7 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
     progress("attention_paths: figure 2c, the 4-path features, the theory against N and the sampled networks")
     four = store.get(four_path_markov_data, seed=seed, backend=backend)
     sweep_c = store.get(markov_width_sweep, network="4paths", profile=profile, seed=seed, backend=backend)
-    sampled = store.get(sampled_markov_networks, profile=profile, seed=seed)
+    sampled = store.get(sampled_markov_networks, profile=profile, seed=seed, backend=backend)
     fig_c, tables_c = _four_path_figure(out_dir, four, sweep_c, sampled)
     progress(f"attention_paths: figure 2d, kernel PCs' overlap with Y (N = {ALIGNMENT_WIDTH} vs GP)")
     alignment = store.get(markov_alignment, profile=profile, seed=seed, backend=backend)
@@ -380,7 +380,7 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
 
     from .one_shot_section import figure3
 
-    figures_3, tables_3 = figure3(out_dir, profile=profile, seed=seed, progress=progress, store=store)
+    figures_3, tables_3 = figure3(out_dir, profile=profile, seed=seed, progress=progress, store=store, backend=backend)
 
     timing = Table(
         "Saddle-point solver time per width N (seconds, one solve each, started at the GP point)",

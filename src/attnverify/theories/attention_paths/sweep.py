@@ -90,18 +90,20 @@ def saddle_points(
     tolerance: float = 1e-9,
     store: SolutionStore | None = None,
     progress: Callable[[str], None] | None = None,
+    backend=None,
 ) -> SaddlePointSweep:
     """The saddle point at every (N, T) of ``widths`` × ``temperatures`` (equal widths n_0 = … = n_L = N),
     from the path features X (P, N0, 𝓗) and labels y, by continuation (see the module docstring).
 
-    Raises :class:`.saddle_point.SaddlePointError` for the first grid point whose solve fails.
+    Raises :class:`.saddle_point.SaddlePointError` for the first grid point whose solve fails. The P-sized work
+    runs on ``backend`` (numpy by default), the Newton steps on the host.
     """
     widths, temperatures = _grid("widths", widths), _grid("temperatures", temperatures)
     tolerance = arguments.positive("tolerance", tolerance)
     if store is not None and not isinstance(store, SolutionStore):
         raise TypeError(f"store must be a SolutionStore or None, got {type(store).__name__}")
     t0 = time.perf_counter()
-    base = energy_for(X=X, y=y, temperature=temperatures[0], space=space)
+    base = energy_for(X=X, y=y, temperature=temperatures[0], space=space, backend=backend)
     chosen = "feature" if isinstance(base, FeatureSpaceEnergy) else "kernel"
     features = fingerprint(X, y) if store is not None else ""
     solutions: dict = {}

@@ -60,27 +60,30 @@ class TheoryPoint:
     predictor_mean: np.ndarray | None = None  # ⟨f(x)⟩ at each test point: the margin whose sign ``correct`` scores
 
 
-def evaluate(U, X, y, X_test, y_test, temperature: float, width: float = np.inf, seconds: float = 0.0) -> TheoryPoint:
-    stats = predictor_statistics(U, X, y, X_test, temperature)
+def evaluate(U, X, y, X_test, y_test, temperature: float, width: float = np.inf, seconds: float = 0.0, *,
+             backend=None) -> TheoryPoint:
+    """The test statistics of the mean predictor at U (computed on ``backend``; host arrays out)."""
+    stats = predictor_statistics(U, X, y, X_test, temperature, backend=backend)
     correct = (np.sign(stats.mean) == np.sign(y_test)).astype(float)
     return TheoryPoint(width, mean_estimate(correct), stats.generalisation_error(y_test), correct,
                        np.asarray(U, dtype=float), seconds, np.asarray(stats.mean, dtype=float))
 
 
-def gp_point(X, y, X_test, y_test, temperature: float, prior_scale: float = 1.0) -> TheoryPoint:
+def gp_point(X, y, X_test, y_test, temperature: float, prior_scale: float = 1.0, *, backend=None) -> TheoryPoint:
     """The GP limit: U = σ_a² Π σ_ℓ² I (spec §3)."""
-    return evaluate(prior_scale * np.eye(X.shape[2]), X, y, X_test, y_test, temperature)
+    return evaluate(prior_scale * np.eye(X.shape[2]), X, y, X_test, y_test, temperature, backend=backend)
 
 
 def width_sweep(X, y, X_test, y_test, *, heads: Sequence[int], widths: Sequence[float], temperature: float,
-                progress: Callable[[str], None] | None = None) -> list[TheoryPoint]:
+                progress: Callable[[str], None] | None = None, backend=None) -> list[TheoryPoint]:
     """The finite-width theory at each N (equal widths, unit prior variances), in the order given, solved
-    by continuation from the widest (:func:`.sweep.saddle_points`)."""
-    sweep = saddle_points(X, y, heads=heads, widths=widths, temperatures=[temperature])
+    by continuation from the widest (:func:`.sweep.saddle_points`), its P-sized work on ``backend``."""
+    sweep = saddle_points(X, y, heads=heads, widths=widths, temperatures=[temperature], backend=backend)
     points = []
     for N in widths:
         solution = sweep.at(N, temperature)
-        points.append(evaluate(solution.order_parameter, X, y, X_test, y_test, temperature, N, solution.seconds))
+        points.append(evaluate(solution.order_parameter, X, y, X_test, y_test, temperature, N, solution.seconds,
+                               backend=backend))
         if progress:
             progress(f"N = {N:g}: accuracy {points[-1].accuracy.mean:.3f} ({solution.seconds:.1f} s)")
     return points
@@ -150,19 +153,21 @@ class SampledPoint:
 
 
 def sampled_point(X, y, X_test, y_test, *, heads: Sequence[int], width: int, temperature: float, seed: int,
-                  settings, progress: Callable[[str], None] | None = None) -> SampledPoint:
-    """Sample the posterior at ``width`` (collapsed HMC) and solve the theory at the same data."""
+                  settings, progress: Callable[[str], None] | None = None, backend=None) -> SampledPoint:
+    """Sample the posterior at ``width`` (collapsed HMC) and solve the theory at the same data, both on
+    ``backend`` (host data in, host statistics out)."""
     from .posterior import network_posterior
     from .sampling import sample_posterior
 
-    posterior = network_posterior(X, y, heads=heads, width=width, temperature=temperature)
+    posterior = network_posterior(X, y, heads=heads, width=width, temperature=temperature, backend=backend)
     samples = sample_posterior(posterior, seed=seed, settings=settings, X_test=X_test, progress=progress)
     U = samples.order_parameter_summary()
     predictor = samples.predictor_summary()
-    theory = width_sweep(X, y, X_test, y_test, heads=heads, widths=[width], temperature=temperature)[0]
+    theory = width_sweep(X, y, X_test, y_test, heads=heads, widths=[width], temperature=temperature,
+                         backend=backend)[0]
     shifted = saddle_point_from_features(X, y, heads=heads, width=wishart_shifted_widths(heads, width),
-                                         temperature=temperature)
-    theory_shifted = evaluate(shifted.order_parameter, X, y, X_test, y_test, temperature, width)
+                                         temperature=temperature, backend=backend)
+    theory_shifted = evaluate(shifted.order_parameter, X, y, X_test, y_test, temperature, width, backend=backend)
     # U: R-hat within the limit for the maximum over its entries (false alarm ≤ 10⁻³) and ESS ≥ 400 each. The
     # predictor has one R-hat per test point (1000 here), gated the same way for the maximum over its points
     # (ChainSummary.rhat_converged); its ESS is not gated, as its MCSE enters only through the accuracy's.

@@ -77,17 +77,21 @@ class TrainedHeads:
         return np.array([0.0 if any((layer, h) in pruned for layer, h in enumerate(path)) else renormalisation
                          for path in path_index(self.heads)])
 
-    def outputs(self, X: Any, pruned: Iterable[Head] = ()) -> np.ndarray:
-        """f(x) (P,) from path features X (P, N0, 𝓗): √(N0 𝓗) Σ_π c_π X_π · V^eff_π."""
-        X = arguments.array("X", X, ndim=3)
+    def outputs(self, X: Any, pruned: Iterable[Head] = (), *, backend: Any = None) -> np.ndarray:
+        """f(x) (P,) from path features X (P, N0, 𝓗): √(N0 𝓗) Σ_π c_π X_π · V^eff_π, computed on ``backend``
+        (numpy by default), returned on the host."""
+        be = arguments.backend(backend)
+        X = arguments.array("X", X, be, ndim=3)
         if X.shape[1:] != (self.token_dim, self.path_weights.shape[0]):
-            raise ValueError(f"X must have shape (P, {self.token_dim}, {self.path_weights.shape[0]}), got {X.shape}")
+            raise ValueError(f"X must have shape (P, {self.token_dim}, {self.path_weights.shape[0]}), "
+                             f"got {tuple(X.shape)}")
         scale = math.sqrt(self.token_dim * self.path_weights.shape[0])
-        return scale * np.einsum("nip,pi,p->n", X, self.path_weights, self.path_factors(pruned))
+        return be.to_numpy(scale * be.xp.einsum("nip,pi,p->n", X, be.asarray(self.path_weights),
+                                                be.asarray(self.path_factors(pruned))))
 
-    def correct(self, X: Any, y: Any, pruned: Iterable[Head] = ()) -> np.ndarray:
+    def correct(self, X: Any, y: Any, pruned: Iterable[Head] = (), *, backend: Any = None) -> np.ndarray:
         """1.0 where sign f(x) = y, else 0.0 (per example, for paired comparisons)."""
-        outputs = self.outputs(X, pruned)
+        outputs = self.outputs(X, pruned, backend=backend)
         return (np.sign(outputs) == arguments.array("y", y, shape=outputs.shape)).astype(float)
 
     def order_parameter(self) -> np.ndarray:

@@ -16,9 +16,11 @@ import numpy as np
 from scipy.linalg import cho_solve
 from scipy.optimize import minimize
 
-from ...base.arguments import array, generator, integer, nonnegative, one_of, positive, positive_definite_factor
+from ...base.arguments import array, backend as backend_argument, generator, integer, nonnegative, one_of, positive
+from ...base.arguments import positive_definite_factor
+from ...base.backend import Backend, array_module
 from ...numerics.statistics import Estimate, mean_estimate
-from ._stable import finite_result
+from ._stable import backend_of, finite_result
 from .attention import _softmax
 
 OBJECTIVES = ("supervised", "masked")
@@ -49,14 +51,15 @@ class LatentLinearTask:
         """W* = Σ⁻¹: the tilted key mean ΣWq equals q, so f_{W*} → Aq (Cholesky solve)."""
         return cho_solve(self._factor, np.eye(self.d))
 
-    def sample(self, sequences: int, tokens: int, rng: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(A (N, d_v, d), keys (N, T, d), values (N, T, d_v)) for N independent sequences of T tokens;
-        ``rng`` a numpy Generator or an integer seed."""
+    def sample(self, sequences: int, tokens: int, rng: Any, backend: Backend | str | None = None) -> tuple[Any, Any, Any]:
+        """(A (N, d_v, d), keys (N, T, d), values (N, T, d_v)) for N independent sequences of T tokens, on the
+        backend; ``rng`` a Generator of the backend or an integer seed."""
+        be = backend_argument(backend)
         N, T = integer("sequences", sequences, 1), integer("tokens", tokens, 1)
-        rng = generator(rng)
+        rng = generator(rng, be)
         A = self.prior_sd * rng.standard_normal((N, self.d_v, self.d))
-        keys = rng.standard_normal((N, T, self.d)) @ np.tril(self._factor[0]).T
-        values = np.einsum("nci,nti->ntc", A, keys) + self.noise_sd * rng.standard_normal((N, T, self.d_v))
+        keys = rng.standard_normal((N, T, self.d)) @ be.asarray(np.tril(self._factor[0]).T)
+        values = be.xp.einsum("nci,nti->ntc", A, keys) + self.noise_sd * rng.standard_normal((N, T, self.d_v))
         return A, keys, values
 
 
@@ -86,7 +89,7 @@ def _task(task: Any) -> LatentLinearTask:
 
 
 def draw_dataset(task: LatentLinearTask, objective: str, sequences: int, length: int, rng: Any,
-                 masked: int = 8) -> Dataset:
+                 masked: int = 8, backend: Backend | str | None = None) -> Dataset:
     """N sequences of L context tokens plus M query tokens (M = 1 labelled query when supervised).
 
     The query tokens follow the context: supervised, y = Aq + σ_yη with σ_y = σ is exactly a
@@ -96,30 +99,34 @@ def draw_dataset(task: LatentLinearTask, objective: str, sequences: int, length:
     N, L = integer("sequences", sequences, 1), integer("length", length, 1)
     masked = integer("masked", masked, 1)  # checked even where unused (supervised): a bad value is never ignored
     M = 1 if objective == "supervised" else masked
-    _, keys, values = task.sample(N, L + M, generator(rng))
+    be = backend_argument(backend)
+    _, keys, values = task.sample(N, L + M, generator(rng, be), backend=be)
     return Dataset(objective, keys[:, L:], keys[:, :L], values[:, :L], values[:, L:])
 
 
-def attention_prediction(W: Any, queries: Any, keys: Any, values: Any) -> np.ndarray:
-    """f_W(q; K, V) = Σ_ℓ softmax_ℓ(qᵀWk_ℓ) v_ℓ for queries (N, M, d), keys (N, L, d), values (N, L, d_v)."""
-    K = array("keys", keys, ndim=3)
-    q = array("queries", queries, shape=(K.shape[0], None, K.shape[2]))
-    V = array("values", values, shape=(K.shape[0], K.shape[1], None))
-    return _predict(_parameter(W, K.shape[-1]), q, K, V, check=True)[1]
+def attention_prediction(W: Any, queries: Any, keys: Any, values: Any) -> Any:
+    """f_W(q; K, V) = Σ_ℓ softmax_ℓ(qᵀWk_ℓ) v_ℓ for queries (N, M, d), keys (N, L, d), values (N, L, d_v), on the
+    backend of the keys."""
+    be = backend_of(keys)
+    K = array("keys", keys, be, ndim=3)
+    q = array("queries", queries, be, shape=(K.shape[0], None, K.shape[2]))
+    V = array("values", values, be, shape=(K.shape[0], K.shape[1], None))
+    return _predict(be.asarray(_parameter(W, K.shape[-1])), q, K, V, check=True)[1]
 
 
 def _parameter(W: Any, d: int, name: str = "W") -> np.ndarray:
     return array(name, W, shape=(d, d))
 
 
-def _predict(W: np.ndarray, q: np.ndarray, K: np.ndarray, V: np.ndarray, check: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Weights and predictions for checked arrays; ``check`` refuses logits that overflow (public
-    callers; the optimiser's per-iteration calls skip it)."""
-    logits = np.einsum("nmi,ij,nlj->nml", q, W, K)
+def _predict(W: Any, q: Any, K: Any, V: Any, check: bool = False) -> tuple[Any, Any]:
+    """Weights and predictions for checked arrays (W on their backend); ``check`` refuses logits that overflow
+    (public callers; the optimiser's per-iteration calls skip it)."""
+    xp = array_module(K)
+    logits = xp.einsum("nmi,ij,nlj->nml", q, W, K)
     if check:
-        finite_result(np, logits, "the logits qᵀWk_ℓ", "W, queries and keys")
+        finite_result(xp, logits, "the logits qᵀWk_ℓ", "W, queries and keys")
     weights = _softmax(logits)
-    return weights, np.einsum("nml,nlc->nmc", weights, V)
+    return weights, xp.einsum("nml,nlc->nmc", weights, V)
 
 
 def _data(data: Any) -> Dataset:
@@ -139,14 +146,17 @@ def empirical_risk_and_gradient(W: Any, data: Dataset) -> tuple[float, np.ndarra
 
 
 def _risk_and_gradient(W: np.ndarray, data: Dataset, check: bool = False) -> tuple[float, np.ndarray]:
+    """R(W) and ∂R/∂W on the host for a host W (the optimiser's side), computed on the data's backend."""
     q, K, V = data.queries, data.keys, data.values
-    p, f = _predict(W, q, K, V, check)
+    be = backend_of(K)
+    xp = be.xp
+    p, f = _predict(be.asarray(W), q, K, V, check)
     r = data.targets - f
     count = r.shape[0] * r.shape[1]
     # ⟨r, v_ℓ − f⟩ for every query and context token
-    tilt = p * (np.einsum("nlc,nmc->nml", V, r) - np.einsum("nmc,nmc->nm", f, r)[..., None])
-    gradient = -2.0 / count * np.einsum("nmi,nmj->ij", q, np.einsum("nml,nlj->nmj", tilt, K))
-    risk = float(np.sum(r * r) / count)
+    tilt = p * (xp.einsum("nlc,nmc->nml", V, r) - xp.einsum("nmc,nmc->nm", f, r)[..., None])
+    gradient = be.to_numpy(-2.0 / count * xp.einsum("nmi,nmj->ij", q, xp.einsum("nml,nlj->nmj", tilt, K)))
+    risk = float(xp.sum(r * r) / count)
     if check:
         finite_result(np, np.append(gradient, risk), "the risk or its gradient", "W and data")
     return risk, gradient
@@ -204,18 +214,19 @@ def _newton_distance(fun, x: np.ndarray) -> float:
     return norm / curvature if curvature > 0 else float("inf")
 
 
-def _sequence_losses(W: np.ndarray, data: Dataset) -> np.ndarray:
-    f = _predict(W, data.queries, data.keys, data.values, check=True)[1]
-    return finite_result(np, np.sum((data.targets - f) ** 2, axis=-1).mean(axis=-1), "the risk", "W and task")
+def _sequence_losses(W: np.ndarray, data: Dataset) -> Any:
+    be = backend_of(data.keys)
+    f = _predict(be.asarray(W), data.queries, data.keys, data.values, check=True)[1]
+    return finite_result(be.xp, be.xp.sum((data.targets - f) ** 2, axis=-1).mean(axis=-1), "the risk", "W and task")
 
 
 def population_risk(W: Any, task: LatentLinearTask, objective: str, length: int, sequences: int, rng: Any,
-                    masked: int = 8) -> Estimate:
+                    masked: int = 8, backend: Backend | str | None = None) -> Estimate:
     """E R(W) at fixed W on a fresh draw: the mean over sequences of (1/M) Σ_j ‖v_j − f_W(k_j)‖²,
     with its standard error (per-sequence losses are i.i.d.)."""
     W = _parameter(W, _task(task).d)
     integer("sequences", sequences, 2)
-    data = draw_dataset(task, objective, sequences, length, rng, masked)
+    data = draw_dataset(task, objective, sequences, length, rng, masked, backend=backend)
     return mean_estimate(_sequence_losses(W, data))
 
 
@@ -234,10 +245,13 @@ class GeneralizationGap:
 
 def generalization_gap(task: LatentLinearTask, objective: str, length: int, train_sequences: int,
                        test_sequences: int, replicates: int, seed: int, masked: int = 8,
-                       progress: Callable[[str], None] | None = None) -> GeneralizationGap:
+                       progress: Callable[[str], None] | None = None,
+                       backend: Backend | str | None = None) -> GeneralizationGap:
     """gap = E[R(Ŵ) − R̂(Ŵ)] over independent training sets (Zhang et al. 2022, generalisation bound),
     estimated by the mean over ``replicates`` with its standard error; replicate r uses the r-th
-    child of SeedSequence(seed) for both its training and its test set."""
+    child of SeedSequence(seed) for both its training and its test set. The data and the risks live on the
+    backend; the optimiser (L-BFGS-B over the d × d parameter) runs on the host."""
+    be = backend_argument(backend)
     task, objective = _task(task), one_of("objective", objective, OBJECTIVES)
     L = integer("length", length, 1)
     N = integer("train_sequences", train_sequences, 1)
@@ -250,9 +264,9 @@ def generalization_gap(task: LatentLinearTask, objective: str, length: int, trai
     target = task.desired_parameter()
     rows = []
     for r, child in enumerate(np.random.SeedSequence(seed).spawn(R)):
-        rng = np.random.default_rng(child)
-        fit = fit_attention_parameter(draw_dataset(task, objective, N, L, rng, masked))
-        test = population_risk(fit.W, task, objective, L, n_test, rng, masked).mean
+        rng = np.random.default_rng(child) if be.name == "numpy" else be.random(int(child.generate_state(1)[0]))
+        fit = fit_attention_parameter(draw_dataset(task, objective, N, L, rng, masked, backend=be))
+        test = population_risk(fit.W, task, objective, L, n_test, rng, masked, backend=be).mean
         rows.append((test - fit.train_risk, fit.train_risk, test, np.linalg.norm(fit.W - target)))
         if progress is not None:
             progress(f"{objective} L={L} replicate {r + 1}/{R}: gap {rows[-1][0]:.4g}, "

@@ -17,12 +17,11 @@ from typing import Any
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
-from scipy.special import logsumexp
 
 from ...base.arguments import array, backend as backend_argument, generator, integer, nonnegative, positive
 from ...base.arguments import positive_definite_factor, real
 from ...base.backend import Backend
-from ._stable import finite_result
+from ._stable import backend_of, finite_result
 
 #: Gaussian conditioning by Cholesky (``posterior_by_conditioning``) keeps about 16 − log10(1 + Lτ²/σ²)
 #: digits; beyond this condition number it is refused (the closed form has no such limit).
@@ -212,12 +211,18 @@ class FiniteLatentModel:
     def d(self) -> int:
         return self.means.shape[1]
 
-    def sample(self, length: int, replicates: int, rng: Any) -> tuple[np.ndarray, np.ndarray]:
-        """(z (R,) in 0..M−1, tokens (R, L, d)); ``rng`` a numpy Generator or an integer seed."""
+    def sample(self, length: int, replicates: int, rng: Any, backend: Backend | str | None = None) -> tuple[Any, Any]:
+        """(z (R,) in 0..M−1, tokens (R, L, d)) on the backend; ``rng`` a Generator of the backend or an integer
+        seed. (cupy's Generator has no ``choice``: there z is the inverse CDF of the prior at a uniform draw.)"""
+        be = backend_argument(backend)
         L, R = integer("length", length, 1), integer("replicates", replicates, 1)
-        rng = generator(rng)
-        z = rng.choice(self.latents, size=R, p=self.prior)
-        return z, self.means[z][:, None, :] + rng.standard_normal((R, L, self.d))
+        rng = generator(rng, be)
+        if be.name == "numpy":
+            z = rng.choice(self.latents, size=R, p=self.prior)
+        else:
+            edges = be.asarray(np.cumsum(self.prior)[:-1])
+            z = be.xp.searchsorted(edges, rng.random(R), side="right")
+        return z, be.asarray(self.means)[z][:, None, :] + rng.standard_normal((R, L, self.d))
 
     def posterior_by_bayes(self, tokens: Any) -> np.ndarray:
         """P(z = m | X) for tokens (..., L, d) by Bayes' rule token by token:
@@ -227,20 +232,25 @@ class FiniteLatentModel:
         Tokens and means are scaled by powers of two before the sums, so tokens of any finite
         magnitude (1e200) give the exact posterior (there, one-hot on the latent that explains them).
         """
-        X = array("tokens", tokens, min_ndim=2, allow_empty=True)
+        be = backend_of(tokens)
+        xp = be.xp
+        X = array("tokens", tokens, be, min_ndim=2, allow_empty=True)
         if X.shape[-1] != self.d:
-            raise ValueError(f"tokens must have shape (..., L, {self.d}), got {X.shape}")
+            raise ValueError(f"tokens must have shape (..., L, {self.d}), got {tuple(X.shape)}")
         # power-of-two exponents of the tokens (per sequence) and of the means
-        ex = np.frexp(np.max(np.abs(X), axis=(-2, -1), initial=0.0))[1][..., None]  # (..., 1)
+        largest = xp.max(xp.abs(X), axis=(-2, -1)) if X.size else xp.zeros(X.shape[:-2])
+        ex = xp.frexp(largest)[1][..., None]  # (..., 1)
         em = int(np.frexp(np.max(np.abs(self.means)))[1])
-        mu = np.ldexp(self.means, -em)
-        cross = np.einsum("...ld,md->...m", np.ldexp(X, -ex[..., None]), mu)  # Σ_ℓ x_ℓᵀμ_m / 2^(ex+em)
+        mu = be.asarray(np.ldexp(self.means, -em))
+        cross = xp.einsum("...ld,md->...m", xp.ldexp(X, -ex[..., None]), mu)  # Σ_ℓ x_ℓᵀμ_m / 2^(ex+em)
         norms = X.shape[-2] * (mu * mu).sum(axis=-1) / 2  # L‖μ_m‖²/2 / 2^(2em)
-        top = np.maximum(ex + em, 2 * em)
-        scaled = np.ldexp(cross, ex + em - top) - np.ldexp(norms, 2 * em - top)
+        top = xp.maximum(ex + em, 2 * em)
+        scaled = xp.ldexp(cross, ex + em - top) - xp.ldexp(norms, 2 * em - top)
         with np.errstate(over="ignore"):  # −∞ for latents the tokens rule out: posterior 0
-            log_joint = np.log(self.prior) + np.ldexp(scaled - scaled.max(axis=-1, keepdims=True), top)
-        return np.exp(log_joint - logsumexp(log_joint, axis=-1, keepdims=True))
+            log_joint = be.asarray(np.log(self.prior)) + xp.ldexp(scaled - scaled.max(axis=-1, keepdims=True), top)
+        top_joint = xp.max(log_joint, axis=-1, keepdims=True)
+        log_norm = top_joint + xp.log(xp.sum(xp.exp(log_joint - top_joint), axis=-1, keepdims=True))
+        return xp.exp(log_joint - log_norm)
 
 
 #: Bounds on noise_sd/prior_sd: the ridge λ = (noise_sd/prior_sd)² must be a normal float64.

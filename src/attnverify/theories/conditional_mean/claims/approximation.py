@@ -56,7 +56,7 @@ def error_constant(p: dict, ctx: Context) -> Evidence:
     for L in (64, 512):
         value, budget = constants["constant"] + constants["second_order"] / L, abs(constants["second_order"]) / L
         errors = _score_errors(model, a, target, L, ctx)
-        estimate = sized_mean(lambda rng, n: L * (errors(rng, n) ** 2).sum(axis=-1), ctx.rng, resolution=budget,
+        estimate = sized_mean(lambda rng, n: L * (errors(rng, n) ** 2).sum(axis=-1), ctx.backend_rng(), resolution=budget,
                               relative_resolution=relative, reference=value, bias_budget=budget,
                               budget=ctx.choose(quick=100_000, thorough=500_000), chunk=chunk(L))
         evidences.append((f"L={L}", within_error(value, estimate, bias_budget=budget, figures=estimate.sizing(),
@@ -84,7 +84,7 @@ def bias_constant(p: dict, ctx: Context) -> Evidence:
         budget = abs(constants["second_order_bias"]) / L
         errors = _score_errors(model, a, target, L, ctx)
         # the scaled error along β, draw by draw (its spread is about √(L·C): about 2,500·L draws)
-        estimate = sized_mean(lambda rng, n: L * (errors(rng, n) @ direction), ctx.rng,
+        estimate = sized_mean(lambda rng, n: L * (errors(rng, n) @ direction), ctx.backend_rng(),
                               resolution=budget + relative * math.sqrt(constants["constant"]), bias_budget=budget,
                               budget=ctx.choose(quick=400_000, thorough=2_000_000), chunk=chunk(L))
         evidences.append((f"L={L}", within_error(theory_value, estimate, bias_budget=budget, figures=estimate.sizing(),
@@ -108,7 +108,7 @@ def error_rate_slope(p: dict, ctx: Context) -> Evidence:
     of twice the slope shift that the derived D/L² term produces on the same grid."""
     model, a, query, constants = _desired_case(p)
     lengths = np.array(RATE_LENGTHS, dtype=float)
-    _, fit = sim.rate_fit(model, a, model.conditional_mean(query), lengths, ctx.choose(quick=6_000, thorough=30_000), ctx.rng,
+    _, fit = sim.rate_fit(model, a, model.conditional_mean(query), lengths, ctx.choose(quick=6_000, thorough=30_000), ctx.backend_rng(),
                       backend=ctx.backend)
     two_term = constants["constant"] / lengths + constants["second_order"] / lengths**2
     if np.any(two_term <= 0):
@@ -129,7 +129,7 @@ def _identity_case(p: dict, ctx: Context, length: int):
     constants = gaussian_constants(model, query)
     budget = (abs(constants["bias"]) + abs(constants["second_order_bias"]) / length) / length
     resolution = budget + ctx.choose(quick=0.1, thorough=0.05) * math.sqrt(constants["constant"] / length)
-    estimates = sized_mean(_score_errors(model, query, model.conditional_mean(query), length, ctx), ctx.rng,
+    estimates = sized_mean(_score_errors(model, query, model.conditional_mean(query), length, ctx), ctx.backend_rng(),
                            resolution=resolution, bias_budget=budget, first_batch=500,
                            budget=ctx.choose(quick=10_000, thorough=40_000), chunk=chunk(length))
     return model, query, budget, estimates
@@ -195,7 +195,7 @@ def _bandwidth_case(p: dict, ctx: Context, budget) -> tuple[dict, object]:
     errors = attention_errors(lambda L, n, r: model.sample(L, n, r, ctx.backend), logits, [0.0], L, ctx.backend)
     bias = budget(constants, L)
     resolution = bias + ctx.choose(quick=0.1, thorough=0.05) * math.sqrt(constants["constant"] / L)
-    estimate = sized_mean(lambda rng, n: errors(rng, n)[:, 0], ctx.rng, resolution=resolution, bias_budget=bias,
+    estimate = sized_mean(lambda rng, n: errors(rng, n)[:, 0], ctx.backend_rng(), resolution=resolution, bias_budget=bias,
                           first_batch=500, budget=ctx.choose(quick=10_000, thorough=40_000), chunk=chunk(L))
     return constants, estimate
 

@@ -38,8 +38,10 @@ def latent_posterior_concentrates(p: dict, ctx: Context) -> Evidence:
     prior = np.maximum(rng.dirichlet(np.ones(p["latents"])), 0.02)
     model = sim.FiniteLatentModel(prior / prior.sum(), p["spread"] * rng.standard_normal((p["latents"], p["d"])))
     replicates = ctx.choose(quick=4_000, thorough=20_000)
-    z, tokens = model.sample(max(CONCENTRATION_LENGTHS), replicates, ctx.rng)
-    mass = np.stack([model.posterior_by_bayes(tokens[:, :L])[np.arange(replicates), z] for L in CONCENTRATION_LENGTHS])
+    be = ctx.backend
+    z, tokens = model.sample(max(CONCENTRATION_LENGTHS), replicates, ctx.backend_rng(), backend=be)
+    rows = be.xp.arange(replicates)
+    mass = be.to_numpy(be.xp.stack([model.posterior_by_bayes(tokens[:, :L])[rows, z] for L in CONCENTRATION_LENGTHS]))
     evidences = []
     for i in range(1, len(CONCENTRATION_LENGTHS)):
         increment = mean_estimate(mass[i] - mass[i - 1])
@@ -76,7 +78,10 @@ def lipschitz_in_parameter(p: dict, ctx: Context) -> Evidence:
     W = rng.standard_normal((d, d))
     delta = rng.standard_normal((d, d))
     delta *= p["step"] / np.linalg.norm(delta, 2)
-    change = abs(float(sim.softmax_attention((W + delta).T @ query, keys, values)[0] - sim.softmax_attention(W.T @ query, keys, values)[0]))
+    on = ctx.backend.asarray  # the attention on the run's backend
+    keys, values = on(keys), on(values)
+    change = abs(float(sim.softmax_attention(on((W + delta).T @ query), keys, values)[0]
+                       - sim.softmax_attention(on(W.T @ query), keys, values)[0]))
     bound = 2 * p["bound_v"] * p["bound_q"] * p["bound_k"] * p["step"]
     return at_most(change, bound, tolerance=1e-12 * bound, note=f"ratio {change / bound:.3g}")
 
@@ -104,7 +109,7 @@ def _gap_does_not_grow(p: dict, ctx: Context, objective: str) -> Evidence:
     replicates = ctx.choose(quick=8, thorough=30)
     seeds_ = ctx.rng.integers(0, 2**32, size=len(LEARNING_LENGTHS))
     results = [learning.generalization_gap(task, objective, L, LEARNING_TRAIN_SEQUENCES, LEARNING_TEST_SEQUENCES,
-                                           replicates, int(s)) for L, s in zip(LEARNING_LENGTHS, seeds_)]
+                                           replicates, int(s), backend=ctx.backend) for L, s in zip(LEARNING_LENGTHS, seeds_)]
     gaps = [r.gap.mean for r in results]
     ses = [r.gap.standard_error for r in results]
     fit = fit_line(np.log(LEARNING_LENGTHS), gaps, standard_errors=ses)

@@ -50,7 +50,9 @@ def finite_latent_posterior_is_attention(p: dict, ctx: Context) -> Evidence:
     bayes = model.posterior_by_bayes(tokens[0])
     xbar = tokens[0].mean(axis=0)
     bias = np.log(model.prior) - p["L"] * (model.means**2).sum(axis=1) / 2
-    attention = sim.softmax_attention(p["L"] * xbar, model.means, np.eye(p["latents"]), bias=bias)
+    be = ctx.backend  # attention on the run's backend; Bayes' rule on the host
+    attention = be.to_numpy(sim.softmax_attention(be.asarray(p["L"] * xbar), be.asarray(model.means),
+                                                  be.asarray(np.eye(p["latents"])), bias=be.asarray(bias)))
     gap = float(max(np.max(np.abs(literal - attention)), np.max(np.abs(bayes - attention))))
     return at_most(gap, 1e-10, note="max |Bayes − attention| over latents ≤ 1e-10, Bayes both from the Gaussian "
                    "densities read literally and from posterior_by_bayes (probabilities; float64 logits up to ~1e4)",
@@ -98,8 +100,10 @@ def softmax_is_rbf_for_equal_norm_keys(p: dict, ctx: Context) -> Evidence:
     keys *= p["norm"] / np.linalg.norm(keys, axis=1, keepdims=True)
     query = p["query_scale"] * ctx.rng.standard_normal(p["d"])
     values = np.eye(p["L"])  # attention on the identity returns the weights themselves
-    softmax = sim.softmax_attention(query / p["bandwidth"] ** 2, keys, values)
-    rbf = sim.rbf_attention(query, keys, values, p["bandwidth"])
+    be = ctx.backend
+    keys, values = be.asarray(keys), be.asarray(values)
+    softmax = be.to_numpy(sim.softmax_attention(be.asarray(query / p["bandwidth"] ** 2), keys, values))
+    rbf = be.to_numpy(sim.rbf_attention(be.asarray(query), keys, values, p["bandwidth"]))
     gap = float(np.max(np.abs(softmax - rbf)))
     return at_most(gap, 1e-12, note="max |softmax − RBF| over weights ≤ 1e-12")
 
@@ -152,10 +156,12 @@ def attention_is_exchangeable(p: dict, ctx: Context) -> Evidence:
     perm = np.asarray(p["permutation"])
     d, L = p["d"], p["L"]
     keys, values, query = rng.standard_normal((L, d)), rng.standard_normal((L, 2)), rng.standard_normal(d)
+    be = ctx.backend  # the attentions on the run's backend (tokens permuted on the host); the posteriors on the host
+    on = be.asarray
     pairs = {
-        "softmax": lambda K, V: sim.softmax_attention(query, K, V),
-        "rbf": lambda K, V: sim.rbf_attention(query, K, V, p["bandwidth"]),
-        "ridge": lambda K, V: np.asarray(sim.ridge_attention(query, K, V, 0.7)),
+        "softmax": lambda K, V: be.to_numpy(sim.softmax_attention(on(query), on(K), on(V))),
+        "rbf": lambda K, V: be.to_numpy(sim.rbf_attention(on(query), on(K), on(V), p["bandwidth"])),
+        "ridge": lambda K, V: be.to_numpy(sim.ridge_attention(query, K, V, 0.7, backend=be)),
     }
     conjugate = sim.ConjugateGaussianModel(1.3, 0.8, d)
     latent = sim.FiniteLatentModel(np.array([0.2, 0.5, 0.3]), rng.standard_normal((3, d)))
