@@ -30,7 +30,7 @@ test: $(STAMP)
 # point with backend="cupy", both samplers, and `check --backend cupy --profile quick` claim by claim) on the
 # stand-in of tests/cupy_standin, which is never installed. A real GPU stays the final word: `pytest -m gpu` there.
 test-standin: $(STAMP)
-	ATTNVERIFY_CUPY_STANDIN=1 $(BIN)/python -m pytest -q -m gpu $(XDIST)
+	ATTNVERIFY_CUPY_STANDIN=1 $(BIN)/python -m pytest -q -m gpu -n auto --dist load
 
 test-thorough: $(STAMP)
 	$(BIN)/python -m pytest -q $(XDIST)

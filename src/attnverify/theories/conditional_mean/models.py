@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
+from scipy.special import logsumexp
 
 from ...base.arguments import array, backend as backend_argument, generator, integer, nonnegative, positive
 from ...base.arguments import positive_definite_factor, real
@@ -248,7 +249,9 @@ class FiniteLatentModel:
         scaled = xp.ldexp(cross, ex + em - top) - xp.ldexp(norms, 2 * em - top)
         with np.errstate(over="ignore"):  # −∞ for latents the tokens rule out: posterior 0
             log_joint = be.asarray(np.log(self.prior)) + xp.ldexp(scaled - scaled.max(axis=-1, keepdims=True), top)
-        top_joint = xp.max(log_joint, axis=-1, keepdims=True)
+        if be.name == "numpy":
+            return np.exp(log_joint - logsumexp(log_joint, axis=-1, keepdims=True))
+        top_joint = xp.max(log_joint, axis=-1, keepdims=True)  # scipy's logsumexp, on the device
         log_norm = top_joint + xp.log(xp.sum(xp.exp(log_joint - top_joint), axis=-1, keepdims=True))
         return xp.exp(log_joint - log_norm)
 
