@@ -50,7 +50,8 @@ def worst_z(result: dict) -> float | None:
 
 def run_claims(args) -> list[dict]:
     from attnverify import theories
-    from attnverify.checks.runner import run_claim, select
+    from attnverify.checks.claim import select
+    from attnverify.checks.runner import run_claim
     from attnverify.experiments import Store
 
     claims = select(theories.builtin_claims(), args.only)

@@ -21,7 +21,8 @@ from .base import __version__
 from . import theories
 from .theories import catalogue
 from .checks.claim import PROFILES, Claim
-from .checks.runner import results_document, select, write_json
+from .checks.claim import select
+from .checks.runner import results_document, write_json
 from .checks.saved import SavedChecks
 from .run.claims import finished_line
 from .experiments.store import Store
@@ -269,7 +270,7 @@ def _report(args: argparse.Namespace) -> int:
     backend = _backend(args.backend)
     theories = [*builder.THEORIES, *_user_theories(args.with_files)]
     try:
-        builder.select_theories(args.only, theories)
+        builder.chosen_theories(args.only, theories)
     except ValueError as error:
         raise UsageError(str(error)) from None
     return _build_and_print(args.out, theories=theories, only=args.only, profile=args.profile, backend=backend,

@@ -139,12 +139,27 @@ def test_pgd_panels_and_endpoint_tables(built):
 
 
 def test_optimal_lambda_minimises_the_oracle_risk():
+    from attnverify.theories.single_location import experiments
     from attnverify.theories.single_location.derivations import oracle_risk
 
-    lam = section_module.optimal_lambda(400, 10)
-    best = float(oracle_risk(lam, 400, 10, section_module.GAMMA, section_module.EPS))
+    lam = experiments.optimal_lambda(400, 10)
+    best = float(oracle_risk(lam, 400, 10, experiments.GAMMA, experiments.EPS))
     for factor in (0.9, 1.1):
-        assert best < float(oracle_risk(lam * factor, 400, 10, section_module.GAMMA, section_module.EPS))
+        assert best < float(oracle_risk(lam * factor, 400, 10, experiments.GAMMA, experiments.EPS))
+
+
+def test_the_section_only_draws():
+    """Issue 29: a section draws what experiments computed; it fits, optimises and solves nothing itself."""
+    import inspect
+
+    from attnverify.theories.attention_paths import one_shot_section, section as paths_section
+    from attnverify.theories.conditional_mean import section as mean_section
+
+    for module in (section_module, paths_section, one_shot_section, mean_section):
+        source = inspect.getsource(module)
+        for computation in ("polyfit(", "fit_line(", "minimize(", "minimize_scalar(", "optimal_lambda(",
+                            "saddle_point(", "sample_posterior(", "linalg.solve(", "spearmanr("):
+            assert computation not in source, f"{module.__name__} computes ({computation})"
 
 
 @pytest.mark.parametrize("kwargs, error", [({"profile": "slow"}, ValueError), ({"seed": -1}, ValueError),

@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 from .claim import DEFAULT_EXAMPLES, Claim, Context, claim, examples_needed
 from .evidence import Evidence, at_most, close, exceeds, roundoff_floor, within_error
-from .runner import ClaimResult, evaluate, run_claim, run_claims
+from .runner import ClaimResult, evaluate, run_claim
 
 __all__ = [
     "DEFAULT_EXAMPLES", "Claim", "ClaimResult", "Context", "Evidence", "at_most", "claim", "close", "evaluate",
     "examples_needed", "exceeds", "roundoff_floor",
-    "run_claim", "run_claims", "st", "within_error",
+    "run_claim", "st", "within_error",
 ]

@@ -15,7 +15,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Iterable, Literal
 
 import numpy as np
 from hypothesis import strategies as st
@@ -244,3 +244,13 @@ def claim(
         )
 
     return wrap
+
+
+def select(things: Iterable, pattern: str | None) -> list:
+    """The claims or theories (anything with a ``name``) named ``pattern`` exactly, else those whose name contains
+    it; all of them when ``pattern`` is None or empty. The one selector of ``check``, ``verify``, ``report --only``
+    and the tools."""
+    things = list(things)
+    if not pattern:
+        return things
+    return [t for t in things if t.name == pattern] or [t for t in things if pattern in t.name]

@@ -441,36 +441,6 @@ def use_cache_for_hypothesis() -> None:
         hypothesis.configuration.set_hypothesis_home_dir(cache_directory("hypothesis"))
 
 
-def select(claims: Iterable[Claim], pattern: str | None) -> list[Claim]:
-    """Claims whose name starts with, or contains, ``pattern`` (all when None)."""
-    claims = list(claims)
-    if not pattern:
-        return claims
-    return [c for c in claims if c.name == pattern or c.name.startswith(pattern + ".") or pattern in c.name]
-
-
-def run_claims(
-    claims: Iterable[Claim],
-    *,
-    profile: str = "quick",
-    backend: str | Backend | None = None,
-    seed: int = 0,
-    progress: Callable[[Claim, int, int], None] | None = None,
-    on_result: Callable[[ClaimResult], None] | None = None,
-    store: Store | None = None,
-) -> list[ClaimResult]:
-    """Run claims one after another, sharing one experiments ``store``; ``on_result`` sees each result as
-    soon as it is done."""
-    results = []
-    store = Store() if store is None else store
-    for c in claims:
-        result = run_claim(c, profile=profile, backend=backend, seed=seed, progress=progress, store=store)
-        results.append(result)
-        if on_result is not None:
-            on_result(result)
-    return results
-
-
 def results_document(results: list[ClaimResult | dict], not_run: Iterable[str] = ()) -> dict:
     """The JSON document of a run: the finished claims (results, or their ``as_dict()``, e.g. from a task),
     and whether the run is complete (the names of the claims it has not run yet, e.g. when interrupted)."""
@@ -482,8 +452,3 @@ def results_document(results: list[ClaimResult | dict], not_run: Iterable[str] =
 def write_json(document: dict, path: str | Path) -> None:
     """Write ``document`` as strict JSON, atomically."""
     write_atomically(path, json.dumps(jsonable(document), indent=2, allow_nan=False))
-
-
-def write_results(results: list[ClaimResult], path: str | Path, not_run: Iterable[str] = ()) -> None:
-    """Write a run's results as JSON (atomically), saying which claims it has not run yet."""
-    write_json(results_document(results, not_run), path)

@@ -35,15 +35,21 @@ from ..base.backend import Backend, get_backend
 from ..report.markdown import render_markdown
 from ..report.render import render_html
 from ..report.section import Section, TheoryOutcome
-from ..theories import BUILTIN, Theory, select
+from ..checks.claim import select
+from ..theories import BUILTIN, Theory
 
 THEORIES: tuple[Theory, ...] = BUILTIN
 """The theories a report covers by default (the papers' three), in report order; ``theories=`` adds others."""
 
 
-def select_theories(only: str | None, theories: Sequence[Theory] | None = None) -> list[Theory]:
-    """The theories (default :data:`THEORIES`) named exactly, else by substring, by ``only``."""
-    return select(list(THEORIES if theories is None else theories), only)
+def chosen_theories(only: str | None, theories: Sequence[Theory] | None = None) -> list[Theory]:
+    """The theories (default :data:`THEORIES`) that ``only`` names (:func:`~attnverify.checks.claim.select`); a
+    ValueError naming them all when it names none."""
+    theories = list(THEORIES if theories is None else theories)
+    chosen = select(theories, only)
+    if not chosen:
+        raise ValueError(f"only={only!r} matches no theory; the theories are {', '.join(t.name for t in theories)}")
+    return chosen
 
 
 def _versions() -> dict[str, str]:
@@ -91,7 +97,7 @@ def _rendered_section(section: Section) -> dict:
     )
 
 
-def results_document(outcomes: list[TheoryOutcome], metadata: dict, *, not_run: list[str]) -> dict:
+def report_document(outcomes: list[TheoryOutcome], metadata: dict, *, not_run: list[str]) -> dict:
     """The content of results.json; ``not_run`` names the sections and claims still to come."""
     claims = [c for o in outcomes for c in o.claims]
     return jsonable({
@@ -107,7 +113,7 @@ def results_document(outcomes: list[TheoryOutcome], metadata: dict, *, not_run: 
 
 
 def _write_results(out_dir: Path, outcomes: list[TheoryOutcome], metadata: dict, *, not_run: list[str]) -> dict:
-    document = results_document(outcomes, metadata, not_run=not_run)
+    document = report_document(outcomes, metadata, not_run=not_run)
     write_json(document, out_dir / "results.json")
     return document
 
@@ -202,7 +208,7 @@ def build_report(
         from ..experiments.cluster import parse_scheduler
 
         parse_scheduler(scheduler)  # a bad address is refused before any work
-    chosen = select_theories(only, theories)
+    chosen = chosen_theories(only, theories)
     by_name = {t.name: t for t in chosen}
     theories = [t.name for t in chosen]
     backend = checked_backend(backend)

@@ -166,17 +166,6 @@ def from_file(path: str | Path) -> Theory:
     return Theory(theory_name(load_user_module(path), path), str(path), str(path))
 
 
-def select(theories: list[Theory], only: str | None) -> list[Theory]:
-    """The theories named ``only`` exactly, else containing it; all of them when ``only`` is None."""
-    if not only:
-        return list(theories)
-    exact = [t for t in theories if t.name == only]
-    chosen = exact or [t for t in theories if only in t.name]
-    if not chosen:
-        raise ValueError(f"only={only!r} matches no theory; the theories are {', '.join(t.name for t in theories)}")
-    return chosen
-
-
 def builtin_claims() -> list[Claim]:
     """All built-in claims of every theory, each theory's ``derivation_steps`` claim included (the same list
     :meth:`attnverify.theories.Theory.claim_list` gives, so ``check`` runs what the report runs)."""

@@ -126,7 +126,7 @@ NETWORKS = {"4paths": (four_path_markov_data, FOUR_PATH_HEADS), "2paths": (two_p
 
 
 @dataclass(frozen=True)
-class WidthSweep:
+class MarkovWidthSweep:
     """The theory of one network against the width N (figures 2c, 2e) and its GP lines (subnetwork → point)."""
 
     network: str
@@ -148,7 +148,7 @@ def gp_lines(X, y, X_test, y_test, subnetworks: dict, backend: str = "numpy") ->
 
 
 def markov_width_sweep(*, network: str, profile: str, seed: int, backend: str = "numpy",
-                       store: Store) -> WidthSweep:
+                       store: Store) -> MarkovWidthSweep:
     """The saddle point at every width of ``WIDTHS[profile]`` (continuation from the widest) and the GP lines
     of ``SUBNETWORKS[network]``, on the data of ``network`` ("4paths": figure 2c, "2paths": figure 2e)."""
     make_data, heads = NETWORKS[one_of("network", network, tuple(NETWORKS))]
@@ -161,7 +161,7 @@ def markov_width_sweep(*, network: str, profile: str, seed: int, backend: str = 
                                      temperature=TEMPERATURE,
                                      progress=lambda m: tasks.progress(f"attention_paths: {figure}, {m}"),
                                      backend=backend)
-    return WidthSweep(network, tuple(points), gp)
+    return MarkovWidthSweep(network, tuple(points), gp)
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,12 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
+from scipy.stats import spearmanr
 
 from . import kernel_task_alignment
 from . import one_shot_analysis as experiment
 from . import sampling
+from .heads import head_scores
 from .posterior import network_posterior
 from .solution_store import SolutionStore, fingerprint
 from ...base.arguments import integer, one_of
@@ -118,7 +120,7 @@ COMPONENTS = 50
 
 
 @dataclass(frozen=True)
-class WidthSweep:
+class OneShotWidthSweep:
     """Figure 3b–d for the first cached network: the validated theory at each width of ``FIGURE_WIDTHS``, the
     validated GP limit, the number of test episodes, the gradient-descent network's test accuracy, and the
     kernel–task alignment at N = SAMPLED_WIDTH (theory U) and U = I (eigenvalues, overlaps)."""
@@ -138,8 +140,8 @@ class WidthSweep:
         return next(p for p in self.points if p.width == SAMPLED_WIDTH)
 
 
-def one_shot_width_sweep(*, profile: str, store: Store) -> WidthSweep:
-    """:class:`WidthSweep` of the profile: the first network's first P theory episodes, one
+def one_shot_width_sweep(*, profile: str, store: Store) -> OneShotWidthSweep:
+    """:class:`OneShotWidthSweep` of the profile: the first network's first P theory episodes, one
     :func:`experiment.validated_sweep` over the widths × the profile's temperatures."""
     sizes = THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]
     first = training_seeds(profile)[0]
@@ -154,7 +156,7 @@ def one_shot_width_sweep(*, profile: str, store: Store) -> WidthSweep:
     small = next(p for p in sweep if p.width == SAMPLED_WIDTH)
     alignment = kernel_task_alignment(small.test.order_parameter, paths.X, paths.y, COMPONENTS)
     gp_alignment = kernel_task_alignment(np.eye(paths.X.shape[2]), paths.X, paths.y, COMPONENTS)
-    return WidthSweep(first, sizes["P"], int(paths.y_test.size), tuple(sweep), gp, gd, alignment, gp_alignment)
+    return OneShotWidthSweep(first, sizes["P"], int(paths.y_test.size), tuple(sweep), gp, gd, alignment, gp_alignment)
 
 
 SAMPLER = sampling.SamplerSettings(chains=4, warmup=200, draws=400)
@@ -256,3 +258,20 @@ def one_shot_sampled_networks(*, profile: str, seed: int, store: Store) -> Sampl
     return sampled_networks(paths, temperature, seed, solution_store(profile, store), settings=SAMPLER,
                             groups=CHAIN_GROUPS,
                             chain_group=lambda g: store.get(one_shot_chain_group, profile=profile, seed=seed, group=g))
+
+
+def one_shot_sampled_comparison(*, profile: str, seed: int, store: Store) -> dict | None:
+    """Figure 3c's comparison of the sampled U with the theory's at N = SAMPLED_WIDTH: the largest entry gap, the
+    relative Frobenius distance, and the Spearman rank agreement of the head scores of the two (None where no
+    networks are sampled, the quick profile)."""
+    sampled = store.get(one_shot_sampled_networks, profile=profile, seed=seed)
+    if sampled is None:
+        return None
+    U_sampled = sampled.order_parameter.mean
+    U_theory = store.get(one_shot_width_sweep, profile=profile).small.test.order_parameter
+    theory_scores = head_scores(U_theory, experiment.HEADS)
+    sampled_scores = head_scores(U_sampled, experiment.HEADS)
+    return {"gap": np.abs(U_sampled - U_theory),
+            "relative": float(np.linalg.norm(U_sampled - U_theory) / np.linalg.norm(U_theory)),
+            "score_agreement": float(spearmanr([theory_scores[h] for h in sorted(theory_scores)],
+                                               [sampled_scores[h] for h in sorted(theory_scores)]).statistic)}

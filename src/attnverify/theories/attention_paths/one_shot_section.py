@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-from scipy.stats import spearmanr
 
 from .one_shot_experiments import (COMPONENTS, SAMPLED_WIDTH, one_shot_analyses, one_shot_network,
+                                   one_shot_sampled_comparison,
                                    one_shot_sampled_networks, one_shot_width_sweep)
 from ...experiments.store import Store
 from . import one_shot_analysis as experiment
-from .heads import head_scores, path_index
+from .heads import path_index
 from ...report.figures import pyplot, save_figure
 from ...report.section import Figure, Table
 
@@ -91,12 +91,8 @@ def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str],
         fig.colorbar(image, ax=ax, fraction=0.046)
     fig.tight_layout()
     if U_sampled is not None:
-        gap = np.abs(U_sampled.mean - small.test.order_parameter)
-        relative = np.linalg.norm(U_sampled.mean - small.test.order_parameter) / np.linalg.norm(small.test.order_parameter)
-        theory_scores = head_scores(small.test.order_parameter, experiment.HEADS)
-        sampled_scores = head_scores(U_sampled.mean, experiment.HEADS)
-        score_agreement = spearmanr([theory_scores[h] for h in sorted(theory_scores)],
-                                    [sampled_scores[h] for h in sorted(theory_scores)]).statistic
+        compared = store.get(one_shot_sampled_comparison, profile=profile, seed=seed)
+        gap, relative, score_agreement = compared["gap"], compared["relative"], compared["score_agreement"]
         sampled_text = (f"Largest |U_sampled − U_theory| = {gap.max():.3f} (largest MCSE {U_sampled.mcse.max():.3f}), "
                         f"‖U_sampled − U_theory‖_F/‖U_theory‖_F = {relative:.2f}: at N = {SAMPLED_WIDTH} < 𝓗 = "
                         f"{gap.shape[0]} the leading-order theory is an extrapolation and finite-N corrections remain; "

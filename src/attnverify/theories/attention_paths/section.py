@@ -27,7 +27,7 @@ import numpy as np
 
 from . import derivations as theory
 from .experiments import (ALIGNMENT_WIDTH, DENOISING, FOUR_PATH_HEADS, GOOD, OUT_OF_PLANE_NOISE, SAMPLED_WIDTHS,
-                          SUBNETWORKS, TEMPERATURE, TEST_SIZE, TWO_PATH_HEADS, WIDTHS, Alignment, WidthSweep,
+                          SUBNETWORKS, TEMPERATURE, TEST_SIZE, TWO_PATH_HEADS, WIDTHS, Alignment, MarkovWidthSweep,
                           four_path_markov_data, markov_alignment, markov_width_sweep, sampled_markov_networks,
                           two_path_markov_data)
 from ...experiments.store import Store
@@ -175,11 +175,11 @@ def _sampled_table(source: str, sampled) -> Table:
                  ["N", "quantity", "theory", "sampled", "MCSE", "O(1/N) budget"], rows)
 
 
-def _gp_data(sweep: WidthSweep) -> dict:
+def _gp_data(sweep: MarkovWidthSweep) -> dict:
     return {name: {"paths": list(paths), **_estimate(sweep.gp[name])} for name, paths in SUBNETWORKS[sweep.network].items()}
 
 
-def _four_path_figure(out_dir: Path, markov, sweep: WidthSweep, sampled=()) -> tuple[Figure, list[Table]]:
+def _four_path_figure(out_dir: Path, markov, sweep: MarkovWidthSweep, sampled=()) -> tuple[Figure, list[Table]]:
     X, Xt, source, description = markov.X, markov.X_test, markov.source, markov.description
     gp, points = sweep.gp, list(sweep.points)
     data = _sweep_data(points, FOUR_PATH_NAMES, FOUR_PATH_DISPLAY)
@@ -231,7 +231,7 @@ def _four_path_figure(out_dir: Path, markov, sweep: WidthSweep, sampled=()) -> t
     return figure, tables
 
 
-def _two_path_figure(out_dir: Path, markov, sweep: WidthSweep) -> tuple[Figure, Table]:
+def _two_path_figure(out_dir: Path, markov, sweep: MarkovWidthSweep) -> tuple[Figure, Table]:
     X, Xt = markov.X, markov.X_test
     gp, points = sweep.gp, list(sweep.points)
     data = _sweep_data(points, TWO_PATH_NAMES, (0, 1))

@@ -12,6 +12,7 @@ import numpy as np
 from . import derivations as theory
 from .. import conditional_mean as sim
 from . import learning
+from ...numerics.statistics import fit_line
 from ...experiments import tasks
 from ...experiments.store import Planned, planned
 
@@ -39,9 +40,15 @@ def g2_model() -> sim.GaussianKeyValueModel:
     return sim.GaussianKeyValueModel(**G2)
 
 
+RATE_LENGTHS = (64, 256, 1024, 4096)
+"""The grid of the rate's slope (claim ``error_rate_slope``, and the figure's fit): at L = 16, C/L + D/L² is not yet
+asymptotic on G2."""
+
+
 def rate_errors(*, profile: str, seed: int) -> dict:
     """Attention's error against E[v | k = q] on G2 at each of ``LENGTHS``, with the desired parameter
-    a = Σ⁻¹(q − μ) and with W = I (``REPLICATES[profile]`` sequences each)."""
+    a = Σ⁻¹(q − μ) and with W = I (``REPLICATES[profile]`` sequences each), and the weighted fit of log RMSE
+    against log L over ``RATE_LENGTHS`` (SE of log RMSE = SE/(2 MSE))."""
     model = g2_model()
     query = np.array(G2_QUERY)
     target = model.conditional_mean(query)
@@ -50,7 +57,11 @@ def rate_errors(*, profile: str, seed: int) -> dict:
     tasks.progress(f"conditional_mean: Monte Carlo error at L = {LENGTHS} ({REPLICATES[profile]} sequences each)")
     errors, _ = sim.rate_fit(model, model.desired_score(query), target, lengths, REPLICATES[profile], rng_desired)
     naive_errors, _ = sim.rate_fit(model, query, target, lengths, REPLICATES[profile], rng_naive)
-    return {"errors": tuple(errors), "naive_errors": tuple(naive_errors)}
+    rmse = np.sqrt([e.mse.mean for e in errors])
+    rmse_se = np.array([e.mse.standard_error for e in errors]) / (2 * rmse)
+    asymptotic = lengths >= min(RATE_LENGTHS)
+    fit = fit_line(np.log(lengths[asymptotic]), np.log(rmse[asymptotic]), standard_errors=(rmse_se / rmse)[asymptotic])
+    return {"errors": tuple(errors), "naive_errors": tuple(naive_errors), "fit": fit}
 
 
 def bandwidth_errors(*, profile: str, seed: int) -> tuple[dict, ...]:
@@ -75,7 +86,8 @@ def bandwidth_errors(*, profile: str, seed: int) -> tuple[dict, ...]:
 
 def generalisation_gaps(*, profile: str, seed: int) -> dict:
     """The ERM of W (supervised and masked objectives) at each of ``LEARNING["lengths"]``: the generalisation
-    gap (± SE over repeated fits) and the mean distance of W to Σ⁻¹."""
+    gap (± SE over repeated fits), its weighted fit against log L, and the mean distance of W to Σ⁻¹ (under
+    ``"desired_parameter"``)."""
     task = learning.LatentLinearTask(key_covariance=G2["key_covariance"], prior_sd=1.0, noise_sd=0.5)
     out = {}
     for i, objective in enumerate(("supervised", "masked")):
@@ -88,7 +100,10 @@ def generalisation_gaps(*, profile: str, seed: int) -> dict:
             gaps.append(result.gap.mean)
             ses.append(result.gap.standard_error)
             distances.append(float(np.mean(result.distances)))
-        out[objective] = {"gap": gaps, "standard_error": ses, "distance": distances}
+        out[objective] = {"gap": gaps, "standard_error": ses, "distance": distances,
+                          "fit": fit_line(np.log(LEARNING["lengths"]), gaps, standard_errors=ses)}
+    covariance = np.asarray(G2["key_covariance"], dtype=float)
+    out["desired_parameter"] = np.linalg.solve(covariance, np.eye(covariance.shape[0]))  # W = Σ⁻¹, shown as data
     return out
 
 

@@ -24,10 +24,9 @@ import numpy as np
 from . import claims as checks
 from . import derivations as theory
 from .. import conditional_mean as sim
-from .experiments import (BANDWIDTHS, G2, G2_QUERY, LEARNING, LENGTHS, REPLICATES, SINE, bandwidth_errors, g2_model,
+from .experiments import (BANDWIDTHS, G2_QUERY, LEARNING, LENGTHS, REPLICATES, SINE, bandwidth_errors, g2_model,
                           generalisation_gaps, rate_errors)
 from ...base.backend import get_backend
-from ...numerics.statistics import fit_line
 from ...report.figures import pyplot, save_figure
 from ...experiments.store import Store
 from ...report.section import Figure, Section, Table, check_section_arguments
@@ -48,9 +47,7 @@ def _rate_figures(out_dir: Path, *, profile: str, seed: int, store: Store, progr
     errors, naive_errors = measured["errors"], measured["naive_errors"]
     rmse = np.sqrt([e.mse.mean for e in errors])
     rmse_se = np.array([e.mse.standard_error for e in errors]) / (2 * rmse)
-    # the slope over the claim's grid (L ≥ 64): at L = 16, C/L + D/L² is not yet asymptotic on G2
-    asymptotic = lengths >= min(checks.RATE_LENGTHS)
-    fit = fit_line(np.log(lengths[asymptotic]), np.log(rmse[asymptotic]), standard_errors=(rmse_se / rmse)[asymptotic])
+    fit = measured["fit"]  # the slope over the claim's grid (L ≥ 64), fitted by the experiment
     naive_rmse = np.sqrt([e.mse.mean for e in naive_errors])
     naive_se = np.array([e.mse.standard_error for e in naive_errors]) / (2 * naive_rmse)
     fine = np.geomspace(lengths[0], lengths[-1], 100)
@@ -137,20 +134,19 @@ def _bandwidth_figure(out_dir: Path, *, profile: str, seed: int, store: Store, p
 
 
 def _learning_figure(out_dir: Path, *, profile: str, seed: int, store: Store, progress) -> tuple[Figure, Table]:
-    covariance = np.asarray(G2["key_covariance"], dtype=float)
-    target = np.linalg.solve(covariance, np.eye(covariance.shape[0]))  # the desired W = Σ⁻¹, shown in the data
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.2, 4.0))
     data, rows = {}, []
     progress(f"conditional_mean: ERM of W at L = {LEARNING['lengths']}")
     measured = store.get(generalisation_gaps, profile=profile, seed=seed)
+    target = measured["desired_parameter"]  # the desired W = Σ⁻¹, shown in the data
     for i, objective in enumerate(("supervised", "masked")):
         gaps = measured[objective]["gap"]
         ses = measured[objective]["standard_error"]
         distances = measured[objective]["distance"]
         for L, gap, se, distance in zip(LEARNING["lengths"], gaps, ses, distances):
             rows.append([objective, L, f"{gap:.4f} ± {se:.4f}", f"{distance:.3f}"])
-        fit = fit_line(np.log(LEARNING["lengths"]), gaps, standard_errors=ses)
+        fit = measured[objective]["fit"]
         ax.errorbar(LEARNING["lengths"], gaps, yerr=2 * np.array(ses), fmt="o-", color=f"C{i}",
                     label=f"{objective}: slope in log L {fit.slope:.4f} ± {fit.slope_standard_error:.4f}")
         data[objective] = {"gap": gaps, "standard_error": ses, "distance_to_inverse_covariance": distances, "fit": fit.as_dict()}

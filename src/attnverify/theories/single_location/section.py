@@ -17,17 +17,16 @@ as in the authors' experiments. Every random seed is derived from the ``seed`` a
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from .claims import GAMMA, PGD_DIMENSION, PGD_LENGTH
 from . import derivations as theory
-from .experiments import (_ALIGNED, _ON_MANIFOLD, DISTANCE_FLOOR, EPS, EXCESS_DIMENSIONS, EXCESS_SCALE, LAMBDA_BOUNDS,
-                          LENGTHS, MONTE_CARLO_SAMPLES, PGD_RUNS, PGD_SECTION_CONFIGS, RISK_DIMENSION, SGD_CONFIG,
-                          STARTS, optimal_lambda, pgd_runs, risks_against_length, sgd_run)
+from .experiments import (_ALIGNED, _ON_MANIFOLD, DISTANCE_FLOOR, EPS, EXCESS_SCALE, LAMBDA_BOUNDS,
+                          LENGTHS, MONTE_CARLO_SAMPLES, PGD_SECTION_CONFIGS, RISK_DIMENSION, SGD_CONFIG,
+                          GAMMA, PGD_DIMENSION, PGD_LENGTH, oracle_excess_against_dimension, pgd_runs,
+                          risks_against_length, sgd_run)
 from ...experiments.store import Store
 from ...base.backend import Backend, get_backend
 from ...report.figures import pyplot, save_figure
@@ -125,40 +124,23 @@ def _risk_vs_length(out_dir: Path, *, profile: str, be: Backend, seed: int, stor
 # ---------------------------------------------------------------------------------------------
 
 
-def _length_rules() -> list[tuple[str, Callable[[int], int]]]:
-    return [("L = 1", lambda d: 1), ("L = 10", lambda d: 10), ("L = ⌈√d⌉", lambda d: math.ceil(math.sqrt(d)))]
-
-
-def _oracle_excess(out_dir: Path, *, progress: Callable[[str], None]) -> Figure:
+def _oracle_excess(out_dir: Path, *, progress: Callable[[str], None], store) -> Figure:
     progress("single_location: oracle excess against d (extended precision)")
-    d = np.asarray(EXCESS_DIMENSIONS, dtype=float)
-    data: dict[str, Any] = {"d": d, "scale_c": EXCESS_SCALE, "gamma": GAMMA, "curves": []}
+    computed = store.get(oracle_excess_against_dimension)
+    d = computed["d"]
+    data: dict[str, Any] = {"d": d, "scale_c": EXCESS_SCALE, "gamma": GAMMA, "curves": computed["curves"]}
     plt = pyplot()
     fig, (ax_noise, ax_single) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [1.4, 1]})
-    crossings, optimal_ahead, single_slope = [], True, math.nan
-    for colour, (label, rule) in enumerate(_length_rules()):
-        L = np.array([rule(int(x)) for x in d], dtype=float)
-        lam = EXCESS_SCALE * np.sqrt(np.log(d / L) / d)
-        excess = np.array([theory.oracle_excess_risk_high_precision(lm, dd, ll, GAMMA) for lm, dd, ll in zip(lam, d, L)])
-        linear = GAMMA**2 * (L - 1) / (GAMMA**2 + L - 1)
-        curve = {"rule": label, "L": L, "lambda": lam, "oracle_excess": excess, "linear_excess": linear,
-                 "lambda_sqrt_d": lam * np.sqrt(d), "lambda_sqrt_L": lam * np.sqrt(L)}
-        if np.all(L == 1):
-            single_slope = float(np.polyfit(np.log(d), np.log(excess), 1)[0])
-            curve["loglog_slope"] = single_slope
+    crossings, optimal_ahead, single_slope = computed["crossings"], computed["optimal_ahead"], computed["single_slope"]
+    for colour, curve in enumerate(computed["curves"]):
+        label, excess, linear = curve["rule"], curve["oracle_excess"], curve["linear_excess"]
+        if "loglog_slope" in curve:
             ax_single.plot(d, excess, "o-", color=f"C{colour}", ms=4, label=f"oracle, {label}, λ = c·√(log d/d)")
         else:
-            # reference: the λ minimising the oracle risk (float64 is enough here: the excess is ≳ 10⁻³)
-            lam_opt = np.array([optimal_lambda(int(dd), int(ll), GAMMA, 0.0) for dd, ll in zip(d, L)])
-            optimal = np.array([float(theory.oracle_risk(lm, dd, ll, GAMMA, 0.0)) for lm, dd, ll in zip(lam_opt, d, L)])
-            curve.update(lambda_optimal=lam_opt, oracle_excess_optimal_lambda=optimal)
             ax_noise.plot(d, excess, "o-", color=f"C{colour}", ms=4, label=f"oracle, {label}, λ = c·√(log(d/L)/d)")
-            ax_noise.plot(d, optimal, ":", color=f"C{colour}", lw=1.6, label=f"oracle, {label}, optimal λ")
+            ax_noise.plot(d, curve["oracle_excess_optimal_lambda"], ":", color=f"C{colour}", lw=1.6,
+                          label=f"oracle, {label}, optimal λ")
             ax_noise.plot(d, linear, "--", color=f"C{colour}", label=f"best linear, {label}")
-            beaten = np.flatnonzero(excess < linear)
-            crossings.append(f"{label}: from d = {int(d[beaten[0]]):,}" if beaten.size else f"{label}: never on this grid")
-            optimal_ahead &= bool(np.all(optimal < linear))
-        data["curves"].append(curve)
     for ax in (ax_noise, ax_single):
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -384,7 +366,7 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
     derivations = theory.derivations()
     risk_figure, risk_table = _risk_vs_length(out_dir, profile=profile, be=be, seed=seed, store=store,
                                               progress=progress)
-    excess_figure = _oracle_excess(out_dir, progress=progress)
+    excess_figure = _oracle_excess(out_dir, progress=progress, store=store)
     progress(f"single_location: population PGD, configurations {', '.join(PGD_SECTION_CONFIGS[profile])}")
     runs = store.get(pgd_runs, profile=profile, seed=seed, backend=be.name)
     progress("single_location: drawing the PGD figure")

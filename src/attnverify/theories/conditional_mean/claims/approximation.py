@@ -93,7 +93,7 @@ def bias_constant(p: dict, ctx: Context) -> Evidence:
     return _worst(evidences)
 
 
-RATE_LENGTHS = (64, 256, 1024, 4096)
+from ..experiments import RATE_LENGTHS
 
 
 @claim(
