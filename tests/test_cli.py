@@ -226,17 +226,40 @@ def test_progress_on_a_terminal_is_a_live_display():
         def isatty(self):
             return True
 
+    from attnverify.experiments.tasks import ClaimFinished, ClaimStarted, ExampleChecked
+
     stream = Terminal()
     progress = cli.Progress(stream)
-    progress.claim_started(1, 1, square_is_product, 3)
-    progress.example(square_is_product, 2, 3)
+    progress(ClaimStarted(1, 1, square_is_product.name, 3))
+    progress(ExampleChecked(square_is_product.name, 2, 3))
     assert "[1/1] fake.square_is_product" in stream.getvalue() and "2/3" in stream.getvalue()
-    progress("[1/2] other.claim: checking (5 examples)")
-    progress("other.claim: example 4/5")
+    progress(ExampleChecked("other.claim", 4, 5))  # from a worker, before its start event arrived
     assert "4/5" in stream.getvalue()
-    progress("[1/2] other.claim: holds, OK (0.3 s)")
+    progress("a status line: example 1/2 of nothing")  # a plain line is a status line, never parsed
+    progress(ClaimFinished(1, 2, "other.claim", "holds", "OK", 0.3, False))
     progress.close()
     assert "[1/2] other.claim: holds, OK (0.3 s)" in stream.getvalue()
+
+
+def test_progress_in_a_log_reads_events_by_type_not_by_their_text():
+    """Plain lines: a claim's start and outcome on one line when nothing came between them; example counters are
+    not printed; a status line that looks like a counter is printed as it is (nothing parses the text)."""
+    import io
+
+    from attnverify.experiments.tasks import ClaimFinished, ClaimStarted, ExampleChecked
+
+    stream = io.StringIO()
+    progress = cli.Progress(stream)
+    progress(ClaimStarted(1, 2, "x.a", 3))
+    progress(ExampleChecked("x.a", 1, 3))
+    progress(ClaimFinished(1, 2, "x.a", "holds", "OK", 0.25, False))
+    progress(ClaimStarted(2, 2, "x.b", 4))
+    progress("x.b: example 9/9 (a status line)")
+    progress(ClaimFinished(2, 2, "x.b", "refuted", "UNEXPECTED", 1.0, False))
+    progress.close()
+    assert stream.getvalue().splitlines() == [
+        "[1/2] x.a (3 examples) ... holds, OK (0.2 s)", "[2/2] x.b (4 examples) ... ",
+        "x.b: example 9/9 (a status line)", "[2/2] x.b: refuted, UNEXPECTED (1.0 s)"]
 
 
 def test_the_readme_example_refutes_the_heuristic_and_confirms_the_safe_bound(capsys):
@@ -274,14 +297,16 @@ def test_report_into_an_unusable_folder_is_a_usage_error(tmp_path, capsys, fake_
 
 def test_an_interrupted_run_says_which_claims_did_not_run(tmp_path, capsys, monkeypatch):
     path = tmp_path / "results.json"
-    real = cli.run_claim_or_error
+    from attnverify.run import claims as run_claims
+
+    real = run_claims.run_claim_or_error
 
     def interrupt_second(claim, **kwargs):
         if claim.name == "fake.square_is_two":
             raise KeyboardInterrupt
         return real(claim, **kwargs)
 
-    monkeypatch.setattr(cli, "run_claim_or_error", interrupt_second)
+    monkeypatch.setattr(run_claims, "run_claim_or_error", interrupt_second)
     assert cli.main(["check", "--only", "fake", "--json", str(path)]) == 130
     document = json.loads(path.read_text())
     assert document["complete"] is False and document["not_run"] == ["fake.square_is_two"]

@@ -20,17 +20,15 @@ from typing import Callable, TextIO
 from .base import __version__
 from . import theories
 from .theories import catalogue
-from .checks.claim import PROFILES, Claim
-from .checks.claim import select
+from .checks.claim import PROFILES, Claim, select
 from .checks.runner import results_document, write_json
-from .checks.saved import SavedChecks
-from .run.claims import finished_line
-from .experiments.store import Store
 from .progress import Progress
+from .run.claims import run_claims_as_tasks
+from .theories import BUILTIN
 from .base.backend import BACKEND_NAMES, ENVIRONMENT_VARIABLE, Backend, BackendUnavailable, backend_from_environment
 from .experiments.cluster import SchedulerUnavailable
-from .report.results import (exit_status, needs_details, result_details, results_table, run_claim_or_error,
-                             summary_line, text_table, verify_command)
+from .report.results import (exit_status, needs_details, result_details, results_table, summary_line, text_table,
+                             verify_command)
 
 
 class UsageError(Exception):
@@ -54,9 +52,10 @@ def run_and_report(
     theories: list | None = None,
     store: str | None = None,
 ) -> int:
-    """Run ``claims`` one after another (or as tasks on the Dask cluster ``scheduler``, each claim of one of
-    ``theories``, default the built-in ones), print the results table and the detail of every surprise or
-    refutation; with ``json_path`` rewrite the results after each claim. With a ``store`` folder, the run's
+    """Run ``claims`` (each of one of ``theories``, default the built-in ones) through the one run path,
+    :func:`attnverify.run.claims.run_claims_as_tasks`: one after another in this process, or as tasks on the Dask
+    cluster ``scheduler``; print the results table and the detail of every surprise or refutation; with
+    ``json_path`` rewrite the results after each claim. With a ``store`` folder, the run's
     experiments and its finished examples and claims are kept there, and a rerun takes them from there.
 
     ``command`` (default ``attnverify check``) is what the replay lines run. The JSON says which
@@ -64,45 +63,17 @@ def run_and_report(
     """
     out = out or sys.stdout
     progress = Progress(err or sys.stderr)
-    if scheduler is not None:
-        from .run.claims import run_claims_as_tasks
-        from .theories import BUILTIN
 
-        def write(finished: list[dict], not_run: list[str]) -> None:
-            if json_path:
-                write_json(results_document(finished, not_run), json_path)
-
-        try:
-            results = run_claims_as_tasks(claims, theories or BUILTIN, profile=profile, backend=backend, seed=seed,
-                                          examples=examples, scheduler=scheduler, say=progress, on_result=write,
-                                          command=command, store=store)
-        finally:
-            progress.close()
-        return _print_results(results, out=out, json_path=json_path)
-    results: list[dict] = []
-    shared = Store(store)  # the run's experiments, shared by its claims
-    saved = SavedChecks(store) if store is not None else None
-    run = dict(profile=profile, backend=backend.name, seed=seed)
-    for index, claim in enumerate(claims, 1):
-        kept = None if saved is None else saved.result(claim, examples=examples, **run)
-        if kept is None:
-            progress.claim_started(index, len(claims), claim, examples or claim.examples[profile])
-            ahead = {} if saved is None else dict(
-                evaluated=saved.examples(claim, **run),
-                on_evaluated=lambda example, claim=claim: saved.add_examples(claim, [example], **run))
-            result = run_claim_or_error(claim, profile=profile, backend=backend, seed=seed, examples=examples,
-                                        progress=progress.example, store=shared, **ahead)
-            if command:
-                result.command = command
-            progress.claim_finished(result)
-            kept = result.as_dict()
-            if saved is not None:
-                saved.save_result(claim, kept, examples=examples, **run)
-        else:
-            progress(finished_line(index, len(claims), kept) + " [kept from an earlier run]")
-        results.append(kept)
+    def write(finished: list[dict], not_run: list[str]) -> None:
         if json_path:
-            write_json(results_document(results, [c.name for c in claims[index:]]), json_path)
+            write_json(results_document(finished, not_run), json_path)
+
+    try:
+        results = run_claims_as_tasks(claims, theories or BUILTIN, profile=profile, backend=backend, seed=seed,
+                                      examples=examples, scheduler=scheduler, say=progress, on_result=write,
+                                      command=command, store=store)
+    finally:
+        progress.close()
     return _print_results(results, out=out, json_path=json_path)
 
 
@@ -228,7 +199,7 @@ def _verify(args: argparse.Namespace) -> int:
     _prepare_json(args.json, claims)
     status = run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
                             command=verify_command(args.file), examples=args.examples, scheduler=args.scheduler,
-                            theories=_user_theories([args.file]) if args.scheduler else None, store=args.store)
+                            theories=_user_theories([args.file]), store=args.store)
     _say_derivation_cost(module)
     return status
 

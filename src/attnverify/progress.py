@@ -1,22 +1,20 @@
-"""The command line's progress display on stderr: a live display on a terminal, plain lines elsewhere."""
+"""The command line's progress display on stderr: a live display on a terminal, plain lines elsewhere. It reads the
+run's events by their type (:mod:`attnverify.experiments.tasks`): a claim started or finished, an example checked,
+or a status line of an experiment or a section."""
 
 from __future__ import annotations
 
-import re
 import threading
 from typing import TextIO
 
-from .checks.claim import Claim
-from .checks.runner import ClaimResult
+from .experiments.tasks import ClaimFinished, ClaimStarted, ExampleChecked
 
 
 class Progress:
     """Progress on stderr. On a terminal, a live display (rich): a bar per claim being checked (examples
     done of its number) and the latest status line, with each finished claim printed above it. Elsewhere
-    (CI, a file), plain lines: one per claim, and the report builder's status lines without the example
-    counters."""
-
-    _COUNTER = re.compile(r": example (\d+)/(\d+)$")
+    (CI, a file), plain lines: a claim's start and its outcome on one line when nothing came between them, and
+    the status lines, without the example counters."""
 
     def __init__(self, stream: TextIO):
         self.stream = stream
@@ -26,6 +24,7 @@ class Progress:
         self._live = None
         self._bars: dict[str, int] = {}  # claim name -> its bar in the live display
         self._status = None
+        self._open: str | None = None  # the claim whose start line awaits its outcome (plain lines)
 
     def _display(self):
         if self._live is None:
@@ -46,63 +45,56 @@ class Progress:
                 self._live.stop()
                 self._live = None
                 self._bars.clear()
+            if self._open is not None:
+                self.stream.write("\n")
+                self._open = None
 
-    def claim_started(self, index: int, total: int, claim: Claim, examples: int) -> None:
+    def __call__(self, event: str) -> None:
+        """One event of the run (worker processes' events arrive from another thread)."""
         with self._lock:
             if self.tty:
-                live = self._display()
-                self._bars[claim.name] = live.add_task(f"[{index}/{total}] {claim.name}", total=examples)
-                live.refresh()
+                self._show(event)
             else:
-                self.stream.write(f"[{index}/{total}] {claim.name} ({examples} examples) ... ")
-                self.stream.flush()
+                self._write(event)
 
-    def example(self, claim: Claim, index: int, total: int) -> None:
-        with self._lock:
-            if self.tty and claim.name in self._bars:
-                self._live.update(self._bars[claim.name], completed=index, total=total)
-                self._live.refresh()
+    def _write(self, event: str) -> None:
+        if isinstance(event, ExampleChecked):
+            return
+        if isinstance(event, ClaimStarted):
+            self._close_line()
+            self.stream.write(f"[{event.position}/{event.total}] {event.claim} ({event.examples} examples) ... ")
+            self._open = event.claim
+        elif isinstance(event, ClaimFinished) and self._open == event.claim:
+            self.stream.write(event.outcome + "\n")
+            self._open = None
+        else:
+            self._close_line()
+            self.stream.write(event + "\n")
+        self.stream.flush()
 
-    def claim_finished(self, result: ClaimResult) -> None:
-        from .report.results import verdict
+    def _close_line(self) -> None:
+        if self._open is not None:
+            self.stream.write("\n")
+            self._open = None
 
-        outcome = f"{result.status}, {verdict(result.as_dict())} ({result.seconds:.1f} s)"
-        with self._lock:
-            if self.tty:
-                live = self._display()
-                bar = self._bars.pop(result.claim.name, None)
-                description = live.tasks[[t.id for t in live.tasks].index(bar)].description if bar is not None \
-                    else result.claim.name
-                if bar is not None:
-                    live.remove_task(bar)
-                live.console.print(f"{description}: {outcome}", markup=False)
-                live.refresh()
+    def _show(self, event: str) -> None:
+        live = self._display()
+        if isinstance(event, ExampleChecked):
+            if event.claim in self._bars:
+                live.update(self._bars[event.claim], completed=event.index, total=event.total)
             else:
-                self.stream.write(outcome + "\n")
-                self.stream.flush()
-
-    def __call__(self, message: str) -> None:
-        """A status line from the report builder; worker processes' lines arrive from another thread."""
-        with self._lock:
-            if not self.tty:
-                if not self._COUNTER.search(message):
-                    self.stream.write(message + "\n")
-                    self.stream.flush()
-                return
-            live = self._display()
-            counter = self._COUNTER.search(message)
-            name = message[:counter.start()] if counter else None
-            if counter and name in self._bars:
-                live.update(self._bars[name], completed=int(counter.group(1)), total=int(counter.group(2)))
-            elif counter:
-                self._bars[name] = live.add_task(name, completed=int(counter.group(1)), total=int(counter.group(2)))
-            elif message.endswith(("OK", "UNEXPECTED", "UNDECIDED")) or any(
-                    f" {word} (" in message for word in ("OK", "UNEXPECTED", "UNDECIDED")):
-                claim = message.split(": ")[0].split("] ")[-1]
-                bar = self._bars.pop(claim, None)
-                if bar is not None:
-                    live.remove_task(bar)
-                live.console.print(message, markup=False)
+                self._bars[event.claim] = live.add_task(event.claim, completed=event.index, total=event.total)
+        elif isinstance(event, ClaimStarted):
+            label = f"[{event.position}/{event.total}] {event.claim}"
+            if event.claim in self._bars:
+                live.update(self._bars[event.claim], description=label, total=event.examples)
             else:
-                live.update(self._status, description=message)
-            live.refresh()
+                self._bars[event.claim] = live.add_task(label, total=event.examples)
+        elif isinstance(event, ClaimFinished):
+            bar = self._bars.pop(event.claim, None)
+            if bar is not None:
+                live.remove_task(bar)
+            live.console.print(str(event), markup=False)
+        else:
+            live.update(self._status, description=str(event))
+        live.refresh()

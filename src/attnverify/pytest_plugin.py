@@ -7,7 +7,8 @@ file's ``derivations()`` gives its ``derivation_steps`` item. One item per claim
 claim comes out as expected (an expected refutation passes), and fails with the claim's story (counterexample or
 what would decide it, the replay command) otherwise. Options: ``--attnverify-profile``, ``--attnverify-seed``,
 ``--attnverify-examples``; works under pytest-xdist (each worker collects the same items). The plugin only reads
-options and hands off to :func:`attnverify.checks.runner.run_claim`.
+options and hands off to the one run path, :func:`attnverify.run.claims.run_claims_as_tasks` (in the item's
+process: pytest-xdist spreads the items).
 """
 
 from __future__ import annotations
@@ -45,16 +46,17 @@ class ClaimItem(pytest.Item):
         self.user_properties.append(("expect", claim.expect))
 
     def runtest(self) -> None:
-        from .checks.runner import run_claim
+        from .base.backend import get_backend
         from .report.results import result_details
+        from .run.claims import run_claims_as_tasks
 
         config = self.config
-        result = run_claim(self.claim, profile=config.getoption("--attnverify-profile"),
-                           seed=config.getoption("--attnverify-seed"),
-                           examples=config.getoption("--attnverify-examples"))
-        self.user_properties.append(("status", result.status))
-        if not result.ok:
-            raise ClaimFailed(result_details(result.as_dict()))
+        (result,) = run_claims_as_tasks([self.claim], [], profile=config.getoption("--attnverify-profile"),
+                                        backend=get_backend("numpy"), seed=config.getoption("--attnverify-seed"),
+                                        examples=config.getoption("--attnverify-examples"), scheduler=None)
+        self.user_properties.append(("status", result["status"]))
+        if not result["ok"]:
+            raise ClaimFailed(result_details(result))
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, ClaimFailed):

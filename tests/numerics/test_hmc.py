@@ -89,14 +89,41 @@ def test_step_size_is_frozen_after_warmup():
     x = np.zeros((3, 4))
     u, g = potential_and_gradient(x)
     kernel = HMCKernel(initial_step_size(x, u, g, potential_and_gradient, rng, be), backend=be)
+    state = kernel.start
     for _ in range(50):
-        x, u, g, _ = kernel.transition(x, u, g, potential_and_gradient, rng)
-    kernel.end_warmup()
-    frozen, steps = kernel.step.copy(), kernel.steps
+        state, x, u, g, _ = kernel.transition(state, x, u, g, potential_and_gradient, rng)
+    state = kernel.end_warmup(state)
+    frozen = state
     for _ in range(20):
-        x, u, g, _ = kernel.transition(x, u, g, potential_and_gradient, rng)
-    np.testing.assert_array_equal(kernel.step, frozen)
-    assert kernel.steps == steps
+        state, x, u, g, _ = kernel.transition(state, x, u, g, potential_and_gradient, rng)
+    np.testing.assert_array_equal(state.step, frozen.step)
+    assert state.steps == frozen.steps and state == frozen  # sampling changes nothing of the kernel's state
+
+
+def test_a_chain_replays_from_a_saved_state():
+    """Issue 29: the adaptation lives in a state value, so a run can be saved mid-warm-up (the kernel's state and
+    the generator's) and continued elsewhere, bit for bit."""
+    import copy
+
+    _, _, potential_and_gradient = gaussian_target(4, seeded(5))
+    be = get_backend("numpy")
+    rng = be.random(seeded(1))
+    x = np.zeros((3, 4))
+    u, g = potential_and_gradient(x)
+    kernel = HMCKernel(initial_step_size(x, u, g, potential_and_gradient, rng, be), backend=be,
+                       mass_matrix="diagonal", warmup=60)
+    state = kernel.start
+    for _ in range(30):
+        state, x, u, g, _ = kernel.transition(state, x, u, g, potential_and_gradient, rng)
+    saved = (state, x, u, g, copy.deepcopy(rng))
+    runs = []
+    for start in (saved, copy.deepcopy(saved)):
+        state, x, u, g, generator = start
+        for _ in range(40):
+            state, x, u, g, _ = kernel.transition(state, x, u, g, potential_and_gradient, generator)
+        runs.append((x, state.step))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
 
 
 def test_same_seed_replays():

@@ -115,7 +115,7 @@ def _run_on_worker(name: str, function: Callable[..., Any], arguments: dict, thr
     from distributed import get_worker
 
     worker = get_worker()
-    run_state.say = lambda message: worker.log_event(TOPIC, {"progress": str(message)})
+    run_state.say = lambda message: worker.log_event(TOPIC, run_state.as_message(message))
     blas.set_process_threads(threads)
     worker.log_event(TOPIC, {"start": name})
     try:
@@ -168,7 +168,7 @@ def run_on_cluster(tasks: list[Task], address: str, *, on_start: Callable[[Task]
                 if on_start is not None and message["start"] in by_name:
                     on_start(by_name[message["start"]])
             else:
-                say(message["progress"])
+                say(run_state.from_message(message))
 
         client.subscribe_topic(TOPIC, on_event)
         run = uuid.uuid4().hex[:8]

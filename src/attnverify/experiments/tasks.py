@@ -1,6 +1,7 @@
 """A run's tasks as data: :class:`Task` (a module-level function, its keyword arguments, the tasks it waits
 for), its :class:`Outcome`, the order in which they may start (:func:`by_priority`, :func:`ready`), and
-:func:`progress`, by which a running task reports one status line. Run locally by
+:func:`progress`, by which a running task reports an event: a claim started or finished, an example checked
+(:class:`Event` subclasses), or a status line. Run locally by
 :mod:`attnverify.experiments.scheduler`, on a Dask cluster by :mod:`attnverify.experiments.cluster`.
 """
 
@@ -16,10 +17,73 @@ import numpy as np
 say: Callable[[str], None] | None = None  # where progress() goes: the serial run's display, or a worker's queue
 
 
-def progress(message: str) -> None:
-    """One status line from inside a task to the run's progress display (ignored outside a run)."""
+def progress(event: str) -> None:
+    """One event from inside a task to the run's progress display (ignored outside a run): an :class:`Event`, or a
+    plain status line of an experiment or a section."""
     if say is not None:
-        say(str(message))
+        say(event if isinstance(event, Event) else str(event))
+
+
+class Event(str):
+    """A progress event of a run: a line of text (what a log shows) that carries its fields as attributes (what a
+    display reads, by the event's type, never by parsing the line). Sent by :func:`progress`, from a worker
+    process too: it pickles as its fields."""
+
+    fields: tuple[str, ...] = ()
+
+    def __new__(cls, *values: Any):
+        if len(values) != len(cls.fields):
+            raise TypeError(f"{cls.__name__} takes {cls.fields}, got {values!r}")
+        event = super().__new__(cls, cls.line(*values))
+        event.__dict__.update(zip(cls.fields, values))
+        return event
+
+    def __reduce__(self):
+        return type(self), tuple(getattr(self, name) for name in self.fields)
+
+    @staticmethod
+    def line(*values: Any) -> str:
+        raise NotImplementedError
+
+
+class ExampleChecked(Event):
+    """One more example of ``claim`` checked: ``index`` of ``total``."""
+
+    fields = ("claim", "index", "total")
+
+    @staticmethod
+    def line(claim: str, index: int, total: int) -> str:
+        return f"{claim}: example {index}/{total}"
+
+
+class ClaimStarted(Event):
+    """The claim at ``position`` of the run's ``total`` starts, with its number of ``examples``."""
+
+    fields = ("position", "total", "claim", "examples")
+
+    @staticmethod
+    def line(position: int, total: int, claim: str, examples: int) -> str:
+        return f"[{position}/{total}] {claim}: checking ({examples} examples)"
+
+
+class ClaimFinished(Event):
+    """The claim at ``position`` finished: its status, its verdict (OK, UNDECIDED, UNEXPECTED) and seconds;
+    ``kept``: taken from an earlier run's store, not checked again."""
+
+    fields = ("position", "total", "claim", "status", "verdict", "seconds", "kept")
+
+    @staticmethod
+    def line(position: int, total: int, claim: str, status: str, verdict: str, seconds: float, kept: bool) -> str:
+        return f"[{position}/{total}] {claim}: " + ClaimFinished.outcome_of(status, verdict, seconds, kept)
+
+    @staticmethod
+    def outcome_of(status: str, verdict: str, seconds: float, kept: bool) -> str:
+        return f"{status}, {verdict} ({seconds:.1f} s)" + (" [kept from an earlier run]" if kept else "")
+
+    @property
+    def outcome(self) -> str:
+        """The line without the claim: ``status, VERDICT (seconds)``."""
+        return self.outcome_of(self.status, self.verdict, self.seconds, self.kept)
 
 
 @dataclass(frozen=True)
@@ -105,3 +169,19 @@ def in_order(tasks: list[Task]) -> list[Task]:
 def integer_seed(sequence: np.random.SeedSequence) -> int:
     """A 32-bit integer seed from a SeedSequence for a part of a task (a task's seeds come from the run's seed and its identity)."""
     return int(sequence.generate_state(1)[0])
+
+
+EVENTS = {kind.__name__: kind for kind in (ExampleChecked, ClaimStarted, ClaimFinished)}
+
+
+def as_message(event: str) -> dict:
+    """An event as plain data for a channel that carries only basic types (Dask's event log)."""
+    if isinstance(event, Event):
+        return {"progress": str(event), "event": [type(event).__name__, [getattr(event, f) for f in event.fields]]}
+    return {"progress": str(event)}
+
+
+def from_message(message: dict) -> str:
+    """The event :func:`as_message` made (a plain status line when it carried no event)."""
+    kind = message.get("event")
+    return EVENTS[kind[0]](*kind[1]) if kind else message["progress"]

@@ -20,7 +20,7 @@ Runs unchanged on numpy or cupy: every operation goes through ``backend.xp``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -35,40 +35,47 @@ DIVERGENCE = 1000.0
 """Energy error above which a trajectory counts as divergent (Stan's and numpyro's threshold)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class DualAveraging:
-    """Per-chain step-size adaptation toward a target acceptance (Hoffman & Gelman 2014, Alg. 5)."""
+    """The state of the per-chain step-size adaptation toward a target acceptance (Hoffman & Gelman 2014, Alg. 5):
+    a value; :meth:`updated` gives the next one."""
 
     log_step: Any
-    target: float
-    xp: Any
-    gamma: float = 0.05
-    t0: float = 10.0
-    kappa: float = 0.75
+    mu: Any
+    error_sum: Any
+    log_step_average: Any
     iteration: int = 0
-    mu: Any = field(init=False)
-    error_sum: Any = field(init=False)
-    log_step_average: Any = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.mu = self.log_step + math.log(10.0)
-        self.error_sum = self.xp.zeros_like(self.log_step)
-        self.log_step_average = self.xp.zeros_like(self.log_step)
+    @classmethod
+    def start(cls, log_step, xp) -> "DualAveraging":
+        """The state before the first transition, from the log step sizes ``log_step`` (C,)."""
+        return cls(log_step, log_step + math.log(10.0), xp.zeros_like(log_step), xp.zeros_like(log_step))
 
-    def update(self, acceptance: Any) -> Any:
-        """Record one transition's acceptance probabilities; returns the next log step sizes."""
-        self.iteration += 1
-        m = self.iteration
-        eta = 1.0 / (m + self.t0)
-        self.error_sum = (1 - eta) * self.error_sum + eta * (self.target - acceptance)
-        self.log_step = self.mu - math.sqrt(m) / self.gamma * self.error_sum
-        weight = m ** (-self.kappa)
-        self.log_step_average = weight * self.log_step + (1 - weight) * self.log_step_average
-        return self.log_step
+    def updated(self, acceptance, target: float, gamma: float = 0.05, t0: float = 10.0,
+                kappa: float = 0.75) -> "DualAveraging":
+        """The state after one transition with acceptance probabilities ``acceptance``; its ``log_step`` is the
+        next log step sizes, its ``log_step_average`` the ones warm-up ends with."""
+        m = self.iteration + 1
+        eta = 1.0 / (m + t0)
+        error_sum = (1 - eta) * self.error_sum + eta * (target - acceptance)
+        log_step = self.mu - math.sqrt(m) / gamma * error_sum
+        weight = m ** (-kappa)
+        return DualAveraging(log_step, self.mu, error_sum, weight * log_step + (1 - weight) * self.log_step_average, m)
 
-    def final(self) -> Any:
-        """The averaged log step sizes, used once warm-up ends."""
-        return self.log_step_average
+
+@dataclass(frozen=True)
+class KernelState:
+    """Everything the HMC kernel changes as its chains move: the per-chain step sizes, the leapfrog steps, the
+    inverse mass, the step-size adaptation, the warm-up iteration and the draws of the current mass window. A
+    value: kept with the random generator's state, it replays the chains from there."""
+
+    step: Any
+    steps: int
+    inverse_mass: Any = 1.0
+    adaptation: DualAveraging | None = None
+    iteration: int = 0
+    window: tuple = ()
+    warming: bool = True
 
 
 @dataclass
@@ -174,12 +181,14 @@ def adaptation_windows(warmup: int) -> list[tuple[int, int]]:
 
 class HMCKernel:
     """Batched HMC with per-chain step sizes (and, on request, a diagonal mass matrix shared by the chains)
-    adapted during warm-up only, then frozen.
+    adapted during warm-up only, then frozen. The kernel holds its settings; what changes is a
+    :class:`KernelState` value, passed in and returned.
 
-    ``transition`` moves every chain once; while ``warming`` it feeds acceptances to dual averaging and
-    recomputes the number of leapfrog steps, and with ``mass_matrix="diagonal"`` and a ``warmup`` length it
-    collects the draws of each slow window and ends it with a new M⁻¹ (module docstring); ``end_warmup``
-    freezes the averaged step sizes, the mass and the steps.
+    :attr:`start` is the state at the given step sizes; ``transition(state, …)`` moves every chain once and
+    returns the next state: while warming it feeds acceptances to dual averaging and recomputes the number of
+    leapfrog steps, and with ``mass_matrix="diagonal"`` and a ``warmup`` length it collects the draws of each slow
+    window and ends it with a new M⁻¹ (module docstring); ``end_warmup(state)`` freezes the averaged step sizes,
+    the mass and the steps.
     """
 
     def __init__(self, step, *, backend: Backend | str | None = None, trajectory_length: float = math.pi / 2,
@@ -189,59 +198,56 @@ class HMCKernel:
         step = arguments.array("step", backend.to_numpy(step) if hasattr(step, "dtype") else step, backend, ndim=1)
         if not bool(backend.xp.all(step > 0)):
             raise ValueError("step must hold one step size > 0 per chain")
-        self.step = step
         self.trajectory_length = arguments.positive("trajectory_length", trajectory_length)
         self.max_steps = arguments.integer("max_steps", max_steps, 1)
         self.jitter = arguments.real("jitter", jitter, low=0, high=1, open_high=True)
-        target_acceptance = arguments.real("target_acceptance", target_acceptance, low=0, high=1,
-                                           open_low=True, open_high=True)
-        self.target_acceptance = target_acceptance
-        self.adaptation = DualAveraging(backend.xp.log(step), target_acceptance, backend.xp)
-        self.steps = steps_for(trajectory_length, step, max_steps, backend)
-        self.warming = True
+        self.target_acceptance = arguments.real("target_acceptance", target_acceptance, low=0, high=1,
+                                                open_low=True, open_high=True)
         self.mass_matrix = arguments.one_of("mass_matrix", mass_matrix, MASS_MATRICES)
-        self.inverse_mass = 1.0
-        self.windows: list[int] = []
+        self.windows: list[tuple[int, int]] = []
         if self.mass_matrix == "diagonal":
             if warmup is None:
                 raise ValueError("mass_matrix='diagonal' needs the warm-up length (warmup=…) to lay out its windows")
             self.windows = adaptation_windows(arguments.integer("warmup", warmup, 1))
-        self.iteration = 0
-        self._window: list[Any] = []
+        self.start = KernelState(step, steps_for(trajectory_length, step, max_steps, backend),
+                                 adaptation=DualAveraging.start(backend.xp.log(step), backend.xp))
 
-    def _adapt_mass(self, x) -> None:
+    def _adapt_mass(self, state: KernelState, x) -> KernelState:
         """Collect x during a slow window; at its end, M⁻¹ ← regularised pooled variance and the step-size
         adaptation restarts from the current steps."""
-        window = next(((start, end) for start, end in self.windows if start < self.iteration <= end), None)
+        window = next(((start, end) for start, end in self.windows if start < state.iteration <= end), None)
         if window is None:
-            return
-        self._window.append(x)
-        if self.iteration == window[1]:
-            xp = self.backend.xp
-            draws = xp.concatenate(self._window, axis=0)  # (window length · chains, d)
-            n = draws.shape[0]
-            self.inverse_mass = (n / (n + 5.0)) * xp.var(draws, axis=0, ddof=1) + 1e-3 * (5.0 / (n + 5.0))
-            self._window = []
-            self.adaptation = DualAveraging(xp.log(self.step), self.target_acceptance, xp)
-
-    def transition(self, x, potential, gradient, potential_and_gradient: PotentialAndGradient, rng):
-        """One MH-corrected transition of every chain (step sizes jittered by ±jitter, independently
-        of the state, which keeps the kernel exact). Returns (x, Φ, ∇Φ, TransitionStats)."""
+            return state
+        if state.iteration < window[1]:
+            return replace(state, window=state.window + (x,))
         xp = self.backend.xp
-        factor = 1.0 + self.jitter * (2.0 * rng.uniform(size=self.step.shape) - 1.0)
-        out = hmc_transition(x, potential, gradient, self.step * factor, self.steps, potential_and_gradient,
-                             rng, self.backend, self.inverse_mass)
-        if self.warming:
-            self.iteration += 1
-            self.step = xp.exp(self.adaptation.update(out[3].acceptance_probability))
-            self._adapt_mass(out[0])
-            self.steps = steps_for(self.trajectory_length, self.step, self.max_steps, self.backend)
-        return out
+        draws = xp.concatenate(state.window + (x,), axis=0)  # (window length · chains, d)
+        n = draws.shape[0]
+        inverse_mass = (n / (n + 5.0)) * xp.var(draws, axis=0, ddof=1) + 1e-3 * (5.0 / (n + 5.0))
+        return replace(state, inverse_mass=inverse_mass, window=(),
+                       adaptation=DualAveraging.start(xp.log(state.step), xp))
 
-    def end_warmup(self) -> None:
-        self.step = self.backend.xp.exp(self.adaptation.final())
-        self.steps = steps_for(self.trajectory_length, self.step, self.max_steps, self.backend)
-        self.warming = False
+    def transition(self, state: KernelState, x, potential, gradient, potential_and_gradient: PotentialAndGradient,
+                   rng) -> tuple[KernelState, Any, Any, Any, TransitionStats]:
+        """One MH-corrected transition of every chain (step sizes jittered by ±jitter, independently
+        of the state, which keeps the kernel exact). Returns (the next state, x, Φ, ∇Φ, TransitionStats)."""
+        xp = self.backend.xp
+        factor = 1.0 + self.jitter * (2.0 * rng.uniform(size=state.step.shape) - 1.0)
+        x, potential, gradient, stats = hmc_transition(x, potential, gradient, state.step * factor, state.steps,
+                                                       potential_and_gradient, rng, self.backend, state.inverse_mass)
+        if state.warming:
+            adaptation = state.adaptation.updated(stats.acceptance_probability, self.target_acceptance)
+            state = replace(state, iteration=state.iteration + 1, step=xp.exp(adaptation.log_step),
+                            adaptation=adaptation)
+            state = self._adapt_mass(state, x)
+            state = replace(state, steps=steps_for(self.trajectory_length, state.step, self.max_steps, self.backend))
+        return state, x, potential, gradient, stats
+
+    def end_warmup(self, state: KernelState) -> KernelState:
+        """The state sampling runs with: the averaged step sizes, their leapfrog steps, adaptation over."""
+        step = self.backend.xp.exp(state.adaptation.log_step_average)
+        return replace(state, step=step, steps=steps_for(self.trajectory_length, step, self.max_steps, self.backend),
+                       warming=False)
 
 
 @dataclass
@@ -274,29 +280,31 @@ def run_chains(potential_and_gradient: PotentialAndGradient, x, *, rng, warmup: 
     evaluations = 1
     kernel = HMCKernel(initial_step_size(x, potential, gradient, potential_and_gradient, rng, backend),
                        backend=backend, warmup=warmup, **kernel_options)
+    state = kernel.start
     records, accepted, divergent = [], [], []
     total = warmup + draws
     report_every = max(1, total // 20)
     for iteration in range(total):
         if iteration == warmup:
-            kernel.end_warmup()
-        evaluations += kernel.steps
-        x, potential, gradient, stats = kernel.transition(x, potential, gradient, potential_and_gradient, rng)
+            state = kernel.end_warmup(state)
+        evaluations += state.steps
+        state, x, potential, gradient, stats = kernel.transition(state, x, potential, gradient, potential_and_gradient,
+                                                                 rng)
         if after_transition is not None:
             x = after_transition(x)
             potential, gradient = potential_and_gradient(x)
             evaluations += 1
-        if not kernel.warming:
+        if not state.warming:
             records.append(record(x))
             accepted.append(backend.to_numpy(stats.acceptance_probability))
             divergent.append(backend.to_numpy(stats.divergent))
         if progress is not None and (iteration + 1) % report_every == 0:
-            phase = "warm-up" if kernel.warming else "sampling"
-            progress(f"{phase} {iteration + 1}/{total}: {kernel.steps} leapfrog steps, "
-                     f"step {float(backend.to_numpy(xp.median(kernel.step))):.3g}, "
+            phase = "warm-up" if state.warming else "sampling"
+            progress(f"{phase} {iteration + 1}/{total}: {state.steps} leapfrog steps, "
+                     f"step {float(backend.to_numpy(xp.median(state.step))):.3g}, "
                      f"acceptance {float(backend.to_numpy(xp.mean(stats.acceptance_probability))):.2f}")
-    return ChainRun(records, np.stack(accepted).T, np.stack(divergent).T, backend.to_numpy(kernel.step),
-                    kernel.steps, evaluations)
+    return ChainRun(records, np.stack(accepted).T, np.stack(divergent).T, backend.to_numpy(state.step),
+                    state.steps, evaluations)
 
 
 def sample(potential_and_gradient: PotentialAndGradient, x0, *, seed: int, warmup: int, draws: int,

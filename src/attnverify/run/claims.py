@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from ..experiments.scheduler import run_tasks
-from ..experiments.tasks import Outcome, Task, progress
+from ..experiments.tasks import ClaimFinished, ClaimStarted, ExampleChecked, Outcome, Task, progress
 from ..experiments.store import Store
 from ..base.backend import Backend, get_backend
 from ..checks.claim import Claim
 from ..checks.runner import ClaimResult, Example, drawn_examples, evaluate, example_key
 from ..checks.saved import SavedChecks
+from ..report.results import run_claim_or_error, verdict, verify_command
 
 BATCHES = 8
 """Most tasks a claim's examples are split into: enough to keep a few workers busy on one long claim, few
@@ -39,7 +40,7 @@ def example_batch_task(theory, name: str, examples: list[tuple[dict, int]], firs
     for k, (parameters, monte_carlo_seed) in enumerate(examples, first):
         checked.append(evaluate(claim, parameters, monte_carlo_seed, profile=profile, backend=get_backend(backend),
                                 run_seed=seed, store=shared))
-        progress(f"{name}: example {k}/{total}")
+        progress(ExampleChecked(name, k, total))
         if not checked[-1].holds:
             break
     return checked
@@ -49,16 +50,19 @@ def claim_task(theory, name: str, profile: str, backend: str, seed: int, example
                command: str | None = None, evaluated: dict | None = None, inputs: dict | None = None) -> dict:
     """A task of the run: check ``theory``'s claim ``name``; its experiments come from the store folder. The
     examples in ``evaluated`` (kept from an earlier run) and those the ``inputs`` batches checked are taken as
-    they are. ``command`` is what its replay line runs (default: ``attnverify check``, or ``verify FILE``)."""
-    from ..report.results import run_claim_or_error, verify_command
-
+    they are; each example it checks itself is kept in the store folder as soon as it is checked (an interrupted
+    run loses none). ``command`` is what its replay line runs (default: ``attnverify check``, or ``verify FILE``)."""
+    claim = theory.claim(name)
     ahead = dict(evaluated or {})
     for outcome in (inputs or {}).values():
         if outcome.error is None:
             ahead.update({example_key(e.parameters, e.seed): e for e in outcome.result})
-    result = run_claim_or_error(theory.claim(name), profile=profile, backend=get_backend(backend), seed=seed,
+    saved = SavedChecks(store)
+    result = run_claim_or_error(claim, profile=profile, backend=get_backend(backend), seed=seed,
                                 examples=examples, store=Store(store), evaluated=ahead,
-                                progress=lambda c, i, n: progress(f"{c.name}: example {i}/{n}"))
+                                progress=lambda c, i, n: progress(ExampleChecked(c.name, i, n)),
+                                on_evaluated=lambda example: saved.add_examples(claim, [example], profile=profile,
+                                                                                 backend=backend, seed=seed))
     if command is not None:
         result.command = command
     elif theory.claims.endswith(".py"):  # a user's file: its claims replay through verify
@@ -74,16 +78,14 @@ def crashed_claim(claim: Claim, outcome: Outcome, profile: str, backend: Backend
                        notes=["the claim's task failed outside its check"]).as_dict()
 
 
-def checking_line(position: int, total: int, claim: Claim, examples: int | None, profile: str) -> str:
-    """The progress line of a claim that starts: ``[k/n] name: checking (N examples)``."""
-    return f"[{position}/{total}] {claim.name}: checking ({examples or claim.examples[profile]} examples)"
+def claim_started(position: int, total: int, claim: Claim, examples: int | None, profile: str) -> ClaimStarted:
+    """The event of a claim that starts (its line: ``[k/n] name: checking (N examples)``)."""
+    return ClaimStarted(position, total, claim.name, examples or claim.examples[profile])
 
 
-def finished_line(position: int, total: int, result: dict) -> str:
-    """The progress line of a finished claim: ``[k/n] name: status, OK|UNDECIDED|UNEXPECTED (seconds)``."""
-    from ..report.results import verdict
-
-    return f"[{position}/{total}] {result['name']}: {result['status']}, {verdict(result)} ({result['seconds']:.1f} s)"
+def claim_finished(position: int, total: int, result: dict, kept: bool = False) -> ClaimFinished:
+    """The event of a finished claim (its line: ``[k/n] name: status, OK|UNDECIDED|UNEXPECTED (seconds)``)."""
+    return ClaimFinished(position, total, result["name"], result["status"], verdict(result), result["seconds"], kept)
 
 
 def _batches(count: int, parts: int) -> list[range]:
@@ -140,7 +142,7 @@ class ClaimTasks:
             drawn = []
         missing = [(k, e) for k, e in enumerate(drawn, 1) if example_key(*e) not in evaluated]
         batches = []
-        for piece in _batches(len(missing), self.batches):
+        for piece in _batches(len(missing), self.batches) if self.batches else ():
             numbers = [missing[i][0] for i in piece]
             name = f"{claim.name} [examples {numbers[0]}–{numbers[-1]}]"
             self._batch_of[name] = claim.name
@@ -166,7 +168,7 @@ class ClaimTasks:
         if name not in self._announced:
             self._announced.add(name)
             k, n = self.positions[name]
-            self.say(checking_line(k, n, self._claim[name], self.examples, self.profile))
+            self.say(claim_started(k, n, self._claim[name], self.examples, self.profile))
 
     def finished(self, outcome: Outcome) -> dict | None:
         """Keep what ``outcome`` (one of these tasks) brought; the claim's result when it is the claim's own task."""
@@ -183,29 +185,50 @@ class ClaimTasks:
             result = crashed_claim(claim, outcome, self.profile, self.backend, self.seed)
         self.results[claim.name] = result
         k, n = self.positions[claim.name]
-        self.say(finished_line(k, n, result))
+        self.say(claim_finished(k, n, result))
         return result
+
+
+@dataclass(frozen=True)
+class InProcess:
+    """The theory of a claim that a serial run was given directly (made in a session, not in a module or file):
+    its tasks run in this process, so the claim itself is the way to find it again."""
+
+    only: Claim
+    claims: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.only.name.split(".")[0]
+
+    def claim(self, name: str) -> Claim:
+        return self.only
 
 
 def run_claims_as_tasks(claims: Sequence[Claim], theories: Sequence, *, profile: str, backend: Backend, seed: int,
                         examples: int | None, scheduler: str | None, workers: int = 1,
                         say: Callable[[str], None] = lambda message: None, command: str | None = None,
                         on_result: Callable[[list[dict], list[str]], None] | None = None,
-                        store: str | None = None) -> list[dict]:
-    """Check ``claims`` (each of one of ``theories``) as tasks, on ``workers`` local processes or the Dask
-    cluster ``scheduler``, sharing one store folder (``store``, kept for a rerun; default a temporary one);
-    returns the results in the claims' order. ``on_result(finished, not_run)`` sees the finished results (in the
-    claims' order) after each claim."""
+                        store: str | None = None, batches: int | None = None) -> list[dict]:
+    """Check ``claims`` (each of one of ``theories``) as tasks: in this process, one after another (``workers`` 1,
+    no ``scheduler``: the run of ``check`` and ``verify``), on ``workers`` local processes, or on the Dask cluster
+    ``scheduler``, sharing one store folder (``store``, kept for a rerun; default a temporary one); returns the
+    results in the claims' order. ``on_result(finished, not_run)`` sees the finished results (in the claims' order)
+    after each claim. ``batches``: the tasks a claim's examples are split into ahead of its own task (default
+    ``BATCHES`` when the run is parallel, none when it is serial: there the claim's task checks them in order)."""
+    if batches is None:
+        batches = BATCHES if scheduler is not None or workers > 1 else 0
+    serial = scheduler is None and workers == 1
     owner = {}
     for c in claims:
         matches = [t for t in theories if c.name.startswith(t.name + ".")]
-        if not matches:
+        if not matches and not serial:  # a worker loads the claim again from its theory's module or file
             raise ValueError(f"claim {c.name!r} belongs to none of the theories {[t.name for t in theories]}")
-        owner[c.name] = matches[0]
+        owner[c.name] = matches[0] if matches else InProcess(c)
     folder = store or tempfile.mkdtemp(prefix="attnverify-store-")
     try:
         plan = ClaimTasks([(owner[c.name], c) for c in claims], profile=profile, backend=backend, seed=seed,
-                          examples=examples, store=str(folder), command=command, say=say,
+                          examples=examples, store=str(folder), command=command, say=say, batches=batches,
                           positions={c.name: (k, len(claims)) for k, c in enumerate(claims, 1)})
 
         def report() -> None:
@@ -215,8 +238,9 @@ def run_claims_as_tasks(claims: Sequence[Claim], theories: Sequence, *, profile:
 
         for c in claims:
             if c.name in plan.results:
-                say(finished_line(*plan.positions[c.name], plan.results[c.name]) + " [kept from an earlier run]")
-        report()
+                say(claim_finished(*plan.positions[c.name], plan.results[c.name], kept=True))
+        if plan.results:  # kept from an earlier run: written down before the first task
+            report()
 
         def on_done(outcome: Outcome) -> None:
             if plan.finished(outcome) is not None:
