@@ -173,3 +173,16 @@ def test_inside_a_theory_derivations_simulators_experiments_claims_section_point
              for name, targets in sorted(graph.items()) if theory_package(name)
              for target in sorted(targets) if theory_package(target) == theory_package(name) and role(target) > role(name)]
     assert not wrong, "imports against the order inside a theory:\n" + "\n".join(wrong)
+
+
+def test_one_fingerprint_for_every_cache():
+    """Issue 29: the on-disk caches (experiments, checks, saddle-point solutions, derivations, derivation steps) and
+    the files they are keyed by share one fingerprint, :func:`attnverify.base.files.fingerprint`: no other module
+    hashes."""
+    hashing = [str(path.relative_to(SOURCE)) for path in (SOURCE / "attnverify").rglob("*.py")
+               if "hashlib.sha256" in path.read_text() and path.name != "files.py"]
+    assert hashing == ["attnverify/derivations/steps.py"]  # one use left: a variable's sampling index, no cache key
+    from attnverify.base.files import fingerprint
+
+    assert fingerprint("ab", "c") != fingerprint("a", "bc") and fingerprint(b"x") != fingerprint("x")
+    assert fingerprint([1.0, 2.0]) != fingerprint([[1.0, 2.0]]) and len(fingerprint()) == 24

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import hashlib
 import inspect
 import math
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from typing import Any, Callable
 import numpy as np
 from hypothesis import strategies as st
 
+from .base.files import fingerprint
 from .checks.claim import Claim, claim_parameters
 from .checks.evidence import Evidence, within_error
 
@@ -246,9 +246,10 @@ class Theory:
     # -- identity -------------------------------------------------------------------------------------------
     @functools.cached_property
     def content_key(self) -> str:
-        """SHA-256 (16 hex digits) of the defining file's bytes: the disk keeps derivations per file content."""
+        """The fingerprint of the defining file's bytes (:func:`attnverify.base.files.fingerprint`): the disk keeps
+        derivations per file content."""
         try:
-            return hashlib.sha256(Path(self.file).read_bytes()).hexdigest()[:16]
+            return fingerprint(Path(self.file).read_bytes())
         except OSError:
             return "unsaved"
 

@@ -65,12 +65,12 @@ def test_a_kept_derivation_is_read_by_the_next_process_and_derived_afresh_when_i
     assert _same_steps(kept.kept_derivation(toy)(), first) and calls == [1, 1]
     assert _same_steps(kept.decoded(pickle.loads(path.read_bytes())), first)  # written anew
 
-    monkeypatch.setattr(kept, "fingerprint", lambda: "changed-code")
+    monkeypatch.setattr(kept, "code_version", lambda: "changed-code")
     kept.kept_derivation(toy)()
     assert calls == [1, 1, 1] and kept.kept_path(toy).is_file() and kept.kept_path(toy) != path
 
     monkeypatch.setenv(kept.ENVIRONMENT_VARIABLE, "0")
-    monkeypatch.setattr(kept, "fingerprint", lambda: "switched-off")
+    monkeypatch.setattr(kept, "code_version", lambda: "switched-off")
     kept.kept_derivation(toy)()
     assert calls == [1, 1, 1, 1] and not kept.kept_path(toy).exists()
 
@@ -91,7 +91,7 @@ def test_the_fingerprint_changes_with_any_source_file(tmp_path, monkeypatch):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "module.py").write_text("x = 1\n")
     monkeypatch.setattr(kept, "PACKAGE", tmp_path)
-    before = kept.fingerprint.__wrapped__()
+    before = kept.code_version.__wrapped__()
     (tmp_path / "sub" / "module.py").write_text("x = 2\n")
-    assert kept.fingerprint.__wrapped__() != before
+    assert kept.code_version.__wrapped__() != before
     assert (kept.PACKAGE / "sub" / "module.py").is_file() and len(before) == 24

@@ -212,3 +212,24 @@ def subfolder(path: Path) -> Path:
         set_aside(path, "a file where a folder belongs")
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def fingerprint(*parts: Any) -> str:
+    """The one fingerprint of every on-disk cache of the package (experiments, checks, saddle-point solutions,
+    derivations, derivation steps) and of the files it keys them by: 24 hex digits of SHA-256 over ``parts`` in
+    order, each a str (UTF-8), bytes, or an array (its float64 values and its shape), each length-prefixed, so
+    that ("ab", "c") and ("a", "bc") differ."""
+    digest = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, str):
+            data = b"s" + part.encode()
+        elif isinstance(part, (bytes, bytearray)):
+            data = b"b" + bytes(part)
+        else:
+            import numpy as np
+
+            array = np.ascontiguousarray(np.asarray(part, dtype=np.float64))
+            data = b"a" + repr(array.shape).encode() + array.tobytes()
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.hexdigest()[:24]

@@ -12,13 +12,12 @@ is reported once, set aside and checked again; one that cannot be written is rep
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import pickle
 import threading
 from pathlib import Path
 
-from ..base.files import read_entry, subfolder, write_entry
+from ..base.files import fingerprint, read_entry, subfolder, write_entry
 from .claim import Claim
 from .runner import Example, example_key
 
@@ -29,7 +28,7 @@ def _fingerprint(claim: Claim) -> str:
         source = Path(inspect.getsourcefile(claim.check)).read_bytes()
     except (TypeError, OSError):
         source = claim.name.encode()
-    return hashlib.sha256(source).hexdigest()[:16]
+    return fingerprint(source)
 
 
 def _examples_problem(value) -> str | None:
@@ -59,7 +58,7 @@ class SavedChecks:
     def _entry(self, kind: str, claim: Claim, *parts) -> tuple[Path, str]:
         """(the file, the identity it is kept under) of ``kind`` for ``claim`` and the run's ``parts``."""
         identity = repr((claim.name, _fingerprint(claim), *parts))
-        name = f"{claim.name}.{kind}.{hashlib.sha256(identity.encode()).hexdigest()[:16]}.pickle"
+        name = f"{claim.name}.{kind}.{fingerprint(identity)}.pickle"
         return self.directory / name, f"{kind} {identity}"
 
     def examples(self, claim: Claim, *, profile: str, backend: str, seed: int) -> dict[str, Example]:

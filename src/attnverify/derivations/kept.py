@@ -2,7 +2,7 @@
 sympy derived instead of deriving it again (the population risk: 1.6–3.5 s derived, 0.13 s read).
 
 :func:`kept_derivation` memoises a derivation function in the process, as ``functools.lru_cache`` does, and in
-the folder ``cache_directory("derivations", fingerprint)``. The fingerprint is a SHA-256 of every source file of
+the folder ``cache_directory("derivations", code_version())``, the fingerprint of every source file of
 the ``attnverify`` package, sympy's version and Python's, so a change to any of them derives afresh.
 
 Sympy rebuilds an unpickled expression from its arguments, which evaluates what a derivation wrote unevaluated
@@ -17,7 +17,6 @@ are written whole (a temporary file, then a rename), so processes that derive at
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import pickle
 import platform
@@ -27,7 +26,7 @@ from typing import Callable
 import sympy
 from sympy.core.parameters import evaluate
 
-from ..base.files import write_atomically
+from ..base.files import fingerprint, write_atomically
 from ..base.cache import cache_directory
 from .derivation import Derivation, Step
 
@@ -41,13 +40,11 @@ KEPT: list[Callable] = []
 
 
 @functools.lru_cache(maxsize=None)
-def fingerprint() -> str:
+def code_version() -> str:
     """SHA-256 of the package's source files (path and bytes), sympy's and Python's versions."""
-    digest = hashlib.sha256(f"sympy {sympy.__version__} python {platform.python_version()}".encode())
-    for path in sorted(PACKAGE.rglob("*.py")):
-        digest.update(str(path.relative_to(PACKAGE)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:24]
+    files = sorted(PACKAGE.rglob("*.py"))
+    return fingerprint(f"sympy {sympy.__version__} python {platform.python_version()}",
+                       *(part for path in files for part in (str(path.relative_to(PACKAGE)), path.read_bytes())))
 
 
 def _enabled() -> bool:
@@ -58,7 +55,7 @@ def kept_path(function: Callable, key: str | None = None) -> Path:
     """The file that keeps ``function``'s derivation for this fingerprint (``key``: its name, for a derivation of
     a user's file, which names the file's content)."""
     name = key or f"{function.__module__}.{function.__qualname__}"
-    return cache_directory("derivations", fingerprint()) / f"{name}.pickle"
+    return cache_directory("derivations", code_version()) / f"{name}.pickle"
 
 
 def _loaded(data: bytes, evaluated: bool) -> sympy.Basic:

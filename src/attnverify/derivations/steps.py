@@ -93,7 +93,7 @@ from sympy.core.function import AppliedUndef
 from sympy.matrices.exceptions import ShapeError
 from sympy.matrices.expressions.matexpr import MatrixElement
 
-from ..base.files import write_atomically
+from ..base.files import fingerprint, write_atomically
 from ..base.cache import cache_directory
 from .expectation import Expectation, by_linearity
 
@@ -240,18 +240,16 @@ def check_derivation(derivation) -> tuple[StepCheck, ...]:
 def derivation_key(derivation) -> str | None:
     """The cache key of a whole derivation's outcomes: SHA-256 of its steps (expression, kind, values), or None if
     a step cannot be written out."""
-    digest = hashlib.sha256(b"derivation\x00")
+    parts = ["derivation"]
     try:
         for step in derivation.steps:
             named = sorted(str(f.func) for f in step.expression.atoms(AppliedUndef) if getattr(f.func, "mapping", 0))
-            for part in (sympy.srepr(step.expression), step.kind, sympy.srepr(sympy.Tuple(*map(sympy.Tuple,
-                                                                                              step.substitute))),
-                         " ".join(named)):  # srepr does not show which functions are named ones
-                digest.update(part.encode())
-                digest.update(b"\x00")
+            parts += [sympy.srepr(step.expression), step.kind,
+                      sympy.srepr(sympy.Tuple(*map(sympy.Tuple, step.substitute))),
+                      " ".join(named)]  # srepr does not show which functions are named ones
     except Exception:  # an expression srepr cannot write: walked every time (its comparisons are still kept)
         return None
-    return "d" + digest.hexdigest()[:31]
+    return "d" + fingerprint(*parts)
 
 
 def _walked(derivation) -> tuple[StepCheck, ...]:
@@ -646,10 +644,8 @@ def _marked_role(a, b, context: _Context) -> str:
 def checker_version() -> str:
     """SHA-256 of this module's source, of :mod:`.expectation`'s (which evaluates expectations) and of sympy's and
     mpmath's versions: a new checker checks afresh."""
-    digest = hashlib.sha256(f"sympy {sympy.__version__} mpmath {mpmath.__version__}".encode())
-    digest.update(Path(__file__).read_bytes())
-    digest.update(Path(__file__).with_name("expectation.py").read_bytes())
-    return digest.hexdigest()[:20]
+    return fingerprint(f"sympy {sympy.__version__} mpmath {mpmath.__version__}", Path(__file__).read_bytes(),
+                       Path(__file__).with_name("expectation.py").read_bytes())
 
 
 _MEMORY: dict[str, StepCheck] = {}
@@ -665,10 +661,7 @@ def _cache_path(key: str) -> Path:
 
 def comparison_key(a, b) -> str:
     """The cache key of comparing ``a`` with ``b``: SHA-256 of their ``srepr`` (assumptions included)."""
-    digest = hashlib.sha256(sympy.srepr(a).encode())
-    digest.update(b"\x00")
-    digest.update(sympy.srepr(b).encode())
-    return digest.hexdigest()[:32]
+    return fingerprint(sympy.srepr(a), sympy.srepr(b))
 
 
 def compare(a, b) -> StepCheck:

@@ -18,7 +18,6 @@ and claims then find them in the store.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import pickle
 import tempfile
@@ -27,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from ..base.files import read_entry, report_once, subfolder, write_entry
+from ..base.files import fingerprint, read_entry, report_once, subfolder, write_entry
 
 T = TypeVar("T")
 
@@ -100,7 +99,7 @@ class Store:
         return f"{experiment.__module__}.{experiment.__qualname__}({arguments})"
 
     def _path(self, key: str) -> Path:
-        return self.directory / (hashlib.sha256(key.encode()).hexdigest()[:24] + ".pickle")
+        return self.directory / (fingerprint(key) + ".pickle")
 
     def get(self, experiment: Callable[..., T], **parameters: Any) -> T:
         """``experiment(**parameters)``, computed at most once per store (and per directory)."""

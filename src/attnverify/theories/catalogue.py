@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
 
+from ..base.files import fingerprint
 from ..checks.claim import BAD_NAMES, Claim
 
 #: Theory modules under ``attnverify.checks`` whose claims are built in, in report order.
@@ -58,7 +58,7 @@ def load_user_module(path: str | Path) -> ModuleType:
     path = Path(path).resolve()
     if not path.is_file() or path.suffix != ".py":
         raise ValueError(f"FILE must be an existing .py file, got {str(path)!r}")
-    content = hashlib.sha256(path.read_bytes()).digest()
+    content = fingerprint(path.read_bytes())
     loaded = _LOADED.get(path)
     if loaded is not None and loaded[0] == content:
         return loaded[1]

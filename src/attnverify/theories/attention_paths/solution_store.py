@@ -13,7 +13,6 @@ reported once and not kept (:mod:`attnverify.base.files`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -21,17 +20,13 @@ from typing import Sequence
 
 import numpy as np
 
+from ...base import files
 from ...base.files import report_unwritable, set_aside, subfolder, write_atomically
 
 
 def fingerprint(X, y) -> str:
-    """16 hex digits of SHA-256 over the float64 bytes and shapes of X and y."""
-    digest = hashlib.sha256()
-    for array in (X, y):
-        array = np.ascontiguousarray(np.asarray(array, dtype=np.float64))
-        digest.update(repr(array.shape).encode())
-        digest.update(array.tobytes())
-    return digest.hexdigest()[:16]
+    """The features' key: :func:`attnverify.base.files.fingerprint` of X and y (values and shapes)."""
+    return files.fingerprint(X, y)
 
 
 def solution_name(features: str, heads: Sequence[int], width: float, temperature: float, tolerance: float) -> str:
