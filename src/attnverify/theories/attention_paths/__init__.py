@@ -1,15 +1,23 @@
-"""Numerics of attention paths (Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS 2024).
+"""Attention paths (Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS 2024): the whole theory in one package.
 
+derivations/  sympy: the action, saddle-point equations, GP limit, readout U_a, H = 1 reduction (checked steps)
 features      path features ξ^π(x), path-path kernels C, renormalized and GP kernels
 markov_chain  the hidden Markov chain classification task of the paper's figure 2
 entropy       the entropy 𝓛 of the action and its matrix gradients
-energy        E(U) = ln det(K+TI) + Yᵀ(K+TI)^{-1}Y and ∂E/∂U from C, from X, or in feature space
-saddle_point  the minimum of S = E + 𝓛 over positive-definite order parameters
+energy        E(U) = ln det(K+TI) + Yᵀ(K+TI)^{-1}Y and ∂E/∂U from C, from X, or in feature space (numpy or cupy)
+saddle_point  the minimum of S = E + 𝓛 over positive-definite order parameters; second_derivatives its Hessian
+sweep         saddle points over widths and temperatures by continuation; solution_store keeps them on disk
 single_head   the H = 1 scalar kernel renormalization (Li & Sompolinsky 2021), solved independently
 predictor     predictor mean and variance, generalisation error, accuracy
 heads         kernel–task alignment, head scores, theory pruning
 synthetic     random tokens and heads with a teacher path (generic problems, scaling benchmarks)
-experiments   the figure-2 experiments: GP reference lines, sweeps over the width
+posterior, collapsed, sampling   the finite-width network's posterior and its two exact HMC samplers
+theory_points the theory and the sampled networks at a width, next to each other (figure 2's comparisons)
+one_shot_task, trained_model, trained_heads, one_shot_training, one_shot_analysis   figure 3's task and networks
+experiments, one_shot_experiments   what claims and the section share, through the run's store
+claims, one_shot_claims   the claims; section, one_shot_section   the report section (drawing only)
+
+The names below are the package's numerics, importable from here.
 """
 
 from .features import attention_matrix, attention_matrix_qk, gp_kernel, path_features, path_kernels, renormalized_kernel

@@ -1,10 +1,15 @@
-"""Numerics of attention as a conditional mean (Zhang, Liu, Cai, Wang, Wang, 2022).
+"""Attention as a conditional mean (Zhang, Liu, Cai, Wang, Wang, 2022): the whole theory in one package.
 
+derivations  sympy: the 1/L expansion of attention, the Gaussian and fixed-bandwidth limits, the posteriors
 models       exchangeable token models: Gaussian keys with linear values, a sine conditional mean,
              and the latent models M1 (conjugate Gaussian), M2 (finite latent), M3 (linear-Gaussian)
-attention    softmax, RBF and ridge (CME) attention as estimators of E[v | k]
-monte_carlo  bias and mean-squared error of attention at a sequence length, with standard errors
+attention    softmax, RBF and ridge (CME) attention as estimators of E[v | k] (numpy or cupy)
+monte_carlo  bias and mean-squared error of attention at a sequence length, with standard errors; rate_fit
 learning     empirical-risk minimisation of the attention parameter (supervised and masked)
+experiments  what the claims and the section share, through the run's store
+claims/      the claims (identities, approximation, concentration); section: the report section (drawing only)
+
+The names below are the package's numerics, importable from here.
 """
 
 from .attention import rbf_attention, ridge_attention, softmax, softmax_attention, weighted_mean

@@ -1,4 +1,9 @@
-"""Single-location regression (Marion, Berthier, Biau, Boyer, ICLR 2025): data, predictors, risks, training.
+"""Single-location regression (Marion, Berthier, Biau, Boyer, ICLR 2025): the whole theory in one package.
+
+derivations (sympy: the risk in the five overlaps, its gradient, the oracle and linear risks, checked steps),
+task (data), predictors (Monte Carlo, oracle and Bayes risks), overlaps, dynamics (PGD, SGD), experiments (what
+the claims and the section share), claims, section (the report section, drawing only). The names below are the
+package's numerics, importable from here.
 
 Model (spec ``single_location.md`` §1): J0 ~ Uniform{1..L}; X_{J0} ~ N(√(d/2)·k*, γ²I_d); X_ℓ ~ N(0, I_d)
 for ℓ ≠ J0; Y = ⟨X_{J0}, v*⟩ + ε·ξ with ξ ~ N(0, 1); k*, v* orthonormal. Names as in the paper:
