@@ -21,7 +21,7 @@ from attnverify.checks.claim import claim
 from attnverify.base.backend import cupy_works
 from attnverify.report import Section
 from attnverify.run import report as builder
-from attnverify.theories import Theory
+from attnverify.theories import TheoryModules as Theory
 
 SMALL = {"quick": 3, "thorough": 4}
 INTEGERS = st.fixed_dictionaries({"x": st.integers(-5, 5)})
@@ -409,3 +409,18 @@ def test_a_theory_file_that_clashes_or_mixes_names_is_a_usage_error(tmp_path, ca
     mixed.write_text(USER_FILE + '\nTHEORY = "other"\n')
     assert cli.main(["report", "--with", str(mixed), "--out", str(tmp_path / "r")]) == 2
     assert "must be named other." in capsys.readouterr().err
+
+
+def test_check_hands_its_claims_to_the_one_run_path(monkeypatch, capsys):
+    """Issue 29: ``check`` (and ``verify``) has no loop of its own: its claims go to run_claims_as_tasks, serially in
+    this process, as a report's go (through the same tasks)."""
+    seen = []
+    real = cli.run_claims_as_tasks
+
+    def spy(claims, theories, **options):
+        seen.append(([c.name for c in claims], options["scheduler"], options.get("workers", 1)))
+        return real(claims, theories, **options)
+
+    monkeypatch.setattr(cli, "run_claims_as_tasks", spy)
+    assert cli.main(["check", "--only", "fake"]) == 0
+    assert seen == [(["fake.square_is_product", "fake.square_is_two"], None, 1)]

@@ -186,3 +186,23 @@ def test_one_fingerprint_for_every_cache():
 
     assert fingerprint("ab", "c") != fingerprint("a", "bc") and fingerprint(b"x") != fingerprint("x")
     assert fingerprint([1.0, 2.0]) != fingerprint([[1.0, 2.0]]) and len(fingerprint()) == 24
+
+
+def test_one_name_per_thing():
+    """Issue 29: no two public classes of the package share a name (there were two WidthSweep, a registry Theory
+    beside the user's Theory, and a run's Task beside the regression task)."""
+    classes: dict[str, list[str]] = {}
+    for path in (SOURCE / "attnverify").rglob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                classes.setdefault(node.name, []).append(str(path.relative_to(SOURCE)))
+    assert {name: where for name, where in classes.items() if len(where) > 1} == {}
+
+
+def test_each_builtin_theory_is_one_package():
+    """A built-in theory's section, claims, experiments and derivations are modules of attnverify.theories.<name>."""
+    from attnverify.theories import BUILTIN
+
+    for theory in BUILTIN:
+        for part in (theory.section, theory.claims, theory.experiments, theory.derivations):
+            assert part.startswith(f"attnverify.theories.{theory.name}."), (theory.name, part)

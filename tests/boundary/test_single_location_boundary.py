@@ -34,7 +34,7 @@ def unit(x):
 
 
 def task():
-    return sim.Task(D, L_, math.sqrt(0.5), 0.1, E[0].copy(), E[1].copy())
+    return sim.RegressionTask(D, L_, math.sqrt(0.5), 0.1, E[0].copy(), E[1].copy())
 
 
 def k_vec():
@@ -72,7 +72,7 @@ GAMMA = P("positive", extra=(("too_large", 1e40), ("too_small", 1e-40)))
 EPS = P("nonnegative", extra=(("too_large", 1e40),))
 COUNT = P("count", extra=(("too_large", 10**16),))  # d, L, ...: integers exact in float64
 N = P("count")  # sample sizes
-TASK = P("settings")  # a Task object: other objects (numbers, strings, lists, dicts) are refused by type
+TASK = P("settings")  # a RegressionTask object: other objects (numbers, strings, lists, dicts) are refused by type
 CALLABLE = P("settings")  # a callable: numbers, strings, lists and dicts are refused by type
 BATCH = P("count", skip=("wrong_type",), extra=(("not_a_count", NOT_NONE),))  # None: the default batch
 FLAG = P("choice", choices=(True, False))
@@ -138,7 +138,7 @@ ENTRY_POINTS = [
     EntryPoint("sim.make_task", sim.make_task,
                lambda: dict(d=D, L=L_, gamma=0.7, eps=0.1, seed=seeded(0), backend="numpy"),
                {"d": COUNT, "L": COUNT, "gamma": GAMMA, "eps": EPS, "seed": P("rng"), "backend": P("backend")}),
-    EntryPoint("sim.Task", sim.Task,
+    EntryPoint("sim.RegressionTask", sim.RegressionTask,
                lambda: dict(d=D, L=L_, gamma=0.7, eps=0.1, k_star=E[0].copy(), v_star=E[1].copy()),
                {"d": COUNT, "L": COUNT, "gamma": GAMMA, "eps": EPS, "k_star": FIXED_VECTOR,
                 "v_star": FIXED_VECTOR}),

@@ -472,8 +472,8 @@ BAD_CALLS = [
     ("gamma", lambda: sl.make_task(6, 3, gamma=-1.0, seed=0)),
     ("eps", lambda: sl.make_task(6, 3, eps=-0.1, seed=0)),
     ("eps", lambda: sl.make_task(6, 3, eps=float("nan"), seed=0)),
-    ("k_star", lambda: sl.Task(3, 2, 1.0, 0.1, np.array([1.0, 1.0, 0.0]), np.array([0.0, 0.0, 1.0]))),
-    ("k_star and v_star", lambda: sl.Task(2, 2, 1.0, 0.1, np.array([1.0, 0.0]), unit([1.0, 1.0]))),
+    ("k_star", lambda: sl.RegressionTask(3, 2, 1.0, 0.1, np.array([1.0, 1.0, 0.0]), np.array([0.0, 0.0, 1.0]))),
+    ("k_star and v_star", lambda: sl.RegressionTask(2, 2, 1.0, 0.1, np.array([1.0, 0.0]), unit([1.0, 1.0]))),
     ("lam", lambda: sl.predict(np.ones((2, 6)), _task().k_star, _task().v_star, 0.0)),
     ("lam", lambda: sl.risk_monte_carlo(_task(), _task().k_star, _task().v_star, -1.0, 10, 0)),
     ("k", lambda: sl.risk_monte_carlo(_task(), 2 * _task().k_star, _task().v_star, 1.0, 10, 0)),
@@ -530,7 +530,7 @@ def test_backend_may_be_given_by_name():
 
 @pytest.mark.parametrize("not_a_task", [None, {"d": 6}, "task", 3])
 def test_a_task_must_be_a_task(not_a_task):
-    with pytest.raises(TypeError, match="^task must be a Task"):
+    with pytest.raises(TypeError, match="^task must be a RegressionTask"):
         sl.bayes_risk_monte_carlo(not_a_task, 10, 0)
 
 

@@ -20,7 +20,7 @@ from attnverify.checks.claim import claim
 from attnverify.derivations.derivation import DerivationRecorder
 from attnverify.report import Figure, Section, Table
 from attnverify.run import report as builder
-from attnverify.theories import Theory
+from attnverify.theories import TheoryModules as Theory
 from attnverify.report.figures import pyplot, save_figure
 
 MATHML_XMLNS = "http://www.w3.org/1998/Math/MathML"

@@ -36,13 +36,13 @@ from ..report.markdown import render_markdown
 from ..report.render import render_html
 from ..report.section import Section, TheoryOutcome
 from ..checks.claim import select
-from ..theories import BUILTIN, Theory
+from ..theories import BUILTIN, TheoryModules
 
-THEORIES: tuple[Theory, ...] = BUILTIN
+THEORIES: tuple[TheoryModules, ...] = BUILTIN
 """The theories a report covers by default (the papers' three), in report order; ``theories=`` adds others."""
 
 
-def chosen_theories(only: str | None, theories: Sequence[Theory] | None = None) -> list[Theory]:
+def chosen_theories(only: str | None, theories: Sequence[TheoryModules] | None = None) -> list[TheoryModules]:
     """The theories (default :data:`THEORIES`) that ``only`` names (:func:`~attnverify.checks.claim.select`); a
     ValueError naming them all when it names none."""
     theories = list(THEORIES if theories is None else theories)
@@ -118,7 +118,7 @@ def _write_results(out_dir: Path, outcomes: list[TheoryOutcome], metadata: dict,
     return document
 
 
-def _build_section(outcome: TheoryOutcome, theory: Theory, out_dir: Path, *, profile: str, backend: Backend,
+def _build_section(outcome: TheoryOutcome, theory: TheoryModules, out_dir: Path, *, profile: str, backend: Backend,
                    seed: int, progress: Callable[[str], None], store: Store) -> None:
     try:
         build_section = theory.section_builder()
@@ -134,7 +134,7 @@ def _build_section(outcome: TheoryOutcome, theory: Theory, out_dir: Path, *, pro
             outcome.warnings.append(f"figure file {figure.filename!r} was not written into the report directory")
 
 
-def section_task(theory: Theory, out_dir: str, profile: str, backend: str, seed: int, store: str) -> TheoryOutcome:
+def section_task(theory: TheoryModules, out_dir: str, profile: str, backend: str, seed: int, store: str) -> TheoryOutcome:
     """A task of the run (:mod:`attnverify.experiments.scheduler`): build ``theory``'s section into
     ``out_dir``, its experiments in the run's store folder ``store``, and print its derivations once."""
     outcome = TheoryOutcome(theory.name)
@@ -147,7 +147,7 @@ def section_task(theory: Theory, out_dir: str, profile: str, backend: str, seed:
     return outcome
 
 
-def experiment_task(theory: Theory, label: str, profile: str, backend: str, seed: int, store: str) -> float:
+def experiment_task(theory: TheoryModules, label: str, profile: str, backend: str, seed: int, store: str) -> float:
     """A task of the run: compute the planned experiment ``label`` of ``theory`` into the store folder ``store``
     (planned again here, so that a user's file needs no pickling); returns the seconds it took."""
     start = time.perf_counter()
@@ -178,7 +178,7 @@ def build_report(
     progress: Callable[[str], None] | None = None,
     examples: int | None = None,
     workers: int = 1,
-    theories: Sequence[Theory] | None = None,
+    theories: Sequence[TheoryModules] | None = None,
     scheduler: str | None = None,
     store: str | Path | None = None,
     latex: bool = False,

@@ -49,7 +49,7 @@ def load(source: str) -> ModuleType:
 
 
 @dataclass(frozen=True)
-class Theory:
+class TheoryModules:
     """A theory: its ``name``, the module or file of its report ``section``, of its ``claims``, of its
     ``experiments`` and of its ``derivations`` (None: the section's module or file)."""
 
@@ -118,7 +118,7 @@ class Theory:
         return lambda out_dir, **kwargs: default_section(self.name, module, self.derivation_list())
 
 
-BUILTIN = tuple(Theory(name, f"attnverify.theories.{name}.section", f"attnverify.theories.{name}.claims",
+BUILTIN = tuple(TheoryModules(name, f"attnverify.theories.{name}.section", f"attnverify.theories.{name}.claims",
                        f"attnverify.theories.{name}.experiments", f"attnverify.theories.{name}.derivations")
                 for name in BUILTIN_NAMES)
 """The three theories of the papers, in report order."""
@@ -160,15 +160,15 @@ def theory_name(module: ModuleType, where: str | Path) -> str:
     return name
 
 
-def from_file(path: str | Path) -> Theory:
+def from_file(path: str | Path) -> TheoryModules:
     """The theory of a user's ``FILE.py``: its claims, and its section (``build_section`` if it defines one)."""
     path = Path(path).resolve()
-    return Theory(theory_name(load_user_module(path), path), str(path), str(path))
+    return TheoryModules(theory_name(load_user_module(path), path), str(path), str(path))
 
 
 def builtin_claims() -> list[Claim]:
     """All built-in claims of every theory, each theory's ``derivation_steps`` claim included (the same list
-    :meth:`attnverify.theories.Theory.claim_list` gives, so ``check`` runs what the report runs)."""
+    :meth:`attnverify.theories.TheoryModules.claim_list` gives, so ``check`` runs what the report runs)."""
     from . import BUILTIN  # (theories imports this module)
 
     return [c for theory in BUILTIN for c in theory.claim_list()]

@@ -27,7 +27,7 @@ The simulations live in submodules by job: :mod:`._common` (argument checks, ran
 from ._common import (UNIT_TOLERANCE, _Moments, _NUMBERS_PER_BATCH, _RANK_TOLERANCE, _SQRT_PI, _batch_sizes,
                       _chisquare, _finite_result, _integers, _lam, _normal, _progress, _unit_pair, _unit_rows)
 
-from .task import (_task, ReducedSample, Task, _Reduction, _draw_full, _draw_reduced, _orthonormal_basis, _reduction,
+from .task import (_task, ReducedSample, RegressionTask, _Reduction, _draw_full, _draw_reduced, _orthonormal_basis, _reduction,
                    _task_vectors, make_task, sample, sample_reduced)
 
 from .predictors import (_check_beta, _check_tokens, _erf_prime, _posterior, _predict, bayes_posterior, bayes_predict,
@@ -44,7 +44,7 @@ from .dynamics import (_lam_at, _schedule, Trajectory, _LambdaSchedule, _check_e
                        projected_gradient_descent, stochastic_gradient_descent)
 
 __all__ = [
-    "Task",
+    "RegressionTask",
     "make_task",
     "sample",
     "ReducedSample",

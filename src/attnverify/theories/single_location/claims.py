@@ -36,7 +36,7 @@ def _unit(values: list[float]) -> np.ndarray:
 direction = st.lists(st.floats(-1.0, 1.0), min_size=4, max_size=4).filter(lambda x: np.linalg.norm(x) > 0.2)
 
 
-def _embed(task: sim.Task, four: np.ndarray) -> np.ndarray:
+def _embed(task: sim.RegressionTask, four: np.ndarray) -> np.ndarray:
     """A unit vector of R^d with coordinates ``four`` on (k*, v*, u3, u4), u3, u4 fixed ⊥ k*, v*."""
     basis, _ = np.linalg.qr(np.column_stack([task.k_star, task.v_star, np.eye(task.d)[:, :2]]))
     basis[:, 0] *= np.sign(basis[:, 0] @ task.k_star)
@@ -86,7 +86,7 @@ def closed_form_risk(p: dict, ctx: Context) -> Evidence:
                                  **estimate.sizing()})
 
 
-def _squared_residuals(task: sim.Task, k: np.ndarray, v: np.ndarray, lam: float, n: int, rng, backend):
+def _squared_residuals(task: sim.RegressionTask, k: np.ndarray, v: np.ndarray, lam: float, n: int, rng, backend):
     """(Y − T_λ^{k,v}(X))² of n draws in the exact reduction (spec §6): T = Σ_ℓ erf(λ⟨X_ℓ,k⟩)⟨X_ℓ,v⟩."""
     sample = sim.sample_reduced(task, k, v, n, rng, backend=backend)
     predicted = backend.xp.sum(backend.special.erf(lam * (sample.Z @ sample.k)) * (sample.Z @ sample.v), axis=-1)

@@ -17,7 +17,7 @@ from ...base.arguments import generator as _generator, integer as _integer
 from ...base.backend import Backend
 
 from ._common import _finite_result, _lam, _normal, _progress, _unit_pair
-from .task import Task, _draw_full, _task
+from .task import RegressionTask, _draw_full, _task
 from .predictors import _erf_prime
 from .overlaps import _chain_rule, overlaps
 
@@ -276,7 +276,7 @@ def empirical_risk_gradient(X: Any, y: Any, k: Any, v: Any, lam: float, *, backe
 
 
 def stochastic_gradient_descent(
-    task: Task,
+    task: RegressionTask,
     k0: Any,
     v0: Any,
     *,

@@ -110,7 +110,7 @@ def risks_against_length(*, profile: str, seed: int, backend: str = "numpy") -> 
         "linear_closed_form", "linear_mc", "linear_se")}
     for L, point in zip(LENGTHS, point_seeds):
         tasks.progress(f"single_location: risks at L = {L}, d = {d} ({n:,} Monte Carlo sequences each)")
-        task = sim.Task(d, L, GAMMA, EPS, task0.k_star, task0.v_star)
+        task = sim.RegressionTask(d, L, GAMMA, EPS, task0.k_star, task0.v_star)
         lam = optimal_lambda(d, L)
         s_oracle, s_bayes, s_linear = (integer_seed(s) for s in point.spawn(3))
         oracle = sim.risk_monte_carlo(task, task.k_star, task.v_star, lam, n, s_oracle, backend=be)

@@ -15,7 +15,7 @@ from ...base.backend import Backend
 from ...numerics.statistics import Estimate
 
 from ._common import _Moments, _SQRT_PI, _batch_sizes, _finite_result, _lam, _unit_rows
-from .task import Task, _draw_full, _draw_reduced, _reduction, _task, _task_vectors
+from .task import RegressionTask, _draw_full, _draw_reduced, _reduction, _task, _task_vectors
 
 
 def _erf_prime(x: Any, xp: Any) -> Any:
@@ -49,7 +49,7 @@ def _risk_arguments(task, k, v, lam, n, rng, backend) -> tuple:
 
 
 def risk_monte_carlo(
-    task: Task, k: Any, v: Any, lam: float, n: int, rng: Any, *, backend: Any = None, batch: int | None = None
+    task: RegressionTask, k: Any, v: Any, lam: float, n: int, rng: Any, *, backend: Any = None, batch: int | None = None
 ) -> Estimate:
     """Monte Carlo ℛ(T_λ^{k,v}) = E[(Y − T_λ^{k,v}(X))²], ε² included, in the exact reduction (spec §3.1, §6).
 
@@ -69,7 +69,7 @@ def risk_monte_carlo(
 
 
 def risk_monte_carlo_full(
-    task: Task, k: Any, v: Any, lam: float, n: int, rng: Any, *, backend: Any = None, batch: int | None = None
+    task: RegressionTask, k: Any, v: Any, lam: float, n: int, rng: Any, *, backend: Any = None, batch: int | None = None
 ) -> Estimate:
     """Monte Carlo ℛ(T_λ^{k,v}) from full d-dimensional tokens (spec §1, §2.1); ε² included.
 
@@ -87,7 +87,7 @@ def risk_monte_carlo_full(
 # --------------------------------------------------------------------------- Bayes predictor
 
 
-def _posterior(sq_norm: Any, along_k_star: Any, task: Task, xp: Any) -> Any:
+def _posterior(sq_norm: Any, along_k_star: Any, task: RegressionTask, xp: Any) -> Any:
     """softmax_ℓ s_ℓ with s = (½ − 1/(2γ²))‖x‖² + √(d/2)⟨x, k*⟩/γ², as exp(s − logsumexp(s))."""
     g2 = task.gamma**2
     s = (0.5 - 0.5 / g2) * sq_norm + (math.sqrt(task.d / 2) / g2) * along_k_star
@@ -96,14 +96,14 @@ def _posterior(sq_norm: Any, along_k_star: Any, task: Task, xp: Any) -> Any:
     return xp.exp(s - log_normaliser)
 
 
-def _check_tokens(X: Any, task: Task, be: Backend) -> Any:
+def _check_tokens(X: Any, task: RegressionTask, be: Backend) -> Any:
     X = arguments.array("X", X, be, min_ndim=2)
     if X.shape[-2:] != (task.L, task.d):
         raise ValueError(f"X must have shape (..., L, d) = (..., {task.L}, {task.d}), got {tuple(X.shape)}")
     return X
 
 
-def bayes_posterior(X: Any, task: Task, *, backend: Any = None) -> Any:
+def bayes_posterior(X: Any, task: RegressionTask, *, backend: Any = None) -> Any:
     """P(J0 = ℓ | X) = softmax_ℓ s(X_ℓ), s(x) = (½ − 1/(2γ²))‖x‖² + √(d/2)⟨x, k*⟩/γ² (spec §2.5).
 
     s is the log-likelihood ratio log N(x; √(d/2)k*, γ²I)/N(x; 0, I) up to a constant; the softmax is
@@ -115,7 +115,7 @@ def bayes_posterior(X: Any, task: Task, *, backend: Any = None) -> Any:
     return _finite_result(lambda: _posterior(be.xp.sum(X * X, axis=-1), X @ k_star, task, be.xp), be, "X")
 
 
-def bayes_predict(X: Any, task: Task, *, backend: Any = None) -> Any:
+def bayes_predict(X: Any, task: RegressionTask, *, backend: Any = None) -> Any:
     """Bayes predictor f(X) = E[Y | X] = Σ_ℓ P(J0 = ℓ | X)⟨X_ℓ, v*⟩ (spec §2.5). X (..., L, d) → (...)."""
     be = arguments.backend(backend)
     X = _check_tokens(X, _task(task), be)
@@ -129,7 +129,7 @@ def bayes_predict(X: Any, task: Task, *, backend: Any = None) -> Any:
 
 
 def bayes_risk_monte_carlo(
-    task: Task,
+    task: RegressionTask,
     n: int,
     rng: Any,
     *,
@@ -203,7 +203,7 @@ def linear_predict(X: Any, beta: Any, *, backend: Any = None) -> Any:
 
 
 def linear_risk_monte_carlo(
-    task: Task, beta: Any, n: int, rng: Any, *, backend: Any = None, batch: int | None = None
+    task: RegressionTask, beta: Any, n: int, rng: Any, *, backend: Any = None, batch: int | None = None
 ) -> Estimate:
     """Monte Carlo ℛ(f_β) = E[(Y − Σ_ℓ⟨β_ℓ, X_ℓ⟩)²], ε² included (spec §2.4).
 
@@ -224,7 +224,7 @@ def linear_risk_monte_carlo(
     return moments.estimate()
 
 
-def linear_oracle_coefficients(task: Task, *, backend: Any = None) -> Any:
+def linear_oracle_coefficients(task: RegressionTask, *, backend: Any = None) -> Any:
     """Best linear predictor β*_ℓ = γ²/(γ² + L − 1)·v* for every ℓ (spec §2.4, Prop. 3), shape (L, d)."""
     be = arguments.backend(backend)
     _, v_star = _task_vectors(_task(task), be)

@@ -20,7 +20,7 @@ from ._common import UNIT_TOLERANCE, _RANK_TOLERANCE, _chisquare, _integers, _no
 
 
 @dataclass(frozen=True, eq=False)
-class Task:
+class RegressionTask:
     """One single-location regression problem (Marion et al. 2025, §1 of the spec).
 
     ``d`` token dimension, ``L`` sequence length, ``gamma`` (γ) the informative token's spread,
@@ -58,7 +58,7 @@ class Task:
 
 def make_task(
     d: int, L: int, *, gamma: float = math.sqrt(0.5), eps: float = 0.1, seed: Any, backend: Any = None
-) -> Task:
+) -> RegressionTask:
     """A task with random orthonormal k*, v* drawn as in the authors' ``dynamics.init_star``.
 
     k* = g/‖g‖ and v* = (h − ⟨h, k*⟩k*)/‖·‖ with g, h ~ N(0, I_d) (spec §1, [CODE]); γ = √0.5, ε = 0.1
@@ -73,14 +73,14 @@ def make_task(
     v_star = _normal(rng, (d,), be)
     v_star = v_star - (v_star @ k_star) * k_star
     v_star = v_star / be.xp.linalg.norm(v_star)
-    return Task(d, L, gamma, eps, k_star, v_star)
+    return RegressionTask(d, L, gamma, eps, k_star, v_star)
 
 
-def _task_vectors(task: Task, be: Backend) -> tuple[Any, Any]:
+def _task_vectors(task: RegressionTask, be: Backend) -> tuple[Any, Any]:
     return be.asarray(task.k_star), be.asarray(task.v_star)
 
 
-def _draw_full(task: Task, n: int, rng: Any, be: Backend) -> tuple[Any, Any, Any]:
+def _draw_full(task: RegressionTask, n: int, rng: Any, be: Backend) -> tuple[Any, Any, Any]:
     xp = be.xp
     k_star, v_star = _task_vectors(task, be)
     X = _normal(rng, (n, task.L, task.d), be)
@@ -91,7 +91,7 @@ def _draw_full(task: Task, n: int, rng: Any, be: Backend) -> tuple[Any, Any, Any
     return X, y, J0
 
 
-def sample(task: Task, n: int, rng: Any, *, backend: Any = None) -> tuple[Any, Any, Any]:
+def sample(task: RegressionTask, n: int, rng: Any, *, backend: Any = None) -> tuple[Any, Any, Any]:
     """n draws (X, y, J0) of the single-location model, X of shape (n, L, d) (spec §1).
 
     J0 ~ U{0..L−1}; X_{J0} = √(d/2)·k* + γ·g, the other tokens g ~ N(0, I_d); y = ⟨X_{J0}, v*⟩ + ε·ξ.
@@ -138,14 +138,14 @@ class _Reduction:
         return int(self.basis.shape[1])
 
 
-def _reduction(task: Task, extra: Sequence[Any], be: Backend) -> _Reduction:
+def _reduction(task: RegressionTask, extra: Sequence[Any], be: Backend) -> _Reduction:
     k_star, v_star = _task_vectors(task, be)
     Q = _orthonormal_basis([k_star, v_star, *extra], be.xp)
     return _Reduction(Q, Q.T @ k_star, Q.T @ v_star)
 
 
 def _draw_reduced(
-    task: Task, reduction: _Reduction, n: int, rng: Any, be: Backend, *, orthogonal: bool
+    task: RegressionTask, reduction: _Reduction, n: int, rng: Any, be: Backend, *, orthogonal: bool
 ) -> tuple[Any, Any, Any, Any]:
     """Coordinates Z (n, L, r) on Q, J0, orthogonal squared norms (n, L) or None, labels y."""
     xp = be.xp
@@ -184,7 +184,7 @@ class ReducedSample:
 
 
 def sample_reduced(
-    task: Task, k: Any, v: Any, n: int, rng: Any, *, backend: Any = None
+    task: RegressionTask, k: Any, v: Any, n: int, rng: Any, *, backend: Any = None
 ) -> ReducedSample:
     """n draws of the model in the exact reduction to span{k*, v*, k, v} (spec §6).
 
@@ -214,7 +214,7 @@ def sample_reduced(
         Q.T @ extra["v"] if "v" in extra else None,
     )
 
-def _task(task: Any) -> Task:
-    if not isinstance(task, Task):
-        raise TypeError(f"task must be a Task (see make_task), got {task!r:.80}")
+def _task(task: Any) -> RegressionTask:
+    if not isinstance(task, RegressionTask):
+        raise TypeError(f"task must be a RegressionTask (see make_task), got {task!r:.80}")
     return task
