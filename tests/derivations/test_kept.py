@@ -12,6 +12,7 @@ from sympy import Eq, MatrixSymbol, Sum, Symbol
 import attnverify.theories.attention_paths.derivations.report_derivations  # noqa: F401  (registers its derivations)
 import attnverify.theories.conditional_mean.derivations  # noqa: F401
 import attnverify.theories.single_location.derivations  # noqa: F401
+from attnverify.base.files import unpack_entry
 from attnverify.derivations import kept
 from attnverify.derivations.derivation import DerivationRecorder
 
@@ -63,7 +64,7 @@ def test_a_kept_derivation_is_read_by_the_next_process_and_derived_afresh_when_i
 
     path.write_bytes(b"damaged")
     assert _same_steps(kept.kept_derivation(toy)(), first) and calls == [1, 1]
-    assert _same_steps(kept.decoded(pickle.loads(path.read_bytes())), first)  # written anew
+    assert _same_steps(kept.decoded(pickle.loads(unpack_entry(path.read_bytes(), path.stem))), first)  # written anew
 
     monkeypatch.setattr(kept, "code_version", lambda: "changed-code")
     kept.kept_derivation(toy)()

@@ -10,6 +10,7 @@ import pytest
 import sympy
 from sympy import Eq, FiniteSet, Integral, IndexedBase, MatrixSymbol, O, Sum, Symbol, exp, oo, pi, sqrt
 
+from attnverify.base.files import unpack_entry
 from attnverify.checks import run_claim
 from attnverify.derivations import kept, steps
 from attnverify.derivations.derivation import DerivationRecorder
@@ -250,14 +251,14 @@ def test_outcomes_are_cached_in_memory_and_on_disk(monkeypatch):
     key = steps.comparison_key(x + x, 2 * y)
     first = compare(x + x, 2 * y)
     path = steps._cache_path(key)
-    assert path.is_file() and steps.StepCheck.from_dict(json.loads(path.read_text())) == first
+    assert path.is_file() and steps.StepCheck.from_dict(json.loads(unpack_entry(path.read_bytes(), key))) == first
     monkeypatch.setattr(steps, "_MEMORY", {})
     monkeypatch.setattr(steps, "_numeric", lambda *args: pytest.fail("a kept outcome is checked again"))
     assert compare(x + x, 2 * y) == first  # a new process reads it
     path.write_text("{ damaged")
     monkeypatch.setattr(steps, "_MEMORY", {})
     monkeypatch.setattr(steps, "_numeric", numeric)
-    assert compare(x + x, 2 * y) == first and json.loads(path.read_text())["outcome"] == "failed"
+    assert compare(x + x, 2 * y) == first and json.loads(unpack_entry(path.read_bytes(), key))["outcome"] == "failed"
 
 
 def test_the_disk_is_off_with_the_kept_derivations(monkeypatch):

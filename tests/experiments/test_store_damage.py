@@ -308,13 +308,13 @@ def test_a_file_in_place_of_the_checks_folder_is_set_aside(tmp_path, caplog):
 def _solutions(tmp_path):
     store = SolutionStore(tmp_path)
     store.put("abc", (2,), 10, 0.5, 1e-9, (np.eye(2) * 3.0,), 1.5)
-    (path,) = tmp_path.glob("*.npz")
+    (path,) = tmp_path.glob("*.entry")
     return store, path
 
 
 @pytest.mark.parametrize("damage, what", [
-    (lambda path: path.write_bytes(path.read_bytes()[:-30]), "damaged or truncated"),
-    (lambda path: path.write_bytes(b""), "damaged or truncated"),
+    (lambda path: path.write_bytes(path.read_bytes()[:-30]), "truncated or extended"),
+    (lambda path: path.write_bytes(b""), "empty (0 bytes)"),
     (lambda path: (path.unlink(), path.mkdir()), "a folder where a file belongs"),
 ])
 def test_a_damaged_solution_is_set_aside_and_solved_again(tmp_path, caplog, damage, what):
@@ -330,10 +330,10 @@ def test_a_damaged_solution_is_set_aside_and_solved_again(tmp_path, caplog, dama
 def test_a_solution_filed_under_another_name_is_set_aside(tmp_path, caplog):
     store, path = _solutions(tmp_path)
     store.put("abc", (2,), 20, 0.5, 1e-9, (np.eye(2),), 2.0)
-    other = next(p for p in tmp_path.glob("*.npz") if p != path)
+    other = next(p for p in tmp_path.glob("*.entry") if p != path)
     path.write_bytes(other.read_bytes())
     assert store.get("abc", (2,), 10, 0.5, 1e-9) is None
-    assert "the record of another name" in _reports(caplog)[0]
+    assert "the entry of another key" in _reports(caplog)[0]
 
 
 def test_a_solution_that_cannot_be_written_leaves_the_earlier_ones(tmp_path, caplog, monkeypatch):

@@ -26,7 +26,7 @@ from typing import Callable
 import sympy
 from sympy.core.parameters import evaluate
 
-from ..base.files import fingerprint, write_atomically
+from ..base.files import fingerprint, read_entry, write_entry
 from ..base.cache import cache_directory
 from .derivation import Derivation, Step
 
@@ -55,7 +55,7 @@ def kept_path(function: Callable, key: str | None = None) -> Path:
     """The file that keeps ``function``'s derivation for this fingerprint (``key``: its name, for a derivation of
     a user's file, which names the file's content)."""
     name = key or f"{function.__module__}.{function.__qualname__}"
-    return cache_directory("derivations", code_version()) / f"{name}.pickle"
+    return cache_directory("derivations", code_version()) / f"{name}.entry"
 
 
 def _loaded(data: bytes, evaluated: bool) -> sympy.Basic:
@@ -95,11 +95,8 @@ def decoded(data: tuple) -> Derivation:
 
 
 def _read(path: Path) -> Derivation | None:
-    try:
-        with open(path, "rb") as handle:
-            return decoded(pickle.load(handle))
-    except Exception:  # none yet, or a damaged or foreign file: derive again and write it anew
-        return None
+    """The kept derivation, or None (none yet; a damaged or foreign entry is set aside: derived again)."""
+    return read_entry(path, path.stem, lambda payload: decoded(pickle.loads(payload)))
 
 
 def _write(path: Path, derivation: Derivation) -> None:
@@ -108,9 +105,9 @@ def _write(path: Path, derivation: Derivation) -> None:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
     except OSError:  # a read-only or full disk: the process keeps its derivation in memory only
-        pass
+        return
+    write_entry(path, path.stem, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def kept_derivation(function: Callable[[], Derivation], key: str | None = None) -> Callable[[], Derivation]:

@@ -93,7 +93,7 @@ from sympy.core.function import AppliedUndef
 from sympy.matrices.exceptions import ShapeError
 from sympy.matrices.expressions.matexpr import MatrixElement
 
-from ..base.files import fingerprint, write_atomically
+from ..base.files import fingerprint, read_entry, write_entry
 from ..base.cache import cache_directory
 from .expectation import Expectation, by_linearity
 
@@ -656,7 +656,14 @@ def _disk_enabled() -> bool:
 
 
 def _cache_path(key: str) -> Path:
-    return cache_directory("derivation_steps", checker_version()) / f"{key}.json"
+    return cache_directory("derivation_steps", checker_version()) / f"{key}.entry"
+
+
+def _from_json(payload: bytes):
+    data = json.loads(payload)
+    if isinstance(data, list):
+        return tuple(StepCheck.from_dict(d) for d in data)
+    return StepCheck.from_dict(data)
 
 
 def comparison_key(a, b) -> str:
@@ -682,13 +689,7 @@ def _read(key: str):
     """The kept outcome of a comparison (a StepCheck) or of a derivation (a tuple of them), or None."""
     if not _disk_enabled():
         return None
-    try:
-        data = json.loads(_cache_path(key).read_text(encoding="utf-8"))
-        if isinstance(data, list):
-            return tuple(StepCheck.from_dict(d) for d in data)
-        return StepCheck.from_dict(data)
-    except Exception:  # none yet, or a damaged file: check again and write it anew
-        return None
+    return read_entry(_cache_path(key), key, _from_json)  # a damaged one is set aside: checked again
 
 
 def _write(key: str, outcome) -> None:
@@ -698,9 +699,9 @@ def _write(key: str, outcome) -> None:
     data = [o.as_dict() for o in outcome] if isinstance(outcome, tuple) else outcome.as_dict()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, json.dumps(data))
     except OSError:  # a read-only or full disk: the outcome stays in memory
-        pass
+        return
+    write_entry(path, key, json.dumps(data).encode())
 
 
 def _compare(a, b, rng: random.Random) -> StepCheck:
