@@ -240,3 +240,33 @@ def test_the_readme_example_goes_through_verify_and_its_report(tmp_path, monkeyp
     assert derivation["checks"]["failed"] == 0 and derivation["checks"]["unchecked"] == 0
     (figure,) = section["figures"]
     assert len(figure["data"]["mean"]) == 9 and (out / figure["filename"]).is_file()
+
+
+def test_parameters_that_depend_on_each_other_come_from_one_strategy():
+    """Issue 29 (the built-ins' claims in the concise form): ``parameters=`` takes one strategy that draws the dict,
+    for parameters that depend on each other; its names are checked against the function at the first draw, by name,
+    and keywords and ``parameters=`` together are refused."""
+    from attnverify import Theory, at_most, run_claim
+
+    theory = Theory("dependent")
+
+    @theory.claim(parameters=st.integers(1, 6).flatmap(
+        lambda L: st.fixed_dictionaries({"L": st.just(L), "order": st.permutations(list(range(L)))})))
+    def permutation_keeps_the_sum(L, order):
+        """Permuting 0..L−1 keeps its sum."""
+        return at_most(abs(sum(order) - L * (L - 1) / 2), 0.0)
+
+    assert run_claim(permutation_keeps_the_sum, seed=0).status == "holds"
+
+    @theory.claim(parameters=st.fixed_dictionaries({"L": st.integers(1, 3), "extra": st.just(1)}))
+    def names_one_argument(L):
+        """Names only L."""
+        return at_most(0.0, 1.0)
+
+    result = run_claim(names_one_argument, seed=0)
+    assert result.status == "error" and "extra name no argument" in result.error.error
+
+    with pytest.raises(TypeError, match="not both"):
+        theory.claim(parameters=st.fixed_dictionaries({"L": st.just(1)}), M=st.just(2))
+    with pytest.raises(TypeError, match=r"parameters=st.floats\(...\) draws one value with no name"):
+        theory.claim(parameters=st.floats(0, 1))

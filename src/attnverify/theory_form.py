@@ -188,23 +188,32 @@ class _Figure:
 # the theory
 # ---------------------------------------------------------------------------------------------------------------
 
-def _signature_call(function: Callable, names: tuple[str, ...], what: str) -> Callable[[dict, Any], Any]:
-    """``(params, ctx) -> function(**params[, ctx=ctx][, rng=ctx.rng])``, its arguments checked now, by name."""
+def _signature_call(function: Callable, names: tuple[str, ...] | None, what: str) -> Callable[[dict, Any], Any]:
+    """``(params, ctx) -> function(**params[, ctx=ctx][, rng=ctx.rng])``, its arguments checked by name: now, or,
+    when the names are known only as they are drawn (``names`` None: one strategy draws the dict), at the first
+    call."""
     parameters = inspect.signature(function).parameters
     wants = [n for n, p in parameters.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
-    extra_ok = {"ctx", "rng"}
-    missing = [n for n in wants if n not in names and n not in extra_ok
-               and parameters[n].default is inspect.Parameter.empty]
-    unused = [n for n in names if n not in wants] if not any(
-        p.kind == p.VAR_KEYWORD for p in parameters.values()) else []
-    if missing or unused:
-        raise TypeError(f"{what} {function.__name__}: "
-                        + "; ".join(([f"argument(s) {', '.join(missing)} have no strategy (give "
-                                      + ", ".join(f"{n}=st.…" for n in missing) + ")"] if missing else [])
-                                    + ([f"strateg(y/ies) {', '.join(unused)} name no argument of it"] if unused else [])))
+
+    def check(given) -> None:
+        missing = [n for n in wants if n not in given and n not in ("ctx", "rng")
+                   and parameters[n].default is inspect.Parameter.empty]
+        unused = [n for n in given if n not in wants] if not any(
+            p.kind == p.VAR_KEYWORD for p in parameters.values()) else []
+        if missing or unused:
+            raise TypeError(f"{what} {function.__name__}: "
+                            + "; ".join(([f"argument(s) {', '.join(missing)} have no strategy (give "
+                                          + ", ".join(f"{n}=st.…" for n in missing) + ")"] if missing else [])
+                                        + ([f"strateg(y/ies) {', '.join(unused)} name no argument of it"]
+                                           if unused else [])))
+
+    if names is not None:
+        check(names)
     with_ctx, with_rng = "ctx" in wants, "rng" in wants
 
     def call(p: dict, ctx) -> Any:
+        if names is None:
+            check(tuple(p))
         extra = {}
         if with_ctx:
             extra["ctx"] = ctx
@@ -286,17 +295,26 @@ class Theory:
 
     def claim(self, function: Callable | None = None, *, name: str | None = None, statement: str | None = None,
               source: str = "", expect: str = "holds", examples: dict | None = None, shrink_budget: int = 40,
-              **strategies: st.SearchStrategy):
+              parameters: Any = None, **strategies: st.SearchStrategy):
         """Register ``function(**parameters[, ctx][, rng]) -> Evidence`` as the claim ``<theory>.<name>`` (the
         function's name by default), its parameters drawn from the keyword strategies as hypothesis's ``@given``
-        has them. The statement is the docstring. Returns the :class:`~attnverify.checks.claim.Claim`."""
+        has them, or, for parameters that depend on each other, from ``parameters=``: one strategy that draws the
+        dict of them (``st.integers(1, 40).flatmap(lambda L: st.fixed_dictionaries({"L": st.just(L), "order":
+        st.permutations(range(L))}))``). The statement is the docstring. Returns the
+        :class:`~attnverify.checks.claim.Claim`."""
         _options_not_strategies("claim", name=name, statement=statement, source=source, expect=expect,
                                 examples=examples, shrink_budget=shrink_budget)
-        parameters = claim_parameters(strategies, f"{self.name}.{name or '…'}")
+        label = f"{self.name}.{name or '…'}"
+        if parameters is not None and strategies:
+            raise TypeError(f"claim {label!r}: give the parameters as keyword strategies or as parameters=, not both "
+                            f"(got parameters= and {', '.join(strategies)})")
+        drawn = claim_parameters(strategies if parameters is None else parameters, label)
+        names = tuple(strategies) if parameters is None else (tuple(parameters) if isinstance(parameters, dict)
+                                                               else None)
 
         def register(function: Callable) -> Claim:
-            call = _signature_call(function, tuple(strategies), "claim")
-            return self._new_claim(name or function.__name__, _statement(statement, function, name), parameters, call,
+            call = _signature_call(function, names, "claim")
+            return self._new_claim(name or function.__name__, _statement(statement, function, name), drawn, call,
                                    source, expect, examples, shrink_budget)
 
         return register if function is None else register(function)
