@@ -270,3 +270,62 @@ def test_parameters_that_depend_on_each_other_come_from_one_strategy():
         theory.claim(parameters=st.fixed_dictionaries({"L": st.just(1)}), M=st.just(2))
     with pytest.raises(TypeError, match=r"parameters=st.floats\(...\) draws one value with no name"):
         theory.claim(parameters=st.floats(0, 1))
+
+
+LARGER_THEORY = '''
+"""A larger theory: planned experiments and a section of its own."""
+import numpy as np
+from attnverify import Theory, at_most, st
+from attnverify.experiments.store import planned
+from attnverify.report.section import Section, Table
+
+theory = Theory("larger")
+CALLS = []
+
+
+def squares(*, count: int) -> tuple:
+    CALLS.append(count)
+    return tuple(float(k * k) for k in range(count))
+
+
+@theory.experiments
+def plan(*, profile, seed, backend):
+    return [planned(squares, count=4)]
+
+
+@theory.section
+def section(out_dir, *, profile, backend, seed, progress, store):
+    values = store.get(squares, count=4)
+    return Section(theory="larger", title="Larger", introduction="drawn from the store",
+                   tables=[Table("squares", ["k", "k²"], [[k, v] for k, v in enumerate(values)])])
+
+
+@theory.claim(count=st.integers(1, 4))
+def squares_grow(count, ctx):
+    """Squares do not decrease."""
+    values = ctx.store.get(squares, count=4)[:count]
+    return at_most(float(-min(np.diff(values), default=0.0)), 0.0)
+'''
+
+
+def test_a_theory_plans_its_experiments_and_draws_its_own_section(tmp_path):
+    """Issue 29 (the built-ins in the concise form): ``@theory.experiments`` plans what the run computes ahead of the
+    section, once, and ``@theory.section`` draws the section from the run's store, as the built-in theories do."""
+    import json
+
+    from attnverify.theories import from_file
+
+    path = tmp_path / "larger.py"
+    path.write_text(LARGER_THEORY)
+    theory = from_file(path)
+    plans = theory.planned_experiments(profile="quick", seed=0, backend="numpy")
+    assert [p.label for p in plans] == ["squares(count=4)"]
+    out = tmp_path / "report"
+    assert cli.main(["verify", str(path), "--report", str(out), "--workers", "1", "--backend", "numpy"]) == 0
+    document = json.loads((out / "results.json").read_text())
+    (section,) = document["sections"]
+    assert section["title"] == "Larger" and section["tables"][0]["rows"][-1] == [3, 9.0]
+    assert [c["status"] for c in document["claims"]] == ["holds"]
+    from attnverify.theories.catalogue import load_user_module
+
+    assert load_user_module(path).CALLS == [4]  # computed once, ahead of the section; the claim read it from the store

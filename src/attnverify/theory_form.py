@@ -234,8 +234,9 @@ def _options_not_strategies(what: str, **options) -> None:
 
 class Theory:
     """A theory of one's own, in one file: ``theory = Theory("name")`` and its decorators
-    (:meth:`derivation`, :meth:`claim`, :meth:`monte_carlo`, :meth:`figure`). ``title`` defaults to the first
-    line of the file's docstring, ``introduction`` to the rest of it."""
+    (:meth:`derivation`, :meth:`claim`, :meth:`monte_carlo`, :meth:`figure`; for a larger theory, :meth:`section`
+    and :meth:`experiments`). ``title`` defaults to the first line of the file's docstring, ``introduction`` to the
+    rest of it."""
 
     def __init__(self, name: str, *, title: str | None = None, introduction: str | None = None, source: str = ""):
         if not isinstance(name, str) or not name.isidentifier() or name != name.lower():
@@ -251,6 +252,8 @@ class Theory:
         self.derivations: list[DerivationHandle] = []
         self.claims: list[Claim] = []
         self.figures: list[_Figure] = []
+        self._section: Callable | None = None
+        self._plan: Callable | None = None
 
     # -- identity -------------------------------------------------------------------------------------------
     @functools.cached_property
@@ -404,11 +407,41 @@ class Theory:
         steps = [derivation_steps_claim(self.name, self.derivation_list, self.file)] if self.derivations else []
         return list(self.claims) + steps
 
+    def section(self, function: Callable) -> Callable:
+        """Register ``function(out_dir, *, profile, backend, seed, progress, store) -> Section`` as the theory's
+        report section, drawn from what its experiments computed (:mod:`attnverify.report.section`), in place of
+        the default one (title, docstring, derivations and :meth:`figure` figures)."""
+        if not callable(function):
+            raise TypeError(f"section must be a function returning a Section, got {function!r}")
+        self._section = function
+        return function
+
+    def experiments(self, function: Callable) -> Callable:
+        """Register ``function(*, profile, seed, backend) -> list`` of :func:`attnverify.experiments.store.planned`
+        experiments, which a run computes as tasks ahead of the section (in parallel with ``--workers``); the section
+        and the claims then find them in the run's store."""
+        if not callable(function):
+            raise TypeError(f"experiments must be a function returning planned experiments, got {function!r}")
+        self._plan = function
+        return function
+
+    @property
+    def plans_experiments(self) -> bool:
+        """Whether :meth:`experiments` registered a plan."""
+        return self._plan is not None
+
+    def plan_experiments(self, *, profile: str, seed: int, backend: str) -> list:
+        """The experiments :meth:`experiments` plans (none without it)."""
+        return [] if self._plan is None else list(self._plan(profile=profile, seed=seed, backend=backend))
+
     def build_section(self, out_dir, *, profile, backend, seed, progress, store=None):
-        """The section: title, the file's docstring, its derivations and its figures (each drawn from a random
-        generator seeded by the run's seed and the figure's name)."""
+        """The section: the one :meth:`section` registered, else the title, the file's docstring, its derivations
+        and its figures (each drawn from a random generator seeded by the run's seed and the figure's name)."""
         from .report.figures import theory_vs_simulation
         from .report.section import Section
+
+        if self._section is not None:
+            return self._section(out_dir, profile=profile, backend=backend, seed=seed, progress=progress, store=store)
 
         derivations = self.derivation_list()
         if derivations:

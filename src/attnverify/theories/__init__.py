@@ -72,7 +72,9 @@ class TheoryModules:
         from ..experiments.store import Planned
 
         module = load(self.experiments or self.section)
-        plan = getattr(module, "plan_experiments", None)
+        form = concise(module)
+        plan = form.plan_experiments if form is not None and form.plans_experiments else \
+            getattr(module, "plan_experiments", None)
         if plan is None:
             return []
         plans = list(plan(profile=profile, seed=seed, backend=backend))
