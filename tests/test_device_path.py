@@ -14,7 +14,7 @@ import pytest
 import sympy
 
 from attnverify.base import arguments
-from attnverify.base.backend import cupy_works, get_backend, is_device_array
+from attnverify.base.backend import cupy_works, get_backend, on_device
 from attnverify.derivations.codegen import evaluator
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cupy_works(), reason="no working cupy (GPU or stand-in)")]
@@ -64,7 +64,7 @@ def test_a_generator_of_the_other_backend_is_refused_by_name():
         arguments.generator(np.random.default_rng(0), _cupy())
     with pytest.raises(TypeError, match="rng is a cupy Generator but the computation runs on numpy"):
         arguments.generator(_cupy().random(0), get_backend("numpy"))
-    assert is_device_array(arguments.generator(3, _cupy()).standard_normal(2))
+    assert on_device(arguments.generator(3, _cupy()).standard_normal(2))
 
 
 def test_a_device_array_given_to_host_code_is_refused_by_name():
@@ -114,7 +114,7 @@ def test_every_boundary_entry_point_that_takes_a_backend_runs_on_cupy(entry):
     if before is not None and not callable(result):
         assert cupy.created() > before, f"{entry.name} made no device array on backend='cupy'"
     for value in (result if isinstance(result, tuple) else (result,)):
-        if is_device_array(value):
+        if on_device(value):
             assert not np.isnan(value.get()).any()
 
 

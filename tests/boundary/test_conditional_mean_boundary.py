@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from boundary.harness import EntryPoint, Parameter as P, boundary_tests
 
+from attnverify.base.backend import on_device
 from attnverify.theories.conditional_mean import derivations as theory
 from attnverify.theories.conditional_mean import (ConjugateGaussianModel, FiniteLatentModel, GaussianKeyValueModel,
                                                   LinearGaussianLatentModel, SineValueModel, attention_error,
@@ -41,7 +42,7 @@ SIGMA = [[1.0, 0.3], [0.3, 0.5]]
 
 def _backend_of(rng) -> str:
     """The backend whose Generator ``rng`` is (a sampler passed to attention_error draws on the run's backend)."""
-    return "cupy" if type(rng).__module__.split(".")[0] == "cupy" else "numpy"
+    return "cupy" if on_device(rng) else "numpy"
 
 
 def _gaussian() -> GaussianKeyValueModel:

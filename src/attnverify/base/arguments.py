@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.linalg import cho_factor
 
-from .backend import Backend, get_backend, is_device_array
+from .backend import Backend, get_backend, on_device
 
 
 def _shown(value: Any) -> str:
@@ -157,10 +157,10 @@ def generator(rng: Any, be: Backend | None = None, name: str = "rng", *, any_bac
             f"{name} must be an integer seed ≥ 0 or a random Generator (numpy or backend), got {_shown(rng)}; "
             "randomness must be explicit"
         )
-    on_device = type(rng).__module__.split(".")[0] == "cupy"
+    cupy_generator = on_device(rng)
     wanted = (be or get_backend("numpy")).name
-    if not any_backend and on_device != (wanted == "cupy"):
-        raise TypeError(f"{name} is a {'cupy' if on_device else 'numpy'} Generator but the computation runs on "
+    if not any_backend and cupy_generator != (wanted == "cupy"):
+        raise TypeError(f"{name} is a {'cupy' if cupy_generator else 'numpy'} Generator but the computation runs on "
                         f"{wanted}: give {wanted}'s Generator (backend.random(seed)) or an integer seed")
     return rng
 
@@ -204,7 +204,7 @@ def array(
     be = be or get_backend("numpy")
     if value is None or isinstance(value, (str, bytes, Mapping)):
         raise TypeError(f"{name} must be an array of real numbers, got {_shown(value)}")
-    if be.name == "numpy" and is_device_array(value):
+    if be.name == "numpy" and on_device(value):
         raise TypeError(f"{name} is a device (cupy) array, but this computation runs on numpy: pass "
                         f"backend='cupy' where the function takes one, or {name}.get() to bring it to the host")
     if getattr(value, "dtype", None) is None:  # lists, tuples, scalars: look at them as numpy first
@@ -344,7 +344,7 @@ def reals(
     if getattr(value.dtype, "kind", "O") == "b":
         raise TypeError(f"{name} must be real numbers in {_interval(low, high, open_low, open_high)}, "
                         f"got an array of booleans")
-    host = value.get() if type(value).__module__.startswith("cupy") else value
+    host = value.get() if on_device(value) else value
     arr = array(name, host)
     bad = (arr <= low if open_low else arr < low) | (arr >= high if open_high else arr > high)
     if integral:

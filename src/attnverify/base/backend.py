@@ -115,22 +115,22 @@ class Backend:
         return xp.stack(solved)
 
 
-def is_device_array(x: Any) -> bool:
-    """Whether ``x`` is a cupy (device) array."""
+def on_device(x: Any) -> bool:
+    """Whether ``x`` is cupy's: a device array, or cupy's random Generator."""
     return type(x).__module__.split(".")[0] == "cupy"
 
 
 def to_numpy(x: Any) -> np.ndarray:
     """numpy view/copy of a numpy or cupy array (or scalar)."""
     get = getattr(x, "get", None)
-    if callable(get) and is_device_array(x):
+    if callable(get) and on_device(x):
         return get()
     return np.asarray(x)
 
 
 def array_module(x: Any) -> ModuleType:
     """The array namespace of ``x``: cupy for a cupy array, else numpy."""
-    if is_device_array(x):
+    if on_device(x):
         import cupy
 
         return cupy

@@ -19,6 +19,8 @@ import threading
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
+import numpy as np
+
 LOG = logging.getLogger("attnverify.store")
 """Where damaged entries and failed writes are reported (on stderr when logging is not configured)."""
 
@@ -226,8 +228,6 @@ def fingerprint(*parts: Any) -> str:
         elif isinstance(part, (bytes, bytearray)):
             data = b"b" + bytes(part)
         else:
-            import numpy as np
-
             array = np.ascontiguousarray(np.asarray(part, dtype=np.float64))
             data = b"a" + repr(array.shape).encode() + array.tobytes()
         digest.update(len(data).to_bytes(8, "little"))

@@ -25,7 +25,7 @@ import sympy
 from sympy.printing.numpy import NumPyPrinter, _known_constants_numpy, _known_functions_numpy
 
 from ..base.arguments import backend as backend_argument
-from ..base.backend import is_device_array
+from ..base.backend import on_device
 
 #: sympy function name -> name in ``scipy.special`` / ``cupyx.scipy.special``.
 SPECIAL_FUNCTIONS = {
@@ -162,7 +162,7 @@ def _argument(symbol: sympy.Symbol, value: Any, xp: ModuleType) -> Any:
         # a complex array would lose its imaginary part to the cast, silently; booleans and objects are no numbers
         raise TypeError(f"argument {symbol} must be a real number or an array of them, got "
                         f"{'complex' if isinstance(value, complex) else value.dtype}")
-    if xp.__name__ == "numpy" and is_device_array(value):
+    if xp.__name__ == "numpy" and on_device(value):
         raise TypeError(f"argument {symbol} is a device (cupy) array, but this evaluator runs on numpy: make it "
                         f"with backend='cupy', or pass {symbol}.get()")
     try:

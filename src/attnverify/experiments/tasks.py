@@ -167,7 +167,8 @@ def in_order(tasks: list[Task]) -> list[Task]:
 
 
 def integer_seed(sequence: np.random.SeedSequence) -> int:
-    """A 32-bit integer seed from a SeedSequence for a part of a task (a task's seeds come from the run's seed and its identity)."""
+    """A 32-bit integer seed from a SeedSequence, for a part of a task (a task's seeds come from the run's seed and
+    its identity)."""
     return int(sequence.generate_state(1)[0])
 
 

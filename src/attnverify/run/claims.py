@@ -1,7 +1,7 @@
-"""Claims as tasks of a run (:mod:`attnverify.experiments.scheduler`): on local worker processes or a Dask
-cluster, for ``attnverify report`` and for ``check`` / ``verify --scheduler``.
+"""Claims as tasks of a run (:mod:`attnverify.experiments.scheduler`): the one path by which ``check``, ``verify``,
+``report`` and the pytest plugin run claims, in this process, on local worker processes or on a Dask cluster.
 
-A claim becomes up to ``BATCHES`` tasks that check its drawn examples (:func:`~.runner.drawn_examples`, drawn
+In a parallel run a claim becomes up to ``BATCHES`` tasks that check its drawn examples (:func:`~.runner.drawn_examples`, drawn
 on the client), then its own task, which takes their examples and shrinks a failure as a serial run would: the
 result is the serial run's (timings aside), since an example's check depends only on its parameters and Monte
 Carlo seed. The client keeps each finished batch and each finished claim in the run's store folder
@@ -30,6 +30,12 @@ from ..report.results import run_claim_or_error, verdict, verify_command
 BATCHES = 8
 """Most tasks a claim's examples are split into: enough to keep a few workers busy on one long claim, few
 enough that the per-task cost of a cluster (milliseconds, ``benchmarks/bench_cluster.py``) stays small."""
+
+
+def batches_for(workers: int, scheduler: str | None) -> int:
+    """The batch tasks a claim's examples are split into: ``BATCHES`` when the run is parallel (worker processes or
+    a cluster), none when it is serial (the claim's own task checks them in order, as ``run_claim`` does)."""
+    return BATCHES if scheduler is not None or workers > 1 else 0
 
 
 def example_batch_task(theory, name: str, examples: list[tuple[dict, int]], first: int, total: int, profile: str,
@@ -217,7 +223,7 @@ def run_claims_as_tasks(claims: Sequence[Claim], theories: Sequence, *, profile:
     after each claim. ``batches``: the tasks a claim's examples are split into ahead of its own task (default
     ``BATCHES`` when the run is parallel, none when it is serial: there the claim's task checks them in order)."""
     if batches is None:
-        batches = BATCHES if scheduler is not None or workers > 1 else 0
+        batches = batches_for(workers, scheduler)
     serial = scheduler is None and workers == 1
     owner = {}
     for c in claims:

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..base import __version__
-from ..checks.claim import PROFILES
+from ..checks.claim import PROFILES, select
 from ..checks.runner import jsonable, write_json
-from .claims import BATCHES, ClaimTasks
+from .claims import ClaimTasks, batches_for
 from ..experiments.scheduler import run_tasks
 from ..experiments import tasks as run_state
 from ..experiments.tasks import Outcome, Task
@@ -35,7 +35,6 @@ from ..base.backend import Backend, get_backend
 from ..report.markdown import render_markdown
 from ..report.render import render_html
 from ..report.section import Section, TheoryOutcome
-from ..checks.claim import select
 from ..theories import BUILTIN, TheoryModules
 
 THEORIES: tuple[TheoryModules, ...] = BUILTIN
@@ -238,7 +237,7 @@ def build_report(
     theory_of = {c.name: t for t in theories for c in claims[t]}
     checks = ClaimTasks([(by_name[t], c) for t in theories for c in claims[t]], profile=profile, backend=backend,
                         seed=seed, examples=examples, store=store, say=say,
-                        batches=BATCHES if workers > 1 or scheduler is not None else 0,  # serial: in order
+                        batches=batches_for(workers, scheduler),
                         positions={c.name: (k, len(claims[t])) for t in theories for k, c in enumerate(claims[t], 1)},
                         after={c.name: (_section_name(t),) for t in theories for c in claims[t]})
     finished_claims: dict[str, dict] = dict(checks.results)  # kept from an earlier run with this store

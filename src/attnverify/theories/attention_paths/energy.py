@@ -25,10 +25,10 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-from scipy.linalg import cho_solve, cholesky, solve_triangular
+from scipy.linalg import cho_solve, cholesky
 
 from ...base import arguments
-from ...base.backend import Backend
+from ...base.backend import Backend, on_device
 
 SPACES = ("auto", "kernel", "feature")
 
@@ -45,13 +45,6 @@ def _cho_solve(be: Backend, L, b):
     if be.name == "numpy":
         return cho_solve((L, True), b, check_finite=False)
     return be.solve_triangular(L, be.solve_triangular(L, b, lower=True), lower=True, trans=1)
-
-
-def _lower_solve(be: Backend, L, b):
-    """L⁻¹ b for the lower-triangular L."""
-    if be.name == "numpy":
-        return solve_triangular(L, b, lower=True, check_finite=False)
-    return be.solve_triangular(L, b, lower=True)
 
 
 def _add_to_diagonal(be: Backend, G, value: float):
@@ -136,7 +129,8 @@ class KernelEnergy(_Energy):
 
     def __init__(self, C, y, temperature: float, backend=None):
         self.backend = be = arguments.backend(backend)
-        C = be.to_numpy(arguments.array("C", C, be, ndim=4))  # checked on the host, used on the backend
+        # checked on the host (a device C fetched once, not sent there and back), then used on the backend
+        C = arguments.array("C", C.get() if be.name == "cupy" and on_device(C) else C, ndim=4)
         if C.shape[0] != C.shape[1] or C.shape[2] != C.shape[3]:
             raise ValueError(f"C must have shape (𝓗, 𝓗, P, P), got {C.shape}")
         asymmetry = np.max(np.abs(C - C.transpose(1, 0, 3, 2)))
@@ -229,7 +223,7 @@ class FeatureKernelEnergy(_Energy):
         G = _add_to_diagonal(be, self.kernel(R), self.temperature)
         L = _cholesky(be, G)
         r = _cho_solve(be, L, self.y)
-        Z = _lower_solve(be, L, self.X.reshape(self.P, -1))
+        Z = be.solve_triangular(L, self.X.reshape(self.P, -1), lower=True, check_finite=False)
         return 2.0 * xp.sum(xp.log(xp.diag(L))), float(self.y @ r), r, Z
 
     def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
@@ -286,8 +280,8 @@ class FeatureSpaceEnergy(_Energy):
         B = self._lift(R, Q.T.copy())  # (I ⊗ R)ᵀ Γ (I ⊗ R)
         B = _add_to_diagonal(be, 0.5 * (B + B.T), T)
         LB = _cholesky(be, B)
-        W = _lower_solve(be, LB, Q)  # L_B^{-1} Q
-        w = _lower_solve(be, LB, (self._lift(R, self.Xy[:, None]))[:, 0])
+        W = be.solve_triangular(LB, Q, lower=True, check_finite=False)  # L_B^{-1} Q
+        w = be.solve_triangular(LB, (self._lift(R, self.Xy[:, None]))[:, 0], lower=True, check_finite=False)
         value = (self.P - self.D) * np.log(T) + 2.0 * xp.sum(xp.log(xp.diag(LB))) + (self.yy - w @ w) / T
         return float(value), be.to_numpy((self.gram - W.T @ W) / T), be.to_numpy((self.Xy - W.T @ w) / T)
 

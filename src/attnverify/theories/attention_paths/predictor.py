@@ -19,7 +19,7 @@ import numpy as np
 
 from ...base import arguments
 from ...numerics.statistics import Estimate, mean_estimate
-from .energy import SPACES, _add_to_diagonal, _cho_solve, _cholesky, _lower_solve
+from .energy import SPACES, _add_to_diagonal, _cho_solve, _cholesky
 
 
 @dataclass(frozen=True)
@@ -79,12 +79,12 @@ def predictor_statistics(U, X_train, y_train, X_test, temperature: float, *, spa
     if space == "feature" or (space == "auto" and D < P):
         LB = _cholesky(be, _add_to_diagonal(be, Phi.T @ Phi, temperature))
         mean = phi @ _cho_solve(be, LB, Phi.T @ y)
-        W = _lower_solve(be, LB, phi.T)
+        W = be.solve_triangular(LB, phi.T, lower=True, check_finite=False)
         variance = temperature * xp.sum(W * W, axis=0)
     else:
         L = _cholesky(be, _add_to_diagonal(be, Phi @ Phi.T, temperature))
         k = Phi @ phi.T  # (P, Q)
         mean = k.T @ _cho_solve(be, L, y)
-        W = _lower_solve(be, L, k)
+        W = be.solve_triangular(L, k, lower=True, check_finite=False)
         variance = xp.sum(phi * phi, axis=1) - xp.sum(W * W, axis=0)
     return PredictorStatistics(mean=be.to_numpy(mean), variance=np.clip(be.to_numpy(variance), 0.0, None))
