@@ -38,7 +38,7 @@ def markov_features():
     data = authors_markov_data()
     if data is not None:
         return data[0], data[1], "authors' features"
-    X, y, _, _ = markov_dataset(MarkovChainTask(), "4paths", examples=100, test_examples=10, seed=0)
+    X, y, _, _ = markov_dataset(MarkovChainTask(), "4paths", 100, 10, seed=0)
     return X, y, "generated features (seed 0)"
 
 

@@ -24,6 +24,57 @@ def _cupy():
     return get_backend("cupy")
 
 
+def _host(value):
+    if isinstance(value, tuple):
+        return tuple(_host(v) for v in value)
+    return value.get() if on_device(value) else np.asarray(value, dtype=np.float64)
+
+
+@pytest.fixture
+def cupy_evaluators_match_numpy(monkeypatch, request):
+    """Every generated evaluator the test calls on cupy is called again on numpy, after the test, at the arguments of
+    its first cupy call: the two agree to 1e-12 relative, or within 8 ulps of the size of the terms the expression
+    is made of (``derivations.rounding.magnitude``: where terms cancel, 1e-12 of the value is below round-off).
+    With ATTNVERIFY_EVALUATOR_LOG set, one JSON line per evaluator goes to that file (the GPU run's figures)."""
+    import json
+    import os
+
+    from attnverify.derivations import codegen
+    from attnverify.derivations.rounding import rounding_scale
+
+    first_calls: dict = {}
+    original = codegen.Evaluator.__call__
+
+    def recording(self, *values):
+        out = original(self, *values)
+        key = (self.expressions, self.arguments, self.single)
+        if self.backend_name == "cupy" and key not in first_calls:
+            first_calls[key] = (tuple(_host(v) for v in values), _host(out if not self.single else (out,)))
+        return out
+
+    monkeypatch.setattr(codegen.Evaluator, "__call__", recording)
+    yield first_calls
+    monkeypatch.undo()
+    log = os.environ.get("ATTNVERIFY_EVALUATOR_LOG")
+    for (expressions, symbols, single), (values, on_cupy) in first_calls.items():
+        on_numpy = codegen.evaluator(list(expressions), symbols, "numpy")(*values)
+        worst = 0.0
+        for expression, a, b in zip(expressions, on_cupy, on_numpy):
+            error = np.abs(a - b)
+            allowed = 1e-12 * np.abs(b)
+            if np.any(error > allowed):
+                terms = rounding_scale(expression, symbols)(*values)
+                allowed = np.maximum(allowed, 8 * np.finfo(np.float64).eps * terms)
+            assert np.all(error <= allowed), (f"cupy and numpy evaluators of {expression} differ by "
+                                              f"{np.max(error):.3g} at {[str(s) for s in symbols]}")
+            worst = max(worst, float(np.max(error / np.maximum(np.abs(b), 1e-300), initial=0.0)))
+        if log:
+            with open(log, "a") as f:
+                f.write(json.dumps({"test": request.node.name, "expressions": len(expressions),
+                                    "arguments": [str(s) for s in symbols], "points": int(np.size(on_numpy[0])),
+                                    "worst_relative_difference": worst}) + "\n")
+
+
 def test_a_failed_cholesky_is_refused_on_cupy_as_on_numpy():
     """cupy's default linalg='ignore' returns a factor of an indefinite matrix without a word (the stand-in: a
     finite, wrong one); ridge_attention with a ridge far below round-off must refuse it by name on both."""
@@ -98,7 +149,7 @@ def _entry_points_taking_a_backend():
 
 
 @pytest.mark.parametrize("entry", _entry_points_taking_a_backend())
-def test_every_boundary_entry_point_that_takes_a_backend_runs_on_cupy(entry):
+def test_every_boundary_entry_point_that_takes_a_backend_runs_on_cupy(entry, cupy_evaluators_match_numpy):
     """Its valid call with backend='cupy' runs, makes device arrays (unless it returns a function, made for the
     device and called later), and returns no NaN. A numpy Generator in the valid call becomes its integer seed:
     cupy's computation takes cupy's Generator or a seed."""
@@ -125,7 +176,8 @@ def _claim_names() -> list:
 
 
 @pytest.mark.parametrize("name", _claim_names())
-def test_every_claim_runs_with_check_backend_cupy_and_puts_arrays_on_the_device(name, tmp_path):
+def test_every_claim_runs_with_check_backend_cupy_and_puts_arrays_on_the_device(name, tmp_path,
+                                                                              cupy_evaluators_match_numpy):
     """``attnverify check --backend cupy --profile quick --only NAME``: the claim runs (no error, and not an
     unexpected refutation: a claim built to hold for any seed holds, or says it needs more draws), and on the
     stand-in it made device arrays (counted by the stand-in)."""

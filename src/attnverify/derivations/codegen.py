@@ -90,6 +90,17 @@ class BackendPrinter(NumPyPrinter):
             "or give its sympy class an array_implementation(backend, *args)"
         )
 
+    def _print_Piecewise(self, expr: sympy.Piecewise) -> str:
+        """Nested ``xp.where`` (the first true condition's piece; NaN where none holds). NumPyPrinter's
+        ``select([cond, True], …)`` passes a Python bool among the conditions, which cupy.select refuses."""
+        printed = "xp.nan"
+        for value, condition in reversed(expr.args):
+            if condition == sympy.true:
+                printed = f"xp.asarray({self._print(value)})"
+            else:
+                printed = f"xp.where(xp.asarray({self._print(condition)}), {self._print(value)}, {printed})"
+        return printed
+
     def _print_Derivative(self, expr: sympy.Derivative) -> str:
         raise NotImplementedError(
             f"unevaluated derivative {expr} cannot be printed as array code; give the function an "

@@ -96,7 +96,8 @@ class ErfSquareMean(sympy.Function):
         if argindex == 1:
             return zeta_t_derivative(t, g)
         if argindex == 2:  # heat equation of a Gaussian smoothing: ∂_g E f(t+gZ) = g ∂²_t E f(t+gZ)
-            return g * sympy.diff(zeta_t_derivative(t, g), t)
+            at = sympy.Dummy("t")  # t may be an expression (ζ(λ√(d/2), λγ)): differentiate in a slot, then put it
+            return g * sympy.diff(zeta_t_derivative(at, g), at).subs(at, t)
         raise sympy.ArgumentIndexError(self, argindex)
 
     def _latex(self, printer):

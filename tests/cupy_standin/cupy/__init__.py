@@ -314,6 +314,25 @@ for _name in _NAMES:
     if hasattr(_np, _name):
         _FUNCTIONS[_name] = _function(_name, getattr(_np, _name))
 _FUNCTIONS.update(asarray=asarray, array=array, asanyarray=asanyarray, ascontiguousarray=ascontiguousarray)
+
+
+def select(condlist, choicelist, default=0):
+    """cupy.select's checks (cupy 14): every condition a boolean device array (a Python ``True``, as sympy's
+    NumPyPrinter writes for a Piecewise's last piece, raises AttributeError on cupy), every choice a device array,
+    the default a scalar."""
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if not _np.isscalar(default):
+        raise TypeError("default only accepts scalar values")
+    for choice, condition in zip(choicelist, condlist):
+        if not isinstance(choice, ndarray):
+            raise TypeError("choicelist only accepts lists of cupy ndarrays")
+        if condition.dtype.type is not _np.bool_:  # AttributeError for a Python bool, as on cupy
+            raise TypeError("Each condition must be a boolean array")
+    return _wrap(_np.select(_unwrap(list(condlist)), _unwrap(list(choicelist)), default))
+
+
+_FUNCTIONS["select"] = select
 globals().update(_FUNCTIONS)
 
 # numpy's dtypes and constants, as cupy re-exports them

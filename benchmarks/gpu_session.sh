@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One call on a lent GPU (the `device` tool): the GPU test tier, then the GPU benchmarks beside their numpy baseline
+# on the same machine. The machine has numpy, scipy, sympy, hypothesis, pytest(-xdist, -timeout) and cupy; the rest
+# travels as wheels in .whl (attnverify's own wheel included: `pip wheel --no-deps -w .whl .` here first).
+#   run: bash benchmarks/gpu_session.sh [pytest arguments, e.g. -k "not manifold"]   (carry .whl; logs under $OUT)
+# Environment: TEST_LIMIT (s, default 280), WORKERS (default 12), BENCH=0 skips the benchmarks.
+# Measured on an H100 (2026-11-27): the tier's claim tests of single-location PGD ran over 200 s each on cupy
+# (thousands of 4-D steps, each bound by kernel launches and host synchronisations, not arithmetic).
+set -u
+OUT=${OUT:-/tmp/gpu_session}; mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
+nvidia-smi -L
+python3 -c "import cupy, numpy, scipy, sympy; print('cupy', cupy.__version__, 'numpy', numpy.__version__, 'scipy', scipy.__version__, 'sympy', sympy.__version__)"
+python3 -c "from attnverify.base.backend import cupy_works; print('cupy_works', cupy_works())"
+ATTNVERIFY_EVALUATOR_LOG=$OUT/evaluators.jsonl timeout -s INT ${TEST_LIMIT:-280} python3 -m pytest -q -m gpu -n ${WORKERS:-12} \
+    --dist load -p no:cacheprovider --timeout 200 --durations=15 -rfE "$@" 2>&1 | tee "$OUT/gpu_tests.log" | tail -40
+python3 - "$OUT/evaluators.jsonl" <<'PY'
+import json, sys
+try:
+    rows = [json.loads(line) for line in open(sys.argv[1])]
+except FileNotFoundError:
+    rows = []
+print(f"evaluators compared numpy vs cupy: {len(rows)} calls, {len({tuple(r['arguments']) for r in rows})} distinct "
+      f"argument lists, worst relative difference {max((r['worst_relative_difference'] for r in rows), default=0):.3g}")
+PY
+[ "${BENCH:-1}" = 1 ] || exit 0
+for be in numpy cupy; do timeout 60 python3 benchmarks/bench_single_location.py --backend $be 2>&1 | tee -a "$OUT/bench.log" | tail -4; done
+timeout 45 python3 benchmarks/bench_posterior_sampler.py --skip-numpyro --backend numpy --chains 16 --warmup 50 --draws 50 --widths 10 2>&1 | tee -a "$OUT/bench.log" | tail -3
+timeout 90 python3 benchmarks/bench_posterior_sampler.py --skip-numpyro --backend cupy --chains 256 --warmup 50 --draws 50 --widths 10 2>&1 | tee -a "$OUT/bench.log" | tail -3
