@@ -154,18 +154,21 @@ def test_the_layer_check_sees_an_upward_import():
     assert theory_package("attnverify.theories.attention_paths.derivations.action") == "attnverify.theories.attention_paths"
 
 
-#: Inside a theory's package, lowest first: its derivations, its simulators (every other module), its
-#: experiments, its claims, its section. A section draws what experiments computed; claims never import it.
-ROLES = ("derivations", "simulators", "experiments", "claims", "section")
+#: Inside a theory's package, lowest first: its Theory object (``theory.py``), its derivations, its simulators
+#: (every other module), its experiments, its claims, its section. A section draws what experiments computed; claims
+#: never import it.
+ROLES = ("theory", "derivations", "simulators", "experiments", "claims", "section")
 
 
 def role(module: str) -> int:
     """The index in :data:`ROLES` of a module of a theory's package (by its first name below the package)."""
     part = module.split(".")[3] if len(module.split(".")) > 3 else ""
-    for index, suffix in ((0, "derivations"), (2, "experiments"), (3, "claims"), (4, "section")):
+    if part == "theory":
+        return 0
+    for index, suffix in ((1, "derivations"), (3, "experiments"), (4, "claims"), (5, "section")):
         if part == suffix or part.endswith("_" + suffix):
             return index
-    return 1
+    return 2
 
 
 def test_inside_a_theory_derivations_simulators_experiments_claims_section_point_down(graph):
@@ -199,10 +202,24 @@ def test_one_name_per_thing():
     assert {name: where for name, where in classes.items() if len(where) > 1} == {}
 
 
-def test_each_builtin_theory_is_one_package():
-    """A built-in theory's section, claims, experiments and derivations are modules of attnverify.theories.<name>."""
-    from attnverify.theories import BUILTIN
+def test_each_builtin_theory_is_one_package_in_the_concise_form():
+    """A built-in theory is the concise Theory of attnverify.theories.<name>.theory, loaded through its section
+    module as a user's file is: every claim, derivation, the experiments' plan and the section are registered on it,
+    and every one of them was defined in a module of that package."""
+    import inspect
 
-    for theory in BUILTIN:
-        for part in (theory.section, theory.claims, theory.experiments, theory.derivations):
-            assert part.startswith(f"attnverify.theories.{theory.name}."), (theory.name, part)
+    from attnverify.theories import BUILTIN, concise, load
+
+    for modules in BUILTIN:
+        assert (modules.section, modules.claims, modules.experiments, modules.derivations) == \
+            (f"attnverify.theories.{modules.name}.section", modules.section, None, None)
+        form = concise(load(modules.section))
+        assert form.name == modules.name and form.builtin and form.plans_experiments and form._section is not None
+        assert form.file.endswith(f"attnverify/theories/{modules.name}/theory.py")
+        package = f"attnverify.theories.{modules.name}."
+        defined = [inspect.unwrap(c.check) for c in form.claims] + [d.function for d in form.derivations] + [form._plan, form._section]
+        for function in defined:
+            where = getattr(function, "__module__", None) or inspect.getmodule(function).__name__
+            assert where.startswith(package), (modules.name, function, where)
+        assert [c.name for c in modules.claim_list()] == [c.name for c in form.claim_list()]
+        assert all(c.origin == "" for c in modules.claim_list())  # replayed by name: check --only

@@ -104,14 +104,19 @@ class DerivationHandle:
     :class:`~attnverify.derivations.derivation.Derivation` (derived once per process, kept on disk per file
     content), ``.evaluator(name)`` for a named result as a :class:`DerivedFunction`."""
 
-    def __init__(self, theory: "Theory", function: Callable, source: str, title: str | None):
-        from .derivations.kept import kept_derivation
+    def __init__(self, theory: "Theory", function: Callable, source: str, title: str | None, name: str | None = None):
+        from .derivations.kept import KEPT, kept_derivation
 
         self.theory, self.function, self.source = theory, function, source
-        self.name = f"{theory.name}.{function.__name__}"
+        self.name = f"{theory.name}.{name or function.__name__}"
         doc = " ".join((function.__doc__ or "").split())
         self.title = title or doc.split(". ")[0].rstrip(".") or function.__name__.replace("_", " ")
-        self._kept = kept_derivation(self._derive, key=f"{theory.content_key}.{self.name}")
+        # a user's derivation is kept per file content; a built-in's per the package's code version (the folder)
+        self._kept = kept_derivation(self._derive, key=self.name if theory.builtin else
+                                     f"{theory.content_key}.{self.name}")
+        self._kept.__name__ = self._kept.__qualname__ = self.name
+        if theory.builtin:
+            KEPT.append(self._kept)  # the package's tests derive each afresh and compare
         self._functions: dict[str, DerivedFunction] = {}
         self.seconds: float | None = None  # what the first call cost this process (deriving, or reading the disk)
 
@@ -221,6 +226,7 @@ def _signature_call(function: Callable, names: tuple[str, ...] | None, what: str
             extra["rng"] = ctx.rng
         return function(**p, **extra)
 
+    call.__wrapped__ = function  # inspect.unwrap(claim.check): the function the theory wrote
     return call
 
 
@@ -247,6 +253,9 @@ class Theory:
         module = sys._getframe(1).f_globals  # the file that says theory = Theory(...)
         self.name, self.source = name, source
         self.file = str(Path(module.get("__file__") or sys._getframe(1).f_code.co_filename).resolve())
+        # one of the package's own theories (attnverify/theories/<name>/): its claims replay by name (``check
+        # --only``), not by file, and its derivations are kept per the package's code version
+        self.builtin = Path(self.file).is_relative_to(Path(__file__).resolve().parent / "theories")
         self._docstring = inspect.cleandoc(module.get("__doc__") or "")
         self._title, self._introduction = title, introduction
         self.derivations: list[DerivationHandle] = []
@@ -276,15 +285,18 @@ class Theory:
         return self._docstring.partition("\n")[2].strip()  # the docstring's first line is its title
 
     # -- registration ---------------------------------------------------------------------------------------
-    def derivation(self, function: Callable | None = None, *, source: str = "", title: str | None = None):
+    def derivation(self, function: Callable | None = None, *, source: str = "", title: str | None = None,
+                   name: str | None = None):
         """Register ``function(step)``, which records the derivation's steps with ``step(description, expression,
-        name=…, kind=…)`` (:meth:`~attnverify.derivations.derivation.DerivationRecorder.step`). Returns a
-        :class:`DerivationHandle`."""
+        name=…, kind=…)`` (:meth:`~attnverify.derivations.derivation.DerivationRecorder.step`), as the derivation
+        ``<theory>.<name>`` (the function's name by default). Returns a :class:`DerivationHandle`, which the
+        theory's own code calls for the :class:`~attnverify.derivations.derivation.Derivation`."""
+        _options_not_strategies("derivation", source=source, title=title, name=name)
 
         def register(function: Callable) -> DerivationHandle:
-            handle = DerivationHandle(self, function, source, title)
+            handle = DerivationHandle(self, function, source or self.source, title, name)
             if any(d.name == handle.name for d in self.derivations):
-                raise ValueError(f"theory {self.name} already has a derivation named {function.__name__}")
+                raise ValueError(f"theory {self.name} already has a derivation named {handle.name}")
             self.derivations.append(handle)
             return handle
 
@@ -330,7 +342,7 @@ class Theory:
         return self._add(Claim(name=f"{self.name}.{name}", statement=statement, parameters=parameters, check=check,
                                source=source or self.source, expect=expect,
                                examples=dict(examples or DEFAULT_EXAMPLES), shrink_budget=shrink_budget,
-                               origin=self.file))
+                               origin="" if self.builtin else self.file))
 
     def monte_carlo(self, function: Callable | None = None, *, expected: Callable, resolution: float | None = None,
                     relative: float | None = None, budget: int = 1_000_000, figure: dict | None = None,
@@ -404,7 +416,8 @@ class Theory:
         (every recorded step holds, :mod:`attnverify.checks.derivation_steps`)."""
         from .checks.derivation_steps import derivation_steps_claim
 
-        steps = [derivation_steps_claim(self.name, self.derivation_list, self.file)] if self.derivations else []
+        steps = [derivation_steps_claim(self.name, self.derivation_list, "" if self.builtin else self.file)] \
+            if self.derivations else []
         return list(self.claims) + steps
 
     def section(self, function: Callable) -> Callable:

@@ -115,7 +115,9 @@ def test_non_unit_vectors_are_refused():
 
 
 def test_every_derivation_records_its_steps():
-    for derivation in sl.derivations():
+    from attnverify.theories.single_location.theory import theory
+
+    for derivation in theory.derivation_list():
         assert len(derivation.steps) >= 3
         assert all(step.description for step in derivation.steps)
 

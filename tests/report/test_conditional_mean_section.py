@@ -9,6 +9,7 @@ import pytest
 from attnverify.experiments.store import Store
 
 from attnverify.theories.conditional_mean import derivations as theory
+from attnverify.theories.conditional_mean.theory import theory as theory_object
 from attnverify.base.backend import get_backend
 from attnverify.report import Section
 from attnverify.theories.conditional_mean import section as section_module
@@ -36,7 +37,7 @@ def built(tmp_path_factory):
 def test_section_is_complete(built):
     out_dir, section, messages = built
     assert isinstance(section, Section) and section.theory == "conditional_mean"
-    assert [d.name for d in section.derivations] == [d.name for d in theory.derivations()]
+    assert [d.name for d in section.derivations] == [d.name for d in theory_object.derivation_list()]
     assert [f.filename for f in section.figures] == list(FILES)
     for name in FILES:
         assert (out_dir / name).stat().st_size > 10_000

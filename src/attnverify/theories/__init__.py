@@ -1,6 +1,8 @@
 """Theories as the pipeline sees them: a name, and where its report section and its claims live.
 
-The three built-in theories and a theorist's own file go through the same interface. A theory's
+The three built-in theories and a theorist's own file go through the same interface, and have the same form: a
+concise :class:`attnverify.Theory` (a built-in's is ``attnverify.theories.<name>.theory.theory``, registered on by
+the package's modules and loaded through its ``section`` module, as a user's is through the file). A theory's
 ``section`` and ``claims`` are each an importable module name (``attnverify.theories.single_location.section``) or
 the path of a user's ``.py`` file; plain strings, so a worker process can load them again. The section
 module provides ``build_section(out_dir, *, profile, backend, seed, progress, store) -> Section``
@@ -120,10 +122,10 @@ class TheoryModules:
         return lambda out_dir, **kwargs: default_section(self.name, module, self.derivation_list())
 
 
-BUILTIN = tuple(TheoryModules(name, f"attnverify.theories.{name}.section", f"attnverify.theories.{name}.claims",
-                       f"attnverify.theories.{name}.experiments", f"attnverify.theories.{name}.derivations")
-                for name in BUILTIN_NAMES)
-"""The three theories of the papers, in report order."""
+BUILTIN = tuple(TheoryModules(name, f"attnverify.theories.{name}.section", f"attnverify.theories.{name}.section")
+                for name in BUILTIN_NAMES)  # (module names: nothing is imported until the theory is used)
+"""The three theories of the papers, in report order, each the ``theory`` of its package
+(``attnverify/theories/<name>/theory.py``), in the concise form of a user's file."""
 
 
 def default_section(name: str, module: ModuleType, derivations: list):

@@ -1,5 +1,6 @@
 """Attention paths (Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS 2024): the whole theory in one package.
 
+theory        the concise Theory object every part below registers on, as in a user's file
 derivations/  sympy: the action, saddle-point equations, GP limit, readout U_a, H = 1 reduction (checked steps)
 features      path features ξ^π(x), path-path kernels C, renormalized and GP kernels
 markov_chain  the hidden Markov chain classification task of the paper's figure 2

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import derivations as theory
+from . import derivations as derived
+from .theory import theory
 from . import (Action, ActionConfig, energy_for, predictor_statistics, saddle_point, saddle_point_from_features,
                scalar_renormalization)
 from .experiments import DENOISING, GOOD, TEMPERATURE, four_path_markov_data, sampled_markov_networks
@@ -17,10 +18,10 @@ from . import theory_points as experiments
 from .markov_chain import MarkovChainTask, markov_dataset
 from .synthetic import synthetic_problem
 from ...numerics.statistics import fit_line
-from ...checks.claim import Context, claim, st
+from ...checks.claim import Context, st
 from ...checks.evidence import Evidence, at_most, close
 
-SOURCE = theory.SOURCE
+SOURCE = derived.SOURCE
 
 #: Head configurations small enough for quick checks, from one head to three layers.
 HEADS = st.sampled_from([(1,), (3,), (2, 2), (1, 3), (3, 1), (2, 1, 2)])
@@ -49,9 +50,9 @@ problems = st.fixed_dictionaries(PROBLEM)
 # ---------------------------------------------------------------------------------------------
 
 
-@claim("attention_paths.saddle_point_is_a_minimum", source=f"{SOURCE}, §2.1–2.2 (saddle point)",
-       parameters=problems, examples={"quick": 6, "thorough": 40})
-def saddle_point_is_a_minimum(p: dict, ctx: Context) -> Evidence:
+@theory.claim(source=f"{SOURCE}, §2.1–2.2 (saddle point)",
+              parameters=problems, examples={"quick": 6, "thorough": 40})
+def saddle_point_is_a_minimum(ctx: Context, **p) -> Evidence:
     """The solver's order parameters solve the saddle-point equations ∂S/∂U_ℓ = 0 (max |∂(S/n)/∂U|
     ≤ 1e-9, recomputed here from the matrix formulas) and the Hessian of S there is positive
     definite, for any heads, widths (also below the Wishart rank), temperatures and data."""
@@ -75,12 +76,12 @@ def saddle_point_is_a_minimum(p: dict, ctx: Context) -> Evidence:
 # ---------------------------------------------------------------------------------------------
 
 
-@claim("attention_paths.gp_limit", source=f"{SOURCE}, §3 (GP limit)",
-       parameters=st.fixed_dictionaries({"heads": HEADS, "P": st.integers(6, 40), "input_width": st.integers(2, 6),
-                                         "tokens": st.integers(2, 5), "temperature": st.floats(0.01, 1.0),
-                                         "seed": st.integers(0, 2**16)}),
-       examples={"quick": 4, "thorough": 25})
-def gp_limit(p: dict, ctx: Context) -> Evidence:
+@theory.claim(source=f"{SOURCE}, §3 (GP limit)",
+              parameters=st.fixed_dictionaries({"heads": HEADS, "P": st.integers(6, 40), "input_width": st.integers(2, 6),
+                                                "tokens": st.integers(2, 5), "temperature": st.floats(0.01, 1.0),
+                                                "seed": st.integers(0, 2**16)}),
+              examples={"quick": 4, "thorough": 25})
+def gp_limit(ctx: Context, **p) -> Evidence:
     """As N → ∞ at fixed P, U(N) → U_GP = I and the mean predictor → the GP predictor, both at the
     rate N^{-1} (the energy is O(P) against an O(N) entropy). The fitted log-log slope over
     N = 100·P·4^j (j = 0..4) must be within 5 fit SE + 0.02 of −1 (0.02: the O(P/N) ≤ 1e-2
@@ -117,13 +118,13 @@ def gp_limit(p: dict, ctx: Context) -> Evidence:
 # ---------------------------------------------------------------------------------------------
 
 
-@claim("attention_paths.single_head_reduction", source=f"{SOURCE}, §2.2; Li & Sompolinsky, PRX 11, 031059 (2021)",
-       parameters=st.fixed_dictionaries({
-           "depth": st.integers(1, 3), "P": st.integers(4, 50), "input_width": st.integers(2, 8),
-           "tokens": st.integers(2, 6), "width": st.integers(2, 1000), "temperature": st.floats(1e-3, 1.0),
-           "variances": st.lists(st.floats(0.3, 3.0), min_size=4, max_size=4), "seed": st.integers(0, 2**16)}),
-       examples={"quick": 8, "thorough": 50})
-def single_head_reduction(p: dict, ctx: Context) -> Evidence:
+@theory.claim(source=f"{SOURCE}, §2.2; Li & Sompolinsky, PRX 11, 031059 (2021)",
+              parameters=st.fixed_dictionaries({
+                  "depth": st.integers(1, 3), "P": st.integers(4, 50), "input_width": st.integers(2, 8),
+                  "tokens": st.integers(2, 6), "width": st.integers(2, 1000), "temperature": st.floats(1e-3, 1.0),
+                  "variances": st.lists(st.floats(0.3, 3.0), min_size=4, max_size=4), "seed": st.integers(0, 2**16)}),
+              examples={"quick": 8, "thorough": 50})
+def single_head_reduction(ctx: Context, **p) -> Evidence:
     """With one head per layer the matrix saddle point equals the scalar kernel renormalization of a
     deep linear network, solved independently in the eigenbasis of K_0 by root bracketing:
     U_1 = σ_a²Πσ_ℓ²·Π_m (1 − U_1E'(U_1)/n_m). Tolerance: 10× the sum of both sides' error
@@ -156,14 +157,14 @@ def single_head_reduction(p: dict, ctx: Context) -> Evidence:
 # ---------------------------------------------------------------------------------------------
 
 
-@claim("attention_paths.generated_action", source=f"{SOURCE}, §2.1 (action)",
-       parameters=st.fixed_dictionaries({
-           "heads": st.sampled_from([(1,), (2,), (3,), (1, 1), (2, 1), (1, 2), (2, 2)]),
-           "P": st.integers(1, 2), "width": st.lists(st.floats(1.0, 100.0), min_size=3, max_size=3),
-           "variances": st.lists(st.floats(0.3, 3.0), min_size=3, max_size=3),
-           "temperature": st.floats(1e-2, 2.0), "seed": st.integers(0, 2**16)}),
-       examples={"quick": 6, "thorough": 40})
-def generated_action(p: dict, ctx: Context) -> Evidence:
+@theory.claim(source=f"{SOURCE}, §2.1 (action)",
+              parameters=st.fixed_dictionaries({
+                  "heads": st.sampled_from([(1,), (2,), (3,), (1, 1), (2, 1), (1, 2), (2, 2)]),
+                  "P": st.integers(1, 2), "width": st.lists(st.floats(1.0, 100.0), min_size=3, max_size=3),
+                  "variances": st.lists(st.floats(0.3, 3.0), min_size=3, max_size=3),
+                  "temperature": st.floats(1e-2, 2.0), "seed": st.integers(0, 2**16)}),
+              examples={"quick": 6, "thorough": 40})
+def generated_action(ctx: Context, **p) -> Evidence:
     """At random positive-definite order parameters, the action S generated from the sympy
     derivation equals the numerics' direct evaluation (Cholesky slogdet and solves) to 1e-10
     relative, and the numerics' analytic gradient in the Cholesky parameters equals five-point
@@ -178,7 +179,7 @@ def generated_action(p: dict, ctx: Context) -> Evidence:
     E, H, factors, U_a, _ = action.parts(theta)
     direct = E + H
     C = np.einsum("pia,qib->abpq", X, X)
-    generated = theory.evaluate_action(heads, [R @ R.T for R in factors], U_a, C, y,
+    generated = derived.evaluate_action(heads, [R @ R.T for R in factors], U_a, C, y,
                                        widths=config.widths, variances=config.variances,
                                        temperature=config.temperature)
     value, grad = action(theta)
@@ -212,11 +213,12 @@ def markov_data(data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, s
     return np.asarray(X), y, np.asarray(Xt), yt, f"generated, seed {data}"
 
 
-@claim("attention_paths.markov_accuracy_between_gp_lines",
-       source=f"{SOURCE}, figure 2c (hidden Markov chain, 4 paths)",
-       parameters=st.fixed_dictionaries({"data": st.one_of(st.just("authors"), st.integers(1, 2**16))}),
-       examples={"quick": 2, "thorough": 8}, shrink_budget=4)
-def markov_accuracy_between_gp_lines(p: dict, ctx: Context) -> Evidence:
+@theory.claim(
+    source=f"{SOURCE}, figure 2c (hidden Markov chain, 4 paths)",
+    parameters=st.fixed_dictionaries({"data": st.one_of(st.just("authors"), st.integers(1, 2**16))}),
+    examples={"quick": 2, "thorough": 8}, shrink_budget=4
+)
+def markov_accuracy_between_gp_lines(ctx: Context, **p) -> Evidence:
     """4-path network on the hidden Markov chain task (T = 0.01, P = 100, 1000 test sequences): at
     N = 10 the finite-width theory is at least as accurate as the GP limit of the good + denoising
     paths (paired difference ≥ −5 SE), while the all-paths GP is worse; at N = 10⁴ it is within
@@ -254,12 +256,12 @@ def markov_accuracy_between_gp_lines(p: dict, ctx: Context) -> Evidence:
 # ---------------------------------------------------------------------------------------------
 
 
-@claim("attention_paths.head_permutation_symmetry", source=f"{SOURCE}, §2.1 (symmetry of the action)",
-       parameters=st.fixed_dictionaries({**PROBLEM,
-                                         "heads": st.sampled_from([(2,), (3,), (2, 2), (3, 2), (2, 1, 2)]),
-                                         "layer": st.integers(0, 2), "permutation_seed": st.integers(0, 100)}),
-       examples={"quick": 5, "thorough": 30})
-def head_permutation_symmetry(p: dict, ctx: Context) -> Evidence:
+@theory.claim(source=f"{SOURCE}, §2.1 (symmetry of the action)",
+              parameters=st.fixed_dictionaries({**PROBLEM,
+                                                "heads": st.sampled_from([(2,), (3,), (2, 2), (3, 2), (2, 1, 2)]),
+                                                "layer": st.integers(0, 2), "permutation_seed": st.integers(0, 100)}),
+              examples={"quick": 5, "thorough": 30})
+def head_permutation_symmetry(ctx: Context, **p) -> Evidence:
     """Relabelling the heads of one layer by a permutation σ (features permuted accordingly) gives
     the saddle point U' = Π_σ U Π_σᵀ on the paths, to 1e-7 (two solves at gradient tolerance 1e-12)."""
     heads = p["heads"]
@@ -305,11 +307,12 @@ def _point_figures(point) -> dict:
             "diagnostics": point.diagnostics, "converged": point.converged}
 
 
-@claim("attention_paths.sampled_networks_match_theory",
-       source=f"{SOURCE}, figures 2c and 3c (theory vs sampled networks)",
-       parameters=st.fixed_dictionaries({"data": st.just("authors")}),
-       examples={"quick": 1, "thorough": 1}, shrink_budget=1)
-def sampled_networks_match_theory(p: dict, ctx: Context) -> Evidence:
+@theory.claim(
+    source=f"{SOURCE}, figures 2c and 3c (theory vs sampled networks)",
+    parameters=st.fixed_dictionaries({"data": st.just("authors")}),
+    examples={"quick": 1, "thorough": 1}, shrink_budget=1
+)
+def sampled_networks_match_theory(ctx: Context, **p) -> Evidence:
     """Networks sampled from the posterior (4-path Markov task, T = 0.01, N = 10, 30 [, 100]) have
     ⟨w_π·w_π'⟩/n_0 equal to the theory's U, and the accuracy of their posterior-mean predictor equals the
     theory's, each within z MCSE + an O(1/N) budget (z ≥ 5: Bonferroni over U's entries at a joint false alarm of
@@ -354,11 +357,12 @@ def _unconverged(points) -> tuple[str, dict]:
             {"draws per chain": max(needed)} if max(needed) > 0 else {})
 
 
-@claim("attention_paths.sampled_networks_approach_gp",
-       source=f"{SOURCE}, §3 (GP limit) and figure 2c (samples vs N)",
-       parameters=st.fixed_dictionaries({"data": st.just("authors")}),
-       examples={"quick": 1, "thorough": 1}, shrink_budget=1)
-def sampled_networks_approach_gp(p: dict, ctx: Context) -> Evidence:
+@theory.claim(
+    source=f"{SOURCE}, §3 (GP limit) and figure 2c (samples vs N)",
+    parameters=st.fixed_dictionaries({"data": st.just("authors")}),
+    examples={"quick": 1, "thorough": 1}, shrink_budget=1
+)
+def sampled_networks_approach_gp(ctx: Context, **p) -> Evidence:
     """The sampled order parameter moves toward the GP value U_GP = I as N grows: the Frobenius distance
     d(N) = |Û(N) − I| falls between consecutive widths by more than 5 standard errors of the difference
     (SE from the entries' MCSE by the delta method; the widths' runs are independent). A one-sided bound with
@@ -397,7 +401,8 @@ def sampled_networks_approach_gp(p: dict, ctx: Context) -> Evidence:
 
 
 # ---------------------------------------------------------------------------------------------
-# 9–11. one-shot image classification with trained heads (figure 3), in their own module
+# 9–11. one-shot image classification with trained heads (figure 3), in their own module (imported here, it
+# registers them on the theory after the claims above)
 # ---------------------------------------------------------------------------------------------
 
 from .one_shot_claims import (one_shot_cache_is_the_trained_network, one_shot_head_scores_predict_pruning,

@@ -11,6 +11,7 @@ and heads, 2–3 the 2-path data and heads.
 
 from __future__ import annotations
 
+from .theory import theory
 from dataclasses import dataclass
 
 import numpy as np
@@ -207,6 +208,7 @@ def sampled_markov_networks(*, profile: str, seed: int, backend: str = "numpy",
                  for N in widths)
 
 
+@theory.experiments
 def plan_experiments(*, profile: str, seed: int, backend: str = "numpy") -> list[Planned]:
     """Every experiment of the attention-paths section and claims, longest chains first (the run computes them
     as tasks ahead of the section: :mod:`attnverify.theories`)."""

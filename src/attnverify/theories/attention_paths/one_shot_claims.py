@@ -9,21 +9,23 @@ The claims are named ``attention_paths.one_shot_*`` and listed with the other at
 
 from __future__ import annotations
 
-from . import derivations as theory
+from . import derivations as derived
+from .theory import theory
 from .one_shot_experiments import THEORY_SIZES, one_shot_analyses, one_shot_networks
 from . import one_shot_analysis as experiment
 from ...numerics.statistics import mean_estimate
-from ...checks.claim import Context, claim, st
+from ...checks.claim import Context, st
 from ...checks.evidence import Evidence, exceeds
 
-SOURCE = theory.SOURCE
+SOURCE = derived.SOURCE
 CACHED = st.fixed_dictionaries({"networks": st.just("cached")})
 
 
-@claim("attention_paths.one_shot_cache_is_the_trained_network",
-       source=f"{SOURCE}, §1.1 (path expansion) and §4.2 (gradient-descent model)",
-       parameters=CACHED, examples={"quick": 1, "thorough": 1}, shrink_budget=1)
-def one_shot_cache_is_the_trained_network(p: dict, ctx: Context):
+@theory.claim(
+    source=f"{SOURCE}, §1.1 (path expansion) and §4.2 (gradient-descent model)",
+    parameters=CACHED, examples={"quick": 1, "thorough": 1}, shrink_budget=1
+)
+def one_shot_cache_is_the_trained_network(ctx: Context, **p):
     """The cached networks (score forms W and effective path weights V^eff, numpy) are the trained ones:
     the test accuracy of f = Σ_π V^eff_π·ξ^π on today's draw of the test episodes equals the accuracy the
     PyTorch network had at the end of training, for every seed (at most one episode apart: a sign of f
@@ -41,10 +43,11 @@ def one_shot_cache_is_the_trained_network(p: dict, ctx: Context):
                     figures={"accuracy": {str(s): list(v) for s, v in gaps.items()}, "torch": shared.get("torch")})
 
 
-@claim("attention_paths.one_shot_network_generalises_to_new_classes",
-       source=f"{SOURCE}, §4.2 (test episodes from classes never seen in training)",
-       parameters=CACHED, examples={"quick": 1, "thorough": 1}, shrink_budget=1)
-def one_shot_network_generalises_to_new_classes(p: dict, ctx: Context):
+@theory.claim(
+    source=f"{SOURCE}, §4.2 (test episodes from classes never seen in training)",
+    parameters=CACHED, examples={"quick": 1, "thorough": 1}, shrink_budget=1
+)
+def one_shot_network_generalises_to_new_classes(ctx: Context, **p):
     """The gradient-descent network classifies one-shot episodes of digit classes it never saw better
     than chance: for every training seed, test accuracy − 1/2 > 5 standard errors (binomial, per episode)."""
     estimates = {n.seed: mean_estimate(n.network.correct(n.paths.X_test, n.paths.y_test, backend=ctx.backend))
@@ -66,10 +69,11 @@ def one_shot_network_generalises_to_new_classes(p: dict, ctx: Context):
 #: 5 SE below it: the evidence supports the statement without reaching the bar, so the verdict is inconclusive,
 #: with the seeds it would take at this spread (⌈13·(5·0.094/0.431)²⌉ = 16 in the thorough tier, if the mean
 #: held; each seed since the fifth has moved it down). At P = 200 it was 0.18 ± 0.22.
-@claim("attention_paths.one_shot_head_scores_predict_pruning",
-       source=f"{SOURCE}, §2.5 and figure 3e (head score vs performance drop)",
-       parameters=CACHED, examples={"quick": 1, "thorough": 1}, shrink_budget=1, expect="inconclusive")
-def one_shot_head_scores_predict_pruning(p: dict, ctx: Context):
+@theory.claim(
+    source=f"{SOURCE}, §2.5 and figure 3e (head score vs performance drop)",
+    parameters=CACHED, examples={"quick": 1, "thorough": 1}, shrink_budget=1, expect="inconclusive"
+)
+def one_shot_head_scores_predict_pruning(ctx: Context, **p):
     """Heads with a low score (from the theory U at N = 10, T chosen on validation episodes) cost less test
     accuracy when pruned from the gradient-descent network than heads with a high score: the Spearman rank
     correlation between score and accuracy drop, averaged over training seeds, exceeds 0 by 5 standard

@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import derivations as theory
+from . import derivations as derived
 from ...base import arguments, blas
 from ...numerics import trust_region
 from . import second_derivatives
@@ -141,7 +141,7 @@ class Action:
     def readout(self, factors: Sequence[np.ndarray]) -> float:
         """U_a (§2.1) at Tr U_L = |R_L|²_F, which is > 0 as R_L has a positive diagonal: nothing to check."""
         trace = float(np.sum(factors[self.config.depth - 1] ** 2))
-        return float(theory.readout_order_parameter(trace, *self._readout_constants, check_arguments=False))
+        return float(derived.readout_order_parameter(trace, *self._readout_constants, check_arguments=False))
 
     def parts(self, theta: np.ndarray) -> tuple[float, float, list[np.ndarray], float, list[np.ndarray]]:
         """(E, 𝓛, factors, U_a, [∂S/∂U_ℓ]) at θ (the last θ's are kept: a solver asks for the value, the
@@ -195,7 +195,7 @@ class Action:
 
 def gp_start(config: ActionConfig) -> list[np.ndarray]:
     """Cholesky factors of the GP order parameters U_ℓ = σ_a² Π_{k≥ℓ} σ_k² I (spec §3)."""
-    U = theory.gp_order_parameters(config.heads, config.variances)
+    U = derived.gp_order_parameters(config.heads, config.variances)
     return [np.linalg.cholesky(np.asarray(U_l, dtype=float)) for U_l in U[:-1]]
 
 

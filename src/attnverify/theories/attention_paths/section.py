@@ -25,7 +25,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import derivations as theory
+from . import claims  # noqa: F401  (registers the theory's claims: the registry loads this module)
+from .theory import theory
 from .experiments import (ALIGNMENT_WIDTH, DENOISING, FOUR_PATH_HEADS, GOOD, OUT_OF_PLANE_NOISE, SAMPLED_WIDTHS,
                           SUBNETWORKS, TEMPERATURE, TEST_SIZE, TWO_PATH_HEADS, WIDTHS, Alignment, MarkovWidthSweep,
                           four_path_markov_data, markov_alignment, markov_width_sweep, sampled_markov_networks,
@@ -347,6 +348,7 @@ numbers are in the captions and tables.
 """
 
 
+@theory.section
 def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
                   progress: Callable[[str], None], store: Store | None = None) -> Section:
     """The attention-paths section: derivations, figures 2c, 2d and 2e, and tables of the accuracies
@@ -363,7 +365,7 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
     out_dir.mkdir(parents=True, exist_ok=True)
 
     progress("attention_paths: deriving the action, saddle-point equations and GP limit (sympy)")
-    derivations = theory.derivations()
+    derivations = theory.derivation_list()
 
     progress("attention_paths: figure 2c, the 4-path features, the theory against N and the sampled networks")
     four = store.get(four_path_markov_data, seed=seed, backend=backend)

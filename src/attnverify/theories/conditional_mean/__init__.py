@@ -1,5 +1,6 @@
 """Attention as a conditional mean (Zhang, Liu, Cai, Wang, Wang, 2022): the whole theory in one package.
 
+theory       the concise Theory object every part below registers on, as in a user's file
 derivations  sympy: the 1/L expansion of attention, the Gaussian and fixed-bandwidth limits, the posteriors
 models       exchangeable token models: Gaussian keys with linear values, a sine conditional mean,
              and the latent models M1 (conjugate Gaussian), M2 (finite latent), M3 (linear-Gaussian)

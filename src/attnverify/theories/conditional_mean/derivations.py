@@ -29,12 +29,10 @@ from sympy import Eq, I, Rational, exp, oo, sqrt
 
 from ...base import arguments
 from ...derivations.codegen import evaluator
-from ...derivations.derivation import Derivation, DerivationRecorder
 from ...derivations.expectation import Expectation, gaussian
-from ...derivations.kept import kept_derivation
 from ...derivations.steps import function
 
-SOURCE = "Zhang, Liu, Cai, Wang, Wang (2022), arXiv 2212.14852; reconstruction in shared/papers/conditional_mean.md"
+from .theory import SOURCE, theory
 
 E = sympy.Function("𝔼")
 L = sympy.Symbol("L", positive=True)
@@ -80,14 +78,10 @@ def _collect(expression: sympy.Expr, order: int) -> list[sympy.Expr]:
     return [series.coeff(eps, j) for j in range(1, order + 1)]
 
 
-@kept_derivation
-def ratio_expansion_derivation() -> Derivation:
+@theory.derivation(name="ratio_expansion", title="Bias and mean-squared error of self-normalised attention in powers of 1/L",
+                   source=f"{SOURCE}, note §3.2 (delta method), carried to second order")
+def ratio_expansion_derivation(step) -> None:
     """MSE and bias of Σw_ℓv_ℓ/Σw_ℓ around m∞ = E[wv]/E[w], both to O(L⁻²)."""
-    rec = DerivationRecorder(
-        "ratio_expansion",
-        "Bias and mean-squared error of self-normalised attention in powers of 1/L",
-        f"{SOURCE}, note §3.2 (delta method), carried to second order",
-    )
     x = sympy.Symbol("x", real=True)
     mu_uu, mu_uus, mu_ss, mu_us, mu_uss = sympy.symbols("mu_uu mu_uus mu_ss mu_us mu_uss", real=True)
     u_bar, s_bar = sympy.symbols("ubar sbar", real=True)
@@ -96,7 +90,7 @@ def ratio_expansion_derivation() -> Derivation:
     ell = sympy.Symbol("ell", integer=True, positive=True)
     w_, v_ = sympy.IndexedBase("w"), sympy.IndexedBase("v")
     mean_w = Expectation(w, w)
-    rec.step(
+    step(
         "Attention over L i.i.d. tokens (weights w_ℓ, values v_ℓ), its limit m∞ = E[wv]/E[w], and the means ū, s̄ "
         "over the tokens of u = w(v − m∞)/E[w] and s = w/E[w] − 1 (both mean zero)",
         sympy.Tuple(Eq(attn, sympy.Sum(w_[ell] * v_[ell], (ell, 1, L)) / sympy.Sum(w_[ell], (ell, 1, L))),
@@ -105,12 +99,12 @@ def ratio_expansion_derivation() -> Derivation:
                     Eq(s_bar, sympy.Sum(w_[ell] / mean_w - 1, (ell, 1, L)) / L)),
         kind="definition",
     )
-    rec.step("Then attention − m∞ = ū/(1 + s̄)", Eq(attn - m_inf, u_bar / (1 + s_bar)))
+    step("Then attention − m∞ = ū/(1 + s̄)", Eq(attn - m_inf, u_bar / (1 + s_bar)))
     inverse = sympy.series((1 + x) ** -1, x, 0, 4).removeO()
     inverse_square = sympy.series((1 + x) ** -2, x, 0, 3).removeO()
-    rec.step("Expand (1 + s̄)⁻¹ and (1 + s̄)⁻² (s̄ = O_p(L^{-1/2}))",
-             Eq(sympy.Tuple((1 + x) ** -1, (1 + x) ** -2),
-                sympy.Tuple(inverse + sympy.Order(x**4), inverse_square + sympy.Order(x**3))))
+    step("Expand (1 + s̄)⁻¹ and (1 + s̄)⁻² (s̄ = O_p(L^{-1/2}))",
+         Eq(sympy.Tuple((1 + x) ** -1, (1 + x) ** -2),
+            sympy.Tuple(inverse + sympy.Order(x**4), inverse_square + sympy.Order(x**3))))
     # moments of means of i.i.d. mean-zero terms: only index patterns with every index repeated
     # survive; terms of order L⁻³ and beyond are dropped (each line keeps the exact pair counts)
     dropped = sympy.Order(L**-3, (L, oo))  # the terms of order L⁻³ and beyond
@@ -118,7 +112,7 @@ def ratio_expansion_derivation() -> Derivation:
     mse_terms = [u_bar**2 * s_bar**j for j in range(3)]
     bias_moments = [0, mu_us / L, mu_uss / L**2, 3 * L * (L - 1) * mu_us * mu_ss / L**4 + dropped]
     mse_moments = [mu_uu / L, mu_uus / L**2, L * (L - 1) * (mu_uu * mu_ss + 2 * mu_us**2) / L**4 + dropped]
-    rec.step(
+    step(
         "Take expectations of the expansions (the remainders are O(L⁻³) under moment conditions on w and v); "
         "moments of means of L i.i.d. mean-zero terms, where only index patterns with every index repeated survive "
         "(μ_us = E[us], μ_uss = E[us²], … for one token)",
@@ -130,17 +124,17 @@ def ratio_expansion_derivation() -> Derivation:
     )
     bias = sum(inverse.coeff(x, j) * bias_moments[j] for j in range(4)).removeO()
     mse_value = sum(inverse_square.coeff(x, j) * mse_moments[j] for j in range(3)).removeO()
-    rec.step("Insert the moments: E[ū s̄] = μ_us/L, E[ū s̄²] = μ_uss/L², E[ū s̄³] = 3L(L−1)μ_us μ_ss/L⁴ + O(L⁻³)",
-             Eq(E(attn - m_inf), bias + dropped))
-    rec.step("E‖ū‖² = μ_uu/L, E[‖ū‖²s̄] = μ_uus/L², E[‖ū‖²s̄²] = L(L−1)(μ_uu μ_ss + 2‖μ_us‖²)/L⁴ + O(L⁻³)",
-             Eq(E(mse), mse_value + dropped))
+    step("Insert the moments: E[ū s̄] = μ_us/L, E[ū s̄²] = μ_uss/L², E[ū s̄³] = 3L(L−1)μ_us μ_ss/L⁴ + O(L⁻³)",
+         Eq(E(attn - m_inf), bias + dropped))
+    step("E‖ū‖² = μ_uu/L, E[‖ū‖²s̄] = μ_uus/L², E[‖ū‖²s̄²] = L(L−1)(μ_uu μ_ss + 2‖μ_us‖²)/L⁴ + O(L⁻³)",
+         Eq(E(mse), mse_value + dropped))
     b1, b2 = _collect(bias, 2)
     c, d = _collect(mse_value, 2)
-    rec.step("Collect powers of 1/L", Eq(sympy.Tuple(E(attn - m_inf), E(mse)),
-                                         sympy.Tuple(b1 / L + b2 / L**2 + dropped, c / L + d / L**2 + dropped)),
-             name="expansion")
-    rec.step("The constants: MSE = C/L + D/L² + O(L⁻³), E[attn − m∞] = B/L + B₂/L² + O(L⁻³)",
-             Eq(sympy.Tuple(C_, D_, B_, B2_), sympy.Tuple(c, d, b1, b2)), kind="definition")
+    step("Collect powers of 1/L", Eq(sympy.Tuple(E(attn - m_inf), E(mse)),
+                                     sympy.Tuple(b1 / L + b2 / L**2 + dropped, c / L + d / L**2 + dropped)),
+         name="expansion")
+    step("The constants: MSE = C/L + D/L² + O(L⁻³), E[attn − m∞] = B/L + B₂/L² + O(L⁻³)",
+         Eq(sympy.Tuple(C_, D_, B_, B2_), sympy.Tuple(c, d, b1, b2)), kind="definition")
     u, s_ = sympy.symbols("u s", real=True)
     tilted = {
         mu_uu: R2 * e2_2,
@@ -149,7 +143,7 @@ def ratio_expansion_derivation() -> Derivation:
         mu_us: R2 * e1_2,
         mu_uss: R3 * e1_3 - 2 * R2 * e1_2,
     }
-    rec.step(
+    step(
         "One token's moments: u = w(v − m∞)/E[w], s = w/E[w] − 1, μ_xy… = E[xy…]; the tilted moments (E_t is the "
         "key law reweighted by w^t/E[w^t]): R_t = E[w^t]/E[w]^t, e₁,t = E_t[v − m∞], e₂,t = E_t(v − m∞)²",
         sympy.Tuple(
@@ -161,14 +155,13 @@ def ratio_expansion_derivation() -> Derivation:
               for name, t, power in ((e1_2, 2, 1), (e1_3, 3, 1), (e2_2, 2, 2), (e2_3, 3, 2)))),
         kind="definition",
     )
-    rec.step(
+    step(
         "In tilted moments (E[w(v − m∞)] = 0 by the definition of m∞)",
         Eq(sympy.Tuple(*tilted), sympy.Tuple(*tilted.values())),
     )
     result = sympy.Tuple(*(sympy.expand(e.subs(tilted)) for e in (c, d, b1, b2)))
-    rec.step("Result: MSE = C/L + D/L² + O(L⁻³), E[attn − m∞] = B/L + B₂/L² + O(L⁻³)",
-             Eq(sympy.Tuple(C_, D_, B_, B2_), result), name="constants")
-    return rec.finish()
+    step("Result: MSE = C/L + D/L² + O(L⁻³), E[attn − m∞] = B/L + B₂/L² + O(L⁻³)",
+         Eq(sympy.Tuple(C_, D_, B_, B2_), result), name="constants")
 
 
 @lru_cache(maxsize=None)
@@ -205,32 +198,28 @@ def gaussian_mgf() -> sympy.Expr:
     return sympy.simplify(sympy.integrate(exp(t * y) * density, (y, -oo, oo)))
 
 
-def _ratio_constants_assumed(rec: DerivationRecorder) -> None:
+def _ratio_constants_assumed(step) -> None:
     """The ratio expansion's result, restated as an assumption of a derivation that specialises it."""
-    rec.step("The constants of the ratio expansion in the tilted moments (derivation ratio_expansion, result "
-             "`constants`)", ratio_expansion_derivation().result("constants"), kind="assumption")
+    step("The constants of the ratio expansion in the tilted moments (derivation ratio_expansion, result "
+         "`constants`)", ratio_expansion_derivation().result("constants"), kind="assumption")
 
 
-@kept_derivation
-def gaussian_limit_derivation() -> Derivation:
+@theory.derivation(name="gaussian_limit", title="Softmax attention on Gaussian keys with linear values: limit, desired parameter and error constants",
+                   source=f"{SOURCE}, note §3.2 (P1–P4)")
+def gaussian_limit_derivation(step) -> None:
     """m∞ = A(μ + Σa) + b, the desired parameter, and C, B, D for Gaussian keys / linear values."""
-    rec = DerivationRecorder(
-        "gaussian_limit",
-        "Softmax attention on Gaussian keys with linear values: limit, desired parameter and error constants",
-        f"{SOURCE}, note §3.2 (P1–P4)",
-    )
     t, m, y, s = MGF_SYMBOLS
     mgf = gaussian_mgf()
-    rec.step("Gaussian moment generating function, integrated: y ~ N(m, s²)",
-             Eq(Expectation(exp(t * y), gaussian(y, m, s**2)), mgf))
+    step("Gaussian moment generating function, integrated: y ~ N(m, s²)",
+         Eq(Expectation(exp(t * y), gaussian(y, m, s**2)), mgf))
     a_dot_mu = sympy.Symbol("a^T mu", real=True)
     weight_moment = mgf.subs({m: a_dot_mu, s: sqrt(score_variance)}, simultaneous=True)
     score_law = gaussian(y, a_dot_mu, score_variance)
-    rec.step("The score y = aᵀk of k ~ N(μ, Σ) is N(aᵀμ, s²) with s² = aᵀΣa, so E[w^t] = E[e^{ty}] = M(t)",
-             Eq(Expectation(exp(t * y), score_law), weight_moment))
+    step("The score y = aᵀk of k ~ N(μ, Σ) is N(aᵀμ, s²) with s² = aᵀΣa, so E[w^t] = E[e^{ty}] = M(t)",
+         Eq(Expectation(exp(t * y), score_law), weight_moment))
     ratio = sympy.simplify(weight_moment / weight_moment.subs(t, 1) ** t)
-    rec.step("Weight-moment ratio R_t = E[w^t]/E[w]^t",
-             Eq(Expectation(exp(t * y), score_law) / Expectation(exp(y), score_law) ** t, ratio))
+    step("Weight-moment ratio R_t = E[w^t]/E[w]^t",
+         Eq(Expectation(exp(t * y), score_law) / Expectation(exp(y), score_law) ** t, ratio))
 
     # vector part: tilted law and the limit, with MatrixSymbols so that sympy differentiates log M
     d = sympy.Symbol("d", integer=True, positive=True)
@@ -241,15 +230,15 @@ def gaussian_limit_derivation() -> Derivation:
     d_v = sympy.Symbol("d_v", integer=True, positive=True)
     A, b = sympy.MatrixSymbol("A", d_v, d), sympy.MatrixSymbol("b", d_v, 1)
     tilted_key, m_inf = sympy.MatrixSymbol("E_1[k]", d, 1), sympy.MatrixSymbol("m_inf", d_v, 1)
-    direction, step = sympy.MatrixSymbol("X", d, 1), sympy.Symbol("epsilon", real=True)
-    rec.step(
+    direction, shift = sympy.MatrixSymbol("X", d, 1), sympy.Symbol("epsilon", real=True)
+    step(
         "Exponential tilting: the tilted key mean E[k e^{aᵀk}]/E[e^{aᵀk}] is ∇_a log E[e^{aᵀk}], and "
         "log E[e^{aᵀk}] = aᵀμ + aᵀΣa/2 for k ~ N(μ, Σ); along any direction X (Σ symmetric; tr of a 1 × 1 "
         "matrix is its entry)",
-        Eq(sympy.Subs(sympy.Derivative(sympy.Trace(log_mgf.xreplace({a_vec: a_vec + step * direction})), step),
-                      step, 0), sympy.Trace(direction.T * tilted_mean), evaluate=False),
+        Eq(sympy.Subs(sympy.Derivative(sympy.Trace(log_mgf.xreplace({a_vec: a_vec + shift * direction})), shift),
+                      shift, 0), sympy.Trace(direction.T * tilted_mean), evaluate=False),
     )
-    rec.step(
+    step(
         "So E_1[k] = μ + Σa, and the tilted covariance ∇²_a log M = Σ is unchanged: under w^t the keys are "
         "N(μ + tΣa, Σ). With v = Ak + b + ε (ε independent, mean zero), by the law of large numbers attention "
         "→ m∞ = E[wv]/E[w] = A E_1[k] + b",
@@ -257,34 +246,33 @@ def gaussian_limit_derivation() -> Derivation:
         kind="assumption",
     )
     limit = A * (mu_vec + Sigma * a_vec) + b
-    rec.step("The limit", Eq(m_inf, limit))
+    step("The limit", Eq(m_inf, limit))
     q_vec = sympy.MatrixSymbol("q", d, 1)
-    rec.step("Desired parameter: m∞ = E[v | k = q] = Aq + b for every A iff E_1[k] = q", Eq(tilted_key, q_vec),
-             kind="condition")
-    rec.step("that is, Σa = q − μ: a = Σ⁻¹(q − μ)", Eq(a_vec, Sigma.I * (q_vec - mu_vec)))
+    step("Desired parameter: m∞ = E[v | k = q] = Aq + b for every A iff E_1[k] = q", Eq(tilted_key, q_vec),
+         kind="condition")
+    step("that is, Σa = q − μ: a = Σ⁻¹(q − μ)", Eq(a_vec, Sigma.I * (q_vec - mu_vec)))
     # tilted moments of v − m∞ = A(k − μ − Σa) + ε, under the t-tilted law k ~ N(μ + tΣa, Σ)
     first = lambda tt: (tt - 1) * sqrt(shift_norm_sq)  # noqa: E731  (component along β = AΣa)
     second = lambda tt: (tt - 1) ** 2 * shift_norm_sq + value_spread + noise_total  # noqa: E731
-    rec.step(
+    step(
         "Under w^t, v − m∞ = A(k − μ − Σa) + ε has mean (t − 1)β and second moment "
         "(t − 1)²‖β‖² + τ² + ν², with β = AΣa, τ² = tr(AΣAᵀ), ν² = d_v σ² (E‖X‖² = ‖E X‖² + tr Cov X for a "
         "Gaussian X; quoted)",
         Eq(sympy.Symbol("e_2t"), second(t)),
         kind="assumption",
     )
-    _ratio_constants_assumed(rec)
+    _ratio_constants_assumed(step)
     values = {R2: ratio.subs(t, 2), R3: ratio.subs(t, 3), e1_2: first(2), e1_3: first(3),
               e2_2: second(2), e2_3: second(3)}
     c, dd, b1, b2 = (sympy.simplify(e.subs(values)) for e in _ratio_constants())
     norm = sqrt(shift_norm_sq)
-    rec.step("Bias along β = AΣa: L·E[attn − m∞] → (B/‖β‖)β, at R_t = e^{s²t(t−1)/2}, e₁,t = (t − 1)‖β‖ and "
-             "e₂,t above", Eq(B_ / norm, sympy.simplify(b1 / norm)), substitute=values)
-    rec.step("Leading constant: L·E‖attn − m∞‖² → C", Eq(C_, sympy.factor(c)), substitute=values)
-    rec.step("Result: (C, D, B/‖β‖, B₂/‖β‖) in s² = aᵀΣa, ‖β‖², τ², ν²",
-             Eq(sympy.Tuple(C_, D_, B_ / norm, B2_ / norm),
-                sympy.Tuple(sympy.factor(c), dd, sympy.simplify(b1 / norm), sympy.simplify(b2 / norm))),
-             name="constants", substitute=values)
-    return rec.finish()
+    step("Bias along β = AΣa: L·E[attn − m∞] → (B/‖β‖)β, at R_t = e^{s²t(t−1)/2}, e₁,t = (t − 1)‖β‖ and "
+         "e₂,t above", Eq(B_ / norm, sympy.simplify(b1 / norm)), substitute=values)
+    step("Leading constant: L·E‖attn − m∞‖² → C", Eq(C_, sympy.factor(c)), substitute=values)
+    step("Result: (C, D, B/‖β‖, B₂/‖β‖) in s² = aᵀΣa, ‖β‖², τ², ν²",
+         Eq(sympy.Tuple(C_, D_, B_ / norm, B2_ / norm),
+            sympy.Tuple(sympy.factor(c), dd, sympy.simplify(b1 / norm), sympy.simplify(b2 / norm))),
+         name="constants", substitute=values)
 
 
 @lru_cache(maxsize=None)
@@ -298,14 +286,10 @@ def gaussian_constant_expressions() -> tuple[sympy.Expr, ...]:
 # ---------------------------------------------------------------------------------------------
 
 
-@kept_derivation
-def fixed_bandwidth_derivation() -> Derivation:
+@theory.derivation(name="fixed_bandwidth_limit", title="RBF attention with a fixed bandwidth on a non-linear conditional mean: the persistent bias",
+                   source=f"{SOURCE}, note §3.2 and P6 (k ~ N(0, s²), v = sin(ωk) + σ_v ξ, w = e^{{−(q−k)²/(2h²)}})")
+def fixed_bandwidth_derivation(step) -> None:
     """m_h(q) = sin(ωm')e^{−ω²s'²/2} ≠ sin(ωq), and its C, B, D (note §3.2, P6)."""
-    rec = DerivationRecorder(
-        "fixed_bandwidth_limit",
-        "RBF attention with a fixed bandwidth on a non-linear conditional mean: the persistent bias",
-        f"{SOURCE}, note §3.2 and P6 (k ~ N(0, s²), v = sin(ωk) + σ_v ξ, w = e^{{−(q−k)²/(2h²)}})",
-    )
     k, t = sympy.Symbol("k", real=True), sympy.Symbol("t", positive=True)
     xi = sympy.Symbol("xi", real=True)
     key_law, noise_law = gaussian(k, 0, key_sd**2), gaussian(xi)
@@ -316,11 +300,11 @@ def fixed_bandwidth_derivation() -> Derivation:
     tilted_var = sympy.simplify(1 / precision)
     tilted_mean = sympy.simplify(poly.coeff_monomial(k) / precision)
     m_t, s_t2 = sympy.Symbol("m_t"), sympy.Symbol("s_t^2")
-    rec.step("The mean and variance of the key law reweighted by w^t",
-             Eq(sympy.Tuple(m_t, s_t2), sympy.Tuple(tilted_mean, tilted_var)), kind="definition")
+    step("The mean and variance of the key law reweighted by w^t",
+         Eq(sympy.Tuple(m_t, s_t2), sympy.Tuple(tilted_mean, tilted_var)), kind="definition")
     constant = sympy.simplify(log_tilted + (k - tilted_mean) ** 2 / (2 * tilted_var))
-    rec.step("Complete the square in k: the reweighted key law is N(m_t, s_t²)",
-             Eq(log_tilted, -((k - m_t) ** 2) / (2 * s_t2) + constant))
+    step("Complete the square in k: the reweighted key law is N(m_t, s_t²)",
+         Eq(log_tilted, -((k - m_t) ** 2) / (2 * s_t2) + constant))
     density = exp(-(k**2) / (2 * key_sd**2)) / sqrt(2 * sympy.pi * key_sd**2)
     weight_moment = sympy.simplify(sympy.integrate(exp(log_tilted + k**2 / (2 * key_sd**2)) * density, (k, -oo, oo)))
     ratio = sympy.simplify(weight_moment / weight_moment.subs(t, 1) ** t)
@@ -333,31 +317,31 @@ def fixed_bandwidth_derivation() -> Derivation:
 
     theta = sympy.Symbol("theta", positive=True)
     R_t, S_t, C_t = function("R"), function("S"), function("C")
-    rec.step(
+    step(
         "The weights' moment ratio R(t) = E[w^t]/E[w]^t and the tilted means S(t, θ) = E_t[sin θk], "
         "C(t, θ) = E_t[cos θk], E_t[f] = E[w^t f]/E[w^t]",
         sympy.Tuple(Eq(R_t(t), mean(1, t) / mean(1, 1) ** t), Eq(S_t(t, theta), mean(sympy.sin(theta * k), t) / mean(1, t)),
                     Eq(C_t(t, theta), mean(sympy.cos(theta * k), t) / mean(1, t))),
         kind="definition",
     )
-    rec.step("R(t) by the Gaussian integral", Eq(R_t(t), ratio))
+    step("R(t) by the Gaussian integral", Eq(R_t(t), ratio))
     # E_t[e^{iθk}] from the Gaussian MGF at the imaginary argument iθ
     mgf = gaussian_mgf()
     tt, mm, _, ss = MGF_SYMBOLS
     characteristic = mgf.subs({tt: I * theta, mm: tilted_mean, ss: sqrt(tilted_var)}, simultaneous=True)
     sine = sympy.simplify(sympy.im(sympy.expand_complex(characteristic)))
     cosine = sympy.simplify(sympy.re(sympy.expand_complex(characteristic)))
-    rec.step("E_t[sin θk] = Im E_t[e^{iθk}] and E_t[cos θk] = Re E_t[e^{iθk}] (the MGF at iθ)",
-             sympy.Tuple(Eq(S_t(t, theta), sine), Eq(C_t(t, theta), cosine)))
+    step("E_t[sin θk] = Im E_t[e^{iθk}] and E_t[cos θk] = Re E_t[e^{iθk}] (the MGF at iθ)",
+         sympy.Tuple(Eq(S_t(t, theta), sine), Eq(C_t(t, theta), cosine)))
     limit = sine.subs({theta: frequency, t: 1})
     m_h = sympy.Symbol("m_h")
     value = sympy.sin(frequency * k) + value_noise * xi
-    rec.step("Limit of attention as L → ∞ (law of large numbers): m_h(q) = E[wv]/E[w]",
-             Eq(m_h, mean(value, 1) / mean(1, 1)), kind="definition")
-    rec.step("m_h(q) = E_1[sin ωk], not E[v | k = q] = sin(ωq)", Eq(m_h, limit))
+    step("Limit of attention as L → ∞ (law of large numbers): m_h(q) = E[wv]/E[w]",
+         Eq(m_h, mean(value, 1) / mean(1, 1)), kind="definition")
+    step("m_h(q) = E_1[sin ωk], not E[v | k = q] = sin(ωq)", Eq(m_h, limit))
     bias_to_truth = limit - sympy.sin(frequency * q)
-    rec.step("Persistent bias m_h(q) − sin(ωq); it vanishes only as h → 0",
-             Eq(m_h - sympy.sin(frequency * q), bias_to_truth))
+    step("Persistent bias m_h(q) − sin(ωq); it vanishes only as h → 0",
+         Eq(m_h - sympy.sin(frequency * q), bias_to_truth))
 
     def sin_mean(power):
         return sine.subs({theta: frequency, t: power})
@@ -366,31 +350,30 @@ def fixed_bandwidth_derivation() -> Derivation:
         sin_sq = (1 - cosine.subs({theta: 2 * frequency, t: power})) / 2
         return sin_sq - 2 * limit * sin_mean(power) + limit**2 + value_noise**2
 
-    _ratio_constants_assumed(rec)
+    _ratio_constants_assumed(step)
     e_1, e_2 = function("e_1"), function("e_2")
-    rec.step("The tilted moments of the ratio expansion for this model: e₁(t) = E_t[v − m_h], e₂(t) = E_t(v − m_h)²",
-             sympy.Tuple(Eq(e_1(t), mean(value - m_h, t) / mean(1, t)),
-                         Eq(e_2(t), mean((value - m_h) ** 2, t) / mean(1, t))),
-             kind="definition")
-    rec.step("By linearity (ξ is independent of the key: mean 0, variance 1 under any reweighting of k) and "
-             "sin² x = (1 − cos 2x)/2",
-             sympy.Tuple(Eq(e_1(t), S_t(t, frequency) - m_h),
-                         Eq(e_2(t), (1 - C_t(t, 2 * frequency)) / 2 - 2 * m_h * S_t(t, frequency) + m_h**2
-                            + value_noise**2)))
-    rec.step("At t = 2, 3 (the ratio expansion's R_t, e₁,t, e₂,t)",
-             sympy.Tuple(Eq(R2, R_t(2)), Eq(R3, R_t(3)), Eq(e1_2, e_1(2)), Eq(e1_3, e_1(3)), Eq(e2_2, e_2(2)),
-                         Eq(e2_3, e_2(3))),
-             kind="definition")
+    step("The tilted moments of the ratio expansion for this model: e₁(t) = E_t[v − m_h], e₂(t) = E_t(v − m_h)²",
+         sympy.Tuple(Eq(e_1(t), mean(value - m_h, t) / mean(1, t)),
+                     Eq(e_2(t), mean((value - m_h) ** 2, t) / mean(1, t))),
+         kind="definition")
+    step("By linearity (ξ is independent of the key: mean 0, variance 1 under any reweighting of k) and "
+         "sin² x = (1 − cos 2x)/2",
+         sympy.Tuple(Eq(e_1(t), S_t(t, frequency) - m_h),
+                     Eq(e_2(t), (1 - C_t(t, 2 * frequency)) / 2 - 2 * m_h * S_t(t, frequency) + m_h**2
+                        + value_noise**2)))
+    step("At t = 2, 3 (the ratio expansion's R_t, e₁,t, e₂,t)",
+         sympy.Tuple(Eq(R2, R_t(2)), Eq(R3, R_t(3)), Eq(e1_2, e_1(2)), Eq(e1_3, e_1(3)), Eq(e2_2, e_2(2)),
+                     Eq(e2_3, e_2(3))),
+         kind="definition")
     values = {R2: ratio.subs(t, 2), R3: ratio.subs(t, 3), e1_2: sin_mean(2) - limit, e1_3: sin_mean(3) - limit,
               e2_2: second(2), e2_3: second(3)}
-    rec.step("In closed form", Eq(sympy.Tuple(*values), sympy.Tuple(*values.values())))
+    step("In closed form", Eq(sympy.Tuple(*values), sympy.Tuple(*values.values())))
     c, dd, b1, b2 = (e.subs(values) for e in _ratio_constants())
-    rec.step("Bias constant B = −R₂(E₂[sin ωk] − m_h)", Eq(B_, b1))
-    rec.step("Leading constant C = R₂(E₂[sin² ωk] − 2m_h E₂[sin ωk] + m_h² + σ_v²)", Eq(C_, c))
-    rec.step("Result: (m_h, m_h − sin ωq, C, D, B, B₂) in q, s, h, ω, σ_v",
-             Eq(sympy.Tuple(m_h, m_h - sympy.sin(frequency * q), C_, D_, B_, B2_),
-                sympy.Tuple(limit, bias_to_truth, c, dd, b1, b2)), name="constants")
-    return rec.finish()
+    step("Bias constant B = −R₂(E₂[sin ωk] − m_h)", Eq(B_, b1))
+    step("Leading constant C = R₂(E₂[sin² ωk] − 2m_h E₂[sin ωk] + m_h² + σ_v²)", Eq(C_, c))
+    step("Result: (m_h, m_h − sin ωq, C, D, B, B₂) in q, s, h, ω, σ_v",
+         Eq(sympy.Tuple(m_h, m_h - sympy.sin(frequency * q), C_, D_, B_, B2_),
+            sympy.Tuple(limit, bias_to_truth, c, dd, b1, b2)), name="constants")
 
 
 FIXED_BANDWIDTH_NAMES = ("limit", "bias_to_truth", "constant", "second_order", "bias_constant", "second_order_bias")
@@ -415,99 +398,80 @@ def _token_sums(ell: sympy.Symbol) -> tuple[sympy.IndexedBase, tuple[Eq, ...], s
                Eq(token_mean, sum_x / L)), sum_x, sum_x2
 
 
-@kept_derivation
-def conjugate_posterior_derivation() -> Derivation:
+@theory.derivation(name="conjugate_posterior", title="Latent posterior of the conjugate Gaussian model (M1): sufficiency of (L, x̄)",
+                   source=f"{SOURCE}, note §2.3 M1 (one coordinate; coordinates are independent)")
+def conjugate_posterior_derivation(step) -> None:
     """M1: z ~ N(0, τ²), x_ℓ | z ~ N(z, σ²): the posterior is N(μ_L, s_L²), a function of (L, x̄) only."""
-    rec = DerivationRecorder(
-        "conjugate_posterior",
-        "Latent posterior of the conjugate Gaussian model (M1): sufficiency of (L, x̄)",
-        f"{SOURCE}, note §2.3 M1 (one coordinate; coordinates are independent)",
-    )
     ell = sympy.Symbol("ell", integer=True, positive=True)
     x, sums, sum_x, sum_x2 = _token_sums(ell)
     log_p = sympy.Symbol("log p(z|X)")
-    rec.step("Bayes: log p(z | X) is the log prior N(0, τ²) plus Σ_ℓ log N(x_ℓ; z, σ²), up to a constant free of z; "
-             "S₁ = Σx_ℓ = L x̄, S₂ = Σx_ℓ²",
-             sympy.Tuple(*sums, Eq(log_p, -(z**2) / (2 * prior_sd**2)
-                                   - sympy.Sum((x[ell] - z) ** 2, (ell, 1, L)) / (2 * token_sd**2))),
-             kind="definition")
+    step("Bayes: log p(z | X) is the log prior N(0, τ²) plus Σ_ℓ log N(x_ℓ; z, σ²), up to a constant free of z; "
+         "S₁ = Σx_ℓ = L x̄, S₂ = Σx_ℓ²",
+         sympy.Tuple(*sums, Eq(log_p, -(z**2) / (2 * prior_sd**2)
+                               - sympy.Sum((x[ell] - z) ** 2, (ell, 1, L)) / (2 * token_sd**2))),
+         kind="definition")
     log_post = -(z**2) / (2 * prior_sd**2) - (sum_x2 - 2 * z * sum_x + L * z**2) / (2 * token_sd**2)
-    rec.step("Σ_ℓ(x_ℓ − z)² = S₂ − 2zS₁ + Lz²", Eq(log_p, log_post))
+    step("Σ_ℓ(x_ℓ − z)² = S₂ − 2zS₁ + Lz²", Eq(log_p, log_post))
     poly = sympy.Poly(sympy.expand(log_post), z)
     precision = sympy.simplify(-2 * poly.coeff_monomial(z**2))
     mean = sympy.simplify((poly.coeff_monomial(z) / precision).subs(sum_x, L * token_mean))
     mu_L, s_L = sympy.Symbol("mu_L"), sympy.Symbol("s_L")
-    rec.step("log p is quadratic in z, so the posterior is N(μ_L, s_L²) with s_L⁻² = −∂²log p/∂z²",
-             Eq(s_L, (-sympy.Derivative(log_p, (z, 2))) ** Rational(-1, 2)), kind="definition")
-    rec.step("Posterior precision (the coefficient of −z²/2)", Eq(1 / s_L**2, precision))
-    rec.step("and μ_L is its maximum: ∂log p/∂z = 0 at z = μ_L",
-             Eq(sympy.Subs(sympy.Derivative(log_p, z), z, mu_L), 0), kind="condition")
-    rec.step("Posterior mean (S₂ drops out: the posterior depends on X only through L and x̄)", Eq(mu_L, mean))
-    rec.step("Posterior standard deviation, shrinking like σ/√L", Eq(s_L, sympy.simplify(1 / sqrt(precision))))
-    return rec.finish()
+    step("log p is quadratic in z, so the posterior is N(μ_L, s_L²) with s_L⁻² = −∂²log p/∂z²",
+         Eq(s_L, (-sympy.Derivative(log_p, (z, 2))) ** Rational(-1, 2)), kind="definition")
+    step("Posterior precision (the coefficient of −z²/2)", Eq(1 / s_L**2, precision))
+    step("and μ_L is its maximum: ∂log p/∂z = 0 at z = μ_L",
+         Eq(sympy.Subs(sympy.Derivative(log_p, z), z, mu_L), 0), kind="condition")
+    step("Posterior mean (S₂ drops out: the posterior depends on X only through L and x̄)", Eq(mu_L, mean))
+    step("Posterior standard deviation, shrinking like σ/√L", Eq(s_L, sympy.simplify(1 / sqrt(precision))))
 
 
-@kept_derivation
-def finite_latent_derivation() -> Derivation:
+@theory.derivation(name="finite_latent_posterior", title="Finite-latent model (M2): the latent posterior is exactly a softmax attention",
+                   source=f"{SOURCE}, note §2.3 M2")
+def finite_latent_derivation(step) -> None:
     """M2: z ∈ {1..M}, x_ℓ | z = m ~ N(μ_m, I): P(z = m | X) = softmax_m(log π_m + L x̄ᵀμ_m − L‖μ_m‖²/2)."""
-    rec = DerivationRecorder(
-        "finite_latent_posterior",
-        "Finite-latent model (M2): the latent posterior is exactly a softmax attention",
-        f"{SOURCE}, note §2.3 M2",
-    )
     log_prior, mu_m = sympy.Symbol("log pi_m", real=True), sympy.Symbol("mu_m", real=True)
     ell = sympy.Symbol("ell", integer=True, positive=True)
     x, sums, sum_x, sum_x2 = _token_sums(ell)
     log_p = sympy.Symbol("log p(z=m, X)")
-    rec.step("Bayes: log π_m + Σ_ℓ log N(x_ℓ; μ_m, 1) per coordinate, up to terms free of m; S₁ = Σx_ℓ = L x̄, "
-             "S₂ = Σx_ℓ²",
-             sympy.Tuple(*sums, Eq(log_p, log_prior - sympy.Sum((x[ell] - mu_m) ** 2, (ell, 1, L)) / 2)),
-             kind="definition")
+    step("Bayes: log π_m + Σ_ℓ log N(x_ℓ; μ_m, 1) per coordinate, up to terms free of m; S₁ = Σx_ℓ = L x̄, "
+         "S₂ = Σx_ℓ²",
+         sympy.Tuple(*sums, Eq(log_p, log_prior - sympy.Sum((x[ell] - mu_m) ** 2, (ell, 1, L)) / 2)),
+         kind="definition")
     log_joint = log_prior - (sum_x2 - 2 * mu_m * sum_x + L * mu_m**2) / 2
-    rec.step("Σ_ℓ(x_ℓ − μ_m)² = S₂ − 2μ_m S₁ + Lμ_m²", Eq(log_p, log_joint))
+    step("Σ_ℓ(x_ℓ − μ_m)² = S₂ − 2μ_m S₁ + Lμ_m²", Eq(log_p, log_joint))
     score = sympy.expand(log_joint + sum_x2 / 2).subs(sum_x, L * token_mean)
-    rec.step("Drop S₂/2 (the same for every m): the softmax score of latent m", Eq(log_p + sum_x2 / 2, score))
+    step("Drop S₂/2 (the same for every m): the softmax score of latent m", Eq(log_p + sum_x2 / 2, score))
     rbf = log_prior - L * (token_mean - mu_m) ** 2 / 2 + L * token_mean**2 / 2
     if sympy.expand(score - rbf) != 0:
         raise ArithmeticError("the dot-product and RBF forms of the finite-latent score differ")
-    rec.step(
+    step(
         "The score is dot-product attention from the query L·x̄ to the key μ_m with bias "
         "log π_m − L‖μ_m‖²/2, equivalently RBF attention from x̄ at bandwidth 1/√L (L x̄²/2 is common to all m)",
         Eq(score, rbf, evaluate=False),
     )
-    return rec.finish()
 
 
-@kept_derivation
-def softmax_rbf_derivation() -> Derivation:
+@theory.derivation(name="softmax_equals_rbf", title="Softmax attention equals Gaussian-RBF (Nadaraya–Watson) weights for equal-norm keys",
+                   source=f"{SOURCE}, note §3.1")
+def softmax_rbf_derivation(step) -> None:
     """softmax(Kq) = softmax(−‖q − k_ℓ‖²/2) when every key has the same norm c."""
-    rec = DerivationRecorder(
-        "softmax_equals_rbf",
-        "Softmax attention equals Gaussian-RBF (Nadaraya–Watson) weights for equal-norm keys",
-        f"{SOURCE}, note §3.1",
-    )
     d = sympy.Symbol("d", integer=True, positive=True)
     qv, kv = sympy.MatrixSymbol("q", d, 1), sympy.MatrixSymbol("k_l", d, 1)
-    rec.step("−‖q − k_ℓ‖²/2 = qᵀk_ℓ − ‖q‖²/2 − ‖k_ℓ‖²/2, and ‖k_ℓ‖ = c for every ℓ: the last two terms are the "
-             "same for every token",
-             Eq(-((qv - kv).T * (qv - kv)) / 2, qv.T * kv - qv.T * qv / 2 - kv.T * kv / 2))
+    step("−‖q − k_ℓ‖²/2 = qᵀk_ℓ − ‖q‖²/2 − ‖k_ℓ‖²/2, and ‖k_ℓ‖ = c for every ℓ: the last two terms are the "
+         "same for every token",
+         Eq(-((qv - kv).T * (qv - kv)) / 2, qv.T * kv - qv.T * qv / 2 - kv.T * kv / 2))
     scores, ell, j = sympy.IndexedBase("s"), sympy.Symbol("ell", integer=True), sympy.Symbol("j", integer=True)
     shift = sympy.Symbol("delta", real=True)
-    rec.step("A softmax is unchanged by a shift δ = −‖q‖²/2 − c²/2 common to all tokens (score s_ℓ = qᵀk_ℓ), so "
-             "the weights coincide",
-             Eq(exp(scores[ell]) / sympy.Sum(exp(scores[j]), (j, 1, L)),
-                exp(scores[ell] + shift) / sympy.Sum(exp(scores[j] + shift), (j, 1, L))))
-    return rec.finish()
+    step("A softmax is unchanged by a shift δ = −‖q‖²/2 − c²/2 common to all tokens (score s_ℓ = qᵀk_ℓ), so "
+         "the weights coincide",
+         Eq(exp(scores[ell]) / sympy.Sum(exp(scores[j]), (j, 1, L)),
+            exp(scores[ell] + shift) / sympy.Sum(exp(scores[j] + shift), (j, 1, L))))
 
 
-@kept_derivation
-def ridge_posterior_derivation() -> Derivation:
+@theory.derivation(name="ridge_posterior", title="Linear-Gaussian model (M3): the posterior mean is ridge / conditional-mean-embedding attention",
+                   source=f"{SOURCE}, note §2.3 M3 and §3.1 (CME attention with a linear kernel)")
+def ridge_posterior_derivation(step) -> None:
     """M3: E[A | X] q = Vᵀ(KKᵀ + λI)⁻¹Kq (kernel form) = VᵀK(KᵀK + λI)⁻¹q (weight form), λ = σ²/τ²."""
-    rec = DerivationRecorder(
-        "ridge_posterior",
-        "Linear-Gaussian model (M3): the posterior mean is ridge / conditional-mean-embedding attention",
-        f"{SOURCE}, note §2.3 M3 and §3.1 (CME attention with a linear kernel)",
-    )
     lam = sympy.Symbol("lambda", positive=True)
     noise = sympy.Symbol("sigma^2", positive=True)
     Lsym, d = sympy.Symbol("L", integer=True, positive=True), sympy.Symbol("d", integer=True, positive=True)
@@ -517,42 +481,28 @@ def ridge_posterior_derivation() -> Derivation:
     Id, IL = sympy.Identity(d), sympy.Identity(Lsym)
     residual = V - K * A.T
     log_p = sympy.Symbol("log p(A|X)")
-    rec.step("Rows of A i.i.d. N(0, τ²I), v_ℓ = Ak_ℓ + ε with ε ~ N(0, σ²): log p(A | X) up to a constant, with "
-             "λ = σ²/τ² (one output row)",
-             Eq(log_p, -(lam * sympy.Trace(A * A.T) + sympy.Trace(residual.T * residual)) / (2 * noise)),
-             kind="definition")
-    direction, step = sympy.MatrixSymbol("X", 1, d), sympy.Symbol("epsilon", real=True)
-    rec.step("The posterior is Gaussian, so its mean is its mode: log p(A + εX | X) is stationary at ε = 0 along "
-             "every direction X", Eq(sympy.Subs(sympy.Derivative(log_p, step), step, 0), 0),
-             kind="condition", substitute={A: A + step * direction})
+    step("Rows of A i.i.d. N(0, τ²I), v_ℓ = Ak_ℓ + ε with ε ~ N(0, σ²): log p(A | X) up to a constant, with "
+         "λ = σ²/τ² (one output row)",
+         Eq(log_p, -(lam * sympy.Trace(A * A.T) + sympy.Trace(residual.T * residual)) / (2 * noise)),
+         kind="definition")
+    direction, shift = sympy.MatrixSymbol("X", 1, d), sympy.Symbol("epsilon", real=True)
+    step("The posterior is Gaussian, so its mean is its mode: log p(A + εX | X) is stationary at ε = 0 along "
+         "every direction X", Eq(sympy.Subs(sympy.Derivative(log_p, shift), shift, 0), 0),
+         kind="condition", substitute={A: A + shift * direction})
     mean = V.T * K * (K.T * K + lam * Id).I
-    rec.step("Posterior mean E[A | X] = VᵀK(KᵀK + λI)⁻¹ (Gaussian conjugacy), so E[A | X]q = VᵀK(KᵀK + λI)⁻¹q",
-             Eq(A, mean))
+    step("Posterior mean E[A | X] = VᵀK(KᵀK + λI)⁻¹ (Gaussian conjugacy), so E[A | X]q = VᵀK(KᵀK + λI)⁻¹q",
+         Eq(A, mean))
     posterior = mean * qv
     cme = V.T * (K * K.T + lam * IL).I * K * qv
-    rec.step("Push-through identity K(KᵀK + λI)⁻¹ = (KKᵀ + λI)⁻¹K: CME attention with the linear kernel "
-             "G = KKᵀ, κ_K(q) = Kq", Eq(posterior, cme))
+    step("Push-through identity K(KᵀK + λI)⁻¹ = (KKᵀ + λI)⁻¹K: CME attention with the linear kernel "
+         "G = KKᵀ, κ_K(q) = Kq", Eq(posterior, cme))
     # the push-through identity, on a generic 3×2 instance: each entry a rational function of the k's and λ
     Kx = sympy.Matrix(3, 2, sympy.symbols("k1:7", real=True))
     lhs = Kx * (Kx.T * Kx + lam * sympy.eye(2)).inv()
     rhs = (Kx * Kx.T + lam * sympy.eye(3)).inv() * Kx
-    rec.step("The push-through identity for a generic 3 × 2 key matrix, entry by entry",
-             Eq(sympy.ImmutableMatrix(lhs.applyfunc(sympy.cancel)), sympy.ImmutableMatrix(rhs.applyfunc(sympy.cancel)),
-                evaluate=False))
-    return rec.finish()
-
-
-def derivations() -> list[Derivation]:
-    """Every derivation of this theory, in report order."""
-    return [
-        ratio_expansion_derivation(),
-        gaussian_limit_derivation(),
-        fixed_bandwidth_derivation(),
-        conjugate_posterior_derivation(),
-        finite_latent_derivation(),
-        softmax_rbf_derivation(),
-        ridge_posterior_derivation(),
-    ]
+    step("The push-through identity for a generic 3 × 2 key matrix, entry by entry",
+         Eq(sympy.ImmutableMatrix(lhs.applyfunc(sympy.cancel)), sympy.ImmutableMatrix(rhs.applyfunc(sympy.cancel)),
+            evaluate=False))
 
 
 # ---------------------------------------------------------------------------------------------

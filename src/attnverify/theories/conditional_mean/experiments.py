@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import derivations as theory
+from . import derivations as derived
+from .theory import theory
 from .. import conditional_mean as sim
 from . import learning
 from ...numerics.statistics import fit_line
@@ -74,7 +75,7 @@ def bandwidth_errors(*, profile: str, seed: int) -> tuple[dict, ...]:
     for h, s in zip(BANDWIDTHS, np.random.SeedSequence(seed).spawn(2)[1].spawn(len(BANDWIDTHS))):
         tasks.progress(f"conditional_mean: fixed bandwidth h = {h}")
         rng = np.random.default_rng(s)
-        constants = {k: float(v) for k, v in theory.fixed_bandwidth_constants(
+        constants = {k: float(v) for k, v in derived.fixed_bandwidth_constants(
             q, SINE["key_sd"], h, SINE["frequency"], SINE["noise_sd"]).items()}
         logits = lambda K, h=h: -((K[..., 0] - q) ** 2) / (2 * h * h)  # noqa: E731
         measured = [sim.attention_error(lambda L, n, r: model.sample(L, n, r), logits, [0.0], int(L),
@@ -107,6 +108,7 @@ def generalisation_gaps(*, profile: str, seed: int) -> dict:
     return out
 
 
+@theory.experiments
 def plan_experiments(*, profile: str, seed: int, backend: str = "numpy") -> list[Planned]:
     """The conditional-mean section's experiments (computed as tasks ahead of the section; numpy only)."""
     return [planned(generalisation_gaps, profile=profile, seed=seed), planned(rate_errors, profile=profile, seed=seed),

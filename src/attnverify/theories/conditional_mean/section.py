@@ -22,7 +22,8 @@ from typing import Any, Callable
 import numpy as np
 
 from . import claims as checks
-from . import derivations as theory
+from . import claims  # noqa: F401  (registers the theory's claims: the registry loads this module)
+from .theory import theory
 from .. import conditional_mean as sim
 from .experiments import (BANDWIDTHS, G2_QUERY, LEARNING, LENGTHS, REPLICATES, SINE, bandwidth_errors, g2_model,
                           generalisation_gaps, rate_errors)
@@ -183,6 +184,7 @@ plus the last derived term of the expansion as the bias budget.
 """
 
 
+@theory.section
 def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
                   progress: Callable[[str], None], store: Store | None = None) -> Section:
     """The conditional-mean section: derivations, the rate, constant, bandwidth and learning figures.
@@ -195,7 +197,7 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     progress("conditional_mean: deriving the ratio expansion, the Gaussian and fixed-bandwidth limits (sympy)")
-    derivations = theory.derivations()
+    derivations = theory.derivation_list()
     figures, rate_table = _rate_figures(out_dir, profile=profile, seed=seed, store=store, progress=progress)
     bandwidth_figure, bandwidth_table = _bandwidth_figure(out_dir, profile=profile, seed=seed, store=store,
                                                           progress=progress)

@@ -1,6 +1,7 @@
 """Single-location regression (Marion, Berthier, Biau, Boyer, ICLR 2025): the whole theory in one package.
 
-derivations (sympy: the risk in the five overlaps, its gradient, the oracle and linear risks, checked steps),
+theory (the concise Theory object every part below registers on, as in a user's file), derivations (sympy:
+the risk in the five overlaps, its gradient, the oracle and linear risks, checked steps),
 task (data), predictors (Monte Carlo, oracle and Bayes risks), overlaps, dynamics (PGD, SGD), experiments (what
 the claims and the section share), claims, section (the report section, drawing only). The names below are the
 package's numerics, importable from here.

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ...base import arguments
-from . import derivations as theory
+from . import derivations as derived
 from ...base.arguments import integer as _integer
 from ...base.backend import Backend, to_numpy
 from ...numerics.statistics import RunningMoments
@@ -20,7 +20,7 @@ from ...numerics.statistics import RunningMoments
 
 
 
-UNIT_TOLERANCE = theory.UNIT_TOLERANCE
+UNIT_TOLERANCE = derived.UNIT_TOLERANCE
 """How far ‖k‖ may be from 1 (and ⟨k*, v*⟩ from 0) before an input is rejected as off the sphere."""
 
 _RANK_TOLERANCE = 1e-13

@@ -14,17 +14,18 @@ import numpy as np
 from scipy.optimize import minimize
 
 from ...derivations import gaussian
-from . import derivations as theory
+from . import derivations as derived
+from .theory import theory
 from ...derivations.codegen import evaluator
 from .. import single_location as sim
 from ...numerics.sized import sized_mean
 from ...numerics.statistics import Estimate, fit_line, mean_estimate
-from ...checks.claim import Context, claim, st
+from ...checks.claim import Context, st
 from ...checks.evidence import Evidence, at_most, close, within_error
 
 from .experiments import GAMMA, PGD_CONFIGS, PGD_DIMENSION, PGD_LENGTH
 
-SOURCE = theory.SOURCE
+SOURCE = derived.SOURCE
 
 
 def _unit(values: list[float]) -> np.ndarray:
@@ -49,8 +50,7 @@ def _embed(task: sim.RegressionTask, four: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
-@claim(
-    "single_location.closed_form_risk",
+@theory.claim(
     source=f"{SOURCE}, §3.1 (risk in the five overlaps)",
     parameters=st.fixed_dictionaries(
         {
@@ -65,13 +65,13 @@ def _embed(task: sim.RegressionTask, four: np.ndarray) -> np.ndarray:
     ),
     examples={"quick": 6, "thorough": 40},
 )
-def closed_form_risk(p: dict, ctx: Context) -> Evidence:
+def closed_form_risk(ctx: Context, **p) -> Evidence:
     """The closed-form population risk ℛ(κ, ν, θ, η, ρ) equals the Monte Carlo risk E[(Y − T(X))²]
     for arbitrary unit (k, v), λ, γ, d, L, ε: a discrepancy of 1 % of ℛ plus 0.1 % of the label variance
     γ² + ε² is resolved (thorough: 0.5 % + 0.05 %); the sample is drawn until it is."""
     task = sim.make_task(p["d"], p["L"], gamma=p["gamma"], eps=p["eps"], seed=ctx.seed)  # host vectors; MC on ctx.backend
     k, v = _embed(task, _unit(p["k"])), _embed(task, _unit(p["v"]))
-    closed = float(theory.population_risk(k, v, task.k_star, task.v_star, p["lam"], p["gamma"], p["d"], p["L"], p["eps"]))
+    closed = float(derived.population_risk(k, v, task.k_star, task.v_star, p["lam"], p["gamma"], p["d"], p["L"], p["eps"]))
     relative, absolute = ctx.choose(quick=(0.01, 1e-3), thorough=(0.005, 5e-4))
     # the absolute part keeps a risk near 0 resolvable: there a rare large residual dominates the spread
     estimate = sized_mean(lambda rng, n: _squared_residuals(task, k, v, p["lam"], n, rng, ctx.backend),
@@ -82,7 +82,7 @@ def closed_form_risk(p: dict, ctx: Context) -> Evidence:
                         note=f"exact closed form: no bias budget; resolution {relative:.1%} of ℛ + {absolute:.2%} of "
                              f"γ² + ε² = {estimate.resolution:.3g}, achieved {estimate.achieved:.3g} with "
                              f"{estimate.samples:,} draws",
-                        figures={"overlaps": [float(x) for x in theory.overlaps(k, v, task.k_star, task.v_star)],
+                        figures={"overlaps": [float(x) for x in derived.overlaps(k, v, task.k_star, task.v_star)],
                                  **estimate.sizing()})
 
 
@@ -98,13 +98,12 @@ def _squared_residuals(task: sim.RegressionTask, k: np.ndarray, v: np.ndarray, l
 # ---------------------------------------------------------------------------------------------
 
 
-@claim(
-    "single_location.gaussian_identities",
+@theory.claim(
     source=f"{SOURCE}, spec §5 (Gaussian/erf identities used by the risk)",
     parameters=st.fixed_dictionaries({"first": st.floats(-4.0, 4.0), "second": st.floats(0.01, 4.0)}),
     examples={"quick": 6, "thorough": 40},
 )
-def gaussian_identities(p: dict, ctx: Context) -> Evidence:
+def gaussian_identities(ctx: Context, **p) -> Evidence:
     """Every Gaussian/erf identity the derivation uses (E erf(a+bZ), E[Z erf], E[Z² erf],
     E erf(aZ)erf(bZ), ζ(t,g), ∂_tζ, ∂_gζ, E[Z erf²], E[Z² erf²]) equals 20-digit quadrature."""
     worst, rows = None, []
@@ -129,8 +128,7 @@ def gaussian_identities(p: dict, ctx: Context) -> Evidence:
 # ---------------------------------------------------------------------------------------------
 
 
-@claim(
-    "single_location.asymptotic_bayes_optimality",
+@theory.claim(
     source=f"{SOURCE}, Corollary 2",
     parameters=st.fixed_dictionaries(
         {
@@ -142,7 +140,7 @@ def gaussian_identities(p: dict, ctx: Context) -> Evidence:
     ),
     examples={"quick": 8, "thorough": 60},
 )
-def asymptotic_bayes_optimality(p: dict, ctx: Context) -> Evidence:
+def asymptotic_bayes_optimality(ctx: Context, **p) -> Evidence:
     """Along d → ∞ with L = ⌈d^a⌉ (a < 1, so L = o(d)) and λ = c·√(log(d/L)/d) (so λ√d → ∞ and
     λ√L → 0), the oracle's excess risk ℛ(T*) − ε² — an upper bound on its gap to the Bayes risk —
     decreases towards 0: the fitted log-log slope against d is negative beyond 5 standard errors (evaluated
@@ -152,13 +150,13 @@ def asymptotic_bayes_optimality(p: dict, ctx: Context) -> Evidence:
     lam = p["scale"] * np.sqrt(np.log(d / L) / d)
     # 100-digit evaluation: the informative-token bracket decays like erfc(λ√(d/2))², far below
     # float64 resolution of its O(1) terms (see oracle_excess_risk_high_precision)
-    excess = np.array([theory.oracle_excess_risk_high_precision(lm, dd, ll, p["gamma"]) for lm, dd, ll in zip(lam, d, L)])
+    excess = np.array([derived.oracle_excess_risk_high_precision(lm, dd, ll, p["gamma"]) for lm, dd, ll in zip(lam, d, L)])
     fit = fit_line(np.log(d), np.log(excess))
     upper = fit.slope + 5 * fit.slope_standard_error
     decreasing = bool(excess[-1] < excess[0])
     # the generated float64 closed form, on the run's backend, agrees with it up to its round-off: terms of size
     # ≤ 4γ² (the bracket 1 − 2erf + ζ, each part ≤ 1) and L − 1 (the noise tokens' ζ ≤ 1), 64 ulp of their sum
-    float64 = ctx.backend.to_numpy(theory.oracle_risk(ctx.backend.asarray(lam), ctx.backend.asarray(d),
+    float64 = ctx.backend.to_numpy(derived.oracle_risk(ctx.backend.asarray(lam), ctx.backend.asarray(d),
                                                       ctx.backend.asarray(L), p["gamma"], 0.0, backend=ctx.backend))
     roundoff = 64 * np.finfo(float).eps * (4 * p["gamma"] ** 2 + L - 1)
     agrees = bool(np.all(np.abs(float64 - excess) <= roundoff))
@@ -184,8 +182,7 @@ def asymptotic_bayes_optimality(p: dict, ctx: Context) -> Evidence:
 # ---------------------------------------------------------------------------------------------
 
 
-@claim(
-    "single_location.oracle_beats_linear",
+@theory.claim(
     source=f"{SOURCE}, Theorem 1 and Proposition 3",
     parameters=st.fixed_dictionaries(
         {
@@ -198,14 +195,14 @@ def asymptotic_bayes_optimality(p: dict, ctx: Context) -> Evidence:
     ),
     examples={"quick": 5, "thorough": 40},
 )
-def oracle_beats_linear(p: dict, ctx: Context) -> Evidence:
+def oracle_beats_linear(ctx: Context, **p) -> Evidence:
     """The risk gap ℛ(T*) − ℛ(best linear) predicted by the closed forms is what simulation
     measures (paired Monte Carlo on the same sequences, within 5 SE, drawn until a discrepancy of 1.5 %
     of the larger risk is resolved; thorough 0.5 %); where the theory puts the oracle ahead by more than
     5 SE, the simulated oracle is ahead too."""
     d, L, g, e = p["d"], p["L"], p["gamma"], p["eps"]
     lam = p["scale"] * math.sqrt(math.log(max(d / L, 2.0)) / d)
-    oracle_risk, linear_risk = float(theory.oracle_risk(lam, d, L, g, e)), float(theory.linear_risk(L, g, e))
+    oracle_risk, linear_risk = float(derived.oracle_risk(lam, d, L, g, e)), float(derived.linear_risk(L, g, e))
     gap_theory = oracle_risk - linear_risk
     task = sim.make_task(d, L, gamma=g, eps=e, seed=ctx.seed, backend=ctx.backend)
     xp, erf = ctx.backend.xp, ctx.backend.special.erf
@@ -239,7 +236,7 @@ def oracle_beats_linear(p: dict, ctx: Context) -> Evidence:
 
 def _distance_to_manifold(path, be) -> np.ndarray:
     """√(θ² + η² + ρ²) along a 4-D trajectory on the backend ``be``, shape (records, runs), on the host."""
-    _, _, theta, eta, rho = theory.overlaps(path.k, path.v, be.asarray(np.eye(4)[0]), be.asarray(np.eye(4)[1]),
+    _, _, theta, eta, rho = derived.overlaps(path.k, path.v, be.asarray(np.eye(4)[0]), be.asarray(np.eye(4)[1]),
                                             backend=be)
     return be.to_numpy(be.xp.sqrt(theta**2 + eta**2 + rho**2))
 
@@ -250,8 +247,7 @@ def _manifold_pgd(p: dict, k4, v4, steps: int, be):
         d=p["d"], L=p["L"], gamma=GAMMA, eps=0.1, record_every=50, backend=be)
 
 
-@claim(
-    "single_location.manifold_invariance",
+@theory.claim(
     source=f"{SOURCE}, §5 (invariant manifold M)",
     parameters=st.fixed_dictionaries(
         {
@@ -266,11 +262,11 @@ def _manifold_pgd(p: dict, k4, v4, steps: int, be):
     ),
     examples={"quick": 4, "thorough": 20},
 )
-def manifold_invariance(p: dict, ctx: Context) -> Evidence:
+def manifold_invariance(ctx: Context, **p) -> Evidence:
     """The manifold M = {⟨k,v*⟩ = ⟨v,k*⟩ = ⟨k,v⟩ = 0} is invariant under projected gradient
     descent on the population risk: sympy proves ∂ℛ/∂θ = ∂ℛ/∂η = ∂ℛ/∂ρ = 0 on M, and the
     generated PGD map keeps a start on M (θ = η = ρ = 0 exactly) on M at every step."""
-    proven = theory.manifold_is_invariant()
+    proven = derived.manifold_is_invariant()
     steps = ctx.choose(quick=1500, thorough=10_000)
     k4 = ctx.backend.asarray([[p["kappa0"], 0.0, math.sqrt(1 - p["kappa0"] ** 2), 0.0]])
     v4 = ctx.backend.asarray([[0.0, p["nu0"], 0.0, math.sqrt(1 - p["nu0"] ** 2)]])
@@ -284,8 +280,7 @@ def manifold_invariance(p: dict, ctx: Context) -> Evidence:
                     note=evidence.note, figures=evidence.figures)
 
 
-@claim(
-    "single_location.manifold_is_attracting",
+@theory.claim(
     source=f"{SOURCE}, §5 (a stronger reading of the invariance of M)",
     expect="refuted",
     parameters=st.fixed_dictionaries(
@@ -300,7 +295,7 @@ def manifold_invariance(p: dict, ctx: Context) -> Evidence:
     examples={"quick": 6, "thorough": 20},
     shrink_budget=5,
 )
-def manifold_is_attracting(p: dict, ctx: Context) -> Evidence:
+def manifold_is_attracting(ctx: Context, **p) -> Evidence:
     """Trajectories started within round-off of M (the authors' initialisation on M in dimension
     d, 1e-16 off M after rounding) stay within a round-off budget of M under projected gradient
     descent. Expected refuted: for λ ≳ 0.25 the round-off grows exponentially once ν ≈ 1 while κ is
@@ -328,10 +323,10 @@ def _risk_and_gradient_on_spheres(x, lam, gamma, d, L, eps):
     na, nb = np.linalg.norm(a), np.linalg.norm(b)
     k, v = a / na, b / nb
     e1, e2 = np.eye(4)[0], np.eye(4)[1]
-    o = theory.overlaps(k, v, e1, e2)
+    o = derived.overlaps(k, v, e1, e2)
     o = tuple(np.clip(float(z), -1.0, 1.0) for z in o)
-    risk = float(theory.population_risk_from_overlaps(*o, lam=lam, gamma=gamma, d=d, L=L, eps=eps))
-    partials = [float(z) for z in theory.risk_gradient_from_overlaps(*o, lam=lam, gamma=gamma, d=d, L=L, eps=eps)]
+    risk = float(derived.population_risk_from_overlaps(*o, lam=lam, gamma=gamma, d=d, L=L, eps=eps))
+    partials = [float(z) for z in derived.risk_gradient_from_overlaps(*o, lam=lam, gamma=gamma, d=d, L=L, eps=eps)]
     g_k, g_v = sim.overlap_gradient_to_vectors(partials, k, v, e1, e2)
     g_k, g_v = np.asarray(g_k), np.asarray(g_v)
     g_a = (g_k - (g_k @ k) * k) / na
@@ -339,8 +334,7 @@ def _risk_and_gradient_on_spheres(x, lam, gamma, d, L, eps):
     return risk, np.concatenate([g_a, g_b])
 
 
-@claim(
-    "single_location.oracle_is_global_minimiser",
+@theory.claim(
     source=f"{SOURCE}, §3–5 (a natural but false reading of Theorem 1)",
     expect="refuted",
     parameters=st.fixed_dictionaries(
@@ -349,12 +343,12 @@ def _risk_and_gradient_on_spheres(x, lam, gamma, d, L, eps):
     examples={"quick": 10, "thorough": 60},
     shrink_budget=60,
 )
-def oracle_is_global_minimiser(p: dict, ctx: Context) -> Evidence:
+def oracle_is_global_minimiser(ctx: Context, **p) -> Evidence:
     """(k*, v*) is the global minimiser of the population risk ℛ(k, v) on the sphere: a
     multi-start quasi-Newton search over S^{d−1} × S^{d−1} (exact in the 4-dimensional reduction)
     finds no point of lower risk."""
     lam, d, L = p["lam"], p["d"], p["L"]
-    oracle = float(theory.oracle_risk(lam, d, L, GAMMA, 0.1))
+    oracle = float(derived.oracle_risk(lam, d, L, GAMMA, 0.1))
     best = (oracle, None)
     starts = ctx.choose(quick=12, thorough=40)
     for start in ctx.rng.normal(size=(starts, 8)):
@@ -366,7 +360,7 @@ def oracle_is_global_minimiser(p: dict, ctx: Context) -> Evidence:
     note = f"oracle risk {oracle:.6g}, best point found {found:.6g}"
     if x is not None:
         k, v = _unit(x[:4]), _unit(x[4:])
-        best_overlaps = [float(z) for z in theory.overlaps(k, v, np.eye(4)[0], np.eye(4)[1])]
+        best_overlaps = [float(z) for z in derived.overlaps(k, v, np.eye(4)[0], np.eye(4)[1])]
         figures["best_overlaps"] = dict(zip(("kappa", "nu", "theta", "eta", "rho"), best_overlaps))
         confirmation = _paired_monte_carlo_gap(k, v, lam, d, L, ctx)
         figures["monte_carlo_gap"] = confirmation.as_dict()
@@ -411,12 +405,12 @@ def _pgd_outcome(config: str, start: str, runs: int, ctx: Context) -> Evidence:
                           d=PGD_DIMENSION, L=PGD_LENGTH, gamma=GAMMA, eps=0.1, record_every=max(steps // 50, 1),
                           backend=be)
     e1, e2 = be.asarray(np.eye(4)[0]), be.asarray(np.eye(4)[1])
-    along_path = [be.to_numpy(x) for x in theory.overlaps(path.k, path.v, e1, e2, backend=be)]  # (records, runs) each
+    along_path = [be.to_numpy(x) for x in derived.overlaps(path.k, path.v, e1, e2, backend=be)]  # (records, runs) each
     kappa, nu, theta, eta, rho = (x[-1] for x in along_path)
     lam_end = float(path.lam[-1])
-    risk = np.asarray(theory.population_risk_from_overlaps(kappa, nu, theta, eta, rho, lam=lam_end, gamma=GAMMA,
+    risk = np.asarray(derived.population_risk_from_overlaps(kappa, nu, theta, eta, rho, lam=lam_end, gamma=GAMMA,
                                                            d=PGD_DIMENSION, L=PGD_LENGTH, eps=0.1))
-    oracle = float(theory.oracle_risk(lam_end, PGD_DIMENSION, PGD_LENGTH, GAMMA, 0.1))
+    oracle = float(derived.oracle_risk(lam_end, PGD_DIMENSION, PGD_LENGTH, GAMMA, 0.1))
     distance = np.sqrt(theta**2 + eta**2 + rho**2)
     # reached ±(k*, v*): aligned with the oracle pair, same sign, back on M
     reached = (np.abs(kappa) >= 0.95) & (np.abs(nu) >= 0.95) & (kappa * nu > 0) & (distance <= 0.05)
@@ -449,28 +443,26 @@ def _wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[floa
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-@claim(
-    "single_location.pgd_on_manifold_reaches_oracle",
+@theory.claim(
     source=f"{SOURCE}, Theorem 5 (statement reconstructed: initialisation on M)",
     parameters=st.fixed_dictionaries({"config": st.sampled_from(["small_lambda"])}),
     examples={"quick": 1, "thorough": 3},
 )
-def pgd_on_manifold_reaches_oracle(p: dict, ctx: Context) -> Evidence:
+def pgd_on_manifold_reaches_oracle(ctx: Context, **p) -> Evidence:
     """Projected gradient descent on the population risk, started on the invariant manifold M as
     in the authors' code (d = 400, L = 10, λ = 0.1, α = 4e-3, 2·10⁴ steps), reaches ±(k*, v*)
     from every random start: |κ|, |ν| ≥ 0.95 with κν > 0."""
     return _pgd_outcome(p["config"], "manifold", ctx.choose(quick=16, thorough=30), ctx)
 
 
-@claim(
-    "single_location.pgd_from_sphere_reaches_oracle",
+@theory.claim(
     source=f"{SOURCE}, §5 experiments (initialisation on the sphere)",
     expect="refuted",
     parameters=st.fixed_dictionaries({"config": st.sampled_from(["small_lambda"])}),
     examples={"quick": 1, "thorough": 3},
     shrink_budget=0,
 )
-def pgd_from_sphere_reaches_oracle(p: dict, ctx: Context) -> Evidence:
+def pgd_from_sphere_reaches_oracle(ctx: Context, **p) -> Evidence:
     """Projected gradient descent on the population risk from uniformly random starts on the
     sphere (the authors' off-manifold configurations, d = 400, L = 10) reaches ±(k*, v*) in every
     run. Expected refuted: at λ = 0.1 a fraction of runs ends at k = ±v*, ν = 0 — the report

@@ -20,13 +20,11 @@ from sympy import Eq, Function, erf, sqrt
 
 from ...base import arguments
 from ...derivations.codegen import evaluator, mpmath_evaluator
-from ...derivations.derivation import Derivation, DerivationRecorder
 from ...derivations.expectation import Expectation, gaussian
 from ...derivations.gaussian import gaussian_expectation, gaussian_moments_expectation, log_zeta_at_zero
 from ...derivations.gaussian import log_erfc_square_mean as gaussian_log_erfc_square_mean
-from ...derivations.kept import kept_derivation
 
-SOURCE = "Marion, Berthier, Biau, Boyer (ICLR 2025)"
+from .theory import SOURCE, theory
 
 # Overlaps (spec §3.1) and parameters.
 kappa, nu, theta, eta, rho = sympy.symbols("kappa nu theta eta rho", real=True)
@@ -63,23 +61,19 @@ def _coordinates() -> dict:
 _LAWS = tuple(gaussian(x) for x in (g_k, w_1, w_2, xi))
 
 
-@kept_derivation
-def population_risk_derivation() -> Derivation:
+@theory.derivation(name="population_risk", title="Population risk of the erf-attention predictor in the five overlaps",
+                   source=f"{SOURCE}, §3.1 (closed form of the authors' dynamics.R)")
+def population_risk_derivation(step) -> None:
     """ℛ(κ, ν, θ, η, ρ) = E[(Y − T_λ^{k,v}(X))²]: the closed form of spec §3.1, derived step by step."""
-    rec = DerivationRecorder(
-        "single_location.population_risk",
-        "Population risk of the erf-attention predictor in the five overlaps",
-        f"{SOURCE}, §3.1 (closed form of the authors' dynamics.R)",
-    )
     S, Y, N = sympy.symbols("S Y N")
     ell, m_ = sympy.symbols("ell m", integer=True)
-    rec.step(
+    step(
         "Risk of T(X) = Σ_ℓ erf(λ⟨X_ℓ,k⟩)⟨X_ℓ,v⟩ = S + Σ_{ℓ≠J0} N_ℓ (S: informative token)",
         Eq(R, E((Y - S - sympy.Sum(sympy.Symbol("N_ell"), (ell, 1, L - 1))) ** 2)),
         kind="definition",
     )
     delta = sympy.KroneckerDelta(ell, m_)
-    rec.step(
+    step(
         "Given J0 the tokens are independent and the L−1 uninformative ones identically distributed (the model): the "
         "square expanded, with E[(S−Y)N_ℓ] = E[S−Y]E[N], E[N_ℓN_m] = E[N]² for ℓ ≠ m and E[N_ℓ²] = E[N²]",
         Eq(R, E((S - Y) ** 2) + 2 * sympy.Sum(E(S - Y) * E(N), (ell, 1, L - 1))
@@ -87,9 +81,9 @@ def population_risk_derivation() -> Derivation:
         kind="assumption",
     )
     decomposition = E((S - Y) ** 2) + 2 * (L - 1) * E(N) * E(S - Y) + (L - 1) * E(N**2) + (L - 1) * (L - 2) * E(N) ** 2
-    rec.step("Count the terms: L − 1 cross terms, L − 1 squares and (L − 1)(L − 2) products", Eq(R, decomposition))
+    step("Count the terms: L − 1 cross terms, L − 1 squares and (L − 1)(L − 2) products", Eq(R, decomposition))
     c = _coordinates()
-    rec.step(
+    step(
         "Informative token in coordinates: ⟨X_J0,k⟩ = √(d/2)κ + γg_k, ⟨X_J0,v⟩ = √(d/2)θ + γg_v, "
         "Y = γg_v* + εξ, with g_v = ρg_k + √(1−ρ²)w₁ and g_v* = ηg_k + a w₁ + b w₂ "
         "(a = (ν−ρη)/√(1−ρ²), b² = 1 − η² − a²); g_k, w₁, w₂, ξ independent standard normals",
@@ -97,13 +91,13 @@ def population_risk_derivation() -> Derivation:
                     Eq(E(S - Y), Expectation(c["error"], *_LAWS))),
         kind="definition",
     )
-    rec.step(
+    step(
         "Uninformative token: ⟨X_ℓ,k⟩ = g_k, ⟨X_ℓ,v⟩ = g_v = ρg_k + √(1−ρ²)w₁",
         sympy.Tuple(Eq(E(N), Expectation(c["noise"], *_LAWS[:2])), Eq(E(N**2), Expectation(c["noise"] ** 2, *_LAWS[:2]))),
         kind="definition",
     )
     g_v, g_vstar = c["g_v"], c["g_vstar"]
-    rec.step(
+    step(
         "The coordinates have the model's covariances: g_v and g_v* are standard, Cov(g_k, g_v) = ⟨k,v⟩ = ρ, "
         "Cov(g_k, g_v*) = ⟨k,v*⟩ = η, Cov(g_v, g_v*) = ⟨v,v*⟩ = ν",
         Eq(sympy.Tuple(*(Expectation(x, *_LAWS[:3]) for x in (g_v**2, g_vstar**2, g_k * g_v, g_k * g_vstar,
@@ -112,26 +106,25 @@ def population_risk_derivation() -> Derivation:
     )
     error = c["error"] ** 2
     conditional = sympy.simplify(gaussian_moments_expectation(error, [w_1, w_2, xi]))
-    rec.step("Average over w₁, w₂, ξ (Gaussian moments), conditionally on g_k",
-             Eq(E((S - Y) ** 2), Expectation(conditional, gaussian(g_k))))
+    step("Average over w₁, w₂, ξ (Gaussian moments), conditionally on g_k",
+         Eq(E((S - Y) ** 2), Expectation(conditional, gaussian(g_k))))
     signal = gaussian_expectation(conditional, g_k)
-    rec.step("Average over g_k by Stein's lemma from E erf(α+βZ) and ζ(α,β) = E erf(α+βZ)²",
-             Eq(E((S - Y) ** 2), signal))
+    step("Average over g_k by Stein's lemma from E erf(α+βZ) and ζ(α,β) = E erf(α+βZ)²",
+         Eq(E((S - Y) ** 2), signal))
     signal_mean = gaussian_expectation(
         erf(lam * (sqrt(d / 2) * kappa + gamma * g_k)) * (sqrt(d / 2) * theta + gamma * rho * g_k), g_k
     )
-    rec.step("Mean of the informative token's error (E Y = 0)", Eq(E(S - Y), signal_mean))
+    step("Mean of the informative token's error (E Y = 0)", Eq(E(S - Y), signal_mean))
     noise = c["noise"]
     noise_mean = gaussian_expectation(gaussian_moments_expectation(noise, [w_1]), g_k)
     noise_square = gaussian_expectation(gaussian_moments_expectation(noise**2, [w_1]), g_k)
-    rec.step("Uninformative token, first moment (Stein's lemma)", Eq(E(N), noise_mean))
-    rec.step("Uninformative token, second moment", Eq(E(N**2), sympy.simplify(noise_square)))
+    step("Uninformative token, first moment (Stein's lemma)", Eq(E(N), noise_mean))
+    step("Uninformative token, second moment", Eq(E(N**2), sympy.simplify(noise_square)))
     risk = signal + 2 * (L - 1) * noise_mean * signal_mean + (L - 1) * noise_square + (L - 1) * (L - 2) * noise_mean**2
     risk = sympy.expand(risk)
-    rec.step("Assemble the four terms", Eq(R, risk))
+    step("Assemble the four terms", Eq(R, risk))
     risk = sympy.collect(risk, [L, eps], evaluate=True)
-    rec.step("Collect in L and ε", Eq(R, risk), name="risk")
-    return rec.finish()
+    step("Collect in L and ε", Eq(R, risk), name="risk")
 
 
 @lru_cache(maxsize=None)
@@ -157,37 +150,28 @@ def manifold_is_invariant() -> bool:
     return all(sympy.simplify(partial.subs(on_manifold)) == 0 for partial in risk_gradient_expressions()[2:])
 
 
-@kept_derivation
-def oracle_risk_derivation() -> Derivation:
+@theory.derivation(name="oracle_risk", title="Risk of the oracle predictor T* = T_λ^{k*,v*}",
+                   source=f"{SOURCE}, Theorem 1 (spec §2.2)")
+def oracle_risk_derivation(step) -> None:
     """ℛ(T*) at (k, v) = (k*, v*): κ = ν = 1, θ = η = ρ = 0 (spec §2.2, ≈ Theorem 1)."""
-    rec = DerivationRecorder(
-        "single_location.oracle_risk",
-        "Risk of the oracle predictor T* = T_λ^{k*,v*}",
-        f"{SOURCE}, Theorem 1 (spec §2.2)",
-    )
     risk = population_risk_expression()
-    rec.step("The population risk in the overlaps", Eq(R, risk), kind="assumption")  # derived above
+    step("The population risk in the overlaps", Eq(R, risk), kind="assumption")  # derived above
     at_oracle = {kappa: 1, nu: 1, theta: 0, eta: 0, rho: 0}
     oracle = risk.subs(at_oracle)
-    rec.step("Substitute κ = ν = 1, θ = η = ρ = 0", Eq(R, oracle), substitute=at_oracle)
-    rec.step("Simplify", Eq(R, sympy.collect(sympy.simplify(oracle), [L, gamma**2])), name="oracle_risk")
-    return rec.finish()
+    step("Substitute κ = ν = 1, θ = η = ρ = 0", Eq(R, oracle), substitute=at_oracle)
+    step("Simplify", Eq(R, sympy.collect(sympy.simplify(oracle), [L, gamma**2])), name="oracle_risk")
 
 
-@kept_derivation
-def linear_risk_derivation() -> Derivation:
+@theory.derivation(name="linear_risk", title="Risk of the best linear predictor",
+                   source=f"{SOURCE}, Proposition 3 (spec §2.4)")
+def linear_risk_derivation(step) -> None:
     """Best linear predictor f_β(X) = Σ_ℓ⟨β_ℓ, X_ℓ⟩ (spec §2.4, Proposition 3)."""
-    rec = DerivationRecorder(
-        "single_location.linear_risk",
-        "Risk of the best linear predictor",
-        f"{SOURCE}, Proposition 3 (spec §2.4)",
-    )
     c = sympy.Symbol("c", real=True)
     u, Y = sympy.Symbol("u_ell"), sympy.Symbol("Y")
     g, h = sympy.symbols("g h", real=True)
     label = gamma * g + eps * xi
     laws = {x: gaussian(x) for x in (g, h, xi)}
-    rec.step(
+    step(
         "u_ℓ = ⟨X_ℓ,v*⟩ over J0 ~ U{1..L}: with probability 1/L token ℓ is the informative one, u_ℓ = γg and "
         "Y = γg + εξ (k* ⊥ v*); otherwise u_ℓ = h, a standard normal independent of Y (g, h, ξ independent standard "
         "normals)",
@@ -200,25 +184,19 @@ def linear_risk_derivation() -> Derivation:
     )
     second_moment = gamma**2 / L + (L - 1) / L
     cross = gamma**2 / L
-    rec.step("The moments", sympy.Tuple(Eq(E(u**2), second_moment), Eq(E(u * Y), cross), Eq(E(Y**2), gamma**2 + eps**2)))
-    rec.step(
+    step("The moments", sympy.Tuple(Eq(E(u**2), second_moment), Eq(E(u * Y), cross), Eq(E(Y**2), gamma**2 + eps**2)))
+    step(
         "Only u_ℓ correlates with Y; by symmetry β_ℓ = c·v*, and the u_ℓ are uncorrelated (mean zero, independent "
         "given J0): ℛ = E(Y − cΣ_ℓu_ℓ)² = E Y² − 2cL E[Yu] + c²L E u²",
         Eq(R, E(Y**2) - 2 * c * L * E(u * Y) + c**2 * L * E(u**2)),
         kind="assumption",
     )
     risk_c = sympy.expand(c**2 * L * second_moment - 2 * c * L * cross + gamma**2 + eps**2)
-    rec.step("Risk of β_ℓ = c·v*", Eq(R, risk_c))
-    rec.step("Stationarity ∂ℛ/∂c = 0", Eq(sympy.Derivative(R, c), 0), kind="condition")
+    step("Risk of β_ℓ = c·v*", Eq(R, risk_c))
+    step("Stationarity ∂ℛ/∂c = 0", Eq(sympy.Derivative(R, c), 0), kind="condition")
     (c_star,) = sympy.solve(sympy.diff(risk_c, c), c)
-    rec.step("The stationary c", Eq(c, c_star))
-    rec.step("Minimal risk", Eq(R, sympy.simplify(risk_c.subs(c, c_star))), name="linear_risk")
-    return rec.finish()
-
-
-def derivations() -> list[Derivation]:
-    """Every derivation of this theory, for the report."""
-    return [population_risk_derivation(), oracle_risk_derivation(), linear_risk_derivation()]
+    step("The stationary c", Eq(c, c_star))
+    step("Minimal risk", Eq(R, sympy.simplify(risk_c.subs(c, c_star))), name="linear_risk")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...base import arguments
-from . import derivations as theory
+from . import derivations as derived
 from .derivations import _overlaps as _unchecked_overlaps
 from ...base.arguments import generator as _generator, integer as _integer
 from ...base.backend import Backend
@@ -169,7 +169,7 @@ def initialize_on_sphere(runs: int, d: int, rng: Any, *, backend: Any = None) ->
     """k0, v0 of shape (runs, d), independent and uniform on S^{d−1} (spec §3.2, ``initialize_on_sphere``)."""
     be = arguments.backend(backend)
     runs = _integer("runs", runs, 1)
-    d = _integer("d", d, 2, theory.COUNT_MAX)
+    d = _integer("d", d, 2, derived.COUNT_MAX)
     rng = _generator(rng, be)
     k0 = _normalise_rows(_normal(rng, (runs, d), be), be.xp)
     v0 = _normalise_rows(_normal(rng, (runs, d), be), be.xp)
@@ -332,7 +332,7 @@ def population_gradient(*, d: int, L: int, gamma: float, eps: float, backend: An
     the returned function takes the (runs, 4) states of a descent and a checked λ, and checks nothing.
     """
     be = arguments.backend(backend)
-    partials_at = theory.risk_gradient_function(gamma=gamma, d=d, L=L, eps=eps, backend=be)
+    partials_at = derived.risk_gradient_function(gamma=gamma, d=d, L=L, eps=eps, backend=be)
     e1, e2 = be.asarray([1.0, 0.0, 0.0, 0.0]), be.asarray([0.0, 1.0, 0.0, 0.0])
 
     def gradient(k: Any, v: Any, lam: float) -> tuple[Any, Any]:

@@ -13,7 +13,8 @@ from typing import Callable
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from . import derivations as theory
+from . import derivations as derived
+from .theory import theory
 from .. import single_location as sim
 from ...base.backend import Backend, get_backend
 from ...experiments import tasks
@@ -83,7 +84,7 @@ def optimal_lambda(d: int, L: int, gamma: float = GAMMA, eps: float = EPS) -> fl
     negligible, so any larger λ is as good.
     """
     def risk(log_lam):
-        return np.asarray(theory.oracle_risk(np.exp(log_lam), d, L, gamma, eps), dtype=float)
+        return np.asarray(derived.oracle_risk(np.exp(log_lam), d, L, gamma, eps), dtype=float)
 
     grid = np.linspace(math.log(LAMBDA_BOUNDS[0]), math.log(LAMBDA_BOUNDS[1]), 61)
     values = risk(grid)
@@ -118,17 +119,17 @@ def risks_against_length(*, profile: str, seed: int, backend: str = "numpy") -> 
         beta = sim.linear_oracle_coefficients(task, backend=be)
         linear = sim.linear_risk_monte_carlo(task, beta, n, s_linear, backend=be)
         for key, value in (("L", L), ("lambda", lam),
-                           ("oracle_closed_form", float(theory.oracle_risk(lam, d, L, GAMMA, EPS))),
+                           ("oracle_closed_form", float(derived.oracle_risk(lam, d, L, GAMMA, EPS))),
                            ("oracle_mc", oracle.mean), ("oracle_se", oracle.standard_error),
                            ("bayes_mc", bayes.mean), ("bayes_se", bayes.standard_error),
-                           ("linear_closed_form", float(theory.linear_risk(L, GAMMA, EPS))),
+                           ("linear_closed_form", float(derived.linear_risk(L, GAMMA, EPS))),
                            ("linear_mc", linear.mean), ("linear_se", linear.standard_error)):
             rows[key].append(value)
     data = {key: np.asarray(value) for key, value in rows.items()}
     curve_L = np.unique(np.round(np.geomspace(1, LENGTHS[-1], 40)).astype(int))
     curve_lam = np.array([optimal_lambda(d, int(L)) for L in curve_L])
-    curve_oracle = np.array([float(theory.oracle_risk(lm, d, int(L), GAMMA, EPS)) for lm, L in zip(curve_lam, curve_L)])
-    curve_linear = np.asarray(theory.linear_risk(curve_L.astype(float), GAMMA, EPS), dtype=float) * np.ones(curve_L.size)
+    curve_oracle = np.array([float(derived.oracle_risk(lm, d, int(L), GAMMA, EPS)) for lm, L in zip(curve_lam, curve_L)])
+    curve_linear = np.asarray(derived.linear_risk(curve_L.astype(float), GAMMA, EPS), dtype=float) * np.ones(curve_L.size)
     return {"points": data, "curve_L": curve_L, "curve_lambda": curve_lam, "curve_oracle": curve_oracle,
             "curve_linear": curve_linear}
 
@@ -147,7 +148,7 @@ def oracle_excess_against_dimension() -> dict:
     for label, rule in _length_rules():
         L = np.array([rule(int(x)) for x in d], dtype=float)
         lam = EXCESS_SCALE * np.sqrt(np.log(d / L) / d)
-        excess = np.array([theory.oracle_excess_risk_high_precision(lm, dd, ll, GAMMA) for lm, dd, ll in zip(lam, d, L)])
+        excess = np.array([derived.oracle_excess_risk_high_precision(lm, dd, ll, GAMMA) for lm, dd, ll in zip(lam, d, L)])
         linear = GAMMA**2 * (L - 1) / (GAMMA**2 + L - 1)
         curve = {"rule": label, "L": L, "lambda": lam, "oracle_excess": excess, "linear_excess": linear,
                  "lambda_sqrt_d": lam * np.sqrt(d), "lambda_sqrt_L": lam * np.sqrt(L)}
@@ -156,7 +157,7 @@ def oracle_excess_against_dimension() -> dict:
             curve["loglog_slope"] = single_slope
         else:
             lam_opt = np.array([optimal_lambda(int(dd), int(ll), GAMMA, 0.0) for dd, ll in zip(d, L)])
-            optimal = np.array([float(theory.oracle_risk(lm, dd, ll, GAMMA, 0.0)) for lm, dd, ll in zip(lam_opt, d, L)])
+            optimal = np.array([float(derived.oracle_risk(lm, dd, ll, GAMMA, 0.0)) for lm, dd, ll in zip(lam_opt, d, L)])
             curve.update(lambda_optimal=lam_opt, oracle_excess_optimal_lambda=optimal)
             beaten = np.flatnonzero(excess < linear)
             crossings.append(f"{label}: from d = {int(d[beaten[0]]):,}" if beaten.size else f"{label}: never on this grid")
@@ -205,11 +206,11 @@ def _summarise_path(path, *, runs_slice: slice, k_star, v_star, d: int, L: int, 
     lam = np.asarray(path.lam, dtype=float)
     # host arrays in (the argument checks are numpy's), evaluated on the backend; overlaps of unit
     # vectors are clipped to [−1, 1] against round-off
-    risk = np.asarray(be.to_numpy(theory.population_risk_from_overlaps(
+    risk = np.asarray(be.to_numpy(derived.population_risk_from_overlaps(
         *(np.clip(x, -1.0, 1.0) for x in overlap_values), lam=lam[:, None], gamma=GAMMA, d=d, L=L, eps=EPS,
         backend=be)), dtype=float)
     distance = np.sqrt(theta**2 + eta**2 + rho**2)
-    oracle = np.asarray(theory.oracle_risk(lam, d, L, GAMMA, EPS), dtype=float) * np.ones(lam.size)
+    oracle = np.asarray(derived.oracle_risk(lam, d, L, GAMMA, EPS), dtype=float) * np.ones(lam.size)
     reached = _reached(kappa[-1], nu[-1], distance[-1])
     shown = _shown_runs(reached, kappa[-1])
     return {
@@ -293,6 +294,7 @@ def sgd_run(*, seed: int, backend: str = "numpy") -> dict:
     return run
 
 
+@theory.experiments
 def plan_experiments(*, profile: str, seed: int, backend: str = "numpy") -> list[Planned]:
     """The single-location section's experiments, longest first (computed as tasks ahead of the section)."""
     plan = [planned(pgd_runs, profile=profile, seed=seed, backend=backend),

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...base import arguments
-from . import derivations as theory
+from . import derivations as derived
 
 from ._common import UNIT_TOLERANCE, _RANK_TOLERANCE, _unit_pair
 
@@ -20,7 +20,7 @@ def overlaps(k: Any, v: Any, k_star: Any, v_star: Any, *, backend: Any = None) -
 
     k, v of shape (..., dim); each overlap has shape (...).
     """
-    return theory.overlaps(k, v, k_star, v_star, backend=arguments.backend(backend))
+    return derived.overlaps(k, v, k_star, v_star, backend=arguments.backend(backend))
 
 
 def _chain_rule(partials: Sequence[Any], k: Any, v: Any, k_star: Any, v_star: Any) -> tuple[Any, Any]:

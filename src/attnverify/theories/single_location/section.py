@@ -22,7 +22,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import derivations as theory
+from . import claims  # noqa: F401  (registers the theory's claims: the registry loads this module)
+from .theory import theory
 from .experiments import (_ALIGNED, _ON_MANIFOLD, DISTANCE_FLOOR, EPS, EXCESS_SCALE, LAMBDA_BOUNDS,
                           LENGTHS, MONTE_CARLO_SAMPLES, PGD_SECTION_CONFIGS, RISK_DIMENSION, SGD_CONFIG,
                           GAMMA, PGD_DIMENSION, PGD_LENGTH, oracle_excess_against_dimension, pgd_runs,
@@ -349,6 +350,7 @@ exactly in four dimensions. Error bars are ± 2 standard errors.
 """
 
 
+@theory.section
 def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
                   progress: Callable[[str], None], store: Store | None = None) -> Section:
     """The single-location regression section: derivations, four figures (three in the quick
@@ -363,7 +365,7 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
     out_dir.mkdir(parents=True, exist_ok=True)
 
     progress("single_location: deriving the risk, its gradient and the oracle/linear risks (sympy)")
-    derivations = theory.derivations()
+    derivations = theory.derivation_list()
     risk_figure, risk_table = _risk_vs_length(out_dir, profile=profile, be=be, seed=seed, store=store,
                                               progress=progress)
     excess_figure = _oracle_excess(out_dir, progress=progress, store=store)

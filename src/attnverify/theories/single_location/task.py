@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ...base import arguments
-from . import derivations as theory
+from . import derivations as derived
 from ...base.arguments import generator as _generator, integer as _integer
 from ...base.backend import Backend, to_numpy
 
@@ -36,12 +36,12 @@ class RegressionTask:
     v_star: Any
 
     def __post_init__(self) -> None:
-        d = _integer("d", self.d, 2, theory.COUNT_MAX)
+        d = _integer("d", self.d, 2, derived.COUNT_MAX)
         object.__setattr__(self, "d", d)
-        object.__setattr__(self, "L", _integer("L", self.L, 1, theory.COUNT_MAX))
-        object.__setattr__(self, "gamma", arguments.real("gamma", self.gamma, low=theory.GAMMA_RANGE[0],
-                                                          high=theory.GAMMA_RANGE[1]))
-        object.__setattr__(self, "eps", arguments.nonnegative("eps", self.eps, high=theory.EPS_MAX))
+        object.__setattr__(self, "L", _integer("L", self.L, 1, derived.COUNT_MAX))
+        object.__setattr__(self, "gamma", arguments.real("gamma", self.gamma, low=derived.GAMMA_RANGE[0],
+                                                          high=derived.GAMMA_RANGE[1]))
+        object.__setattr__(self, "eps", arguments.nonnegative("eps", self.eps, high=derived.EPS_MAX))
         host = lambda x: to_numpy(x) if getattr(x, "dtype", None) is not None else x  # noqa: E731
         k_star = arguments.array("k_star", host(self.k_star), shape=(d,))
         v_star = arguments.array("v_star", host(self.v_star), shape=(d,))
@@ -65,8 +65,8 @@ def make_task(
     are the paper's experimental values.
     """
     be = arguments.backend(backend)
-    d = _integer("d", d, 2, theory.COUNT_MAX)
-    L = _integer("L", L, 1, theory.COUNT_MAX)
+    d = _integer("d", d, 2, derived.COUNT_MAX)
+    L = _integer("L", L, 1, derived.COUNT_MAX)
     rng = _generator(seed, be, "seed")
     k_star = _normal(rng, (d,), be)
     k_star = k_star / be.xp.linalg.norm(k_star)

@@ -22,7 +22,8 @@ kernel renormalisation (BPKR), a single scalar equation.
 
 The derivations live in submodules by job: :mod:`._common` (symbols, sizes), :mod:`.action` (§1),
 :mod:`.saddle_equations` (§2), :mod:`.gp_limit` (§3), :mod:`.readout` (§4), :mod:`.single_head` (§5) and
-:mod:`.report_derivations` (§6); every name is re-exported here.
+:mod:`.report_derivations` (§6); every name is re-exported here. Each derivation is registered on
+:data:`attnverify.theories.attention_paths.theory.theory`, which lists them in the report's order.
 """
 
 from ._common import (SOURCE, T, U_a, _check_heads, dimensions, kron_identity, partial_trace, readout_symbol,
@@ -40,6 +41,9 @@ from .gp_limit import (_gp_hessian, _named_values, _prior_variances, entropy_hes
                        gp_hessian_is_positive_definite, gp_is_stationary, gp_order_parameter_scale,
                        gp_order_parameters, gp_point, is_positive_definite)
 
+# registered on the theory in report order: the action, the saddle point and the GP limit, then U_a and H = 1
+from .report_derivations import action_derivation, gp_derivation, saddle_point_derivation
+
 from .readout import (READOUT_ARGUMENTS, heads_last, readout_coefficients, readout_derivation, readout_expression,
                       readout_order_parameter, trace_U_L, var_last, width_last, width_prev)
 
@@ -48,4 +52,3 @@ from .single_head import (N_symbol, alpha_symbol, bpkr_arguments, bpkr_energy_sl
                           h1_entropy_in_ratio_variables, h1_entropy_is_bpkr, h1_reduction_derivation, kernel_scale,
                           label_projection_sq, q_symbol, ratio_substitution, ratio_symbols, t0_quadratic_steps)
 
-from .report_derivations import action_derivation, derivations, gp_derivation, saddle_point_derivation

@@ -13,10 +13,7 @@ from sympy import ImmutableMatrix, Symbol
 from ....base import arguments
 
 
-SOURCE = (
-    "Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS 2024 (arXiv 2405.15926); "
-    "authors' code LIB_convergent_summation_heads.py"
-)
+from ..theory import SOURCE  # noqa: F401  (re-exported: the source every derivation cites)
 
 T = Symbol("T", positive=True)
 U_a = Symbol("U_a", positive=True)

@@ -12,8 +12,7 @@ from sympy import Eq, Rational, Symbol, log, sqrt
 from ....base import arguments
 from ....base.backend import to_numpy
 from ....derivations.codegen import evaluator
-from ....derivations.derivation import Derivation, DerivationRecorder
-from ....derivations.kept import kept_derivation
+from ..theory import theory
 
 from ._common import SOURCE, U_a, sigma_a2
 
@@ -33,33 +32,29 @@ def readout_coefficients() -> tuple[sympy.Expr, sympy.Expr]:
     return b, g
 
 
-@kept_derivation
-def readout_derivation() -> Derivation:
+@theory.derivation(name="readout_order_parameter", title="The readout order parameter U_a in closed form",
+                   source=f"{SOURCE}; note §2.1 (compute_scalar_order_parameter), §2.2")
+def readout_derivation(step) -> None:
     """∂S/∂U_a = 0 solved for U_a (§2.1 closed form, authors' ``compute_scalar_order_parameter``)."""
-    rec = DerivationRecorder(
-        "attention_paths.readout_order_parameter",
-        "The readout order parameter U_a in closed form",
-        f"{SOURCE}; note §2.1 (compute_scalar_order_parameter), §2.2",
-    )
     S_a = Symbol("S_a")
     part = width_last * (U_a / sigma_a2 - log(U_a)) + width_prev * (trace_U_L / (var_last * U_a) + heads_last * log(U_a))
-    rec.step(
+    step(
         "The terms of S that contain U_a: the readout prior and the ℓ = L layer, where "
         "Tr(U_a^{-1} Tr_{h_L} U_L) = Tr U_L / U_a and H_L ln det U_a = H_L ln U_a",
         Eq(S_a, part),
         kind="definition",
     )
     stationarity = sympy.diff(part, U_a)
-    rec.step("Stationarity ∂S/∂U_a = 0", Eq(sympy.Derivative(S_a, U_a), 0), kind="condition")
+    step("Stationarity ∂S/∂U_a = 0", Eq(sympy.Derivative(S_a, U_a), 0), kind="condition")
     x = Symbol("x", real=True)  # not positive: solve must return both roots to choose from
     quadratic = sympy.expand(stationarity * U_a**2 * sigma_a2 / width_last).subs(U_a, x)
     b, g = readout_coefficients()
     if sympy.expand(quadratic - (x**2 + b * x - g)) != 0:
         raise AssertionError("the stationarity condition is not the note's quadratic")
-    rec.step("Multiply by U_a² σ_a²/n_L (> 0): a quadratic x² + b x − g = 0 in x = U_a", Eq(sympy.collect(quadratic, x), 0),
-             kind="condition")
+    step("Multiply by U_a² σ_a²/n_L (> 0): a quadratic x² + b x − g = 0 in x = U_a", Eq(sympy.collect(quadratic, x), 0),
+         kind="condition")
     roots = sympy.solve(quadratic, x)
-    rec.step("sympy.solve", sympy.FiniteSet(*roots))
+    step("sympy.solve", sympy.FiniteSet(*roots))
     # Vieta: the product of the roots is −g < 0, so exactly one root is positive. The difference of
     # the roots is ±sqrt(b² + 4g), which never vanishes on the (connected) positive domain, so its
     # sign is that at any one point: choose there.
@@ -70,7 +65,7 @@ def readout_derivation() -> Derivation:
              var_last: Rational(13, 10), sigma_a2: Rational(7, 9)}
     positive = [r for r in roots if r.xreplace(probe).evalf() > 0]
     (root,) = positive
-    rec.step(
+    step(
         "The roots' product is −g < 0 (Vieta), so exactly one is positive; as b² + 4g > 0 the roots never "
         "cross, and the positive one is the same everywhere: the one with +sqrt",
         Eq(U_a, root),
@@ -79,15 +74,14 @@ def readout_derivation() -> Derivation:
     if sympy.simplify(root - note_form) != 0:
         raise AssertionError("the positive root is not the note's (−b + sqrt(b² + 4g))/2")
     B, Gs = Symbol("b"), Symbol("g")
-    rec.step("The note's b and g", sympy.Tuple(Eq(B, b), Eq(Gs, g)), kind="definition")
-    rec.step("In the note's b and g", Eq(U_a, (-B + sqrt(B**2 + 4 * Gs)) / 2))
+    step("The note's b and g", sympy.Tuple(Eq(B, b), Eq(Gs, g)), kind="definition")
+    step("In the note's b and g", Eq(U_a, (-B + sqrt(B**2 + 4 * Gs)) / 2))
     stable = sympy.Piecewise((2 * g / (b + sqrt(b**2 + 4 * g)), b >= 0), (note_form, True))
-    rec.step(
+    step(
         "For evaluation without cancellation (b ≥ 0, g ≪ b²): multiply by the conjugate where b ≥ 0",
         Eq(U_a, stable),
         name="U_a",
     )
-    return rec.finish()
 
 
 def readout_expression() -> sympy.Expr:

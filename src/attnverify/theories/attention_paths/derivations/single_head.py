@@ -11,8 +11,7 @@ from sympy import Eq, Symbol, log
 
 from ....base import arguments
 from ....derivations.codegen import evaluator
-from ....derivations.derivation import Derivation, DerivationRecorder
-from ....derivations.kept import kept_derivation
+from ..theory import theory
 
 from ._common import SOURCE, T, U_a, sigma_a2, variance_symbol, variance_symbols, width_symbol, width_symbols
 from .action import symbolic_action
@@ -129,26 +128,22 @@ def bpkr_residual(kernel_scale_value, eigenvalues, label_projections, temperatur
     return residual(kernel_scale_value, s, *widths_.tolist(), *variances)
 
 
-@kept_derivation
-def h1_reduction_derivation() -> Derivation:
+@theory.derivation(name="h1_reduction", title="One head per layer: back-propagating kernel renormalisation",
+                   source=f"{SOURCE}; note §2.2 sanity check; Li & Sompolinsky, PRX 11, 031059 (2021)")
+def h1_reduction_derivation(step) -> None:
     """H = 1: the entropy in ratio variables, the kernel, the BPKR fixed point, the T = 0 quadratic."""
-    rec = DerivationRecorder(
-        "attention_paths.h1_reduction",
-        "One head per layer: back-propagating kernel renormalisation",
-        f"{SOURCE}; note §2.2 sanity check; Li & Sompolinsky, PRX 11, 031059 (2021)",
-    )
     depth = 2
     sym = symbolic_action((1,) * depth, 1)
     entropy = sym.entropy
-    rec.step("The entropy for H_1 = H_2 = 1 (scalar order parameters U_1, U_2, U_a; symbolic_action, checked against "
-             "the general action in attention_paths.action)", Eq(Symbol("𝓛"), entropy), kind="assumption")
+    step("The entropy for H_1 = H_2 = 1 (scalar order parameters U_1, U_2, U_a; symbolic_action, checked against "
+         "the general action in attention_paths.action)", Eq(Symbol("𝓛"), entropy), kind="assumption")
     ratios = ratio_substitution(depth)
     u = ratio_symbols(depth)
     point = {sym.readout: ratios[depth + 1]}
     point.update({sym.entries[level - 1][0][2]: ratios[level] for level in range(1, depth + 1)})
     names = [kernel_scale] + [Symbol(f"U_{level}") for level in range(2, depth + 1)] + [U_a]
     K0, K = Symbol("K_0"), Symbol("K")
-    rec.step(
+    step(
         "Ratio variables u_a = U_a/σ_a², u_ℓ = U_ℓ/(σ_ℓ² U_{ℓ+1}); with one path the kernel is K = U_1 C_{11} ≡ U_1 K_0",
         sympy.Tuple(*(Eq(name, ratios[level]) for level, name in enumerate(names, start=1)), Eq(K, kernel_scale * K0)),
         kind="definition",
@@ -156,35 +151,35 @@ def h1_reduction_derivation() -> Derivation:
     if not h1_entropy_is_bpkr(depth):
         raise AssertionError("the H = 1 entropy is not Σ n(u − ln u) in the ratio variables")
     target, constant = h1_entropy_in_ratio_variables(depth)
-    rec.step(
+    step(
         "Substitute and expand the logs: Σ n(u − ln u) up to a constant that holds no order parameter",
         Eq(Symbol("𝓛"), target - constant),
         substitute=point,
     )
-    rec.step("The kernel: K = U_1 K_0, with U_1 = σ_a² Π_ℓ σ_ℓ² · u_a Π_ℓ u_ℓ", Eq(K, ratios[1] * K0))
+    step("The kernel: K = U_1 K_0, with U_1 = σ_a² Π_ℓ σ_ℓ² · u_a Π_ℓ u_ℓ", Eq(K, ratios[1] * K0))
     E = sympy.Function("E")
     S = Symbol("S")
-    rec.step("The action S = E(U_1) + 𝓛, the energy E a function of U_1 alone (K = U_1 K_0)",
-             Eq(S, E(kernel_scale) + Symbol("𝓛")), kind="definition")
+    step("The action S = E(U_1) + 𝓛, the energy E a function of U_1 alone (K = U_1 K_0)",
+         Eq(S, E(kernel_scale) + Symbol("𝓛")), kind="definition")
     slope = kernel_scale * sympy.Derivative(E(kernel_scale), kernel_scale)
     stationarity = [width * (v - 1) + energy_slope for width, v in zip(width_symbols(depth), u)]
     stationarity = stationarity[:-1] + [width_symbols(depth)[-1] * (u[-1] - 1) + energy_slope]
-    rec.step(
+    step(
         "u ∂S/∂u for each ratio variable: U_1 ∝ every u, so u ∂E(U_1)/∂u = U_1 E'(U_1) ≡ s for all of them",
         sympy.Tuple(*(Eq(v * sympy.Derivative(S, v), st) for v, st in zip(u, stationarity))),
         substitute={energy_slope: slope},
     )
-    rec.step(
+    step(
         "u ∂S/∂u = 0 for each ratio variable (a bijection of the positive reals, so the same stationary points)",
         sympy.Tuple(*(Eq(st, 0) for st in stationarity)), kind="condition",
     )
     solved = [sympy.solve(st, v)[0] for st, v in zip(stationarity, u)]
-    rec.step("Each ratio is fixed by s alone: u_ℓ = 1 − s/n_{ℓ−1}, u_a = 1 − s/n_L",
-             sympy.Tuple(*(Eq(v, x) for v, x in zip(u, solved))))
+    step("Each ratio is fixed by s alone: u_ℓ = 1 − s/n_{ℓ−1}, u_a = 1 − s/n_L",
+         sympy.Tuple(*(Eq(v, x) for v, x in zip(u, solved))))
     residual = bpkr_fixed_point_residual(depth)
     if sympy.expand(residual - (kernel_scale - ratios[1].xreplace(dict(zip(u, solved))))) != 0:
         raise AssertionError("bpkr_fixed_point_residual is not U_1 − σ-products · Π u(s)")
-    rec.step(
+    step(
         "Hence U_1 solves one scalar equation (s = U_1 E'(U_1) depends on U_1 only); the same for any depth L",
         Eq(residual, 0),
     )
@@ -192,13 +187,12 @@ def h1_reduction_derivation() -> Derivation:
     U = Symbol("U", positive=True)  # E as a function; s is U E'(U) at U = U_1
     spectral = sympy.Sum(log(U * lam_i + T) + y_i**2 / (U * lam_i + T), (i, 1, P_))
     mode = bpkr_mode_slope().subs({eigenvalue: lam_i, label_projection_sq: y_i**2, kernel_scale: U})
-    rec.step("With the spectrum (λ_i, φ_i) of K_0 and y_i = φ_iᵀY, E(U) = Σ_i [ln(Uλ_i + T) + y_i²/(Uλ_i + T)], so "
-             "s = U E'(U) at U = U_1 is a sum over modes",
-             Eq(energy_slope, sympy.Sum(mode, (i, 1, P_))),
-             substitute={energy_slope: U * sympy.Derivative(spectral, U)})
+    step("With the spectrum (λ_i, φ_i) of K_0 and y_i = φ_iᵀY, E(U) = Σ_i [ln(Uλ_i + T) + y_i²/(Uλ_i + T)], so "
+         "s = U E'(U) at U = U_1 is a sum over modes",
+         Eq(energy_slope, sympy.Sum(mode, (i, 1, P_))),
+         substitute={energy_slope: U * sympy.Derivative(spectral, U)})
     for description, expression, options in t0_quadratic_steps():
-        rec.step(description, expression, **options)
-    return rec.finish()
+        step(description, expression, **options)
 
 
 q_symbol, N_symbol, alpha_symbol = Symbol("q", positive=True), Symbol("N", positive=True), Symbol("alpha", positive=True)

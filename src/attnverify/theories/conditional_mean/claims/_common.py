@@ -8,13 +8,13 @@ from __future__ import annotations
 import math
 import numpy as np
 
-from .. import derivations as theory
+from .. import derivations as derived
 from ... import conditional_mean as sim
 from ....checks.claim import st
 from ....checks.evidence import Evidence
 
 
-SOURCE = theory.SOURCE
+SOURCE = derived.SOURCE
 
 unit_interval = st.floats(-1.0, 1.0)
 seeds = st.integers(0, 2**32 - 1)
@@ -63,7 +63,7 @@ def score_with_spread(model: sim.GaussianKeyValueModel, direction: np.ndarray, s
 
 def gaussian_constants(model: sim.GaussianKeyValueModel, score: np.ndarray) -> dict:
     """C, D and the bias B, B₂ along the unit vector of β = AΣa (B = B₂ = 0 when β = 0)."""
-    constants = {k: float(v) for k, v in theory.gaussian_error_constants(*model.invariants(score)).items()}
+    constants = {k: float(v) for k, v in derived.gaussian_error_constants(*model.invariants(score)).items()}
     beta = model.shift_direction(score)
     norm = float(np.linalg.norm(beta))
     direction = beta / norm if norm > 0 else np.eye(model.d_v)[0]

@@ -8,11 +8,12 @@ from __future__ import annotations
 import math
 import numpy as np
 
-from .. import derivations as theory
+from .. import derivations as derived
+from ..theory import theory
 from ... import conditional_mean as sim
 from ....numerics.sized import sized_mean
 from ....numerics.statistics import Estimate, fit_line
-from ....checks.claim import Context, claim, st
+from ....checks.claim import Context, st
 from ....checks.evidence import Evidence, within_error
 
 from ._common import (SOURCE, _worst, attention_errors, chunk, gaussian_constants, gaussian_model,
@@ -38,13 +39,12 @@ def _score_errors(model: sim.GaussianKeyValueModel, score: np.ndarray, target: n
                             ctx.backend)
 
 
-@claim(
-    "conditional_mean.error_constant",
+@theory.claim(
     source=f"{SOURCE}; abstract ('error decreasing in input sizes'), note §3.2 P2",
     parameters=gaussian_model_parameters(),
     examples={"quick": 4, "thorough": 20},
 )
-def error_constant(p: dict, ctx: Context) -> Evidence:
+def error_constant(ctx: Context, **p) -> Evidence:
     """Softmax attention with the desired parameter a = Σ⁻¹(q − μ) on Gaussian keys with linear
     values has L·E‖attn − E[v | k = q]‖² = C + D/L + O(L⁻²), with C = e^{s²}(‖AΣa‖² + tr(AΣAᵀ) + d_vσ²)
     and D derived symbolically (checked at L = 64 and 512): beyond the budget |D|/L for the remainder, an
@@ -65,13 +65,12 @@ def error_constant(p: dict, ctx: Context) -> Evidence:
     return _worst(evidences)
 
 
-@claim(
-    "conditional_mean.bias_constant",
+@theory.claim(
     source=f"{SOURCE}; note §3.2 P2 (bias O(1/L))",
     parameters=gaussian_model_parameters(),
     examples={"quick": 4, "thorough": 20},
 )
-def bias_constant(p: dict, ctx: Context) -> Evidence:
+def bias_constant(ctx: Context, **p) -> Evidence:
     """The bias of attention with the desired parameter is O(1/L): L·E[attn − E[v | k = q]] along
     β = AΣa equals B + B₂/L + O(L⁻²) with B = −e^{s²}‖β‖ (checked at L = 16 and 64): beyond the budget
     |B₂|/L for the remainder, B is resolved to 10 % of √C, the RMS error constant (thorough: 5 %)."""
@@ -96,13 +95,12 @@ def bias_constant(p: dict, ctx: Context) -> Evidence:
 from ..experiments import RATE_LENGTHS
 
 
-@claim(
-    "conditional_mean.error_rate_slope",
+@theory.claim(
     source=f"{SOURCE}; abstract, note §3.2 P2 (rate L^(-1/2))",
     parameters=gaussian_model_parameters(),
     examples={"quick": 3, "thorough": 15},
 )
-def error_rate_slope(p: dict, ctx: Context) -> Evidence:
+def error_rate_slope(ctx: Context, **p) -> Evidence:
     """The root-mean-squared error of attention with the desired parameter falls like L^(−1/2): the
     weighted log-log slope over L = 64…4096 agrees with −1/2 within 5 standard errors plus a budget
     of twice the slope shift that the derived D/L² term produces on the same grid."""
@@ -141,13 +139,12 @@ def _component_evidence(theory_values, estimates, budget: float, note: str) -> E
                    for j, (t, e) in enumerate(zip(theory_values, estimates))])
 
 
-@claim(
-    "conditional_mean.identity_parameter_limit",
+@theory.claim(
     source=f"{SOURCE}; note §3.2 P3 ('the desired parameter matters')",
     parameters=gaussian_model_parameters(),
     examples={"quick": 3, "thorough": 15},
 )
-def identity_parameter_limit(p: dict, ctx: Context) -> Evidence:
+def identity_parameter_limit(ctx: Context, **p) -> Evidence:
     """With the naive parameter W = I (score a = q), attention converges to A(μ + Σq) + b, not to
     E[v | k = q] = Aq + b: the measured mean at L = 4096 matches the derived limit within 5 standard
     errors plus the derived bias |B|/L + |B₂|/L², drawn until it resolves a tenth of √(C/L)."""
@@ -156,14 +153,13 @@ def identity_parameter_limit(p: dict, ctx: Context) -> Evidence:
     return _component_evidence(offset, estimates, budget, "mean error vs A(μ + Σq) − Aq")
 
 
-@claim(
-    "conditional_mean.identity_parameter_is_consistent",
+@theory.claim(
     source=f"{SOURCE}; note §3.2 P3 (a statement the tool should refute)",
     parameters=gaussian_model_parameters(),
     expect="refuted",
     examples={"quick": 3, "thorough": 15},
 )
-def identity_parameter_is_consistent(p: dict, ctx: Context) -> Evidence:
+def identity_parameter_is_consistent(ctx: Context, **p) -> Evidence:
     """(False on purpose.) Attention with W = I also converges to E[v | k = q]: its mean error at
     L = 4096 is zero within 5 standard errors plus the derived O(1/L) bias."""
     model, query, budget, estimates = _identity_case(p, ctx, 4096)
@@ -188,7 +184,7 @@ def _bandwidth_case(p: dict, ctx: Context, budget) -> tuple[dict, object]:
     """RBF attention's mean error against 0 at L = 2048, sized to resolve a tenth of its RMS error √(C/L)
     beyond the claim's bias ``budget`` (a function of the constants; thorough: a twentieth)."""
     model = sim.SineValueModel(p["key_sd"], p["frequency"], p["noise_sd"])
-    constants = {k: float(v) for k, v in theory.fixed_bandwidth_constants(
+    constants = {k: float(v) for k, v in derived.fixed_bandwidth_constants(
         p["query"], p["key_sd"], p["bandwidth"], p["frequency"], p["noise_sd"]).items()}
     h2, L = p["bandwidth"] ** 2, BANDWIDTH_LENGTH
     logits = lambda K: -((K[..., 0] - p["query"]) ** 2) / (2 * h2)  # noqa: E731
@@ -200,13 +196,12 @@ def _bandwidth_case(p: dict, ctx: Context, budget) -> tuple[dict, object]:
     return constants, estimate
 
 
-@claim(
-    "conditional_mean.fixed_bandwidth_limit",
+@theory.claim(
     source=f"{SOURCE}; note §3.2 P6",
     parameters=bandwidth_parameters,
     examples={"quick": 4, "thorough": 20},
 )
-def fixed_bandwidth_limit(p: dict, ctx: Context) -> Evidence:
+def fixed_bandwidth_limit(ctx: Context, **p) -> Evidence:
     """RBF attention with a fixed bandwidth h on k ~ N(0, s²), v = sin(ωk) + noise converges to the
     derived m_h(q) = sin(ωqs²/(s² + h²))·exp(−ω²s²h²/(2(s² + h²))): at L = 2048 the measured mean
     matches m_h + B/L within 5 standard errors plus |B₂|/L², drawn until it resolves a tenth of √(C/L)."""
@@ -218,14 +213,13 @@ def fixed_bandwidth_limit(p: dict, ctx: Context) -> Evidence:
                                  **estimate.sizing()})
 
 
-@claim(
-    "conditional_mean.fixed_bandwidth_is_consistent",
+@theory.claim(
     source=f"{SOURCE}; note §3.2 P6 (a statement the tool should refute)",
     parameters=bandwidth_parameters,
     expect="refuted",
     examples={"quick": 3, "thorough": 15},
 )
-def fixed_bandwidth_is_consistent(p: dict, ctx: Context) -> Evidence:
+def fixed_bandwidth_is_consistent(ctx: Context, **p) -> Evidence:
     """(False on purpose.) RBF attention with a fixed bandwidth converges to the conditional mean
     sin(ωq): at L = 2048 its mean is sin(ωq) within 5 standard errors plus the derived O(1/L) bias."""
     budget = lambda c, L: abs(c["bias_constant"]) / L + abs(c["second_order_bias"]) / L**2  # noqa: E731

@@ -9,7 +9,8 @@ import numpy as np
 
 from ... import conditional_mean as sim
 from ....numerics.statistics import fit_line, mean_estimate
-from ....checks.claim import Context, claim, st
+from ....checks.claim import Context, st
+from ..theory import theory
 from ....checks.evidence import DEFAULT_Z, Evidence, at_most
 
 from ._common import SOURCE, seeds
@@ -22,15 +23,14 @@ from ._common import SOURCE, seeds
 CONCENTRATION_LENGTHS = (1, 2, 4, 8, 16, 32)
 
 
-@claim(
-    "conditional_mean.latent_posterior_concentrates",
+@theory.claim(
     source=f"{SOURCE}; abstract (posterior as sufficient representation), note P8",
     parameters=st.fixed_dictionaries(
         {"latents": st.integers(2, 5), "d": st.integers(1, 3), "model_seed": seeds, "spread": st.floats(0.2, 2.0)}
     ),
     examples={"quick": 4, "thorough": 25},
 )
-def latent_posterior_concentrates(p: dict, ctx: Context) -> Evidence:
+def latent_posterior_concentrates(ctx: Context, **p) -> Evidence:
     """In the finite-latent model the expected posterior mass on the true latent, E[P(z* | x_1..x_L)],
     does not decrease as tokens are added (L = 1, 2, 4, …, 32 on nested prefixes): every increment
     is ≥ −5 standard errors. (A theorem: Σ_m P(m | X)² is convex in the posterior, a martingale.)"""
@@ -56,8 +56,7 @@ def latent_posterior_concentrates(p: dict, ctx: Context) -> Evidence:
                     figures={"mean_mass": mass.mean(axis=1).tolist(), "lengths": list(CONCENTRATION_LENGTHS)})
 
 
-@claim(
-    "conditional_mean.lipschitz_in_parameter",
+@theory.claim(
     source=f"{SOURCE}; note §4.1 (why the generalisation error does not depend on L), P9",
     parameters=st.fixed_dictionaries(
         {"L": st.integers(2, 4096), "d": st.integers(1, 4), "bound_q": st.floats(0.1, 3.0), "bound_k": st.floats(0.1, 3.0),
@@ -65,7 +64,7 @@ def latent_posterior_concentrates(p: dict, ctx: Context) -> Evidence:
     ),
     examples={"quick": 20, "thorough": 200},
 )
-def lipschitz_in_parameter(p: dict, ctx: Context) -> Evidence:
+def lipschitz_in_parameter(ctx: Context, **p) -> Evidence:
     """For any L, queries ‖q‖ ≤ B_Q, keys ‖k‖ ≤ B_K and values |v| ≤ B_V, softmax attention with scores
     qᵀWk satisfies |attn(W + ΔW) − attn(W)| ≤ 2B_V B_Q B_K ‖ΔW‖_op: a Lipschitz constant free of L."""
     rng = np.random.default_rng(p["seed"])
@@ -119,26 +118,24 @@ def _gap_does_not_grow(p: dict, ctx: Context, objective: str) -> Evidence:
                             "distance_to_inverse_covariance": [float(np.mean(r.distances)) for r in results]})
 
 
-@claim(
-    "conditional_mean.generalization_gap_flat_supervised",
+@theory.claim(
     source=f"{SOURCE}; abstract ('a generalization error, which is independent of input sizes'), note §4.1",
     parameters=learning_parameters,
     examples={"quick": 3, "thorough": 10},
 )
-def generalization_gap_flat_supervised(p: dict, ctx: Context) -> Evidence:
+def generalization_gap_flat_supervised(ctx: Context, **p) -> Evidence:
     """Supervised ERM of the attention parameter W (label y = Aq + noise, A drawn per sequence, N = 128
     training sequences): the generalisation gap E[test risk − training risk] of Ŵ does not grow with
     the sequence length L = 16, 64, 256 — its fitted slope in log L is at most 5 standard errors."""
     return _gap_does_not_grow(p, ctx, "supervised")
 
 
-@claim(
-    "conditional_mean.generalization_gap_flat_masked",
+@theory.claim(
     source=f"{SOURCE}; abstract (self-supervised objective), note §4.2, P10",
     parameters=learning_parameters,
     examples={"quick": 3, "thorough": 10},
 )
-def generalization_gap_flat_masked(p: dict, ctx: Context) -> Evidence:
+def generalization_gap_flat_masked(ctx: Context, **p) -> Evidence:
     """Masked self-supervised ERM of W (8 tokens per sequence predicted in turn from the L others):
     the generalisation gap of Ŵ does not grow with L = 16, 64, 256 (fitted slope in log L at most 5
     standard errors)."""

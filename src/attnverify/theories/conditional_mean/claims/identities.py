@@ -12,10 +12,11 @@ from scipy.special import logsumexp
 import math
 import numpy as np
 
-from .. import derivations as theory
+from .. import derivations as derived
+from ..theory import theory
 from ....derivations.codegen import evaluator
 from ... import conditional_mean as sim
-from ....checks.claim import Context, claim, st
+from ....checks.claim import Context, st
 from ....checks.evidence import Evidence, at_most
 
 from ._common import (SOURCE, gaussian_constants, gaussian_model, gaussian_model_parameters, score_with_spread, seeds,
@@ -26,8 +27,7 @@ from ._common import (SOURCE, gaussian_constants, gaussian_model, gaussian_model
 # ---------------------------------------------------------------------------------------------
 
 
-@claim(
-    "conditional_mean.finite_latent_posterior_is_attention",
+@theory.claim(
     source=f"{SOURCE}; note §2.3 M2, P5(c)",
     parameters=st.fixed_dictionaries(
         {"latents": st.integers(2, 6), "d": st.integers(1, 4), "L": st.integers(1, 200), "model_seed": seeds,
@@ -35,7 +35,7 @@ from ._common import (SOURCE, gaussian_constants, gaussian_model, gaussian_model
     ),
     examples={"quick": 10, "thorough": 100},
 )
-def finite_latent_posterior_is_attention(p: dict, ctx: Context) -> Evidence:
+def finite_latent_posterior_is_attention(ctx: Context, **p) -> Evidence:
     """In the finite-latent model (z ∈ {1..M}, x_ℓ | z = m ~ N(μ_m, I)) the latent posterior from
     Bayes' rule token by token equals softmax attention from the query L·x̄ onto the keys μ_m with
     bias log π_m − L‖μ_m‖²/2, to float64 round-off."""
@@ -59,8 +59,7 @@ def finite_latent_posterior_is_attention(p: dict, ctx: Context) -> Evidence:
                    figures={"bayes": literal.tolist(), "posterior_by_bayes": bayes.tolist(), "attention": attention.tolist()})
 
 
-@claim(
-    "conditional_mean.ridge_attention_is_posterior_mean",
+@theory.claim(
     source=f"{SOURCE}; note §2.3 M3, P5(a)",
     parameters=st.fixed_dictionaries(
         {"d": st.integers(1, 4), "d_v": st.integers(1, 3), "L": st.integers(1, 60),
@@ -68,7 +67,7 @@ def finite_latent_posterior_is_attention(p: dict, ctx: Context) -> Evidence:
     ),
     examples={"quick": 10, "thorough": 100},
 )
-def ridge_attention_is_posterior_mean(p: dict, ctx: Context) -> Evidence:
+def ridge_attention_is_posterior_mean(ctx: Context, **p) -> Evidence:
     """In the linear-Gaussian model (rows of A ~ N(0, τ²I), v = Ak + σξ), CME attention with the
     linear kernel, Vᵀ(KKᵀ + λI)⁻¹Kq with λ = σ²/τ², equals the Bayesian posterior mean E[A | K, V]q
     computed from the posterior precision, to float64 round-off."""
@@ -84,8 +83,7 @@ def ridge_attention_is_posterior_mean(p: dict, ctx: Context) -> Evidence:
                    figures={"cme": cme.tolist(), "posterior_mean": posterior.tolist(), "ridge": model.ridge})
 
 
-@claim(
-    "conditional_mean.softmax_is_rbf_for_equal_norm_keys",
+@theory.claim(
     source=f"{SOURCE}; note §3.1, P5(b)",
     parameters=st.fixed_dictionaries(
         {"d": st.integers(1, 6), "L": st.integers(1, 300), "norm": st.floats(0.01, 5.0),
@@ -93,7 +91,7 @@ def ridge_attention_is_posterior_mean(p: dict, ctx: Context) -> Evidence:
     ),
     examples={"quick": 10, "thorough": 100},
 )
-def softmax_is_rbf_for_equal_norm_keys(p: dict, ctx: Context) -> Evidence:
+def softmax_is_rbf_for_equal_norm_keys(ctx: Context, **p) -> Evidence:
     """When every key has the same norm, softmax weights of the scores qᵀk_ℓ/h² equal the
     Gaussian-RBF (Nadaraya–Watson) weights exp(−‖q − k_ℓ‖²/(2h²)), normalised."""
     keys = ctx.rng.standard_normal((p["L"], p["d"]))
@@ -108,22 +106,21 @@ def softmax_is_rbf_for_equal_norm_keys(p: dict, ctx: Context) -> Evidence:
     return at_most(gap, 1e-12, note="max |softmax − RBF| over weights ≤ 1e-12")
 
 
-@claim(
-    "conditional_mean.conjugate_posterior_closed_form",
+@theory.claim(
     source=f"{SOURCE}; note §2.3 M1, P8",
     parameters=st.fixed_dictionaries(
         {"d": st.integers(1, 3), "L": st.integers(0, 300), "prior_sd": st.floats(0.1, 5.0), "token_sd": st.floats(0.1, 5.0)}
     ),
     examples={"quick": 10, "thorough": 100},
 )
-def conjugate_posterior_closed_form(p: dict, ctx: Context) -> Evidence:
+def conjugate_posterior_closed_form(ctx: Context, **p) -> Evidence:
     """In the conjugate Gaussian model the sympy-derived posterior (μ_L = Lτ²x̄/(Lτ² + σ²),
     s_L = στ/√(Lτ² + σ²)), a function of (L, x̄) only, equals Gaussian conditioning of the joint
     law of (z, x_1..x_L) solved by Cholesky."""
     model = sim.ConjugateGaussianModel(p["prior_sd"], p["token_sd"], p["d"])
     _, tokens = model.sample(p["L"], 1, ctx.rng)
     xbar = tokens[0].mean(axis=0) if p["L"] else np.zeros(p["d"])
-    mean, sd = theory.conjugate_posterior(p["L"], xbar, p["prior_sd"], p["token_sd"], backend=ctx.backend)
+    mean, sd = derived.conjugate_posterior(p["L"], xbar, p["prior_sd"], p["token_sd"], backend=ctx.backend)
     mean_c, sd_c = model.posterior_by_conditioning(tokens[0])
     mean, sd = ctx.backend.to_numpy(mean), ctx.backend.to_numpy(sd)
     gap = max(float(np.max(np.abs(mean - mean_c))) / max(1.0, float(np.max(np.abs(mean_c)))),
@@ -137,8 +134,7 @@ def conjugate_posterior_closed_form(p: dict, ctx: Context) -> Evidence:
 # ---------------------------------------------------------------------------------------------
 
 
-@claim(
-    "conditional_mean.attention_is_exchangeable",
+@theory.claim(
     source=f"{SOURCE}; abstract (exchangeable tokens), note §2.1, P5(d)",
     parameters=st.integers(1, 40).flatmap(
         lambda L: st.fixed_dictionaries(
@@ -148,7 +144,7 @@ def conjugate_posterior_closed_form(p: dict, ctx: Context) -> Evidence:
     ),
     examples={"quick": 10, "thorough": 100},
 )
-def attention_is_exchangeable(p: dict, ctx: Context) -> Evidence:
+def attention_is_exchangeable(ctx: Context, **p) -> Evidence:
     """Permuting the tokens leaves unchanged (to round-off) softmax, RBF and ridge (CME) attention,
     the conjugate-Gaussian posterior and the finite-latent posterior: each is a function of the
     empirical token measure."""
@@ -194,18 +190,17 @@ def _ratio_moments(weight: np.ndarray, error: np.ndarray, error_sq: np.ndarray, 
 
 def _constants_from_moments(moments: dict[str, float], backend) -> dict[str, float]:
     """C, D, B, B₂ from the weight moments through the generated evaluator of the expansion."""
-    symbols, expressions = theory.ratio_constants_in_moments()
+    symbols, expressions = derived.ratio_constants_in_moments()
     values = evaluator(expressions, symbols, backend)(*[moments[str(s)] for s in symbols])
     return dict(zip(("constant", "second_order", "bias", "second_order_bias"), (float(v) for v in values)))
 
 
-@claim(
-    "conditional_mean.gaussian_constants_match_quadrature",
+@theory.claim(
     source=f"{SOURCE}; note §3.2 (P1, P2)",
     parameters=gaussian_model_parameters(max_score_sd=1.0).map(lambda p: {**p, "d": min(p["d"], 2)}),
     examples={"quick": 6, "thorough": 40},
 )
-def gaussian_constants_match_quadrature(p: dict, ctx: Context) -> Evidence:
+def gaussian_constants_match_quadrature(ctx: Context, **p) -> Evidence:
     """For Gaussian keys and linear values, the derived limit m∞ = A(μ + Σa) + b and the constants
     C, D, B, B₂ (through the tilted law N(μ + tΣa, Σ) and R_t = e^{t(t−1)s²/2}) equal the same
     quantities computed from their definitions as weight moments by Gauss–Hermite quadrature."""
@@ -232,8 +227,7 @@ def gaussian_constants_match_quadrature(p: dict, ctx: Context) -> Evidence:
                    figures={"closed_form": {k: v for k, v in closed.items() if k != "direction"}, "quadrature": quadrature})
 
 
-@claim(
-    "conditional_mean.fixed_bandwidth_constants_match_quadrature",
+@theory.claim(
     source=f"{SOURCE}; note §3.2 (P6)",
     parameters=st.fixed_dictionaries(
         {"query": st.floats(-1.5, 1.5), "key_sd": st.floats(0.5, 2.0), "bandwidth": st.floats(0.2, 2.0),
@@ -241,7 +235,7 @@ def gaussian_constants_match_quadrature(p: dict, ctx: Context) -> Evidence:
     ),
     examples={"quick": 6, "thorough": 40},
 )
-def fixed_bandwidth_constants_match_quadrature(p: dict, ctx: Context) -> Evidence:
+def fixed_bandwidth_constants_match_quadrature(ctx: Context, **p) -> Evidence:
     """For k ~ N(0, s²), v = sin(ωk) + σ_vξ and RBF weights at bandwidth h, the derived limit
     m_h(q) and constants C, D, B, B₂ equal their defining weight moments by adaptive quadrature."""
     s, h, w, q, sv = p["key_sd"], p["bandwidth"], p["frequency"], p["query"], p["noise_sd"]
@@ -264,7 +258,7 @@ def fixed_bandwidth_constants_match_quadrature(p: dict, ctx: Context) -> Evidenc
     }
     quadrature = _constants_from_moments(moments, ctx.backend)
     quadrature["limit"] = limit
-    closed = {k: float(v) for k, v in theory.fixed_bandwidth_constants(q, s, h, w, sv, backend=ctx.backend).items()}
+    closed = {k: float(v) for k, v in derived.fixed_bandwidth_constants(q, s, h, w, sv, backend=ctx.backend).items()}
     closed["bias"], closed["second_order_bias"] = closed.pop("bias_constant"), closed.pop("second_order_bias")
     rows = [(name, abs(closed[name] - quadrature[name]), max(1.0, abs(quadrature[name])))
             for name in ("limit", "constant", "second_order", "bias", "second_order_bias")]
