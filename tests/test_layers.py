@@ -23,7 +23,7 @@ LAYERS = (
     ("experiments", ("attnverify.experiments",)),
     ("checks", ("attnverify.checks",)),
     ("report", ("attnverify.report",)),
-    ("theory form", ("attnverify.theory_form",)),
+    ("theory form", ("attnverify.theory_form", "attnverify.saddle")),
     ("theories", ("attnverify.theories.",)),  # one package per theory: attnverify.theories.<name>.…
     ("registry", ("attnverify.theories", "attnverify.run")),
     ("entry points", ("attnverify.cli", "attnverify.pytest_plugin", "attnverify.progress", "attnverify.__main__",

@@ -30,13 +30,10 @@ import numpy as np
 from . import derivations as derived
 from ...base import arguments, blas
 from ...numerics import trust_region
+from ...saddle.solve import SaddlePointError  # the one error of every saddle-point solver
 from . import second_derivatives
 from .energy import energy_for
 from .entropy import ActionConfig, entropy, entropy_gradients
-
-
-class SaddlePointError(RuntimeError):
-    """The solver did not reach a minimum of the action (gradient too large or Hessian not positive)."""
 
 
 @dataclass(frozen=True)

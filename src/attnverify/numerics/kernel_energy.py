@@ -1,0 +1,321 @@
+"""The energy E(U) = ln det(K(U) + T I) + Yᵀ(K(U) + T I)^{-1} Y and its gradient ∂E/∂U, three ways.
+
+K(U)^{μν} = Σ_{ππ'} U_{ππ'} C^{μν}_{ππ'} is the renormalized kernel (spec §1.2, §2.1) and
+
+    ∂E/∂U_{ππ'} = Tr(A C_{ππ'}) − rᵀ C_{ππ'} r,   A = (K + T I)^{-1},  r = A Y        (spec §2.2)
+
+(symmetrised). All three representations take the Cholesky factor R of U = R Rᵀ (a host array: the solver's
+side), keep their data on the chosen backend (numpy, or cupy: the P-sized work on the device) and return the
+value, gradient and Hessian on the host:
+
+* :class:`KernelEnergy` from the path-path kernels C (𝓗, 𝓗, P, P): small problems and tests.
+* :class:`FeatureKernelEnergy` from the path features X (P, N0, 𝓗) without forming C: with
+  Φ = X(I ⊗ R) (P × N0𝓗), K = ΦΦᵀ, and Tr(A C_{ππ'}) = Σ_i (L^{-1}X_{·iπ})·(L^{-1}X_{·iπ'}) for
+  the Cholesky factor L of K + T I. Cost per call O(P² N0 𝓗 + P³).
+* :class:`FeatureSpaceEnergy` when D = N0·𝓗 < P: Woodbury and the matrix-determinant lemma on
+  B = ΦᵀΦ + T I_D = (I ⊗ R)ᵀ Γ (I ⊗ R) + T I_D, with the Gram matrix Γ = XᵀX formed once, so a
+  call costs O(D³) whatever P is:
+      ln det(K + T I_P) = (P − D) ln T + ln det B,
+      Yᵀ(K + T I)^{-1}Y = (YᵀY − cᵀB^{-1}c)/T,           c = (I ⊗ R)ᵀ XᵀY,
+      Xᵀ A X = (Γ − QᵀB^{-1}Q)/T,  Xᵀ r = (XᵀY − QᵀB^{-1}c)/T,   Q = (I ⊗ R)ᵀ Γ.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+from scipy.linalg import cho_solve, cholesky
+
+from ..base import arguments
+from ..base.backend import Backend, on_device
+
+SPACES = ("auto", "kernel", "feature")
+
+
+def _cholesky(be: Backend, G):
+    """The lower Cholesky factor of G (overwritten on numpy); numpy's LinAlgError on both backends."""
+    if be.name == "numpy":
+        return cholesky(G, lower=True, overwrite_a=True, check_finite=False)
+    return be.cholesky(G)
+
+
+def _cho_solve(be: Backend, L, b):
+    """(L Lᵀ)⁻¹ b from the lower factor L."""
+    if be.name == "numpy":
+        return cho_solve((L, True), b, check_finite=False)
+    return be.solve_triangular(L, be.solve_triangular(L, b, lower=True), lower=True, trans=1)
+
+
+def _add_to_diagonal(be: Backend, G, value: float):
+    index = be.xp.arange(G.shape[0])
+    G[index, index] += value
+    return G
+
+
+def _labels(y, P: int, be: Backend) -> np.ndarray:
+    """The labels Y as a finite (P,) array of the backend, one per training example."""
+    return arguments.array("y", y, be, shape=(P,))
+
+
+def _temperature(temperature) -> float:
+    return arguments.positive("temperature", temperature)
+
+
+def _diagonal_blocks(matrix: np.ndarray, N0: int, paths: int) -> np.ndarray:
+    """Σ_i matrix[(i,π),(i,π')] for a (N0𝓗 × N0𝓗) matrix indexed (i, π) with π fast."""
+    return np.einsum("iaib->ab", matrix.reshape(N0, paths, N0, paths))
+
+
+def _symmetric(G: np.ndarray) -> np.ndarray:
+    return 0.5 * (G + G.T)
+
+
+def _symmetric_pairs(H: np.ndarray) -> np.ndarray:
+    """H[a,b,c,d] averaged over a↔b, over c↔d and over the pair swap (ab)↔(cd): the same quadratic form
+    Σ H dU_ab dU_cd on symmetric dU, written symmetrically."""
+    H = 0.5 * (H + H.transpose(1, 0, 2, 3))
+    H = 0.5 * (H + H.transpose(0, 1, 3, 2))
+    return 0.5 * (H + H.transpose(2, 3, 0, 1))
+
+
+def hessian_from_feature_blocks(M: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """∂²E/∂U_ab∂U_cd from M = Xᵀ A X (N0, 𝓗, N0, 𝓗) and x = Xᵀ r (N0, 𝓗), A = (K + T I)^{-1}, r = A Y.
+
+    Differentiating ∂E/∂U_ab = Tr(A C_ab) − rᵀ C_ab r once more (dA = −A dK A, dr = −A dK r):
+        ∂²E/∂U_ab∂U_cd = −Tr(A C_cd A C_ab) + rᵀ C_dc A C_ab r + rᵀ C_ab A C_cd r,
+    and with C_ab = Σ_i X_{·ia} X_{·ib}ᵀ every term is a contraction of M and x over the width index:
+        Tr(A C_cd A C_ab) = Σ_ij M[j,b,i,c] M[i,d,j,a],   rᵀ C_ab A C_cd r = Σ_ij x[i,a] M[i,b,j,c] x[j,d].
+    Cost O(N0² 𝓗⁴). Returned symmetric under a↔b, c↔d and (ab)↔(cd).
+
+    As M is symmetric (M[j,b,i,c] = M[i,c,j,b]) the trace term is one Gram matrix through BLAS:
+    Tr(A C_cd A C_ab) = Σ_ij F[ij,cb] F[ij,da] with F[ij,cb] = M[i,c,j,b], a (𝓗² × N0²)·(N0² × 𝓗²) product.
+    """
+    N0, paths = x.shape
+    F = M.transpose(0, 2, 1, 3).reshape(N0 * N0, paths * paths)
+    trace = (F.T @ F).reshape((paths,) * 4).transpose(3, 1, 0, 2)
+    labels = np.einsum("ia,ibjc,jd->abcd", x, M, x, optimize=True)
+    return _symmetric_pairs(2.0 * labels - trace)
+
+
+class _Energy:
+    """What the three representations share: ``at_temperature(T)``, the same energy at another temperature
+    sharing every precomputed array (C, X, the Gram matrix Γ = XᵀX), so that a sweep over T pays for them
+    once; and ``_at_point(R)``, the representation's factorisation (``_factorise``) at U = R Rᵀ, kept for
+    the last R asked for, so that the value, gradient and Hessian at one point share it."""
+
+    _last = None
+    backend: Backend
+
+    def _at_point(self, R: np.ndarray):
+        if self._last is None or not np.array_equal(self._last[0], R):
+            self._last = (R.copy(), self._factorise(self.backend.asarray(R)))
+        return self._last[1]
+
+    def at_temperature(self, temperature: float):
+        other = copy.copy(self)
+        other.temperature = _temperature(temperature)
+        other._last = None
+        return other
+
+
+class KernelEnergy(_Energy):
+    """E and ∂E/∂U from the path-path kernels C[π, π', μ, ν] (shape (𝓗, 𝓗, P, P)).
+
+    C is checked once, here: symmetric (C[π,π',μ,ν] = C[π',π,ν,μ]) and positive semi-definite as the
+    (𝓗P × 𝓗P) matrix C[(π,μ),(π',ν)] — a Gram matrix of the path features, which is what keeps
+    K(U) + T I positive definite (and its Cholesky factor defined) for every positive-definite U.
+    """
+
+    def __init__(self, C, y, temperature: float, backend=None):
+        self.backend = be = arguments.backend(backend)
+        # checked on the host (a device C fetched once, not sent there and back), then used on the backend
+        C = arguments.array("C", C.get() if be.name == "cupy" and on_device(C) else C, ndim=4)
+        if C.shape[0] != C.shape[1] or C.shape[2] != C.shape[3]:
+            raise ValueError(f"C must have shape (𝓗, 𝓗, P, P), got {C.shape}")
+        asymmetry = np.max(np.abs(C - C.transpose(1, 0, 3, 2)))
+        if asymmetry > 1e-10 * max(1.0, np.max(np.abs(C))):
+            raise ValueError(f"C must satisfy C[π,π',μ,ν] = C[π',π,ν,μ] (path-path kernels); asymmetry {asymmetry:.3g}")
+        paths, P = C.shape[0], C.shape[2]
+        gram = C.transpose(0, 2, 1, 3).reshape(paths * P, paths * P)
+        arguments.positive_semidefinite("C", 0.5 * (gram + gram.T))
+        self.C, self.paths, self.P = C, paths, P
+        self.y = _labels(y, self.P, be)
+        self.temperature = _temperature(temperature)
+        # S_k = (C_ab + C_ba)/2 over the pairs k = (a ≤ b), and the pair index k of each (a, b): on symmetric U
+        # only these enter the energy (K = Σ U_ab S_ab), its gradient and its Hessian
+        rows, cols = np.triu_indices(paths)
+        self.pair = np.zeros((paths, paths), dtype=int)
+        self.pair[rows, cols] = self.pair[cols, rows] = np.arange(rows.size)
+        self.symmetric_kernels = be.asarray(0.5 * (C[rows, cols] + C[cols, rows]))
+        self.path_traces = np.einsum("abpp->ab", C)  # T_ππ' = Σ_μ C^{μμ}_{ππ'} (host)
+        self.C = be.asarray(C)
+
+    def kernel(self, R):
+        xp = self.backend.xp
+        R = self.backend.asarray(R)
+        return xp.einsum("ab,abpq->pq", R @ R.T, self.C)
+
+    def _factorise(self, R):
+        """(ln det(K + T I), Yᵀr, r, A = (K + T I)^{-1}) at U = R Rᵀ. Tr(A C_{ππ'}) needs every entry of A;
+        it is formed by Cholesky solves."""
+        be, xp = self.backend, self.backend.xp
+        G = self.kernel(R) + self.temperature * xp.eye(self.P)
+        L = _cholesky(be, G)
+        r = _cho_solve(be, L, self.y)
+        A = _cho_solve(be, L, xp.eye(self.P))
+        return 2.0 * xp.sum(xp.log(xp.diag(L))), float(self.y @ r), r, A
+
+    def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
+        logdet, fit, r, A = self._at_point(R)
+        S, pair, xp = self.symmetric_kernels, self.pair, self.backend.xp
+        flat = S.reshape(S.shape[0], -1)
+        # on symmetric U only S_ab enters: ∂E/∂U_ab = Tr(A S_ab) − rᵀ S_ab r, symmetric in a ↔ b
+        grad = flat @ A.ravel() - flat @ xp.outer(r, r).ravel()
+        return float(logdet + fit), self.backend.to_numpy(grad)[pair]
+
+    def hessian(self, R: np.ndarray) -> np.ndarray:
+        """∂²E/∂U_ab∂U_cd (𝓗, 𝓗, 𝓗, 𝓗) at U = R Rᵀ: −Tr(A C_cd A C_ab) + rᵀC_dc A C_ab r + rᵀC_ab A C_cd r
+        (see :func:`hessian_from_feature_blocks`), from C directly, symmetrised as the quadratic form on
+        symmetric dU. Only the symmetric combinations S_ab = (C_ab + C_ba)/2, a ≤ b, enter it (K = Σ U_ab S_ab),
+        where it reads −Tr(A S_cd A S_ab) + 2 (S_ab r)ᵀ A (S_cd r). Cost O(𝓗² P³/2 + 𝓗⁴ P²/4)."""
+        _, _, r, A = self._at_point(R)
+        S, pair = self.symmetric_kernels, self.pair
+        m, P = S.shape[0], self.P
+        AS = A @ S  # A S_k, one batched product
+        # Tr(A S_k A S_l) = Σ_ij (A S_k)[i,j] (A S_l)[j,i]: one (m × P²)·(P² × m) product
+        trace = AS.reshape(m, P * P) @ AS.transpose(0, 2, 1).reshape(m, P * P).T
+        v = S @ r  # S_k r
+        labels = v @ A @ v.T  # (S_k r)ᵀ A (S_l r)
+        pairs = self.backend.to_numpy(2.0 * labels - trace)
+        pairs = 0.5 * (pairs + pairs.T)
+        return pairs[pair[:, :, None, None], pair[None, None, :, :]]
+
+
+def _features(X, be: Backend) -> np.ndarray:
+    """The path features X (P, N0, 𝓗) on the backend, finite, with a finite squared norm (so the kernels
+    K = ΦΦᵀ, whose entries it bounds at U = I, do not overflow)."""
+    X = arguments.array("X", X, be, ndim=3)
+    with np.errstate(over="ignore"):
+        if not bool(be.xp.isfinite(be.xp.einsum("pia,pia->", X, X))):
+            raise ValueError("X is too large: its squared norm Σ X² overflows float64 (rescale the features)")
+    return X
+
+
+class FeatureKernelEnergy(_Energy):
+    """E and ∂E/∂U from the path features X (P, N0, 𝓗), in the P × P kernel space, without C."""
+
+    def __init__(self, X, y, temperature: float, backend=None):
+        self.backend = be = arguments.backend(backend)
+        self.X = X = _features(X, be)
+        self.P, self.N0, self.paths = X.shape
+        self.y = _labels(y, self.P, be)
+        self.temperature = _temperature(temperature)
+        self.path_traces = be.to_numpy(be.xp.einsum("pia,pib->ab", X, X))  # T_ππ' = Σ_μ C^{μμ}_{ππ'} (host)
+
+    def kernel(self, R):
+        Phi = (self.X @ self.backend.asarray(R)).reshape(self.P, -1)
+        return Phi @ Phi.T
+
+    def _factorise(self, R):
+        """(ln det(K + T I), Yᵀ r, r, Z = L^{-1}X flattened (P, N0𝓗)) at U = R Rᵀ."""
+        be, xp = self.backend, self.backend.xp
+        G = _add_to_diagonal(be, self.kernel(R), self.temperature)
+        L = _cholesky(be, G)
+        r = _cho_solve(be, L, self.y)
+        Z = be.solve_triangular(L, self.X.reshape(self.P, -1), lower=True, check_finite=False)
+        return 2.0 * xp.sum(xp.log(xp.diag(L))), float(self.y @ r), r, Z
+
+    def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
+        logdet, fit, r, Z = self._at_point(R)
+        xp = self.backend.xp
+        Z = Z.reshape(self.X.shape)
+        Xr = xp.einsum("pia,p->ia", self.X, r)
+        grad = xp.einsum("pia,pib->ab", Z, Z) - Xr.T @ Xr
+        return float(logdet + fit), _symmetric(self.backend.to_numpy(grad))
+
+    def hessian(self, R: np.ndarray) -> np.ndarray:
+        """∂²E/∂U_ab∂U_cd at U = R Rᵀ from M = XᵀAX = ZᵀZ (Z = L^{-1}X) and x = Xᵀr
+        (:func:`hessian_from_feature_blocks`). Cost O(P² N0𝓗 + P (N0𝓗)² + N0² 𝓗⁴)."""
+        _, _, r, Z = self._at_point(R)
+        be = self.backend
+        M = be.to_numpy(Z.T @ Z).reshape(self.N0, self.paths, self.N0, self.paths)
+        return hessian_from_feature_blocks(M, be.to_numpy(be.xp.einsum("pia,p->ia", self.X, r)))
+
+
+class FeatureSpaceEnergy(_Energy):
+    """E and ∂E/∂U from the path features in the D = N0·𝓗 feature space (Woodbury), for D < P.
+
+    The Gram matrix Γ = XᵀX (D × D) and XᵀY are formed once; a call never touches P again.
+    """
+
+    def __init__(self, X, y, temperature: float, backend=None):
+        self.backend = be = arguments.backend(backend)
+        X = _features(X, be)
+        self.P, self.N0, self.paths = X.shape
+        self.D = self.N0 * self.paths
+        if self.D >= self.P:
+            raise ValueError(
+                f"feature space needs N0·𝓗 < P (here {self.N0}·{self.paths} = {self.D} ≥ P = {self.P}); "
+                "use the kernel space (FeatureKernelEnergy)"
+            )
+        self.y = _labels(y, self.P, be)
+        self.temperature = _temperature(temperature)
+        flat = X.reshape(self.P, self.D)
+        self.gram = flat.T @ flat  # Γ = XᵀX, on the backend: the one O(P D²) product
+        self.Xy = flat.T @ self.y
+        self.yy = float(self.y @ self.y)
+        self.path_traces = _diagonal_blocks(be.to_numpy(self.gram), self.N0, self.paths)  # (host)
+
+    def _lift(self, R, M):
+        """(I_{N0} ⊗ R)ᵀ M for M with D rows (R acts on the fast path index)."""
+        shaped = M.reshape(self.N0, self.paths, -1)
+        return self.backend.xp.einsum("ab,iaj->ibj", R, shaped).reshape(self.D, -1)
+
+    def _factorise(self, R) -> tuple[float, np.ndarray, np.ndarray]:
+        """(E, XᵀAX, XᵀAY) by Woodbury at U = R Rᵀ, the last two on the host (D × D and D)."""
+        be, xp = self.backend, self.backend.xp
+        T = self.temperature
+        Q = self._lift(R, self.gram)  # (I ⊗ R)ᵀ Γ
+        B = self._lift(R, Q.T.copy())  # (I ⊗ R)ᵀ Γ (I ⊗ R)
+        B = _add_to_diagonal(be, 0.5 * (B + B.T), T)
+        LB = _cholesky(be, B)
+        W = be.solve_triangular(LB, Q, lower=True, check_finite=False)  # L_B^{-1} Q
+        w = be.solve_triangular(LB, (self._lift(R, self.Xy[:, None]))[:, 0], lower=True, check_finite=False)
+        value = (self.P - self.D) * np.log(T) + 2.0 * xp.sum(xp.log(xp.diag(LB))) + (self.yy - w @ w) / T
+        return float(value), be.to_numpy((self.gram - W.T @ W) / T), be.to_numpy((self.Xy - W.T @ w) / T)
+
+    def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
+        value, XAX, XAy = self._at_point(R)
+        Xr = XAy.reshape(self.N0, self.paths)
+        grad = _diagonal_blocks(XAX, self.N0, self.paths) - Xr.T @ Xr
+        return value, _symmetric(grad)
+
+    def hessian(self, R: np.ndarray) -> np.ndarray:
+        """∂²E/∂U_ab∂U_cd at U = R Rᵀ from XᵀAX and XᵀAY (:func:`hessian_from_feature_blocks`).
+        Cost O(D³ + N0² 𝓗⁴), independent of P."""
+        _, XAX, XAy = self._at_point(R)
+        M = XAX.reshape(self.N0, self.paths, self.N0, self.paths)
+        return hessian_from_feature_blocks(M, XAy.reshape(self.N0, self.paths))
+
+
+def energy_for(X=None, C=None, *, y, temperature: float, space: str = "auto", backend=None):
+    """The energy representation for the given inputs; ``space`` ∈ {"auto", "kernel", "feature"}; its data on
+    ``backend`` (numpy by default; cupy puts the P-sized work on the device).
+
+    Every argument is checked here, once; the returned object's calls (one per action evaluation)
+    work on the checked arrays.
+    """
+    if (X is None) == (C is None):
+        raise ValueError("give exactly one of X (path features, (P, N0, 𝓗)) and C (path-path kernels)")
+    space = arguments.one_of("space", space, SPACES)
+    be = arguments.backend(backend)
+    if C is not None:
+        if space == "feature":
+            raise ValueError("space='feature' needs the path features X, not C")
+        return KernelEnergy(C, y, temperature, be)
+    X = _features(X, be)
+    P, N0, paths = X.shape
+    if space == "feature" or (space == "auto" and N0 * paths < P):
+        return FeatureSpaceEnergy(X, y, temperature, be)
+    return FeatureKernelEnergy(X, y, temperature, be)

@@ -1,0 +1,16 @@
+"""Saddle-point theories of one's own: declare the order parameters and the entropy in sympy, and the tool derives
+the saddle-point equations and the Hessian, solves for the minimum and checks it.
+
+    from attnverify.saddle import SaddlePointAction, positive, solve
+    Q = positive("Q")
+    N, sigma2 = sympy.symbols("N sigma2", positive=True)
+    action = SaddlePointAction(order_parameters={"Q": Q}, entropy=N / 2 * (Q / sigma2 - sympy.log(Q)),
+                               kernel="Q", width=N)
+    solution = solve(action, dict(C=nngp_kernel, y=y), temperature=0.01, N=100, sigma2=1.0)
+"""
+
+from .declaration import OrderParameter, SaddlePointAction, positive, positive_definite
+from .solve import SaddlePointError, Solution, data_energy, gp_point, solve
+
+__all__ = ["OrderParameter", "SaddlePointAction", "SaddlePointError", "Solution", "data_energy", "gp_point",
+           "positive", "positive_definite", "solve"]

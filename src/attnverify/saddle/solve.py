@@ -1,0 +1,175 @@
+"""The minimum of a declared saddle-point action: from the GP point (the entropy's own minimum, the N → ∞ limit) or
+a given start, by the trust-region Newton method on the exact Hessian (:mod:`attnverify.numerics.trust_region`),
+accepted only where the saddle-point equations hold (max |∂(S/N)/∂u| ≤ tolerance) and the Hessian over the
+entries is positive definite. Where the Newton iteration from the GP point fails, continuation in N brings the
+solution down from a width near the GP limit.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..base import arguments, blas
+from ..numerics import trust_region
+from ..numerics.kernel_energy import energy_for
+from .action import NumericAction
+from .declaration import SaddlePointAction
+
+
+class SaddlePointError(RuntimeError):
+    """The solver did not reach a minimum of the action (the equations unsolved, or the Hessian not positive)."""
+
+
+@dataclass(frozen=True)
+class Solution:
+    """A minimum of S: ``order_parameters`` (name → float or symmetric matrix), the action S, its energy part
+    ½E and entropy 𝓛, the ``residual`` max |∂(S/N)/∂u|, the eigenvalues of ∂²(S/N)/∂u∂u', the size of one more
+    Newton step in u (``error_estimate``), and how the solver got there."""
+
+    order_parameters: dict
+    action: float
+    energy: float
+    entropy: float
+    residual: float
+    hessian_eigenvalues: np.ndarray
+    error_estimate: float
+    converged: bool
+    iterations: int
+    evaluations: int
+    seconds: float
+    parameters: dict
+    temperature: float | None
+    message: str = ""
+    entries: np.ndarray = field(default=None, repr=False)
+
+    @property
+    def is_minimum(self) -> bool:
+        return bool(self.hessian_eigenvalues.size and self.hessian_eigenvalues.min() > 0)
+
+    def __getitem__(self, name: str):
+        return self.order_parameters[name]
+
+
+def data_energy(data: Mapping[str, Any], temperature: float, *, space: str = "auto", backend=None):
+    """E = ln det(K + T·I) + Yᵀ(K + T·I)⁻¹Y for ``data``: ``C`` (kernels, (𝓗, 𝓗, P, P), or (P, P) for a scalar
+    kernel order parameter) or ``X`` (features, (P, N0, 𝓗), or (P, N0)), and the labels ``y``."""
+    if not isinstance(data, Mapping) or "y" not in data or ("C" in data) == ("X" in data):
+        raise ValueError("data must be a dict with the labels y and either the kernels C or the features X")
+    if "C" in data:
+        C = np.asarray(data["C"], dtype=float) if not hasattr(data["C"], "get") else data["C"]
+        if C.ndim == 2:
+            C = C[None, None]
+        return energy_for(C=C, y=data["y"], temperature=temperature, backend=backend)
+    X = data["X"]
+    if getattr(X, "ndim", None) == 2:
+        X = X[:, :, None]
+    return energy_for(X=X, y=data["y"], temperature=temperature, space=space, backend=backend)
+
+
+def _minimise(action: NumericAction, theta: np.ndarray, tolerance: float, max_iterations: int):
+    return trust_region.minimise(action, action.hessian, action.residual, theta, tolerance=tolerance,
+                                 max_iterations=max_iterations)
+
+
+def _solution(action: NumericAction, theta: np.ndarray, result, tolerance: float, t0: float,
+              temperature) -> Solution:
+    E, L, u, g = action.parts(theta)
+    H = action.entries_hessian(theta)
+    eigenvalues = np.linalg.eigvalsh(H)
+    if eigenvalues.min() > 0:
+        error = float(np.max(np.abs(np.linalg.solve(H, g / action.scale))))
+    else:
+        error = float("inf")
+    declaration = action.declaration
+    residual = action.residual(theta)
+    converged = residual <= tolerance
+    message = (f"max |∂(S/N)/∂u| = {residual:.3g} (tolerance {tolerance:g}) after {result.iterations} trust-region "
+               f"Newton iterations ({result.stopped}); smallest Hessian eigenvalue {eigenvalues.min():.3g}; "
+               f"estimated error of u {error:.2g}")
+    return Solution(order_parameters=declaration.split(u), action=0.5 * E + L, energy=0.5 * E, entropy=L,
+                    residual=residual, hessian_eigenvalues=eigenvalues, error_estimate=error, converged=converged,
+                    iterations=result.iterations, evaluations=action.evaluations, seconds=time.perf_counter() - t0,
+                    parameters=dict(zip(declaration.parameter_names, action.parameters)), temperature=temperature,
+                    message=message, entries=u)
+
+
+def _start(declaration: SaddlePointAction, start) -> np.ndarray:
+    if start is None:  # identity matrices and unit scalars: a point of the domain for the entropy's own minimum
+        return np.concatenate([np.ones(1) if op.size == 0 else np.eye(op.size)[np.triu_indices(op.size)]
+                               for op in declaration.order_parameters])
+    if isinstance(start, Solution):
+        return np.array(start.entries, dtype=float)
+    return declaration.join(start)
+
+
+def gp_point(declaration: SaddlePointAction, *, tolerance: float = 1e-12, max_iterations: int = 200,
+             **parameters) -> Solution:
+    """The GP limit: the minimum of the entropy 𝓛 alone (𝓛 = O(N) outweighs the energy's O(P) as N → ∞)."""
+    values = declaration.parameter_values(parameters)
+    action = NumericAction(declaration, None, values, with_energy=False)
+    t0 = time.perf_counter()
+    theta = action.parametrisation.theta(_start(declaration, None))
+    result = _minimise(action, theta, tolerance, max_iterations)
+    solution = _solution(action, result.x, result, tolerance, t0, None)
+    if not (solution.converged and solution.is_minimum):
+        raise SaddlePointError(f"the entropy has no minimum the solver could reach (the GP point): {solution.message}")
+    return solution
+
+
+def solve(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperature: float, start=None,
+          tolerance: float = 1e-9, max_iterations: int = 500, space: str = "auto", backend=None,
+          raise_on_failure: bool = True, continuation: bool = True, **parameters) -> Solution:
+    """The minimum of S = ½ ln det(K + T·I) + ½ Yᵀ(K + T·I)⁻¹Y + 𝓛 for ``data`` (see :func:`data_energy`) at the
+    parameter values given by name (the width among them) and ``temperature`` T. ``start``: name → value, or a
+    :class:`Solution` (a neighbour's, for sweeps); by default the GP point, and, if the Newton iteration from there
+    fails, continuation in N from 10⁴ N down to N (``continuation=False`` turns that off)."""
+    if not isinstance(declaration, SaddlePointAction):
+        raise TypeError(f"declaration must be a SaddlePointAction, got {type(declaration).__name__}")
+    temperature = arguments.positive("temperature", temperature)
+    tolerance = arguments.positive("tolerance", tolerance)
+    max_iterations = arguments.integer("max_iterations", max_iterations, 1)
+    values = declaration.parameter_values(parameters)
+    energy = data_energy(data, temperature, space=space, backend=backend)
+    size = max(declaration.kernel.size, 1)
+    if energy.paths != size:
+        raise ValueError(f"the kernel order parameter {declaration.kernel.name} is {size} × {size} but the data have "
+                         f"{energy.paths} kernels per side (C of shape ({energy.paths}, {energy.paths}, P, P))")
+    t0 = time.perf_counter()
+    with blas.threads(1):
+        if start is None:
+            start_entries = gp_point(declaration, **dict(zip(declaration.parameter_names, values))).entries
+        else:
+            start_entries = _start(declaration, start)
+        action = NumericAction(declaration, energy, values)
+        theta = action.parametrisation.theta(start_entries)
+        result = _minimise(action, theta, tolerance, max_iterations)
+        solution = _solution(action, result.x, result, tolerance, t0, temperature)
+        if not (solution.converged and solution.is_minimum) and start is None and continuation:
+            solution = _continued(declaration, energy, values, start_entries, tolerance, max_iterations, t0,
+                                  temperature)
+    if raise_on_failure and not (solution.converged and solution.is_minimum):
+        what = "did not converge" if not solution.converged else "is not a minimum (Hessian not positive definite)"
+        raise SaddlePointError(f"the saddle point {what}: {solution.message}")
+    return solution
+
+
+def _continued(declaration, energy, values, gp_entries, tolerance, max_iterations, t0, temperature) -> Solution:
+    """Continuation in N: solve at 10⁴ N (near the GP point), then at widths a factor √10 apart down to N, each from
+    the last solution."""
+    index = declaration.parameters.index(declaration.width)
+    target = values[index]
+    entries = gp_entries
+    solution = None
+    for width in target * 10.0 ** np.arange(4.0, -0.25, -0.5):
+        scaled = values[:index] + (float(width),) + values[index + 1:]
+        action = NumericAction(declaration, energy, scaled)
+        result = _minimise(action, action.parametrisation.theta(entries), tolerance, max_iterations)
+        solution = _solution(action, result.x, result, tolerance, t0, temperature)
+        if not (solution.converged and solution.is_minimum):
+            break
+        entries = solution.entries
+    return solution
