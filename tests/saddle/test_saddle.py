@@ -1,0 +1,132 @@
+"""attnverify.saddle: a saddle-point theory declared in sympy, solved and checked by the generic machinery.
+
+Exact identities at float64: the chained gradient and Hessian against central differences (with the differences'
+own error, Richardson's estimate); the generic solver against the built-in attention-path solver and the
+independent H = 1 scalar renormalisation; bad declarations refused by name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy
+
+from attnverify.saddle import SaddlePointAction, SaddlePointError, gp_point, positive, positive_definite, solve
+from attnverify.saddle.action import NumericAction
+from attnverify.saddle.solve import data_energy
+from attnverify.theories.attention_paths import saddle_point_from_features
+from attnverify.theories.attention_paths.derivations import gp_order_parameters
+from attnverify.theories.attention_paths.generic_action import attention_paths_action
+from attnverify.theories.attention_paths.single_head import scalar_renormalization
+from attnverify.theories.attention_paths.synthetic import synthetic_problem
+
+PRIORS = dict(sigma1=1.3, sigma2=0.8, sigma_a=1.1)
+
+
+@pytest.fixture(scope="module")
+def problem():
+    X, y = synthetic_problem(40, heads=(2, 2), input_width=5, tokens=4, seed=3)
+    return X, y
+
+
+def _random_point(declaration, rng):
+    values = {}
+    for op in declaration.order_parameters:
+        if op.size == 0:
+            values[op.name] = float(rng.uniform(0.5, 2.0))
+        else:
+            A = rng.normal(size=(op.size, op.size))
+            values[op.name] = A @ A.T / op.size + np.eye(op.size)
+    return declaration.join(values)
+
+
+def _central(f, x, h):
+    return np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(x.size)])
+
+
+@pytest.mark.parametrize("heads", [(1,), (2,), (2, 2)])
+def test_the_chained_gradient_and_hessian_equal_central_differences(problem, heads):
+    """∂(S/N)/∂θ and ∂²(S/N)/∂θ∂θ' (entropy from sympy, energy from the matrix formulas, chained to the Cholesky
+    coordinates) against central differences at a random point: |analytic − FD(h/2)| ≤ 10·|FD(h) − FD(h/2)| + a
+    round-off floor (ε·|S|/h): the differences' own error, not a tuned tolerance."""
+    X, y = problem
+    paths = int(np.prod(heads))
+    X = X[:, :, :paths]
+    declaration = attention_paths_action(heads)
+    names = dict(N=7.0, sigma_a=1.1, **{f"sigma{level}": 1.0 + 0.2 * level for level in range(1, len(heads) + 1)})
+    action = NumericAction(declaration, data_energy(dict(X=X, y=y), 0.05), declaration.parameter_values(names))
+    theta = action.parametrisation.theta(_random_point(declaration, np.random.default_rng(paths)))
+    value, gradient = action(theta)
+    eps = np.finfo(float).eps
+    h = 1e-4
+    coarse, fine = _central(lambda t: action(t)[0], theta, h), _central(lambda t: action(t)[0], theta, h / 2)
+    assert np.all(np.abs(gradient - fine) <= 10 * np.abs(coarse - fine) + 100 * eps * abs(value) / h)
+    hessian = action.hessian(theta)
+    coarse = _central(lambda t: action(t)[1], theta, h)
+    fine = _central(lambda t: action(t)[1], theta, h / 2)
+    floor = 100 * eps * np.max(np.abs(gradient)) / h
+    assert np.all(np.abs(hessian - fine) <= 10 * np.abs(coarse - fine) + floor)
+
+
+@pytest.mark.parametrize("width", [10, 100, 1000])
+def test_the_generic_solver_reproduces_the_built_in_attention_paths_solver(problem, width):
+    """The built-in theory (heads (2, 2), 4 paths) written as a declared action reaches the hand-written solver's
+    order parameters within 1e-8 (both solved until the equations hold to 1e-12 of their scale)."""
+    X, y = problem
+    reference = saddle_point_from_features(X, y, heads=(2, 2), width=width, temperature=0.05,
+                                           prior_var=(1.3, 0.8, 1.1), tolerance=1e-12)
+    solution = solve(attention_paths_action((2, 2)), dict(X=X, y=y), temperature=0.05, tolerance=1e-12, N=width,
+                     **PRIORS)
+    assert solution.converged and solution.is_minimum
+    assert np.max(np.abs(solution["U1"] - reference.order_parameter)) <= 1e-8
+    assert np.max(np.abs(solution["U2"] - reference.order_parameters[1])) <= 1e-8
+    assert abs(solution["Ua"] - reference.readout_order_parameter) <= 1e-8
+
+
+def test_one_head_reproduces_the_scalar_kernel_renormalisation(problem):
+    """H = 1: the declared action's U_1 equals the independent scalar renormalisation (Li & Sompolinsky's single
+    equation, solved by root bracketing) within the latter's own error estimate plus 1e-10."""
+    X, y = problem
+    X1 = X[:, :, :1]
+    K0 = np.einsum("pi,qi->pq", X1[:, :, 0], X1[:, :, 0])
+    for width in (5, 50, 500):
+        reference = scalar_renormalization(K0, y, depth=1, width=width, temperature=0.05, prior_var=(1.3, 1.1))
+        solution = solve(attention_paths_action((1,)), dict(C=K0, y=y), temperature=0.05, tolerance=1e-12,
+                         N=width, sigma1=1.3, sigma_a=1.1)
+        assert abs(solution["U1"] - reference.order_parameter) <= reference.error_estimate + 1e-10
+
+
+def test_the_gp_point_is_the_entropys_minimum():
+    point = gp_point(attention_paths_action((2, 2)), N=10.0, **PRIORS)
+    expected = gp_order_parameters((2, 2), (1.3, 0.8, 1.1))
+    np.testing.assert_allclose(point["U1"], np.asarray(expected[0], dtype=float), atol=1e-12)
+    np.testing.assert_allclose(point["U2"], np.asarray(expected[1], dtype=float), atol=1e-12)
+    assert point["Ua"] == pytest.approx(float(expected[2]), abs=1e-12)
+
+
+def test_a_wrong_sign_leaves_no_minimum_and_is_refused():
+    """The entropy with its log term's sign flipped, N(Q/σ² + ln Q)/2, has no minimum: the solver refuses it."""
+    Q, N, s = positive("Q"), *sympy.symbols("N sigma2", positive=True)
+    wrong = SaddlePointAction(order_parameters={"Q": Q}, entropy=N / 2 * (Q / s + sympy.log(Q)), kernel="Q", width=N)
+    with pytest.raises(SaddlePointError):
+        gp_point(wrong, N=10.0, sigma2=1.0)
+
+
+def test_bad_declarations_and_values_are_refused_by_name():
+    N = sympy.Symbol("N", positive=True)
+    U = positive_definite("U", 2)
+    with pytest.raises(ValueError, match="order parameter Q must be declared positive"):
+        SaddlePointAction(order_parameters={"Q": sympy.Symbol("Q")}, entropy=N, kernel="Q", width=N)
+    with pytest.raises(ValueError, match="kernel must name an order parameter"):
+        SaddlePointAction(order_parameters={"U": U}, entropy=N * U.trace(), kernel="V", width=N)
+    with pytest.raises(ValueError, match="width N must appear in the entropy"):
+        SaddlePointAction(order_parameters={"U": U}, entropy=U.trace(), kernel="U", width=N)
+    action = SaddlePointAction(order_parameters={"U": U}, entropy=N * (U.trace() - sympy.log(U.det())) / 2,
+                               kernel="U", width=N)
+    with pytest.raises(TypeError, match="missing N"):
+        action.parameter_values({})
+    with pytest.raises(ValueError, match="N must be a positive finite number"):
+        action.parameter_values({"N": -1.0})
+    with pytest.raises(ValueError, match="U must be positive definite"):
+        action.join({"U": np.diag([1.0, -1.0])})
+    with pytest.raises(ValueError, match="2 × 2 but the data have 3 kernels"):
+        solve(action, dict(X=np.ones((4, 2, 3)), y=np.ones(4)), temperature=0.1, N=10.0)
