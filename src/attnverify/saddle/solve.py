@@ -8,7 +8,7 @@ solution down from a width near the GP limit.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 import numpy as np
@@ -159,17 +159,24 @@ def solve(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperatur
 
 def _continued(declaration, energy, values, gp_entries, tolerance, max_iterations, t0, temperature) -> Solution:
     """Continuation in N: solve at 10⁴ N (near the GP point), then at widths a factor √10 apart down to N, each from
-    the last solution."""
+    the last solution (the intermediate ones only as starts: to 1e-8, or the tolerance if looser). A step that fails
+    ends the continuation with a solution marked unconverged that names the width where it stopped."""
     index = declaration.parameters.index(declaration.width)
     target = values[index]
     entries = gp_entries
-    solution = None
-    for width in target * 10.0 ** np.arange(4.0, -0.25, -0.5):
+    widths = target * 10.0 ** np.arange(4.0, -0.25, -0.5)
+    for step, width in enumerate(widths):
+        last = step == len(widths) - 1
         scaled = values[:index] + (float(width),) + values[index + 1:]
         action = NumericAction(declaration, energy, scaled)
-        result = _minimise(action, action.parametrisation.theta(entries), tolerance, max_iterations)
-        solution = _solution(action, result.x, result, tolerance, t0, temperature)
+        goal = tolerance if last else max(tolerance, 1e-8)
+        result = _minimise(action, action.parametrisation.theta(entries), goal, max_iterations)
+        solution = _solution(action, result.x, result, goal, t0, temperature)
         if not (solution.converged and solution.is_minimum):
-            break
+            if last:
+                return solution
+            return replace(solution, converged=False,
+                           message=f"continuation in N stopped at N = {width:.4g} (target {target:g}): "
+                                   f"{solution.message}")
         entries = solution.entries
     return solution
