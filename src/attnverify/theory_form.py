@@ -391,6 +391,49 @@ class Theory:
 
         return register if function is None else register(function)
 
+    def saddle_point(self, declaration, *, name: str = "", symmetries: dict | None = None, source: str = "",
+                     examples: dict | None = None, **strategies: st.SearchStrategy):
+        """Register ``data(rng, **data_parameters) -> dict`` (the kernels ``C`` or features ``X`` and the labels
+        ``y``) for a declared :class:`~attnverify.saddle.SaddlePointAction`, and the claims every such theory gets:
+        ``saddle_point_is_a_minimum`` (the saddle-point equations hold to 1e-9 and the Hessian is positive
+        definite), ``saddle_gradient_matches_finite_differences`` (the generated gradient and Hessian against
+        central differences and their own error), ``saddle_point_approaches_gp`` (max |U(N) − U_GP| falls as 1/N:
+        log-log slope −1 ± 0.05 over N → 10N at 10³–10⁴ times the drawn width) and, for each ``symmetries[label] =
+        (data_map, order_parameter_map)``, ``symmetric_under_<label>`` (the solution on the transformed data is the
+        transformed solution). Strategies for every action parameter, ``temperature`` and every data parameter;
+        ``name`` prefixes the claims' names (two actions in one theory)."""
+        from .saddle import claims as saddle_claims
+
+        _options_not_strategies("saddle_point", name=name, symmetries=symmetries, source=source, examples=examples)
+        parameters = claim_parameters(strategies, f"{self.name}.{name or 'saddle_point'}")
+        prefix = f"{name}_" if name else ""
+        counts = dict(examples or {"quick": 3, "thorough": 20})
+
+        def register(function: Callable) -> Callable:
+            s = saddle_claims.setting(declaration, function, tuple(strategies))
+            made = [
+                ("saddle_point_is_a_minimum", saddle_claims.is_a_minimum(s),
+                 "The action has a minimum the solver reaches at the drawn parameters and data: the saddle-point "
+                 "equations hold (max |∂(S/N)/∂u| ≤ 1e-9) and the Hessian over the order parameters' entries is "
+                 "positive definite."),
+                ("saddle_gradient_matches_finite_differences", saddle_claims.gradient_matches_finite_differences(s),
+                 "The generated gradient and Hessian of S/N (entropy differentiated by sympy, energy by the matrix "
+                 "formulas, chained to the Cholesky coordinates) equal central differences at a random point near "
+                 "the GP point, within 10× the differences' own (Richardson) error plus round-off."),
+                ("saddle_point_approaches_gp", saddle_claims.approaches_gp(s),
+                 "U(N) → U_GP at rate 1/N: max |u(N) − u_GP| falls with N, with log-log slope −1 ± 0.05 between "
+                 "10³ and 10⁴ times the drawn width."),
+            ]
+            for label, (data_map, order_map) in (symmetries or {}).items():
+                made.append((f"symmetric_under_{label}", saddle_claims.symmetric(s, data_map, order_map),
+                             f"Symmetry '{label}': the saddle point on the transformed data is the transformed saddle "
+                             f"point, within 10× the two solutions' error estimates."))
+            for claim_name, check, statement in made:
+                self._new_claim(prefix + claim_name, statement, parameters, check, source, "holds", counts, 20)
+            return function
+
+        return register
+
     def figure(self, function: Callable[..., TheoryVsSimulation]) -> Callable:
         """Register ``function(rng) -> TheoryVsSimulation`` as a figure of the section (the report draws it)."""
         if len(inspect.signature(function).parameters) != 1:

@@ -142,3 +142,28 @@ def test_a_failed_solve_says_where_it_stopped(problem):
                      raise_on_failure=False, **PRIORS)
     assert not solution.converged
     assert solution.parameters["N"] == 10.0 or "continuation in N stopped at N = " in solution.message
+
+
+def test_the_prediction_equals_the_built_in_predictor_from_features_and_from_kernels(problem):
+    """⟨f⟩ and ⟨δf²⟩ at the solution: from features, from the kernels C_ab formed from them, and from the built-in
+    attention-path predictor at the same U, agree to 1e-10 relative (one function, three routes)."""
+    from attnverify.saddle import kernel_alignment, predict
+    from attnverify.theories.attention_paths import predictor_statistics
+
+    X, y = problem
+    X_test, y_test = synthetic_problem(30, heads=(2, 2), input_width=5, tokens=4, seed=4)
+    declaration = attention_paths_action((2, 2))
+    solution = solve(declaration, dict(X=X, y=y), temperature=0.05, N=20.0, **PRIORS)
+    by_features = predict(declaration, solution, dict(X=X, y=y), dict(X_test=X_test))
+    C = np.einsum("pia,qib->abpq", X, X)
+    C_test, C_diagonal = np.einsum("qia,pib->abqp", X_test, X), np.einsum("qia,qib->abq", X_test, X_test)
+    by_kernels = predict(declaration, solution, dict(C=C, y=y), dict(C_test=C_test, C_test_diagonal=C_diagonal))
+    built_in = predictor_statistics(solution["U1"], X, y, X_test, 0.05, space="kernel")
+    scale = np.max(np.abs(built_in.mean))
+    for prediction in (by_features, by_kernels):
+        assert np.max(np.abs(prediction.mean - built_in.mean)) <= 1e-10 * scale
+        assert np.max(np.abs(prediction.variance - built_in.variance)) <= 1e-10 * np.max(built_in.variance) + 1e-12
+    error = by_features.generalisation_error(y_test)
+    assert np.isfinite(error.mean) and error.standard_error > 0
+    values, overlaps = kernel_alignment(declaration, solution, dict(X=X, y=y))
+    assert np.all(np.diff(values) <= 1e-9 * values[0]) and abs(overlaps.sum() - 1.0) <= 1e-12

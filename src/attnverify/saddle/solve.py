@@ -107,7 +107,7 @@ def _start(declaration: SaddlePointAction, start) -> np.ndarray:
 
 
 def gp_point(declaration: SaddlePointAction, *, tolerance: float = 1e-12, max_iterations: int = 200,
-             **parameters) -> Solution:
+             raise_on_failure: bool = True, **parameters) -> Solution:
     """The GP limit: the minimum of the entropy 𝓛 alone (𝓛 = O(N) outweighs the energy's O(P) as N → ∞)."""
     values = declaration.parameter_values(parameters)
     action = NumericAction(declaration, None, values, with_energy=False)
@@ -116,7 +116,10 @@ def gp_point(declaration: SaddlePointAction, *, tolerance: float = 1e-12, max_it
     result = _minimise(action, theta, tolerance, max_iterations)
     solution = _solution(action, result.x, result, tolerance, t0, None)
     if not (solution.converged and solution.is_minimum):
-        raise SaddlePointError(f"the entropy has no minimum the solver could reach (the GP point): {solution.message}")
+        message = f"the entropy has no minimum the solver could reach (the GP point): {solution.message}"
+        if raise_on_failure:
+            raise SaddlePointError(message)
+        return replace(solution, converged=False, message=message)
     return solution
 
 
@@ -141,7 +144,11 @@ def solve(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperatur
     t0 = time.perf_counter()
     with blas.threads(1):
         if start is None:
-            start_entries = gp_point(declaration, **dict(zip(declaration.parameter_names, values))).entries
+            gp = gp_point(declaration, raise_on_failure=raise_on_failure,
+                          **dict(zip(declaration.parameter_names, values)))
+            if not gp.converged:
+                return replace(gp, temperature=temperature)
+            start_entries = gp.entries
         else:
             start_entries = _start(declaration, start)
         action = NumericAction(declaration, energy, values)

@@ -1,0 +1,172 @@
+"""The claims every declared saddle-point theory gets without writing them (what the built-in attention-path theory
+has by hand): the saddle-point equations hold at the answer and the Hessian is positive; the generated gradient and
+Hessian equal finite differences; U(N) → U_GP at rate 1/N; and the symmetries the theorist declares.
+
+Each is a check ``(p, ctx) -> Evidence`` over drawn parameters: the action's parameters (the width among them),
+``temperature``, and the parameters of the theorist's data function ``data(rng, **data_parameters)``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ..checks.evidence import Evidence, at_most
+from .action import NumericAction
+from .declaration import SaddlePointAction
+from .solve import data_energy, gp_point, solve
+
+TOLERANCE = 1e-9
+"""The saddle-point equations' tolerance, max |∂(S/N)/∂u|."""
+
+RATE_TOLERANCE = 0.05
+"""How far the log-log slope of max |u(N) − u_GP| over the last decade N → 10N may lie from −1."""
+
+
+@dataclass(frozen=True)
+class SaddleSetting:
+    """What the claims of one declared action share: the declaration, the data function and the names of the
+    drawn parameters that go to each."""
+
+    declaration: SaddlePointAction
+    data: Callable
+    data_parameters: tuple[str, ...]
+
+    def split(self, p: Mapping[str, Any]) -> tuple[dict, float, dict]:
+        action = {n: p[n] for n in self.declaration.parameter_names}
+        return action, float(p["temperature"]), {n: p[n] for n in self.data_parameters}
+
+    def problem(self, p: Mapping[str, Any], ctx) -> tuple[dict, float, dict]:
+        action, temperature, data_parameters = self.split(p)
+        data = self.data(ctx.rng, **data_parameters)
+        if not isinstance(data, Mapping):
+            raise TypeError(f"the data function {self.data.__name__} must return a dict (C or X, and y), got "
+                            f"{type(data).__name__}")
+        return action, temperature, data
+
+
+def setting(declaration: SaddlePointAction, data: Callable, names: tuple[str, ...]) -> SaddleSetting:
+    """Check the data function and the drawn names against the declaration, by name."""
+    if not isinstance(declaration, SaddlePointAction):
+        raise TypeError(f"saddle_point needs a SaddlePointAction, got {type(declaration).__name__}")
+    parameters = list(inspect.signature(data).parameters)
+    if not parameters or parameters[0] != "rng":
+        raise TypeError(f"the data function {data.__name__} must take (rng, …): the random generator first")
+    data_parameters = tuple(parameters[1:])
+    wanted = set(declaration.parameter_names) | {"temperature"} | set(data_parameters)
+    missing, extra = sorted(wanted - set(names)), sorted(set(names) - wanted)
+    if missing or extra:
+        raise TypeError(f"saddle_point of {data.__name__}: give a strategy for each of the action's parameters "
+                        f"({', '.join(declaration.parameter_names)}), temperature, and the data function's "
+                        f"({', '.join(data_parameters) or 'none'})"
+                        + (f"; missing {', '.join(missing)}" if missing else "")
+                        + (f"; {', '.join(extra)} name(s) nothing" if extra else ""))
+    clash = set(declaration.parameter_names) & set(data_parameters)
+    if clash:
+        raise TypeError(f"{', '.join(sorted(clash))} name(s) both an action parameter and a data parameter")
+    return SaddleSetting(declaration, data, data_parameters)
+
+
+def is_a_minimum(s: SaddleSetting) -> Callable:
+    def check(p, ctx) -> Evidence:
+        action, temperature, data = s.problem(p, ctx)
+        solution = solve(s.declaration, data, temperature=temperature, tolerance=TOLERANCE, raise_on_failure=False,
+                         **action)
+        smallest = float(solution.hessian_eigenvalues.min())
+        return at_most(solution.residual, TOLERANCE, note=solution.message,
+                       conditions={"the Hessian over the entries is positive definite": solution.is_minimum,
+                                   "solved at the drawn width": solution.parameters == action},
+                       figures={"residual": solution.residual, "smallest_hessian_eigenvalue": smallest,
+                                "iterations": solution.iterations, "error_estimate": solution.error_estimate},
+                       labels=("max |∂(S/N)/∂u|", "tolerance"))
+    return check
+
+
+def _near_gp(declaration: SaddlePointAction, gp_entries: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A random point of the domain at the GP point's scale: q·e^{0.3z}, or R (I + 0.3B)(I + 0.3B)ᵀ Rᵀ."""
+    values = {}
+    for op, value in zip(declaration.order_parameters, declaration.split(gp_entries).values()):
+        if op.size == 0:
+            values[op.name] = value * float(np.exp(0.3 * rng.standard_normal()))
+        else:
+            R = np.linalg.cholesky(value)
+            M = np.eye(op.size) + 0.3 * rng.standard_normal((op.size, op.size)) / np.sqrt(op.size)
+            values[op.name] = R @ M @ M.T @ R.T
+    return declaration.join(values)
+
+
+def _central(f, x: np.ndarray, h: float) -> np.ndarray:
+    return np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(x.size)])
+
+
+def gradient_matches_finite_differences(s: SaddleSetting) -> Callable:
+    def check(p, ctx) -> Evidence:
+        action_values, temperature, data = s.problem(p, ctx)
+        values = s.declaration.parameter_values(action_values)
+        gp = gp_point(s.declaration, **action_values)
+        action = NumericAction(s.declaration, data_energy(data, temperature), values)
+        theta = action.parametrisation.theta(_near_gp(s.declaration, gp.entries, ctx.rng))
+        value, gradient = action(theta)
+        hessian = action.hessian(theta)
+        eps, h = np.finfo(float).eps, 1e-4
+        # the differences' own error (Richardson: FD(h) − FD(h/2) ≈ 3/4 of FD(h)'s) and their round-off, ×10
+        coarse, fine = _central(lambda t: action(t)[0], theta, h), _central(lambda t: action(t)[0], theta, h / 2)
+        allowed = 10 * np.abs(coarse - fine) + 100 * eps * max(abs(value), 1.0) / h
+        ratio_g = float(np.max(np.abs(gradient - fine) / allowed))
+        coarse = _central(lambda t: action(t)[1], theta, h)
+        fine = _central(lambda t: action(t)[1], theta, h / 2)
+        allowed = 10 * np.abs(coarse - fine) + 100 * eps * max(float(np.max(np.abs(gradient))), 1.0) / h
+        ratio_h = float(np.max(np.abs(hessian - fine) / allowed))
+        return at_most(max(ratio_g, ratio_h), 1.0,
+                       note=f"worst |generated − FD| over its allowance: gradient {ratio_g:.2g}, Hessian {ratio_h:.2g} "
+                            f"(allowance: 10× the central differences' Richardson error + round-off)",
+                       figures={"gradient": ratio_g, "hessian": ratio_h, "coordinates": int(theta.size)},
+                       labels=("|generated − FD| / allowance", "1"))
+    return check
+
+
+def approaches_gp(s: SaddleSetting) -> Callable:
+    def check(p, ctx) -> Evidence:
+        action_values, temperature, data = s.problem(p, ctx)
+        width = s.declaration.width.name
+        gp = gp_point(s.declaration, **action_values)
+        scale = float(np.max(np.abs(gp.entries)))
+        widths = [action_values[width] * 10.0 ** k for k in (2, 3, 4)]
+        distances, start = [], None
+        for N in widths:
+            solution = solve(s.declaration, data, temperature=temperature, tolerance=TOLERANCE * 1e-2,
+                             raise_on_failure=False, start=start, **{**action_values, width: N})
+            start = solution
+            distances.append(float(np.max(np.abs(solution.entries - gp.entries))) / scale)
+        slope = float(np.log(distances[2] / distances[1]) / np.log(10.0))
+        decreasing = distances[0] > distances[1] > distances[2] > 0
+        return at_most(abs(slope + 1.0), RATE_TOLERANCE,
+                       note=f"max |u(N) − u_GP|/max|u_GP| = {', '.join(f'{d:.3g}' for d in distances)} at N = "
+                            f"{', '.join(f'{n:g}' for n in widths)}: slope {slope:.4f} over the last decade",
+                       conditions={"the distance to the GP point falls with N": decreasing},
+                       figures={"widths": widths, "distances": distances, "slope": slope},
+                       labels=("|slope + 1|", "tolerance"))
+    return check
+
+
+def symmetric(s: SaddleSetting, data_map: Callable, order_map: Callable) -> Callable:
+    def check(p, ctx) -> Evidence:
+        action_values, temperature, data = s.problem(p, ctx)
+        one = solve(s.declaration, data, temperature=temperature, tolerance=TOLERANCE * 1e-2,
+                    raise_on_failure=False, **action_values)
+        other = solve(s.declaration, data_map(data), temperature=temperature, tolerance=TOLERANCE * 1e-2,
+                      raise_on_failure=False, **action_values)
+        expected = s.declaration.join(order_map(dict(one.order_parameters)))
+        gap = float(np.max(np.abs(other.entries - expected)))
+        allowance = 10 * (one.error_estimate + other.error_estimate)
+        allowance = allowance if np.isfinite(allowance) else 0.0  # not minima: the condition below refutes
+        return at_most(gap, allowance, scale=float(np.max(np.abs(expected))),
+                       note=f"max |U(transformed data) − transformed U| = {gap:.3g} (10× the two solutions' error "
+                            f"estimates: {allowance:.3g})",
+                       conditions={"both solved, each a minimum": one.converged and other.converged and
+                                   one.is_minimum and other.is_minimum},
+                       labels=("gap", "allowance"))
+    return check

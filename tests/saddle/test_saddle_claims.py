@@ -1,0 +1,98 @@
+"""The claims a declared saddle-point theory gets by itself (``@theory.saddle_point``): they hold for a right
+theory (the README's ReLU example, the attention-path action with its head-permutation symmetry) and refute a
+wrong one (a flipped sign: no minimum; a wrong symmetry)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy
+
+from attnverify import Theory, st
+from attnverify.checks import run_claim
+from attnverify.saddle import SaddlePointAction, positive
+from attnverify.theories.attention_paths.generic_action import attention_paths_action
+from attnverify.theories.attention_paths.synthetic import synthetic_problem
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "relu_saddle.py"
+
+
+def _example():
+    spec = importlib.util.spec_from_file_location("relu_saddle_example", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.theory
+
+
+@pytest.mark.parametrize("suffix", ["saddle_point_is_a_minimum", "saddle_gradient_matches_finite_differences",
+                                    "saddle_point_approaches_gp"])
+def test_the_readme_relu_theory_gets_its_claims_and_they_hold(suffix):
+    (claim,) = [c for c in _example().claim_list() if c.name == f"relu_renormalisation.{suffix}"]
+    assert run_claim(claim, profile="quick", seed=0).status == "holds"
+
+
+def _relu_like(entropy_sign: int):
+    theory = Theory("flipped" if entropy_sign < 0 else "unflipped")
+    Q, (N, s) = positive("Q"), sympy.symbols("N sigma2", positive=True)
+    action = SaddlePointAction(order_parameters={"Q": Q}, entropy=N / 2 * (Q / s - entropy_sign * sympy.log(Q)),
+                               kernel="Q", width=N)
+
+    @theory.saddle_point(action, N=st.floats(5, 50), sigma2=st.just(1.0), temperature=st.just(0.1),
+                         P=st.integers(5, 20))
+    def data(rng, P):
+        X = rng.standard_normal((P, 3))
+        return dict(C=X @ X.T / 3, y=np.sign(X[:, 0]))
+
+    return theory
+
+
+def test_a_wrong_sign_is_refused_by_the_minimum_claim():
+    """N/2 (Q/σ² + ln Q) has no minimum over Q > 0 (the action falls as Q → 0): refuted, not an error."""
+    claim = [c for c in _relu_like(-1).claim_list() if c.name.endswith("saddle_point_is_a_minimum")][0]
+    assert run_claim(claim, profile="quick", seed=0).status == "refuted"
+    claim = [c for c in _relu_like(+1).claim_list() if c.name.endswith("saddle_point_is_a_minimum")][0]
+    assert run_claim(claim, profile="quick", seed=0).status == "holds"
+
+
+def _swap_first_layer_heads(data):
+    """Relabel the two heads of layer 1: path (h1, h2) ↔ (1 − h1, h2), paths packed h1-major."""
+    return {**data, "X": data["X"][:, :, [2, 3, 0, 1]]}
+
+
+def _permuted(order, permutation):
+    P = np.eye(4)[permutation]
+    return {**order, "U1": P @ order["U1"] @ P.T}
+
+
+def _attention_theory(permutation):
+    theory = Theory("paths")
+
+    @theory.saddle_point(attention_paths_action((2, 2)), N=st.floats(5, 200), sigma1=st.just(1.0),
+                         sigma2=st.just(1.0), sigma_a=st.just(1.0), temperature=st.floats(0.05, 0.5),
+                         seed=st.integers(0, 100), symmetries={"head_relabelling": (
+                             _swap_first_layer_heads, lambda order: _permuted(order, permutation))})
+    def tokens(rng, seed):
+        X, y = synthetic_problem(30, heads=(2, 2), input_width=4, tokens=3, seed=seed)
+        return dict(X=X, y=y)
+
+    return theory
+
+
+def test_a_declared_symmetry_holds_and_a_wrong_one_is_refuted():
+    right = [c for c in _attention_theory([2, 3, 0, 1]).claim_list() if c.name.endswith("head_relabelling")][0]
+    assert run_claim(right, profile="quick", seed=0).status == "holds"
+    wrong = [c for c in _attention_theory([1, 0, 3, 2]).claim_list() if c.name.endswith("head_relabelling")][0]
+    assert run_claim(wrong, profile="quick", seed=0).status == "refuted"
+
+
+def test_the_data_function_and_strategies_are_checked_by_name():
+    theory = Theory("bad")
+    Q, N = positive("Q"), sympy.Symbol("N", positive=True)
+    action = SaddlePointAction(order_parameters={"Q": Q}, entropy=N * (Q - sympy.log(Q)), kernel="Q", width=N)
+    with pytest.raises(TypeError, match="missing temperature"):
+        theory.saddle_point(action, N=st.just(10.0))(lambda rng: {})
+    with pytest.raises(TypeError, match="must take \\(rng, …\\)"):
+        theory.saddle_point(action, N=st.just(10.0), temperature=st.just(0.1))(lambda P: {})
