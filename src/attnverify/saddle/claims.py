@@ -3,7 +3,8 @@ has by hand): the saddle-point equations hold at the answer and the Hessian is p
 Hessian equal finite differences; U(N) → U_GP at rate 1/N; and the symmetries the theorist declares.
 
 Each is a check ``(p, ctx) -> Evidence`` over drawn parameters: the action's parameters (the width among them),
-``temperature``, and the parameters of the theorist's data function ``data(rng, **data_parameters)``.
+``temperature``, and the parameters of the theorist's data function ``data(rng, **data_parameters)``. The energy's
+P-sized work runs on the run's backend (``ctx.backend``: numpy, or cupy), the Newton steps on the host.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def is_a_minimum(s: SaddleSetting) -> Callable:
     def check(p, ctx) -> Evidence:
         action, temperature, data = s.problem(p, ctx)
         solution = solve(s.declaration, data, temperature=temperature, tolerance=TOLERANCE, raise_on_failure=False,
-                         **action)
+                         backend=ctx.backend, **action)
         smallest = float(solution.hessian_eigenvalues.min())
         return at_most(solution.residual, TOLERANCE, note=solution.message,
                        conditions={"the Hessian over the entries is positive definite": solution.is_minimum,
@@ -107,7 +108,7 @@ def gradient_matches_finite_differences(s: SaddleSetting) -> Callable:
         action_values, temperature, data = s.problem(p, ctx)
         values = s.declaration.parameter_values(action_values)
         gp = gp_point(s.declaration, **action_values)
-        action = NumericAction(s.declaration, data_energy(data, temperature), values)
+        action = NumericAction(s.declaration, data_energy(data, temperature, backend=ctx.backend), values)
         theta = action.parametrisation.theta(_near_gp(s.declaration, gp.entries, ctx.rng))
         value, gradient = action(theta)
         hessian = action.hessian(theta)
@@ -138,7 +139,7 @@ def approaches_gp(s: SaddleSetting) -> Callable:
         distances, start = [], None
         for N in widths:
             solution = solve(s.declaration, data, temperature=temperature, tolerance=TOLERANCE * 1e-2,
-                             raise_on_failure=False, start=start, **{**action_values, width: N})
+                             raise_on_failure=False, start=start, backend=ctx.backend, **{**action_values, width: N})
             start = solution
             distances.append(float(np.max(np.abs(solution.entries - gp.entries))) / scale)
         slope = float(np.log(distances[2] / distances[1]) / np.log(10.0))
@@ -156,9 +157,9 @@ def symmetric(s: SaddleSetting, data_map: Callable, order_map: Callable) -> Call
     def check(p, ctx) -> Evidence:
         action_values, temperature, data = s.problem(p, ctx)
         one = solve(s.declaration, data, temperature=temperature, tolerance=TOLERANCE * 1e-2,
-                    raise_on_failure=False, **action_values)
+                    raise_on_failure=False, backend=ctx.backend, **action_values)
         other = solve(s.declaration, data_map(data), temperature=temperature, tolerance=TOLERANCE * 1e-2,
-                      raise_on_failure=False, **action_values)
+                      raise_on_failure=False, backend=ctx.backend, **action_values)
         expected = s.declaration.join(order_map(dict(one.order_parameters)))
         gap = float(np.max(np.abs(other.entries - expected)))
         allowance = 10 * (one.error_estimate + other.error_estimate)

@@ -407,3 +407,6 @@ def sampled_networks_approach_gp(ctx: Context, **p) -> Evidence:
 
 from .one_shot_claims import (one_shot_cache_is_the_trained_network, one_shot_head_scores_predict_pruning,
                               one_shot_network_generalises_to_new_classes)
+
+# 12–16. the action declared as a saddle-point theory of one's own: the claims every such theory gets
+from . import generic_claims  # noqa: E402,F401  (registers them on the theory after the claims above)

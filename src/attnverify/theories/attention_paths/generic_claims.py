@@ -1,0 +1,42 @@
+"""The attention-path action declared as a saddle-point theory of one's own (:mod:`.generic_action`), given the
+claims every declared theory gets (:meth:`attnverify.Theory.saddle_point`): the minimum, the generated derivatives
+against finite differences, the 1/N approach to the GP point, and the two symmetries of relabelling the heads of a
+layer (a relabelling of the paths: U_1 → Π U_1 Πᵀ, and U_2 → π U_2 πᵀ for the second layer's heads).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...checks.claim import st
+from .generic_action import attention_paths_action
+from .synthetic import synthetic_problem
+from .theory import SOURCE, theory
+
+# paths packed h1-major: path (h1, h2) is 2·h1 + h2
+FIRST_LAYER_SWAP, SECOND_LAYER_SWAP = [2, 3, 0, 1], [1, 0, 3, 2]
+
+
+def _relabel(paths: list[int], second_layer: bool):
+    def data_map(data: dict) -> dict:
+        return {**data, "X": np.asarray(data["X"])[:, :, paths]}
+
+    def order_map(order: dict) -> dict:
+        P = np.eye(4)[paths]
+        out = {**order, "U1": P @ order["U1"] @ P.T}
+        if second_layer:
+            out["U2"] = order["U2"][::-1, ::-1]
+        return out
+
+    return data_map, order_map
+
+
+@theory.saddle_point(attention_paths_action((2, 2)), name="generic", source=f"{SOURCE}; §2.1 declared in sympy",
+                     N=st.floats(5, 500), sigma1=st.floats(0.5, 2.0), sigma2=st.floats(0.5, 2.0),
+                     sigma_a=st.floats(0.5, 2.0), temperature=st.floats(0.01, 1.0), seed=st.integers(0, 2**16),
+                     symmetries={"first_layer_head_relabelling": _relabel(FIRST_LAYER_SWAP, False),
+                                 "second_layer_head_relabelling": _relabel(SECOND_LAYER_SWAP, True)})
+def synthetic_tokens(rng, seed):
+    """40 random token sequences (4 tokens of width 5) through random heads, labelled by a teacher path."""
+    X, y = synthetic_problem(40, heads=(2, 2), input_width=5, tokens=4, seed=seed)
+    return dict(X=X, y=y)
