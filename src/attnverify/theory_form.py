@@ -429,6 +429,7 @@ class Theory:
                              f"Symmetry '{label}': the saddle point on the transformed data is the transformed saddle "
                              f"point, within 10× the two solutions' error estimates."))
             for claim_name, check, statement in made:
+                check.__wrapped__ = function  # inspect.unwrap(claim.check): the function the theory wrote
                 self._new_claim(prefix + claim_name, statement, parameters, check, source, "holds", counts, 20)
             return function
 
