@@ -419,7 +419,7 @@ class Theory:
                 ("saddle_gradient_matches_finite_differences", saddle_claims.gradient_matches_finite_differences(s),
                  "The generated gradient and Hessian of S/N (entropy differentiated by sympy, energy by the matrix "
                  "formulas, chained to the Cholesky coordinates) equal central differences at a random point near "
-                 "the GP point, within 10× the differences' own (Richardson) error plus round-off."),
+                 "the GP point, within 10× the differences' own error (h vs h/2 vs h/4) plus round-off."),
                 ("saddle_point_approaches_gp", saddle_claims.approaches_gp(s),
                  "U(N) → U_GP at rate 1/N: max |u(N) − u_GP| falls with N, with log-log slope −1 ± 0.05 between "
                  "10³ and 10⁴ times the drawn width."),

@@ -103,6 +103,16 @@ def _central(f, x: np.ndarray, h: float) -> np.ndarray:
     return np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(x.size)])
 
 
+def _against_differences(analytic: np.ndarray, f, x: np.ndarray, size: float, h: float = 1e-4) -> float:
+    """max |analytic − FD(h/2)| over its allowance: 10× the larger of |FD(h) − FD(h/2)| (the truncation error,
+    Richardson) and |FD(h/2) − FD(h/4)| (which grows as 1/h where round-off in f dominates: f's terms may be far
+    larger than f, e.g. Tr(AC) − rᵀCr at small T), plus 100 ulps of ``size`` over h."""
+    coarse, middle, fine = (_central(f, x, step) for step in (h, h / 2, h / 4))
+    allowed = 10 * np.maximum(np.abs(coarse - middle), np.abs(middle - fine)) \
+        + 100 * np.finfo(float).eps * size / h
+    return float(np.max(np.abs(analytic - middle) / allowed))
+
+
 def gradient_matches_finite_differences(s: SaddleSetting) -> Callable:
     def check(p, ctx) -> Evidence:
         action_values, temperature, data = s.problem(p, ctx)
@@ -112,18 +122,11 @@ def gradient_matches_finite_differences(s: SaddleSetting) -> Callable:
         theta = action.parametrisation.theta(_near_gp(s.declaration, gp.entries, ctx.rng))
         value, gradient = action(theta)
         hessian = action.hessian(theta)
-        eps, h = np.finfo(float).eps, 1e-4
-        # the differences' own error (Richardson: FD(h) − FD(h/2) ≈ 3/4 of FD(h)'s) and their round-off, ×10
-        coarse, fine = _central(lambda t: action(t)[0], theta, h), _central(lambda t: action(t)[0], theta, h / 2)
-        allowed = 10 * np.abs(coarse - fine) + 100 * eps * max(abs(value), 1.0) / h
-        ratio_g = float(np.max(np.abs(gradient - fine) / allowed))
-        coarse = _central(lambda t: action(t)[1], theta, h)
-        fine = _central(lambda t: action(t)[1], theta, h / 2)
-        allowed = 10 * np.abs(coarse - fine) + 100 * eps * max(float(np.max(np.abs(gradient))), 1.0) / h
-        ratio_h = float(np.max(np.abs(hessian - fine) / allowed))
+        ratio_g = _against_differences(gradient, lambda t: action(t)[0], theta, max(abs(value), 1.0))
+        ratio_h = _against_differences(hessian, lambda t: action(t)[1], theta, max(float(np.max(np.abs(gradient))), 1.0))
         return at_most(max(ratio_g, ratio_h), 1.0,
                        note=f"worst |generated − FD| over its allowance: gradient {ratio_g:.2g}, Hessian {ratio_h:.2g} "
-                            f"(allowance: 10× the central differences' Richardson error + round-off)",
+                            f"(allowance: 10× the central differences' own error at steps h, h/2, h/4 + round-off)",
                        figures={"gradient": ratio_g, "hessian": ratio_h, "coordinates": int(theta.size)},
                        labels=("|generated − FD| / allowance", "1"))
     return check
