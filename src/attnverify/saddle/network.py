@@ -1,0 +1,148 @@
+"""Networks sampled from the posterior, to compare with a saddle-point theory: a finite network with a linear
+readout, f(x) = Σ_i a_i φ_i(x; Z), whose readout is integrated out exactly.
+
+With a ~ N(0, v·I_M) (v the readout variance) and the Gibbs likelihood y ~ N(f, T·I), the readout integrates out:
+y | Z ~ N(0, K_Z + T·I) with K_Z = v Φ Φᵀ (Φ = φ(X; Z), P × M), so the hidden weights Z (whitened, prior N(0, I))
+have the collapsed potential
+
+    Ψ(Z) = ½ yᵀ(K_Z + T·I)⁻¹y + ½ ln det(K_Z + T·I) + ½ |Z|²,
+    ∂Ψ/∂Φ = 2v G Φ,  G = ½[(K_Z + T·I)⁻¹ − ααᵀ],  α = (K_Z + T·I)⁻¹y,
+
+chained to Z by the network's vector–Jacobian product, and sampled by HMC (:mod:`attnverify.numerics.hmc`).
+Given Z the readout is Gaussian: precision Λ = I/v + ΦᵀΦ/T, mean m = Λ⁻¹Φᵀy/T; an order parameter quadratic in
+a is estimated from E[aaᵀ | Z, y] = mmᵀ + Λ⁻¹ exactly (Rao–Blackwell), draw by draw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..base import arguments
+from ..numerics import hmc
+from ..numerics.diagnostics import summarize
+
+
+@dataclass(frozen=True)
+class Network:
+    """A finite network with a linear readout. ``features(Z, X)`` (C chains: Z (C, *weight_shape) → Φ (C, P, M))
+    and ``features_vjp(Z, X, dΦ)`` → dZ, on the backend's arrays; ``readout_variance`` v; ``order_parameters(Z,
+    second_moment)`` → name → per-chain values (C,) or (C, n, n), with E[aaᵀ | Z, y] (C, M, M) for aaᵀ."""
+
+    features: Callable
+    features_vjp: Callable
+    weight_shape: tuple
+    readout_variance: float
+    order_parameters: Callable
+
+
+def one_hidden_layer(width: int, input_dimension: int, *, readout_variance_total: float = 1.0) -> Network:
+    """ReLU units φ_i(x) = relu(w_i·x) with w_i = z_i/√d (z_i ~ N(0, I_d)), N = ``width`` of them, readout
+    a_i ~ N(0, σ²/N) with σ² = ``readout_variance_total``: the one-hidden-layer network whose kernel at large N is
+    σ²·E_w[relu(w·x) relu(w·x')] (the arc-cosine kernel). Its order parameter Q = Σ_i a_i² (the readout's squared
+    norm, prior mean σ²) renormalises that kernel, K ≈ Q·K₀ (Pacelli et al. 2023)."""
+    width = arguments.integer("width", width, 1)
+    d = arguments.integer("input_dimension", input_dimension, 1)
+    sigma2 = arguments.positive("readout_variance_total", readout_variance_total)
+    scale = 1.0 / np.sqrt(d)
+
+    def features(Z, X):  # Z (C, N, d), X (P, d) → relu(X Zᵀ/√d) (C, P, N)
+        u = scale * (X[None] @ Z.transpose(0, 2, 1))
+        return u * (u > 0)
+
+    def features_vjp(Z, X, dF):
+        u = scale * (X[None] @ Z.transpose(0, 2, 1))
+        return scale * ((dF * (u > 0)).transpose(0, 2, 1) @ X[None])  # (C, N, d)
+
+    def order_parameters(Z, second_moment):  # Q = Σ_i a_i²: the trace of E[aaᵀ | Z, y]
+        return {"Q": second_moment.trace(axis1=1, axis2=2)}
+
+    return Network(features, features_vjp, (width, d), sigma2 / width, order_parameters)
+
+
+class CollapsedNetworkPosterior:
+    """Ψ(Z) and ∇Ψ for a batch of chains (module docstring), and the readout's conditional second moment."""
+
+    def __init__(self, network: Network, X, y, temperature: float, backend=None):
+        self.network = network
+        self.backend = be = arguments.backend(backend)
+        self.X = be.asarray(arguments.array("X", X, ndim=2))
+        self.y = be.asarray(arguments.array("y", y, shape=(self.X.shape[0],)))
+        self.temperature = arguments.positive("temperature", temperature)
+        self.P = self.X.shape[0]
+        self.size = int(np.prod(network.weight_shape))
+        self.identity = be.xp.eye(self.P)
+
+    def _weights(self, x):
+        return x.reshape((x.shape[0],) + tuple(self.network.weight_shape))
+
+    def potential_and_gradient(self, x):
+        be, xp = self.backend, self.backend.xp
+        Z = self._weights(x)
+        Phi = self.network.features(Z, self.X)
+        v = self.network.readout_variance
+        K = v * Phi @ Phi.transpose(0, 2, 1) + self.temperature * self.identity
+        factor, failed = be.cholesky_each(K, self.identity)
+        labels = xp.broadcast_to(self.y, (x.shape[0], self.P))
+        half = be.solve_lower(factor, labels)
+        alpha = be.solve_lower(factor, half, transpose=True)
+        logdet = 2.0 * xp.sum(xp.log(xp.diagonal(factor, axis1=1, axis2=2)), axis=1)
+        potential = 0.5 * (xp.sum(half**2, axis=1) + logdet) + 0.5 * xp.sum(x * x, axis=1)
+        potential = xp.where(failed, xp.inf, potential)
+        lower_inverse = be.solve_lower(factor, self.identity, shared=True)
+        G = 0.5 * (lower_inverse.transpose(0, 2, 1) @ lower_inverse - alpha[:, :, None] * alpha[:, None, :])
+        dPhi = 2.0 * v * (G @ Phi)
+        gradient = self.network.features_vjp(Z, self.X, dPhi).reshape(x.shape[0], -1)
+        return potential, gradient + x
+
+    def readout_second_moment(self, x):
+        """E[aaᵀ | Z, y] = mmᵀ + Λ⁻¹ per chain, Λ = I/v + ΦᵀΦ/T (M × M), by Cholesky."""
+        be, xp = self.backend, self.backend.xp
+        Phi = self.network.features(self._weights(x), self.X)
+        M = Phi.shape[2]
+        identity = xp.eye(M)
+        precision = identity / self.network.readout_variance + Phi.transpose(0, 2, 1) @ Phi / self.temperature
+        factor, _ = be.cholesky_each(precision, identity)
+        b = (Phi.transpose(0, 2, 1) @ self.y) / self.temperature
+        mean = be.solve_lower(factor, be.solve_lower(factor, b), transpose=True)
+        lower_inverse = be.solve_lower(factor, identity, shared=True)
+        covariance = lower_inverse.transpose(0, 2, 1) @ lower_inverse
+        return mean[:, :, None] * mean[:, None, :] + covariance
+
+
+@dataclass(frozen=True)
+class SampledOrderParameters:
+    """Per order parameter: the posterior mean over chains and draws, its Monte Carlo standard error, and the chain
+    diagnostics (:class:`~attnverify.numerics.diagnostics.ChainSummary`)."""
+
+    summaries: dict
+    acceptance: float
+    divergences: int
+
+    def mean(self, name: str):
+        return self.summaries[name].mean
+
+
+def sample_order_parameters(network: Network, X, y, *, temperature: float, chains: int = 8, warmup: int = 500,
+                            draws: int = 1000, seed: int = 0, backend=None) -> SampledOrderParameters:
+    """Sample the collapsed posterior of the hidden weights and estimate the network's order parameters."""
+    posterior = CollapsedNetworkPosterior(network, X, y, temperature, backend)
+    be = posterior.backend
+    chains = arguments.integer("chains", chains, 2)
+    rng = be.random(arguments.integer("seed", seed, 0))
+    x0 = rng.standard_normal((chains, posterior.size))
+
+    def record(x) -> dict:
+        values = network.order_parameters(posterior._weights(x), posterior.readout_second_moment(x))
+        return {name: be.to_numpy(value) for name, value in values.items()}
+
+    run = hmc.run_chains(posterior.potential_and_gradient, x0, rng=rng, warmup=arguments.integer("warmup", warmup, 1),
+                         draws=arguments.integer("draws", draws, 4), backend=be, record=record)
+    names = list(run.records[0])
+    summaries = {}
+    for name in names:
+        values = np.stack([r[name] for r in run.records], axis=1)  # (C, draws, …)
+        summaries[name] = summarize(np.moveaxis(values, (0, 1), (-2, -1)))
+    return SampledOrderParameters(summaries, float(np.mean(run.acceptance)), int(np.sum(run.divergences)))
