@@ -391,8 +391,8 @@ class Theory:
 
         return register if function is None else register(function)
 
-    def saddle_point(self, declaration, *, name: str = "", symmetries: dict | None = None, source: str = "",
-                     examples: dict | None = None, **strategies: st.SearchStrategy):
+    def saddle_point(self, declaration, *, name: str = "", symmetries: dict | None = None, network=None,
+                     source: str = "", examples: dict | None = None, **strategies: st.SearchStrategy):
         """Register ``data(rng, **data_parameters) -> dict`` (the kernels ``C`` or features ``X`` and the labels
         ``y``) for a declared :class:`~attnverify.saddle.SaddlePointAction`, and the claims every such theory gets:
         ``saddle_point_is_a_minimum`` (the saddle-point equations hold to 1e-9 and the Hessian is positive
@@ -400,11 +400,15 @@ class Theory:
         central differences and their own error), ``saddle_point_approaches_gp`` (max |U(N) − U_GP| falls as 1/N:
         log-log slope −1 ± 0.05 over N → 10N at 10³–10⁴ times the drawn width) and, for each ``symmetries[label] =
         (data_map, order_parameter_map)``, ``symmetric_under_<label>`` (the solution on the transformed data is the
-        transformed solution). Strategies for every action parameter, ``temperature`` and every data parameter;
+        transformed solution). With ``network`` (a function of the action's parameters, the width an integer, returning
+        an :class:`attnverify.saddle.network.Network`) and the data's raw ``inputs``, also
+        ``sampled_networks_match_theory``: networks sampled from the posterior have the theory's order parameters within
+        z MCSE + an O(1/N) budget. Strategies for every action parameter, ``temperature`` and every data parameter;
         ``name`` prefixes the claims' names (two actions in one theory)."""
         from .saddle import claims as saddle_claims
 
-        _options_not_strategies("saddle_point", name=name, symmetries=symmetries, source=source, examples=examples)
+        _options_not_strategies("saddle_point", name=name, symmetries=symmetries, network=network, source=source,
+                                examples=examples)
         parameters = claim_parameters(strategies, f"{self.name}.{name or 'saddle_point'}")
         prefix = f"{name}_" if name else ""
         counts = dict(examples or {"quick": 3, "thorough": 20})
@@ -428,6 +432,11 @@ class Theory:
                 made.append((f"symmetric_under_{label}", saddle_claims.symmetric(s, data_map, order_map),
                              f"Symmetry '{label}': the saddle point on the transformed data is the transformed saddle "
                              f"point, within 10× the two solutions' error estimates."))
+            if network is not None:
+                made.append(("sampled_networks_match_theory", saddle_claims.sampled_networks_match(s, network),
+                             "Networks sampled from the posterior (HMC, the readout integrated out exactly) have the "
+                             "theory's order parameters within z MCSE (z ≥ 5) + an O(1/N) budget, per entry the larger "
+                             "of (D + 1)/N·|U| and |U(N) − U(N − D − 1)|; unconverged chains are inconclusive."))
             for claim_name, check, statement in made:
                 check.__wrapped__ = function  # inspect.unwrap(claim.check): the function the theory wrote
                 self._new_claim(prefix + claim_name, statement, parameters, check, source, "holds", counts, 20)

@@ -174,3 +174,56 @@ def symmetric(s: SaddleSetting, data_map: Callable, order_map: Callable) -> Call
                                    one.is_minimum and other.is_minimum},
                        labels=("gap", "allowance"))
     return check
+
+
+SAMPLING = {"quick": dict(chains=8, warmup=300, draws=500), "thorough": dict(chains=8, warmup=600, draws=2000)}
+"""The sampler's size per profile: chains, warm-up and kept draws per chain."""
+
+
+def sampled_networks_match(s: SaddleSetting, network: Callable) -> Callable:
+    """Networks sampled from the posterior (the readout integrated out, :mod:`attnverify.saddle.network`) have the
+    theory's order parameters within z MCSE + an O(1/N) budget: per entry the larger of (D + 1)/N·|U| and
+    |U(N) − U(N − D − 1)| (the theory at the Wishart degrees of freedom; D the largest order parameter's size), as the
+    built-in attention-path claim has it. Unconverged chains (R-hat/ESS gate) make the example inconclusive."""
+    from .network import sample_order_parameters
+
+    def check(p, ctx) -> Evidence:
+        action_values, temperature, data = s.problem(p, ctx)
+        if "inputs" not in data:
+            raise ValueError(f"the data function {s.data.__name__} must also return the raw inputs (inputs=X, (P, d)) "
+                             "that the sampled networks read")
+        width_name = s.declaration.width.name
+        width = int(round(action_values[width_name]))
+        D = max(max(op.size, 1) for op in s.declaration.order_parameters)
+        if width <= D + 1:
+            raise ValueError(f"{width_name} must exceed {D + 1} (the Wishart shift N − D − 1) for the sampled networks")
+        values = {**action_values, width_name: float(width)}
+        theory = solve(s.declaration, data, temperature=temperature, backend=ctx.backend, **values)
+        shifted = solve(s.declaration, data, temperature=temperature, backend=ctx.backend,
+                        **{**values, width_name: float(width - D - 1)})
+        made = network(**{**action_values, width_name: width})
+        sampled = sample_order_parameters(made, data["inputs"], data["y"], temperature=temperature,
+                                          seed=int(ctx.rng.integers(2**31)), backend=ctx.backend,
+                                          **ctx.choose(**SAMPLING))
+        conditions, worst, notes = {}, 0.0, []
+        converged = all(summary.converged for summary in sampled.summaries.values())
+        for name, summary in sampled.summaries.items():
+            if name not in theory.order_parameters:
+                raise ValueError(f"the network estimates {name!r}, which the action does not declare")
+            U, U_shift = np.asarray(theory[name], dtype=float), np.asarray(shifted[name], dtype=float)
+            budget = np.maximum((D + 1) / width * np.abs(U), np.abs(U - U_shift))
+            allowed = summary.mcse_z() * summary.mcse + budget
+            gap = np.abs(np.asarray(summary.mean) - U)
+            conditions[f"{name} within z MCSE + budget"] = bool(np.all(gap <= allowed))
+            worst = max(worst, float(np.max(gap / allowed)))
+            notes.append(f"{name}: sampled {np.round(summary.mean, 4).tolist()} ± {np.round(summary.mcse, 4).tolist()}, "
+                         f"theory {np.round(U, 4).tolist()}, budget {np.round(budget, 4).tolist()}")
+        conditions["the sampler converged (R-hat, ESS)"] = converged
+        return Evidence(holds=all(conditions.values()), theory=1.0, observed=worst, tolerance=1.0, relation="custom",
+                        conditions=conditions,
+                        inconclusive="" if converged else "the sampler has not converged: its Monte Carlo errors do "
+                                                          "not count, for the theory or against it; draw more",
+                        note=f"N = {width}: " + "; ".join(notes) + f"; max gap/allowed {worst:.2f}",
+                        figures={"width": width, "worst": worst, "acceptance": sampled.acceptance,
+                                 "divergences": sampled.divergences})
+    return check

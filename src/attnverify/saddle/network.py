@@ -38,23 +38,26 @@ class Network:
     order_parameters: Callable
 
 
-def one_hidden_layer(width: int, input_dimension: int, *, readout_variance_total: float = 1.0) -> Network:
-    """ReLU units φ_i(x) = relu(w_i·x) with w_i = z_i/√d (z_i ~ N(0, I_d)), N = ``width`` of them, readout
-    a_i ~ N(0, σ²/N) with σ² = ``readout_variance_total``: the one-hidden-layer network whose kernel at large N is
-    σ²·E_w[relu(w·x) relu(w·x')] (the arc-cosine kernel). Its order parameter Q = Σ_i a_i² (the readout's squared
-    norm, prior mean σ²) renormalises that kernel, K ≈ Q·K₀ (Pacelli et al. 2023)."""
+def one_hidden_layer(width: int, input_dimension: int, *, readout_variance_total: float = 1.0,
+                     activation: str = "relu") -> Network:
+    """Units φ_i(x) = σ(w_i·x) with w_i = z_i/√d (z_i ~ N(0, I_d)), N = ``width`` of them, σ the ReLU (or the
+    identity, ``activation="linear"``), readout a_i ~ N(0, σ²/N) with σ² = ``readout_variance_total``: the
+    one-hidden-layer network whose kernel at large N is σ²·E_w[σ(w·x) σ(w·x')] (the arc-cosine kernel; x·x'/d for
+    the linear one). Its order parameter Q = Σ_i a_i² (the readout's squared norm, prior mean σ²) renormalises that
+    kernel, K ≈ Q·K₀ (Pacelli et al. 2023; exact at the saddle point for the linear network, Li & Sompolinsky 2021)."""
     width = arguments.integer("width", width, 1)
     d = arguments.integer("input_dimension", input_dimension, 1)
     sigma2 = arguments.positive("readout_variance_total", readout_variance_total)
+    linear = arguments.one_of("activation", activation, ("relu", "linear")) == "linear"
     scale = 1.0 / np.sqrt(d)
 
-    def features(Z, X):  # Z (C, N, d), X (P, d) → relu(X Zᵀ/√d) (C, P, N)
+    def features(Z, X):  # Z (C, N, d), X (P, d) → σ(X Zᵀ/√d) (C, P, N)
         u = scale * (X[None] @ Z.transpose(0, 2, 1))
-        return u * (u > 0)
+        return u if linear else u * (u > 0)
 
     def features_vjp(Z, X, dF):
         u = scale * (X[None] @ Z.transpose(0, 2, 1))
-        return scale * ((dF * (u > 0)).transpose(0, 2, 1) @ X[None])  # (C, N, d)
+        return scale * ((dF if linear else dF * (u > 0)).transpose(0, 2, 1) @ X[None])  # (C, N, d)
 
     def order_parameters(Z, second_moment):  # Q = Σ_i a_i²: the trace of E[aaᵀ | Z, y]
         return {"Q": second_moment.trace(axis1=1, axis2=2)}
