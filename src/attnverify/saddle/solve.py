@@ -14,6 +14,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..base import arguments, blas
+from ..base.backend import on_device
 from ..numerics import trust_region
 from ..numerics.kernel_energy import energy_for
 from .action import NumericAction
@@ -60,7 +61,7 @@ def data_energy(data: Mapping[str, Any], temperature: float, *, space: str = "au
     if not isinstance(data, Mapping) or "y" not in data or ("C" in data) == ("X" in data):
         raise ValueError("data must be a dict with the labels y and either the kernels C or the features X")
     if "C" in data:
-        C = np.asarray(data["C"], dtype=float) if not hasattr(data["C"], "get") else data["C"]
+        C = data["C"] if on_device(data["C"]) else np.asarray(data["C"], dtype=float)
         if C.ndim == 2:
             C = C[None, None]
         return energy_for(C=C, y=data["y"], temperature=temperature, backend=backend)
