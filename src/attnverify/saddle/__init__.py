@@ -11,7 +11,7 @@ the saddle-point equations and the Hessian, solves for the minimum and checks it
 
 from .declaration import OrderParameter, SaddlePointAction, positive, positive_definite
 from .solve import SaddlePointError, Solution, data_energy, gp_point, solve
-from .predict import Prediction, kernel_alignment, predict
+from .predict import kernel_alignment, predict
 
-__all__ = ["OrderParameter", "Prediction", "SaddlePointAction", "SaddlePointError", "Solution", "data_energy",
+__all__ = ["OrderParameter", "SaddlePointAction", "SaddlePointError", "Solution", "data_energy",
            "gp_point", "kernel_alignment", "positive", "positive_definite", "predict", "solve"]

@@ -1,0 +1,91 @@
+"""Predictor statistics of a network whose kernel is linear in an order parameter U, K(U) = Σ_ab U_ab C_ab: the
+Bayesian attention network (spec §2.3), or any declared saddle-point theory (:mod:`attnverify.saddle.predict`).
+
+For a test input x, with k_μ(x) = Σ_{ππ'} U_{ππ'} X^μ_π·X_{π'}(x) and K the training kernel K(U):
+
+    ⟨f(x)⟩   = k(x)ᵀ (K + T I)^{-1} Y
+    ⟨δf(x)²⟩ = K(x, x) − k(x)ᵀ (K + T I)^{-1} k(x)
+
+(authors' code ``compute_predictor_statistics``). With a factor U = R Rᵀ and Φ = X(I ⊗ R) these are
+computed in the P × P kernel space, or, when N0·𝓗 < P, in the feature space through
+B = ΦᵀΦ + T I:  ⟨f⟩ = φᵀ B^{-1} ΦᵀY and ⟨δf²⟩ = T φᵀ B^{-1} φ (Woodbury), never forming C. The features
+live on the chosen backend (numpy, or cupy for the device); the statistics come back to the host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..base import arguments
+from .kernel_energy import SPACES, _add_to_diagonal, _cho_solve, _cholesky
+from .statistics import Estimate, mean_estimate
+
+
+@dataclass(frozen=True)
+class PredictorStatistics:
+    """Mean and variance of the posterior predictor on each test input."""
+
+    mean: np.ndarray
+    variance: np.ndarray
+
+    def accuracy(self, y) -> Estimate:
+        """Classification accuracy of the mean predictor, mean_x 1[sign⟨f(x)⟩ = y(x)], with its SE."""
+        y = arguments.array("y", y, shape=self.mean.shape)
+        return mean_estimate((np.sign(self.mean) == np.sign(y)).astype(float))
+
+    def generalisation_error(self, y) -> Estimate:
+        """ε_g = E_x[(⟨f(x)⟩ − y(x))²] + E_x[⟨δf(x)²⟩], with its standard error over test inputs."""
+        y = arguments.array("y", y, shape=self.mean.shape)
+        return mean_estimate((self.mean - y) ** 2 + self.variance)
+
+
+def factor(U) -> np.ndarray:
+    """A square factor R with U = R Rᵀ for a symmetric positive-semidefinite U (eigenvalues
+    ≥ −1e-12·max are clipped to 0; pruned order parameters are singular, so no Cholesky here)."""
+    U = arguments.array("U", U, ndim=2)
+    if U.shape[0] != U.shape[1]:
+        raise ValueError(f"U must be a square (𝓗 × 𝓗) matrix, got shape {U.shape}")
+    if not np.allclose(U, U.T, rtol=0, atol=1e-12 * max(1.0, np.max(np.abs(U)))):
+        raise ValueError("U must be symmetric")
+    values, vectors = np.linalg.eigh(0.5 * (U + U.T))
+    if values.min() < -1e-10 * max(1.0, values.max()):
+        raise ValueError(f"U must be positive semidefinite; smallest eigenvalue {values.min():.3g}")
+    return vectors * np.sqrt(np.clip(values, 0.0, None))
+
+
+def _lifted(X, R):
+    return (X @ R).reshape(X.shape[0], -1)
+
+
+def predictor_statistics(U, X_train, y_train, X_test, temperature: float, *, space: str = "auto",
+                         backend=None) -> PredictorStatistics:
+    """⟨f(x)⟩ and ⟨δf(x)²⟩ on the test features X_test (Q, N0, 𝓗) given training X_train (P, N0, 𝓗), computed on
+    ``backend`` (numpy by default), returned on the host."""
+    be = arguments.backend(backend)
+    xp = be.xp
+    X_train = arguments.array("X_train", X_train, be, ndim=3)
+    _, N0, paths = X_train.shape
+    X_test = arguments.array("X_test", X_test, be, shape=(None, N0, paths))
+    y = arguments.array("y_train", y_train, be, shape=(X_train.shape[0],))
+    temperature = arguments.positive("temperature", temperature)
+    space = arguments.one_of("space", space, SPACES)
+    R = factor(U)
+    if R.shape[0] != paths:
+        raise ValueError(f"U is {R.shape[0]}×{R.shape[0]} but the features have {paths} paths")
+    R = be.asarray(R)
+    Phi, phi = _lifted(X_train, R), _lifted(X_test, R)
+    P, D = Phi.shape
+    if space == "feature" or (space == "auto" and D < P):
+        LB = _cholesky(be, _add_to_diagonal(be, Phi.T @ Phi, temperature))
+        mean = phi @ _cho_solve(be, LB, Phi.T @ y)
+        W = be.solve_triangular(LB, phi.T, lower=True, check_finite=False)
+        variance = temperature * xp.sum(W * W, axis=0)
+    else:
+        L = _cholesky(be, _add_to_diagonal(be, Phi @ Phi.T, temperature))
+        k = Phi @ phi.T  # (P, Q)
+        mean = k.T @ _cho_solve(be, L, y)
+        W = be.solve_triangular(L, k, lower=True, check_finite=False)
+        variance = xp.sum(phi * phi, axis=1) - xp.sum(W * W, axis=0)
+    return PredictorStatistics(mean=be.to_numpy(mean), variance=np.clip(be.to_numpy(variance), 0.0, None))
