@@ -98,6 +98,23 @@ def hessian_from_feature_blocks(M: np.ndarray, x: np.ndarray) -> np.ndarray:
     return _symmetric_pairs(2.0 * labels - trace)
 
 
+def symmetric_basis(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, cols, basis) of the independent entries i ≤ j (numpy's triu order, as the symbolic actions):
+    basis[k] = E_ij + E_ji (E_ii on the diagonal), so that dU = Σ_k du_k basis[k]."""
+    rows, cols = np.triu_indices(size)
+    basis = np.zeros((rows.size, size, size))
+    k = np.arange(rows.size)
+    basis[k, rows, cols] = 1.0
+    basis[k, cols, rows] = 1.0
+    return rows, cols, basis
+
+
+def entry_gradient(matrices: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Σ_ab M_ab (E_ij + E_ji)_ab for a batch of symmetric M: M_ij·(2 − δ_ij), per entry i ≤ j (a gradient ∂E/∂U_ab
+    over the full matrix as the gradient over the independent entries of a symmetric U)."""
+    return matrices[..., rows, cols] * np.where(rows == cols, 1.0, 2.0)
+
+
 class _Energy:
     """What the three representations share: ``at_temperature(T)``, the same energy at another temperature
     sharing every precomputed array (C, X, the Gram matrix Γ = XᵀX), so that a sweep over T pays for them

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..numerics.kernel_energy import entry_gradient, symmetric_basis
 from .declaration import OrderParameter, SaddlePointAction
 
 
@@ -117,12 +118,7 @@ class NumericAction:
             if op is declaration.kernel:
                 self.kernel_part = slice(start, start + op.count)
             start += op.count
-        size = max(declaration.kernel.size, 1)
-        rows, cols = np.triu_indices(size)
-        self._basis = np.zeros((rows.size, size, size))
-        self._basis[np.arange(rows.size), rows, cols] = 1.0
-        self._basis[np.arange(rows.size), cols, rows] = 1.0
-        self._rows, self._cols = rows, cols
+        self._rows, self._cols, self._basis = symmetric_basis(max(declaration.kernel.size, 1))
         self.evaluations = 0
         self._last = None
 
@@ -142,7 +138,7 @@ class NumericAction:
         if self.with_energy:
             E, G = self.energy(self._kernel_factor(u))
             g = g.copy()
-            g[self.kernel_part] += 0.5 * G[self._rows, self._cols] * np.where(self._rows == self._cols, 1.0, 2.0)
+            g[self.kernel_part] += 0.5 * entry_gradient(G, self._rows, self._cols)
         parts = (E, L, u, g)
         self._last = (np.array(theta, dtype=float), parts)
         return parts

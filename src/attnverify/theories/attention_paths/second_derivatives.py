@@ -23,23 +23,8 @@ from typing import Sequence
 import numpy as np
 from scipy.linalg import cho_solve
 
+from ...numerics.kernel_energy import entry_gradient, symmetric_basis
 from .entropy import ActionConfig, partial_trace
-
-
-def symmetric_basis(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rows, cols, basis) of the independent entries i ≤ j (numpy's triu order, as the symbolic action):
-    basis[k] = E_ij + E_ji (E_ii on the diagonal), so that dU = Σ_k du_k basis[k]."""
-    rows, cols = np.triu_indices(size)
-    basis = np.zeros((rows.size, size, size))
-    k = np.arange(rows.size)
-    basis[k, rows, cols] = 1.0
-    basis[k, cols, rows] = 1.0
-    return rows, cols, basis
-
-
-def _entries(matrices: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """Σ_ab M_ab (E_ij + E_ji)_ab for a batch of symmetric M: M_ij·(2 − δ_ij), per entry i ≤ j."""
-    return matrices[..., rows, cols] * np.where(rows == cols, 1.0, 2.0)
 
 
 def _kron_identity(heads: int, blocks: np.ndarray) -> np.ndarray:
@@ -83,7 +68,7 @@ def entropy_hessian(config: ActionConfig, factors: Sequence[np.ndarray], U_a: fl
         columns = slice(offsets[m - 1], offsets[m])
         for level, d_gradient in moved.items():
             rows, cols, _ = layout[level - 1]
-            hessian[offsets[level - 1]:offsets[level], columns] += _entries(d_gradient, rows, cols).T
+            hessian[offsets[level - 1]:offsets[level], columns] += entry_gradient(d_gradient, rows, cols).T
     return 0.5 * (hessian + hessian.T)
 
 
