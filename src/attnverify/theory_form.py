@@ -38,6 +38,7 @@ from typing import Any, Callable
 import numpy as np
 from hypothesis import strategies as st
 
+from .base.arguments import name_mismatch
 from .base.files import fingerprint
 from .checks.claim import Claim, claim_parameters
 from .checks.evidence import Evidence, within_error
@@ -75,12 +76,10 @@ class DerivedFunction:
         return rounding_scale(self.expression, list(self.symbols))
 
     def _arguments(self, values: dict) -> list:
-        missing = [n for n in self.names if n not in values]
-        extra = [n for n in values if n not in self.names]
-        if missing or extra:
+        wrong = name_mismatch(list(values), self.names, unknown="no symbol named")
+        if wrong:
             raise TypeError(f"{self.derivation_name}.{self.result} takes {', '.join(self.names) or 'no arguments'}"
-                            + (f"; missing {', '.join(missing)}" if missing else "")
-                            + (f"; no symbol named {', '.join(extra)}" if extra else ""))
+                            + wrong)
         return [values[n] for n in self.names]
 
     def __call__(self, **values):

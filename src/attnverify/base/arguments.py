@@ -114,6 +114,14 @@ def integers(name: str, values: Any, minimum: int | None = None, *, length: int 
     return tuple(integer(f"{name}[{i}]", v, minimum) for i, v in enumerate(values))
 
 
+def name_mismatch(given: Sequence[str], expected: Sequence[str], *, unknown: str = "no parameter named") -> str:
+    """For an error that says which names are wrong: "" when ``given`` holds exactly the names ``expected``, else
+    "; missing a, b" and/or "; <unknown> c" (each in the order given)."""
+    missing = [n for n in expected if n not in given]
+    extra = [n for n in given if n not in expected]
+    return (f"; missing {', '.join(missing)}" if missing else "") + (f"; {unknown} {', '.join(extra)}" if extra else "")
+
+
 def one_of(name: str, value: Any, choices: Sequence[Any]) -> Any:
     """``value`` when it is one of ``choices``, else ValueError listing them."""
     try:

@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..base.arguments import name_mismatch
 from ..checks.evidence import Evidence, at_most
 from .action import NumericAction
 from .declaration import SaddlePointAction
@@ -58,13 +59,11 @@ def setting(declaration: SaddlePointAction, data: Callable, names: tuple[str, ..
         raise TypeError(f"the data function {data.__name__} must take (rng, …): the random generator first")
     data_parameters = tuple(parameters[1:])
     wanted = set(declaration.parameter_names) | {"temperature"} | set(data_parameters)
-    missing, extra = sorted(wanted - set(names)), sorted(set(names) - wanted)
-    if missing or extra:
+    wrong = name_mismatch(sorted(names), sorted(wanted), unknown="strategies naming nothing:")
+    if wrong:
         raise TypeError(f"saddle_point of {data.__name__}: give a strategy for each of the action's parameters "
                         f"({', '.join(declaration.parameter_names)}), temperature, and the data function's "
-                        f"({', '.join(data_parameters) or 'none'})"
-                        + (f"; missing {', '.join(missing)}" if missing else "")
-                        + (f"; {', '.join(extra)} name(s) nothing" if extra else ""))
+                        f"({', '.join(data_parameters) or 'none'})" + wrong)
     clash = set(declaration.parameter_names) & set(data_parameters)
     if clash:
         raise TypeError(f"{', '.join(sorted(clash))} name(s) both an action parameter and a data parameter")

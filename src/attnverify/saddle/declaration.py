@@ -21,6 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 import sympy
 
+from ..base.arguments import name_mismatch
 from ..derivations.codegen import evaluator
 
 
@@ -153,12 +154,9 @@ class SaddlePointAction:
 
     def parameter_values(self, values: Mapping[str, float]) -> tuple[float, ...]:
         """The parameters' values in declaration order, each a positive finite number, checked by name."""
-        missing = [n for n in self.parameter_names if n not in values]
-        extra = [n for n in values if n not in self.parameter_names]
-        if missing or extra:
-            raise TypeError(f"the action's parameters are {', '.join(self.parameter_names)}"
-                            + (f"; missing {', '.join(missing)}" if missing else "")
-                            + (f"; no parameter named {', '.join(extra)}" if extra else ""))
+        wrong = name_mismatch(list(values), self.parameter_names)
+        if wrong:
+            raise TypeError(f"the action's parameters are {', '.join(self.parameter_names)}" + wrong)
         out = []
         for name in self.parameter_names:
             value = values[name]
