@@ -104,7 +104,7 @@ class DerivationHandle:
     content), ``.evaluator(name)`` for a named result as a :class:`DerivedFunction`."""
 
     def __init__(self, theory: "Theory", function: Callable, source: str, title: str | None, name: str | None = None):
-        from .derivations.kept import KEPT, kept_derivation
+        from .derivations.kept import kept_derivation
 
         self.theory, self.function, self.source = theory, function, source
         self.name = f"{theory.name}.{name or function.__name__}"
@@ -112,10 +112,7 @@ class DerivationHandle:
         self.title = title or doc.split(". ")[0].rstrip(".") or function.__name__.replace("_", " ")
         # a user's derivation is kept per file content; a built-in's per the package's code version (the folder)
         self._kept = kept_derivation(self._derive, key=self.name if theory.builtin else
-                                     f"{theory.content_key}.{self.name}")
-        self._kept.__name__ = self._kept.__qualname__ = self.name
-        if theory.builtin:
-            KEPT.append(self._kept)  # the package's tests derive each afresh and compare
+                                     f"{theory.content_key}.{self.name}", name=self.name, listed=theory.builtin)
         self._functions: dict[str, DerivedFunction] = {}
         self.seconds: float | None = None  # what the first call cost this process (deriving, or reading the disk)
 

@@ -110,10 +110,12 @@ def _write(path: Path, derivation: Derivation) -> None:
     write_entry(path, path.stem, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def kept_derivation(function: Callable[[], Derivation], key: str | None = None) -> Callable[[], Derivation]:
+def kept_derivation(function: Callable[[], Derivation], key: str | None = None, *, name: str | None = None,
+                    listed: bool | None = None) -> Callable[[], Derivation]:
     """``function`` (no arguments, returns a :class:`Derivation`) derived once per code version, kept in the
     process and on disk. ``key`` names it on disk instead of its module and name: a user's derivation gives one
-    that holds its file's content hash, so an edited file derives afresh."""
+    that holds its file's content hash, so an edited file derives afresh. ``name`` names the kept function (else
+    the function's own); ``listed`` puts it in :data:`KEPT` (by default the package's own, those without a key)."""
 
     @functools.lru_cache(maxsize=None)
     def kept() -> Derivation:
@@ -128,6 +130,8 @@ def kept_derivation(function: Callable[[], Derivation], key: str | None = None) 
 
     kept.derive = function  # the derivation itself, never read from disk
     functools.update_wrapper(kept, function)
-    if key is None:  # the package's own (a user's are tested by the user's verify)
+    if name is not None:
+        kept.__name__ = kept.__qualname__ = name
+    if (key is None) if listed is None else listed:  # the package's own (a user's are tested by the user's verify)
         KEPT.append(kept)
     return kept
