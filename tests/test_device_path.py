@@ -14,7 +14,7 @@ import pytest
 import sympy
 
 from attnverify.base import arguments
-from attnverify.base.backend import cupy_works, get_backend, on_device
+from attnverify.base.backend import cupy_works, get_backend, on_device, to_numpy
 from attnverify.derivations.codegen import evaluator
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cupy_works(), reason="no working cupy (GPU or stand-in)")]
@@ -27,7 +27,7 @@ def _cupy():
 def _host(value):
     if isinstance(value, tuple):
         return tuple(_host(v) for v in value)
-    return value.get() if on_device(value) else np.asarray(value, dtype=np.float64)
+    return np.asarray(to_numpy(value), dtype=np.float64)
 
 
 @pytest.fixture
