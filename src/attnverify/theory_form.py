@@ -388,7 +388,9 @@ class Theory:
         return register if function is None else register(function)
 
     def saddle_point(self, declaration, *, name: str = "", symmetries: dict | None = None, network=None,
-                     source: str = "", examples: dict | None = None, **strategies: st.SearchStrategy):
+                     test_error: bool = False, figure: dict | None = None, source: str = "",
+                     examples: dict | None = None, expect: dict | None = None,
+                     **strategies: st.SearchStrategy):
         """Register ``data(rng, **data_parameters) -> dict`` (the kernels ``C`` or features ``X`` and the labels
         ``y``) for a declared :class:`~attnverify.saddle.SaddlePointAction`, and the claims every such theory gets:
         ``saddle_point_is_a_minimum`` (the saddle-point equations hold to 1e-9 and the Hessian is positive
@@ -399,12 +401,21 @@ class Theory:
         transformed solution). With ``network`` (a function of the action's parameters, the width an integer, returning
         an :class:`attnverify.saddle.network.Network`) and the data's raw ``inputs``, also
         ``sampled_networks_match_theory``: networks sampled from the posterior have the theory's order parameters within
-        z MCSE + an O(1/N) budget. Strategies for every action parameter, ``temperature`` and every data parameter;
-        ``name`` prefixes the claims' names (two actions in one theory)."""
+        z MCSE + an O(1/N) budget; with ``test_error`` also ``sampled_networks_generalise_as_theory``, the same for the
+        generalisation error on the data's ``test_inputs`` and ``y_test`` (and ``C_test`` and ``C_test_diagonal``, or
+        ``X_test``, for the theory). ``figure`` (with ``network``): one value for every
+        parameter and a sequence of widths for the width, drawn as the kernel's order parameter against 1/N, theory
+        against sampled networks. ``expect``: a verdict other than "holds" for some of these claims, by name (e.g.
+        ``{"sampled_networks_match_theory": "refuted"}`` for an approximation the networks are known to leave).
+        Strategies for every action parameter, ``temperature`` and every data parameter; ``name`` prefixes the claims'
+        names (two actions in one theory)."""
         from .saddle import claims as saddle_claims
 
-        _options_not_strategies("saddle_point", name=name, symmetries=symmetries, network=network, source=source,
-                                examples=examples)
+        _options_not_strategies("saddle_point", name=name, symmetries=symmetries, network=network, figure=figure,
+                                test_error=test_error, source=source, examples=examples, expect=expect)
+        for option, given in (("figure", figure is not None), ("test_error", bool(test_error))):
+            if given and network is None:
+                raise TypeError(f"saddle_point {option}= compares sampled networks with the theory: it needs network=")
         parameters = claim_parameters(strategies, f"{self.name}.{name or 'saddle_point'}")
         prefix = f"{name}_" if name else ""
         counts = dict(examples or {"quick": 3, "thorough": 20})
@@ -433,9 +444,23 @@ class Theory:
                              "Networks sampled from the posterior (HMC, the readout integrated out exactly) have the "
                              "theory's order parameters within z MCSE (z ≥ 5) + an O(1/N) budget, per entry the larger "
                              "of (D + 1)/N·|U| and |U(N) − U(N − D − 1)|; unconverged chains are inconclusive."))
+            if test_error:
+                made.append(("sampled_networks_generalise_as_theory",
+                             saddle_claims.sampled_networks_match(s, network, test_error=True),
+                             "Networks sampled from the posterior have the theory's generalisation error on the test "
+                             "inputs, mean_t (⟨f(x_t)⟩ − y_t)² + ⟨δf(x_t)²⟩, within z MCSE (z ≥ 5) + the O(1/N) budget "
+                             "max((D + 1)/N·ε, |ε(N) − ε(N − D − 1)|); unconverged chains are inconclusive."))
+            unknown = sorted(set(expect or {}) - {claim_name for claim_name, _, _ in made})
+            if unknown:
+                raise ValueError(f"saddle_point expect= names {', '.join(unknown)}, not among its claims "
+                                 f"({', '.join(claim_name for claim_name, _, _ in made)})")
             for claim_name, check, statement in made:
                 check.__wrapped__ = function  # inspect.unwrap(claim.check): the function the theory wrote
-                self._new_claim(prefix + claim_name, statement, parameters, check, source, "holds", counts, 20)
+                self._new_claim(prefix + claim_name, statement, parameters, check, source,
+                                (expect or {}).get(claim_name, "holds"), counts, 20)
+            if figure is not None:
+                self.figures.append(_Figure(prefix + "sampled_networks_vs_theory",
+                                            saddle_claims.sampled_networks_figure(s, network, figure)))
             return function
 
         return register

@@ -43,6 +43,27 @@ def test_the_readouts_second_moment_is_the_gaussian_posteriors():
         np.testing.assert_allclose(moments[c], expected, rtol=1e-10, atol=1e-12)
 
 
+def test_the_generalisation_error_given_the_weights_is_the_gaussian_readouts():
+    """mean_t E[(f(x_t) − y_t)² | Z, y] with a | Z, y ~ N(m, Λ⁻¹): against (Φ_t m − y_t)² + diag(Φ_t Λ⁻¹ Φ_tᵀ) by numpy's
+    solve, and against the mean over 4·10⁵ readouts drawn from that Gaussian (within 5 standard errors)."""
+    X, y = _problem()
+    X_test, y_test = _problem(P=7, seed=5)
+    network = one_hidden_layer(4, 3, readout_variance_total=1.5)
+    posterior = CollapsedNetworkPosterior(network, X, y, 0.2)
+    x = np.random.default_rng(2).standard_normal((3, posterior.size))
+    errors = posterior.generalisation_error(x, X_test, y_test)
+    for c in range(3):
+        Phi, Phi_test = (network.features(x[c].reshape(1, 4, 3), inputs)[0] for inputs in (X, X_test))
+        precision = np.eye(4) / network.readout_variance + Phi.T @ Phi / 0.2
+        mean = np.linalg.solve(precision, Phi.T @ y / 0.2)
+        covariance = np.linalg.solve(precision, np.eye(4))
+        expected = np.mean((Phi_test @ mean - y_test) ** 2 + np.diag(Phi_test @ covariance @ Phi_test.T))
+        np.testing.assert_allclose(errors[c], expected, rtol=1e-10)
+        readouts = np.random.default_rng(seeded(7 + c)).multivariate_normal(mean, covariance, size=400_000)
+        draws = np.mean((readouts @ Phi_test.T - y_test) ** 2, axis=1)
+        assert abs(draws.mean() - errors[c]) <= 5 * draws.std() / np.sqrt(draws.size)
+
+
 def test_the_sampled_readout_norm_of_a_one_unit_network_equals_quadrature():
     """N = 1, d = 1: the posterior of the one hidden weight z is one-dimensional, so E[Q | y] = ∫ p(z | y) E[a² | z, y]
     dz by quadrature (2.716 here, where averaging over the prior of z would give 9.64). The sampler (8 chains, 600

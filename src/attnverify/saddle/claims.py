@@ -179,38 +179,94 @@ SAMPLING = {"quick": dict(chains=8, warmup=300, draws=500), "thorough": dict(cha
 """The sampler's size per profile: chains, warm-up and kept draws per chain."""
 
 
-def sampled_networks_match(s: SaddleSetting, network: Callable) -> Callable:
-    """Networks sampled from the posterior (the readout integrated out, :mod:`attnverify.saddle.network`) have the
-    theory's order parameters within z MCSE + an O(1/N) budget: per entry the larger of (D + 1)/N·|U| and
-    |U(N) − U(N − D − 1)| (the theory at the Wishart degrees of freedom; D the largest order parameter's size), as the
-    built-in attention-path claim has it. Unconverged chains (R-hat/ESS gate) make the example inconclusive."""
+TEST_KEYS = ("test_inputs", "y_test")
+"""What the data adds for the sampled networks' generalisation error: the raw test inputs and their labels (with the
+theory's ``C_test`` and ``C_test_diagonal``, or ``X_test``, as :func:`attnverify.saddle.predict.predict` reads them)."""
+
+
+def _finite_width_budget(value: np.ndarray, shifted: np.ndarray, D: int, width: int) -> np.ndarray:
+    """The O(1/N) budget of a saddle-point prediction: per entry the larger of (D + 1)/N·|value| and the theory's own
+    move under N → N − D − 1 (the Wishart degrees of freedom; D the largest order parameter's size)."""
+    return np.maximum((D + 1) / width * np.abs(value), np.abs(value - shifted))
+
+
+def theory_at_width(s: SaddleSetting, action_values: dict, temperature: float, data: Mapping, width: int,
+                    backend=None, start=None) -> tuple[dict, Any]:
+    """The theory's predictions at an integer width: the order parameters, and the generalisation error where the
+    data has test inputs (``nan`` otherwise); with the solution, a start for the next width."""
+    from .network import GENERALISATION_ERROR
+    from .predict import predict
+
+    solution = solve(s.declaration, data, temperature=temperature, backend=backend, start=start,
+                     **{**action_values, s.declaration.width.name: float(width)})
+    values = {name: np.asarray(value, dtype=float) for name, value in solution.order_parameters.items()}
+    if all(key in data for key in TEST_KEYS) and ("X_test" in data or "C_test" in data):
+        values[GENERALISATION_ERROR] = np.asarray(
+            predict(s.declaration, solution, data, data).generalisation_error(data["y_test"]).mean)
+    return values, solution
+
+
+def _network_arguments(s: SaddleSetting, network: Callable, values: dict) -> dict:
+    """The parameters the theorist's ``network`` names (any of the action's and the data function's), by name."""
+    wants = list(inspect.signature(network).parameters)
+    unknown = [n for n in wants if n not in values]
+    if unknown:
+        raise TypeError(f"network names {', '.join(unknown)}, which is not a parameter of the action "
+                        f"({', '.join(s.declaration.parameter_names)}) or of {s.data.__name__} "
+                        f"({', '.join(s.data_parameters) or 'none'})")
+    return {n: values[n] for n in wants}
+
+
+def _sample(s: SaddleSetting, network: Callable, action_values: dict, data_parameters: dict, temperature: float,
+            data: Mapping, width: int, seed: int, backend, sizes: dict, test_error: bool = False):
     from .network import sample_order_parameters
+
+    if "inputs" not in data:
+        raise ValueError(f"the data function {s.data.__name__} must also return the raw inputs (inputs=X, (P, d)) "
+                         "that the sampled networks read")
+    missing = [key for key in (*TEST_KEYS, "C_test", "C_test_diagonal") if key not in data
+               and not (key.startswith("C_test") and "X_test" in data)]
+    if test_error and missing:
+        raise ValueError(f"test_error=True: the data function {s.data.__name__} must also return {', '.join(missing)} "
+                         "(the raw test inputs and labels for the networks; the test kernels C_test (Q, P) and "
+                         "C_test_diagonal (Q,), or the features X_test, for the theory)")
+    test = (data["test_inputs"], data["y_test"]) if test_error else None
+    made = network(**_network_arguments(s, network, {**action_values, **data_parameters,
+                                                     s.declaration.width.name: width}))
+    return sample_order_parameters(made, data["inputs"], data["y"], temperature=temperature, seed=seed,
+                                   backend=backend, test=test, **sizes)
+
+
+def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool = False) -> Callable:
+    """Networks sampled from the posterior (the readout integrated out, :mod:`attnverify.saddle.network`) have the
+    theory's order parameters (``test_error``: its generalisation error on the data's test inputs, :data:`TEST_KEYS`)
+    within z MCSE + the O(1/N) budget of :func:`_finite_width_budget`, as the built-in attention-path claim has it.
+    Unconverged chains (R-hat/ESS gate, over every quantity recorded) make the example inconclusive."""
+    from .network import GENERALISATION_ERROR
+
+    _network_arguments(s, network, dict.fromkeys((*s.declaration.parameter_names, *s.data_parameters)))
 
     def check(p, ctx) -> Evidence:
         action_values, temperature, data = s.problem(p, ctx)
-        if "inputs" not in data:
-            raise ValueError(f"the data function {s.data.__name__} must also return the raw inputs (inputs=X, (P, d)) "
-                             "that the sampled networks read")
+        data_parameters = s.split(p)[2]
         width_name = s.declaration.width.name
         width = int(round(action_values[width_name]))
         D = max(max(op.size, 1) for op in s.declaration.order_parameters)
         if width <= D + 1:
             raise ValueError(f"{width_name} must exceed {D + 1} (the Wishart shift N − D − 1) for the sampled networks")
-        values = {**action_values, width_name: float(width)}
-        theory = solve(s.declaration, data, temperature=temperature, backend=ctx.backend, **values)
-        shifted = solve(s.declaration, data, temperature=temperature, backend=ctx.backend,
-                        **{**values, width_name: float(width - D - 1)})
-        made = network(**{**action_values, width_name: width})
-        sampled = sample_order_parameters(made, data["inputs"], data["y"], temperature=temperature,
-                                          seed=int(ctx.rng.integers(2**31)), backend=ctx.backend,
-                                          **ctx.choose(**SAMPLING))
+        theory, _ = theory_at_width(s, action_values, temperature, data, width, ctx.backend)
+        shifted, _ = theory_at_width(s, action_values, temperature, data, width - D - 1, ctx.backend)
+        sampled = _sample(s, network, action_values, data_parameters, temperature, data, width,
+                          int(ctx.rng.integers(2**31)), ctx.backend, ctx.choose(**SAMPLING), test_error)
         conditions, worst, notes = {}, 0.0, []
         converged = all(summary.converged for summary in sampled.summaries.values())
         for name, summary in sampled.summaries.items():
-            if name not in theory.order_parameters:
+            if (name == GENERALISATION_ERROR) != test_error:
+                continue
+            if name not in theory:
                 raise ValueError(f"the network estimates {name!r}, which the action does not declare")
-            U, U_shift = np.asarray(theory[name], dtype=float), np.asarray(shifted[name], dtype=float)
-            budget = np.maximum((D + 1) / width * np.abs(U), np.abs(U - U_shift))
+            U = theory[name]
+            budget = _finite_width_budget(U, shifted[name], D, width)
             allowed = summary.mcse_z() * summary.mcse + budget
             gap = np.abs(np.asarray(summary.mean) - U)
             conditions[f"{name} within z MCSE + budget"] = bool(np.all(gap <= allowed))
@@ -226,3 +282,67 @@ def sampled_networks_match(s: SaddleSetting, network: Callable) -> Callable:
                         figures={"width": width, "worst": worst, "acceptance": sampled.acceptance,
                                  "divergences": sampled.divergences})
     return check
+
+
+def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[str, Any]) -> Callable:
+    """``figure(rng) -> TheoryVsSimulation``: the kernel's order parameter (its trace when it is a matrix) against
+    1/N, the theory's curve from the GP point (1/N = 0) to the smallest width, and networks sampled at each width of
+    ``fixed[<width>]`` (a sequence; every other parameter fixed) as mean ± MCSE, at the quick tier's sampler size."""
+    from ..theory_form import TheoryVsSimulation
+    from ..numerics.diagnostics import summarize
+    from ..numerics.statistics import Estimate
+
+    width_name = s.declaration.width.name
+    wanted = set(s.declaration.parameter_names) | {"temperature"} | set(s.data_parameters)
+    wrong = name_mismatch(sorted(fixed), sorted(wanted), unknown="figure values naming nothing:")
+    if wrong:
+        raise TypeError("saddle_point figure=: give one value for each of the action's parameters, temperature and "
+                        f"the data function's, and a sequence of widths for {width_name}" + wrong)
+    widths = sorted({int(w) for w in np.atleast_1d(fixed[width_name])})
+    D = max(max(op.size, 1) for op in s.declaration.order_parameters)
+    if len(widths) < 2 or widths[0] <= D + 1:
+        raise ValueError(f"figure={{{width_name!r}: …}} must list at least two widths above {D + 1}, got {widths}")
+    kernel = s.declaration.kernel.name
+
+    def scalar(value) -> float:
+        value = np.asarray(value, dtype=float)
+        return float(np.trace(value)) if value.ndim == 2 else float(value)
+
+    def figure(rng: np.random.Generator) -> TheoryVsSimulation:
+        values = {**fixed, width_name: float(widths[0])}
+        action_values, temperature, data = s.problem(values, _Context(rng))
+        data_parameters = s.split(values)[2]
+        gp = gp_point(s.declaration, **action_values)
+        grid = np.linspace(0.0, 1.0 / widths[0], 25)[1:]
+        curve, start = [scalar(gp[kernel])], None
+        for inverse in grid:
+            solution = solve(s.declaration, data, temperature=temperature, start=start,
+                             **{**action_values, width_name: 1.0 / inverse})
+            start = solution
+            curve.append(scalar(solution[kernel]))
+        estimates, unconverged = [], []
+        for width in widths:
+            sampled = _sample(s, network, action_values, data_parameters, temperature, data, width,
+                              int(rng.integers(2**31)), None, SAMPLING["quick"])
+            draws = sampled.draws[kernel]  # (C, draws) or (C, draws, n, n)
+            summary = summarize(np.trace(draws, axis1=2, axis2=3) if draws.ndim == 4 else draws)
+            estimates.append(Estimate(mean=float(summary.mean), standard_error=float(summary.mcse),
+                                      samples=int(draws.shape[0] * draws.shape[1])))
+            if not (summary.converged and all(one.converged for one in sampled.summaries.values())):
+                unconverged.append(width)
+        label = f"tr {kernel}" if s.declaration.kernel.size else kernel
+        return TheoryVsSimulation(
+            x=[1.0 / w for w in widths], estimates=estimates, theory=curve, theory_x=[0.0, *grid],
+            xlabel=f"1/{width_name}", ylabel=label,
+            caption=f"{label}: the saddle point from the GP limit (1/{width_name} = 0) against networks sampled from "
+                    f"the posterior at {width_name} = {', '.join(map(str, widths))} (HMC, readout integrated out; ± 2 "
+                    "MCSE). " + (f"Not converged (R-hat/ESS) at {width_name} = {unconverged}." if unconverged
+                                 else "Every width passed the R-hat/ESS gate."))
+    return figure
+
+
+class _Context:
+    """The part of a claim's context :meth:`SaddleSetting.problem` reads, for a figure: the random generator."""
+
+    def __init__(self, rng):
+        self.rng = rng

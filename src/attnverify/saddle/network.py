@@ -10,7 +10,9 @@ have the collapsed potential
 
 chained to Z by the network's vector–Jacobian product, and sampled by HMC (:mod:`attnverify.numerics.hmc`).
 Given Z the readout is Gaussian: precision Λ = I/v + ΦᵀΦ/T, mean m = Λ⁻¹Φᵀy/T; an order parameter quadratic in
-a is estimated from E[aaᵀ | Z, y] = mmᵀ + Λ⁻¹ exactly (Rao–Blackwell), draw by draw.
+a is estimated from E[aaᵀ | Z, y] = mmᵀ + Λ⁻¹ exactly (Rao–Blackwell), draw by draw, and so is the generalisation
+error on test inputs (Φ_t = φ(X_test; Z)): E[(f(x_t) − y_t)² | Z, y] = (Φ_t m − y_t)² + (Φ_t Λ⁻¹ Φ_tᵀ)_tt, averaged
+over the test inputs (the theory's ε_g = mean_t (⟨f(x_t)⟩ − y_t)² + ⟨δf(x_t)²⟩, :mod:`attnverify.saddle.predict`).
 """
 
 from __future__ import annotations
@@ -100,52 +102,78 @@ class CollapsedNetworkPosterior:
         gradient = self.network.features_vjp(Z, self.X, dPhi).reshape(x.shape[0], -1)
         return potential, gradient + x
 
-    def readout_second_moment(self, x):
-        """E[aaᵀ | Z, y] = mmᵀ + Λ⁻¹ per chain, Λ = I/v + ΦᵀΦ/T (M × M), by Cholesky."""
+    def _readout(self, x):
+        """The readout's conditional posterior per chain: Φ, the mean m and the Cholesky factor L of Λ = I/v + ΦᵀΦ/T."""
         be, xp = self.backend, self.backend.xp
         Phi = self.network.features(self._weights(x), self.X)
-        M = Phi.shape[2]
-        identity = xp.eye(M)
+        identity = xp.eye(Phi.shape[2])
         precision = identity / self.network.readout_variance + Phi.transpose(0, 2, 1) @ Phi / self.temperature
         factor, _ = be.cholesky_each(precision, identity)
         b = (Phi.transpose(0, 2, 1) @ self.y) / self.temperature
-        mean = be.solve_lower(factor, be.solve_lower(factor, b), transpose=True)
-        lower_inverse = be.solve_lower(factor, identity, shared=True)
-        covariance = lower_inverse.transpose(0, 2, 1) @ lower_inverse
-        return mean[:, :, None] * mean[:, None, :] + covariance
+        return Phi, be.solve_lower(factor, be.solve_lower(factor, b), transpose=True), factor
+
+    def readout_second_moment(self, x):
+        """E[aaᵀ | Z, y] = mmᵀ + Λ⁻¹ per chain, Λ = I/v + ΦᵀΦ/T (M × M), by Cholesky."""
+        _, mean, factor = self._readout(x)
+        lower_inverse = self.backend.solve_lower(factor, self.backend.xp.eye(mean.shape[1]), shared=True)
+        return mean[:, :, None] * mean[:, None, :] + lower_inverse.transpose(0, 2, 1) @ lower_inverse
+
+    def generalisation_error(self, x, X_test, y_test):
+        """mean_t E[(f(x_t) − y_t)² | Z, y] per chain: (Φ_t m − y_t)² + |L⁻¹Φ_tᵀ|²_t (module docstring)."""
+        xp = self.backend.xp
+        _, mean, factor = self._readout(x)
+        Phi_test = self.network.features(self._weights(x), X_test)  # (C, Q, M)
+        prediction = (Phi_test @ mean[:, :, None])[:, :, 0]
+        spread = self.backend.solve_lower(factor, Phi_test.transpose(0, 2, 1))  # (C, M, Q)
+        return xp.mean((prediction - y_test) ** 2 + xp.sum(spread**2, axis=1), axis=1)
 
 
 @dataclass(frozen=True)
 class SampledOrderParameters:
     """Per order parameter: the posterior mean over chains and draws, its Monte Carlo standard error, and the chain
-    diagnostics (:class:`~attnverify.numerics.diagnostics.ChainSummary`)."""
+    diagnostics (:class:`~attnverify.numerics.diagnostics.ChainSummary`); ``draws``: per name, the draws (C, draws, …),
+    to summarise a function of them (:func:`attnverify.numerics.diagnostics.summarize`)."""
 
     summaries: dict
     acceptance: float
     divergences: int
+    draws: dict
 
     def mean(self, name: str):
         return self.summaries[name].mean
 
 
+GENERALISATION_ERROR = "generalisation_error"
+"""The name under which :func:`sample_order_parameters` reports the test error (with ``test=``)."""
+
+
 def sample_order_parameters(network: Network, X, y, *, temperature: float, chains: int = 8, warmup: int = 500,
-                            draws: int = 1000, seed: int = 0, backend=None) -> SampledOrderParameters:
-    """Sample the collapsed posterior of the hidden weights and estimate the network's order parameters."""
+                            draws: int = 1000, seed: int = 0, backend=None, test=None) -> SampledOrderParameters:
+    """Sample the collapsed posterior of the hidden weights and estimate the network's order parameters; with
+    ``test=(X_test, y_test)`` also the generalisation error on them (module docstring), as ``generalisation_error``."""
     posterior = CollapsedNetworkPosterior(network, X, y, temperature, backend)
     be = posterior.backend
+    if test is not None:
+        X_test = be.asarray(arguments.array("X_test", test[0], ndim=2))
+        if X_test.shape[1] != posterior.X.shape[1]:
+            raise ValueError(f"X_test must have the training inputs' {posterior.X.shape[1]} columns, got "
+                             f"{X_test.shape[1]}")
+        y_test = be.asarray(arguments.array("y_test", test[1], shape=(X_test.shape[0],)))
     chains = arguments.integer("chains", chains, 2)
     rng = be.random(arguments.integer("seed", seed, 0))
     x0 = rng.standard_normal((chains, posterior.size))
 
     def record(x) -> dict:
-        values = network.order_parameters(posterior._weights(x), posterior.readout_second_moment(x))
+        values = dict(network.order_parameters(posterior._weights(x), posterior.readout_second_moment(x)))
+        if GENERALISATION_ERROR in values:
+            raise ValueError(f"the network's order parameters may not be named {GENERALISATION_ERROR!r} (reserved)")
+        if test is not None:
+            values[GENERALISATION_ERROR] = posterior.generalisation_error(x, X_test, y_test)
         return {name: be.to_numpy(value) for name, value in values.items()}
 
     run = hmc.run_chains(posterior.potential_and_gradient, x0, rng=rng, warmup=arguments.integer("warmup", warmup, 1),
                          draws=arguments.integer("draws", draws, 4), backend=be, record=record)
     names = list(run.records[0])
-    summaries = {}
-    for name in names:
-        values = np.stack([r[name] for r in run.records], axis=1)  # (C, draws, …)
-        summaries[name] = summarize(np.moveaxis(values, (0, 1), (-2, -1)))
-    return SampledOrderParameters(summaries, float(np.mean(run.acceptance)), int(np.sum(run.divergences)))
+    draws = {name: np.stack([r[name] for r in run.records], axis=1) for name in names}  # (C, draws, …)
+    summaries = {name: summarize(np.moveaxis(values, (0, 1), (-2, -1))) for name, values in draws.items()}
+    return SampledOrderParameters(summaries, float(np.mean(run.acceptance)), int(np.sum(run.divergences)), draws)
