@@ -219,3 +219,35 @@ def test_both_posterior_samplers_match_quadrature_on_cupy(method):
     assert U.converged and f.converged, (U.worst(), f.worst())
     assert abs(U.mean[0, 0] - U_exact) <= U.mcse_z()[0, 0] * U.mcse[0, 0]
     assert np.all(np.abs(f.mean - f_exact) <= f.mcse_z() * f.mcse)
+
+
+def test_the_saddle_network_sampler_on_cupy_equals_numpy_and_its_claims_run_there():
+    """attnverify.saddle.network on cupy: the collapsed potential and gradient, the readout's second moment and the
+    generalisation error equal numpy's at the same weights (1e-12 relative); and the linear-network claims (order
+    parameters, and the test error) hold with backend cupy, as on numpy (tests/saddle/test_saddle_claims.py)."""
+    import cupy
+
+    from saddle.test_saddle_claims import _one_layer_theory
+
+    from attnverify.base.backend import get_backend
+    from attnverify.checks import run_claim
+    from attnverify.saddle.network import CollapsedNetworkPosterior, one_hidden_layer
+
+    rng = np.random.default_rng(0)
+    X, y, X_test, y_test = rng.standard_normal((12, 3)), rng.standard_normal(12), rng.standard_normal((5, 3)), \
+        rng.standard_normal(5)
+    network = one_hidden_layer(4, 3, readout_variance_total=1.5)
+    x = rng.standard_normal((3, 12))
+    host = CollapsedNetworkPosterior(network, X, y, 0.2)
+    device = CollapsedNetworkPosterior(network, X, y, 0.2, backend="cupy")
+    to_numpy = get_backend("cupy").to_numpy
+    pairs = [(host.potential_and_gradient(x), device.potential_and_gradient(cupy.asarray(x))),
+             ((host.readout_second_moment(x),), (device.readout_second_moment(cupy.asarray(x)),)),
+             ((host.generalisation_error(x, X_test, y_test),),
+              (device.generalisation_error(cupy.asarray(x), cupy.asarray(X_test), cupy.asarray(y_test)),))]
+    for numpy_values, cupy_values in pairs:
+        for a, b in zip(numpy_values, cupy_values):
+            np.testing.assert_allclose(to_numpy(b), a, rtol=1e-12, atol=1e-14)
+    for test_error in (False, True):
+        result = run_claim(_one_layer_theory(test_error=test_error), profile="quick", backend="cupy", seed=0)
+        assert result.status == "holds", result

@@ -459,8 +459,9 @@ class Theory:
                 self._new_claim(prefix + claim_name, statement, parameters, check, source,
                                 (expect or {}).get(claim_name, "holds"), counts, 20)
             if figure is not None:
+                fields = saddle_claims.sampled_networks_figure(s, network, figure)
                 self.figures.append(_Figure(prefix + "sampled_networks_vs_theory",
-                                            saddle_claims.sampled_networks_figure(s, network, figure)))
+                                            lambda rng: TheoryVsSimulation(**fields(rng))))
             return function
 
         return register

@@ -285,10 +285,10 @@ def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool
 
 
 def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[str, Any]) -> Callable:
-    """``figure(rng) -> TheoryVsSimulation``: the kernel's order parameter (its trace when it is a matrix) against
+    """``figure(rng) -> dict`` (the fields of a :class:`attnverify.theory_form.TheoryVsSimulation`, which the theory
+    wraps it in): the kernel's order parameter (its trace when it is a matrix) against
     1/N, the theory's curve from the GP point (1/N = 0) to the smallest width, and networks sampled at each width of
     ``fixed[<width>]`` (a sequence; every other parameter fixed) as mean ± MCSE, at the quick tier's sampler size."""
-    from ..theory_form import TheoryVsSimulation
     from ..numerics.diagnostics import summarize
     from ..numerics.statistics import Estimate
 
@@ -308,7 +308,7 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
         value = np.asarray(value, dtype=float)
         return float(np.trace(value)) if value.ndim == 2 else float(value)
 
-    def figure(rng: np.random.Generator) -> TheoryVsSimulation:
+    def figure(rng: np.random.Generator) -> dict:
         values = {**fixed, width_name: float(widths[0])}
         action_values, temperature, data = s.problem(values, _Context(rng))
         data_parameters = s.split(values)[2]
@@ -331,7 +331,7 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
             if not (summary.converged and all(one.converged for one in sampled.summaries.values())):
                 unconverged.append(width)
         label = f"tr {kernel}" if s.declaration.kernel.size else kernel
-        return TheoryVsSimulation(
+        return dict(
             x=[1.0 / w for w in widths], estimates=estimates, theory=curve, theory_x=[0.0, *grid],
             xlabel=f"1/{width_name}", ylabel=label,
             caption=f"{label}: the saddle point from the GP limit (1/{width_name} = 0) against networks sampled from "
