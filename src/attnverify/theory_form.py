@@ -443,7 +443,8 @@ class Theory:
                 made.append(("sampled_networks_match_theory", saddle_claims.sampled_networks_match(s, network),
                              "Networks sampled from the posterior (HMC, the readout integrated out exactly) have the "
                              "theory's order parameters within z MCSE (z ≥ 5) + an O(1/N) budget, per entry the larger "
-                             "of (D + 1)/N·|U| and |U(N) − U(N − D − 1)|; unconverged chains are inconclusive."))
+                             "of (D + 1)/N·√(U_ii U_jj) (|U| for a scalar) and |U(N) − U(N − D − 1)|; unconverged "
+                             "chains are inconclusive."))
             if test_error:
                 made.append(("sampled_networks_generalise_as_theory",
                              saddle_claims.sampled_networks_match(s, network, test_error=True),

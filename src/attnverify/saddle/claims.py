@@ -185,9 +185,13 @@ theory's ``C_test`` and ``C_test_diagonal``, or ``X_test``, as :func:`attnverify
 
 
 def _finite_width_budget(value: np.ndarray, shifted: np.ndarray, D: int, width: int) -> np.ndarray:
-    """The O(1/N) budget of a saddle-point prediction: per entry the larger of (D + 1)/N·|value| and the theory's own
-    move under N → N − D − 1 (the Wishart degrees of freedom; D the largest order parameter's size)."""
-    return np.maximum((D + 1) / width * np.abs(value), np.abs(value - shifted))
+    """The O(1/N) budget of a saddle-point prediction, per entry the larger of (D + 1)/N times the entry's scale and
+    the theory's own move under N → N − D − 1 (the Wishart degrees of freedom; D the largest order parameter's
+    size). The scale of a matrix entry is √(U_ii U_jj), its Cauchy–Schwarz bound (an off-diagonal entry near 0 still
+    moves on the scale of the diagonal), as the built-in attention-path claim has it; of a scalar, |value|."""
+    value = np.asarray(value, dtype=float)
+    scale = np.sqrt(np.outer(np.diag(value), np.diag(value))) if value.ndim == 2 else np.abs(value)
+    return np.maximum((D + 1) / width * scale, np.abs(value - shifted))
 
 
 def theory_at_width(s: SaddleSetting, action_values: dict, temperature: float, data: Mapping, width: int,
