@@ -135,6 +135,32 @@ def test_a_failed_solve_says_where_it_stopped(problem):
     assert solution.parameters["N"] == 10.0 or "continuation in N stopped at N = " in solution.message
 
 
+@pytest.mark.parametrize("path", ["width", "temperature"])
+def test_continuation_in_n_or_in_t_reaches_the_direct_solution(problem, path):
+    """Both continuation paths (from 10⁴ N, or from 10⁴ T, down by factors √10, each step from the last) end at the
+    Newton iteration's minimum from the GP point, to the tolerance: the 4 × 4 U1 and the 2 × 2 U2 to 1e-8. A solve
+    whose direct iteration fails takes them in turn (N first); forced here by calling the path itself."""
+    from attnverify.saddle.solve import _continued, _with_width
+
+    X, y = problem
+    action, data = attention_paths_action((2, 2)), dict(X=X, y=y)
+    direct = solve(action, data, temperature=0.05, N=10.0, **PRIORS)
+    values = action.parameter_values(dict(N=10.0, **PRIORS))
+    gp = gp_point(action, N=10.0, **PRIORS)
+    if path == "width":
+        problem_at = lambda width, t: (data_energy(data, 0.05), _with_width(action, values, width))  # noqa: E731
+        target, label = 10.0, "N"
+    else:
+        problem_at = lambda t, _: (data_energy(data, t), values)  # noqa: E731
+        target, label = 0.05, "T"
+    continued = _continued(action, problem_at, target, label, gp.entries, 1e-10, 500, 0.0, 0.05)
+    assert continued.converged and continued.is_minimum, continued.message
+    for name in ("U1", "U2"):
+        np.testing.assert_allclose(continued[name], direct[name], atol=1e-8)
+    with pytest.raises(ValueError, match="continuation must be True, False, 'width' or 'temperature'"):
+        solve(action, data, temperature=0.05, continuation="T", N=10.0, **PRIORS)
+
+
 def test_the_prediction_equals_the_built_in_predictor_from_features_and_from_kernels(problem):
     """⟨f⟩ and ⟨δf²⟩ at the solution: from features, from the kernels C_ab formed from them, and from the built-in
     attention-path predictor at the same U, agree to 1e-10 relative (one function, three routes)."""

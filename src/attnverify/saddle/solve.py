@@ -2,7 +2,8 @@
 a given start, by the trust-region Newton method on the exact Hessian (:mod:`attnverify.numerics.trust_region`),
 accepted only where the saddle-point equations hold (max |∂(S/N)/∂u| ≤ tolerance) and the Hessian over the
 entries is positive definite. Where the Newton iteration from the GP point fails, continuation in N brings the
-solution down from a width near the GP limit.
+solution down from a width near the GP limit, and, where that fails too, continuation in T from a temperature
+near it (both limits leave the entropy alone: the GP point).
 """
 
 from __future__ import annotations
@@ -130,12 +131,15 @@ def solve(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperatur
     """The minimum of S = ½ ln det(K + T·I) + ½ Yᵀ(K + T·I)⁻¹Y + 𝓛 for ``data`` (see :func:`data_energy`) at the
     parameter values given by name (the width among them) and ``temperature`` T. ``start``: name → value, or a
     :class:`Solution` (a neighbour's, for sweeps); by default the GP point, and, if the Newton iteration from there
-    fails, continuation in N from 10⁴ N down to N (``continuation=False`` turns that off)."""
+    fails, continuation in N from 10⁴ N down to N, then in T from 10⁴ T down to T (``continuation``: True for both,
+    "width" or "temperature" for one, False for none)."""
     if not isinstance(declaration, SaddlePointAction):
         raise TypeError(f"declaration must be a SaddlePointAction, got {type(declaration).__name__}")
     temperature = arguments.positive("temperature", temperature)
     tolerance = arguments.positive("tolerance", tolerance)
     max_iterations = arguments.integer("max_iterations", max_iterations, 1)
+    if continuation not in (True, False, "width", "temperature"):
+        raise ValueError(f"continuation must be True, False, 'width' or 'temperature', got {continuation!r}")
     values = declaration.parameter_values(parameters)
     energy = data_energy(data, temperature, space=space, backend=backend)
     size = max(declaration.kernel.size, 1)
@@ -156,27 +160,39 @@ def solve(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperatur
         theta = action.parametrisation.theta(start_entries)
         result = _minimise(action, theta, tolerance, max_iterations)
         solution = _solution(action, result.x, result, tolerance, t0, temperature)
-        if not (solution.converged and solution.is_minimum) and start is None and continuation:
-            solution = _continued(declaration, energy, values, start_entries, tolerance, max_iterations, t0,
-                                  temperature)
+        failed = start is None and not (solution.converged and solution.is_minimum)
+        if failed and continuation in (True, "width"):
+            solution = _continued(declaration, lambda width, t: (energy, _with_width(declaration, values, width)),
+                                  values[declaration.parameters.index(declaration.width)], "N", start_entries,
+                                  tolerance, max_iterations, t0, temperature)
+            failed = not (solution.converged and solution.is_minimum)
+        if failed and continuation in (True, "temperature"):
+            solution = _continued(declaration, lambda t, _: (data_energy(data, t, space=space, backend=backend),
+                                                             values),
+                                  temperature, "T", start_entries, tolerance, max_iterations, t0, temperature)
     if raise_on_failure and not (solution.converged and solution.is_minimum):
         what = "did not converge" if not solution.converged else "is not a minimum (Hessian not positive definite)"
         raise SaddlePointError(f"the saddle point {what}: {solution.message}")
     return solution
 
 
-def _continued(declaration, energy, values, gp_entries, tolerance, max_iterations, t0, temperature) -> Solution:
-    """Continuation in N: solve at 10⁴ N (near the GP point), then at widths a factor √10 apart down to N, each from
-    the last solution (the intermediate ones only as starts: to 1e-8, or the tolerance if looser). A step that fails
-    ends the continuation with a solution marked unconverged that names the width where it stopped."""
+def _with_width(declaration: SaddlePointAction, values: tuple, width: float) -> tuple:
     index = declaration.parameters.index(declaration.width)
-    target = values[index]
+    return values[:index] + (float(width),) + values[index + 1:]
+
+
+def _continued(declaration, problem, target: float, label: str, gp_entries, tolerance, max_iterations, t0,
+               temperature) -> Solution:
+    """Continuation in N (or T): solve at 10⁴ times the target (near the GP point), then at values a factor √10
+    apart down to it, each from the last solution (the intermediate ones only as starts: to 1e-8, or the tolerance
+    if looser). ``problem(value, temperature)`` gives the energy and the parameter values there. A step that fails
+    ends the continuation with a solution marked unconverged that names the value where it stopped."""
     entries = gp_entries
-    widths = target * 10.0 ** np.arange(4.0, -0.25, -0.5)
-    for step, width in enumerate(widths):
-        last = step == len(widths) - 1
-        scaled = values[:index] + (float(width),) + values[index + 1:]
-        action = NumericAction(declaration, energy, scaled)
+    ladder = target * 10.0 ** np.arange(4.0, -0.25, -0.5)
+    for step, value in enumerate(ladder):
+        last = step == len(ladder) - 1
+        energy, values = problem(float(value) if not last else target, temperature)
+        action = NumericAction(declaration, energy, values)
         goal = tolerance if last else max(tolerance, 1e-8)
         result = _minimise(action, action.parametrisation.theta(entries), goal, max_iterations)
         solution = _solution(action, result.x, result, goal, t0, temperature)
@@ -184,7 +200,7 @@ def _continued(declaration, energy, values, gp_entries, tolerance, max_iteration
             if last:
                 return solution
             return replace(solution, converged=False,
-                           message=f"continuation in N stopped at N = {width:.4g} (target {target:g}): "
+                           message=f"continuation in {label} stopped at {label} = {value:.4g} (target {target:g}): "
                                    f"{solution.message}")
         entries = solution.entries
     return solution
