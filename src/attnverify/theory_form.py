@@ -440,6 +440,11 @@ class Theory:
                              f"Symmetry '{label}': the saddle point on the transformed data is the transformed saddle "
                              f"point, within 10× the two solutions' error estimates."))
             if network is not None:
+                made.append(("network_gradient_matches_finite_differences",
+                             saddle_claims.network_gradient_matches_finite_differences(s, network),
+                             "The collapsed potential's gradient through the network's vector–Jacobian product "
+                             "equals central differences within 10× their own error (steps h, h/2, h/4) plus "
+                             "round-off, at prior weights."))
                 made.append(("sampled_networks_match_theory", saddle_claims.sampled_networks_match(s, network),
                              "Networks sampled from the posterior (HMC, the readout integrated out exactly) have the "
                              "theory's order parameters within z MCSE (z ≥ 5) + an O(1/N) budget, per entry the larger "

@@ -288,6 +288,35 @@ def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool
     return check
 
 
+def network_gradient_matches_finite_differences(s: SaddleSetting, network: Callable) -> Callable:
+    """The collapsed potential's gradient through the network's own vector–Jacobian product equals central
+    differences of the potential (:func:`_against_differences`) at prior weights of one chain: a wrong VJP would
+    only slow HMC down (the Metropolis step keeps it exact), so it is checked here, where it shows."""
+    from .network import CollapsedNetworkPosterior
+
+    _network_arguments(s, network, dict.fromkeys((*s.declaration.parameter_names, *s.data_parameters)))
+
+    def check(p, ctx) -> Evidence:
+        action_values, temperature, data = s.problem(p, ctx)
+        data_parameters = s.split(p)[2]
+        width_name = s.declaration.width.name
+        width = int(round(action_values[width_name]))
+        made = network(**_network_arguments(s, network, {**action_values, **data_parameters, width_name: width}))
+        if "inputs" not in data:
+            raise ValueError(f"the data function {s.data.__name__} must also return the raw inputs (inputs=X, (P, d)) "
+                             "that the sampled networks read")
+        posterior = CollapsedNetworkPosterior(made, data["inputs"], data["y"], temperature)
+        x = ctx.rng.standard_normal(posterior.size)
+        potential, gradient = posterior.potential_and_gradient(x[None])
+        ratio = _against_differences(gradient[0], lambda t: float(posterior.potential_and_gradient(t[None])[0][0]),
+                                     x, max(abs(float(potential[0])), 1.0))
+        return at_most(ratio, 1.0, note=f"worst |VJP gradient − FD| over its allowance {ratio:.2g} over "
+                                        f"{posterior.size} weights at N = {width}",
+                       figures={"weights": posterior.size, "ratio": ratio},
+                       labels=("|VJP − FD| / allowance", "1"))
+    return check
+
+
 def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[str, Any]) -> Callable:
     """``figure(rng) -> dict`` (the fields of a :class:`attnverify.theory_form.TheoryVsSimulation`, which the theory
     wraps it in): the kernel's order parameter (its trace when it is a matrix) against
