@@ -2,22 +2,22 @@
 
 f(x) = aᵀ W₂ W₁ x/√(dN), W₁ (N × d), W₂ (N × N) with N(0, 1) entries scaled, a ~ N(0, σ²/N). Given the upper layers the
 first layer sees the readout b = W₂ᵀa/√N: Q₁ = |b|², and Q₂ = |a|² (Li & Sompolinsky 2021):
-S = ½ ln det(Q₁K₀ + T) + ½ Yᵀ(Q₁K₀ + T)⁻¹Y + (N/2)(Q₁/Q₂ − ln(Q₁/Q₂)) + (N/2)(Q₂/σ² − ln Q₂).
+S = ½ ln det(Q₁K₀ + T) + ½ Yᵀ(Q₁K₀ + T)⁻¹Y + (N/2)(Q₁/Q₂ − ln(Q₁/Q₂) − 1) + (N/2)(Q₂/σ² − ln(Q₂/σ²) − 1).
 """
 
 import numpy as np
 import sympy
 
 from attnverify import Theory, st
-from attnverify.saddle import SaddlePointAction, positive
+from attnverify.saddle import SaddlePointAction, positive, wishart_entropy
 from attnverify.saddle.network import Network
 
 theory = Theory("deep_linear", source="Li & Sompolinsky 2021")
 
 Q1, Q2 = positive("Q1"), positive("Q2")
 N, sigma2 = sympy.symbols("N sigma2", positive=True)
-action = SaddlePointAction(order_parameters={"Q1": Q1, "Q2": Q2},
-                           entropy=N / 2 * (Q1 / Q2 - sympy.log(Q1 / Q2)) + N / 2 * (Q2 / sigma2 - sympy.log(Q2)),
+action = SaddlePointAction(order_parameters={"Q1": Q1, "Q2": Q2},  # Q1 | Q2 ~ (Q2/N)·χ²_N, Q2 ~ (σ²/N)·χ²_N
+                           entropy=wishart_entropy(Q1, N, Q2) + wishart_entropy(Q2, N, sigma2),
                            kernel="Q1", width=N)
 
 

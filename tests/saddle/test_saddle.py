@@ -184,3 +184,24 @@ def test_the_prediction_equals_the_built_in_predictor_from_features_and_from_ker
     assert np.isfinite(error.mean) and error.standard_error > 0
     values, overlaps = kernel_alignment(declaration, solution, dict(X=X, y=y))
     assert np.all(np.diff(values) <= 1e-9 * values[0]) and abs(overlaps.sum() - 1.0) <= 1e-12
+
+
+def test_the_wishart_entropy_is_the_hand_written_one_and_vanishes_with_its_gradient_at_its_mean():
+    """wishart_entropy(U, N, V) = (N/2)[tr(V⁻¹U) − ln det(V⁻¹U) − n]: for a scalar, (N/2)(Q/σ² − ln Q) + (N/2)(ln σ² −
+    1); for a 2 × 2 matrix with a scalar mean, (N/2)(tr U/σ² − ln det U) + N(ln σ² − 1); with a matrix mean, zero
+    and stationary at U = V (sympy, exactly)."""
+    from attnverify.saddle import wishart_entropy
+
+    N, s = sympy.symbols("N sigma2", positive=True)
+    Q = positive("Q")
+    assert sympy.simplify(wishart_entropy(Q, N, s) - (N / 2 * (Q / s - sympy.log(Q)) + N / 2 * (sympy.log(s) - 1))) == 0
+    U = positive_definite("U", 2)
+    hand = N / 2 * (U.trace() / s - sympy.log(U.det())) + N * (sympy.log(s) - 1)
+    assert sympy.simplify(wishart_entropy(U, N, s) - hand) == 0
+    V = sympy.Matrix([[2, sympy.Rational(1, 2)], [sympy.Rational(1, 2), 1]])
+    entropy = wishart_entropy(U, N, V)
+    at_mean = dict(zip([U[0, 0], U[0, 1], U[1, 1]], [2, sympy.Rational(1, 2), 1]))
+    assert sympy.simplify(entropy.subs(at_mean)) == 0
+    assert all(sympy.simplify(sympy.diff(entropy, u).subs(at_mean)) == 0 for u in at_mean)
+    with pytest.raises(ValueError, match="mean must be a scalar or a 2 × 2 matrix"):
+        wishart_entropy(U, N, sympy.eye(3))

@@ -12,6 +12,7 @@ the saddle-point equations and the Hessian, solves for the minimum and checks it
 from .declaration import OrderParameter, SaddlePointAction, positive, positive_definite
 from .solve import SaddlePointError, Solution, data_energy, gp_point, solve
 from .predict import kernel_alignment, predict
+from .priors import wishart_entropy
 
 __all__ = ["OrderParameter", "SaddlePointAction", "SaddlePointError", "Solution", "data_energy",
-           "gp_point", "kernel_alignment", "positive", "positive_definite", "predict", "solve"]
+           "gp_point", "kernel_alignment", "positive", "positive_definite", "predict", "solve", "wishart_entropy"]

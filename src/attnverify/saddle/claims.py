@@ -308,8 +308,9 @@ def network_gradient_matches_finite_differences(s: SaddleSetting, network: Calla
         posterior = CollapsedNetworkPosterior(made, data["inputs"], data["y"], temperature)
         x = ctx.rng.standard_normal(posterior.size)
         potential, gradient = posterior.potential_and_gradient(x[None])
-        ratio = _against_differences(gradient[0], lambda t: float(posterior.potential_and_gradient(t[None])[0][0]),
-                                     x, max(abs(float(potential[0])), 1.0))
+        ratio = _against_differences(gradient[0],
+                                     lambda t: float(posterior.potential_and_gradient(t[None])[0][0]), x,
+                                     max(abs(float(potential[0])), 1.0))
         return at_most(ratio, 1.0, note=f"worst |VJP gradient − FD| over its allowance {ratio:.2g} over "
                                         f"{posterior.size} weights at N = {width}",
                        figures={"weights": posterior.size, "ratio": ratio},

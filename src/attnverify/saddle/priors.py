@@ -1,0 +1,32 @@
+"""Entropy terms a theory builds its 𝓛 from: the large-deviation function of a Gaussian weight's squared norm.
+
+A readout (or a layer's effective readout) of N i.i.d. Gaussian entries whose variance is V/N, for a scalar V, or N
+i.i.d. vectors with covariance V/N for a matrix V, has the squared norm U = Σ_i a_i a_iᵀ Wishart with N degrees of
+freedom and mean V. Its density is ∝ det(U)^{(N−n−1)/2} exp(−(N/2) tr(V⁻¹U)) / det(V)^{N/2}, so at the saddle
+point (keeping the O(N) terms; the (n + 1)/2·ln det U left out is the O(1/N) the sampled-network budget covers)
+
+    −ln p(U) ≈ (N/2) [tr(V⁻¹U) − ln det(V⁻¹U) − n]   (n = 1 for a scalar),
+
+up to a constant; with the −n it is zero at U = V, its minimum (Li & Sompolinsky 2021). V may be a parameter (σ²)
+or another order parameter (a deeper layer's: the chain of a deep network).
+"""
+
+from __future__ import annotations
+
+import sympy
+
+
+def wishart_entropy(U, width, mean) -> sympy.Expr:
+    """(N/2)[tr(V⁻¹U) − ln det(V⁻¹U) − n] for an order parameter U (a :func:`~attnverify.saddle.positive` scalar or a
+    :func:`~attnverify.saddle.positive_definite` matrix), the width N and the prior mean V (a scalar expression, or
+    a matrix of U's size): the module docstring's saddle-point entropy of a Gaussian weight's squared norm."""
+    if isinstance(U, sympy.MatrixBase):
+        n = U.shape[0]
+        V = mean * sympy.eye(n) if not isinstance(mean, sympy.MatrixBase) else sympy.Matrix(mean)
+        if V.shape != U.shape:
+            raise ValueError(f"mean must be a scalar or a {n} × {n} matrix like U, got shape {V.shape}")
+        ratio = V.inv() * U if not V.is_diagonal() else sympy.diag(*[1 / V[i, i] for i in range(n)]) * U
+        return width / 2 * (ratio.trace() - sympy.log(U.det()) + sympy.log(V.det()) - n)
+    if isinstance(mean, sympy.MatrixBase):
+        raise ValueError("a scalar order parameter takes a scalar mean")
+    return width / 2 * (U / mean - sympy.log(U) + sympy.log(mean) - 1)
