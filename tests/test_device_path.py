@@ -223,8 +223,8 @@ def test_both_posterior_samplers_match_quadrature_on_cupy(method):
 
 def test_the_saddle_network_sampler_on_cupy_equals_numpy_and_its_claims_run_there():
     """attnverify.saddle.network on cupy: the collapsed potential and gradient, the readout's second moment and the
-    generalisation error equal numpy's at the same weights (1e-12 relative); and the linear-network claims (order
-    parameters, and the test error) hold with backend cupy, as on numpy (tests/saddle/test_saddle_claims.py)."""
+    generalisation error equal numpy's at the same weights (1e-12 relative); and the linear-network claim on the
+    order parameters holds with backend cupy, as on numpy (tests/saddle/test_saddle_claims.py)."""
     import cupy
 
     from saddle.test_saddle_claims import _one_layer_theory
@@ -248,6 +248,5 @@ def test_the_saddle_network_sampler_on_cupy_equals_numpy_and_its_claims_run_ther
     for numpy_values, cupy_values in pairs:
         for a, b in zip(numpy_values, cupy_values):
             np.testing.assert_allclose(to_numpy(b), a, rtol=1e-12, atol=1e-14)
-    for test_error in (False, True):
-        result = run_claim(_one_layer_theory(test_error=test_error), profile="quick", backend="cupy", seed=0)
-        assert result.status == "holds", result
+    result = run_claim(_one_layer_theory(), profile="quick", backend="cupy", seed=0)
+    assert result.status == "holds", result
