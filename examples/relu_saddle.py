@@ -38,7 +38,7 @@ def teacher(rng, P, d, seed):
     draw = np.random.default_rng(seed)
     X = draw.standard_normal((P, d))
     y = 3 * np.maximum(X @ draw.standard_normal(d) / np.sqrt(d), 0.0) - 1.2
-    return dict(C=arc_cosine(X, X), y=y, inputs=X)
+    return dict(C=arc_cosine(X, X), y=y, inputs=X)   # the NNGP kernel; the raw inputs, for sampled networks
 
 
 # Networks sampled from the posterior at one setting, drawn against the theory: they refute it there (docstring)
