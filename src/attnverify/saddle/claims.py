@@ -288,10 +288,15 @@ def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool
     return check
 
 
+DIRECTIONS = 8
+"""How many random unit directions the network's gradient is checked along (a wrong VJP misses almost surely)."""
+
+
 def network_gradient_matches_finite_differences(s: SaddleSetting, network: Callable) -> Callable:
     """The collapsed potential's gradient through the network's own vector–Jacobian product equals central
-    differences of the potential (:func:`_against_differences`) at prior weights of one chain: a wrong VJP would
-    only slow HMC down (the Metropolis step keeps it exact), so it is checked here, where it shows."""
+    differences of the potential (:func:`_against_differences`) along :data:`DIRECTIONS` random unit directions,
+    at prior weights of one chain: a wrong VJP would only slow HMC down (the Metropolis step keeps it exact), so it
+    is checked here, where it shows."""
     from .network import CollapsedNetworkPosterior
 
     _network_arguments(s, network, dict.fromkeys((*s.declaration.parameter_names, *s.data_parameters)))
@@ -307,12 +312,18 @@ def network_gradient_matches_finite_differences(s: SaddleSetting, network: Calla
                              "that the sampled networks read")
         posterior = CollapsedNetworkPosterior(made, data["inputs"], data["y"], temperature)
         x = ctx.rng.standard_normal(posterior.size)
+        directions = ctx.rng.standard_normal((posterior.size, DIRECTIONS))
+        directions /= np.linalg.norm(directions, axis=0)
         potential, gradient = posterior.potential_and_gradient(x[None])
-        ratio = _against_differences(gradient[0],
-                                     lambda t: float(posterior.potential_and_gradient(t[None])[0][0]), x,
+
+        def along(t):  # the potential on the plane x + V t of the random directions
+            return float(posterior.potential_and_gradient((x + directions @ t)[None])[0][0])
+
+        ratio = _against_differences(directions.T @ gradient[0], along, np.zeros(DIRECTIONS),
                                      max(abs(float(potential[0])), 1.0))
-        return at_most(ratio, 1.0, note=f"worst |VJP gradient − FD| over its allowance {ratio:.2g} over "
-                                        f"{posterior.size} weights at N = {width}",
+        return at_most(ratio, 1.0, note=f"worst |VJP gradient − FD| over its allowance {ratio:.2g}, along "
+                                        f"{DIRECTIONS} random directions of the {posterior.size} weights at "
+                                        f"N = {width}",
                        figures={"weights": posterior.size, "ratio": ratio},
                        labels=("|VJP − FD| / allowance", "1"))
     return check
