@@ -398,17 +398,18 @@ class Theory:
         central differences and their own error), ``saddle_point_approaches_gp`` (max |U(N) − U_GP| falls as 1/N:
         log-log slope −1 ± 0.05 over N → 10N at 10³–10⁴ times the drawn width) and, for each ``symmetries[label] =
         (data_map, order_parameter_map)``, ``symmetric_under_<label>`` (the solution on the transformed data is the
-        transformed solution). With ``network`` (a function of the action's parameters, the width an integer, returning
-        an :class:`attnverify.saddle.network.Network`) and the data's raw ``inputs``, also
-        ``sampled_networks_match_theory``: networks sampled from the posterior have the theory's order parameters within
-        z MCSE + an O(1/N) budget; with ``test_error`` also ``sampled_networks_generalise_as_theory``, the same for the
-        generalisation error on the data's ``test_inputs`` and ``y_test`` (and ``C_test`` and ``C_test_diagonal``, or
-        ``X_test``, for the theory). ``figure`` (with ``network``): one value for every
-        parameter and a sequence of widths for the width, drawn as the kernel's order parameter against 1/N, theory
-        against sampled networks. ``expect``: a verdict other than "holds" for some of these claims, by name (e.g.
-        ``{"sampled_networks_match_theory": "refuted"}`` for an approximation the networks are known to leave).
-        Strategies for every action parameter, ``temperature`` and every data parameter; ``name`` prefixes the claims'
-        names (two actions in one theory)."""
+        transformed solution). With ``network`` (a function of any of the action's and the data function's
+        parameters, the width an integer, returning an :class:`attnverify.saddle.network.Network`) and the data's raw
+        ``inputs``, also ``network_gradient_matches_finite_differences`` (its vector–Jacobian product against central
+        differences) and ``sampled_networks_match_theory`` (networks sampled from the posterior have the theory's
+        order parameters within z MCSE + an O(1/N) budget); with ``test_error`` also
+        ``sampled_networks_generalise_as_theory``, the same for the generalisation error on the data's
+        ``test_inputs`` and ``y_test`` (and ``C_test`` and ``C_test_diagonal``, or ``X_test``, for the theory).
+        ``figure`` (with ``network``): one value for every parameter and a sequence of widths for the width, drawn as
+        the kernel's order parameter against 1/N, theory against sampled networks. ``expect``: a verdict other than
+        "holds" for some of these claims, by name (e.g. ``{"sampled_networks_match_theory": "refuted"}`` for an
+        approximation the networks are known to leave). Strategies for every action parameter, ``temperature`` and
+        every data parameter; ``name`` prefixes the claims' names (two actions in one theory)."""
         from .saddle import claims as saddle_claims
 
         _options_not_strategies("saddle_point", name=name, symmetries=symmetries, network=network, figure=figure,
@@ -443,8 +444,9 @@ class Theory:
                 made.append(("network_gradient_matches_finite_differences",
                              saddle_claims.network_gradient_matches_finite_differences(s, network),
                              "The collapsed potential's gradient through the network's vector–Jacobian product "
-                             "equals central differences within 10× their own error (steps h, h/2, h/4) plus "
-                             "round-off, at prior weights."))
+                             f"equals central differences along {saddle_claims.DIRECTIONS} random directions, within "
+                             "10× their own error "
+                             "(steps h, h/2, h/4) plus round-off, at prior weights."))
                 made.append(("sampled_networks_match_theory", saddle_claims.sampled_networks_match(s, network),
                              "Networks sampled from the posterior (HMC, the readout integrated out exactly) have the "
                              "theory's order parameters within z MCSE (z ≥ 5) + an O(1/N) budget, per entry the larger "
