@@ -227,7 +227,7 @@ def test_the_saddle_network_sampler_on_cupy_equals_numpy_and_its_claims_run_ther
     order parameters holds with backend cupy, as on numpy (tests/saddle/test_saddle_claims.py)."""
     import cupy
 
-    from saddle.test_saddle_claims import _one_layer_theory
+    from saddle.test_sampled_networks import _one_layer_theory
 
     from attnverify.base.backend import get_backend
     from attnverify.checks import run_claim
