@@ -72,7 +72,7 @@ def test_sampled_networks_generalise_as_the_exact_theory_and_not_as_the_relu_app
     """The generalisation error on 30 test inputs (mean_t E[(f − y)² | Z, y], Rao–Blackwellised): linear units agree
     with the theory within z MCSE + the O(1/N) budget; N = 20 ReLU units (T = 0.1) at data seed 9 generalise better
     than the one-scalar renormalisation predicts, outside it (measured: 0.0985 ± 0.0004 against 0.1455, budget 0.0145:
-    2.8× the allowance; over data seeds 0–11, 5 of 12 were outside it, the worst 2.8×)."""
+    2.8× the allowance; over data seeds 0–11, 4 of 12 were outside it, the worst 2.8×)."""
     assert run_claim(_one_layer_theory(test_error=True), profile="quick", seed=0).status == "holds"
     relu = _one_layer_theory(activation="relu", test_error=True, width=20.0, seed=st.just(RELU_SEED),
                              temperature=0.1)
