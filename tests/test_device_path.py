@@ -227,6 +227,7 @@ def test_the_saddle_network_sampler_on_cupy_equals_numpy_and_its_claims_run_ther
     order parameters holds with backend cupy, as on numpy (tests/saddle/test_saddle_claims.py)."""
     import cupy
 
+    from claim_helpers import run_seed
     from saddle.test_sampled_networks import _one_layer_theory
 
     from attnverify.base.backend import get_backend
@@ -248,5 +249,5 @@ def test_the_saddle_network_sampler_on_cupy_equals_numpy_and_its_claims_run_ther
     for numpy_values, cupy_values in pairs:
         for a, b in zip(numpy_values, cupy_values):
             np.testing.assert_allclose(to_numpy(b), a, rtol=1e-12, atol=1e-14)
-    result = run_claim(_one_layer_theory(), profile="quick", backend="cupy", seed=0)
+    result = run_claim(_one_layer_theory(), profile="quick", backend="cupy", seed=run_seed(0))
     assert result.status == "holds", result
