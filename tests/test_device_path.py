@@ -224,7 +224,7 @@ def test_both_posterior_samplers_match_quadrature_on_cupy(method):
 def test_the_saddle_network_sampler_on_cupy_equals_numpy_and_its_claims_run_there():
     """attnverify.saddle.network on cupy: the collapsed potential and gradient, the readout's second moment and the
     generalisation error equal numpy's at the same weights (1e-12 relative); and the linear-network claim on the
-    order parameters holds with backend cupy, as on numpy (tests/saddle/test_saddle_claims.py)."""
+    order parameters holds with backend cupy, as on numpy (tests/saddle/test_sampled_networks.py)."""
     import cupy
 
     from claim_helpers import run_seed
