@@ -441,6 +441,7 @@ class Theory:
                              f"Symmetry '{label}': the saddle point on the transformed data is the transformed saddle "
                              f"point, within 10× the two solutions' error estimates."))
             if network is not None:
+                saddle_claims.check_network(s, network)
                 made.append(("network_gradient_matches_finite_differences",
                              saddle_claims.network_gradient_matches_finite_differences(s, network),
                              "The collapsed potential's gradient through the network's vector–Jacobian product "

@@ -41,13 +41,22 @@ class SaddleSetting:
         action = {n: p[n] for n in self.declaration.parameter_names}
         return action, float(p["temperature"]), {n: p[n] for n in self.data_parameters}
 
-    def problem(self, p: Mapping[str, Any], ctx) -> tuple[dict, float, dict]:
-        action, temperature, data_parameters = self.split(p)
-        data = self.data(ctx.rng, **data_parameters)
+    def draw(self, data_parameters: Mapping[str, Any], rng) -> Mapping:
+        """The theorist's data at ``data_parameters``, checked to be a dict."""
+        data = self.data(rng, **data_parameters)
         if not isinstance(data, Mapping):
             raise TypeError(f"the data function {self.data.__name__} must return a dict (C or X, and y), got "
                             f"{type(data).__name__}")
-        return action, temperature, data
+        return data
+
+    def problem(self, p: Mapping[str, Any], rng) -> tuple[dict, float, Mapping]:
+        action, temperature, data_parameters = self.split(p)
+        return action, temperature, self.draw(data_parameters, rng)
+
+    @property
+    def wishart_size(self) -> int:
+        """D, the largest order parameter's size (1 for a scalar): the Wishart shift of the width is N → N − D − 1."""
+        return max(max(op.size, 1) for op in self.declaration.order_parameters)
 
 
 def setting(declaration: SaddlePointAction, data: Callable, names: tuple[str, ...]) -> SaddleSetting:
@@ -72,7 +81,7 @@ def setting(declaration: SaddlePointAction, data: Callable, names: tuple[str, ..
 
 def is_a_minimum(s: SaddleSetting) -> Callable:
     def check(p, ctx) -> Evidence:
-        action, temperature, data = s.problem(p, ctx)
+        action, temperature, data = s.problem(p, ctx.rng)
         solution = solve(s.declaration, data, temperature=temperature, tolerance=TOLERANCE, raise_on_failure=False,
                          backend=ctx.backend, **action)
         smallest = float(solution.hessian_eigenvalues.min())
@@ -114,7 +123,7 @@ def _against_differences(analytic: np.ndarray, f, x: np.ndarray, size: float, h:
 
 def gradient_matches_finite_differences(s: SaddleSetting) -> Callable:
     def check(p, ctx) -> Evidence:
-        action_values, temperature, data = s.problem(p, ctx)
+        action_values, temperature, data = s.problem(p, ctx.rng)
         values = s.declaration.parameter_values(action_values)
         gp = gp_point(s.declaration, **action_values)
         action = NumericAction(s.declaration, data_energy(data, temperature, backend=ctx.backend), values)
@@ -133,7 +142,7 @@ def gradient_matches_finite_differences(s: SaddleSetting) -> Callable:
 
 def approaches_gp(s: SaddleSetting) -> Callable:
     def check(p, ctx) -> Evidence:
-        action_values, temperature, data = s.problem(p, ctx)
+        action_values, temperature, data = s.problem(p, ctx.rng)
         width = s.declaration.width.name
         gp = gp_point(s.declaration, **action_values)
         scale = float(np.max(np.abs(gp.entries)))
@@ -157,7 +166,7 @@ def approaches_gp(s: SaddleSetting) -> Callable:
 
 def symmetric(s: SaddleSetting, data_map: Callable, order_map: Callable) -> Callable:
     def check(p, ctx) -> Evidence:
-        action_values, temperature, data = s.problem(p, ctx)
+        action_values, temperature, data = s.problem(p, ctx.rng)
         one = solve(s.declaration, data, temperature=temperature, tolerance=TOLERANCE * 1e-2,
                     raise_on_failure=False, backend=ctx.backend, **action_values)
         other = solve(s.declaration, data_map(data), temperature=temperature, tolerance=TOLERANCE * 1e-2,
@@ -184,6 +193,12 @@ TEST_KEYS = ("test_inputs", "y_test")
 theory's ``C_test`` and ``C_test_diagonal``, or ``X_test``, as :func:`attnverify.saddle.predict.predict` reads them)."""
 
 
+def _missing_test_data(data: Mapping) -> list[str]:
+    """The keys of :data:`TEST_KEYS` and of the theory's test kernels (or features) that ``data`` lacks."""
+    theory_keys = () if "X_test" in data else ("C_test", "C_test_diagonal")
+    return [key for key in (*TEST_KEYS, *theory_keys) if key not in data]
+
+
 def _finite_width_budget(value: np.ndarray, shifted: np.ndarray, D: int, width: int) -> np.ndarray:
     """The O(1/N) budget of a saddle-point prediction, per entry the larger of (D + 1)/N times the entry's scale and
     the theory's own move under N → N − D − 1 (the Wishart degrees of freedom; D the largest order parameter's
@@ -195,19 +210,24 @@ def _finite_width_budget(value: np.ndarray, shifted: np.ndarray, D: int, width: 
 
 
 def theory_at_width(s: SaddleSetting, action_values: dict, temperature: float, data: Mapping, width: int,
-                    backend=None, start=None) -> tuple[dict, Any]:
+                    backend=None) -> dict:
     """The theory's predictions at an integer width: the order parameters, and the generalisation error where the
-    data has test inputs (``nan`` otherwise); with the solution, a start for the next width."""
+    data has its test inputs and kernels (:func:`_missing_test_data`)."""
     from .network import GENERALISATION_ERROR
     from .predict import predict
 
-    solution = solve(s.declaration, data, temperature=temperature, backend=backend, start=start,
+    solution = solve(s.declaration, data, temperature=temperature, backend=backend,
                      **{**action_values, s.declaration.width.name: float(width)})
     values = {name: np.asarray(value, dtype=float) for name, value in solution.order_parameters.items()}
-    if all(key in data for key in TEST_KEYS) and ("X_test" in data or "C_test" in data):
+    if not _missing_test_data(data):
         values[GENERALISATION_ERROR] = np.asarray(
             predict(s.declaration, solution, data, data).generalisation_error(data["y_test"]).mean)
-    return values, solution
+    return values
+
+
+def check_network(s: SaddleSetting, network: Callable) -> None:
+    """At registration: every parameter ``network`` names is one of the action's or the data function's."""
+    _network_arguments(s, network, dict.fromkeys((*s.declaration.parameter_names, *s.data_parameters)))
 
 
 def _network_arguments(s: SaddleSetting, network: Callable, values: dict) -> dict:
@@ -221,24 +241,38 @@ def _network_arguments(s: SaddleSetting, network: Callable, values: dict) -> dic
     return {n: values[n] for n in wants}
 
 
-def _sample(s: SaddleSetting, network: Callable, action_values: dict, data_parameters: dict, temperature: float,
-            data: Mapping, width: int, seed: int, backend, sizes: dict, test_error: bool = False):
-    from .network import sample_order_parameters
-
+def _network_at(s: SaddleSetting, network: Callable, action_values: dict, data_parameters: dict, data: Mapping,
+                width: int):
+    """The theorist's network at an integer width, for data that carry the raw inputs the network reads."""
     if "inputs" not in data:
         raise ValueError(f"the data function {s.data.__name__} must also return the raw inputs (inputs=X, (P, d)) "
                          "that the sampled networks read")
-    missing = [key for key in (*TEST_KEYS, "C_test", "C_test_diagonal") if key not in data
-               and not (key.startswith("C_test") and "X_test" in data)]
+    return network(**_network_arguments(s, network, {**action_values, **data_parameters,
+                                                     s.declaration.width.name: width}))
+
+
+def _sample(s: SaddleSetting, made, data: Mapping, temperature: float, seed: int, backend, sizes: dict,
+            test_error: bool = False):
+    """Sample the network ``made`` on the data (and, with ``test_error``, its test error on the test inputs)."""
+    from .network import sample_order_parameters
+
+    missing = _missing_test_data(data)
     if test_error and missing:
         raise ValueError(f"test_error=True: the data function {s.data.__name__} must also return {', '.join(missing)} "
                          "(the raw test inputs and labels for the networks; the test kernels C_test (Q, P) and "
                          "C_test_diagonal (Q,), or the features X_test, for the theory)")
     test = (data["test_inputs"], data["y_test"]) if test_error else None
-    made = network(**_network_arguments(s, network, {**action_values, **data_parameters,
-                                                     s.declaration.width.name: width}))
     return sample_order_parameters(made, data["inputs"], data["y"], temperature=temperature, seed=seed,
                                    backend=backend, test=test, **sizes)
+
+
+def _drawn_network(s: SaddleSetting, network: Callable, p: Mapping[str, Any], rng):
+    """What a network claim draws: the action's values, T, the data, the width as an integer and the network there."""
+    action_values, temperature, data_parameters = s.split(p)
+    data = s.draw(data_parameters, rng)
+    width = int(round(action_values[s.declaration.width.name]))
+    return action_values, temperature, data, width, _network_at(s, network, action_values, data_parameters, data,
+                                                                 width)
 
 
 def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool = False) -> Callable:
@@ -248,20 +282,16 @@ def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool
     Unconverged chains (R-hat/ESS gate, over every quantity recorded) make the example inconclusive."""
     from .network import GENERALISATION_ERROR
 
-    _network_arguments(s, network, dict.fromkeys((*s.declaration.parameter_names, *s.data_parameters)))
-
     def check(p, ctx) -> Evidence:
-        action_values, temperature, data = s.problem(p, ctx)
-        data_parameters = s.split(p)[2]
-        width_name = s.declaration.width.name
-        width = int(round(action_values[width_name]))
-        D = max(max(op.size, 1) for op in s.declaration.order_parameters)
+        action_values, temperature, data, width, made = _drawn_network(s, network, p, ctx.rng)
+        D = s.wishart_size
         if width <= D + 1:
-            raise ValueError(f"{width_name} must exceed {D + 1} (the Wishart shift N − D − 1) for the sampled networks")
-        theory, _ = theory_at_width(s, action_values, temperature, data, width, ctx.backend)
-        shifted, _ = theory_at_width(s, action_values, temperature, data, width - D - 1, ctx.backend)
-        sampled = _sample(s, network, action_values, data_parameters, temperature, data, width,
-                          int(ctx.rng.integers(2**31)), ctx.backend, ctx.choose(**SAMPLING), test_error)
+            raise ValueError(f"{s.declaration.width.name} must exceed {D + 1} (the Wishart shift N − D − 1) for the "
+                             "sampled networks")
+        theory = theory_at_width(s, action_values, temperature, data, width, ctx.backend)
+        shifted = theory_at_width(s, action_values, temperature, data, width - D - 1, ctx.backend)
+        sampled = _sample(s, made, data, temperature, int(ctx.rng.integers(2**31)), ctx.backend,
+                          ctx.choose(**SAMPLING), test_error)
         conditions, worst, notes = {}, 0.0, []
         converged = all(summary.converged for summary in sampled.summaries.values())
         for name, summary in sampled.summaries.items():
@@ -299,17 +329,8 @@ def network_gradient_matches_finite_differences(s: SaddleSetting, network: Calla
     is checked here, where it shows."""
     from .network import CollapsedNetworkPosterior
 
-    _network_arguments(s, network, dict.fromkeys((*s.declaration.parameter_names, *s.data_parameters)))
-
     def check(p, ctx) -> Evidence:
-        action_values, temperature, data = s.problem(p, ctx)
-        data_parameters = s.split(p)[2]
-        width_name = s.declaration.width.name
-        width = int(round(action_values[width_name]))
-        made = network(**_network_arguments(s, network, {**action_values, **data_parameters, width_name: width}))
-        if "inputs" not in data:
-            raise ValueError(f"the data function {s.data.__name__} must also return the raw inputs (inputs=X, (P, d)) "
-                             "that the sampled networks read")
+        _, temperature, data, width, made = _drawn_network(s, network, p, ctx.rng)
         posterior = CollapsedNetworkPosterior(made, data["inputs"], data["y"], temperature)
         x = ctx.rng.standard_normal(posterior.size)
         directions = ctx.rng.standard_normal((posterior.size, DIRECTIONS))
@@ -344,7 +365,7 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
         raise TypeError("saddle_point figure=: give one value for each of the action's parameters, temperature and "
                         f"the data function's, and a sequence of widths for {width_name}" + wrong)
     widths = sorted({int(w) for w in np.atleast_1d(fixed[width_name])})
-    D = max(max(op.size, 1) for op in s.declaration.order_parameters)
+    D = s.wishart_size
     if len(widths) < 2 or widths[0] <= D + 1:
         raise ValueError(f"figure={{{width_name!r}: …}} must list at least two widths above {D + 1}, got {widths}")
     kernel = s.declaration.kernel.name
@@ -354,9 +375,8 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
         return float(np.trace(value)) if value.ndim == 2 else float(value)
 
     def figure(rng: np.random.Generator) -> dict:
-        values = {**fixed, width_name: float(widths[0])}
-        action_values, temperature, data = s.problem(values, _Context(rng))
-        data_parameters = s.split(values)[2]
+        action_values, temperature, data_parameters = s.split({**fixed, width_name: float(widths[0])})
+        data = s.draw(data_parameters, rng)
         gp = gp_point(s.declaration, **action_values)
         grid = np.linspace(0.0, 1.0 / widths[0], 25)[1:]
         curve, start = [scalar(gp[kernel])], None
@@ -367,8 +387,8 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
             curve.append(scalar(solution[kernel]))
         estimates, unconverged = [], []
         for width in widths:
-            sampled = _sample(s, network, action_values, data_parameters, temperature, data, width,
-                              int(rng.integers(2**31)), None, SAMPLING["quick"])
+            made = _network_at(s, network, action_values, data_parameters, data, width)
+            sampled = _sample(s, made, data, temperature, int(rng.integers(2**31)), None, SAMPLING["quick"])
             draws = sampled.draws[kernel]  # (C, draws) or (C, draws, n, n)
             summary = summarize(np.trace(draws, axis1=2, axis2=3) if draws.ndim == 4 else draws)
             estimates.append(Estimate(mean=float(summary.mean), standard_error=float(summary.mcse),
@@ -384,10 +404,3 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
                     "MCSE). " + (f"Not converged (R-hat/ESS) at {width_name} = {unconverged}." if unconverged
                                  else "Every width passed the R-hat/ESS gate."))
     return figure
-
-
-class _Context:
-    """The part of a claim's context :meth:`SaddleSetting.problem` reads, for a figure: the random generator."""
-
-    def __init__(self, rng):
-        self.rng = rng
