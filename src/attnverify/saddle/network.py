@@ -114,18 +114,25 @@ class CollapsedNetworkPosterior:
 
     def readout_second_moment(self, x):
         """E[aaᵀ | Z, y] = mmᵀ + Λ⁻¹ per chain, Λ = I/v + ΦᵀΦ/T (M × M), by Cholesky."""
-        _, mean, factor = self._readout(x)
-        lower_inverse = self.backend.solve_lower(factor, self.backend.xp.eye(mean.shape[1]), shared=True)
-        return mean[:, :, None] * mean[:, None, :] + lower_inverse.transpose(0, 2, 1) @ lower_inverse
+        return self.readout_statistics(x)[0]
 
     def generalisation_error(self, x, X_test, y_test):
         """mean_t E[(f(x_t) − y_t)² | Z, y] per chain: (Φ_t m − y_t)² + |L⁻¹Φ_tᵀ|²_t (module docstring)."""
-        xp = self.backend.xp
+        return self.readout_statistics(x, X_test, y_test)[1]
+
+    def readout_statistics(self, x, X_test=None, y_test=None):
+        """The readout's second moment and, given test inputs and labels, the generalisation error (else None),
+        from one factorisation of Λ per chain."""
+        be, xp = self.backend, self.backend.xp
         _, mean, factor = self._readout(x)
+        lower_inverse = be.solve_lower(factor, xp.eye(mean.shape[1]), shared=True)
+        second_moment = mean[:, :, None] * mean[:, None, :] + lower_inverse.transpose(0, 2, 1) @ lower_inverse
+        if X_test is None:
+            return second_moment, None
         Phi_test = self.network.features(self._weights(x), X_test)  # (C, Q, M)
         prediction = (Phi_test @ mean[:, :, None])[:, :, 0]
-        spread = self.backend.solve_lower(factor, Phi_test.transpose(0, 2, 1))  # (C, M, Q)
-        return xp.mean((prediction - y_test) ** 2 + xp.sum(spread**2, axis=1), axis=1)
+        spread = be.solve_lower(factor, Phi_test.transpose(0, 2, 1))  # (C, M, Q)
+        return second_moment, xp.mean((prediction - y_test) ** 2 + xp.sum(spread**2, axis=1), axis=1)
 
 
 @dataclass(frozen=True)
@@ -153,6 +160,7 @@ def sample_order_parameters(network: Network, X, y, *, temperature: float, chain
     ``test=(X_test, y_test)`` also the generalisation error on them (module docstring), as ``generalisation_error``."""
     posterior = CollapsedNetworkPosterior(network, X, y, temperature, backend)
     be = posterior.backend
+    X_test = y_test = None
     if test is not None:
         X_test = be.asarray(arguments.array("X_test", test[0], ndim=2))
         if X_test.shape[1] != posterior.X.shape[1]:
@@ -164,11 +172,12 @@ def sample_order_parameters(network: Network, X, y, *, temperature: float, chain
     x0 = rng.standard_normal((chains, posterior.size))
 
     def record(x) -> dict:
-        values = dict(network.order_parameters(posterior._weights(x), posterior.readout_second_moment(x)))
+        second_moment, error = posterior.readout_statistics(x, X_test, y_test)
+        values = dict(network.order_parameters(posterior._weights(x), second_moment))
         if GENERALISATION_ERROR in values:
             raise ValueError(f"the network's order parameters may not be named {GENERALISATION_ERROR!r} (reserved)")
-        if test is not None:
-            values[GENERALISATION_ERROR] = posterior.generalisation_error(x, X_test, y_test)
+        if error is not None:
+            values[GENERALISATION_ERROR] = error
         return {name: be.to_numpy(value) for name, value in values.items()}
 
     run = hmc.run_chains(posterior.potential_and_gradient, x0, rng=rng, warmup=arguments.integer("warmup", warmup, 1),
