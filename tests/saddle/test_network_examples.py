@@ -5,7 +5,6 @@ against sampled networks."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -17,23 +16,16 @@ from claim_helpers import run_seed
 from attnverify import Theory, st
 from attnverify.checks import run_claim
 from attnverify.saddle import SaddlePointAction, positive
+from attnverify.theories.catalogue import load_user_module
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def _example(filename: str):
-    """The module of examples/<filename>, loaded afresh."""
-    spec = importlib.util.spec_from_file_location(filename.removesuffix(".py") + "_example", EXAMPLES / filename)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_deep_linear_example_with_its_own_network_holds():
     """examples/deep_linear_saddle.py: two order parameters (Q1 in the kernel, Q2 in the entropy only) and a network
     written by hand (two hidden linear layers: features, their vector–Jacobian product, the estimators of Q1 and Q2):
     every claim holds (the sampled Q1, Q2 measured within 0.10–0.22 of the allowance at N = 40, P = 30)."""
-    module = _example("deep_linear_saddle.py")
+    module = load_user_module(EXAMPLES / "deep_linear_saddle.py")
     claims = module.theory.claim_list()
     assert [c.name.split(".")[1] for c in claims] == ["saddle_point_is_a_minimum",
                                                       "saddle_gradient_matches_finite_differences",
@@ -47,7 +39,7 @@ def test_the_deep_linear_example_with_its_own_network_holds():
 
 def test_a_wrong_vector_jacobian_product_is_refuted():
     """The deep linear network with the second layer's weight gradient off by the factor 1/√(dN)."""
-    module = _example("deep_linear_saddle.py")
+    module = load_user_module(EXAMPLES / "deep_linear_saddle.py")
 
     def wrong(N, sigma2, d):
         right = module.two_layers(N, sigma2, d)
@@ -107,6 +99,6 @@ def test_a_figure_draws_the_theory_from_the_gp_point_against_sampled_networks():
 
 @pytest.mark.thorough
 def test_the_readme_figure_draws_the_theory_against_sampled_networks():
-    module = _example("relu_saddle.py")
+    module = load_user_module(EXAMPLES / "relu_saddle.py")
     _figure_checks(module.theory, module.action, module.teacher,
                    dict(N=(10, 20, 40, 80), sigma2=1.5, temperature=0.1, P=30, d=11, seed=6))

@@ -4,7 +4,6 @@ wrong one (a flipped sign: no minimum; a wrong symmetry)."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -16,17 +15,11 @@ from claim_helpers import run_seed
 from attnverify import Theory, st
 from attnverify.checks import run_claim
 from attnverify.saddle import SaddlePointAction, positive
+from attnverify.theories.catalogue import load_user_module
 from attnverify.theories.attention_paths.generic_action import attention_paths_action
 from attnverify.theories.attention_paths.synthetic import synthetic_problem
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "relu_saddle.py"
-
-
-def _example(module: bool = False):
-    spec = importlib.util.spec_from_file_location("relu_saddle_example", EXAMPLE)
-    loaded = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loaded)
-    return loaded if module else loaded.theory
 
 
 @pytest.mark.parametrize("suffix", ["saddle_point_is_a_minimum", "saddle_gradient_matches_finite_differences",
@@ -36,7 +29,8 @@ def _example(module: bool = False):
 def test_the_readme_relu_theory_gets_its_claims_and_they_come_out_as_expected(suffix):
     """The solver's claims hold over the drawn ranges; the sampled networks at the example's one setting refute the
     one-scalar renormalisation (expected: the example says so)."""
-    (claim,) = [c for c in _example().claim_list() if c.name == f"relu_renormalisation.{suffix}"]
+    claims = load_user_module(EXAMPLE).theory.claim_list()
+    (claim,) = [c for c in claims if c.name == f"relu_renormalisation.{suffix}"]
     result = run_claim(claim, profile="quick", seed=run_seed(0))
     assert result.status == ("refuted" if suffix.endswith("match_theory") else "holds"), result
 

@@ -4,7 +4,6 @@ networks' test error outside the one-scalar renormalisation's budget."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -15,16 +14,9 @@ from claim_helpers import run_seed
 from attnverify import Theory, st
 from attnverify.checks import run_claim
 from attnverify.saddle import SaddlePointAction, positive
+from attnverify.theories.catalogue import load_user_module
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def _example(filename: str):
-    """The module of examples/<filename>, loaded afresh."""
-    spec = importlib.util.spec_from_file_location(filename.removesuffix(".py") + "_example", EXAMPLES / filename)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 RELU_SEED = 9
@@ -41,7 +33,8 @@ def _one_layer_theory(entropy_factor: float = 0.5, *, activation: str = "linear"
     Q, (N, s) = positive("Q"), sympy.symbols("N sigma2", positive=True)
     action = SaddlePointAction(order_parameters={"Q": Q}, entropy=N * entropy_factor * (Q / s - sympy.log(Q)),
                                kernel="Q", width=N)
-    kernel = (lambda X, Y: X @ Y.T / 3) if activation == "linear" else _example("relu_saddle.py").arc_cosine
+    arc_cosine = load_user_module(EXAMPLES / "relu_saddle.py").arc_cosine
+    kernel = (lambda X, Y: X @ Y.T / 3) if activation == "linear" else arc_cosine
 
     @theory.saddle_point(action, N=st.just(width), sigma2=st.just(1.0), temperature=st.just(temperature), seed=seed,
                          test_error=test_error,
