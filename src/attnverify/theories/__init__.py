@@ -2,7 +2,9 @@
 
 The three built-in theories and a theorist's own file go through the same interface, and have the same form: a
 concise :class:`attnverify.Theory` (a built-in's is ``attnverify.theories.<name>.theory.theory``, registered on by
-the package's modules and loaded through its ``section`` module, as a user's is through the file). A theory's
+the package's modules, as a user's file does: ``@theory.derivation``, ``@theory.experiments`` (what a run computes
+ahead of the section), ``@theory.claim`` and ``@theory.section``; it is loaded through its ``section`` module, which
+imports the rest, as a user's is through the file). A theory's
 ``section`` and ``claims`` are each an importable module name (``attnverify.theories.single_location.section``) or
 the path of a user's ``.py`` file; plain strings, so a worker process can load them again. The section
 module provides ``build_section(out_dir, *, profile, backend, seed, progress, store) -> Section``
