@@ -31,6 +31,9 @@ def pytest_configure(config) -> None:
         raise pytest.UsageError(f"--attnverify-examples must be a positive integer, got {examples}")
     if config.getoption("--attnverify-seed") < 0:
         raise pytest.UsageError("--attnverify-seed must be an integer ≥ 0")
+    from .checks.runner import use_cache_for_hypothesis
+
+    use_cache_for_hypothesis()  # every test of the session: hypothesis writes nothing where pytest runs
 
 
 class ClaimFailed(Exception):
