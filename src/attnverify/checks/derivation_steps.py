@@ -3,7 +3,8 @@
 Its one example checks each step of each derivation (:mod:`attnverify.derivations.steps`): a step that fails at
 a point refutes the claim, so a wrong step fails the theory's verification through the same runner, table, exit
 status, results.json and report as every claim. Proved, agreeing, marked and unchecked steps are counted in the
-evidence; each step's outcome is in its figures.
+evidence; each step's outcome is in its figures. A step still being checked after a few seconds is named on the
+run's progress display, with its budget (:func:`attnverify.derivations.steps.step_budget`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from typing import Callable
 
 from hypothesis import strategies as st
 
-from ..derivations.steps import counts, counts_text
+from ..derivations.steps import check_derivation, counts, counts_text
+from ..experiments.tasks import progress
 from .claim import Claim
 from .evidence import Evidence
 
@@ -43,7 +45,7 @@ def steps_evidence(derivations: list) -> Evidence:
     the figures (``steps``: "<derivation>: step k" → outcome and its label; ``counts``)."""
     conditions, outcomes, failures, every = {}, {}, [], []
     for derivation in derivations:
-        for number, check in enumerate(derivation.checks(), 1):
+        for number, check in enumerate(check_derivation(derivation, on_step=_announcer(derivation.name)), 1):
             label = f"{derivation.name}: step {number}"
             every.append(check)
             outcomes[label] = check.as_dict()
@@ -56,3 +58,12 @@ def steps_evidence(derivations: list) -> Evidence:
     note = "\n".join([*failures, summary]) if failures else summary
     return Evidence(holds=not failures, relation="custom", conditions=conditions, note=note,
                     figures={"counts": numbers, "steps": outcomes})
+
+
+def _announcer(name: str):
+    """The progress line of a step of derivation ``name`` still being checked."""
+
+    def announce(number: int, total: int, description: str, budget: float) -> None:
+        progress(f"{name}: checking step {number}/{total} ({description}; budget {budget:g} s per step)")
+
+    return announce

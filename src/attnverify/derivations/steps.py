@@ -76,12 +76,18 @@ kept derivations (``ATTNVERIFY_KEEP_DERIVATIONS=0`` turns the disk off for both)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import math
 import os
+import pickle
 import random
+import select
+import signal
+import struct
+import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -124,6 +130,24 @@ REDRAWS = 20
 """Points drawn again, per point, when a side is not finite or not real there."""
 
 ENVIRONMENT_VARIABLE = "ATTNVERIFY_KEEP_DERIVATIONS"
+
+STEP_BUDGET = 60.0
+"""Seconds the check of one step may take, all its comparisons and their symbolic and numeric attempts together
+(integrals and expectations included), unless ``budget=`` or ``$ATTNVERIFY_STEP_BUDGET`` says otherwise; past it
+the step is ``unchecked: budget of N s spent (what was being tried)`` and the derivation's next step is checked."""
+
+BUDGET_VARIABLE = "ATTNVERIFY_STEP_BUDGET"
+
+SYMBOLIC_SHARE = 0.2
+"""The part of a step's budget that one comparison's symbolic attempts (``expand``, ``simplify``, ``equals``) may
+take; past it the comparison is decided numerically (its outcome says the symbolic attempts were stopped)."""
+
+GRACE = 5.0
+"""Seconds past a step's budget after which the process checking it, silent (inside C code that the alarm cannot
+interrupt), is killed; the step is then unchecked and the walk goes on in a new process."""
+
+ANNOUNCE_AFTER = 2.0
+"""A step still being checked after this many seconds is named to the progress display (``on_step``)."""
 
 
 # ----------------------------------------------------------------------------- outcomes
@@ -221,20 +245,65 @@ class _Context:
     seen: set = field(default_factory=set)
     previous: sympy.Basic | None = None
     solved: dict = field(default_factory=dict)  # condition step → the later steps whose solutions satisfy it
+    skip: bool = False  # learn the steps without comparing (a step whose budget ran out)
+
+    def copy(self) -> "_Context":
+        return _Context(dict(self.env), dict(self.origin), list(self.conditions), set(self.seen), self.previous,
+                        {k: list(v) for k, v in self.solved.items()}, self.skip)
+
+    def restore(self, other: "_Context") -> None:
+        self.__dict__.update(other.copy().__dict__)
 
 
-@functools.lru_cache(maxsize=256)
-def check_derivation(derivation) -> tuple[StepCheck, ...]:
-    """The outcome of every step of ``derivation`` (:class:`~.derivation.Derivation`), in order; kept on disk for
-    the whole derivation as well as per comparison (a derivation checked before is read, not walked again)."""
+def step_budget(budget: float | None = None) -> float:
+    """The seconds a step's check may take: ``budget`` if given, else ``$ATTNVERIFY_STEP_BUDGET``, else
+    :data:`STEP_BUDGET`; a positive finite number."""
+    name, value = "budget", budget
+    if budget is None:
+        name, value = BUDGET_VARIABLE, os.environ.get(BUDGET_VARIABLE)
+        if value is None:
+            return STEP_BUDGET
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if isinstance(value, bool) or not (0 < seconds < math.inf):
+        raise ValueError(f"{name} must be a positive number of seconds (0 < {name} < inf), got {value!r}")
+    return seconds
+
+
+_CHECKED: dict = {}
+"""(derivation, budget) → its steps' outcomes, in this process."""
+
+
+def check_derivation(derivation, *, budget: float | None = None, on_step=None) -> tuple[StepCheck, ...]:
+    """The outcome of every step of ``derivation`` (:class:`~.derivation.Derivation`), in order, each step's check
+    limited to ``budget`` seconds (:func:`step_budget`); kept on disk for the whole derivation as well as per
+    comparison (a derivation checked before is read, not walked again; one with a step whose budget ran out is
+    walked again next time). ``on_step(number, total, description, budget)`` is called for a step still being
+    checked after :data:`ANNOUNCE_AFTER` seconds.
+
+    The walk runs in a child process forked for it (any thread may fork), where an alarm stops an attempt at its
+    limit; the parent kills a child silent for :data:`GRACE` seconds past a step's budget. Without ``os.fork`` the
+    walk runs in this process, limited by the alarm only in the main thread."""
+    budget = step_budget(budget)
+    if (derivation, budget) in _CHECKED:
+        return _CHECKED[derivation, budget]
     key = derivation_key(derivation)
     kept = _read(key) if key else None
     if isinstance(kept, tuple) and len(kept) == len(derivation.steps):
-        return kept
-    outcomes = _walked(derivation)
-    if key:
-        _write(key, outcomes)
+        outcomes = kept
+    else:
+        outcomes = _walk_forked(derivation, budget, on_step) if _can_fork() else _walked(derivation, budget)
+        if key and not any(_spent(o) for o in outcomes):
+            _write(key, outcomes)
+    if len(_CHECKED) > 256:
+        _CHECKED.pop(next(iter(_CHECKED)))
+    _CHECKED[derivation, budget] = outcomes
     return outcomes
+
+
+check_derivation.cache_clear = _CHECKED.clear
 
 
 def derivation_key(derivation) -> str | None:
@@ -252,15 +321,279 @@ def derivation_key(derivation) -> str | None:
     return "d" + fingerprint(*parts)
 
 
-def _walked(derivation) -> tuple[StepCheck, ...]:
-    """Every step checked in order (:func:`check_derivation` without its disk)."""
+def _walked(derivation, budget: float | None = None, spent: dict | None = None) -> tuple[StepCheck, ...]:
+    """Every step checked in order, each within ``budget`` seconds where the alarm can enforce it; the steps of
+    ``spent`` (number → outcome) are not compared again, only learnt (:func:`check_derivation` without its
+    disk)."""
     context, outcomes = _Context(), []
+    spent = spent or {}
     for number, step in enumerate(derivation.steps, 1):
-        outcomes.append(_check_step(step, number, context))
+        _CLOCK.tell(("start", number))
+        if number in spent:
+            outcome = _learnt_only(step, number, context, spent[number])
+        else:
+            outcome = _bounded_step(step, number, context, budget)
+        _CLOCK.tell(("step", number, outcome.as_dict()))
+        outcomes.append(outcome)
     for number, step in enumerate(derivation.steps, 1):
         if step.kind == "condition" and outcomes[number - 1].outcome == "condition":
             outcomes[number - 1] = _condition_outcome(number, context.solved.get(number, []))
     return tuple(outcomes)
+
+
+def _bounded_step(step, number: int, context: "_Context", budget: float | None) -> StepCheck:
+    """Step ``number``'s outcome within ``budget`` seconds; past them, unchecked (what it establishes is still
+    learnt, without comparisons)."""
+    if budget is None or not _CLOCK.usable():
+        return _check_step(step, number, context)
+    before = context.copy()
+    try:
+        with _CLOCK.limit(budget):
+            _CLOCK.trying = "reading the step"
+            return _check_step(step, number, context)
+    except _BudgetSpent:
+        context.restore(before)
+        return _learnt_only(step, number, context, _budget_outcome(budget, _CLOCK.trying))
+
+
+def _learnt_only(step, number: int, context: "_Context", outcome: StepCheck) -> StepCheck:
+    """``outcome`` for a step whose check ran out of budget; its relations learnt as if its comparisons were left
+    undecided (so that later steps see its names)."""
+    context.skip = True
+    try:
+        _check_step(step, number, context)
+    finally:
+        context.skip = False
+    _solves(context, number, outcome)
+    return outcome
+
+
+def _compared(context: "_Context", a, b) -> StepCheck:
+    """:func:`compare`, unless the context only learns (then undecided)."""
+    return _unchecked("not compared") if context.skip else compare(a, b)
+
+
+def _budget_outcome(budget: float, trying: str, killed: bool = False) -> StepCheck:
+    ended = "; its process did not answer the alarm and was ended" if killed else ""
+    return _unchecked(f"budget of {budget:g} s spent ({trying or 'checking the step'}){ended}")
+
+
+def _spent(outcome: StepCheck) -> bool:
+    """The outcome of a check stopped by its budget (never kept on disk: a later run may decide it)."""
+    return outcome.outcome == "unchecked" and "budget of " in outcome.detail and " s spent (" in outcome.detail
+
+
+# ----------------------------------------------------------------------------- budgets: an alarm in a forked child
+
+
+class _BudgetSpent(BaseException):
+    """A limit of :class:`_Clock` was reached (a BaseException: no ``except Exception`` of sympy or of the checker
+    swallows it)."""
+
+    def __init__(self, limit):
+        super().__init__("budget spent")
+        self.limit = limit
+
+
+@dataclass(eq=False)
+class _Limit:
+    deadline: float
+    seconds: float
+
+
+class _Clock:
+    """Deadlines enforced by SIGALRM, in the main thread of the checker's own child process (forked for the
+    purpose, so that no one else's alarm is disturbed) or of a process without ``os.fork``. The alarm repeats
+    every 0.25 s until the expired limit's block is left, so a handler that swallows it does not stop it.
+    ``trying`` names the attempt under way (for the outcome's text); ``tell`` sends a message to the parent."""
+
+    def __init__(self):
+        self.limits: list[_Limit] = []
+        self._trying = ""
+        self.active = False  # in a child process forked by the checker
+        self.send = None
+
+    @property
+    def trying(self) -> str:
+        return self._trying
+
+    @trying.setter
+    def trying(self, what: str) -> None:
+        self._trying = what
+        self.tell(("trying", what))
+
+    def usable(self) -> bool:
+        return self.active or (not hasattr(os, "fork") and hasattr(signal, "setitimer")
+                               and threading_main())
+
+    def start(self, send) -> None:
+        """In a new child: the alarm's handler installed, messages to the parent through ``send``."""
+        self.active, self.send, self.limits = True, send, []
+        signal.signal(signal.SIGALRM, self._alarm)
+
+    def tell(self, message) -> None:
+        if self.send is not None:
+            self.send(message)
+
+    def _alarm(self, signum, frame):
+        now = time.monotonic()
+        expired = [limit for limit in self.limits if limit.deadline <= now + 1e-3]
+        if expired:
+            raise _BudgetSpent(expired[0])  # the outermost limit that expired
+        self._arm()
+
+    def _arm(self) -> None:
+        if self.limits:
+            remaining = max(1e-3, min(limit.deadline for limit in self.limits) - time.monotonic())
+            signal.setitimer(signal.ITIMER_REAL, remaining, 0.25)
+        else:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def share(self, fraction: float) -> float | None:
+        """``fraction`` of the innermost limit's seconds (None without a limit)."""
+        return self.limits[-1].seconds * fraction if self.limits else None
+
+    @contextlib.contextmanager
+    def limit(self, seconds: float | None):
+        """A block limited to ``seconds`` (and to every enclosing limit); yields the limit (None: no limit)."""
+        if seconds is None or not self.usable():
+            yield None
+            return
+        entry = _Limit(time.monotonic() + seconds, seconds)
+        self.limits.append(entry)
+        self._arm()
+        try:
+            yield entry
+        finally:
+            self.limits.remove(entry)
+            self._arm()
+
+
+def threading_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+_CLOCK = _Clock()
+
+
+def _can_fork() -> bool:
+    """A child can be forked for a check: os.fork exists and this is not already such a child."""
+    return hasattr(os, "fork") and not _CLOCK.active
+
+
+class _Child:
+    """A child process forked to run ``work()``; it sends pickled messages (length-prefixed) through a pipe, ends
+    with ("result", value) or ("error", text), and never returns into the parent's code (``os._exit``)."""
+
+    def __init__(self, work):
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child
+            code = 1
+            try:
+                os.close(read)
+                _CLOCK.start(lambda message: _send(write, message))
+                _send(write, ("result", work()))
+                code = 0
+            except BaseException as error:  # noqa: BLE001  (reported to the parent, whatever it is)
+                try:
+                    _send(write, ("error", f"{type(error).__name__}: {error}"))
+                except BaseException:  # noqa: BLE001  (the parent sees the pipe close)
+                    pass
+            finally:
+                os._exit(code)
+        os.close(write)
+        self.pid, self.fd, self.buffer = pid, read, b""
+
+    def receive(self, timeout: float):
+        """The messages that arrive within ``timeout`` seconds ([] if none); None once the child has closed the
+        pipe."""
+        ready, _, _ = select.select([self.fd], [], [], max(0.0, timeout))
+        if not ready:
+            return []
+        chunk = os.read(self.fd, 1 << 20)
+        if not chunk:
+            return None
+        self.buffer += chunk
+        messages = []
+        while len(self.buffer) >= 8:
+            (size,) = struct.unpack("<Q", self.buffer[:8])
+            if len(self.buffer) < 8 + size:
+                break
+            messages.append(pickle.loads(self.buffer[8:8 + size]))
+            self.buffer = self.buffer[8 + size:]
+        return messages
+
+    def end(self, kill: bool = False) -> None:
+        if kill:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        os.close(self.fd)
+        os.waitpid(self.pid, 0)
+
+
+def _send(fd: int, message) -> None:
+    data = pickle.dumps(message)
+    data = struct.pack("<Q", len(data)) + data
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _walk_forked(derivation, budget: float, on_step=None) -> tuple[StepCheck, ...]:
+    """:func:`_walked` in a forked child, watched: a step whose child is silent :data:`GRACE` seconds past its
+    budget is unchecked, the child killed and the walk resumed in a new one past that step; the comparisons the
+    child decided are kept in this process's memory."""
+    total, spent = len(derivation.steps), {}
+    while True:
+        child = _Child(lambda: _walked(derivation, budget, spent))
+        outcomes, current, started, announced, trying = {}, None, time.monotonic(), False, ""
+        try:
+            while True:
+                now = time.monotonic()
+                deadline = started + budget + GRACE
+                wake = deadline if announced or current is None else min(deadline, started + ANNOUNCE_AFTER)
+                messages = child.receive(wake - now)
+                if messages is None:  # the child ended without its result
+                    break
+                for message in messages:
+                    kind = message[0]
+                    if kind == "start":
+                        current, started, announced, trying = message[1], time.monotonic(), False, ""
+                    elif kind == "trying":
+                        trying = message[1]
+                    elif kind == "kept":
+                        _MEMORY[message[1]] = StepCheck.from_dict(message[2])
+                    elif kind == "step":
+                        outcomes[message[1]] = StepCheck.from_dict(message[2])
+                    elif kind == "result":
+                        return message[1]
+                    elif kind == "error":
+                        return _finished(outcomes, total, f"the checker's process failed ({message[1]})")
+                if messages:
+                    continue
+                now = time.monotonic()
+                if current is not None and not announced and now >= started + ANNOUNCE_AFTER:
+                    announced = True
+                    if on_step is not None:
+                        on_step(current, total, derivation.steps[current - 1].description, budget)
+                if now >= deadline:
+                    break
+        finally:
+            child.end(kill=True)
+        if current is None or current in outcomes:  # no step under way: the child itself failed
+            return _finished(outcomes, total, "the checker's process ended unexpectedly")
+        spent.update({k: v for k, v in outcomes.items()})
+        spent[current] = _budget_outcome(budget, trying, killed=True)
+        if len(spent) >= total:
+            return tuple(spent[k] for k in range(1, total + 1))
+
+
+def _finished(outcomes: dict, total: int, why: str) -> tuple[StepCheck, ...]:
+    return tuple(outcomes.get(k) or _unchecked(why) for k in range(1, total + 1))
 
 
 def _condition_outcome(number: int, solvers: list) -> StepCheck:
@@ -488,11 +821,11 @@ def _check_relation(a, b, substitute: dict, context: _Context) -> tuple[StepChec
             return _unchecked(f"writes {a} in {_names(new)}, new symbols (a notation, not a consequence)",
                               context.origin[a]), "notation"
         earlier = _at(env[a], env, substitute)
-        outcome = _with_against(compare(earlier, _at(b, env, substitute)), context.origin[a])
+        outcome = _with_against(_compared(context, earlier, _at(b, env, substitute)), context.origin[a])
         return (_taken_at(outcome, substitute) if substitute else outcome), "form"
     definition = _function_definition(a, env)
     if definition is not None:  # f(2) after f(t) = …: the value there
-        outcome = compare(_at(a, env, substitute), _at(b, env, substitute))
+        outcome = _compared(context, _at(a, env, substitute), _at(b, env, substitute))
         return _with_against(outcome, context.origin[definition]), "identity"
     if _is_name(a) and not b.has(a) and a not in substitute:
         condition = _condition_on(a, context) if isinstance(a, (sympy.Symbol, sympy.MatrixSymbol)) else None
@@ -500,7 +833,7 @@ def _check_relation(a, b, substitute: dict, context: _Context) -> tuple[StepChec
             step, f = condition
             others = {k: v for k, v in env.items() if k != a}
             solved = _resolved(_substituted(f, {a: b}, others), others)
-            return _with_against(compare(solved, _zero_like(solved)), step), "solution"
+            return _with_against(_compared(context, solved, _zero_like(solved)), step), "solution"
         if a in context.seen:
             return _unchecked(f"solves for {a}, but no earlier condition (f = 0) holds {a} (if this step says what "
                               f"{a} is, mark it kind=\"definition\")"), "name"
@@ -509,7 +842,7 @@ def _check_relation(a, b, substitute: dict, context: _Context) -> tuple[StepChec
                   - _labels(_symbols(sympy.Tuple(*substitute, *substitute.values()))))
     if introduced and b != 0:
         return _unchecked(f"introduces {_names(introduced)}: nothing earlier to compare it with"), "name"
-    outcome = compare(_at(a, env, substitute), _at(b, env, substitute))
+    outcome = _compared(context, _at(a, env, substitute), _at(b, env, substitute))
     if outcome.failed and (b == 0 or a == 0) and outcome.point:
         return _unchecked("a condition: an equation to solve, not an identity"), "condition"
     return (_taken_at(outcome, substitute, "the sides") if substitute else outcome), "identity"
@@ -574,7 +907,7 @@ def _plain(expression, substitute: dict, context: _Context) -> StepCheck:
                           f"({_kind_of(previous)}): nothing to compare it with")
     earlier = previous.xreplace(substitute) if substitute else previous
     pairs = _pairs(earlier, expression)
-    return _combined([compare(_resolved(x, context.env), _resolved(y, context.env)) for x, y in pairs])
+    return _combined([_compared(context, _resolved(x, context.env), _resolved(y, context.env)) for x, y in pairs])
 
 
 def _shape(expression):
@@ -604,7 +937,7 @@ def _roots(values: sympy.FiniteSet, context: _Context) -> StepCheck:
         return _unchecked(f"a set of values; the condition of step {step} has unknowns {_names(unknowns) or 'none'}",
                           step)
     (x,) = unknowns
-    parts = [compare(_resolved(f.xreplace({x: v}), context.env), sympy.S.Zero) for v in values]
+    parts = [_compared(context, _resolved(f.xreplace({x: v}), context.env), sympy.S.Zero) for v in values]
     return _with_against(_combined(parts), step)
 
 
@@ -671,18 +1004,58 @@ def comparison_key(a, b) -> str:
     return fingerprint(sympy.srepr(a), sympy.srepr(b))
 
 
-def compare(a, b) -> StepCheck:
+def compare(a, b, *, budget: float | None = None) -> StepCheck:
     """Whether ``a`` equals ``b``: proved symbolically, agreeing numerically, failing at a point, or unchecked
-    (see the module docstring); memoised in the process and on disk."""
+    (see the module docstring); memoised in the process and on disk. Inside a derivation's walk it runs under the
+    step's budget; called on its own, in a forked child limited to ``budget`` seconds (:func:`step_budget`), whose
+    outcome past them is ``unchecked: budget of N s spent (…)`` (not kept)."""
     key = comparison_key(a, b)
     if key in _MEMORY:
         return _MEMORY[key]
     outcome = _read(key)
     if not isinstance(outcome, StepCheck):
-        outcome = _compare(a, b, random.Random(int(key[:16], 16)))
+        if _can_fork():
+            outcome = _compare_forked(a, b, key, step_budget(budget))
+            if _spent(outcome) or outcome.detail.startswith("the checker's process"):
+                return outcome
+        else:
+            outcome = _compare(a, b, random.Random(int(key[:16], 16)))
         _write(key, outcome)
+        _CLOCK.tell(("kept", key, outcome.as_dict()))
     _MEMORY[key] = outcome
     return outcome
+
+
+def _compare_forked(a, b, key: str, budget: float) -> StepCheck:
+    """:func:`_compare` in a forked child within ``budget`` seconds (killed :data:`GRACE` seconds later if it does
+    not stop)."""
+
+    def work():
+        try:
+            with _CLOCK.limit(budget):
+                _CLOCK.trying = "reading the sides"
+                return _compare(a, b, random.Random(int(key[:16], 16))).as_dict()
+        except _BudgetSpent:
+            return _budget_outcome(budget, _CLOCK.trying).as_dict()
+
+    child, trying = _Child(work), ""
+    deadline = time.monotonic() + budget + GRACE
+    try:
+        while True:
+            messages = child.receive(deadline - time.monotonic())
+            if messages is None:
+                return _unchecked("the checker's process ended unexpectedly")
+            for message in messages:
+                if message[0] == "trying":
+                    trying = message[1]
+                elif message[0] == "result":
+                    return StepCheck.from_dict(message[1])
+                elif message[0] == "error":
+                    return _unchecked(f"the checker's process failed ({message[1]})")
+            if not messages and time.monotonic() >= deadline:
+                return _budget_outcome(budget, trying, killed=True)
+    finally:
+        child.end(kill=True)
 
 
 def _read(key: str):
@@ -720,9 +1093,22 @@ def _compare(a, b, rng: random.Random) -> StepCheck:
     unknown = _unknowns(a) | _unknowns(b)
     quadrature = a.has(Expectation) or b.has(Expectation)
     unevaluated = a.has(sympy.Derivative, sympy.Subs) or b.has(sympy.Derivative, sympy.Subs)
-    proof = _proved(a, b, cheap=bool(why or unknown or quadrature or unevaluated))
+    stopped: list = []
+    proof = _proved(a, b, cheap=bool(why or unknown or quadrature or unevaluated), stopped=stopped)
     if proof:
         return StepCheck("symbolic", proof)
+    if stopped:
+        return _noted(_decided(a, b, rng, why, unknown, quadrature), stopped[0])
+    return _decided(a, b, rng, why, unknown, quadrature)
+
+
+def _noted(outcome: StepCheck, note: str) -> StepCheck:
+    return StepCheck(outcome.outcome, f"{outcome.detail}; {note}", outcome.against, outcome.points, outcome.digits,
+                     outcome.point, outcome.values)
+
+
+def _decided(a, b, rng: random.Random, why, unknown, quadrature) -> StepCheck:
+    """a = b decided where sympy did not prove it: unchecked (why), with unknowns, or numerically."""
     if why:
         return _unchecked(why)
     if unknown:
@@ -913,9 +1299,11 @@ def _asymptotic(a, b) -> StepCheck:
     return _unchecked(f"Order.contains could not decide whether the remainder is {order}")
 
 
-def _proved(a, b, cheap: bool = False) -> str | None:
+def _proved(a, b, cheap: bool = False, stopped: list | None = None) -> str | None:
     """How sympy proves a = b, or None: identical, ``expand``, ``simplify``, ``equals`` (cheapest first; only the
-    first two when ``cheap``, for sides that could not be evaluated anyway)."""
+    first two when ``cheap``, for sides that could not be evaluated anyway), together within
+    :data:`SYMBOLIC_SHARE` of the step's budget; an attempt stopped there is named in ``stopped``."""
+    stopped = [] if stopped is None else stopped
     if a == b:
         return "the two sides are the same expression"
     if _shape(a)[0] == "matrix" or _shape(b)[0] == "matrix":
@@ -934,12 +1322,20 @@ def _proved(a, b, cheap: bool = False) -> str | None:
     if operations <= SIMPLIFY_OPERATIONS and not cheap and not summed:
         attempts += [("simplify(lhs − rhs) = 0", lambda: sympy.simplify(difference) == 0),
                      ("lhs.equals(rhs) is True", lambda: a.equals(b) is True)]
-    for how, attempt in attempts:
-        try:
-            if attempt():
-                return how
-        except Exception:  # sympy raises NotImplementedError (and others) where a rewrite is missing: not a proof
-            continue
+    share, mine = _CLOCK.share(SYMBOLIC_SHARE), None
+    try:
+        with _CLOCK.limit(share) as mine:
+            for how, attempt in attempts:
+                _CLOCK.trying = f"sympy's {how.split(' ')[0].split('(')[0]} of the sides"
+                try:
+                    if attempt():
+                        return how
+                except Exception:  # sympy raises NotImplementedError (and others) where a rewrite is missing
+                    continue
+    except _BudgetSpent as spent:
+        if mine is None or spent.limit is not mine:
+            raise
+        stopped.append(f"{_CLOCK.trying} stopped at {share:g} s ({SYMBOLIC_SHARE:g} of the step's budget)")
     return None
 
 
@@ -971,6 +1367,7 @@ def _numeric(a, b, rng: random.Random, points: int = POINTS) -> StepCheck:
     plan = _sign_plan(a, b, rng, points)
     digits = []
     for number in range(1, points + 1):
+        _CLOCK.trying = f"the numeric check at point {number} of {points}, {WORKING_DIGITS} digits"
         drawn = _admissible(a, b, rng, structured, plan[number - 1])
         if isinstance(drawn, str):
             return _unchecked(drawn)
@@ -1070,6 +1467,7 @@ def _recheck(a, b, point: dict, left, right) -> float | None:
     agreement = _agreement(left, right, terms)
     if agreement >= AGREEMENT_DIGITS:
         return agreement
+    _CLOCK.trying = f"the {2 * WORKING_DIGITS}-digit re-check of a mismatch"
     again = [_evaluate(side, point, 2 * WORKING_DIGITS) for side in (a, b)]
     if any(v is None or isinstance(v, str) for v in again):
         return None
