@@ -122,9 +122,20 @@ def test_several_means_of_the_same_draws_are_sized_until_every_one_fits():
         assert e.standard_error == pytest.approx(mean_estimate(values[:, j]).standard_error, rel=1e-12)
 
 
-def test_identical_draws_stop_after_the_first_batch_and_say_so():
-    e = sized_mean(lambda rng, n: np.zeros(n), _seed(60), resolution=1e-12, first_batch=64)
-    assert e.identical and e.standard_error == 0.0 and e.reached and e.samples == 64 and e.batches == (64,)
+def test_identical_draws_resolve_nothing_so_the_sizing_draws_on_to_its_budget():
+    """SE 0 from identical draws says nothing of an event rarer than 1/n: not reached, drawn to the budget."""
+    e = sized_mean(lambda rng, n: np.zeros(n), _seed(60), resolution=1e-12, first_batch=64, budget=20_000)
+    assert e.identical and e.standard_error == 0.0 and not e.reached and e.samples == 20_000
+    assert e.batches[0] == 64 and all(b > a for a, b in zip(e.batches, e.batches[1:-1]))
+
+
+def test_a_rare_event_first_seen_late_is_counted_not_missed():
+    """Draws that are 1 except with probability 1e-3 (value −1): the first batch of 64 is usually all 1; the sizing
+    draws on until the rare draws are resolved, and the mean is then within 5 SE of 1 − 2e-3 (false alarm 6e-7)."""
+    e = sized_mean(lambda rng, n: np.where(rng.random(n) < 1e-3, -1.0, 1.0), _seed(62), resolution=2e-3,
+                   first_batch=64, budget=2_000_000)
+    assert e.reached and not e.identical and e.tail_draws >= 25
+    assert abs(e.mean - (1 - 2e-3)) <= 5 * e.standard_error
     booleans = sized_mean(lambda rng, n: rng.random(n) < 0.5, _seed(61), resolution=0.05)
     assert booleans.reached and 0.5 - 0.05 <= booleans.mean <= 0.5 + 0.05  # 5 SE + 0: false alarm 6e-7
 

@@ -9,7 +9,8 @@ from attnverify.numerics.statistics import Estimate, RunningMoments, combine, me
 def test_estimate_keeps_positional_construction_and_new_fields_default():
     e = Estimate(1.0, 0.1, 10)
     assert (e.magnitude, e.identical) == (None, False)
-    assert e.as_dict() == {"mean": 1.0, "standard_error": 0.1, "samples": 10, "magnitude": None, "identical": False}
+    assert e.as_dict() == {"mean": 1.0, "standard_error": 0.1, "samples": 10, "magnitude": None, "identical": False,
+                           "low": None, "high": None, "tail_draws": None, "bounds": None}
     assert Estimate(**e.as_dict()) == e
 
 

@@ -28,17 +28,15 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..base.backend import to_numpy
+from ..derivations.rounded import ROUNDOFF_ULPS, carried_scale
 from ..numerics.sized import draws_needed
-from ..numerics.statistics import Estimate
+from ..numerics.statistics import TAIL_DRAWS, Estimate, confidence_of, unseen_probability
 
 #: Default number of standard errors in a stochastic tolerance.
 DEFAULT_Z = 5.0
 
 #: The verdicts of a piece of evidence (and of a claim: ``"error"`` besides, for a check that failed to run).
 STATUSES = ("holds", "refuted", "inconclusive")
-
-#: Units of rounding (float64 machine epsilons) in the round-off floor; see :func:`roundoff_floor`.
-ROUNDOFF_ULPS = 16
 
 _EPSILON = float(np.finfo(np.float64).eps)
 _TINY = float(np.finfo(np.float64).tiny)
@@ -53,11 +51,36 @@ def roundoff_floor(*magnitudes, scale: float | None = None):
     ~1e-32, because π − θ rounds to 0. So ``scale`` names the size of the terms that produced the sides when
     they cancel (|x||y| for a kernel that vanishes); without it, the sides' own magnitudes are the scale.
     The second term covers results below the normal range, where float64 keeps an absolute, not a relative,
-    precision."""
-    sizes = [np.abs(m) for m in magnitudes if m is not None] + [0.0 if scale is None else abs(float(scale))]
+    precision.
+
+    A value from a generated evaluator carries the size of its terms (:class:`~attnverify.derivations.rounded.
+    Rounded`, through any arithmetic done on it since): the comparisons below take it as ``scale`` by themselves
+    (:func:`terms_scale`)."""
+    sizes = [np.abs(np.asarray(m, dtype=float)) for m in magnitudes if m is not None]
+    sizes.append(0.0 if scale is None else np.abs(np.asarray(scale, dtype=float)))
     largest = np.maximum.reduce(np.broadcast_arrays(*sizes))  # entrywise for arrays (close on arrays)
     floor = ROUNDOFF_ULPS * _EPSILON * largest + ROUNDOFF_ULPS * _TINY
     return float(floor) if np.ndim(floor) == 0 else floor
+
+
+def terms_scale(scale: Any, *sides: Any) -> Any:
+    """The scale of a comparison's round-off floor: the larger of the stated ``scale`` and the term sizes the sides
+    carry (:func:`~attnverify.derivations.rounded.carried_scale`), entrywise for arrays; None when neither is known."""
+    found = [np.abs(np.asarray(to_numpy(scale), dtype=float))] if scale is not None else []
+    found += [np.asarray(c) for c in (carried_scale(side) for side in sides) if c is not None]
+    if not found:
+        return None
+    largest = np.maximum.reduce(np.broadcast_arrays(*found)) if len(found) > 1 else found[0]
+    return float(largest) if np.ndim(largest) == 0 else largest
+
+
+def _floor_note(gap: float, statistical: float, floor: float, scale: Any) -> str:
+    """Says so where the round-off floor decides the verdict (the gap exceeds the rest of the tolerance)."""
+    if not statistical < gap <= statistical + floor:
+        return ""
+    size = "" if scale is None else f" of terms of size {float(np.max(scale)):.3g}"
+    return (f"; holds by the round-off floor alone: |gap| {gap:.3g} exceeds the tolerance without it "
+            f"({statistical:.3g}), within {ROUNDOFF_ULPS} ulps{size} ({floor:.3g})")
 
 
 #: How the two sides relate when the claim holds (θ: theory, o: observed, τ: tolerance).
@@ -280,8 +303,16 @@ def within_error(
     figures: dict | None = None,
     conditions: Mapping[str, bool] | None = None,
 ) -> Evidence:
-    """A stochastic equality θ = E[X]: refuted when |θ − mean| > z·SE + bias_budget + the round-off floor
-    (:func:`roundoff_floor` of θ, the mean, the draws' mean magnitude and ``scale``).
+    """A stochastic equality θ = E[X]: refuted when |θ − mean| > the error bar + bias_budget + the round-off floor
+    (:func:`roundoff_floor` of θ, the mean, the draws' mean magnitude and the terms' size: ``scale``, or what a
+    generated θ carries). The error bar is z·SE, or with the quantity's finite range (``estimate.bounds``) the
+    empirical-Bernstein bound at the same confidence (:meth:`~attnverify.numerics.statistics.Estimate.half_width`).
+
+    What was not seen refutes nothing by itself: where every draw was the same number c, a larger gap refutes only
+    if no event of probability below ln(1/δ)/n (δ = erfc(z/√2); 14.4/n at z = 5), moving the mean at most to the
+    far end of the stated range, could explain it; where no range is stated, or the spread rests on fewer than
+    :data:`~attnverify.numerics.statistics.TAIL_DRAWS` draws (n/kurtosis: a few rare draws carry it), a gap beyond
+    z·SE is *inconclusive*, with the draws that would decide it.
 
     ``resolution`` is the smallest discrepancy |θ − E[X]| the comparison must be able to see (absolute; by
     default the estimate's own, for a sized estimate, else none is stated). Where the gap is inside the
@@ -293,6 +324,7 @@ def within_error(
     bias_budget = _tolerance_part("bias_budget", bias_budget)
     standard_error = _tolerance_part("estimate.standard_error", estimate.standard_error)
     mean = _number("estimate.mean", estimate.mean, optional=False)
+    scale = terms_scale(None if scale is None else _tolerance_part("scale", scale), theory)
     theory = _number("theory", theory, optional=False)
     if resolution is None:
         resolution = getattr(estimate, "resolution", None)
@@ -300,24 +332,30 @@ def within_error(
         resolution = _tolerance_part("resolution", resolution)
         if resolution == 0:
             raise EvidenceError("resolution must be > 0: no finite sample resolves a discrepancy of 0")
-    scale = None if scale is None else _tolerance_part("scale", scale)
     floor = roundoff_floor(theory, mean, getattr(estimate, "magnitude", None), scale=scale)
-    tolerance = z * standard_error + bias_budget + floor
+    half = estimate.half_width(z)
+    tolerance = half + bias_budget + floor
     gap = abs(theory - mean)
-    refuted = gap > tolerance or not all((conditions or {}).values())
-    reason, needed = "", {}
-    if not refuted and resolution is not None and tolerance > resolution:
-        reason = (f"the error bar {z:g}·SE + bias = {tolerance:.3g} is wider than the discrepancy "
-                  f"{resolution:.3g} the comparison must resolve")
-        draws = draws_to_resolve(estimate.samples, z * standard_error, resolution - bias_budget - floor)
+    holds_conditions = all((conditions or {}).values())
+    refuted = gap > tolerance or not holds_conditions
+    relation, reason, needed = "equal", "", {}
+    unseen = _unseen(estimate, z, gap, bias_budget + floor) if refuted and holds_conditions else None
+    if unseen is not None:
+        refuted, relation, reason, needed = False, "custom", unseen[0], unseen[1]
+    if not refuted and not reason and resolution is not None and tolerance > resolution:
+        reason = (f"the error bar {'' if estimate.bounded else f'{z:g}·SE '}+ bias = {tolerance:.3g} is wider than "
+                  f"the discrepancy {resolution:.3g} the comparison must resolve")
+        draws = draws_to_resolve(estimate.samples, half, resolution - bias_budget - floor)
         if draws is None:
             reason += "; the bias budget alone exceeds it, so no number of draws decides"
         else:
             needed = {"draws": draws}
-    identical = bool(getattr(estimate, "identical", False)) or standard_error == 0
-    text = note or (f"|gap| = {gap:.3g}, tolerance = {z:g}·SE + {bias_budget:.3g} + round-off {floor:.3g}"
+    bar = "empirical-Bernstein bound" if estimate.bounded else f"{z:g}·SE"
+    text = note or (f"|gap| = {gap:.3g}, tolerance = {bar} {half:.3g} + {bias_budget:.3g} + round-off {floor:.3g}"
                     + (f"; resolves {resolution:.3g}" if resolution is not None and not reason else ""))
-    if identical:
+    if not reason and not refuted:
+        text += _floor_note(gap, half + bias_budget, floor, scale)
+    if estimate.identical and not reason:
         text += (f"; all {estimate.samples} samples identical (SE 0): compared up to the round-off floor "
                  f"{floor:.3g}" + ("" if scale is not None else
                                    " of the sides' own size (pass scale= when they come from larger terms that cancel)"))
@@ -329,13 +367,46 @@ def within_error(
         standard_error=standard_error,
         note=text,
         figures={"z": z, "bias_budget": bias_budget, "roundoff_floor": floor, "samples": estimate.samples,
+                 **({"roundoff_scale": float(np.max(scale))} if scale is not None else {}),
+                 **({"error_bar": "empirical Bernstein", "bounds": list(estimate.bounds)} if estimate.bounded else {}),
+                 **({"drawn_low": estimate.low, "drawn_high": estimate.high} if estimate.low is not None else {}),
+                 **({"tail_draws": estimate.tail_draws} if estimate.tail_draws is not None else {}),
                  **({"resolution": resolution, "achieved_resolution": tolerance} if resolution is not None else {}),
                  **(figures or {})},
-        relation="equal",
+        relation=relation,
         conditions=dict(conditions or {}),
         inconclusive=reason,
         needed=needed,
     )
+
+
+def _unseen(estimate: Estimate, z: float, gap: float, allowance: float) -> tuple[str, dict] | None:
+    """Why a gap beyond the error bar does not refute, where the sample cannot bound what it did not see (None: it
+    refutes). Identical draws c: an event of probability p ≤ ln(1/δ)/n, unseen, moves the mean by up to p·D (D the
+    distance from c to the far end of the stated range; unbounded without one). A spread resting on fewer than
+    TAIL_DRAWS draws (no finite range stated): its standard error is no bound."""
+    n = estimate.samples
+    if estimate.identical:
+        low, high = estimate.bounds if estimate.bounds is not None else (-math.inf, math.inf)
+        reach = max(abs(estimate.mean - low), abs(high - estimate.mean))
+        probability = unseen_probability(n, z)
+        if probability * reach + allowance < gap:
+            return None
+        text = (f"all {n} draws identical ({estimate.mean:.6g}): an event of probability below {probability:.3g} "
+                f"(ln(1/δ)/n at {z:g} SE) may go unseen")
+        if not math.isfinite(reach):
+            return (text + ", and with no range stated for the quantity (bounds=) it could move the mean by any "
+                    "amount: state the range, or draw until the draws differ", {})
+        draws = int(math.ceil(-math.log(confidence_of(z)) * reach / (gap - allowance))) + 1
+        return (text + f" and move the mean by up to {probability * reach:.3g} within the range "
+                f"{list(estimate.bounds)}, more than the gap {gap:.3g}", {"draws": max(draws, n + 1)})
+    if estimate.trusted_spread:
+        return None
+    rare = estimate.tail_draws
+    draws = int(math.ceil(n * TAIL_DRAWS / max(rare, 1e-300))) + 1
+    return (f"the spread rests on about {rare:.3g} of the {n} draws (n/kurtosis, below {TAIL_DRAWS}): a few rare draws "
+            f"carry it, so {z:g}·SE bounds nothing; draw more, or state the quantity's range (bounds=) for a bound "
+            "that holds without the central limit theorem", {"draws": max(draws, n + 1)})
 
 
 def exceeds(
@@ -351,30 +422,52 @@ def exceeds(
     """A one-sided claim E[X] > bound, at z standard errors: holds when mean − bound > z·SE (+ round-off
     floor), refuted when bound − mean > z·SE (+ floor), inconclusive between, with the number of ``unit``
     (draws, seeds, …) at which the measured difference would be z SE from the bound: ⌈n·(z·SE/|mean − bound|)²⌉
-    (SE shrinking as 1/√n at the measured spread)."""
+    (SE shrinking as 1/√n at the measured spread). With the quantity's finite range (``estimate.bounds``) the
+    error bar is the empirical-Bernstein one; identical draws, or a spread resting on a few rare draws, decide
+    nothing beyond what an unseen event could move (:func:`within_error`)."""
     z = _claim_z(z)
     if not isinstance(estimate, Estimate):
         raise TypeError(f"estimate must be an Estimate (e.g. from mean_estimate), got {type(estimate).__name__}")
     if not isinstance(unit, str) or not unit:
         raise ValueError(f"unit must be a non-empty string (what the samples are: 'draws', 'seeds'), got {unit!r}")
     mean = _number("estimate.mean", estimate.mean, optional=False)
+    scale = terms_scale(None if scale is None else _tolerance_part("scale", scale), bound)
     bound = _number("bound", bound, optional=False)
     standard_error = _tolerance_part("estimate.standard_error", estimate.standard_error)
-    scale = None if scale is None else _tolerance_part("scale", scale)
     floor = roundoff_floor(mean, bound, getattr(estimate, "magnitude", None), scale=scale)
-    tolerance = z * standard_error + floor
+    half = estimate.half_width(z)
+    if estimate.identical:  # an unseen event of probability ≤ ln(1/δ)/n may move the mean toward either end
+        low, high = estimate.bounds if estimate.bounds is not None else (-math.inf, math.inf)
+        probability = unseen_probability(estimate.samples, z)
+        with np.errstate(invalid="ignore"):
+            half = probability * max(mean - low, high - mean)
+    tolerance = half + floor
     difference = mean - bound
     holds, refuted = difference > tolerance, -difference > tolerance
     reason, needed = "", {}
-    if not holds and not refuted:
+    if (holds or refuted) and not estimate.trusted_spread and not estimate.identical:
+        reason, needed = _unseen(estimate, z, abs(difference), floor)
+        reason += f"; the mean is {difference:+.3g} from the bound"
+        holds = refuted = False
+    elif not holds and not refuted:
         side = "above" if difference > 0 else "below"
-        reason = (f"the mean is {abs(difference) / standard_error if standard_error else 0:.2g} SE {side} the bound, "
-                  f"short of the {z:g} SE that decides either way")
-        count = draws_to_resolve(estimate.samples, z * standard_error, abs(difference) - floor)
-        if count is None:
+        if estimate.identical:
+            reason = (f"all {estimate.samples} draws identical: an unseen event of probability below "
+                      f"{unseen_probability(estimate.samples, z):.3g} could move the mean past the bound"
+                      + ("" if math.isfinite(half) else "; with no range stated for the quantity (bounds=) no number "
+                         "of identical draws decides: state it, or draw until the draws differ"))
+        else:
+            reason = (f"the mean is {abs(difference) / standard_error if standard_error else 0:.2g} SE {side} the "
+                      f"bound, short of the {z:g} SE that decides either way")
+        count = None if half == 0 or not math.isfinite(half) else draws_to_resolve(estimate.samples, half,
+                                                                                    abs(difference) - floor)
+        if not math.isfinite(half):
+            pass
+        elif count is None:
             reason += "; at this mean no number of " + unit + " decides"
         else:
             needed = {unit: count}
+    tolerance = tolerance if math.isfinite(tolerance) else floor
     return Evidence(
         holds=holds,
         theory=bound,
@@ -412,18 +505,21 @@ def close(
     sides in tables and messages (default "lhs", "rhs": an identity has no "theory" side of its own)."""
     scale = None if scale is None else _tolerance_part("scale", scale)
     if np.ndim(lhs) or np.ndim(rhs):
-        return _close_arrays(lhs, rhs, rtol, atol, scale, note, figures, conditions, labels)
+        return _close_arrays(lhs, rhs, rtol, atol, terms_scale(scale, lhs, rhs), note, figures, conditions, labels)
+    scale = terms_scale(scale, lhs, rhs)
     lhs, rhs = _number("lhs", lhs, optional=False), _number("rhs", rhs, optional=False)
     rtol, atol = _tolerance_part("rtol", rtol), _tolerance_part("atol", atol)
-    tolerance = _number("tolerance (atol + rtol·|rhs|)", atol + rtol * abs(rhs) + roundoff_floor(lhs, rhs, scale=scale),
-                        optional=False)
+    floor = roundoff_floor(lhs, rhs, scale=scale)
+    tolerance = _number("tolerance (atol + rtol·|rhs|)", atol + rtol * abs(rhs) + floor, optional=False)
+    holds = abs(lhs - rhs) <= tolerance and all((conditions or {}).values())
     return Evidence(
-        holds=abs(lhs - rhs) <= tolerance and all((conditions or {}).values()),
+        holds=holds,
         theory=lhs,
         observed=rhs,
         tolerance=tolerance,
-        note=note or f"rtol = {rtol:g}, atol = {atol:g}",
-        figures=dict(figures or {}),
+        note=(note or f"rtol = {rtol:g}, atol = {atol:g}") + (_floor_note(abs(lhs - rhs), atol + rtol * abs(rhs),
+                                                                           floor, scale) if holds else ""),
+        figures={**({"roundoff_scale": float(scale)} if scale is not None else {}), **dict(figures or {})},
         relation="equal",
         conditions=dict(conditions or {}),
         labels=labels,
@@ -447,6 +543,7 @@ def _real_array(name: str, value) -> np.ndarray:
 
 def _close_arrays(lhs, rhs, rtol, atol, scale, note, figures, conditions, labels) -> Evidence:
     lhs, rhs = _real_array("lhs", lhs), _real_array("rhs", rhs)
+    scale = None if scale is None else _real_array("scale", scale)
     if lhs.size == 0 or rhs.size == 0:
         raise EvidenceError(f"lhs and rhs must hold at least one entry to compare, got shapes {lhs.shape} and "
                             f"{rhs.shape} (an empty identity proves nothing)")
@@ -493,18 +590,20 @@ def at_most(
     """Holds when smaller ≤ larger + tolerance + the round-off floor (an inequality, e.g. a bound or an
     optimality; the floor is :func:`roundoff_floor` of both sides and ``scale``, so an equality case
     computed two ways never refutes a ≤)."""
+    scale = terms_scale(None if scale is None else _tolerance_part("scale", scale), smaller, larger)
     smaller, larger = _number("smaller side", smaller, optional=False), _number("larger side", larger, optional=False)
-    tolerance = _tolerance_part("tolerance", tolerance)
-    scale = None if scale is None else _tolerance_part("scale", scale)
-    tolerance = tolerance + roundoff_floor(smaller, larger, scale=scale)
+    stated = _tolerance_part("tolerance", tolerance)
+    floor = roundoff_floor(smaller, larger, scale=scale)
+    tolerance = stated + floor
+    holds = smaller <= larger + tolerance and all((conditions or {}).values())
     return Evidence(
-        holds=smaller <= larger + tolerance and all((conditions or {}).values()),
+        holds=holds,
         theory=smaller,
         observed=larger,
         tolerance=tolerance,
         standard_error=standard_error,
-        note=note,
-        figures=dict(figures or {}),
+        note=note + (_floor_note(smaller - larger, stated, floor, scale).lstrip("; ") if holds else ""),
+        figures={**({"roundoff_scale": float(scale)} if scale is not None else {}), **dict(figures or {})},
         relation="at_most",
         conditions=dict(conditions or {}),
         labels=labels,

@@ -126,6 +126,7 @@ class Evaluator:
     function: Callable[..., tuple]
     xp: ModuleType = field(repr=False)
     single: bool = False  # made from one expression (not a sequence): returns the array itself
+    rounding: bool = True  # numpy results carry their terms' rounding scale (:class:`~.rounded.Rounded`)
 
     def __call__(self, *values: Any) -> Any:
         if len(values) != len(self.arguments):
@@ -149,10 +150,48 @@ class Evaluator:
             if bool(self.xp.isnan(out).any()):
                 raise ValueError(f"{expression} is undefined (NaN) at the given arguments "
                                  f"{[str(a) for a in self.arguments]}: outside its domain, or an overflow")
+        if self.rounding and self.backend_name == "numpy":
+            outputs = self._rounded(outputs, arrays)
         return outputs[0] if self.single else outputs
+
+    def _rounded(self, outputs: tuple, arrays: list) -> tuple:
+        """The outputs as :class:`~.rounded.Rounded` values carrying the size of their terms (M(e) of
+        :func:`.rounding.magnitude`, generated once); an output whose M(e) has no array form, or is not finite
+        at these arguments, stays a plain array (no scale is claimed)."""
+        from .rounded import Rounded
+
+        scales = _SCALE_EVALUATORS.get(id(self))
+        if scales is None:
+            scales = _SCALE_EVALUATORS[id(self)] = _scale_evaluators(self.expressions, self.arguments)
+        rounded = []
+        for out, scale in zip(outputs, scales):
+            if scale is not None:
+                with self.xp.errstate(all="ignore"):
+                    try:
+                        size = scale(*arrays)
+                    except (ValueError, TypeError, ArithmeticError):
+                        size = None
+                if size is not None and bool(self.xp.isfinite(size).all()):
+                    out = Rounded(out, self.xp.broadcast_to(size, out.shape))
+            rounded.append(out)
+        return tuple(rounded)
 
 
 _CACHE: dict[tuple, Evaluator] = {}
+_SCALE_EVALUATORS: dict[int, list] = {}  # by id of a cached (never freed) Evaluator
+
+
+def _scale_evaluators(expressions: tuple, arguments: tuple) -> list:
+    """One plain evaluator of M(e) per expression (None where M(e) has no rule or no array form)."""
+    from .rounding import magnitude
+
+    found = []
+    for expression in expressions:
+        try:
+            found.append(evaluator(magnitude(expression), list(arguments), rounding=False))
+        except (NotImplementedError, ValueError, TypeError, AttributeError):
+            found.append(None)
+    return found
 
 
 def _argument(symbol: sympy.Symbol, value: Any, xp: ModuleType) -> Any:
@@ -206,9 +245,17 @@ def evaluator(
     expressions: sympy.Expr | Sequence[sympy.Expr],
     arguments: Sequence[sympy.Symbol],
     backend: Any = None,
+    *,
+    rounding: bool = True,
 ) -> Evaluator:
     """Generate (or fetch from the cache) an array evaluator of ``expressions``: for one expression it
     returns one array, for a sequence of expressions (a one-element list too) a tuple of arrays.
+
+    ``rounding``: on numpy, each result is a :class:`~attnverify.derivations.rounded.Rounded` array carrying the
+    size of the terms it was computed from (:func:`~attnverify.derivations.rounding.magnitude`, evaluated beside
+    it), so that a comparison takes its round-off floor there, through any arithmetic done on it afterwards
+    (``2 * k``, ``k - k0``). It costs one more generated evaluation per call; ``rounding=False`` returns plain
+    arrays (inner loops that compare nothing).
 
     ``backend``: 'numpy' (None), 'cupy' or a :class:`~attnverify.base.backend.Backend`. A function the backend
     lacks (cupyx has no general-order Bessel functions) is refused when the evaluator is made.
@@ -217,7 +264,7 @@ def evaluator(
     single = isinstance(expressions, sympy.Basic)
     exprs = (expressions,) if single else tuple(sympy.sympify(e) for e in expressions)
     args = tuple(arguments)
-    key = (exprs, args, backend.name, single)
+    key = (exprs, args, backend.name, single, bool(rounding))
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
@@ -229,7 +276,7 @@ def evaluator(
     for impl_name, cls in implementations.items():
         namespace[impl_name] = partial(cls.array_implementation, backend)
     exec(compile(source, f"<attnverify generated, {backend.name}>", "exec"), namespace)
-    result = Evaluator(args, exprs, backend.name, source, namespace["evaluate"], backend.xp, single)
+    result = Evaluator(args, exprs, backend.name, source, namespace["evaluate"], backend.xp, single, bool(rounding))
     _CACHE[key] = result
     return result
 

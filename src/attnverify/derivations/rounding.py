@@ -58,4 +58,4 @@ def _partial(e: sympy.Expr, index: int) -> sympy.Expr:
 def rounding_scale(expression: sympy.Expr, arguments: Sequence[sympy.Symbol], backend=None) -> Callable:
     """An evaluator of M(expression) over ``arguments`` (the ``scale=`` of a comparison whose side is
     ``expression`` evaluated in float64)."""
-    return evaluator(magnitude(expression), list(arguments), backend=backend)
+    return evaluator(magnitude(expression), list(arguments), backend=backend, rounding=False)

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..base import arguments
 from ..base.backend import array_module, to_numpy
-from .statistics import Estimate, RunningMoments
+from .statistics import TAIL_DRAWS, Estimate, RunningMoments, confidence_of
 
 #: Draws in the first batch: the smallest sample whose spread decides the next batch (an event rarer
 #: than about 1/first_batch is invisible to that first variance estimate).
@@ -41,12 +41,15 @@ MARGIN = 1.1
 
 @dataclass(frozen=True)
 class SizedEstimate(Estimate):
-    """An :class:`Estimate` drawn until ``z·standard_error + bias_budget ≤ resolution`` or ``budget`` draws.
+    """An :class:`Estimate` drawn until its error bar + ``bias_budget`` ≤ ``resolution`` on a spread it can trust,
+    or ``budget`` draws.
 
     ``resolution``: the smallest |theory − truth| the comparison must resolve (absolute); ``reached``: the
-    tolerance fits under it; ``batches``: the batch sizes drawn, in order (their sum is ``samples``);
-    ``draws_needed``: ⌈n·(z·SE/(resolution − bias_budget))²⌉, the draws that would reach the resolution at
-    the measured spread (≤ ``samples`` when reached). ``achieved`` is the tolerance z·SE + bias_budget.
+    tolerance fits under it and the spread is trusted (:attr:`Estimate.trusted_spread`: the draws are not all
+    identical, and where no range is stated the spread rests on at least :data:`TAIL_DRAWS` draws); ``batches``:
+    the batch sizes drawn, in order (their sum is ``samples``); ``draws_needed``: the draws that would reach the
+    resolution at the measured spread (≤ ``samples`` when reached). ``achieved`` is the tolerance
+    :meth:`Estimate.half_width` + bias_budget (z·SE, or the empirical-Bernstein bound with finite ``bounds``).
     """
 
     resolution: float = math.inf
@@ -69,14 +72,15 @@ class SizedEstimate(Estimate):
         set_(self, "draws_needed", arguments.integer("SizedEstimate.draws_needed", self.draws_needed, 0))
         if sum(self.batches) != self.samples:
             raise ValueError(f"SizedEstimate.batches must add up to samples = {self.samples}, got {self.batches}")
-        if self.reached != (self.achieved <= self.resolution):
-            raise ValueError(f"SizedEstimate.reached = {self.reached} disagrees with z·SE + bias_budget = "
-                             f"{self.achieved!r} against resolution {self.resolution!r}")
+        if self.reached != (self.achieved <= self.resolution and self.trusted_spread):
+            raise ValueError(f"SizedEstimate.reached = {self.reached} disagrees with the error bar + bias_budget = "
+                             f"{self.achieved!r} against resolution {self.resolution!r} (spread trusted: "
+                             f"{self.trusted_spread})")
 
     @property
     def achieved(self) -> float:
-        """The resolution achieved: the tolerance z·standard_error + bias_budget."""
-        return self.z * self.standard_error + self.bias_budget
+        """The resolution achieved: the tolerance :meth:`Estimate.half_width` (z) + bias_budget."""
+        return self.half_width(self.z) + self.bias_budget
 
     def sizing(self) -> dict:
         """How the sample was sized, for a claim's figures: resolution, achieved, reached, budget, batches,
@@ -89,14 +93,30 @@ class SizedEstimate(Estimate):
 
 
 def draws_needed(samples: int, standard_error: float, resolution: float, *, z: float = 5.0,
-                 bias_budget: float = 0.0) -> int:
+                 bias_budget: float = 0.0, width: float | None = None) -> int:
     """⌈n·(z·SE/(resolution − bias))²⌉: the draws at which z·SE + bias = resolution, at the measured spread
-    (SE ∝ 1/√n); 0 when SE = 0."""
+    (SE ∝ 1/√n); 0 when SE = 0. With ``width`` (the range R of a bounded quantity), the n at which the
+    empirical-Bernstein half-width a/√n + b/n (a = √(2L)·SE·√n, b = 7RL/3, :meth:`Estimate.half_width`) meets it."""
     room = resolution - bias_budget
     if not room > 0:
         raise ValueError(f"resolution must exceed bias_budget = {bias_budget!r}: z·SE + bias_budget ≤ resolution "
                          f"can never be met, got resolution {resolution!r}")
-    return int(math.ceil(samples * (z * standard_error / room) ** 2))
+    if width is None:
+        return int(math.ceil(samples * (z * standard_error / room) ** 2))
+    spread = math.log(4.0 / confidence_of(z))
+    a, b = math.sqrt(2.0 * spread) * standard_error * math.sqrt(samples), 7.0 * width * spread / 3.0
+    root = (-a + math.sqrt(a * a + 4.0 * b * room)) / (2.0 * b)  # 1/√n solving a·x + b·x² = room
+    return int(math.ceil(1.0 / root**2)) + 1
+
+
+def _draws_to_trust(estimate: Estimate, budget: int) -> int:
+    """Draws for a spread that can be trusted: identical draws say nothing (draw on, four times as many each batch,
+    to the budget); a spread resting on r < TAIL_DRAWS draws grows as n·TAIL_DRAWS/r."""
+    if estimate.identical:
+        return min(budget, 4 * estimate.samples)
+    if estimate.trusted_spread:
+        return 0
+    return int(math.ceil(estimate.samples * TAIL_DRAWS / max(estimate.tail_draws, 1e-300)))
 
 
 def _numbers(name: str, value: Any, *, nonnegative: bool = True) -> np.ndarray:
@@ -147,13 +167,20 @@ def sized_mean(
     first_batch: int = FIRST_BATCH,
     budget: int = 1_000_000,
     chunk: int = CHUNK,
+    bounds: tuple[float, float] | None = None,
 ) -> SizedEstimate | tuple[SizedEstimate, ...]:
     """The Monte Carlo mean of ``draw``, drawn in batches until z·SE + bias_budget ≤ resolution or ``budget`` draws.
 
     ``draw(rng, n)`` returns n i.i.d. draws, shape (n,) (one mean: a :class:`SizedEstimate`) or (n, k)
     (k means of the same draws: a tuple of k, sized until every one fits), numpy or cupy. The resolution
     to reach is ``resolution + relative_resolution·|reference|`` (either part may be left out; both may be
-    one number per mean), and must exceed ``bias_budget``.
+    one number per mean), and must exceed ``bias_budget``. ``bounds=(low, high)``: the range every draw lies in,
+    where it is known (every draw is checked against it); the error bar is then an empirical-Bernstein one,
+    valid without the central limit theorem (:meth:`Estimate.half_width`).
+
+    What was not seen is not taken as absent: while every draw is identical, or (without finite bounds) the spread
+    rests on fewer than :data:`TAIL_DRAWS` draws (n/kurtosis: a few rare draws carry it), the sample is not
+    sized yet and the drawing goes on, to the budget if need be.
 
     Batches: the first has ``first_batch`` draws; after each, with n draws so far and n* the draws needed
     at the measured spread (:func:`draws_needed`, the largest over the means), the total goes to
@@ -202,6 +229,8 @@ def sized_mean(
                          + ("; a relative resolution of a reference 0 is 0: add an absolute resolution"
                             if resolution is None else ""))
 
+    checked = RunningMoments(bounds).bounds  # refuses malformed bounds before any draw
+    width = None if checked is None or not all(math.isfinite(b) for b in checked) else checked[1] - checked[0]
     columns: int | None = None  # 0: draws of shape (n,); k: (n, k)
     moments: list[RunningMoments] = []
 
@@ -216,7 +245,7 @@ def sized_mean(
                 if target.ndim and (columns == 0 or target.shape[0] != columns):
                     raise ValueError(f"resolution, reference and bias_budget give {target.shape[0]} values, one per "
                                      f"mean, but draw returns shape {tuple(values.shape)}")
-                moments = [RunningMoments() for _ in range(max(columns, 1))]
+                moments = [RunningMoments(bounds) for _ in range(max(columns, 1))]
             for j, m in enumerate(moments):
                 m.add(values if columns == 0 else values[:, j], xp)
             done += n
@@ -229,15 +258,15 @@ def sized_mean(
         total = goal
         estimates = [m.estimate() for m in moments]
         res, bud = np.broadcast_to(target, (len(moments),)), np.broadcast_to(bias, (len(moments),))
-        needed = [draws_needed(total, e.standard_error, float(r), z=z, bias_budget=float(b))
-                  for e, r, b in zip(estimates, res, bud)]
-        reached = [z * e.standard_error + float(b) <= float(r) for e, r, b in zip(estimates, res, bud)]
+        needed = [max(draws_needed(total, e.standard_error, float(r), z=z, bias_budget=float(b), width=width),
+                      _draws_to_trust(e, budget)) for e, r, b in zip(estimates, res, bud)]
+        reached = [e.half_width(z) + float(b) <= float(r) and e.trusted_spread for e, r, b in zip(estimates, res, bud)]
         if all(reached) or total >= budget:
             break
         goal = min(budget, max(math.ceil(GROWTH * total), math.ceil(MARGIN * max(needed))))
-    sized = tuple(SizedEstimate(e.mean, e.standard_error, e.samples, e.magnitude, e.identical, resolution=float(r),
-                                z=z, bias_budget=float(b), reached=ok, budget=budget, batches=tuple(batches),
-                                draws_needed=max(n, 2))
+    sized = tuple(SizedEstimate(e.mean, e.standard_error, e.samples, e.magnitude, e.identical, e.low, e.high,
+                                e.tail_draws, e.bounds, resolution=float(r), z=z, bias_budget=float(b), reached=ok,
+                                budget=budget, batches=tuple(batches), draws_needed=max(n, 2))
                   for e, r, b, ok, n in zip(estimates, res, bud, reached, needed))
     return sized[0] if columns == 0 else sized
 

@@ -11,13 +11,48 @@ from ..base import arguments
 from ..base.backend import to_numpy
 
 
+#: The fewest draws the variance may rest on (M₂²/M₄ = n/kurtosis, :attr:`Estimate.tail_draws`) for its
+#: standard error to be trusted as a normal one: a mean whose spread comes from fewer rare draws than this has an
+#: error bar that is itself uncertain by more than about 1/√(2·25) = 14 % (the relative error of s is
+#: √((κ − 1)/(4n))); below it a refutation is withheld and the sizing keeps drawing.
+TAIL_DRAWS = 25
+
+
+def confidence_of(z: float) -> float:
+    """δ = erfc(z/√2): the two-sided false-alarm probability of a normal z-score (5.7e-7 at z = 5), the level the
+    bounds below are taken at so that they stand in for z standard errors."""
+    return math.erfc(z / math.sqrt(2.0))
+
+
+def unseen_probability(samples: int, z: float) -> float:
+    """The largest probability of an event not seen in ``samples`` draws, at level δ(z): ln(1/δ)/n (the rule of
+    three, 3/n, is δ = 5 %; at z = 5 it is 14.4/n)."""
+    return -math.log(confidence_of(z)) / samples
+
+
+def _bounds(name: str, value) -> tuple[float, float] | None:
+    if value is None:
+        return None
+    try:
+        low, high = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be (low, high), the range the quantity can take, got {value!r}") from None
+    if math.isnan(low) or math.isnan(high) or not low < high:
+        raise ValueError(f"{name} must be (low, high) with low < high (±inf for an open end), got {value!r}")
+    return low, high
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A Monte Carlo estimate: sample ``mean``, its ``standard_error``, and the sample count.
 
     ``magnitude`` (optional) is the mean of |x| over the draws, the scale of the terms that were summed
     (a comparison's round-off floor is a few ulps of it, not of the mean, which may cancel to 0);
-    ``identical`` says that every draw was the same number (so the standard error 0 is exact, not luck).
+    ``identical`` says that every draw was the same number (the standard error 0 says nothing of an event
+    rarer than about 1/n); ``low`` and ``high`` are the smallest and largest draw; ``tail_draws`` = M₂²/M₄ =
+    n/kurtosis is how many draws the spread rests on (about the number of rare draws where a few carry it:
+    :data:`TAIL_DRAWS`); ``bounds`` is the range the quantity can take, where it is known (then the error bar
+    :meth:`half_width` holds without the central limit theorem).
     """
 
     mean: float
@@ -25,47 +60,98 @@ class Estimate:
     samples: int
     magnitude: float | None = None
     identical: bool = False
+    low: float | None = None
+    high: float | None = None
+    tail_draws: float | None = None
+    bounds: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "mean", arguments.real("Estimate.mean", self.mean))
-        object.__setattr__(self, "standard_error", arguments.nonnegative("Estimate.standard_error", self.standard_error))
-        object.__setattr__(self, "samples", arguments.integer("Estimate.samples", self.samples, 1))
+        set_ = object.__setattr__
+        set_(self, "mean", arguments.real("Estimate.mean", self.mean))
+        set_(self, "standard_error", arguments.nonnegative("Estimate.standard_error", self.standard_error))
+        set_(self, "samples", arguments.integer("Estimate.samples", self.samples, 1))
         if self.magnitude is not None:
-            object.__setattr__(self, "magnitude", arguments.nonnegative("Estimate.magnitude", self.magnitude))
-        object.__setattr__(self, "identical", arguments.flag("Estimate.identical", self.identical))
+            set_(self, "magnitude", arguments.nonnegative("Estimate.magnitude", self.magnitude))
+        set_(self, "identical", arguments.flag("Estimate.identical", self.identical))
+        for name in ("low", "high"):
+            if getattr(self, name) is not None:
+                set_(self, name, arguments.real(f"Estimate.{name}", getattr(self, name)))
+        if self.tail_draws is not None:
+            set_(self, "tail_draws", arguments.nonnegative("Estimate.tail_draws", self.tail_draws))
+        set_(self, "bounds", _bounds("Estimate.bounds", self.bounds))
+        if self.bounds is not None:
+            low, high = self.bounds
+            for name, value in (("mean", self.mean), ("low", self.low), ("high", self.high)):
+                if value is not None and not low <= value <= high:
+                    raise ValueError(f"Estimate.{name} = {value!r} lies outside Estimate.bounds {self.bounds}: a "
+                                     "draw outside the range the quantity can take")
+
+    @property
+    def bounded(self) -> bool:
+        """Both ends of ``bounds`` are finite (the error bar is then an empirical-Bernstein one)."""
+        return self.bounds is not None and all(math.isfinite(b) for b in self.bounds)
+
+    @property
+    def trusted_spread(self) -> bool:
+        """The standard error rests on enough draws to be trusted as a normal one (:data:`TAIL_DRAWS`), or on a
+        known range; False for identical draws, which bound nothing by their spread."""
+        if self.identical:
+            return False
+        return self.bounded or self.tail_draws is None or self.tail_draws >= TAIL_DRAWS
+
+    def half_width(self, z: float) -> float:
+        """The statistical half-width of the comparison at z standard errors' confidence δ = erfc(z/√2): z·SE, or
+        with finite ``bounds`` (range R) the empirical-Bernstein bound √(2L)·SE + 7RL/(3(n − 1)), L = ln(4/δ)
+        (Maurer & Pontil 2009, thm. 4, both sides), which holds for any distribution on the range, rare events
+        included (5.61·SE + 36.8·R/(n − 1) at z = 5)."""
+        if not self.bounded:
+            return z * self.standard_error
+        spread = math.log(4.0 / confidence_of(z))
+        width = self.bounds[1] - self.bounds[0]
+        return math.sqrt(2.0 * spread) * self.standard_error + 7.0 * width * spread / (3.0 * max(self.samples - 1, 1))
 
     def interval(self, z: float = 1.96) -> tuple[float, float]:
         """The interval mean ± z·standard_error."""
         return self.mean - z * self.standard_error, self.mean + z * self.standard_error
 
+    def drawn(self) -> dict:
+        """What the draws were: smallest, largest, how many the spread rests on, the stated range."""
+        return {"low": self.low, "high": self.high, "tail_draws": self.tail_draws,
+                "bounds": None if self.bounds is None else list(self.bounds)}
+
     def as_dict(self) -> dict:
         return {"mean": self.mean, "standard_error": self.standard_error, "samples": self.samples,
-                "magnitude": self.magnitude, "identical": self.identical}
+                "magnitude": self.magnitude, "identical": self.identical, **self.drawn()}
 
 
-def mean_estimate(values) -> Estimate:
-    """Mean of i.i.d. draws with standard error s/√n (numpy or cupy input, float64)."""
+def mean_estimate(values, *, bounds: tuple[float, float] | None = None) -> Estimate:
+    """Mean of i.i.d. draws with standard error s/√n (numpy or cupy input, float64), in one pass of
+    :class:`RunningMoments`: summed in units of the largest |x|, so finite draws (1e308 included) give a finite mean
+    and spread. ``bounds=(low, high)``: the range every draw lies in, where it is known (checked); the comparison's
+    error bar is then one that holds without the central limit theorem (:meth:`Estimate.half_width`)."""
     x = arguments.array("values", to_numpy(values), allow_empty=True).ravel()
     n = x.size
     if n < 2:
         raise ValueError(f"values must hold at least 2 draws to estimate an error, got {n}")
-    # scaled by the largest |x| first: the squares of draws near 1e300 overflow float64, their spread does not
-    top = float(np.max(np.abs(x)))
-    spread = top * float((x / top).std(ddof=1)) if top > 0 else 0.0
-    return Estimate(float(x.mean()), spread / math.sqrt(n), int(n),
-                    magnitude=float(np.abs(x).mean()), identical=bool(x.min() == x.max()))
+    moments = RunningMoments(_bounds("bounds", bounds))
+    moments.add(x)
+    return moments.estimate()
 
 
 class RunningMoments:
-    """Running mean and sum of squared deviations over batches (Chan, Golub & LeVeque 1979, pairwise
-    update), so that a long simulation in chunks gives the same :class:`Estimate` as one pass; it also
-    keeps the running mean of |x| and the smallest and largest draw (for ``magnitude`` and ``identical``)."""
+    """Running mean and central moments M₂, M₃, M₄ over batches (Chan, Golub & LeVeque 1979; Pébay 2008, eq. 3.1,
+    pairwise updates), so that a long simulation in chunks gives the same :class:`Estimate` as one pass; it also
+    keeps the running mean of |x| and the smallest and largest draw (for ``magnitude``, ``identical``, ``low``,
+    ``high``) and M₂²/M₄ (``tail_draws``). Everything is summed in units of the largest |x| so far, so draws near
+    1e308 (whose sums and squares overflow float64) keep a finite mean and spread. ``bounds`` (the range the
+    quantity can take) is checked on every draw and carried into the estimate."""
 
-    def __init__(self) -> None:
+    def __init__(self, bounds: tuple[float, float] | None = None) -> None:
+        self.bounds = _bounds("bounds", bounds)
         self.count = 0
         self.mean = 0.0
-        self.scale = 0.0  # the largest |x| so far: deviations are summed in units of it, so draws near 1e200
-        self.scaled_m2 = 0.0  # (whose squares overflow float64) keep a finite spread
+        self.scale = 0.0  # the largest |x| so far: the moments below are in its units
+        self.scaled_m2 = self.scaled_m3 = self.scaled_m4 = 0.0
         self.absolute = 0.0
         self.low = math.inf
         self.high = -math.inf
@@ -77,31 +163,45 @@ class RunningMoments:
             return float(np.float64(self.scaled_m2) * np.float64(self.scale) ** 2)
 
     def add(self, values, xp=np) -> None:
-        """Fold in a batch of draws (numpy or cupy); NaN or infinity is an error."""
+        """Fold in a batch of draws (numpy or cupy); NaN or infinity, or a draw outside ``bounds``, is an error."""
         m = int(values.size)
         if m == 0:
             return
         if not bool(xp.all(xp.isfinite(values))):
             raise ValueError("the simulation produced NaN or infinity; check the parameters")
-        top = float(xp.max(xp.abs(values)))
+        low, high = float(xp.min(values)), float(xp.max(values))
+        if self.bounds is not None and not (self.bounds[0] <= low and high <= self.bounds[1]):
+            outside = low if low < self.bounds[0] else high
+            raise ValueError(f"a draw {outside!r} lies outside the stated bounds {self.bounds}: the range the "
+                             "quantity can take must hold every draw")
+        top = max(abs(low), abs(high))
         if top > self.scale:
             if self.scale > 0:
-                self.scaled_m2 *= (self.scale / top) ** 2
+                ratio = self.scale / top
+                self.scaled_m2 *= ratio**2
+                self.scaled_m3 *= ratio**3
+                self.scaled_m4 *= ratio**4
             self.scale = top
-        batch_mean = float(xp.mean(values))
-        if self.scale > 0:
-            scaled = values / self.scale
-            batch_m2 = float(xp.sum((scaled - batch_mean / self.scale) ** 2))
-        else:
-            batch_m2 = 0.0
+        self.low, self.high = min(self.low, low), max(self.high, high)
         total = self.count + m
-        delta = batch_mean - self.mean
-        self.mean += delta * m / total
-        if self.scale > 0:
-            self.scaled_m2 += batch_m2 + (delta / self.scale) ** 2 * self.count * m / total
-        self.absolute += (float(xp.mean(xp.abs(values))) - self.absolute) * m / total
-        self.low = min(self.low, float(xp.min(values)))
-        self.high = max(self.high, float(xp.max(values)))
+        if self.scale == 0:  # every draw so far is 0
+            self.count = total
+            return
+        scaled = values / self.scale
+        batch_mean = float(xp.mean(scaled))  # in units of scale: no overflow
+        deviations = scaled - batch_mean
+        squares = deviations * deviations
+        b2, b3, b4 = (float(xp.sum(squares)), float(xp.sum(squares * deviations)), float(xp.sum(squares * squares)))
+        a = self.count
+        delta = batch_mean - self.mean / self.scale
+        a2, a3 = self.scaled_m2, self.scaled_m3
+        self.scaled_m4 += (b4 + delta**4 * a * m * (a * a - a * m + m * m) / total**3
+                           + 6 * delta**2 * (a * a * b2 + m * m * a2) / total**2 + 4 * delta * (a * b3 - m * a3) / total)
+        self.scaled_m3 += b3 + delta**3 * a * m * (a - m) / total**2 + 3 * delta * (a * b2 - m * a2) / total
+        self.scaled_m2 += b2 + delta**2 * a * m / total
+        self.mean = self.scale * (self.mean / self.scale + delta * m / total)
+        self.absolute = self.scale * (self.absolute / self.scale
+                                      + (float(xp.mean(xp.abs(scaled))) - self.absolute / self.scale) * m / total)
         self.count = total
 
     def estimate(self) -> Estimate:
@@ -109,8 +209,10 @@ class RunningMoments:
         n = self.count
         if n < 2:
             raise ValueError(f"at least 2 draws are needed to estimate an error, got {n}")
+        identical = self.low == self.high
+        tails = None if identical or self.scaled_m4 <= 0 else self.scaled_m2**2 / self.scaled_m4
         return Estimate(self.mean, self.scale * math.sqrt(self.scaled_m2 / (n - 1) / n), n, magnitude=self.absolute,
-                        identical=self.low == self.high)
+                        identical=identical, low=self.low, high=self.high, tail_draws=tails, bounds=self.bounds)
 
 
 def combine(estimates: list[Estimate]) -> Estimate:

@@ -169,7 +169,7 @@ class SaddlePointAction:
     @functools.cached_property
     def _value_and_gradient(self):
         L, u = self.entropy, self.entry_symbols
-        return evaluator([L] + [sympy.diff(L, s) for s in u], list(u) + list(self.parameters))
+        return evaluator([L] + [sympy.diff(L, s) for s in u], list(u) + list(self.parameters), rounding=False)
 
     @functools.cached_property
     def _hessian(self):
@@ -177,7 +177,7 @@ class SaddlePointAction:
         rows, cols = np.triu_indices(len(u))
         gradient = [sympy.diff(self.entropy, s) for s in u]
         return evaluator([sympy.diff(gradient[i], u[j]) for i, j in zip(rows, cols)],
-                         list(u) + list(self.parameters))
+                         list(u) + list(self.parameters), rounding=False)
 
     def entropy_value_and_gradient(self, entries: np.ndarray, parameters: tuple) -> tuple[float, np.ndarray]:
         """𝓛 and ∂𝓛/∂u at the entries u (generated from sympy)."""

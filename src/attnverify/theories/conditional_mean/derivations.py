@@ -520,7 +520,7 @@ def _evaluate(function: str, expressions: tuple, symbols: tuple, be: Any, values
     ValueError naming the parameters when they do not broadcast or the result overflows float64."""
     arguments.broadcastable(values, f"the array arguments of {function}")
     try:
-        out = evaluator(expressions, symbols, be)(*values.values())
+        out = evaluator(expressions, symbols, be, rounding=False)(*values.values())
     except ValueError:  # the evaluator refuses a NaN result, which here can only come from an overflow
         out = None
     if out is None or not all(bool(be.xp.all(be.xp.isfinite(o))) for o in out):

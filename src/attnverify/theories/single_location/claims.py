@@ -111,7 +111,7 @@ def gaussian_identities(ctx: Context, **p) -> Evidence:
         first, second = identity["parameters"]
         values = {first: p["first"], second: p["second"]}
         quadrature = gaussian.gaussian_quadrature(identity["integrand"], values)
-        generated = float(evaluator(identity["closed_form"], identity["parameters"], ctx.backend)(p["first"], p["second"]))
+        generated = float(evaluator(identity["closed_form"], identity["parameters"], ctx.backend, rounding=False)(p["first"], p["second"]))
         # float64 evaluation of O(1) special functions: 1e-12 relative, 1e-14 absolute near zeros
         evidence = close(generated, quadrature, rtol=1e-12, atol=1e-14)
         rows.append({"identity": identity["name"], "closed_form": generated, "quadrature": quadrature})

@@ -263,7 +263,7 @@ def _from_overlaps(expressions: Any, overlaps_: tuple, lam, gamma, d, L, eps, ba
     o = _overlap_values(overlaps_)
     p = _parameters(lam, gamma, d, L, eps)
     arguments.broadcastable(dict(zip(("kappa", "nu", "theta", "eta", "rho", "lam", "gamma", "d", "L", "eps"), o + p)))
-    return evaluator(expressions, OVERLAPS + PARAMETERS, be)(*o, *p)
+    return evaluator(expressions, OVERLAPS + PARAMETERS, be, rounding=False)(*o, *p)
 
 
 def population_risk_from_overlaps(kappa_, nu_, theta_, eta_, rho_, *, lam, gamma, d, L, eps, backend=None):
@@ -291,7 +291,7 @@ def risk_gradient_function(*, gamma, d, L, eps, backend=None):
     """
     be = arguments.backend(backend)
     _, gamma, d, L, eps = _parameters(1.0, gamma, d, L, eps)
-    f = evaluator(risk_gradient_expressions(), OVERLAPS + PARAMETERS, be)
+    f = evaluator(risk_gradient_expressions(), OVERLAPS + PARAMETERS, be, rounding=False)
     xp = be.xp
 
     def gradient(kappa_, nu_, theta_, eta_, rho_, lam):
@@ -373,7 +373,7 @@ def oracle_risk(lam, d, L, gamma, eps, backend=None):
     be = arguments.backend(backend)
     p = _parameters(lam, gamma, d, L, eps)
     arguments.broadcastable(dict(zip(("lam", "gamma", "d", "L", "eps"), p)))
-    f = evaluator(oracle_risk_derivation().result("oracle_risk").rhs, PARAMETERS, be)
+    f = evaluator(oracle_risk_derivation().result("oracle_risk").rhs, PARAMETERS, be, rounding=False)
     return f(*p)
 
 
@@ -436,7 +436,7 @@ def linear_risk(L, gamma, eps, backend=None):
     be = arguments.backend(backend)
     _, gamma, _, L, eps = _parameters(1.0, gamma, 1, L, eps)
     arguments.broadcastable({"L": L, "gamma": gamma, "eps": eps})
-    f = evaluator(_linear_risk_in_noise_tokens(), (gamma_symbol, _NOISE_TOKENS, eps_symbol), be)
+    f = evaluator(_linear_risk_in_noise_tokens(), (gamma_symbol, _NOISE_TOKENS, eps_symbol), be, rounding=False)
     return f(gamma, L - 1, eps)
 
 

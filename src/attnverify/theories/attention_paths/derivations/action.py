@@ -163,7 +163,7 @@ def action_evaluator(heads: Sequence[int], P: int, backend=None):
     """Generated evaluator of S over ``variables + data_symbols + parameters`` of
     :func:`symbolic_action` (small configurations only, as there)."""
     sym = symbolic_action(heads, P)
-    return evaluator(sym.action, sym.variables + sym.data_symbols + sym.parameters, backend)
+    return evaluator(sym.action, sym.variables + sym.data_symbols + sym.parameters, backend, rounding=False)
 
 
 def evaluate_action(heads, order_parameters, readout, path_kernels, labels, *, widths, variances, temperature,

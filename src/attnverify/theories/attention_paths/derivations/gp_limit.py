@@ -114,7 +114,7 @@ def gp_order_parameters(heads: Sequence[int], prior_var=1.0, backend=None) -> tu
     L = len(heads)
     variances = _prior_variances(prior_var, L)
     f = evaluator([gp_order_parameter_scale(level, L) for level in range(1, L + 2)], variance_symbols(L),
-                  backend)
+                  backend, rounding=False)
     scales = f(*variances)
     xp = f.xp
     dims = dimensions(heads)

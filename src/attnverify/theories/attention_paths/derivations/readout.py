@@ -110,5 +110,5 @@ def readout_order_parameter(trace_U_L, heads_last, width_prev, width_last, var_l
             if name == "heads_last" and np.any(v < 1):
                 raise ValueError(f"heads_last must be ≥ 1, got {value!r}")
         backend = arguments.backend(backend)
-    f = evaluator(readout_expression(), READOUT_ARGUMENTS, backend)
+    f = evaluator(readout_expression(), READOUT_ARGUMENTS, backend, rounding=False)
     return f(trace_U_L, heads_last, width_prev, width_last, var_last, var_readout)

@@ -81,7 +81,7 @@ def bpkr_arguments(depth: int) -> tuple[Symbol, ...]:
 
 def bpkr_fixed_point_evaluator(depth: int, backend=None):
     """Generated evaluator of :func:`bpkr_fixed_point_residual` over :func:`bpkr_arguments`."""
-    return evaluator(bpkr_fixed_point_residual(depth), bpkr_arguments(depth), backend)
+    return evaluator(bpkr_fixed_point_residual(depth), bpkr_arguments(depth), backend, rounding=False)
 
 
 def bpkr_mode_slope() -> sympy.Expr:
@@ -101,7 +101,7 @@ def bpkr_energy_slope(kernel_scale_value, eigenvalues, label_projections, temper
     ``kernel_scale_value`` U broadcasts against the leading axes. From :func:`bpkr_mode_slope`.
     """
     temperature = arguments.nonnegative("temperature", temperature)
-    mode = evaluator(bpkr_mode_slope(), (kernel_scale, eigenvalue, label_projection_sq, T), backend)
+    mode = evaluator(bpkr_mode_slope(), (kernel_scale, eigenvalue, label_projection_sq, T), backend, rounding=False)
     xp = mode.xp
     U = xp.asarray(kernel_scale_value, dtype=xp.float64)
     lam = xp.asarray(eigenvalues, dtype=xp.float64)

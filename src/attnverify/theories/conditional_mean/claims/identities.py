@@ -191,7 +191,7 @@ def _ratio_moments(weight: np.ndarray, error: np.ndarray, error_sq: np.ndarray, 
 def _constants_from_moments(moments: dict[str, float], backend) -> dict[str, float]:
     """C, D, B, B₂ from the weight moments through the generated evaluator of the expansion."""
     symbols, expressions = derived.ratio_constants_in_moments()
-    values = evaluator(expressions, symbols, backend)(*[moments[str(s)] for s in symbols])
+    values = evaluator(expressions, symbols, backend, rounding=False)(*[moments[str(s)] for s in symbols])
     return dict(zip(("constant", "second_order", "bias", "second_order_bias"), (float(v) for v in values)))
 
 
