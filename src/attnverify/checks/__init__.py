@@ -5,8 +5,7 @@ A theorist's own file uses the same pieces as the built-in claims::
     from attnverify.checks import claim, st, within_error, close, at_most
 """
 
-from hypothesis import strategies as st
-
+from . import strategies as st
 from .claim import DEFAULT_EXAMPLES, Claim, Context, claim, examples_needed
 from .evidence import Evidence, at_most, close, exceeds, roundoff_floor, within_error
 from .runner import ClaimResult, evaluate, run_claim

@@ -8,6 +8,12 @@ one of a claim with one example — would have the same Monte Carlo seed whateve
 A refuting example is shrunk by hypothesis for at most ``claim.shrink_budget`` further checks
 (Monte Carlo checks are expensive); the smallest refuting example found is the counterexample.
 
+A claim whose strategy has bounded numbers (``st.floats(a, b)``, ``st.integers(a, b)`` of
+:mod:`.strategies`) is also checked at their ends: after hypothesis' draws, the example with every one at its
+low end, then at its high end (hypothesis' simplest draw for the other parameters; :func:`end_examples`). They
+count among the claim's examples (the draws are that many fewer, and never repeat an end), each a search of
+its own: a refuting end shrinks its other parameters, its bounded ones staying at the end.
+
 A claim comes out as one of four statuses: ``"refuted"`` (an example contradicts it: shrunk to a
 counterexample), ``"error"`` (its check raised, exited or returned something other than evidence: an
 error of the claim's code, never shrunk and never a counterexample), ``"inconclusive"`` (no example
@@ -16,6 +22,7 @@ contradicts it, but some could not decide: they say what would, in ``needed``), 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -27,9 +34,10 @@ from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 import hypothesis.configuration
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
+from hypothesis.errors import Unsatisfiable
 
 from ..experiments.store import Store
 from ..base.files import write_atomically
@@ -38,9 +46,13 @@ from ..base.backend import Backend, to_numpy
 from ..base.cache import cache_directory
 from .claim import PROFILES, Claim, Context, in_package
 from .evidence import Evidence
+from .strategies import declared_ranges, drawing_ends
 
 #: Upper end (exclusive) of the per-example Monte Carlo seeds.
 SEED_RANGE = 2**32
+
+#: The drawn numbers of the end examples' Monte Carlo seeds, outside hypothesis' draws in [0, SEED_RANGE).
+END_NUMBERS = {"low": SEED_RANGE, "high": SEED_RANGE + 1}
 
 
 def example_seed(run_seed: int, drawn: int) -> int:
@@ -78,6 +90,45 @@ class Example:
         }
 
 
+def _is_number(value: Any) -> bool:
+    return (isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+            and not (isinstance(value, (float, np.floating)) and math.isnan(value)))
+
+
+def drawn_ranges(examples: Iterable[Example], declared: Mapping[str, tuple | None] | None = None) -> dict[str, dict]:
+    """Per numeric parameter of ``examples`` (in the order of ``declared``, then as the examples name them; NaN left
+    out), the least and the greatest value drawn, and its ``declared`` range where its strategy states one:
+    ``{"theta": {"drawn": [0.0, 3.14159], "declared": [0.0, 3.14159]}}``. Parameters that are not numbers in
+    every example that has them (permutations, dicts) are left out."""
+    values: dict[str, list] = {name: [] for name in declared or {}}
+    for example in examples:
+        for name, value in example.parameters.items():
+            values.setdefault(name, []).append(value)
+    declared = declared or {}
+    ranges = {}
+    for name, drawn in values.items():
+        if drawn and all(_is_number(v) for v in drawn):
+            bounds = declared.get(name)
+            ranges[name] = {"drawn": [getattr(v, "item", lambda v=v: v)() for v in (min(drawn), max(drawn))],
+                            "declared": None if bounds is None else list(bounds)}
+    return ranges
+
+
+def drawn_text(ranges: Mapping[str, Mapping]) -> str:
+    """One line of :func:`drawn_ranges`: ``theta: drawn 0 … 3.14159 of [0, 3.14159]; d: drawn 2 … 64 of [2, 64]``."""
+    def number(value: Any) -> str:
+        return "?" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+    parts = []
+    for name, shown in ranges.items():
+        low, high = shown["drawn"]
+        text = f"{name}: drawn {number(low)}" + ("" if low == high else f" … {number(high)}")
+        if shown.get("declared") is not None:
+            text += f" of [{number(shown['declared'][0])}, {number(shown['declared'][1])}]"
+        parts.append(text)
+    return "; ".join(parts)
+
+
 @dataclass
 class ClaimResult:
     """The outcome of running one claim under one profile."""
@@ -106,6 +157,12 @@ class ClaimResult:
                     needed[name] = max(needed.get(name, 0), count)
         return needed
 
+    @property
+    def drawn(self) -> dict[str, dict]:
+        """What the examples covered: per numeric parameter, the least and greatest value drawn against its declared
+        range (:func:`drawn_ranges`)."""
+        return drawn_ranges(self.examples, declared_ranges(self.claim.parameters))
+
     def __repr__(self) -> str:
         return (f"<ClaimResult {self.claim.name}: {self.status} (expected {self.claim.expect}), "
                 f"{len(self.examples)} examples, {self.seconds:.1f} s>")
@@ -123,6 +180,9 @@ class ClaimResult:
                                                                            else "undecided")
             detail = (shown.error or "").strip().splitlines()[0] if shown.error else shown.evidence.explain()
             lines.append(f"  {what}: {shown.parameters} (seed {shown.seed}): {detail}")
+        drawn = drawn_text(self.drawn)
+        if drawn:
+            lines.append(f"  {drawn}")
         needed = self.needed
         if needed:
             lines.append("  would take: " + ", ".join(f"{count:,} {name}" for name, count in needed.items()))
@@ -159,6 +219,7 @@ class ClaimResult:
             "seconds": round(self.seconds, 3),
             "shrink_trials": self.shrink_trials,
             "examples": [e.as_dict() for e in self.examples],
+            "drawn": jsonable(self.drawn),
             "counterexample": None if self.counterexample is None else self.counterexample.as_dict(),
             "error": None if self.error is None else self.error.as_dict(),
             "needed": self.needed,
@@ -258,10 +319,20 @@ def example_key(parameters: dict, seed: int) -> str:
     return repr((sorted(parameters.items()), int(seed)))
 
 
-def _hypothesis_search(claim: Claim, total: int, seed: int, body: Callable[[dict, int], None]) -> Callable[[], None]:
+def parameters_key(parameters: dict) -> str:
+    """The identity of a parameter point (an example without its Monte Carlo seed)."""
+    return repr(sorted(parameters.items()))
+
+
+def _hypothesis_search(claim: Claim, total: int, seed: int, body: Callable[[dict, int], None], *,
+                       end: str | None = None, skip: set[str] | None = None) -> Callable[[], None]:
     """hypothesis' search over ``claim.parameters`` (``total`` examples, run seed ``seed``): ``body(parameters,
-    monte_carlo_seed)`` for each draw. The one place the settings are made, so that :func:`drawn_examples` and
-    :func:`run_claim` draw the same sequence."""
+    monte_carlo_seed)`` for each draw. ``end`` ("low"/"high"): the search of that end example (its bounded numbers
+    at that end, its Monte Carlo seed from :data:`END_NUMBERS`). Draws whose :func:`parameters_key` is in ``skip``
+    (the ends a run checks; emptied when a failure shrinks) are not examples: hypothesis draws another. The one
+    place the settings are made, so that :func:`drawn_examples` and :func:`run_claim` draw the same sequence."""
+    number = st.integers(0, SEED_RANGE - 1) if end is None else st.just(END_NUMBERS[end])
+    skipped = [0]
 
     @settings(
         max_examples=total,
@@ -274,12 +345,46 @@ def _hypothesis_search(claim: Claim, total: int, seed: int, body: Callable[[dict
         phases=(Phase.explicit, Phase.generate, Phase.shrink),
     )
     @hypothesis_seed(seed)
-    @given(drawn=st.tuples(claim.parameters, st.integers(0, SEED_RANGE - 1)))
+    @given(drawn=st.tuples(claim.parameters, number))
     def search(drawn: tuple[dict, int]) -> None:
         parameters, drawn_number = drawn
+        if skip and parameters_key(parameters) in skip:
+            skipped[0] += 1
+            reject()
         body(parameters, example_seed(seed, drawn_number))
 
-    return search
+    def run() -> None:
+        with drawing_ends(end) if end is not None else contextlib.nullcontext():
+            try:
+                search()
+            except Unsatisfiable:
+                if not skipped[0]:
+                    raise
+                # every draw was an end the run checks apart: the space holds no further example
+
+    return run
+
+
+def end_examples(claim: Claim, seed: int = 0) -> list[tuple[str, dict]]:
+    """The ends a run of ``claim`` checks besides hypothesis' draws, as (end, parameters): ``"low"`` (every bounded
+    ``st.floats``/``st.integers`` of :mod:`.strategies` at its low end, the other parameters at hypothesis'
+    simplest draw), then ``"high"`` unless it is the same example; none when the strategy has no bounded number."""
+    ends: list[tuple[str, dict]] = []
+    for end in ("low", "high"):
+        drawn: list[dict] = []
+        with drawing_ends(end) as bounded:
+            _hypothesis_search(claim, 1, seed, lambda parameters, _: drawn.append(dict(parameters)), end=end)()
+        if bounded and drawn and all(parameters_key(drawn[0]) != parameters_key(p) for _, p in ends):
+            ends.append((end, drawn[0]))
+    return ends
+
+
+def _searches(claim: Claim, total: int, seed: int) -> list[tuple[str | None, int, set[str]]]:
+    """A run's searches, in order, as (end, examples, skip): hypothesis' draws, then each end example; together
+    ``total`` examples (the ends first keep their place when ``total`` is smaller than their number)."""
+    ends = end_examples(claim, seed)[:total]
+    skip = {parameters_key(parameters) for _, parameters in ends}
+    return [(None, total - len(ends), skip)] + [(end, 1, set()) for end, _ in ends]
 
 
 def _checked_run(claim: Claim, profile: str, seed: int, examples: int | None) -> tuple[int, int | None]:
@@ -301,8 +406,10 @@ def drawn_examples(claim: Claim, *, profile: str = "quick", seed: int = 0,
     checked ahead, in parallel, and handed to :func:`run_claim` as ``evaluated``: its result is the same."""
     seed, requested = _checked_run(claim, profile, seed, examples)
     drawn: list[tuple[dict, int]] = []
-    _hypothesis_search(claim, claim.examples[profile] if requested is None else requested, seed,
-                       lambda parameters, monte_carlo_seed: drawn.append((dict(parameters), monte_carlo_seed)))()
+    for end, count, skip in _searches(claim, claim.examples[profile] if requested is None else requested, seed):
+        if count:
+            _hypothesis_search(claim, count, seed, lambda parameters, monte_carlo_seed: drawn.append(
+                (dict(parameters), monte_carlo_seed)), end=end, skip=skip)()
     return drawn
 
 
@@ -337,6 +444,7 @@ def run_claim(
     state = {"failed": False, "shrink_trials": 0, "last": None, "reused_seconds": 0.0, "error": None,
              "shrink_errors": 0}
     start = time.perf_counter()
+    searches = _searches(claim, total, seed)
 
     def body(parameters: dict, monte_carlo_seed: int) -> None:
         if state["error"] is not None:
@@ -369,17 +477,22 @@ def run_claim(
             if example.status != "refuted":
                 return  # holds, or inconclusive: no evidence against the claim
             state["failed"] = True
+            for _, _, skip in searches:
+                skip.clear()  # shrinking may reach an end's parameters
             failing[key] = example
         state["last"] = key
         raise _ExampleFailed(key)  # one raise site: hypothesis sees one failure to shrink
 
-    try:
-        _hypothesis_search(claim, total, seed, body)()
-    except _ExampleFailed:
-        pass
-    except BaseExceptionGroup as group:  # several distinct failures: keep the last replayed
-        if not all(isinstance(e, _ExampleFailed) for e in group.exceptions):
-            raise
+    for end, count, skip in searches:
+        if not count or state["failed"] or state["error"] is not None:
+            continue  # a failure or an error ends the run's checks
+        try:
+            _hypothesis_search(claim, count, seed, body, end=end, skip=skip)()
+        except _ExampleFailed:
+            pass
+        except BaseExceptionGroup as group:  # several distinct failures: keep the last replayed
+            if not all(isinstance(e, _ExampleFailed) for e in group.exceptions):
+                raise
     counterexample = failing.get(state["last"]) if state["last"] else None
     notes = []
     if counterexample is not None:
