@@ -226,6 +226,23 @@ def _signature_call(function: Callable, names: tuple[str, ...] | None, what: str
     return call
 
 
+def _accepts_the_drawn(expected: Callable, names: tuple[str, ...]) -> None:
+    """A TypeError naming each drawn parameter that ``expected`` of :meth:`Theory.monte_carlo` cannot take by name
+    (it is called with every one of them), and the parameters it has."""
+    try:
+        parameters = inspect.signature(expected).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: its call says what it refuses
+        return
+    if any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
+        return
+    takes = [n for n, p in parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    refused = [n for n in names if n not in takes]
+    if refused:
+        raise TypeError(f"expected {getattr(expected, '__name__', repr(expected))} must accept the drawn parameter"
+                        f"{'s' if len(refused) > 1 else ''} {', '.join(repr(n) for n in refused)} (its parameters: "
+                        f"{', '.join(parameters) or 'none'}); add {', '.join(f'{n}=...' for n in refused)} or **p")
+
+
 def _options_not_strategies(what: str, **options) -> None:
     """An option given a strategy is a parameter that took an option's name: say so, by name."""
     taken = [n for n, v in options.items() if isinstance(v, st.SearchStrategy)]
@@ -369,6 +386,7 @@ class Theory:
 
         def register(function: Callable) -> Claim:
             names = tuple(strategies)
+            _accepts_the_drawn(expected, names)
             theory_side = _signature_call(expected, names, "expected")
             simulate = _simulator(function, names)
             axis = _figure_axis(figure, names, function.__name__) if figure is not None else None
