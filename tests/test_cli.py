@@ -408,7 +408,8 @@ def test_a_theory_file_that_clashes_or_mixes_names_is_a_usage_error(tmp_path, ca
     mixed = tmp_path / "mixed.py"
     mixed.write_text(USER_FILE + '\nTHEORY = "other"\n')
     assert cli.main(["report", "--with", str(mixed), "--out", str(tmp_path / "r")]) == 2
-    assert "must be named other." in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith(f"attnverify: error: {mixed}:") and "named under theory 'mine', but THEORY is 'other'" in err
 
 
 def test_check_hands_its_claims_to_the_one_run_path(monkeypatch, capsys):

@@ -5,7 +5,9 @@
 claim came out as expected; 1 when any came out against its expectation (a refutation of a claim expected
 to hold, a claim expected refuted that holds) or its check failed to run; 3 when none did but some were
 inconclusive where a decision was expected (draw more: the table says how many); 2 for a usage error
-(unknown option value, a pattern matching no claim, a backend that cannot run here).
+(unknown option value, a pattern matching no claim, a backend that cannot run here) and for a mistake in a user's
+file (a claim's definition, its plan, its section), shown as one line ``FILE:LINE: what is wrong`` and the frames of
+the user's code; ``--debug`` adds attnverify's own frames.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import traceback
 from pathlib import Path
 from typing import Callable, TextIO
 
@@ -33,6 +34,13 @@ from .report.results import (exit_status, needs_details, result_details, results
 
 class UsageError(Exception):
     """A command line that cannot be carried out as given (exit status 2)."""
+
+
+class UserFileMistake(Exception):
+    """A mistake in a user's file (exit status 2): its report, with attnverify's frames only under ``--debug``."""
+
+    def __init__(self, error: catalogue.UserFileError, debug: bool):
+        super().__init__(error.report(debug=debug))
 
 
 # ----------------------------------------------------------------------------- running claims
@@ -175,31 +183,31 @@ def _verify(args: argparse.Namespace) -> int:
     try:
         module = catalogue.load_user_module(args.file)
     except catalogue.UserFileError as error:
-        print(f"attnverify: error: {error.report()}", file=sys.stderr)
-        return 2
-    except ValueError as error:
+        raise UserFileMistake(error, args.debug) from None
+    except ValueError as error:  # not a .py file
         raise UsageError(str(error)) from None
     try:  # the file's claims, and its derivation_steps claim when it records derivations
-        claims = catalogue.claims_in_module(module)
-        if claims or hasattr(module, "THEORY"):
-            claims = from_file(args.file).claim_list()
-    except ValueError as error:
-        raise UsageError(str(error)) from None
+        with catalogue.user_file_errors(args.file):
+            claims = catalogue.claims_in_module(module)
+            if claims or hasattr(module, "THEORY"):
+                claims = from_file(args.file).claim_list()
+    except catalogue.UserFileError as error:
+        raise UserFileMistake(error, args.debug) from None
     if not claims:
         raise UsageError(
             f"{args.file} defines no claims: `theory = Theory(\"name\")` and `@theory.claim(x=st.floats(0, 1))` "
             "(from attnverify import Theory, st), or `@claim(\"theory.name\", parameters={...})` at the top level"
         )
     if args.report:
-        (theory,) = _user_theories([args.file])
-        return _build_and_print(args.report, theories=[theory], only=None, profile=args.profile, backend=backend,
-                                seed=args.seed, examples=args.examples, workers=args.workers,
+        (theory,) = _user_theories([args.file], args.debug)
+        return _build_and_print(args.report, debug=args.debug, theories=[theory], only=None, profile=args.profile,
+                                backend=backend, seed=args.seed, examples=args.examples, workers=args.workers,
                                 scheduler=args.scheduler, store=args.store, latex=args.latex)
     claims = _chosen(claims, args.only, f"defined in {args.file}")
     _prepare_json(args.json, claims)
     status = run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
                             command=verify_command(args.file), examples=args.examples, scheduler=args.scheduler,
-                            theories=_user_theories([args.file]), store=args.store)
+                            theories=_user_theories([args.file], args.debug), store=args.store)
     _say_derivation_cost(module)
     return status
 
@@ -214,20 +222,19 @@ def _say_derivation_cost(module) -> None:
         print(cost, file=sys.stderr)
 
 
-def _user_theories(files: list[str] | None) -> list:
+def _user_theories(files: list[str] | None, debug: bool = False) -> list:
     """The theories of the users' files (``--with FILE.py``), each checked before any work."""
     from . import theories
 
     found = []
     for path in files or []:
+        if not (Path(path).is_file() and path.endswith(".py")):
+            raise UsageError(f"FILE must be an existing .py file, got {path!r}")
         try:
-            found.append(theories.from_file(path))
+            with catalogue.user_file_errors(path):
+                found.append(theories.from_file(path))
         except catalogue.UserFileError as error:
-            raise UsageError(error.report()) from None
-        except ValueError as error:
-            raise UsageError(str(error)) from None
-        except Exception:
-            raise UsageError(f"importing {path} failed:\n{traceback.format_exc()}") from None
+            raise UserFileMistake(error, debug) from None
     names = [t.name for t in found]
     clashes = sorted({n for n in names if names.count(n) > 1} | (set(names) & {t.name for t in theories.BUILTIN}))
     if clashes:
@@ -239,28 +246,37 @@ def _report(args: argparse.Namespace) -> int:
     from .run import report as builder
 
     backend = _backend(args.backend)
-    theories = [*builder.THEORIES, *_user_theories(args.with_files)]
+    theories = [*builder.THEORIES, *_user_theories(args.with_files, args.debug)]
     try:
         builder.chosen_theories(args.only, theories)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    return _build_and_print(args.out, theories=theories, only=args.only, profile=args.profile, backend=backend,
+    return _build_and_print(args.out, debug=args.debug, theories=theories, only=args.only, profile=args.profile, backend=backend,
                             seed=args.seed, examples=args.examples, workers=args.workers,
                             scheduler=args.scheduler, store=args.store, latex=args.latex)
 
 
-def _build_and_print(out: str, **options) -> int:
+def _build_and_print(out: str, *, debug: bool = False, **options) -> int:
+    """Build the report into ``out`` and print its claims; 2 when a user's section failed (its first line names the
+    file and line), 1 when a built-in's did, else the claims' exit status."""
     from .run import report as builder
 
     _prepare_out(out)
     progress = Progress(sys.stderr)
     try:
         document = builder.build_report(out, progress=progress, **options)
+    except catalogue.UserFileError as error:  # the plan or the claims of a user's file, before any task ran
+        raise UserFileMistake(error, debug) from None
     finally:
         progress.close()
+    users = {t.name for t in options.get("theories") or () if catalogue.user_file(t)}
     for section in document["sections"]:
         for error in section["errors"]:
-            print(f"{section['theory']}: error: {error.strip().splitlines()[-1]} (traceback in the report)")
+            if section["theory"] in users:  # the first line is FILE:LINE: what is wrong
+                shown = error.strip() if debug else error.strip().splitlines()[0]
+                print(f"attnverify: error: {shown} (the traceback is in the report)", file=sys.stderr)
+            else:
+                print(f"{section['theory']}: error: {error.strip().splitlines()[-1]} (traceback in the report)")
         for warning in section["warnings"]:
             print(f"{section['theory']}: warning: {warning}")
     status = _print_results(document["claims"], out=sys.stdout, json_path=None)
@@ -268,6 +284,8 @@ def _build_and_print(out: str, **options) -> int:
     written = [out / "index.html", out / "report.md", out / "results.json"] + (
         [out / "report.tex"] if options.get("latex") else [])
     print(f"report written to {', '.join(str(w) for w in written[:-1])} and {written[-1]}")
+    if any(section["errors"] for section in document["sections"] if section["theory"] in users):
+        return 2
     return 1 if any(section["errors"] for section in document["sections"]) else status
 
 
@@ -324,6 +342,9 @@ def _add_run_options(parser: argparse.ArgumentParser, only_help: str, only_metav
                         help="keep the run's experiments and finished examples and claims in DIR (default: a "
                              "temporary folder): a rerun with the same DIR, e.g. after an interruption, computes only "
                              "what is not there yet; on a cluster, a folder every worker reaches")
+    parser.add_argument("--debug", action="store_true",
+                        help="a mistake in your file is shown as its line and your code's frames; --debug shows "
+                             "attnverify's own frames too (the full traceback)")
 
 
 def _scheduler(text: str) -> str:
@@ -406,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
-    except (UsageError, BackendUnavailable, SchedulerUnavailable) as error:
+    except (UsageError, UserFileMistake, BackendUnavailable, SchedulerUnavailable) as error:
         print(f"attnverify: error: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `attnverify list | head`: the reader left, nothing is wrong

@@ -73,11 +73,43 @@ _SCALAR_STRATEGIES = {"floats", "integers", "booleans", "text", "characters", "l
 BAD_NAMES: contextvars.ContextVar[list | None] = contextvars.ContextVar("attnverify_bad_claim_names", default=None)
 
 
-def _definition_line() -> str:
+def _definition_line() -> tuple[str, int]:
     import sys
 
     frame = sys._getframe(2)
-    return f"{frame.f_code.co_filename}, line {frame.f_lineno}"
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+def _line_in(origin: str) -> int:
+    """The line of the innermost frame now running in the file ``origin`` (where a claim is being defined), else 0."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith("<") and not in_package(filename):
+            try:
+                if str(Path(filename).resolve()) == origin:
+                    return frame.f_lineno
+            except (OSError, ValueError):
+                pass
+        frame = frame.f_back
+    return 0
+
+
+def claim_examples(examples: Any, name: str) -> dict[str, int]:
+    """A claim's examples per profile: a dict with a positive int for each of :data:`PROFILES` (None: the
+    defaults); anything else is refused here, naming the claim."""
+    if examples is None:
+        return dict(DEFAULT_EXAMPLES)
+    if not isinstance(examples, dict):
+        raise TypeError(f"claim {name!r}: examples must be a dict of profile → count, e.g. "
+                        f"{{'quick': 21, 'thorough': 90}}, got {examples!r} ({type(examples).__name__})")
+    for profile in PROFILES:
+        count = examples.get(profile)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"claim {name!r}: examples[{profile!r}] must be an int ≥ 1, got {count!r}")
+    return dict(examples)
 
 
 def is_claim_name(name: Any) -> bool:
@@ -160,7 +192,8 @@ class Claim:
     ``"holds"`` for a theorem, ``"refuted"`` for a statement the tool is meant to disprove, and
     ``"inconclusive"`` for one the run is known to be too small to decide (say why in the statement).
     ``examples`` gives how many parameter draws each profile makes. ``origin`` is the user's file the claim
-    was written in ("" for a built-in): its replay is ``attnverify verify ORIGIN --only NAME``.
+    was written in ("" for a built-in): its replay is ``attnverify verify ORIGIN --only NAME``; ``origin_line`` the
+    line of ORIGIN that defined it (found at definition; 0 when unknown).
     """
 
     name: str
@@ -172,23 +205,22 @@ class Claim:
     examples: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_EXAMPLES))
     shrink_budget: int = 40
     origin: str = ""
+    origin_line: int = field(default=0, compare=False)
 
     def __post_init__(self) -> None:
         check_name(self.name)
         if self.expect not in EXPECTATIONS:
-            raise ValueError(f"expect must be one of {EXPECTATIONS}, got {self.expect!r}")
+            raise ValueError(f"claim {self.name!r}: expect must be one of {EXPECTATIONS}, got {self.expect!r}")
         if isinstance(self.shrink_budget, bool) or not isinstance(self.shrink_budget, int) or self.shrink_budget < 0:
-            raise ValueError(f"shrink_budget must be an int ≥ 0 (checks spent shrinking a failure), "
-                             f"got {self.shrink_budget!r}")
-        if not isinstance(self.examples, dict):
-            raise ValueError(f"examples must be a dict of profile → count, got {self.examples!r}")
+            raise ValueError(f"claim {self.name!r}: shrink_budget must be an int ≥ 0 (checks spent shrinking a "
+                             f"failure), got {self.shrink_budget!r}")
+        object.__setattr__(self, "examples", claim_examples(self.examples, self.name))
         if not callable(self.check):
-            raise TypeError(f"check must be callable (params, ctx) -> Evidence, got {self.check!r}")
+            raise TypeError(f"claim {self.name!r}: check must be callable (params, ctx) -> Evidence, "
+                            f"got {self.check!r}")
         object.__setattr__(self, "parameters", claim_parameters(self.parameters, self.name))
-        for profile in PROFILES:
-            count = self.examples.get(profile)
-            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-                raise ValueError(f"examples[{profile!r}] must be a positive int, got {count!r}")
+        if self.origin and not self.origin_line:
+            object.__setattr__(self, "origin_line", _line_in(self.origin))
 
     @property
     def theory(self) -> str:
@@ -226,6 +258,7 @@ def claim(
         return lambda check: None
     check_name(name)
     parameters = claim_parameters(parameters, name)
+    claim_examples(examples, name)
 
     def wrap(check: Callable[[dict, Context], Evidence]) -> Claim:
         text = statement or " ".join((check.__doc__ or "").split())
@@ -238,7 +271,7 @@ def claim(
             check=check,
             source=source,
             expect=expect,
-            examples=dict(examples or DEFAULT_EXAMPLES),
+            examples=claim_examples(examples, name),
             shrink_budget=shrink_budget,
             origin=_origin(check) if origin is None else origin,
         )

@@ -35,7 +35,8 @@ from ..base.backend import Backend, get_backend
 from ..report.markdown import render_markdown
 from ..report.render import render_html
 from ..report.section import Section, TheoryOutcome
-from ..theories import BUILTIN, TheoryModules
+from ..theories import BUILTIN, TheoryModules, concise, load
+from ..theories.catalogue import UserFileError, user_file, user_file_errors
 
 THEORIES: tuple[TheoryModules, ...] = BUILTIN
 """The theories a report covers by default (the papers' three), in report order; ``theories=`` adds others."""
@@ -119,18 +120,36 @@ def _write_results(out_dir: Path, outcomes: list[TheoryOutcome], metadata: dict,
 
 def _build_section(outcome: TheoryOutcome, theory: TheoryModules, out_dir: Path, *, profile: str, backend: Backend,
                    seed: int, progress: Callable[[str], None], store: Store) -> None:
+    build_section = None
     try:
         build_section = theory.section_builder()
         section = build_section(out_dir, profile=profile, backend=backend, seed=seed, progress=progress, store=store)
         if not isinstance(section, Section):
             raise TypeError(f"build_section of {outcome.theory} returned {type(section).__name__}, not Section")
-    except Exception:
-        outcome.errors.append(traceback.format_exc())
+    except Exception as error:
+        where = user_file(theory)
+        located = "" if where is None else UserFileError(where, error, fallback=_users_section(theory, build_section))
+        outcome.errors.append((f"{located.first_line}\n" if located else "") + traceback.format_exc())
         return
     outcome.section = section
     for figure in section.figures:
         if not (out_dir / figure.filename).is_file():
             outcome.warnings.append(f"figure file {figure.filename!r} was not written into the report directory")
+
+
+def _users_section(theory: TheoryModules, builder):
+    """The section function a user wrote (``@theory.section``, or ``build_section``), to point at when the error's
+    traceback has no frame of the user's code."""
+    form = concise(load(theory.section))
+    return getattr(form, "_section", None) if form is not None else builder
+
+
+def _users_plan(theory: TheoryModules):
+    """The user's ``plan_experiments`` (or ``@theory.experiments`` function), to point at when what it returned is
+    refused."""
+    module = load(theory.experiments or theory.section)
+    form = concise(module)
+    return getattr(form, "_plan", None) if form is not None else getattr(module, "plan_experiments", None)
 
 
 def section_task(theory: TheoryModules, out_dir: str, profile: str, backend: str, seed: int, store: str) -> TheoryOutcome:
@@ -217,7 +236,10 @@ def build_report(
     metadata = _metadata(profile, backend, seed, only)
     if examples is not None:
         metadata["examples"] = examples
-    claims = {t: by_name[t].claim_list() for t in theories}
+    claims = {}
+    for t in theories:
+        with user_file_errors(user_file(by_name[t])):
+            claims[t] = by_name[t].claim_list()
     outcomes = {t: TheoryOutcome(t) for t in theories}
     keep_store = store is not None
     if keep_store:
@@ -226,7 +248,10 @@ def build_report(
     else:
         store = tempfile.mkdtemp(prefix="attnverify-store-")
     common = dict(profile=profile, backend=backend.name, seed=seed, store=store)
-    plans = {t: by_name[t].planned_experiments(profile=profile, seed=seed, backend=backend.name) for t in theories}
+    plans = {}
+    for t in theories:  # a user's plan is refused here, at its line, before any task runs
+        with user_file_errors(user_file(by_name[t]), fallback=lambda: _users_plan(by_name[t])):
+            plans[t] = by_name[t].planned_experiments(profile=profile, seed=seed, backend=backend.name)
     experiment_tasks = {t: [Task(_experiment_name(t, plan), experiment_task,
                                  dict(theory=by_name[t], label=plan.label, **common),
                                  after=tuple(_experiment_name(t, a) for a in plan.after)) for plan in plans[t]]

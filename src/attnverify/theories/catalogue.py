@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
+import inspect
 import sys
+import traceback
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from ..base.files import fingerprint
-from ..checks.claim import BAD_NAMES, Claim
+from ..checks.claim import BAD_NAMES, Claim, in_package
 
 #: Theory modules under ``attnverify.checks`` whose claims are built in, in report order.
 THEORIES = ("single_location", "attention_paths", "conditional_mean")
@@ -34,18 +38,124 @@ def claims_in_module(module: ModuleType) -> list[Claim]:
     return found
 
 
+def user_frames(error: BaseException) -> list[traceback.FrameSummary]:
+    """The frames of ``error``'s traceback in the user's own files: neither attnverify nor a library (innermost
+    last)."""
+    from ..checks.runner import _is_library_frame
+
+    return [f for f in traceback.extract_tb(error.__traceback__)
+            if not _is_library_frame(f.filename) and not in_package(f.filename)]
+
+
+def defined_at(function: Any) -> tuple[str, int] | None:
+    """The file and first line of ``function`` when it is a user's (outside attnverify), else None."""
+    code = getattr(inspect.unwrap(function), "__code__", None) if callable(function) else None
+    if code is None or in_package(code.co_filename) or code.co_filename.startswith("<"):
+        return None
+    return code.co_filename, code.co_firstlineno
+
+
 class UserFileError(Exception):
-    """Running a user's file raised ``error`` (a mistake in the file, reported with the file's frames first)."""
+    """A mistake in a user's file: the file and line where it shows (a SyntaxError's own line, else the innermost
+    frame of the user's code, else the line of ``fallback``, a user's function the tool called), what is wrong,
+    and the error itself (``error``, with its traceback)."""
 
-    def __init__(self, path: Path, error: Exception):
-        super().__init__(f"importing {path} failed: {type(error).__name__}: {error}")
-        self.path, self.error = path, error
+    def __init__(self, path: str | Path, error: Exception, *, fallback: Any = None, message: str | None = None,
+                 at: tuple[str, int] | None = None):
+        self.path, self.error = Path(path), error
+        self.file, self.line = at or _location(error, fallback) or (str(path), None)
+        self.message = message or _problem(error)
+        super().__init__(self.first_line)
 
-    def report(self) -> str:
-        from ..checks.runner import frames_first
+    @property
+    def first_line(self) -> str:
+        """``FILE:LINE: what is wrong``, the one line a user reads first."""
+        return f"{self.file}{'' if self.line is None else f':{self.line}'}: {self.message}"
 
-        return f"importing {self.path} failed: " + frames_first(self.error, own_code=str(self.path),
-                                                                package_is_own=False)
+    def report(self, *, debug: bool = False) -> str:
+        """The first line; then the user's frames (its traceback without attnverify's or the libraries' frames,
+        ending in the user's code), or, with ``debug``, the full traceback."""
+        parts = [self.first_line]
+        if debug:
+            parts.append("full traceback:\n" + "".join(traceback.format_exception(self.error)).rstrip())
+        elif isinstance(self.error, SyntaxError) and self.error.text:
+            parts.append("    " + self.error.text.strip())
+        else:
+            own = user_frames(self.error)
+            if own:
+                parts.append("in your code (innermost last; --debug shows attnverify's frames too):\n"
+                             + "".join(traceback.format_list(own)).rstrip())
+        return "\n".join(parts)
+
+
+def _location(error: BaseException, fallback: Any) -> tuple[str, int] | None:
+    if isinstance(error, SyntaxError) and error.filename and not in_package(error.filename):
+        return error.filename, error.lineno
+    own = user_frames(error)
+    if own:
+        return own[-1].filename, own[-1].lineno
+    return defined_at(fallback) if fallback is not None else None
+
+
+def _problem(error: BaseException) -> str:
+    """What is wrong, in one line: a refusal at attnverify's boundary (a ValueError or TypeError it raised) is its
+    message alone; any other error keeps its type (``ModuleNotFoundError: No module named 'x'``)."""
+    if isinstance(error, SyntaxError):
+        return f"{type(error).__name__}: {error.msg}"
+    frames = traceback.extract_tb(error.__traceback__)
+    text = " ".join(str(error).split()) or type(error).__name__
+    refused = isinstance(error, (ValueError, TypeError)) and frames and in_package(frames[-1].filename)
+    return text if refused else f"{type(error).__name__}: {text}"
+
+
+@contextlib.contextmanager
+def user_file_errors(path: str | Path | None, fallback: Any = None):
+    """Any error raised inside as a :class:`UserFileError` of the user's file ``path`` (None: a built-in theory,
+    whose errors pass unchanged); ``fallback()`` gives the user's function to point at when the traceback has no
+    frame of the user's code."""
+    if path is None:
+        yield
+        return
+    try:
+        yield
+    except UserFileError:
+        raise
+    except Exception as error:
+        raise UserFileError(path, error, fallback=fallback() if fallback else None) from error
+
+
+def user_file(theory) -> str | None:
+    """The user's file of ``theory`` (a :class:`~attnverify.theories.TheoryModules`), None for a built-in."""
+    return theory.section if str(theory.section).endswith(".py") else None
+
+
+def _check_claim_names(module: ModuleType, path: Path) -> None:
+    """Every claim of a user's file is named ``theory.…`` with one theory, once: else a :class:`UserFileError` at
+    the line of the claim that breaks the rule."""
+    claims = [c for theory in concise_theories(module) for c in theory.claims]
+    claims += [v for v in vars(module).values() if isinstance(v, Claim) and all(v is not c for c in claims)]
+    seen: set[str] = set()
+    for c in claims:
+        if c.name in seen:
+            raise UserFileError(path, ValueError(c.name), at=_claim_line(c, path),
+                                message=f"claim {c.name!r} is defined twice; claim names must be unique")
+        seen.add(c.name)
+    forms = concise_theories(module)
+    name = forms[0].name if forms else getattr(module, "THEORY", None)
+    if name is None and claims:
+        name = claims[0].theory
+        where = "the file's first claim is"
+    else:
+        where = "the file's Theory is" if forms else "THEORY is"
+    for c in claims:
+        if isinstance(name, str) and c.theory != name:
+            raise UserFileError(path, ValueError(c.name), at=_claim_line(c, path),
+                                message=f"claim {c.name!r} is named under theory {c.theory!r}, but {where} {name!r}: "
+                                        f"the claims of one file are named {name}.… (or set THEORY = \"…\")")
+
+
+def _claim_line(claim: Claim, path: Path) -> tuple[str, int] | None:
+    return (claim.origin, claim.origin_line) if claim.origin and claim.origin_line else None
 
 
 _LOADED: dict[Path, tuple[bytes, ModuleType]] = {}
@@ -75,11 +185,14 @@ def load_user_module(path: str | Path) -> ModuleType:
         spec.loader.exec_module(module)
         bad = BAD_NAMES.get()
         if bad:
-            raise ValueError(f"{len(bad)} claim name(s) are not theory.name (a lower_snake_case theory, then "
-                             "identifiers; the papers' capitals allowed): "
-                             + "; ".join(f"{n!r} at {where}" for n, where in bad))
+            raise UserFileError(path, ValueError(bad[0][0]), at=bad[0][1], message=(
+                f"{len(bad)} claim name(s) are not theory.name (a lower_snake_case theory, then identifiers; the "
+                "papers' capitals allowed): " + "; ".join(f"{n!r} at {file}, line {line}" for n, (file, line) in bad)))
+        _check_claim_names(module, path)
     except Exception as error:
         sys.modules.pop(module_name, None)
+        if isinstance(error, UserFileError):
+            raise
         raise UserFileError(path, error) from error
     except BaseException:
         sys.modules.pop(module_name, None)
