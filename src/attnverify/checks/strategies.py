@@ -125,7 +125,10 @@ def _ends_aware(name: str):
     def strategy(*args, **kwargs):
         made = plain(*args, **kwargs)
         made.validate()  # hypothesis' own argument errors, where the strategy is written
-        return made if _range(name, args, kwargs) is None else ends_aware(*args, **kwargs)
+        if _range(name, args, kwargs) is None:
+            return made
+        bound = inspect.signature(plain).bind(*args, **kwargs)  # the ends as positional: shown as floats(0, 1)
+        return ends_aware(*bound.args, **bound.kwargs)
 
     strategy.__doc__ = (f"hypothesis' ``{name}``; with both ends finite, the claim runner also draws each end "
                         f"(:mod:`attnverify.checks.strategies`).\n\n" + (plain.__doc__ or ""))

@@ -9,8 +9,8 @@ from urllib.parse import quote
 from ..derivations.derivation import Derivation
 from ..derivations.steps import StepCheck, counts, counts_text
 from .equations import equation_markdown
-from .results import (example_rows, format_parameters, format_value, key_figures, metadata_rows, needed_text,
-                      section_title, sides, summary_line, verdict)
+from .results import (drawn_line, example_rows, format_parameters, format_value, key_figures, metadata_rows,
+                      needed_text, section_title, sides, summary_line, verdict)
 from .section import TheoryOutcome
 
 
@@ -74,6 +74,8 @@ def claim_detail_markdown(result: dict) -> str:
         parts.append(markdown_table(
             ["example", "parameters", "seed", *sides(result), "tolerance", "outcome", "seconds"], rows
         ))
+    if drawn_line(result):
+        parts.append(f"Drawn: {_md_text(drawn_line(result))}")
     counter = result.get("counterexample")
     if counter is not None:
         evidence = counter.get("evidence") or {}

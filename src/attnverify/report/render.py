@@ -20,8 +20,8 @@ from ..derivations.steps import StepCheck, counts, counts_text
 from .equations import (LONG_EXPRESSION, MATHML_NAMESPACE, MathMLPrinter, equation_html, equation_latex,
                         equation_markdown, equation_mathml)
 from .markdown import claim_detail_markdown, derivation_markdown, markdown_table, render_markdown  # noqa: F401
-from .results import (example_rows, format_parameters, format_value, key_figures, metadata_rows, needed_text,
-                      section_title, sides, summary_line, verdict)
+from .results import (drawn_line, example_rows, format_parameters, format_value, key_figures, metadata_rows,
+                      needed_text, section_title, sides, summary_line, verdict)
 from .section import Figure, Table, TheoryOutcome
 
 # ----------------------------------------------------------------------------- Markdown text
@@ -205,6 +205,8 @@ def claim_detail_html(result: dict) -> str:
     if rows:
         header = ["example", "parameters", "seed", *sides(result), "tolerance", "outcome", "seconds"]
         parts.append(_html_table(header, rows, row_classes=classes))
+    if drawn_line(result):
+        parts.append(f'<p class="drawn">Drawn: {html.escape(drawn_line(result))}</p>')
     counter = result.get("counterexample")
     if counter is not None:
         evidence = counter.get("evidence") or {}

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from ..checks.claim import Claim
 from ..checks.evidence import side_names
-from ..checks.runner import ClaimResult, Example, run_claim
+from ..checks.runner import ClaimResult, Example, drawn_text, run_claim
 from ..experiments.store import Store
 from ..base.backend import Backend
 
@@ -116,6 +116,11 @@ def example_status(example: dict) -> str:
         return "error"
     evidence = example.get("evidence") or {}
     return evidence.get("status") or ("holds" if evidence.get("holds") else "refuted")
+
+
+def drawn_line(result: dict) -> str:
+    """What the examples covered, per numeric parameter against its declared range ("" for a result without it)."""
+    return drawn_text(result.get("drawn") or {})
 
 
 def needed_text(needed: dict | None) -> str:
@@ -283,6 +288,8 @@ def result_details(result: dict) -> str:
         if example.get("error"):
             lines.append("  error:")
             lines += ["    " + line for line in example["error"].rstrip().splitlines()]
+    if drawn_line(result):
+        lines.append(f"drawn:      {drawn_line(result)}")
     for note in result.get("notes") or []:
         lines.append(f"note: {note}")
     lines.append(f"replay:     {result['replay']}")
