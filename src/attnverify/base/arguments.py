@@ -9,6 +9,7 @@ parameter, the valid range and the value given (the scipy convention).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from numbers import Integral, Real
@@ -102,6 +103,59 @@ def integer(name: str, value: Any, minimum: int | None = None, maximum: int | No
     if (minimum is not None and n < minimum) or (maximum is not None and n > maximum):
         raise ValueError(f"{name} must be an integer {span}, got {_shown(value)}")
     return n
+
+
+def available_memory() -> int:
+    """Bytes of memory this process may still allocate: the kernel's MemAvailable (else the free pages), less
+    where a cgroup limit (a container's) leaves less."""
+    available = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for row in meminfo:
+                if row.startswith("MemAvailable:"):
+                    available = int(row.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    if available is None:
+        try:
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, AttributeError):
+            return 2**63  # nothing says: no refusal here (numpy's own error remains)
+    try:
+        limit = open("/sys/fs/cgroup/memory.max", encoding="ascii").read().strip()
+        if limit != "max":
+            used = int(open("/sys/fs/cgroup/memory.current", encoding="ascii").read())
+            available = min(available, max(int(limit) - used, 0))
+    except (OSError, ValueError):
+        pass
+    return available
+
+
+def _size_text(nbytes: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if abs(nbytes) < 1024 or unit == "EiB":
+            return f"{nbytes:.3g} {unit}"
+        nbytes /= 1024
+    return f"{nbytes:.3g} EiB"
+
+
+def fits_in_memory(name: str, nbytes: int | float, what: str, *, value: Any = None, backend: Any = None) -> None:
+    """Refuse, before allocating, ``nbytes`` for ``what`` that the memory available now cannot hold: a ValueError
+    naming the size argument ``name`` (and its ``value``), the bytes needed and those available (on ``backend``'s
+    device for cupy, else in the host's memory)."""
+    be = None if backend is None else get_backend(backend)
+    if be is not None and be.name == "cupy":
+        try:
+            available, where = int(be.xp.cuda.runtime.memGetInfo()[0]), "on the GPU"
+        except Exception:
+            available, where = available_memory(), ""
+    else:
+        available, where = available_memory(), ""
+    if nbytes > available:
+        given = "" if value is None else f" = {_shown(value)}"
+        raise ValueError(f"{name}{given} needs {_size_text(nbytes)} for {what}, more than the "
+                         f"{_size_text(available)} of memory available{' ' + where if where else ''}; "
+                         f"give a smaller {name}")
 
 
 def integers(name: str, values: Any, minimum: int | None = None, *, length: int | None = None) -> tuple[int, ...]:

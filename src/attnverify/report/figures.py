@@ -38,13 +38,25 @@ def curve_data(label: str, x, theory, theory_x, estimates) -> tuple[list, list, 
     one finite and the lengths matching, else a ValueError naming the figure, the quantity and the entry."""
     import numpy as np
 
-    def floats(values) -> list[float]:
-        return [float(v) for v in np.asarray(values, dtype=float).ravel()]
+    from ..numerics.statistics import Estimate
 
-    x, theory = floats(x), floats(theory)
-    theory_x = x if theory_x is None else floats(theory_x)
-    means = floats([getattr(e, "mean", np.nan) for e in estimates])  # not an Estimate: refused below, by name
-    errors = floats([getattr(e, "standard_error", np.nan) for e in estimates])
+    def floats(name: str, values) -> list[float]:
+        try:
+            return [float(v) for v in np.asarray(values, dtype=float).ravel()]
+        except (TypeError, ValueError):
+            raise TypeError(f"figure {label}: {name} must be real numbers, got {values!r:.80}") from None
+
+    x, theory = floats("x", x), floats("theory", theory)
+    theory_x = x if theory_x is None else floats("theory_x", theory_x)
+    if isinstance(estimates, (str, bytes, dict)) or not hasattr(estimates, "__len__"):
+        raise TypeError(f"figure {label}: estimates must be a list of Estimate objects (e.g. from mean_estimate), "
+                        f"got {type(estimates).__name__}")
+    for k, e in enumerate(estimates):
+        if not isinstance(e, Estimate):
+            raise TypeError(f"figure {label}: estimates must be Estimate objects (e.g. from mean_estimate), got "
+                            f"{type(e).__name__} at index {k}")
+    means = floats("estimates' means", [e.mean for e in estimates])
+    errors = floats("estimates' standard errors", [e.standard_error for e in estimates])
     for name, values in (("x", x), ("theory_x", theory_x), ("theory", theory), ("estimates' means", means),
                          ("estimates' standard errors", errors)):
         bad = [k for k, v in enumerate(values) if not np.isfinite(v)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import contextlib
+import itertools
 import math
 import numpy as np
 
@@ -109,13 +110,22 @@ def _chisquare(rng: Any, df: int, shape: tuple[int, ...], be: Backend) -> Any:
     return be.asarray(rng.chisquare(df, size=shape))
 
 
-def _batch_sizes(n: int, batch: int | None, numbers_per_sample: int) -> list[int]:
+def _batch_sizes(n: int, batch: int | None, numbers_per_sample: int):
+    """The sizes of the batches n draws are made in (each of ``numbers_per_sample`` float64 numbers per draw), one
+    at a time; a batch that the memory cannot hold is refused first, naming ``batch`` or the task's ``L``."""
     if batch is None:
-        batch = max(256, _NUMBERS_PER_BATCH // max(1, numbers_per_sample))
+        batch, name = max(256, _NUMBERS_PER_BATCH // max(1, numbers_per_sample)), "L"
+        value = None
     else:
-        batch = _integer("batch", batch, 1)
+        batch = value = _integer("batch", batch, 1)
+        name = "batch"
+    arguments.fits_in_memory(name, 4 * 8 * min(n, batch) * numbers_per_sample,
+                             f"one batch of {min(n, batch)} draws of {numbers_per_sample} float64 numbers (with its "
+                             "temporaries)", value=value)
     full, rest = divmod(n, batch)
-    return [batch] * full + ([rest] if rest else [])
+    yield from itertools.repeat(batch, full)
+    if rest:
+        yield rest
 
 
 _Moments = RunningMoments

@@ -170,6 +170,8 @@ def initialize_on_sphere(runs: int, d: int, rng: Any, *, backend: Any = None) ->
     be = arguments.backend(backend)
     runs = _integer("runs", runs, 1)
     d = _integer("d", d, 2, derived.COUNT_MAX)
+    arguments.fits_in_memory("runs", 3 * 8 * runs * d, f"k0 and v0 (runs × d float64, d = {d})", value=runs,
+                             backend=be)
     rng = _generator(rng, be)
     k0 = _normalise_rows(_normal(rng, (runs, d), be), be.xp)
     v0 = _normalise_rows(_normal(rng, (runs, d), be), be.xp)

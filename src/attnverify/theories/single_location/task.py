@@ -67,6 +67,8 @@ def make_task(
     be = arguments.backend(backend)
     d = _integer("d", d, 2, derived.COUNT_MAX)
     L = _integer("L", L, 1, derived.COUNT_MAX)
+    arguments.fits_in_memory("d", 3 * 8 * d, "k* and v* (float64 vectors of length d, and one draw at a time)",
+                             value=d, backend=be)
     rng = _generator(seed, be, "seed")
     k_star = _normal(rng, (d,), be)
     k_star = k_star / be.xp.linalg.norm(k_star)
@@ -99,6 +101,8 @@ def sample(task: RegressionTask, n: int, rng: Any, *, backend: Any = None) -> tu
     be = arguments.backend(backend)
     task = _task(task)
     n = _integer("n", n, 1)
+    arguments.fits_in_memory("n", 8 * n * task.L * task.d + 24 * n,
+                             f"X, y and J0 (n × L × d float64, L = {task.L}, d = {task.d})", value=n, backend=be)
     return _draw_full(task, n, _generator(rng, be), be)
 
 
@@ -195,6 +199,9 @@ def sample_reduced(
     be = arguments.backend(backend)
     task = _task(task)
     n = _integer("n", n, 1)
+    arguments.fits_in_memory("n", 8 * n * task.L * 5 + 24 * n,
+                             f"Z and the orthogonal norms (n × L × (r + 1) float64, r ≤ 4, L = {task.L})", value=n,
+                             backend=be)
     extra = {}
     for name, u in (("k", k), ("v", v)):
         if u is not None:
