@@ -104,3 +104,11 @@ def test_st_is_hypothesis_strategies_with_bounded_numbers_that_know_their_ends()
     with pytest.raises(ValueError, match="end must be 'low' or 'high'"):
         with st.drawing_ends("middle"):
             pass
+
+
+def test_an_end_the_strategy_filters_out_is_not_checked():
+    positive = claim("demo.positive", parameters={"x": st.floats(0, 1).filter(lambda x: x > 0), "d": st.integers(2, 5)},
+                     statement="s", examples={"quick": 5, "thorough": 5})(_holds)
+    assert end_examples(positive) == [("high", {"x": 1.0, "d": 5})]
+    drawn = [p for p, _ in drawn_examples(positive)]
+    assert len(drawn) == 5 and drawn[-1] == {"x": 1.0, "d": 5} and all(p["x"] > 0 for p in drawn)

@@ -369,12 +369,16 @@ def _hypothesis_search(claim: Claim, total: int, seed: int, body: Callable[[dict
 def end_examples(claim: Claim, seed: int = 0) -> list[tuple[str, dict]]:
     """The ends a run of ``claim`` checks besides hypothesis' draws, as (end, parameters): ``"low"`` (every bounded
     ``st.floats``/``st.integers`` of :mod:`.strategies` at its low end, the other parameters at hypothesis'
-    simplest draw), then ``"high"`` unless it is the same example; none when the strategy has no bounded number."""
+    simplest draw), then ``"high"`` unless it is the same example; none when the strategy has no bounded number, and
+    not an end its strategy refuses (a ``filter`` or ``assume`` that excludes it)."""
     ends: list[tuple[str, dict]] = []
     for end in ("low", "high"):
         drawn: list[dict] = []
         with drawing_ends(end) as bounded:
-            _hypothesis_search(claim, 1, seed, lambda parameters, _: drawn.append(dict(parameters)), end=end)()
+            try:
+                _hypothesis_search(claim, 1, seed, lambda parameters, _: drawn.append(dict(parameters)), end=end)()
+            except Unsatisfiable:
+                continue
         if bounded and drawn and all(parameters_key(drawn[0]) != parameters_key(p) for _, p in ends):
             ends.append((end, drawn[0]))
     return ends
