@@ -358,9 +358,9 @@ class Theory:
                                origin="" if self.builtin else self.file))
 
     def monte_carlo(self, function: Callable | None = None, *, expected: Callable, resolution: float | None = None,
-                    relative: float | None = None, budget: int = 1_000_000, figure: dict | None = None,
-                    xlabel: str | None = None, ylabel: str = "value", name: str | None = None,
-                    statement: str | None = None, source: str = "", expect: str = "holds",
+                    relative: float | None = None, budget: int = 1_000_000, bounds: tuple | None = None,
+                    figure: dict | None = None, xlabel: str | None = None, ylabel: str = "value",
+                    name: str | None = None, statement: str | None = None, source: str = "", expect: str = "holds",
                     examples: dict | None = None, shrink_budget: int = 40, **strategies: st.SearchStrategy):
         """The common claim: E[``function(rng, n, **parameters)``] equals ``expected(**parameters)``.
 
@@ -368,10 +368,14 @@ class Theory:
         ``resolution`` + ``relative``·(the size of the expected value's terms: |expected| unless they cancel) (:func:`~attnverify.numerics.sized.sized_mean`, at most ``budget``
         draws; short of it the example is inconclusive), then compared within 5 SE and the round-off of the
         derivations' terms (:func:`~attnverify.checks.evidence.within_error` with their rounding scale).
+        ``bounds=(low, high)``: the range every draw lies in (|erf·erf| ≤ 1), where it is known: every draw is
+        checked against it, the error bar is one that holds without the central limit theorem (empirical
+        Bernstein), identical draws refute only beyond what an unseen event within it could move, and the
+        resolution asked of a relative ``relative`` is at most that fraction of the range's largest magnitude.
         ``figure``: the parameters of a theory-vs-simulation figure, one of them an array (the axis), the rest
         fixed, e.g. ``dict(sigma=np.linspace(0.1, 1.5, 8), L=16)``."""
         _options_not_strategies("monte_carlo", expected=expected, resolution=resolution, relative=relative,
-                                budget=budget, figure=figure, xlabel=xlabel, ylabel=ylabel, name=name,
+                                budget=budget, bounds=bounds, figure=figure, xlabel=xlabel, ylabel=ylabel, name=name,
                                 statement=statement, source=source, expect=expect, examples=examples,
                                 shrink_budget=shrink_budget)
         parameters = claim_parameters(strategies, f"{self.name}.{name or '…'}")
@@ -383,6 +387,9 @@ class Theory:
         for label, value in (("resolution", resolution), ("relative", relative)):
             if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{label} must be a positive finite number, got {value!r}")
+        from .numerics.statistics import RunningMoments
+
+        bounds = RunningMoments(bounds).bounds  # (low, high) with low < high, or a ValueError naming bounds
 
         def register(function: Callable) -> Claim:
             names = tuple(strategies)
@@ -392,7 +399,7 @@ class Theory:
             axis = _figure_axis(figure, names, function.__name__) if figure is not None else None
 
             def check(p: dict, ctx) -> Evidence:
-                return _compare(theory_side, simulate, p, ctx, resolution, relative, budget)
+                return _compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds)
 
             text = _statement(statement, function, name)
             made = self._new_claim(name or function.__name__, text, parameters, check, source, expect, examples,
@@ -400,7 +407,7 @@ class Theory:
             if axis is not None:
                 self.figures.append(_Figure(made.name.split(".", 1)[1], functools.partial(
                     _sweep, theory_side, simulate, figure, axis, resolution, relative, budget,
-                    xlabel or axis, ylabel, text)))
+                    xlabel or axis, ylabel, text, bounds=bounds)))
             return made
 
         return register if function is None else register(function)
@@ -610,12 +617,18 @@ def _expected(theory_side: Callable, p: dict, ctx) -> tuple[float, float | None]
     """``expected(**p)`` and the round-off scale the derivations' terms carry into it (None when it used none):
     the largest of each evaluator's term scale, carried through the factor between its value and the result,
     and never above |result| where the evaluator's value is below its own round-off."""
+    from .derivations.rounded import carried_scale
+
     token = _SCALES.set([])
     try:
-        value = float(theory_side(p, ctx))
+        raw = theory_side(p, ctx)
+        carried = carried_scale(raw)
+        value = float(raw)
         used = _SCALES.get()
     finally:
         _SCALES.reset(token)
+    if carried is not None:  # a generated value carried its terms' size through the user's arithmetic
+        return value, float(np.max(carried))
     if not used:
         return value, None
     scales = []
@@ -625,32 +638,36 @@ def _expected(theory_side: Callable, p: dict, ctx) -> tuple[float, float | None]
     return value, max(scales)
 
 
-def _size(value: float, scale: float | None) -> float:
+def _size(value: float, scale: float | None, bounds: tuple | None = None) -> float:
     """What a relative resolution is relative to: the size of the expected value's terms (|expected| itself unless
     they cancel, as sin θ + (π − θ) cos θ does at θ = π, where a fraction of |expected| would ask for ever more
-    draws)."""
-    return max(abs(value), scale or 0.0)
+    draws), and never more than the largest magnitude the quantity can take (its stated ``bounds``): an
+    ill-conditioned closed form (arcsin near ±1) has terms far larger than the quantity itself."""
+    size = max(abs(value), scale or 0.0)
+    if bounds is not None and all(math.isfinite(b) for b in bounds):
+        size = min(size, max(abs(bounds[0]), abs(bounds[1])))
+    return size
 
 
-def _sized(theory_side, simulate, p, ctx, resolution, relative, budget):
+def _sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None):
     """The expected value at ``p``, its terms' round-off scale, and the Monte Carlo mean drawn until 5 SE resolve
     ``resolution`` + ``relative``·(the size of the terms) or ``budget`` draws are spent."""
     from .numerics.sized import sized_mean
 
     expected, scale = _expected(theory_side, p, ctx)
     estimate = sized_mean(lambda rng, n: simulate(rng, n, **p), ctx.rng, resolution=resolution,
-                          relative_resolution=relative, reference=_size(expected, scale) if relative else None,
-                          budget=budget)
+                          relative_resolution=relative, reference=_size(expected, scale, bounds) if relative else None,
+                          budget=budget, bounds=bounds)
     return expected, scale, estimate
 
 
-def _compare(theory_side, simulate, p, ctx, resolution, relative, budget) -> Evidence:
-    expected, scale, estimate = _sized(theory_side, simulate, p, ctx, resolution, relative, budget)
+def _compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None) -> Evidence:
+    expected, scale, estimate = _sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds)
     return within_error(expected, estimate, scale=scale, figures=estimate.sizing())
 
 
 def _sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xlabel, ylabel, statement,
-           rng) -> TheoryVsSimulation:
+           rng, bounds=None) -> TheoryVsSimulation:
     """The theory-vs-simulation figure of a Monte Carlo claim along its axis (the others fixed)."""
     from types import SimpleNamespace
 
@@ -662,7 +679,7 @@ def _sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xl
     def at(x) -> dict:
         return {**fixed, axis: int(x) if integer else float(x)}
 
-    estimates = [_sized(theory_side, simulate, at(x), ctx, resolution, relative, budget)[2] for x in xs]
+    estimates = [_sized(theory_side, simulate, at(x), ctx, resolution, relative, budget, bounds)[2] for x in xs]
     theory_x = xs if integer else np.linspace(xs.min(), xs.max(), 100)
     theory = [float(theory_side(at(x), ctx)) for x in theory_x]
     draws = [e.samples for e in estimates]

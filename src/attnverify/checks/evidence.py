@@ -303,16 +303,20 @@ def within_error(
     figures: dict | None = None,
     conditions: Mapping[str, bool] | None = None,
 ) -> Evidence:
-    """A stochastic equality θ = E[X]: refuted when |θ − mean| > the error bar + bias_budget + the round-off floor
+    """A stochastic equality θ = E[X]: holds when |θ − mean| ≤ z·SE + bias_budget + the round-off floor
     (:func:`roundoff_floor` of θ, the mean, the draws' mean magnitude and the terms' size: ``scale``, or what a
-    generated θ carries). The error bar is z·SE, or with the quantity's finite range (``estimate.bounds``) the
-    empirical-Bernstein bound at the same confidence (:meth:`~attnverify.numerics.statistics.Estimate.half_width`).
+    generated θ carries).
 
-    What was not seen refutes nothing by itself: where every draw was the same number c, a larger gap refutes only
-    if no event of probability below ln(1/δ)/n (δ = erfc(z/√2); 14.4/n at z = 5), moving the mean at most to the
-    far end of the stated range, could explain it; where no range is stated, or the spread rests on fewer than
-    :data:`~attnverify.numerics.statistics.TAIL_DRAWS` draws (n/kurtosis: a few rare draws carry it), a gap beyond
-    z·SE is *inconclusive*, with the draws that would decide it.
+    A larger gap refutes only where the sample can bound what it did not see:
+
+    - every draw the same number c: only if no event of probability below ln(1/δ)/n (δ = erfc(z/√2): 14.4/n at
+      z = 5), moving the mean at most to the far end of the quantity's stated range (``estimate.bounds``), could
+      explain it; with no range stated, nothing can be refuted that way;
+    - a spread resting on fewer than :data:`~attnverify.numerics.statistics.TAIL_DRAWS` draws (n/kurtosis: a few
+      rare draws carry it, and z·SE is then no bound): only beyond the empirical-Bernstein bound of a stated range
+      (:meth:`~attnverify.numerics.statistics.Estimate.bernstein`, which needs no central limit theorem).
+
+    Otherwise the evidence is *inconclusive*, with the draws that would decide it.
 
     ``resolution`` is the smallest discrepancy |θ − E[X]| the comparison must be able to see (absolute; by
     default the estimate's own, for a sized estimate, else none is stated). Where the gap is inside the
@@ -333,24 +337,23 @@ def within_error(
         if resolution == 0:
             raise EvidenceError("resolution must be > 0: no finite sample resolves a discrepancy of 0")
     floor = roundoff_floor(theory, mean, getattr(estimate, "magnitude", None), scale=scale)
-    half = estimate.half_width(z)
+    half, bar = _error_bar(estimate, z)
     tolerance = half + bias_budget + floor
     gap = abs(theory - mean)
-    holds_conditions = all((conditions or {}).values())
-    refuted = gap > tolerance or not holds_conditions
+    refuted = gap > tolerance or not all((conditions or {}).values())
     relation, reason, needed = "equal", "", {}
-    unseen = _unseen(estimate, z, gap, bias_budget + floor) if refuted and holds_conditions else None
-    if unseen is not None:
-        refuted, relation, reason, needed = False, "custom", unseen[0], unseen[1]
+    if refuted and gap > tolerance and all((conditions or {}).values()):
+        unseen = _unseen(estimate, z, gap, bias_budget + floor)
+        if unseen is not None:
+            refuted, relation, (reason, needed) = False, "custom", unseen
     if not refuted and not reason and resolution is not None and tolerance > resolution:
-        reason = (f"the error bar {'' if estimate.bounded else f'{z:g}·SE '}+ bias = {tolerance:.3g} is wider than "
-                  f"the discrepancy {resolution:.3g} the comparison must resolve")
+        reason = (f"the error bar {z:g}·SE + bias = {tolerance:.3g} is wider than the discrepancy {resolution:.3g} "
+                  "the comparison must resolve")
         draws = draws_to_resolve(estimate.samples, half, resolution - bias_budget - floor)
         if draws is None:
             reason += "; the bias budget alone exceeds it, so no number of draws decides"
         else:
             needed = {"draws": draws}
-    bar = "empirical-Bernstein bound" if estimate.bounded else f"{z:g}·SE"
     text = note or (f"|gap| = {gap:.3g}, tolerance = {bar} {half:.3g} + {bias_budget:.3g} + round-off {floor:.3g}"
                     + (f"; resolves {resolution:.3g}" if resolution is not None and not reason else ""))
     if not reason and not refuted:
@@ -367,8 +370,9 @@ def within_error(
         standard_error=standard_error,
         note=text,
         figures={"z": z, "bias_budget": bias_budget, "roundoff_floor": floor, "samples": estimate.samples,
+                 "error_bar": bar,
                  **({"roundoff_scale": float(np.max(scale))} if scale is not None else {}),
-                 **({"error_bar": "empirical Bernstein", "bounds": list(estimate.bounds)} if estimate.bounded else {}),
+                 **({"bounds": list(estimate.bounds)} if estimate.bounds is not None else {}),
                  **({"drawn_low": estimate.low, "drawn_high": estimate.high} if estimate.low is not None else {}),
                  **({"tail_draws": estimate.tail_draws} if estimate.tail_draws is not None else {}),
                  **({"resolution": resolution, "achieved_resolution": tolerance} if resolution is not None else {}),
@@ -381,10 +385,11 @@ def within_error(
 
 
 def _unseen(estimate: Estimate, z: float, gap: float, allowance: float) -> tuple[str, dict] | None:
-    """Why a gap beyond the error bar does not refute, where the sample cannot bound what it did not see (None: it
-    refutes). Identical draws c: an event of probability p ≤ ln(1/δ)/n, unseen, moves the mean by up to p·D (D the
-    distance from c to the far end of the stated range; unbounded without one). A spread resting on fewer than
-    TAIL_DRAWS draws (no finite range stated): its standard error is no bound."""
+    """Why a gap beyond z·SE + ``allowance`` does not refute, where the sample cannot bound what it did not see
+    (None: it refutes). Identical draws c: an event of probability p ≤ ln(1/δ)/n, unseen, moves the mean by up to
+    p·D (D the distance from c to the far end of the stated range; unbounded without one). A spread resting on
+    fewer than TAIL_DRAWS draws with no range stated: z·SE is no bound (with a range, the caller's error bar was
+    already the empirical-Bernstein bound, which needs no central limit theorem)."""
     n = estimate.samples
     if estimate.identical:
         low, high = estimate.bounds if estimate.bounds is not None else (-math.inf, math.inf)
@@ -400,13 +405,21 @@ def _unseen(estimate: Estimate, z: float, gap: float, allowance: float) -> tuple
         draws = int(math.ceil(-math.log(confidence_of(z)) * reach / (gap - allowance))) + 1
         return (text + f" and move the mean by up to {probability * reach:.3g} within the range "
                 f"{list(estimate.bounds)}, more than the gap {gap:.3g}", {"draws": max(draws, n + 1)})
-    if estimate.trusted_spread:
+    if estimate.trusted_spread or estimate.bounded:  # the error bar was z·SE, or the empirical-Bernstein bound
         return None
     rare = estimate.tail_draws
-    draws = int(math.ceil(n * TAIL_DRAWS / max(rare, 1e-300))) + 1
-    return (f"the spread rests on about {rare:.3g} of the {n} draws (n/kurtosis, below {TAIL_DRAWS}): a few rare draws "
-            f"carry it, so {z:g}·SE bounds nothing; draw more, or state the quantity's range (bounds=) for a bound "
-            "that holds without the central limit theorem", {"draws": max(draws, n + 1)})
+    draws = max(int(math.ceil(n * TAIL_DRAWS / max(rare, 1e-300))) + 1, n + 1)
+    return (f"the spread rests on about {rare:.3g} of the {n} draws (n/kurtosis, below {TAIL_DRAWS}): a few rare "
+            f"draws carry it, so {z:g}·SE bounds nothing; draw more, or state the quantity's range (bounds=) for a "
+            "bound that holds without the central limit theorem", {"draws": draws})
+
+
+def _error_bar(estimate: Estimate, z: float) -> tuple[float, str]:
+    """The statistical half-width of a comparison and its name: z·SE, or where the spread is not trusted and the
+    quantity's finite range is stated, the empirical-Bernstein bound (:meth:`Estimate.bernstein`)."""
+    if estimate.trusted_spread or estimate.identical or not estimate.bounded:
+        return estimate.half_width(z), f"{z:g}·SE"
+    return estimate.bernstein(z), "empirical-Bernstein bound"
 
 
 def exceeds(
@@ -435,7 +448,7 @@ def exceeds(
     bound = _number("bound", bound, optional=False)
     standard_error = _tolerance_part("estimate.standard_error", estimate.standard_error)
     floor = roundoff_floor(mean, bound, getattr(estimate, "magnitude", None), scale=scale)
-    half = estimate.half_width(z)
+    half, _ = _error_bar(estimate, z)
     if estimate.identical:  # an unseen event of probability ≤ ln(1/δ)/n may move the mean toward either end
         low, high = estimate.bounds if estimate.bounds is not None else (-math.inf, math.inf)
         probability = unseen_probability(estimate.samples, z)
@@ -446,9 +459,10 @@ def exceeds(
     holds, refuted = difference > tolerance, -difference > tolerance
     reason, needed = "", {}
     if (holds or refuted) and not estimate.trusted_spread and not estimate.identical:
-        reason, needed = _unseen(estimate, z, abs(difference), floor)
-        reason += f"; the mean is {difference:+.3g} from the bound"
-        holds = refuted = False
+        withheld = _unseen(estimate, z, abs(difference), floor)
+        if withheld is not None:
+            reason, needed = withheld[0] + f"; the mean is {difference:+.3g} from the bound", withheld[1]
+            holds = refuted = False
     elif not holds and not refuted:
         side = "above" if difference > 0 else "below"
         if estimate.identical:

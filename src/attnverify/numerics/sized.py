@@ -46,10 +46,10 @@ class SizedEstimate(Estimate):
 
     ``resolution``: the smallest |theory − truth| the comparison must resolve (absolute); ``reached``: the
     tolerance fits under it and the spread is trusted (:attr:`Estimate.trusted_spread`: the draws are not all
-    identical, and where no range is stated the spread rests on at least :data:`TAIL_DRAWS` draws); ``batches``:
+    identical, and the spread rests on at least :data:`TAIL_DRAWS` draws, or a finite range is stated); ``batches``:
     the batch sizes drawn, in order (their sum is ``samples``); ``draws_needed``: the draws that would reach the
-    resolution at the measured spread (≤ ``samples`` when reached). ``achieved`` is the tolerance
-    :meth:`Estimate.half_width` + bias_budget (z·SE, or the empirical-Bernstein bound with finite ``bounds``).
+    resolution at the measured spread (≤ ``samples`` when reached). ``achieved`` is the tolerance: z·SE +
+    bias_budget, or where the spread is not trusted and a finite range is stated, the empirical-Bernstein bound.
     """
 
     resolution: float = math.inf
@@ -72,15 +72,24 @@ class SizedEstimate(Estimate):
         set_(self, "draws_needed", arguments.integer("SizedEstimate.draws_needed", self.draws_needed, 0))
         if sum(self.batches) != self.samples:
             raise ValueError(f"SizedEstimate.batches must add up to samples = {self.samples}, got {self.batches}")
-        if self.reached != (self.achieved <= self.resolution and self.trusted_spread):
+        if self.reached != (self.achieved <= self.resolution and self.decides):
             raise ValueError(f"SizedEstimate.reached = {self.reached} disagrees with the error bar + bias_budget = "
                              f"{self.achieved!r} against resolution {self.resolution!r} (spread trusted: "
                              f"{self.trusted_spread})")
 
     @property
+    def decides(self) -> bool:
+        """Its error bar can be taken at its word: a trusted spread, or (draws not all identical) a stated range."""
+        return self.trusted_spread or (self.bounded and not self.identical)
+
+    @property
     def achieved(self) -> float:
-        """The resolution achieved: the tolerance :meth:`Estimate.half_width` (z) + bias_budget."""
-        return self.half_width(self.z) + self.bias_budget
+        """The resolution achieved: z·SE + bias_budget on a trusted spread, else the empirical-Bernstein bound
+        + bias_budget where a finite range is stated (the smaller of the two where both hold)."""
+        bars = [self.half_width(self.z)] if self.trusted_spread or not self.decides else []
+        if self.bounded and not self.identical:
+            bars.append(self.bernstein(self.z))
+        return min(bars) + self.bias_budget
 
     def sizing(self) -> dict:
         """How the sample was sized, for a claim's figures: resolution, achieved, reached, budget, batches,
@@ -107,6 +116,22 @@ def draws_needed(samples: int, standard_error: float, resolution: float, *, z: f
     a, b = math.sqrt(2.0 * spread) * standard_error * math.sqrt(samples), 7.0 * width * spread / 3.0
     root = (-a + math.sqrt(a * a + 4.0 * b * room)) / (2.0 * b)  # 1/√n solving a·x + b·x² = room
     return int(math.ceil(1.0 / root**2)) + 1
+
+
+def _reached(e: Estimate, z: float, resolution: float, bias: float) -> bool:
+    """The error bar fits under the resolution on a spread it can trust (z·SE), or under a stated range
+    (empirical Bernstein, draws not all identical)."""
+    if e.trusted_spread and e.half_width(z) + bias <= resolution:
+        return True
+    return e.bounded and not e.identical and e.bernstein(z) + bias <= resolution
+
+
+def _draws_needed(e: Estimate, total: int, resolution: float, bias: float, z: float, width, budget: int) -> int:
+    """The draws for z·SE to fit on a trusted spread, or for the empirical-Bernstein bound to fit (the fewer)."""
+    normal = max(draws_needed(total, e.standard_error, resolution, z=z, bias_budget=bias), _draws_to_trust(e, budget))
+    if width is None or e.identical:
+        return normal
+    return min(normal, draws_needed(total, e.standard_error, resolution, z=z, bias_budget=bias, width=width))
 
 
 def _draws_to_trust(estimate: Estimate, budget: int) -> int:
@@ -258,9 +283,8 @@ def sized_mean(
         total = goal
         estimates = [m.estimate() for m in moments]
         res, bud = np.broadcast_to(target, (len(moments),)), np.broadcast_to(bias, (len(moments),))
-        needed = [max(draws_needed(total, e.standard_error, float(r), z=z, bias_budget=float(b), width=width),
-                      _draws_to_trust(e, budget)) for e, r, b in zip(estimates, res, bud)]
-        reached = [e.half_width(z) + float(b) <= float(r) and e.trusted_spread for e, r, b in zip(estimates, res, bud)]
+        needed = [_draws_needed(e, total, float(r), float(b), z, width, budget) for e, r, b in zip(estimates, res, bud)]
+        reached = [_reached(e, z, float(r), float(b)) for e, r, b in zip(estimates, res, bud)]
         if all(reached) or total >= budget:
             break
         goal = min(budget, max(math.ceil(GROWTH * total), math.ceil(MARGIN * max(needed))))

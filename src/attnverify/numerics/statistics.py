@@ -51,8 +51,8 @@ class Estimate:
     ``identical`` says that every draw was the same number (the standard error 0 says nothing of an event
     rarer than about 1/n); ``low`` and ``high`` are the smallest and largest draw; ``tail_draws`` = M₂²/M₄ =
     n/kurtosis is how many draws the spread rests on (about the number of rare draws where a few carry it:
-    :data:`TAIL_DRAWS`); ``bounds`` is the range the quantity can take, where it is known (then the error bar
-    :meth:`half_width` holds without the central limit theorem).
+    :data:`TAIL_DRAWS`); ``bounds`` is the range the quantity can take, where it is known (then an error bar that
+    holds without the central limit theorem, :meth:`bernstein`, can decide where the spread is not trusted).
     """
 
     mean: float
@@ -88,24 +88,29 @@ class Estimate:
 
     @property
     def bounded(self) -> bool:
-        """Both ends of ``bounds`` are finite (the error bar is then an empirical-Bernstein one)."""
+        """Both ends of ``bounds`` are finite (an empirical-Bernstein bound then holds: :meth:`bernstein`)."""
         return self.bounds is not None and all(math.isfinite(b) for b in self.bounds)
 
     @property
     def trusted_spread(self) -> bool:
-        """The standard error rests on enough draws to be trusted as a normal one (:data:`TAIL_DRAWS`), or on a
-        known range; False for identical draws, which bound nothing by their spread."""
+        """The standard error rests on enough draws to be trusted as a normal one (:data:`TAIL_DRAWS`; unknown for
+        an estimate made without the fourth moment); False for identical draws, which bound nothing by their
+        spread."""
         if self.identical:
             return False
-        return self.bounded or self.tail_draws is None or self.tail_draws >= TAIL_DRAWS
+        return self.tail_draws is None or self.tail_draws >= TAIL_DRAWS
 
     def half_width(self, z: float) -> float:
-        """The statistical half-width of the comparison at z standard errors' confidence δ = erfc(z/√2): z·SE, or
-        with finite ``bounds`` (range R) the empirical-Bernstein bound √(2L)·SE + 7RL/(3(n − 1)), L = ln(4/δ)
-        (Maurer & Pontil 2009, thm. 4, both sides), which holds for any distribution on the range, rare events
-        included (5.61·SE + 36.8·R/(n − 1) at z = 5)."""
+        """The comparison's statistical half-width at z standard errors: z·SE."""
+        return z * self.standard_error
+
+    def bernstein(self, z: float) -> float | None:
+        """With finite ``bounds`` (range R), the empirical-Bernstein half-width at the confidence δ = erfc(z/√2) of
+        z standard errors: √(2L)·SE + 7RL/(3(n − 1)), L = ln(4/δ) (Maurer & Pontil 2009, thm. 4, both sides;
+        5.61·SE + 36.8·R/(n − 1) at z = 5). It holds for any distribution on the range, rare events included,
+        where z·SE needs the spread to be seen (:attr:`trusted_spread`). None without finite bounds."""
         if not self.bounded:
-            return z * self.standard_error
+            return None
         spread = math.log(4.0 / confidence_of(z))
         width = self.bounds[1] - self.bounds[0]
         return math.sqrt(2.0 * spread) * self.standard_error + 7.0 * width * spread / (3.0 * max(self.samples - 1, 1))
@@ -127,8 +132,8 @@ class Estimate:
 def mean_estimate(values, *, bounds: tuple[float, float] | None = None) -> Estimate:
     """Mean of i.i.d. draws with standard error s/√n (numpy or cupy input, float64), in one pass of
     :class:`RunningMoments`: summed in units of the largest |x|, so finite draws (1e308 included) give a finite mean
-    and spread. ``bounds=(low, high)``: the range every draw lies in, where it is known (checked); the comparison's
-    error bar is then one that holds without the central limit theorem (:meth:`Estimate.half_width`)."""
+    and spread. ``bounds=(low, high)``: the range every draw lies in, where it is known (checked); an error bar that
+    holds without the central limit theorem (:meth:`Estimate.bernstein`) then decides where the spread cannot."""
     x = arguments.array("values", to_numpy(values), allow_empty=True).ravel()
     n = x.size
     if n < 2:
