@@ -74,3 +74,17 @@ def test_a_figure_given_plain_numbers_for_its_estimates_says_so(tmp_path, estima
 def test_a_figure_given_one_number_for_its_estimates_says_so(tmp_path):
     with pytest.raises(TypeError, match=r"estimates must be a list of Estimate objects .*, got float$"):
         theory_vs_simulation(tmp_path, "f.png", x=[0, 1], theory=[1.0, 2.0], estimates=1.0, caption="c")
+
+
+def test_the_markov_chain_and_the_conditional_mean_refuse_sizes_that_cannot_fit():
+    from attnverify.theories.attention_paths.markov_chain import MarkovChainTask, sample_sequences
+    from attnverify.theories.conditional_mean.monte_carlo import attention_error
+
+    with pytest.raises(ValueError, match=r"^P = 10000000000000 needs .* more than the .* of memory available"):
+        sample_sequences(MarkovChainTask(tokens=3, features=4), 10**13, 0)
+
+    def sample(L, n, rng):
+        raise AssertionError("never reached: the size is refused first")
+
+    with pytest.raises(ValueError, match=r"^length = 10000000000000 needs .* more than the .* of memory available"):
+        attention_error(sample, lambda keys: keys, [0.0], 10**13, 2, 0)

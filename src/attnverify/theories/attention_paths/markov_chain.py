@@ -165,8 +165,11 @@ def sample_sequences(
     P = _integer("P", P, 2)
     if P % 2:
         raise ValueError(f"P must be even (balanced classes, P/2 each), got {P}")
-    rng = _generator("seed", seed)
     F, S = task.features, task.tokens
+    arguments.fits_in_memory("P", 8 * P * (S + 1) * (task.input_width + 3 * F),
+                             f"the sequences and their noise (P × (S + 1) × (N0 + 3F) float64, S = {S}, F = {F})",
+                             value=P)
+    rng = _generator("seed", seed)
     half = P // 2
     y = np.concatenate([np.ones(half), -np.ones(half)])
     stay = np.where(y > 0, task.p_a, task.p_b)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from typing import Any, Callable
 
-from ...base.arguments import array, backend as backend_argument, generator, integer
+from ...base.arguments import array, backend as backend_argument, fits_in_memory, generator, integer
 from ...base.backend import Backend
 from ...numerics.statistics import Estimate, RunningMoments, fit_line
 from .attention import _weighted_mean
@@ -69,6 +69,8 @@ def attention_error(
     rng = generator(rng, be)
     xp = be.xp
     chunk = max(1, CHUNK_NUMBERS // (4 * L))
+    fits_in_memory("length", 8 * 4 * min(chunk, R) * L * (1 + int(target.shape[0])),
+                   f"one chunk of {min(chunk, R)} sequences (keys, values and weights in float64)", value=L, backend=be)
     components = [RunningMoments() for _ in range(int(target.shape[0]))]
     squared = RunningMoments()
     done = 0
