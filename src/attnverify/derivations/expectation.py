@@ -275,6 +275,7 @@ class _Template:
         exact = [x for x in standard if _polynomial_in(integrand, x)]
         self.other = [x for x in standard if x not in exact]
         reduced = _moments_taken(integrand, exact)
+        self.reduced = reduced
         arguments = self.other + self.parameters
         # the parts free of the integration variables are computed once per point, not at every node
         core, constants = _hoisted(reduced, self.other)
@@ -302,6 +303,12 @@ class _Template:
         if not self.other:
             return mpmath.mpmathify(self.f(*constants))
         density = 1 / mpmath.sqrt(2 * mpmath.pi)
+        if len(self.other) >= 2 and all(mpmath.im(v) == 0 for v in values):
+            # conditioning and rotation (standard_mean) before any nested quadrature
+            digits = mpmath.mp.dps + 5
+            at = self.reduced.xreplace({p: sympy.Float(mpmath.re(v), digits) for p, v in zip(self.parameters,
+                                                                                              values)})
+            return mpmath.mpmathify(standard_mean(at, self.other, mpmath.mp.prec))
         if self.scan is not None:
             bulk = self._bulk(values)
             if bulk is not None:
@@ -418,3 +425,210 @@ def by_linearity(expression: sympy.Expr) -> sympy.Expr:
         return total
 
     return expression.replace(lambda e: isinstance(e, Expectation) and not e.is_gaussian, expand)
+
+
+# ----------------------------------------------------------------------------- numbers: means and integrals at a point
+
+
+class QuadratureShort(ArithmeticError):
+    """A quadrature that did not reach the digits asked of it within its bounded effort (the check is then left
+    undecided, never failed)."""
+
+
+INTEGRAL_DEGREE = 7
+"""mpmath.quad's largest tanh-sinh degree for an integral at a point (about 2^degree·12 nodes per interval): the
+bounded effort of a 1-D integral."""
+
+CONDITIONED = (sympy.erf, sympy.erfc)
+
+
+def standard_mean(integrand: sympy.Expr, variables: list, prec: int):
+    """E[integrand] over independent standard normal ``variables``, the integrand's other symbols numbers, at
+    ``prec`` bits (an mpmath number). Exact where the law allows: each variable the integrand is a polynomial in by
+    its moments, each that enters one erf (erfc) factor of every term, affinely, by E_Z[erf(α + βZ)] =
+    erf(α/√(1+2β²)); when two or more remain and every one enters only through affine arguments of functions,
+    they are rotated (QR of the arguments' coefficients, Z → QY keeps the law) so that the k-th argument holds the
+    first k new variables, the others drop out, and the last is conditioned out (E[erf(u) erf(v)] of correlated
+    u, v becomes one integral). One remaining variable: Gauss–Legendre panels over its bulk (:func:`_integral`,
+    about 26 of 30 digits); several: nested tanh-sinh (slow, bounded by the step's budget)."""
+    h, rest, rotated = sympy.sympify(integrand), list(variables), False
+    with mpmath.workprec(prec):
+        while True:
+            rest = [v for v in rest if h.has(v)]
+            exact = [v for v in rest if _polynomial_in(h, v)]
+            if exact:
+                h, rest = _moments_taken(h, exact), [v for v in rest if v not in exact]
+                continue
+            conditioned = next(((v, c) for v in reversed(rest) for c in [_conditioned(h, v)] if c is not None),
+                               None)
+            if conditioned is not None:
+                h, rest = conditioned[1], [v for v in rest if v is not conditioned[0]]
+                continue
+            if len(rest) >= 2 and not rotated:
+                rotated, turned = True, _rotated(h, rest, prec)
+                if turned is not None:
+                    h, rest = turned
+                    continue
+            break
+        if not rest:
+            return sympy.N(h, mpmath.mp.dps + 5)._to_mpmath(prec)
+        return _Template(Expectation(h, *(gaussian(v) for v in rest))).value([])
+
+
+def _conditioned(h: sympy.Expr, variable: sympy.Symbol) -> sympy.Expr | None:
+    """E over the standard normal ``variable`` of ``h``, each term of which holds it in one erf or erfc factor of
+    an affine argument α + βZ: that factor becomes erf(α/√(1+2β²)) (erfc alike); None otherwise."""
+    total = sympy.S.Zero
+    for term in sympy.Add.make_args(h):
+        constant, factor = term.as_independent(variable, as_Add=False)
+        if factor == 1:
+            total += term
+            continue
+        if not isinstance(factor, CONDITIONED):
+            return None
+        argument = sympy.expand(factor.args[0])
+        slope = argument.coeff(variable)
+        offset = argument - slope * variable
+        if slope == 0 or slope.has(variable) or offset.has(variable):
+            return None
+        total += constant * factor.func(offset / sympy.sqrt(1 + 2 * slope**2))
+    return total
+
+
+def _rotated(h: sympy.Expr, variables: list, prec: int):
+    """(h in new standard normals, them) with Z = QY, Q from the QR decomposition of the coefficients of the
+    affine arguments in which ``variables`` enter (so that the k-th holds Y₁…Y_k; coefficients below the working
+    precision dropped), or None when a variable enters otherwise."""
+    applications = sorted((f for f in h.atoms(sympy.Function) if f.has(*variables)), key=sympy.default_sort_key)
+    if not applications or any(len(f.args) != 1 for f in applications):
+        return None
+    hidden = {f: sympy.Dummy() for f in applications}
+    if h.xreplace(hidden).has(*variables):
+        return None
+    rows = []
+    for f in applications:
+        argument = sympy.expand(f.args[0])
+        coefficients = [argument.coeff(v) for v in variables]
+        offset = argument - sum(c * v for c, v in zip(coefficients, variables))
+        if any(c.has(*variables) or not c.is_number for c in coefficients) or offset.has(*variables):
+            return None
+        rows.append((offset, coefficients))
+    n, k = len(variables), len(rows)
+    digits = mpmath.mp.dps + 5
+    matrix = mpmath.matrix(n, k)
+    for j, (_, coefficients) in enumerate(rows):
+        for i, c in enumerate(coefficients):
+            matrix[i, j] = mpmath.mpf(sympy.Float(c, digits))
+    try:
+        q, r = mpmath.qr(matrix)
+    except (ZeroDivisionError, ValueError):
+        return None
+    new = [sympy.Dummy(f"y{i}", real=True) for i in range(n)]
+    small = mpmath.mpf(2) ** (16 - prec) * max(1, mpmath.mnorm(matrix, 1))
+    replaced = {}
+    for j, (f, (offset, _)) in enumerate(zip(applications, rows)):
+        argument = offset + sum(sympy.Float(r[i, j], digits) * y for i, y in enumerate(new) if abs(r[i, j]) > small)
+        replaced[f] = f.func(argument)
+    return h.xreplace(replaced), new
+
+
+def integral_value(integral: sympy.Integral, prec: int):
+    """A definite integral with no free symbols, at ``prec`` bits (an mpmath number). Over ℝⁿ with a Gaussian
+    weight exp(−½zᵀPz + bᵀz + c), P positive definite (the nested integrals merged): the weight's mass times
+    E[g(μ + LY)] (LLᵀ = P⁻¹, :func:`standard_mean`); else one variable at a time by mpmath.quad (tanh-sinh, at most
+    :data:`INTEGRAL_DEGREE`), whose error estimate must reach the working precision less 16 bits, else
+    :class:`QuadratureShort`."""
+    with mpmath.workprec(prec):
+        gaussian_form = _gaussian_weight(*_merged(integral))
+        if gaussian_form is not None:
+            mass, g, variables = gaussian_form
+            return mass * standard_mean(g, variables, prec)
+        return _quadrature(integral, prec)
+
+
+def _merged(integral: sympy.Integral):
+    """(integrand, variables) of nested integrals all over ℝ, or (None, None)."""
+    variables, body = [], integral
+    while isinstance(body, sympy.Integral):
+        for limit in body.limits:
+            if len(limit) != 3 or limit[1] != -sympy.oo or limit[2] != sympy.oo:
+                return None, None
+            variables.append(limit[0])
+        body = body.function
+    if body.has(sympy.Integral):
+        return None, None
+    return body, variables
+
+
+def _gaussian_weight(integrand, variables):
+    """(mass, g(μ + LY), Y) where integrand = g · exp(q), q quadratic with a negative definite part, or None."""
+    if integrand is None:
+        return None
+    exponent, rest = sympy.S.Zero, sympy.S.One
+    for factor in sympy.Mul.make_args(sympy.powsimp(integrand)):
+        base, power = factor.as_base_exp()
+        if isinstance(factor, sympy.exp) or base == sympy.E:
+            argument = factor.args[0] if isinstance(factor, sympy.exp) else power
+            if argument.has(*variables) and _degree(argument, variables) <= 2:
+                exponent += argument
+                continue
+        rest *= factor
+    if exponent == 0:
+        return None
+    poly = sympy.Poly(sympy.expand(exponent), *variables)
+    if poly.total_degree() != 2:
+        return None
+    n, digits = len(variables), mpmath.mp.dps + 5
+    number = lambda e: mpmath.mpf(sympy.Float(e, digits))  # noqa: E731
+    try:
+        hessian = mpmath.matrix([[number(-sympy.diff(exponent, u, v)) for v in variables] for u in variables])
+        b = mpmath.matrix([number(sympy.diff(exponent, u).xreplace(dict.fromkeys(variables, 0))) for u in variables])
+        c = number(exponent.xreplace(dict.fromkeys(variables, 0)))
+        covariance = mpmath.inverse(hessian)
+        lower = mpmath.cholesky(covariance)  # raises unless positive definite
+    except (ValueError, ZeroDivisionError, TypeError):
+        return None
+    mean = covariance * b
+    mass = mpmath.exp(c + (b.T * mean)[0] / 2) * mpmath.sqrt((2 * mpmath.pi) ** n * mpmath.det(covariance))
+    new = [sympy.Dummy(f"y{i}", real=True) for i in range(n)]
+    change = {u: sympy.Float(mean[i], digits) + sum(sympy.Float(lower[i, j], digits) * new[j]
+                                                     for j in range(i + 1) if lower[i, j] != 0)
+              for i, u in enumerate(variables)}
+    return mass, rest.xreplace(change), new
+
+
+def _degree(expression, variables) -> int:
+    """The total degree of a polynomial in ``variables`` (a large number if it is not one)."""
+    try:
+        return sympy.Poly(sympy.expand(expression), *variables).total_degree()
+    except sympy.PolynomialError:
+        return 10**9
+
+
+def _quadrature(integral: sympy.Integral, prec: int):
+    """One variable at a time, innermost last: mpmath.quad with its error estimate checked."""
+    (variable, *bounds), *outer = integral.limits[::-1]
+    inner = sympy.Integral(integral.function, *integral.limits[:-1]) if outer else integral.function
+    low, high = (mpmath.mpf(sympy.Float(v, mpmath.mp.dps + 5)) if v.is_finite else
+                 (mpmath.inf if v == sympy.oo else -mpmath.inf) for v in bounds)
+    if inner.has(sympy.Integral):
+        def f(x):
+            return _at_number(inner, variable, x, prec)
+    else:
+        compiled = sympy.lambdify(variable, inner, modules="mpmath")
+        f = compiled
+    value, error = mpmath.quad(f, [low, high], error=True, maxdegree=INTEGRAL_DEGREE)
+    if not error <= mpmath.mpf(2) ** (16 - prec) * max(abs(value), mpmath.mpf(2) ** (-prec // 2)):
+        digits = int(max(0, -mpmath.log10(error / max(abs(value), mpmath.mpf(10) ** -100))))
+        raise QuadratureShort(f"mpmath.quad reached about {digits} digits of ∫ d{variable} within degree "
+                              f"{INTEGRAL_DEGREE}")
+    return value
+
+
+def _at_number(inner, variable, x, prec):
+    value = inner.xreplace({variable: sympy.Float(x, mpmath.mp.dps + 5)})
+    if isinstance(value, sympy.Integral):
+        return integral_value(value, prec)
+    return mpmath.mpf(sympy.Float(sympy.N(value.replace(
+        lambda e: isinstance(e, sympy.Integral) and not e.free_symbols,
+        lambda e: sympy.Float(integral_value(e, prec), mpmath.mp.dps + 5)), mpmath.mp.dps + 5), mpmath.mp.dps))

@@ -101,7 +101,7 @@ from sympy.matrices.expressions.matexpr import MatrixElement
 
 from ..base.files import fingerprint, read_entry, write_entry
 from ..base.cache import cache_directory
-from .expectation import Expectation, by_linearity
+from .expectation import Expectation, QuadratureShort, by_linearity, integral_value
 
 OUTCOMES = ("symbolic", "numeric", "failed", "definition", "assumption", "condition", "unchecked")
 """The outcome of a step: proved symbolically, agrees numerically, fails at a shown point, marked (a definition or an
@@ -138,7 +138,7 @@ the step is ``unchecked: budget of N s spent (what was being tried)`` and the de
 
 BUDGET_VARIABLE = "ATTNVERIFY_STEP_BUDGET"
 
-SYMBOLIC_SHARE = 0.2
+SYMBOLIC_SHARE = 0.1
 """The part of a step's budget that one comparison's symbolic attempts (``expand``, ``simplify``, ``equals``) may
 take; past it the comparison is decided numerically (its outcome says the symbolic attempts were stopped)."""
 
@@ -1498,8 +1498,10 @@ def _evaluate(expression, point: dict, digits: int):
         expression = _expectations_at(expression, point, digits)
         if expression is None:
             return None
-        explicit = _explicit(expression, point)
+        explicit = _integrals_at(_explicit(expression, point), digits)
         value = explicit.applyfunc(lambda e: sympy.N(e, digits)) if _is_matrix(explicit) else sympy.N(explicit, digits)
+    except QuadratureShort as short:
+        return f"its quadrature falls short: {short}"
     except (ZeroDivisionError, ValueError, OverflowError, TypeError, ArithmeticError, mpmath.libmp.NoConvergence):
         return None
     for entry in _entries(value):
@@ -1508,6 +1510,23 @@ def _evaluate(expression, point: dict, digits: int):
         if not entry.is_number or entry.free_symbols or entry.atoms(sympy.Integral, sympy.Sum, sympy.Product):
             return f"evalf leaves {entry if len(str(entry)) < 80 else type(entry).__name__} unevaluated"
     return value
+
+
+def _integrals_at(expression, digits: int):
+    """``expression`` with each definite integral free of symbols replaced by its value
+    (:func:`.expectation.integral_value`: a Gaussian weight's expectation, exactly where it can be conditioned,
+    else mpmath.quad of bounded degree whose error estimate is checked)."""
+    if not isinstance(expression, sympy.Basic) or not expression.has(sympy.Integral):
+        return expression
+    prec = sympy.core.evalf.dps_to_prec(digits) + 8
+
+    def value(e):
+        number = integral_value(e, prec)
+        if mpmath.im(number) == 0:
+            return sympy.Float(mpmath.re(number), prec)
+        return sympy.Float(mpmath.re(number), prec) + sympy.I * sympy.Float(mpmath.im(number), prec)
+
+    return expression.replace(lambda e: isinstance(e, sympy.Integral) and not e.free_symbols, value)
 
 
 def _expectations_at(expression, point: dict, digits: int):
