@@ -40,7 +40,7 @@ def cupy_evaluators_match_numpy(monkeypatch, request):
     import os
 
     from attnverify.derivations import codegen
-    from attnverify.derivations.rounding import rounding_scale
+    from attnverify.derivations.codegen import rounding_scale
 
     first_calls: dict = {}
     original = codegen.Evaluator.__call__

@@ -54,7 +54,7 @@ class DerivedFunction:
     """A derivation's named result as a function of its free symbols, called by keyword (``f(L=4, sigma=0.5)``),
     with numpy arrays or scalars; code-generated from the sympy expression (:func:`~attnverify.derivations.codegen.
     evaluator`). Inside a Monte Carlo claim it also reports the round-off scale of its terms
-    (:func:`~attnverify.derivations.rounding.rounding_scale`), so an exact zero is compared up to round-off."""
+    (:func:`~attnverify.derivations.codegen.rounding_scale`), so an exact zero is compared up to round-off."""
 
     def __init__(self, derivation_name: str, result: str, expression):
         self.derivation_name, self.result, self.expression = derivation_name, result, expression
@@ -71,7 +71,7 @@ class DerivedFunction:
 
     @functools.cached_property
     def _scale(self):
-        from .derivations.rounding import rounding_scale
+        from .derivations.codegen import rounding_scale
 
         return rounding_scale(self.expression, list(self.symbols))
 
@@ -350,11 +350,9 @@ class Theory:
     def _new_claim(self, name: str, statement: str, parameters, check: Callable, source: str, expect: str,
                    examples: dict | None, shrink_budget: int) -> Claim:
         """The claim ``<theory>.<name>``, from this theory's file, added to the theory."""
-        from .checks.claim import DEFAULT_EXAMPLES
-
         return self._add(Claim(name=f"{self.name}.{name}", statement=statement, parameters=parameters, check=check,
-                               source=source or self.source, expect=expect,
-                               examples=dict(examples or DEFAULT_EXAMPLES), shrink_budget=shrink_budget,
+                               source=source or self.source, expect=expect, examples=examples,
+                               shrink_budget=shrink_budget,
                                origin="" if self.builtin else self.file))
 
     def monte_carlo(self, function: Callable | None = None, *, expected: Callable, resolution: float | None = None,

@@ -17,7 +17,8 @@ import pytest
 import sympy
 
 from attnverify.checks import at_most, claim, close, roundoff_floor, run_claim, st, within_error
-from attnverify.derivations.rounding import magnitude, rounding_scale
+from attnverify.derivations.codegen import rounding_scale
+from attnverify.derivations.rounding import magnitude
 from attnverify.numerics.statistics import Estimate, mean_estimate
 
 OFFSET = int(os.environ.get("ATTNVERIFY_TEST_SEED_OFFSET", "0"))

@@ -58,7 +58,7 @@ def test_zeta_differentiates_at_composite_arguments():
 def test_the_rounding_magnitude_of_the_oracle_risk_bounds_its_value():
     import numpy as np
 
-    from attnverify.derivations.rounding import rounding_scale
+    from attnverify.derivations.codegen import rounding_scale
     from attnverify.theories.single_location import derivations as sl
 
     expression = sl.oracle_risk_derivation().result("oracle_risk").rhs

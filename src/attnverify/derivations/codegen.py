@@ -26,6 +26,7 @@ from sympy.printing.numpy import NumPyPrinter, _known_constants_numpy, _known_fu
 
 from ..base.arguments import backend as backend_argument
 from ..base.backend import on_device
+from .rounding import magnitude
 
 #: sympy function name -> name in ``scipy.special`` / ``cupyx.scipy.special``.
 SPECIAL_FUNCTIONS = {
@@ -183,8 +184,6 @@ _SCALE_EVALUATORS: dict[int, list] = {}  # by id of a cached (never freed) Evalu
 
 def _scale_evaluators(expressions: tuple, arguments: tuple) -> list:
     """One plain evaluator of M(e) per expression (None where M(e) has no rule or no array form)."""
-    from .rounding import magnitude
-
     found = []
     for expression in expressions:
         try:
@@ -279,6 +278,12 @@ def evaluator(
     result = Evaluator(args, exprs, backend.name, source, namespace["evaluate"], backend.xp, single, bool(rounding))
     _CACHE[key] = result
     return result
+
+
+def rounding_scale(expression: sympy.Expr, arguments: Sequence[sympy.Symbol], backend=None) -> Evaluator:
+    """An evaluator of M(expression) (:func:`.rounding.magnitude`) over ``arguments``: the ``scale=`` of a comparison
+    whose side is ``expression`` evaluated in float64 (what a numpy evaluator's results carry by themselves)."""
+    return evaluator(magnitude(expression), list(arguments), backend=backend, rounding=False)
 
 
 def mpmath_evaluator(expressions: sympy.Expr | Sequence[sympy.Expr], arguments: Sequence[sympy.Symbol]) -> Callable:

@@ -9,17 +9,14 @@ through the functions it passes:
     M(number) = |number|,  M(x) = |x|,  M(a + b) = M(a) + M(b),  M(a·b) = M(a)·M(b),
     M(aⁿ) = |a|ⁿ·(M(a)/|a|)^|n|  (n a number),  M(f(u₁, …)) = |f| + Σᵢ |∂f/∂uᵢ|·M(uᵢ).
 
-:func:`rounding_scale` turns M(e) into a generated evaluator, whose value is the ``scale=`` that
-:func:`~attnverify.checks.evidence.within_error`, ``close`` and ``at_most`` take for their round-off floor.
+:func:`~attnverify.derivations.codegen.rounding_scale` turns M(e) into a generated evaluator, whose value is the
+``scale=`` that :func:`~attnverify.checks.evidence.within_error`, ``close`` and ``at_most`` take for their round-off
+floor; a generated evaluator's results carry it by themselves (:mod:`.rounded`).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
-
 import sympy
-
-from .codegen import evaluator
 
 
 def magnitude(expression: sympy.Expr) -> sympy.Expr:
@@ -53,9 +50,3 @@ def _partial(e: sympy.Expr, index: int) -> sympy.Expr:
     arguments = list(e.args)
     arguments[index] = slot
     return sympy.diff(e.func(*arguments), slot).subs(slot, e.args[index])
-
-
-def rounding_scale(expression: sympy.Expr, arguments: Sequence[sympy.Symbol], backend=None) -> Callable:
-    """An evaluator of M(expression) over ``arguments`` (the ``scale=`` of a comparison whose side is
-    ``expression`` evaluated in float64)."""
-    return evaluator(magnitude(expression), list(arguments), backend=backend, rounding=False)
