@@ -6,8 +6,9 @@ evaluates numerically (``evalf``, or :meth:`Expectation.value_at` a point) once 
 written m + √v·x for a standard x: every variable in which f is a polynomial is averaged exactly (each monomial's
 Gaussian moments, symbolically, once per expectation); one remaining variable is integrated by Gauss–Legendre panels
 (:data:`RULES`, each halved until its two rules agree) placed around the integrand's bulk, found by a float64 scan,
-and around the transitions of its erf terms, with tanh-sinh on the tails; several by nested tanh-sinh quadrature
-(slow: keep them to one). The work shared by all points (the change of variables, the moments, the generated code)
+and around the transitions of its erf terms, with tanh-sinh on the tails; several are first reduced by
+:func:`standard_mean` (a rotation of the erf arguments, then E[erf(α + βZ)] = erf(α/√(1 + 2β²)) for a variable in
+one erf factor), and only what stays is nested tanh-sinh quadrature (slow). The work shared by all points (the change of variables, the moments, the generated code)
 is done once per expectation; about 26 of 30 digits are computed (the checker compares 20).
 ``Expectation(f, w, v)`` with plain symbols is the mean over random variables of an unspecified joint law: nothing
 can be computed, but it is linear, and :func:`by_linearity` writes it as Σ cᵢ 𝔼[mᵢ], the cᵢ free of the random

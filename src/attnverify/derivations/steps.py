@@ -1,6 +1,6 @@
 """Every step of a recorded derivation checked: symbolically where sympy decides it, else numerically at random
 admissible points in 30-digit arithmetic; a step its author marks as a definition or an assumption is shown as
-such, and a condition (an equation to solve) is held against the later steps that solve it. Issue 27, part 3;
+such, and a condition (an equation to solve) is held against the later steps that solve it. On
 ``Expr.equals`` and the pitfalls of random complex points: shared/papers/ecosystem.md §9.
 
 What a step claims. A derivation is read as a chain of named equalities; ``Eq(a, b)`` is a *relation* (a tuple of
@@ -41,9 +41,13 @@ combinations of moments. Each comparison (:func:`compare`) is decided
    term (``+ O(x**4)``) by ``Order.contains`` of the remainder;
 2. else *numerically* at :data:`POINTS` points (:data:`QUADRATURE_POINTS` where a side holds a Gaussian
    expectation) from a generator seeded by the comparison (the same comparison always gets the same points),
-   evaluated by sympy's ``evalf`` at :data:`WORKING_DIGITS` digits (mpmath underneath: quadrature for integrals,
-   infinite limits included, ``nsum`` for infinite sums; a Gaussian expectation by its own quadrature,
-   :meth:`.expectation.Expectation.value_at`). The values are exact rationals that respect the symbols'
+   evaluated by sympy's ``evalf`` at :data:`WORKING_DIGITS` digits (mpmath underneath, ``nsum`` for infinite
+   sums); a definite integral by :func:`.expectation.integral_value` (over ℝⁿ with a Gaussian weight: an
+   expectation; else mpmath.quad of bounded degree whose error estimate must reach the working precision, else
+   the step is unchecked, "its quadrature falls short"); a Gaussian expectation by
+   :meth:`.expectation.Expectation.value_at`, both through :func:`.expectation.standard_mean` (exact moments,
+   conditioning E[erf(α + βZ)] = erf(α/√(1 + 2β²)) after a rotation of the erf arguments, then one integral by
+   Gauss–Legendre panels, about 26 of 30 digits). The values are exact rationals that respect the symbols'
    assumptions: positive in (0.1, 2.5), negative in (−2.5, −0.1), nonnegative in (0, 2.5), other real or
    unassumed symbols in (−1.5, 1.5), each of these taking both signs over the points (√(x²) = x cannot pass by
    luck); integers in 1..3, 0..3, −3..−1 or −3..3 by sign. Symbols that count (matrix dimensions, limits of sums
@@ -68,6 +72,12 @@ combinations of moments. Each comparison (:func:`compare`) is decided
    moments of distinct products are unconstrained by any identity that holds for every law);
 4. *unchecked*, with why, when a side holds what cannot be evaluated (a limit, or an object ``evalf`` leaves
    unevaluated).
+
+Each step's check, symbolic and numeric attempts together, has a budget of :data:`STEP_BUDGET` seconds
+(``check_derivation(…, budget=)``, ``$ATTNVERIFY_STEP_BUDGET``): the walk runs in a forked child process where an
+alarm stops the attempt under way (``simplify``, ``equals`` and ``expand`` of one comparison within
+:data:`SYMBOLIC_SHARE` of it, then the numeric check); past it the step is ``unchecked: budget of N s spent (what
+was being tried)``, such an outcome is never kept, and the next step is checked.
 
 Outcomes are kept in memory and on disk, one small file per comparison keyed by the ``srepr`` of its two sides,
 and one per derivation keyed by its steps, under the checker's own version (:func:`checker_version`), next to the
