@@ -87,7 +87,10 @@ class DerivedFunction:
         value = self._evaluate(*arguments)
         recording = _SCALES.get()
         if recording is not None:
-            recording.append((value, self._scale(*arguments)))
+            from .derivations.rounded import carried_scale
+
+            carried = carried_scale(value)
+            recording.append((value, self._scale(*arguments) if carried is None else carried))
         return value
 
     def scale(self, **values):

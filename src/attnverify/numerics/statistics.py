@@ -12,10 +12,15 @@ from ..base.backend import to_numpy
 
 
 #: The fewest draws the variance may rest on (M₂²/M₄ = n/kurtosis, :attr:`Estimate.tail_draws`) for its
-#: standard error to be trusted as a normal one: a mean whose spread comes from fewer rare draws than this has an
-#: error bar that is itself uncertain by more than about 1/√(2·25) = 14 % (the relative error of s is
+#: standard error to be trusted as a normal one where rare draws carry it: a spread from fewer rare draws than this
+#: has an error bar that is itself uncertain by more than about 1/√(2·25) = 14 % (the relative error of s is
 #: √((κ − 1)/(4n))); below it a refutation is withheld and the sizing keeps drawing.
 TAIL_DRAWS = 25
+
+#: The sample kurtosis above which the spread is carried by rare draws (a normal sample has 3, exponential and t₅
+#: draws 9; n draws of which k are rare have about n/k). Below it a small sample is an ordinary one: its
+#: n/kurtosis is small because n is, not because a few draws carry the spread.
+RARE_KURTOSIS = 10.0
 
 
 def confidence_of(z: float) -> float:
@@ -93,12 +98,14 @@ class Estimate:
 
     @property
     def trusted_spread(self) -> bool:
-        """The standard error rests on enough draws to be trusted as a normal one (:data:`TAIL_DRAWS`; unknown for
+        """The standard error can be trusted as a normal one: the spread is not carried by fewer than
+        :data:`TAIL_DRAWS` rare draws (n/kurtosis ≥ TAIL_DRAWS, or kurtosis ≤ :data:`RARE_KURTOSIS`; unknown for
         an estimate made without the fourth moment); False for identical draws, which bound nothing by their
         spread."""
         if self.identical:
             return False
-        return self.tail_draws is None or self.tail_draws >= TAIL_DRAWS
+        return (self.tail_draws is None or self.tail_draws >= TAIL_DRAWS
+                or self.samples <= RARE_KURTOSIS * self.tail_draws)
 
     def half_width(self, z: float) -> float:
         """The comparison's statistical half-width at z standard errors: z·SE."""

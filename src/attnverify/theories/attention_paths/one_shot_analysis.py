@@ -289,8 +289,8 @@ def analyse_network(seed: int, network: TrainedHeads, paths: PathData, *, score_
 
 
 def rank_correlation_estimate(analyses: Sequence[SeedAnalysis]) -> Estimate:
-    """Mean Spearman ρ(head score, pruning drop) over training seeds, with its standard error."""
-    return mean_estimate([a.pruning.rank_correlation for a in analyses])
+    """Mean Spearman ρ(head score, pruning drop) over training seeds, with its standard error; ρ ∈ [−1, 1]."""
+    return mean_estimate([a.pruning.rank_correlation for a in analyses], bounds=(-1.0, 1.0))
 
 
 # ------------------------------------------------------------------------------------ cached networks
