@@ -260,3 +260,11 @@ def test_the_built_in_risk_claim_is_sized_to_its_stated_resolution():
     assert evidence.status == "holds" and figures["reached"]
     assert figures["resolution"] == pytest.approx(0.01 * evidence.theory + 1e-3 * (0.7**2 + 0.2**2), rel=1e-12)
     assert figures["achieved"] <= figures["resolution"] and sum(figures["batches"]) == figures["samples"]
+
+
+def test_a_chunk_that_cannot_fit_is_refused_by_name_before_any_draw():
+    calls = []
+    with pytest.raises(ValueError, match=r"^chunk = 100000000000000 needs .* more than the .* available"):
+        sized_mean(lambda rng, n: calls.append(n) or np.zeros(n), _seed(63), resolution=0.1, chunk=10**14,
+                   budget=10**14, first_batch=10**14)
+    assert calls == []

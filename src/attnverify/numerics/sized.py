@@ -231,6 +231,8 @@ def sized_mean(
     budget = arguments.integer("budget", budget, 2)
     first_batch = min(arguments.integer("first_batch", first_batch, 2), budget)
     chunk = arguments.integer("chunk", chunk, 1)
+    # a call of draw(rng, n) holds at least n float64 draws, and the folding a few more arrays of them
+    arguments.fits_in_memory("chunk", 4 * 8 * min(chunk, budget), "one call's draws and their moments", value=chunk)
     if resolution is None and relative_resolution is None:
         raise ValueError("state the smallest discrepancy to resolve: resolution (absolute) and/or "
                          "relative_resolution with a reference")
