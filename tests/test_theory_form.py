@@ -329,3 +329,28 @@ def test_a_theory_plans_its_experiments_and_draws_its_own_section(tmp_path):
     from attnverify.theories.catalogue import load_user_module
 
     assert load_user_module(path).CALLS == [4]  # computed once, ahead of the section; the claim read it from the store
+
+
+def test_the_erf_example_holds_for_every_run_seed_and_catches_a_planted_factor(tmp_path, monkeypatch):
+    """examples/erf_kernel.py: its Monte Carlo claim over s from 1e-3 to 1e3 and θ from 0 to π (ends drawn) holds for
+    run seeds 0–9, its 0.9 variant is refuted, its derivation is checked in seconds on a cold cache, and 1/π
+    planted for 2/π makes derivation_steps fail."""
+    import re
+
+    from attnverify import run_claim
+    from attnverify.theories.catalogue import load_user_module
+
+    monkeypatch.setenv("ATTNVERIFY_CACHE", str(tmp_path / "cache"))
+    example = Path(__file__).resolve().parents[1] / "examples" / "erf_kernel.py"
+    theory = load_user_module(example).theory
+    claims = {c.name: c for c in theory.claim_list()}
+    for seed in range(10):
+        result = run_claim(claims["erf_kernel.kernel_matches_monte_carlo"], seed=seed)
+        assert result.status == "holds", str(result)
+        assert {e.parameters["log_s"] for e in result.examples} >= {-3.0, 3.0}
+    assert run_claim(claims["erf_kernel.kernel_times_0_9"], seed=0).status == "refuted"
+    assert run_claim(claims["erf_kernel.derivation_steps"], seed=0).status == "holds"
+    planted = tmp_path / "planted_erf_kernel.py"
+    planted.write_text(re.sub(r"Eq\(K, 2 / pi \* asin", "Eq(K, 1 / pi * asin", example.read_text()))
+    steps = [c for c in load_user_module(planted).theory.claim_list() if c.name.endswith("derivation_steps")][0]
+    assert run_claim(steps, seed=0).status == "refuted"
