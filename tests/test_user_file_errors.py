@@ -60,8 +60,9 @@ MISTAKES = {
     'examples="x" (long form)': (
         LONG + '@claim("scratch.ok", parameters={"x": st.floats(0, 1)}, examples="x")\n' + LONG_CHECK, 5,
         "claim 'scratch.ok': examples must be a dict of profile → count"),
-    'examples="x"': (  # the line only: theory_form makes dict("x") before the claim can name its mistake
-        CONCISE + '@theory.claim(x=st.floats(0, 1), examples="x")\n' + CHECK, 7, ""),
+    'examples="x"': (
+        CONCISE + '@theory.claim(x=st.floats(0, 1), examples="x")\n' + CHECK, 7,
+        "claim 'scratch.ok': examples must be a dict of profile → count"),
     "a syntax error": (CONCISE + 'theory.claim(x=st.floats(0, 1)\n', 7, "SyntaxError: '(' was never closed"),
     "an import error": (CONCISE + "import no_such_module_of_the_user\n", 7,
                         "ModuleNotFoundError: No module named 'no_such_module_of_the_user'"),
