@@ -347,7 +347,7 @@ def within_error(
         if unseen is not None:
             refuted, relation, (reason, needed) = False, "custom", unseen
     if not refuted and not reason and resolution is not None and tolerance > resolution:
-        reason = (f"the error bar {z:g}·SE + bias = {tolerance:.3g} is wider than the discrepancy {resolution:.3g} "
+        reason = (f"the error bar ({bar}) + bias = {tolerance:.3g} is wider than the discrepancy {resolution:.3g} "
                   "the comparison must resolve")
         draws = draws_to_resolve(estimate.samples, half, resolution - bias_budget - floor)
         if draws is None:
