@@ -9,7 +9,10 @@ Gaussian moments, symbolically, once per expectation); one remaining variable is
 and around the transitions of its erf terms, with tanh-sinh on the tails; several are first reduced by
 :func:`standard_mean` (a rotation of the erf arguments, then E[erf(α + βZ)] = erf(α/√(1 + 2β²)) for a variable in
 one erf factor), and only what stays is nested tanh-sinh quadrature (slow). The work shared by all points (the change of variables, the moments, the generated code)
-is done once per expectation; about 26 of 30 digits are computed (the checker compares 20).
+is done once per expectation. Each value comes with an estimate of its error (:meth:`Expectation.estimate_at`,
+:func:`standard_estimate`, :func:`integral_estimate`): the panels' two rules' difference, mpmath.quad's own
+estimate, rounding where the result is exact; at the checker's 30 digits the arcsine kernel's estimate is
+about 1e-36 and its true error about 1e-38 (the checker states no more digits than the estimate leaves).
 ``Expectation(f, w, v)`` with plain symbols is the mean over random variables of an unspecified joint law: nothing
 can be computed, but it is linear, and :func:`by_linearity` writes it as Σ cᵢ 𝔼[mᵢ], the cᵢ free of the random
 variables and each 𝔼[mᵢ] a moment of a product of them; the checker treats those moments as unknowns.
@@ -112,6 +115,12 @@ class Expectation(sympy.Expr):
         """The mean at ``point`` (symbol → number, for every free symbol) to ``prec`` bits, as a sympy number; None
         where it is not finite or the quadrature does not converge. The symbolic work (the change of variables,
         the exact moments, the code of the integrand) is done once per expectation; each point is a quadrature."""
+        estimate = self.estimate_at(point, prec)
+        return None if estimate is None else estimate[0]
+
+    def estimate_at(self, point: dict, prec: int):
+        """(the mean at ``point`` as a sympy number, an estimate of its absolute error as an mpmath number: the
+        quadrature's own, see :func:`standard_estimate`), or None as for :meth:`value_at`."""
         template = _compiled(self)
         try:
             values = [point[p] for p in template.parameters]
@@ -127,11 +136,13 @@ class Expectation(sympy.Expr):
                 _VALUES[key] = None
             if len(_VALUES) > 4096:
                 _VALUES.pop(next(iter(_VALUES)))
-        value = _VALUES[key]
-        if value is None or not mpmath.isfinite(value):
+        if _VALUES[key] is None:
+            return None
+        value, error = _VALUES[key]
+        if not mpmath.isfinite(value) or not mpmath.isfinite(error):
             return None
         real, imaginary = sympy.Float(mpmath.re(value), prec), sympy.Float(mpmath.im(value), prec)
-        return real + sympy.I * imaginary if imaginary != 0 else real
+        return (real + sympy.I * imaginary if imaginary != 0 else real), error
 
     def _latex(self, printer):
         laws = []
@@ -148,7 +159,8 @@ class Expectation(sympy.Expr):
 
 
 _VALUES: dict = {}
-"""(expectation, point, working precision) → its value: sympy's evalf and the checker ask more than once."""
+"""(expectation, point, working precision) → (its value, its error estimate): sympy's evalf and the checker ask
+more than once."""
 
 
 def _number(value):
@@ -231,10 +243,12 @@ def _rule(degree: int, precision: int) -> tuple[tuple, tuple]:
 _RULES: dict = {}
 
 
-def _panels(g, a, b, tolerance) -> mpmath.mpf:
-    """∫_a^b g by Gauss–Legendre on panels, each halved until its two rules agree to ``tolerance`` (absolute)."""
+def _panels(g, a, b, tolerance) -> tuple[mpmath.mpf, mpmath.mpf]:
+    """(∫_a^b g, its error estimate) by Gauss–Legendre on panels, each halved until its two rules agree to
+    ``tolerance`` (absolute). The estimate sums, over the panels, the two rules' difference (the error of the
+    coarser rule, so it bounds the finer one's generously) or the rounding of the sum where that is larger."""
     rules = [_rule(n, mpmath.mp.prec) for n in RULES]
-    stack, total = [(mpmath.mpf(a), mpmath.mpf(b), 0)], mpmath.mpf(0)
+    stack, total, error = [(mpmath.mpf(a), mpmath.mpf(b), 0)], mpmath.mpf(0), mpmath.mpf(0)
     while stack:
         lo, hi, depth = stack.pop()
         half, middle = (hi - lo) / 2, (hi + lo) / 2
@@ -243,24 +257,25 @@ def _panels(g, a, b, tolerance) -> mpmath.mpf:
         rounding = abs(half) * mpmath.fsum(abs(v) for v in values[1]) * mpmath.mpf(2) ** (8 - mpmath.mp.prec)
         if abs(fine - coarse) <= max(tolerance, rounding):
             total += fine
+            error += max(abs(fine - coarse), rounding)
         elif depth >= MAX_HALVINGS:
             raise mpmath.libmp.NoConvergence(f"a panel of width {mpmath.nstr(hi - lo, 3)} did not converge")
         else:
             stack += [(lo, middle, depth + 1), (middle, hi, depth + 1)]
-    return total
+    return total, error
 
 
-def _integral(g, bulk, features=()) -> mpmath.mpf:
-    """∫_ℝ g for g = f φ: Gauss–Legendre panels over the bulk (centre ± 1, 4, 12 half-widths, f's ``features`` and
-    [−SCAN, SCAN]), tanh-sinh on the two tails beyond."""
+def _integral(g, bulk, features=()) -> tuple[mpmath.mpf, mpmath.mpf]:
+    """(∫_ℝ g, its error estimate) for g = f φ: Gauss–Legendre panels over the bulk (centre ± 1, 4, 12 half-widths,
+    f's ``features`` and [−SCAN, SCAN]), tanh-sinh on the two tails beyond (with mpmath.quad's own estimate)."""
     centre, width, peak = bulk
     cuts = sorted({*(centre + k * width for k in BULK_CUTS), -SCAN, SCAN, *features})
     cuts = [c for c in cuts if min(-SCAN, centre - 12 * width) <= c <= max(SCAN, centre + 12 * width)]
     # the integral's size is about peak·width (the float64 scan): it sets the absolute tolerance
     tolerance = mpmath.mpf(2) ** (12 - mpmath.mp.prec) * mpmath.mpf(peak * width)
-    total = mpmath.fsum(_panels(g, lo, hi, tolerance) for lo, hi in zip(cuts, cuts[1:]))
-    tails = mpmath.quad(g, [-mpmath.inf, cuts[0]]) + mpmath.quad(g, [cuts[-1], mpmath.inf])
-    return total + tails
+    parts = [_panels(g, lo, hi, tolerance) for lo, hi in zip(cuts, cuts[1:])]
+    parts += [mpmath.quad(g, [-mpmath.inf, cuts[0]], error=True), mpmath.quad(g, [cuts[-1], mpmath.inf], error=True)]
+    return mpmath.fsum(value for value, _ in parts), mpmath.fsum(abs(error) for _, error in parts)
 
 
 class _Template:
@@ -298,23 +313,26 @@ class _Template:
                 if rest is not None and not rest.has(x):
                     self.lines.append(sympy.lambdify(self.parameters, (rest, slope), modules="mpmath"))
 
-    def value(self, values: list) -> mpmath.mpc:
-        """The mean at the parameters' ``values`` (mpmath numbers), at the current precision."""
+    def value(self, values: list) -> tuple[mpmath.mpc, mpmath.mpf]:
+        """(the mean at the parameters' ``values`` (mpmath numbers), at the current precision; its error
+        estimate)."""
         constants = [*self.constants(*values), *values]
         if not self.other:
-            return mpmath.mpmathify(self.f(*constants))
+            value = mpmath.mpmathify(self.f(*constants))
+            return value, _rounding(value)
         density = 1 / mpmath.sqrt(2 * mpmath.pi)
         if len(self.other) >= 2 and all(mpmath.im(v) == 0 for v in values):
             # conditioning and rotation (standard_mean) before any nested quadrature
             digits = mpmath.mp.dps + 5
             at = self.reduced.xreplace({p: sympy.Float(mpmath.re(v), digits) for p, v in zip(self.parameters,
                                                                                               values)})
-            return mpmath.mpmathify(standard_mean(at, self.other, mpmath.mp.prec))
+            return standard_estimate(at, self.other, mpmath.mp.prec)
         if self.scan is not None:
             bulk = self._bulk(values)
             if bulk is not None:
-                return mpmath.mpmathify(_integral(lambda x: self.f(x, *constants) * density * mpmath.exp(-x * x / 2),
-                                                  bulk, self._features(values)))
+                value, error = _integral(lambda x: self.f(x, *constants) * density * mpmath.exp(-x * x / 2), bulk,
+                                         self._features(values))
+                return mpmath.mpmathify(value), error
         return _nested(lambda *xs: self.f(*xs, *constants), len(self.other))
 
     def _bulk(self, values: list) -> tuple[float, float, float] | None:
@@ -369,10 +387,13 @@ def _compiled(expectation: Expectation) -> _Template:
     return _Template(expectation)
 
 
-def _nested(f, depth: int) -> mpmath.mpc:
-    """∫ f(x₁, …, x_depth) φ(x₁)…φ(x_depth) by nested tanh-sinh quadrature over ℝ."""
+def _nested(f, depth: int) -> tuple[mpmath.mpc, mpmath.mpf]:
+    """(∫ f(x₁, …, x_depth) φ(x₁)…φ(x_depth) by nested tanh-sinh quadrature over ℝ, its error estimate: the outer
+    quadrature's own plus the largest of the inner ones', which the outer integral's probability weight cannot
+    enlarge)."""
     density = 1 / mpmath.sqrt(2 * mpmath.pi)
     tolerance = mpmath.mpf(2) ** (16 - mpmath.mp.prec)
+    inner_errors = [mpmath.mpf(0)]
 
     def integrate(prefix):
         def inner(x):
@@ -383,9 +404,20 @@ def _nested(f, depth: int) -> mpmath.mpc:
         value, error = mpmath.quad(inner, [-mpmath.inf, 0, mpmath.inf], error=True)
         if error > tolerance * max(1, abs(value)):
             raise mpmath.libmp.NoConvergence(f"quadrature error {mpmath.nstr(error, 3)}")
+        if prefix:
+            inner_errors[0] = max(inner_errors[0], abs(error))
+        else:
+            inner_errors.append(abs(error))
         return value
 
-    return mpmath.mpmathify(integrate(()))
+    value = mpmath.mpmathify(integrate(()))
+    return value, inner_errors[-1] + inner_errors[0] + _rounding(value)
+
+
+def _rounding(value) -> mpmath.mpf:
+    """The rounding error allowed a number computed at the current precision (exact moments, a closed form after
+    a rotation in floating point): 2¹⁶ units of its last place."""
+    return mpmath.mpf(2) ** (16 - mpmath.mp.prec) * abs(value)
 
 
 def gaussian_mean(integrand: sympy.Expr, variables: list) -> mpmath.mpc:
@@ -393,7 +425,7 @@ def gaussian_mean(integrand: sympy.Expr, variables: list) -> mpmath.mpc:
     current mpmath precision: exactly in the variables the integrand is a polynomial in (its monomials' Gaussian
     moments), numerically in the others: one by Gauss–Legendre panels over its integrand's bulk and features and
     tanh-sinh on the tails, several by nested tanh-sinh quadrature."""
-    return _compiled(Expectation(integrand, *(gaussian(x) for x in variables))).value([])
+    return _compiled(Expectation(integrand, *(gaussian(x) for x in variables))).value([])[0]
 
 
 # ----------------------------------------------------------------------------- linearity (unspecified laws)
@@ -444,14 +476,22 @@ CONDITIONED = (sympy.erf, sympy.erfc)
 
 
 def standard_mean(integrand: sympy.Expr, variables: list, prec: int):
-    """E[integrand] over independent standard normal ``variables``, the integrand's other symbols numbers, at
+    """E[integrand] over independent standard normal ``variables`` at ``prec`` bits (the value of
+    :func:`standard_estimate`)."""
+    return standard_estimate(integrand, variables, prec)[0]
+
+
+def standard_estimate(integrand: sympy.Expr, variables: list, prec: int) -> tuple:
+    """(E[integrand], an estimate of its absolute error) over independent standard normal ``variables``, the integrand's other symbols numbers, at
     ``prec`` bits (an mpmath number). Exact where the law allows: each variable the integrand is a polynomial in by
     its moments, each that enters one erf (erfc) factor of every term, affinely, by E_Z[erf(α + βZ)] =
     erf(α/√(1+2β²)); when two or more remain and every one enters only through affine arguments of functions,
     they are rotated (QR of the arguments' coefficients, Z → QY keeps the law) so that the k-th argument holds the
     first k new variables, the others drop out, and the last is conditioned out (E[erf(u) erf(v)] of correlated
     u, v becomes one integral). One remaining variable: Gauss–Legendre panels over its bulk (:func:`_integral`,
-    about 26 of 30 digits); several: nested tanh-sinh (slow, bounded by the step's budget)."""
+    its error estimated by the panels' two rules, about 2¹² units of the last place of ``prec`` times the number of
+    panels); several: nested tanh-sinh (slow, bounded by the step's budget). What is exact is given the error of
+    its rounding (:func:`_rounding`)."""
     h, rest, rotated = sympy.sympify(integrand), list(variables), False
     with mpmath.workprec(prec):
         while True:
@@ -472,7 +512,8 @@ def standard_mean(integrand: sympy.Expr, variables: list, prec: int):
                     continue
             break
         if not rest:
-            return sympy.N(h, mpmath.mp.dps + 5)._to_mpmath(prec)
+            value = sympy.N(h, mpmath.mp.dps + 5)._to_mpmath(prec)
+            return value, _rounding(value)
         return _Template(Expectation(h, *(gaussian(v) for v in rest))).value([])
 
 
@@ -534,16 +575,25 @@ def _rotated(h: sympy.Expr, variables: list, prec: int):
 
 
 def integral_value(integral: sympy.Integral, prec: int):
-    """A definite integral with no free symbols, at ``prec`` bits (an mpmath number). Over ℝⁿ with a Gaussian
+    """A definite integral with no free symbols at ``prec`` bits (the value of :func:`integral_estimate`)."""
+    return integral_estimate(integral, prec)[0]
+
+
+def integral_estimate(integral: sympy.Integral, prec: int) -> tuple:
+    """(a definite integral, an estimate of its absolute error): a definite integral with no free symbols, at ``prec`` bits (an mpmath number). Over ℝⁿ with a Gaussian
     weight exp(−½zᵀPz + bᵀz + c), P positive definite (the nested integrals merged): the weight's mass times
     E[g(μ + LY)] (LLᵀ = P⁻¹, :func:`standard_mean`); else one variable at a time by mpmath.quad (tanh-sinh, at most
     :data:`INTEGRAL_DEGREE`), whose error estimate must reach the working precision less 16 bits, else
-    :class:`QuadratureShort`."""
-    with mpmath.workprec(prec):
+    :class:`QuadratureShort`. A Gaussian weight's expectation is carried at the precision an expectation is
+    (:func:`_working_precision`), so that its panels reach ``prec``."""
+    with mpmath.workprec(_working_precision(prec)):
         gaussian_form = _gaussian_weight(*_merged(integral))
         if gaussian_form is not None:
             mass, g, variables = gaussian_form
-            return mass * standard_mean(g, variables, prec)
+            value, error = standard_estimate(g, variables, mpmath.mp.prec)
+            product = mass * value
+            return product, abs(mass) * error + _rounding(product)
+    with mpmath.workprec(_working_precision(prec)):
         return _quadrature(integral, prec)
 
 
@@ -607,7 +657,9 @@ def _degree(expression, variables) -> int:
 
 
 def _quadrature(integral: sympy.Integral, prec: int):
-    """One variable at a time, innermost last: mpmath.quad with its error estimate checked."""
+    """(value, error estimate): one variable at a time, innermost last, by mpmath.quad with its error estimate
+    checked; an inner integral's error estimates, at most 2¹⁶ units of its last place relative to its value, are
+    added relative to the outer value."""
     (variable, *bounds), *outer = integral.limits[::-1]
     inner = sympy.Integral(integral.function, *integral.limits[:-1]) if outer else integral.function
     low, high = (mpmath.mpf(sympy.Float(v, mpmath.mp.dps + 5)) if v.is_finite else
@@ -623,7 +675,9 @@ def _quadrature(integral: sympy.Integral, prec: int):
         digits = int(max(0, -mpmath.log10(error / max(abs(value), mpmath.mpf(10) ** -100))))
         raise QuadratureShort(f"mpmath.quad reached about {digits} digits of ∫ d{variable} within degree "
                               f"{INTEGRAL_DEGREE}")
-    return value
+    if inner.has(sympy.Integral):
+        error = abs(error) + mpmath.mpf(2) ** (16 - prec) * abs(value)
+    return value, abs(error) + _rounding(value)
 
 
 def _at_number(inner, variable, x, prec):

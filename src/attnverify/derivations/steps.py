@@ -42,12 +42,13 @@ combinations of moments. Each comparison (:func:`compare`) is decided
 2. else *numerically* at :data:`POINTS` points (:data:`QUADRATURE_POINTS` where a side holds a Gaussian
    expectation) from a generator seeded by the comparison (the same comparison always gets the same points),
    evaluated by sympy's ``evalf`` at :data:`WORKING_DIGITS` digits (mpmath underneath, ``nsum`` for infinite
-   sums); a definite integral by :func:`.expectation.integral_value` (over ℝⁿ with a Gaussian weight: an
+   sums); a definite integral by :func:`.expectation.integral_estimate` (over ℝⁿ with a Gaussian weight: an
    expectation; else mpmath.quad of bounded degree whose error estimate must reach the working precision, else
    the step is unchecked, "its quadrature falls short"); a Gaussian expectation by
    :meth:`.expectation.Expectation.value_at`, both through :func:`.expectation.standard_mean` (exact moments,
    conditioning E[erf(α + βZ)] = erf(α/√(1 + 2β²)) after a rotation of the erf arguments, then one integral by
-   Gauss–Legendre panels, about 26 of 30 digits). The values are exact rationals that respect the symbols'
+   Gauss–Legendre panels), each with its error estimate, carried through the side by difference quotients
+   (:func:`_propagated`). The values are exact rationals that respect the symbols'
    assumptions: positive in (0.1, 2.5), negative in (−2.5, −0.1), nonnegative in (0, 2.5), other real or
    unassumed symbols in (−1.5, 1.5), each of these taking both signs over the points (√(x²) = x cannot pass by
    luck); integers in 1..3, 0..3, −3..−1 or −3..3 by sign. Symbols that count (matrix dimensions, limits of sums
@@ -59,8 +60,11 @@ combinations of moments. Each comparison (:func:`compare`) is decided
    becomes the exact central difference (f(p + h) − f(p − h))/2h, h = :data:`STEP` (its error, of order h²,
    is 10⁻⁵⁰). A point where a side is not finite, or not real while the symbols are, lies outside the domain and
    is drawn again (up to :data:`REDRAWS` times). At each point the sides must agree to :data:`AGREEMENT_DIGITS`
-   digits relative to the size of their terms; where they do not, the point is evaluated again at twice the
-   precision: a difference that shrinks is round-off of an exact zero, one that stays is a failure, reported
+   digits relative to the size of their terms, or differ by no more than their combined error estimate; the
+   digits stated are the fewer of those agreeing and those the error estimate establishes ("to 29 digits
+   (quadrature-limited)"), and fewer than :data:`AGREEMENT_DIGITS` established leave the step unchecked. Where the
+   sides differ beyond both, the point is evaluated again at twice the precision: a difference that shrinks, or
+   falls within the estimates there, is round-off or quadrature error, one that stays is a failure, reported
    with the point and both sides' values. Two Gaussian expectations over the same laws but for variables their
    integrands are polynomials in are compared by those integrands, the other variables averaged exactly, at
    random values of the shared ones (a step that averages conditionally needs no quadrature);
@@ -98,7 +102,7 @@ import select
 import signal
 import struct
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Iterable
@@ -111,7 +115,7 @@ from sympy.matrices.expressions.matexpr import MatrixElement
 
 from ..base.files import fingerprint, read_entry, write_entry
 from ..base.cache import cache_directory
-from .expectation import Expectation, QuadratureShort, by_linearity, integral_value
+from .expectation import Expectation, QuadratureShort, by_linearity, integral_estimate
 
 OUTCOMES = ("symbolic", "numeric", "failed", "definition", "assumption", "condition", "unchecked")
 """The outcome of a step: proved symbolically, agrees numerically, fails at a shown point, marked (a definition or an
@@ -166,8 +170,9 @@ ANNOUNCE_AFTER = 2.0
 @dataclass(frozen=True)
 class StepCheck:
     """The outcome of a step (or of one comparison): ``outcome`` (:data:`OUTCOMES`), a sentence, the earlier step
-    it was compared with (1-based), and for a numeric check the points, the fewest agreeing digits, and for a
-    failure the point (name → value) and both sides' values there."""
+    it was compared with (1-based), and for a numeric check the points, the fewest agreeing digits (no more than
+    the numeric evaluation of the sides established: ``limited`` when a quadrature's error estimate, not the
+    agreement of the sides, set them), and for a failure the point (name → value) and both sides' values there."""
 
     outcome: str
     detail: str
@@ -176,6 +181,7 @@ class StepCheck:
     digits: float | None = None
     point: dict = field(default_factory=dict)
     values: tuple = ()
+    limited: bool = False
 
     def __post_init__(self):
         if self.outcome not in OUTCOMES:
@@ -191,11 +197,15 @@ class StepCheck:
         return self.outcome in ("symbolic", "numeric", "failed")
 
     def label(self) -> str:
-        """A short phrase for the report: "proved symbolically", "agrees at 5 points to 29 digits", …"""
+        """A short phrase for the report: "proved symbolically", "agrees at 5 points to ≥ 29 digits", "agrees at 3
+        points to 27 digits (quadrature-limited)", …"""
         against = f" (against step {self.against})" if self.against else ""
         if self.outcome == "symbolic":
             return f"proved symbolically{against}: {self.detail}"
         if self.outcome == "numeric":
+            if self.limited:
+                return (f"agrees at {self.points} random points to {math.floor(self.digits)} digits "
+                        f"(quadrature-limited){against}")
             return f"agrees at {self.points} random points to ≥ {self.digits:.0f} digits{against}"
         if self.outcome == "failed":
             where = ", ".join(f"{k} = {v}" for k, v in self.point.items())
@@ -209,12 +219,13 @@ class StepCheck:
 
     def as_dict(self) -> dict:
         return {"outcome": self.outcome, "detail": self.detail, "against": self.against, "points": self.points,
-                "digits": self.digits, "point": dict(self.point), "values": list(self.values), "label": self.label()}
+                "digits": self.digits, "point": dict(self.point), "values": list(self.values), "limited": self.limited,
+                "label": self.label()}
 
     @classmethod
     def from_dict(cls, data: dict) -> "StepCheck":
         return cls(data["outcome"], data["detail"], data.get("against"), data.get("points", 0), data.get("digits"),
-                   dict(data.get("point") or {}), tuple(data.get("values") or ()))
+                   dict(data.get("point") or {}), tuple(data.get("values") or ()), bool(data.get("limited", False)))
 
 
 def _unchecked(why: str, against: int | None = None) -> StepCheck:
@@ -705,8 +716,9 @@ def _combined(parts: list[StepCheck]) -> StepCheck:
         return StepCheck("symbolic", "; ".join(sorted({p.detail for p in parts})), against)
     if all(p.checked for p in parts):
         numeric = [p for p in parts if p.outcome == "numeric"]
-        return StepCheck("numeric", f"{n} parts", against, max(p.points for p in numeric),
-                         min(p.digits for p in numeric))
+        weakest = min(numeric, key=lambda p: p.digits)
+        return StepCheck("numeric", f"{n} parts", against, max(p.points for p in numeric), weakest.digits,
+                         limited=weakest.limited)
     checked = [str(k) for k, p in enumerate(parts, 1) if p.checked]
     reasons = "; ".join(sorted({p.detail for p in parts if not p.checked}))
     prefix = f"parts {', '.join(checked)} of {n} hold, the others: " if checked else ""
@@ -880,8 +892,7 @@ def _taken_at(outcome: StepCheck, substitute: dict, what: str = "the earlier for
         at = f"the step's values of {_names(substitute)}"
         if len(at) > TAKEN_AT_CHARACTERS:
             at = f"the step's {len(substitute)} values"
-    return StepCheck(outcome.outcome, f"{outcome.detail}; {what} taken at {at}", outcome.against,
-                     outcome.points, outcome.digits, outcome.point, outcome.values)
+    return replace(outcome, detail=f"{outcome.detail}; {what} taken at {at}")
 
 
 def _condition_on(symbol, context: _Context):
@@ -895,8 +906,7 @@ def _condition_on(symbol, context: _Context):
 def _with_against(outcome: StepCheck, against: int | None) -> StepCheck:
     if against is None or outcome.against == against:
         return outcome
-    return StepCheck(outcome.outcome, outcome.detail, against, outcome.points, outcome.digits, outcome.point,
-                     outcome.values)
+    return replace(outcome, against=against)
 
 
 def _names(symbols: Iterable) -> str:
@@ -1113,8 +1123,7 @@ def _compare(a, b, rng: random.Random) -> StepCheck:
 
 
 def _noted(outcome: StepCheck, note: str) -> StepCheck:
-    return StepCheck(outcome.outcome, f"{outcome.detail}; {note}", outcome.against, outcome.points, outcome.digits,
-                     outcome.point, outcome.values)
+    return replace(outcome, detail=f"{outcome.detail}; {note}")
 
 
 def _decided(a, b, rng: random.Random, why, unknown, quadrature) -> StepCheck:
@@ -1147,7 +1156,8 @@ def _conditionally(a, b, rng: random.Random) -> StepCheck | None:
         return None
     names = ", ".join(sorted(str(law[0]) for law in common))
     return StepCheck("numeric", f"{outcome.detail}; the integrands agree given {names} (the other variables "
-                                f"averaged exactly)", points=outcome.points, digits=outcome.digits)
+                                f"averaged exactly)", points=outcome.points, digits=outcome.digits,
+                     limited=outcome.limited)
 
 
 def _averaged(expectation: Expectation, common: set):
@@ -1269,7 +1279,7 @@ def _with_unknowns(a, b, unknown: set, rng: random.Random) -> StepCheck:
     outcome = _numeric(left, right, rng, POINTS)
     if outcome.outcome == "numeric":
         return StepCheck("numeric", f"{outcome.detail}, with {names} replaced by generic ones drawn at random",
-                         points=outcome.points, digits=outcome.digits)
+                         points=outcome.points, digits=outcome.digits, limited=outcome.limited)
     if outcome.failed and functions:
         return _unchecked(f"holds {names}: the sides differ when they are replaced by generic ones, so the step "
                           f"rests on what they are")
@@ -1372,24 +1382,54 @@ def _unevaluable(expression) -> str | None:
 
 
 def _numeric(a, b, rng: random.Random, points: int = POINTS) -> StepCheck:
-    """a = b at ``points`` admissible random points (30 digits), or the first point where they differ."""
+    """a = b at ``points`` admissible random points (30 digits), or the first point where they differ. The digits
+    of agreement at a point are at most those its evaluation established (the sides' quadrature error estimates,
+    :func:`_agreed`); a difference within them is agreement to those digits, never a failure, and fewer than
+    :data:`AGREEMENT_DIGITS` established leave the step unchecked."""
     structured = _is_structured(a) or _is_structured(b)
     plan = _sign_plan(a, b, rng, points)
-    digits = []
+    agreements = []
     for number in range(1, points + 1):
         _CLOCK.trying = f"the numeric check at point {number} of {points}, {WORKING_DIGITS} digits"
         drawn = _admissible(a, b, rng, structured, plan[number - 1])
         if isinstance(drawn, str):
             return _unchecked(drawn)
-        point, (left, right) = drawn
-        agreement = _agreement(left, right)
-        if agreement < AGREEMENT_DIGITS:
-            agreement = _recheck(a, b, point, left, right)
+        point, (left, right), error = drawn
+        agreement = _agreed(left, right, error)
+        if agreement is None:
+            agreement = _recheck(a, b, point, left, right, error)
             if agreement is None:
                 return StepCheck("failed", f"the sides differ in the {_ordinal(_agreement(left, right))} digit",
                                  points=number, point=_shown(point), values=(_text(left), _text(right)))
-        digits.append(agreement)
-    return StepCheck("numeric", f"{points} points", points=points, digits=min(digits))
+        digits, limited = agreement
+        if digits < AGREEMENT_DIGITS:
+            return _unchecked(f"its quadrature reached only {math.floor(digits)} digits at point {number} (the "
+                              f"sides agree within its error estimate; {AGREEMENT_DIGITS} are needed)")
+        agreements.append(agreement)
+    digits, limited = min(agreements)
+    return StepCheck("numeric", f"{points} points", points=points, digits=digits, limited=limited)
+
+
+def _established(error, scale) -> float:
+    """Digits that an absolute ``error`` (the sides' quadrature error estimates together) leaves of values of
+    size ``scale``: :data:`WORKING_DIGITS` when nothing was estimated."""
+    if not error:
+        return float(WORKING_DIGITS)
+    if not scale:
+        return 0.0
+    return max(0.0, min(float(WORKING_DIGITS), float(-sympy.log(sympy.sympify(error) / scale, 10))))
+
+
+def _agreed(left, right, error, scale=None) -> tuple[float, bool] | None:
+    """(digits, quadrature-limited) if the sides agree at this point: to :data:`AGREEMENT_DIGITS` digits relative
+    to ``scale`` (default: the larger side), or within their combined error estimate ``error``; the digits are
+    then the fewer of those agreeing and those ``error`` establishes, quadrature-limited where the latter are
+    fewer. None if they differ beyond both."""
+    scale = max(_size(left), _size(right)) if scale is None else scale
+    agreement, established = _agreement(left, right, scale), _established(error, scale)
+    if agreement < AGREEMENT_DIGITS and not _gap(left, right) <= error:
+        return None
+    return min(agreement, established), established <= agreement and established < WORKING_DIGITS
 
 
 def _sign_plan(a, b, rng: random.Random, points: int = POINTS) -> list[dict]:
@@ -1407,24 +1447,25 @@ def _sign_plan(a, b, rng: random.Random, points: int = POINTS) -> list[dict]:
 
 
 def _admissible(a, b, rng: random.Random, structured: bool, signs: dict):
-    """(point, (left, right)): a point where both sides are finite, real where possible (a point where a side
-    is not real while the symbols are lies outside the domain: drawn again, with free signs after half the
-    tries); a string if none can be had."""
+    """(point, (left, right), their combined error estimate): a point where both sides are finite, real where
+    possible (a point where a side is not real while the symbols are lies outside the domain: drawn again, with
+    free signs after half the tries); a string if none can be had."""
     fallback = None
     for attempt in range(REDRAWS + 1):
         signs = signs if attempt < REDRAWS // 2 else {}
         point = _draw(a, b, rng, signs) if structured else _draw_scalars(a, b, rng, signs)
         if isinstance(point, str):
             return point
-        values = [_evaluate(side, point, WORKING_DIGITS) for side in (a, b)]
-        why = next((v for v in values if isinstance(v, str)), None)
+        estimates = [_estimated(side, point, WORKING_DIGITS) for side in (a, b)]
+        why = next((v for v in estimates if isinstance(v, str)), None)
         if why:
             return why
-        if any(v is None for v in values):
+        if any(v is None for v in estimates):
             continue
+        values, error = [v for v, _ in estimates], sum(e for _, e in estimates)
         if all(_is_real(v) for v in values):
-            return point, tuple(v.applyfunc(sympy.re) if _is_matrix(v) else sympy.re(v) for v in values)
-        fallback = fallback or (point, tuple(values))
+            return point, tuple(v.applyfunc(sympy.re) if _is_matrix(v) else sympy.re(v) for v in values), error
+        fallback = fallback or (point, tuple(values), error)
     return fallback or f"no point among {REDRAWS + 1} drawn where both sides are finite"
 
 
@@ -1470,22 +1511,26 @@ def _ordinal(digits: float) -> str:
     return {1: "1st", 2: "2nd", 3: "3rd"}.get(k, f"{k}th")
 
 
-def _recheck(a, b, point: dict, left, right) -> float | None:
-    """The digits agreeing, relative to the size of the sides' terms, if the difference is round-off of an exact
-    zero (it shrinks when the precision doubles); None if it is a real difference (it stays)."""
+def _recheck(a, b, point: dict, left, right, error=0) -> tuple[float, bool] | None:
+    """(digits, quadrature-limited) as :func:`_agreed`, relative to the size of the sides' terms, if the
+    difference is round-off of an exact zero (it shrinks when the precision doubles) or, at twice the precision,
+    within the sides' error estimates; None if it is a real difference (it stays)."""
     terms = max(_term_scale(a, point), _term_scale(b, point), _size(left), _size(right))
-    agreement = _agreement(left, right, terms)
-    if agreement >= AGREEMENT_DIGITS:
+    agreement = _agreed(left, right, error, terms)
+    if agreement is not None:
         return agreement
     _CLOCK.trying = f"the {2 * WORKING_DIGITS}-digit re-check of a mismatch"
-    again = [_evaluate(side, point, 2 * WORKING_DIGITS) for side in (a, b)]
+    again = [_estimated(side, point, 2 * WORKING_DIGITS) for side in (a, b)]
     if any(v is None or isinstance(v, str) for v in again):
         return None
-    gap, gap2 = _gap(left, right), _gap(*again)
+    (left2, error2), (right2, other2) = again
+    gap, gap2 = _gap(left, right), _gap(left2, right2)
     if gap == sympy.oo:
         return None
-    if gap2 <= gap * 10.0 ** (-WORKING_DIGITS / 2):
-        return float(WORKING_DIGITS) if gap2 == 0 else min(float(WORKING_DIGITS), _agreement(*again, terms))
+    if gap2 <= gap * 10.0 ** (-WORKING_DIGITS / 2) or gap2 <= error2 + other2:
+        established = _established(error2 + other2, terms)
+        agreement = float(WORKING_DIGITS) if gap2 == 0 else min(float(WORKING_DIGITS), _agreement(left2, right2, terms))
+        return min(agreement, established), established <= agreement and established < WORKING_DIGITS
     return None
 
 
@@ -1504,12 +1549,22 @@ def _term_scale(expression, point: dict) -> float:
 def _evaluate(expression, point: dict, digits: int):
     """The value of ``expression`` at ``point`` to ``digits`` digits (sympy's evalf over mpmath); None where it
     is not finite; a string (why) where it is not a number."""
+    estimate = _estimated(expression, point, digits)
+    return estimate[0] if isinstance(estimate, tuple) else estimate
+
+
+def _estimated(expression, point: dict, digits: int):
+    """(the value of ``expression`` at ``point`` to ``digits`` digits, an estimate of its absolute error from
+    quadrature: each Gaussian expectation's and definite integral's own estimate times the side's sensitivity to
+    it, :func:`_propagated`; 0 where there is none); None where it is not finite; a string (why) where it is not a
+    number."""
     try:
-        expression = _expectations_at(expression, point, digits)
+        expression, quadratures = _expectations_at(expression, point, digits)
         if expression is None:
             return None
-        explicit = _integrals_at(_explicit(expression, point), digits)
-        value = explicit.applyfunc(lambda e: sympy.N(e, digits)) if _is_matrix(explicit) else sympy.N(explicit, digits)
+        explicit, integrals = _integrals_at(_explicit(expression, point), digits)
+        quadratures.update(integrals)
+        value = _number(explicit, {d: v for d, (v, _) in quadratures.items()}, digits)
     except QuadratureShort as short:
         return f"its quadrature falls short: {short}"
     except (ZeroDivisionError, ValueError, OverflowError, TypeError, ArithmeticError, mpmath.libmp.NoConvergence):
@@ -1519,41 +1574,72 @@ def _evaluate(expression, point: dict, digits: int):
             return None
         if not entry.is_number or entry.free_symbols or entry.atoms(sympy.Integral, sympy.Sum, sympy.Product):
             return f"evalf leaves {entry if len(str(entry)) < 80 else type(entry).__name__} unevaluated"
-    return value
+    try:
+        return value, _propagated(explicit, quadratures, value, digits)
+    except (ZeroDivisionError, ValueError, OverflowError, TypeError, ArithmeticError):
+        return None
+
+
+def _number(explicit, values: dict, digits: int):
+    """``explicit`` with the quadratures' stand-ins replaced by ``values``, to ``digits`` digits."""
+    explicit = explicit.xreplace(values) if values else explicit
+    return explicit.applyfunc(lambda e: sympy.N(e, digits)) if _is_matrix(explicit) else sympy.N(explicit, digits)
+
+
+def _propagated(explicit, quadratures: dict, value, digits: int):
+    """Σ |∂side/∂qᵢ| εᵢ over the quadratures qᵢ (stand-in → (value, error estimate εᵢ)) of a side: each derivative
+    a difference quotient, qᵢ moved by max(εᵢ, 10⁻¹² |qᵢ|) so that the difference stands clear of the evaluation's
+    rounding."""
+    values = {d: v for d, (v, _) in quadratures.items()}
+    total = 0
+    for d, (v, error) in quadratures.items():
+        if not error:
+            continue
+        error = sympy.Float(error, 5)
+        step = max(error, sympy.Float(10.0 ** -12) * max(abs(v), 1))
+        moved = _number(explicit, {**values, d: v + step}, digits)
+        total += _gap(moved, value) / step * error
+    return total
 
 
 def _integrals_at(expression, digits: int):
-    """``expression`` with each definite integral free of symbols replaced by its value
-    (:func:`.expectation.integral_value`: a Gaussian weight's expectation, exactly where it can be conditioned,
-    else mpmath.quad of bounded degree whose error estimate is checked)."""
+    """(``expression`` with each definite integral free of symbols replaced by a stand-in symbol, stand-in →
+    (value, error estimate)) (:func:`.expectation.integral_estimate`: a Gaussian weight's expectation, exactly
+    where it can be conditioned, else mpmath.quad of bounded degree whose error estimate is checked)."""
     if not isinstance(expression, sympy.Basic) or not expression.has(sympy.Integral):
-        return expression
+        return expression, {}
     prec = sympy.core.evalf.dps_to_prec(digits) + 8
+    found: dict = {}
 
     def value(e):
-        number = integral_value(e, prec)
+        number, error = integral_estimate(e, prec)
         if mpmath.im(number) == 0:
-            return sympy.Float(mpmath.re(number), prec)
-        return sympy.Float(mpmath.re(number), prec) + sympy.I * sympy.Float(mpmath.im(number), prec)
+            number = sympy.Float(mpmath.re(number), prec)
+        else:
+            number = sympy.Float(mpmath.re(number), prec) + sympy.I * sympy.Float(mpmath.im(number), prec)
+        stand_in = sympy.Dummy("integral")
+        found[stand_in] = (number, error)
+        return stand_in
 
-    return expression.replace(lambda e: isinstance(e, sympy.Integral) and not e.free_symbols, value)
+    return expression.replace(lambda e: isinstance(e, sympy.Integral) and not e.free_symbols, value), found
 
 
 def _expectations_at(expression, point: dict, digits: int):
-    """``expression`` with each Gaussian expectation replaced by its value at ``point`` (a quadrature, with the
-    expectation compiled once for all points: :meth:`.expectation.Expectation.value_at`); None where one is not
-    finite there."""
+    """(``expression`` with each Gaussian expectation replaced by a stand-in symbol, stand-in → (its value at
+    ``point``, its error estimate)) (a quadrature, with the expectation compiled once for all points:
+    :meth:`.expectation.Expectation.estimate_at`); (None, {}) where one is not finite there."""
     if not isinstance(expression, sympy.Basic) or not expression.has(Expectation):
-        return expression
+        return expression, {}
     values = point if "integers" not in point else {**point["integers"], **point["scalars"]}
-    replaced = {}
+    replaced, found = {}, {}
     for e in expression.atoms(Expectation):
         if e.is_gaussian and not any(isinstance(s, sympy.MatrixSymbol) for s in e.free_symbols):
-            value = e.value_at(values, sympy.core.evalf.dps_to_prec(digits) + 8)
-            if value is None:
-                return None
-            replaced[e] = value
-    return expression.xreplace(replaced)
+            estimate = e.estimate_at(values, sympy.core.evalf.dps_to_prec(digits) + 8)
+            if estimate is None:
+                return None, {}
+            replaced[e] = sympy.Dummy("expectation")
+            found[replaced[e]] = estimate
+    return expression.xreplace(replaced), found
 
 
 def _explicit(expression, point: dict):
