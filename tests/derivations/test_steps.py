@@ -8,14 +8,14 @@ import textwrap
 
 import pytest
 import sympy
-from sympy import Eq, FiniteSet, Integral, IndexedBase, MatrixSymbol, O, Sum, Symbol, exp, oo, pi, sqrt
+from sympy import Eq, FiniteSet, Integral, IndexedBase, MatrixSymbol, O, Rational, Sum, Symbol, exp, oo, pi, sqrt
 
 from attnverify.base.files import unpack_entry
 from attnverify.checks import run_claim
 from attnverify.derivations import kept, steps
 from attnverify.derivations.derivation import DerivationRecorder
 from attnverify.derivations.expectation import Expectation, gaussian
-from attnverify.derivations.steps import compare
+from attnverify.derivations.steps import StepCheck, compare
 from attnverify.base.cache import cache_directory
 from attnverify.report.markdown import derivation_markdown
 from attnverify.report.render import derivation_html
@@ -441,3 +441,27 @@ def test_a_whole_derivation_is_kept_on_disk(monkeypatch):
     steps.check_derivation.cache_clear()
     monkeypatch.setattr(steps, "_walked", lambda d: pytest.fail("a kept derivation is walked again"))
     assert derivation.checks() == first
+
+
+def test_a_quadrature_limited_check_states_the_digits_its_error_estimate_leaves():
+    """∫_{−1}^{1} = 2∫_0^1 of an even integrand with poles at ±i/√48: mpmath.quad's estimate leaves about 29 of
+    the 30 digits, and the label says 29, quadrature-limited; a planted factor 1 + 10⁻⁵ fails."""
+    t = Symbol("t", real=True)
+    integrand = sympy.exp(-t**2) / (Rational(1, 48) + t**2)
+    whole, half = sympy.Integral(integrand, (t, -1, 1)), 2 * sympy.Integral(integrand, (t, 0, 1))
+    right = compare(whole, half, budget=10)
+    assert right.outcome == "numeric" and right.limited and 20 <= right.digits < 30
+    assert "to 29 digits (quadrature-limited)" in right.label()
+    assert StepCheck.from_dict(right.as_dict()) == right
+    assert compare(whole, half * (1 + Rational(1, 10**5)), budget=10).failed
+
+
+def test_a_difference_within_the_error_estimate_is_agreement_to_the_digits_it_leaves():
+    """Sides 10⁻¹⁵ apart with a combined error estimate of 2·10⁻¹⁵ agree to the 14.7 digits it leaves (too few to
+    pass :func:`steps._numeric`, which leaves such a step unchecked, never failed); 10⁻²² apart with no estimate,
+    to 22; 10⁻¹² apart with an estimate of 10⁻²⁵ they differ."""
+    one = sympy.Float(1, 40)
+    assert steps._agreed(one, one + sympy.Float("1e-15", 40), sympy.Float("2e-15")) == (pytest.approx(14.7, abs=0.01),
+                                                                                       True)
+    assert steps._agreed(one, one + sympy.Float("1e-22", 40), 0) == (pytest.approx(22), False)
+    assert steps._agreed(one, one + sympy.Float("1e-12", 40), sympy.Float("1e-25")) is None
