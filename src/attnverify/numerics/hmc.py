@@ -307,6 +307,23 @@ def run_chains(potential_and_gradient: PotentialAndGradient, x, *, rng, warmup: 
                     state.steps, evaluations)
 
 
+def refuse_what_cannot_fit(chains: int, dimension: int, *, warmup: int, draws: int, record_bytes: int,
+                           mass_matrix: str = "identity", backend: Backend | None = None) -> None:
+    """Refuse, before the first transition, a run of :func:`run_chains` whose kept draws cannot fit in memory:
+    ``draws`` kept records of ``record_bytes`` bytes each (all chains together) plus the (chains, draws) float64
+    acceptance and bool divergences, counted twice (the list of draws and the array they are stacked into), on
+    the host; with ``mass_matrix="diagonal"`` also the longest slow window of ``warmup`` draws (chains × dimension
+    float64, counted twice for its concatenation) on ``backend``'s device. Named ``draws`` and ``warmup``."""
+    kept = 2 * draws * (record_bytes + 9 * chains)
+    arguments.fits_in_memory("draws", kept, f"{draws} kept draws of {chains} chains ({record_bytes} bytes a draw, "
+                             "and their acceptances; stored, then stacked)", value=draws)
+    if mass_matrix == "diagonal":
+        window = max((end - start for start, end in adaptation_windows(warmup)), default=0)
+        arguments.fits_in_memory("warmup", 2 * 8 * window * chains * dimension,
+                                 f"the {window} draws of warm-up's longest mass window ({chains} chains × {dimension} "
+                                 "float64, kept, then concatenated)", value=warmup, backend=backend)
+
+
 def sample(potential_and_gradient: PotentialAndGradient, x0, *, seed: int, warmup: int, draws: int,
            backend: Backend | str | None = None, **kernel_options) -> tuple[Any, dict]:
     """Plain batched HMC on Φ from x0 (C, d): draws shaped (d, C, draws) on the host, and statistics.
@@ -328,6 +345,8 @@ def sample(potential_and_gradient: PotentialAndGradient, x0, *, seed: int, warmu
                         "target_acceptance, max_steps, jitter and mass_matrix")
     rng = backend.random(seed)
     x = arguments.array("x0", backend.to_numpy(x0) if hasattr(x0, "dtype") else x0, backend, ndim=2)
+    refuse_what_cannot_fit(x.shape[0], x.shape[1], warmup=warmup, draws=draws, record_bytes=8 * x.size,
+                           mass_matrix=kernel_options.get("mass_matrix", "identity"), backend=backend)
     potential, gradient = potential_and_gradient(x)
     if np.shape(potential) != x.shape[:1] or np.shape(gradient) != x.shape:
         raise ValueError(f"potential_and_gradient must return Φ of shape {x.shape[:1]} and ∇Φ of shape {x.shape} "

@@ -78,6 +78,8 @@ class CollapsedNetworkPosterior:
         self.temperature = arguments.positive("temperature", temperature)
         self.P = self.X.shape[0]
         self.size = int(np.prod(network.weight_shape))
+        arguments.fits_in_memory("X", 8 * self.P * self.P, f"the P × P identity of its P = {self.P} rows",
+                                 backend=be)
         self.identity = be.xp.eye(self.P)
 
     def _weights(self, x):
@@ -154,6 +156,22 @@ GENERALISATION_ERROR = "generalisation_error"
 """The name under which :func:`sample_order_parameters` reports the test error (with ``test=``)."""
 
 
+def _refuse_chains_that_cannot_fit(posterior: CollapsedNetworkPosterior, chains: int, tests: int) -> None:
+    """Refuse, before the first draw, chains whose working memory cannot fit, by name: per chain, the weights
+    with their momentum, gradient and leapfrog copies (6 × size float64), the features Φ and their gradient on the
+    training and test inputs ((2P + 2Q) × M, M the units, weight_shape[0]), and five P × P and four M × M matrices
+    (K, its factor, its inverse, G, ααᵀ; Λ, its factor, its inverse, E[aaᵀ]). One chain that cannot fit names the
+    larger part: ``network`` (its weights and units) or ``X`` (the training inputs); more chains name ``chains``."""
+    P, M, size = posterior.P, int(posterior.network.weight_shape[0]), posterior.size
+    weights, data = 8 * (6 * size + 4 * M * M), 8 * ((2 * P + 2 * tests) * M + 5 * P * P)
+    name = "network" if weights >= data else "X"
+    arguments.fits_in_memory(name, weights + data, f"one chain's weights ({size}), features (P = {P} inputs, "
+                             f"M = {M} units) and P × P kernels", backend=posterior.backend)
+    arguments.fits_in_memory("chains", chains * (weights + data), f"{chains} chains' weights ({size} each), features "
+                             f"(P = {P} inputs, M = {M} units) and P × P kernels", value=chains,
+                             backend=posterior.backend)
+
+
 def sample_order_parameters(network: Network, X, y, *, temperature: float, chains: int = 8, warmup: int = 500,
                             draws: int = 1000, seed: int = 0, backend=None, test=None) -> SampledOrderParameters:
     """Sample the collapsed posterior of the hidden weights and estimate the network's order parameters; with
@@ -168,6 +186,8 @@ def sample_order_parameters(network: Network, X, y, *, temperature: float, chain
                              f"{X_test.shape[1]}")
         y_test = be.asarray(arguments.array("y_test", test[1], shape=(X_test.shape[0],)))
     chains = arguments.integer("chains", chains, 2)
+    warmup, draws = arguments.integer("warmup", warmup, 1), arguments.integer("draws", draws, 4)
+    _refuse_chains_that_cannot_fit(posterior, chains, 0 if X_test is None else int(X_test.shape[0]))
     rng = be.random(arguments.integer("seed", seed, 0))
     x0 = rng.standard_normal((chains, posterior.size))
 
@@ -180,8 +200,12 @@ def sample_order_parameters(network: Network, X, y, *, temperature: float, chain
             values[GENERALISATION_ERROR] = error
         return {name: be.to_numpy(value) for name, value in values.items()}
 
-    run = hmc.run_chains(posterior.potential_and_gradient, x0, rng=rng, warmup=arguments.integer("warmup", warmup, 1),
-                         draws=arguments.integer("draws", draws, 4), backend=be, record=record)
+    # one record at the start gives the bytes of every kept draw (the network chooses its order parameters' shapes)
+    record_bytes = sum(np.asarray(value).nbytes for value in record(x0).values())
+    hmc.refuse_what_cannot_fit(chains, posterior.size, warmup=warmup, draws=draws, record_bytes=record_bytes,
+                               backend=be)
+    run = hmc.run_chains(posterior.potential_and_gradient, x0, rng=rng, warmup=warmup, draws=draws, backend=be,
+                         record=record)
     names = list(run.records[0])
     draws = {name: np.stack([r[name] for r in run.records], axis=1) for name in names}  # (C, draws, …)
     summaries = {name: summarize(np.moveaxis(values, (0, 1), (-2, -1))) for name, values in draws.items()}

@@ -30,7 +30,7 @@ import numpy as np
 
 from ...base import arguments, blas
 from ...numerics.diagnostics import ChainSummary, summarize
-from ...numerics.hmc import MASS_MATRICES, run_chains
+from ...numerics.hmc import MASS_MATRICES, refuse_what_cannot_fit, run_chains
 from ...numerics.statistics import Estimate
 from .collapsed import CollapsedPosterior
 from .posterior import NetworkPosterior, Weights
@@ -112,6 +112,9 @@ class PosteriorSamples:
         if replicates < 2:
             raise ValueError(f"replicates must be an integer ≥ 2: a standard error needs at least 2 replicates, "
                              f"got {replicates}")
+        # the redrawn means, their signs' agreement and a temporary: about 3 float64 numbers per replicate and point
+        arguments.fits_in_memory("replicates", 3 * 8 * replicates * y.size,
+                                 f"{replicates} redrawn means of {y.size} test points", value=replicates)
         rng = np.random.default_rng(arguments.integer("seed", seed, 0))
         accuracy = float(np.mean(np.sign(summary.mean) == y))
         redrawn = summary.mean + summary.mcse * rng.standard_normal((replicates, y.size))
@@ -264,8 +267,28 @@ def sample_posterior(posterior: NetworkPosterior, *, seed: int, settings: Sample
     if X_test is not None:
         X_test = arguments.array("X_test", be.to_numpy(X_test) if hasattr(X_test, "dtype") else X_test, be,
                                  shape=(None, posterior.input_width, posterior.paths))
+    _refuse_what_cannot_fit(posterior, settings, X_test)
     with blas.threads(1):  # the chains' matrices are P × P: one BLAS thread is faster (numerics.blas)
         return _run(posterior, rng, seed, settings, X_test, progress, method)
+
+
+def _refuse_what_cannot_fit(posterior: NetworkPosterior, settings: SamplerSettings, X_test) -> None:
+    """Refuse, before the first draw, chains or draws that cannot fit in memory, by name. Per chain on the device:
+    the weights with their momentum, gradient and leapfrog copies (6 × dimension float64) and the potential's
+    work, at most four P × P matrices (kernel, its Cholesky factor, solves) and the lifted features X̃(I ⊗ U)
+    (P·N0·𝓗); per kept draw of a chain on the host: U_ℓ (D_ℓ × D_ℓ, D_ℓ = Π_{m ≥ ℓ} H_m), U_a and the test
+    outputs."""
+    chains, P = settings.chains, posterior.examples
+    per_chain = 8 * (6 * posterior.dimension + 4 * P * P + P * posterior.input_width * posterior.paths)
+    arguments.fits_in_memory("chains", chains * per_chain,
+                             f"{chains} chains of {posterior.dimension} weights each, with their P × P kernels "
+                             f"(P = {P})", value=chains, backend=posterior.backend)
+    heads = posterior.config.heads
+    per_draw = sum(math.prod(heads[level:]) ** 2 for level in range(len(heads))) + 1
+    per_draw += 0 if X_test is None else int(X_test.shape[0])
+    refuse_what_cannot_fit(chains, posterior.dimension, warmup=settings.warmup, draws=settings.draws,
+                           record_bytes=8 * chains * per_draw, mass_matrix=settings.mass_matrix,
+                           backend=posterior.backend)
 
 
 def _run(posterior: NetworkPosterior, rng, seed: int, settings: SamplerSettings, X_test, progress,

@@ -7,6 +7,7 @@ theory hold for any fixed heads), and as the stand-in of the one-shot image task
 
 from __future__ import annotations
 
+import math
 import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +17,30 @@ import numpy as np
 
 from ...base import arguments, blas
 from .features import READOUTS, fixed_head_path_features
+
+
+def _refuse_what_cannot_fit(P: int, heads: tuple[int, ...], input_width: int, tokens: int, chunk: int,
+                            workers: int) -> None:
+    """Refuse, before drawing, sizes whose arrays cannot fit, each by the argument that makes it: the head weights
+    and one example's features (ΣH_ℓ × N0² + N0·𝓗 float64) by ``input_width`` or ``heads``, the larger; one example's tokens, scores and features
+    (N0·S + 2·S²·ΣH_ℓ + N0·𝓗 float64, scores with their softmax) by ``tokens``; the chunks in flight
+    (2·workers + 1 of ``chunk`` examples) by ``chunk``; and X (P × N0 × 𝓗), its signal and labels with all of that
+    by ``P``."""
+    paths, heads_total = math.prod(heads), sum(heads)
+    weights = 8 * heads_total * input_width * input_width
+    example = 8 * (input_width * tokens + 2 * tokens * tokens * heads_total + input_width * paths)
+    # the head weights and one example's features grow with N0 and with the heads: the larger factor names them
+    name, value = ("heads", heads) if max(heads_total, paths) > input_width else ("input_width", input_width)
+    arguments.fits_in_memory(name, weights + 8 * input_width * paths, f"the head weights ({heads_total} matrices "
+                             f"N0 × N0, N0 = {input_width}) and one example's {paths} path features", value=value)
+    arguments.fits_in_memory("tokens", weights + example, f"one example's tokens and scores (N0 = {input_width}, "
+                             f"ΣH = {heads_total}) with the head weights", value=tokens)
+    in_flight = weights + (2 * workers + 1) * chunk * example
+    arguments.fits_in_memory("chunk", in_flight, f"{2 * workers + 1} chunks in flight of {chunk} examples each",
+                             value=chunk)
+    arguments.fits_in_memory("P", in_flight + 8 * P * (input_width * paths + 3),
+                             f"the features X (P × N0 × 𝓗 = P × {input_width} × {paths} float64) with the chunks in "
+                             "flight", value=P)
 
 
 def synthetic_problem(
@@ -51,6 +76,7 @@ def synthetic_problem(
     readout = arguments.one_of("readout", readout, READOUTS)
     chunk = arguments.integer("chunk", chunk, 1)
     workers = min(8, os.cpu_count() or 1) if workers is None else arguments.integer("workers", workers, 1)
+    _refuse_what_cannot_fit(P, heads, input_width, tokens, min(chunk, P), workers)
     rng = np.random.default_rng(arguments.integer("seed", seed, 0))
     weights = [[score_scale * rng.normal(size=(input_width, input_width)) / input_width for _ in range(H)]
                for H in heads]
