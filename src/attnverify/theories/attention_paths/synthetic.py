@@ -22,10 +22,10 @@ from .features import READOUTS, fixed_head_path_features
 def _refuse_what_cannot_fit(P: int, heads: tuple[int, ...], input_width: int, tokens: int, chunk: int,
                             workers: int) -> None:
     """Refuse, before drawing, sizes whose arrays cannot fit, each by the argument that makes it: the head weights
-    and one example's features (ΣH_ℓ × N0² + N0·𝓗 float64) by ``input_width`` or ``heads``, the larger; one example's tokens, scores and features
-    (N0·S + 2·S²·ΣH_ℓ + N0·𝓗 float64, scores with their softmax) by ``tokens``; the chunks in flight
-    (2·workers + 1 of ``chunk`` examples) by ``chunk``; and X (P × N0 × 𝓗), its signal and labels with all of that
-    by ``P``."""
+    and one example's features (ΣH_ℓ × N0² + N0·𝓗 float64) by ``input_width`` or ``heads``, the larger; one
+    example's tokens, scores and features (N0·S + 2·S²·ΣH_ℓ + N0·𝓗 float64, scores with their softmax) by
+    ``tokens``; the chunks in flight (2·workers + 1 of ``chunk`` examples) by ``chunk``; and X (P × N0 × 𝓗), its
+    signal and labels with all of that by ``P``."""
     paths, heads_total = math.prod(heads), sum(heads)
     weights = 8 * heads_total * input_width * input_width
     example = 8 * (input_width * tokens + 2 * tokens * tokens * heads_total + input_width * paths)

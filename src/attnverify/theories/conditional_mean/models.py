@@ -19,7 +19,8 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.special import logsumexp
 
-from ...base.arguments import array, backend as backend_argument, generator, integer, nonnegative, positive
+from ...base.arguments import array, backend as backend_argument, fits_in_memory, generator, integer, nonnegative
+from ...base.arguments import positive
 from ...base.arguments import positive_definite_factor, real
 from ...base.backend import Backend
 from ._stable import backend_of, finite_result
@@ -27,6 +28,18 @@ from ._stable import backend_of, finite_result
 #: Gaussian conditioning by Cholesky (``posterior_by_conditioning``) keeps about 16 − log10(1 + Lτ²/σ²)
 #: digits; beyond this condition number it is refused (the closed form has no such limit).
 CONDITIONING_LIMIT = 1e8
+
+
+def _refuse_what_cannot_fit(length: int, replicates: int, per_token: int, per_replicate: int = 0,
+                            backend: Backend | None = None) -> None:
+    """Refuse, before drawing, a sample of ``replicates`` sequences of ``length`` tokens that cannot fit: each token
+    takes ``per_token`` float64 numbers (draws, results and temporaries) and each sequence ``per_replicate`` more.
+    One sequence that cannot fit names ``length``; more of them name ``replicates``."""
+    one = 8 * (length * per_token + per_replicate)
+    fits_in_memory("length", one, f"one sequence of {length} tokens ({per_token} float64 numbers each, with "
+                   "temporaries)", value=length, backend=backend)
+    fits_in_memory("replicates", replicates * one, f"{replicates} sequences of {length} tokens ({per_token} float64 "
+                   "numbers each, with temporaries)", value=replicates, backend=backend)
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,6 +109,8 @@ class GaussianKeyValueModel:
         or an integer seed."""
         be = backend_argument(backend)
         L, R = integer("length", length, 1), integer("replicates", replicates, 1)
+        # per token: z, keys and a temporary (d each); noise, values and two temporaries (d_v each)
+        _refuse_what_cannot_fit(L, R, 3 * self.d + 4 * self.d_v, backend=be)
         rng = generator(rng, be)
         chol = be.asarray(np.tril(self._factor[0]))
         z = be.asarray(rng.standard_normal(size=(R, L, self.d)))
@@ -135,6 +150,7 @@ class SineValueModel:
         """(keys (R, L, 1), values (R, L, 1)); ``rng`` a Generator or an integer seed."""
         be = backend_argument(backend)
         L, R = integer("length", length, 1), integer("replicates", replicates, 1)
+        _refuse_what_cannot_fit(L, R, 5, backend=be)  # per token: keys, sin, noise, values and a temporary
         rng = generator(rng, be)
         keys = self.key_sd * be.asarray(rng.standard_normal(size=(R, L, 1)))
         values = be.xp.sin(self.frequency * keys) + self.noise_sd * be.asarray(rng.standard_normal(size=(R, L, 1)))
@@ -157,6 +173,8 @@ class ConjugateGaussianModel:
     def sample(self, length: int, replicates: int, rng: Any) -> tuple[np.ndarray, np.ndarray]:
         """(z (R, d), tokens (R, L, d)); ``rng`` a numpy Generator or an integer seed."""
         L, R = integer("length", length, 0), integer("replicates", replicates, 1)
+        fits_in_memory("d", 8 * 4 * self.d, "one token and its latent (float64, with temporaries)", value=self.d)
+        _refuse_what_cannot_fit(L, R, 3 * self.d, 2 * self.d)  # per token: draw, scaled, tokens; per sequence: z
         rng = generator(rng)
         z = self.prior_sd * rng.standard_normal((R, self.d))
         return z, z[:, None, :] + self.token_sd * rng.standard_normal((R, L, self.d))
@@ -181,6 +199,8 @@ class ConjugateGaussianModel:
                              f"for a Cholesky solve that keeps 8 digits, got {1 + L * r:.3g} (L = {L} tokens, "
                              f"prior_sd = {self.prior_sd!r}, token_sd = {self.token_sd!r}); the closed form "
                              "derivations.conditional_mean.conjugate_posterior has no such limit")
+        # r11ᵀ, I, their sum and its factor: four L × L float64 matrices
+        fits_in_memory("tokens", 4 * 8 * L * L, f"the L × L covariance of its L = {L} tokens and its Cholesky factor")
         factor = cho_factor(r * np.ones((L, L)) + np.eye(L), lower=True)
         cross = np.full(L, r)
         mean = _finite(cross @ cho_solve(factor, X), "posterior_by_conditioning", "tokens")
@@ -217,6 +237,8 @@ class FiniteLatentModel:
         seed. (cupy's Generator has no ``choice``: there z is the inverse CDF of the prior at a uniform draw.)"""
         be = backend_argument(backend)
         L, R = integer("length", length, 1), integer("replicates", replicates, 1)
+        # per token: the draws and tokens (d each); per sequence: z and its latent's mean (d)
+        _refuse_what_cannot_fit(L, R, 2 * self.d, self.d + 2, backend=be)
         rng = generator(rng, be)
         if be.name == "numpy":
             z = rng.choice(self.latents, size=R, p=self.prior)
@@ -287,6 +309,12 @@ class LinearGaussianLatentModel:
     def sample(self, length: int, rng: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(A (d_v, d), keys (L, d), values (L, d_v)) of one sequence; ``rng`` a numpy Generator or a seed."""
         L = integer("length", length, 1)
+        latent = 2 * self.d_v * self.d  # A and its unscaled draw
+        fits_in_memory("d", 8 * (latent + self.d + 3 * self.d_v), f"the latent A (d_v × d float64, d_v = {self.d_v}) "
+                       "and one token", value=self.d)
+        # per token: the key (d), the noise, its scaled copy and the value (d_v each)
+        fits_in_memory("length", 8 * (latent + L * (self.d + 3 * self.d_v)), f"{L} tokens (keys and values, with "
+                       f"temporaries; d = {self.d}, d_v = {self.d_v}) and A", value=L)
         rng = generator(rng)
         A = self.prior_sd * rng.standard_normal((self.d_v, self.d))
         keys = rng.standard_normal((L, self.d))
@@ -297,6 +325,9 @@ class LinearGaussianLatentModel:
         (Gaussian conjugacy), solved by Cholesky."""
         K = array("keys", keys, shape=(None, self.d))
         V = array("values", values, shape=(K.shape[0], self.d_v))
+        # KᵀK, λI, the precision and its factor: four d × d float64 matrices
+        fits_in_memory("d", 4 * 8 * self.d * self.d, "the d × d posterior precision and its Cholesky factor",
+                       value=self.d)
         precision = _finite(K.T @ K + self.ridge * np.eye(self.d), "the posterior precision KᵀK + λI", "keys")
         try:
             factor = cho_factor(precision, lower=True)
