@@ -88,3 +88,144 @@ def test_the_markov_chain_and_the_conditional_mean_refuse_sizes_that_cannot_fit(
 
     with pytest.raises(ValueError, match=r"^length = 10000000000000 needs .* more than the .* of memory available"):
         attention_error(sample, lambda keys: keys, [0.0], 10**13, 2, 0)
+
+
+def _never(*args, **kwargs):
+    raise AssertionError("never reached: the size is refused first")
+
+
+def _refused(name: str):
+    return pytest.raises(ValueError, match=rf"^{name}.* more than the .* of memory available; give a smaller")
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda task, k: predictors.risk_monte_carlo(task, k, k, 1.0, 10**13, 0, batch=10**13), "batch = 10000000000000"),
+    (lambda task, k: predictors.risk_monte_carlo_full(task, k, k, 1.0, 10**13, 0, batch=10**13),
+     "batch = 10000000000000"),
+    (lambda task, k: predictors.linear_risk_monte_carlo(task, np.zeros((3, 8)), 10**13, 0, batch=10**13),
+     "batch = 10000000000000"),
+    (lambda task, k: predictors.risk_monte_carlo(make_task(4, 10**13, seed=0), np.full(4, 0.5), np.full(4, 0.5),
+                                                 1.0, 10, 0),
+     "L needs"),
+    (lambda task, k: predictors.risk_monte_carlo_full(make_task(4, 10**13, seed=0), np.full(4, 0.5), np.full(4, 0.5),
+                                                      1.0, 10, 0),
+     "L needs"),
+], ids=["risk batch", "risk_full batch", "linear_risk batch", "risk L", "risk_full L"])
+def test_the_risks_refuse_a_batch_that_cannot_fit(call, name):
+    task, k = make_task(8, 3, seed=0), np.full(8, 8**-0.5)
+    with _refused(name):
+        call(task, k)
+
+
+@pytest.mark.parametrize("arguments_, name", [
+    (dict(P=10**15), "P = 1000000000000000"),
+    (dict(P=4, input_width=10**15), "input_width = 1000000000000000"),
+    (dict(P=4, heads=(10**15,)), r"heads = \(1000000000000000,\)"),
+    (dict(P=4, tokens=10**15), "tokens = 1000000000000000"),
+    (dict(P=10**15, chunk=10**15), "chunk = 1000000000000000"),
+])
+def test_synthetic_problem_refuses_sizes_that_cannot_fit(arguments_, name):
+    from attnverify.theories.attention_paths.synthetic import synthetic_problem
+
+    with _refused(name):
+        synthetic_problem(**arguments_)
+
+
+@pytest.mark.parametrize("options, name", [
+    (dict(warmup=5, draws=10**15), "draws = 1000000000000000"),
+    (dict(warmup=10**15, draws=4, mass_matrix="diagonal"), "warmup = 1000000000000000"),
+])
+def test_hmc_refuses_draws_that_cannot_fit_before_the_first_gradient(options, name):
+    from attnverify.numerics.hmc import sample as hmc_sample
+
+    with _refused(name):
+        hmc_sample(_never, np.zeros((2, 3)), seed=0, **options)
+
+
+def _tiny_posterior():
+    from attnverify.theories.attention_paths.posterior import network_posterior
+
+    X = np.random.default_rng(0).normal(size=(4, 3, 2))
+    return network_posterior(X, np.sign(X[:, 0, 0]), heads=(2,), width=2, temperature=1.0), X
+
+
+@pytest.mark.parametrize("settings, name", [
+    (dict(chains=10**15), "chains = 1000000000000000"),
+    (dict(draws=10**15), "draws = 1000000000000000"),
+    (dict(warmup=10**15, mass_matrix="diagonal"), "warmup = 1000000000000000"),
+])
+def test_the_posterior_sampler_refuses_chains_and_draws_that_cannot_fit(monkeypatch, settings, name):
+    from attnverify.theories.attention_paths import sampling
+
+    monkeypatch.setattr(sampling, "run_chains", _never)
+    posterior, X = _tiny_posterior()
+    with _refused(name):
+        sampling.sample_posterior(posterior, seed=0, settings=settings, X_test=X)
+
+
+def test_the_posterior_accuracy_refuses_replicates_that_cannot_fit():
+    from attnverify.theories.attention_paths.sampling import sample_posterior
+
+    posterior, X = _tiny_posterior()
+    samples = sample_posterior(posterior, seed=0, settings=dict(chains=2, warmup=10, draws=4), X_test=X)
+    with _refused("replicates = 1000000000000000"):
+        samples.accuracy(np.ones(4), replicates=10**15)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda net, X: _sampled(net, X, chains=10**15), "chains = 1000000000000000"),
+    (lambda net, X: _sampled(net, X, draws=10**15), "draws = 1000000000000000"),
+    (lambda net, X: _sampled(_one_hidden_layer(10**8, 2), X), "network needs"),
+    (lambda net, X: _sampled(net, np.ones((10**7, 2))), "X needs"),
+], ids=["chains", "draws", "width", "P"])
+def test_sampled_networks_refuse_sizes_that_cannot_fit(monkeypatch, call, name):
+    from attnverify.numerics import hmc
+
+    monkeypatch.setattr(hmc, "run_chains", _never)
+    with _refused(name):
+        call(_one_hidden_layer(4, 2), np.ones((5, 2)))
+
+
+def _one_hidden_layer(width, input_dimension):
+    from attnverify.saddle.network import one_hidden_layer
+
+    return one_hidden_layer(width, input_dimension)
+
+
+def _sampled(network, X, **options):
+    from attnverify.saddle.network import sample_order_parameters
+
+    return sample_order_parameters(network, X, np.ones(len(X)), temperature=1.0, **options)
+
+
+def _conditional_mean_models():
+    from attnverify.theories.conditional_mean import models
+
+    return models
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda m: m.GaussianKeyValueModel(np.zeros(2), np.eye(2), np.eye(2), np.zeros(2), 0.1).sample(10**15, 2, 0),
+     "length = 1000000000000000"),
+    (lambda m: m.GaussianKeyValueModel(np.zeros(2), np.eye(2), np.eye(2), np.zeros(2), 0.1).sample(3, 10**15, 0),
+     "replicates = 1000000000000000"),
+    (lambda m: m.SineValueModel(1.0, 1.0, 0.1).sample(10**15, 2, 0), "length = 1000000000000000"),
+    (lambda m: m.SineValueModel(1.0, 1.0, 0.1).sample(3, 10**15, 0), "replicates = 1000000000000000"),
+    (lambda m: m.ConjugateGaussianModel(1.0, 1.0, 10**15).sample(3, 2, 0), "d = 1000000000000000"),
+    (lambda m: m.ConjugateGaussianModel(1.0, 1.0, 2).sample(10**15, 2, 0), "length = 1000000000000000"),
+    (lambda m: m.ConjugateGaussianModel(1.0, 1.0, 2).sample(0, 10**15, 0), "replicates = 1000000000000000"),
+    (lambda m: m.ConjugateGaussianModel(1e-6, 1.0, 1).posterior_by_conditioning(np.zeros((10**7, 1))),
+     "tokens needs"),
+    (lambda m: m.FiniteLatentModel([0.5, 0.5], np.zeros((2, 2))).sample(10**15, 2, 0), "length = 1000000000000000"),
+    (lambda m: m.FiniteLatentModel([0.5, 0.5], np.zeros((2, 2))).sample(3, 10**15, 0),
+     "replicates = 1000000000000000"),
+    (lambda m: m.LinearGaussianLatentModel(1.0, 1.0, 10**8, 10**8).sample(3, 0), "d = 100000000"),
+    (lambda m: m.LinearGaussianLatentModel(1.0, 1.0, 2, 2).sample(10**15, 0), "length = 1000000000000000"),
+    (lambda m: m.LinearGaussianLatentModel(1.0, 1.0, 10**7, 1).posterior_mean(np.zeros((1, 10**7)), np.zeros((1, 1))),
+     "d = 10000000"),
+], ids=["gaussian length", "gaussian replicates", "sine length", "sine replicates", "conjugate d", "conjugate length",
+        "conjugate replicates", "conjugate conditioning", "finite length", "finite replicates", "linear d",
+        "linear length", "linear precision d"])
+def test_the_token_models_refuse_sizes_that_cannot_fit(call, name):
+    with _refused(name):
+        call(_conditional_mean_models())
