@@ -229,3 +229,25 @@ def _conditional_mean_models():
 def test_the_token_models_refuse_sizes_that_cannot_fit(call, name):
     with _refused(name):
         call(_conditional_mean_models())
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda learning, task: task.sample(10**15, 3, 0), "sequences = 1000000000000000"),
+    (lambda learning, task: task.sample(2, 10**15, 0), "tokens = 1000000000000000"),
+    (lambda learning, task: learning.draw_dataset(task, "supervised", 10**15, 3, 0), "sequences = 1000000000000000"),
+    (lambda learning, task: learning.draw_dataset(task, "supervised", 2, 10**15, 0), "length = 1000000000000001"),
+], ids=["sample sequences", "sample tokens", "dataset sequences", "dataset length"])
+def test_the_learning_task_refuses_sizes_that_cannot_fit(call, name):
+    from attnverify.theories.conditional_mean import learning
+
+    with _refused(name):
+        call(learning, learning.LatentLinearTask(np.eye(2), prior_sd=1.0, noise_sd=0.5))
+
+
+@pytest.mark.parametrize("count, dim, name", [(10**15, 4, "count = 1000000000000000"),
+                                              (2, 10**15, "dim = 1000000000000000")])
+def test_positional_encodings_refuse_sizes_that_cannot_fit(count, dim, name):
+    from attnverify.theories.attention_paths.one_shot_task import sinusoidal_positions
+
+    with _refused(name):
+        sinusoidal_positions(count, dim)

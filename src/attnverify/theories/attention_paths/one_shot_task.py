@@ -127,6 +127,10 @@ def sinusoidal_positions(count: int, dim: int) -> np.ndarray:
     count, dim = integer("count", count, 1), integer("dim", dim, 2)
     if dim % 2:
         raise ValueError(f"dim must be even (sine and cosine pairs), got {dim}")
+    # per position: the angles (dim/2), their sines and cosines (dim), the encoding and its normalised copy (2·dim)
+    arguments.fits_in_memory("dim", 8 * 4 * dim, "one position's encoding (float64, with temporaries)", value=dim)
+    arguments.fits_in_memory("count", 8 * 4 * count * dim, f"{count} encodings of dim = {dim} (float64, with "
+                             "temporaries)", value=count)
     frequencies = 1.0 / 10_000 ** (np.arange(0, dim, 2) / dim)
     angles = np.arange(count)[:, None] * frequencies[None, :]
     encoding = np.empty((count, dim))

@@ -22,6 +22,7 @@ from ...base.backend import Backend, array_module
 from ...numerics.statistics import Estimate, mean_estimate
 from ._stable import backend_of, finite_result
 from .attention import _softmax
+from .models import _refuse_what_cannot_fit
 
 OBJECTIVES = ("supervised", "masked")
 
@@ -56,6 +57,10 @@ class LatentLinearTask:
         backend; ``rng`` a Generator of the backend or an integer seed."""
         be = backend_argument(backend)
         N, T = integer("sequences", sequences, 1), integer("tokens", tokens, 1)
+        # per token: the draw and the keys (d each), the noise, the einsum and the values (d_v each);
+        # per sequence: A and its unscaled draw (2·d_v·d)
+        _refuse_what_cannot_fit(T, N, 2 * self.d + 3 * self.d_v, 2 * self.d_v * self.d, backend=be,
+                                names=("tokens", "sequences"))
         rng = generator(rng, be)
         A = self.prior_sd * rng.standard_normal((N, self.d_v, self.d))
         keys = rng.standard_normal((N, T, self.d)) @ be.asarray(np.tril(self._factor[0]).T)
@@ -100,6 +105,9 @@ def draw_dataset(task: LatentLinearTask, objective: str, sequences: int, length:
     masked = integer("masked", masked, 1)  # checked even where unused (supervised): a bad value is never ignored
     M = 1 if objective == "supervised" else masked
     be = backend_argument(backend)
+    # what task.sample draws for L + M tokens (above), named by this function's arguments
+    _refuse_what_cannot_fit(L + M, N, 2 * task.d + 3 * task.d_v, 2 * task.d_v * task.d, backend=be,
+                            names=("length", "sequences"))
     _, keys, values = task.sample(N, L + M, generator(rng, be), backend=be)
     return Dataset(objective, keys[:, L:], keys[:, :L], values[:, :L], values[:, L:])
 

@@ -31,15 +31,16 @@ CONDITIONING_LIMIT = 1e8
 
 
 def _refuse_what_cannot_fit(length: int, replicates: int, per_token: int, per_replicate: int = 0,
-                            backend: Backend | None = None) -> None:
+                            backend: Backend | None = None, names: tuple[str, str] = ("length", "replicates")) -> None:
     """Refuse, before drawing, a sample of ``replicates`` sequences of ``length`` tokens that cannot fit: each token
     takes ``per_token`` float64 numbers (draws, results and temporaries) and each sequence ``per_replicate`` more.
-    One sequence that cannot fit names ``length``; more of them name ``replicates``."""
+    One sequence that cannot fit names ``names[0]`` (its length); more of them name ``names[1]`` (their count)."""
     one = 8 * (length * per_token + per_replicate)
-    fits_in_memory("length", one, f"one sequence of {length} tokens ({per_token} float64 numbers each, with "
-                   "temporaries)", value=length, backend=backend)
-    fits_in_memory("replicates", replicates * one, f"{replicates} sequences of {length} tokens ({per_token} float64 "
-                   "numbers each, with temporaries)", value=replicates, backend=backend)
+    fits_in_memory(names[0], one, f"one sequence of {length} tokens ({per_token} float64 numbers each, with "
+                   f"temporaries; {per_replicate} more per sequence)", value=length, backend=backend)
+    fits_in_memory(names[1], replicates * one, f"{replicates} sequences of {length} tokens ({per_token} float64 "
+                   f"numbers each, with temporaries; {per_replicate} more per sequence)", value=replicates,
+                   backend=backend)
 
 
 @dataclass(frozen=True, eq=False)
