@@ -388,9 +388,9 @@ class Theory:
         for label, value in (("resolution", resolution), ("relative", relative)):
             if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{label} must be a positive finite number, got {value!r}")
-        from .numerics.statistics import RunningMoments
+        from .numerics.statistics import checked_bounds
 
-        bounds = RunningMoments(bounds).bounds  # (low, high) with low < high, or a ValueError naming bounds
+        bounds = checked_bounds("bounds", bounds)
 
         def register(function: Callable) -> Claim:
             names = tuple(strategies)

@@ -30,7 +30,7 @@ import numpy as np
 from ..base.backend import to_numpy
 from ..derivations.rounded import ROUNDOFF_ULPS, carried_scale
 from ..numerics.sized import draws_needed
-from ..numerics.statistics import TAIL_DRAWS, Estimate, confidence_of, unseen_probability
+from ..numerics.statistics import TAIL_DRAWS, Estimate, unseen_probability
 
 #: Default number of standard errors in a stochastic tolerance.
 DEFAULT_Z = 5.0
@@ -337,7 +337,7 @@ def within_error(
         if resolution == 0:
             raise EvidenceError("resolution must be > 0: no finite sample resolves a discrepancy of 0")
     floor = roundoff_floor(theory, mean, getattr(estimate, "magnitude", None), scale=scale)
-    half, bar = _error_bar(estimate, z)
+    half, bar = estimate.error_bar(z)
     tolerance = half + bias_budget + floor
     gap = abs(theory - mean)
     refuted = gap > tolerance or not all((conditions or {}).values())
@@ -392,34 +392,25 @@ def _unseen(estimate: Estimate, z: float, gap: float, allowance: float) -> tuple
     already the empirical-Bernstein bound, which needs no central limit theorem)."""
     n = estimate.samples
     if estimate.identical:
-        low, high = estimate.bounds if estimate.bounds is not None else (-math.inf, math.inf)
-        reach = max(abs(estimate.mean - low), abs(high - estimate.mean))
-        probability = unseen_probability(n, z)
-        if probability * reach + allowance < gap:
+        shift = estimate.unseen_shift(z)
+        if shift + allowance < gap:
             return None
+        probability = unseen_probability(n, z)
         text = (f"all {n} draws identical ({estimate.mean:.6g}): an event of probability below {probability:.3g} "
                 f"(ln(1/δ)/n at {z:g} SE) may go unseen")
-        if not math.isfinite(reach):
+        if not math.isfinite(shift):
             return (text + ", and with no range stated for the quantity (bounds=) it could move the mean by any "
                     "amount: state the range, or draw until the draws differ", {})
-        draws = int(math.ceil(-math.log(confidence_of(z)) * reach / (gap - allowance))) + 1
-        return (text + f" and move the mean by up to {probability * reach:.3g} within the range "
+        draws = int(math.ceil(n * shift / (gap - allowance))) + 1  # the shift falls as 1/n
+        return (text + f" and move the mean by up to {shift:.3g} within the range "
                 f"{list(estimate.bounds)}, more than the gap {gap:.3g}", {"draws": max(draws, n + 1)})
-    if estimate.trusted_spread or estimate.bounded:  # the error bar was z·SE, or the empirical-Bernstein bound
+    if estimate.decides:  # the error bar was z·SE on a trusted spread, or the empirical-Bernstein bound
         return None
     rare = estimate.tail_draws
     draws = max(int(math.ceil(n * TAIL_DRAWS / max(rare, 1e-300))) + 1, n + 1)
     return (f"the spread rests on about {rare:.3g} of the {n} draws (n/kurtosis, below {TAIL_DRAWS}): a few rare "
             f"draws carry it, so {z:g}·SE bounds nothing; draw more, or state the quantity's range (bounds=) for a "
             "bound that holds without the central limit theorem", {"draws": draws})
-
-
-def _error_bar(estimate: Estimate, z: float) -> tuple[float, str]:
-    """The statistical half-width of a comparison and its name: z·SE, or where the spread is not trusted and the
-    quantity's finite range is stated, the empirical-Bernstein bound (:meth:`Estimate.bernstein`)."""
-    if estimate.trusted_spread or estimate.identical or not estimate.bounded:
-        return estimate.half_width(z), f"{z:g}·SE"
-    return estimate.bernstein(z), "empirical-Bernstein bound"
 
 
 def exceeds(
@@ -448,12 +439,8 @@ def exceeds(
     bound = _number("bound", bound, optional=False)
     standard_error = _tolerance_part("estimate.standard_error", estimate.standard_error)
     floor = roundoff_floor(mean, bound, getattr(estimate, "magnitude", None), scale=scale)
-    half, _ = _error_bar(estimate, z)
-    if estimate.identical:  # an unseen event of probability ≤ ln(1/δ)/n may move the mean toward either end
-        low, high = estimate.bounds if estimate.bounds is not None else (-math.inf, math.inf)
-        probability = unseen_probability(estimate.samples, z)
-        with np.errstate(invalid="ignore"):
-            half = probability * max(mean - low, high - mean)
+    # identical draws: an unseen event of probability ≤ ln(1/δ)/n may move the mean toward either end
+    half = estimate.unseen_shift(z) if estimate.identical else estimate.error_bar(z)[0]
     tolerance = half + floor
     difference = mean - bound
     holds, refuted = difference > tolerance, -difference > tolerance

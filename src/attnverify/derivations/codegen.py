@@ -187,7 +187,7 @@ def _scale_evaluators(expressions: tuple, arguments: tuple) -> list:
     found = []
     for expression in expressions:
         try:
-            found.append(evaluator(magnitude(expression), list(arguments), rounding=False))
+            found.append(rounding_scale(expression, arguments))
         except (NotImplementedError, ValueError, TypeError, AttributeError):
             found.append(None)
     return found

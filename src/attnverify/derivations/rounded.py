@@ -124,6 +124,24 @@ def _call_scale(name: str, inputs: tuple, value: Any) -> Any:
     return None
 
 
+def _result_scale(ufunc: np.ufunc, method: str, inputs: tuple, value: Any, kwargs: dict) -> Any:
+    """S of a float ufunc result: :func:`_call_scale` for a call; for a reduction (or a running sum) the sum,
+    product or largest of the entries' S; None where no rule applies (a masked max, a running product)."""
+    if method == "__call__":
+        return _call_scale(ufunc.__name__, inputs, value)
+    combine = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.maximum,
+               "fmax": np.maximum, "fmin": np.maximum}.get(ufunc.__name__)
+    if combine is None or len(inputs) != 1 or method not in ("reduce", "accumulate") or (
+            method == "accumulate" and combine is not np.add):
+        return None
+    kwargs = {k: v for k, v in kwargs.items() if k in ("axis", "keepdims", "where")}
+    if kwargs.get("where", True) is True:
+        kwargs.pop("where", None)
+    elif combine is not np.add:  # a masked max or product needs an initial value, which has no S
+        return None
+    return getattr(combine, method)(scale_of(inputs[0]), **kwargs)
+
+
 class Rounded(np.ndarray):
     """A float64 array with the rounding scale S of each entry (``.roundoff_scale``: the size of the terms it was
     computed from, ≥ |value|), carried through arithmetic by the rules of the module docstring."""
@@ -144,49 +162,22 @@ class Rounded(np.ndarray):
         """S: the size of the terms this value was computed from (None where it is not known)."""
         return self._scale
 
-    def _with(self, value: Any, scale: Any) -> Any:
-        if scale is None or not np.all(np.isfinite(scale)):
-            return value.view(np.ndarray) if isinstance(value, Rounded) else value
-        return Rounded(value, scale)
-
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, out=None, **kwargs: Any) -> Any:
-        plain = tuple(_plain(x) for x in inputs)
-        value = getattr(ufunc, method)(*plain, **kwargs)
-        if not isinstance(value, (np.ndarray, np.floating)) or np.asarray(value).dtype.kind != "f" or (
-                out is not None and len(out) != 1):
-            if out is not None:
-                for o in out:
-                    if isinstance(o, Rounded):
-                        o._scale = None
-                np.copyto(_plain(out[0]), value, casting="unsafe") if len(out) == 1 else None
-                return out[0] if len(out) == 1 else value
-            return value
-        scale = None
-        if method == "__call__":
-            scale = _call_scale(ufunc.__name__, inputs, value)
-        elif method in ("reduce", "accumulate") and len(inputs) == 1:
-            combine = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.maximum,
-                       "fmax": np.maximum, "fmin": np.maximum}.get(ufunc.__name__)
-            if combine is not None and not (method == "accumulate" and ufunc.__name__ != "add"):
-                kwargs = {k: v for k, v in kwargs.items() if k in ("axis", "keepdims", "where")}
-                if kwargs.get("where", True) is not True:
-                    if combine is not np.add:
-                        return value
-                else:
-                    kwargs.pop("where", None)
-                scale = getattr(combine, method)(scale_of(inputs[0]), **kwargs)
-        if out is not None:  # written into given arrays (np.mean divides in place): they carry the new scale
-            target = out[0] if len(out) == 1 else None
-            for o in out:
+        value = getattr(ufunc, method)(*(_plain(x) for x in inputs), **kwargs)  # inputs read before out is written
+        float_result = isinstance(value, (np.ndarray, np.floating)) and np.asarray(value).dtype.kind == "f"
+        scale = _result_scale(ufunc, method, inputs, value, kwargs) if float_result else None
+        if scale is not None and not np.all(np.isfinite(scale)):
+            scale = None
+        if out is not None:  # written into given arrays (np.mean divides in place): the first carries the scale
+            for o, v in zip(out, value if len(out) > 1 else (value,)):
                 if isinstance(o, Rounded):
                     o._scale = None
-            np.copyto(_plain(out[0]), value, casting="unsafe")
-            if isinstance(target, Rounded) and scale is not None and np.all(np.isfinite(scale)):
+                np.copyto(_plain(o), v, casting="unsafe")
+            target = out[0]
+            if len(out) == 1 and isinstance(target, Rounded) and scale is not None:
                 target._scale = np.maximum(np.broadcast_to(scale, target.shape), np.abs(target.view(np.ndarray)))
-            return out[0] if len(out) == 1 else out
-        if scale is None:
-            return value
-        return self._with(np.asarray(value), scale)
+            return target if len(out) == 1 else out
+        return value if scale is None else Rounded(value, scale)
 
     # the array methods that only rearrange entries carry the scale with them
     def __getitem__(self, key: Any) -> Any:

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..base import arguments
 from ..base.backend import array_module, to_numpy
-from .statistics import TAIL_DRAWS, Estimate, RunningMoments, confidence_of
+from .statistics import TAIL_DRAWS, Estimate, RunningMoments, checked_bounds, confidence_of
 
 #: Draws in the first batch: the smallest sample whose spread decides the next batch (an event rarer
 #: than about 1/first_batch is invisible to that first variance estimate).
@@ -78,18 +78,10 @@ class SizedEstimate(Estimate):
                              f"{self.trusted_spread})")
 
     @property
-    def decides(self) -> bool:
-        """Its error bar can be taken at its word: a trusted spread, or (draws not all identical) a stated range."""
-        return self.trusted_spread or (self.bounded and not self.identical)
-
-    @property
     def achieved(self) -> float:
-        """The resolution achieved: z·SE + bias_budget on a trusted spread, else the empirical-Bernstein bound
-        + bias_budget where a finite range is stated (the smaller of the two where both hold)."""
-        bars = [self.half_width(self.z)] if self.trusted_spread or not self.decides else []
-        if self.bounded and not self.identical:
-            bars.append(self.bernstein(self.z))
-        return min(bars) + self.bias_budget
+        """The resolution achieved: :meth:`Estimate.error_bar` + bias_budget (z·SE, or the empirical-Bernstein
+        bound of a stated range where the spread is not trusted)."""
+        return _achieved(self, self.z, self.bias_budget)
 
     def sizing(self) -> dict:
         """How the sample was sized, for a claim's figures: resolution, achieved, reached, budget, batches,
@@ -105,7 +97,7 @@ def draws_needed(samples: int, standard_error: float, resolution: float, *, z: f
                  bias_budget: float = 0.0, width: float | None = None) -> int:
     """⌈n·(z·SE/(resolution − bias))²⌉: the draws at which z·SE + bias = resolution, at the measured spread
     (SE ∝ 1/√n); 0 when SE = 0. With ``width`` (the range R of a bounded quantity), the n at which the
-    empirical-Bernstein half-width a/√n + b/n (a = √(2L)·SE·√n, b = 7RL/3, :meth:`Estimate.half_width`) meets it."""
+    empirical-Bernstein half-width a/√n + b/n (a = √(2L)·SE·√n, b = 7RL/3, :meth:`Estimate.bernstein`) meets it."""
     room = resolution - bias_budget
     if not room > 0:
         raise ValueError(f"resolution must exceed bias_budget = {bias_budget!r}: z·SE + bias_budget ≤ resolution "
@@ -118,12 +110,13 @@ def draws_needed(samples: int, standard_error: float, resolution: float, *, z: f
     return int(math.ceil(1.0 / root**2)) + 1
 
 
+def _achieved(e: Estimate, z: float, bias: float) -> float:
+    return e.error_bar(z)[0] + bias
+
+
 def _reached(e: Estimate, z: float, resolution: float, bias: float) -> bool:
-    """The error bar fits under the resolution on a spread it can trust (z·SE), or under a stated range
-    (empirical Bernstein, draws not all identical)."""
-    if e.trusted_spread and e.half_width(z) + bias <= resolution:
-        return True
-    return e.bounded and not e.identical and e.bernstein(z) + bias <= resolution
+    """The error bar fits under the resolution, and it can be taken at its word (:attr:`Estimate.decides`)."""
+    return e.decides and _achieved(e, z, bias) <= resolution
 
 
 def _draws_needed(e: Estimate, total: int, resolution: float, bias: float, z: float, width, budget: int) -> int:
@@ -200,8 +193,8 @@ def sized_mean(
     (k means of the same draws: a tuple of k, sized until every one fits), numpy or cupy. The resolution
     to reach is ``resolution + relative_resolution·|reference|`` (either part may be left out; both may be
     one number per mean), and must exceed ``bias_budget``. ``bounds=(low, high)``: the range every draw lies in,
-    where it is known (every draw is checked against it); the error bar is then an empirical-Bernstein one,
-    valid without the central limit theorem (:meth:`Estimate.half_width`).
+    where it is known (every draw is checked against it); where the spread is not trusted the error bar is then
+    an empirical-Bernstein one, valid without the central limit theorem (:meth:`Estimate.error_bar`).
 
     What was not seen is not taken as absent: while every draw is identical, or (without finite bounds) the spread
     rests on fewer than :data:`TAIL_DRAWS` draws (n/kurtosis: a few rare draws carry it), the sample is not
@@ -256,8 +249,8 @@ def sized_mean(
                          + ("; a relative resolution of a reference 0 is 0: add an absolute resolution"
                             if resolution is None else ""))
 
-    checked = RunningMoments(bounds).bounds  # refuses malformed bounds before any draw
-    width = None if checked is None or not all(math.isfinite(b) for b in checked) else checked[1] - checked[0]
+    bounds = checked_bounds("bounds", bounds)  # refused before any draw
+    width = None if bounds is None or not all(math.isfinite(b) for b in bounds) else bounds[1] - bounds[0]
     columns: int | None = None  # 0: draws of shape (n,); k: (n, k)
     moments: list[RunningMoments] = []
 

@@ -35,7 +35,9 @@ def unseen_probability(samples: int, z: float) -> float:
     return -math.log(confidence_of(z)) / samples
 
 
-def _bounds(name: str, value) -> tuple[float, float] | None:
+def checked_bounds(name: str, value) -> tuple[float, float] | None:
+    """``value`` as the range (low, high) a quantity can take, low < high (±inf for an open end), or None; else a
+    ValueError naming ``name``."""
     if value is None:
         return None
     try:
@@ -83,7 +85,7 @@ class Estimate:
                 set_(self, name, arguments.real(f"Estimate.{name}", getattr(self, name)))
         if self.tail_draws is not None:
             set_(self, "tail_draws", arguments.nonnegative("Estimate.tail_draws", self.tail_draws))
-        set_(self, "bounds", _bounds("Estimate.bounds", self.bounds))
+        set_(self, "bounds", checked_bounds("Estimate.bounds", self.bounds))
         if self.bounds is not None:
             low, high = self.bounds
             for name, value in (("mean", self.mean), ("low", self.low), ("high", self.high)):
@@ -107,9 +109,26 @@ class Estimate:
         return (self.tail_draws is None or self.tail_draws >= TAIL_DRAWS
                 or self.samples <= RARE_KURTOSIS * self.tail_draws)
 
-    def half_width(self, z: float) -> float:
-        """The comparison's statistical half-width at z standard errors: z·SE."""
-        return z * self.standard_error
+    @property
+    def decides(self) -> bool:
+        """Its error bar can be taken at its word: a trusted spread, or (draws not all identical) a stated finite
+        range, whose empirical-Bernstein bound needs no trust in the spread."""
+        return self.trusted_spread or (self.bounded and not self.identical)
+
+    def error_bar(self, z: float) -> tuple[float, str]:
+        """The comparison's statistical half-width at z standard errors' confidence, and its name: z·SE, or where
+        the spread is not trusted and a finite range is stated, the empirical-Bernstein bound (:meth:`bernstein`,
+        always wider than z·SE: √(2 ln(4/δ)) > z)."""
+        if self.trusted_spread or not self.decides:
+            return z * self.standard_error, f"{z:g}·SE"
+        return self.bernstein(z), "empirical-Bernstein bound"
+
+    def unseen_shift(self, z: float) -> float:
+        """How far an event not seen among identical draws could move the mean: its probability, at most
+        ln(1/δ)/n (:func:`unseen_probability`), times the distance from the draws' value to the far end of
+        ``bounds`` (infinite without a range)."""
+        low, high = self.bounds if self.bounds is not None else (-math.inf, math.inf)
+        return unseen_probability(self.samples, z) * max(self.mean - low, high - self.mean)
 
     def bernstein(self, z: float) -> float | None:
         """With finite ``bounds`` (range R), the empirical-Bernstein half-width at the confidence δ = erfc(z/√2) of
@@ -145,7 +164,7 @@ def mean_estimate(values, *, bounds: tuple[float, float] | None = None) -> Estim
     n = x.size
     if n < 2:
         raise ValueError(f"values must hold at least 2 draws to estimate an error, got {n}")
-    moments = RunningMoments(_bounds("bounds", bounds))
+    moments = RunningMoments(bounds)
     moments.add(x)
     return moments.estimate()
 
@@ -159,7 +178,7 @@ class RunningMoments:
     quantity can take) is checked on every draw and carried into the estimate."""
 
     def __init__(self, bounds: tuple[float, float] | None = None) -> None:
-        self.bounds = _bounds("bounds", bounds)
+        self.bounds = checked_bounds("bounds", bounds)
         self.count = 0
         self.mean = 0.0
         self.scale = 0.0  # the largest |x| so far: the moments below are in its units
