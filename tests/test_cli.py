@@ -413,7 +413,7 @@ def test_a_theory_file_that_clashes_or_mixes_names_is_a_usage_error(tmp_path, ca
 
 
 def test_check_hands_its_claims_to_the_one_run_path(monkeypatch, capsys):
-    """Issue 29: ``check`` (and ``verify``) has no loop of its own: its claims go to run_claims_as_tasks, serially in
+    """``check`` (and ``verify``) has no loop of its own: its claims go to run_claims_as_tasks, serially in
     this process, as a report's go (through the same tasks)."""
     seen = []
     real = cli.run_claims_as_tasks

@@ -1,6 +1,6 @@
 """Round-off is not evidence: a statement true in exact arithmetic is never refuted by float64 rounding.
 
-The user's case of issue 27: the ReLU (arc-cosine, order 1) kernel
+The case: the ReLU (arc-cosine, order 1) kernel
 E_w[relu(w·x) relu(w·y)] = |x||y| (sin θ + (π − θ) cos θ) / 2π, w ~ N(0, I), checked by Monte Carlo with
 ``within_error`` and no bias budget. At θ = π every sample is exactly 0 (SE 0) while the theory evaluates to
 ~1e-17 (sin(fl(π)) ≠ 0): that must not be a refutation. Nor must cancellations, or very large and very

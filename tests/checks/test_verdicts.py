@@ -1,4 +1,4 @@
-"""Three verdicts and errors that are not counterexamples (issue 27, parts 1 and 5).
+"""Three verdicts and errors that are not counterexamples.
 
 Refuted only when the evidence contradicts the claim at its bar; inconclusive when it neither reaches the
 bar nor contradicts it, with what would decide it; an error of the claim's code (a raise, ``sys.exit``,

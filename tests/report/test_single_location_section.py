@@ -149,7 +149,7 @@ def test_optimal_lambda_minimises_the_oracle_risk():
 
 
 def test_the_section_only_draws():
-    """Issue 29: a section draws what experiments computed; it fits, optimises and solves nothing itself."""
+    """A section draws what experiments computed; it fits, optimises and solves nothing itself."""
     import inspect
 
     from attnverify.theories.attention_paths import one_shot_section, section as paths_section

@@ -8,7 +8,7 @@ posterior mean is sd / sqrt(bulk ESS) (their eq. for the mean, arviz's ``mcse(me
 
 The gate (:attr:`ChainSummary.converged`). Vehtari et al. recommend R̂ < 1.01 for *one* quantity. Gating the
 maximum over k entries with that per-entry figure makes the false alarm grow with k and shrink with the effective
-sample size: 6 chains × 800 HMC draws of a 5-dimensional Gaussian failed it for 5 of 40 seeds (issue 27). Here each
+sample size: 6 chains × 800 HMC draws of a 5-dimensional Gaussian failed it for 5 of 40 seeds. Here each
 entry's bulk and folded R̂ is compared with the value it exceeds under the null "the chains have converged" only
 with probability α/(2k) (:func:`rhat_limit`, from the entry's within-chain autocorrelation, :func:`null_ess`), so
 the whole gate raises a false alarm with probability at most α = :data:`FALSE_ALARM` (Bonferroni), and every entry
