@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One call on a lent GPU (the `device` tool): the GPU test tier, then the GPU benchmarks beside their numpy baseline
 # on the same machine. The machine has numpy, scipy, sympy, hypothesis, pytest(-xdist, -timeout) and cupy; the rest
-# travels as wheels in .whl (attnverify's own wheel included: `pip wheel --no-deps -w .whl .` here first).
+# travels as wheels in .whl: attnverify's own and the dependencies the image lacks (arviz-stats, mdit-py-plugins,
+# latex2mathml), made here first with
+#   pip wheel --no-deps -w .whl . && pip download --no-deps -d .whl arviz-stats mdit-py-plugins latex2mathml
 #   run: bash benchmarks/gpu_session.sh [pytest arguments, e.g. -k "not manifold"]   (carry .whl; logs under $OUT)
 # Environment: TEST_LIMIT (s, default 280), WORKERS (default 12), BENCH=0 skips the benchmarks.
 # Measured on an H100 (2026-11-27): the tier's claim tests of single-location PGD ran over 200 s each on cupy
@@ -13,6 +15,8 @@ export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 nvidia-smi -L
 python3 -c "import cupy, numpy, scipy, sympy; print('cupy', cupy.__version__, 'numpy', numpy.__version__, 'scipy', scipy.__version__, 'sympy', sympy.__version__)"
 python3 -c "from attnverify.base.backend import cupy_works; print('cupy_works', cupy_works())"
+# Every dependency must import before the tier starts: a missing one shows as dozens of collection errors.
+python3 -c "import arviz_stats, mdit_py_plugins, latex2mathml, attnverify.numerics.diagnostics" || exit 1
 ATTNVERIFY_EVALUATOR_LOG=$OUT/evaluators.jsonl timeout -s INT ${TEST_LIMIT:-280} python3 -m pytest -q -m gpu -n ${WORKERS:-12} \
     --dist load -p no:cacheprovider --timeout 200 --durations=15 -rfE "$@" 2>&1 | tee "$OUT/gpu_tests.log" | tail -40
 python3 - "$OUT/evaluators.jsonl" <<'PY'
