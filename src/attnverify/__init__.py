@@ -1,6 +1,6 @@
 """attnverify: a symbolic-numeric verifier for the theory of attention.
 
-Layers, in the one direction the data flows (see ``shared/style.md``):
+Layers, in the one direction the data flows (``tests/test_layers.py`` keeps it so):
 ``derivations`` (sympy) -> ``numerics`` (arrays) -> ``checks`` (claims) -> ``report`` / ``cli``.
 
 A theory of one's own needs one import (the names load on first use, so ``import attnverify`` stays light)::

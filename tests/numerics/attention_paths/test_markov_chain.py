@@ -1,4 +1,5 @@
-"""Tests for numerics/attention_paths/markov_chain.py (the hidden-Markov-chain task of spec §4.1).
+"""Tests for theories/attention_paths/markov_chain.py (the hidden-Markov-chain task, docs/papers/attention_paths.md
+§4.1) and for the authors' fixture shipped beside it (theories/attention_paths/data/README.md).
 
 Tolerances: Monte Carlo comparisons use z = 5 standard errors (a false alarm has probability ≈ 6e-7 per
 comparison, ≤ 5·10⁻⁶ per test); seeds go through ``seeds.seeded``, so ``ATTNVERIFY_TEST_SEED_OFFSET`` reruns the
@@ -28,13 +29,12 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from attnverify.theories.attention_paths import features as ft
 from attnverify.theories.attention_paths import markov_chain as mc
-from attnverify.theories.attention_paths.theory_points import AUTHORS_MARKOV_FILE, shared_data_dir
+from attnverify.theories.attention_paths.theory_points import AUTHORS_MARKOV_PATH, authors_markov_data
 from attnverify.numerics.statistics import mean_estimate
 from seeds import seeded
 
 Z = 5.0  # standard errors allowed in every Monte Carlo comparison (see module docstring)
 ROUND_OFF = 1e-12
-FIXTURE = AUTHORS_MARKOV_FILE
 
 
 def assert_mean(values, expected, what=""):
@@ -242,12 +242,17 @@ def test_markov_dataset_is_seeded(seed, head_seed):
 
 @pytest.fixture(scope="module")
 def authors():
-    path = shared_data_dir()
-    path = path if path.suffix == ".npz" else path / FIXTURE
-    if not path.is_file():
-        pytest.skip(f"authors' fixture {FIXTURE} not found at {path} (set ATTNVERIFY_SHARED_DATA to its folder)")
-    with np.load(path) as data:
+    """The fixture ships with the package, so a clean clone runs these tests; every array is loaded."""
+    assert AUTHORS_MARKOV_PATH.is_file(), AUTHORS_MARKOV_PATH
+    with np.load(AUTHORS_MARKOV_PATH) as data:
+        assert sorted(data.files) == ["Xa", "Xta", "y", "yt"]
         return {key: data[key] for key in data.files}
+
+
+def test_authors_markov_data_reads_the_shipped_fixture(authors):
+    X, y, X_test, y_test = authors_markov_data()
+    for loaded, key in zip((X, y, X_test, y_test), ("Xa", "y", "Xta", "yt")):
+        assert_array_equal(loaded, authors[key])
 
 
 @pytest.fixture(scope="module")

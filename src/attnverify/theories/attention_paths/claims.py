@@ -1,6 +1,6 @@
 """Claims of the attention-path theory (Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS 2024).
 
-Each claim states what the theory (shared/papers/attention_paths.md) asserts, draws its parameters
+Each claim states what the theory (docs/papers/attention_paths.md) asserts, draws its parameters
 with hypothesis, computes the theory side from the saddle-point solver or the generated evaluators,
 and compares it with an independent computation or with a finite-sample measurement.
 """
@@ -207,7 +207,7 @@ def markov_data(data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, s
     if data == "authors":
         loaded = experiments.authors_markov_data()
         if loaded is not None:
-            return (*loaded, "authors' features (shared/data)")
+            return (*loaded, "authors' features (package data)")
         data = 0
     X, y, Xt, yt = markov_dataset(MarkovChainTask(), "4paths", 100, 1000, seed=int(data), head_seed=int(data))
     return np.asarray(X), y, np.asarray(Xt), yt, f"generated, seed {data}"
@@ -293,7 +293,7 @@ def sampled_points(data, ctx: Context) -> tuple[tuple, str]:
         raise ValueError(f"data must be 'authors' (the data figure 2c samples), got {data!r}")
     points = ctx.store.get(sampled_markov_networks, profile=ctx.profile, seed=ctx.run_seed, backend=ctx.backend.name)
     source = ctx.store.get(four_path_markov_data, seed=ctx.run_seed, backend=ctx.backend.name)
-    origin = ("authors' features (shared/data)" if source.source == "authors"
+    origin = ("authors' features (package data)" if source.source == "authors"
               else f"generated from the run's seed {ctx.run_seed}")
     return points, origin
 

@@ -3,7 +3,7 @@
 𝓛 = n_L [U_a/σ_a² − ln U_a]
     + Σ_{ℓ=1}^{L} n_{ℓ−1} [ (1/σ_ℓ²) Tr(U_{ℓ+1}^{-1} Tr_{h_ℓ} U_ℓ) − ln det U_ℓ + H_ℓ ln det U_{ℓ+1} ],
 U_{L+1} ≡ U_a, with h_ℓ the slow index of U_ℓ (paths packed row-major, h_1 slowest).
-Tiberi et al. (NeurIPS 2024), authors' code ``compute_entropy_action``; shared/papers/attention_paths.md
+Tiberi et al. (NeurIPS 2024), authors' code ``compute_entropy_action``; docs/papers/attention_paths.md
 §2.1 (the gradients are §2.2, proven equal to sympy's derivatives in
 ``attnverify.theories.attention_paths.derivations``).
 

@@ -1,4 +1,4 @@
-"""Experiments of attention paths on the hidden Markov chain task (spec ``shared/papers/attention_paths.md``
+"""Experiments of attention paths on the hidden Markov chain task (spec ``docs/papers/attention_paths.md``
 §4.1) that claims and the report share: the data of figures 2c and 2e, the theory against the width N with
 its GP lines, the kernel–task alignment (2d) and the networks sampled from the posterior at finite width.
 
@@ -83,7 +83,7 @@ def four_path_markov_data(*, seed: int, backend: str = "numpy") -> MarkovData:
     if loaded is not None:
         X, y, Xt, yt = (np.asarray(a, dtype=float) for a in loaded)
         return MarkovData(X, y, Xt, yt, "authors", (
-            f"the authors' own path features ({experiments.AUTHORS_MARKOV_FILE} in shared/data, built by the "
+            f"the authors' own path features ({experiments.AUTHORS_MARKOV_FILE}, package data, built by the "
             "paper's code with its torch seeds: the paper's data realisation)"))
     be = get_backend(backend)
     data_seed, head_sequence = np.random.SeedSequence(seed).spawn(2)  # = the first two of spawn(4)

@@ -1,6 +1,6 @@
 """The paper's figure-3 experiment as functions: one-shot image classification with trained heads.
 
-Spec ``shared/papers/attention_paths.md`` §4.2 (task, settings) and §2.5 (head scores, pruning). A
+Spec ``docs/papers/attention_paths.md`` §4.2 (task, settings) and §2.5 (head scores, pruning). A
 network trained by gradient descent (:mod:`.trained_model`, cached as :class:`.trained_heads.TrainedHeads`)
 fixes the attention; the theory (saddle point at width N, temperature T) is then solved on P = 600 of its
 path features. Unlike the authors' ``SELECT_optimal_temperature.py``, T is chosen on a **validation** set

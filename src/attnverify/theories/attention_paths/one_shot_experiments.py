@@ -2,7 +2,7 @@
 the cached gradient-descent networks with their episodes and path features, the theory against the width
 with T chosen on validation (3b, 3d), the networks sampled from the posterior at N = 10 (3b–c, thorough
 profile), and each network's analysis (theory at N = 10, head scores, pruning: 3e–f and the claims).
-Spec ``shared/papers/attention_paths.md`` §4.2 and §2.5; the networks are trained by
+Spec ``docs/papers/attention_paths.md`` §4.2 and §2.5; the networks are trained by
 ``attnverify train-one-shot`` and shipped with the package.
 """
 

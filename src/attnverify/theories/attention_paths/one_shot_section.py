@@ -1,7 +1,7 @@
 """Figure 3 (b)–(f) of the attention-path paper: one-shot image classification with trained heads.
 
 Part of the attention-paths section (:mod:`attnverify.theories.attention_paths.section`). Spec
-``shared/papers/attention_paths.md`` §4.2 and §2.5. The attention comes from the gradient-descent
+``docs/papers/attention_paths.md`` §4.2 and §2.5. The attention comes from the gradient-descent
 networks cached in the package (``attnverify train-one-shot``); the theory is solved on their path
 features, with the temperature chosen on validation episodes (held-out images of the training classes),
 and the trained networks are pruned head by head in order of the theory's head scores.

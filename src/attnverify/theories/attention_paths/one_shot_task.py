@@ -1,6 +1,6 @@
 """In-context one-shot image classification: the task of the paper's figure 3 on any labelled images.
 
-Spec: ``shared/papers/attention_paths.md`` §4.2. A sequence is [support image of class A + label
+Spec: ``docs/papers/attention_paths.md`` §4.2. A sequence is [support image of class A + label
 embedding 0, support image of class B + label embedding 1, query image + label embedding 2
 ("unknown")]; the target is y = 2·label(query) − 1 = ±1 with label(query) = 0 for class A.
 Each image is resized to 32 × 32, cut into 8 × 8 patches (16 tokens per image, S = 48 tokens per

@@ -2,7 +2,7 @@
 
 Contract: :mod:`attnverify.report.section` (``build_section``). The section shows the derivations of
 :mod:`attnverify.theories.attention_paths.derivations` and the finite-width theory on the hidden Markov chain
-task (spec ``shared/papers/attention_paths.md`` §2.3, §2.4, §3, §4.1):
+task (spec ``docs/papers/attention_paths.md`` §2.3, §2.4, §3, §4.1):
 
 1. "2c": the 4-path network, accuracy of the mean predictor against the width N with the GP lines of
    all paths, the good path and the good + denoising paths, and the matrix elements of U against N;
@@ -12,7 +12,7 @@ task (spec ``shared/papers/attention_paths.md`` §2.3, §2.4, §3, §4.1):
 
 The numbers come from the run's store of experiments (:mod:`attnverify.theories.attention_paths.experiments` and
 :mod:`attnverify.theories.attention_paths.one_shot_experiments`); this module only draws them. The 4-path features are the authors' own
-(``experiments.authors_markov_data``) when the shared file is there, else drawn by ``markov_dataset``; the
+(``experiments.authors_markov_data``) when the package data holds them, else drawn by ``markov_dataset``; the
 2-path data are always drawn. Every random seed is derived from the ``seed`` argument through
 ``numpy.random.SeedSequence``.
 """

@@ -5,7 +5,6 @@ Shared by the claims and the report, so that both state the same numbers.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -17,21 +16,15 @@ from .predictor import predictor_statistics
 from .saddle_point import saddle_point_from_features
 from .sweep import saddle_points
 
-#: The authors' 4-path Markov features (shared/data/README.md); set ATTNVERIFY_SHARED_DATA to move it.
+#: The authors' 4-path Markov features, shipped as package data (provenance and arrays: data/README.md).
 AUTHORS_MARKOV_FILE = "markov_4paths_authors.npz"
-
-
-def shared_data_dir() -> Path:
-    """``$ATTNVERIFY_SHARED_DATA``, else ``shared/data`` next to the repository checkout."""
-    env = os.environ.get("ATTNVERIFY_SHARED_DATA")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[5] / "shared" / "data"
+AUTHORS_MARKOV_PATH = Path(__file__).resolve().parent / "data" / AUTHORS_MARKOV_FILE
 
 
 def authors_markov_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """(X, y, X_test, y_test) of the authors' 4-path network (T = 0.01 in the paper), or None if absent."""
-    path = shared_data_dir() / AUTHORS_MARKOV_FILE
+    """(X, y, X_test, y_test) of the authors' 4-path network (T = 0.01 in the paper), or None where an
+    installation left out the package data."""
+    path = AUTHORS_MARKOV_PATH
     if not path.is_file():
         return None
     with np.load(path) as data:

@@ -1,6 +1,6 @@
 """The gradient-descent-trained attention network of the paper's figure 3 (PyTorch, optional extra).
 
-Spec: ``shared/papers/attention_paths.md`` §1 (forward pass) and §4.2 (training). Same architecture as
+Spec: ``docs/papers/attention_paths.md`` §1 (forward pass) and §4.2 (training). Same architecture as
 the Bayesian network, now with query/key weights learned too:
 
     z⁽⁰⁾ = V⁽⁰⁾x,   z⁽ℓ⁾_{:,t} = H^{-1/2} Σ_h Σ_s V⁽ℓ⁾_h z⁽ℓ⁻¹⁾_{:,s} Ω⁽ℓ⁾_h(x)_{st},

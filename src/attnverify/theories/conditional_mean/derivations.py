@@ -1,7 +1,7 @@
 """Attention as a conditional mean (Zhang, Liu, Cai, Wang, Wang, 2022), derived symbolically.
 
 The paper's body could not be recovered: every statement here follows the research note
-``shared/papers/conditional_mean.md``, which separates the abstract's claims from reconstructions.
+``docs/papers/conditional_mean.md``, which separates the abstract's claims from reconstructions.
 Tokens are exchangeable given a latent z; attention with score aᵀk (a = W q) is the self-normalised
 estimator Σ_ℓ w_ℓ v_ℓ / Σ_ℓ w_ℓ with w_ℓ = e^{aᵀk_ℓ}, i.e. a Nadaraya–Watson estimator of the value
 given the key (note §3.1). Derived here:

@@ -1,5 +1,5 @@
 """Experiments of attention as a conditional mean (Zhang, Liu, Cai, Wang, Wang, 2022; reconstruction in
-``shared/papers/conditional_mean.md``) that the report draws: the Monte Carlo error against the sequence
+``docs/papers/conditional_mean.md``) that the report draws: the Monte Carlo error against the sequence
 length on configuration G2, RBF attention with fixed bandwidths, and the generalisation gap of the ERM of W.
 Pure functions of plain parameters, asked for through the run's store; seeds come from ``SeedSequence(seed)``
 (children 0 and 1: rate, bandwidth) and ``seed + 7919·L + i`` (learning), as the report's always did.

@@ -2,7 +2,7 @@
 
 Contract: :mod:`attnverify.report.section` (``build_section``). The section shows the derivations of
 :mod:`attnverify.theories.conditional_mean.derivations` and, on the note's standard configuration G2
-(``shared/papers/conditional_mean.md`` §6):
+(``docs/papers/conditional_mean.md`` §6):
 
 1. log-log root-mean-squared error of softmax attention against L, with the desired parameter
    a = Σ⁻¹(q − μ) and with W = I, against the derived √(C/L + D/L²) and the wrong limit;
@@ -170,7 +170,7 @@ them so), so any permutation-invariant summary of the sequence — a latent post
 — is a function of the empirical token measure. Attention with score aᵀk_ℓ (a = Wq) is the self-normalised \
 estimator Σ_ℓ e^{aᵀk_ℓ}v_ℓ / Σ_ℓ e^{aᵀk_ℓ} of E[v e^{aᵀk}]/E[e^{aᵀk}] (a Nadaraya–Watson estimator). \
 The paper's body could not be recovered; its statements are followed through the reconstruction in \
-`shared/papers/conditional_mean.md`, and every constant shown here is derived below, not taken from the paper.
+`docs/papers/conditional_mean.md`, and every constant shown here is derived below, not taken from the paper.
 
 **Derivations below.** (i) The self-normalised ratio is expanded in 1/L to second order: \
 E‖attn − m∞‖² = C/L + D/L² and E[attn − m∞] = B/L + B₂/L², in moments of the weights under tilted key laws. \

@@ -8,6 +8,6 @@ from __future__ import annotations
 
 from ...theory_form import Theory
 
-SOURCE = "Zhang, Liu, Cai, Wang, Wang (2022), arXiv 2212.14852; reconstruction in shared/papers/conditional_mean.md"
+SOURCE = "Zhang, Liu, Cai, Wang, Wang (2022), arXiv 2212.14852; reconstruction in docs/papers/conditional_mean.md"
 
 theory = Theory("conditional_mean", source=SOURCE)

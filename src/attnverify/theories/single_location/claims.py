@@ -1,6 +1,6 @@
 """Claims of single-location regression (Marion, Berthier, Biau, Boyer, ICLR 2025).
 
-Each claim states what the paper (or its reconstruction in shared/papers/single_location.md)
+Each claim states what the paper (or its reconstruction in docs/papers/single_location.md)
 asserts, draws its parameters with hypothesis, computes the theory side from the generated
 evaluators, and measures the other side by simulation with its standard error.
 """

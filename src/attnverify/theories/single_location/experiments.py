@@ -1,6 +1,6 @@
 """Experiments of single-location regression (Marion, Berthier, Biau, Boyer, ICLR 2025) that the report
 draws: risks against the sequence length (closed forms and Monte Carlo), population projected gradient
-descent from the authors' configurations, and SGD on sampled batches (spec ``shared/papers/single_location.md``
+descent from the authors' configurations, and SGD on sampled batches (spec ``docs/papers/single_location.md``
 §2, §3, §4.2). Pure functions of plain parameters, asked for through the run's store; every seed comes from
 ``SeedSequence(seed)`` (children 0, 1, 2: risks, PGD, SGD), as the report's always did.
 """

@@ -10,7 +10,7 @@ Contract: :mod:`attnverify.report.section` (``build_section``). The section show
    configurations (``checks.single_location.PGD_CONFIGS``), started on M and on the sphere;
 4. (thorough profile only) projected SGD on sampled batches, the authors' SGD configuration.
 
-Spec: ``shared/papers/single_location.md`` §2, §3, §4.2. Every risk includes ε²; γ² = 1/2 and ε = 0.1
+Spec: ``docs/papers/single_location.md`` §2, §3, §4.2. Every risk includes ε²; γ² = 1/2 and ε = 0.1
 as in the authors' experiments. Every random seed is derived from the ``seed`` argument through
 ``numpy.random.SeedSequence`` so the report is reproducible.
 """

@@ -1,6 +1,6 @@
 """Attention paths (Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS 2024), derived symbolically.
 
-The theory (spec ``shared/papers/attention_paths.md`` §1.2, §2, §3): the posterior of the value
+The theory (spec ``docs/papers/attention_paths.md`` §1.2, §2, §3): the posterior of the value
 weights concentrates, at finite α = P/N, on the minimum of the action
 
     S(U_a, U_L, …, U_1) = E(U_1) + 𝓛(U_a, U_L, …, U_1)                                   (§2.1)

@@ -1,7 +1,7 @@
 """Claims of attention as a conditional mean (Zhang, Liu, Cai, Wang, Wang, 2022).
 
 The paper's body could not be recovered; every claim follows the research note
-``shared/papers/conditional_mean.md`` (its §6 lists the testable predictions P1–P10). Exact
+``docs/papers/conditional_mean.md`` (its §6 lists the testable predictions P1–P10). Exact
 identities are tested at float64 round-off; Monte Carlo claims compare with the symbolic expansion
 E‖attn − m∞‖² = C/L + D/L² + O(L⁻³), E[attn − m∞] = B/L + B₂/L² + O(L⁻³) of
 :mod:`attnverify.theories.conditional_mean.derivations`, with tolerance 5 standard errors plus a bias
