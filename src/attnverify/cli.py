@@ -299,7 +299,7 @@ def _train_one_shot(args: argparse.Namespace) -> int:
 
     if any(seed < 0 for seed in args.seeds):
         raise UsageError(f"--seeds must be integers ≥ 0, got {args.seeds}")
-    train_and_cache(args.out or CACHE, args.seeds, progress=lambda message: print(message, file=sys.stderr))
+    train_and_cache(CACHE if args.update_package_data else args.out, args.seeds, progress=lambda message: print(message, file=sys.stderr))
     return 0
 
 
@@ -408,8 +408,11 @@ def build_parser() -> argparse.ArgumentParser:
                                 help="train the figure-3 attention networks by gradient descent and cache them (needs [train])")
     train.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], metavar="SEED",
                        help="training seeds (default 0 1 2 3 4); seeds already in the file are kept")
-    train.add_argument("--out", metavar="FILE", default=None,
-                       help="the .npz to write (default: the cache shipped with the package)")
+    target = train.add_mutually_exclusive_group()
+    target.add_argument("--out", metavar="FILE", default="one_shot_digits.npz",
+                        help="the .npz to write (default: one_shot_digits.npz in the current directory)")
+    target.add_argument("--update-package-data", action="store_true",
+                        help="write the networks the claims and the report read, inside the installed package")
     train.set_defaults(handler=_train_one_shot)
     return parser
 
