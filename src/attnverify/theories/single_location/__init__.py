@@ -22,27 +22,19 @@ and the part of each token orthogonal to the span has squared norm χ²_{d−r} 
 (informative), independent of the coordinates. Monte Carlo risks use this, so their cost does not grow
 with d.
 
-The simulations live in submodules by job: :mod:`._common` (argument checks, random draws), :mod:`.task`, :mod:`.predictors`, :mod:`.overlaps` and :mod:`.dynamics`; every name is re-exported here.
+The simulations live in submodules by job: :mod:`.task`, :mod:`.predictors`, :mod:`.overlaps` and
+:mod:`.dynamics` (argument checks and random draws they share: :mod:`._common`); their public names are
+importable from here.
 """
 
-from ._common import (UNIT_TOLERANCE, _Moments, _NUMBERS_PER_BATCH, _RANK_TOLERANCE, _SQRT_PI, _batch_sizes,
-                      _chisquare, _finite_result, _integers, _lam, _normal, _progress, _unit_pair, _unit_rows)
-
-from .task import (_task, ReducedSample, RegressionTask, _Reduction, _draw_full, _draw_reduced, _orthonormal_basis, _reduction,
-                   _task_vectors, make_task, sample, sample_reduced)
-
-from .predictors import (_check_beta, _check_tokens, _erf_prime, _posterior, _predict, bayes_posterior, bayes_predict,
-                         bayes_risk_monte_carlo, linear_fit_least_squares, linear_oracle_coefficients, linear_predict,
-                         linear_risk_monte_carlo, predict, risk_monte_carlo, risk_monte_carlo_full)
-
-from .overlaps import (_chain_rule, _normalised_or_zero, _residual, overlap_gradient_to_vectors, overlaps,
-                       reduce_to_four_dimensions)
-
-from .dynamics import (_lam_at, _schedule, Trajectory, _LambdaSchedule, _check_empirical, _descend,
-                       _empirical_gradient, _empirical_risk, _normalise_rows, _projected_step, _scores, _start,
-                       empirical_risk, empirical_risk_gradient, initialize_on_manifold, initialize_on_sphere,
-                       lambda_schedule, population_gradient, population_projected_gradient_descent,
-                       projected_gradient_descent, stochastic_gradient_descent)
+from .task import ReducedSample, RegressionTask, make_task, sample, sample_reduced
+from .predictors import (bayes_posterior, bayes_predict, bayes_risk_monte_carlo, linear_fit_least_squares,
+                         linear_oracle_coefficients, linear_predict, linear_risk_monte_carlo, predict, risk_monte_carlo,
+                         risk_monte_carlo_full)
+from .overlaps import overlap_gradient_to_vectors, overlaps, reduce_to_four_dimensions
+from .dynamics import (Trajectory, empirical_risk, empirical_risk_gradient, initialize_on_manifold,
+                       initialize_on_sphere, lambda_schedule, population_gradient,
+                       population_projected_gradient_descent, projected_gradient_descent, stochastic_gradient_descent)
 
 __all__ = [
     "RegressionTask",
@@ -71,4 +63,6 @@ __all__ = [
     "empirical_risk",
     "empirical_risk_gradient",
     "stochastic_gradient_descent",
+    "population_gradient",
+    "population_projected_gradient_descent",
 ]
