@@ -10,7 +10,7 @@ same density: NUTS (numpyro, the sampler the paper used; default target acceptan
 float64) on (V^(0), V^(ℓ)_h, a) with N(0, 1) priors and Normal(f, √T) likelihood on the precomputed path
 features; ours is prior-whitened HMC with V^(0) integrated out exactly (``collapsed``, the default), and
 prior-whitened HMC on the hidden weights + exact Gibbs on the readout (``readout_gibbs``); see
-``numerics.attention_paths.sampling``. ESS is the smallest bulk ESS over the 10 distinct entries of
+``theories.attention_paths.sampling``. ESS is the smallest bulk ESS over the 10 distinct entries of
 U = ⟨w_π·w_π'⟩/n_0, computed by the same arviz-stats code for both; the time is the whole run (warm-up
 included) on the same machine. numpyro is an optional dependency (``pip install -e '.[benchmark]'``).
 """
@@ -136,12 +136,12 @@ def mass_comparison(args) -> None:
 
 
 def gradient_throughput(args) -> None:
-    """Chain-gradients per second of the collapsed potential Φ(θ) (one HMC leapfrog step is one gradient per
-    chain) with C from the path kernels (the only representation before) and from the features, BLAS threads
-    as the library sets them and one thread. Both give the same Φ and ∇Φ to 1e-11, so the chains, their
-    trajectories and their ESS per gradient are the same: ESS/s moves by exactly this ratio."""
+    """Chain-gradients per second of the collapsed potential Ψ(θ) (one HMC leapfrog step is one gradient per
+    chain) with C from the path kernels and from the features, BLAS threads as the library sets them and one
+    thread. Both give the same Ψ and ∇Ψ to 1e-11, so the chains, their trajectories and their ESS per gradient are
+    the same: ESS/s moves by exactly this ratio."""
     from attnverify.base import blas
-    from attnverify.theories.attention_paths.collapsed import CollapsedPosterior
+    from attnverify.theories.attention_paths.collapsed import collapsed_posterior
 
     problems = [("Markov, 4 paths, P = 100", *markov_features()[:2], HEADS, 10, TEMPERATURE)]
     X, y, _ = one_shot_features()
@@ -152,8 +152,8 @@ def gradient_throughput(args) -> None:
         post = network_posterior(X, y, heads=heads, width=width, temperature=temperature)
         baseline = None
         for representation in ("kernels", "features"):
-            collapsed = CollapsedPosterior(post, representation)
-            theta = np.random.default_rng(0).standard_normal((args.chains, collapsed.dimension))
+            collapsed = collapsed_posterior(post, representation)
+            theta = np.random.default_rng(0).standard_normal((args.chains, collapsed.size))
             for threads in (None, 1):
                 with blas.threads(threads):
                     collapsed.potential_and_gradient(theta)
@@ -165,7 +165,7 @@ def gradient_throughput(args) -> None:
                 seconds = min(times)
                 baseline = baseline or seconds
                 label = "default" if threads is None else str(threads)
-                print(f"{name:<28} {collapsed.dimension:>5} {representation:<15} {label:>8} {1e3 * seconds:>12.1f} "
+                print(f"{name:<28} {collapsed.size:>5} {representation:<15} {label:>8} {1e3 * seconds:>12.1f} "
                       f"{1e3 * seconds / args.chains:>10.1f} {baseline / seconds:>6.1f}x", flush=True)
 
 

@@ -19,7 +19,7 @@ from boundary.harness import EntryPoint, Parameter as P, boundary_tests
 from attnverify.theories.attention_paths import derivations as theory
 from attnverify.numerics import diagnostics, hmc
 from attnverify.theories.attention_paths import features, heads as heads_module, markov_chain, one_shot_task as one_shot
-from attnverify.theories.attention_paths.collapsed import CollapsedPosterior
+from attnverify.theories.attention_paths.collapsed import collapsed_posterior
 from attnverify.theories.attention_paths.energy import energy_for
 from attnverify.theories.attention_paths.entropy import ActionConfig
 from attnverify.theories.attention_paths.posterior import network_posterior
@@ -223,7 +223,7 @@ ENTRY_POINTS = [
                 "heads": HEADS,
                 "width": P("count", skip=("wrong_type",), extra=NOT_A_NUMBER + (("too_large", 1e9),)),
                 "temperature": P("positive"), "prior_var": WIDTHS, "backend": P("backend")}),
-    EntryPoint("collapsed.CollapsedPosterior", CollapsedPosterior,
+    EntryPoint("collapsed.collapsed_posterior", collapsed_posterior,
                lambda: dict(network=_posterior(), representation="features"),
                {"network": OBJECT, "representation": P("choice", choices=("auto", "kernels", "features"))}),
     EntryPoint("sampling.SamplerSettings", SamplerSettings,

@@ -6,23 +6,25 @@ y | Z ~ N(0, K_Z + T·I) with K_Z = v Φ Φᵀ (Φ = φ(X; Z), P × M), so the h
 have the collapsed potential
 
     Ψ(Z) = ½ yᵀ(K_Z + T·I)⁻¹y + ½ ln det(K_Z + T·I) + ½ |Z|²,
-    ∂Ψ/∂Φ = 2v G Φ,  G = ½[(K_Z + T·I)⁻¹ − ααᵀ],  α = (K_Z + T·I)⁻¹y,
+    ∂Ψ/∂K = G = ½[(K_Z + T·I)⁻¹ − ααᵀ],  α = (K_Z + T·I)⁻¹y,  ∂Ψ/∂Φ = 2v G Φ,
 
-chained to Z by the network's vector–Jacobian product, and sampled by HMC (:mod:`attnverify.numerics.hmc`).
-Given Z the readout is Gaussian: precision Λ = I/v + ΦᵀΦ/T, mean m = Λ⁻¹Φᵀy/T; an order parameter quadratic in
-a is estimated from E[aaᵀ | Z, y] = mmᵀ + Λ⁻¹ exactly (Rao–Blackwell), draw by draw, and so is the generalisation
-error on test inputs (Φ_t = φ(X_test; Z)): E[(f(x_t) − y_t)² | Z, y] = (Φ_t m − y_t)² + (Φ_t Λ⁻¹ Φ_tᵀ)_tt, averaged
-over the test inputs (the theory's ε_g = mean_t (⟨f(x_t)⟩ − y_t)² + ⟨δf(x_t)²⟩, :mod:`attnverify.saddle.predict`).
+chained to Z by the network's vector–Jacobian product (or, for a network that forms K_Z more cheaply than through
+Φ, by its own kernel and kernel VJP), and sampled by HMC (:mod:`attnverify.numerics.hmc`). Given Z the readout is
+Gaussian: precision Λ = I/v + ΦᵀΦ/T, mean m = Λ⁻¹Φᵀy/T = vΦᵀα; an order parameter quadratic in a is estimated
+from E[aaᵀ | Z, y] = mmᵀ + Λ⁻¹ exactly (Rao–Blackwell), draw by draw; the posterior-mean prediction at test inputs
+is Φ_t m = K_Z(X_t, X)α, and the generalisation error E[(f(x_t) − y_t)² | Z, y] = (Φ_t m − y_t)² + (Φ_t Λ⁻¹ Φ_tᵀ)_tt,
+averaged over the test inputs (the theory's ε_g, :mod:`attnverify.saddle.predict`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from ..base import arguments
+from ..base.backend import Backend
 from ..numerics import hmc
 from ..numerics.diagnostics import summarize
 
@@ -31,13 +33,55 @@ from ..numerics.diagnostics import summarize
 class Network:
     """A finite network with a linear readout. ``features(Z, X)`` (C chains: Z (C, *weight_shape) → Φ (C, P, M))
     and ``features_vjp(Z, X, dΦ)`` → dZ, on the backend's arrays; ``readout_variance`` v; ``order_parameters(Z,
-    second_moment)`` → name → per-chain values (C,) or (C, n, n), with E[aaᵀ | Z, y] (C, M, M) for aaᵀ."""
+    second_moment)`` → name → per-chain values (C,) or (C, n, n), with E[aaᵀ | Z, y] (C, M, M) for aaᵀ (None when
+    ``reads_readout`` is False: order parameters of the hidden weights alone, and no M × M moment is formed).
+
+    Optional, for a network whose kernel is cheaper than ΦΦᵀ (M ≫ P): ``prepare(X)`` → what every function here
+    receives as X (made once per input set; default X itself); ``kernel(Z, X)`` → (K_Z = vΦΦᵀ (C, P, P),
+    residuals) and ``kernel_vjp(residuals, solved)`` → ∂Ψ_energy/∂Z from the :class:`KernelSolve` ``solved``;
+    ``kernel_times(Z, X_test, X, α)`` → K_Z(X_test, X)α (C, Q), the posterior-mean prediction. Each must equal
+    its default through Φ (the tests hold the built-in ones to it)."""
 
     features: Callable
     features_vjp: Callable
     weight_shape: tuple
     readout_variance: float
     order_parameters: Callable
+    prepare: Callable | None = None
+    kernel: Callable | None = None
+    kernel_vjp: Callable | None = None
+    kernel_times: Callable | None = None
+    reads_readout: bool = True
+
+    def __post_init__(self) -> None:
+        if (self.kernel is None) != (self.kernel_vjp is None):
+            raise ValueError("a Network's kernel and kernel_vjp come together: give both or neither")
+        for name in ("features", "features_vjp", "order_parameters", "prepare", "kernel", "kernel_vjp",
+                     "kernel_times"):
+            value = getattr(self, name)
+            if value is not None and not callable(value):
+                raise TypeError(f"{name} must be callable, got {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class KernelSolve:
+    """K_Z + T·I of every chain, solved once: its lower Cholesky factors L (C, P, P) and α = (K_Z + T·I)⁻¹y (C, P),
+    from which a kernel VJP takes what it needs (module docstring)."""
+
+    factor: Any
+    alpha: Any
+    backend: Backend
+    identity: Any
+
+    def whiten(self, rhs, *, shared: bool = False):
+        """L⁻¹B per chain (B (C, P, k), or one B (P, k) for every chain when ``shared``)."""
+        return self.backend.solve_lower(self.factor, rhs, shared=shared)
+
+    def energy_gradient(self):
+        """G = ∂Ψ/∂K = ½[(K_Z + T·I)⁻¹ − ααᵀ] (C, P, P), the inverse as L⁻ᵀL⁻¹ by triangular solves."""
+        lower_inverse = self.whiten(self.identity, shared=True)
+        return 0.5 * (lower_inverse.transpose(0, 2, 1) @ lower_inverse
+                      - self.alpha[:, :, None] * self.alpha[:, None, :])
 
 
 def one_hidden_layer(width: int, input_dimension: int, *, readout_variance_total: float = 1.0,
@@ -68,50 +112,89 @@ def one_hidden_layer(width: int, input_dimension: int, *, readout_variance_total
 
 
 class CollapsedNetworkPosterior:
-    """Ψ(Z) and ∇Ψ for a batch of chains (module docstring), and the readout's conditional second moment."""
+    """Ψ(Z) and ∇Ψ for a batch of chains (module docstring), and the readout's conditional posterior. Labels y are
+    (P,), or (C, P) for one data set per chain. Every operation is batched over the chains (leading axis)."""
 
     def __init__(self, network: Network, X, y, temperature: float, backend=None):
+        if not isinstance(network, Network):
+            raise TypeError(f"network must be an attnverify.saddle.network.Network, got {type(network).__name__}")
         self.network = network
         self.backend = be = arguments.backend(backend)
-        self.X = be.asarray(arguments.array("X", X, ndim=2))
-        self.y = be.asarray(arguments.array("y", y, shape=(self.X.shape[0],)))
+        X = arguments.array("X", be.to_numpy(X) if hasattr(X, "dtype") else X, min_ndim=2)
+        self.P = X.shape[0]
+        y = arguments.array("y", be.to_numpy(y) if hasattr(y, "dtype") else y, min_ndim=1)
+        if y.shape[-1:] != (self.P,) or y.ndim > 2:
+            raise ValueError(f"y must be shaped (P,) = ({self.P},), or (chains, P) for one data set per chain, "
+                             f"got {y.shape}")
+        self.X, self.y = be.asarray(X), be.asarray(y)
+        self.labels = self.y if y.ndim == 2 else self.y[None, :]  # (1 or C, P)
         self.temperature = arguments.positive("temperature", temperature)
-        self.P = self.X.shape[0]
         self.size = int(np.prod(network.weight_shape))
         arguments.fits_in_memory("X", 8 * self.P * self.P, f"the P × P identity of its P = {self.P} rows",
                                  backend=be)
         self.identity = be.xp.eye(self.P)
+        self.inputs = self.prepared(self.X)
+
+    def prepared(self, X):
+        """What the network's functions read for the inputs X (its ``prepare``, or X itself)."""
+        return X if self.network.prepare is None else self.network.prepare(X)
 
     def _weights(self, x):
         return x.reshape((x.shape[0],) + tuple(self.network.weight_shape))
 
-    def potential_and_gradient(self, x):
+    def _kernel(self, Z):
+        """(K_Z (C, P, P), residuals for the VJP): the network's own kernel, or vΦΦᵀ with residuals Φ."""
+        if self.network.kernel is not None:
+            return self.network.kernel(Z, self.inputs)
+        Phi = self.network.features(Z, self.inputs)
+        return self.network.readout_variance * Phi @ Phi.transpose(0, 2, 1), Phi
+
+    def solve(self, K):
+        """Factorise K + T·I per chain: (:class:`KernelSolve`, ln det, yᵀ(K + T·I)⁻¹y, chains without a factor). On a
+        diverging trajectory K + T·I stops being positive definite in floating point; such a chain gets the
+        identity's factor (so that every solve stays finite) and is reported in the last value."""
         be, xp = self.backend, self.backend.xp
-        Z = self._weights(x)
-        Phi = self.network.features(Z, self.X)
-        v = self.network.readout_variance
-        K = v * Phi @ Phi.transpose(0, 2, 1) + self.temperature * self.identity
-        factor, failed = be.cholesky_each(K, self.identity)
-        labels = xp.broadcast_to(self.y, (x.shape[0], self.P))
+        factor, failed = be.cholesky_each(K + self.temperature * self.identity, self.identity)
+        labels = xp.broadcast_to(self.labels, (K.shape[0], self.P))
         half = be.solve_lower(factor, labels)
         alpha = be.solve_lower(factor, half, transpose=True)
         logdet = 2.0 * xp.sum(xp.log(xp.diagonal(factor, axis1=1, axis2=2)), axis=1)
-        potential = 0.5 * (xp.sum(half**2, axis=1) + logdet) + 0.5 * xp.sum(x * x, axis=1)
+        return KernelSolve(factor, alpha, be, self.identity), logdet, xp.sum(half**2, axis=1), failed
+
+    def potential_and_gradient(self, x):
+        """Ψ (C,) and ∇Ψ (C, size) at the whitened hidden weights x (C, size); Ψ = +∞ where K + T·I has no factor."""
+        xp = self.backend.xp
+        Z = self._weights(x)
+        K, residuals = self._kernel(Z)
+        solved, logdet, quadratic, failed = self.solve(K)
+        potential = 0.5 * (quadratic + logdet) + 0.5 * xp.sum(x * x, axis=1)
         potential = xp.where(failed, xp.inf, potential)
-        lower_inverse = be.solve_lower(factor, self.identity, shared=True)
-        G = 0.5 * (lower_inverse.transpose(0, 2, 1) @ lower_inverse - alpha[:, :, None] * alpha[:, None, :])
-        dPhi = 2.0 * v * (G @ Phi)
-        gradient = self.network.features_vjp(Z, self.X, dPhi).reshape(x.shape[0], -1)
-        return potential, gradient + x
+        if self.network.kernel_vjp is not None:
+            gradient = self.network.kernel_vjp(residuals, solved)
+        else:
+            dPhi = 2.0 * self.network.readout_variance * (solved.energy_gradient() @ residuals)
+            gradient = self.network.features_vjp(Z, self.inputs, dPhi)
+        return potential, gradient.reshape(x.shape[0], -1) + x
+
+    def predictive_mean(self, x, X_test):
+        """E[f(x_t) | Z, y] = Φ_t m = K_Z(X_test, X)α per chain (C, Q) (module docstring)."""
+        Z = self._weights(x)
+        solved = self.solve(self._kernel(Z)[0])[0]
+        test = self.prepared(self.backend.asarray(X_test))
+        if self.network.kernel_times is not None:
+            return self.network.kernel_times(Z, test, self.inputs, solved.alpha)
+        Phi = self.network.features(Z, self.inputs)
+        weights = self.network.readout_variance * (Phi.transpose(0, 2, 1) @ solved.alpha[:, :, None])  # vΦᵀα
+        return (self.network.features(Z, test) @ weights)[:, :, 0]
 
     def _readout(self, x):
         """The readout's conditional posterior per chain: Φ, the mean m and the Cholesky factor L of Λ = I/v + ΦᵀΦ/T."""
         be, xp = self.backend, self.backend.xp
-        Phi = self.network.features(self._weights(x), self.X)
+        Phi = self.network.features(self._weights(x), self.inputs)
         identity = xp.eye(Phi.shape[2])
         precision = identity / self.network.readout_variance + Phi.transpose(0, 2, 1) @ Phi / self.temperature
         factor, _ = be.cholesky_each(precision, identity)
-        b = (Phi.transpose(0, 2, 1) @ self.y) / self.temperature
+        b = (Phi.transpose(0, 2, 1) @ self.labels[:, :, None])[:, :, 0] / self.temperature
         return Phi, be.solve_lower(factor, be.solve_lower(factor, b), transpose=True), factor
 
     def readout_second_moment(self, x):
@@ -131,10 +214,25 @@ class CollapsedNetworkPosterior:
         second_moment = mean[:, :, None] * mean[:, None, :] + lower_inverse.transpose(0, 2, 1) @ lower_inverse
         if X_test is None:
             return second_moment, None
-        Phi_test = self.network.features(self._weights(x), X_test)  # (C, Q, M)
+        Phi_test = self.network.features(self._weights(x), self.prepared(X_test))  # (C, Q, M)
         prediction = (Phi_test @ mean[:, :, None])[:, :, 0]
         spread = be.solve_lower(factor, Phi_test.transpose(0, 2, 1))  # (C, M, Q)
         return second_moment, xp.mean((prediction - y_test) ** 2 + xp.sum(spread**2, axis=1), axis=1)
+
+    def order_parameters(self, x, X_test=None, y_test=None) -> dict:
+        """The network's order parameters per chain at x (C, size), name → values; with test inputs and labels also
+        :data:`GENERALISATION_ERROR`. The readout's M × M moment is formed only where the network reads it or the
+        test error needs it."""
+        second_moment = error = None
+        if self.network.reads_readout or X_test is not None:
+            second_moment, error = self.readout_statistics(x, X_test, y_test)
+        values = dict(self.network.order_parameters(self._weights(x),
+                                                    second_moment if self.network.reads_readout else None))
+        if GENERALISATION_ERROR in values:
+            raise ValueError(f"the network's order parameters may not be named {GENERALISATION_ERROR!r} (reserved)")
+        if error is not None:
+            values[GENERALISATION_ERROR] = error
+        return values
 
 
 @dataclass(frozen=True)
@@ -192,13 +290,7 @@ def sample_order_parameters(network: Network, X, y, *, temperature: float, chain
     x0 = rng.standard_normal((chains, posterior.size))
 
     def record(x) -> dict:
-        second_moment, error = posterior.readout_statistics(x, X_test, y_test)
-        values = dict(network.order_parameters(posterior._weights(x), second_moment))
-        if GENERALISATION_ERROR in values:
-            raise ValueError(f"the network's order parameters may not be named {GENERALISATION_ERROR!r} (reserved)")
-        if error is not None:
-            values[GENERALISATION_ERROR] = error
-        return {name: be.to_numpy(value) for name, value in values.items()}
+        return {name: be.to_numpy(value) for name, value in posterior.order_parameters(x, X_test, y_test).items()}
 
     # one record at the start gives the bytes of every kept draw (the network chooses its order parameters' shapes)
     record_bytes = sum(np.asarray(value).nbytes for value in record(x0).values())

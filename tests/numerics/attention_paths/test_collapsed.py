@@ -1,5 +1,6 @@
-"""The collapsed posterior (Z_0 integrated out): its potential against a direct evaluation, its gradient
-against finite differences, and its two representations (path kernels, features) against each other."""
+"""The attention network on the saddle engine's collapsed posterior (Z_0 integrated out): its potential against a
+direct evaluation, its gradient against finite differences, and its kernel routes (path kernels, features) against
+each other and against the engine's default route through Φ."""
 
 import math
 
@@ -7,7 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from attnverify.theories.attention_paths.collapsed import CollapsedPosterior
+from attnverify.saddle.network import CollapsedNetworkPosterior, Network
+from attnverify.theories.attention_paths.collapsed import chosen_representation, collapsed_posterior
 from attnverify.theories.attention_paths.features import path_kernels
 from attnverify.theories.attention_paths.posterior import network_posterior
 from numerics.attention_paths.problems import random_features
@@ -26,8 +28,8 @@ def build(p, representation):
     paths = math.prod(p["heads"])
     X, y = random_features(p["P"], 3, paths, p["seed"])
     post = network_posterior(X, y, heads=p["heads"], width=p["width"], temperature=p["temperature"])
-    collapsed = CollapsedPosterior(post, representation)
-    theta = np.random.default_rng(p["seed"]).normal(size=(2, collapsed.dimension))
+    collapsed = collapsed_posterior(post, representation)
+    theta = np.random.default_rng(p["seed"]).normal(size=(2, collapsed.size))
     return collapsed, theta, X, y
 
 
@@ -40,7 +42,7 @@ def test_the_potential_is_half_the_energy_at_the_sampled_order_parameter_plus_th
         potential, _ = collapsed.potential_and_gradient(theta)
         C = path_kernels(X)
         for c in range(theta.shape[0]):
-            U = collapsed.order_parameters(theta[c:c + 1])[0][0]
+            U = collapsed.order_parameters(theta[c:c + 1])["U1"][0]
             G = np.einsum("ab,abpq->pq", U, C) + p["temperature"] * np.eye(p["P"])
             direct = 0.5 * (y @ np.linalg.solve(G, y) + np.linalg.slogdet(G)[1]) + 0.5 * theta[c] @ theta[c]
             assert potential[c] == pytest.approx(direct, rel=1e-10)
@@ -53,6 +55,24 @@ def test_the_two_representations_agree(p):
     features, *_ = build(p, "features")
     for a, b in zip(kernels.potential_and_gradient(theta), features.potential_and_gradient(theta)):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-11 * np.abs(a).max())
+
+
+@settings(max_examples=20)
+@given(problems)
+def test_the_kernel_routes_equal_the_engines_route_through_the_features(p):
+    """The engine without the network's kernel, kernel VJP and kernel-times (K = ΦΦᵀ, ∂Ψ/∂Φ = 2GΦ through
+    features_vjp, the predictor Φ_t vΦᵀα) gives the same Ψ, ∇Ψ and posterior-mean predictor to 1e-10."""
+    X_test, _ = random_features(5, 3, math.prod(p["heads"]), p["seed"] + 7)
+    for representation in ("kernels", "features"):
+        collapsed, theta, X, y = build(p, representation)
+        made = collapsed.network
+        plain = CollapsedNetworkPosterior(Network(made.features, made.features_vjp, made.weight_shape,
+                                                  made.readout_variance, made.order_parameters, prepare=made.prepare,
+                                                  reads_readout=False), X, y, p["temperature"])
+        for a, b in zip(collapsed.potential_and_gradient(theta), plain.potential_and_gradient(theta)):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10 * np.abs(a).max())
+        a, b = collapsed.predictive_mean(theta, X_test), plain.predictive_mean(theta, X_test)
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10 * np.abs(a).max())
 
 
 @settings(max_examples=15)
@@ -74,10 +94,10 @@ def test_the_gradient_matches_finite_differences(p, representation):
 def test_auto_forms_the_kernels_only_while_they_are_small():
     X, y = random_features(20, 3, 4, 0)
     post = network_posterior(X, y, heads=(2, 2), width=3, temperature=0.5)
-    assert CollapsedPosterior(post).representation == "kernels"  # 8·(4·20)² bytes
+    assert chosen_representation(post) == "kernels"  # 8·(4·20)² bytes
     big_X, big_y = random_features(600, 2, 16, 0)  # C would be 8·(16·600)² = 737 MB
     big = network_posterior(big_X, big_y, heads=(4, 4), width=3, temperature=0.5)
-    assert CollapsedPosterior(big).representation == "features"
+    assert chosen_representation(big) == "features"
 
 
 @pytest.mark.parametrize("representation", ["kernels", "features"])

@@ -32,7 +32,7 @@ from ...base import arguments, blas
 from ...numerics.diagnostics import ChainSummary, summarize
 from ...numerics.hmc import MASS_MATRICES, refuse_what_cannot_fit, run_chains
 from ...numerics.statistics import Estimate
-from .collapsed import CollapsedPosterior
+from .collapsed import collapsed_posterior
 from .posterior import NetworkPosterior, Weights
 
 
@@ -225,21 +225,22 @@ class _ReadoutGibbs:
 
 
 class _Collapsed:
-    """State: θ = (Z_{ℓ,h}, z_a) with Z_0 integrated out; Rao–Blackwellised test outputs."""
+    """State: θ = (Z_{ℓ,h}, z_a) with Z_0 integrated out by the saddle engine's collapsed posterior of the attention
+    network (:func:`.collapsed.collapsed_posterior`); Rao–Blackwellised test outputs."""
 
     after_transition = None  # no Gibbs step: the HMC transition is the whole move
 
     def __init__(self, posterior: NetworkPosterior, rng):
-        self.collapsed, self.rng = CollapsedPosterior(posterior), rng
+        self.collapsed, self.rng = collapsed_posterior(posterior), rng
 
     def start(self, chains: int):
-        return self.collapsed.prior_draw(chains, self.rng)
+        return self.rng.standard_normal((chains, self.collapsed.size))
 
     def potential_and_gradient(self, theta):
         return self.collapsed.potential_and_gradient(theta)
 
     def order_parameters(self, theta):
-        return self.collapsed.order_parameters(theta)
+        return list(self.collapsed.order_parameters(theta).values())
 
     def test_outputs(self, theta, X_test):
         return self.collapsed.predictive_mean(theta, X_test)
