@@ -9,7 +9,7 @@ import numpy as np
 from scipy.special import erf as erf_array
 from sympy import Eq, asin, erf, pi, sqrt, symbols
 from attnverify import Theory, st
-from attnverify.derivations.expectation import Expectation, gaussian
+from attnverify.derivations.gaussian import Expectation, gaussian
 
 theory = Theory("erf_kernel", source="Williams (1997), eq. 11")
 s = symbols("s", positive=True)  # the unit's input scale

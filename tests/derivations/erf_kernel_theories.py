@@ -10,7 +10,7 @@ integral over t, whose value is the arcsine. Written once with sympy ``Integral`
 from sympy import Eq, Integral, asin, erf, exp, oo, pi, sqrt, symbols
 
 from attnverify import Theory
-from attnverify.derivations.expectation import Expectation, gaussian
+from attnverify.derivations.gaussian import Expectation, gaussian
 
 s = symbols("s", positive=True)  # the unit's input scale
 x1, x2, y1, y2 = symbols("x1 x2 y1 y2", real=True)  # the two inputs, in their plane

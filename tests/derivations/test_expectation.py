@@ -1,4 +1,4 @@
-"""Expectations that evaluate themselves (:mod:`attnverify.derivations.expectation`): Gaussian laws by exact
+"""Expectations that evaluate themselves (:mod:`attnverify.derivations.gaussian`): Gaussian laws by exact
 moments and quadrature, unspecified laws by linearity."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import sympy
 from sympy import Rational, Symbol, erf, exp, sqrt
 
-from attnverify.derivations.expectation import Expectation, by_linearity, gaussian, gaussian_mean
+from attnverify.derivations.gaussian import Expectation, by_linearity, gaussian, gaussian_mean
 
 z, w1 = sympy.symbols("z w_1", real=True)
 t, m = sympy.symbols("t m", real=True)

@@ -1,6 +1,6 @@
 """Each step's check within its budget (:func:`attnverify.derivations.steps.step_budget`), the step being checked
 named to the progress display, and integrals and Gaussian expectations of erf of correlated normals checked in
-seconds (:func:`attnverify.derivations.expectation.standard_mean`, :func:`~.expectation.integral_value`): the
+seconds (:func:`attnverify.derivations.gaussian.standard_mean`, :func:`~attnverify.derivations.gaussian.integral_value`): the
 arcsine kernel derived twice as a user writes it (``erf_kernel_theories.py``), and with a wrong factor."""
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from sympy import Eq, Integral, Rational, asin, cos, erf, exp, pi, sqrt, symbols
 
 from attnverify.checks import run_claim
 from attnverify.derivations import steps
+from attnverify.derivations.steps import comparison as comparing, expressions
 from attnverify.derivations.derivation import DerivationRecorder
-from attnverify.derivations.expectation import QuadratureShort, integral_value, standard_mean
+from attnverify.derivations.gaussian import QuadratureShort, integral_value, standard_mean
 
 x, y, u, c = symbols("x y u c", positive=True)
 K = symbols("K")
@@ -30,7 +31,7 @@ def _cold(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNVERIFY_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("ATTNVERIFY_KEEP_DERIVATIONS", "0")
     monkeypatch.delenv(steps.BUDGET_VARIABLE, raising=False)
-    monkeypatch.setattr(steps, "_MEMORY", {})
+    monkeypatch.setattr(comparing, "_MEMORY", {})
     steps.check_derivation.cache_clear()
 
 
@@ -66,12 +67,12 @@ def test_a_step_past_its_budget_is_unchecked_named_and_not_kept():
     assert checks[1].detail.startswith("budget of 3 s spent (the numeric check at point "), checks[1].detail
     assert seconds < 3 + 3, seconds
     assert announced == [(2, 2, "x = 2u", 3.0)]
-    assert steps._read(steps.derivation_key(slow_step())) is None  # a later run tries again
+    assert comparing.read_kept(steps.derivation_key(slow_step())) is None  # a later run tries again
 
 
 def test_a_comparison_on_its_own_and_a_walk_from_another_thread_keep_their_budget():
     d = slow_step()
-    a, b = (steps._resolved(s.expression.rhs, {}) for s in d.steps)
+    a, b = (expressions.resolved(s.expression.rhs, {}) for s in d.steps)
     start = time.perf_counter()
     alone = steps.compare(a, b, budget=1)
     assert alone.outcome == "unchecked" and alone.detail.startswith("budget of 1 s spent (")

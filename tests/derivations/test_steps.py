@@ -13,8 +13,9 @@ from sympy import Eq, FiniteSet, Integral, IndexedBase, MatrixSymbol, O, Rationa
 from attnverify.base.files import unpack_entry
 from attnverify.checks import run_claim
 from attnverify.derivations import kept, steps
+from attnverify.derivations.steps import comparison as comparing, numeric, relations, symbolic, walk
 from attnverify.derivations.derivation import DerivationRecorder
-from attnverify.derivations.expectation import Expectation, gaussian
+from attnverify.derivations.gaussian import Expectation, gaussian
 from attnverify.derivations.steps import StepCheck, compare
 from attnverify.base.cache import cache_directory
 from attnverify.report.markdown import derivation_markdown
@@ -30,9 +31,9 @@ R = Symbol("R")
 @pytest.fixture(autouse=True)
 def _fresh_cache(tmp_path, monkeypatch):
     """Each test checks afresh: its own folder of checked steps (the derivations stay kept), an empty memory."""
-    monkeypatch.setattr(steps, "cache_directory", lambda *parts: tmp_path.joinpath("cache", *parts))
+    monkeypatch.setattr(comparing, "cache_directory", lambda *parts: tmp_path.joinpath("cache", *parts))
     monkeypatch.delenv(steps.ENVIRONMENT_VARIABLE, raising=False)
-    monkeypatch.setattr(steps, "_MEMORY", {})
+    monkeypatch.setattr(comparing, "_MEMORY", {})
     steps.check_derivation.cache_clear()
 
 
@@ -105,7 +106,7 @@ def test_integrals_with_infinite_limits_and_infinite_sums_are_evaluated():
                                                    ({}, "failed")])
 def test_points_respect_the_symbols_assumptions(assumptions, outcome, monkeypatch):
     """√(r²) = r holds for r > 0 only: a real or unassumed r is drawn with both signs, so it fails."""
-    monkeypatch.setattr(steps, "SIMPLIFY_OPERATIONS", 0)  # the numeric path decides
+    monkeypatch.setattr(symbolic, "SIMPLIFY_OPERATIONS", 0)  # the numeric path decides
     r = Symbol("r", **assumptions)
     check = compare(sqrt(r**2), r)
     assert check.outcome == outcome
@@ -123,8 +124,8 @@ def test_integer_symbols_get_integer_values():
 def test_an_exact_zero_reached_by_cancellation_is_not_a_failure_a_real_difference_is(monkeypatch):
     """Digits count relative to the size of the terms: a cancellation to 0 agrees; 10⁻¹⁵ of terms of size ~10
     does not (it stays when the precision doubles)."""
-    monkeypatch.setattr(steps, "SIMPLIFY_OPERATIONS", 0)
-    monkeypatch.setattr(steps, "EXPAND_OPERATIONS", 0)
+    monkeypatch.setattr(symbolic, "SIMPLIFY_OPERATIONS", 0)
+    monkeypatch.setattr(symbolic, "EXPAND_OPERATIONS", 0)
     zero = (sqrt(x) + sqrt(2)) ** 2 - x - 2 * sqrt(2 * x) - 2
     assert compare(zero, sympy.S.Zero).outcome == "numeric"
     assert compare(zero, sympy.Rational(1, 10**15)).outcome == "failed"
@@ -222,7 +223,7 @@ def test_a_step_the_checker_cannot_read_is_unchecked_not_a_crash(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("sympy gave up")
 
-    monkeypatch.setattr(steps, "_check_relation", broken)
+    monkeypatch.setattr(relations, "_check_relation", broken)
     (check,) = chain(Eq(x, y)).checks()
     assert check.outcome == "unchecked" and "RuntimeError: sympy gave up" in check.detail
 
@@ -247,24 +248,24 @@ def test_kinds_and_substitutions_are_kept_on_disk():
 
 
 def test_outcomes_are_cached_in_memory_and_on_disk(monkeypatch):
-    numeric = steps._numeric
+    numeric_check = comparing.numeric_check
     key = steps.comparison_key(x + x, 2 * y)
     first = compare(x + x, 2 * y)
-    path = steps._cache_path(key)
+    path = comparing._cache_path(key)
     assert path.is_file() and steps.StepCheck.from_dict(json.loads(unpack_entry(path.read_bytes(), key))) == first
-    monkeypatch.setattr(steps, "_MEMORY", {})
-    monkeypatch.setattr(steps, "_numeric", lambda *args: pytest.fail("a kept outcome is checked again"))
+    monkeypatch.setattr(comparing, "_MEMORY", {})
+    monkeypatch.setattr(comparing, "numeric_check", lambda *args: pytest.fail("a kept outcome is checked again"))
     assert compare(x + x, 2 * y) == first  # a new process reads it
     path.write_text("{ damaged")
-    monkeypatch.setattr(steps, "_MEMORY", {})
-    monkeypatch.setattr(steps, "_numeric", numeric)
+    monkeypatch.setattr(comparing, "_MEMORY", {})
+    monkeypatch.setattr(comparing, "numeric_check", numeric_check)
     assert compare(x + x, 2 * y) == first and json.loads(unpack_entry(path.read_bytes(), key))["outcome"] == "failed"
 
 
 def test_the_disk_is_off_with_the_kept_derivations(monkeypatch):
     monkeypatch.setenv(steps.ENVIRONMENT_VARIABLE, "0")
     compare(x + 1, 1 + x)
-    assert not steps._cache_path(steps.comparison_key(x + 1, 1 + x)).exists()
+    assert not comparing._cache_path(steps.comparison_key(x + 1, 1 + x)).exists()
 
 
 # ----------------------------------------------------------------------------- report, notebook, claim
@@ -320,7 +321,7 @@ def test_a_wrong_step_in_a_users_file_fails_its_theorys_verification(tmp_path):
 
 @pytest.mark.parametrize("theory", BUILTIN, ids=[t.name for t in BUILTIN])
 def test_every_builtin_derivation_step_passes_through_the_claim_runner(theory, monkeypatch):
-    monkeypatch.setattr(steps, "cache_directory", cache_directory)  # the real cache, as a run uses it
+    monkeypatch.setattr(comparing, "cache_directory", cache_directory)  # the real cache, as a run uses it
     result = run_claim(theory.claim(f"{theory.name}.derivation_steps"), profile="quick", seed=0)
     evidence = result.examples[-1].evidence
     assert result.ok and result.status == "holds", evidence.note
@@ -439,7 +440,7 @@ def test_a_whole_derivation_is_kept_on_disk(monkeypatch):
     derivation = chain(Eq(R, (x + y) ** 2), Eq(R, x**2 + 2 * x * y + y**2))
     first = derivation.checks()
     steps.check_derivation.cache_clear()
-    monkeypatch.setattr(steps, "_walked", lambda d: pytest.fail("a kept derivation is walked again"))
+    monkeypatch.setattr(walk, "_walked", lambda d: pytest.fail("a kept derivation is walked again"))
     assert derivation.checks() == first
 
 
@@ -458,10 +459,10 @@ def test_a_quadrature_limited_check_states_the_digits_its_error_estimate_leaves(
 
 def test_a_difference_within_the_error_estimate_is_agreement_to_the_digits_it_leaves():
     """Sides 10⁻¹⁵ apart with a combined error estimate of 2·10⁻¹⁵ agree to the 14.7 digits it leaves (too few to
-    pass :func:`steps._numeric`, which leaves such a step unchecked, never failed); 10⁻²² apart with no estimate,
+    pass :func:`steps.numeric.numeric_check`, which leaves such a step unchecked, never failed); 10⁻²² apart with no estimate,
     to 22; 10⁻¹² apart with an estimate of 10⁻²⁵ they differ."""
     one = sympy.Float(1, 40)
-    assert steps._agreed(one, one + sympy.Float("1e-15", 40), sympy.Float("2e-15")) == (pytest.approx(14.7, abs=0.01),
+    assert numeric._agreed(one, one + sympy.Float("1e-15", 40), sympy.Float("2e-15")) == (pytest.approx(14.7, abs=0.01),
                                                                                        True)
-    assert steps._agreed(one, one + sympy.Float("1e-22", 40), 0) == (pytest.approx(22), False)
-    assert steps._agreed(one, one + sympy.Float("1e-12", 40), sympy.Float("1e-25")) is None
+    assert numeric._agreed(one, one + sympy.Float("1e-22", 40), 0) == (pytest.approx(22), False)
+    assert numeric._agreed(one, one + sympy.Float("1e-12", 40), sympy.Float("1e-25")) is None

@@ -29,7 +29,7 @@ from sympy import Eq, I, Rational, exp, oo, sqrt
 
 from ...base import arguments
 from ...derivations.codegen import evaluator
-from ...derivations.expectation import Expectation, gaussian
+from ...derivations.gaussian import Expectation, gaussian
 from ...derivations.steps import function
 
 from .theory import SOURCE, theory

@@ -105,7 +105,7 @@ def _squared_residuals(task: sim.RegressionTask, k: np.ndarray, v: np.ndarray, l
 )
 def gaussian_identities(ctx: Context, **p) -> Evidence:
     """Every Gaussian/erf identity the derivation uses (E erf(a+bZ), E[Z erf], E[Z² erf],
-    E erf(aZ)erf(bZ), ζ(t,g), ∂_tζ, ∂_gζ, E[Z erf²], E[Z² erf²]) equals 20-digit quadrature."""
+    E erf(aZ)erf(bZ), ζ(t,g), ∂_tζ, ∂_gζ, E[Z erf²], E[Z² erf²]) equals their 16-digit quadrature."""
     worst, rows = None, []
     for identity in gaussian.identity_table():
         first, second = identity["parameters"]

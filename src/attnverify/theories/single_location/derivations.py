@@ -20,8 +20,8 @@ from sympy import Eq, Function, erf, sqrt
 
 from ...base import arguments
 from ...derivations.codegen import evaluator, mpmath_evaluator
-from ...derivations.expectation import Expectation, gaussian
-from ...derivations.gaussian import gaussian_expectation, gaussian_moments_expectation, log_zeta_at_zero
+from ...derivations.gaussian import (Expectation, gaussian, gaussian_expectation, gaussian_moments_expectation,
+                                     log_zeta_at_zero)
 from ...derivations.gaussian import log_erfc_square_mean as gaussian_log_erfc_square_mean
 
 from .theory import SOURCE, theory

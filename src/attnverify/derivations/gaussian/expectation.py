@@ -1,23 +1,12 @@
 """𝔼[f] as a sympy expression that carries its own meaning, so that a derivation step stating a value of an
-expectation can be checked (:mod:`.steps`) instead of taken on trust.
+expectation can be checked (:mod:`..steps`) instead of taken on trust.
 
-``Expectation(f, gaussian(z, m, v), …)`` is the mean of f over independent Gaussian variables z ~ N(m, v). It
-evaluates numerically (``evalf``, or :meth:`Expectation.value_at` a point) once its parameters are numbers, with z
-written m + √v·x for a standard x: every variable in which f is a polynomial is averaged exactly (each monomial's
-Gaussian moments, symbolically, once per expectation); one remaining variable is integrated by Gauss–Legendre panels
-(:data:`RULES`, each halved until its two rules agree) placed around the integrand's bulk, found by a float64 scan,
-and around the transitions of its erf terms, with tanh-sinh on the tails; several are first reduced by
-:func:`standard_mean` (a rotation of the erf arguments, then E[erf(α + βZ)] = erf(α/√(1 + 2β²)) for a variable in
-one erf factor), and only what stays is nested tanh-sinh quadrature (slow). The work shared by all points (the change of variables, the moments, the generated code)
-is done once per expectation. Each value comes with an estimate of its error (:meth:`Expectation.estimate_at`,
-:func:`standard_estimate`, :func:`integral_estimate`): the panels' two rules' difference, mpmath.quad's own
-estimate, rounding where the result is exact; at the checker's 30 digits the arcsine kernel's estimate is
-about 1e-36 and its true error about 1e-38 (the checker states no more digits than the estimate leaves).
-``Expectation(f, w, v)`` with plain symbols is the mean over random variables of an unspecified joint law: nothing
-can be computed, but it is linear, and :func:`by_linearity` writes it as Σ cᵢ 𝔼[mᵢ], the cᵢ free of the random
-variables and each 𝔼[mᵢ] a moment of a product of them; the checker treats those moments as unknowns.
-
-A variable's name is bound (like an integration variable): it is not a free symbol of the expectation.
+``Expectation(f, gaussian(z, m, v), …)`` is the mean of f over independent Gaussian variables z ~ N(m, v): it
+evaluates at a point (:meth:`Expectation.estimate_at`, with an error estimate) by exact moments where f is a
+polynomial, the conditioning rule :func:`.closed_forms.erf_mean` after a rotation of the erf arguments
+(:func:`standard_estimate`), and the quadrature of :mod:`.panels` for what remains. ``Expectation(f, w, v)`` with
+plain symbols is the mean over an unspecified joint law: :func:`by_linearity` writes it as Σ cᵢ 𝔼[mᵢ], the
+moments being unknowns. A variable's name is bound: it is not a free symbol of the expectation.
 """
 
 from __future__ import annotations
@@ -27,8 +16,10 @@ import functools
 import mpmath
 import numpy as np
 import sympy
-from mpmath.calculus.quadrature import GaussLegendre
 from sympy import Tuple
+
+from .closed_forms import erf_mean, moments_taken, polynomial_in
+from .panels import FEATURE_CUTS, SCAN, line_integral, nested, rounding
 
 
 def gaussian(variable: sympy.Symbol, mean=0, variance=1) -> Tuple:
@@ -126,7 +117,7 @@ class Expectation(sympy.Expr):
             values = [point[p] for p in template.parameters]
         except KeyError:
             return None
-        working = _working_precision(prec)
+        working = working_precision(prec)
         key = (self, tuple(values), working)
         if key not in _VALUES:
             try:
@@ -171,111 +162,11 @@ def _number(value):
     return mpmath.mpmathify(complex(value)) if not value.is_real else mpmath.mpf(sympy.Float(value, mpmath.mp.dps + 5))
 
 
-def _working_precision(prec: int) -> int:
+def working_precision(prec: int) -> int:
     """Bits a quadrature is carried at for a value wanted to ``prec`` bits: about 85 % of them plus 8 (the checker
     needs 20 of its 30 digits, and the cost grows with the digits), rounded up to a multiple of 32 so that the
     nodes of the rules are shared."""
     return 32 * -(-max(53, int(0.85 * prec) + 8) // 32)
-
-
-def expectation(integrand, *variables) -> Expectation:
-    """``Expectation(integrand, *variables)`` (see the class)."""
-    return Expectation(integrand, *variables)
-
-
-# ----------------------------------------------------------------------------- numeric evaluation (Gaussian)
-
-
-def _normal_moment(power: int) -> int:
-    """E[Zᵏ] for Z ~ N(0, 1): 0 for odd k, (k − 1)!! for even k."""
-    return 0 if power % 2 else int(sympy.factorial2(power - 1))
-
-
-def _polynomial_in(expression: sympy.Expr, variable: sympy.Symbol) -> bool:
-    """Whether ``expression`` is a polynomial in ``variable`` (or free of it)."""
-    return not expression.has(variable) or bool(expression.is_polynomial(variable))
-
-
-def _moments_taken(integrand: sympy.Expr, exact: list) -> sympy.Expr:
-    """E over the standard normal variables ``exact``, in which ``integrand`` is a polynomial: each monomial
-    Π xᵢ^kᵢ replaced by Π E[Zᵏⁱ] (independent variables)."""
-    if not exact:
-        return integrand
-    poly = sympy.Poly(sympy.expand(integrand), *exact)
-    total = sympy.S.Zero
-    for powers, coefficient in poly.terms():
-        factor = 1
-        for k in powers:
-            factor *= _normal_moment(k)
-        if factor:
-            total += factor * coefficient
-    return total
-
-
-SCAN = 14.0
-"""The standard variable is scanned over [−SCAN, SCAN] for the integrand's bulk (φ(14) ≈ 1e-43 of φ(0))."""
-
-RULES = (4, 5)
-"""Degrees of the two Gauss–Legendre rules a panel is integrated with (24 and 48 nodes); they must agree, else the
-panel is halved."""
-
-BULK_CUTS = (-12, -4, -1, 0, 1, 4, 12)
-"""Cut points around the bulk of the integrand, in its half-widths from its peak."""
-
-FEATURE_CUTS = (-2, 0, 2)
-"""Cut points around an erf's transition, in its widths."""
-
-MAX_HALVINGS = 14
-"""How often a panel may be halved before the quadrature gives up (NoConvergence)."""
-
-
-def _rule(degree: int, precision: int) -> tuple[tuple, tuple]:
-    """Gauss–Legendre nodes and weights on [−1, 1] (3·2^(degree−1) of them, mpmath's Newton iteration) at
-    ``precision`` bits, cached."""
-    key = (degree, precision)
-    if key not in _RULES:
-        with mpmath.workprec(precision + 8):
-            pairs = GaussLegendre(mpmath.mp).calc_nodes(degree, precision + 8)
-        _RULES[key] = (tuple(x for x, _ in pairs), tuple(w for _, w in pairs))
-    return _RULES[key]
-
-
-_RULES: dict = {}
-
-
-def _panels(g, a, b, tolerance) -> tuple[mpmath.mpf, mpmath.mpf]:
-    """(∫_a^b g, its error estimate) by Gauss–Legendre on panels, each halved until its two rules agree to
-    ``tolerance`` (absolute). The estimate sums, over the panels, the two rules' difference (the error of the
-    coarser rule, so it bounds the finer one's generously) or the rounding of the sum where that is larger."""
-    rules = [_rule(n, mpmath.mp.prec) for n in RULES]
-    stack, total, error = [(mpmath.mpf(a), mpmath.mpf(b), 0)], mpmath.mpf(0), mpmath.mpf(0)
-    while stack:
-        lo, hi, depth = stack.pop()
-        half, middle = (hi - lo) / 2, (hi + lo) / 2
-        values = [[w * g(middle + half * x) for x, w in zip(*rule)] for rule in rules]
-        coarse, fine = (half * mpmath.fsum(v) for v in values)
-        rounding = abs(half) * mpmath.fsum(abs(v) for v in values[1]) * mpmath.mpf(2) ** (8 - mpmath.mp.prec)
-        if abs(fine - coarse) <= max(tolerance, rounding):
-            total += fine
-            error += max(abs(fine - coarse), rounding)
-        elif depth >= MAX_HALVINGS:
-            raise mpmath.libmp.NoConvergence(f"a panel of width {mpmath.nstr(hi - lo, 3)} did not converge")
-        else:
-            stack += [(lo, middle, depth + 1), (middle, hi, depth + 1)]
-    return total, error
-
-
-def _integral(g, bulk, features=()) -> tuple[mpmath.mpf, mpmath.mpf]:
-    """(∫_ℝ g, its error estimate) for g = f φ: Gauss–Legendre panels over the bulk (centre ± 1, 4, 12 half-widths,
-    f's ``features`` and [−SCAN, SCAN]), tanh-sinh on the two tails beyond (with mpmath.quad's own estimate)."""
-    centre, width, peak = bulk
-    cuts = sorted({*(centre + k * width for k in BULK_CUTS), -SCAN, SCAN, *features})
-    cuts = [c for c in cuts if min(-SCAN, centre - 12 * width) <= c <= max(SCAN, centre + 12 * width)]
-    # the integral's size is about peak·width (the float64 scan): it sets the absolute tolerance
-    tolerance = mpmath.mpf(2) ** (12 - mpmath.mp.prec) * mpmath.mpf(peak * width)
-    parts = [_panels(g, lo, hi, tolerance) for lo, hi in zip(cuts, cuts[1:])]
-    parts += [mpmath.quad(g, [-mpmath.inf, cuts[0]], error=True), mpmath.quad(g, [cuts[-1], mpmath.inf], error=True)]
-    return mpmath.fsum(value for value, _ in parts), mpmath.fsum(abs(error) for _, error in parts)
 
 
 class _Template:
@@ -288,9 +179,9 @@ class _Template:
         standard = [sympy.Dummy(f"x{k}", real=True) for k in range(len(expectation.laws))]
         change = {law[0]: law[1] + sympy.sqrt(law[2]) * x for law, x in zip(expectation.laws, standard)}
         integrand = expectation.integrand.xreplace(change)
-        exact = [x for x in standard if _polynomial_in(integrand, x)]
+        exact = [x for x in standard if polynomial_in(integrand, x)]
         self.other = [x for x in standard if x not in exact]
-        reduced = _moments_taken(integrand, exact)
+        reduced = moments_taken(integrand, exact)
         self.reduced = reduced
         arguments = self.other + self.parameters
         # the parts free of the integration variables are computed once per point, not at every node
@@ -319,7 +210,7 @@ class _Template:
         constants = [*self.constants(*values), *values]
         if not self.other:
             value = mpmath.mpmathify(self.f(*constants))
-            return value, _rounding(value)
+            return value, rounding(value)
         density = 1 / mpmath.sqrt(2 * mpmath.pi)
         if len(self.other) >= 2 and all(mpmath.im(v) == 0 for v in values):
             # conditioning and rotation (standard_mean) before any nested quadrature
@@ -330,10 +221,10 @@ class _Template:
         if self.scan is not None:
             bulk = self._bulk(values)
             if bulk is not None:
-                value, error = _integral(lambda x: self.f(x, *constants) * density * mpmath.exp(-x * x / 2), bulk,
+                value, error = line_integral(lambda x: self.f(x, *constants) * density * mpmath.exp(-x * x / 2), bulk,
                                          self._features(values))
                 return mpmath.mpmathify(value), error
-        return _nested(lambda *xs: self.f(*xs, *constants), len(self.other))
+        return nested(lambda *xs: self.f(*xs, *constants), len(self.other))
 
     def _bulk(self, values: list) -> tuple[float, float, float] | None:
         """(centre, half-width, peak) of |f φ| on a float64 grid over [−SCAN, SCAN] (the width where it stays
@@ -387,48 +278,12 @@ def _compiled(expectation: Expectation) -> _Template:
     return _Template(expectation)
 
 
-def _nested(f, depth: int) -> tuple[mpmath.mpc, mpmath.mpf]:
-    """(∫ f(x₁, …, x_depth) φ(x₁)…φ(x_depth) by nested tanh-sinh quadrature over ℝ, its error estimate: the outer
-    quadrature's own plus the largest of the inner ones', which the outer integral's probability weight cannot
-    enlarge)."""
-    density = 1 / mpmath.sqrt(2 * mpmath.pi)
-    tolerance = mpmath.mpf(2) ** (16 - mpmath.mp.prec)
-    inner_errors = [mpmath.mpf(0)]
-
-    def integrate(prefix):
-        def inner(x):
-            point = (*prefix, x)
-            value = f(*point) if len(point) == depth else integrate(point)
-            return value * density * mpmath.exp(-x * x / 2)
-
-        value, error = mpmath.quad(inner, [-mpmath.inf, 0, mpmath.inf], error=True)
-        if error > tolerance * max(1, abs(value)):
-            raise mpmath.libmp.NoConvergence(f"quadrature error {mpmath.nstr(error, 3)}")
-        if prefix:
-            inner_errors[0] = max(inner_errors[0], abs(error))
-        else:
-            inner_errors.append(abs(error))
-        return value
-
-    value = mpmath.mpmathify(integrate(()))
-    return value, inner_errors[-1] + inner_errors[0] + _rounding(value)
-
-
-def _rounding(value) -> mpmath.mpf:
-    """The rounding error allowed a number computed at the current precision (exact moments, a closed form after
-    a rotation in floating point): 2¹⁶ units of its last place."""
-    return mpmath.mpf(2) ** (16 - mpmath.mp.prec) * abs(value)
-
-
 def gaussian_mean(integrand: sympy.Expr, variables: list) -> mpmath.mpc:
     """E[integrand] over independent standard normal ``variables`` (the integrand free of other symbols) at the
     current mpmath precision: exactly in the variables the integrand is a polynomial in (its monomials' Gaussian
     moments), numerically in the others: one by Gauss–Legendre panels over its integrand's bulk and features and
     tanh-sinh on the tails, several by nested tanh-sinh quadrature."""
     return _compiled(Expectation(integrand, *(gaussian(x) for x in variables))).value([])[0]
-
-
-# ----------------------------------------------------------------------------- linearity (unspecified laws)
 
 
 def moment(product: sympy.Expr, variables) -> sympy.Expr:
@@ -460,18 +315,6 @@ def by_linearity(expression: sympy.Expr) -> sympy.Expr:
     return expression.replace(lambda e: isinstance(e, Expectation) and not e.is_gaussian, expand)
 
 
-# ----------------------------------------------------------------------------- numbers: means and integrals at a point
-
-
-class QuadratureShort(ArithmeticError):
-    """A quadrature that did not reach the digits asked of it within its bounded effort (the check is then left
-    undecided, never failed)."""
-
-
-INTEGRAL_DEGREE = 7
-"""mpmath.quad's largest tanh-sinh degree for an integral at a point (about 2^degree·12 nodes per interval): the
-bounded effort of a 1-D integral."""
-
 CONDITIONED = (sympy.erf, sympy.erfc)
 
 
@@ -488,17 +331,17 @@ def standard_estimate(integrand: sympy.Expr, variables: list, prec: int) -> tupl
     erf(α/√(1+2β²)); when two or more remain and every one enters only through affine arguments of functions,
     they are rotated (QR of the arguments' coefficients, Z → QY keeps the law) so that the k-th argument holds the
     first k new variables, the others drop out, and the last is conditioned out (E[erf(u) erf(v)] of correlated
-    u, v becomes one integral). One remaining variable: Gauss–Legendre panels over its bulk (:func:`_integral`,
+    u, v becomes one integral). One remaining variable: Gauss–Legendre panels over its bulk (:func:`line_integral`,
     its error estimated by the panels' two rules, about 2¹² units of the last place of ``prec`` times the number of
     panels); several: nested tanh-sinh (slow, bounded by the step's budget). What is exact is given the error of
-    its rounding (:func:`_rounding`)."""
+    its rounding (:func:`rounding`)."""
     h, rest, rotated = sympy.sympify(integrand), list(variables), False
     with mpmath.workprec(prec):
         while True:
             rest = [v for v in rest if h.has(v)]
-            exact = [v for v in rest if _polynomial_in(h, v)]
+            exact = [v for v in rest if polynomial_in(h, v)]
             if exact:
-                h, rest = _moments_taken(h, exact), [v for v in rest if v not in exact]
+                h, rest = moments_taken(h, exact), [v for v in rest if v not in exact]
                 continue
             conditioned = next(((v, c) for v in reversed(rest) for c in [_conditioned(h, v)] if c is not None),
                                None)
@@ -513,7 +356,7 @@ def standard_estimate(integrand: sympy.Expr, variables: list, prec: int) -> tupl
             break
         if not rest:
             value = sympy.N(h, mpmath.mp.dps + 5)._to_mpmath(prec)
-            return value, _rounding(value)
+            return value, rounding(value)
         return _Template(Expectation(h, *(gaussian(v) for v in rest))).value([])
 
 
@@ -533,7 +376,7 @@ def _conditioned(h: sympy.Expr, variable: sympy.Symbol) -> sympy.Expr | None:
         offset = argument - slope * variable
         if slope == 0 or slope.has(variable) or offset.has(variable):
             return None
-        total += constant * factor.func(offset / sympy.sqrt(1 + 2 * slope**2))
+        total += constant * erf_mean(offset, slope, factor.func)
     return total
 
 
@@ -573,117 +416,3 @@ def _rotated(h: sympy.Expr, variables: list, prec: int):
         replaced[f] = f.func(argument)
     return h.xreplace(replaced), new
 
-
-def integral_value(integral: sympy.Integral, prec: int):
-    """A definite integral with no free symbols at ``prec`` bits (the value of :func:`integral_estimate`)."""
-    return integral_estimate(integral, prec)[0]
-
-
-def integral_estimate(integral: sympy.Integral, prec: int) -> tuple:
-    """(a definite integral, an estimate of its absolute error): a definite integral with no free symbols, at ``prec`` bits (an mpmath number). Over ℝⁿ with a Gaussian
-    weight exp(−½zᵀPz + bᵀz + c), P positive definite (the nested integrals merged): the weight's mass times
-    E[g(μ + LY)] (LLᵀ = P⁻¹, :func:`standard_mean`); else one variable at a time by mpmath.quad (tanh-sinh, at most
-    :data:`INTEGRAL_DEGREE`), whose error estimate must reach the working precision less 16 bits, else
-    :class:`QuadratureShort`. A Gaussian weight's expectation is carried at the precision an expectation is
-    (:func:`_working_precision`), so that its panels reach ``prec``."""
-    with mpmath.workprec(_working_precision(prec)):
-        gaussian_form = _gaussian_weight(*_merged(integral))
-        if gaussian_form is not None:
-            mass, g, variables = gaussian_form
-            value, error = standard_estimate(g, variables, mpmath.mp.prec)
-            product = mass * value
-            return product, abs(mass) * error + _rounding(product)
-    with mpmath.workprec(_working_precision(prec)):
-        return _quadrature(integral, prec)
-
-
-def _merged(integral: sympy.Integral):
-    """(integrand, variables) of nested integrals all over ℝ, or (None, None)."""
-    variables, body = [], integral
-    while isinstance(body, sympy.Integral):
-        for limit in body.limits:
-            if len(limit) != 3 or limit[1] != -sympy.oo or limit[2] != sympy.oo:
-                return None, None
-            variables.append(limit[0])
-        body = body.function
-    if body.has(sympy.Integral):
-        return None, None
-    return body, variables
-
-
-def _gaussian_weight(integrand, variables):
-    """(mass, g(μ + LY), Y) where integrand = g · exp(q), q quadratic with a negative definite part, or None."""
-    if integrand is None:
-        return None
-    exponent, rest = sympy.S.Zero, sympy.S.One
-    for factor in sympy.Mul.make_args(sympy.powsimp(integrand)):
-        base, power = factor.as_base_exp()
-        if isinstance(factor, sympy.exp) or base == sympy.E:
-            argument = factor.args[0] if isinstance(factor, sympy.exp) else power
-            if argument.has(*variables) and _degree(argument, variables) <= 2:
-                exponent += argument
-                continue
-        rest *= factor
-    if exponent == 0:
-        return None
-    poly = sympy.Poly(sympy.expand(exponent), *variables)
-    if poly.total_degree() != 2:
-        return None
-    n, digits = len(variables), mpmath.mp.dps + 5
-    number = lambda e: mpmath.mpf(sympy.Float(e, digits))  # noqa: E731
-    try:
-        hessian = mpmath.matrix([[number(-sympy.diff(exponent, u, v)) for v in variables] for u in variables])
-        b = mpmath.matrix([number(sympy.diff(exponent, u).xreplace(dict.fromkeys(variables, 0))) for u in variables])
-        c = number(exponent.xreplace(dict.fromkeys(variables, 0)))
-        covariance = mpmath.inverse(hessian)
-        lower = mpmath.cholesky(covariance)  # raises unless positive definite
-    except (ValueError, ZeroDivisionError, TypeError):
-        return None
-    mean = covariance * b
-    mass = mpmath.exp(c + (b.T * mean)[0] / 2) * mpmath.sqrt((2 * mpmath.pi) ** n * mpmath.det(covariance))
-    new = [sympy.Dummy(f"y{i}", real=True) for i in range(n)]
-    change = {u: sympy.Float(mean[i], digits) + sum(sympy.Float(lower[i, j], digits) * new[j]
-                                                     for j in range(i + 1) if lower[i, j] != 0)
-              for i, u in enumerate(variables)}
-    return mass, rest.xreplace(change), new
-
-
-def _degree(expression, variables) -> int:
-    """The total degree of a polynomial in ``variables`` (a large number if it is not one)."""
-    try:
-        return sympy.Poly(sympy.expand(expression), *variables).total_degree()
-    except sympy.PolynomialError:
-        return 10**9
-
-
-def _quadrature(integral: sympy.Integral, prec: int):
-    """(value, error estimate): one variable at a time, innermost last, by mpmath.quad with its error estimate
-    checked; an inner integral's error estimates, at most 2¹⁶ units of its last place relative to its value, are
-    added relative to the outer value."""
-    (variable, *bounds), *outer = integral.limits[::-1]
-    inner = sympy.Integral(integral.function, *integral.limits[:-1]) if outer else integral.function
-    low, high = (mpmath.mpf(sympy.Float(v, mpmath.mp.dps + 5)) if v.is_finite else
-                 (mpmath.inf if v == sympy.oo else -mpmath.inf) for v in bounds)
-    if inner.has(sympy.Integral):
-        def f(x):
-            return _at_number(inner, variable, x, prec)
-    else:
-        compiled = sympy.lambdify(variable, inner, modules="mpmath")
-        f = compiled
-    value, error = mpmath.quad(f, [low, high], error=True, maxdegree=INTEGRAL_DEGREE)
-    if not error <= mpmath.mpf(2) ** (16 - prec) * max(abs(value), mpmath.mpf(2) ** (-prec // 2)):
-        digits = int(max(0, -mpmath.log10(error / max(abs(value), mpmath.mpf(10) ** -100))))
-        raise QuadratureShort(f"mpmath.quad reached about {digits} digits of ∫ d{variable} within degree "
-                              f"{INTEGRAL_DEGREE}")
-    if inner.has(sympy.Integral):
-        error = abs(error) + mpmath.mpf(2) ** (16 - prec) * abs(value)
-    return value, abs(error) + _rounding(value)
-
-
-def _at_number(inner, variable, x, prec):
-    value = inner.xreplace({variable: sympy.Float(x, mpmath.mp.dps + 5)})
-    if isinstance(value, sympy.Integral):
-        return integral_value(value, prec)
-    return mpmath.mpf(sympy.Float(sympy.N(value.replace(
-        lambda e: isinstance(e, sympy.Integral) and not e.free_symbols,
-        lambda e: sympy.Float(integral_value(e, prec), mpmath.mp.dps + 5)), mpmath.mp.dps + 5), mpmath.mp.dps))

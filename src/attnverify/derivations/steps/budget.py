@@ -1,0 +1,225 @@
+"""The time a step's check may take: :func:`step_budget` (``budget=``, ``$ATTNVERIFY_STEP_BUDGET``, else
+:data:`STEP_BUDGET` seconds), enforced by an alarm (:data:`CLOCK`) in a child process forked for the check
+(:class:`Child`), which is killed :data:`GRACE` seconds past a budget if it does not answer the alarm.
+A step past its budget is ``unchecked: budget of N s spent (what was being tried)`` and never kept."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import pickle
+import select
+import signal
+import struct
+import time
+from dataclasses import dataclass
+
+from .outcome import StepCheck, unchecked
+
+
+STEP_BUDGET = 60.0
+"""Seconds the check of one step may take, all its comparisons and their symbolic and numeric attempts together
+(integrals and expectations included), unless ``budget=`` or ``$ATTNVERIFY_STEP_BUDGET`` says otherwise; past it
+the step is ``unchecked: budget of N s spent (what was being tried)`` and the derivation's next step is checked."""
+
+
+BUDGET_VARIABLE = "ATTNVERIFY_STEP_BUDGET"
+
+
+SYMBOLIC_SHARE = 0.1
+"""The part of a step's budget that one comparison's symbolic attempts (``expand``, ``simplify``, ``equals``) may
+take; past it the comparison is decided numerically (its outcome says the symbolic attempts were stopped)."""
+
+
+GRACE = 5.0
+"""Seconds past a step's budget after which the process checking it, silent (inside C code that the alarm cannot
+interrupt), is killed; the step is then unchecked and the walk goes on in a new process."""
+
+
+ANNOUNCE_AFTER = 2.0
+"""A step still being checked after this many seconds is named to the progress display (``on_step``)."""
+
+
+def step_budget(budget: float | None = None) -> float:
+    """The seconds a step's check may take: ``budget`` if given, else ``$ATTNVERIFY_STEP_BUDGET``, else
+    :data:`STEP_BUDGET`; a positive finite number."""
+    name, value = "budget", budget
+    if budget is None:
+        name, value = BUDGET_VARIABLE, os.environ.get(BUDGET_VARIABLE)
+        if value is None:
+            return STEP_BUDGET
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if isinstance(value, bool) or not (0 < seconds < math.inf):
+        raise ValueError(f"{name} must be a positive number of seconds (0 < {name} < inf), got {value!r}")
+    return seconds
+
+
+def budget_outcome(budget: float, trying: str, killed: bool = False) -> StepCheck:
+    ended = "; its process did not answer the alarm and was ended" if killed else ""
+    return unchecked(f"budget of {budget:g} s spent ({trying or 'checking the step'}){ended}")
+
+
+def is_spent(outcome: StepCheck) -> bool:
+    """The outcome of a check stopped by its budget (never kept on disk: a later run may decide it)."""
+    return outcome.outcome == "unchecked" and "budget of " in outcome.detail and " s spent (" in outcome.detail
+
+
+class BudgetSpent(BaseException):
+    """A limit of :class:`_Clock` was reached (a BaseException: no ``except Exception`` of sympy or of the checker
+    swallows it)."""
+
+    def __init__(self, limit):
+        super().__init__("budget spent")
+        self.limit = limit
+
+
+@dataclass(eq=False)
+class _Limit:
+    deadline: float
+    seconds: float
+
+
+class _Clock:
+    """Deadlines enforced by SIGALRM, in the main thread of the checker's own child process (forked for the
+    purpose, so that no one else's alarm is disturbed) or of a process without ``os.fork``. The alarm repeats
+    every 0.25 s until the expired limit's block is left, so a handler that swallows it does not stop it.
+    ``trying`` names the attempt under way (for the outcome's text); ``tell`` sends a message to the parent."""
+
+    def __init__(self):
+        self.limits: list[_Limit] = []
+        self._trying = ""
+        self.active = False  # in a child process forked by the checker
+        self.send = None
+
+    @property
+    def trying(self) -> str:
+        return self._trying
+
+    @trying.setter
+    def trying(self, what: str) -> None:
+        self._trying = what
+        self.tell(("trying", what))
+
+    def usable(self) -> bool:
+        return self.active or (not hasattr(os, "fork") and hasattr(signal, "setitimer")
+                               and threading_main())
+
+    def start(self, send) -> None:
+        """In a new child: the alarm's handler installed, messages to the parent through ``send``."""
+        self.active, self.send, self.limits = True, send, []
+        signal.signal(signal.SIGALRM, self._alarm)
+
+    def tell(self, message) -> None:
+        if self.send is not None:
+            self.send(message)
+
+    def _alarm(self, signum, frame):
+        now = time.monotonic()
+        expired = [limit for limit in self.limits if limit.deadline <= now + 1e-3]
+        if expired:
+            raise BudgetSpent(expired[0])  # the outermost limit that expired
+        self._arm()
+
+    def _arm(self) -> None:
+        if self.limits:
+            remaining = max(1e-3, min(limit.deadline for limit in self.limits) - time.monotonic())
+            signal.setitimer(signal.ITIMER_REAL, remaining, 0.25)
+        else:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def share(self, fraction: float) -> float | None:
+        """``fraction`` of the innermost limit's seconds (None without a limit)."""
+        return self.limits[-1].seconds * fraction if self.limits else None
+
+    @contextlib.contextmanager
+    def limit(self, seconds: float | None):
+        """A block limited to ``seconds`` (and to every enclosing limit); yields the limit (None: no limit)."""
+        if seconds is None or not self.usable():
+            yield None
+            return
+        entry = _Limit(time.monotonic() + seconds, seconds)
+        self.limits.append(entry)
+        self._arm()
+        try:
+            yield entry
+        finally:
+            self.limits.remove(entry)
+            self._arm()
+
+
+def threading_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+CLOCK = _Clock()
+
+
+def can_fork() -> bool:
+    """A child can be forked for a check: os.fork exists and this is not already such a child."""
+    return hasattr(os, "fork") and not CLOCK.active
+
+
+class Child:
+    """A child process forked to run ``work()``; it sends pickled messages (length-prefixed) through a pipe, ends
+    with ("result", value) or ("error", text), and never returns into the parent's code (``os._exit``)."""
+
+    def __init__(self, work):
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child
+            code = 1
+            try:
+                os.close(read)
+                CLOCK.start(lambda message: _send(write, message))
+                _send(write, ("result", work()))
+                code = 0
+            except BaseException as error:  # noqa: BLE001  (reported to the parent, whatever it is)
+                try:
+                    _send(write, ("error", f"{type(error).__name__}: {error}"))
+                except BaseException:  # noqa: BLE001  (the parent sees the pipe close)
+                    pass
+            finally:
+                os._exit(code)
+        os.close(write)
+        self.pid, self.fd, self.buffer = pid, read, b""
+
+    def receive(self, timeout: float):
+        """The messages that arrive within ``timeout`` seconds ([] if none); None once the child has closed the
+        pipe."""
+        ready, _, _ = select.select([self.fd], [], [], max(0.0, timeout))
+        if not ready:
+            return []
+        chunk = os.read(self.fd, 1 << 20)
+        if not chunk:
+            return None
+        self.buffer += chunk
+        messages = []
+        while len(self.buffer) >= 8:
+            (size,) = struct.unpack("<Q", self.buffer[:8])
+            if len(self.buffer) < 8 + size:
+                break
+            messages.append(pickle.loads(self.buffer[8:8 + size]))
+            self.buffer = self.buffer[8 + size:]
+        return messages
+
+    def end(self, kill: bool = False) -> None:
+        if kill:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        os.close(self.fd)
+        os.waitpid(self.pid, 0)
+
+
+def _send(fd: int, message) -> None:
+    data = pickle.dumps(message)
+    data = struct.pack("<Q", len(data)) + data
+    while data:
+        data = data[os.write(fd, data):]
