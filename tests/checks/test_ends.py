@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import strategies as hypothesis_strategies
 
-from attnverify.checks import claim, run_claim, st, within_error
+from attnverify.checks import at_most, claim, run_claim, st, within_error
 from attnverify.checks.runner import END_NUMBERS, drawn_examples, end_examples, example_seed
 from attnverify.numerics.statistics import Estimate
 
@@ -31,10 +31,10 @@ def test_a_run_checks_the_drawn_examples_and_replays_them_from_its_seed():
     first, again = run_claim(angle_and_width, seed=5), run_claim(angle_and_width, seed=5)
     examples = [(e.parameters, e.seed) for e in first.examples]
     assert examples == [(e.parameters, e.seed) for e in again.examples] == drawn_examples(angle_and_width, seed=5)
-    # the ends come after hypothesis' draws, each with its own Monte Carlo seed
-    assert examples[-2:] == [({"theta": 0.0, "d": 2}, example_seed(5, END_NUMBERS["low"])),
-                             ({"theta": np.pi, "d": 64}, example_seed(5, END_NUMBERS["high"]))]
-    assert [e.parameters for e in run_claim(angle_and_width, seed=6).examples][:3] != [p for p, _ in examples[:3]]
+    # the low end comes before hypothesis' draws, the high end after them, each with its own Monte Carlo seed
+    assert [examples[0], examples[-1]] == [({"theta": 0.0, "d": 2}, example_seed(5, END_NUMBERS["low"])),
+                                           ({"theta": np.pi, "d": 64}, example_seed(5, END_NUMBERS["high"]))]
+    assert [e.parameters for e in run_claim(angle_and_width, seed=6).examples][1:4] != [p for p, _ in examples[1:4]]
 
 
 broken_at_pi = claim("demo.broken_at_pi", parameters={"theta": st.floats(0, np.pi), "x": st.floats(min_value=0.5)},
@@ -112,3 +112,20 @@ def test_an_end_the_strategy_filters_out_is_not_checked():
     assert end_examples(positive) == [("high", {"x": 1.0, "d": 5})]
     drawn = [p for p, _ in drawn_examples(positive)]
     assert len(drawn) == 5 and drawn[-1] == {"x": 1.0, "d": 5} and all(p["x"] > 0 for p in drawn)
+
+
+def test_a_claim_false_at_hypothesis_simplest_draw_is_refuted_at_its_first_check():
+    """The low end of floats(0.01, 2) × integers(4, 1000) is hypothesis' simplest draw: it is checked first, so a
+    claim false there costs one check, not a later draw's shrinking (up to shrink_budget further checks)."""
+    checked = []
+
+    def false_everywhere(p, ctx):
+        checked.append(dict(p))
+        return at_most(1.0, 0.0)
+
+    false = claim("demo.false_everywhere", parameters={"lam": st.floats(0.01, 2.0), "d": st.integers(4, 1000)},
+                  statement="false", examples={"quick": 10, "thorough": 10}, shrink_budget=60)(false_everywhere)
+    result = run_claim(false, seed=0)
+    assert result.status == "refuted" and result.shrink_trials == 0
+    assert checked[0] == {"lam": 0.01, "d": 4} and result.counterexample.parameters == {"lam": 0.01, "d": 4}
+    assert len(result.examples) == 1

@@ -10,7 +10,8 @@ A refuting example is shrunk by hypothesis for at most ``claim.shrink_budget`` f
 
 A claim whose strategy has bounded numbers (``st.floats(a, b)``, ``st.integers(a, b)`` of
 :mod:`.strategies`) is also checked at their ends: after hypothesis' draws, the example with every one at its
-low end, then at its high end (hypothesis' simplest draw for the other parameters; :func:`end_examples`). They
+low end, then at its high end (hypothesis' simplest draw for the other parameters; :func:`end_examples`); an end
+that is hypothesis' simplest draw is checked first instead, where hypothesis' own search starts. They
 count among the claim's examples (the draws are that many fewer, and never repeat an end), each a search of
 its own: a refuting end shrinks its other parameters, its bounded ones staying at the end.
 
@@ -386,10 +387,22 @@ def end_examples(claim: Claim, seed: int = 0) -> list[tuple[str, dict]]:
 
 def _searches(claim: Claim, total: int, seed: int) -> list[tuple[str | None, int, set[str]]]:
     """A run's searches, in order, as (end, examples, skip): hypothesis' draws, then each end example; together
-    ``total`` examples (the ends first keep their place when ``total`` is smaller than their number)."""
+    ``total`` examples (the ends keep their place when ``total`` is smaller than their number). An end that is
+    hypothesis' simplest draw (the low end of ranges whose simplest value is their low end, as ``floats(0.01, 2)``)
+    comes first instead, where hypothesis' own search starts: a claim false there is refuted at its first check,
+    with nothing to shrink, where meeting the refutation first at a later draw costs up to ``shrink_budget``
+    further checks to shrink back. The other ends come last, so that a flaw from some value on is first met by a
+    draw and shrinks to where it starts."""
     ends = end_examples(claim, seed)[:total]
     skip = {parameters_key(parameters) for _, parameters in ends}
-    return [(None, total - len(ends), skip)] + [(end, 1, set()) for end, _ in ends]
+    simplest: list[str] = []
+    try:
+        _hypothesis_search(claim, 1, seed, lambda parameters, _: simplest.append(parameters_key(parameters)))()
+    except Unsatisfiable:
+        pass
+    first = [(end, 1, set()) for end, parameters in ends if parameters_key(parameters) in simplest]
+    last = [(end, 1, set()) for end, parameters in ends if parameters_key(parameters) not in simplest]
+    return first + [(None, total - len(ends), skip)] + last
 
 
 def _checked_run(claim: Claim, profile: str, seed: int, examples: int | None) -> tuple[int, int | None]:
@@ -557,6 +570,15 @@ def use_cache_for_hypothesis() -> None:
     still wins. Runs use no example database: a failure replays from ``(parameters, seed)``."""
     if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
         hypothesis.configuration.set_hypothesis_home_dir(cache_directory("hypothesis"))
+
+
+def verdict(result: dict) -> str:
+    """The verdict of a claim result's dict (``ClaimResult.as_dict()``): ``OK`` (as expected), ``UNDECIDED``
+    (inconclusive where a decision was expected: draw more) or ``UNEXPECTED`` (a verdict against the expectation,
+    or an error)."""
+    if result["ok"]:
+        return "OK"
+    return "UNDECIDED" if result["status"] == "inconclusive" else "UNEXPECTED"
 
 
 def results_document(results: list[ClaimResult | dict], not_run: Iterable[str] = ()) -> dict:

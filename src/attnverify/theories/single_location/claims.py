@@ -20,7 +20,8 @@ from ...derivations.codegen import evaluator
 from .. import single_location as sim
 from ...numerics.sized import sized_mean
 from ...numerics.statistics import Estimate, fit_line, mean_estimate
-from ...checks.claim import Context, st
+from ...checks import st
+from ...checks.claim import Context
 from ...checks.evidence import Evidence, at_most, close, within_error
 
 from .experiments import GAMMA, PGD_CONFIGS, PGD_DIMENSION, PGD_LENGTH
@@ -52,31 +53,22 @@ def _embed(task: sim.RegressionTask, four: np.ndarray) -> np.ndarray:
 
 @theory.claim(
     source=f"{SOURCE}, §3.1 (risk in the five overlaps)",
-    parameters=st.fixed_dictionaries(
-        {
-            "k": direction,
-            "v": direction,
-            "lam": st.floats(0.05, 2.0),
-            "gamma": st.floats(0.3, 1.5),
-            "d": st.integers(4, 500),
-            "L": st.integers(1, 20),
-            "eps": st.floats(0.0, 0.5),
-        }
-    ),
     examples={"quick": 6, "thorough": 40},
+    k=direction, v=direction, lam=st.floats(0.05, 2.0), gamma=st.floats(0.3, 1.5), d=st.integers(4, 500),
+    L=st.integers(1, 20), eps=st.floats(0.0, 0.5),
 )
-def closed_form_risk(ctx: Context, **p) -> Evidence:
+def closed_form_risk(ctx: Context, k, v, lam, gamma, d, L, eps) -> Evidence:
     """The closed-form population risk ℛ(κ, ν, θ, η, ρ) equals the Monte Carlo risk E[(Y − T(X))²]
     for arbitrary unit (k, v), λ, γ, d, L, ε: a discrepancy of 1 % of ℛ plus 0.1 % of the label variance
     γ² + ε² is resolved (thorough: 0.5 % + 0.05 %); the sample is drawn until it is."""
-    task = sim.make_task(p["d"], p["L"], gamma=p["gamma"], eps=p["eps"], seed=ctx.seed)  # host vectors; MC on ctx.backend
-    k, v = _embed(task, _unit(p["k"])), _embed(task, _unit(p["v"]))
-    closed = float(derived.population_risk(k, v, task.k_star, task.v_star, p["lam"], p["gamma"], p["d"], p["L"], p["eps"]))
+    task = sim.make_task(d, L, gamma=gamma, eps=eps, seed=ctx.seed)  # host vectors; MC on ctx.backend
+    k, v = _embed(task, _unit(k)), _embed(task, _unit(v))
+    closed = float(derived.population_risk(k, v, task.k_star, task.v_star, lam, gamma, d, L, eps))
     relative, absolute = ctx.choose(quick=(0.01, 1e-3), thorough=(0.005, 5e-4))
     # the absolute part keeps a risk near 0 resolvable: there a rare large residual dominates the spread
-    estimate = sized_mean(lambda rng, n: _squared_residuals(task, k, v, p["lam"], n, rng, ctx.backend),
+    estimate = sized_mean(lambda rng, n: _squared_residuals(task, k, v, lam, n, rng, ctx.backend),
                           ctx.backend.random(int(ctx.rng.integers(2**63))), relative_resolution=relative,
-                          reference=closed, resolution=absolute * (p["gamma"] ** 2 + p["eps"] ** 2),
+                          reference=closed, resolution=absolute * (gamma**2 + eps**2),
                           budget=ctx.choose(quick=3_000_000, thorough=12_000_000))
     return within_error(closed, estimate,
                         note=f"exact closed form: no bias budget; resolution {relative:.1%} of ℛ + {absolute:.2%} of "
@@ -100,18 +92,17 @@ def _squared_residuals(task: sim.RegressionTask, k: np.ndarray, v: np.ndarray, l
 
 @theory.claim(
     source=f"{SOURCE}, spec §5 (Gaussian/erf identities used by the risk)",
-    parameters=st.fixed_dictionaries({"first": st.floats(-4.0, 4.0), "second": st.floats(0.01, 4.0)}),
     examples={"quick": 6, "thorough": 40},
+    first=st.floats(-4.0, 4.0), second=st.floats(0.01, 4.0),
 )
-def gaussian_identities(ctx: Context, **p) -> Evidence:
+def gaussian_identities(ctx: Context, first, second) -> Evidence:
     """Every Gaussian/erf identity the derivation uses (E erf(a+bZ), E[Z erf], E[Z² erf],
     E erf(aZ)erf(bZ), ζ(t,g), ∂_tζ, ∂_gζ, E[Z erf²], E[Z² erf²]) equals their 16-digit quadrature."""
     worst, rows = None, []
     for identity in gaussian.identity_table():
-        first, second = identity["parameters"]
-        values = {first: p["first"], second: p["second"]}
+        values = dict(zip(identity["parameters"], (first, second)))
         quadrature = gaussian.gaussian_quadrature(identity["integrand"], values)
-        generated = float(evaluator(identity["closed_form"], identity["parameters"], ctx.backend, rounding=False)(p["first"], p["second"]))
+        generated = float(evaluator(identity["closed_form"], identity["parameters"], ctx.backend, rounding=False)(first, second))
         # float64 evaluation of O(1) special functions: 1e-12 relative, 1e-14 absolute near zeros
         evidence = close(generated, quadrature, rtol=1e-12, atol=1e-14)
         rows.append({"identity": identity["name"], "closed_form": generated, "quadrature": quadrature})
@@ -130,35 +121,28 @@ def gaussian_identities(ctx: Context, **p) -> Evidence:
 
 @theory.claim(
     source=f"{SOURCE}, Corollary 2",
-    parameters=st.fixed_dictionaries(
-        {
-            "d0": st.integers(50, 400),
-            "length_exponent": st.floats(0.0, 0.6),
-            "scale": st.floats(1.0, 3.0),
-            "gamma": st.floats(0.3, 1.5),
-        }
-    ),
     examples={"quick": 8, "thorough": 60},
+    d0=st.integers(50, 400), length_exponent=st.floats(0.0, 0.6), scale=st.floats(1.0, 3.0), gamma=st.floats(0.3, 1.5),
 )
-def asymptotic_bayes_optimality(ctx: Context, **p) -> Evidence:
+def asymptotic_bayes_optimality(ctx: Context, d0, length_exponent, scale, gamma) -> Evidence:
     """Along d → ∞ with L = ⌈d^a⌉ (a < 1, so L = o(d)) and λ = c·√(log(d/L)/d) (so λ√d → ∞ and
     λ√L → 0), the oracle's excess risk ℛ(T*) − ε² — an upper bound on its gap to the Bayes risk —
     decreases towards 0: the fitted log-log slope against d is negative beyond 5 standard errors (evaluated
     without cancellation; the generated float64 closed form, on the run's backend, agrees within its round-off)."""
-    d = p["d0"] * 4.0 ** np.arange(6)
-    L = np.ceil(d ** p["length_exponent"])
-    lam = p["scale"] * np.sqrt(np.log(d / L) / d)
+    d = d0 * 4.0 ** np.arange(6)
+    L = np.ceil(d**length_exponent)
+    lam = scale * np.sqrt(np.log(d / L) / d)
     # 100-digit evaluation: the informative-token bracket decays like erfc(λ√(d/2))², far below
     # float64 resolution of its O(1) terms (see oracle_excess_risk_high_precision)
-    excess = np.array([derived.oracle_excess_risk_high_precision(lm, dd, ll, p["gamma"]) for lm, dd, ll in zip(lam, d, L)])
+    excess = np.array([derived.oracle_excess_risk_high_precision(lm, dd, ll, gamma) for lm, dd, ll in zip(lam, d, L)])
     fit = fit_line(np.log(d), np.log(excess))
     upper = fit.slope + 5 * fit.slope_standard_error
     decreasing = bool(excess[-1] < excess[0])
     # the generated float64 closed form, on the run's backend, agrees with it up to its round-off: terms of size
     # ≤ 4γ² (the bracket 1 − 2erf + ζ, each part ≤ 1) and L − 1 (the noise tokens' ζ ≤ 1), 64 ulp of their sum
     float64 = ctx.backend.to_numpy(derived.oracle_risk(ctx.backend.asarray(lam), ctx.backend.asarray(d),
-                                                      ctx.backend.asarray(L), p["gamma"], 0.0, backend=ctx.backend))
-    roundoff = 64 * np.finfo(float).eps * (4 * p["gamma"] ** 2 + L - 1)
+                                                      ctx.backend.asarray(L), gamma, 0.0, backend=ctx.backend))
+    roundoff = 64 * np.finfo(float).eps * (4 * gamma**2 + L - 1)
     agrees = bool(np.all(np.abs(float64 - excess) <= roundoff))
     return Evidence(
         bool(upper < 0) and decreasing and agrees,
@@ -184,24 +168,17 @@ def asymptotic_bayes_optimality(ctx: Context, **p) -> Evidence:
 
 @theory.claim(
     source=f"{SOURCE}, Theorem 1 and Proposition 3",
-    parameters=st.fixed_dictionaries(
-        {
-            "d": st.integers(20, 2000),
-            "L": st.integers(2, 30),
-            "scale": st.floats(0.5, 3.0),
-            "gamma": st.floats(0.3, 1.5),
-            "eps": st.floats(0.0, 0.5),
-        }
-    ),
     examples={"quick": 5, "thorough": 40},
+    d=st.integers(20, 2000), L=st.integers(2, 30), scale=st.floats(0.5, 3.0), gamma=st.floats(0.3, 1.5),
+    eps=st.floats(0.0, 0.5),
 )
-def oracle_beats_linear(ctx: Context, **p) -> Evidence:
+def oracle_beats_linear(ctx: Context, d, L, scale, gamma, eps) -> Evidence:
     """The risk gap ℛ(T*) − ℛ(best linear) predicted by the closed forms is what simulation
     measures (paired Monte Carlo on the same sequences, within 5 SE, drawn until a discrepancy of 1.5 %
     of the larger risk is resolved; thorough 0.5 %); where the theory puts the oracle ahead by more than
     5 SE, the simulated oracle is ahead too."""
-    d, L, g, e = p["d"], p["L"], p["gamma"], p["eps"]
-    lam = p["scale"] * math.sqrt(math.log(max(d / L, 2.0)) / d)
+    g, e = gamma, eps
+    lam = scale * math.sqrt(math.log(max(d / L, 2.0)) / d)
     oracle_risk, linear_risk = float(derived.oracle_risk(lam, d, L, g, e)), float(derived.linear_risk(L, g, e))
     gap_theory = oracle_risk - linear_risk
     task = sim.make_task(d, L, gamma=g, eps=e, seed=ctx.seed, backend=ctx.backend)
@@ -241,36 +218,29 @@ def _distance_to_manifold(path, be) -> np.ndarray:
     return be.to_numpy(be.xp.sqrt(theta**2 + eta**2 + rho**2))
 
 
-def _manifold_pgd(p: dict, k4, v4, steps: int, be):
+def _manifold_pgd(k4, v4, *, lam, scheduled, step_size, d, L, steps: int, be):
     return sim.population_projected_gradient_descent(
-        k4, v4, lam0=p["lam"], scheduled=p["scheduled"], step_size=p["step_size"], steps=steps,
-        d=p["d"], L=p["L"], gamma=GAMMA, eps=0.1, record_every=50, backend=be)
+        k4, v4, lam0=lam, scheduled=scheduled, step_size=step_size, steps=steps, d=d, L=L, gamma=GAMMA, eps=0.1,
+        record_every=50, backend=be)
 
 
 @theory.claim(
     source=f"{SOURCE}, §5 (invariant manifold M)",
-    parameters=st.fixed_dictionaries(
-        {
-            "kappa0": st.floats(-0.99, 0.99),
-            "nu0": st.floats(-0.99, 0.99),
-            "lam": st.floats(0.05, 1.5),
-            "scheduled": st.booleans(),
-            "step_size": st.floats(1e-4, 1e-2),
-            "d": st.integers(10, 800),
-            "L": st.integers(1, 20),
-        }
-    ),
     examples={"quick": 4, "thorough": 20},
+    kappa0=st.floats(-0.99, 0.99), nu0=st.floats(-0.99, 0.99), lam=st.floats(0.05, 1.5), scheduled=st.booleans(),
+    step_size=st.floats(1e-4, 1e-2), d=st.integers(10, 800), L=st.integers(1, 20),
 )
-def manifold_invariance(ctx: Context, **p) -> Evidence:
+def manifold_invariance(ctx: Context, kappa0, nu0, lam, scheduled, step_size, d, L) -> Evidence:
     """The manifold M = {⟨k,v*⟩ = ⟨v,k*⟩ = ⟨k,v⟩ = 0} is invariant under projected gradient
     descent on the population risk: sympy proves ∂ℛ/∂θ = ∂ℛ/∂η = ∂ℛ/∂ρ = 0 on M, and the
     generated PGD map keeps a start on M (θ = η = ρ = 0 exactly) on M at every step."""
     proven = derived.manifold_is_invariant()
     steps = ctx.choose(quick=1500, thorough=10_000)
-    k4 = ctx.backend.asarray([[p["kappa0"], 0.0, math.sqrt(1 - p["kappa0"] ** 2), 0.0]])
-    v4 = ctx.backend.asarray([[0.0, p["nu0"], 0.0, math.sqrt(1 - p["nu0"] ** 2)]])
-    worst = float(_distance_to_manifold(_manifold_pgd(p, k4, v4, steps, ctx.backend), ctx.backend).max())
+    k4 = ctx.backend.asarray([[kappa0, 0.0, math.sqrt(1 - kappa0**2), 0.0]])
+    v4 = ctx.backend.asarray([[0.0, nu0, 0.0, math.sqrt(1 - nu0**2)]])
+    path = _manifold_pgd(k4, v4, lam=lam, scheduled=scheduled, step_size=step_size, d=d, L=L, steps=steps,
+                         be=ctx.backend)
+    worst = float(_distance_to_manifold(path, ctx.backend).max())
     # exact zeros stay exact unless a generated partial is not identically zero on M
     budget = steps * 10 * np.finfo(float).eps
     evidence = at_most(worst, budget, note=f"symbolic invariance proven: {proven}; max distance to M {worst:.2e} over {steps} steps",
@@ -283,19 +253,11 @@ def manifold_invariance(ctx: Context, **p) -> Evidence:
 @theory.claim(
     source=f"{SOURCE}, §5 (a stronger reading of the invariance of M)",
     expect="refuted",
-    parameters=st.fixed_dictionaries(
-        {
-            "lam": st.floats(0.25, 1.5),
-            "scheduled": st.just(False),
-            "step_size": st.floats(4e-3, 1e-2),
-            "d": st.integers(300, 800),
-            "L": st.integers(5, 20),
-        }
-    ),
     examples={"quick": 6, "thorough": 20},
     shrink_budget=5,
+    lam=st.floats(0.25, 1.5), step_size=st.floats(4e-3, 1e-2), d=st.integers(300, 800), L=st.integers(5, 20),
 )
-def manifold_is_attracting(ctx: Context, **p) -> Evidence:
+def manifold_is_attracting(ctx: Context, lam, step_size, d, L) -> Evidence:
     """Trajectories started within round-off of M (the authors' initialisation on M in dimension
     d, 1e-16 off M after rounding) stay within a round-off budget of M under projected gradient
     descent. Expected refuted: for λ ≳ 0.25 the round-off grows exponentially once ν ≈ 1 while κ is
@@ -305,10 +267,11 @@ def manifold_is_attracting(ctx: Context, **p) -> Evidence:
     72, and one run seed of the 12 refuted on none of its 6 (the quick tier then reads the false claim as holding)."""
     steps = ctx.choose(quick=3000, thorough=10_000)
     be = ctx.backend
-    task = sim.make_task(p["d"], p["L"], seed=ctx.seed, backend=be)
+    task = sim.make_task(d, L, seed=ctx.seed, backend=be)
     k0, v0 = sim.initialize_on_manifold(8, task.k_star, task.v_star, int(ctx.rng.integers(2**63)), backend=be)
     (k4, v4), _ = sim.reduce_to_four_dimensions(k0, v0, task.k_star, task.v_star, backend=be)
-    distance = _distance_to_manifold(_manifold_pgd(p, k4, v4, steps, be), be)
+    path = _manifold_pgd(k4, v4, lam=lam, scheduled=False, step_size=step_size, d=d, L=L, steps=steps, be=be)
+    distance = _distance_to_manifold(path, be)
     start, worst = float(distance[0].max()), float(distance.max())
     # round-off budget: ≤ 10 ulp of drift per step from the normalisations, on O(1) vectors
     budget = max(start, 1e-16) + steps * 10 * np.finfo(float).eps
@@ -337,17 +300,14 @@ def _risk_and_gradient_on_spheres(x, lam, gamma, d, L, eps):
 @theory.claim(
     source=f"{SOURCE}, §3–5 (a natural but false reading of Theorem 1)",
     expect="refuted",
-    parameters=st.fixed_dictionaries(
-        {"lam": st.floats(0.01, 2.0), "d": st.integers(4, 1000), "L": st.integers(1, 20)}
-    ),
     examples={"quick": 10, "thorough": 60},
     shrink_budget=60,
+    lam=st.floats(0.01, 2.0), d=st.integers(4, 1000), L=st.integers(1, 20),
 )
-def oracle_is_global_minimiser(ctx: Context, **p) -> Evidence:
+def oracle_is_global_minimiser(ctx: Context, lam, d, L) -> Evidence:
     """(k*, v*) is the global minimiser of the population risk ℛ(k, v) on the sphere: a
     multi-start quasi-Newton search over S^{d−1} × S^{d−1} (exact in the 4-dimensional reduction)
     finds no point of lower risk."""
-    lam, d, L = p["lam"], p["d"], p["L"]
     oracle = float(derived.oracle_risk(lam, d, L, GAMMA, 0.1))
     best = (oracle, None)
     starts = ctx.choose(quick=12, thorough=40)
@@ -445,26 +405,26 @@ def _wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[floa
 
 @theory.claim(
     source=f"{SOURCE}, Theorem 5 (statement reconstructed: initialisation on M)",
-    parameters=st.fixed_dictionaries({"config": st.sampled_from(["small_lambda"])}),
     examples={"quick": 1, "thorough": 3},
+    config=st.sampled_from(["small_lambda"]),
 )
-def pgd_on_manifold_reaches_oracle(ctx: Context, **p) -> Evidence:
+def pgd_on_manifold_reaches_oracle(ctx: Context, config) -> Evidence:
     """Projected gradient descent on the population risk, started on the invariant manifold M as
     in the authors' code (d = 400, L = 10, λ = 0.1, α = 4e-3, 2·10⁴ steps), reaches ±(k*, v*)
     from every random start: |κ|, |ν| ≥ 0.95 with κν > 0."""
-    return _pgd_outcome(p["config"], "manifold", ctx.choose(quick=16, thorough=30), ctx)
+    return _pgd_outcome(config, "manifold", ctx.choose(quick=16, thorough=30), ctx)
 
 
 @theory.claim(
     source=f"{SOURCE}, §5 experiments (initialisation on the sphere)",
     expect="refuted",
-    parameters=st.fixed_dictionaries({"config": st.sampled_from(["small_lambda"])}),
     examples={"quick": 1, "thorough": 3},
     shrink_budget=0,
+    config=st.sampled_from(["small_lambda"]),
 )
-def pgd_from_sphere_reaches_oracle(ctx: Context, **p) -> Evidence:
+def pgd_from_sphere_reaches_oracle(ctx: Context, config) -> Evidence:
     """Projected gradient descent on the population risk from uniformly random starts on the
     sphere (the authors' off-manifold configurations, d = 400, L = 10) reaches ±(k*, v*) in every
     run. Expected refuted: at λ = 0.1 a fraction of runs ends at k = ±v*, ν = 0 — the report
     gives the fraction and where the others end."""
-    return _pgd_outcome(p["config"], "sphere", 30, ctx)
+    return _pgd_outcome(config, "sphere", 30, ctx)
