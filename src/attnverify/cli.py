@@ -24,12 +24,12 @@ from .theories import catalogue
 from .checks.claim import PROFILES, Claim, select
 from .checks.runner import results_document, write_json
 from .progress import Progress
-from .run.claims import run_claims_as_tasks
+from .run.claims import exit_status, run_claims_as_tasks, verify_command
 from .theories import BUILTIN
 from .base.backend import BACKEND_NAMES, ENVIRONMENT_VARIABLE, Backend, BackendUnavailable, backend_from_environment
 from .experiments.cluster import SchedulerUnavailable
-from .report.results import (exit_status, needs_details, result_details, results_table, summary_line, text_table,
-                             verify_command)
+from .report.results import needs_details, result_details, results_table, text_table
+from .report.story import summary_line
 
 
 class UsageError(Exception):
@@ -59,10 +59,11 @@ def run_and_report(
     scheduler: str | None = None,
     theories: list | None = None,
     store: str | None = None,
+    workers: int = 1,
 ) -> int:
     """Run ``claims`` (each of one of ``theories``, default the built-in ones) through the one run path,
-    :func:`attnverify.run.claims.run_claims_as_tasks`: one after another in this process, or as tasks on the Dask
-    cluster ``scheduler``; print the results table and the detail of every surprise or refutation; with
+    :func:`attnverify.run.claims.run_claims_as_tasks`: one after another in this process, on ``workers`` local
+    processes, or as tasks on the Dask cluster ``scheduler``; print the results table and the detail of every surprise or refutation; with
     ``json_path`` rewrite the results after each claim. With a ``store`` folder, the run's
     experiments and its finished examples and claims are kept there, and a rerun takes them from there.
 
@@ -78,8 +79,8 @@ def run_and_report(
 
     try:
         results = run_claims_as_tasks(claims, theories or BUILTIN, profile=profile, backend=backend, seed=seed,
-                                      examples=examples, scheduler=scheduler, say=progress, on_result=write,
-                                      command=command, store=store)
+                                      examples=examples, scheduler=scheduler, workers=workers, say=progress,
+                                      on_result=write, command=command, store=store)
     finally:
         progress.close()
     return _print_results(results, out=out, json_path=json_path)
@@ -173,7 +174,8 @@ def _check(args: argparse.Namespace) -> int:
     claims = _chosen(theories.builtin_claims(), args.only, "built in (run `attnverify list` to see them)")
     _prepare_json(args.json, claims)
     return run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
-                          examples=args.examples, scheduler=args.scheduler, store=args.store)
+                          examples=args.examples, scheduler=args.scheduler, store=args.store,
+                          workers=_workers(args.workers, report=False))
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -201,13 +203,15 @@ def _verify(args: argparse.Namespace) -> int:
     if args.report:
         (theory,) = _user_theories([args.file], args.debug)
         return _build_and_print(args.report, debug=args.debug, theories=[theory], only=None, profile=args.profile,
-                                backend=backend, seed=args.seed, examples=args.examples, workers=args.workers,
-                                scheduler=args.scheduler, store=args.store, latex=args.latex)
+                                backend=backend, seed=args.seed, examples=args.examples,
+                                workers=_workers(args.workers, report=True), scheduler=args.scheduler,
+                                store=args.store, latex=args.latex)
     claims = _chosen(claims, args.only, f"defined in {args.file}")
     _prepare_json(args.json, claims)
     status = run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
                             command=verify_command(args.file), examples=args.examples, scheduler=args.scheduler,
-                            theories=_user_theories([args.file], args.debug), store=args.store)
+                            theories=_user_theories([args.file], args.debug), store=args.store,
+                            workers=_workers(args.workers, report=False))
     _say_derivation_cost(module)
     return status
 
@@ -251,9 +255,10 @@ def _report(args: argparse.Namespace) -> int:
         builder.chosen_theories(args.only, theories)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    return _build_and_print(args.out, debug=args.debug, theories=theories, only=args.only, profile=args.profile, backend=backend,
-                            seed=args.seed, examples=args.examples, workers=args.workers,
-                            scheduler=args.scheduler, store=args.store, latex=args.latex)
+    return _build_and_print(args.out, debug=args.debug, theories=theories, only=args.only, profile=args.profile,
+                            backend=backend, seed=args.seed, examples=args.examples,
+                            workers=_workers(args.workers, report=True), scheduler=args.scheduler, store=args.store,
+                            latex=args.latex)
 
 
 def _build_and_print(out: str, *, debug: bool = False, **options) -> int:
@@ -325,26 +330,40 @@ _seed = _integer_at_least(0, "seed")
 _count = _integer_at_least(1, "count")
 
 
-def _add_run_options(parser: argparse.ArgumentParser, only_help: str, only_metavar: str = "PATTERN") -> None:
-    parser.add_argument("--only", metavar=only_metavar, help=only_help)
-    parser.add_argument("--profile", choices=PROFILES, default="quick",
-                        help="quick (default; seconds to minutes) or thorough (more examples, larger samples)")
-    parser.add_argument("--backend", choices=BACKEND_NAMES, default=None,
-                        help=f"array backend (default: ${ENVIRONMENT_VARIABLE}, else numpy); cupy needs a GPU")
-    parser.add_argument("--seed", type=_seed, default=0, help="seed of the whole run (default 0); replays exactly")
-    parser.add_argument("--examples", type=_count, default=None, metavar="N",
-                        help="examples per claim, instead of each claim's own number for the profile")
-    parser.add_argument("--scheduler", type=_scheduler, default=None, metavar="ADDRESS",
-                        help="run on a Dask cluster: local[:N] starts N worker processes for this run, an address "
-                             "(tcp://host:8786) uses a running scheduler; needs the [distributed] extra. The "
-                             "results are those of a run without it")
-    parser.add_argument("--store", type=_prepare_store, metavar="DIR", default=None,
-                        help="keep the run's experiments and finished examples and claims in DIR (default: a "
-                             "temporary folder): a rerun with the same DIR, e.g. after an interruption, computes only "
-                             "what is not there yet; on a cluster, a folder every worker reaches")
-    parser.add_argument("--debug", action="store_true",
-                        help="a mistake in your file is shown as its line and your code's frames; --debug shows "
-                             "attnverify's own frames too (the full traceback)")
+def _add_run_options(parser: argparse.ArgumentParser, only_help: str, *, only_metavar: str = "PATTERN") -> None:
+    """The options of a run, the same for ``check``, ``verify`` and ``report``: which claims or theories, the
+    profile, backend and seed, the examples, where the tasks run (``--workers``, ``--scheduler``), the store, and
+    how a mistake is shown."""
+    group = parser.add_argument_group("run options")
+    group.add_argument("--only", metavar=only_metavar, help=only_help)
+    group.add_argument("--profile", choices=PROFILES, default="quick",
+                       help="quick (default; seconds to minutes) or thorough (more examples, larger samples)")
+    group.add_argument("--backend", choices=BACKEND_NAMES, default=None,
+                       help=f"array backend (default: ${ENVIRONMENT_VARIABLE}, else numpy); cupy needs a GPU")
+    group.add_argument("--seed", type=_seed, default=0, help="seed of the whole run (default 0); replays exactly")
+    group.add_argument("--examples", type=_count, default=None, metavar="N",
+                       help="examples per claim, instead of each claim's own number for the profile")
+    group.add_argument("--workers", type=_count, default=None, metavar="N",
+                       help="worker processes running the run's tasks side by side (default: one per CPU, here "
+                            f"{os.cpu_count() or 1}, for a report; 1 for checking claims alone); 1 runs everything "
+                            "in this process. The results do not depend on it")
+    group.add_argument("--scheduler", type=_scheduler, default=None, metavar="ADDRESS",
+                       help="run on a Dask cluster: local[:N] starts N worker processes for this run, an address "
+                            "(tcp://host:8786) uses a running scheduler; needs the [distributed] extra. The "
+                            "results are those of a run without it")
+    group.add_argument("--store", type=_prepare_store, metavar="DIR", default=None,
+                       help="keep the run's experiments and finished examples and claims in DIR (default: a "
+                            "temporary folder): a rerun with the same DIR, e.g. after an interruption, computes only "
+                            "what is not there yet; on a cluster, a folder every worker reaches")
+    group.add_argument("--debug", action="store_true",
+                       help="a mistake in your file is shown as its line and your code's frames; --debug shows "
+                            "attnverify's own frames too (the full traceback)")
+
+
+def _workers(chosen: int | None, report: bool) -> int:
+    """``--workers``, or its default: one worker process per CPU for a report (sections and claims side by side),
+    this process alone for claims checked without one."""
+    return chosen if chosen is not None else ((os.cpu_count() or 1) if report else 1)
 
 
 def _scheduler(text: str) -> str:
@@ -355,13 +374,6 @@ def _scheduler(text: str) -> str:
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error).removeprefix("--scheduler ")) from None
     return text
-
-
-def _add_workers(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=_count, default=os.cpu_count() or 1, metavar="N",
-                        help="worker processes running sections and claims side by side (default: the number of "
-                             f"CPUs, here {os.cpu_count() or 1}); 1 runs everything in this process. The results "
-                             "do not depend on it")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -389,7 +401,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also build the file's report (its section, derivations, figures and claims) into DIR")
     verify.add_argument("--latex", action="store_true",
                         help="with --report: also write DIR/report.tex (compile it with pdflatex)")
-    _add_workers(verify)
     verify.set_defaults(handler=_verify)
 
     report = commands.add_parser("report", help="build the derivation report (HTML, Markdown, JSON)")
@@ -401,7 +412,6 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--latex", action="store_true",
                         help="also write DIR/report.tex: derivations as aligned equations with their step checks, "
                              "claims as tables, figures as PDF (compile it with pdflatex)")
-    _add_workers(report)
     report.set_defaults(handler=_report)
 
     train = commands.add_parser("train-one-shot",

@@ -10,7 +10,8 @@ from attnverify import Theory
 from attnverify.checks import claim, run_claim, st, within_error
 from attnverify.checks.runner import drawn_ranges, drawn_text, jsonable
 from attnverify.numerics.statistics import Estimate
-from attnverify.report.render import claim_detail_html, claim_detail_markdown
+from attnverify.report.markdown import claim_detail_markdown
+from attnverify.report.render import claim_detail_html
 from attnverify.report.results import result_details
 
 

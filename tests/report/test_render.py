@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import sympy
 
-from attnverify.report import equations, render
+from attnverify.report import equations, markdown, render
 
 x, kappa, nu, lam, gamma, eps, n = sympy.symbols("x kappa nu lambda gamma epsilon n")
 f = sympy.Function("f")
@@ -29,14 +29,14 @@ TYPICAL = {
 
 @pytest.mark.parametrize("expr", TYPICAL.values(), ids=TYPICAL.keys())
 def test_mathml_is_well_formed_xml(expr):
-    html = render.equation_html(expr)
+    html = equations.equation_html(expr)
     assert html.startswith('<math display="block" xmlns="http://www.w3.org/1998/Math/MathML">')
     ET.fromstring(html)  # escaped text, numeric character references only
-    assert "$$" in render.equation_markdown(expr)
+    assert "$$" in equations.equation_markdown(expr)
 
 
 def test_greek_letters_and_piecewise_read_as_mathematics():
-    mathml = render.equation_mathml(sympy.Piecewise((kappa * nu, x < lam), (gamma, True)))
+    mathml = equations.equation_mathml(sympy.Piecewise((kappa * nu, x < lam), (gamma, True)))
     assert "&#954;" in mathml and "&#957;" in mathml and "&#955;" in mathml  # κ ν λ
     assert "otherwise" in mathml and "piecewise" not in mathml
 
@@ -45,18 +45,18 @@ def test_failing_mathml_falls_back_to_latex(monkeypatch):
     def broken(self, expr):
         raise NotImplementedError("no MathML for this")
 
-    monkeypatch.setattr(render.MathMLPrinter, "doprint", broken)
-    html = render.equation_html(sympy.sqrt(kappa))
+    monkeypatch.setattr(equations.MathMLPrinter, "doprint", broken)
+    html = equations.equation_html(sympy.sqrt(kappa))
     assert "<math" not in html and "<code>" in html and "\\sqrt{\\kappa}" in html
 
 
 def test_long_expression_is_folded_but_shown(monkeypatch):
     monkeypatch.setattr(equations, "LONG_EXPRESSION", 400)  # the real threshold is 6000 characters
     huge = sum(sympy.Symbol(f"a_{k}") * x**k for k in range(40))
-    html = render.equation_html(huge)
+    html = equations.equation_html(huge)
     assert html.startswith("<details") and "<math" in html
-    assert render.equation_markdown(huge).startswith("<details>")
-    assert not render.equation_html(x + 1).startswith("<details")
+    assert equations.equation_markdown(huge).startswith("<details>")
+    assert not equations.equation_html(x + 1).startswith("<details")
 
 
 def test_markdown_is_escaped_and_its_math_is_mathml():
@@ -76,5 +76,5 @@ def test_markdown_is_escaped_and_its_math_is_mathml():
 
 
 def test_markdown_table_escapes_pipes():
-    table = render.markdown_table(["a", "b"], [["x|y", 0.123456789]])
+    table = markdown.markdown_table(["a", "b"], [["x|y", 0.123456789]])
     assert table.splitlines()[-1] == "| x\\|y | 0.123457 |"

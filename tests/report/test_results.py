@@ -2,7 +2,7 @@
 
 from attnverify.checks import at_most, claim, run_claim, st, within_error
 from attnverify.numerics.statistics import Estimate
-from attnverify.report.render import claim_detail_markdown
+from attnverify.report.markdown import claim_detail_markdown
 from attnverify.report.results import key_figures, result_details
 
 

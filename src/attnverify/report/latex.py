@@ -15,7 +15,8 @@ import unicodedata
 from pathlib import Path
 
 from ..derivations.steps import counts, counts_text
-from .results import format_value, key_figures, metadata_rows, section_title, summary_line, verdict
+from .results import metadata_rows, section_title
+from .story import ClaimStory, claim_story, format_value, summary_line
 from .section import TheoryOutcome
 
 _SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#", "^": r"\^{}",
@@ -151,16 +152,18 @@ def _name(name: str) -> str:
     return r"\texttt{" + escape(name).replace(".", r".\allowbreak{}").replace(r"\_", r"\_\allowbreak{}") + "}"
 
 
-def _claims_table(claims: list[dict]) -> str:
-    rows = []
-    for c in claims:
-        rows.append(" & ".join([_name(c["name"]), prose(c["statement"]), escape(c["expect"]),
-                                escape(c["status"]), escape(verdict(c)), escape(key_figures(c))]) + r" \\ \hline")
+def story_latex(story: ClaimStory) -> str:
+    """A claim's story as a row of the claims table: name, statement, expected, status, verdict, key figures."""
+    return " & ".join([_name(story.name), prose(story.statement), escape(story.expect), escape(story.status),
+                       escape(story.verdict), escape(story.key_figures)]) + r" \\ \hline"
+
+
+def _claims_table(stories: list[ClaimStory]) -> str:
     return "\n".join([
         r"{\small\begin{longtable}{|" + "|".join(r">{\raggedright\arraybackslash}p{" + w + "}" for w in
                                                 ("3.2cm", "4.6cm", "1.2cm", "1.4cm", "1.5cm", "3.6cm")) + "|}",
         r"\hline \textbf{claim} & \textbf{statement} & \textbf{expected} & \textbf{status} & \textbf{verdict} & "
-        r"\textbf{key figures} \\ \hline \endhead", *rows, r"\end{longtable}}"])
+        r"\textbf{key figures} \\ \hline \endhead", *[story_latex(s) for s in stories], r"\end{longtable}}"])
 
 
 PREAMBLE = r"""\documentclass[10pt]{article}
@@ -215,10 +218,11 @@ def render_latex(outcomes: list[TheoryOutcome], metadata: dict, out_dir: str | P
                           *[" & ".join(escape(_cell(v)) for v in row) + r" \\" for row in table.rows],
                           r"\hline\end{longtable}}\end{center}"]
         if outcome.claims:
-            lines += [r"\subsection*{Claims}", _claims_table(outcome.claims)]
+            stories = [claim_story(c) for c in outcome.claims]
+            lines += [r"\subsection*{Claims}", _claims_table(stories)]
             lines.append(r"\begin{itemize}\raggedright")
-            lines += [r"\item " + _name(c["name"]) + r": replay with\\ \texttt{" + escape(c["replay"]) + "}"
-                      for c in outcome.claims]
+            lines += [r"\item " + _name(c.name) + r": replay with\\ \texttt{" + escape(c.replay) + "}"
+                      for c in stories]
             lines.append(r"\end{itemize}")
     lines.append(r"\end{document}")
     return "\n".join(lines) + "\n"

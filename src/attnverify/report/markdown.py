@@ -9,8 +9,8 @@ from urllib.parse import quote
 from ..derivations.derivation import Derivation
 from ..derivations.steps import StepCheck, counts, counts_text
 from .equations import equation_markdown
-from .results import (drawn_line, example_rows, format_parameters, format_value, key_figures, metadata_rows,
-                      needed_text, section_title, sides, summary_line, verdict)
+from .results import metadata_rows, section_title
+from .story import UNDECIDED, ClaimStory, claim_story, format_parameters, format_value, summary_line
 from .section import TheoryOutcome
 
 
@@ -65,34 +65,34 @@ def derivation_markdown(derivation: Derivation) -> str:
 
 
 def claim_detail_markdown(result: dict) -> str:
-    parts = [f"#### `{result['name']}` — {result['status']} (expected {result['expect']}): {verdict(result)}",
-             _md_text(result["statement"])]
-    if result.get("source"):
-        parts.append(f"*Source: {_md_text(result['source'])}*")
-    rows, _ = example_rows(result)
-    if rows:
-        parts.append(markdown_table(
-            ["example", "parameters", "seed", *sides(result), "tolerance", "outcome", "seconds"], rows
-        ))
-    if drawn_line(result):
-        parts.append(f"Drawn: {_md_text(drawn_line(result))}")
-    counter = result.get("counterexample")
-    if counter is not None:
-        evidence = counter.get("evidence") or {}
-        if evidence.get("note"):
-            parts.append(f"Counterexample note: {_md_text(evidence['note'])}")
-    failed = result.get("error")
-    if isinstance(failed, dict) and failed.get("error"):
+    """One claim result (``ClaimResult.as_dict()``) in full, as Markdown: :func:`story_markdown` of its story."""
+    return story_markdown(claim_story(result))
+
+
+def story_markdown(story: ClaimStory) -> str:
+    """A claim's story as Markdown: its examples as a pipe table, what was drawn, the counterexample's note, the
+    error of the claim's code, the notes and the replay command."""
+    parts = [f"#### `{story.name}` — {story.status} (expected {story.expect}): {story.verdict}",
+             _md_text(story.statement)]
+    if story.source:
+        parts.append(f"*Source: {_md_text(story.source)}*")
+    if story.example_rows:
+        parts.append(markdown_table(story.example_header, story.example_rows))
+    if story.drawn:
+        parts.append(f"Drawn: {_md_text(story.drawn)}")
+    if story.counterexample_note:
+        parts.append(f"Counterexample note: {_md_text(story.counterexample_note)}")
+    if story.failure is not None:
+        failed = story.failure
         parts.append(f"Error in the claim's code (not a counterexample) at "
                      f"{_md_text(format_parameters(failed.get('parameters') or {}))}, seed {failed.get('seed')}:")
         parts.append("```\n" + failed["error"].rstrip() + "\n```")
-    if result["status"] == "inconclusive":
-        needed = needed_text(result.get("needed"))
-        parts.append("Inconclusive: no example contradicts the claim, and not every one decides it"
-                     + (f"; deciding would take {needed}" if needed else "") + ".")
-    for note in result.get("notes") or []:
+    if story.inconclusive:
+        parts.append(f"Inconclusive: {UNDECIDED}" + (f"; deciding would take {story.needed}" if story.needed else "")
+                     + ".")
+    for note in story.notes:
         parts.append(f"Note: {_md_text(note)}")
-    parts.append(f"Replay: `{result['replay']}`")
+    parts.append(f"Replay: `{story.replay}`")
     return "\n\n".join(parts)
 
 
@@ -121,10 +121,11 @@ def render_markdown(outcomes: list[TheoryOutcome], metadata: dict) -> str:
                 parts.append(f"*{_md_text(table.caption)}*\n\n" + markdown_table(table.header, table.rows))
         if outcome.claims:
             parts.append("### Claims")
+            stories = [claim_story(c) for c in outcome.claims]
             parts.append(markdown_table(
                 ["claim", "statement", "expected", "status", "verdict", "key figures", "seconds"],
-                [[f"`{c['name']}`", c["statement"], c["expect"], c["status"], verdict(c), key_figures(c),
-                  f"{c['seconds']:.2f}"] for c in outcome.claims],
+                [[f"`{c.name}`", c.statement, c.expect, c.status, c.verdict, c.key_figures, f"{c.seconds:.2f}"]
+                 for c in stories],
             ))
-            parts += [claim_detail_markdown(c) for c in outcome.claims]
+            parts += [story_markdown(story) for story in stories]
     return "\n\n".join(parts) + "\n"

@@ -15,14 +15,13 @@ import latex2mathml.converter
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
+from ..checks.runner import verdict
 from ..derivations.derivation import Derivation
 from ..derivations.steps import StepCheck, counts, counts_text
-from .equations import (LONG_EXPRESSION, MATHML_NAMESPACE, MathMLPrinter, equation_html, equation_latex,
-                        equation_markdown, equation_mathml)
-from .markdown import claim_detail_markdown, derivation_markdown, markdown_table, render_markdown  # noqa: F401
-from .results import (drawn_line, example_rows, format_parameters, format_value, key_figures, metadata_rows,
-                      needed_text, section_title, sides, summary_line, verdict)
+from .equations import equation_html
+from .results import metadata_rows, section_title
 from .section import Figure, Table, TheoryOutcome
+from .story import UNDECIDED, ClaimStory, claim_story, format_parameters, format_value, summary_line
 
 # ----------------------------------------------------------------------------- Markdown text
 
@@ -167,24 +166,24 @@ def table_html(table: Table) -> str:
     return _html_table(table.header, table.rows, caption=table.caption)
 
 
-def _verdict_html(result: dict) -> str:
-    css = {"OK": "ok", "UNDECIDED": "undecided"}.get(verdict(result), "unexpected")
-    return f'<span class="{css}">{verdict(result)}</span>'
+def _verdict_html(verdict: str) -> str:
+    css = {"OK": "ok", "UNDECIDED": "undecided"}.get(verdict, "unexpected")
+    return f'<span class="{css}">{verdict}</span>'
 
 
-def claims_table_html(claims: list[dict]) -> str:
-    """The claims of a theory: name, statement, expected, status, OK, key figures, seconds."""
+def claims_table_html(stories: list[ClaimStory]) -> str:
+    """The claims of a theory: name, statement, expected, status, verdict, key figures, seconds."""
     header = ["claim", "statement", "expected", "status", "verdict", "key figures", "seconds"]
     parts = ["<table><thead><tr>" + "".join(_cell(h, header=True) for h in header) + "</tr></thead><tbody>"]
-    for r in claims:
-        anchor = html.escape("claim-" + r["name"], quote=True)
+    for story in stories:
+        anchor = html.escape("claim-" + story.name, quote=True)
         parts.append(
             "<tr>"
-            f'<td><a href="#{anchor}"><code>{html.escape(r["name"])}</code></a></td>'
-            f"<td>{html.escape(r['statement'])}</td>"
-            f"<td>{html.escape(r['expect'])}</td><td>{html.escape(r['status'])}</td>"
-            f"<td>{_verdict_html(r)}</td><td>{html.escape(key_figures(r))}</td>"
-            f'<td class="num">{r["seconds"]:.2f}</td>'
+            f'<td><a href="#{anchor}"><code>{html.escape(story.name)}</code></a></td>'
+            f"<td>{html.escape(story.statement)}</td>"
+            f"<td>{html.escape(story.expect)}</td><td>{html.escape(story.status)}</td>"
+            f"<td>{_verdict_html(story.verdict)}</td><td>{html.escape(story.key_figures)}</td>"
+            f'<td class="num">{story.seconds:.2f}</td>'
             "</tr>"
         )
     parts.append("</tbody></table>")
@@ -192,41 +191,42 @@ def claims_table_html(claims: list[dict]) -> str:
 
 
 def claim_detail_html(result: dict) -> str:
-    """One claim in full: every example with its parameters, the two sides and the tolerance,
-    the counterexample (with its note and error), and the replay command."""
-    anchor = html.escape("claim-" + result["name"], quote=True)
+    """One claim result (``ClaimResult.as_dict()``) in full, as HTML: :func:`story_html` of its story."""
+    return story_html(claim_story(result))
+
+
+def story_html(story: ClaimStory) -> str:
+    """A claim's story as HTML: every example with its parameters, the two sides and the tolerance, the
+    counterexample (with its note, standard error and shrink trials), the error of the claim's code, and the
+    replay command."""
+    anchor = html.escape("claim-" + story.name, quote=True)
     parts = [f'<div class="claim" id="{anchor}">']
-    parts.append(f"<h4><code>{html.escape(result['name'])}</code> — {html.escape(result['status'])} "
-                 f"(expected {html.escape(result['expect'])}) {_verdict_html(result)}</h4>")
-    parts.append(f"<p>{html.escape(result['statement'])}</p>")
-    if result.get("source"):
-        parts.append(f'<p class="source">Source: {html.escape(result["source"])}</p>')
-    rows, classes = example_rows(result)
-    if rows:
-        header = ["example", "parameters", "seed", *sides(result), "tolerance", "outcome", "seconds"]
-        parts.append(_html_table(header, rows, row_classes=classes))
-    if drawn_line(result):
-        parts.append(f'<p class="drawn">Drawn: {html.escape(drawn_line(result))}</p>')
-    counter = result.get("counterexample")
-    if counter is not None:
-        evidence = counter.get("evidence") or {}
-        if evidence.get("note"):
-            parts.append(f"<p>Counterexample note: {html.escape(evidence['note'])}</p>")
-        if evidence.get("standard_error") is not None:
-            parts.append(f"<p>Standard error: {html.escape(format_value(evidence['standard_error']))}</p>")
-        parts.append(f"<p>Shrink trials: {int(result.get('shrink_trials', 0))}</p>")
-    failed = result.get("error")
-    if isinstance(failed, dict) and failed.get("error"):
+    parts.append(f"<h4><code>{html.escape(story.name)}</code> — {html.escape(story.status)} "
+                 f"(expected {html.escape(story.expect)}) {_verdict_html(story.verdict)}</h4>")
+    parts.append(f"<p>{html.escape(story.statement)}</p>")
+    if story.source:
+        parts.append(f'<p class="source">Source: {html.escape(story.source)}</p>')
+    if story.example_rows:
+        parts.append(_html_table(story.example_header, story.example_rows, row_classes=story.row_classes))
+    if story.drawn:
+        parts.append(f'<p class="drawn">Drawn: {html.escape(story.drawn)}</p>')
+    if story.shrink_trials is not None:
+        if story.counterexample_note:
+            parts.append(f"<p>Counterexample note: {html.escape(story.counterexample_note)}</p>")
+        if story.counterexample_standard_error is not None:
+            parts.append(f"<p>Standard error: {html.escape(format_value(story.counterexample_standard_error))}</p>")
+        parts.append(f"<p>Shrink trials: {story.shrink_trials}</p>")
+    if story.failure is not None:
+        failed = story.failure
         parts.append(f"<p>Error in the claim's code (not a counterexample) at "
                      f"{html.escape(format_parameters(failed.get('parameters') or {}))}, seed {failed.get('seed')}:</p>")
         parts.append(f'<pre class="error">{html.escape(failed["error"])}</pre>')
-    if result["status"] == "inconclusive":
-        needed = needed_text(result.get("needed"))
-        parts.append("<p>Inconclusive: no example contradicts the claim, and not every one decides it"
-                     + (f"; deciding would take {html.escape(needed)}" if needed else "") + ".</p>")
-    for note in result.get("notes") or []:
+    if story.inconclusive:
+        parts.append(f"<p>Inconclusive: {UNDECIDED}"
+                     + (f"; deciding would take {html.escape(story.needed)}" if story.needed else "") + ".</p>")
+    for note in story.notes:
         parts.append(f"<p>Note: {html.escape(note)}</p>")
-    parts.append(f"<p>Replay: <code>{html.escape(result['replay'])}</code></p>")
+    parts.append(f"<p>Replay: <code>{html.escape(story.replay)}</code></p>")
     parts.append("</div>")
     return "\n".join(parts)
 
@@ -272,8 +272,9 @@ def render_html(outcomes: list[TheoryOutcome], metadata: dict) -> str:
                 body += [table_html(t) for t in section.tables]
         if outcome.claims:
             body.append("<h3>Claims</h3>")
-            body.append(claims_table_html(outcome.claims))
-            body += [claim_detail_html(c) for c in outcome.claims]
+            stories = [claim_story(c) for c in outcome.claims]
+            body.append(claims_table_html(stories))
+            body += [story_html(story) for story in stories]
         body.append("</section>")
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -13,23 +13,73 @@ nothing but plain values and examples crosses a process boundary).
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import tempfile
+import time
+import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from pathlib import Path
+from typing import Callable, Iterator, Mapping, Protocol, Sequence
 
 from ..experiments.scheduler import run_tasks
 from ..experiments.tasks import ClaimFinished, ClaimStarted, ExampleChecked, Outcome, Task, progress
 from ..experiments.store import Store
 from ..base.backend import Backend, get_backend
 from ..checks.claim import Claim
-from ..checks.runner import ClaimResult, Example, drawn_examples, evaluate, example_key
+from ..checks.runner import ClaimResult, Example, drawn_examples, evaluate, example_key, run_claim, verdict
 from ..checks.saved import SavedChecks
-from ..report.results import run_claim_or_error, verdict, verify_command
 
 BATCHES = 8
 """Most tasks a claim's examples are split into: enough to keep a few workers busy on one long claim, few
 enough that the per-task cost of a cluster (milliseconds, ``benchmarks/bench_cluster.py``) stays small."""
+
+
+def run_claim_or_error(claim: Claim, *, profile: str, backend: Backend, seed: int,
+                       progress: Callable[[Claim, int, int], None] | None = None, examples: int | None = None,
+                       store: Store | None = None, **ahead) -> ClaimResult:
+    """``run_claim``, except that a crash outside the check (e.g. in the parameter strategy) becomes a result with
+    status ``"error"`` and its traceback, so one claim never ends a run. ``ahead``: ``evaluated`` and
+    ``on_evaluated`` of :func:`~attnverify.checks.runner.run_claim`."""
+    start = time.perf_counter()
+    try:
+        return run_claim(claim, profile=profile, backend=backend, seed=seed, progress=progress, examples=examples,
+                         store=store, **ahead)
+    except Exception as error:
+        detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+        failure = Example(parameters={}, seed=seed, error=f"{detail}\n{traceback.format_exc()}")
+        return ClaimResult(claim=claim, status="error", examples=[], counterexample=None, error=failure,
+                           profile=profile, backend=backend.name, seed=seed, seconds=time.perf_counter() - start,
+                           notes=["the run itself failed before or while drawing examples"])
+
+
+def exit_status(results: list[dict]) -> int:
+    """The command line's exit status for a run's results: 0 when every claim came out as expected, 1 when
+    any came out against its expectation or failed to run, 3 when none did but some were inconclusive
+    where a decision was expected (2 is a usage error)."""
+    verdicts = {verdict(r) for r in results}
+    return 1 if "UNEXPECTED" in verdicts else (3 if "UNDECIDED" in verdicts else 0)
+
+
+def verify_command(path: str) -> str:
+    """``attnverify verify FILE`` with the file name quoted for a shell: what replays a user's file's claims."""
+    return f"attnverify verify {shlex.quote(str(path))}"
+
+
+@contextmanager
+def run_store(store: str | Path | None) -> Iterator[str]:
+    """The run's store folder, absolute: ``store`` (made if missing and kept, so that a rerun reads what is
+    there), or a temporary folder, removed when the run ends however it ends."""
+    if store is not None:
+        Path(store).mkdir(parents=True, exist_ok=True)
+        yield str(Path(store).resolve())
+        return
+    folder = tempfile.mkdtemp(prefix="attnverify-store-")
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def batches_for(workers: int, scheduler: str | None) -> int:
@@ -211,17 +261,51 @@ class InProcess:
         return self.only
 
 
+class Ahead(Protocol):
+    """Tasks a run does besides its claims (a report's planned experiments and sections): the claims may wait
+    for them (``ClaimTasks.after``), and the run hands each of their starts and outcomes back."""
+
+    tasks: list[Task]
+
+    def started(self, task: Task) -> None: ...
+
+    def finished(self, outcome: Outcome) -> None: ...
+
+
+def _in_run_order(ahead: Sequence[Task], claims: Sequence[Task], workers: int) -> list[Task]:
+    """The run's tasks in the order they are handed to the scheduler. On one worker each claim's tasks come right
+    after the last task they wait for (a report: theory by theory, so the first theory's results are complete
+    first); on several, every task of ``ahead`` first (a report's experiments are the longest tasks)."""
+    if workers != 1:
+        return [*ahead, *claims]
+    position = {task.name: k for k, task in enumerate(ahead)}
+    following: dict[int, list[Task]] = {}
+    for task in claims:
+        following.setdefault(max((position.get(a, -1) for a in task.after), default=-1), []).append(task)
+    ordered = list(following.get(-1, []))
+    for k, task in enumerate(ahead):
+        ordered += [task, *following.get(k, [])]
+    return ordered
+
+
 def run_claims_as_tasks(claims: Sequence[Claim], theories: Sequence, *, profile: str, backend: Backend, seed: int,
                         examples: int | None, scheduler: str | None, workers: int = 1,
                         say: Callable[[str], None] = lambda message: None, command: str | None = None,
                         on_result: Callable[[list[dict], list[str]], None] | None = None,
-                        store: str | None = None, batches: int | None = None) -> list[dict]:
+                        store: str | None = None, batches: int | None = None, ahead: Ahead | None = None,
+                        after: Mapping[str, tuple[str, ...]] | None = None,
+                        positions: Mapping[str, tuple[int, int]] | None = None) -> list[dict]:
     """Check ``claims`` (each of one of ``theories``) as tasks: in this process, one after another (``workers`` 1,
     no ``scheduler``: the run of ``check`` and ``verify``), on ``workers`` local processes, or on the Dask cluster
-    ``scheduler``, sharing one store folder (``store``, kept for a rerun; default a temporary one); returns the
-    results in the claims' order. ``on_result(finished, not_run)`` sees the finished results (in the claims' order)
-    after each claim. ``batches``: the tasks a claim's examples are split into ahead of its own task (default
-    ``BATCHES`` when the run is parallel, none when it is serial: there the claim's task checks them in order)."""
+    ``scheduler``, sharing one store folder (``store``, kept for a rerun; default a temporary one:
+    :func:`run_store`); returns the results in the claims' order.
+
+    ``ahead``: the run's other tasks (a report's experiments and sections), run with the claims; a claim waits for
+    the tasks ``after[claim name]``. ``on_result(finished, not_run)`` sees the finished results (in the claims'
+    order) and the names of the tasks still to come after each claim and each task of ``ahead``. ``positions``:
+    each claim's ``(k, n)`` of its progress line ``[k/n]`` (default: its place among ``claims``). ``batches``: the
+    tasks a claim's examples are split into ahead of its own task (default ``BATCHES`` when the run is parallel,
+    none when it is serial: there the claim's task checks them in order)."""
     if batches is None:
         batches = batches_for(workers, scheduler)
     serial = scheduler is None and workers == 1
@@ -231,29 +315,51 @@ def run_claims_as_tasks(claims: Sequence[Claim], theories: Sequence, *, profile:
         if not matches and not serial:  # a worker loads the claim again from its theory's module or file
             raise ValueError(f"claim {c.name!r} belongs to none of the theories {[t.name for t in theories]}")
         owner[c.name] = matches[0] if matches else InProcess(c)
-    folder = store or tempfile.mkdtemp(prefix="attnverify-store-")
-    try:
+    with run_store(store) as folder:
         plan = ClaimTasks([(owner[c.name], c) for c in claims], profile=profile, backend=backend, seed=seed,
-                          examples=examples, store=str(folder), command=command, say=say, batches=batches,
-                          positions={c.name: (k, len(claims)) for k, c in enumerate(claims, 1)})
-
-        def report() -> None:
-            if on_result is not None:
-                on_result([plan.results[c.name] for c in claims if c.name in plan.results],
-                          [c.name for c in claims if c.name not in plan.results])
-
+                          examples=examples, store=folder, command=command, say=say, batches=batches,
+                          positions=dict(positions or {c.name: (k, len(claims)) for k, c in enumerate(claims, 1)}),
+                          after=dict(after or {}))
+        run = _Run(plan, claims, _in_run_order(ahead.tasks if ahead else [], plan.tasks, workers), ahead, on_result)
         for c in claims:
             if c.name in plan.results:
                 say(claim_finished(*plan.positions[c.name], plan.results[c.name], kept=True))
         if plan.results:  # kept from an earlier run: written down before the first task
-            report()
-
-        def on_done(outcome: Outcome) -> None:
-            if plan.finished(outcome) is not None:
-                report()
-
-        run_tasks(plan.tasks, workers=workers, scheduler=scheduler, on_start=plan.started, on_done=on_done, say=say)
-    finally:
-        if store is None:
-            shutil.rmtree(folder, ignore_errors=True)
+            run.report()
+        run_tasks(run.tasks, workers=workers, scheduler=scheduler, on_start=run.started, on_done=run.finished,
+                  say=say)
     return [plan.results[c.name] for c in claims]
+
+
+@dataclass
+class _Run:
+    """The driver's side of one run: hands each task's start and outcome to the claims' plan or to ``ahead``,
+    and tells ``on_result`` after each claim and each task of ``ahead``."""
+
+    plan: ClaimTasks
+    claims: Sequence[Claim]
+    tasks: list[Task]
+    ahead: Ahead | None
+    on_result: Callable[[list[dict], list[str]], None] | None
+    done: set = field(default_factory=set)
+
+    def report(self) -> None:
+        if self.on_result is not None:
+            results = self.plan.results
+            self.on_result([results[c.name] for c in self.claims if c.name in results],
+                           [t.name for t in self.tasks if t.name not in self.done and not self.plan.is_batch(t.name)])
+
+    def started(self, task: Task) -> None:
+        if self.plan.owns(task.name):
+            self.plan.started(task)
+        elif self.ahead is not None:
+            self.ahead.started(task)
+
+    def finished(self, outcome: Outcome) -> None:
+        self.done.add(outcome.name)
+        if self.plan.owns(outcome.name):
+            if self.plan.finished(outcome) is None:  # a batch of a claim's examples
+                return
+        elif self.ahead is not None:
+            self.ahead.finished(outcome)
+        self.report()

@@ -13,23 +13,22 @@ from __future__ import annotations
 import datetime
 import importlib
 import platform
-import shutil
-import tempfile
 import time
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 from ..base import __version__
-from ..checks.claim import PROFILES, select
+from ..checks.claim import PROFILES, Claim, select
 from ..checks.runner import jsonable, write_json
-from .claims import ClaimTasks, batches_for
-from ..experiments.scheduler import run_tasks
+from .claims import exit_status, run_claims_as_tasks, run_store
 from ..experiments import tasks as run_state
 from ..experiments.tasks import Outcome, Task
 from ..experiments.store import Store
 from ..base.files import write_atomically
-from ..report.results import derivation_dict, exit_status, summary_line
+from ..report.results import derivation_dict
+from ..report.story import summary_line
 from ..base.arguments import backend as checked_backend, integer
 from ..base.backend import Backend, get_backend
 from ..report.markdown import render_markdown
@@ -186,6 +185,96 @@ def _experiment_name(theory: str, plan) -> str:
     return f"{theory}: {plan.label}"
 
 
+@dataclass
+class Sections:
+    """The sections' side of a report's run (the tasks :func:`~.claims.run_claims_as_tasks` runs ahead of the
+    claims): each theory's planned experiments (``plans``) and its section as tasks, a theory's section after its
+    experiments and its claims after its section; what their outcomes bring to each theory's
+    :class:`TheoryOutcome`; and results.json rewritten after each of them and each claim."""
+
+    theories: list
+    claims: dict[str, list[Claim]]
+    plans: dict[str, list]
+    out_dir: Path
+    metadata: dict
+    settings: dict  # profile, backend (its name), seed and store folder of every task
+    workers: int
+    say: Callable[[str], None]
+    outcomes: dict[str, TheoryOutcome] = field(init=False)
+    tasks: list[Task] = field(init=False)
+
+    def __post_init__(self) -> None:
+        names = [t.name for t in self.theories]
+        self.outcomes = {t: TheoryOutcome(t) for t in names}
+        self._section_seconds: dict[str, float] = {}
+        experiments = {t.name: [Task(_experiment_name(t.name, plan), experiment_task,
+                                     dict(theory=t, label=plan.label, **self.settings),
+                                     after=tuple(_experiment_name(t.name, a) for a in plan.after))
+                                for plan in self.plans[t.name]] for t in self.theories}
+        self._experiment_of = {task.name: t for t in names for task in experiments[t]}
+        sections = {t.name: Task(_section_name(t.name), section_task,
+                                 dict(theory=t, out_dir=str(self.out_dir), **self.settings),
+                                 after=tuple(task.name for task in experiments[t.name])) for t in self.theories}
+        if self.workers == 1:  # theory by theory: the first theory's results are complete first
+            self.tasks = [task for t in names for task in (*experiments[t], sections[t])]
+        else:  # every experiment first (the longest tasks), then the sections, each unlocking its claims
+            self.tasks = [task for t in names for task in experiments[t]] + [sections[t] for t in names]
+
+    @property
+    def after(self) -> dict[str, tuple[str, ...]]:
+        """What each claim waits for: its theory's section, whose experiments it shares through the store."""
+        return {c.name: (_section_name(t),) for t, claims in self.claims.items() for c in claims}
+
+    @property
+    def positions(self) -> dict[str, tuple[int, int]]:
+        """Each claim's ``(k, n)``: its place among its theory's claims."""
+        return {c.name: (k, len(claims)) for claims in self.claims.values() for k, c in enumerate(claims, 1)}
+
+    def started(self, task: Task) -> None:
+        if task.function is experiment_task:
+            self.say(f"{task.name}: computing")
+        else:
+            self.say(f"{task.arguments['theory'].name}: building the section")
+
+    def finished(self, outcome: Outcome) -> None:
+        if outcome.name in self._experiment_of:
+            theory = self._experiment_of[outcome.name]
+            if outcome.error is None:
+                self.outcomes[theory].experiments[outcome.name.split(": ", 1)[1]] = outcome.result
+                self.say(f"{outcome.name}: done ({outcome.result:.1f} s)")
+            else:
+                self.outcomes[theory].warnings.append(f"experiment {outcome.name} failed in its own task (the "
+                                                      f"section computes it again):\n{outcome.error}")
+            return
+        theory = outcome.name.removesuffix(SECTION_SUFFIX)
+        if outcome.error is None:
+            outcome.result.warnings[:0] = self.outcomes[theory].warnings  # those of its experiments' tasks
+            outcome.result.experiments = self.outcomes[theory].experiments
+            self.outcomes[theory] = outcome.result
+            self._section_seconds[theory] = outcome.result.seconds
+        else:
+            self.outcomes[theory].errors.append(outcome.error)
+
+    def listed(self, finished: list[dict]) -> list[TheoryOutcome]:
+        """Every theory's outcome with its ``finished`` claims, and the time spent on it: its experiments',
+        section's and claims' (the same on one worker or several)."""
+        by_name = {r["name"]: r for r in finished}
+        for t, claims in self.claims.items():
+            outcome = self.outcomes[t]
+            outcome.claims = [by_name[c.name] for c in claims if c.name in by_name]
+            outcome.seconds = (self._section_seconds.get(t, 0.0) + sum(r["seconds"] for r in outcome.claims)
+                               + sum(outcome.experiments.values()))
+        return [self.outcomes[t] for t in self.claims]
+
+    def write(self, finished: list[dict], not_run: list[str]) -> None:
+        """Rewrite results.json with the ``finished`` claims; ``not_run`` names the tasks still to come."""
+        _write_results(self.out_dir, self.listed(finished), self.metadata, not_run=[*not_run, PAGES])
+
+
+PAGES = "index.html and report.md"
+"""What a report writes last, named among what has not run until then."""
+
+
 def build_report(
     out_dir: str | Path,
     *,
@@ -212,7 +301,8 @@ def build_report(
     reach on a cluster, and one a rerun reuses (every experiment already there is read, not computed again).
     ``latex`` also writes ``report.tex`` (:mod:`.latex`; figures as the PDFs beside their PNGs).
 
-    A section that fails to build, or a claim that crashes, is reported in place (with its
+    The run is :func:`~.claims.run_claims_as_tasks` with the sections' tasks (:class:`Sections`) ahead of the
+    claims. A section that fails to build, or a claim that crashes, is reported in place (with its
     traceback) and the build goes on; ``document["ok"]`` is True only when nothing failed and
     every claim came out as expected.
     """
@@ -227,8 +317,6 @@ def build_report(
 
         parse_scheduler(scheduler)  # a bad address is refused before any work
     chosen = chosen_theories(only, theories)
-    by_name = {t.name: t for t in chosen}
-    theories = [t.name for t in chosen]
     backend = checked_backend(backend)
     say = progress or (lambda message: None)
     out_dir = Path(out_dir)
@@ -236,99 +324,21 @@ def build_report(
     metadata = _metadata(profile, backend, seed, only)
     if examples is not None:
         metadata["examples"] = examples
-    claims = {}
-    for t in theories:
-        with user_file_errors(user_file(by_name[t])):
-            claims[t] = by_name[t].claim_list()
-    outcomes = {t: TheoryOutcome(t) for t in theories}
-    keep_store = store is not None
-    if keep_store:
-        Path(store).mkdir(parents=True, exist_ok=True)
-        store = str(Path(store).resolve())
-    else:
-        store = tempfile.mkdtemp(prefix="attnverify-store-")
-    common = dict(profile=profile, backend=backend.name, seed=seed, store=store)
-    plans = {}
-    for t in theories:  # a user's plan is refused here, at its line, before any task runs
-        with user_file_errors(user_file(by_name[t]), fallback=lambda: _users_plan(by_name[t])):
-            plans[t] = by_name[t].planned_experiments(profile=profile, seed=seed, backend=backend.name)
-    experiment_tasks = {t: [Task(_experiment_name(t, plan), experiment_task,
-                                 dict(theory=by_name[t], label=plan.label, **common),
-                                 after=tuple(_experiment_name(t, a) for a in plan.after)) for plan in plans[t]]
-                        for t in theories}
-    experiment_of = {task.name: t for t in theories for task in experiment_tasks[t]}
-    sections = {t: Task(_section_name(t), section_task, dict(theory=by_name[t], out_dir=str(out_dir), **common),
-                        after=tuple(task.name for task in experiment_tasks[t])) for t in theories}
-    theory_of = {c.name: t for t in theories for c in claims[t]}
-    checks = ClaimTasks([(by_name[t], c) for t in theories for c in claims[t]], profile=profile, backend=backend,
-                        seed=seed, examples=examples, store=store, say=say,
-                        batches=batches_for(workers, scheduler),
-                        positions={c.name: (k, len(claims[t])) for t in theories for k, c in enumerate(claims[t], 1)},
-                        after={c.name: (_section_name(t),) for t in theories for c in claims[t]})
-    finished_claims: dict[str, dict] = dict(checks.results)  # kept from an earlier run with this store
-    claim_tasks = {t: [task for task in checks.tasks if theory_of[task.arguments["name"]] == t] for t in theories}
-    if workers == 1:  # theory by theory: the first theory's results are complete first
-        tasks = [task for t in theories for task in (*experiment_tasks[t], sections[t], *claim_tasks[t])]
-    else:  # every experiment first (the longest tasks), then the sections, each unlocking its claims
-        tasks = ([task for t in theories for task in experiment_tasks[t]] + [sections[t] for t in theories]
-                 + [task for t in theories for task in claim_tasks[t]])
-    section_seconds: dict[str, float] = {}
-
-    def listed() -> list[TheoryOutcome]:
-        for t in theories:
-            outcomes[t].claims = [finished_claims[c.name] for c in claims[t] if c.name in finished_claims]
-        return [outcomes[t] for t in theories]
-
-    def not_run() -> list[str]:
-        return [task.name for task in tasks if task.name not in done and not checks.is_batch(task.name)] + [
-            "index.html and report.md"]
-
-    def on_start(task: Task) -> None:
-        if task.function is experiment_task:
-            say(f"{task.name}: computing")
-        elif task.function is section_task:
-            say(f"{task.arguments['theory'].name}: building the section")
-        else:
-            checks.started(task)
-
-    def on_done(outcome: Outcome) -> None:
-        done.add(outcome.name)
-        if checks.owns(outcome.name):
-            result = checks.finished(outcome)
-            if result is None:  # a batch of a claim's examples
-                return
-            finished_claims[outcome.name] = result
-            theory = theory_of[outcome.name]
-        elif outcome.name in experiment_of:
-            theory = experiment_of[outcome.name]
-            if outcome.error is None:
-                outcomes[theory].experiments[outcome.name.split(": ", 1)[1]] = outcome.result
-                say(f"{outcome.name}: done ({outcome.result:.1f} s)")
-            else:
-                outcomes[theory].warnings.append(f"experiment {outcome.name} failed in its own task (the section "
-                                                 f"computes it again):\n{outcome.error}")
-        else:  # a section
-            theory = outcome.name.removesuffix(SECTION_SUFFIX)
-            if outcome.error is None:
-                outcome.result.warnings[:0] = outcomes[theory].warnings  # those of its experiments' tasks
-                outcome.result.experiments = outcomes[theory].experiments
-                outcomes[theory] = outcome.result
-                section_seconds[theory] = outcome.result.seconds
-            else:
-                outcomes[theory].errors.append(outcome.error)
-        # the time spent on the theory: its experiments', section's and claims' (the same on one worker or several)
-        outcomes[theory].seconds = section_seconds.get(theory, 0.0) + sum(
-            finished_claims[c.name]["seconds"] for c in claims[theory] if c.name in finished_claims) + sum(
-            outcomes[theory].experiments.values())
-        _write_results(out_dir, listed(), metadata, not_run=not_run())
-
-    done: set[str] = set()
-    try:
-        run_tasks(tasks, workers=workers, on_start=on_start, on_done=on_done, say=say, scheduler=scheduler)
-    finally:
-        if not keep_store:
-            shutil.rmtree(store, ignore_errors=True)
-    final = listed()
+    claims, plans = {}, {}
+    for t in chosen:
+        with user_file_errors(user_file(t)):
+            claims[t.name] = t.claim_list()
+    for t in chosen:  # a user's plan is refused here, at its line, before any task runs
+        with user_file_errors(user_file(t), fallback=lambda: _users_plan(t)):
+            plans[t.name] = t.planned_experiments(profile=profile, seed=seed, backend=backend.name)
+    with run_store(store) as folder:
+        sections = Sections(chosen, claims, plans, out_dir, metadata, workers=workers, say=say,
+                            settings=dict(profile=profile, backend=backend.name, seed=seed, store=folder))
+        finished = run_claims_as_tasks([c for t in chosen for c in claims[t.name]], chosen, profile=profile,
+                                       backend=backend, seed=seed, examples=examples, scheduler=scheduler,
+                                       workers=workers, say=say, on_result=sections.write, store=folder,
+                                       ahead=sections, after=sections.after, positions=sections.positions)
+    final = sections.listed(finished)
     say("writing index.html and report.md")
     write_atomically(out_dir / "index.html", render_html(final, metadata))
     write_atomically(out_dir / "report.md", render_markdown(final, metadata))

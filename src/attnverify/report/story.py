@@ -1,0 +1,259 @@
+"""A claim's story as data: what every format says about one claim result, made once by :func:`claim_story`.
+
+The printers (:func:`~.render.claim_detail_html`, :func:`~.markdown.claim_detail_markdown`, the LaTeX claims table in
+:mod:`.latex`, :func:`~.results.result_details` for the terminal) only choose what to print of a
+:class:`ClaimStory` and how. Everything here reads the plain dictionaries of ``ClaimResult.as_dict()``, so a
+result from this run and one from a results.json written earlier tell the same story.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..checks.evidence import side_names
+from ..checks.runner import drawn_text, verdict
+
+#: The sentence every format gives an inconclusive result (before what deciding it would take).
+UNDECIDED = "no example contradicts the claim, and not every one decides it"
+
+
+def format_value(value: Any) -> str:
+    """A number in 6 significant digits; anything else as ``str``."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.6g}" if math.isfinite(value) else str(value)
+    if isinstance(value, int):
+        return str(value)
+    if hasattr(value, "item") and callable(value.item):  # numpy scalar
+        try:
+            return format_value(value.item())
+        except (TypeError, ValueError):
+            pass
+    return str(value)
+
+
+def format_parameters(parameters: dict) -> str:
+    """``name=value, …`` with numbers in 6 significant digits."""
+    return ", ".join(f"{k}={format_value(v)}" for k, v in parameters.items())
+
+
+def first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text and text.strip() else ""
+
+
+def needed_text(needed: dict | None) -> str:
+    """What would decide an inconclusive result: ``16 seeds``, ``1,200,000 draws``."""
+    return ", ".join(f"{count:,} {name}" for name, count in (needed or {}).items())
+
+
+def side_labels(evidence: dict | None) -> tuple[str, str]:
+    """Names of an evidence dict's two sides (:func:`attnverify.checks.evidence.side_names` of its relation and
+    labels; a results.json written before labels existed gives none)."""
+    evidence = evidence or {}
+    return side_names(evidence.get("relation"), evidence.get("labels"))
+
+
+def sides(result: dict) -> tuple[str, str]:
+    """Column names of the two sides, from the claim's evidence (its labels, or value/bound for at_most)."""
+    examples = [*(result.get("examples") or []), result.get("counterexample") or {}]
+    names = {side_labels(e["evidence"]) for e in examples if e.get("evidence")}
+    return names.pop() if len(names) == 1 else ("theory", "observed")
+
+
+def example_status(example: dict) -> str:
+    """``"error"``, ``"holds"``, ``"refuted"`` or ``"inconclusive"`` of an example's dict (a results.json
+    written before there were three verdicts has no ``status``: holds or refuted)."""
+    if example.get("error"):
+        return "error"
+    evidence = example.get("evidence") or {}
+    return evidence.get("status") or ("holds" if evidence.get("holds") else "refuted")
+
+
+def tightness(evidence: dict | None) -> float:
+    """How near an example came to failing, as a fraction of its tolerance (1 at the edge): |θ − o|/τ for an
+    equality, (θ − o)/τ for a bound θ ≤ o + τ, (τ − (o − θ))/τ and its mirror for above/below; −inf for custom
+    evidence (no sides to compare)."""
+    evidence = evidence or {}
+    theory, observed, tolerance = evidence.get("theory"), evidence.get("observed"), evidence.get("tolerance")
+    if theory is None or observed is None or tolerance is None:
+        return float("-inf")
+    gap = {"at_most": theory - observed, "above": tolerance - (observed - theory),
+           "below": tolerance - (theory - observed)}.get(evidence.get("relation") or "equal", abs(theory - observed))
+    return gap / tolerance if tolerance > 0 else (float("inf") if gap > 0 else 0.0)
+
+
+def shown_example(result: dict) -> dict | None:
+    """The example a summary shows: the counterexample, else the example whose check failed to run, else the
+    first inconclusive example, else the worst of those that held (the nearest its tolerance, :func:`tightness`;
+    the last one where none has sides to compare)."""
+    for key in ("counterexample", "error"):
+        if isinstance(result.get(key), dict):
+            return result[key]
+    examples = result.get("examples") or []
+    undecided = [e for e in examples if example_status(e) == "inconclusive"]
+    if undecided:
+        return undecided[0]
+    if not examples:
+        return None
+    scores = [tightness(e.get("evidence")) for e in examples]
+    best = max(range(len(examples)), key=lambda k: (scores[k], k))  # ties (and all −inf): the last
+    return examples[best]
+
+
+def key_figures(result: dict) -> str:
+    """The shown example's two sides in the words of their relation, with the standard error where the
+    evidence has one and the tolerance named as what it is (5 SE + a bias budget for a Monte Carlo claim),
+    or the first line of its error:
+
+    - equal: ``theory T vs observed O (SE s), allowed gap τ``;
+    - at_most: ``T ≤ O + τ (SE s)`` (a bound: the left side is not a "theory" nor the right an "observation");
+    - above / below: ``observed − theory > τ: O − T > τ (SE s)`` and its mirror (the relation the claim
+      needs, written with its numbers: false where the claim is refuted).
+    """
+    example = shown_example(result)
+    if example is None:
+        return ""
+    if example.get("error"):
+        return "error: " + first_line(example["error"])
+    evidence = example.get("evidence") or {}
+    text = _sides_text(evidence)
+    if evidence.get("inconclusive"):
+        needed = needed_text(evidence.get("needed"))
+        text += f"; inconclusive: {evidence['inconclusive']}" + (f" (would take {needed})" if needed else "")
+    return text
+
+
+def _sides_text(evidence: dict) -> str:
+    theory, observed, tolerance = evidence.get("theory"), evidence.get("observed"), evidence.get("tolerance")
+    if theory is None and observed is None:
+        return first_line(evidence.get("note", ""))
+    v = format_value
+    se = evidence.get("standard_error")
+    se_text = f" (SE {v(se)})" if se is not None else ""
+    relation = evidence.get("relation") or "equal"
+    left, right = side_labels(evidence)
+    if relation == "equal" and (left, right) != ("theory", "observed"):
+        return f"{left} {v(theory)} vs {right} {v(observed)}{se_text}" + (
+            f", allowed gap {v(tolerance)}" if tolerance is not None else "")
+    if relation == "at_most":
+        return f"{v(theory)} ≤ {v(observed)}" + (f" + {v(tolerance)}" if tolerance else "") + se_text
+    if relation == "above":  # the relation the claim needs, with its numbers (false when refuted)
+        return f"observed − theory > τ: {v(observed)} − {v(theory)} > {v(tolerance)}{se_text}"
+    if relation == "below":
+        return f"theory − observed > τ: {v(theory)} − {v(observed)} > {v(tolerance)}{se_text}"
+    text = f"theory {v(theory)} vs observed {v(observed)}{se_text}"
+    if tolerance is not None:
+        text += f", allowed gap {v(tolerance)}"
+    return text
+
+
+def _example_rows(result: dict) -> tuple[list[list], list[str]]:
+    """Every example (then the counterexample) as a row: label, parameters, seed, the two sides, tolerance,
+    outcome, seconds; and each row's CSS class (``counterexample`` or none)."""
+    rows, classes = [], []
+    shown = [(str(k), e) for k, e in enumerate(result.get("examples") or [], 1)]
+    if result.get("counterexample") is not None:
+        shown.append(("counterexample", result["counterexample"]))
+    for label, e in shown:
+        evidence = e.get("evidence") or {}
+        outcome = example_status(e)
+        if outcome == "error":
+            outcome = "error: " + first_line(e["error"])
+        elif outcome == "inconclusive" and evidence.get("needed"):
+            outcome += f" (would take {needed_text(evidence['needed'])})"
+        rows.append([label, format_parameters(e.get("parameters") or {}), e.get("seed"), evidence.get("theory"),
+                     evidence.get("observed"), evidence.get("tolerance"), outcome, e.get("seconds")])
+        classes.append("counterexample" if label == "counterexample" else "")
+    return rows, classes
+
+
+@dataclass(frozen=True)
+class Shown:
+    """The one example a summary spells out (:func:`shown_example`) and why it is the one: ``kind`` is
+    ``counterexample``, ``error`` (the claim's code failed on it), ``inconclusive`` (the first undecided) or
+    ``held`` (the nearest its tolerance of those that held)."""
+
+    kind: str
+    parameters: dict
+    seed: Any
+    evidence: dict | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class ClaimStory:
+    """What is said about one claim result, in every format: its verdict (:func:`attnverify.checks.runner.verdict`),
+    statement and source, the key figures, the examples as a table (``example_header``, ``example_rows``, each row's
+    CSS class in ``row_classes``), what was drawn, the counterexample's note, standard error and shrink trials, the
+    error of the claim's code with the example it met, what would decide an undecided claim, the notes and the
+    replay command."""
+
+    name: str
+    statement: str
+    source: str | None
+    expect: str
+    status: str
+    verdict: str
+    seconds: float
+    key_figures: str
+    example_count: int
+    example_header: tuple[str, ...]
+    example_rows: list[list]
+    row_classes: list[str]
+    drawn: str
+    shown: Shown | None
+    counterexample_note: str | None  # these three only when there is a counterexample
+    counterexample_standard_error: float | None
+    shrink_trials: int | None
+    failure: dict | None  # {"parameters": …, "seed": …, "error": traceback} of the example the code failed on
+    needed: str  # what would decide an inconclusive claim ("" when nothing is said)
+    notes: tuple[str, ...]
+    replay: str
+    profile: str | None
+    backend: str | None
+
+    @property
+    def inconclusive(self) -> bool:
+        return self.status == "inconclusive"
+
+
+def claim_story(result: dict) -> ClaimStory:
+    """The story of ``result`` (``ClaimResult.as_dict()``)."""
+    example = shown_example(result)
+    shown = None
+    if example is not None:
+        kind = ("counterexample" if result.get("counterexample") else "error" if result.get("error")
+                else "inconclusive" if result["status"] == "inconclusive" else "held")
+        shown = Shown(kind, example.get("parameters") or {}, example.get("seed"), example.get("evidence"),
+                      example.get("error"))
+    counter = result.get("counterexample")
+    evidence = (counter or {}).get("evidence") or {}
+    failed = result.get("error")
+    rows, classes = _example_rows(result)
+    return ClaimStory(
+        name=result["name"], statement=result["statement"], source=result.get("source"), expect=result["expect"],
+        status=result["status"], verdict=verdict(result), seconds=result["seconds"], key_figures=key_figures(result),
+        example_count=len(result.get("examples") or []),
+        example_header=("example", "parameters", "seed", *sides(result), "tolerance", "outcome", "seconds"),
+        example_rows=rows, row_classes=classes, drawn=drawn_text(result.get("drawn") or {}), shown=shown,
+        counterexample_note=evidence.get("note") if counter is not None else None,
+        counterexample_standard_error=evidence.get("standard_error") if counter is not None else None,
+        shrink_trials=int(result.get("shrink_trials", 0)) if counter is not None else None,
+        failure=failed if isinstance(failed, dict) and failed.get("error") else None,
+        needed=needed_text(result.get("needed")), notes=tuple(result.get("notes") or ()), replay=result["replay"],
+        profile=result.get("profile"), backend=result.get("backend"))
+
+
+def summary_line(results: list[dict]) -> str:
+    """``N claims: a as expected, b unexpected (names), c undecided (names)``."""
+    verdicts = [verdict(r) for r in results]
+    unexpected = [r["name"] for r, v in zip(results, verdicts) if v == "UNEXPECTED"]
+    undecided = [r["name"] for r, v in zip(results, verdicts) if v == "UNDECIDED"]
+    text = (f"{len(results)} claims: {len(results) - len(unexpected) - len(undecided)} as expected, "
+            f"{len(unexpected)} unexpected" + (f" ({', '.join(unexpected)})" if unexpected else ""))
+    if undecided:
+        text += f", {len(undecided)} undecided (inconclusive: {', '.join(undecided)})"
+    return text

@@ -1,0 +1,102 @@
+"""The run layer: a crash outside a claim's check is a result, the exit status of a run's verdicts, the run's store
+folder, and the order in which a run hands its tasks (claims and the tasks ahead of them) to the scheduler."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from attnverify.base.backend import get_backend
+from attnverify.checks import at_most, claim, st
+from attnverify.checks.runner import verdict
+from attnverify.experiments.tasks import Task
+from attnverify.run.claims import (_in_run_order, exit_status, run_claim_or_error, run_claims_as_tasks, run_store,
+                                   verify_command)
+
+
+def _result(ok: bool, status: str) -> dict:
+    return {"ok": ok, "status": status}
+
+
+def test_verdicts_and_the_exit_status_of_a_run():
+    assert [verdict(_result(True, "holds")), verdict(_result(True, "refuted")), verdict(_result(False, "refuted")),
+            verdict(_result(False, "inconclusive")), verdict(_result(False, "error"))] == [
+        "OK", "OK", "UNEXPECTED", "UNDECIDED", "UNEXPECTED"]
+    assert exit_status([]) == 0
+    assert exit_status([_result(True, "holds"), _result(True, "refuted")]) == 0
+    assert exit_status([_result(True, "holds"), _result(False, "inconclusive")]) == 3
+    assert exit_status([_result(False, "inconclusive"), _result(False, "error")]) == 1
+
+
+def test_a_strategy_that_crashes_is_an_error_result_not_an_exception():
+    def broken(x):
+        raise RuntimeError("no parameters today")
+
+    @claim("demo.crashes", parameters=st.fixed_dictionaries({"x": st.just(1.0).map(broken)}),
+           examples={"quick": 2, "thorough": 2}, statement="Never checked.")
+    def crashes(p, ctx):
+        return at_most(0.0, 1.0)
+
+    result = run_claim_or_error(crashes, profile="quick", backend=get_backend("numpy"), seed=0)
+    assert result.status == "error" and not result.ok and result.examples == []
+    assert "no parameters today" in result.error.error
+    assert verdict(result.as_dict()) == "UNEXPECTED"
+
+
+def test_a_temporary_store_is_removed_and_a_given_one_kept(tmp_path):
+    with run_store(None) as folder:
+        assert Path(folder).is_dir()
+        (Path(folder) / "x").write_text("kept until the end of the run")
+    assert not Path(folder).exists()
+    with pytest.raises(KeyboardInterrupt):
+        with run_store(None) as folder:
+            raise KeyboardInterrupt
+    assert not Path(folder).exists()
+    given = tmp_path / "a" / "store"
+    with run_store(given) as folder:
+        assert folder == str(given.resolve()) and given.is_dir()
+    assert given.is_dir()
+
+
+def _task(name: str, after: tuple[str, ...] = ()) -> Task:
+    return Task(name, print, {}, after=after)
+
+
+def test_on_one_worker_a_claim_runs_right_after_what_it_waits_for():
+    ahead = [_task("a: experiment"), _task("a (section)", ("a: experiment",)), _task("b (section)")]
+    claims = [_task("a.one [examples 1–2]", ("a (section)",)), _task("a.one", ("a (section)",)),
+              _task("b.one", ("b (section)",)), _task("free")]
+    one = [t.name for t in _in_run_order(ahead, claims, workers=1)]
+    assert one == ["free", "a: experiment", "a (section)", "a.one [examples 1–2]", "a.one", "b (section)", "b.one"]
+    several = [t.name for t in _in_run_order(ahead, claims, workers=2)]
+    assert several == [t.name for t in ahead + claims]
+
+
+def test_a_serial_run_tells_each_result_and_what_is_still_to_come(tmp_path):
+    @claim("demo.first", parameters=st.fixed_dictionaries({"x": st.just(1.0)}), examples={"quick": 1, "thorough": 1},
+           statement="x ≤ 2.")
+    def first(p, ctx):
+        return at_most(p["x"], 2.0)
+
+    @claim("demo.second", parameters=st.fixed_dictionaries({"x": st.just(3.0)}),
+           examples={"quick": 1, "thorough": 1}, statement="x ≤ 2.", expect="refuted")
+    def second(p, ctx):
+        return at_most(p["x"], 2.0)
+
+    seen = []
+    options = dict(profile="quick", backend=get_backend("numpy"), seed=0, examples=None, scheduler=None)
+    results = run_claims_as_tasks([first, second], [], **options,
+                                  on_result=lambda finished, not_run: seen.append(([r["name"] for r in finished],
+                                                                                   not_run)))
+    assert [(r["name"], r["status"], verdict(r)) for r in results] == [("demo.first", "holds", "OK"),
+                                                                      ("demo.second", "refuted", "OK")]
+    assert verify_command("my file.py") == "attnverify verify 'my file.py'"
+    assert seen == [(["demo.first"], ["demo.second"]), (["demo.first", "demo.second"], [])]
+    store = tmp_path / "store"
+    run_claims_as_tasks([first, second], [], **options, store=str(store))
+    again = run_claims_as_tasks([first, second], [], **options, store=str(store),
+                                on_result=lambda finished, not_run: seen.append(([r["name"] for r in finished],
+                                                                                 not_run)))
+    assert again == run_claims_as_tasks([first, second], [], **options, store=str(store))
+    assert seen[-1] == (["demo.first", "demo.second"], [])  # kept from the first run with the folder: no task
