@@ -94,3 +94,16 @@ def test_the_arcsine_kernel_reaches_30_digits_in_seconds_with_an_honest_error_es
         assert time.perf_counter() - start < 3
         truth = sympy.N(exact.xreplace(point), 60)
         assert abs(value - truth) <= error <= 1e-30 * abs(truth)
+
+
+def test_an_integral_whose_bounds_are_exact_numbers_is_evaluated():
+    """Bounds such as θ − π/2 at a drawn θ are exact numbers, not floats: ∫_{θ−π/2}^{π/2} cos φ cos(φ − θ) dφ =
+    ((π − θ) cos θ + sin θ)/2 (the arc-cosine kernel's angular integral) to 30 digits, with its error estimate."""
+    from attnverify.derivations.gaussian import integral_estimate
+
+    phi, theta = Symbol("phi", real=True), Rational(123531, 100000)
+    integral = sympy.Integral(sympy.cos(phi) * sympy.cos(phi - theta), (phi, theta - sympy.pi / 2, sympy.pi / 2))
+    value, error = integral_estimate(integral, 108)
+    exact = ((sympy.pi - theta) * sympy.cos(theta) + sympy.sin(theta)) / 2
+    with mpmath.workprec(120):
+        assert abs(value - mpmath.mpf(sympy.Float(sympy.N(exact, 40), 40))) <= 1e-30 and error <= 1e-30

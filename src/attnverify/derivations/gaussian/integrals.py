@@ -109,7 +109,7 @@ def _quadrature(integral: sympy.Integral, prec: int):
     added relative to the outer value."""
     (variable, *bounds), *outer = integral.limits[::-1]
     inner = sympy.Integral(integral.function, *integral.limits[:-1]) if outer else integral.function
-    low, high = (mpmath.mpf(sympy.Float(v, mpmath.mp.dps + 5)) if v.is_finite else
+    low, high = (mpmath.mpf(sympy.Float(sympy.N(v, mpmath.mp.dps + 5), mpmath.mp.dps + 5)) if v.is_finite else
                  (mpmath.inf if v == sympy.oo else -mpmath.inf) for v in bounds)
     if inner.has(sympy.Integral):
         def f(x):
