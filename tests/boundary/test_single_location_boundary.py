@@ -1,6 +1,6 @@
-"""The public boundary of single-location regression: every entry point of
-``derivations/single_location.py`` (numeric part), ``derivations/gaussian.py`` (float64 forms) and
-``numerics/single_location.py`` refuses bad input by name, and valid input gives no NaN.
+"""The public boundary of single-location regression: every entry point of ``theories/single_location/``
+(the numeric part of its derivations, its simulators) and of ``derivations/gaussian/tails.py`` (float64 forms)
+refuses bad input by name, and valid input gives no NaN.
 
 Parameters that broadcast over leading axes (vectors ``k`` of shape (..., dim), batches ``X`` of
 shape (..., B, L, d)) accept an extra leading axis, so for them the harness's ``wrong_ndim`` draws
