@@ -7,22 +7,17 @@ E‖attn − m∞‖² = C/L + D/L² + O(L⁻³), E[attn − m∞] = B/L + B₂/
 :mod:`attnverify.theories.conditional_mean.derivations`, with tolerance 5 standard errors plus a bias
 budget equal to the last derived term (the O(L⁻³) remainder is allowed to be as large as it).
 
-The claims live in submodules by topic: :mod:`.identities` (exact identities, exchangeability, quadrature), :mod:`.approximation` (the 1/L rate and its constants, the fixed-bandwidth bias) and :mod:`.concentration` (posterior concentration, Lipschitz constant, learning); every claim is re-exported here, in that order.
+The claims live in submodules by topic: :mod:`.identities` (exact identities, exchangeability, quadrature),
+:mod:`.approximation` (the 1/L rate and its constants, the fixed-bandwidth bias) and :mod:`.concentration`
+(posterior concentration, Lipschitz constant, learning); each registers on the theory, and its claims are
+importable from here, in that order.
 """
-
-from ._common import (SOURCE, unit_interval, seeds, gaussian_model_parameters, gaussian_model, score_with_spread,
-                      gaussian_constants, _worst, attention_errors, chunk)
 
 from .identities import (finite_latent_posterior_is_attention, ridge_attention_is_posterior_mean,
                          softmax_is_rbf_for_equal_norm_keys, conjugate_posterior_closed_form,
-                         attention_is_exchangeable, _ratio_moments, _constants_from_moments,
-                         gaussian_constants_match_quadrature, fixed_bandwidth_constants_match_quadrature)
-
-from .approximation import (_desired_case, error_constant, bias_constant, RATE_LENGTHS, error_rate_slope,
-                            _identity_case, identity_parameter_limit, identity_parameter_is_consistent,
-                            bandwidth_parameters, BANDWIDTH_LENGTH, _bandwidth_case, fixed_bandwidth_limit,
-                            fixed_bandwidth_is_consistent)
-
-from .concentration import (CONCENTRATION_LENGTHS, latent_posterior_concentrates, lipschitz_in_parameter,
-                            LEARNING_LENGTHS, LEARNING_TRAIN_SEQUENCES, LEARNING_TEST_SEQUENCES, learning_parameters,
-                            _gap_does_not_grow, generalization_gap_flat_supervised, generalization_gap_flat_masked)
+                         attention_is_exchangeable, gaussian_constants_match_quadrature,
+                         fixed_bandwidth_constants_match_quadrature)
+from .approximation import (error_constant, bias_constant, error_rate_slope, identity_parameter_limit,
+                            identity_parameter_is_consistent, fixed_bandwidth_limit, fixed_bandwidth_is_consistent)
+from .concentration import (latent_posterior_concentrates, lipschitz_in_parameter, generalization_gap_flat_supervised,
+                            generalization_gap_flat_masked)

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import derivations as derived
 from ... import conditional_mean as sim
-from ....checks.claim import st
+from ....checks import st
 from ....checks.evidence import Evidence
 
 
@@ -25,23 +25,16 @@ seeds = st.integers(0, 2**32 - 1)
 # ---------------------------------------------------------------------------------------------
 
 
-def gaussian_model_parameters(max_score_sd: float = 0.75) -> st.SearchStrategy:
-    """A Gaussian key/value model (d ≤ 3, d_v ≤ 2) and a query direction with s = √(aᵀΣa) bounded."""
-    return st.fixed_dictionaries(
-        {
-            "d": st.integers(1, 3),
-            "d_v": st.integers(1, 2),
-            "model_seed": seeds,
-            "noise_sd": st.floats(0.1, 1.0),
-            "score_sd": st.floats(0.05, max_score_sd),
-        }
-    )
+def gaussian_model_parameters(max_score_sd: float = 0.75) -> dict:
+    """The strategies of a Gaussian key/value model (d ≤ 3, d_v ≤ 2) and a query direction with s = √(aᵀΣa)
+    bounded, by parameter name (``@theory.claim(**gaussian_model_parameters())``)."""
+    return dict(d=st.integers(1, 3), d_v=st.integers(1, 2), model_seed=seeds, noise_sd=st.floats(0.1, 1.0),
+                score_sd=st.floats(0.05, max_score_sd))
 
 
-def gaussian_model(p: dict) -> tuple[sim.GaussianKeyValueModel, np.ndarray]:
-    """The model and a unit direction u drawn from ``p["model_seed"]`` (the model's own randomness)."""
-    rng = np.random.default_rng(p["model_seed"])
-    d, d_v = p["d"], p["d_v"]
+def gaussian_model(d: int, d_v: int, model_seed: int, noise_sd: float) -> tuple[sim.GaussianKeyValueModel, np.ndarray]:
+    """The model and a unit direction u drawn from ``model_seed`` (the model's own randomness)."""
+    rng = np.random.default_rng(model_seed)
     raw = rng.standard_normal((d, d))
     covariance = raw @ raw.T / d + 0.3 * np.eye(d)
     model = sim.GaussianKeyValueModel(
@@ -49,7 +42,7 @@ def gaussian_model(p: dict) -> tuple[sim.GaussianKeyValueModel, np.ndarray]:
         key_covariance=covariance,
         value_map=rng.uniform(-1.5, 1.5, (d_v, d)),
         value_offset=rng.uniform(-1, 1, d_v),
-        noise_sd=p["noise_sd"],
+        noise_sd=noise_sd,
     )
     u = rng.standard_normal(d)
     return model, u / np.linalg.norm(u)

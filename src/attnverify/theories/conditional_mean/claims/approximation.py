@@ -13,7 +13,8 @@ from ..theory import theory
 from ... import conditional_mean as sim
 from ....numerics.sized import sized_mean
 from ....numerics.statistics import Estimate, fit_line
-from ....checks.claim import Context, st
+from ....checks import st
+from ....checks.claim import Context
 from ....checks.evidence import Evidence, within_error
 
 from ._common import (SOURCE, _worst, attention_errors, chunk, gaussian_constants, gaussian_model,
@@ -24,11 +25,12 @@ from ._common import (SOURCE, _worst, attention_errors, chunk, gaussian_constant
 # ---------------------------------------------------------------------------------------------
 
 
-def _desired_case(p: dict) -> tuple[sim.GaussianKeyValueModel, np.ndarray, np.ndarray, dict]:
+def _desired_case(d: int, d_v: int, model_seed: int, noise_sd: float, score_sd: float
+                  ) -> tuple[sim.GaussianKeyValueModel, np.ndarray, np.ndarray, dict]:
     """The drawn model, a score a with aᵀΣa = s², the query q = μ + Σa whose desired parameter is a,
     and the derived constants at a."""
-    model, u = gaussian_model(p)
-    a = score_with_spread(model, u, p["score_sd"])
+    model, u = gaussian_model(d, d_v, model_seed, noise_sd)
+    a = score_with_spread(model, u, score_sd)
     return model, a, model.key_mean + model.key_covariance @ a, gaussian_constants(model, a)
 
 
@@ -41,15 +43,15 @@ def _score_errors(model: sim.GaussianKeyValueModel, score: np.ndarray, target: n
 
 @theory.claim(
     source=f"{SOURCE}; abstract ('error decreasing in input sizes'), note §3.2 P2",
-    parameters=gaussian_model_parameters(),
+    **gaussian_model_parameters(),
     examples={"quick": 4, "thorough": 20},
 )
-def error_constant(ctx: Context, **p) -> Evidence:
+def error_constant(ctx: Context, d, d_v, model_seed, noise_sd, score_sd) -> Evidence:
     """Softmax attention with the desired parameter a = Σ⁻¹(q − μ) on Gaussian keys with linear
     values has L·E‖attn − E[v | k = q]‖² = C + D/L + O(L⁻²), with C = e^{s²}(‖AΣa‖² + tr(AΣAᵀ) + d_vσ²)
     and D derived symbolically (checked at L = 64 and 512): beyond the budget |D|/L for the remainder, an
     error of 5 % in C + D/L is resolved (thorough: 2 %)."""
-    model, a, query, constants = _desired_case(p)
+    model, a, query, constants = _desired_case(d, d_v, model_seed, noise_sd, score_sd)
     target = model.conditional_mean(query)
     relative = ctx.choose(quick=0.05, thorough=0.02)
     evidences = []
@@ -67,14 +69,14 @@ def error_constant(ctx: Context, **p) -> Evidence:
 
 @theory.claim(
     source=f"{SOURCE}; note §3.2 P2 (bias O(1/L))",
-    parameters=gaussian_model_parameters(),
+    **gaussian_model_parameters(),
     examples={"quick": 4, "thorough": 20},
 )
-def bias_constant(ctx: Context, **p) -> Evidence:
+def bias_constant(ctx: Context, d, d_v, model_seed, noise_sd, score_sd) -> Evidence:
     """The bias of attention with the desired parameter is O(1/L): L·E[attn − E[v | k = q]] along
     β = AΣa equals B + B₂/L + O(L⁻²) with B = −e^{s²}‖β‖ (checked at L = 16 and 64): beyond the budget
     |B₂|/L for the remainder, B is resolved to 10 % of √C, the RMS error constant (thorough: 5 %)."""
-    model, a, query, constants = _desired_case(p)
+    model, a, query, constants = _desired_case(d, d_v, model_seed, noise_sd, score_sd)
     target, direction = model.conditional_mean(query), ctx.backend.asarray(constants["direction"])
     relative = ctx.choose(quick=0.1, thorough=0.05)
     evidences = []
@@ -97,14 +99,14 @@ from ..experiments import RATE_LENGTHS
 
 @theory.claim(
     source=f"{SOURCE}; abstract, note §3.2 P2 (rate L^(-1/2))",
-    parameters=gaussian_model_parameters(),
+    **gaussian_model_parameters(),
     examples={"quick": 3, "thorough": 15},
 )
-def error_rate_slope(ctx: Context, **p) -> Evidence:
+def error_rate_slope(ctx: Context, d, d_v, model_seed, noise_sd, score_sd) -> Evidence:
     """The root-mean-squared error of attention with the desired parameter falls like L^(−1/2): the
     weighted log-log slope over L = 64…4096 agrees with −1/2 within 5 standard errors plus a budget
     of twice the slope shift that the derived D/L² term produces on the same grid."""
-    model, a, query, constants = _desired_case(p)
+    model, a, query, constants = _desired_case(d, d_v, model_seed, noise_sd, score_sd)
     lengths = np.array(RATE_LENGTHS, dtype=float)
     _, fit = sim.rate_fit(model, a, model.conditional_mean(query), lengths, ctx.choose(quick=6_000, thorough=30_000), ctx.backend_rng(),
                       backend=ctx.backend)
@@ -117,13 +119,13 @@ def error_rate_slope(ctx: Context, **p) -> Evidence:
                         figures={"fit": fit.as_dict(), "lengths": lengths.tolist()})
 
 
-def _identity_case(p: dict, ctx: Context, length: int):
+def _identity_case(ctx: Context, length: int, d: int, d_v: int, model_seed: int, noise_sd: float, score_sd: float):
     """Attention with W = I (score a = q) at length L: the mean error against E[v | k = q], one sized estimate
     per value component, each resolved to a tenth of attention's RMS error √(C/L) beyond the derived bias
     budget |B|/L + |B₂|/L² (thorough: a twentieth)."""
-    model, u = gaussian_model(p)
+    model, u = gaussian_model(d, d_v, model_seed, noise_sd)
     # a query with qᵀΣq = s² so that the weights stay well-behaved
-    query = score_with_spread(model, u, p["score_sd"])
+    query = score_with_spread(model, u, score_sd)
     constants = gaussian_constants(model, query)
     budget = (abs(constants["bias"]) + abs(constants["second_order_bias"]) / length) / length
     resolution = budget + ctx.choose(quick=0.1, thorough=0.05) * math.sqrt(constants["constant"] / length)
@@ -141,28 +143,28 @@ def _component_evidence(theory_values, estimates, budget: float, note: str) -> E
 
 @theory.claim(
     source=f"{SOURCE}; note §3.2 P3 ('the desired parameter matters')",
-    parameters=gaussian_model_parameters(),
+    **gaussian_model_parameters(),
     examples={"quick": 3, "thorough": 15},
 )
-def identity_parameter_limit(ctx: Context, **p) -> Evidence:
+def identity_parameter_limit(ctx: Context, d, d_v, model_seed, noise_sd, score_sd) -> Evidence:
     """With the naive parameter W = I (score a = q), attention converges to A(μ + Σq) + b, not to
     E[v | k = q] = Aq + b: the measured mean at L = 4096 matches the derived limit within 5 standard
     errors plus the derived bias |B|/L + |B₂|/L², drawn until it resolves a tenth of √(C/L)."""
-    model, query, budget, estimates = _identity_case(p, ctx, 4096)
+    model, query, budget, estimates = _identity_case(ctx, 4096, d, d_v, model_seed, noise_sd, score_sd)
     offset = model.attention_limit(query) - model.conditional_mean(query)
     return _component_evidence(offset, estimates, budget, "mean error vs A(μ + Σq) − Aq")
 
 
 @theory.claim(
     source=f"{SOURCE}; note §3.2 P3 (a statement the tool should refute)",
-    parameters=gaussian_model_parameters(),
+    **gaussian_model_parameters(),
     expect="refuted",
     examples={"quick": 3, "thorough": 15},
 )
-def identity_parameter_is_consistent(ctx: Context, **p) -> Evidence:
+def identity_parameter_is_consistent(ctx: Context, d, d_v, model_seed, noise_sd, score_sd) -> Evidence:
     """(False on purpose.) Attention with W = I also converges to E[v | k = q]: its mean error at
     L = 4096 is zero within 5 standard errors plus the derived O(1/L) bias."""
-    model, query, budget, estimates = _identity_case(p, ctx, 4096)
+    model, query, budget, estimates = _identity_case(ctx, 4096, d, d_v, model_seed, noise_sd, score_sd)
     return _component_evidence(np.zeros(model.d_v), estimates, budget, "mean error vs 0")
 
 
@@ -172,22 +174,21 @@ def identity_parameter_is_consistent(ctx: Context, **p) -> Evidence:
 
 
 # queries away from 0, where sin(ωq), m_h and the bias all vanish and nothing is tested
-bandwidth_parameters = st.fixed_dictionaries(
-    {"query": st.one_of(st.floats(0.3, 1.5), st.floats(-1.5, -0.3)), "key_sd": st.floats(0.5, 2.0), "bandwidth": st.floats(0.3, 2.0),
-     "frequency": st.floats(0.5, 3.0), "noise_sd": st.floats(0.0, 0.5)}
-)
+bandwidth_parameters = dict(query=st.one_of(st.floats(0.3, 1.5), st.floats(-1.5, -0.3)), key_sd=st.floats(0.5, 2.0),
+                            bandwidth=st.floats(0.3, 2.0), frequency=st.floats(0.5, 3.0), noise_sd=st.floats(0.0, 0.5))
 
 BANDWIDTH_LENGTH = 2048
 
 
-def _bandwidth_case(p: dict, ctx: Context, budget) -> tuple[dict, object]:
+def _bandwidth_case(ctx: Context, budget, query: float, key_sd: float, bandwidth: float, frequency: float,
+                    noise_sd: float) -> tuple[dict, object]:
     """RBF attention's mean error against 0 at L = 2048, sized to resolve a tenth of its RMS error √(C/L)
     beyond the claim's bias ``budget`` (a function of the constants; thorough: a twentieth)."""
-    model = sim.SineValueModel(p["key_sd"], p["frequency"], p["noise_sd"])
+    model = sim.SineValueModel(key_sd, frequency, noise_sd)
     constants = {k: float(v) for k, v in derived.fixed_bandwidth_constants(
-        p["query"], p["key_sd"], p["bandwidth"], p["frequency"], p["noise_sd"]).items()}
-    h2, L = p["bandwidth"] ** 2, BANDWIDTH_LENGTH
-    logits = lambda K: -((K[..., 0] - p["query"]) ** 2) / (2 * h2)  # noqa: E731
+        query, key_sd, bandwidth, frequency, noise_sd).items()}
+    h2, L = bandwidth**2, BANDWIDTH_LENGTH
+    logits = lambda K: -((K[..., 0] - query) ** 2) / (2 * h2)  # noqa: E731
     errors = attention_errors(lambda L, n, r: model.sample(L, n, r, ctx.backend), logits, [0.0], L, ctx.backend)
     bias = budget(constants, L)
     resolution = bias + ctx.choose(quick=0.1, thorough=0.05) * math.sqrt(constants["constant"] / L)
@@ -198,33 +199,33 @@ def _bandwidth_case(p: dict, ctx: Context, budget) -> tuple[dict, object]:
 
 @theory.claim(
     source=f"{SOURCE}; note §3.2 P6",
-    parameters=bandwidth_parameters,
+    **bandwidth_parameters,
     examples={"quick": 4, "thorough": 20},
 )
-def fixed_bandwidth_limit(ctx: Context, **p) -> Evidence:
+def fixed_bandwidth_limit(ctx: Context, query, key_sd, bandwidth, frequency, noise_sd) -> Evidence:
     """RBF attention with a fixed bandwidth h on k ~ N(0, s²), v = sin(ωk) + noise converges to the
     derived m_h(q) = sin(ωqs²/(s² + h²))·exp(−ω²s²h²/(2(s² + h²))): at L = 2048 the measured mean
     matches m_h + B/L within 5 standard errors plus |B₂|/L², drawn until it resolves a tenth of √(C/L)."""
     budget = lambda c, L: abs(c["second_order_bias"]) / L**2  # noqa: E731
-    constants, estimate = _bandwidth_case(p, ctx, budget)
+    constants, estimate = _bandwidth_case(ctx, budget, query, key_sd, bandwidth, frequency, noise_sd)
     L = BANDWIDTH_LENGTH
     return within_error(constants["limit"] + constants["bias_constant"] / L, estimate, bias_budget=budget(constants, L),
-                        figures={"truth": math.sin(p["frequency"] * p["query"]), "limit": constants["limit"],
+                        figures={"truth": math.sin(frequency * query), "limit": constants["limit"],
                                  **estimate.sizing()})
 
 
 @theory.claim(
     source=f"{SOURCE}; note §3.2 P6 (a statement the tool should refute)",
-    parameters=bandwidth_parameters,
+    **bandwidth_parameters,
     expect="refuted",
     examples={"quick": 3, "thorough": 15},
 )
-def fixed_bandwidth_is_consistent(ctx: Context, **p) -> Evidence:
+def fixed_bandwidth_is_consistent(ctx: Context, query, key_sd, bandwidth, frequency, noise_sd) -> Evidence:
     """(False on purpose.) RBF attention with a fixed bandwidth converges to the conditional mean
     sin(ωq): at L = 2048 its mean is sin(ωq) within 5 standard errors plus the derived O(1/L) bias."""
     budget = lambda c, L: abs(c["bias_constant"]) / L + abs(c["second_order_bias"]) / L**2  # noqa: E731
-    constants, estimate = _bandwidth_case(p, ctx, budget)
-    return within_error(math.sin(p["frequency"] * p["query"]), estimate, bias_budget=budget(constants, BANDWIDTH_LENGTH),
+    constants, estimate = _bandwidth_case(ctx, budget, query, key_sd, bandwidth, frequency, noise_sd)
+    return within_error(math.sin(frequency * query), estimate, bias_budget=budget(constants, BANDWIDTH_LENGTH),
                         figures=estimate.sizing())
 
 # ---------------------------------------------------------------------------------------------

@@ -16,7 +16,8 @@ from .. import derivations as derived
 from ..theory import theory
 from ....derivations.codegen import evaluator
 from ... import conditional_mean as sim
-from ....checks.claim import Context, st
+from ....checks import st
+from ....checks.claim import Context
 from ....checks.evidence import Evidence, at_most
 
 from ._common import (SOURCE, gaussian_constants, gaussian_model, gaussian_model_parameters, score_with_spread, seeds,
@@ -29,30 +30,27 @@ from ._common import (SOURCE, gaussian_constants, gaussian_model, gaussian_model
 
 @theory.claim(
     source=f"{SOURCE}; note §2.3 M2, P5(c)",
-    parameters=st.fixed_dictionaries(
-        {"latents": st.integers(2, 6), "d": st.integers(1, 4), "L": st.integers(1, 200), "model_seed": seeds,
-         "spread": st.floats(0.1, 3.0)}
-    ),
     examples={"quick": 10, "thorough": 100},
+    latents=st.integers(2, 6), d=st.integers(1, 4), L=st.integers(1, 200), model_seed=seeds, spread=st.floats(0.1, 3.0),
 )
-def finite_latent_posterior_is_attention(ctx: Context, **p) -> Evidence:
+def finite_latent_posterior_is_attention(ctx: Context, latents, d, L, model_seed, spread) -> Evidence:
     """In the finite-latent model (z ∈ {1..M}, x_ℓ | z = m ~ N(μ_m, I)) the latent posterior from
     Bayes' rule token by token equals softmax attention from the query L·x̄ onto the keys μ_m with
     bias log π_m − L‖μ_m‖²/2, to float64 round-off."""
-    rng = np.random.default_rng(p["model_seed"])
-    prior = rng.dirichlet(np.ones(p["latents"]))
+    rng = np.random.default_rng(model_seed)
+    prior = rng.dirichlet(np.ones(latents))
     prior = np.maximum(prior, 1e-3)
-    model = sim.FiniteLatentModel(prior / prior.sum(), p["spread"] * rng.standard_normal((p["latents"], p["d"])))
-    _, tokens = model.sample(p["L"], 1, ctx.rng)
+    model = sim.FiniteLatentModel(prior / prior.sum(), spread * rng.standard_normal((latents, d)))
+    _, tokens = model.sample(L, 1, ctx.rng)
     # Bayes' rule read literally, independent of the library's expanded form: log π_m + Σ_ℓ log N(x_ℓ; μ_m, I)
     log_joint = np.log(model.prior) + np.array([stats.norm.logpdf(tokens[0] - mu).sum() for mu in model.means])
     literal = np.exp(log_joint - logsumexp(log_joint))
     bayes = model.posterior_by_bayes(tokens[0])
     xbar = tokens[0].mean(axis=0)
-    bias = np.log(model.prior) - p["L"] * (model.means**2).sum(axis=1) / 2
+    bias = np.log(model.prior) - L * (model.means**2).sum(axis=1) / 2
     be = ctx.backend  # attention on the run's backend; Bayes' rule on the host
-    attention = be.to_numpy(sim.softmax_attention(be.asarray(p["L"] * xbar), be.asarray(model.means),
-                                                  be.asarray(np.eye(p["latents"])), bias=be.asarray(bias)))
+    attention = be.to_numpy(sim.softmax_attention(be.asarray(L * xbar), be.asarray(model.means),
+                                                  be.asarray(np.eye(latents)), bias=be.asarray(bias)))
     gap = float(max(np.max(np.abs(literal - attention)), np.max(np.abs(bayes - attention))))
     return at_most(gap, 1e-10, note="max |Bayes − attention| over latents ≤ 1e-10, Bayes both from the Gaussian "
                    "densities read literally and from posterior_by_bayes (probabilities; float64 logits up to ~1e4)",
@@ -61,19 +59,17 @@ def finite_latent_posterior_is_attention(ctx: Context, **p) -> Evidence:
 
 @theory.claim(
     source=f"{SOURCE}; note §2.3 M3, P5(a)",
-    parameters=st.fixed_dictionaries(
-        {"d": st.integers(1, 4), "d_v": st.integers(1, 3), "L": st.integers(1, 60),
-         "prior_sd": st.floats(0.2, 3.0), "noise_sd": st.floats(0.05, 2.0), "query": st.lists(unit_interval, min_size=4, max_size=4)}
-    ),
     examples={"quick": 10, "thorough": 100},
+    d=st.integers(1, 4), d_v=st.integers(1, 3), L=st.integers(1, 60), prior_sd=st.floats(0.2, 3.0),
+    noise_sd=st.floats(0.05, 2.0), query=st.lists(unit_interval, min_size=4, max_size=4),
 )
-def ridge_attention_is_posterior_mean(ctx: Context, **p) -> Evidence:
+def ridge_attention_is_posterior_mean(ctx: Context, d, d_v, L, prior_sd, noise_sd, query) -> Evidence:
     """In the linear-Gaussian model (rows of A ~ N(0, τ²I), v = Ak + σξ), CME attention with the
     linear kernel, Vᵀ(KKᵀ + λI)⁻¹Kq with λ = σ²/τ², equals the Bayesian posterior mean E[A | K, V]q
     computed from the posterior precision, to float64 round-off."""
-    model = sim.LinearGaussianLatentModel(p["prior_sd"], p["noise_sd"], p["d"], p["d_v"])
-    _, keys, values = model.sample(p["L"], ctx.rng)
-    query = np.asarray(p["query"][: p["d"]])
+    model = sim.LinearGaussianLatentModel(prior_sd, noise_sd, d, d_v)
+    _, keys, values = model.sample(L, ctx.rng)
+    query = np.asarray(query[:d])
     cme = sim.ridge_attention(query, keys, values, model.ridge, backend=ctx.backend)
     posterior = model.posterior_mean(keys, values) @ query
     cme = ctx.backend.to_numpy(cme)
@@ -85,42 +81,38 @@ def ridge_attention_is_posterior_mean(ctx: Context, **p) -> Evidence:
 
 @theory.claim(
     source=f"{SOURCE}; note §3.1, P5(b)",
-    parameters=st.fixed_dictionaries(
-        {"d": st.integers(1, 6), "L": st.integers(1, 300), "norm": st.floats(0.01, 5.0),
-         "bandwidth": st.floats(0.2, 5.0), "query_scale": st.floats(0.0, 5.0)}
-    ),
     examples={"quick": 10, "thorough": 100},
+    d=st.integers(1, 6), L=st.integers(1, 300), norm=st.floats(0.01, 5.0), bandwidth=st.floats(0.2, 5.0),
+    query_scale=st.floats(0.0, 5.0),
 )
-def softmax_is_rbf_for_equal_norm_keys(ctx: Context, **p) -> Evidence:
+def softmax_is_rbf_for_equal_norm_keys(ctx: Context, d, L, norm, bandwidth, query_scale) -> Evidence:
     """When every key has the same norm, softmax weights of the scores qᵀk_ℓ/h² equal the
     Gaussian-RBF (Nadaraya–Watson) weights exp(−‖q − k_ℓ‖²/(2h²)), normalised."""
-    keys = ctx.rng.standard_normal((p["L"], p["d"]))
-    keys *= p["norm"] / np.linalg.norm(keys, axis=1, keepdims=True)
-    query = p["query_scale"] * ctx.rng.standard_normal(p["d"])
-    values = np.eye(p["L"])  # attention on the identity returns the weights themselves
+    keys = ctx.rng.standard_normal((L, d))
+    keys *= norm / np.linalg.norm(keys, axis=1, keepdims=True)
+    query = query_scale * ctx.rng.standard_normal(d)
+    values = np.eye(L)  # attention on the identity returns the weights themselves
     be = ctx.backend
     keys, values = be.asarray(keys), be.asarray(values)
-    softmax = be.to_numpy(sim.softmax_attention(be.asarray(query / p["bandwidth"] ** 2), keys, values))
-    rbf = be.to_numpy(sim.rbf_attention(be.asarray(query), keys, values, p["bandwidth"]))
+    softmax = be.to_numpy(sim.softmax_attention(be.asarray(query / bandwidth**2), keys, values))
+    rbf = be.to_numpy(sim.rbf_attention(be.asarray(query), keys, values, bandwidth))
     gap = float(np.max(np.abs(softmax - rbf)))
     return at_most(gap, 1e-12, note="max |softmax − RBF| over weights ≤ 1e-12")
 
 
 @theory.claim(
     source=f"{SOURCE}; note §2.3 M1, P8",
-    parameters=st.fixed_dictionaries(
-        {"d": st.integers(1, 3), "L": st.integers(0, 300), "prior_sd": st.floats(0.1, 5.0), "token_sd": st.floats(0.1, 5.0)}
-    ),
     examples={"quick": 10, "thorough": 100},
+    d=st.integers(1, 3), L=st.integers(0, 300), prior_sd=st.floats(0.1, 5.0), token_sd=st.floats(0.1, 5.0),
 )
-def conjugate_posterior_closed_form(ctx: Context, **p) -> Evidence:
+def conjugate_posterior_closed_form(ctx: Context, d, L, prior_sd, token_sd) -> Evidence:
     """In the conjugate Gaussian model the sympy-derived posterior (μ_L = Lτ²x̄/(Lτ² + σ²),
     s_L = στ/√(Lτ² + σ²)), a function of (L, x̄) only, equals Gaussian conditioning of the joint
     law of (z, x_1..x_L) solved by Cholesky."""
-    model = sim.ConjugateGaussianModel(p["prior_sd"], p["token_sd"], p["d"])
-    _, tokens = model.sample(p["L"], 1, ctx.rng)
-    xbar = tokens[0].mean(axis=0) if p["L"] else np.zeros(p["d"])
-    mean, sd = derived.conjugate_posterior(p["L"], xbar, p["prior_sd"], p["token_sd"], backend=ctx.backend)
+    model = sim.ConjugateGaussianModel(prior_sd, token_sd, d)
+    _, tokens = model.sample(L, 1, ctx.rng)
+    xbar = tokens[0].mean(axis=0) if L else np.zeros(d)
+    mean, sd = derived.conjugate_posterior(L, xbar, prior_sd, token_sd, backend=ctx.backend)
     mean_c, sd_c = model.posterior_by_conditioning(tokens[0])
     mean, sd = ctx.backend.to_numpy(mean), ctx.backend.to_numpy(sd)
     gap = max(float(np.max(np.abs(mean - mean_c))) / max(1.0, float(np.max(np.abs(mean_c)))),
@@ -144,19 +136,18 @@ def conjugate_posterior_closed_form(ctx: Context, **p) -> Evidence:
     ),
     examples={"quick": 10, "thorough": 100},
 )
-def attention_is_exchangeable(ctx: Context, **p) -> Evidence:
+def attention_is_exchangeable(ctx: Context, L, permutation, d, model_seed, bandwidth) -> Evidence:
     """Permuting the tokens leaves unchanged (to round-off) softmax, RBF and ridge (CME) attention,
     the conjugate-Gaussian posterior and the finite-latent posterior: each is a function of the
     empirical token measure."""
-    rng = np.random.default_rng(p["model_seed"])
-    perm = np.asarray(p["permutation"])
-    d, L = p["d"], p["L"]
+    rng = np.random.default_rng(model_seed)
+    perm = np.asarray(permutation)
     keys, values, query = rng.standard_normal((L, d)), rng.standard_normal((L, 2)), rng.standard_normal(d)
     be = ctx.backend  # the attentions on the run's backend (tokens permuted on the host); the posteriors on the host
     on = be.asarray
     pairs = {
         "softmax": lambda K, V: be.to_numpy(sim.softmax_attention(on(query), on(K), on(V))),
-        "rbf": lambda K, V: be.to_numpy(sim.rbf_attention(on(query), on(K), on(V), p["bandwidth"])),
+        "rbf": lambda K, V: be.to_numpy(sim.rbf_attention(on(query), on(K), on(V), bandwidth)),
         "ridge": lambda K, V: be.to_numpy(sim.ridge_attention(query, K, V, 0.7, backend=be)),
     }
     conjugate = sim.ConjugateGaussianModel(1.3, 0.8, d)
@@ -197,15 +188,15 @@ def _constants_from_moments(moments: dict[str, float], backend) -> dict[str, flo
 
 @theory.claim(
     source=f"{SOURCE}; note §3.2 (P1, P2)",
-    parameters=gaussian_model_parameters(max_score_sd=1.0).map(lambda p: {**p, "d": min(p["d"], 2)}),
     examples={"quick": 6, "thorough": 40},
+    **{**gaussian_model_parameters(max_score_sd=1.0), "d": st.integers(1, 2)},
 )
-def gaussian_constants_match_quadrature(ctx: Context, **p) -> Evidence:
+def gaussian_constants_match_quadrature(ctx: Context, d, d_v, model_seed, noise_sd, score_sd) -> Evidence:
     """For Gaussian keys and linear values, the derived limit m∞ = A(μ + Σa) + b and the constants
     C, D, B, B₂ (through the tilted law N(μ + tΣa, Σ) and R_t = e^{t(t−1)s²/2}) equal the same
     quantities computed from their definitions as weight moments by Gauss–Hermite quadrature."""
-    model, u = gaussian_model(p)
-    a = score_with_spread(model, u, p["score_sd"])
+    model, u = gaussian_model(d, d_v, model_seed, noise_sd)
+    a = score_with_spread(model, u, score_sd)
     nodes, node_weights = hermegauss(80)
     grids = np.meshgrid(*([nodes] * model.d), indexing="ij")
     z = np.stack([g.ravel() for g in grids], axis=1)
@@ -229,16 +220,14 @@ def gaussian_constants_match_quadrature(ctx: Context, **p) -> Evidence:
 
 @theory.claim(
     source=f"{SOURCE}; note §3.2 (P6)",
-    parameters=st.fixed_dictionaries(
-        {"query": st.floats(-1.5, 1.5), "key_sd": st.floats(0.5, 2.0), "bandwidth": st.floats(0.2, 2.0),
-         "frequency": st.floats(0.3, 3.0), "noise_sd": st.floats(0.0, 0.5)}
-    ),
     examples={"quick": 6, "thorough": 40},
+    query=st.floats(-1.5, 1.5), key_sd=st.floats(0.5, 2.0), bandwidth=st.floats(0.2, 2.0),
+    frequency=st.floats(0.3, 3.0), noise_sd=st.floats(0.0, 0.5),
 )
-def fixed_bandwidth_constants_match_quadrature(ctx: Context, **p) -> Evidence:
+def fixed_bandwidth_constants_match_quadrature(ctx: Context, query, key_sd, bandwidth, frequency, noise_sd) -> Evidence:
     """For k ~ N(0, s²), v = sin(ωk) + σ_vξ and RBF weights at bandwidth h, the derived limit
     m_h(q) and constants C, D, B, B₂ equal their defining weight moments by adaptive quadrature."""
-    s, h, w, q, sv = p["key_sd"], p["bandwidth"], p["frequency"], p["query"], p["noise_sd"]
+    s, h, w, q, sv = key_sd, bandwidth, frequency, query, noise_sd
     density = lambda k: math.exp(-k * k / (2 * s * s)) / math.sqrt(2 * math.pi * s * s)  # noqa: E731
     weight = lambda k: math.exp(-(q - k) ** 2 / (2 * h * h))  # noqa: E731
 
