@@ -1,6 +1,6 @@
 """The authors' saddle-point optimiser as they ran it, as a benchmark baseline (not part of the package).
 
-Tiberi et al.'s code (``LIB_convergent_summation_heads.py``; shared/papers/attention_paths.md §2.1 and §4)
+Tiberi et al.'s code (``LIB_convergent_summation_heads.py``; docs/papers/attention_paths.md §2.1 and §4)
 minimises S/max(n) with Adam, lr 0.1, directly on the entries of the order parameters U_1, …, U_L,
 started at the GP point, in float64 with torch autograd, with U_a in closed form from Tr U_L, and stops
 when max |∂(S/n)/∂U| < 1e-5 (at most 50,000 steps). This module re-implements that loop in torch from the

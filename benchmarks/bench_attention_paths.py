@@ -2,11 +2,13 @@
 
     python benchmarks/bench_attention_paths.py [--large]
 
-1. Markov task (4 paths, P = 100, the authors' features when present): the solver (trust-region Newton on
-   the exact Hessian, minimum test included) against the authors' optimiser as they ran it (Adam lr 0.1 on
-   the entries of U, torch float64 autograd, stop at max |∂(S/n)/∂U| < 1e-5: benchmarks/authors_adam.py,
-   needs torch from the [train] extra) and against Adam on our Cholesky parameters with our analytic
-   gradient, at 1e-5 and 1e-9.
+The theory is the action declared on the saddle-point engine (theories/attention_paths/action.py, solved by
+attnverify.saddle: trust-region Newton on the exact Hessian, the minimum test included).
+
+1. Markov task (4 paths, P = 100, the authors' features when present): the engine against the authors' optimiser
+   as they ran it (Adam lr 0.1 on the entries of U, torch float64 autograd, stop at max |∂(S/n)/∂U| < 1e-5:
+   benchmarks/authors_adam.py, needs torch from the [train] extra) and against Adam on the engine's Cholesky
+   parameters with its analytic gradient, at 1e-5 and 1e-9.
 2. One solve of the one-shot image task (P = 600, 16 paths), minimum test included.
 3. A sweep (widths × temperatures, continuation) against the same solves done independently.
 4. Scaling in P with 16 paths (L = 2, H = 4, N0 = 64, S = 48, average pooling, the one-shot image
@@ -24,26 +26,28 @@ import tracemalloc
 
 import numpy as np
 
-from attnverify.theories.attention_paths import (Action, ActionConfig, energy_for, saddle_point,
-                                                 saddle_point_from_features)
+from attnverify.numerics.kernel_energy import energy_for
+from attnverify.saddle import gp_point, sweep
+from attnverify.saddle.action import NumericAction
+from attnverify.saddle.solve import solve_energy
+from attnverify.theories.attention_paths.action import ActionConfig, solve_paths
 from attnverify.theories.attention_paths.theory_points import authors_markov_data
 from attnverify.theories.attention_paths.markov_chain import MarkovChainTask, markov_dataset
-from attnverify.theories.attention_paths.saddle_point import gp_start, solve
 from attnverify.theories.attention_paths.synthetic import synthetic_problem
 
 
-def adam(action: Action, *, tolerance: float, learning_rate: float = 0.1, max_steps: int = 50_000,
+def adam(action: NumericAction, *, tolerance: float, learning_rate: float = 0.1, max_steps: int = 50_000,
          beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> tuple[int, float]:
-    """Plain Adam on the Cholesky parameters from the GP point; (steps, final residual)."""
-    theta = action.parametrisation.theta(gp_start(action.config))
+    """Plain Adam on the engine's Cholesky parameters from the GP point; (steps, final residual)."""
+    start = gp_point(action.declaration, **dict(zip(action.declaration.parameter_names, action.parameters)))
+    theta = action.parametrisation.theta(start.entries)
     m = np.zeros_like(theta)
     v = np.zeros_like(theta)
     for step in range(1, max_steps + 1):
-        E, H, factors, U_a, grads = action.parts(theta)
-        residual = max(np.max(np.abs(G)) for G in grads) / action.scale
+        residual = action.residual(theta)
         if residual < tolerance:
             return step, residual
-        g = action.parametrisation.chain(factors, grads) / action.scale
+        g = action(theta)[1]
         m = beta1 * m + (1 - beta1) * g
         v = beta2 * v + (1 - beta2) * g * g
         theta = theta - learning_rate * (m / (1 - beta1**step)) / (np.sqrt(v / (1 - beta2**step)) + eps)
@@ -123,33 +127,35 @@ def main() -> None:
 
     X, y, origin = markov_features()
     C = np.einsum("pia,qib->abpq", X, X)  # P = 100: the kernel route is the fastest for both
-    first, _ = timed(lambda: saddle_point(C, y, heads=(2, 2), width=10, temperature=0.01))
+    first, _ = timed(lambda: solve_paths(dict(C=C, y=y), heads=(2, 2), width=10, temperature=0.01))
     print(f"1. Markov task, 4 paths, P = {len(y)}, T = 0.01 ({origin}); tolerance on max |∂(S/n)/∂U|")
     print("   authors' Adam: lr 0.1 on the entries of U, torch float64 autograd, stop at 1e-5 (their rule),")
     print("   the faster of torch's default threads and one thread;")
     print("   our Adam: lr 0.1 on the Cholesky parameters, numpy analytic gradient, stop at 1e-5;")
-    print("   solve: trust-region Newton on the exact Hessian, minimum test and error estimate included, on a")
-    print("   prepared energy (C checked once, as the authors' loop takes C as given); call: saddle_point(C, …)")
+    print("   solve: the engine's trust-region Newton on the exact Hessian, minimum test and error estimate included,")
+    print("   on a prepared energy (C checked once, as the authors' loop takes C as given); call: solve_paths(C, …)")
     print("   with its checks of C (symmetry, positive semi-definiteness). Best of 5 each.")
-    print(f"   (the first call of the process also derives U_a's closed form in sympy: {first:.2f} s, once)")
+    print(f"   (the first call of the process also derives and generates the action's derivatives: {first:.2f} s, once)")
     print(f"{'N':>6} {'authors s':>10} {'steps':>6} {'our Adam s':>11} {'steps':>6} {'solve 1e-5':>11} "
           f"{'vs authors':>11} {'vs Adam':>8} {'call 1e-5':>10} {'vs authors':>11} {'solve 1e-9':>11} "
           f"{'vs authors':>11} {'vs Adam 1e-9':>13} {'max|ΔU|':>9}")
     for N in (10, 100, 1000):
         config = ActionConfig.build((2, 2), N, 0.01)
+        declaration, values = config.action, config.action.parameter_values(config.parameters())
         energy = energy_for(C=C, y=y, temperature=0.01)
-        t_adam, (steps, _) = timed(lambda: adam(Action(config, energy), tolerance=1e-5))
-        t_adam9, (steps9, residual9) = timed(lambda: adam(Action(config, energy), tolerance=1e-9))
-        t5, _ = best_of(lambda: solve(Action(config, energy), tolerance=1e-5))
-        call5, _ = best_of(lambda: saddle_point(C, y, heads=(2, 2), width=N, temperature=0.01, tolerance=1e-5))
-        t9, solution = best_of(lambda: solve(Action(config, energy), tolerance=1e-9))
+        t_adam, (steps, _) = timed(lambda: adam(NumericAction(declaration, energy, values), tolerance=1e-5))
+        t_adam9, (steps9, residual9) = timed(lambda: adam(NumericAction(declaration, energy, values), tolerance=1e-9))
+        t5, _ = best_of(lambda: solve_energy(declaration, energy, values, temperature=0.01, tolerance=1e-5))
+        call5, _ = best_of(lambda: solve_paths(dict(C=C, y=y), heads=(2, 2), width=N, temperature=0.01,
+                                               tolerance=1e-5))
+        t9, solution = best_of(lambda: solve_energy(declaration, energy, values, temperature=0.01, tolerance=1e-9))
         adam9 = f"{t_adam9 / t9:.0f}x" if residual9 < 1e-9 else f">{t_adam9 / t9:.0f}x (not reached in {steps9})"
         authors = authors_baseline(C, y, N)
         if authors is None:
             a_steps, a_seconds, gap = "-", float("nan"), float("nan")
         else:
             a_steps, a_seconds, _, U_authors = authors
-            gap = float(np.max(np.abs(U_authors - solution.order_parameter)))
+            gap = float(np.max(np.abs(U_authors - solution.matrix("U1"))))
         print(f"{N:>6} {a_seconds:>10.3g} {a_steps:>6} {t_adam:>11.3g} {steps:>6} {t5:>11.3g} {a_seconds / t5:>10.0f}x "
               f"{t_adam / t5:>7.0f}x {call5:>10.3g} {a_seconds / call5:>10.0f}x {t9:>11.3g} {a_seconds / t9:>10.0f}x "
               f"{adam9:>13} {gap:>9.1e}", flush=True)
@@ -161,19 +167,19 @@ def main() -> None:
     print(f"{'N':>6} {'T':>6} {'seconds':>8} {'Newton':>7} {'λ_min':>9} {'tolerance':>10}")
     for N, T in ((10, 0.25), (10, 0.01), (1000, 0.25)):
         for tol in (1e-6, 1e-9):
-            seconds, sol = best_of(lambda: saddle_point_from_features(X1, y1, heads=(4, 4), width=N, temperature=T,
-                                                                      tolerance=tol), repeats=3)
-            print(f"{N:>6} {T:>6g} {seconds:>8.2f} {sol.iterations + sol.newton_steps:>7} "
+            seconds, sol = best_of(lambda: solve_paths(dict(X=X1, y=y1), heads=(4, 4), width=N, temperature=T,
+                                                       tolerance=tol), repeats=3)
+            print(f"{N:>6} {T:>6g} {seconds:>8.2f} {sol.iterations:>7} "
                   f"{sol.hessian_eigenvalues.min():>9.2g} {tol:>10g}", flush=True)
 
     print("\n3. Sweep vs independent solves: one-shot P = 600, widths (1000, 100, 10) × temperatures (1, 0.25, 0.05)")
-    from attnverify.theories.attention_paths.sweep import saddle_points
     widths, temperatures = (1000, 100, 10), (1.0, 0.25, 0.05)
-    t_sweep, sweep = timed(lambda: saddle_points(X1, y1, heads=(4, 4), widths=widths, temperatures=temperatures,
-                                                 tolerance=1e-6))
-    t_alone, alone = timed(lambda: [saddle_point_from_features(X1, y1, heads=(4, 4), width=N, temperature=T,
-                                                               tolerance=1e-6) for N in widths for T in temperatures])
-    print(f"   sweep {t_sweep:.2f} s ({sweep.iterations} Newton iterations) vs independent {t_alone:.2f} s "
+    config = ActionConfig.build((4, 4), 1.0, 1.0)
+    t_sweep, grid = timed(lambda: sweep(config.action, dict(X=X1, y=y1), widths=widths, temperatures=temperatures,
+                                        tolerance=1e-6, **config.parameters()))
+    t_alone, alone = timed(lambda: [solve_paths(dict(X=X1, y=y1), heads=(4, 4), width=N, temperature=T,
+                                                tolerance=1e-6) for N in widths for T in temperatures])
+    print(f"   sweep {t_sweep:.2f} s ({grid.iterations} Newton iterations) vs independent {t_alone:.2f} s "
           f"({sum(s.iterations for s in alone)} iterations): {t_alone / t_sweep:.2f}x")
 
     print("\n4. 16 paths (L = 2, H = 4), N0 = 64, S = 48, average pooling, N = 100, T = 0.1")
@@ -186,7 +192,7 @@ def main() -> None:
         kernel_call, _ = timed(lambda: energy_for(X=Xs, y=ys, temperature=0.1, space="kernel")(R))
         feature = energy_for(X=Xs, y=ys, temperature=0.1, space="feature")
         feature_call, _ = timed(lambda: feature(R))
-        tf, mf, solution = peak_memory(lambda: saddle_point_from_features(Xs, ys, heads=(4, 4), width=100, temperature=0.1))
+        tf, mf, solution = peak_memory(lambda: solve_paths(dict(X=Xs, y=ys), heads=(4, 4), width=100, temperature=0.1))
         print(f"{P:>7} {kernel_call:>14.3g} {feature_call:>15.3g} {kernel_call / feature_call:>8.1f} {tf:>9.3g} "
               f"{mf:>10.0f} {Xs.nbytes / 2**20:>7.0f}", flush=True)
 
@@ -194,8 +200,8 @@ def main() -> None:
         P = 100_000
         t_data, m_data, (Xs, ys) = peak_memory(lambda: synthetic_problem(P, heads=(4, 4), input_width=64, tokens=48,
                                                                          readout="average_pooling", seed=2))
-        tf, mf, solution = peak_memory(lambda: saddle_point_from_features(Xs, ys, heads=(4, 4), width=100,
-                                                                         temperature=0.1))
+        tf, mf, solution = peak_memory(lambda: solve_paths(dict(X=Xs, y=ys), heads=(4, 4), width=100,
+                                                           temperature=0.1))
         print(f"\n5. P = {P:,}: features {t_data:.1f} s (peak traced {m_data:.0f} MiB, of which X is "
               f"{Xs.nbytes / 2**20:.0f} MiB); feature-space solve {tf:.1f} s, peak traced {mf:.0f} MiB beyond X; "
               f"total {t_data + tf:.1f} s; {solution.message}")

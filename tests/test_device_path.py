@@ -128,12 +128,12 @@ def test_a_device_array_given_to_host_code_is_refused_by_name():
 
 
 def test_host_only_entry_points_name_the_device_array_they_were_given():
-    from attnverify.theories.attention_paths import predictor_statistics, saddle_point_from_features
+    from attnverify.theories.attention_paths import predictor_statistics, solve_paths
 
     rng = np.random.default_rng(1)
     X, y = rng.standard_normal((6, 3, 2)), np.sign(rng.standard_normal(6))
     with pytest.raises(TypeError, match=r"X is a device \(cupy\) array"):
-        saddle_point_from_features(_cupy().asarray(X), y, heads=(2,), width=10.0, temperature=0.1)
+        solve_paths(dict(X=_cupy().asarray(X), y=y), heads=(2,), width=10.0, temperature=0.1)
     with pytest.raises(TypeError, match=r"is a device \(cupy\) array"):
         predictor_statistics(np.eye(2), _cupy().asarray(X), y, X, temperature=0.1)
 

@@ -20,11 +20,10 @@ from attnverify.theories.attention_paths import derivations as theory
 from attnverify.numerics import diagnostics, hmc
 from attnverify.theories.attention_paths import features, heads as heads_module, markov_chain, one_shot_task as one_shot
 from attnverify.theories.attention_paths.collapsed import collapsed_posterior
-from attnverify.theories.attention_paths.energy import energy_for
-from attnverify.theories.attention_paths.entropy import ActionConfig
+from attnverify.numerics.kernel_energy import energy_for
+from attnverify.theories.attention_paths.action import ActionConfig, solve_paths
 from attnverify.theories.attention_paths.posterior import network_posterior
-from attnverify.theories.attention_paths.predictor import predictor_statistics
-from attnverify.theories.attention_paths.saddle_point import saddle_point, saddle_point_from_features
+from attnverify.numerics.kernel_predictor import predictor_statistics
 from attnverify.theories.attention_paths.sampling import PosteriorSamples, SamplerSettings, sample_posterior
 from attnverify.theories.attention_paths.single_head import scalar_renormalization
 from attnverify.theories.attention_paths.synthetic import synthetic_problem
@@ -147,19 +146,17 @@ ENTRY_POINTS = [
                lambda: dict(X=_features(3)[0], scale=1.5, backend="numpy"),
                {"X": P("array"), "scale": P("positive"), "backend": P("backend")}),
     # saddle point, energy, predictor, heads, H = 1
-    EntryPoint("saddle_point.saddle_point", saddle_point,
-               lambda: dict(C=_kernels()[0], y=_kernels()[1], heads=(2,), width=5, temperature=0.5, prior_var=1.0,
-                            tolerance=1e-8),
-               {"C": P("array", extra=(("not_positive_semidefinite", -_kernels()[0]),)),
-                "y": P("array", shape_partner=True), "heads": HEADS, "width": WIDTHS, "temperature": P("positive"),
-                "prior_var": WIDTHS, "tolerance": P("positive")}),
-    EntryPoint("saddle_point.saddle_point_from_features", saddle_point_from_features,
-               lambda: dict(X=_features()[0], y=_features()[1], heads=(2,), width=5, temperature=0.5, prior_var=1.0,
-                            space="kernel", tolerance=1e-8),
-               {"X": P("array"), "y": P("array", shape_partner=True), "heads": HEADS, "width": WIDTHS,
-                "temperature": P("positive"), "prior_var": WIDTHS, "space": P("choice", choices=("auto", "kernel", "feature")),
+    EntryPoint("action.solve_paths (kernels)", solve_paths,
+               lambda: dict(data=dict(C=_kernels()[0], y=_kernels()[1]), heads=(2,), width=5, temperature=0.5,
+                            prior_var=1.0, tolerance=1e-8),
+               {"heads": HEADS, "width": WIDTHS, "temperature": P("positive"), "prior_var": WIDTHS,
                 "tolerance": P("positive")}),
-    EntryPoint("entropy.ActionConfig.build", ActionConfig.build,
+    EntryPoint("action.solve_paths (features)", solve_paths,
+               lambda: dict(data=dict(X=_features()[0], y=_features()[1]), heads=(2,), width=5, temperature=0.5,
+                            prior_var=1.0, space="kernel", tolerance=1e-8),
+               {"heads": HEADS, "width": WIDTHS, "temperature": P("positive"), "prior_var": WIDTHS,
+                "space": P("choice", choices=("auto", "kernel", "feature")), "tolerance": P("positive")}),
+    EntryPoint("action.ActionConfig.build", ActionConfig.build,
                lambda: dict(heads=(2, 1), width=(3, 4, 5), temperature=0.5, prior_var=(1.0, 2.0, 0.5)),
                {"heads": HEADS, "width": WIDTHS, "temperature": P("positive"), "prior_var": WIDTHS}),
     EntryPoint("energy.energy_for", energy_for,

@@ -10,10 +10,7 @@ from claim_helpers import run_seed
 from attnverify.theories import builtin_claims
 from attnverify.theories.catalogue import claims_in_module
 from attnverify.experiments import Store
-import importlib
-
-entropy_module = importlib.import_module("attnverify.theories.attention_paths.entropy")
-solver_module = importlib.import_module("attnverify.theories.attention_paths.saddle_point")
+from attnverify.saddle import SaddlePointAction
 
 CLAIMS = claims_in_module(claims)
 SHARED_WITH_SECTION = ("attention_paths.sampled_networks_match_theory", "attention_paths.sampled_networks_approach_gp",
@@ -43,24 +40,33 @@ def test_claim_comes_out_as_expected(claim):
 
 
 def test_a_wrong_entropy_gradient_is_caught(monkeypatch):
-    """Power: a 1e-4 relative error in the first entropy gradient breaks the finite-difference check."""
-    original = entropy_module.entropy_gradients
+    """Power: a 1e-4 relative error in the first entry of the entropy's gradient breaks the finite-difference check."""
+    original = SaddlePointAction.entropy_value_and_gradient
 
-    def wrong(config, factors, U_a):
-        grads, grad_a = original(config, factors, U_a)
-        return [grads[0] * (1 + 1e-4), *grads[1:]], grad_a
+    def wrong(self, entries, parameters):
+        value, gradient = original(self, entries, parameters)
+        gradient = gradient.copy()
+        gradient[0] *= 1 + 1e-4
+        return value, gradient
 
-    monkeypatch.setattr(solver_module, "entropy_gradients", wrong)
+    monkeypatch.setattr(SaddlePointAction, "entropy_value_and_gradient", wrong)
     result = run_claim(claims.generated_action, profile="quick", seed=run_seed(0))
     assert result.status == "refuted"
 
 
-def test_a_wrong_readout_closed_form_is_caught(monkeypatch):
-    """Power: a 1e-6 error in the closed-form U_a moves the H = 1 saddle point off the scalar solution."""
-    from attnverify.theories.attention_paths import derivations as theory
+def test_a_wrong_readout_term_is_caught(monkeypatch):
+    """Power: a tilt of 1e-6·n·U_a in the entropy (value and gradient, so the solver converges to its minimum) moves
+    the H = 1 saddle point off the independent scalar solution."""
+    original = SaddlePointAction.entropy_value_and_gradient
 
-    original = theory.readout_order_parameter
-    monkeypatch.setattr(theory, "readout_order_parameter", lambda *a, **k: np.asarray(original(*a, **k)) * (1 + 1e-6))
+    def tilted(self, entries, parameters):
+        value, gradient = original(self, entries, parameters)
+        tilt = 1e-6 * self.scale(parameters)
+        gradient = gradient.copy()
+        gradient[-1] += tilt  # U_a is the last entry of the attention-path action
+        return value + tilt * entries[-1], gradient
+
+    monkeypatch.setattr(SaddlePointAction, "entropy_value_and_gradient", tilted)
     result = run_claim(claims.single_head_reduction, profile="quick", seed=run_seed(0))
     assert result.status == "refuted"
 

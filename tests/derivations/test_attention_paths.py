@@ -341,12 +341,14 @@ def _rational_spd(rng, size: int) -> sympy.Matrix:
 
 @pytest.mark.parametrize("heads, P", [((1,), 2), ((2,), 2), ((1, 2), 1), ((2, 1), 2), ((2, 2), 1)])
 def test_exact_hessian_equals_sympys_second_derivatives(heads, P):
-    """Issue 15: the solver's second derivatives ∂²S/∂u∂u' (every entry of U_1 … U_L and U_a, energy and
-    entropy) against sympy's second derivatives of the symbolic action, exact rationals on the sympy side,
-    at a point where C is the Gram matrix of rational path features (so K + T I is positive definite).
-    The numeric side is float64 throughout; 1e-10 relative leaves room for its round-off only."""
-    from attnverify.theories.attention_paths import ActionConfig, energy_for
-    from attnverify.theories.attention_paths.second_derivatives import order_parameter_hessian
+    """The engine's second derivatives ∂²S/∂u∂u' of the declared attention-path action (every entry of U_1 … U_L
+    and U_a, energy and entropy; ln det and U⁻¹ as Cholesky atoms) against sympy's second derivatives of the
+    derivation's symbolic action, exact rationals on the sympy side, at a point where C is the Gram matrix of
+    rational path features (so K + T I is positive definite). The engine's S is half the derivation's and divided
+    by the largest width. The numeric side is float64 throughout; 1e-10 relative leaves room for its round-off."""
+    from attnverify.saddle import data_energy
+    from attnverify.saddle.action import NumericAction
+    from attnverify.theories.attention_paths import ActionConfig
 
     rng = np.random.default_rng(sum(heads) * 7 + P)
     sym = ap.symbolic_action(heads, P)
@@ -373,7 +375,11 @@ def test_exact_hessian_equals_sympys_second_derivatives(heads, P):
     config = ActionConfig.build(heads, [float(point[w]) for w in sym.widths], float(point[sym.temperature]),
                                 [float(point[v]) for v in sym.variances])
     X = np.array(features, dtype=float)
-    energy = energy_for(X=X, y=np.array(labels, dtype=float), temperature=config.temperature, space="kernel")
-    factors = [np.linalg.cholesky(np.array(U, dtype=float)) for U in Us]
-    numeric = order_parameter_hessian(config, energy, factors, float(point[sym.readout]))
+    declaration = config.action
+    energy = data_energy(dict(X=X, y=np.array(labels, dtype=float)), config.temperature, space="kernel")
+    action = NumericAction(declaration, energy, declaration.parameter_values(config.parameters()))
+    values = {f"U{level}": (float(U[0, 0]) if U.shape == (1, 1) else np.array(U, dtype=float))
+              for level, U in enumerate(Us, start=1)}
+    values["Ua"] = float(point[sym.readout])
+    numeric = 2 * action.scale * action.entries_hessian(action.parametrisation.theta(declaration.join(values)))
     assert_allclose(numeric, np.array(exact, dtype=float), rtol=1e-10, atol=1e-10 * float(max(abs(e) for e in exact)))

@@ -18,7 +18,7 @@ from attnverify.checks import claim, close, st
 from attnverify.checks.runner import Example, example_key, run_claim
 from attnverify.checks.saved import SavedChecks
 from attnverify.experiments import Store
-from attnverify.theories.attention_paths.solution_store import SolutionStore
+from attnverify.saddle import SolutionStore
 
 calls = []
 
@@ -305,9 +305,19 @@ def test_a_file_in_place_of_the_checks_folder_is_set_aside(tmp_path, caplog):
 # ----------------------------------------------------------------------------- saddle-point solutions
 
 
+def _key(width: float) -> tuple:
+    """(features, action, parameter values (N, sigma1, sigma_a), T, tolerance) of a one-layer attention network."""
+    from attnverify.theories.attention_paths.action import attention_paths_action
+    return "abc", attention_paths_action((2,), equal_widths=True), (float(width), 1.0, 1.0), 0.5, 1e-9
+
+
+def _order(scale: float) -> dict:
+    return {"U1": np.eye(2) * scale, "Ua": 1.0}
+
+
 def _solutions(tmp_path):
     store = SolutionStore(tmp_path)
-    store.put("abc", (2,), 10, 0.5, 1e-9, (np.eye(2) * 3.0,), 1.5)
+    store.put(*_key(10), _order(3.0), 1.5)
     (path,) = tmp_path.glob("*.entry")
     return store, path
 
@@ -320,25 +330,25 @@ def _solutions(tmp_path):
 def test_a_damaged_solution_is_set_aside_and_solved_again(tmp_path, caplog, damage, what):
     store, path = _solutions(tmp_path)
     damage(path)
-    assert store.get("abc", (2,), 10, 0.5, 1e-9) is None
+    assert store.get(*_key(10)) is None
     assert path.with_name(path.name + ".damaged-1").exists()
     assert str(path) in _reports(caplog)[0] and what in _reports(caplog)[0]
-    store.put("abc", (2,), 10, 0.5, 1e-9, (np.eye(2),), 1.0)
-    assert store.get("abc", (2,), 10, 0.5, 1e-9)[1] == 1.0
+    store.put(*_key(10), _order(1.0), 1.0)
+    assert store.get(*_key(10))[1] == 1.0
 
 
 def test_a_solution_filed_under_another_name_is_set_aside(tmp_path, caplog):
     store, path = _solutions(tmp_path)
-    store.put("abc", (2,), 20, 0.5, 1e-9, (np.eye(2),), 2.0)
+    store.put(*_key(20), _order(1.0), 2.0)
     other = next(p for p in tmp_path.glob("*.entry") if p != path)
     path.write_bytes(other.read_bytes())
-    assert store.get("abc", (2,), 10, 0.5, 1e-9) is None
+    assert store.get(*_key(10)) is None
     assert "the entry of another key" in _reports(caplog)[0]
 
 
 def test_a_solution_that_cannot_be_written_leaves_the_earlier_ones(tmp_path, caplog, monkeypatch):
     store, path = _solutions(tmp_path)
     monkeypatch.setattr(files, "_open_temporary", _full_disk(after=0))
-    assert store.put("abc", (2,), 20, 0.5, 1e-9, (np.eye(2),), 2.0) is None
-    assert len(store) == 1 and store.get("abc", (2,), 10, 0.5, 1e-9)[1] == 1.5
+    assert store.put(*_key(20), _order(1.0), 2.0) is None
+    assert len(store) == 1 and store.get(*_key(10))[1] == 1.5
     assert not list(tmp_path.glob(".*.part")) and "No space left on device" in _reports(caplog)[0]

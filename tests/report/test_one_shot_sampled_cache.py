@@ -5,7 +5,7 @@ import pytest
 
 from attnverify.theories.attention_paths import one_shot_analysis as experiment
 from attnverify.theories.attention_paths import sampling
-from attnverify.theories.attention_paths.solution_store import SolutionStore
+from attnverify.saddle import SolutionStore
 from attnverify.theories.attention_paths import one_shot_experiments as one_shot
 from seeds import seeded
 

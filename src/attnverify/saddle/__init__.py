@@ -1,5 +1,6 @@
 """Saddle-point theories of one's own: declare the order parameters and the entropy in sympy, and the tool derives
-the saddle-point equations and the Hessian, solves for the minimum and checks it.
+the saddle-point equations and the Hessian, solves for the minimum (one point, or a grid of widths and temperatures
+by continuation, kept in a store) and checks it.
 
     from attnverify.saddle import SaddlePointAction, positive, solve
     Q = positive("Q")
@@ -10,9 +11,13 @@ the saddle-point equations and the Hessian, solves for the minimum and checks it
 """
 
 from .declaration import OrderParameter, SaddlePointAction, positive, positive_definite
+from .matrix_functions import inverse, log_det
 from .solve import SaddlePointError, Solution, data_energy, gp_point, solve
 from .predict import kernel_alignment, predict
 from .priors import wishart_entropy
+from .store import SolutionStore
+from .sweep import Sweep, sweep
 
-__all__ = ["OrderParameter", "SaddlePointAction", "SaddlePointError", "Solution", "data_energy",
-           "gp_point", "kernel_alignment", "positive", "positive_definite", "predict", "solve", "wishart_entropy"]
+__all__ = ["OrderParameter", "SaddlePointAction", "SaddlePointError", "Solution", "SolutionStore", "Sweep",
+           "data_energy", "gp_point", "inverse", "kernel_alignment", "log_det", "positive", "positive_definite",
+           "predict", "solve", "sweep", "wishart_entropy"]

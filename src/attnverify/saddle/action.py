@@ -63,7 +63,11 @@ class Parametrisation:
         return out
 
     def chain(self, theta: np.ndarray, gradient: np.ndarray, hessian: np.ndarray | None = None):
-        """(∂S/∂θ, ∂²S/∂θ∂θ' or None) from g = ∂S/∂u and H = ∂²S/∂u∂u' at θ."""
+        """(∂S/∂θ, ∂²S/∂θ∂θ' or None) from g = ∂S/∂u and H = ∂²S/∂u∂u' at θ.
+
+        For U = R Rᵀ and θ_t ↔ R_rc (θ = ln R_rr on the diagonal, scale s_t = R_rr there, else 1):
+        ∂U/∂θ_t = s_t (E_rc Rᵀ + R E_cr), and Σ_k g_k ∂²u_k/∂θ_t∂θ_s = 2 s_t s_s δ_cc' G_rr' with G = ∂S/∂U (the
+        symmetric matrix of g: g_k on the diagonal, g_k/2 off it), plus ∂S/∂θ_t on the diagonal of R (∂²e^θ = e^θ)."""
         n = self.size
         J = np.zeros((n, n))
         second = np.zeros((n, n))
@@ -77,25 +81,20 @@ class Parametrisation:
             R = self.factor(op, theta[part])
             lrows, lcols = np.tril_indices(d)
             urows, ucols = np.triu_indices(d)
-            g = gradient[part]
-            # dR/dθ_t is the unit matrix at (r, c), scaled by R_rr on the diagonal (R_rr = e^θ)
             scale = np.where(lrows == lcols, R[lrows, lcols], 1.0)
-            for t, (r, c) in enumerate(zip(lrows, lcols)):
-                E = np.zeros((d, d))
-                E[r, c] = scale[t]
-                dU = E @ R.T + R @ E.T
-                J[part.start + np.arange(op.count), part.start + t] = dU[urows, ucols]
-            # Σ_k g_k ∂²u_k/∂θ_t∂θ_s, θ_t ↔ R_rc, θ_s ↔ R_r'c': a_t a_s δ_cc' g_{min(r,r') max(r,r')}, twice when
-            # r = r' (U_rr = Σ_m R_rm²); on the diagonal of R also ∂²R_rr/∂θ² = R_rr, i.e. ∂S/∂θ_t once more
+            E = np.zeros((lrows.size, d, d))
+            E[np.arange(lrows.size), lrows, lcols] = scale
+            dU = E @ R.T
+            dU = dU + dU.transpose(0, 2, 1)
+            J[part, part] = dU[:, urows, ucols].T
             G = np.zeros((d, d))
-            G[urows, ucols] = g
-            for t, (r, c) in enumerate(zip(lrows, lcols)):
-                for s, (r2, c2) in enumerate(zip(lrows, lcols)):
-                    if c == c2:
-                        second[part.start + t, part.start + s] += \
-                            scale[t] * scale[s] * G[min(r, r2), max(r, r2)] * (2.0 if r == r2 else 1.0)
-                if r == c:
-                    second[part.start + t, part.start + t] += float(g @ J[part, part.start + t])
+            g = gradient[part]
+            G[urows, ucols] = np.where(urows == ucols, g, 0.5 * g)
+            G[ucols, urows] = G[urows, ucols]
+            term = 2.0 * np.outer(scale, scale) * (lcols[:, None] == lcols[None, :]) * G[lrows[:, None], lrows[None, :]]
+            diagonal = lrows == lcols
+            term[diagonal, diagonal] += (g @ J[part, part])[diagonal]
+            second[part, part] = term
         grad_theta = J.T @ gradient
         if hessian is None:
             return grad_theta, None
@@ -112,17 +111,19 @@ class NumericAction:
         self.declaration, self.energy, self.parameters = declaration, energy, parameters
         self.with_energy = with_energy
         self.parametrisation = Parametrisation(declaration.order_parameters)
-        self.scale = parameters[declaration.parameters.index(declaration.width)]
+        self.scale = declaration.scale(parameters)
         start = 0
         for op in declaration.order_parameters:
             if op is declaration.kernel:
                 self.kernel_part = slice(start, start + op.count)
             start += op.count
-        self._rows, self._cols, self._basis = symmetric_basis(max(declaration.kernel.size, 1))
+        self._rows, self._cols, _ = symmetric_basis(max(declaration.kernel.size, 1))
+        self._weight = np.where(self._rows == self._cols, 1.0, 2.0)
         self.evaluations = 0
-        self._last = None
+        self._last = self._last_hessian = None
 
-    def _kernel_factor(self, entries: np.ndarray) -> np.ndarray:
+    def kernel_factor(self, entries: np.ndarray) -> np.ndarray:
+        """The factor R of the kernel order parameter at the entries u (U = R Rᵀ; √q for a scalar q)."""
         op = self.declaration.kernel
         value = op.value(entries[self.kernel_part])
         return np.array([[np.sqrt(value)]]) if op.size == 0 else np.linalg.cholesky(value)
@@ -136,7 +137,7 @@ class NumericAction:
         L, g = self.declaration.entropy_value_and_gradient(u, self.parameters)
         E = 0.0
         if self.with_energy:
-            E, G = self.energy(self._kernel_factor(u))
+            E, G = self.energy(self.kernel_factor(u))
             g = g.copy()
             g[self.kernel_part] += 0.5 * entry_gradient(G, self._rows, self._cols)
         parts = (E, L, u, g)
@@ -158,14 +159,20 @@ class NumericAction:
         return float(np.max(np.abs(self.parts(theta)[3])) / self.scale)
 
     def entries_hessian(self, theta: np.ndarray) -> np.ndarray:
-        """∂²(S/N)/∂u∂u' at θ."""
+        """∂²(S/N)/∂u∂u' at θ (the last θ's is kept: a rejected trust-region step asks again at the same point, and
+        the energy's Hessian costs O(𝓗² P³) in the kernel space)."""
+        if self._last_hessian is not None and np.array_equal(self._last_hessian[0], theta):
+            return self._last_hessian[1].copy()
         _, _, u, _ = self.parts(theta)
         H = self.declaration.entropy_hessian(u, self.parameters)
         if self.with_energy:
-            HE = self.energy.hessian(self._kernel_factor(u))
-            block = np.einsum("kab,abcd,lcd->kl", self._basis, HE, self._basis)
+            HE = self.energy.hessian(self.kernel_factor(u))
+            # Σ_abcd (B_k)_ab HE_abcd (B_l)_cd for B_k = E_ij + E_ji (E_ii): HE is symmetric within each pair
+            block = HE[self._rows, self._cols][:, self._rows, self._cols] * np.outer(self._weight, self._weight)
             H[self.kernel_part, self.kernel_part] += 0.5 * block
-        return H / self.scale
+        H = H / self.scale
+        self._last_hessian = (np.array(theta, dtype=float), H)
+        return H.copy()
 
     def hessian(self, theta: np.ndarray) -> np.ndarray:
         _, _, _, g = self.parts(theta)

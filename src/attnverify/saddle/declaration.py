@@ -23,6 +23,7 @@ import sympy
 
 from ..base.arguments import name_mismatch
 from ..derivations.codegen import evaluator
+from .matrix_functions import InverseEntry, LogDet, MatrixAtoms
 
 
 def positive(name: str) -> sympy.Symbol:
@@ -109,14 +110,54 @@ def _order_parameter(name: str, value) -> OrderParameter:
                     f"{type(value).__name__}")
 
 
+def _finite(values: tuple, what: str) -> np.ndarray:
+    """The generated function's outputs as a float64 vector; ValueError where one is undefined (NaN: 𝓛 outside its
+    domain, which the solver treats as a rejected step)."""
+    with np.errstate(all="ignore"):
+        out = np.array(values, dtype=float)
+    if np.isnan(out).any():
+        raise ValueError(f"{what} is undefined (NaN) at these entries: outside the entropy's domain")
+    return out
+
+
+def _atoms(entropy: sympy.Expr, order_parameters: tuple) -> tuple[sympy.Expr, tuple, tuple]:
+    """The entropy with each :func:`log_det` and :func:`inverse` atom replaced by an auxiliary symbol, those
+    symbols, and (order parameter, MatrixAtoms) for each matrix order parameter that has atoms."""
+    found = sorted(entropy.atoms(LogDet, InverseEntry), key=sympy.default_sort_key)
+    by_name = {op.name: op for op in order_parameters}
+    replacements, auxiliaries, atoms = {}, [], []
+    for op in order_parameters:
+        mine = [f for f in found if tuple(f.entries) == op.symbols]
+        if not mine:
+            continue
+        log_det_used = any(isinstance(f, LogDet) for f in mine)
+        inverse_entries = sorted({f.index for f in mine if isinstance(f, InverseEntry)})
+        if log_det_used:
+            symbol = sympy.Symbol(f"_logdet_{op.name}", real=True)
+            auxiliaries.append(symbol)
+            replacements.update({f: symbol for f in mine if isinstance(f, LogDet)})
+        for i, j in inverse_entries:
+            symbol = sympy.Symbol(f"_inverse_{op.name}_{i}_{j}", real=True)
+            auxiliaries.append(symbol)
+            replacements.update({f: symbol for f in mine if isinstance(f, InverseEntry) and f.index == (i, j)})
+        atoms.append((op, MatrixAtoms(op.size, log_det_used, tuple(inverse_entries))))
+    stray = [f for f in found if f not in replacements]
+    if stray:
+        raise ValueError(f"log_det / inverse of {stray[0].matrix_name} in the entropy: it must be one of the declared "
+                         f"matrix order parameters ({', '.join(n for n, op in by_name.items() if op.size) or 'none'})")
+    return entropy.xreplace(replacements), tuple(auxiliaries), tuple(atoms)
+
+
 class SaddlePointAction:
     """The declaration: ``order_parameters`` (name → :func:`positive` or :func:`positive_definite`), ``entropy``
-    𝓛 (a sympy expression in them and in named parameters), ``kernel`` (the name of the order parameter the
-    kernel is linear in, K(U) = Σ_ab U_ab C_ab; a scalar Q gives K = Q·C) and ``width`` (the symbol N of the
-    large-width expansion: 𝓛 = O(N), so the GP limit N → ∞ is the entropy's minimum). The action is
-    S = ½ ln det(K + T·I) + ½ Yᵀ(K + T·I)⁻¹Y + 𝓛; the temperature T and the data enter at the solve."""
+    𝓛 (a sympy expression in them and in named parameters; :func:`~attnverify.saddle.log_det` and
+    :func:`~attnverify.saddle.inverse` of a matrix order parameter are evaluated by Cholesky), ``kernel`` (the name
+    of the order parameter the kernel is linear in, K(U) = Σ_ab U_ab C_ab; a scalar Q gives K = Q·C) and ``width``
+    (the symbol N of the large-width expansion, or one symbol per layer (n_0, …, n_L): 𝓛 = O(max n), so the GP
+    limit n → ∞ is the entropy's minimum). The action is S = ½ ln det(K + T·I) + ½ Yᵀ(K + T·I)⁻¹Y + 𝓛; the
+    temperature T and the data enter at the solve."""
 
-    def __init__(self, *, order_parameters: Mapping[str, Any], entropy, kernel: str, width: sympy.Symbol):
+    def __init__(self, *, order_parameters: Mapping[str, Any], entropy, kernel: str, width):
         if not isinstance(order_parameters, Mapping) or not order_parameters:
             raise TypeError("order_parameters must be a non-empty dict of name → positive(...) or "
                             "positive_definite(...)")
@@ -134,15 +175,21 @@ class SaddlePointAction:
         if kernel not in names:
             raise ValueError(f"kernel must name an order parameter ({', '.join(names)}), got {kernel!r}")
         self.kernel = next(op for op in self.order_parameters if op.name == kernel)
-        if not isinstance(width, sympy.Symbol):
-            raise TypeError(f"width must be the sympy symbol of the width N, got {width!r}")
-        free = self.entropy.free_symbols
+        widths = tuple(width) if isinstance(width, (tuple, list)) else (width,)
+        if not widths or not all(isinstance(w, sympy.Symbol) for w in widths) or len(set(widths)) != len(widths):
+            raise TypeError(f"width must be the sympy symbol of the width N, or distinct symbols (n_0, …, n_L) of the "
+                            f"layers' widths, got {width!r}")
+        self._expanded, self.auxiliaries, self.atoms = _atoms(self.entropy, self.order_parameters)
+        free = self._expanded.free_symbols - set(self.auxiliaries)
         self.parameters = tuple(sorted(free - set(self.entry_symbols), key=lambda s: s.name))
-        if width not in self.parameters:
-            raise ValueError(f"width {width} must appear in the entropy (𝓛 grows with N); its parameters: "
-                             f"{', '.join(s.name for s in self.parameters) or 'none'}")
-        self.width = width
-        unused = [op.name for op in self.order_parameters if not set(op.symbols) & free and op is not self.kernel]
+        missing = [w.name for w in widths if w not in self.parameters]
+        if missing:
+            raise ValueError(f"width {', '.join(missing)} must appear in the entropy (𝓛 grows with N); its "
+                             f"parameters: {', '.join(s.name for s in self.parameters) or 'none'}")
+        self.widths, self.width = widths, widths[0]
+        self._width_indices = [self.parameters.index(w) for w in widths]
+        used = free | {s for op, _ in self.atoms for s in op.symbols}
+        unused = [op.name for op in self.order_parameters if not set(op.symbols) & used and op is not self.kernel]
         if unused:
             raise ValueError(f"order parameter(s) {', '.join(unused)} appear neither in the entropy nor as the kernel's")
         self.parameter_names = tuple(s.name for s in self.parameters)
@@ -151,6 +198,10 @@ class SaddlePointAction:
     def size(self) -> int:
         """The number of independent entries over all order parameters."""
         return len(self.entry_symbols)
+
+    def scale(self, parameters: tuple) -> float:
+        """The largest width's value among the parameter values (𝓛 = O(max n); the solver works with S/max n)."""
+        return max(parameters[i] for i in self._width_indices)
 
     def parameter_values(self, values: Mapping[str, float]) -> tuple[float, ...]:
         """The parameters' values in declaration order, each a positive finite number, checked by name."""
@@ -166,32 +217,105 @@ class SaddlePointAction:
             out.append(float(value))
         return tuple(out)
 
+    def check_integer_widths(self, values: Mapping[str, float]) -> None:
+        """Refuse, by name, a width that is not a whole number ≥ 1 (a sampled network has integer layers)."""
+        for w in self.widths:
+            value = values.get(w.name)
+            if value is None or isinstance(value, bool) or not np.isfinite(value) or value < 1 or \
+                    float(value) != int(value):
+                raise ValueError(f"{w.name} must be a whole number ≥ 1 for a sampled network (a layer's width), "
+                                 f"got {value!r}")
+
+    @functools.cached_property
+    def _variables(self) -> tuple:
+        return tuple(self.entry_symbols) + tuple(self.auxiliaries)
+
     @functools.cached_property
     def _value_and_gradient(self):
-        L, u = self.entropy, self.entry_symbols
-        return evaluator([L] + [sympy.diff(L, s) for s in u], list(u) + list(self.parameters), rounding=False)
+        """The generated function (scalars in, a tuple of scalars out) of 𝓛 and its gradient over v = (u, a)."""
+        L, v = self._expanded, self._variables
+        return evaluator([L] + [sympy.diff(L, s) for s in v], list(v) + list(self.parameters),
+                         rounding=False).function
 
     @functools.cached_property
     def _hessian(self):
-        u = self.entry_symbols
-        rows, cols = np.triu_indices(len(u))
-        gradient = [sympy.diff(self.entropy, s) for s in u]
-        return evaluator([sympy.diff(gradient[i], u[j]) for i, j in zip(rows, cols)],
-                         list(u) + list(self.parameters), rounding=False)
+        """The nonzero second derivatives over v = (u, a), i ≤ j, and their positions."""
+        v = self._variables
+        gradient = [sympy.diff(self._expanded, s) for s in v]
+        positions, expressions = [], []
+        for i, g in enumerate(gradient):
+            present = g.free_symbols
+            for j in range(i, len(v)):
+                if v[j] in present:
+                    h = sympy.diff(g, v[j])
+                    if h != 0:
+                        positions.append((i, j))
+                        expressions.append(h)
+        if not expressions:
+            return np.zeros((0, 2), dtype=int), None
+        return np.array(positions), evaluator(expressions, list(v) + list(self.parameters), rounding=False).function
+
+    def _atom_values(self, entries: np.ndarray):
+        """(a, [(slice of u, J, W, MatrixAtoms)]) at the entries u; LinAlgError outside the domain."""
+        values, blocks = [], []
+        for op, atoms in self.atoms:
+            start = self._offset(op)
+            part = slice(start, start + op.count)
+            a, J, W = atoms.evaluate(op.value(entries[part]))
+            values.append(a)
+            blocks.append((part, J, W, atoms))
+        return (np.concatenate(values) if values else np.zeros(0)), blocks
+
+    def _offset(self, target: OrderParameter) -> int:
+        start = 0
+        for op in self.order_parameters:
+            if op is target:
+                return start
+            start += op.count
+        raise KeyError(target.name)
 
     def entropy_value_and_gradient(self, entries: np.ndarray, parameters: tuple) -> tuple[float, np.ndarray]:
-        """𝓛 and ∂𝓛/∂u at the entries u (generated from sympy)."""
-        out = self._value_and_gradient(*entries, *parameters)
-        return float(out[0]), np.array([float(g) for g in out[1:]])
+        """𝓛 and ∂𝓛/∂u at the entries u (generated from sympy; the atoms' chain rule of
+        :mod:`~attnverify.saddle.matrix_functions`)."""
+        a, blocks = self._atom_values(entries)
+        with np.errstate(all="ignore"):
+            out = _finite(self._value_and_gradient(*entries, *a, *parameters), "the entropy or its gradient")
+        g = out[1:]
+        n = self.size
+        gradient, start = g[:n].copy(), n
+        for part, J, _, atoms in blocks:
+            gradient[part] += J.T @ g[start:start + atoms.count]
+            start += atoms.count
+        return float(out[0]), gradient
 
     def entropy_hessian(self, entries: np.ndarray, parameters: tuple) -> np.ndarray:
-        """∂²𝓛/∂u∂u' at the entries u (generated from sympy)."""
-        n = self.size
-        H = np.zeros((n, n))
-        rows, cols = np.triu_indices(n)
-        H[rows, cols] = [float(h) for h in self._hessian(*entries, *parameters)]
-        H[cols, rows] = H[rows, cols]
-        return H
+        """∂²𝓛/∂u∂u' at the entries u (generated from sympy; the atoms' chain rule of
+        :mod:`~attnverify.saddle.matrix_functions`)."""
+        a, blocks = self._atom_values(entries)
+        n, m = self.size, len(self.auxiliaries)
+        positions, generated = self._hessian
+        H = np.zeros((n + m, n + m))
+        if generated is not None:
+            with np.errstate(all="ignore"):
+                values = _finite(generated(*entries, *a, *parameters), "the entropy's Hessian")
+            H[positions[:, 0], positions[:, 1]] = values
+            H[positions[:, 1], positions[:, 0]] = values
+        if not blocks:
+            return H
+        J = np.zeros((m, n))
+        start = 0
+        for part, block, _, atoms in blocks:
+            J[start:start + atoms.count, part] = block
+            start += atoms.count
+        cross = H[:n, n:] @ J
+        out = H[:n, :n] + cross + cross.T + J.T @ H[n:, n:] @ J
+        with np.errstate(all="ignore"):
+            coefficients = _finite(self._value_and_gradient(*entries, *a, *parameters), "the entropy's gradient")[n + 1:]
+        start = 0
+        for part, _, W, atoms in blocks:
+            out[part, part] += atoms.curvature(W, coefficients[start:start + atoms.count])
+            start += atoms.count
+        return 0.5 * (out + out.T)
 
     def split(self, entries: np.ndarray) -> dict[str, Any]:
         """name → value (a float or a symmetric matrix) from the flat entries."""

@@ -15,18 +15,30 @@ from __future__ import annotations
 
 import sympy
 
+from .matrix_functions import inverse, is_matrix_order_parameter, log_det
+
 
 def wishart_entropy(U, width, mean) -> sympy.Expr:
     """(N/2)[tr(V⁻¹U) − ln det(V⁻¹U) − n] for an order parameter U (a :func:`~attnverify.saddle.positive` scalar or a
     :func:`~attnverify.saddle.positive_definite` matrix), the width N and the prior mean V (a scalar expression, or
-    a matrix of U's size): the module docstring's saddle-point entropy of a Gaussian weight's squared norm."""
+    a matrix of U's size): the module docstring's saddle-point entropy of a Gaussian weight's squared norm. ln det
+    and V⁻¹ of matrix order parameters are the solver's Cholesky atoms (:func:`~attnverify.saddle.log_det`,
+    :func:`~attnverify.saddle.inverse`), so the entropy stays small for any n."""
     if isinstance(U, sympy.MatrixBase):
         n = U.shape[0]
-        V = mean * sympy.eye(n) if not isinstance(mean, sympy.MatrixBase) else sympy.Matrix(mean)
-        if V.shape != U.shape:
-            raise ValueError(f"mean must be a scalar or a {n} × {n} matrix like U, got shape {V.shape}")
-        ratio = V.inv() * U if not V.is_diagonal() else sympy.diag(*[1 / V[i, i] for i in range(n)]) * U
-        return width / 2 * (ratio.trace() - sympy.log(U.det()) + sympy.log(V.det()) - n)
+        if isinstance(mean, sympy.MatrixBase):
+            if mean.shape != U.shape:
+                raise ValueError(f"mean must be a scalar or a {n} × {n} matrix like U, got shape {mean.shape}")
+            if is_matrix_order_parameter(mean):
+                V_inverse, log_det_V = inverse(mean), log_det(mean)
+            elif mean.is_diagonal():
+                V_inverse = sympy.diag(*[1 / mean[i, i] for i in range(n)])
+                log_det_V = sum(sympy.log(mean[i, i]) for i in range(n))
+            else:
+                V_inverse, log_det_V = sympy.Matrix(mean).inv(), sympy.log(sympy.Matrix(mean).det())
+        else:
+            V_inverse, log_det_V = sympy.eye(n) / mean, n * sympy.log(mean)
+        return width / 2 * ((V_inverse * U).trace() - log_det(U) + log_det_V - n)
     if isinstance(mean, sympy.MatrixBase):
         raise ValueError("a scalar order parameter takes a scalar mean")
     return width / 2 * (U / mean - sympy.log(U) + sympy.log(mean) - 1)

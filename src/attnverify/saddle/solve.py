@@ -8,6 +8,7 @@ near it (both limits leave the entropy alone: the GP point).
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
@@ -54,6 +55,10 @@ class Solution:
 
     def __getitem__(self, name: str):
         return self.order_parameters[name]
+
+    def matrix(self, name: str) -> np.ndarray:
+        """The order parameter ``name`` as a 2-D array (a scalar as 1 × 1)."""
+        return np.atleast_2d(np.asarray(self.order_parameters[name], dtype=float))
 
 
 def data_energy(data: Mapping[str, Any], temperature: float, *, space: str = "auto", backend=None):
@@ -110,13 +115,10 @@ def _start(declaration: SaddlePointAction, start) -> np.ndarray:
 
 def gp_point(declaration: SaddlePointAction, *, tolerance: float = 1e-12, max_iterations: int = 200,
              raise_on_failure: bool = True, **parameters) -> Solution:
-    """The GP limit: the minimum of the entropy 𝓛 alone (𝓛 = O(N) outweighs the energy's O(P) as N → ∞)."""
+    """The GP limit: the minimum of the entropy 𝓛 alone (𝓛 = O(N) outweighs the energy's O(P) as N → ∞). It
+    depends on the parameter values only; the last few are kept (each solve and sweep point starts here)."""
     values = declaration.parameter_values(parameters)
-    action = NumericAction(declaration, None, values, with_energy=False)
-    t0 = time.perf_counter()
-    theta = action.parametrisation.theta(_start(declaration, None))
-    result = _minimise(action, theta, tolerance, max_iterations)
-    solution = _solution(action, result.x, result, tolerance, t0, None)
+    solution = _entropy_minimum(declaration, values, float(tolerance), int(max_iterations))
     if not (solution.converged and solution.is_minimum):
         message = f"the entropy has no minimum the solver could reach (the GP point): {solution.message}"
         if raise_on_failure:
@@ -125,23 +127,42 @@ def gp_point(declaration: SaddlePointAction, *, tolerance: float = 1e-12, max_it
     return solution
 
 
+@functools.lru_cache(maxsize=64)
+def _entropy_minimum(declaration: SaddlePointAction, values: tuple, tolerance: float, max_iterations: int) -> Solution:
+    action = NumericAction(declaration, None, values, with_energy=False)
+    t0 = time.perf_counter()
+    theta = action.parametrisation.theta(_start(declaration, None))
+    result = _minimise(action, theta, tolerance, max_iterations)
+    return _solution(action, result.x, result, tolerance, t0, None)
+
+
 def solve(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperature: float, start=None,
           tolerance: float = 1e-9, max_iterations: int = 500, space: str = "auto", backend=None,
           raise_on_failure: bool = True, continuation: bool = True, **parameters) -> Solution:
-    """The minimum of S = ½ ln det(K + T·I) + ½ Yᵀ(K + T·I)⁻¹Y + 𝓛 for ``data`` (see :func:`data_energy`) at the
-    parameter values given by name (the width among them) and ``temperature`` T. ``start``: name → value, or a
-    :class:`Solution` (a neighbour's, for sweeps); by default the GP point, and, if the Newton iteration from there
-    fails, continuation in N from 10⁴ N down to N, then in T from 10⁴ T down to T (``continuation``: True for both,
-    "width" or "temperature" for one, False for none)."""
+    """The minimum of S = ½ ln det(K + T·I) + ½ Yᵀ(K + T·I)⁻¹Y + 𝓛 for ``data`` (see :func:`data_energy`: from
+    features X it works in the N0·𝓗-dimensional feature space when N0·𝓗 < P, so an iteration's cost does not grow
+    with P) at the parameter values given by name (the widths among them) and ``temperature`` T. ``start``: name →
+    value, or a :class:`Solution` (a neighbour's, for sweeps: :func:`attnverify.saddle.sweep`); by default the GP
+    point, and, if the Newton iteration from there fails, continuation in N from 10⁴ N down to N, then in T from
+    10⁴ T down to T (``continuation``: True for both, "width" or "temperature" for one, False for none)."""
     if not isinstance(declaration, SaddlePointAction):
         raise TypeError(f"declaration must be a SaddlePointAction, got {type(declaration).__name__}")
     temperature = arguments.positive("temperature", temperature)
+    values = declaration.parameter_values(parameters)
+    energy = data_energy(data, temperature, space=space, backend=backend)
+    return solve_energy(declaration, energy, values, temperature=temperature, start=start, tolerance=tolerance,
+                        max_iterations=max_iterations, raise_on_failure=raise_on_failure, continuation=continuation)
+
+
+def solve_energy(declaration: SaddlePointAction, energy, values: tuple, *, temperature: float, start=None,
+                 tolerance: float = 1e-9, max_iterations: int = 500, raise_on_failure: bool = True,
+                 continuation: bool = True) -> Solution:
+    """:func:`solve` on a prepared energy (from :func:`data_energy`, or its ``at_temperature``) and the parameter
+    values in declaration order (:meth:`SaddlePointAction.parameter_values`): what a sweep calls per grid point."""
     tolerance = arguments.positive("tolerance", tolerance)
     max_iterations = arguments.integer("max_iterations", max_iterations, 1)
     if continuation not in (True, False, "width", "temperature"):
         raise ValueError(f"continuation must be True, False, 'width' or 'temperature', got {continuation!r}")
-    values = declaration.parameter_values(parameters)
-    energy = data_energy(data, temperature, space=space, backend=backend)
     size = max(declaration.kernel.size, 1)
     if energy.paths != size:
         raise ValueError(f"the kernel order parameter {declaration.kernel.name} is {size} × {size} but the data have "
@@ -158,17 +179,17 @@ def solve(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperatur
             start_entries = _start(declaration, start)
         action = NumericAction(declaration, energy, values)
         theta = action.parametrisation.theta(start_entries)
+        _check_temperature(action, start_entries, temperature)
         result = _minimise(action, theta, tolerance, max_iterations)
         solution = _solution(action, result.x, result, tolerance, t0, temperature)
         failed = start is None and not (solution.converged and solution.is_minimum)
         if failed and continuation in (True, "width"):
-            solution = _continued(declaration, lambda width, t: (energy, _with_width(declaration, values, width)),
-                                  values[declaration.parameters.index(declaration.width)], "N", start_entries,
-                                  tolerance, max_iterations, t0, temperature)
+            solution = _continued(declaration, lambda width, t: (energy, scaled_widths(declaration, values, width)),
+                                  declaration.scale(values), "N", start_entries, tolerance, max_iterations, t0,
+                                  temperature)
             failed = not (solution.converged and solution.is_minimum)
         if failed and continuation in (True, "temperature"):
-            solution = _continued(declaration, lambda t, _: (data_energy(data, t, space=space, backend=backend),
-                                                             values),
+            solution = _continued(declaration, lambda t, _: (energy.at_temperature(t), values),
                                   temperature, "T", start_entries, tolerance, max_iterations, t0, temperature)
     if raise_on_failure and not (solution.converged and solution.is_minimum):
         what = "did not converge" if not solution.converged else "is not a minimum (Hessian not positive definite)"
@@ -176,9 +197,30 @@ def solve(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperatur
     return solution
 
 
-def _with_width(declaration: SaddlePointAction, values: tuple, width: float) -> tuple:
-    index = declaration.parameters.index(declaration.width)
-    return values[:index] + (float(width),) + values[index + 1:]
+def _check_temperature(action: NumericAction, entries: np.ndarray, temperature: float) -> None:
+    """Refuse a temperature below ε·Tr K(U) at the start where the kernel K(U) is singular in float64 (always in
+    the feature space, where N0·𝓗 < P): T·I, which alone makes K(U) + T·I definite, is then lost in the round-off
+    of K, and the action is not defined numerically. (A K(U) definite by itself needs no T·I.)"""
+    traces = getattr(action.energy, "path_traces", None)  # T_ab = Σ_μ C^{μμ}_ab: Tr K(U) = Σ U_ab T_ab
+    if traces is None:
+        return
+    R = action.kernel_factor(entries)
+    lowest = float(np.finfo(float).eps * abs(np.sum((R @ R.T) * traces)))
+    if temperature >= lowest:
+        return
+    if not hasattr(action.energy, "gram") and hasattr(action.energy, "kernel"):
+        if float(action.energy.backend.xp.linalg.eigvalsh(action.energy.kernel(R))[0]) > lowest:
+            return
+    raise ValueError(f"temperature must be in [{lowest:.3g}, inf) for these data: the kernel K(U) at the solver's "
+                     f"start is singular in float64, and below ε·Tr K(U) the T·I that makes K(U) + T·I definite is "
+                     f"lost in its round-off; got {temperature!r}")
+
+
+def scaled_widths(declaration: SaddlePointAction, values: tuple, width: float) -> tuple:
+    """The parameter values with every width scaled by width / max n (ratios between layers kept)."""
+    factor = float(width) / declaration.scale(values)
+    indices = set(declaration._width_indices)
+    return tuple(v * factor if k in indices else v for k, v in enumerate(values))
 
 
 def _continued(declaration, problem, target: float, label: str, gp_entries, tolerance, max_iterations, t0,

@@ -4,12 +4,9 @@ theory        the concise Theory object every part below registers on, as in a u
 derivations/  sympy: the action, saddle-point equations, GP limit, readout U_a, H = 1 reduction (checked steps)
 features      path features ξ^π(x), path-path kernels C, renormalized and GP kernels
 markov_chain  the hidden Markov chain classification task of the paper's figure 2
-entropy       the entropy 𝓛 of the action and its matrix gradients
-energy        E(U) = ln det(K+TI) + Yᵀ(K+TI)^{-1}Y and ∂E/∂U from C, from X, or in feature space (numpy or cupy)
-saddle_point  the minimum of S = E + 𝓛 over positive-definite order parameters; second_derivatives its Hessian
-sweep         saddle points over widths and temperatures by continuation; solution_store keeps them on disk
+action        the action S = ½E + 𝓛 declared on the saddle-point engine (attnverify.saddle), which solves it
+              (one point, or widths × temperatures by continuation, kept in a SolutionStore)
 single_head   the H = 1 scalar kernel renormalization (Li & Sompolinsky 2021), solved independently
-predictor     predictor mean and variance, generalisation error, accuracy
 heads         kernel–task alignment, head scores, theory pruning
 synthetic     random tokens and heads with a teacher path (generic problems, scaling benchmarks)
 posterior, collapsed, sampling   the finite-width network's posterior and its two exact HMC samplers
@@ -22,17 +19,15 @@ The names below are the package's numerics, importable from here.
 """
 
 from .features import attention_matrix, attention_matrix_qk, gp_kernel, path_features, path_kernels, renormalized_kernel
-from .energy import FeatureKernelEnergy, FeatureSpaceEnergy, KernelEnergy, energy_for
-from .entropy import ActionConfig, entropy, entropy_gradients, partial_trace
+from ...numerics.kernel_energy import FeatureKernelEnergy, FeatureSpaceEnergy, KernelEnergy, energy_for
+from ...numerics.kernel_predictor import PredictorStatistics, predictor_statistics
+from .action import ActionConfig, attention_paths_action, order_parameters, solve_paths
 from .heads import head_scores, kernel_task_alignment, path_index, prune_heads
-from .predictor import PredictorStatistics, predictor_statistics
-from .saddle_point import Action, SaddlePoint, SaddlePointError, saddle_point, saddle_point_from_features
 from .single_head import ScalarRenormalization, scalar_renormalization
 
 __all__ = [
     "attention_matrix", "attention_matrix_qk", "gp_kernel", "path_features", "path_kernels", "renormalized_kernel",
-    "Action", "ActionConfig", "FeatureKernelEnergy", "FeatureSpaceEnergy", "KernelEnergy", "PredictorStatistics",
-    "SaddlePoint", "SaddlePointError", "ScalarRenormalization", "energy_for", "entropy", "entropy_gradients",
-    "head_scores", "kernel_task_alignment", "partial_trace", "path_index", "predictor_statistics", "prune_heads",
-    "saddle_point", "saddle_point_from_features", "scalar_renormalization",
+    "ActionConfig", "FeatureKernelEnergy", "FeatureSpaceEnergy", "KernelEnergy", "PredictorStatistics",
+    "ScalarRenormalization", "attention_paths_action", "energy_for", "head_scores", "kernel_task_alignment",
+    "order_parameters", "path_index", "predictor_statistics", "prune_heads", "scalar_renormalization", "solve_paths",
 ]

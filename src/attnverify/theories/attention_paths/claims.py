@@ -11,8 +11,10 @@ import numpy as np
 
 from . import derivations as derived
 from .theory import theory
-from . import (Action, ActionConfig, energy_for, predictor_statistics, saddle_point, saddle_point_from_features,
-               scalar_renormalization)
+from . import predictor_statistics, scalar_renormalization
+from .action import ActionConfig, solve_paths
+from ...saddle import data_energy
+from ...saddle.action import NumericAction
 from .experiments import DENOISING, GOOD, TEMPERATURE, four_path_markov_data, sampled_markov_networks
 from . import theory_points as experiments
 from .markov_chain import MarkovChainTask, markov_dataset
@@ -53,21 +55,22 @@ problems = st.fixed_dictionaries(PROBLEM)
 @theory.claim(source=f"{SOURCE}, §2.1–2.2 (saddle point)",
               parameters=problems, examples={"quick": 6, "thorough": 40})
 def saddle_point_is_a_minimum(ctx: Context, **p) -> Evidence:
-    """The solver's order parameters solve the saddle-point equations ∂S/∂U_ℓ = 0 (max |∂(S/n)/∂U|
-    ≤ 1e-9, recomputed here from the matrix formulas) and the Hessian of S there is positive
+    """The engine's order parameters solve the saddle-point equations ∂S/∂U_ℓ = ∂S/∂U_a = 0 (max
+    |∂(S/n)/∂u| ≤ 1e-9 over the independent entries u) and the Hessian of S there is positive
     definite, for any heads, widths (also below the Wishart rank), temperatures and data."""
     X, y = _problem(p)
     tolerance = 1e-9
-    solution = saddle_point_from_features(X, y, heads=p["heads"], width=p["width"], temperature=p["temperature"],
-                                          tolerance=tolerance, raise_on_failure=False, backend=ctx.backend)
+    solution = solve_paths(dict(X=X, y=y), heads=p["heads"], width=p["width"], temperature=p["temperature"],
+                           tolerance=tolerance, raise_on_failure=False, backend=ctx.backend)
     smallest = float(solution.hessian_eigenvalues.min())
+    below_rank = ActionConfig.build(p["heads"], p["width"], p["temperature"]).below_wishart_rank
     return Evidence(
-        holds=solution.gradient_norm <= tolerance and smallest > 0,
-        theory=0.0, observed=solution.gradient_norm, tolerance=tolerance,
+        holds=solution.residual <= tolerance and smallest > 0,
+        theory=0.0, observed=solution.residual, tolerance=tolerance,
         relation="equal", conditions={"Hessian positive definite": smallest > 0},
-        note=f"residual {solution.gradient_norm:.2e}; smallest Hessian eigenvalue {smallest:.3g}",
+        note=f"residual {solution.residual:.2e}; smallest Hessian eigenvalue {smallest:.3g}",
         figures={"smallest_hessian_eigenvalue": smallest, "iterations": solution.iterations,
-                 "newton_steps": solution.newton_steps, "below_wishart_rank": solution.below_wishart_rank},
+                 "below_wishart_rank": below_rank},
     )
 
 
@@ -92,10 +95,10 @@ def gp_limit(ctx: Context, **p) -> Evidence:
     gp = predictor_statistics(np.eye(X.shape[2]), X, y, X, p["temperature"], backend=be).mean
     distances, predictor_gaps = [], []
     for N in widths:
-        s = saddle_point_from_features(X, y, heads=p["heads"], width=N, temperature=p["temperature"], tolerance=1e-13,
-                                       backend=be)
-        distances.append(np.linalg.norm(s.order_parameter - np.eye(X.shape[2])))
-        predictor_gaps.append(np.max(np.abs(predictor_statistics(s.order_parameter, X, y, X, p["temperature"],
+        s = solve_paths(dict(X=X, y=y), heads=p["heads"], width=N, temperature=p["temperature"], tolerance=1e-13,
+                        backend=be).matrix("U1")
+        distances.append(np.linalg.norm(s - np.eye(X.shape[2])))
+        predictor_gaps.append(np.max(np.abs(predictor_statistics(s, X, y, X, p["temperature"],
                                                                  backend=be).mean - gp)))
     fit_u = fit_line(np.log(widths), np.log(distances))
     fit_f = fit_line(np.log(widths), np.log(predictor_gaps))
@@ -134,20 +137,21 @@ def single_head_reduction(ctx: Context, **p) -> Evidence:
     X, y = synthetic_problem(p["P"], heads=(1,) * L, input_width=p["input_width"], tokens=p["tokens"], seed=p["seed"])
     variances = tuple(p["variances"][: L + 1])
     C = np.einsum("pia,qib->abpq", X, X)
-    matrix = saddle_point(C, y, heads=(1,) * L, width=p["width"], temperature=p["temperature"],
-                          prior_var=variances, tolerance=1e-10, backend=ctx.backend)
+    matrix = solve_paths(dict(C=C, y=y), heads=(1,) * L, width=p["width"], temperature=p["temperature"],
+                         prior_var=variances, tolerance=1e-10, backend=ctx.backend)
     scalar = scalar_renormalization(C[0, 0], y, depth=L, width=p["width"], temperature=p["temperature"],
                                     prior_var=variances)
     # both sides' own error estimates (one more Newton step; the root's round-off) and the
     # backward-error budget of solves with K + T I: 1e-14 · cond(U_1 K_0 + T I)
-    top = matrix.order_parameter[0, 0] * np.linalg.eigvalsh(C[0, 0])[-1]
+    top = matrix["U1"] * np.linalg.eigvalsh(C[0, 0])[-1]
     condition = (top + p["temperature"]) / p["temperature"]
     rtol = 10 * (matrix.error_estimate + scalar.error_estimate) / scalar.order_parameter + 1e-14 * condition
-    same_readout = abs(matrix.readout_order_parameter - scalar.readout_order_parameter) <= rtol * scalar.readout_order_parameter
-    return close(float(matrix.order_parameter[0, 0]), scalar.order_parameter, rtol=rtol,
-                 figures={"U_a_matrix": matrix.readout_order_parameter,
+    same_readout = abs(matrix["Ua"] - scalar.readout_order_parameter) <= rtol * scalar.readout_order_parameter
+    # the engine's action is ½E + 𝓛/2 of the scalar's convention E + 𝓛: twice it is comparable
+    return close(float(matrix["U1"]), scalar.order_parameter, rtol=rtol,
+                 figures={"U_a_matrix": matrix["Ua"],
                           "U_a_scalar": scalar.readout_order_parameter,
-                          "action_matrix": matrix.action, "action_scalar": scalar.action,
+                          "action_matrix": 2 * matrix.action, "action_scalar": scalar.action,
                           "condition": condition},
                  conditions={"same readout order parameter U_a": same_readout})
 
@@ -174,14 +178,17 @@ def generated_action(ctx: Context, **p) -> Evidence:
     rng = np.random.default_rng(p["seed"])
     X = rng.normal(size=(p["P"], 3, config.paths)) / np.sqrt(3 * config.paths)
     y = np.sign(rng.normal(size=p["P"]))
-    action = Action(config, energy_for(X=X, y=y, temperature=config.temperature, backend=ctx.backend))
+    declaration = config.action
+    action = NumericAction(declaration, data_energy(dict(X=X, y=y), config.temperature, backend=ctx.backend),
+                           declaration.parameter_values(config.parameters()))
     theta = rng.normal(scale=0.4, size=action.parametrisation.size)
-    E, H, factors, U_a, _ = action.parts(theta)
-    direct = E + H
+    E, entropy, u, _ = action.parts(theta)
+    direct = E + 2 * entropy  # the derivation's S = E + 𝓛 is twice the engine's ½E + 𝓛
+    order = declaration.split(u)
     C = np.einsum("pia,qib->abpq", X, X)
-    generated = derived.evaluate_action(heads, [R @ R.T for R in factors], U_a, C, y,
-                                       widths=config.widths, variances=config.variances,
-                                       temperature=config.temperature)
+    generated = derived.evaluate_action(heads, [np.atleast_2d(order[f"U{level}"]) for level in range(1, L + 1)],
+                                        order["Ua"], C, y, widths=config.widths, variances=config.variances,
+                                        temperature=config.temperature)
     value, grad = action(theta)
     h = 1e-3
     numeric = np.array([(8 * (action(theta + h * e)[0] - action(theta - h * e)[0])
@@ -271,8 +278,8 @@ def head_permutation_symmetry(ctx: Context, **p) -> Evidence:
     grid = np.arange(X.shape[2]).reshape(heads)
     relabelled = np.take(grid, sigma, axis=layer).ravel()  # new path π' reads old path relabelled[π']
     kwargs = dict(heads=heads, width=p["width"], temperature=p["temperature"], tolerance=1e-12, backend=ctx.backend)
-    original = saddle_point_from_features(X, y, **kwargs).order_parameter
-    permuted = saddle_point_from_features(X[:, :, relabelled], y, **kwargs).order_parameter
+    original = solve_paths(dict(X=X, y=y), **kwargs).matrix("U1")
+    permuted = solve_paths(dict(X=X[:, :, relabelled], y=y), **kwargs).matrix("U1")
     expected = original[np.ix_(relabelled, relabelled)]
     gap = float(np.max(np.abs(permuted - expected)))
     scale = float(np.max(np.abs(original)))

@@ -1,4 +1,4 @@
-"""The attention-path action declared as a saddle-point theory of one's own (:mod:`.generic_action`), given the
+"""The attention-path action (:mod:`.action`, every width N) as a saddle-point theory of one's own, given the
 claims every declared theory gets (:meth:`attnverify.Theory.saddle_point`): the minimum, the generated derivatives
 against finite differences, the 1/N approach to the GP point, and the two symmetries of relabelling the heads of a
 layer (a relabelling of the paths: U_1 → Π U_1 Πᵀ, and U_2 → π U_2 πᵀ for the second layer's heads).
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...checks.claim import st
-from .generic_action import attention_paths_action
+from .action import attention_paths_action
 from .synthetic import synthetic_problem
 from .theory import SOURCE, theory
 
@@ -31,7 +31,7 @@ def _relabel(paths: list[int], second_layer: bool):
     return data_map, order_map
 
 
-@theory.saddle_point(attention_paths_action((2, 2)), name="generic", source=f"{SOURCE}; §2.1 declared in sympy",
+@theory.saddle_point(attention_paths_action((2, 2), equal_widths=True), name="generic", source=f"{SOURCE}; §2.1 declared in sympy",
                      N=st.floats(5, 500), sigma1=st.floats(0.5, 2.0), sigma2=st.floats(0.5, 2.0),
                      sigma_a=st.floats(0.5, 2.0), temperature=st.floats(0.01, 1.0), seed=st.integers(0, 2**16),
                      symmetries={"first_layer_head_relabelling": _relabel(FIRST_LAYER_SWAP, False),

@@ -8,7 +8,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ...base import arguments
-from .predictor import factor
+from ...numerics.kernel_predictor import factor
 
 
 def kernel_task_alignment(U, X, y, components: int | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -23,9 +23,9 @@ from ...numerics.statistics import Estimate, mean_estimate
 from . import one_shot_task as one_shot
 from .theory_points import TheoryPoint, evaluate
 from .heads import head_scores
-from .predictor import predictor_statistics
-from .sweep import saddle_points
-from .solution_store import SolutionStore
+from ...numerics.kernel_predictor import predictor_statistics
+from ...saddle import SolutionStore, sweep as saddle_sweep
+from .action import ActionConfig
 from .trained_heads import Head, TrainedHeads, load_networks
 
 #: The paper's grids (spec §4.2): widths, temperatures, and the temperatures of its GP line.
@@ -165,7 +165,7 @@ def validated_point(paths: PathData, width: float, temperatures: Sequence[float]
     """Solve the theory at ``width`` for every temperature, keep the one most accurate on validation
     (the first in the grid on a tie) and evaluate it on the test set. ``width = inf``: U = I (spec §3).
     With a ``store``, stored solutions start (and are re-verified by) their solves and new ones are filed
-    there as soon as they are found (:func:`.sweep.saddle_points`)."""
+    there as soon as they are found (:func:`attnverify.saddle.sweep`)."""
     return validated_sweep(paths, [width], temperatures, heads=heads, tolerance=tolerance, store=store,
                            progress=progress, backend=backend)[0]
 
@@ -175,12 +175,13 @@ def validated_sweep(paths: PathData, widths: Sequence[float] = WIDTHS, temperatu
                     store: SolutionStore | None = None,
                     progress: Callable[[str], None] | None = None, backend=None) -> list[ValidatedPoint]:
     """:func:`validated_point` at every width, in the order given: the finite widths × temperatures are one
-    :func:`.sweep.saddle_points` grid (continuation from the widest width and highest temperature)."""
+    :func:`attnverify.saddle.sweep` grid (continuation from the widest width and highest temperature)."""
     if len(temperatures) == 0:
         raise ValueError("temperatures must name at least one temperature")
     finite = [w for w in widths if not np.isinf(w)]
-    sweep = saddle_points(paths.X, paths.y, heads=heads, widths=finite, temperatures=temperatures,
-                          tolerance=tolerance, store=store, backend=backend) if finite else None
+    config = ActionConfig.build(heads, 1.0, temperatures[0])
+    sweep = saddle_sweep(config.action, dict(X=paths.X, y=paths.y), widths=finite, temperatures=temperatures,
+                         tolerance=tolerance, store=store, backend=backend, **config.parameters()) if finite else None
     points = []
     for width in widths:
         solutions, scores = {}, {}
@@ -189,7 +190,7 @@ def validated_sweep(paths: PathData, widths: Sequence[float] = WIDTHS, temperatu
                 U, seconds = np.eye(paths.X.shape[2]), 0.0
             else:
                 solution = sweep.at(width, T)
-                U, seconds = solution.order_parameter, solution.seconds
+                U, seconds = solution.matrix("U1"), solution.seconds
             solutions[T] = (U, seconds)
             scores[T] = _accuracy(U, paths.X, paths.y, paths.X_validation, paths.y_validation, T, backend)
         best = max(temperatures, key=lambda T: scores[T])

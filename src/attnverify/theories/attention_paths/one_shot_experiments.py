@@ -19,7 +19,7 @@ from . import one_shot_analysis as experiment
 from . import sampling
 from .heads import head_scores
 from .posterior import network_posterior
-from .solution_store import SolutionStore, fingerprint
+from ...saddle.store import SolutionStore, fingerprint
 from ...base.arguments import integer, one_of
 from ...numerics.diagnostics import ChainSummary
 from ...numerics.statistics import Estimate

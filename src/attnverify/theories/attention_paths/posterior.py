@@ -34,7 +34,7 @@ import numpy as np
 
 from ...base import arguments
 from ...base.backend import Backend
-from .entropy import ActionConfig
+from .action import ActionConfig
 
 MAX_WEIGHTS = 10**8
 """The most sampled weights per chain, n_0·N0 + Σ_ℓ H_ℓ n_ℓ n_{ℓ−1} + n_L: every chain holds them, their

@@ -12,9 +12,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ...numerics.statistics import Estimate, mean_estimate
-from .predictor import predictor_statistics
-from .saddle_point import saddle_point_from_features
-from .sweep import saddle_points
+from ...numerics.kernel_predictor import predictor_statistics
+from ...saddle import sweep as saddle_sweep
+from .action import ActionConfig, solve_paths
 
 #: The authors' 4-path Markov features, shipped as package data (provenance and arrays: data/README.md).
 AUTHORS_MARKOV_FILE = "markov_4paths_authors.npz"
@@ -70,12 +70,14 @@ def gp_point(X, y, X_test, y_test, temperature: float, prior_scale: float = 1.0,
 def width_sweep(X, y, X_test, y_test, *, heads: Sequence[int], widths: Sequence[float], temperature: float,
                 progress: Callable[[str], None] | None = None, backend=None) -> list[TheoryPoint]:
     """The finite-width theory at each N (equal widths, unit prior variances), in the order given, solved
-    by continuation from the widest (:func:`.sweep.saddle_points`), its P-sized work on ``backend``."""
-    sweep = saddle_points(X, y, heads=heads, widths=widths, temperatures=[temperature], backend=backend)
+    by continuation from the widest (:func:`attnverify.saddle.sweep`), its P-sized work on ``backend``."""
+    config = ActionConfig.build(heads, 1.0, temperature)
+    sweep = saddle_sweep(config.action, dict(X=X, y=y), widths=widths, temperatures=[temperature], backend=backend,
+                         **config.parameters())
     points = []
     for N in widths:
         solution = sweep.at(N, temperature)
-        points.append(evaluate(solution.order_parameter, X, y, X_test, y_test, temperature, N, solution.seconds,
+        points.append(evaluate(solution.matrix("U1"), X, y, X_test, y_test, temperature, N, solution.seconds,
                                backend=backend))
         if progress:
             progress(f"N = {N:g}: accuracy {points[-1].accuracy.mean:.3f} ({solution.seconds:.1f} s)")
@@ -158,9 +160,9 @@ def sampled_point(X, y, X_test, y_test, *, heads: Sequence[int], width: int, tem
     predictor = samples.predictor_summary()
     theory = width_sweep(X, y, X_test, y_test, heads=heads, widths=[width], temperature=temperature,
                          backend=backend)[0]
-    shifted = saddle_point_from_features(X, y, heads=heads, width=wishart_shifted_widths(heads, width),
-                                         temperature=temperature, backend=backend)
-    theory_shifted = evaluate(shifted.order_parameter, X, y, X_test, y_test, temperature, width, backend=backend)
+    shifted = solve_paths(dict(X=X, y=y), heads=heads, width=wishart_shifted_widths(heads, width),
+                          temperature=temperature, backend=backend)
+    theory_shifted = evaluate(shifted.matrix("U1"), X, y, X_test, y_test, temperature, width, backend=backend)
     # U: R-hat within the limit for the maximum over its entries (false alarm ≤ 10⁻³) and ESS ≥ 400 each. The
     # predictor has one R-hat per test point (1000 here), gated the same way for the maximum over its points
     # (ChainSummary.rhat_converged); its ESS is not gated, as its MCSE enters only through the accuracy's.

@@ -1,9 +1,9 @@
 """A folder of finished results (saddle-point solutions, sampler summaries), so that a long sweep never
 loses or repeats one.
 
-A result is filed under what it is a function of: a fingerprint of the training features and labels
-(X, y) and the settings (heads, width N, temperature T, solver tolerance, or the sampler's settings and
-seed). One entry per result in the package's one store format (:mod:`attnverify.base.files`: a header with its
+A result is filed under what it is a function of: a fingerprint of the training data (X or C, and y) and the
+settings (the declared action, its parameter values, the temperature T and the solver tolerance; or a sampler's
+settings and seed). One entry per result in the package's one store format (:mod:`attnverify.base.files`: a header with its
 name and the SHA-256 of its content, written to a temporary name and renamed), so an interrupted run leaves only
 whole files, and a rerun (or the report, or a claim) finds every result already computed for the same inputs.
 A damaged, truncated, foreign or unreadable record (or a folder in its place) is reported once, set aside as
@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 import pickle
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ...base import files
-from ...base.files import read_entry, report_unwritable, set_aside, subfolder, write_entry
+from ..base import files
+from ..base.files import read_entry, report_unwritable, set_aside, subfolder, write_entry
 
 
 def fingerprint(X, y) -> str:
@@ -40,14 +40,16 @@ def _record_problem(value) -> str | None:
     return None
 
 
-def solution_name(features: str, heads: Sequence[int], width: float, temperature: float, tolerance: float) -> str:
-    """The record name (the file without its ``.entry``) of a saddle-point solution."""
-    heads_text = "x".join(str(int(h)) for h in heads)
-    return f"{features}_H{heads_text}_N{float(width):g}_T{float(temperature):g}_tol{float(tolerance):g}"
+def solution_name(features: str, declaration, values: Sequence[float], temperature: float, tolerance: float) -> str:
+    """The record name (the file without its ``.entry``) of a saddle-point solution: the data's fingerprint and a
+    digest of the action (its entropy and kernel), the parameter values, T and the tolerance."""
+    key = json.dumps([str(declaration.entropy), declaration.kernel.name, [float(v) for v in values],
+                      float(temperature), float(tolerance)])
+    return f"{features}_{files.fingerprint(key)[:20]}"
 
 
 class SolutionStore:
-    """Named records of float64 arrays plus metadata; saddle-point solutions keyed by inputs and settings."""
+    """Named records of float64 arrays plus metadata; saddle-point solutions keyed by data, action and settings."""
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
@@ -74,27 +76,29 @@ class SolutionStore:
         payload = pickle.dumps((content, json.loads(json.dumps(metadata))), protocol=pickle.HIGHEST_PROTOCOL)
         return path if write_entry(path, name, payload) else None
 
-    def get(self, features: str, heads: Sequence[int], width: float, temperature: float,
-            tolerance: float) -> tuple[tuple[np.ndarray, ...], float] | None:
-        """(order parameters (U_1, …, U_L), solve seconds) if this solution was stored, else None."""
-        name = solution_name(features, heads, width, temperature, tolerance)
+    def get(self, features: str, declaration, values: Sequence[float], temperature: float,
+            tolerance: float) -> tuple[dict[str, Any], float] | None:
+        """(order parameters by name, solve seconds) if this solution was stored, else None."""
+        name = solution_name(features, declaration, values, temperature, tolerance)
         record = self.load(name)
         if record is None:
             return None
         arrays, metadata = record
         try:
-            return tuple(arrays[f"U_{level}"] for level in range(1, metadata["layers"] + 1)), float(metadata["seconds"])
+            order = {op.name: (float(arrays[op.name]) if op.size == 0 else arrays[op.name])
+                     for op in declaration.order_parameters}
+            return order, float(metadata["seconds"])
         except (KeyError, TypeError, ValueError) as error:
-            problem = f"not a saddle-point solution ({type(error).__name__}: {error})"
+            problem = f"not a saddle-point solution of this action ({type(error).__name__}: {error})"
             set_aside(self._path(name), problem)
             return None
 
-    def put(self, features: str, heads: Sequence[int], width: float, temperature: float, tolerance: float,
-            order_parameters: Sequence[np.ndarray], seconds: float) -> Path | None:
+    def put(self, features: str, declaration, values: Sequence[float], temperature: float, tolerance: float,
+            order_parameters: Mapping[str, Any], seconds: float) -> Path | None:
         """Store one saddle-point solution (None when it cannot be written, see :meth:`save`)."""
-        arrays = {f"U_{level}": U for level, U in enumerate(order_parameters, start=1)}
-        return self.save(solution_name(features, heads, width, temperature, tolerance), arrays,
-                         {"layers": len(arrays), "seconds": float(seconds)})
+        return self.save(solution_name(features, declaration, values, temperature, tolerance),
+                         {name: np.asarray(value, dtype=float) for name, value in order_parameters.items()},
+                         {"seconds": float(seconds)})
 
     def __len__(self) -> int:
         return len(list(self.folder.glob("*.entry"))) if self.folder.is_dir() else 0
