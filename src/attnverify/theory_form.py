@@ -28,6 +28,7 @@ its derivations and its figures; ``attnverify verify FILE`` and ``report --with 
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
 import inspect
 import math
@@ -532,8 +533,10 @@ class Theory:
 
     def section(self, function: Callable) -> Callable:
         """Register ``function(out_dir, *, profile, backend, seed, progress, store) -> Section`` as the theory's
-        report section, drawn from what its experiments computed (:mod:`attnverify.report.section`), in place of
-        the default one (title, docstring, derivations and :meth:`figure` figures)."""
+        report section, in place of the default one (title, docstring, derivations and :meth:`figure` figures). It
+        only draws: it gets checked arguments (``out_dir`` a folder that exists, ``backend`` a Backend, ``store`` the
+        run's store, whose experiments it reads) and returns ``Section(figures=…, tables=…)``; the theory fills in
+        its name, title, introduction and derivations (:meth:`build_section`)."""
         if not callable(function):
             raise TypeError(f"section must be a function returning a Section, got {function!r}")
         self._section = function
@@ -558,17 +561,32 @@ class Theory:
         return [] if self._plan is None else list(self._plan(profile=profile, seed=seed, backend=backend))
 
     def build_section(self, out_dir, *, profile, backend, seed, progress, store=None):
-        """The section: the one :meth:`section` registered, else the title, the file's docstring, its derivations
-        and its figures (each drawn from a random generator seeded by the run's seed and the figure's name)."""
+        """The section, its arguments checked here (:func:`~attnverify.report.section.check_section_arguments`,
+        ``backend`` a name or a Backend, ``out_dir`` created): the function :meth:`section` registered draws its
+        figures and tables, and the theory fills in its name, title, introduction (unless the section gives one)
+        and derivations; without one, the section is the title, the file's docstring, the derivations and the
+        :meth:`figure` figures (each drawn from a random generator seeded by the run's seed and the figure's
+        name)."""
+        from .base.backend import get_backend
         from .report.figures import theory_vs_simulation
-        from .report.section import Section
+        from .report.section import Section, check_section_arguments
 
-        if self._section is not None:
-            return self._section(out_dir, profile=profile, backend=backend, seed=seed, progress=progress, store=store)
-
+        store = check_section_arguments(profile, seed, progress, store)
+        backend = get_backend(backend)
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
         derivations = self.derivation_list()
         if derivations:
             progress(self.derivation_cost())
+        if self._section is not None:
+            drawn = self._section(out_dir, profile=profile, backend=backend, seed=seed, progress=progress,
+                                  store=store)
+            if not isinstance(drawn, Section):
+                raise TypeError(f"the section of theory {self.name} must return a Section, got {type(drawn).__name__}")
+            return dataclasses.replace(drawn, theory=drawn.theory or self.name, title=drawn.title or self.title,
+                                       introduction=drawn.introduction or self.introduction,
+                                       derivations=drawn.derivations or derivations)
+
         figures = []
         for number, item in enumerate(self.figures):
             progress(f"{self.name}: figure {item.name}")

@@ -29,7 +29,7 @@ STORE = Store()
 def built(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("conditional_mean_report")
     messages: list[str] = []
-    section = section_module.build_section(out_dir, profile="quick", backend=get_backend("numpy"), seed=SEED, store=STORE,
+    section = section_module.theory.build_section(out_dir, profile="quick", backend=get_backend("numpy"), seed=SEED, store=STORE,
                                            progress=messages.append)
     return out_dir, section, messages
 
@@ -74,7 +74,7 @@ def test_learning_data(built):
 def test_bad_arguments_are_refused(tmp_path, kwargs, error):
     arguments = {"profile": "quick", "backend": "numpy", "seed": 0, "progress": print, **kwargs}
     with pytest.raises(error):
-        section_module.build_section(tmp_path, **arguments)
+        section_module.theory.build_section(tmp_path, **arguments)
 
 
 def test_the_run_plans_only_experiments_the_quick_section_uses(built):

@@ -33,7 +33,7 @@ STORE = Store()
 def built(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("single_location_report")
     messages: list[str] = []
-    section = section_module.build_section(out_dir, profile="quick", backend=get_backend("numpy"), seed=SEED, store=STORE,
+    section = section_module.theory.build_section(out_dir, profile="quick", backend=get_backend("numpy"), seed=SEED, store=STORE,
                                            progress=messages.append)
     return out_dir, section, messages
 
@@ -167,7 +167,7 @@ def test_the_section_only_draws():
 def test_bad_arguments_are_refused(tmp_path, kwargs, error):
     arguments = {"profile": "quick", "backend": None, "seed": 0, "progress": lambda message: None, **kwargs}
     with pytest.raises(error):
-        section_module.build_section(tmp_path, **arguments)
+        section_module.theory.build_section(tmp_path, **arguments)
 
 
 def test_the_run_plans_only_experiments_the_quick_section_uses(built):

@@ -56,11 +56,12 @@ class Table:
 
 @dataclass
 class Section:
-    """One theory's part of the report. ``introduction`` is Markdown text."""
+    """One theory's part of the report. ``introduction`` is Markdown text. A :class:`attnverify.Theory`'s section
+    function leaves ``theory``, ``title``, ``introduction`` and ``derivations`` empty: the theory fills them in."""
 
-    theory: str
-    title: str
-    introduction: str
+    theory: str = ""
+    title: str = ""
+    introduction: str = ""
     derivations: list[Derivation] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)

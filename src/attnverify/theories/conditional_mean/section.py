@@ -1,7 +1,7 @@
 """Report section of attention as a conditional mean (Zhang, Liu, Cai, Wang, Wang, 2022).
 
-Contract: :mod:`attnverify.report.section` (``build_section``). The section shows the derivations of
-:mod:`attnverify.theories.conditional_mean.derivations` and, on the note's standard configuration G2
+It draws only (the theory adds its title, introduction and derivations, :mod:`.theory`), on the note's
+standard configuration G2
 (``docs/papers/conditional_mean.md`` §6):
 
 1. log-log root-mean-squared error of softmax attention against L, with the desired parameter
@@ -17,30 +17,28 @@ Every random seed is derived from ``seed`` through ``numpy.random.SeedSequence``
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
-from . import claims as checks
 from . import claims  # noqa: F401  (registers the theory's claims: the registry loads this module)
+from .claims._common import gaussian_constants
 from .theory import theory
 from .. import conditional_mean as sim
 from .experiments import (BANDWIDTHS, G2_QUERY, LEARNING, LENGTHS, REPLICATES, SINE, bandwidth_errors, g2_model,
                           generalisation_gaps, rate_errors)
-from ...base.backend import get_backend
+from ...base.backend import Backend
 from ...report.figures import pyplot, save_figure
 from ...experiments.store import Store
-from ...report.section import Figure, Section, Table, check_section_arguments
+from ...report.section import Figure, Section, Table
 
-THEORY = "conditional_mean"
-TITLE = "Attention as a conditional mean (Zhang, Liu, Cai, Wang, Wang, 2022)"
 
 def _rate_figures(out_dir: Path, *, profile: str, seed: int, store: Store, progress) -> tuple[list[Figure], Table]:
     model = g2_model()
     query = np.array(G2_QUERY)
     desired = model.desired_score(query)
-    constants = checks.gaussian_constants(model, desired)
-    naive = checks.gaussian_constants(model, query)
+    constants = gaussian_constants(model, desired)
+    naive = gaussian_constants(model, query)
     target = model.conditional_mean(query)
     lengths = np.array(LENGTHS, dtype=float)
     progress(f"conditional_mean: Monte Carlo error at L = {LENGTHS} ({REPLICATES[profile]} sequences each)")
@@ -164,48 +162,18 @@ def _learning_figure(out_dir: Path, *, profile: str, seed: int, store: Store, pr
     return figure, table
 
 
-INTRODUCTION = """\
-**Model.** Tokens are exchangeable given a latent z (the abstract's premise: positional encodings make \
-them so), so any permutation-invariant summary of the sequence — a latent posterior, an attention output \
-— is a function of the empirical token measure. Attention with score aᵀk_ℓ (a = Wq) is the self-normalised \
-estimator Σ_ℓ e^{aᵀk_ℓ}v_ℓ / Σ_ℓ e^{aᵀk_ℓ} of E[v e^{aᵀk}]/E[e^{aᵀk}] (a Nadaraya–Watson estimator). \
-The paper's body could not be recovered; its statements are followed through the reconstruction in \
-`docs/papers/conditional_mean.md`, and every constant shown here is derived below, not taken from the paper.
-
-**Derivations below.** (i) The self-normalised ratio is expanded in 1/L to second order: \
-E‖attn − m∞‖² = C/L + D/L² and E[attn − m∞] = B/L + B₂/L², in moments of the weights under tilted key laws. \
-(ii) For Gaussian keys with linear values the tilted law is N(μ + tΣa, Σ), so m∞ = A(μ + Σa) + b, the desired \
-parameter a = Σ⁻¹(q − μ) makes the limit E[v | k = q], and C, D, B, B₂ are closed forms in aᵀΣa, ‖AΣa‖², \
-tr(AΣAᵀ), σ². (iii) With a fixed RBF bandwidth h on a sine conditional mean the limit is m_h(q) ≠ sin(ωq). \
-(iv) The latent posteriors of three models: conjugate Gaussian (a function of (L, x̄)), finite latent (exactly \
-a softmax attention), linear-Gaussian (ridge / conditional-mean-embedding attention). The claims check each \
-closed form against quadrature or exact conditioning, and the Monte Carlo claims use z = 5 standard errors \
-plus the last derived term of the expansion as the bias budget.
-"""
 
 
 @theory.section
-def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
-                  progress: Callable[[str], None], store: Store | None = None) -> Section:
-    """The conditional-mean section: derivations, the rate, constant, bandwidth and learning figures.
-
-    Writes ``conditional_mean_*.png`` into ``out_dir``; ``seed`` fixes every draw through
-    SeedSequence(seed).spawn.
-    """
-    store = check_section_arguments(profile, seed, progress, store)
-    get_backend(backend)  # validated; these simulations are small and run on numpy
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    progress("conditional_mean: deriving the ratio expansion, the Gaussian and fixed-bandwidth limits (sympy)")
-    derivations = theory.derivation_list()
+def build_section(out_dir: Path, *, profile: str, backend: Backend, seed: int,
+                  progress: Callable[[str], None], store: Store) -> Section:
+    """The rate, constant, bandwidth and learning figures and their tables, written as ``conditional_mean_*.png``
+    into ``out_dir``; every draw comes from ``seed`` through SeedSequence(seed).spawn (these simulations are
+    small and run on numpy)."""
     figures, rate_table = _rate_figures(out_dir, profile=profile, seed=seed, store=store, progress=progress)
     bandwidth_figure, bandwidth_table = _bandwidth_figure(out_dir, profile=profile, seed=seed, store=store,
                                                           progress=progress)
-    figures.append(bandwidth_figure)
-    tables = [rate_table, bandwidth_table]
     learning_figure, learning_table = _learning_figure(out_dir, profile=profile, seed=seed, store=store,
                                                       progress=progress)
-    figures.append(learning_figure)
-    tables.append(learning_table)
-    return Section(theory=THEORY, title=TITLE, introduction=INTRODUCTION, derivations=derivations,
-                   figures=figures, tables=tables)
+    return Section(figures=[*figures, bandwidth_figure, learning_figure],
+                   tables=[rate_table, bandwidth_table, learning_table])

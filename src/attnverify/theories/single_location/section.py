@@ -1,13 +1,12 @@
 """Report section of single-location regression (Marion, Berthier, Biau, Boyer, ICLR 2025).
 
-Contract: :mod:`attnverify.report.section` (``build_section``). The section shows the derivations of
-:mod:`attnverify.theories.single_location.derivations` and four figures:
+It draws only (the theory adds its title, introduction and derivations, :mod:`.theory`), four figures:
 
 1. risk against the sequence length L at d = 400 — oracle closed form (Theorem 1) and Monte Carlo,
    Bayes risk by Monte Carlo, best linear predictor closed form (Proposition 3) and Monte Carlo;
 2. the oracle excess ℛ(T*) − ε² against d for several L at λ = 2·√(log(d/L)/d) (Corollary 2);
 3. population projected gradient descent in the exact 4-dimensional reduction, from the authors'
-   configurations (``checks.single_location.PGD_CONFIGS``), started on M and on the sphere;
+   configurations (``experiments.PGD_CONFIGS``), started on M and on the sphere;
 4. (thorough profile only) projected SGD on sampled batches, the authors' SGD configuration.
 
 Spec: ``docs/papers/single_location.md`` §2, §3, §4.2. Every risk includes ε²; γ² = 1/2 and ε = 0.1
@@ -25,16 +24,14 @@ import numpy as np
 from . import claims  # noqa: F401  (registers the theory's claims: the registry loads this module)
 from .theory import theory
 from .experiments import (_ALIGNED, _ON_MANIFOLD, DISTANCE_FLOOR, EPS, EXCESS_SCALE, LAMBDA_BOUNDS,
-                          LENGTHS, MONTE_CARLO_SAMPLES, PGD_SECTION_CONFIGS, RISK_DIMENSION, SGD_CONFIG,
+                          LENGTHS, MONTE_CARLO_SAMPLES, PGD_CONFIGS, PGD_SECTION_CONFIGS, RISK_DIMENSION, SGD_CONFIG,
                           GAMMA, PGD_DIMENSION, PGD_LENGTH, oracle_excess_against_dimension, pgd_runs,
                           risks_against_length, sgd_run)
 from ...experiments.store import Store
-from ...base.backend import Backend, get_backend
+from ...base.backend import Backend
 from ...report.figures import pyplot, save_figure
-from ...report.section import Figure, Section, Table, check_section_arguments
+from ...report.section import Figure, Section, Table
 
-THEORY = "single_location"
-TITLE = "Single-location regression (Marion, Berthier, Biau, Boyer, ICLR 2025)"
 
 
 
@@ -240,9 +237,13 @@ def _pgd_figure(out_dir: Path, runs: list[dict], *, profile: str) -> Figure:
         row[0].set_title(_describe(run), loc="left", fontsize=10)
     fig.tight_layout()
     reached = ", ".join(f"{r['config']}/{r['start']} {int(np.sum(r['final']['reached']))}/{r['runs']}" for r in runs)
+    names = list(dict.fromkeys(r["config"] for r in runs))
+    configurations = "; ".join(
+        f"{name}: λ0 = {PGD_CONFIGS[name][0]:g}{' (scheduled)' if PGD_CONFIGS[name][1] else ''}, "
+        f"α = {PGD_CONFIGS[name][2]:g}, {PGD_CONFIGS[name][3]:,} steps" for name in names)
     caption = (
         f"Population projected gradient descent (d = {PGD_DIMENSION}, L = {PGD_LENGTH}, γ² = 1/2), the authors' "
-        f"configuration{'s' if len(runs) > 2 else ''} from checks.single_location.PGD_CONFIGS, run in the exact "
+        f"configuration{'s' if len(names) > 1 else ''} ({configurations}), run in the exact "
         "4-dimensional reduction: starts drawn in d = 400 (initialize_on_manifold: θ = η = ρ = 0; initialize_on_sphere: "
         "uniform) and mapped by reduce_to_four_dimensions. One row per configuration and start; panels as in the "
         "authors' plot.py: excess risk ℛ − ε² (mean and 5–95% band over runs; dashed: oracle at the same λ_t), "
@@ -325,67 +326,27 @@ def _sgd_figure(out_dir: Path, *, be: Backend, seed: int, store: Store,
 # ---------------------------------------------------------------------------------------------
 
 
-INTRODUCTION = """\
-**Model.** A sequence X = (X_1, …, X_L) of L tokens in ℝ^d hides one informative token at a uniformly random \
-position J0: X_J0 ~ N(√(d/2)·k*, γ²I_d), the others X_ℓ ~ N(0, I_d), and the label is \
-Y = ⟨X_J0, v*⟩ + ε·ξ with orthonormal k*, v*. The predictor is a simplified attention layer, \
-T_λ^{k,v}(X) = Σ_ℓ erf(λ⟨X_ℓ, k⟩)·⟨X_ℓ, v⟩, with k, v on the unit sphere and an inverse temperature λ. \
-Its population risk ℛ = E[(Y − T)²] depends on (k, v) only through the five overlaps \
-κ = ⟨k,k*⟩, ν = ⟨v,v*⟩, θ = ⟨v,k*⟩, η = ⟨k,v*⟩, ρ = ⟨k,v⟩; the oracle is T* = T_λ^{k*,v*} \
-(κ = ν = 1, θ = η = ρ = 0), and M = {θ = η = ρ = 0} is the manifold on which the training dynamics is analysed.
-
-**Derivations below.** The risk in the overlaps is derived symbolically: the informative token is written in \
-Gaussian coordinates, the Gaussians other than the key coordinate g_k are integrated out by their moments, \
-and the expectation over g_k is taken by conditioning on it and Stein's lemma, from the closed forms of \
-E erf(a + bZ) and ζ(a, b) = E erf(a + bZ)²; the L − 1 uninformative tokens contribute through their first two \
-moments. The gradient in the overlaps is sympy's derivative of that expression, and array evaluators \
-(numpy/cupy, and mpmath for extended precision) are generated from the expressions — the figures use these \
-evaluators, not hand-written formulas. The oracle risk (Theorem 1) is the substitution κ = ν = 1, θ = η = ρ = 0; \
-the best linear risk (Proposition 3) follows from the second moments of u_ℓ = ⟨X_ℓ, v*⟩.
-
-**Conventions.** Every risk includes the noise ε² (the authors' code logs ℛ − ε², called excess risk here); \
-γ² = 1/2 and ε = 0.1 as in the paper's experiments. Monte Carlo risks use the exact reduction of each token \
-to its coordinates on span{k*, v*, k, v}, so their cost does not grow with d; population gradient descent runs \
-exactly in four dimensions. Error bars are ± 2 standard errors.
-"""
 
 
 @theory.section
-def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
-                  progress: Callable[[str], None], store: Store | None = None) -> Section:
-    """The single-location regression section: derivations, four figures (three in the quick
-    profile: no SGD), and tables of the risks against L and of the descent end points.
-
-    Writes ``single_location_*.png`` into ``out_dir``. ``backend`` (a Backend or a name) runs every
-    simulation; ``seed`` (an integer ≥ 0) fixes every random draw through SeedSequence(seed).spawn.
-    """
-    store = check_section_arguments(profile, seed, progress, store)
-    be = get_backend(backend)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-
-    progress("single_location: deriving the risk, its gradient and the oracle/linear risks (sympy)")
-    derivations = theory.derivation_list()
-    risk_figure, risk_table = _risk_vs_length(out_dir, profile=profile, be=be, seed=seed, store=store,
+def build_section(out_dir: Path, *, profile: str, backend: Backend, seed: int,
+                  progress: Callable[[str], None], store: Store) -> Section:
+    """Four figures (three in the quick profile: no SGD) and tables of the risks against L and of the descent end
+    points, written as ``single_location_*.png`` into ``out_dir``; every simulation runs on ``backend`` and every
+    random draw comes from ``seed`` through SeedSequence(seed).spawn."""
+    risk_figure, risk_table = _risk_vs_length(out_dir, profile=profile, be=backend, seed=seed, store=store,
                                               progress=progress)
     excess_figure = _oracle_excess(out_dir, progress=progress, store=store)
     progress(f"single_location: population PGD, configurations {', '.join(PGD_SECTION_CONFIGS[profile])}")
-    runs = store.get(pgd_runs, profile=profile, seed=seed, backend=be.name)
+    runs = store.get(pgd_runs, profile=profile, seed=seed, backend=backend.name)
     progress("single_location: drawing the PGD figure")
     figures = [risk_figure, excess_figure, _pgd_figure(out_dir, list(runs), profile=profile)]
     endpoint_runs = list(runs)
     if profile == "thorough":
-        sgd_figure, sgd = _sgd_figure(out_dir, be=be, seed=seed, store=store, progress=progress)
+        sgd_figure, sgd = _sgd_figure(out_dir, be=backend, seed=seed, store=store, progress=progress)
         figures.append(sgd_figure)
         endpoint_runs.append(sgd)
-    introduction = INTRODUCTION + (
-        "\nThis is the quick profile: the SGD figure (2·10⁵ steps on sampled batches) and the PGD configurations "
-        "with 1.2·10⁵ steps are only in the thorough profile.\n" if profile == "quick" else "")
-    return Section(
-        theory=THEORY,
-        title=TITLE,
-        introduction=introduction,
-        derivations=derivations,
-        figures=figures,
-        tables=[risk_table, *_endpoint_tables(endpoint_runs)],
-    )
+    quick = ("\nThis is the quick profile: the SGD figure (2·10⁵ steps on sampled batches) and the PGD "
+             "configurations with 1.2·10⁵ steps are only in the thorough profile.\n")
+    return Section(introduction=theory.introduction + quick if profile == "quick" else "",
+                   figures=figures, tables=[risk_table, *_endpoint_tables(endpoint_runs)])
