@@ -425,3 +425,21 @@ def test_check_hands_its_claims_to_the_one_run_path(monkeypatch, capsys):
     monkeypatch.setattr(cli, "run_claims_as_tasks", spy)
     assert cli.main(["check", "--only", "fake"]) == 0
     assert seen == [(["fake.square_is_product", "fake.square_is_two"], None, 1)]
+
+
+def test_check_verify_and_report_take_the_same_run_options():
+    parser = cli.build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    options = {name: sorted(tuple(a.option_strings) for g in commands[name]._action_groups
+                            if g.title == "run options" for a in g._group_actions)
+               for name in ("check", "verify", "report")}
+    assert options["check"] == options["verify"] == options["report"]
+    assert ("--workers",) in options["check"] and ("--scheduler",) in options["check"]
+    run = ["--profile", "thorough", "--backend", "numpy", "--seed", "3", "--examples", "2", "--workers", "2",
+           "--scheduler", "local:2", "--debug"]
+    for argv in (["check", *run], ["verify", "mine.py", *run], ["report", "--out", "report", *run]):
+        args = parser.parse_args(argv)
+        assert (args.profile, args.backend, args.seed, args.examples, args.workers, args.scheduler, args.debug) == (
+            "thorough", "numpy", 3, 2, 2, "local:2", True)
+    assert cli._workers(None, report=False) == 1 and cli._workers(None, report=True) == (os.cpu_count() or 1)
+    assert cli._workers(3, report=False) == 3

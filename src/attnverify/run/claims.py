@@ -8,7 +8,10 @@ Carlo seed. The client keeps each finished batch and each finished claim in the 
 (:class:`~.saved.SavedChecks`), so that a rerun with the same folder checks only what is missing.
 
 A task names its claim by theory and name (the theory's module or file is loaded again in the worker, so
-nothing but plain values and examples crosses a process boundary).
+nothing but plain values and examples crosses a process boundary). The run's other tasks (a report's experiments
+and sections, :mod:`.report`) run through the same driver, ahead of the claims that wait for them. The run's store
+folder (:func:`run_store`), a claim's crash as a result (:func:`run_claim_or_error`) and the exit status of a
+run's verdicts (:func:`exit_status`) are here too: the report layer only prints what a run gives it.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 ``build_report(DIR)`` writes ``DIR/index.html`` (MathML, no network resources), ``DIR/report.md``
 (LaTeX), ``DIR/results.json`` (every figure's data, every table, every claim result, metadata)
 and the PNGs the sections draw. A theory's planned experiments, its section and its claims are tasks of one
-run (serially, or on worker processes: ``workers``): the experiments first, then the section, which only
-draws them, then the claims, which share them through the run's store. results.json is rewritten after
+run of :func:`~.claims.run_claims_as_tasks` (serially, or on worker processes: ``workers``): the experiments
+first, then the section, which only draws them, then the claims, which share them through the run's store. results.json is rewritten after
 every finished task, so an interrupted run keeps what it finished (``"complete": false`` until the end).
 """
 
@@ -34,14 +34,15 @@ from ..base.backend import Backend, get_backend
 from ..report.markdown import render_markdown
 from ..report.render import render_html
 from ..report.section import Section, TheoryOutcome
-from ..theories import BUILTIN, TheoryModules, concise, load
+from ..theories import BUILTIN, concise, load
 from ..theories.catalogue import UserFileError, user_file, user_file_errors
 
-THEORIES: tuple[TheoryModules, ...] = BUILTIN
-"""The theories a report covers by default (the papers' three), in report order; ``theories=`` adds others."""
+THEORIES: tuple = BUILTIN
+"""The theories a report covers by default (the papers' three), in report order; ``theories=`` adds others (a
+user's file: :func:`attnverify.theories.from_file`)."""
 
 
-def chosen_theories(only: str | None, theories: Sequence[TheoryModules] | None = None) -> list[TheoryModules]:
+def chosen_theories(only: str | None, theories: Sequence | None = None) -> list:
     """The theories (default :data:`THEORIES`) that ``only`` names (:func:`~attnverify.checks.claim.select`); a
     ValueError naming them all when it names none."""
     theories = list(THEORIES if theories is None else theories)
@@ -117,7 +118,7 @@ def _write_results(out_dir: Path, outcomes: list[TheoryOutcome], metadata: dict,
     return document
 
 
-def _build_section(outcome: TheoryOutcome, theory: TheoryModules, out_dir: Path, *, profile: str, backend: Backend,
+def _build_section(outcome: TheoryOutcome, theory, out_dir: Path, *, profile: str, backend: Backend,
                    seed: int, progress: Callable[[str], None], store: Store) -> None:
     build_section = None
     try:
@@ -136,22 +137,22 @@ def _build_section(outcome: TheoryOutcome, theory: TheoryModules, out_dir: Path,
             outcome.warnings.append(f"figure file {figure.filename!r} was not written into the report directory")
 
 
-def _users_section(theory: TheoryModules, builder):
+def _users_section(theory, builder):
     """The section function a user wrote (``@theory.section``, or ``build_section``), to point at when the error's
     traceback has no frame of the user's code."""
     form = concise(load(theory.section))
     return getattr(form, "_section", None) if form is not None else builder
 
 
-def _users_plan(theory: TheoryModules):
+def _users_plan(theory):
     """The user's ``plan_experiments`` (or ``@theory.experiments`` function), to point at when what it returned is
     refused."""
-    module = load(theory.experiments or theory.section)
+    module = load(theory.section)
     form = concise(module)
     return getattr(form, "_plan", None) if form is not None else getattr(module, "plan_experiments", None)
 
 
-def section_task(theory: TheoryModules, out_dir: str, profile: str, backend: str, seed: int, store: str) -> TheoryOutcome:
+def section_task(theory, out_dir: str, profile: str, backend: str, seed: int, store: str) -> TheoryOutcome:
     """A task of the run (:mod:`attnverify.experiments.scheduler`): build ``theory``'s section into
     ``out_dir``, its experiments in the run's store folder ``store``, and print its derivations once."""
     outcome = TheoryOutcome(theory.name)
@@ -164,7 +165,7 @@ def section_task(theory: TheoryModules, out_dir: str, profile: str, backend: str
     return outcome
 
 
-def experiment_task(theory: TheoryModules, label: str, profile: str, backend: str, seed: int, store: str) -> float:
+def experiment_task(theory, label: str, profile: str, backend: str, seed: int, store: str) -> float:
     """A task of the run: compute the planned experiment ``label`` of ``theory`` into the store folder ``store``
     (planned again here, so that a user's file needs no pickling); returns the seconds it took."""
     start = time.perf_counter()
@@ -285,7 +286,7 @@ def build_report(
     progress: Callable[[str], None] | None = None,
     examples: int | None = None,
     workers: int = 1,
-    theories: Sequence[TheoryModules] | None = None,
+    theories: Sequence | None = None,
     scheduler: str | None = None,
     store: str | Path | None = None,
     latex: bool = False,

@@ -1,0 +1,73 @@
+"""A claim's story is made once (``claim_story``) and every printer tells it: terminal, HTML, Markdown, LaTeX."""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+
+from attnverify.checks import at_most, claim, exceeds, run_claim, st
+from attnverify.numerics.statistics import Estimate
+from attnverify.report.latex import escape, story_latex
+from attnverify.report.markdown import story_markdown
+from attnverify.report.render import story_html
+from attnverify.report.results import story_text
+from attnverify.report.story import UNDECIDED, claim_story
+
+ONE = st.fixed_dictionaries({"x": st.just(3.0)})
+
+
+def _run(name: str, check, expect: str = "holds") -> dict:
+    made = claim(f"demo.{name}", parameters=ONE, examples={"quick": 2, "thorough": 2}, expect=expect,
+                 statement=f"The {name} claim.")(check)
+    return run_claim(made, seed=0).as_dict()
+
+
+def _refuted(p, ctx):
+    return at_most(p["x"], 2.0, note="three is more than two")
+
+
+def _raises(p, ctx):
+    raise ZeroDivisionError("a bug in the claim's code")
+
+
+def _undecided(p, ctx):
+    return exceeds(Estimate(0.431, 0.094, 13), 0.0, unit="seeds")  # 4.6 SE above 0: 16 seeds would decide
+
+
+@pytest.mark.parametrize("name, check", [("refuted", _refuted), ("raises", _raises), ("undecided", _undecided)])
+def test_every_printer_tells_the_story_it_is_given(name, check):
+    result = _run(name, check)
+    story = claim_story(result)
+    assert story.verdict == {"refuted": "UNEXPECTED", "raises": "UNEXPECTED", "undecided": "UNDECIDED"}[name]
+    text, page, markdown = story_text(story), story_html(story), story_markdown(story)
+    for printed in (text, html.unescape(page), markdown):
+        assert story.name in printed and story.statement in printed and story.replay in printed
+        assert story.verdict in printed
+    assert escape(story.verdict) in story_latex(story) and escape(story.statement) in story_latex(story)
+    if name == "refuted":
+        assert story.shown.kind == "counterexample" and story.counterexample_note == "three is more than two"
+        assert story.shrink_trials is not None and f"after {story.shrink_trials} shrink trials" in text
+        assert f"Shrink trials: {story.shrink_trials}" in page
+        for printed in (text, page, markdown):
+            assert "three is more than two" in printed
+        assert story.row_classes[-1] == "counterexample" and story.example_header[3:5] == ("value", "bound")
+    if name == "raises":
+        assert story.shown.kind == "error" and "ZeroDivisionError" in story.failure["error"]
+        for printed in (text, html.unescape(page), markdown):
+            assert "a bug in the claim's code" in printed and "not a counterexample" in printed
+    if name == "undecided":
+        assert story.inconclusive and story.needed == "16 seeds" and story.shown.kind == "inconclusive"
+        for printed in (text, page, markdown):
+            assert UNDECIDED in printed and "deciding would take 16 seeds" in printed
+
+
+def test_a_result_that_held_shows_the_example_nearest_its_tolerance():
+    def check(p, ctx):
+        return at_most(p["x"], 4.0)
+
+    story = claim_story(_run("held", check))
+    assert story.verdict == "OK" and story.shown.kind == "held" and story.failure is None
+    assert story.shrink_trials is None and story.counterexample_note is None and not story.needed
+    assert "held on all 2 examples; the nearest to its tolerance:" in story_text(story)
+    assert story.key_figures.startswith("3 ≤ 4")  # a bound, with its round-off floor as tolerance
