@@ -18,7 +18,7 @@ DISPLAYED = (
     ("attnverify.checks.claim", "Claim"),
     ("attnverify.derivations.derivation", "Derivation"),
     ("attnverify.theory_form", "Theory"),
-    ("attnverify.theory_form", "DerivationHandle"),
+    ("attnverify.theory_form.derived", "DerivationHandle"),
 )
 
 

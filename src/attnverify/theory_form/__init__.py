@@ -23,236 +23,31 @@ A claim is named ``<theory>.<function name>`` and remembers the file it came fro
 verify FILE --only NAME``). Derivations are derived once per process and kept on disk per file content (a changed
 file derives afresh, :mod:`attnverify.derivations.kept`). The report's section is made from the file's docstring,
 its derivations and its figures; ``attnverify verify FILE`` and ``report --with FILE`` find the object by itself.
+Its parts: :mod:`.derived` (a derivation and its results as array functions), :mod:`.signatures` (calling what a
+theory writes by its parameters' names), :mod:`.monte_carlo` (the Monte Carlo claim) and :mod:`.figures`.
 """
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import functools
 import inspect
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 from hypothesis import strategies as st
 
-from .base.arguments import name_mismatch
-from .base.files import fingerprint
-from .checks.claim import Claim, claim_parameters
-from .checks.evidence import Evidence, within_error
+from ..base.files import fingerprint
+from ..checks.claim import Claim, claim_parameters
+from ..checks.evidence import Evidence
+from .derived import DerivationHandle, DerivedFunction
+from .figures import FigureMaker, TheoryVsSimulation
+from .monte_carlo import compare, figure_axis, simulator, sweep
+from .signatures import accepts_the_drawn, options_not_strategies, signature_call, statement_of
 
-_SCALES: contextvars.ContextVar[list | None] = contextvars.ContextVar("attnverify_rounding_scales", default=None)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# derivations
-# ---------------------------------------------------------------------------------------------------------------
-
-class DerivedFunction:
-    """A derivation's named result as a function of its free symbols, called by keyword (``f(L=4, sigma=0.5)``),
-    with numpy arrays or scalars; code-generated from the sympy expression (:func:`~attnverify.derivations.codegen.
-    evaluator`). Inside a Monte Carlo claim it also reports the round-off scale of its terms
-    (:func:`~attnverify.derivations.codegen.rounding_scale`), so an exact zero is compared up to round-off."""
-
-    def __init__(self, derivation_name: str, result: str, expression):
-        self.derivation_name, self.result, self.expression = derivation_name, result, expression
-        self.symbols = tuple(sorted(expression.free_symbols, key=lambda s: s.name))
-        self.names = tuple(s.name for s in self.symbols)
-        if len(set(self.names)) != len(self.names):
-            raise ValueError(f"result {result!r} of {derivation_name} has two symbols of one name: {self.names}")
-
-    @functools.cached_property
-    def _evaluate(self):
-        from .derivations.codegen import evaluator
-
-        return evaluator(self.expression, list(self.symbols))
-
-    @functools.cached_property
-    def _scale(self):
-        from .derivations.codegen import rounding_scale
-
-        return rounding_scale(self.expression, list(self.symbols))
-
-    def _arguments(self, values: dict) -> list:
-        wrong = name_mismatch(list(values), self.names, unknown="no symbol named")
-        if wrong:
-            raise TypeError(f"{self.derivation_name}.{self.result} takes {', '.join(self.names) or 'no arguments'}"
-                            + wrong)
-        return [values[n] for n in self.names]
-
-    def __call__(self, **values):
-        arguments = self._arguments(values)
-        value = self._evaluate(*arguments)
-        recording = _SCALES.get()
-        if recording is not None:
-            from .derivations.rounded import carried_scale
-
-            carried = carried_scale(value)
-            recording.append((value, self._scale(*arguments) if carried is None else carried))
-        return value
-
-    def scale(self, **values):
-        """The round-off scale of the result's terms at ``values`` (the size of what was summed to make it)."""
-        return self._scale(*self._arguments(values))
-
-    def __repr__(self) -> str:
-        return f"<{self.derivation_name}.{self.result}({', '.join(self.names)}) = {self.expression}>"
-
-
-class DerivationHandle:
-    """A derivation registered with :meth:`Theory.derivation`: call it for the
-    :class:`~attnverify.derivations.derivation.Derivation` (derived once per process, kept on disk per file
-    content), ``.evaluator(name)`` for a named result as a :class:`DerivedFunction`."""
-
-    def __init__(self, theory: "Theory", function: Callable, source: str, title: str | None, name: str | None = None):
-        from .derivations.kept import kept_derivation
-
-        self.theory, self.function, self.source = theory, function, source
-        self.name = f"{theory.name}.{name or function.__name__}"
-        doc = " ".join((function.__doc__ or "").split())
-        self.title = title or doc.split(". ")[0].rstrip(".") or function.__name__.replace("_", " ")
-        # a user's derivation is kept per file content; a built-in's per the package's code version (the folder)
-        self._kept = kept_derivation(self._derive, key=self.name if theory.builtin else
-                                     f"{theory.content_key}.{self.name}", name=self.name, listed=theory.builtin)
-        self._functions: dict[str, DerivedFunction] = {}
-        self.seconds: float | None = None  # what the first call cost this process (deriving, or reading the disk)
-
-    def _derive(self):
-        from .derivations.derivation import DerivationRecorder
-
-        recorder = DerivationRecorder(self.name, self.title, self.source)
-        self.function(recorder.step)
-        derivation = recorder.finish()
-        if not derivation.steps:
-            raise ValueError(f"derivation {self.name} recorded no step: call step(description, expression) in it")
-        return derivation
-
-    def __call__(self):
-        if self.seconds is None:
-            import time
-
-            start = time.perf_counter()
-            derivation = self._kept()
-            self.seconds = time.perf_counter() - start
-            return derivation
-        return self._kept()
-
-    def result(self, name: str):
-        return self().result(name)
-
-    def evaluator(self, name: str) -> DerivedFunction:
-        """The named result ``name`` (``step(..., name=name)``) as a function of its free symbols, by keyword."""
-        if name not in self._functions:
-            results = [s.name for s in self().steps if s.name]
-            if name not in results:
-                raise KeyError(f"derivation {self.name} has no result named {name!r}; its results: "
-                               f"{', '.join(results) or 'none (give a step name=...)'}")
-            expression = self.result(name)
-            expression = getattr(expression, "rhs", expression)
-            self._functions[name] = DerivedFunction(self.name, name, expression)
-        return self._functions[name]
-
-    def __repr__(self) -> str:
-        return f"<derivation {self.name}: {self.title}>"
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# figures
-# ---------------------------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class TheoryVsSimulation:
-    """What a figure function returns: a theory curve (``theory`` at ``theory_x``, default ``x``) against Monte
-    Carlo estimates (mean ± SE, :class:`~attnverify.numerics.statistics.Estimate`) at ``x``. The report draws it
-    (error bars ± 2 SE) and puts every number in results.json. Non-finite values are refused by name."""
-
-    x: Any
-    estimates: list
-    theory: Any
-    caption: str
-    theory_x: Any = None
-    xlabel: str = "x"
-    ylabel: str = "value"
-
-    def __post_init__(self) -> None:
-        from .report.figures import curve_data
-
-        curve_data(repr(self.caption[:40]), self.x, self.theory, self.theory_x, self.estimates)
-
-
-@dataclass
-class _Figure:
-    name: str
-    make: Callable[[np.random.Generator], TheoryVsSimulation]
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# the theory
-# ---------------------------------------------------------------------------------------------------------------
-
-def _signature_call(function: Callable, names: tuple[str, ...] | None, what: str) -> Callable[[dict, Any], Any]:
-    """``(params, ctx) -> function(**params[, ctx=ctx][, rng=ctx.rng])``, its arguments checked by name: now, or,
-    when the names are known only as they are drawn (``names`` None: one strategy draws the dict), at the first
-    call."""
-    parameters = inspect.signature(function).parameters
-    wants = [n for n, p in parameters.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
-
-    def check(given) -> None:
-        missing = [n for n in wants if n not in given and n not in ("ctx", "rng")
-                   and parameters[n].default is inspect.Parameter.empty]
-        unused = [n for n in given if n not in wants] if not any(
-            p.kind == p.VAR_KEYWORD for p in parameters.values()) else []
-        if missing or unused:
-            raise TypeError(f"{what} {function.__name__}: "
-                            + "; ".join(([f"argument(s) {', '.join(missing)} have no strategy (give "
-                                          + ", ".join(f"{n}=st.…" for n in missing) + ")"] if missing else [])
-                                        + ([f"strateg(y/ies) {', '.join(unused)} name no argument of it"]
-                                           if unused else [])))
-
-    if names is not None:
-        check(names)
-    with_ctx, with_rng = "ctx" in wants, "rng" in wants
-
-    def call(p: dict, ctx) -> Any:
-        if names is None:
-            check(tuple(p))
-        extra = {}
-        if with_ctx:
-            extra["ctx"] = ctx
-        if with_rng:
-            extra["rng"] = ctx.rng
-        return function(**p, **extra)
-
-    call.__wrapped__ = function  # inspect.unwrap(claim.check): the function the theory wrote
-    return call
-
-
-def _accepts_the_drawn(expected: Callable, names: tuple[str, ...]) -> None:
-    """A TypeError naming each drawn parameter that ``expected`` of :meth:`Theory.monte_carlo` cannot take by name
-    (it is called with every one of them), and the parameters it has."""
-    try:
-        parameters = inspect.signature(expected).parameters
-    except (TypeError, ValueError):  # a builtin without a signature: its call says what it refuses
-        return
-    if any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
-        return
-    takes = [n for n, p in parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    refused = [n for n in names if n not in takes]
-    if refused:
-        raise TypeError(f"expected {getattr(expected, '__name__', repr(expected))} must accept the drawn parameter"
-                        f"{'s' if len(refused) > 1 else ''} {', '.join(repr(n) for n in refused)} (its parameters: "
-                        f"{', '.join(parameters) or 'none'}); add {', '.join(f'{n}=...' for n in refused)} or **p")
-
-
-def _options_not_strategies(what: str, **options) -> None:
-    """An option given a strategy is a parameter that took an option's name: say so, by name."""
-    taken = [n for n, v in options.items() if isinstance(v, st.SearchStrategy)]
-    if taken:
-        raise TypeError(f"{', '.join(taken)} {'is an option' if len(taken) == 1 else 'are options'} of {what}, not a "
-                        f"parameter: rename the parameter")
+__all__ = ["DerivationHandle", "DerivedFunction", "Theory", "TheoryVsSimulation"]
 
 
 class Theory:
@@ -272,12 +67,12 @@ class Theory:
         self.file = str(Path(module.get("__file__") or sys._getframe(1).f_code.co_filename).resolve())
         # one of the package's own theories (attnverify/theories/<name>/): its claims replay by name (``check
         # --only``), not by file, and its derivations are kept per the package's code version
-        self.builtin = Path(self.file).is_relative_to(Path(__file__).resolve().parent / "theories")
+        self.builtin = Path(self.file).is_relative_to(Path(__file__).resolve().parent.parent / "theories")
         self._docstring = inspect.cleandoc(module.get("__doc__") or "")
         self._title, self._introduction = title, introduction
         self.derivations: list[DerivationHandle] = []
         self.claims: list[Claim] = []
-        self.figures: list[_Figure] = []
+        self.figures: list[FigureMaker] = []
         self._section: Callable | None = None
         self._plan: Callable | None = None
 
@@ -308,7 +103,7 @@ class Theory:
         name=…, kind=…)`` (:meth:`~attnverify.derivations.derivation.DerivationRecorder.step`), as the derivation
         ``<theory>.<name>`` (the function's name by default). Returns a :class:`DerivationHandle`, which the
         theory's own code calls for the :class:`~attnverify.derivations.derivation.Derivation`."""
-        _options_not_strategies("derivation", source=source, title=title, name=name)
+        options_not_strategies("derivation", source=source, title=title, name=name)
 
         def register(function: Callable) -> DerivationHandle:
             handle = DerivationHandle(self, function, source or self.source, title, name)
@@ -334,7 +129,7 @@ class Theory:
         dict of them (``st.integers(1, 40).flatmap(lambda L: st.fixed_dictionaries({"L": st.just(L), "order":
         st.permutations(range(L))}))``). The statement is the docstring. Returns the
         :class:`~attnverify.checks.claim.Claim`."""
-        _options_not_strategies("claim", name=name, statement=statement, source=source, expect=expect,
+        options_not_strategies("claim", name=name, statement=statement, source=source, expect=expect,
                                 examples=examples, shrink_budget=shrink_budget)
         label = f"{self.name}.{name or '…'}"
         if parameters is not None and strategies:
@@ -345,8 +140,8 @@ class Theory:
                                                                else None)
 
         def register(function: Callable) -> Claim:
-            call = _signature_call(function, names, "claim")
-            return self._new_claim(name or function.__name__, _statement(statement, function, name), drawn, call,
+            call = signature_call(function, names, "claim")
+            return self._new_claim(name or function.__name__, statement_of(statement, function, name), drawn, call,
                                    source, expect, examples, shrink_budget)
 
         return register if function is None else register(function)
@@ -376,7 +171,7 @@ class Theory:
         resolution asked of a relative ``relative`` is at most that fraction of the range's largest magnitude.
         ``figure``: the parameters of a theory-vs-simulation figure, one of them an array (the axis), the rest
         fixed, e.g. ``dict(sigma=np.linspace(0.1, 1.5, 8), L=16)``."""
-        _options_not_strategies("monte_carlo", expected=expected, resolution=resolution, relative=relative,
+        options_not_strategies("monte_carlo", expected=expected, resolution=resolution, relative=relative,
                                 budget=budget, bounds=bounds, figure=figure, xlabel=xlabel, ylabel=ylabel, name=name,
                                 statement=statement, source=source, expect=expect, examples=examples,
                                 shrink_budget=shrink_budget)
@@ -389,26 +184,26 @@ class Theory:
         for label, value in (("resolution", resolution), ("relative", relative)):
             if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{label} must be a positive finite number, got {value!r}")
-        from .numerics.statistics import checked_bounds
+        from ..numerics.statistics import checked_bounds
 
         bounds = checked_bounds("bounds", bounds)
 
         def register(function: Callable) -> Claim:
             names = tuple(strategies)
-            _accepts_the_drawn(expected, names)
-            theory_side = _signature_call(expected, names, "expected")
-            simulate = _simulator(function, names)
-            axis = _figure_axis(figure, names, function.__name__) if figure is not None else None
+            accepts_the_drawn(expected, names)
+            theory_side = signature_call(expected, names, "expected")
+            simulate = simulator(function, names)
+            axis = figure_axis(figure, names, function.__name__) if figure is not None else None
 
             def check(p: dict, ctx) -> Evidence:
-                return _compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds)
+                return compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds)
 
-            text = _statement(statement, function, name)
+            text = statement_of(statement, function, name)
             made = self._new_claim(name or function.__name__, text, parameters, check, source, expect, examples,
                                    shrink_budget)
             if axis is not None:
-                self.figures.append(_Figure(made.name.split(".", 1)[1], functools.partial(
-                    _sweep, theory_side, simulate, figure, axis, resolution, relative, budget,
+                self.figures.append(FigureMaker(made.name.split(".", 1)[1], functools.partial(
+                    sweep, theory_side, simulate, figure, axis, resolution, relative, budget,
                     xlabel or axis, ylabel, text, bounds=bounds)))
             return made
 
@@ -437,9 +232,9 @@ class Theory:
         "holds" for some of these claims, by name (e.g. ``{"sampled_networks_match_theory": "refuted"}`` for an
         approximation the networks are known to leave). Strategies for every action parameter, ``temperature`` and
         every data parameter; ``name`` prefixes the claims' names (two actions in one theory)."""
-        from .saddle import claims as saddle_claims
+        from ..saddle import claims as saddle_claims
 
-        _options_not_strategies("saddle_point", name=name, symmetries=symmetries, network=network, figure=figure,
+        options_not_strategies("saddle_point", name=name, symmetries=symmetries, network=network, figure=figure,
                                 test_error=test_error, source=source, examples=examples, expect=expect)
         for option, given in (("figure", figure is not None), ("test_error", bool(test_error))):
             if given and network is None:
@@ -494,9 +289,12 @@ class Theory:
                 check.__wrapped__ = function  # inspect.unwrap(claim.check): the function the theory wrote
                 self._new_claim(prefix + claim_name, statement, parameters, check, source,
                                 (expect or {}).get(claim_name, "holds"), counts, 20)
+            self.derivation(name=prefix + "saddle_point_equations", source=source or self.source,
+                            title="The declared action and its saddle-point equations")(
+                saddle_claims.action_derivation(declaration))
             if figure is not None:
                 fields = saddle_claims.sampled_networks_figure(s, network, figure)
-                self.figures.append(_Figure(prefix + "sampled_networks_vs_theory",
+                self.figures.append(FigureMaker(prefix + "sampled_networks_vs_theory",
                                             lambda rng: TheoryVsSimulation(**fields(rng))))
             return function
 
@@ -506,7 +304,7 @@ class Theory:
         """Register ``function(rng) -> TheoryVsSimulation`` as a figure of the section (the report draws it)."""
         if len(inspect.signature(function).parameters) != 1:
             raise TypeError(f"figure {function.__name__} must take one argument, the random generator (rng)")
-        self.figures.append(_Figure(function.__name__, function))
+        self.figures.append(FigureMaker(function.__name__, function))
         return function
 
     # -- what the pipeline reads ----------------------------------------------------------------------------
@@ -525,7 +323,7 @@ class Theory:
     def claim_list(self) -> list[Claim]:
         """The claims in definition order, then ``<theory>.derivation_steps`` when the theory has derivations
         (every recorded step holds, :mod:`attnverify.checks.derivation_steps`)."""
-        from .checks.derivation_steps import derivation_steps_claim
+        from ..checks.derivation_steps import derivation_steps_claim
 
         steps = [derivation_steps_claim(self.name, self.derivation_list, "" if self.builtin else self.file)] \
             if self.derivations else []
@@ -567,9 +365,9 @@ class Theory:
         and derivations; without one, the section is the title, the file's docstring, the derivations and the
         :meth:`figure` figures (each drawn from a random generator seeded by the run's seed and the figure's
         name)."""
-        from .base.backend import get_backend
-        from .report.figures import theory_vs_simulation
-        from .report.section import Section, check_section_arguments
+        from ..base.backend import get_backend
+        from ..report.figures import theory_vs_simulation
+        from ..report.section import Section, check_section_arguments
 
         store = check_section_arguments(profile, seed, progress, store)
         backend = get_backend(backend)
@@ -605,107 +403,3 @@ class Theory:
         return (f"<Theory {self.name}: {len(self.derivations)} derivation(s), {len(self.claims)} claim(s), "
                 f"{len(self.figures)} figure(s), from {self.file}>")
 
-
-def _statement(statement: str | None, function: Callable, name: str | None) -> str:
-    text = statement or " ".join((function.__doc__ or "").split())
-    if not text:
-        raise ValueError(f"claim {name or function.__name__} needs a statement: statement=\"...\" or a docstring")
-    return text
-
-
-def _simulator(function: Callable, names: tuple[str, ...]) -> Callable:
-    parameters = list(inspect.signature(function).parameters)
-    if parameters[:2] != ["rng", "n"] or sorted(parameters[2:]) != sorted(names):
-        raise TypeError(f"monte_carlo {function.__name__} must take (rng, n, {', '.join(names)}): n draws for the "
-                        f"parameters; it takes ({', '.join(parameters)})")
-    return function
-
-
-def _figure_axis(figure: dict, names: tuple[str, ...], what: str) -> str:
-    if not isinstance(figure, dict) or sorted(figure) != sorted(names):
-        raise ValueError(f"figure of {what} must give every parameter ({', '.join(names)}): one as an array (the "
-                         f"axis), the rest as numbers; got {figure!r}")
-    axes = [n for n, v in figure.items() if np.ndim(v) == 1]
-    if len(axes) != 1 or len(figure[axes[0]]) < 2:
-        raise ValueError(f"figure of {what}: exactly one parameter must be an array of ≥ 2 values (the axis), "
-                         f"got {axes or 'none'}")
-    return axes[0]
-
-
-def _expected(theory_side: Callable, p: dict, ctx) -> tuple[float, float | None]:
-    """``expected(**p)`` and the round-off scale the derivations' terms carry into it (None when it used none):
-    the largest of each evaluator's term scale, carried through the factor between its value and the result,
-    and never above |result| where the evaluator's value is below its own round-off."""
-    from .derivations.rounded import carried_scale
-
-    token = _SCALES.set([])
-    try:
-        raw = theory_side(p, ctx)
-        carried = carried_scale(raw)
-        value = float(raw)
-        used = _SCALES.get()
-    finally:
-        _SCALES.reset(token)
-    if carried is not None:  # a generated value carried its terms' size through the user's arithmetic
-        return value, float(np.max(carried))
-    if not used:
-        return value, None
-    scales = []
-    for inner, scale in used:
-        inner, scale = float(np.max(np.abs(inner))), float(np.max(np.abs(scale)))
-        scales.append(scale * max(1.0, abs(value) / max(inner, scale, np.finfo(float).tiny)))
-    return value, max(scales)
-
-
-def _size(value: float, scale: float | None, bounds: tuple | None = None) -> float:
-    """What a relative resolution is relative to: the size of the expected value's terms (|expected| itself unless
-    they cancel, as sin θ + (π − θ) cos θ does at θ = π, where a fraction of |expected| would ask for ever more
-    draws), and never more than the largest magnitude the quantity can take (its stated ``bounds``): an
-    ill-conditioned closed form (arcsin near ±1) has terms far larger than the quantity itself."""
-    size = max(abs(value), scale or 0.0)
-    if bounds is not None and all(math.isfinite(b) for b in bounds):
-        size = min(size, max(abs(bounds[0]), abs(bounds[1])))
-    return size
-
-
-def _sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None):
-    """The expected value at ``p``, its terms' round-off scale, and the Monte Carlo mean drawn until 5 SE resolve
-    ``resolution`` + ``relative``·(the size of the terms) or ``budget`` draws are spent."""
-    from .numerics.sized import sized_mean
-
-    expected, scale = _expected(theory_side, p, ctx)
-    estimate = sized_mean(lambda rng, n: simulate(rng, n, **p), ctx.rng, resolution=resolution,
-                          relative_resolution=relative, reference=_size(expected, scale, bounds) if relative else None,
-                          budget=budget, bounds=bounds)
-    return expected, scale, estimate
-
-
-def _compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None) -> Evidence:
-    expected, scale, estimate = _sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds)
-    return within_error(expected, estimate, scale=scale, figures=estimate.sizing())
-
-
-def _sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xlabel, ylabel, statement,
-           rng, bounds=None) -> TheoryVsSimulation:
-    """The theory-vs-simulation figure of a Monte Carlo claim along its axis (the others fixed)."""
-    from types import SimpleNamespace
-
-    xs = np.asarray(figure[axis], dtype=float)
-    fixed = {n: v for n, v in figure.items() if n != axis}
-    ctx = SimpleNamespace(rng=rng)
-    integer = isinstance(figure[axis][0], (int, np.integer))
-
-    def at(x) -> dict:
-        return {**fixed, axis: int(x) if integer else float(x)}
-
-    estimates = [_sized(theory_side, simulate, at(x), ctx, resolution, relative, budget, bounds)[2] for x in xs]
-    theory_x = xs if integer else np.linspace(xs.min(), xs.max(), 100)
-    theory = [float(theory_side(at(x), ctx)) for x in theory_x]
-    draws = [e.samples for e in estimates]
-    size = (f"{resolution:g}" if resolution else "") + (" + " if resolution and relative else "") + \
-        (f"{relative:.0%} of the theory" if relative else "")
-    fixed_text = ", ".join(f"{n} = {v:g}" for n, v in fixed.items())
-    return TheoryVsSimulation(
-        x=xs, estimates=estimates, theory=theory, theory_x=theory_x, xlabel=xlabel, ylabel=ylabel,
-        caption=f"{statement} Line: theory; points: Monte Carlo ({fixed_text}), drawn until 5 SE ≤ {size} "
-                f"({min(draws):,}–{max(draws):,} draws per point).")

@@ -1,0 +1,127 @@
+"""A derivation registered on a :class:`~attnverify.theory_form.Theory`, and its named results as array functions.
+
+:class:`DerivationHandle` derives once per process (kept on disk, :mod:`attnverify.derivations.kept`);
+:class:`DerivedFunction` is a named result code-generated for numpy or cupy and called by keyword, which also
+reports its terms' round-off scale inside a Monte Carlo claim (:data:`SCALES`).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+from typing import Any, Callable
+
+from ..base.arguments import name_mismatch
+
+SCALES: contextvars.ContextVar[list | None] = contextvars.ContextVar("attnverify_rounding_scales", default=None)
+"""While a Monte Carlo claim evaluates its expected value: the (value, round-off scale) of each derived function
+called (:func:`attnverify.theory_form.monte_carlo.expected_value`)."""
+
+
+class DerivedFunction:
+    """A derivation's named result as a function of its free symbols, called by keyword (``f(L=4, sigma=0.5)``),
+    with numpy arrays or scalars; code-generated from the sympy expression (:func:`~attnverify.derivations.codegen.
+    evaluator`). Inside a Monte Carlo claim it also reports the round-off scale of its terms
+    (:func:`~attnverify.derivations.codegen.rounding_scale`), so an exact zero is compared up to round-off."""
+
+    def __init__(self, derivation_name: str, result: str, expression):
+        self.derivation_name, self.result, self.expression = derivation_name, result, expression
+        self.symbols = tuple(sorted(expression.free_symbols, key=lambda s: s.name))
+        self.names = tuple(s.name for s in self.symbols)
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"result {result!r} of {derivation_name} has two symbols of one name: {self.names}")
+
+    @functools.cached_property
+    def _evaluate(self):
+        from ..derivations.codegen import evaluator
+
+        return evaluator(self.expression, list(self.symbols))
+
+    @functools.cached_property
+    def _scale(self):
+        from ..derivations.codegen import rounding_scale
+
+        return rounding_scale(self.expression, list(self.symbols))
+
+    def _arguments(self, values: dict) -> list:
+        wrong = name_mismatch(list(values), self.names, unknown="no symbol named")
+        if wrong:
+            raise TypeError(f"{self.derivation_name}.{self.result} takes {', '.join(self.names) or 'no arguments'}"
+                            + wrong)
+        return [values[n] for n in self.names]
+
+    def __call__(self, **values):
+        arguments = self._arguments(values)
+        value = self._evaluate(*arguments)
+        recording = SCALES.get()
+        if recording is not None:
+            from ..derivations.rounded import carried_scale
+
+            carried = carried_scale(value)
+            recording.append((value, self._scale(*arguments) if carried is None else carried))
+        return value
+
+    def scale(self, **values):
+        """The round-off scale of the result's terms at ``values`` (the size of what was summed to make it)."""
+        return self._scale(*self._arguments(values))
+
+    def __repr__(self) -> str:
+        return f"<{self.derivation_name}.{self.result}({', '.join(self.names)}) = {self.expression}>"
+
+
+class DerivationHandle:
+    """A derivation registered with :meth:`Theory.derivation`: call it for the
+    :class:`~attnverify.derivations.derivation.Derivation` (derived once per process, kept on disk per file
+    content), ``.evaluator(name)`` for a named result as a :class:`DerivedFunction`."""
+
+    def __init__(self, theory: Any, function: Callable, source: str, title: str | None, name: str | None = None):
+        from ..derivations.kept import kept_derivation
+
+        self.theory, self.function, self.source = theory, function, source
+        self.name = f"{theory.name}.{name or function.__name__}"
+        doc = " ".join((function.__doc__ or "").split())
+        self.title = title or doc.split(". ")[0].rstrip(".") or function.__name__.replace("_", " ")
+        # a user's derivation is kept per file content; a built-in's per the package's code version (the folder)
+        self._kept = kept_derivation(self._derive, key=self.name if theory.builtin else
+                                     f"{theory.content_key}.{self.name}", name=self.name, listed=theory.builtin)
+        self._functions: dict[str, DerivedFunction] = {}
+        self.seconds: float | None = None  # what the first call cost this process (deriving, or reading the disk)
+
+    def _derive(self):
+        from ..derivations.derivation import DerivationRecorder
+
+        recorder = DerivationRecorder(self.name, self.title, self.source)
+        self.function(recorder.step)
+        derivation = recorder.finish()
+        if not derivation.steps:
+            raise ValueError(f"derivation {self.name} recorded no step: call step(description, expression) in it")
+        return derivation
+
+    def __call__(self):
+        if self.seconds is None:
+            import time
+
+            start = time.perf_counter()
+            derivation = self._kept()
+            self.seconds = time.perf_counter() - start
+            return derivation
+        return self._kept()
+
+    def result(self, name: str):
+        return self().result(name)
+
+    def evaluator(self, name: str) -> DerivedFunction:
+        """The named result ``name`` (``step(..., name=name)``) as a function of its free symbols, by keyword."""
+        if name not in self._functions:
+            results = [s.name for s in self().steps if s.name]
+            if name not in results:
+                raise KeyError(f"derivation {self.name} has no result named {name!r}; its results: "
+                               f"{', '.join(results) or 'none (give a step name=...)'}")
+            expression = self.result(name)
+            expression = getattr(expression, "rhs", expression)
+            self._functions[name] = DerivedFunction(self.name, name, expression)
+        return self._functions[name]
+
+    def __repr__(self) -> str:
+        return f"<derivation {self.name}: {self.title}>"
+

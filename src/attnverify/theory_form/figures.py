@@ -1,0 +1,35 @@
+"""What a figure of a :class:`~attnverify.theory_form.Theory` returns, and a registered figure function."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TheoryVsSimulation:
+    """What a figure function returns: a theory curve (``theory`` at ``theory_x``, default ``x``) against Monte
+    Carlo estimates (mean ± SE, :class:`~attnverify.numerics.statistics.Estimate`) at ``x``. The report draws it
+    (error bars ± 2 SE) and puts every number in results.json. Non-finite values are refused by name."""
+
+    x: Any
+    estimates: list
+    theory: Any
+    caption: str
+    theory_x: Any = None
+    xlabel: str = "x"
+    ylabel: str = "value"
+
+    def __post_init__(self) -> None:
+        from ..report.figures import curve_data
+
+        curve_data(repr(self.caption[:40]), self.x, self.theory, self.theory_x, self.estimates)
+
+
+@dataclass
+class FigureMaker:
+    name: str
+    make: Callable[[np.random.Generator], TheoryVsSimulation]
+
