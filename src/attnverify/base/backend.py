@@ -59,9 +59,20 @@ class Backend:
 
     def cholesky_each(self, matrices: Any, substitute: Any) -> tuple[Any, Any]:
         """(factors, failed) of a batch (C, n, n): each matrix's lower Cholesky factor, and for each matrix that is
-        not finite or not positive definite ``failed`` True and the factor ``substitute`` (n, n) in its place. One
-        batched factorisation when every matrix has one; matrix by matrix only when one fails."""
+        not finite or not positive definite ``failed`` True and the factor ``substitute`` (n, n) in its place. On
+        numpy one batched factorisation when every matrix has one, matrix by matrix only when one fails. On cupy
+        one batched factorisation that reads nothing back to the host: a factor counts as failed unless its
+        diagonal is positive and finite and its rows' squared norms reproduce diag(A) within the factorisation's
+        backward error, 4(n + 1)·u·Σ_k L_jk² (Higham, Accuracy and Stability, Thm 10.3), which cuSOLVER's factor of
+        a matrix that is not positive definite (stopped at a non-positive pivot, or finite garbage) does not."""
         xp = self.xp
+        if self.name != "numpy":  # a non-finite A gives a NaN diagonal or NaN norms: failed, with no check before
+            factors = xp.linalg.cholesky(matrices)
+            norms = xp.sum(factors * factors, axis=2)
+            backward = (4.0 * (matrices.shape[-1] + 1) * np.finfo(np.float64).eps) * norms
+            reproduced = xp.abs(norms - xp.diagonal(matrices, axis1=1, axis2=2)) <= backward
+            failed = ~xp.all(reproduced & (xp.diagonal(factors, axis1=1, axis2=2) > 0), axis=1)
+            return xp.where(failed[:, None, None], substitute, factors), failed
         failed = ~xp.all(xp.isfinite(matrices), axis=(1, 2))
         matrices = xp.where(failed[:, None, None], substitute, matrices)
         try:
@@ -89,17 +100,15 @@ class Backend:
         """L⁻¹B (or L⁻ᵀB) for a batch of lower-triangular L (C, n, n) and B (C, n, …), or one B (n, …) for all
         when ``shared``. For n > 64, triangular solves chain by chain (n²k flops for k right-hand sides;
         ``xp.linalg.solve`` would factorise L again by LU, ≈ 2n²k + ⅔n³); for small n, where a Python loop
-        over many chains costs more than the arithmetic, one batched ``xp.linalg.solve``."""
+        over many chains costs more than the arithmetic, one batched ``xp.linalg.solve``; on cupy always the batched
+        solve, whose launches do not grow with the chains."""
         xp = self.xp
-        if factor.shape[-1] <= 64:
+        if factor.shape[-1] <= 64 or self.name != "numpy":
             L = xp.swapaxes(factor, -1, -2) if transpose else factor
             B = xp.broadcast_to(rhs, factor.shape[:1] + rhs.shape) if shared else rhs
             vector = B.ndim == factor.ndim - 1
             out = xp.linalg.solve(L, B[..., None] if vector else B)
             return out[..., 0] if vector else out
-        if self.name != "numpy":
-            return xp.stack([self.solve_triangular(Lc, rhs if shared else rhs[c], lower=True, trans=int(transpose),
-                                                   check_finite=False) for c, Lc in enumerate(factor)])
         # LAPACK's trtrs chain by chain, as scipy.linalg.solve_triangular calls it (the same bits), without its
         # argument checks, which cost more than a 100 × 100 solve: L (C order) is Lᵀ in Fortran order, upper
         from scipy.linalg import LinAlgError, get_lapack_funcs

@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..base import arguments
-from ..base.backend import Backend
+from ..base.backend import Backend, array_module, on_device, to_numpy
 
 #: Potential and its gradient, batched over chains: x (C, d) -> (Φ (C,), ∇Φ (C, d)).
 PotentialAndGradient = Callable[[Any], tuple[Any, Any]]
@@ -92,17 +92,21 @@ def leapfrog(x, p, gradient, step, steps: int, potential_and_gradient: Potential
     """``steps`` leapfrog steps of per-chain size ``step`` (C,) from (x, p) with ∇Φ(x) = ``gradient``,
     for the kinetic energy pᵀM⁻¹p/2 with diagonal ``inverse_mass`` M⁻¹ (d,) (or 1, the identity).
 
-    Returns (x, p, Φ(x), ∇Φ(x)) at the end of the trajectory.
+    Returns (x, p, Φ(x), ∇Φ(x)) at the end of the trajectory. Every operation is one array operation over all
+    chains: a step costs the potential's own operations plus four (x += ε M⁻¹p, p −= ε∇Φ, two each).
     """
     eps = step[:, None]
-    p = p - 0.5 * eps * gradient
+    half = 0.5 * eps
+    identity = isinstance(inverse_mass, (int, float)) and inverse_mass == 1
+    velocity = eps if identity else eps * inverse_mass  # ε M⁻¹: (C, 1) for M = I, else (C, d)
+    p = p - half * gradient
     potential = None
     for k in range(steps):
-        x = x + eps * (inverse_mass * p)
+        x = x + velocity * p
         potential, gradient = potential_and_gradient(x)
         if k < steps - 1:
             p = p - eps * gradient
-    p = p - 0.5 * eps * gradient
+    p = p - half * gradient
     return x, p, potential, gradient
 
 
@@ -264,11 +268,53 @@ class ChainRun:
     gradient_evaluations: int
 
 
+def to_host_at_once(values):
+    """``values`` (arrays nested in lists, tuples and dicts; other leaves kept as they are) with every device array
+    brought to the host by one transfer: raveled, cast to float64 and concatenated on the device, fetched once, and
+    cut back to each array's shape and type (exact for float64, integer below 2⁵³ and bool arrays)."""
+    leaves = []
+
+    def collect(value):
+        if isinstance(value, dict):
+            return {key: collect(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(collect(item) for item in value)
+        if on_device(value):
+            leaves.append(value)
+            return _Leaf(len(leaves) - 1)
+        return value
+
+    skeleton = collect(values)
+    if not leaves:
+        return values
+    xp = array_module(leaves[0])
+    flat = to_numpy(xp.concatenate([leaf.reshape(-1).astype(xp.float64) for leaf in leaves]))
+    ends = np.cumsum([leaf.size for leaf in leaves])
+    host = [flat[end - leaf.size:end].reshape(leaf.shape).astype(leaf.dtype) for leaf, end in zip(leaves, ends)]
+
+    def fill(value):
+        if isinstance(value, dict):
+            return {key: fill(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(fill(item) for item in value)
+        return host[value.index] if isinstance(value, _Leaf) else value
+
+    return fill(skeleton)
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    index: int
+
+
 def run_chains(potential_and_gradient: PotentialAndGradient, x, *, rng, warmup: int, draws: int, backend: Backend,
                record: Callable[[Any], Any], after_transition: Callable[[Any], Any] | None = None,
                progress: Callable[[str], None] | None = None, **kernel_options) -> ChainRun:
     """The one HMC driver: warm-up (step sizes, and the mass on request, adapted: :class:`HMCKernel`), then
-    ``draws`` transitions of every chain from ``x`` (C, d), keeping ``record(x)`` after each.
+    ``draws`` transitions of every chain from ``x`` (C, d), keeping ``record(x)`` after each: its device arrays
+    come to the host with the transition's acceptance and divergence in one transfer (:func:`to_host_at_once`), the
+    one host synchronisation of a sampling iteration (warm-up adds one, the median step size that sets the number
+    of leapfrog steps; ``progress`` two more, 20 times a run).
 
     ``after_transition`` (optional) is a further exact move after each HMC transition (a Gibbs step of
     variables outside x, e.g. the readout); the potential and gradient are then evaluated again at its result.
@@ -295,9 +341,10 @@ def run_chains(potential_and_gradient: PotentialAndGradient, x, *, rng, warmup: 
             potential, gradient = potential_and_gradient(x)
             evaluations += 1
         if not state.warming:
-            records.append(record(x))
-            accepted.append(backend.to_numpy(stats.acceptance_probability))
-            divergent.append(backend.to_numpy(stats.divergent))
+            kept, acceptance, divergence = to_host_at_once((record(x), stats.acceptance_probability, stats.divergent))
+            records.append(kept)
+            accepted.append(acceptance)
+            divergent.append(divergence)
         if progress is not None and (iteration + 1) % report_every == 0:
             phase = "warm-up" if state.warming else "sampling"
             progress(f"{phase} {iteration + 1}/{total}: {state.steps} leapfrog steps, "
@@ -354,7 +401,7 @@ def sample(potential_and_gradient: PotentialAndGradient, x0, *, seed: int, warmu
     if not (bool(backend.xp.all(backend.xp.isfinite(potential))) and bool(backend.xp.all(backend.xp.isfinite(gradient)))):
         raise ValueError("x0 must be a point where the potential and its gradient are finite")
     run = run_chains(potential_and_gradient, x, rng=rng, warmup=warmup, draws=draws, backend=backend,
-                     record=backend.to_numpy, **kernel_options)
+                     record=lambda x: x, **kernel_options)
     draws_array = np.moveaxis(np.stack(run.records), 0, -1)  # (C, d, draws)
     return np.swapaxes(draws_array, 0, 1), {
         "mean_acceptance": float(np.mean(run.acceptance)), "divergences": int(np.sum(run.divergences)),

@@ -133,6 +133,7 @@ class CollapsedNetworkPosterior:
         arguments.fits_in_memory("X", 8 * self.P * self.P, f"the P × P identity of its P = {self.P} rows",
                                  backend=be)
         self.identity = be.xp.eye(self.P)
+        self.shift = self.temperature * self.identity
         self.inputs = self.prepared(self.X)
 
     def prepared(self, X):
@@ -150,25 +151,24 @@ class CollapsedNetworkPosterior:
         return self.network.readout_variance * Phi @ Phi.transpose(0, 2, 1), Phi
 
     def solve(self, K):
-        """Factorise K + T·I per chain: (:class:`KernelSolve`, ln det, yᵀ(K + T·I)⁻¹y, chains without a factor). On a
-        diverging trajectory K + T·I stops being positive definite in floating point; such a chain gets the
-        identity's factor (so that every solve stays finite) and is reported in the last value."""
+        """Factorise K + T·I per chain: (:class:`KernelSolve`, ½ ln det(K + T·I), yᵀ(K + T·I)⁻¹y, chains without a
+        factor). On a diverging trajectory K + T·I stops being positive definite in floating point; such a chain
+        gets the identity's factor (so that every solve stays finite) and is reported in the last value."""
         be, xp = self.backend, self.backend.xp
-        factor, failed = be.cholesky_each(K + self.temperature * self.identity, self.identity)
+        factor, failed = be.cholesky_each(K + self.shift, self.identity)
         labels = xp.broadcast_to(self.labels, (K.shape[0], self.P))
         half = be.solve_lower(factor, labels)
         alpha = be.solve_lower(factor, half, transpose=True)
-        logdet = 2.0 * xp.sum(xp.log(xp.diagonal(factor, axis1=1, axis2=2)), axis=1)
-        return KernelSolve(factor, alpha, be, self.identity), logdet, xp.sum(half**2, axis=1), failed
+        half_logdet = xp.sum(xp.log(xp.diagonal(factor, axis1=1, axis2=2)), axis=1)
+        return KernelSolve(factor, alpha, be, self.identity), half_logdet, xp.sum(half * half, axis=1), failed
 
     def potential_and_gradient(self, x):
         """Ψ (C,) and ∇Ψ (C, size) at the whitened hidden weights x (C, size); Ψ = +∞ where K + T·I has no factor."""
         xp = self.backend.xp
         Z = self._weights(x)
         K, residuals = self._kernel(Z)
-        solved, logdet, quadratic, failed = self.solve(K)
-        potential = 0.5 * (quadratic + logdet) + 0.5 * xp.sum(x * x, axis=1)
-        potential = xp.where(failed, xp.inf, potential)
+        solved, half_logdet, quadratic, failed = self.solve(K)
+        potential = xp.where(failed, xp.inf, 0.5 * (quadratic + xp.sum(x * x, axis=1)) + half_logdet)
         if self.network.kernel_vjp is not None:
             gradient = self.network.kernel_vjp(residuals, solved)
         else:
@@ -290,10 +290,10 @@ def sample_order_parameters(network: Network, X, y, *, temperature: float, chain
     x0 = rng.standard_normal((chains, posterior.size))
 
     def record(x) -> dict:
-        return {name: be.to_numpy(value) for name, value in posterior.order_parameters(x, X_test, y_test).items()}
+        return posterior.order_parameters(x, X_test, y_test)  # brought to the host by run_chains, in one transfer
 
     # one record at the start gives the bytes of every kept draw (the network chooses its order parameters' shapes)
-    record_bytes = sum(np.asarray(value).nbytes for value in record(x0).values())
+    record_bytes = sum(int(value.nbytes) for value in record(x0).values())
     hmc.refuse_what_cannot_fit(chains, posterior.size, warmup=warmup, draws=draws, record_bytes=record_bytes,
                                backend=be)
     run = hmc.run_chains(posterior.potential_and_gradient, x0, rng=rng, warmup=warmup, draws=draws, backend=be,

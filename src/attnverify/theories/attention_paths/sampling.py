@@ -298,9 +298,8 @@ def _run(posterior: NetworkPosterior, rng, seed: int, settings: SamplerSettings,
     start = time.perf_counter()
     chain = (_Collapsed if method == "collapsed" else _ReadoutGibbs)(posterior, rng)
 
-    def record(state):
-        U = [be.to_numpy(level) for level in chain.order_parameters(state)]
-        return U, (be.to_numpy(chain.test_outputs(state, X_test)) if X_test is not None else None)
+    def record(state):  # device arrays: run_chains brings a draw's record to the host in one transfer
+        return chain.order_parameters(state), (chain.test_outputs(state, X_test) if X_test is not None else None)
 
     run = run_chains(chain.potential_and_gradient, chain.start(settings.chains), rng=rng, warmup=settings.warmup,
                      draws=settings.draws, backend=be, record=record, after_transition=chain.after_transition,
