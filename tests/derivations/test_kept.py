@@ -12,6 +12,7 @@ from sympy import Eq, MatrixSymbol, Sum, Symbol
 import attnverify.theories.attention_paths.derivations.report_derivations  # noqa: F401  (registers its derivations)
 import attnverify.theories.conditional_mean.derivations  # noqa: F401
 import attnverify.theories.single_location.derivations  # noqa: F401
+from attnverify.base.cache import KEEP_VARIABLE
 from attnverify.base.files import unpack_entry
 from attnverify.derivations import kept
 from attnverify.derivations.derivation import DerivationRecorder
@@ -50,7 +51,7 @@ def _toy_derivation(calls: list):
 
 def test_a_kept_derivation_is_read_by_the_next_process_and_derived_afresh_when_it_must_be(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNVERIFY_CACHE", str(tmp_path))
-    monkeypatch.delenv(kept.ENVIRONMENT_VARIABLE, raising=False)
+    monkeypatch.delenv(KEEP_VARIABLE, raising=False)
     monkeypatch.setattr(kept, "KEPT", [])
     calls: list = []
     toy = _toy_derivation(calls)
@@ -70,7 +71,7 @@ def test_a_kept_derivation_is_read_by_the_next_process_and_derived_afresh_when_i
     kept.kept_derivation(toy)()
     assert calls == [1, 1, 1] and kept.kept_path(toy).is_file() and kept.kept_path(toy) != path
 
-    monkeypatch.setenv(kept.ENVIRONMENT_VARIABLE, "0")
+    monkeypatch.setenv(KEEP_VARIABLE, "0")
     monkeypatch.setattr(kept, "code_version", lambda: "switched-off")
     kept.kept_derivation(toy)()
     assert calls == [1, 1, 1, 1] and not kept.kept_path(toy).exists()
@@ -78,7 +79,7 @@ def test_a_kept_derivation_is_read_by_the_next_process_and_derived_afresh_when_i
 
 def test_a_derivation_that_does_not_read_back_exactly_is_not_kept(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNVERIFY_CACHE", str(tmp_path))
-    monkeypatch.delenv(kept.ENVIRONMENT_VARIABLE, raising=False)
+    monkeypatch.delenv(KEEP_VARIABLE, raising=False)
     monkeypatch.setattr(kept, "KEPT", [])
     monkeypatch.setattr(kept, "_same", lambda a, b: False)  # as if no way of reading gave a step back
     calls: list = []

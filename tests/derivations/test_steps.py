@@ -17,7 +17,7 @@ from attnverify.derivations.steps import comparison as comparing, numeric, relat
 from attnverify.derivations.derivation import DerivationRecorder
 from attnverify.derivations.gaussian import Expectation, gaussian
 from attnverify.derivations.steps import StepCheck, compare
-from attnverify.base.cache import cache_directory
+from attnverify.base.cache import KEEP_VARIABLE, cache_directory
 from attnverify.report.markdown import derivation_markdown
 from attnverify.report.render import derivation_html
 from attnverify.report.results import derivation_dict
@@ -32,7 +32,7 @@ R = Symbol("R")
 def _fresh_cache(tmp_path, monkeypatch):
     """Each test checks afresh: its own folder of checked steps (the derivations stay kept), an empty memory."""
     monkeypatch.setattr(comparing, "cache_directory", lambda *parts: tmp_path.joinpath("cache", *parts))
-    monkeypatch.delenv(steps.ENVIRONMENT_VARIABLE, raising=False)
+    monkeypatch.delenv(KEEP_VARIABLE, raising=False)
     monkeypatch.setattr(comparing, "_MEMORY", {})
     steps.check_derivation.cache_clear()
 
@@ -263,7 +263,7 @@ def test_outcomes_are_cached_in_memory_and_on_disk(monkeypatch):
 
 
 def test_the_disk_is_off_with_the_kept_derivations(monkeypatch):
-    monkeypatch.setenv(steps.ENVIRONMENT_VARIABLE, "0")
+    monkeypatch.setenv(KEEP_VARIABLE, "0")
     compare(x + 1, 1 + x)
     assert not comparing._cache_path(steps.comparison_key(x + 1, 1 + x)).exists()
 

@@ -17,7 +17,6 @@ are written whole (a temporary file, then a rename), so processes that derive at
 from __future__ import annotations
 
 import functools
-import os
 import pickle
 import platform
 from pathlib import Path
@@ -27,11 +26,8 @@ import sympy
 from sympy.core.parameters import evaluate
 
 from ..base.files import fingerprint, read_entry, write_entry
-from ..base.cache import cache_directory
+from ..base.cache import cache_directory, keeping_derivations
 from .derivation import Derivation, Step
-
-ENVIRONMENT_VARIABLE = "ATTNVERIFY_KEEP_DERIVATIONS"
-"""Set to 0 to derive in every process, without reading or writing the disk."""
 
 PACKAGE = Path(__file__).resolve().parent.parent
 
@@ -45,10 +41,6 @@ def code_version() -> str:
     files = sorted(PACKAGE.rglob("*.py"))
     return fingerprint(f"sympy {sympy.__version__} python {platform.python_version()}",
                        *(part for path in files for part in (str(path.relative_to(PACKAGE)), path.read_bytes())))
-
-
-def _enabled() -> bool:
-    return os.environ.get(ENVIRONMENT_VARIABLE, "1") != "0"
 
 
 def kept_path(function: Callable, key: str | None = None) -> Path:
@@ -119,7 +111,7 @@ def kept_derivation(function: Callable[[], Derivation], key: str | None = None, 
 
     @functools.lru_cache(maxsize=None)
     def kept() -> Derivation:
-        if not _enabled():
+        if not keeping_derivations():
             return function()
         path = kept_path(function, key)
         value = _read(path)

@@ -5,7 +5,7 @@ docs/derivation_steps.md; one job per module: outcome, budget, expressions, symb
 (one comparison, kept on disk), relations (what a step claims), walk (a whole derivation)."""
 
 from .budget import BUDGET_VARIABLE, STEP_BUDGET, step_budget
-from .comparison import ENVIRONMENT_VARIABLE, checker_version, compare, comparison_key
+from .comparison import checker_version, compare, comparison_key
 from .expressions import function
 from .numeric import AGREEMENT_DIGITS, WORKING_DIGITS
 from .outcome import OUTCOMES, StepCheck, counts, counts_text
@@ -13,7 +13,7 @@ from .points import POINTS, QUADRATURE_POINTS
 from .symbolic import EXPAND_OPERATIONS, SIMPLIFY_OPERATIONS
 from .walk import check_derivation, derivation_key
 
-__all__ = ["AGREEMENT_DIGITS", "BUDGET_VARIABLE", "ENVIRONMENT_VARIABLE", "EXPAND_OPERATIONS", "OUTCOMES", "POINTS",
+__all__ = ["AGREEMENT_DIGITS", "BUDGET_VARIABLE", "EXPAND_OPERATIONS", "OUTCOMES", "POINTS",
            "QUADRATURE_POINTS", "SIMPLIFY_OPERATIONS", "STEP_BUDGET", "StepCheck", "WORKING_DIGITS", "check_derivation",
            "checker_version", "compare", "comparison_key", "counts", "counts_text", "derivation_key", "function",
            "step_budget"]

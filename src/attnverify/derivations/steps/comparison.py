@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import random
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ import sympy
 from sympy.core.function import AppliedUndef
 
 from ...base.files import fingerprint, read_entry, write_entry
-from ...base.cache import cache_directory
+from ...base.cache import cache_directory, keeping_derivations
 from ..gaussian import Expectation, moments_taken, polynomial_in
 from .outcome import StepCheck, combined, noted, unchecked
 from .budget import BudgetSpent, CLOCK, Child, GRACE, budget_outcome, can_fork, is_spent, step_budget
@@ -27,14 +26,10 @@ from .points import POINTS, QUADRATURE_POINTS
 from .numeric import numeric_check
 
 
-ENVIRONMENT_VARIABLE = "ATTNVERIFY_KEEP_DERIVATIONS"
-"""Set to 0 to check every comparison afresh, without reading or writing the disk (as for the kept derivations)."""
-
-
 @functools.lru_cache(maxsize=None)
 def checker_version() -> str:
-    """The fingerprint of this package's sources, of the Gaussian engine's (:mod:`..gaussian`, which evaluates expectations) and of
-    sympy's and mpmath's versions: a new checker checks afresh."""
+    """The fingerprint of this package's sources, of the Gaussian engine's (:mod:`..gaussian`, which evaluates
+    expectations) and of sympy's and mpmath's versions: a new checker checks afresh."""
     here = Path(__file__).parent
     sources = [*sorted(here.glob("*.py")), *sorted((here.parent / "gaussian").glob("*.py"))]
     return fingerprint(f"sympy {sympy.__version__} mpmath {mpmath.__version__}",
@@ -48,10 +43,6 @@ _MEMORY: dict[str, StepCheck] = {}
 def remember(key: str, outcome: StepCheck) -> None:
     """Keep in this process an outcome that a forked child decided and kept on disk."""
     _MEMORY[key] = outcome
-
-
-def _disk_enabled() -> bool:
-    return os.environ.get(ENVIRONMENT_VARIABLE, "1") != "0"
 
 
 def _cache_path(key: str) -> Path:
@@ -126,13 +117,13 @@ def _compare_forked(a, b, key: str, budget: float) -> StepCheck:
 
 def read_kept(key: str):
     """The kept outcome of a comparison (a StepCheck) or of a derivation (a tuple of them), or None."""
-    if not _disk_enabled():
+    if not keeping_derivations():
         return None
     return read_entry(_cache_path(key), key, _from_json)  # a damaged one is set aside: checked again
 
 
 def write_kept(key: str, outcome) -> None:
-    if not _disk_enabled():
+    if not keeping_derivations():
         return
     path = _cache_path(key)
     data = [o.as_dict() for o in outcome] if isinstance(outcome, tuple) else outcome.as_dict()
