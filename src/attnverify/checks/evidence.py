@@ -1,21 +1,10 @@
 """Evidence: what one example of a claim measured, and whether the claim held there.
 
-Every stochastic comparison states its tolerance as ``z · standard_error + bias_budget`` with
-z ≥ 5 by default; exact identities use a relative tolerance near float64 round-off.
-
-Three verdicts, as science has them (:data:`STATUSES`): the evidence *holds* (the claim reaches its bar),
-*refutes* (it contradicts the claim at the bar), or is *inconclusive* (neither: a one-sided bound short of
-z SE, an equality whose error bar is wider than the discrepancy it must resolve, a sampler that has not
-converged). Inconclusive evidence says why and what would decide it (``needed``: draws, seeds, examples).
-
-Round-off is not evidence: every comparison made here adds a floating-point floor to its tolerance,
-:func:`.roundoff.roundoff_floor` of the magnitudes it compares and of the ``scale`` of the terms that produced them
-(a few ulps), so an exact identity or a Monte Carlo standard error of 0 never becomes bitwise equality.
-
-Evidence validates itself: ``holds`` is a real bool, both sides are finite, the tolerance and the
-standard error are finite and ≥ 0. It also carries the *relation* between its two sides and any
-further named *conditions*, so its verdict is recomputed from the figures when it is made: a
-``holds`` that disagrees with them is an error, never a pass.
+A stochastic comparison's tolerance is ``z · standard_error + bias_budget`` (z ≥ 5 by default), plus the round-off
+floor of :mod:`.roundoff`. The verdict (:data:`STATUSES`) is *holds*, *refuted* or *inconclusive* (a bound short of
+z SE, an error bar wider than the gap it must resolve, a sampler not converged: with ``needed``, what would decide
+it). Evidence validates itself (a real bool, finite sides, tolerance and standard error ≥ 0) and recomputes its
+verdict from its *relation* and named *conditions*: a ``holds`` that disagrees with its figures is an error.
 """
 
 from __future__ import annotations
