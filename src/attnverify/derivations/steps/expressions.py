@@ -175,7 +175,7 @@ def is_zero_value(expression) -> bool:
 def carried_out(expression):
     """``expression`` with its derivatives and substitutions carried out (sympy's ``doit``, not deep) where they hold
     no unevaluated function, and every expectation over random variables of unspecified law written by linearity
-    (:func:`.expectation.by_linearity`)."""
+    (:func:`..gaussian.by_linearity`)."""
     if not isinstance(expression, sympy.Basic):
         return expression
     expression = by_linearity(expression)

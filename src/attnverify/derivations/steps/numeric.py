@@ -227,7 +227,7 @@ def _propagated(explicit, quadratures: dict, value, digits: int):
 
 def _integrals_at(expression, digits: int):
     """(``expression`` with each definite integral free of symbols replaced by a stand-in symbol, stand-in →
-    (value, error estimate)) (:func:`.expectation.integral_estimate`: a Gaussian weight's expectation, exactly
+    (value, error estimate)) (:func:`..gaussian.integral_estimate`: a Gaussian weight's expectation, exactly
     where it can be conditioned, else mpmath.quad of bounded degree whose error estimate is checked)."""
     if not isinstance(expression, sympy.Basic) or not expression.has(sympy.Integral):
         return expression, {}
@@ -250,7 +250,7 @@ def _integrals_at(expression, digits: int):
 def _expectations_at(expression, point: dict, digits: int):
     """(``expression`` with each Gaussian expectation replaced by a stand-in symbol, stand-in → (its value at
     ``point``, its error estimate)) (a quadrature, with the expectation compiled once for all points:
-    :meth:`.expectation.Expectation.estimate_at`); (None, {}) where one is not finite there."""
+    :meth:`..gaussian.Expectation.estimate_at`); (None, {}) where one is not finite there."""
     if not isinstance(expression, sympy.Basic) or not expression.has(Expectation):
         return expression, {}
     values = point if "integers" not in point else {**point["integers"], **point["scalars"]}
