@@ -138,6 +138,32 @@ def test_a_monte_carlo_claim_names_its_mistakes_at_definition():
                            figure=dict(x=0.5), x=st.floats(0, 1))
 
 
+def test_a_monte_carlo_claim_takes_options_per_profile_a_resolution_of_its_parameters_and_the_backend():
+    theory = Theory("mine")
+    seen = []
+
+    @theory.monte_carlo(expected=lambda mu, sigma: mu, relative={"quick": 0.05, "thorough": 0.01},
+                        resolution=lambda sigma, **p: 0.01 * sigma, budget={"quick": 40_000, "thorough": 400_000},
+                        statement="the mean of N(μ, σ²) is μ", mu=st.floats(1.0, 2.0), sigma=st.floats(0.5, 1.0))
+    def normal(rng, n, mu, sigma, backend):
+        seen.append(backend.name)
+        return backend.xp.asarray(rng.normal(mu, sigma, n))
+
+    quick, thorough = run_claim(normal, profile="quick", examples=2), run_claim(normal, profile="thorough", examples=2)
+    assert quick.status == thorough.status == "holds" and set(seen) == {"numpy"}
+    for result, relative, budget in ((quick, 0.05, 40_000), (thorough, 0.01, 400_000)):
+        for example in result.examples:
+            mu, sigma, sizing = example.parameters["mu"], example.parameters["sigma"], example.evidence.figures
+            assert sizing["budget"] == budget and math.isclose(sizing["resolution"], 0.01 * sigma + relative * mu,
+                                                               rel_tol=1e-12)
+    with pytest.raises(ValueError, match="relative per profile must give exactly quick, thorough"):
+        theory.monte_carlo(lambda rng, n, x: None, expected=lambda x: 0.0, relative={"quick": 0.1}, statement="s",
+                           x=st.floats(0, 1))
+    with pytest.raises(ValueError, match="budget must be a positive finite int"):
+        theory.monte_carlo(lambda rng, n, x: None, expected=lambda x: 0.0, relative=0.1, budget=0.5, statement="s",
+                           x=st.floats(0, 1))
+
+
 def test_a_figure_with_a_non_finite_number_is_refused_by_name():
     estimates = [Estimate(1.0, 0.1, 10), Estimate(2.0, 0.1, 10)]
     with pytest.raises(ValueError, match=r"theory must be finite numbers; entry 1 is nan"):

@@ -32,7 +32,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import math
 from pathlib import Path
 from typing import Any, Callable
 
@@ -40,11 +39,11 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ..base.files import fingerprint
-from ..checks.claim import Claim, claim_parameters
+from ..checks.claim import PROFILES, Claim, claim_parameters
 from ..checks.evidence import Evidence
 from .derived import DerivationHandle, DerivedFunction
 from .figures import FigureMaker, TheoryVsSimulation
-from .monte_carlo import compare, figure_axis, simulator, sweep
+from .monte_carlo import checked_option, compare, figure_axis, simulator, sweep
 from .signatures import accepts_the_drawn, options_not_strategies, signature_call, statement_of
 
 __all__ = ["DerivationHandle", "DerivedFunction", "Theory", "TheoryVsSimulation"]
@@ -170,7 +169,10 @@ class Theory:
         Bernstein), identical draws refute only beyond what an unseen event within it could move, and the
         resolution asked of a relative ``relative`` is at most that fraction of the range's largest magnitude.
         ``figure``: the parameters of a theory-vs-simulation figure, one of them an array (the axis), the rest
-        fixed, e.g. ``dict(sigma=np.linspace(0.1, 1.5, 8), L=16)``."""
+        fixed, e.g. ``dict(sigma=np.linspace(0.1, 1.5, 8), L=16)``. ``resolution``, ``relative`` and ``budget`` may
+        be given per profile (``relative={"quick": 0.01, "thorough": 0.005}``), and ``resolution`` as a function of
+        the parameters (``lambda gamma, eps, **p: 1e-3 * (gamma**2 + eps**2)``); ``function`` may also take
+        ``backend``: then it draws on the run's backend (numpy or cupy) from a Generator of that backend."""
         options_not_strategies("monte_carlo", expected=expected, resolution=resolution, relative=relative,
                                 budget=budget, bounds=bounds, figure=figure, xlabel=xlabel, ylabel=ylabel, name=name,
                                 statement=statement, source=source, expect=expect, examples=examples,
@@ -181,9 +183,9 @@ class Theory:
         if resolution is None and relative is None:
             raise ValueError("monte_carlo needs the smallest error it must resolve: resolution= (absolute) and/or "
                              "relative= (a fraction of |expected|)")
-        for label, value in (("resolution", resolution), ("relative", relative)):
-            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise ValueError(f"{label} must be a positive finite number, got {value!r}")
+        checked_option("resolution", resolution, PROFILES, function=True)
+        checked_option("relative", relative, PROFILES)
+        checked_option("budget", budget, PROFILES, integer=True)
         from ..numerics.statistics import checked_bounds
 
         bounds = checked_bounds("bounds", bounds)

@@ -20,11 +20,46 @@ from .figures import TheoryVsSimulation
 
 
 def simulator(function: Callable, names: tuple[str, ...]) -> Callable:
+    """``prepare(p, ctx) -> (draw(rng, n), generator)`` for ``function(rng, n, **p)``: n draws at the parameters
+    ``p`` from numpy's ``ctx.rng``, or, when ``function`` also takes ``backend``, on the run's backend
+    (``backend=ctx.backend``) from a Generator of it (``ctx.backend_rng()``)."""
     parameters = list(inspect.signature(function).parameters)
-    if parameters[:2] != ["rng", "n"] or sorted(parameters[2:]) != sorted(names):
+    drawn = [n for n in parameters[2:] if n != "backend"]
+    if parameters[:2] != ["rng", "n"] or sorted(drawn) != sorted(names):
         raise TypeError(f"monte_carlo {function.__name__} must take (rng, n, {', '.join(names)}): n draws for the "
-                        f"parameters; it takes ({', '.join(parameters)})")
-    return function
+                        f"parameters (and backend, to draw on the run's backend); it takes ({', '.join(parameters)})")
+    on_backend = "backend" in parameters[2:]
+
+    def prepare(p: dict, ctx) -> tuple[Callable, object]:
+        if on_backend:
+            return (lambda rng, n: function(rng, n, backend=ctx.backend, **p)), ctx.backend_rng()
+        return (lambda rng, n: function(rng, n, **p)), ctx.rng
+
+    return prepare
+
+
+def per_profile(value, profile: str):
+    """``value[profile]`` for an option given per profile (``{"quick": …, "thorough": …}``), else ``value``."""
+    return value[profile] if isinstance(value, dict) else value
+
+
+def checked_option(label: str, value, profiles: tuple[str, ...], *, function: bool = False, integer: bool = False):
+    """``value`` if it is a positive finite number (an int ≥ 1 with ``integer``; a function of the parameters too,
+    with ``function``), or a dict giving one for each of ``profiles``; else a ValueError naming ``label``."""
+    if value is None:
+        return None
+    values = value.values() if isinstance(value, dict) else [value]
+    if isinstance(value, dict) and sorted(value) != sorted(profiles):
+        raise ValueError(f"{label} per profile must give exactly {', '.join(profiles)}, got {sorted(value)}")
+    for v in values:
+        if function and callable(v):
+            continue
+        number = isinstance(v, int) if integer else isinstance(v, (int, float))
+        if isinstance(v, bool) or not number or not math.isfinite(v) or v <= 0:
+            raise ValueError(f"{label} must be a positive finite {'int' if integer else 'number'}"
+                             f"{' or a function of the parameters' if function else ''} (or one per profile: "
+                             f"{{'quick': …, 'thorough': …}}), got {v!r}")
+    return value
 
 
 def figure_axis(figure: dict, names: tuple[str, ...], what: str) -> str:
@@ -76,13 +111,18 @@ def size_of(value: float, scale: float | None, bounds: tuple | None = None) -> f
 
 def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None):
     """The expected value at ``p``, its terms' round-off scale, and the Monte Carlo mean drawn until 5 SE resolve
-    ``resolution`` + ``relative``·(the size of the terms) or ``budget`` draws are spent."""
+    ``resolution`` + ``relative``·(the size of the terms) or ``budget`` draws are spent (each option per
+    ``ctx.profile`` where given per profile; ``resolution`` a function of the parameters where given one)."""
     from ..numerics.sized import sized_mean
 
+    resolution, relative, budget = (per_profile(v, ctx.profile) for v in (resolution, relative, budget))
+    if callable(resolution):
+        resolution = float(resolution(**p))
     expected, scale = expected_value(theory_side, p, ctx)
-    estimate = sized_mean(lambda rng, n: simulate(rng, n, **p), ctx.rng, resolution=resolution,
-                          relative_resolution=relative, reference=size_of(expected, scale, bounds) if relative else None,
-                          budget=budget, bounds=bounds)
+    draw, generator = simulate(p, ctx)
+    estimate = sized_mean(draw, generator, resolution=resolution, relative_resolution=relative,
+                          reference=size_of(expected, scale, bounds) if relative else None, budget=budget,
+                          bounds=bounds)
     return expected, scale, estimate
 
 
@@ -96,9 +136,12 @@ def sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xla
     """The theory-vs-simulation figure of a Monte Carlo claim along its axis (the others fixed)."""
     from types import SimpleNamespace
 
+    from ..base.backend import get_backend
+
     xs = np.asarray(figure[axis], dtype=float)
     fixed = {n: v for n, v in figure.items() if n != axis}
-    ctx = SimpleNamespace(rng=rng)
+    ctx = SimpleNamespace(rng=rng, profile="quick", backend=get_backend("numpy"), backend_rng=lambda: rng)
+    resolution, relative = per_profile(resolution, "quick"), per_profile(relative, "quick")
     integer = isinstance(figure[axis][0], (int, np.integer))
 
     def at(x) -> dict:
@@ -108,7 +151,7 @@ def sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xla
     theory_x = xs if integer else np.linspace(xs.min(), xs.max(), 100)
     theory = [float(theory_side(at(x), ctx)) for x in theory_x]
     draws = [e.samples for e in estimates]
-    size = (f"{resolution:g}" if resolution else "") + (" + " if resolution and relative else "") + \
+    size = ("a resolution of the parameters" if callable(resolution) else f"{resolution:g}" if resolution else "") + (" + " if resolution and relative else "") + \
         (f"{relative:.0%} of the theory" if relative else "")
     fixed_text = ", ".join(f"{n} = {v:g}" for n, v in fixed.items())
     return TheoryVsSimulation(
