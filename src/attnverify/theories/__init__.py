@@ -1,25 +1,17 @@
 """Theories as the pipeline sees them: a name, and where its report section and its claims live.
 
-The three built-in theories and a theorist's own file go through the same interface, and have the same form: a
-concise :class:`attnverify.Theory` (a built-in's is ``attnverify.theories.<name>.theory.theory``, registered on by
-the package's modules, as a user's file does: ``@theory.derivation``, ``@theory.experiments`` (what a run computes
-ahead of the section), ``@theory.claim`` and ``@theory.section``; it is loaded through its ``section`` module, which
-imports the rest, as a user's is through the file). A theory's
-``section`` and ``claims`` are each an importable module name (``attnverify.theories.single_location.section``) or
-the path of a user's ``.py`` file; plain strings, so a worker process can load them again. The section
-module provides ``build_section(out_dir, *, profile, backend, seed, progress, store) -> Section``
-(:mod:`attnverify.report.section`); a file without one gets a section made of its docstring and of the
-derivations its ``derivations()`` returns. The claims are every ``@claim`` at the top level of the claims
-module, and, for a theory with ``derivations()``, ``<theory>.derivation_steps``: every recorded step holds
-(checked by :mod:`attnverify.derivations.steps`), so a failing step fails the theory's verification.
-
-A theory's ``experiments`` module (for a user's file: the file) may provide
-``plan_experiments(*, profile, seed, backend) -> list`` of :func:`attnverify.experiments.store.planned`
-experiments: the run computes each as a task of its own before the section (in parallel with ``--workers``),
-and the section and claims find them in the run's store.
-
-A user's file names its theory with ``THEORY = "name"`` (else the first part of its claims' names) and may
-set ``TITLE``; its claims must be named ``name.something``.
+The three built-in theories and a theorist's own file have the same form: a concise :class:`attnverify.Theory`
+(a built-in's is ``attnverify.theories.<name>.theory.theory``, registered on by the package's modules as a user's
+file does, and loaded through its ``section`` module, which imports the rest); :func:`builtin` gives those
+objects. The run hands a theory to worker processes as :class:`TheoryModules`: its name and the importable module
+(``attnverify.theories.single_location.section``) or ``.py`` file of its section and claims, plain strings that a
+worker loads again; each method defers to the module's ``Theory`` where it has one. A user's file in the long form
+(no ``Theory``) provides ``build_section(out_dir, *, profile, backend, seed, progress, store) -> Section`` (else its
+section is its docstring and the derivations ``derivations()`` returns), ``plan_experiments(*, profile, seed,
+backend)`` (experiments the run computes as tasks ahead of the section) and top-level ``@claim``s; a theory with
+derivations also gets ``<theory>.derivation_steps`` (every recorded step holds, :mod:`attnverify.derivations.steps`).
+Such a file names its theory with ``THEORY = "name"`` (else the first part of its claims' names) and may set
+``TITLE``; its claims must be named ``name.something``.
 """
 
 from __future__ import annotations
@@ -54,18 +46,17 @@ def load(source: str) -> ModuleType:
 
 @dataclass(frozen=True)
 class TheoryModules:
-    """A theory: its ``name``, the module or file of its report ``section``, of its ``claims``, of its
-    ``experiments`` and of its ``derivations`` (None: the section's module or file)."""
+    """A theory as the run hands it to worker processes: its ``name`` and the module or file of its report
+    ``section`` and of its ``claims`` (plain strings, loaded again where the theory is used; a built-in's are its
+    package's section module, whose :class:`attnverify.Theory` every method below defers to)."""
 
     name: str
     section: str
     claims: str
-    experiments: str | None = None
-    derivations: str | None = None
 
     def derivation_list(self) -> list:
-        """The theory's derivations (``derivations()`` of its derivations module; none without one)."""
-        module = load(self.derivations or self.section)
+        """The theory's derivations (``derivations()`` of its section's module or file; none without one)."""
+        module = load(self.section)
         form = concise(module)
         if form is not None:
             return form.derivation_list()
@@ -75,7 +66,7 @@ class TheoryModules:
         """The experiments the run computes ahead of the section (``plan_experiments``; none without one)."""
         from ..experiments.store import Planned
 
-        module = load(self.experiments or self.section)
+        module = load(self.section)
         form = concise(module)
         plan = form.plan_experiments if form is not None and form.plans_experiments else \
             getattr(module, "plan_experiments", None)
@@ -101,8 +92,8 @@ class TheoryModules:
         return claims
 
     def has_derivations(self) -> bool:
-        """Whether the derivations module (or the section's) defines ``derivations()``; nothing is derived."""
-        module = load(self.derivations or self.section)
+        """Whether the section's module or file defines derivations; nothing is derived."""
+        module = load(self.section)
         form = concise(module)
         return bool(form.derivations) if form is not None else callable(getattr(module, "derivations", None))
 
@@ -172,9 +163,13 @@ def from_file(path: str | Path) -> TheoryModules:
     return TheoryModules(theory_name(load_user_module(path), path), str(path), str(path))
 
 
-def builtin_claims() -> list[Claim]:
-    """All built-in claims of every theory, each theory's ``derivation_steps`` claim included (the same list
-    :meth:`attnverify.theories.TheoryModules.claim_list` gives, so ``check`` runs what the report runs)."""
-    from . import BUILTIN  # (theories imports this module)
+def builtin() -> list:
+    """The built-in theories as the :class:`attnverify.Theory` objects their packages register on, in report order
+    (each loaded through its section module, which imports the rest): the same objects a user's file defines."""
+    return [concise(load(theory.section)) for theory in BUILTIN]
 
-    return [c for theory in BUILTIN for c in theory.claim_list()]
+
+def builtin_claims() -> list[Claim]:
+    """All built-in claims of every theory, each theory's ``derivation_steps`` claim included (the same list each
+    :meth:`attnverify.Theory.claim_list` gives, so ``check`` runs what the report runs)."""
+    return [c for theory in builtin() for c in theory.claim_list()]
