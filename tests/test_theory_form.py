@@ -269,7 +269,7 @@ def test_the_readme_example_goes_through_verify_and_its_report(tmp_path, monkeyp
 
 
 def test_parameters_that_depend_on_each_other_come_from_one_strategy():
-    """Issue 29 (the built-ins' claims in the concise form): ``parameters=`` takes one strategy that draws the dict,
+    """``parameters=`` takes one strategy that draws the dict,
     for parameters that depend on each other; its names are checked against the function at the first draw, by name,
     and keywords and ``parameters=`` together are refused."""
     from attnverify import Theory, at_most, run_claim
@@ -335,7 +335,7 @@ def squares_grow(count, ctx):
 
 
 def test_a_theory_plans_its_experiments_and_draws_its_own_section(tmp_path):
-    """Issue 29 (the built-ins in the concise form): ``@theory.experiments`` plans what the run computes ahead of the
+    """``@theory.experiments`` plans what the run computes ahead of the
     section, once, and ``@theory.section`` draws the section from the run's store, as the built-in theories do."""
     import json
 

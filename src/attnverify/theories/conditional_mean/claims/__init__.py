@@ -21,3 +21,12 @@ from .approximation import (error_constant, bias_constant, error_rate_slope, ide
                             identity_parameter_is_consistent, fixed_bandwidth_limit, fixed_bandwidth_is_consistent)
 from .concentration import (latent_posterior_concentrates, lipschitz_in_parameter, generalization_gap_flat_supervised,
                             generalization_gap_flat_masked)
+
+__all__ = [
+    "finite_latent_posterior_is_attention", "ridge_attention_is_posterior_mean", "softmax_is_rbf_for_equal_norm_keys",
+    "conjugate_posterior_closed_form", "attention_is_exchangeable", "gaussian_constants_match_quadrature",
+    "fixed_bandwidth_constants_match_quadrature", "error_constant", "bias_constant", "error_rate_slope",
+    "identity_parameter_limit", "identity_parameter_is_consistent", "fixed_bandwidth_limit",
+    "fixed_bandwidth_is_consistent", "latent_posterior_concentrates", "lipschitz_in_parameter",
+    "generalization_gap_flat_supervised", "generalization_gap_flat_masked",
+]
