@@ -31,7 +31,7 @@ def test_the_deep_linear_example_with_its_own_network_holds():
                                                       "saddle_gradient_matches_finite_differences",
                                                       "saddle_point_approaches_gp",
                                                       "network_gradient_matches_finite_differences",
-                                                      "sampled_networks_match_theory"]
+                                                      "sampled_networks_match_theory", "derivation_steps"]
     for claim in claims:
         result = run_claim(claim, profile="quick", seed=run_seed(0))
         assert result.status == "holds", result

@@ -117,3 +117,29 @@ def test_saddle_point_options_are_checked():
         theory.saddle_point(action, network=lambda width: None, **strategies)(lambda rng: {})
     with pytest.raises(TypeError, match="missing temperature"):
         theory.saddle_point(action, network=lambda N: None, figure=dict(N=(10, 20)), **strategies)(lambda rng: {})
+
+
+def test_the_report_shows_the_declared_action_and_its_saddle_point_equations():
+    """@theory.saddle_point registers the derivation <name>saddle_point_equations: S = ½E + 𝓛 with the declared 𝓛,
+    then ∂S/∂u = 0 for each entry (sympy's ∂𝓛/∂u, and ½∂E/∂u for the kernel's), printed by the report's equation
+    printer; for matrix order parameters ln det and U⁻¹ print as such."""
+    import sympy
+
+    from attnverify.report.equations import equation_latex
+
+    module = load_user_module(EXAMPLE)
+    names = [d.name for d in module.theory.derivation_list()]
+    assert names == ["relu_renormalisation.saddle_point_equations", "relu_renormalisation.networks_saddle_point_equations"]
+    derivation = module.theory.derivation_list()[0]
+    action, equation = derivation.steps[0].expression, derivation.steps[1].expression
+    S, E = sympy.symbols("S E")
+    Q, N, sigma2 = sympy.symbols("Q N sigma2", positive=True)
+    assert action == sympy.Eq(S, E / 2 + N / 2 * (Q / sigma2 - sympy.log(Q)))
+    assert sympy.simplify(equation.lhs - (N / 2 * (1 / sigma2 - 1 / Q) + sympy.Derivative(E, Q) / 2)) == 0
+    assert all(step.kind == "definition" for step in derivation.steps)
+    paths = _paths((2, 2))
+    from attnverify.saddle.claims import action_derivation
+
+    steps = []
+    action_derivation(paths)(lambda description, expression, **kind: steps.append(expression))
+    assert r"\ln\det U_{1}" in equation_latex(steps[0]) and "(U_{2}^{-1})_{00}" in equation_latex(steps[1])

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import numpy as np
+import sympy
 
 from ..base.arguments import name_mismatch
 from ..checks.evidence import Evidence, at_most
@@ -146,11 +147,13 @@ def approaches_gp(s: SaddleSetting) -> Callable:
         width = s.declaration.width.name
         gp = gp_point(s.declaration, **action_values)
         scale = float(np.max(np.abs(gp.entries)))
-        widths = [action_values[width] * 10.0 ** k for k in (2, 3, 4)]
+        factors = [10.0 ** k for k in (2, 3, 4)]  # every layer's width scaled alike: their ratios, and U_GP, kept
+        widths = [action_values[width] * f for f in factors]
         distances, start = [], None
-        for N in widths:
+        for factor in factors:
+            scaled = {w.name: action_values[w.name] * factor for w in s.declaration.widths}
             solution = solve(s.declaration, data, temperature=temperature, tolerance=TOLERANCE * 1e-2,
-                             raise_on_failure=False, start=start, backend=ctx.backend, **{**action_values, width: N})
+                             raise_on_failure=False, start=start, backend=ctx.backend, **{**action_values, **scaled})
             start = solution
             distances.append(float(np.max(np.abs(solution.entries - gp.entries))) / scale)
         slope = float(np.log(distances[2] / distances[1]) / np.log(10.0))
@@ -209,6 +212,17 @@ def _finite_width_budget(value: np.ndarray, shifted: np.ndarray, D: int, width: 
     return np.maximum((D + 1) / width * scale, np.abs(value - shifted))
 
 
+def _at_width(declaration, action_values: dict, width: int, integer: bool = False) -> dict:
+    """The action's values with the (first) width at ``width`` and every other layer's width moved by as much
+    (N → N − D − 1 shifts each layer's degrees of freedom alike); integers for a network."""
+    shift = float(action_values[declaration.width.name]) - width
+    out = dict(action_values)
+    for w in declaration.widths:
+        value = float(action_values[w.name]) - shift
+        out[w.name] = int(round(value)) if integer else value
+    return out
+
+
 def theory_at_width(s: SaddleSetting, action_values: dict, temperature: float, data: Mapping, width: int,
                     backend=None) -> dict:
     """The theory's predictions at an integer width: the order parameters, and the generalisation error where the
@@ -217,7 +231,7 @@ def theory_at_width(s: SaddleSetting, action_values: dict, temperature: float, d
     from .predict import predict
 
     solution = solve(s.declaration, data, temperature=temperature, backend=backend,
-                     **{**action_values, s.declaration.width.name: float(width)})
+                     **_at_width(s.declaration, action_values, width))
     values = {name: np.asarray(value, dtype=float) for name, value in solution.order_parameters.items()}
     if not _missing_test_data(data):
         values[GENERALISATION_ERROR] = np.asarray(
@@ -248,7 +262,7 @@ def _network_at(s: SaddleSetting, network: Callable, action_values: dict, data_p
         raise ValueError(f"the data function {s.data.__name__} must also return the raw inputs (inputs=X, (P, d)) "
                          "that the sampled networks read")
     return network(**_network_arguments(s, network, {**action_values, **data_parameters,
-                                                     s.declaration.width.name: width}))
+                                                     **_at_width(s.declaration, action_values, width, integer=True)}))
 
 
 def _sample(s: SaddleSetting, made, data: Mapping, temperature: float, seed: int, backend, sizes: dict,
@@ -269,8 +283,9 @@ def _sample(s: SaddleSetting, made, data: Mapping, temperature: float, seed: int
 def _drawn_network(s: SaddleSetting, network: Callable, p: Mapping[str, Any], rng):
     """What a network claim draws: the action's values, T, the data, the width as an integer and the network there."""
     action_values, temperature, data_parameters = s.split(p)
+    s.declaration.check_integer_widths(action_values)
     data = s.draw(data_parameters, rng)
-    width = int(round(action_values[s.declaration.width.name]))
+    width = int(action_values[s.declaration.width.name])
     return action_values, temperature, data, width, _network_at(s, network, action_values, data_parameters, data,
                                                                  width)
 
@@ -404,3 +419,38 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
                     "MCSE). " + (f"Not converged (R-hat/ESS) at {width_name} = {unconverged}." if unconverged
                                  else "Every width passed the R-hat/ESS gate."))
     return figure
+
+
+EQUATIONS_SHOWN = 12
+"""How many saddle-point equations the report writes out (one per independent entry; the rest alike)."""
+
+
+def action_derivation(declaration: SaddlePointAction) -> Callable:
+    """``function(step)`` recording the declared action and its saddle-point equations, for the report: S = ½E + 𝓛
+    with the declared 𝓛, then ∂S/∂u = 0 for the entries u of each order parameter (sympy's derivatives of 𝓛; for the
+    kernel's, ½∂E/∂u = ½[Tr((K + T·I)⁻¹C_ab) − rᵀC_ab r] beside them, r = (K + T·I)⁻¹Y). Definitions: what the
+    solver solves, generated, not a chain of steps to check (the generated derivatives are checked against finite
+    differences by ``saddle_gradient_matches_finite_differences``)."""
+    S, E = sympy.symbols("S E")
+    kernel = declaration.kernel
+
+    def derive(step) -> None:
+        step(f"The action: E = ln det(K + T·I) + Yᵀ(K + T·I)⁻¹Y with the kernel K linear in {kernel.name} "
+             f"(K = Σ_ab {kernel.name}_ab C_ab); 𝓛 as declared", sympy.Eq(S, E / 2 + declaration.entropy),
+             kind="definition")
+        shown = 0
+        for op in declaration.order_parameters:
+            for u in op.symbols:
+                if shown == EQUATIONS_SHOWN:
+                    break
+                left = sympy.diff(declaration.entropy, u)
+                if op is kernel:
+                    left += sympy.Derivative(E, u) / 2
+                step(f"The saddle-point equation of {u}" + (" (the energy's part: ½[Tr((K + T·I)⁻¹C) − rᵀCr])"
+                                                            if op is kernel else ""),
+                     sympy.Eq(left, 0), kind="definition")
+                shown += 1
+        if shown < declaration.size:
+            step(f"… and likewise for the other {declaration.size - shown} entries",
+                 sympy.Eq(sympy.Symbol("∂S/∂u"), 0), kind="definition")
+    return derive
