@@ -1,8 +1,9 @@
 """Claims of single-location regression (Marion, Berthier, Biau, Boyer, ICLR 2025).
 
-Each claim states what the paper (or its reconstruction in docs/papers/single_location.md)
-asserts, draws its parameters with hypothesis, computes the theory side from the generated
-evaluators, and measures the other side by simulation with its standard error.
+Each claim states what the paper (or its reconstruction in docs/papers/single_location.md) asserts, in the form of a
+user's file: it names its parameters and draws them with ``st`` (both ends of every range included), computes the
+theory side from the generated evaluators, and measures the other side by simulation with its standard error
+(``theory.monte_carlo`` where the claim is a Monte Carlo equality).
 """
 
 from __future__ import annotations
