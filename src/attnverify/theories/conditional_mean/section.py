@@ -1,8 +1,7 @@
 """Report section of attention as a conditional mean (Zhang, Liu, Cai, Wang, Wang, 2022).
 
-It draws only (the theory adds its title, introduction and derivations, :mod:`.theory`), on the note's
-standard configuration G2
-(``docs/papers/conditional_mean.md`` §6):
+It draws only (the theory adds its title, introduction and derivations, :mod:`.theory`), on the note's standard
+configuration G2 (``docs/papers/conditional_mean.md`` §6):
 
 1. log-log root-mean-squared error of softmax attention against L, with the desired parameter
    a = Σ⁻¹(q − μ) and with W = I, against the derived √(C/L + D/L²) and the wrong limit;
