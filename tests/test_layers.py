@@ -154,6 +154,21 @@ def test_the_layer_check_sees_an_upward_import():
     assert theory_package("attnverify.theories.attention_paths.derivations.action") == "attnverify.theories.attention_paths"
 
 
+def test_the_report_layer_only_renders(graph):
+    """The report prints what a run gives it: no module of ``attnverify.report`` runs tasks or claims, keeps a
+    run's checks or decides its exit status (``attnverify.run`` does)."""
+    running = {"attnverify.experiments.scheduler", "attnverify.experiments.cluster", "attnverify.checks.saved"}
+    wrong = [f"{name} imports {target}" for name, targets in sorted(graph.items())
+             if name.startswith("attnverify.report") for target in sorted(targets & running)]
+    for path in (SOURCE / "attnverify" / "report").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.ImportFrom)
+                     else [node.name] if isinstance(node, ast.FunctionDef) else [])
+            wrong += [f"{path.name}: {name}" for name in names
+                      if name in ("run_claim", "evaluate", "run_tasks", "exit_status", "run_claim_or_error")]
+    assert not wrong, "run logic in the report layer:\n" + "\n".join(wrong)
+
+
 #: Inside a theory's package, lowest first: its Theory object (``theory.py``), its derivations, its simulators
 #: (every other module), its experiments, its claims, its section. A section draws what experiments computed; claims
 #: never import it.
