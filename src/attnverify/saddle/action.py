@@ -18,6 +18,7 @@ import numpy as np
 
 from ..numerics.kernel_energy import entry_gradient, symmetric_basis
 from .declaration import OrderParameter, SaddlePointAction
+from .matrix_functions import triangle
 
 
 class Parametrisation:
@@ -42,13 +43,13 @@ class Parametrisation:
             else:
                 R = np.linalg.cholesky(op.value(entries[part]))
                 R[np.diag_indices(op.size)] = np.log(np.diag(R))
-                out[part] = R[np.tril_indices(op.size)]
+                out[part] = R[triangle(op.size, upper=False)]
         return out
 
     def factor(self, op: OrderParameter, theta_part: np.ndarray) -> np.ndarray:
         """R (lower, positive diagonal) of a matrix order parameter from its θ."""
         R = np.zeros((op.size, op.size))
-        R[np.tril_indices(op.size)] = theta_part
+        R[triangle(op.size, upper=False)] = theta_part
         R[np.diag_indices(op.size)] = np.exp(np.diag(R))
         return R
 
@@ -59,7 +60,7 @@ class Parametrisation:
                 out[part] = np.exp(theta[part])
             else:
                 R = self.factor(op, theta[part])
-                out[part] = (R @ R.T)[np.triu_indices(op.size)]
+                out[part] = (R @ R.T)[triangle(op.size)]
         return out
 
     def chain(self, theta: np.ndarray, gradient: np.ndarray, hessian: np.ndarray | None = None):
@@ -79,8 +80,8 @@ class Parametrisation:
                 continue
             d = op.size
             R = self.factor(op, theta[part])
-            lrows, lcols = np.tril_indices(d)
-            urows, ucols = np.triu_indices(d)
+            lrows, lcols = triangle(d, upper=False)
+            urows, ucols = triangle(d)
             scale = np.where(lrows == lcols, R[lrows, lcols], 1.0)
             E = np.zeros((lrows.size, d, d))
             E[np.arange(lrows.size), lrows, lcols] = scale

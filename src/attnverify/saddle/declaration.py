@@ -23,7 +23,7 @@ import sympy
 
 from ..base.arguments import name_mismatch
 from ..derivations.codegen import evaluator
-from .matrix_functions import InverseEntry, LogDet, MatrixAtoms
+from .matrix_functions import InverseEntry, LogDet, MatrixAtoms, triangle
 
 
 def positive(name: str) -> sympy.Symbol:
@@ -64,7 +64,7 @@ class OrderParameter:
         if self.size == 0:
             return float(entries[0])
         U = np.zeros((self.size, self.size))
-        rows, cols = np.triu_indices(self.size)
+        rows, cols = triangle(self.size)
         U[rows, cols] = entries
         U[cols, rows] = entries
         return U
@@ -86,7 +86,7 @@ class OrderParameter:
         except np.linalg.LinAlgError:
             raise ValueError(f"{self.name} must be positive definite; smallest eigenvalue "
                              f"{np.linalg.eigvalsh(U)[0]:.3g}") from None
-        return U[np.triu_indices(self.size)]
+        return U[triangle(self.size)]
 
 
 def _order_parameter(name: str, value) -> OrderParameter:
@@ -256,7 +256,16 @@ class SaddlePointAction:
         return np.array(positions), evaluator(expressions, list(v) + list(self.parameters), rounding=False).function
 
     def _atom_values(self, entries: np.ndarray):
-        """(a, [(slice of u, J, W, MatrixAtoms)]) at the entries u; LinAlgError outside the domain."""
+        """(a, [(slice of u, J, W, MatrixAtoms)]) at the entries u; LinAlgError outside the domain. The last entries'
+        are kept (the solver asks for the gradient and the Hessian at one point)."""
+        last = self.__dict__.get("_last_atoms")
+        if last is not None and np.array_equal(last[0], entries):
+            return last[1]
+        result = self._evaluate_atoms(entries)
+        self.__dict__["_last_atoms"] = (np.array(entries, dtype=float), result)
+        return result
+
+    def _evaluate_atoms(self, entries: np.ndarray):
         values, blocks = [], []
         for op, atoms in self.atoms:
             start = self._offset(op)

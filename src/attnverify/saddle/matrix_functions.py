@@ -14,10 +14,20 @@ J = ∂a/∂u:  ∂𝓛/∂u = 𝓛_u + Jᵀ𝓛_a  and  ∂²𝓛/∂u∂u' = �
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import sympy
 from scipy.linalg import cho_solve
 from sympy.core.symbol import Str
+
+
+@functools.lru_cache(maxsize=None)
+def triangle(n: int, upper: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of numpy's triu (or tril) order for an n × n matrix, computed once per size (read-only)."""
+    rows, cols = np.triu_indices(n) if upper else np.tril_indices(n)
+    rows.flags.writeable = cols.flags.writeable = False
+    return rows, cols
 
 
 def _name_and_entries(U) -> tuple[str, int, tuple]:
@@ -160,7 +170,7 @@ def pair_form(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     """M_kl = tr(X B_k Y B_l) over the independent entries k, l (i ≤ j, numpy's triu order) of a symmetric
     n × n matrix: tr(X E_ab Y E_cd) = X_da Y_bc, summed over each entry's one or two positions."""
     n = X.shape[0]
-    rows, cols = np.triu_indices(n)
+    rows, cols = triangle(n)
     F = np.einsum("da,bc->abcd", X, Y)
     F = F + F.transpose(1, 0, 2, 3)
     F = F + F.transpose(0, 1, 3, 2)
@@ -175,7 +185,7 @@ class MatrixAtoms:
     def __init__(self, size: int, log_det_used: bool, inverse_entries: tuple):
         self.size, self.log_det, self.inverse = size, log_det_used, tuple(inverse_entries)
         self.count = int(log_det_used) + len(self.inverse)
-        self.rows, self.cols = np.triu_indices(size)
+        self.rows, self.cols = triangle(size)
         self._weight = np.where(self.rows == self.cols, 1.0, 2.0)
 
     def evaluate(self, U: np.ndarray):
