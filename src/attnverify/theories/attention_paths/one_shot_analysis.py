@@ -296,7 +296,7 @@ def rank_correlation_estimate(analyses: Sequence[SeedAnalysis]) -> Estimate:
 
 # ------------------------------------------------------------------------------------ cached networks
 
-#: The trained networks shipped with the package (``attnverify train-one-shot`` rewrites them).
+#: The trained networks shipped with the package (``attnverify train-one-shot --update-package-data`` rewrites them).
 CACHE = Path(__file__).resolve().parent / "data" / "one_shot_digits.npz"
 
 
@@ -311,10 +311,10 @@ def cached_networks(path: str | Path | None = None, setup: OneShotSetup = OneSho
     the episodes of ``setup``, else the numbers would not belong to this experiment."""
     path = Path(path) if path is not None else CACHE
     if not path.is_file():
-        raise FileNotFoundError(f"no trained networks at {path}: run `attnverify train-one-shot` (needs the [train] extra)")
+        raise FileNotFoundError(f"no trained networks at {path}: run `attnverify train-one-shot --update-package-data` (needs the [train] extra)")
     networks, shared = load_networks(path)
     trained_on = shared.get("settings", {}).get("setup")
     if trained_on != setup.as_dict():
         raise ValueError(f"the networks in {path} were trained on episodes {trained_on}, not {setup.as_dict()}: "
-                         "run `attnverify train-one-shot` again")
+                         "run `attnverify train-one-shot --update-package-data` again")
     return networks, shared
