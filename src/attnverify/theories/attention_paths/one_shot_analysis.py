@@ -311,7 +311,8 @@ def cached_networks(path: str | Path | None = None, setup: OneShotSetup = OneSho
     the episodes of ``setup``, else the numbers would not belong to this experiment."""
     path = Path(path) if path is not None else CACHE
     if not path.is_file():
-        raise FileNotFoundError(f"no trained networks at {path}: run `attnverify train-one-shot --update-package-data` (needs the [train] extra)")
+        raise FileNotFoundError(f"no trained networks at {path}: run `attnverify train-one-shot --update-package-data` "
+                                "(needs the [train] extra)")
     networks, shared = load_networks(path)
     trained_on = shared.get("settings", {}).get("setup")
     if trained_on != setup.as_dict():
