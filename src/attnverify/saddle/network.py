@@ -77,11 +77,11 @@ class KernelSolve:
         """L⁻¹B per chain (B (C, P, k), or one B (P, k) for every chain when ``shared``)."""
         return self.backend.solve_lower(self.factor, rhs, shared=shared)
 
-    def energy_gradient(self):
-        """G = ∂Ψ/∂K = ½[(K_Z + T·I)⁻¹ − ααᵀ] (C, P, P), the inverse as L⁻ᵀL⁻¹ by triangular solves."""
+    def energy_gradient(self, scale: float = 1.0):
+        """``scale`` × G, G = ∂Ψ/∂K = ½[(K_Z + T·I)⁻¹ − ααᵀ] (C, P, P), the inverse as L⁻ᵀL⁻¹ by triangular solves."""
         lower_inverse = self.whiten(self.identity, shared=True)
-        return 0.5 * (lower_inverse.transpose(0, 2, 1) @ lower_inverse
-                      - self.alpha[:, :, None] * self.alpha[:, None, :])
+        return (0.5 * scale) * (lower_inverse.transpose(0, 2, 1) @ lower_inverse
+                                - self.alpha[:, :, None] * self.alpha[:, None, :])
 
 
 def one_hidden_layer(width: int, input_dimension: int, *, readout_variance_total: float = 1.0,
@@ -160,7 +160,7 @@ class CollapsedNetworkPosterior:
         half = be.solve_lower(factor, labels)
         alpha = be.solve_lower(factor, half, transpose=True)
         half_logdet = xp.sum(xp.log(xp.diagonal(factor, axis1=1, axis2=2)), axis=1)
-        return KernelSolve(factor, alpha, be, self.identity), half_logdet, xp.sum(half * half, axis=1), failed
+        return KernelSolve(factor, alpha, be, self.identity), half_logdet, xp.einsum("cp,cp->c", half, half), failed
 
     def potential_and_gradient(self, x):
         """Ψ (C,) and ∇Ψ (C, size) at the whitened hidden weights x (C, size); Ψ = +∞ where K + T·I has no factor."""
@@ -168,11 +168,11 @@ class CollapsedNetworkPosterior:
         Z = self._weights(x)
         K, residuals = self._kernel(Z)
         solved, half_logdet, quadratic, failed = self.solve(K)
-        potential = xp.where(failed, xp.inf, 0.5 * (quadratic + xp.sum(x * x, axis=1)) + half_logdet)
+        potential = xp.where(failed, xp.inf, 0.5 * (quadratic + xp.einsum("cd,cd->c", x, x)) + half_logdet)
         if self.network.kernel_vjp is not None:
             gradient = self.network.kernel_vjp(residuals, solved)
         else:
-            dPhi = 2.0 * self.network.readout_variance * (solved.energy_gradient() @ residuals)
+            dPhi = solved.energy_gradient(2.0 * self.network.readout_variance) @ residuals
             gradient = self.network.features_vjp(Z, self.inputs, dPhi)
         return potential, gradient.reshape(x.shape[0], -1) + x
 

@@ -33,16 +33,18 @@ _KERNEL_BYTES = 64 * 2**20  # "auto" forms C up to this size
 
 
 class PathInputs:
-    """Path features X (P, N0, 𝓗) on the backend, with their path-path kernels C (𝓗², P·P) made on first use."""
+    """Path features X (P, N0, 𝓗) on the backend, with their path-path kernels times ``scale``, s²C (𝓗², P·P), made on
+    first use."""
 
-    def __init__(self, features, backend):
-        self.features, self.backend, self._kernels = backend.asarray(features), backend, None
+    def __init__(self, features, backend, scale: float):
+        self.features, self.backend, self.scale, self._kernels = backend.asarray(features), backend, scale, None
 
     @property
     def kernels(self):
         if self._kernels is None:
             paths = self.features.shape[2]
-            self._kernels = path_kernels(self.features, backend=self.backend).reshape(paths * paths, -1)
+            C = path_kernels(self.features, backend=self.backend).reshape(paths * paths, -1)
+            self._kernels = self.scale * C
         return self._kernels
 
 
@@ -99,32 +101,32 @@ def attention_network(network: NetworkPosterior, representation: str = "auto") -
     def kernel(theta, inputs: PathInputs):
         layers, rs = paths(theta)
         r1, chains = rs[0], theta.shape[0]
-        U = s**2 * xp.matmul(r1, xp.swapaxes(r1, 1, 2))
         X = inputs.features
         P = X.shape[0]
-        if representation == "kernels":
-            K = (U.reshape(chains, -1) @ inputs.kernels).reshape(chains, P, P)
+        if representation == "kernels":  # Σ_ab (r¹r¹ᵀ)_ab s²C_ab
+            K = (xp.matmul(r1, xp.swapaxes(r1, 1, 2)).reshape(chains, -1) @ inputs.kernels).reshape(chains, P, P)
         elif r1.shape[2] < r1.shape[1]:  # U of rank n_0 < 𝓗: ΦΦᵀ, 2P²N0n_0 flops
             Phi = features(theta, inputs)
             K = xp.matmul(Phi, xp.swapaxes(Phi, 1, 2))
         else:  # X̃(I ⊗ U)X̃ᵀ, 2P²N0𝓗 flops: [c, μ, i, a] = Σ_b X[μ, i, b] U[c, a, b]
+            U = s**2 * xp.matmul(r1, xp.swapaxes(r1, 1, 2))
             lifted = xp.matmul(X[None], xp.swapaxes(U, 1, 2)[:, None])
             K = xp.matmul(lifted.reshape(chains, P, -1), X.reshape(P, -1).T)
         return K, (layers, rs, inputs)
 
     def kernel_vjp(residuals, solved: KernelSolve):
-        """∂Ψ/∂θ through U: ∂Ψ/∂U = Σ_μν G_μν C^μν (symmetric), ∂Ψ/∂r¹ = 2s²(∂Ψ/∂U)r¹, then the layers."""
+        """∂Ψ/∂θ through U: ∂Ψ/∂U = Σ_μν G_μν C^μν, symmetric (G and C^μν_ab = C^νμ_ba are), so ∂Ψ/∂r¹ =
+        2s²(∂Ψ/∂U)r¹, then the layers."""
         layers, rs, inputs = residuals
         r1, chains, H = rs[0], rs[0].shape[0], rs[0].shape[1]
-        if representation == "kernels":
-            g_U = (solved.energy_gradient().reshape(chains, -1) @ inputs.kernels.T).reshape(chains, H, H)
-        else:
+        if representation == "kernels":  # 2G against s²C
+            g_U = (solved.energy_gradient(2.0).reshape(chains, -1) @ inputs.kernels.T).reshape(chains, H, H)
+        else:  # 2s² × ½(Σ_i (L⁻¹X̃)ᵀ(L⁻¹X̃) − (X̃ᵀα)ᵀ(X̃ᵀα))
             flat = inputs.features.reshape(inputs.features.shape[0], -1)
             whitened = solved.whiten(flat, shared=True).reshape(chains, -1, H)  # L⁻¹X̃, rows (μ, i)
             v = (solved.alpha @ flat).reshape(chains, -1, H)  # X̃ᵀα as (N0, 𝓗)
-            g_U = 0.5 * (xp.matmul(xp.swapaxes(whitened, 1, 2), whitened) - xp.matmul(xp.swapaxes(v, 1, 2), v))
-        g_U = 0.5 * (g_U + xp.swapaxes(g_U, 1, 2))
-        return gradient(layers, rs, 2.0 * s**2 * xp.matmul(g_U, r1))
+            g_U = s**2 * (xp.matmul(xp.swapaxes(whitened, 1, 2), whitened) - xp.matmul(xp.swapaxes(v, 1, 2), v))
+        return gradient(layers, rs, xp.matmul(g_U, r1))
 
     def kernel_times(theta, test: PathInputs, inputs: PathInputs, alpha):
         """K_θ(X_t, X)α = Σ_{ππ'} U_{ππ'} X_{π'}(x_t)·(Σ_μ α_μ X^μ_π) per chain (C, Q)."""
@@ -140,7 +142,7 @@ def attention_network(network: NetworkPosterior, representation: str = "auto") -
         values = net.order_parameters_from(layers, readout)
         return {**{f"U{level}": U for level, U in enumerate(values[:-1], start=1)}, "Ua": values[-1]}
 
-    return Network(features, features_vjp, (dimension,), 1.0, order_parameters, prepare=lambda X: PathInputs(X, be),
+    return Network(features, features_vjp, (dimension,), 1.0, order_parameters, prepare=lambda X: PathInputs(X, be, s**2),
                    kernel=kernel, kernel_vjp=kernel_vjp, kernel_times=kernel_times, reads_readout=False)
 
 

@@ -1,0 +1,101 @@
+"""The collapsed posterior's leapfrog step on the device, counted on the strict cupy stand-in (tests/cupy_standin):
+the arrays one leapfrog step creates do not grow with the number of chains, and a sampling iteration of
+numerics.hmc.run_chains synchronises with the host once (its record, acceptance and divergence in one transfer)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnverify.base.backend import cupy_works
+from attnverify.numerics import hmc
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cupy_works(), reason="no working cupy (GPU or stand-in)")]
+
+ALLOCATIONS_PER_STEP = 50
+"""Arrays a leapfrog step may allocate (views aside): the potential's own operations and the step's four."""
+
+
+@pytest.fixture
+def cupy():
+    import cupy
+
+    if not hasattr(cupy, "created"):
+        pytest.skip("counts need the stand-in's cupy.created()")
+    return cupy
+
+
+def _attention(P: int):
+    from attnverify.theories.attention_paths.collapsed import collapsed_posterior
+    from attnverify.theories.attention_paths.posterior import network_posterior
+
+    rng = np.random.default_rng(0)
+    posterior = network_posterior(rng.normal(size=(P, 8, 4)), np.sign(rng.normal(size=P)), heads=(2, 2), width=10,
+                                  temperature=0.1, backend="cupy")
+    return [collapsed_posterior(posterior, representation) for representation in ("kernels", "features")]
+
+
+def _one_hidden_layer(P: int):
+    from attnverify.saddle.network import CollapsedNetworkPosterior, one_hidden_layer
+
+    rng = np.random.default_rng(1)
+    return [CollapsedNetworkPosterior(one_hidden_layer(5, 3), rng.normal(size=(P, 3)), rng.normal(size=P), 0.2,
+                                      backend="cupy")]
+
+
+def _per_step(cupy, monkeypatch, posterior, chains: int) -> tuple[int, int]:
+    """(arrays created, arrays allocated) by one more leapfrog step: a trajectory of 2 steps less one of 1."""
+    counts = {"allocated": 0}
+    original = cupy.ndarray.__init__
+
+    def counted(self, array):
+        original(self, array)
+        counts["allocated"] += array.base is None  # a view allocates nothing (and launches nothing on a GPU)
+
+    monkeypatch.setattr(cupy.ndarray, "__init__", counted)
+    rng = cupy.random.default_rng(0)
+    x, p = 0.3 * rng.standard_normal((chains, posterior.size)), rng.standard_normal((chains, posterior.size))
+    _, gradient = posterior.potential_and_gradient(x)
+    step = cupy.full(chains, 0.01)
+    made = []
+    for steps in (1, 2):
+        created, allocated = cupy.created(), counts["allocated"]
+        hmc.leapfrog(x, p, gradient, step, steps, posterior.potential_and_gradient)
+        made.append((cupy.created() - created, counts["allocated"] - allocated))
+    return made[1][0] - made[0][0], made[1][1] - made[0][1]
+
+
+@pytest.mark.parametrize("network", [_attention, _one_hidden_layer])
+def test_a_leapfrog_step_makes_as_many_arrays_for_512_chains_as_for_64(cupy, monkeypatch, network):
+    """P = 65 > 64, where the triangular solves could go chain by chain."""
+    for posterior in network(65):
+        few, many = (_per_step(cupy, monkeypatch, posterior, chains) for chains in (64, 512))
+        assert few == many, (few, many)
+        assert few[1] <= ALLOCATIONS_PER_STEP, few
+
+
+def test_a_sampling_iteration_synchronises_with_the_host_once(cupy, monkeypatch):
+    """Every way a device value reaches the host (get, float, int, bool, item) is counted: a run with 6 more kept
+    draws synchronises 6 more times."""
+    syncs = [0]
+    for name in ("get", "__float__", "__int__", "__bool__", "item"):
+        original = getattr(cupy.ndarray, name)
+
+        def counted(self, *args, _original=original, **kwargs):
+            syncs[0] += 1
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(cupy.ndarray, name, counted)
+    from attnverify.base.backend import get_backend
+
+    be = get_backend("cupy")
+    (posterior, _) = _attention(20)
+    posterior.potential_and_gradient(be.random(0).standard_normal((2, posterior.size)))  # its kernels, made once
+    counts = []
+    for draws in (4, 10):
+        before = syncs[0]
+        x = be.random(0).standard_normal((64, posterior.size))
+        hmc.run_chains(posterior.potential_and_gradient, x, rng=be.random(1), warmup=20, draws=draws, backend=be,
+                       record=lambda x: posterior.order_parameters(x))
+        counts.append(syncs[0] - before)
+    assert counts[1] - counts[0] == 6, counts
