@@ -102,3 +102,17 @@ def test_the_readme_figure_draws_the_theory_against_sampled_networks():
     module = load_user_module(EXAMPLES / "relu_saddle.py")
     _figure_checks(module.theory, module.action, module.teacher,
                    dict(N=(10, 20, 40, 80), sigma2=1.5, temperature=0.1, P=30, d=11, seed=6))
+
+
+def test_the_figure_draws_every_order_parameter():
+    """figure= gives one theory-vs-networks figure per order parameter (the kernel's under the plain name): Q1 and Q2
+    of the deep linear network, each with the theory's curve from the GP point and the sampled networks' estimates."""
+    module = load_user_module(EXAMPLES / "deep_linear_saddle.py")
+    theory = Theory("deep_linear_figure", source="test")
+    theory.saddle_point(module.action, network=module.two_layers, N=st.integers(20, 40), sigma2=st.floats(0.5, 2),
+                        temperature=st.floats(0.05, 0.5), P=st.integers(10, 30), d=st.integers(2, 5),
+                        figure=dict(N=(20, 40), sigma2=1.0, temperature=0.2, P=12, d=3))(module.teacher)
+    assert [f.name for f in theory.figures] == ["sampled_networks_vs_theory", "sampled_networks_vs_theory_Q2"]
+    for figure, name in zip(theory.figures, ("Q1", "Q2")):
+        made = figure.make(np.random.default_rng(0))
+        assert made.ylabel == name and len(made.estimates) == 2 and made.theory[0] == 1.0  # GP point: σ² = 1

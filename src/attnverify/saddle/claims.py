@@ -365,11 +365,14 @@ def network_gradient_matches_finite_differences(s: SaddleSetting, network: Calla
     return check
 
 
-def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[str, Any]) -> Callable:
+def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[str, Any],
+                            name: str | None = None) -> Callable:
     """``figure(rng) -> dict`` (the fields of a :class:`attnverify.theory_form.TheoryVsSimulation`, which the theory
-    wraps it in): the kernel's order parameter (its trace when it is a matrix) against
+    wraps it in): the order parameter ``name`` (the kernel's by default; its trace when it is a matrix) against
     1/N, the theory's curve from the GP point (1/N = 0) to the smallest width, and networks sampled at each width of
-    ``fixed[<width>]`` (a sequence; every other parameter fixed) as mean ± MCSE, at the quick tier's sampler size."""
+    ``fixed[<width>]`` (a sequence; every other parameter fixed) as mean ± MCSE, at the quick tier's sampler size
+    (none where the network estimates no ``name``: the caption says so). The theory registers one per order
+    parameter."""
     from ..numerics.diagnostics import summarize
     from ..numerics.statistics import Estimate
 
@@ -383,7 +386,11 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
     D = s.wishart_size
     if len(widths) < 2 or widths[0] <= D + 1:
         raise ValueError(f"figure={{{width_name!r}: …}} must list at least two widths above {D + 1}, got {widths}")
-    kernel = s.declaration.kernel.name
+    kernel = s.declaration.kernel.name if name is None else name
+    if kernel not in [op.name for op in s.declaration.order_parameters]:
+        raise ValueError(f"name must be an order parameter of the action "
+                         f"({', '.join(op.name for op in s.declaration.order_parameters)}), got {kernel!r}")
+    size = next(op.size for op in s.declaration.order_parameters if op.name == kernel)
 
     def scalar(value) -> float:
         value = np.asarray(value, dtype=float)
@@ -400,19 +407,26 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
                              **{**action_values, width_name: 1.0 / inverse})
             start = solution
             curve.append(scalar(solution[kernel]))
-        estimates, unconverged = [], []
+        estimates, unconverged, sampled_widths = [], [], []
         for width in widths:
             made = _network_at(s, network, action_values, data_parameters, data, width)
             sampled = _sample(s, made, data, temperature, int(rng.integers(2**31)), None, SAMPLING["quick"])
+            if kernel not in sampled.draws:
+                break  # the network estimates no such order parameter: the theory's curve alone
+            sampled_widths.append(width)
             draws = sampled.draws[kernel]  # (C, draws) or (C, draws, n, n)
             summary = summarize(np.trace(draws, axis1=2, axis2=3) if draws.ndim == 4 else draws)
             estimates.append(Estimate(mean=float(summary.mean), standard_error=float(summary.mcse),
                                       samples=int(draws.shape[0] * draws.shape[1])))
             if not (summary.converged and all(one.converged for one in sampled.summaries.values())):
                 unconverged.append(width)
-        label = f"tr {kernel}" if s.declaration.kernel.size else kernel
+        label = f"tr {kernel}" if size else kernel
+        if not sampled_widths:
+            return dict(x=[], estimates=[], theory=curve, theory_x=[0.0, *grid], xlabel=f"1/{width_name}",
+                        ylabel=label, caption=f"{label}: the saddle point from the GP limit (1/{width_name} = 0); the "
+                                              f"network estimates no {kernel}, so no sampled networks are drawn.")
         return dict(
-            x=[1.0 / w for w in widths], estimates=estimates, theory=curve, theory_x=[0.0, *grid],
+            x=[1.0 / w for w in sampled_widths], estimates=estimates, theory=curve, theory_x=[0.0, *grid],
             xlabel=f"1/{width_name}", ylabel=label,
             caption=f"{label}: the saddle point from the GP limit (1/{width_name} = 0) against networks sampled from "
                     f"the posterior at {width_name} = {', '.join(map(str, widths))} (HMC, readout integrated out; ± 2 "

@@ -230,9 +230,9 @@ class Theory:
         ``sampled_networks_generalise_as_theory``, the same for the generalisation error on the data's
         ``test_inputs`` and ``y_test`` (and ``C_test`` and ``C_test_diagonal``, or ``X_test``, for the theory).
         ``figure`` (with ``network``): one value for every parameter and a sequence of widths for the width, drawn as
-        the kernel's order parameter against 1/N, theory against sampled networks. ``expect``: a verdict other than
-        "holds" for some of these claims, by name (e.g. ``{"sampled_networks_match_theory": "refuted"}`` for an
-        approximation the networks are known to leave). Strategies for every action parameter, ``temperature`` and
+        each order parameter against 1/N (one figure each), theory against sampled networks. ``expect``: a verdict
+        other than "holds" for some of these claims, by name (e.g. ``{"sampled_networks_match_theory": "refuted"}``
+        for an approximation the networks are known to leave). Strategies for every action parameter, ``temperature`` and
         every data parameter; ``name`` prefixes the claims' names (two actions in one theory)."""
         from ..saddle import claims as saddle_claims
 
@@ -295,9 +295,12 @@ class Theory:
                             title="The declared action and its saddle-point equations")(
                 saddle_claims.action_derivation(declaration))
             if figure is not None:
-                fields = saddle_claims.sampled_networks_figure(s, network, figure)
-                self.figures.append(FigureMaker(prefix + "sampled_networks_vs_theory",
-                                            lambda rng: TheoryVsSimulation(**fields(rng))))
+                kernel_first = sorted(declaration.order_parameters, key=lambda op: op is not declaration.kernel)
+                for op in kernel_first:  # one figure per order parameter, the kernel's under the plain name
+                    fields = saddle_claims.sampled_networks_figure(s, network, figure, op.name)
+                    suffix = "" if op is declaration.kernel else f"_{op.name}"
+                    self.figures.append(FigureMaker(prefix + "sampled_networks_vs_theory" + suffix,
+                                                    lambda rng, fields=fields: TheoryVsSimulation(**fields(rng))))
             return function
 
         return register
