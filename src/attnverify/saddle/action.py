@@ -67,8 +67,9 @@ class Parametrisation:
         """(∂S/∂θ, ∂²S/∂θ∂θ' or None) from g = ∂S/∂u and H = ∂²S/∂u∂u' at θ.
 
         For U = R Rᵀ and θ_t ↔ R_rc (θ = ln R_rr on the diagonal, scale s_t = R_rr there, else 1):
-        ∂U/∂θ_t = s_t (E_rc Rᵀ + R E_cr), and Σ_k g_k ∂²u_k/∂θ_t∂θ_s = 2 s_t s_s δ_cc' G_rr' with G = ∂S/∂U (the
-        symmetric matrix of g: g_k on the diagonal, g_k/2 off it), plus ∂S/∂θ_t on the diagonal of R (∂²e^θ = e^θ)."""
+        ∂U/∂θ_t = s_t (E_rc Rᵀ + R E_cr), and Σ_k g_k ∂²u_k/∂θ_t∂θ_s = 2 s_t s_s δ_cc' G_rr' with G = ∂S/∂U
+        (the symmetric matrix of g: g_k on the diagonal, g_k/2 off it), plus ∂S/∂θ_t on the diagonal of R
+        (∂²e^θ = e^θ)."""
         n = self.size
         J = np.zeros((n, n))
         second = np.zeros((n, n))
