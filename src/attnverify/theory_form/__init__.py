@@ -385,7 +385,7 @@ class Theory:
             drawn = self._section(out_dir, profile=profile, backend=backend, seed=seed, progress=progress,
                                   store=store)
             if not isinstance(drawn, Section):
-                raise TypeError(f"the section of theory {self.name} must return a Section, got {type(drawn).__name__}")
+                raise TypeError(f"build_section of {self.name} returned {type(drawn).__name__}, not Section")
             return dataclasses.replace(drawn, theory=drawn.theory or self.name, title=drawn.title or self.title,
                                        introduction=drawn.introduction or self.introduction,
                                        derivations=drawn.derivations or derivations)
