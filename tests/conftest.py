@@ -3,7 +3,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))  # shared test helpers (e.g. derivations/paper_formula.py)
 
-# Issue 29, part 5: ATTNVERIFY_CUPY_STANDIN=1 runs the suite's GPU path on the strict cupy stand-in of
+# ATTNVERIFY_CUPY_STANDIN=1 runs the suite's GPU path on the strict cupy stand-in of
 # tests/cupy_standin (never installed): first on the import path here, and for the command lines and worker
 # processes the tests start.
 STANDIN = os.path.join(os.path.dirname(__file__), "cupy_standin")
@@ -16,12 +16,12 @@ from hypothesis import settings
 
 from seeds import VARIABLE, hypothesis_seed, seed_offset
 
-# Issue 16, part 3: the backend is chosen at the edge (the command line) and passed down. The whole test
+# The backend is chosen at the edge (the command line) and passed down. The whole test
 # session runs with an invalid ATTNVERIFY_BACKEND, so any code below the command line that still read it
 # would fail with "backend must be one of ...". Command-line tests set or remove it themselves.
 os.environ["ATTNVERIFY_BACKEND"] = "not-a-backend (set by tests/conftest.py: only the command line may read it)"
 
-# Issue 27, part 6: ATTNVERIFY_TEST_SEED_OFFSET (tests/seeds.py) reruns the suite under fresh seeds. At offset 0
+# ATTNVERIFY_TEST_SEED_OFFSET (tests/seeds.py) reruns the suite under fresh seeds. At offset 0
 # hypothesis derandomises (each test's examples follow from the test's own code); at any other offset it draws
 # afresh from a seed derived from the offset (the global seed that pytest's --hypothesis-seed sets), so the run
 # still replays from the offset alone.

@@ -97,7 +97,7 @@ def _kept(store: Path, kind: str, claim: str) -> Path:
 
 def test_a_truncated_experiment_file_is_recomputed_with_the_verdicts_of_an_undamaged_run(tmp_path, claims_file,
                                                                                           undamaged):
-    """Issue 27: one truncated experiment file turned claims that hold into `error` (UNEXPECTED, exit 1). Run as
+    """One truncated experiment file is recomputed, not turned into `error` for claims that hold. Run as
     a command, so that the report is seen on stderr as a user sees it: one line naming the file."""
     store = tmp_path / "store"
     assert _verify(claims_file, store, "--only", "stored.first") == 0  # keeps the experiment, then is stopped
@@ -224,7 +224,7 @@ def test_store_on_a_read_only_folder_simulated_is_a_usage_error_naming_it(tmp_pa
 
 
 def test_an_empty_store_path_is_a_usage_error(claims_file, capsys, monkeypatch, tmp_path):
-    monkeypatch.chdir(tmp_path)  # (an empty path used to mean the current folder)
+    monkeypatch.chdir(tmp_path)  # an empty path must not mean the current folder
     assert cli.main(["verify", claims_file, "--store", ""]) == 2
     _one_line_usage_error(capsys, "is empty")
 
@@ -272,7 +272,7 @@ def test_a_full_disk_is_one_line_and_what_had_finished_stays_readable(tmp_path, 
     ("foo://host:8786", "unknown protocol 'foo'"), ("tcp://host:8786/path", "nothing may come"),
 ])
 def test_a_scheduler_address_without_a_host_or_port_is_refused_by_name(text, problem, capsys):
-    """Issue 27: `--scheduler tcp://` ended in Dask's traceback."""
+    """`--scheduler tcp://` is refused in one line, never with Dask's traceback."""
     with pytest.raises(ValueError, match="--scheduler must be local, local:N or a scheduler address"):
         parse_scheduler(text)
     assert cli.main(["check", "--scheduler", text]) == 2

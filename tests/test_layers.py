@@ -194,7 +194,7 @@ def test_inside_a_theory_derivations_simulators_experiments_claims_section_point
 
 
 def test_one_fingerprint_for_every_cache():
-    """Issue 29: the on-disk caches (experiments, checks, saddle-point solutions, derivations, derivation steps) and
+    """The on-disk caches (experiments, checks, saddle-point solutions, derivations, derivation steps) and
     the files they are keyed by share one fingerprint, :func:`attnverify.base.files.fingerprint`: no other module
     hashes."""
     hashing = [str(path.relative_to(SOURCE)) for path in (SOURCE / "attnverify").rglob("*.py")
@@ -207,8 +207,7 @@ def test_one_fingerprint_for_every_cache():
 
 
 def test_one_name_per_thing():
-    """Issue 29: no two public classes of the package share a name (there were two WidthSweep, a registry Theory
-    beside the user's Theory, and a run's Task beside the regression task)."""
+    """No two public classes of the package share a name (a reader meets one WidthSweep, one Theory, one Task)."""
     classes: dict[str, list[str]] = {}
     for path in (SOURCE / "attnverify").rglob("*.py"):
         for node in ast.parse(path.read_text()).body:

@@ -313,8 +313,7 @@ def test_generated_action_matches_a_direct_numpy_evaluation(heads, P):
 
 
 def test_numeric_functions_take_a_backend_by_name_and_refuse_bad_arguments_by_name():
-    """Issue 14: backend='numpy' (a string) used to fail with an AttributeError inside the generated code;
-    heads=(2.7,) is refused, not truncated; an action is evaluated only where it is defined."""
+    """backend='numpy' (a string) is the numpy backend inside the generated code; heads=(2.7,) is refused, not truncated; an action is evaluated only where it is defined."""
     *Us, Ua = ap.gp_order_parameters((2,), 1.0, backend="numpy")
     assert_allclose(Us[0], np.eye(2)) and float(Ua) == 1.0
     assert float(ap.readout_order_parameter(1.0, 2, 10, 10, 1.0, 1.0, backend="numpy")) == pytest.approx(

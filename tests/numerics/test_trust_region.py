@@ -86,8 +86,8 @@ def _max_abs_gradient(objective):
 
 
 def test_a_nan_objective_at_the_start_is_refused_not_reported_as_converged():
-    """Issue 27: a NaN objective made the residual NaN, which fails `residual > tolerance`, and the loop
-    returned "tolerance reached" at once."""
+    """A NaN objective would make the residual NaN, which fails `residual > tolerance` and would read as
+    "tolerance reached": it is refused by name at the start."""
     objective = lambda x: (np.nan, np.full_like(x, np.nan))  # noqa: E731
     with pytest.raises(ValueError, match="objective must be finite at the starting point x, got objective value nan"):
         minimise(objective, lambda x: np.eye(2), _max_abs_gradient(objective), [1.0, 2.0], tolerance=1e-8,
@@ -104,7 +104,7 @@ def test_a_nan_gradient_or_residual_at_the_start_is_refused_by_name():
 
 def test_trial_points_with_a_nan_gradient_are_rejected_and_the_minimum_still_reached():
     """f = ½|x|² has a NaN gradient (or value) beyond x₀ > 0.5: steps there are rejected like steps where f is
-    undefined (a finite value with a NaN gradient used to be accepted, and its NaN residual read as converged)."""
+    undefined (a finite value with a NaN gradient is not accepted, so its NaN residual never reads as converged)."""
     def objective(x):
         if x[0] > 0.5:
             return (np.nan if x[0] > 2.0 else 0.0), np.full_like(x, np.nan)

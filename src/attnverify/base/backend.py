@@ -203,7 +203,7 @@ def get_backend(name: str | Backend | None = None) -> Backend:
 
 
 def cupy_works() -> bool:
-    """True where the cupy backend can run (used to skip GPU tests, never to fall back)."""
+    """True where the cupy backend can run (it decides which GPU tests are skipped, never a fallback)."""
     try:
         _cupy_backend()
     except BackendUnavailable:

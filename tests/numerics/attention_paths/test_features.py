@@ -316,7 +316,7 @@ def test_cupy_matches_numpy():
 
 
 def test_backend_by_name_and_overflowing_scores():
-    """Issue 14: a backend given by name is the backend; scores beyond float64 are refused by name
+    """A backend given by name is the backend; scores beyond float64 are refused by name
     rather than returned as a NaN softmax; booleans are not numbers."""
     rng = np.random.default_rng(seeded(3))
     x = rng.standard_normal((2, 3, 4))

@@ -130,7 +130,7 @@ def _four_classes(root, rng):
 
 @pytest.mark.parametrize("kind", ["text_named_png", "truncated_png", "corrupt_png", "empty_jpg"])
 def test_unreadable_image_files_are_named(tmp_path, kind):
-    """Issue 14: a file with an image suffix that is not a readable image gives a ValueError naming the
+    """A file with an image suffix that is not a readable image gives a ValueError naming the
     file, not a PIL traceback."""
     rng = np.random.default_rng(seeded(1))
     _four_classes(tmp_path, rng)

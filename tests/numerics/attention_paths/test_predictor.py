@@ -76,7 +76,7 @@ def test_alignment_is_the_eigendecomposition_of_the_kernel():
 
 
 def test_bad_inputs_are_named():
-    """Issue 14: NaN targets and test features are refused by name, never turned into a NaN or a 0 accuracy."""
+    """NaN targets and test features are refused by name, never turned into a NaN or a 0 accuracy."""
     X, y = random_features(10, 2, 2, seed=seeded(1))
     Xt, yt = random_features(4, 2, 2, seed=seeded(2))
     stats = predictor_statistics(np.eye(2), X, y, Xt, 0.5)
