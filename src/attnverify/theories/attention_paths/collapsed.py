@@ -15,7 +15,8 @@ data directions of Z_0 and lets HMC take long steps. ∂Ψ/∂U = Σ_{μν} G_{�
 * ``"kernels"``: from the path-path kernels C (𝓗² × P², made once): K = Σ U_ab C_ab and ∂Ψ/∂U as one product with
   C each. Cheap while C is small (the Markov task: 1.3 MB); memory-bound beyond.
 * ``"features"``: from X̃ (P × N0𝓗): K = X̃(I ⊗ U)X̃ᵀ (or ΦΦᵀ when n_0 < 𝓗), and with L the Cholesky factor of
-  K + TI, Σ_μν (K+TI)⁻¹_μν C^μν_ab = Σ_i (L⁻¹X̃_{·ia})·(L⁻¹X̃_{·ib}), αᵀC_ab α = Σ_i (X̃ᵀα)_{ia}(X̃ᵀα)_{ib}: no C at all.
+  K + TI, Σ_μν (K+TI)⁻¹_μν C^μν_ab = Σ_i (L⁻¹X̃_{·ia})·(L⁻¹X̃_{·ib}), αᵀC_ab α = Σ_i (X̃ᵀα)_{ia}(X̃ᵀα)_{ib}: no C
+  at all.
 
 ``"auto"`` takes the kernels while C is at most 64 MiB. The posterior-mean predictor is Rao–Blackwellised:
 E[f(x) | θ, D] = K_θ(x, X)α, whose average over draws of θ is the posterior mean of f(x) with Z_0 integrated out.
@@ -142,8 +143,9 @@ def attention_network(network: NetworkPosterior, representation: str = "auto") -
         values = net.order_parameters_from(layers, readout)
         return {**{f"U{level}": U for level, U in enumerate(values[:-1], start=1)}, "Ua": values[-1]}
 
-    return Network(features, features_vjp, (dimension,), 1.0, order_parameters, prepare=lambda X: PathInputs(X, be, s**2),
-                   kernel=kernel, kernel_vjp=kernel_vjp, kernel_times=kernel_times, reads_readout=False)
+    return Network(features, features_vjp, (dimension,), 1.0, order_parameters,
+                   prepare=lambda X: PathInputs(X, be, s**2), kernel=kernel, kernel_vjp=kernel_vjp,
+                   kernel_times=kernel_times, reads_readout=False)
 
 
 def collapsed_posterior(network: NetworkPosterior, representation: str = "auto") -> CollapsedNetworkPosterior:
