@@ -164,6 +164,28 @@ def test_a_monte_carlo_claim_takes_options_per_profile_a_resolution_of_its_param
                            x=st.floats(0, 1))
 
 
+def test_a_section_that_draws_only_gets_the_title_derivations_and_figures_from_its_theory(tmp_path):
+    from attnverify.report.section import Section, Table
+
+    theory = Theory("drawn", title="Drawn", introduction="what the section is about")
+
+    @theory.section
+    def section(out_dir, *, profile, backend, seed, progress, store):
+        assert out_dir.is_dir() and backend.name == "numpy"  # checked and resolved by the theory
+        return Section(tables=[Table("one row", ["x"], [[1.0]])])
+
+    @theory.figure
+    def line(rng):
+        return TheoryVsSimulation(x=[0.0, 1.0], estimates=[Estimate(0.0, 0.1, 10), Estimate(1.0, 0.1, 10)],
+                                  theory=[0.0, 1.0], caption="a line")
+
+    built = theory.build_section(tmp_path / "out", profile="quick", backend="numpy", seed=0, progress=lambda m: None)
+    assert (built.theory, built.title, built.introduction) == ("drawn", "Drawn", "what the section is about")
+    assert [t.caption for t in built.tables] == ["one row"] and [f.filename for f in built.figures] == ["drawn_line.png"]
+    with pytest.raises(ValueError, match="profile"):
+        theory.build_section(tmp_path, profile="slow", backend="numpy", seed=0, progress=lambda m: None)
+
+
 def test_a_figure_with_a_non_finite_number_is_refused_by_name():
     estimates = [Estimate(1.0, 0.1, 10), Estimate(2.0, 0.1, 10)]
     with pytest.raises(ValueError, match=r"theory must be finite numbers; entry 1 is nan"):

@@ -367,11 +367,9 @@ class Theory:
         """The section, its arguments checked here (:func:`~attnverify.report.section.check_section_arguments`,
         ``backend`` a name or a Backend, ``out_dir`` created): the function :meth:`section` registered draws its
         figures and tables, and the theory fills in its name, title, introduction (unless the section gives one)
-        and derivations; without one, the section is the title, the file's docstring, the derivations and the
-        :meth:`figure` figures (each drawn from a random generator seeded by the run's seed and the figure's
-        name)."""
+        and derivations; without one, the section is the title, the file's docstring and the derivations. Either
+        way the :meth:`figure` figures (and those of :meth:`monte_carlo` claims) follow the section's own."""
         from ..base.backend import get_backend
-        from ..report.figures import theory_vs_simulation
         from ..report.section import Section, check_section_arguments
 
         store = check_section_arguments(profile, seed, progress, store)
@@ -381,28 +379,32 @@ class Theory:
         derivations = self.derivation_list()
         if derivations:
             progress(self.derivation_cost())
+        drawn = Section()
         if self._section is not None:
             drawn = self._section(out_dir, profile=profile, backend=backend, seed=seed, progress=progress,
                                   store=store)
             if not isinstance(drawn, Section):
                 raise TypeError(f"build_section of {self.name} returned {type(drawn).__name__}, not Section")
-            return dataclasses.replace(drawn, theory=drawn.theory or self.name, title=drawn.title or self.title,
-                                       introduction=drawn.introduction or self.introduction,
-                                       derivations=drawn.derivations or derivations)
+        return dataclasses.replace(drawn, theory=drawn.theory or self.name, title=drawn.title or self.title,
+                                   introduction=drawn.introduction or self.introduction,
+                                   derivations=drawn.derivations or derivations,
+                                   figures=[*drawn.figures, *self._draw_figures(out_dir, seed, progress)])
+
+    def _draw_figures(self, out_dir: Path, seed: int, progress) -> list:
+        """The :meth:`figure` figures, each drawn from a random generator seeded by the run's seed and its place."""
+        from ..report.figures import theory_vs_simulation
 
         figures = []
         for number, item in enumerate(self.figures):
             progress(f"{self.name}: figure {item.name}")
-            rng = np.random.default_rng([seed, number])
-            data = item.make(rng)
+            data = item.make(np.random.default_rng([seed, number]))
             if not isinstance(data, TheoryVsSimulation):
                 raise TypeError(f"figure {item.name} of theory {self.name} must return a TheoryVsSimulation, got "
                                 f"{type(data).__name__}")
             figures.append(theory_vs_simulation(out_dir, f"{self.name}_{item.name}.png", x=data.x,
                                                 theory=data.theory, theory_x=data.theory_x, estimates=data.estimates,
                                                 xlabel=data.xlabel, ylabel=data.ylabel, caption=data.caption))
-        return Section(theory=self.name, title=self.title, introduction=self.introduction,
-                       derivations=derivations, figures=figures)
+        return figures
 
     def __repr__(self) -> str:
         return (f"<Theory {self.name}: {len(self.derivations)} derivation(s), {len(self.claims)} claim(s), "
