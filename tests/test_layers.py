@@ -225,8 +225,7 @@ def test_each_builtin_theory_is_one_package_in_the_concise_form():
     from attnverify.theories import BUILTIN, concise, load
 
     for modules in BUILTIN:
-        assert (modules.section, modules.claims, modules.experiments, modules.derivations) == \
-            (f"attnverify.theories.{modules.name}.section", modules.section, None, None)
+        assert (modules.section, modules.claims) == (f"attnverify.theories.{modules.name}.section", modules.section)
         form = concise(load(modules.section))
         assert form.name == modules.name and form.builtin and form.plans_experiments and form._section is not None
         assert form.file.endswith(f"attnverify/theories/{modules.name}/theory.py")

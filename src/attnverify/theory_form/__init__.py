@@ -200,6 +200,8 @@ class Theory:
             def check(p: dict, ctx) -> Evidence:
                 return compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds)
 
+            check.__wrapped__ = function  # inspect.unwrap(claim.check): the function the theory wrote
+
             text = statement_of(statement, function, name)
             made = self._new_claim(name or function.__name__, text, parameters, check, source, expect, examples,
                                    shrink_budget)
