@@ -1,8 +1,9 @@
 """Claims of the attention-path theory (Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS 2024).
 
-Each claim states what the theory (docs/papers/attention_paths.md) asserts, draws its parameters
-with hypothesis, computes the theory side from the saddle-point solver or the generated evaluators,
-and compares it with an independent computation or with a finite-sample measurement.
+Each claim states what the theory (docs/papers/attention_paths.md) asserts, in the form of a user's file: it
+names its parameters and draws them with ``st`` (both ends of every range included), computes the theory side
+from the saddle-point solver or the generated evaluators, and compares it with an independent computation or
+with a finite-sample measurement.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from . import theory_points as experiments
 from .markov_chain import MarkovChainTask, markov_dataset
 from .synthetic import synthetic_problem
 from ...numerics.statistics import fit_line
-from ...checks.claim import Context, st
+from ...checks import st
+from ...checks.claim import Context
 from ...checks.evidence import Evidence, at_most, close
 
 SOURCE = derived.SOURCE
@@ -30,21 +32,11 @@ HEADS = st.sampled_from([(1,), (3,), (2, 2), (1, 3), (3, 1), (2, 1, 2)])
 MARKOV_TEMPERATURE = TEMPERATURE  # the paper's T for the Markov task (spec §4.1)
 
 
-def _problem(p: dict) -> tuple[np.ndarray, np.ndarray]:
-    return synthetic_problem(p["P"], heads=p["heads"], input_width=p["input_width"], tokens=p["tokens"],
-                             seed=p["seed"])
-
-
-PROBLEM = {
-    "heads": HEADS,
-    "P": st.integers(6, 60),
-    "input_width": st.integers(2, 8),
-    "tokens": st.integers(2, 6),
-    "width": st.integers(2, 300),
-    "temperature": st.floats(1e-3, 1.0),
-    "seed": st.integers(0, 2**16),
-}
-problems = st.fixed_dictionaries(PROBLEM)
+#: The synthetic problem (:func:`.synthetic.synthetic_problem`: P sequences of ``tokens`` tokens of width
+#: ``input_width`` through random heads) and the network's width N and temperature T, spread into the claims
+#: that solve the saddle point on it.
+PROBLEM = dict(heads=HEADS, P=st.integers(6, 60), input_width=st.integers(2, 8), tokens=st.integers(2, 6),
+               width=st.integers(2, 300), temperature=st.floats(1e-3, 1.0), seed=st.integers(0, 2**16))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -52,18 +44,17 @@ problems = st.fixed_dictionaries(PROBLEM)
 # ---------------------------------------------------------------------------------------------
 
 
-@theory.claim(source=f"{SOURCE}, §2.1–2.2 (saddle point)",
-              parameters=problems, examples={"quick": 6, "thorough": 40})
-def saddle_point_is_a_minimum(ctx: Context, **p) -> Evidence:
+@theory.claim(source=f"{SOURCE}, §2.1–2.2 (saddle point)", examples={"quick": 6, "thorough": 40}, **PROBLEM)
+def saddle_point_is_a_minimum(ctx: Context, heads, P, input_width, tokens, width, temperature, seed) -> Evidence:
     """The engine's order parameters solve the saddle-point equations ∂S/∂U_ℓ = ∂S/∂U_a = 0 (max
     |∂(S/n)/∂u| ≤ 1e-9 over the independent entries u) and the Hessian of S there is positive
     definite, for any heads, widths (also below the Wishart rank), temperatures and data."""
-    X, y = _problem(p)
+    X, y = synthetic_problem(P, heads=heads, input_width=input_width, tokens=tokens, seed=seed)
     tolerance = 1e-9
-    solution = solve_paths(dict(X=X, y=y), heads=p["heads"], width=p["width"], temperature=p["temperature"],
+    solution = solve_paths(dict(X=X, y=y), heads=heads, width=width, temperature=temperature,
                            tolerance=tolerance, raise_on_failure=False, backend=ctx.backend)
     smallest = float(solution.hessian_eigenvalues.min())
-    below_rank = ActionConfig.build(p["heads"], p["width"], p["temperature"]).below_wishart_rank
+    below_rank = ActionConfig.build(heads, width, temperature).below_wishart_rank
     return Evidence(
         holds=solution.residual <= tolerance and smallest > 0,
         theory=0.0, observed=solution.residual, tolerance=tolerance,
@@ -79,27 +70,24 @@ def saddle_point_is_a_minimum(ctx: Context, **p) -> Evidence:
 # ---------------------------------------------------------------------------------------------
 
 
-@theory.claim(source=f"{SOURCE}, §3 (GP limit)",
-              parameters=st.fixed_dictionaries({"heads": HEADS, "P": st.integers(6, 40), "input_width": st.integers(2, 6),
-                                                "tokens": st.integers(2, 5), "temperature": st.floats(0.01, 1.0),
-                                                "seed": st.integers(0, 2**16)}),
-              examples={"quick": 4, "thorough": 25})
-def gp_limit(ctx: Context, **p) -> Evidence:
+@theory.claim(source=f"{SOURCE}, §3 (GP limit)", examples={"quick": 4, "thorough": 25},
+              heads=HEADS, P=st.integers(6, 40), input_width=st.integers(2, 6), tokens=st.integers(2, 5),
+              temperature=st.floats(0.01, 1.0), seed=st.integers(0, 2**16))
+def gp_limit(ctx: Context, heads, P, input_width, tokens, temperature, seed) -> Evidence:
     """As N → ∞ at fixed P, U(N) → U_GP = I and the mean predictor → the GP predictor, both at the
     rate N^{-1} (the energy is O(P) against an O(N) entropy). The fitted log-log slope over
     N = 100·P·4^j (j = 0..4) must be within 5 fit SE + 0.02 of −1 (0.02: the O(P/N) ≤ 1e-2
     next-order curvature budget)."""
-    X, y = _problem(p)
-    widths = [100.0 * p["P"] * 4**j for j in range(5)]
+    X, y = synthetic_problem(P, heads=heads, input_width=input_width, tokens=tokens, seed=seed)
+    widths = [100.0 * P * 4**j for j in range(5)]
     be = ctx.backend
-    gp = predictor_statistics(np.eye(X.shape[2]), X, y, X, p["temperature"], backend=be).mean
+    gp = predictor_statistics(np.eye(X.shape[2]), X, y, X, temperature, backend=be).mean
     distances, predictor_gaps = [], []
     for N in widths:
-        s = solve_paths(dict(X=X, y=y), heads=p["heads"], width=N, temperature=p["temperature"], tolerance=1e-13,
+        s = solve_paths(dict(X=X, y=y), heads=heads, width=N, temperature=temperature, tolerance=1e-13,
                         backend=be).matrix("U1")
         distances.append(np.linalg.norm(s - np.eye(X.shape[2])))
-        predictor_gaps.append(np.max(np.abs(predictor_statistics(s, X, y, X, p["temperature"],
-                                                                 backend=be).mean - gp)))
+        predictor_gaps.append(np.max(np.abs(predictor_statistics(s, X, y, X, temperature, backend=be).mean - gp)))
     fit_u = fit_line(np.log(widths), np.log(distances))
     fit_f = fit_line(np.log(widths), np.log(predictor_gaps))
     budget = 0.02
@@ -121,30 +109,27 @@ def gp_limit(ctx: Context, **p) -> Evidence:
 # ---------------------------------------------------------------------------------------------
 
 
-@theory.claim(source=f"{SOURCE}, §2.2; Li & Sompolinsky, PRX 11, 031059 (2021)",
-              parameters=st.fixed_dictionaries({
-                  "depth": st.integers(1, 3), "P": st.integers(4, 50), "input_width": st.integers(2, 8),
-                  "tokens": st.integers(2, 6), "width": st.integers(2, 1000), "temperature": st.floats(1e-3, 1.0),
-                  "variances": st.lists(st.floats(0.3, 3.0), min_size=4, max_size=4), "seed": st.integers(0, 2**16)}),
-              examples={"quick": 8, "thorough": 50})
-def single_head_reduction(ctx: Context, **p) -> Evidence:
+@theory.claim(source=f"{SOURCE}, §2.2; Li & Sompolinsky, PRX 11, 031059 (2021)", examples={"quick": 8, "thorough": 50},
+              depth=st.integers(1, 3), P=st.integers(4, 50), input_width=st.integers(2, 8), tokens=st.integers(2, 6),
+              width=st.integers(2, 1000), temperature=st.floats(1e-3, 1.0),
+              variances=st.lists(st.floats(0.3, 3.0), min_size=4, max_size=4), seed=st.integers(0, 2**16))
+def single_head_reduction(ctx: Context, depth, P, input_width, tokens, width, temperature, variances, seed) -> Evidence:
     """With one head per layer the matrix saddle point equals the scalar kernel renormalization of a
     deep linear network, solved independently in the eigenbasis of K_0 by root bracketing:
     U_1 = σ_a²Πσ_ℓ²·Π_m (1 − U_1E'(U_1)/n_m). Tolerance: 10× the sum of both sides' error
     estimates (one more Newton step; the root's round-off, residual noise over its slope) + the
     backward-error budget 1e-14·cond(U_1K_0 + TI) of two float64 routes through solves with it."""
-    L = p["depth"]
-    X, y = synthetic_problem(p["P"], heads=(1,) * L, input_width=p["input_width"], tokens=p["tokens"], seed=p["seed"])
-    variances = tuple(p["variances"][: L + 1])
+    L = depth
+    X, y = synthetic_problem(P, heads=(1,) * L, input_width=input_width, tokens=tokens, seed=seed)
+    variances = tuple(variances[: L + 1])
     C = np.einsum("pia,qib->abpq", X, X)
-    matrix = solve_paths(dict(C=C, y=y), heads=(1,) * L, width=p["width"], temperature=p["temperature"],
+    matrix = solve_paths(dict(C=C, y=y), heads=(1,) * L, width=width, temperature=temperature,
                          prior_var=variances, tolerance=1e-10, backend=ctx.backend)
-    scalar = scalar_renormalization(C[0, 0], y, depth=L, width=p["width"], temperature=p["temperature"],
-                                    prior_var=variances)
+    scalar = scalar_renormalization(C[0, 0], y, depth=L, width=width, temperature=temperature, prior_var=variances)
     # both sides' own error estimates (one more Newton step; the root's round-off) and the
     # backward-error budget of solves with K + T I: 1e-14 · cond(U_1 K_0 + T I)
     top = matrix["U1"] * np.linalg.eigvalsh(C[0, 0])[-1]
-    condition = (top + p["temperature"]) / p["temperature"]
+    condition = (top + temperature) / temperature
     rtol = 10 * (matrix.error_estimate + scalar.error_estimate) / scalar.order_parameter + 1e-14 * condition
     same_readout = abs(matrix["Ua"] - scalar.readout_order_parameter) <= rtol * scalar.readout_order_parameter
     # the engine's action is ½E + 𝓛/2 of the scalar's convention E + 𝓛: twice it is comparable
@@ -161,23 +146,21 @@ def single_head_reduction(ctx: Context, **p) -> Evidence:
 # ---------------------------------------------------------------------------------------------
 
 
-@theory.claim(source=f"{SOURCE}, §2.1 (action)",
-              parameters=st.fixed_dictionaries({
-                  "heads": st.sampled_from([(1,), (2,), (3,), (1, 1), (2, 1), (1, 2), (2, 2)]),
-                  "P": st.integers(1, 2), "width": st.lists(st.floats(1.0, 100.0), min_size=3, max_size=3),
-                  "variances": st.lists(st.floats(0.3, 3.0), min_size=3, max_size=3),
-                  "temperature": st.floats(1e-2, 2.0), "seed": st.integers(0, 2**16)}),
-              examples={"quick": 6, "thorough": 40})
-def generated_action(ctx: Context, **p) -> Evidence:
+@theory.claim(source=f"{SOURCE}, §2.1 (action)", examples={"quick": 6, "thorough": 40},
+              heads=st.sampled_from([(1,), (2,), (3,), (1, 1), (2, 1), (1, 2), (2, 2)]), P=st.integers(1, 2),
+              width=st.lists(st.floats(1.0, 100.0), min_size=3, max_size=3),
+              variances=st.lists(st.floats(0.3, 3.0), min_size=3, max_size=3), temperature=st.floats(1e-2, 2.0),
+              seed=st.integers(0, 2**16))
+def generated_action(ctx: Context, heads, P, width, variances, temperature, seed) -> Evidence:
     """At random positive-definite order parameters, the action S generated from the sympy
     derivation equals the numerics' direct evaluation (Cholesky slogdet and solves) to 1e-10
     relative, and the numerics' analytic gradient in the Cholesky parameters equals five-point
     finite differences to 1e-6 relative (truncation ~(h/scale)⁴ at h = 1e-3)."""
-    heads, L = p["heads"], len(p["heads"])
-    config = ActionConfig.build(heads, tuple(p["width"][: L + 1]), p["temperature"], tuple(p["variances"][: L + 1]))
-    rng = np.random.default_rng(p["seed"])
-    X = rng.normal(size=(p["P"], 3, config.paths)) / np.sqrt(3 * config.paths)
-    y = np.sign(rng.normal(size=p["P"]))
+    L = len(heads)
+    config = ActionConfig.build(heads, tuple(width[: L + 1]), temperature, tuple(variances[: L + 1]))
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(P, 3, config.paths)) / np.sqrt(3 * config.paths)
+    y = np.sign(rng.normal(size=P))
     declaration = config.action
     action = NumericAction(declaration, data_energy(dict(X=X, y=y), config.temperature, backend=ctx.backend),
                            declaration.parameter_values(config.parameters()))
@@ -222,15 +205,15 @@ def markov_data(data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, s
 
 @theory.claim(
     source=f"{SOURCE}, figure 2c (hidden Markov chain, 4 paths)",
-    parameters=st.fixed_dictionaries({"data": st.one_of(st.just("authors"), st.integers(1, 2**16))}),
-    examples={"quick": 2, "thorough": 8}, shrink_budget=4
+    examples={"quick": 2, "thorough": 8}, shrink_budget=4,
+    data=st.one_of(st.just("authors"), st.integers(1, 2**16)),
 )
-def markov_accuracy_between_gp_lines(ctx: Context, **p) -> Evidence:
+def markov_accuracy_between_gp_lines(ctx: Context, data) -> Evidence:
     """4-path network on the hidden Markov chain task (T = 0.01, P = 100, 1000 test sequences): at
     N = 10 the finite-width theory is at least as accurate as the GP limit of the good + denoising
     paths (paired difference ≥ −5 SE), while the all-paths GP is worse; at N = 10⁴ it is within
     5 paired SE + 0.005 of the all-paths GP (budget: the O(P/N) = 1e-2 drift of U)."""
-    X, y, Xt, yt, origin = markov_data(p["data"])
+    X, y, Xt, yt, origin = markov_data(data)
     T = MARKOV_TEMPERATURE
     be = ctx.backend
     gp_all = experiments.gp_point(X, y, Xt, yt, T, backend=be)
@@ -263,21 +246,19 @@ def markov_accuracy_between_gp_lines(ctx: Context, **p) -> Evidence:
 # ---------------------------------------------------------------------------------------------
 
 
-@theory.claim(source=f"{SOURCE}, §2.1 (symmetry of the action)",
-              parameters=st.fixed_dictionaries({**PROBLEM,
-                                                "heads": st.sampled_from([(2,), (3,), (2, 2), (3, 2), (2, 1, 2)]),
-                                                "layer": st.integers(0, 2), "permutation_seed": st.integers(0, 100)}),
-              examples={"quick": 5, "thorough": 30})
-def head_permutation_symmetry(ctx: Context, **p) -> Evidence:
+@theory.claim(source=f"{SOURCE}, §2.1 (symmetry of the action)", examples={"quick": 5, "thorough": 30},
+              **{**PROBLEM, "heads": st.sampled_from([(2,), (3,), (2, 2), (3, 2), (2, 1, 2)])},
+              layer=st.integers(0, 2), permutation_seed=st.integers(0, 100))
+def head_permutation_symmetry(ctx: Context, heads, P, input_width, tokens, width, temperature, seed, layer,
+                              permutation_seed) -> Evidence:
     """Relabelling the heads of one layer by a permutation σ (features permuted accordingly) gives
     the saddle point U' = Π_σ U Π_σᵀ on the paths, to 1e-7 (two solves at gradient tolerance 1e-12)."""
-    heads = p["heads"]
-    layer = p["layer"] % len(heads)
-    X, y = _problem(p)
-    sigma = np.random.default_rng(p["permutation_seed"]).permutation(heads[layer])
+    layer = layer % len(heads)
+    X, y = synthetic_problem(P, heads=heads, input_width=input_width, tokens=tokens, seed=seed)
+    sigma = np.random.default_rng(permutation_seed).permutation(heads[layer])
     grid = np.arange(X.shape[2]).reshape(heads)
     relabelled = np.take(grid, sigma, axis=layer).ravel()  # new path π' reads old path relabelled[π']
-    kwargs = dict(heads=heads, width=p["width"], temperature=p["temperature"], tolerance=1e-12, backend=ctx.backend)
+    kwargs = dict(heads=heads, width=width, temperature=temperature, tolerance=1e-12, backend=ctx.backend)
     original = solve_paths(dict(X=X, y=y), **kwargs).matrix("U1")
     permuted = solve_paths(dict(X=X[:, :, relabelled], y=y), **kwargs).matrix("U1")
     expected = original[np.ix_(relabelled, relabelled)]
@@ -316,10 +297,9 @@ def _point_figures(point) -> dict:
 
 @theory.claim(
     source=f"{SOURCE}, figures 2c and 3c (theory vs sampled networks)",
-    parameters=st.fixed_dictionaries({"data": st.just("authors")}),
-    examples={"quick": 1, "thorough": 1}, shrink_budget=1
+    examples={"quick": 1, "thorough": 1}, shrink_budget=1, data=st.just("authors"),
 )
-def sampled_networks_match_theory(ctx: Context, **p) -> Evidence:
+def sampled_networks_match_theory(ctx: Context, data) -> Evidence:
     """Networks sampled from the posterior (4-path Markov task, T = 0.01, N = 10, 30 [, 100]) have
     ⟨w_π·w_π'⟩/n_0 equal to the theory's U, and the accuracy of their posterior-mean predictor equals the
     theory's, each within z MCSE + an O(1/N) budget (z ≥ 5: Bonferroni over U's entries at a joint false alarm of
@@ -330,7 +310,7 @@ def sampled_networks_match_theory(ctx: Context, **p) -> Evidence:
     predictor's move under the shift: such a point may flip either way). The sampler must have
     converged (R-hat below the limit for the maximum over the entries of U, and over the 1000 test points of the
     predictor, at a false alarm of 10⁻³; bulk and tail ESS ≥ 400 for U) for the MCSE to count: unconverged is inconclusive."""
-    points, origin = sampled_points(p["data"], ctx)
+    points, origin = sampled_points(data, ctx)
     worst, conditions, notes = 0.0, {}, []
     for point in points:
         gap = np.abs(point.order_parameter - point.theory.order_parameter)
@@ -366,16 +346,15 @@ def _unconverged(points) -> tuple[str, dict]:
 
 @theory.claim(
     source=f"{SOURCE}, §3 (GP limit) and figure 2c (samples vs N)",
-    parameters=st.fixed_dictionaries({"data": st.just("authors")}),
-    examples={"quick": 1, "thorough": 1}, shrink_budget=1
+    examples={"quick": 1, "thorough": 1}, shrink_budget=1, data=st.just("authors"),
 )
-def sampled_networks_approach_gp(ctx: Context, **p) -> Evidence:
+def sampled_networks_approach_gp(ctx: Context, data) -> Evidence:
     """The sampled order parameter moves toward the GP value U_GP = I as N grows: the Frobenius distance
     d(N) = |Û(N) − I| falls between consecutive widths by more than 5 standard errors of the difference
     (SE from the entries' MCSE by the delta method; the widths' runs are independent). A one-sided bound with
     three verdicts: every drop above 5 SE holds; a rise by more than 5 SE refutes; a drop inside ±5 SE is
     inconclusive, with the draws that would resolve it (the SE falls as 1/sqrt(draws))."""
-    points, origin = sampled_points(p["data"], ctx)
+    points, origin = sampled_points(data, ctx)
     distances, errors = [], []
     for point in points:
         delta = point.order_parameter - np.eye(point.order_parameter.shape[0])

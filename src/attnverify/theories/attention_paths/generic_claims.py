@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...checks.claim import st
+from ...checks import st
 from .action import attention_paths_action
 from .synthetic import synthetic_problem
 from .theory import SOURCE, theory

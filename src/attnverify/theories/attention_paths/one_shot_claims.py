@@ -14,18 +14,17 @@ from .theory import theory
 from .one_shot_experiments import THEORY_SIZES, one_shot_analyses, one_shot_networks
 from . import one_shot_analysis as experiment
 from ...numerics.statistics import mean_estimate
-from ...checks.claim import Context, st
+from ...checks.claim import Context
 from ...checks.evidence import Evidence, exceeds
 
 SOURCE = derived.SOURCE
-CACHED = st.fixed_dictionaries({"networks": st.just("cached")})
 
 
 @theory.claim(
     source=f"{SOURCE}, §1.1 (path expansion) and §4.2 (gradient-descent model)",
-    parameters=CACHED, examples={"quick": 1, "thorough": 1}, shrink_budget=1
+    examples={"quick": 1, "thorough": 1}, shrink_budget=1
 )
-def one_shot_cache_is_the_trained_network(ctx: Context, **p):
+def one_shot_cache_is_the_trained_network(ctx: Context):
     """The cached networks (score forms W and effective path weights V^eff, numpy) are the trained ones:
     the test accuracy of f = Σ_π V^eff_π·ξ^π on today's draw of the test episodes equals the accuracy the
     PyTorch network had at the end of training, for every seed (at most one episode apart: a sign of f
@@ -45,9 +44,9 @@ def one_shot_cache_is_the_trained_network(ctx: Context, **p):
 
 @theory.claim(
     source=f"{SOURCE}, §4.2 (test episodes from classes never seen in training)",
-    parameters=CACHED, examples={"quick": 1, "thorough": 1}, shrink_budget=1
+    examples={"quick": 1, "thorough": 1}, shrink_budget=1
 )
-def one_shot_network_generalises_to_new_classes(ctx: Context, **p):
+def one_shot_network_generalises_to_new_classes(ctx: Context):
     """The gradient-descent network classifies one-shot episodes of digit classes it never saw better
     than chance: for every training seed, test accuracy − 1/2 > 5 standard errors (binomial, per episode)."""
     estimates = {n.seed: mean_estimate(n.network.correct(n.paths.X_test, n.paths.y_test, backend=ctx.backend))
@@ -71,9 +70,9 @@ def one_shot_network_generalises_to_new_classes(ctx: Context, **p):
 #: held; each seed since the fifth has moved it down). At P = 200 it was 0.18 ± 0.22.
 @theory.claim(
     source=f"{SOURCE}, §2.5 and figure 3e (head score vs performance drop)",
-    parameters=CACHED, examples={"quick": 1, "thorough": 1}, shrink_budget=1, expect="inconclusive"
+    examples={"quick": 1, "thorough": 1}, shrink_budget=1, expect="inconclusive"
 )
-def one_shot_head_scores_predict_pruning(ctx: Context, **p):
+def one_shot_head_scores_predict_pruning(ctx: Context):
     """Heads with a low score (from the theory U at N = 10, T chosen on validation episodes) cost less test
     accuracy when pruned from the gradient-descent network than heads with a high score: the Spearman rank
     correlation between score and accuracy drop, averaged over training seeds, exceeds 0 by 5 standard
