@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.linalg import cho_solve
 
-from attnverify.base.backend import get_backend
+from attnverify.base.backend import cupy_works, get_backend
 from attnverify.numerics.diagnostics import FALSE_ALARM, summarize
 from attnverify.numerics.hmc import HMCKernel, initial_step_size, sample
 from seeds import seeded
@@ -182,3 +182,25 @@ def test_adaptation_windows_follow_stans_schedule():
     assert adaptation_windows(19) == []
     with pytest.raises(ValueError, match="warmup"):
         HMCKernel(np.ones(2), backend="numpy", mass_matrix="diagonal")
+
+
+def test_a_draws_record_comes_to_the_host_whole_and_exact():
+    """to_host_at_once keeps the nesting (dict, list, tuple, None) and every array's shape, type and bits; numpy arrays
+    pass through as they are (on the device path they come back in one transfer: tests/saddle/test_network_device.py)."""
+    from attnverify.numerics.hmc import to_host_at_once
+
+    rng = np.random.default_rng(0)
+    values = ({"U1": rng.standard_normal((3, 2, 2)), "Ua": rng.standard_normal(3)}, [rng.standard_normal(3), None],
+              np.array([True, False, True]), 7)
+    assert to_host_at_once(values) is values
+    if not cupy_works():
+        return
+    import cupy
+
+    device = ({"U1": cupy.asarray(values[0]["U1"]), "Ua": cupy.asarray(values[0]["Ua"])},
+              [cupy.asarray(values[1][0]), None], cupy.asarray(values[2]), 7)
+    host = to_host_at_once(device)
+    assert isinstance(host[1], list) and host[1][1] is None and host[3] == 7 and host[2].dtype == bool
+    for got, want in ((host[0]["U1"], values[0]["U1"]), (host[0]["Ua"], values[0]["Ua"]), (host[1][0], values[1][0]),
+                      (host[2], values[2])):
+        assert isinstance(got, np.ndarray) and got.shape == want.shape and np.array_equal(got, want)

@@ -99,3 +99,27 @@ def test_a_sampling_iteration_synchronises_with_the_host_once(cupy, monkeypatch)
                        record=lambda x: posterior.order_parameters(x))
         counts.append(syncs[0] - before)
     assert counts[1] - counts[0] == 6, counts
+
+
+@pytest.mark.parametrize("scale", [1e40, 1e200])  # K + TI finite but not positive definite in floats; U overflows
+def test_a_diverging_chain_has_infinite_potential_on_the_device_as_on_numpy(cupy, scale):
+    """The device factorisation flags the chain without a factor (no host read of cuSOLVER's info): its Ψ is +∞, and
+    the other chain's Ψ and ∇Ψ equal numpy's (1e-12)."""
+    from numerics.attention_paths.problems import random_features
+
+    from attnverify.theories.attention_paths.collapsed import collapsed_posterior
+    from attnverify.theories.attention_paths.posterior import network_posterior
+
+    X, y = random_features(20, 3, 4, 3)
+    for representation in ("kernels", "features"):
+        host, device = (collapsed_posterior(network_posterior(X, y, heads=(2, 2), width=2, temperature=0.5,
+                                                              backend=backend), representation)
+                        for backend in ("numpy", "cupy"))
+        theta = np.random.default_rng(3).normal(size=(2, host.size))
+        theta[1] *= scale
+        with np.errstate(over="ignore", invalid="ignore"):
+            expected = host.potential_and_gradient(theta)
+            potential, gradient = (value.get() for value in device.potential_and_gradient(cupy.asarray(theta)))
+        assert np.isposinf(potential[1]) and np.isposinf(expected[0][1])
+        np.testing.assert_allclose(potential[0], expected[0][0], rtol=1e-12)
+        np.testing.assert_allclose(gradient[0], expected[1][0], rtol=1e-12, atol=1e-12)
