@@ -5,8 +5,8 @@
     python benchmarks/bench_posterior_sampler.py --gradient            # the collapsed potential's cost
 
 The posterior is the 4-path hidden-Markov-chain network of the paper's figure 2c (L = 2, H = 2, T = 0.01,
-P = 100, the authors' features when ../shared/data has them), at equal widths N. Both samplers target the
-same density: NUTS (numpyro, the sampler the paper used; default target acceptance 0.8, tree depth 10,
+P = 100, the authors' features shipped with the package, else generated ones), at equal widths N. Both samplers
+target the same density: NUTS (numpyro, the sampler the paper used; default target acceptance 0.8, tree depth 10,
 float64) on (V^(0), V^(ℓ)_h, a) with N(0, 1) priors and Normal(f, √T) likelihood on the precomputed path
 features; ours is prior-whitened HMC with V^(0) integrated out exactly (``collapsed``, the default), and
 prior-whitened HMC on the hidden weights + exact Gibbs on the readout (``readout_gibbs``); see

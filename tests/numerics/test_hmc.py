@@ -53,8 +53,8 @@ def test_gaussian_moments_within_monte_carlo_error(seed):
 
     False alarm per seed ≤ 1.2·10⁻³: the convergence gate 10⁻³ (R̂ of the 5 means against the limit for their
     maximum, ``diagnostics.rhat_limit``) and 10⁻⁴ for each moment check (``MOMENT_FALSE_ALARM``); the ESS floor
-    (400) adds nothing measurable, the least bulk or tail ESS over seeds 0–199 being 906. Issue 27: with 800 draws
-    and the per-entry gate R̂ < 1.01, 5 of seeds 0–39 failed (max R̂ 1.0105–1.0138); now 0 of seeds 0–199 fail."""
+    (400) adds nothing measurable, the least bulk or tail ESS over seeds 0–199 being 906; 0 of seeds 0–199 fail
+    (with 800 draws and a per-entry gate R̂ < 1.01, 5 of seeds 0–39 would: max R̂ 1.0105–1.0138)."""
     seed = seeded(seed)
     mean, covariance, potential_and_gradient = gaussian_target(5, seed)
     draws, stats = sample(potential_and_gradient, np.zeros((6, 5)), seed=seed, warmup=300, draws=DRAWS,
@@ -101,7 +101,7 @@ def test_step_size_is_frozen_after_warmup():
 
 
 def test_a_chain_replays_from_a_saved_state():
-    """Issue 29: the adaptation lives in a state value, so a run can be saved mid-warm-up (the kernel's state and
+    """The adaptation lives in a state value, so a run can be saved mid-warm-up (the kernel's state and
     the generator's) and continued elsewhere, bit for bit."""
     import copy
 
@@ -134,7 +134,7 @@ def test_same_seed_replays():
 
 
 def test_backend_by_name_and_arguments_checked_once():
-    """Issue 14: a backend given as a string ('numpy') is accepted; bad arguments are named."""
+    """A backend given as a string ('numpy') is accepted; bad arguments are named."""
     _, _, potential_and_gradient = gaussian_target(2, 0)
     x0 = np.zeros((2, 2))
     by_name = sample(potential_and_gradient, x0, seed=3, warmup=5, draws=4, backend="numpy", max_steps=4)

@@ -156,8 +156,8 @@ def test_bad_input_is_named(kwargs, match):
 
 
 def test_a_width_too_large_to_sample_is_refused_at_the_constructor():
-    """Issue 14: width = 1e9 used to be accepted here and fail later in numpy. The message gives the
-    weight count, the limit and why, and the largest equal width that fits."""
+    """width = 1e9 is refused here, not later in numpy. The message gives the weight count, the limit and why, and
+    the largest equal width that fits."""
     from attnverify.theories.attention_paths.posterior import MAX_WEIGHTS, _largest_equal_width
 
     X, y = random_features(4, 3, 2, 9)

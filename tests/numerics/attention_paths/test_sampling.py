@@ -180,7 +180,7 @@ def _quick_samples(**kwargs):
 
 
 def test_settings_as_a_dict_are_the_dataclass():
-    """Issue 14: settings passed as a dict are accepted as SamplerSettings(**dict); unknown keys are named."""
+    """Settings passed as a dict are accepted as SamplerSettings(**dict); unknown keys are named."""
     post, X_test, from_dict = _quick_samples()
     assert from_dict.settings == SamplerSettings(chains=2, warmup=10, draws=6, max_leapfrog=8)
     same = sample_posterior(post, seed=1, settings=SamplerSettings(chains=2, warmup=10, draws=6, max_leapfrog=8),
@@ -205,7 +205,7 @@ def test_sampler_settings_use_the_one_boundary():
 
 
 def test_nan_test_features_are_refused_by_name():
-    """Issue 14: NaN in X_test used to come back as NaN predictions."""
+    """NaN in X_test is refused by name, before any draw (not returned as NaN predictions)."""
     X, y = random_features(5, 2, 2, 2)
     post = network_posterior(X, y, heads=(2,), width=2, temperature=0.5)
     X_test, _ = random_features(3, 2, 2, 5)
@@ -215,7 +215,7 @@ def test_nan_test_features_are_refused_by_name():
 
 
 def test_accuracy_refuses_nan_targets_and_a_single_replicate():
-    """Issue 14: all-NaN targets gave accuracy 0.0, and ≤ 1 replicate a NaN standard error."""
+    """All-NaN targets are refused (not scored as accuracy 0.0), and so is ≤ 1 replicate (a NaN standard error)."""
     _, _, samples = _quick_samples()
     y_test = np.array([1.0, -1.0, 1.0])
     estimate = samples.accuracy(y_test, replicates=2)
