@@ -1,10 +1,15 @@
 """Every built-in attention-path claim, run through the same runner as the CLI, comes out as
 expected; and the checks have power: a wrong theory makes them fail."""
 
+import inspect
+
 import numpy as np
 import pytest
 
 from attnverify.theories.attention_paths import claims as claims
+from attnverify.theories.attention_paths import one_shot_claims
+from attnverify.checks.runner import end_examples
+from attnverify.checks.strategies import declared_ranges
 from attnverify.checks import run_claim
 from claim_helpers import run_seed
 from attnverify.theories import builtin_claims
@@ -30,6 +35,19 @@ def test_the_six_claims_of_the_issue_are_registered():
 
 
 QUICK = [c for c in CLAIMS if c.name not in SHARED_WITH_SECTION]
+WRITTEN = [c for c in CLAIMS if inspect.unwrap(c.check).__module__ in (claims.__name__, one_shot_claims.__name__)]
+
+
+@pytest.mark.parametrize("claim", WRITTEN, ids=[c.name for c in WRITTEN])
+def test_claim_names_its_parameters_and_checks_the_ends_of_its_ranges(claim):
+    """The README's form: the claim's function takes each drawn parameter by name (no ``**p``), and a claim with a
+    bounded number draws it with attnverify's ``st``, so that a run checks the all-low and the all-high example."""
+    signature = inspect.signature(inspect.unwrap(claim.check)).parameters
+    assert all(p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) for p in signature.values())
+    ranges = declared_ranges(claim.parameters)
+    assert set(signature) - {"ctx", "rng"} == set(ranges)
+    if any(r is not None for r in ranges.values()):
+        assert [end for end, _ in end_examples(claim)] == ["low", "high"]
 
 
 @pytest.mark.parametrize("claim", QUICK, ids=[c.name for c in QUICK])
