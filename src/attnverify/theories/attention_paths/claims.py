@@ -309,7 +309,8 @@ def sampled_networks_match_theory(ctx: Context, data) -> Evidence:
     whose sign neither side resolves (the theory's margin within z MCSE of the sampled predictor, or within the
     predictor's move under the shift: such a point may flip either way). The sampler must have
     converged (R-hat below the limit for the maximum over the entries of U, and over the 1000 test points of the
-    predictor, at a false alarm of 10⁻³; bulk and tail ESS ≥ 400 for U) for the MCSE to count: unconverged is inconclusive."""
+    predictor, at a false alarm of 10⁻³; bulk and tail ESS ≥ 400 for U) for the MCSE to count: unconverged is
+    inconclusive."""
     points, origin = sampled_points(data, ctx)
     worst, conditions, notes = 0.0, {}, []
     for point in points:

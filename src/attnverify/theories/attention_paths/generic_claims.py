@@ -31,7 +31,8 @@ def _relabel(paths: list[int], second_layer: bool):
     return data_map, order_map
 
 
-@theory.saddle_point(attention_paths_action((2, 2), equal_widths=True), name="generic", source=f"{SOURCE}; §2.1 declared in sympy",
+@theory.saddle_point(attention_paths_action((2, 2), equal_widths=True), name="generic",
+                     source=f"{SOURCE}; §2.1 declared in sympy",
                      N=st.floats(5, 500), sigma1=st.floats(0.5, 2.0), sigma2=st.floats(0.5, 2.0),
                      sigma_a=st.floats(0.5, 2.0), temperature=st.floats(0.01, 1.0), seed=st.integers(0, 2**16),
                      symmetries={"first_layer_head_relabelling": _relabel(FIRST_LAYER_SWAP, False),

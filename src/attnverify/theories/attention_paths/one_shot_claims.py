@@ -2,8 +2,9 @@
 
 The networks are trained once by ``attnverify train-one-shot`` (PyTorch) and shipped as
 :class:`~attnverify.theories.attention_paths.trained_heads.TrainedHeads`; everything here runs on numpy.
-The networks, their path features and their analyses are experiments (:mod:`attnverify.theories.attention_paths.one_shot_experiments`)
-asked for through the run's store, which figure 3 of the report shares.
+The networks, their path features and their analyses are experiments
+(:mod:`attnverify.theories.attention_paths.one_shot_experiments`) asked for through the run's store, which figure 3
+of the report shares; so the claims draw no parameter: each is a statement about the cached networks of the profile.
 The claims are named ``attention_paths.one_shot_*`` and listed with the other attention-path claims.
 """
 
@@ -32,7 +33,8 @@ def one_shot_cache_is_the_trained_network(ctx: Context):
     _, shared = experiment.cached_networks()
     gaps, test_sizes = {}, set()
     for inputs in one_shot_networks(ctx.profile, ctx.store):
-        numpy_accuracy = float(inputs.network.correct(inputs.paths.X_test, inputs.paths.y_test, backend=ctx.backend).mean())
+        correct = inputs.network.correct(inputs.paths.X_test, inputs.paths.y_test, backend=ctx.backend)
+        numpy_accuracy = float(correct.mean())
         gaps[inputs.seed] = (numpy_accuracy, float(inputs.network.metadata["test_accuracy"]))
         test_sizes.add(inputs.paths.y_test.size)
     worst = max(abs(a - b) for a, b in gaps.values())
