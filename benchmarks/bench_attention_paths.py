@@ -112,7 +112,7 @@ def best_of(function, repeats: int = 5):
 
 def one_shot_problem():
     """The first cached one-shot network's P = 600 theory episodes (figure 3's solve)."""
-    from attnverify.theories.attention_paths import one_shot_analysis as experiment
+    from attnverify.theories.attention_paths.one_shot import analysis as experiment
 
     networks, _ = experiment.cached_networks()
     seed = sorted(networks)[0]

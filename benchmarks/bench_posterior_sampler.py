@@ -106,7 +106,7 @@ def numpyro_nuts(X, y, width: int, warmup: int, draws: int, chains: int, seed: i
 
 def one_shot_features(P: int = 600):
     """The first P theory episodes' path features of the first cached one-shot network (figure 3)."""
-    from attnverify.theories.attention_paths import one_shot_analysis as experiment
+    from attnverify.theories.attention_paths.one_shot import analysis as experiment
 
     networks, _ = experiment.cached_networks()
     seed = sorted(networks)[0]

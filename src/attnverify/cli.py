@@ -296,11 +296,11 @@ def _build_and_print(out: str, *, debug: bool = False, **options) -> int:
 
 def _train_one_shot(args: argparse.Namespace) -> int:
     try:
-        from .theories.attention_paths.one_shot_training import train_and_cache
+        from .theories.attention_paths.one_shot.training import train_and_cache
         import torch  # noqa: F401
     except ImportError:
         raise UsageError("train-one-shot needs PyTorch and tqdm: pip install -e '.[train]'") from None
-    from .theories.attention_paths.one_shot_analysis import CACHE
+    from .theories.attention_paths.one_shot.analysis import CACHE
 
     if any(seed < 0 for seed in args.seeds):
         raise UsageError(f"--seeds must be integers ≥ 0, got {args.seeds}")

@@ -18,7 +18,8 @@ from boundary.harness import EntryPoint, Parameter as P, boundary_tests
 
 from attnverify.theories.attention_paths import derivations as theory
 from attnverify.numerics import diagnostics, hmc
-from attnverify.theories.attention_paths import features, heads as heads_module, markov_chain, one_shot_task as one_shot
+from attnverify.theories.attention_paths import features, heads as heads_module, markov_chain
+from attnverify.theories.attention_paths.one_shot import task as one_shot
 from attnverify.theories.attention_paths.collapsed import collapsed_posterior
 from attnverify.numerics.kernel_energy import energy_for
 from attnverify.theories.attention_paths.action import ActionConfig, solve_paths

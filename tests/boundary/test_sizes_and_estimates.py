@@ -247,7 +247,7 @@ def test_the_learning_task_refuses_sizes_that_cannot_fit(call, name):
 @pytest.mark.parametrize("count, dim, name", [(10**15, 4, "count = 1000000000000000"),
                                               (2, 10**15, "dim = 1000000000000000")])
 def test_positional_encodings_refuse_sizes_that_cannot_fit(count, dim, name):
-    from attnverify.theories.attention_paths.one_shot_task import sinusoidal_positions
+    from attnverify.theories.attention_paths.one_shot.task import sinusoidal_positions
 
     with _refused(name):
         sinusoidal_positions(count, dim)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from attnverify.theories.attention_paths import claims as claims
-from attnverify.theories.attention_paths import one_shot_claims
+from attnverify.theories.attention_paths.one_shot import claims as one_shot_claims
 from attnverify.checks.runner import end_examples
 from attnverify.checks.strategies import declared_ranges
 from attnverify.checks import run_claim

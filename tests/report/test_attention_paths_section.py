@@ -236,7 +236,7 @@ def test_one_shot_claims_have_power(built, monkeypatch):
     import dataclasses
 
     from attnverify.theories.attention_paths import claims as claims
-    from attnverify.theories.attention_paths import one_shot_claims as one_shot
+    from attnverify.theories.attention_paths.one_shot import claims as one_shot
     from attnverify.checks import run_claim
 
     analyses = STORE.get(one_shot.one_shot_analyses, profile="quick")
@@ -277,7 +277,7 @@ def test_figure_3_states_the_cached_network_and_its_pruning(built):
     correlation of the scores and drops it plots; 3f starts at the unpruned accuracy."""
     from scipy.stats import spearmanr
 
-    from attnverify.theories.attention_paths import one_shot_analysis as one_shot_experiment
+    from attnverify.theories.attention_paths.one_shot import analysis as one_shot_experiment
 
     _, section, _ = built
     networks, _ = one_shot_experiment.cached_networks()

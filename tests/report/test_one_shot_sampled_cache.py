@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from attnverify.theories.attention_paths import one_shot_analysis as experiment
+from attnverify.theories.attention_paths.one_shot import analysis as experiment
 from attnverify.theories.attention_paths import sampling
 from attnverify.saddle import SolutionStore
-from attnverify.theories.attention_paths import one_shot_experiments as one_shot
+from attnverify.theories.attention_paths.one_shot import experiments as one_shot
 from seeds import seeded
 
 

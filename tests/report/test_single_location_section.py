@@ -152,7 +152,8 @@ def test_the_section_only_draws():
     """A section draws what experiments computed; it fits, optimises and solves nothing itself."""
     import inspect
 
-    from attnverify.theories.attention_paths import one_shot_section, section as paths_section
+    from attnverify.theories.attention_paths import section as paths_section
+    from attnverify.theories.attention_paths.one_shot import section as one_shot_section
     from attnverify.theories.conditional_mean import section as mean_section
 
     for module in (section_module, paths_section, one_shot_section, mean_section):

@@ -4,7 +4,7 @@ import numpy as np
 
 from attnverify.saddle import SolutionStore, sweep
 from attnverify.saddle.store import fingerprint
-from attnverify.theories.attention_paths import one_shot_analysis as experiment
+from attnverify.theories.attention_paths.one_shot import analysis as experiment
 from attnverify.theories.attention_paths.action import ActionConfig, attention_paths_action
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from attnverify.theories.attention_paths import one_shot_task as one_shot
+from attnverify.theories.attention_paths.one_shot import task as one_shot
 from seeds import seeded
 
 

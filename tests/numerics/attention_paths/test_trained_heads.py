@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from attnverify.theories.attention_paths import one_shot_analysis as experiment
-from attnverify.theories.attention_paths import trained_heads
+from attnverify.theories.attention_paths.one_shot import analysis as experiment
+from attnverify.theories.attention_paths.one_shot import trained_heads
 from attnverify.theories.attention_paths.theory_points import evaluate
 
 

@@ -10,7 +10,8 @@ from seeds import seeded
 
 torch = pytest.importorskip("torch")
 
-from attnverify.theories.attention_paths import features, one_shot_task as one_shot, trained_model  # noqa: E402
+from attnverify.theories.attention_paths import features  # noqa: E402
+from attnverify.theories.attention_paths.one_shot import task as one_shot, trained_model  # noqa: E402
 
 SMALL = trained_model.ArchitectureConfig(layers=2, heads=3, width=6, qk_dim=3, token_dim=64)
 DEEP = trained_model.ArchitectureConfig(layers=3, heads=2, width=5, qk_dim=4, token_dim=8)

@@ -11,9 +11,9 @@ heads         kernel–task alignment, head scores, theory pruning
 synthetic     random tokens and heads with a teacher path (generic problems, scaling benchmarks)
 posterior, collapsed, sampling   the finite-width network's posterior and its two exact HMC samplers
 theory_points the theory and the sampled networks at a width, next to each other (figure 2's comparisons)
-one_shot_task, trained_model, trained_heads, one_shot_training, one_shot_analysis   figure 3's task and networks
-experiments, one_shot_experiments   what claims and the section share, through the run's store
-claims, one_shot_claims   the claims; section, one_shot_section   the report section (drawing only)
+experiments   what claims and the section share, through the run's store
+claims        the claims; section   the report section (drawing only)
+one_shot/     figure 3: the one-shot task, the trained networks, their analysis, claims and panels
 
 The names below are the package's numerics, importable from here.
 """

@@ -392,7 +392,7 @@ def sampled_networks_approach_gp(ctx: Context, data) -> Evidence:
 # registers them on the theory after the claims above)
 # ---------------------------------------------------------------------------------------------
 
-from .one_shot_claims import (one_shot_cache_is_the_trained_network, one_shot_head_scores_predict_pruning,
+from .one_shot.claims import (one_shot_cache_is_the_trained_network, one_shot_head_scores_predict_pruning,
                               one_shot_network_generalises_to_new_classes)
 
 # 12–16. the action declared as a saddle-point theory of one's own: the claims every such theory gets

@@ -212,7 +212,7 @@ def sampled_markov_networks(*, profile: str, seed: int, backend: str = "numpy",
 def plan_experiments(*, profile: str, seed: int, backend: str = "numpy") -> list[Planned]:
     """Every experiment of the attention-paths section and claims, longest chains first (the run computes them
     as tasks ahead of the section: :mod:`attnverify.theories`)."""
-    from . import one_shot_experiments as one_shot
+    from .one_shot import experiments as one_shot
 
     one_of("profile", profile, tuple(WIDTHS))
     networks = {s: planned(one_shot.one_shot_network, training_seed=s) for s in one_shot.training_seeds(profile)}

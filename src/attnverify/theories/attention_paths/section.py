@@ -8,10 +8,10 @@ task (spec ``docs/papers/attention_paths.md`` §2.3, §2.4, §3, §4.1):
    all paths, the good path and the good + denoising paths, and the matrix elements of U against N;
 2. "2d": overlaps of the kernel's principal components with the labels, N = 10 against the GP limit;
 3. "2e": the 2-path network (good + denoising) with out-of-plane noise σ⊥ = 5, as in 2c;
-4. "3b"–"3f": one-shot image classification with trained heads (:mod:`attnverify.theories.attention_paths.one_shot_section`).
+4. "3b"–"3f": one-shot image classification with trained heads (:mod:`attnverify.theories.attention_paths.one_shot.section`).
 
 The numbers come from the run's store of experiments (:mod:`attnverify.theories.attention_paths.experiments` and
-:mod:`attnverify.theories.attention_paths.one_shot_experiments`); this module only draws them. The 4-path features are the authors' own
+:mod:`attnverify.theories.attention_paths.one_shot.experiments`); this module only draws them. The 4-path features are the authors' own
 (``experiments.authors_markov_data``) when the package data holds them, else drawn by ``markov_dataset``; the
 2-path data are always drawn. Every random seed is derived from the ``seed`` argument through
 ``numpy.random.SeedSequence``.
@@ -380,7 +380,7 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
     sweep_e = store.get(markov_width_sweep, network="2paths", profile=profile, seed=seed, backend=backend)
     fig_e, table_e = _two_path_figure(out_dir, two, sweep_e)
 
-    from .one_shot_section import figure3
+    from .one_shot.section import figure3
 
     figures_3, tables_3 = figure3(out_dir, profile=profile, seed=seed, progress=progress, store=store, backend=backend)
 

@@ -14,14 +14,14 @@ from typing import Callable
 
 import numpy as np
 
-from .one_shot_experiments import (COMPONENTS, SAMPLED_WIDTH, one_shot_analyses, one_shot_network,
+from .experiments import (COMPONENTS, SAMPLED_WIDTH, one_shot_analyses, one_shot_network,
                                    one_shot_sampled_comparison,
                                    one_shot_sampled_networks, one_shot_width_sweep)
-from ...experiments.store import Store
-from . import one_shot_analysis as experiment
-from .heads import path_index
-from ...report.figures import pyplot, save_figure
-from ...report.section import Figure, Table
+from ....experiments.store import Store
+from . import analysis as experiment
+from ..heads import path_index
+from ....report.figures import pyplot, save_figure
+from ....report.section import Figure, Table
 
 
 def _label(head) -> str:

@@ -17,15 +17,15 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.stats import spearmanr
 
-from ...base.arguments import integer, real
-from ...base.cache import cache_directory
-from ...numerics.statistics import Estimate, mean_estimate
-from . import one_shot_task as one_shot
-from .theory_points import TheoryPoint, evaluate
-from .heads import head_scores
-from ...numerics.kernel_predictor import predictor_statistics
-from ...saddle import SolutionStore, sweep as saddle_sweep
-from .action import ActionConfig
+from ....base.arguments import integer, real
+from ....base.cache import cache_directory
+from ....numerics.statistics import Estimate, mean_estimate
+from . import task as one_shot
+from ..theory_points import TheoryPoint, evaluate
+from ..heads import head_scores
+from ....numerics.kernel_predictor import predictor_statistics
+from ....saddle import SolutionStore, sweep as saddle_sweep
+from ..action import ActionConfig
 from .trained_heads import Head, TrainedHeads, load_networks
 
 #: The paper's grids (spec §4.2): widths, temperatures, and the temperatures of its GP line.
@@ -297,7 +297,7 @@ def rank_correlation_estimate(analyses: Sequence[SeedAnalysis]) -> Estimate:
 # ------------------------------------------------------------------------------------ cached networks
 
 #: The trained networks shipped with the package (``attnverify train-one-shot --update-package-data`` rewrites them).
-CACHE = Path(__file__).resolve().parent / "data" / "one_shot_digits.npz"
+CACHE = Path(__file__).resolve().parents[1] / "data" / "one_shot_digits.npz"
 
 
 def cache_settings(setup: OneShotSetup, architecture: dict, training: dict) -> dict:

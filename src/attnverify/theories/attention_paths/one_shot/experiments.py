@@ -14,17 +14,17 @@ from typing import Callable
 import numpy as np
 from scipy.stats import spearmanr
 
-from . import kernel_task_alignment
-from . import one_shot_analysis as experiment
-from . import sampling
-from .heads import head_scores
-from .posterior import network_posterior
-from ...saddle.store import SolutionStore, fingerprint
-from ...base.arguments import integer, one_of
-from ...numerics.diagnostics import ChainSummary
-from ...numerics.statistics import Estimate
-from ...experiments import tasks
-from ...experiments.store import Store
+from .. import kernel_task_alignment
+from . import analysis as experiment
+from .. import sampling
+from ..heads import head_scores
+from ..posterior import network_posterior
+from ....saddle.store import SolutionStore, fingerprint
+from ....base.arguments import integer, one_of
+from ....numerics.diagnostics import ChainSummary
+from ....numerics.statistics import Estimate
+from ....experiments import tasks
+from ....experiments.store import Store
 
 #: The theory's P and temperature grid per profile: the paper's P = 600 in both; the paper's ten
 #: temperatures in the thorough tier, three in the quick tier so that it fits CI. The three are the ones

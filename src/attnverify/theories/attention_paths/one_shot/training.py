@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import trained_model
-from .one_shot_analysis import OneShotSetup, cache_settings, one_shot_data
+from .analysis import OneShotSetup, cache_settings, one_shot_data
 from .trained_heads import TrainedHeads, load_networks, save_networks
 
 

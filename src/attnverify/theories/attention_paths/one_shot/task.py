@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 from scipy.ndimage import zoom
 
-from ...base import arguments
-from ...base.arguments import integer, real
+from ....base import arguments
+from ....base.arguments import integer, real
 
 IMAGE_SIZE = 32
 PATCH_SIZE = 8

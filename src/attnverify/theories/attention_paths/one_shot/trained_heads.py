@@ -18,9 +18,9 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ...base import arguments
-from . import features
-from .heads import path_index
+from ....base import arguments
+from .. import features
+from ..heads import path_index
 
 Head = tuple[int, int]  # (layer, head), 0-based
 

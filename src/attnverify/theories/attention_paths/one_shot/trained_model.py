@@ -29,8 +29,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...base import arguments
-from ...base.arguments import integer, real
+from ....base import arguments
+from ....base.arguments import integer, real
 from .trained_heads import TrainedHeads
 
 

@@ -1,22 +1,22 @@
 """Claims of the one-shot image experiment (attention paths, figure 3), on the cached trained networks.
 
 The networks are trained once by ``attnverify train-one-shot`` (PyTorch) and shipped as
-:class:`~attnverify.theories.attention_paths.trained_heads.TrainedHeads`; everything here runs on numpy.
+:class:`~attnverify.theories.attention_paths.one_shot.trained_heads.TrainedHeads`; everything here runs on numpy.
 The networks, their path features and their analyses are experiments
-(:mod:`attnverify.theories.attention_paths.one_shot_experiments`) asked for through the run's store, which figure 3
+(:mod:`attnverify.theories.attention_paths.one_shot.experiments`) asked for through the run's store, which figure 3
 of the report shares; so the claims draw no parameter: each is a statement about the cached networks of the profile.
 The claims are named ``attention_paths.one_shot_*`` and listed with the other attention-path claims.
 """
 
 from __future__ import annotations
 
-from . import derivations as derived
-from .theory import theory
-from .one_shot_experiments import THEORY_SIZES, one_shot_analyses, one_shot_networks
-from . import one_shot_analysis as experiment
-from ...numerics.statistics import mean_estimate
-from ...checks.claim import Context
-from ...checks.evidence import Evidence, exceeds
+from .. import derivations as derived
+from ..theory import theory
+from .experiments import THEORY_SIZES, one_shot_analyses, one_shot_networks
+from . import analysis as experiment
+from ....numerics.statistics import mean_estimate
+from ....checks.claim import Context
+from ....checks.evidence import Evidence, exceeds
 
 SOURCE = derived.SOURCE
 
