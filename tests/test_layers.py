@@ -233,6 +233,8 @@ def test_each_builtin_theory_is_one_package_in_the_concise_form():
         defined = [inspect.unwrap(c.check) for c in form.claims] + [d.function for d in form.derivations] + [form._plan, form._section]
         for function in defined:
             where = getattr(function, "__module__", None) or inspect.getmodule(function).__name__
-            assert where.startswith(package), (modules.name, function, where)
+            # the saddle-point engine generates a declared action's derivation, for a user's theory as for this one
+            generated = where == "attnverify.saddle.claims" and function.__qualname__.startswith("action_derivation.")
+            assert where.startswith(package) or generated, (modules.name, function, where)
         assert [c.name for c in modules.claim_list()] == [c.name for c in form.claim_list()]
         assert all(c.origin == "" for c in modules.claim_list())  # replayed by name: check --only
