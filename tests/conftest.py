@@ -57,9 +57,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # The longest modules first: pytest-xdist (--dist loadscope) hands modules to the two workers in the order they
 # are collected, and the report sections and claim modules come last alphabetically; started last, the longest
 # (the attention-paths section, ~90 s) left one worker idle at the end. Within a module the order is kept.
-LONGEST_FIRST = ("tests/report/test_attention_paths_section.py", "tests/checks/test_single_location_claims.py",
-                 "tests/checks/test_conditional_mean_claims.py", "tests/report/test_single_location_section.py",
-                 "tests/derivations/test_attention_paths.py", "tests/report/test_conditional_mean_section.py")
+LONGEST_FIRST = tuple(f"tests/theories/{path}.py" for path in (
+    "attention_paths/test_section", "single_location/test_claims", "conditional_mean/test_claims",
+    "single_location/test_section", "attention_paths/test_derivations", "conditional_mean/test_section"))
 
 
 def pytest_collection_modifyitems(config, items):

@@ -141,7 +141,7 @@ def test_host_only_entry_points_name_the_device_array_they_were_given():
 def _entry_points_taking_a_backend():
     found = []
     for theory in ("attention_paths", "conditional_mean", "single_location"):
-        module = importlib.import_module(f"boundary.test_{theory}_boundary")
+        module = importlib.import_module(f"theories.{theory}.test_boundary")
         for entry in module.ENTRY_POINTS:
             if "backend" in entry.parameters:
                 found.append(pytest.param(entry, id=entry.name))
@@ -202,7 +202,7 @@ def test_every_claim_runs_with_check_backend_cupy_and_puts_arrays_on_the_device(
 def test_both_posterior_samplers_match_quadrature_on_cupy(method):
     """The two samplers of the attention network (HMC with the readout integrated out, and HMC with Gibbs steps on
     the readout) on cupy, against quadrature of the tiny network: the numpy test's gates and bounds
-    (``tests/numerics/attention_paths/test_sampling.py``; false alarm per seed ≤ 2·10⁻³)."""
+    (``tests/theories/attention_paths/test_sampling.py``; false alarm per seed ≤ 2·10⁻³)."""
     from numerics.attention_paths.test_sampling import tiny_posterior_moments
     from seeds import seeded
 

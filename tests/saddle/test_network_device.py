@@ -105,7 +105,7 @@ def test_a_sampling_iteration_synchronises_with_the_host_once(cupy, monkeypatch)
 def test_a_diverging_chain_has_infinite_potential_on_the_device_as_on_numpy(cupy, scale):
     """The device factorisation flags the chain without a factor (no host read of cuSOLVER's info): its Ψ is +∞, and
     the other chain's Ψ and ∇Ψ equal numpy's (1e-12)."""
-    from numerics.attention_paths.problems import random_features
+    from theories.attention_paths.problems import random_features
 
     from attnverify.theories.attention_paths.collapsed import collapsed_posterior
     from attnverify.theories.attention_paths.posterior import network_posterior

@@ -4,7 +4,7 @@ from the GP point, with the energy's precomputation shared over the grid."""
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
-from numerics.attention_paths.problems import random_features
+from theories.attention_paths.problems import random_features
 
 from attnverify.saddle import solve, sweep
 from attnverify.theories.attention_paths.action import ActionConfig, attention_paths_action

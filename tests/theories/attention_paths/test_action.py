@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
-from numerics.attention_paths.problems import random_factor, random_features
+from theories.attention_paths.problems import random_factor, random_features
 
 from attnverify.saddle import SaddlePointError
 from attnverify.theories.attention_paths import scalar_renormalization

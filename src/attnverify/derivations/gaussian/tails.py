@@ -49,7 +49,7 @@ def log_erfc_square_mean(a: float, b: float) -> float:
     concave with g'' ≤ −1: the integral is taken around its peak (a root of g'), over the interval
     where g stays within 100 of the peak (the rest is below e^{−100} of it), by adaptive quadrature
     with panels following the widths 1/√s of the peak and 1/b of erfc's turn at x = 0. Checked
-    against the mpmath evaluation of the left side to 1e-13 (tests/derivations/test_single_location.py).
+    against the mpmath evaluation of the left side to 1e-13 (tests/theories/single_location/test_derivations.py).
     """
     a, b = nonnegative("a", a), nonnegative("b", b)
     s = 1.0 + 4.0 * b * b

@@ -4,7 +4,7 @@ head scores and pruning."""
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
-from numerics.attention_paths.problems import random_factor, random_features
+from theories.attention_paths.problems import random_factor, random_features
 
 from attnverify.theories.attention_paths import head_scores, kernel_task_alignment, predictor_statistics, prune_heads
 from seeds import seeded

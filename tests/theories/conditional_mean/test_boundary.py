@@ -18,7 +18,7 @@ Skips, with their reasons:
 import numpy as np
 from hypothesis import strategies as st
 
-from boundary.harness import EntryPoint, Parameter as P, boundary_tests
+from boundary_harness import EntryPoint, Parameter as P, boundary_tests
 
 from attnverify.base.backend import on_device
 from attnverify.theories.conditional_mean import derivations as theory

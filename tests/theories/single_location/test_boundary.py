@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from attnverify.derivations import gaussian
 from attnverify.theories.single_location import derivations as theory
 from attnverify.theories import single_location as sim
-from boundary.harness import EntryPoint, Parameter as P, boundary_tests
+from boundary_harness import EntryPoint, Parameter as P, boundary_tests
 from seeds import seeded
 
 D, L_, RUNS, B = 4, 3, 2, 5

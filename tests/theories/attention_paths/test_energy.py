@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from numpy.testing import assert_allclose
-from numerics.attention_paths.problems import five_point_derivative, random_factor, random_features
+from theories.attention_paths.problems import five_point_derivative, random_factor, random_features
 
 from attnverify.theories.attention_paths import FeatureKernelEnergy, FeatureSpaceEnergy, KernelEnergy, energy_for
 from seeds import seeded

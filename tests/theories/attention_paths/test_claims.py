@@ -24,7 +24,7 @@ SHARED_WITH_SECTION = ("attention_paths.sampled_networks_match_theory", "attenti
                        "attention_paths.one_shot_network_generalises_to_new_classes")
 """Claims on the experiments of figures 2c and 3 (sampled networks, the one-shot networks and their analyses):
 the quick tier runs them, and their power tests, with the section that computes those experiments
-(``tests/report/test_attention_paths_section.py``), sharing its store as a report does."""
+(``tests/theories/attention_paths/test_section.py``), sharing its store as a report does."""
 
 
 def test_the_six_claims_of_the_issue_are_registered():

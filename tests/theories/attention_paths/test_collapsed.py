@@ -12,7 +12,7 @@ from attnverify.saddle.network import CollapsedNetworkPosterior, Network
 from attnverify.theories.attention_paths.collapsed import chosen_representation, collapsed_posterior
 from attnverify.theories.attention_paths.features import path_kernels
 from attnverify.theories.attention_paths.posterior import network_posterior
-from numerics.attention_paths.problems import random_features
+from theories.attention_paths.problems import random_features
 from seeds import seeded
 
 problems = st.fixed_dictionaries({

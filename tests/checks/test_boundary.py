@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sympy
 
-from boundary.harness import EntryPoint, Parameter as P, boundary_tests
+from boundary_harness import EntryPoint, Parameter as P, boundary_tests
 
 from attnverify.checks import at_most, claim, close, evaluate, run_claim, st, within_error
 from attnverify.derivations.codegen import evaluator

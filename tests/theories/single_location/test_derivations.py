@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnverify.theories.single_location import derivations as sl
-from derivations.paper_formula import authors_risk
+from theories.single_location.paper_formula import authors_risk
 
 overlap = st.floats(-0.95, 0.95)
 point = st.fixed_dictionaries(
@@ -62,7 +62,7 @@ def test_on_the_manifold_the_off_manifold_partials_vanish_symbolically():
 
 def test_oracle_risk_matches_the_theorem_one_form():
     lam, d, L, gamma, eps = 0.3, 50, 5, np.sqrt(0.5), 0.1
-    from derivations.paper_formula import zeta
+    from theories.single_location.paper_formula import zeta
     from scipy.special import erf
 
     expected = (eps**2 + gamma**2 * (1 - 2 * erf(lam * np.sqrt(d) / np.sqrt(2 * (1 + 2 * lam**2 * gamma**2)))

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from boundary.harness import EntryPoint, Parameter as P, boundary_tests
+from boundary_harness import EntryPoint, Parameter as P, boundary_tests
 
 from attnverify.theories.attention_paths import derivations as theory
 from attnverify.numerics import diagnostics, hmc

@@ -12,7 +12,7 @@ from scipy import stats
 from attnverify.theories.attention_paths.posterior import network_posterior
 from attnverify.theories.attention_paths.sampling import (METHODS, SamplerSettings, chain_group_seed, pooled,
                                                           sample_posterior)
-from numerics.attention_paths.problems import random_features
+from theories.attention_paths.problems import random_features
 from seeds import seeded
 
 Z = 5.0

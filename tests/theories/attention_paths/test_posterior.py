@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from attnverify.theories.attention_paths.posterior import Weights, network_posterior
-from numerics.attention_paths.problems import random_features
+from theories.attention_paths.problems import random_features
 
 Z = 5.0
 
