@@ -39,8 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
-from attnverify.experiments.scheduler import Task, run_tasks
-from attnverify.experiments.store import Store
+from attnverify.execution.scheduler import Task, run_tasks
+from attnverify.execution.store import Store
 from attnverify.base import blas
 from attnverify.base.cache import ENVIRONMENT_VARIABLE as CACHE_VARIABLE
 from attnverify.run.report import experiment_task

@@ -52,7 +52,7 @@ def run_claims(args) -> list[dict]:
     from attnverify import theories
     from attnverify.checks.claim import select
     from attnverify.checks.runner import run_claim
-    from attnverify.experiments import Store
+    from attnverify.execution import Store
 
     claims = select(theories.builtin_claims(), args.only)
     out = Path(args.out)

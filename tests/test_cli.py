@@ -226,7 +226,7 @@ def test_progress_on_a_terminal_is_a_live_display():
         def isatty(self):
             return True
 
-    from attnverify.experiments.tasks import ClaimFinished, ClaimStarted, ExampleChecked
+    from attnverify.execution.tasks import ClaimFinished, ClaimStarted, ExampleChecked
 
     stream = Terminal()
     progress = cli.Progress(stream)
@@ -246,7 +246,7 @@ def test_progress_in_a_log_reads_events_by_type_not_by_their_text():
     not printed; a status line that looks like a counter is printed as it is (nothing parses the text)."""
     import io
 
-    from attnverify.experiments.tasks import ClaimFinished, ClaimStarted, ExampleChecked
+    from attnverify.execution.tasks import ClaimFinished, ClaimStarted, ExampleChecked
 
     stream = io.StringIO()
     progress = cli.Progress(stream)

@@ -18,7 +18,7 @@ import pytest
 
 from attnverify import cli
 from attnverify.base import files
-from attnverify.experiments.cluster import parse_scheduler
+from attnverify.execution.cluster import parse_scheduler
 
 CLAIMS = textwrap.dedent('''
     """Three claims that read one experiment from the run's store."""

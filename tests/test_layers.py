@@ -20,7 +20,7 @@ LAYERS = (
     ("base", ("attnverify.base",)),
     ("derivations", ("attnverify.derivations",)),
     ("numerics", ("attnverify.numerics",)),
-    ("experiments", ("attnverify.experiments",)),
+    ("execution", ("attnverify.execution",)),
     ("checks", ("attnverify.checks",)),
     ("report", ("attnverify.report",)),
     ("theory form", ("attnverify.theory_form", "attnverify.saddle")),
@@ -157,7 +157,7 @@ def test_the_layer_check_sees_an_upward_import():
 def test_the_report_layer_only_renders(graph):
     """The report prints what a run gives it: no module of ``attnverify.report`` runs tasks or claims, keeps a
     run's checks or decides its exit status (``attnverify.run`` does)."""
-    running = {"attnverify.experiments.scheduler", "attnverify.experiments.cluster", "attnverify.checks.saved"}
+    running = {"attnverify.execution.scheduler", "attnverify.execution.cluster", "attnverify.checks.saved"}
     wrong = [f"{name} imports {target}" for name, targets in sorted(graph.items())
              if name.startswith("attnverify.report") for target in sorted(targets & running)]
     for path in (SOURCE / "attnverify" / "report").rglob("*.py"):

@@ -324,7 +324,7 @@ LARGER_THEORY = '''
 """A larger theory: planned experiments and a section of its own."""
 import numpy as np
 from attnverify import Theory, at_most, st
-from attnverify.experiments.store import planned
+from attnverify.execution.store import planned
 from attnverify.report.section import Section, Table
 
 theory = Theory("larger")

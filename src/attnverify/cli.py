@@ -27,7 +27,7 @@ from .progress import Progress
 from .run.claims import exit_status, run_claims_as_tasks, verify_command
 from .theories import BUILTIN
 from .base.backend import BACKEND_NAMES, ENVIRONMENT_VARIABLE, Backend, BackendUnavailable, backend_from_environment
-from .experiments.cluster import SchedulerUnavailable
+from .execution.cluster import SchedulerUnavailable
 from .report.results import needs_details, result_details, results_table, text_table
 from .report.story import summary_line
 
@@ -367,7 +367,7 @@ def _workers(chosen: int | None, report: bool) -> int:
 
 
 def _scheduler(text: str) -> str:
-    from .experiments.cluster import parse_scheduler
+    from .execution.cluster import parse_scheduler
 
     try:
         parse_scheduler(text)

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from attnverify.experiments.store import Planned, Store, planned
+from attnverify.execution.store import Planned, Store, planned
 from attnverify.run import report as builder
 from attnverify.theories import from_file
 
@@ -15,7 +15,7 @@ THEORY_FILE = textwrap.dedent('''
     """Counting theory: a test theory whose experiment leaves a mark each time it is computed."""
     from pathlib import Path
 
-    from attnverify.experiments.store import planned
+    from attnverify.execution.store import planned
     from attnverify.report.section import Section, Table
 
     THEORY = "counting"

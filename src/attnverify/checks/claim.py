@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Literal
 import numpy as np
 from hypothesis import strategies as st
 
-from ..experiments.store import Store
+from ..execution.store import Store
 from ..base.backend import Backend
 from .evidence import Evidence
 

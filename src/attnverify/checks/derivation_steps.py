@@ -14,7 +14,7 @@ from typing import Callable
 from hypothesis import strategies as st
 
 from ..derivations.steps import check_derivation, counts, counts_text
-from ..experiments.tasks import progress
+from ..execution.tasks import progress
 from .claim import Claim
 from .evidence import Evidence
 

@@ -40,7 +40,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
-from ..experiments.store import Store
+from ..execution.store import Store
 from ..base.files import write_atomically
 from ..base.arguments import backend as checked_backend, integer
 from ..base.backend import Backend, to_numpy
@@ -454,7 +454,7 @@ def run_claim(
     if store is None:
         store = Store()
     elif not isinstance(store, Store):
-        raise TypeError(f"store must be an attnverify.experiments.Store or None, got {type(store).__name__}")
+        raise TypeError(f"store must be an attnverify.execution.Store or None, got {type(store).__name__}")
     evaluated = dict(evaluated or {})
     total = claim.examples[profile] if requested is None else requested
     checked: list[Example] = []

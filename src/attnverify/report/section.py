@@ -7,7 +7,7 @@ A theory's report module ``attnverify.report.<theory>`` exposes::
 
 It writes its PNG files into ``out_dir`` and returns :class:`Figure` objects naming them (file
 names relative to ``out_dir``); ``progress`` takes one short status line and is never None; ``store``
-is the run's store of experiment results (:class:`attnverify.experiments.Store`), which the theory's
+is the run's store of experiment results (:class:`attnverify.execution.Store`), which the theory's
 claims see too, so an experiment both need runs once (a fresh store when None).
 The builder adds the theory's claims; rendering lives in :mod:`attnverify.report.render`.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ..checks.claim import PROFILES
 from ..derivations.derivation import Derivation
-from ..experiments.store import Store
+from ..execution.store import Store
 
 
 def check_section_arguments(profile: str, seed: int, progress, store: Store | None = None) -> Store:
@@ -32,7 +32,7 @@ def check_section_arguments(profile: str, seed: int, progress, store: Store | No
     if store is None:
         return Store()
     if not isinstance(store, Store):
-        raise TypeError(f"store must be an attnverify.experiments.Store or None, got {type(store).__name__}")
+        raise TypeError(f"store must be an attnverify.execution.Store or None, got {type(store).__name__}")
     return store
 
 

@@ -1,4 +1,4 @@
-"""Claims as tasks of a run (:mod:`attnverify.experiments.scheduler`): the one path by which ``check``, ``verify``,
+"""Claims as tasks of a run (:mod:`attnverify.execution.scheduler`): the one path by which ``check``, ``verify``,
 ``report`` and the pytest plugin run claims, in this process, on local worker processes or on a Dask cluster.
 
 In a parallel run a claim becomes up to ``BATCHES`` tasks that check its drawn examples (:func:`~.runner.drawn_examples`, drawn
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Protocol, Sequence
 
-from ..experiments.scheduler import run_tasks
-from ..experiments.tasks import ClaimFinished, ClaimStarted, ExampleChecked, Outcome, Task, progress
-from ..experiments.store import Store
+from ..execution.scheduler import run_tasks
+from ..execution.tasks import ClaimFinished, ClaimStarted, ExampleChecked, Outcome, Task, progress
+from ..execution.store import Store
 from ..base.backend import Backend, get_backend
 from ..checks.claim import Claim
 from ..checks.runner import ClaimResult, Example, drawn_examples, evaluate, example_key, run_claim, verdict

@@ -23,9 +23,9 @@ from ..base import __version__
 from ..checks.claim import PROFILES, Claim, select
 from ..checks.runner import jsonable, write_json
 from .claims import exit_status, run_claims_as_tasks, run_store
-from ..experiments import tasks as run_state
-from ..experiments.tasks import Outcome, Task
-from ..experiments.store import Store
+from ..execution import tasks as run_state
+from ..execution.tasks import Outcome, Task
+from ..execution.store import Store
 from ..base.files import write_atomically
 from ..report.results import derivation_dict
 from ..report.story import summary_line
@@ -153,7 +153,7 @@ def _users_plan(theory):
 
 
 def section_task(theory, out_dir: str, profile: str, backend: str, seed: int, store: str) -> TheoryOutcome:
-    """A task of the run (:mod:`attnverify.experiments.scheduler`): build ``theory``'s section into
+    """A task of the run (:mod:`attnverify.execution.scheduler`): build ``theory``'s section into
     ``out_dir``, its experiments in the run's store folder ``store``, and print its derivations once."""
     outcome = TheoryOutcome(theory.name)
     start = time.perf_counter()
@@ -297,7 +297,7 @@ def build_report(
     examples for the profile. ``workers`` > 1 runs the sections and claims on that many worker processes
     (a theory's claims start after its section, whose experiments they share through the run's store);
     the results are the same as with one. ``scheduler`` (``"local:N"`` or a Dask scheduler's address) runs them
-    on a Dask cluster instead (:mod:`attnverify.experiments.cluster`), with the same results. ``store`` is the
+    on a Dask cluster instead (:mod:`attnverify.execution.cluster`), with the same results. ``store`` is the
     folder of the run's experiments (default: a temporary folder, removed at the end): one that every worker can
     reach on a cluster, and one a rerun reuses (every experiment already there is read, not computed again).
     ``latex`` also writes ``report.tex`` (:mod:`.latex`; figures as the PDFs beside their PNGs).
@@ -314,7 +314,7 @@ def build_report(
         examples = integer("examples", examples, 1)
     workers = integer("workers", workers, 1)
     if scheduler is not None:
-        from ..experiments.cluster import parse_scheduler
+        from ..execution.cluster import parse_scheduler
 
         parse_scheduler(scheduler)  # a bad address is refused before any work
     chosen = chosen_theories(only, theories)

@@ -64,7 +64,7 @@ class TheoryModules:
 
     def planned_experiments(self, *, profile: str, seed: int, backend: str) -> list:
         """The experiments the run computes ahead of the section (``plan_experiments``; none without one)."""
-        from ..experiments.store import Planned
+        from ..execution.store import Planned
 
         module = load(self.section)
         form = concise(module)
@@ -76,7 +76,7 @@ class TheoryModules:
         for item in plans:
             if not isinstance(item, Planned):
                 raise TypeError(f"plan_experiments of {self.name} must return planned experiments "
-                                f"(attnverify.experiments.store.planned), got {item!r}")
+                                f"(attnverify.execution.store.planned), got {item!r}")
         labels = [item.label for item in plans]
         if len(set(labels)) != len(labels):
             raise ValueError(f"plan_experiments of {self.name} plans an experiment twice: {labels}")

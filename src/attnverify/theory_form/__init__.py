@@ -348,7 +348,7 @@ class Theory:
         return function
 
     def experiments(self, function: Callable) -> Callable:
-        """Register ``function(*, profile, seed, backend) -> list`` of :func:`attnverify.experiments.store.planned`
+        """Register ``function(*, profile, seed, backend) -> list`` of :func:`attnverify.execution.store.planned`
         experiments, which a run computes as tasks ahead of the section (in parallel with ``--workers``); the section
         and the claims then find them in the run's store."""
         if not callable(function):

@@ -14,7 +14,7 @@ from attnverify.checks import run_claim
 from claim_helpers import run_seed
 from attnverify.theories import builtin_claims
 from attnverify.theories.catalogue import claims_in_module
-from attnverify.experiments import Store
+from attnverify.execution import Store
 from attnverify.saddle import SaddlePointAction
 
 CLAIMS = claims_in_module(claims)

@@ -42,7 +42,7 @@ def test_sampled_networks_are_stored_and_reused(tmp_path, monkeypatch):
 def test_the_chain_groups_are_tasks_of_their_own_and_pool_to_the_direct_result(tmp_path, monkeypatch):
     """The thorough run's sampled networks: each chain group a stored experiment (a task on a cluster), pooled to
     what one call of sampled_networks gives; once kept, a group has nothing left to sample."""
-    from attnverify.experiments.store import Store
+    from attnverify.execution.store import Store
 
     paths, tiny = _tiny_paths(4), TINY
     monkeypatch.setattr(one_shot, "SAMPLER", tiny)

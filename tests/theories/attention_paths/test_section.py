@@ -19,7 +19,7 @@ from attnverify.theories.attention_paths import predictor_statistics
 from attnverify.base.backend import get_backend
 from attnverify.report import Figure, Section, Table
 from attnverify.theories.attention_paths import section as section_module
-from attnverify.experiments import Store
+from attnverify.execution import Store
 from attnverify.theories.attention_paths.experiments import four_path_markov_data
 from seeds import seeded
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnverify.experiments.store import Store
+from attnverify.execution.store import Store
 
 from attnverify.theories.conditional_mean import derivations as theory
 from attnverify.theories.conditional_mean.theory import theory as theory_object

@@ -14,7 +14,7 @@ from numpy.testing import assert_allclose
 
 from attnverify.theories.single_location.claims import PGD_CONFIGS
 from attnverify.derivations.derivation import Derivation
-from attnverify.experiments.store import Store
+from attnverify.execution.store import Store
 from attnverify.base.backend import get_backend
 from attnverify.report import Figure, Section, Table
 from attnverify.theories.single_location import section as section_module

@@ -21,9 +21,9 @@ from .theory_points import SampledPoint, TheoryPoint
 from .markov_chain import MarkovChainTask, markov_dataset
 from ...base.arguments import integer, one_of
 from ...base.backend import get_backend
-from ...experiments import tasks
-from ...experiments.tasks import integer_seed
-from ...experiments.store import Planned, Store, planned
+from ...execution import tasks
+from ...execution.tasks import integer_seed
+from ...execution.store import Planned, Store, planned
 
 TEMPERATURE = 0.01
 """Bayesian temperature T of the Markov task (spec §4.1)."""

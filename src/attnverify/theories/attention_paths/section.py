@@ -31,7 +31,7 @@ from .experiments import (ALIGNMENT_WIDTH, DENOISING, FOUR_PATH_HEADS, GOOD, OUT
                           SUBNETWORKS, TEMPERATURE, TEST_SIZE, TWO_PATH_HEADS, WIDTHS, Alignment, MarkovWidthSweep,
                           four_path_markov_data, markov_alignment, markov_width_sweep, sampled_markov_networks,
                           two_path_markov_data)
-from ...experiments.store import Store
+from ...execution.store import Store
 from . import theory_points as experiments
 from .theory_points import TheoryPoint
 from ...base.backend import get_backend

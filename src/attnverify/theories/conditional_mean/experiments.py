@@ -14,8 +14,8 @@ from .theory import theory
 from .. import conditional_mean as sim
 from . import learning
 from ...numerics.statistics import fit_line
-from ...experiments import tasks
-from ...experiments.store import Planned, planned
+from ...execution import tasks
+from ...execution.store import Planned, planned
 
 G2 = dict(key_mean=[0.5, -0.5], key_covariance=[[1.0, 0.3], [0.3, 0.5]], value_map=[[1.0, -2.0]],
           value_offset=[0.5], noise_sd=0.5)

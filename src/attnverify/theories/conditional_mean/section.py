@@ -28,7 +28,7 @@ from .experiments import (BANDWIDTHS, G2_QUERY, LEARNING, LENGTHS, REPLICATES, S
                           generalisation_gaps, rate_errors)
 from ...base.backend import Backend
 from ...report.figures import pyplot, save_figure
-from ...experiments.store import Store
+from ...execution.store import Store
 from ...report.section import Figure, Section, Table
 
 

@@ -17,9 +17,9 @@ from . import derivations as derived
 from .theory import theory
 from .. import single_location as sim
 from ...base.backend import Backend, get_backend
-from ...experiments import tasks
-from ...experiments.tasks import integer_seed
-from ...experiments.store import Planned, planned
+from ...execution import tasks
+from ...execution.tasks import integer_seed
+from ...execution.store import Planned, planned
 
 GAMMA = math.sqrt(0.5)  # the paper's γ² = 1/2 in every experiment (spec §1)
 

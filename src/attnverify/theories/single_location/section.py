@@ -27,7 +27,7 @@ from .experiments import (_ALIGNED, _ON_MANIFOLD, DISTANCE_FLOOR, EPS, EXCESS_SC
                           LENGTHS, MONTE_CARLO_SAMPLES, PGD_CONFIGS, PGD_SECTION_CONFIGS, RISK_DIMENSION, SGD_CONFIG,
                           GAMMA, PGD_DIMENSION, PGD_LENGTH, oracle_excess_against_dimension, pgd_runs,
                           risks_against_length, sgd_run)
-from ...experiments.store import Store
+from ...execution.store import Store
 from ...base.backend import Backend
 from ...report.figures import pyplot, save_figure
 from ...report.section import Figure, Section, Table

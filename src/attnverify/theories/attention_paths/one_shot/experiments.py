@@ -23,8 +23,8 @@ from ....saddle.store import SolutionStore, fingerprint
 from ....base.arguments import integer, one_of
 from ....numerics.diagnostics import ChainSummary
 from ....numerics.statistics import Estimate
-from ....experiments import tasks
-from ....experiments.store import Store
+from ....execution import tasks
+from ....execution.store import Store
 
 #: The theory's P and temperature grid per profile: the paper's P = 600 in both; the paper's ten
 #: temperatures in the thorough tier, three in the quick tier so that it fits CI. The three are the ones

@@ -17,7 +17,7 @@ import numpy as np
 from .experiments import (COMPONENTS, SAMPLED_WIDTH, one_shot_analyses, one_shot_network,
                                    one_shot_sampled_comparison,
                                    one_shot_sampled_networks, one_shot_width_sweep)
-from ....experiments.store import Store
+from ....execution.store import Store
 from . import analysis as experiment
 from ..heads import path_index
 from ....report.figures import pyplot, save_figure

@@ -3,11 +3,11 @@
 ``run_on_cluster(tasks, "local:2", …)`` starts a ``LocalCluster`` of 2 worker processes (one thread each) for
 the run and stops it at the end; ``run_on_cluster(tasks, "tcp://host:8786", …)`` uses a running scheduler
 (e.g. one that ``dask-jobqueue`` started on a SLURM cluster). The client hands the cluster as many tasks as it
-has worker threads, the first ready ones by :func:`~attnverify.experiments.tasks.by_priority`, and the next
+has worker threads, the first ready ones by :func:`~attnverify.execution.tasks.by_priority`, and the next
 as each finishes, with the outcomes of its prerequisites (as the local worker processes do): a task waiting on a
 busy worker while another worker idles (Dask places a task beside its prerequisites' results) cost the figure-3
 sweep 15 % of its time. A task never raises on the worker (its traceback comes back in its
-:class:`~attnverify.experiments.tasks.Outcome`), so the tasks after a failed one still run. A worker that
+:class:`~attnverify.execution.tasks.Outcome`), so the tasks after a failed one still run. A worker that
 dies mid-task is replaced and its task rerun by Dask; the task's result depends only on its arguments (seeds
 come from the run's seed and the task's identity), so the rerun gives the same answer. Progress lines from
 inside tasks come back as Dask events.

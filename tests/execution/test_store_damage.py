@@ -17,7 +17,7 @@ from attnverify.base import files
 from attnverify.checks import claim, close, st
 from attnverify.checks.runner import Example, example_key, run_claim
 from attnverify.checks.saved import SavedChecks
-from attnverify.experiments import Store
+from attnverify.execution import Store
 from attnverify.saddle import SolutionStore
 
 calls = []

@@ -9,8 +9,8 @@ import signal
 import pytest
 
 from attnverify import cli
-from attnverify.experiments.cluster import LOCAL_CLUSTER_CONFIG, parse_scheduler
-from attnverify.experiments.scheduler import Task, run_tasks
+from attnverify.execution.cluster import LOCAL_CLUSTER_CONFIG, parse_scheduler
+from attnverify.execution.scheduler import Task, run_tasks
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "partition_theory.py")
 

@@ -5,7 +5,7 @@ from fractions import Fraction
 
 import pytest
 
-from attnverify.experiments.scheduler import Task, by_priority, run_tasks
+from attnverify.execution.scheduler import Task, by_priority, run_tasks
 
 
 def _tasks():

@@ -4,7 +4,7 @@ import pickle
 
 import pytest
 
-from attnverify.experiments import Store
+from attnverify.execution import Store
 from attnverify.base.files import unpack_entry
 
 calls = []

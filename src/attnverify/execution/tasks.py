@@ -2,7 +2,7 @@
 for), its :class:`Outcome`, the order in which they may start (:func:`by_priority`, :func:`ready`), and
 :func:`progress`, by which a running task reports an event: a claim started or finished, an example checked
 (:class:`Event` subclasses), or a status line. Run locally by
-:mod:`attnverify.experiments.scheduler`, on a Dask cluster by :mod:`attnverify.experiments.cluster`.
+:mod:`attnverify.execution.scheduler`, on a Dask cluster by :mod:`attnverify.execution.cluster`.
 """
 
 from __future__ import annotations

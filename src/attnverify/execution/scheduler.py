@@ -7,7 +7,7 @@ in the order given in this process when ``workers`` is 1; on ``workers`` process
 result depends only on its arguments (seeds come from the run's seed and the task's identity), so the results
 do not depend on ``workers`` or on the order of completion.
 
-Inside a task, :func:`attnverify.experiments.tasks.progress` sends one event to the run's progress display, from
+Inside a task, :func:`attnverify.execution.tasks.progress` sends one event to the run's progress display, from
 a worker too.
 """
 
