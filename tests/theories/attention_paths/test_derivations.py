@@ -276,17 +276,21 @@ def test_h1_derivation_states_the_quadratic_and_the_cubic():
 def test_every_derivation_builds_and_records_its_steps():
     from attnverify.theories.attention_paths.theory import theory
 
+    import attnverify.theories.attention_paths.generic_claims  # noqa: F401  (as the theory's section imports it)
+
     derivations = theory.derivation_list()  # registered in the report's order, whatever imported them first
     assert [d.name for d in derivations] == [
         "attention_paths.action", "attention_paths.saddle_point", "attention_paths.gp_limit",
         "attention_paths.readout_order_parameter", "attention_paths.h1_reduction",
+        "attention_paths.generic_saddle_point_equations",  # the engine's own, for the action declared on it
     ]
-    for derivation in derivations:
+    for derivation in derivations[:-1]:
         assert len(derivation.steps) >= 4
         assert all(step.description for step in derivation.steps)
         assert derivation.source.startswith(ap.SOURCE)
         for step in derivation.steps:
             sympy.latex(step.expression)
+    assert len(derivations[-1].steps) >= 2 and all(step.kind == "definition" for step in derivations[-1].steps)
 
 
 @pytest.mark.parametrize("heads, P", [((1,), 1), ((2,), 2), ((1, 2), 2), ((2, 2), 2)])

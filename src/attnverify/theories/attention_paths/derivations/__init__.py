@@ -22,24 +22,21 @@ kernel renormalisation (BPKR), a single scalar equation.
 
 The derivations live in submodules by job: :mod:`._common` (symbols, sizes), :mod:`.action` (§1),
 :mod:`.saddle_equations` (§2), :mod:`.gp_limit` (§3), :mod:`.readout` (§4), :mod:`.single_head` (§5) and
-:mod:`.report_derivations` (§6); every name is re-exported here. Each derivation is registered on
+:mod:`.report_derivations` (§6); every public name is re-exported here. Each derivation is registered on
 :data:`attnverify.theories.attention_paths.theory.theory`, which lists them in the report's order.
 """
 
-from ._common import (SOURCE, T, U_a, _check_heads, dimensions, kron_identity, partial_trace, readout_symbol,
-                      sigma_a2, temperature_symbol, variance_symbol, variance_symbols, width_symbol, width_symbols)
+from ._common import (SOURCE, T, U_a, dimensions, kron_identity, partial_trace, readout_symbol, sigma_a2,
+                      temperature_symbol, variance_symbol, variance_symbols, width_symbol, width_symbols)
 
-from .action import (SymbolicAction, _energy, _entropy, _kernel, _symbolic_action, _symmetric_symbols,
-                     action_evaluator, evaluate_action, symbolic_action)
+from .action import (SymbolicAction, action_evaluator, evaluate_action, symbolic_action)
 
-from .saddle_equations import (IdentityTest, MatrixGradient, _diff_derivatives, _general_gradient, _inverse,
-                               _random_rational, _random_spd, action_derivatives, action_hessian_at,
+from .saddle_equations import (IdentityTest, MatrixGradient, action_derivatives, action_hessian_at,
                                energy_gradient_matrix, entry_derivatives, formula_derivatives, general_action_gradient,
                                random_rational_point, saddle_point_equations_agree, saddle_point_equations_proved)
 
-from .gp_limit import (_gp_hessian, _named_values, _prior_variances, entropy_hessian_at_gp,
-                       gp_hessian_is_positive_definite, gp_is_stationary, gp_order_parameter_scale,
-                       gp_order_parameters, gp_point, is_positive_definite)
+from .gp_limit import (entropy_hessian_at_gp, gp_hessian_is_positive_definite, gp_is_stationary,
+                       gp_order_parameter_scale, gp_order_parameters, gp_point, is_positive_definite)
 
 # registered on the theory in report order: the action, the saddle point and the GP limit, then U_a and H = 1
 from .report_derivations import action_derivation, gp_derivation, saddle_point_derivation
