@@ -44,7 +44,7 @@ from attnverify.execution.store import Store
 from attnverify.base import blas
 from attnverify.base.cache import ENVIRONMENT_VARIABLE as CACHE_VARIABLE
 from attnverify.run.report import experiment_task
-from attnverify.theories import BUILTIN
+from attnverify.theories import builtin, builtin_theory
 
 
 def identity(x: int) -> int:
@@ -71,8 +71,8 @@ def tiny_tasks(count: int) -> None:
 
 
 def plans(seeds: int):
-    (theory,) = [t for t in BUILTIN if t.name == "attention_paths"]
-    chosen = [p for p in theory.planned_experiments(profile="thorough", seed=0, backend="numpy")
+    theory = builtin_theory("attention_paths")
+    chosen = [p for p in theory.plan_experiments(profile="thorough", seed=0, backend="numpy")
               if p.experiment.__name__ in ("one_shot_network", "one_shot_analysis")
               and dict(p.parameters)["training_seed"] < seeds]
     return theory, chosen
@@ -230,7 +230,7 @@ def seed_sweep(seeds: int, repeats: int) -> None:
 
 
 def _sampling_plans(theory) -> tuple[list, list]:
-    plans = theory.planned_experiments(profile="thorough", seed=0, backend="numpy")
+    plans = theory.plan_experiments(profile="thorough", seed=0, backend="numpy")
     (sampled,) = [p for p in plans if p.experiment.__name__ == "one_shot_sampled_networks"]
     chosen = [p for p in plans if p.experiment.__name__ == "one_shot_chain_group"] + [sampled]
     return chosen, [p for p in sampled.after if p not in chosen]
@@ -268,8 +268,8 @@ def claim_sweep(name: str, examples: int) -> None:
     from attnverify.run.claims import run_claims_as_tasks
     from attnverify.base.backend import get_backend
 
-    (theory,) = [t for t in BUILTIN if name.startswith(t.name + ".")]
-    claim = theory.claim(name)
+    (theory,) = [t for t in builtin() if name.startswith(t.name + ".")]
+    claim = theory.claim_named(name)
     options = dict(profile="thorough", backend=get_backend("numpy"), seed=0, examples=examples)
     seconds, results = {}, {}
     for scheduler in (None, "local:2"):

@@ -21,7 +21,7 @@ from attnverify.checks.claim import claim
 from attnverify.base.backend import cupy_works
 from attnverify.report import Section
 from attnverify.run import report as builder
-from attnverify.theories import TheoryModules as Theory
+from attnverify.theories import of_module
 
 SMALL = {"quick": 3, "thorough": 4}
 INTEGERS = st.fixed_dictionaries({"x": st.integers(-5, 5)})
@@ -193,11 +193,10 @@ def test_verify_usage_errors(tmp_path, capsys):
 
 @pytest.fixture
 def fake_section(monkeypatch):
-    module = types.ModuleType("attnverify.report.fake")
+    module = types.ModuleType("attnverify_test_fake")
     module.build_section = lambda out_dir, **kw: Section("fake", "A fake theory", "Nothing to derive.")
     module.square_is_product, module.square_is_two = square_is_product, square_is_two
-    monkeypatch.setitem(sys.modules, "attnverify.report.fake", module)
-    monkeypatch.setattr(builder, "THEORIES", (Theory("fake", "attnverify.report.fake", "attnverify.report.fake"),))
+    monkeypatch.setattr(builder, "THEORIES", (of_module(module, "fake"),))
 
 
 def test_report_command_writes_the_report(tmp_path, capsys, fake_section):

@@ -222,19 +222,23 @@ def test_each_builtin_theory_is_one_package_in_the_concise_form():
     and every one of them was defined in a module of that package."""
     import inspect
 
-    from attnverify.theories import BUILTIN, concise, load
+    from attnverify.theories import BUILTIN_NAMES, builtin_theory, concise, load
+    from attnverify.theories.catalogue import claims_in_module
 
-    for modules in BUILTIN:
-        assert (modules.section, modules.claims) == (f"attnverify.theories.{modules.name}.section", modules.section)
-        form = concise(load(modules.section))
-        assert form.name == modules.name and form.builtin and form.plans_experiments and form._section is not None
-        assert form.file.endswith(f"attnverify/theories/{modules.name}/theory.py")
-        package = f"attnverify.theories.{modules.name}."
+    for name in BUILTIN_NAMES:
+        section = load(f"attnverify.theories.{name}.section")
+        form = concise(section)
+        assert form is builtin_theory(name) and form.name == name and form.builtin
+        assert form.plans_experiments and form._section is not None
+        assert form.file.endswith(f"attnverify/theories/{name}/theory.py")
+        package = f"attnverify.theories.{name}."
         defined = [inspect.unwrap(c.check) for c in form.claims] + [d.function for d in form.derivations] + [form._plan, form._section]
         for function in defined:
             where = getattr(function, "__module__", None) or inspect.getmodule(function).__name__
             # the saddle-point engine generates a declared action's derivation, for a user's theory as for this one
             generated = where == "attnverify.saddle.claims" and function.__qualname__.startswith("action_derivation.")
-            assert where.startswith(package) or generated, (modules.name, function, where)
-        assert [c.name for c in modules.claim_list()] == [c.name for c in form.claim_list()]
-        assert all(c.origin == "" for c in modules.claim_list())  # replayed by name: check --only
+            assert where.startswith(package) or generated, (name, function, where)
+        # no claim outside the Theory: the section module's claims are the theory's, then its derivation_steps
+        assert [c.name for c in claims_in_module(section)] + [f"{name}.derivation_steps"] == \
+            [c.name for c in form.claim_list()]
+        assert all(c.origin == "" for c in form.claim_list())  # replayed by name: check --only

@@ -81,10 +81,10 @@ def test_an_edited_file_is_loaded_again(tiny):
 
 def test_a_user_claim_replays_with_verify_however_it_was_run(tiny):
     theory = from_file(tiny)
-    result = run_claim(theory.claim("tiny.off_by_one"), profile="quick", seed=3, examples=2)
+    result = run_claim(theory.claim_named("tiny.off_by_one"), profile="quick", seed=3, examples=2)
     assert result.status == "refuted"
     assert result.replay_command.startswith(f"attnverify verify {tiny} --only tiny.off_by_one --profile quick")
-    assert str(tiny) in repr(theory.claim("tiny.off_by_one"))
+    assert str(tiny) in repr(theory.claim_named("tiny.off_by_one"))
 
 
 def test_keyword_strategies_must_match_the_check_arguments_at_definition():
@@ -221,7 +221,7 @@ def test_an_error_in_a_user_check_shows_the_users_frames_and_not_the_tools(tmp_p
     path.write_text('"""Raises"""\nfrom attnverify import Theory, st\ntheory = Theory("raises")\n\n'
                     'def helper(x):\n    return {}["sigma"]\n\n'
                     '@theory.claim(x=st.floats(0, 1))\ndef c(x):\n    """s"""\n    return helper(x)\n')
-    result = run_claim(from_file(path).claim("raises.c"), profile="quick", seed=0, examples=1)
+    result = run_claim(from_file(path).claim_named("raises.c"), profile="quick", seed=0, examples=1)
     assert result.status == "error"
     head = result.error.error.split("full traceback:")[0]
     assert "KeyError: 'sigma'" in head and "line 6, in helper" in head and "theory_form.py" not in head
@@ -366,7 +366,7 @@ def test_a_theory_plans_its_experiments_and_draws_its_own_section(tmp_path):
     path = tmp_path / "larger.py"
     path.write_text(LARGER_THEORY)
     theory = from_file(path)
-    plans = theory.planned_experiments(profile="quick", seed=0, backend="numpy")
+    plans = theory.plan_experiments(profile="quick", seed=0, backend="numpy")
     assert [p.label for p in plans] == ["squares(count=4)"]
     out = tmp_path / "report"
     assert cli.main(["verify", str(path), "--report", str(out), "--workers", "1", "--backend", "numpy"]) == 0

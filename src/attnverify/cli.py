@@ -20,12 +20,11 @@ from typing import Callable, TextIO
 
 from .base import __version__
 from . import theories
-from .theories import catalogue
+from .theories import builtin as builtin_theories, catalogue
 from .checks.claim import PROFILES, Claim, select
 from .checks.runner import results_document, write_json
 from .progress import Progress
 from .run.claims import exit_status, run_claims_as_tasks, verify_command
-from .theories import BUILTIN
 from .base.backend import BACKEND_NAMES, ENVIRONMENT_VARIABLE, Backend, BackendUnavailable, backend_from_environment
 from .execution.cluster import SchedulerUnavailable
 from .report.results import needs_details, result_details, results_table, text_table
@@ -78,7 +77,7 @@ def run_and_report(
             write_json(results_document(finished, not_run), json_path)
 
     try:
-        results = run_claims_as_tasks(claims, theories or BUILTIN, profile=profile, backend=backend, seed=seed,
+        results = run_claims_as_tasks(claims, theories or builtin_theories(), profile=profile, backend=backend, seed=seed,
                                       examples=examples, scheduler=scheduler, workers=workers, say=progress,
                                       on_result=write, command=command, store=store)
     finally:
@@ -240,7 +239,7 @@ def _user_theories(files: list[str] | None, debug: bool = False) -> list:
         except catalogue.UserFileError as error:
             raise UserFileMistake(error, debug) from None
     names = [t.name for t in found]
-    clashes = sorted({n for n in names if names.count(n) > 1} | (set(names) & {t.name for t in theories.BUILTIN}))
+    clashes = sorted({n for n in names if names.count(n) > 1} | (set(names) & set(catalogue.THEORIES)))
     if clashes:
         raise UsageError(f"theory names must be unique: {clashes} (set THEORY = \"…\" in the file)")
     return found
@@ -250,7 +249,7 @@ def _report(args: argparse.Namespace) -> int:
     from .run import report as builder
 
     backend = _backend(args.backend)
-    theories = [*builder.THEORIES, *_user_theories(args.with_files, args.debug)]
+    theories = [*builder.default_theories(), *_user_theories(args.with_files, args.debug)]
     try:
         builder.chosen_theories(args.only, theories)
     except ValueError as error:

@@ -21,7 +21,7 @@ from attnverify.base.cache import KEEP_VARIABLE, cache_directory
 from attnverify.report.markdown import derivation_markdown
 from attnverify.report.render import derivation_html
 from attnverify.report.results import derivation_dict
-from attnverify.theories import BUILTIN, from_file
+from attnverify.theories import BUILTIN_NAMES, builtin_theory, from_file
 
 a, s, t, x, y = sympy.symbols("a s t x y", positive=True)
 u = Symbol("u", positive=True)
@@ -311,7 +311,7 @@ def test_a_wrong_step_in_a_users_file_fails_its_theorys_verification(tmp_path):
     '''))
     theory = from_file(source)
     assert [c.name for c in theory.claim_list()] == ["wrong.one", "wrong.derivation_steps"]
-    result = run_claim(theory.claim("wrong.derivation_steps"), profile="quick", seed=0)
+    result = run_claim(theory.claim_named("wrong.derivation_steps"), profile="quick", seed=0)
     assert result.status == "refuted" and not result.ok
     evidence = result.counterexample.evidence
     assert evidence.conditions == {"wrong.square: step 2": False}
@@ -319,10 +319,11 @@ def test_a_wrong_step_in_a_users_file_fails_its_theorys_verification(tmp_path):
     assert evidence.figures["counts"]["failed"] == 1
 
 
-@pytest.mark.parametrize("theory", BUILTIN, ids=[t.name for t in BUILTIN])
-def test_every_builtin_derivation_step_passes_through_the_claim_runner(theory, monkeypatch):
+@pytest.mark.parametrize("name", BUILTIN_NAMES)
+def test_every_builtin_derivation_step_passes_through_the_claim_runner(name, monkeypatch):
+    theory = builtin_theory(name)
     monkeypatch.setattr(comparing, "cache_directory", cache_directory)  # the real cache, as a run uses it
-    result = run_claim(theory.claim(f"{theory.name}.derivation_steps"), profile="quick", seed=0)
+    result = run_claim(theory.claim_named(f"{theory.name}.derivation_steps"), profile="quick", seed=0)
     evidence = result.examples[-1].evidence
     assert result.ok and result.status == "holds", evidence.note
     counted = evidence.figures["counts"]

@@ -85,17 +85,17 @@ def test_planning_checks_the_parameters_and_names_the_task():
 def test_builtin_theories_plan_every_experiment_their_sections_use():
     """The built-in plans name each experiment once; the attention-paths thorough plan samples the one-shot
     posterior (the longest task) and the quick plan does not."""
-    from attnverify.theories import BUILTIN
+    from attnverify.theories import builtin, builtin_theory
 
-    for theory in BUILTIN:
+    for theory in builtin():
         for profile in ("quick", "thorough"):
-            labels = [p.label for p in theory.planned_experiments(profile=profile, seed=0, backend="numpy")]
+            labels = [p.label for p in theory.plan_experiments(profile=profile, seed=0, backend="numpy")]
             assert labels and len(set(labels)) == len(labels)
-    paths = next(t for t in BUILTIN if t.name == "attention_paths")
-    quick = [p.label for p in paths.planned_experiments(profile="quick", seed=0, backend="numpy")]
-    thorough = [p.label for p in paths.planned_experiments(profile="thorough", seed=0, backend="numpy")]
+    paths = builtin_theory("attention_paths")
+    quick = [p.label for p in paths.plan_experiments(profile="quick", seed=0, backend="numpy")]
+    thorough = [p.label for p in paths.plan_experiments(profile="thorough", seed=0, backend="numpy")]
     assert not any(label.startswith(("one_shot_sampled_networks", "one_shot_chain_group")) for label in quick)
-    (sampled,) = [p for p in paths.planned_experiments(profile="thorough", seed=0, backend="numpy")
+    (sampled,) = [p for p in paths.plan_experiments(profile="thorough", seed=0, backend="numpy")
                   if p.label.startswith("one_shot_sampled_networks")]
     groups = [p.label for p in sampled.after if p.label.startswith("one_shot_chain_group")]  # one task each
     assert groups == [f"one_shot_chain_group(group={g}, profile='thorough', seed=0)" for g in range(2)]
@@ -103,14 +103,14 @@ def test_builtin_theories_plan_every_experiment_their_sections_use():
 
 
 def test_every_builtin_theory_names_its_derivations_claims_and_section():
-    from attnverify.theories import BUILTIN
+    from attnverify.theories import builtin
 
-    for theory in BUILTIN:
+    for theory in builtin():
         derivations = theory.derivation_list()
         assert derivations and all(d.steps for d in derivations)
         assert len({d.name for d in derivations}) == len(derivations)
         assert theory.claim_list() and all(c.name.startswith(theory.name + ".") for c in theory.claim_list())
-        assert callable(theory.section_builder())
+        assert theory.builtin and theory.plans_experiments and theory._section is not None
 
 
 def test_a_users_file_gives_its_derivations_to_its_default_section(tmp_path):
@@ -140,5 +140,5 @@ def test_a_users_file_gives_its_derivations_to_its_default_section(tmp_path):
     '''))
     theory = from_file(source)
     assert [d.name for d in theory.derivation_list()] == ["tiny.square"]
-    section = theory.section_builder()(tmp_path, profile="quick", backend="numpy", seed=0, progress=print, store=None)
+    section = theory.build_section(tmp_path, profile="quick", backend="numpy", seed=0, progress=print, store=None)
     assert section.title == "Tiny theory" and [d.name for d in section.derivations] == ["tiny.square"]

@@ -1,15 +1,13 @@
 """The report builder writes a self-contained HTML page, Markdown and a complete results.json.
 
-A fake theory ("fake") stands in for the real sections: its report module is injected into
-``sys.modules`` and the built-in claims are replaced by two tiny claims, so these tests depend on
-no theory module.
+A fake theory ("fake", made in this session from a long-form module: a section and two tiny claims) stands in
+for the built-in ones, so these tests depend on no theory module.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sys
 import types
 
 import pytest
@@ -20,7 +18,7 @@ from attnverify.checks.claim import claim
 from attnverify.derivations.derivation import DerivationRecorder
 from attnverify.report import Figure, Section, Table
 from attnverify.run import report as builder
-from attnverify.theories import TheoryModules as Theory
+from attnverify.theories import of_module
 from attnverify.report.figures import pyplot, save_figure
 
 MATHML_XMLNS = "http://www.w3.org/1998/Math/MathML"
@@ -63,14 +61,13 @@ def fake_build_section(out_dir, *, profile, backend, seed, progress, store=None)
 
 @pytest.fixture
 def fake_theory(monkeypatch):
-    module = types.ModuleType("attnverify.report.fake")
+    """A theory made in this session (no file) from a long-form module: its section and its two claims."""
+    module = types.ModuleType("attnverify_test_fake")
     module.build_section = fake_build_section
-    claims = types.ModuleType("attnverify_test_fake_claims")
-    claims.square_is_product, claims.square_is_two = square_is_product, square_is_two
-    monkeypatch.setitem(sys.modules, "attnverify.report.fake", module)
-    monkeypatch.setitem(sys.modules, "attnverify_test_fake_claims", claims)
-    monkeypatch.setattr(builder, "THEORIES", (Theory("fake", "attnverify.report.fake", "attnverify_test_fake_claims"),))
-    return module
+    module.square_is_product, module.square_is_two = square_is_product, square_is_two
+    theory = of_module(module, "fake")
+    monkeypatch.setattr(builder, "THEORIES", (theory,))
+    return theory
 
 
 def test_report_is_self_contained_and_complete(tmp_path, fake_theory):
@@ -130,7 +127,7 @@ def test_a_broken_section_is_reported_not_fatal(tmp_path, fake_theory):
     def broken(out_dir, **kwargs):
         raise RuntimeError("the saddle point did not converge")
 
-    fake_theory.build_section = broken
+    fake_theory.section(broken)
     document = builder.build_report(tmp_path)
     assert document["ok"] is False
     assert "did not converge" in document["sections"][0]["errors"][0]
@@ -142,7 +139,7 @@ def test_missing_figure_file_is_a_warning(tmp_path, fake_theory):
     def no_file(out_dir, **kwargs):
         return Section("fake", "Fake", "", figures=[Figure("absent.png", "never drawn", {})])
 
-    fake_theory.build_section = no_file
+    fake_theory.section(no_file)
     document = builder.build_report(tmp_path)
     assert "absent.png" in document["sections"][0]["warnings"][0]
 

@@ -7,8 +7,9 @@ result is the serial run's (timings aside), since an example's check depends onl
 Carlo seed. The client keeps each finished batch and each finished claim in the run's store folder
 (:class:`~.saved.SavedChecks`), so that a rerun with the same folder checks only what is missing.
 
-A task names its claim by theory and name (the theory's module or file is loaded again in the worker, so
-nothing but plain values and examples crosses a process boundary). The run's other tasks (a report's experiments
+A task names its claim by theory and name (an :class:`attnverify.Theory` pickles as its name and file and is
+loaded again in the worker, :func:`attnverify.theories.by_reference`, so nothing but plain values and examples
+crosses a process boundary). The run's other tasks (a report's experiments
 and sections, :mod:`.report`) run through the same driver, ahead of the claims that wait for them. The run's store
 folder (:func:`run_store`), a claim's crash as a result (:func:`run_claim_or_error`) and the exit status of a
 run's verdicts (:func:`exit_status`) are here too: the report layer only prints what a run gives it.
@@ -33,6 +34,7 @@ from ..base.backend import Backend, get_backend
 from ..checks.claim import Claim
 from ..checks.runner import ClaimResult, Example, drawn_examples, evaluate, example_key, run_claim, verdict
 from ..checks.saved import SavedChecks
+from ..theories.catalogue import user_file
 
 BATCHES = 8
 """Most tasks a claim's examples are split into: enough to keep a few workers busy on one long claim, few
@@ -95,7 +97,7 @@ def example_batch_task(theory, name: str, examples: list[tuple[dict, int]], firs
                        backend: str, seed: int, store: str) -> list[Example]:
     """A task of the run: check the examples ``(parameters, Monte Carlo seed)`` of ``theory``'s claim ``name``
     (numbered from ``first`` of ``total``) in order, up to the first that fails (a serial run stops there too)."""
-    claim, checked, shared = theory.claim(name), [], Store(store)
+    claim, checked, shared = theory.claim_named(name), [], Store(store)
     for k, (parameters, monte_carlo_seed) in enumerate(examples, first):
         checked.append(evaluate(claim, parameters, monte_carlo_seed, profile=profile, backend=get_backend(backend),
                                 run_seed=seed, store=shared))
@@ -111,7 +113,7 @@ def claim_task(theory, name: str, profile: str, backend: str, seed: int, example
     examples in ``evaluated`` (kept from an earlier run) and those the ``inputs`` batches checked are taken as
     they are; each example it checks itself is kept in the store folder as soon as it is checked (an interrupted
     run loses none). ``command`` is what its replay line runs (default: ``attnverify check``, or ``verify FILE``)."""
-    claim = theory.claim(name)
+    claim = theory.claim_named(name)
     ahead = dict(evaluated or {})
     for outcome in (inputs or {}).values():
         if outcome.error is None:
@@ -124,8 +126,8 @@ def claim_task(theory, name: str, profile: str, backend: str, seed: int, example
                                                                                  backend=backend, seed=seed))
     if command is not None:
         result.command = command
-    elif theory.claims.endswith(".py"):  # a user's file: its claims replay through verify
-        result.command = verify_command(theory.claims)
+    elif user_file(theory) is not None:  # a user's file: its claims replay through verify
+        result.command = verify_command(user_file(theory))
     return result.as_dict()
 
 
@@ -254,13 +256,13 @@ class InProcess:
     its tasks run in this process, so the claim itself is the way to find it again."""
 
     only: Claim
-    claims: str = ""
+    builtin: bool = True  # no file to replay it from: ``check --only`` names it
 
     @property
     def name(self) -> str:
         return self.only.name.split(".")[0]
 
-    def claim(self, name: str) -> Claim:
+    def claim_named(self, name: str) -> Claim:
         return self.only
 
 

@@ -34,18 +34,24 @@ from ..base.backend import Backend, get_backend
 from ..report.markdown import render_markdown
 from ..report.render import render_html
 from ..report.section import Section, TheoryOutcome
-from ..theories import BUILTIN, concise, load
+from ..theories import builtin
 from ..theories.catalogue import UserFileError, user_file, user_file_errors
 
-THEORIES: tuple = BUILTIN
-"""The theories a report covers by default (the papers' three), in report order; ``theories=`` adds others (a
-user's file: :func:`attnverify.theories.from_file`)."""
+THEORIES: Sequence | None = None
+"""The theories a report covers by default, in report order: None for the papers' three
+(:func:`attnverify.theories.builtin`); ``theories=`` gives others (a user's file:
+:func:`attnverify.theories.from_file`)."""
+
+
+def default_theories() -> list:
+    """:data:`THEORIES`, or the built-in theories when it is None."""
+    return builtin() if THEORIES is None else list(THEORIES)
 
 
 def chosen_theories(only: str | None, theories: Sequence | None = None) -> list:
-    """The theories (default :data:`THEORIES`) that ``only`` names (:func:`~attnverify.checks.claim.select`); a
-    ValueError naming them all when it names none."""
-    theories = list(THEORIES if theories is None else theories)
+    """The theories (default :func:`default_theories`) that ``only`` names (:func:`~attnverify.checks.claim.select`);
+    a ValueError naming them all when it names none."""
+    theories = default_theories() if theories is None else list(theories)
     chosen = select(theories, only)
     if not chosen:
         raise ValueError(f"only={only!r} matches no theory; the theories are {', '.join(t.name for t in theories)}")
@@ -120,36 +126,19 @@ def _write_results(out_dir: Path, outcomes: list[TheoryOutcome], metadata: dict,
 
 def _build_section(outcome: TheoryOutcome, theory, out_dir: Path, *, profile: str, backend: Backend,
                    seed: int, progress: Callable[[str], None], store: Store) -> None:
-    build_section = None
     try:
-        build_section = theory.section_builder()
-        section = build_section(out_dir, profile=profile, backend=backend, seed=seed, progress=progress, store=store)
+        section = theory.build_section(out_dir, profile=profile, backend=backend, seed=seed, progress=progress, store=store)
         if not isinstance(section, Section):
             raise TypeError(f"build_section of {outcome.theory} returned {type(section).__name__}, not Section")
     except Exception as error:
         where = user_file(theory)
-        located = "" if where is None else UserFileError(where, error, fallback=_users_section(theory, build_section))
+        located = "" if where is None else UserFileError(where, error, fallback=theory._section)
         outcome.errors.append((f"{located.first_line}\n" if located else "") + traceback.format_exc())
         return
     outcome.section = section
     for figure in section.figures:
         if not (out_dir / figure.filename).is_file():
             outcome.warnings.append(f"figure file {figure.filename!r} was not written into the report directory")
-
-
-def _users_section(theory, builder):
-    """The section function a user wrote (``@theory.section``, or ``build_section``), to point at when the error's
-    traceback has no frame of the user's code."""
-    form = concise(load(theory.section))
-    return getattr(form, "_section", None) if form is not None else builder
-
-
-def _users_plan(theory):
-    """The user's ``plan_experiments`` (or ``@theory.experiments`` function), to point at when what it returned is
-    refused."""
-    module = load(theory.section)
-    form = concise(module)
-    return getattr(form, "_plan", None) if form is not None else getattr(module, "plan_experiments", None)
 
 
 def section_task(theory, out_dir: str, profile: str, backend: str, seed: int, store: str) -> TheoryOutcome:
@@ -169,7 +158,7 @@ def experiment_task(theory, label: str, profile: str, backend: str, seed: int, s
     """A task of the run: compute the planned experiment ``label`` of ``theory`` into the store folder ``store``
     (planned again here, so that a user's file needs no pickling); returns the seconds it took."""
     start = time.perf_counter()
-    plans = {p.label: p for p in theory.planned_experiments(profile=profile, seed=seed, backend=backend)}
+    plans = {p.label: p for p in theory.plan_experiments(profile=profile, seed=seed, backend=backend)}
     plan = plans[label]
     Store(store).get(plan.experiment, **dict(plan.parameters))
     return time.perf_counter() - start
@@ -330,8 +319,8 @@ def build_report(
         with user_file_errors(user_file(t)):
             claims[t.name] = t.claim_list()
     for t in chosen:  # a user's plan is refused here, at its line, before any task runs
-        with user_file_errors(user_file(t), fallback=lambda: _users_plan(t)):
-            plans[t.name] = t.planned_experiments(profile=profile, seed=seed, backend=backend.name)
+        with user_file_errors(user_file(t), fallback=lambda: t._plan):  # the user's function, to point at
+            plans[t.name] = t.plan_experiments(profile=profile, seed=seed, backend=backend.name)
     with run_store(store) as folder:
         sections = Sections(chosen, claims, plans, out_dir, metadata, workers=workers, say=say,
                             settings=dict(profile=profile, backend=backend.name, seed=seed, store=folder))

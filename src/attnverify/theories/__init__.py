@@ -1,31 +1,30 @@
-"""Theories as the pipeline sees them: a name, and where its report section and its claims live.
+"""Theories as the pipeline sees them: :class:`attnverify.Theory` objects, the built-in ones and a theorist's file.
 
 The three built-in theories and a theorist's own file have the same form: a concise :class:`attnverify.Theory`
 (a built-in's is ``attnverify.theories.<name>.theory.theory``, registered on by the package's modules as a user's
 file does, and loaded through its ``section`` module, which imports the rest); :func:`builtin` gives those
-objects. The run hands a theory to worker processes as :class:`TheoryModules`: its name and the importable module
-(``attnverify.theories.single_location.section``) or ``.py`` file of its section and claims, plain strings that a
-worker loads again; each method defers to the module's ``Theory`` where it has one. A user's file in the long form
-(no ``Theory``) provides ``build_section(out_dir, *, profile, backend, seed, progress, store) -> Section`` (else its
-section is its docstring and the derivations ``derivations()`` returns), ``plan_experiments(*, profile, seed,
-backend)`` (experiments the run computes as tasks ahead of the section) and top-level ``@claim``s; a theory with
-derivations also gets ``<theory>.derivation_steps`` (every recorded step holds, :mod:`attnverify.derivations.steps`).
-Such a file names its theory with ``THEORY = "name"`` (else the first part of its claims' names) and may set
-``TITLE``; its claims must be named ``name.something``.
+objects, :func:`from_file` a user's. A theory crosses a process boundary (a worker process, a Dask worker) as a
+reference, its name and its file, and the worker loads the built-in package or the file again
+(:func:`by_reference`). A user's file in the long form (no ``Theory``) becomes one through :func:`of_module`: its
+``build_section(out_dir, *, profile, backend, seed, progress, store) -> Section`` (else its section is its docstring
+and the derivations ``derivations()`` returns), ``plan_experiments(*, profile, seed, backend)`` and top-level
+``@claim``s; a theory with derivations also gets ``<theory>.derivation_steps`` (every recorded step holds,
+:mod:`attnverify.derivations.steps`). Such a file names its theory with ``THEORY = "name"`` (else the first part of
+its claims' names) and may set ``TITLE``; its claims must be named ``name.something``.
 """
 
 from __future__ import annotations
 
+import copyreg
 import importlib
-from dataclasses import dataclass
+import inspect
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
 
 from .catalogue import THEORIES as BUILTIN_NAMES
 from .catalogue import claims_in_module, concise_theories, load_user_module
 from ..checks.claim import Claim
-from ..checks.derivation_steps import claim_name, derivation_steps_claim
+from ..theory_form import Theory
 
 
 def concise(module: ModuleType):
@@ -42,95 +41,6 @@ def load(source: str) -> ModuleType:
     if source.endswith(".py"):
         return load_user_module(source)
     return importlib.import_module(source)
-
-
-@dataclass(frozen=True)
-class TheoryModules:
-    """A theory as the run hands it to worker processes: its ``name`` and the module or file of its report
-    ``section`` and of its ``claims`` (plain strings, loaded again where the theory is used; a built-in's are its
-    package's section module, whose :class:`attnverify.Theory` every method below defers to)."""
-
-    name: str
-    section: str
-    claims: str
-
-    def derivation_list(self) -> list:
-        """The theory's derivations (``derivations()`` of its section's module or file; none without one)."""
-        module = load(self.section)
-        form = concise(module)
-        if form is not None:
-            return form.derivation_list()
-        return list(module.derivations()) if callable(getattr(module, "derivations", None)) else []
-
-    def planned_experiments(self, *, profile: str, seed: int, backend: str) -> list:
-        """The experiments the run computes ahead of the section (``plan_experiments``; none without one)."""
-        from ..execution.store import Planned
-
-        module = load(self.section)
-        form = concise(module)
-        plan = form.plan_experiments if form is not None and form.plans_experiments else \
-            getattr(module, "plan_experiments", None)
-        if plan is None:
-            return []
-        plans = list(plan(profile=profile, seed=seed, backend=backend))
-        for item in plans:
-            if not isinstance(item, Planned):
-                raise TypeError(f"plan_experiments of {self.name} must return planned experiments "
-                                f"(attnverify.execution.store.planned), got {item!r}")
-        labels = [item.label for item in plans]
-        if len(set(labels)) != len(labels):
-            raise ValueError(f"plan_experiments of {self.name} plans an experiment twice: {labels}")
-        return plans
-
-    def claim_list(self) -> list[Claim]:
-        """The theory's claims, in definition order, then ``<theory>.derivation_steps`` (every recorded derivation
-        step holds, :mod:`attnverify.checks.derivation_steps`) when the theory has derivations."""
-        claims = claims_in_module(load(self.claims))
-        if self.has_derivations() and claim_name(self.name) not in {c.name for c in claims}:
-            claims.append(derivation_steps_claim(self.name, self.derivation_list,
-                                                 origin=self.claims if self.claims.endswith(".py") else ""))
-        return claims
-
-    def has_derivations(self) -> bool:
-        """Whether the section's module or file defines derivations; nothing is derived."""
-        module = load(self.section)
-        form = concise(module)
-        return bool(form.derivations) if form is not None else callable(getattr(module, "derivations", None))
-
-    def claim(self, name: str) -> Claim:
-        (found,) = [c for c in self.claim_list() if c.name == name] or [None]
-        if found is None:
-            raise KeyError(f"theory {self.name!r} has no claim {name!r}")
-        return found
-
-    def section_builder(self) -> Callable:
-        """``build_section`` of the section module, or a builder of the default section of a user's file."""
-        module = load(self.section)
-        form = concise(module)
-        if form is not None:
-            return form.build_section
-        builder = getattr(module, "build_section", None)
-        if builder is not None:
-            return builder
-        return lambda out_dir, **kwargs: default_section(self.name, module, self.derivation_list())
-
-
-BUILTIN = tuple(TheoryModules(name, f"attnverify.theories.{name}.section", f"attnverify.theories.{name}.section")
-                for name in BUILTIN_NAMES)  # (module names: nothing is imported until the theory is used)
-"""The three theories of the papers, in report order, each the ``theory`` of its package
-(``attnverify/theories/<name>/theory.py``), in the concise form of a user's file."""
-
-
-def default_section(name: str, module: ModuleType, derivations: list):
-    """The section of a user's file that has no ``build_section``: its title, docstring and ``derivations``."""
-    from ..report.section import Section
-
-    doc = (module.__doc__ or "").strip()
-    title = getattr(module, "TITLE", None)
-    if title is None:  # the docstring's first line is the title, the rest the introduction
-        first, _, doc = doc.partition("\n")
-        title = first.strip() or name
-    return Section(theory=name, title=title, introduction=doc.strip(), derivations=list(derivations))
 
 
 def theory_name(module: ModuleType, where: str | Path) -> str:
@@ -157,16 +67,66 @@ def theory_name(module: ModuleType, where: str | Path) -> str:
     return name
 
 
-def from_file(path: str | Path) -> TheoryModules:
-    """The theory of a user's ``FILE.py``: its claims, and its section (``build_section`` if it defines one)."""
+def of_module(module: ModuleType, name: str | None = None, file: str | Path | None = None) -> Theory:
+    """The :class:`attnverify.Theory` of ``module``: its concise ``Theory`` (with any other top-level ``@claim`` of
+    the module added to it), else one made of the long form's parts (``build_section``, ``plan_experiments``,
+    ``derivations()``, top-level claims, ``TITLE`` and the docstring). ``name`` defaults to
+    :func:`theory_name`'s, ``file`` to the module's file."""
+    form = concise(module)
+    where = file or getattr(module, "__file__", None) or module.__name__
+    name = name or theory_name(module, where)
+    if form is None:
+        doc = inspect.cleandoc(module.__doc__ or "")
+        first, _, rest = doc.partition("\n")
+        title = getattr(module, "TITLE", None)
+        builder = getattr(module, "build_section", None)
+        form = Theory(name, file=where, title=title or first.strip() or name,
+                      introduction="" if builder is not None else (doc if title is not None else rest).strip())
+        if builder is not None:
+            form.section(builder)
+        if callable(getattr(module, "plan_experiments", None)):
+            form.experiments(module.plan_experiments)
+        if callable(getattr(module, "derivations", None)):
+            form.derived(module.derivations)
+    for claim in claims_in_module(module):
+        if all(claim is not c for c in form.claims):
+            form.add(claim)
+    return form
+
+
+def from_file(path: str | Path) -> Theory:
+    """The theory of a user's ``FILE.py`` (:func:`of_module` of the file, loaded once per process)."""
     path = Path(path).resolve()
-    return TheoryModules(theory_name(load_user_module(path), path), str(path), str(path))
+    return of_module(load_user_module(path), file=path)
 
 
-def builtin() -> list:
+def builtin() -> list[Theory]:
     """The built-in theories as the :class:`attnverify.Theory` objects their packages register on, in report order
     (each loaded through its section module, which imports the rest): the same objects a user's file defines."""
-    return [concise(load(theory.section)) for theory in BUILTIN]
+    return [builtin_theory(name) for name in BUILTIN_NAMES]
+
+
+def builtin_theory(name: str) -> Theory:
+    """The built-in theory ``name`` (one of :data:`BUILTIN_NAMES`), loaded through its package's section module."""
+    if name not in BUILTIN_NAMES:
+        raise ValueError(f"{name!r} is no built-in theory; they are {', '.join(BUILTIN_NAMES)}")
+    return concise(load(f"attnverify.theories.{name}.section"))
+
+
+def by_reference(name: str, file: str | None) -> Theory:
+    """The theory ``name`` found again, in another process too: the built-in one (``file`` None) or that of the
+    user's ``file``; what a pickled :class:`attnverify.Theory` becomes where it is unpickled."""
+    found = builtin_theory(name) if file is None else from_file(file)
+    if found.name != name:
+        raise ValueError(f"{file} defines theory {found.name!r}, not {name!r} (the file changed during the run?)")
+    return found
+
+
+def _reference(theory: Theory) -> tuple:
+    return by_reference, (theory.name, None if theory.builtin else theory.file)
+
+
+copyreg.pickle(Theory, _reference)
 
 
 def builtin_claims() -> list[Claim]:

@@ -125,8 +125,10 @@ def user_file_errors(path: str | Path | None, fallback: Any = None):
 
 
 def user_file(theory) -> str | None:
-    """The user's file of ``theory`` (a :class:`~attnverify.theories.TheoryModules`), None for a built-in."""
-    return theory.section if str(theory.section).endswith(".py") else None
+    """The user's ``.py`` file of ``theory`` (an :class:`attnverify.Theory`), whose claims replay through
+    ``attnverify verify FILE``; None for a built-in theory and for one made in a session without a file."""
+    file = getattr(theory, "file", "")
+    return None if getattr(theory, "builtin", True) or not str(file).endswith(".py") else file
 
 
 def _check_claim_names(module: ModuleType, path: Path) -> None:

@@ -53,9 +53,14 @@ class Theory:
     """A theory of one's own, in one file: ``theory = Theory("name")`` and its decorators
     (:meth:`derivation`, :meth:`claim`, :meth:`monte_carlo`, :meth:`figure`; for a larger theory, :meth:`section`
     and :meth:`experiments`). ``title`` defaults to the first line of the file's docstring, ``introduction`` to the
-    rest of it."""
+    rest of it. ``file``: the defining file, by default the one that says ``Theory(...)`` (given, the docstring is
+    not read: ``title`` and ``introduction`` say what the section shows).
 
-    def __init__(self, name: str, *, title: str | None = None, introduction: str | None = None, source: str = ""):
+    A theory pickles as a reference, its name and file (:mod:`attnverify.theories` registers how): a worker process
+    loads the file, or the built-in package, again and finds the same theory there."""
+
+    def __init__(self, name: str, *, title: str | None = None, introduction: str | None = None, source: str = "",
+                 file: str | Path | None = None):
         if not isinstance(name, str) or not name.isidentifier() or name != name.lower():
             raise ValueError(f"Theory name must be a lower_snake_case identifier (the claims are named name.…), "
                              f"got {name!r}")
@@ -63,6 +68,8 @@ class Theory:
 
         module = sys._getframe(1).f_globals  # the file that says theory = Theory(...)
         self.name, self.source = name, source
+        if file is not None:
+            module = {"__file__": str(file)}
         self.file = str(Path(module.get("__file__") or sys._getframe(1).f_code.co_filename).resolve())
         # one of the package's own theories (attnverify/theories/<name>/): its claims replay by name (``check
         # --only``), not by file, and its derivations are kept per the package's code version
@@ -74,6 +81,7 @@ class Theory:
         self.figures: list[FigureMaker] = []
         self._section: Callable | None = None
         self._plan: Callable | None = None
+        self._derived: Callable | None = None
 
     # -- identity -------------------------------------------------------------------------------------------
     @functools.cached_property
@@ -112,6 +120,23 @@ class Theory:
             return handle
 
         return register if function is None else register(function)
+
+    def add(self, claim: Claim) -> Claim:
+        """Add a claim made elsewhere (a top-level ``@claim`` of the theory's file) to the theory's claims."""
+        if not isinstance(claim, Claim):
+            raise TypeError(f"theory {self.name} can add a Claim, got {type(claim).__name__}")
+        if not claim.name.startswith(self.name + "."):
+            raise ValueError(f"the claims of theory {self.name!r} are named {self.name}.…, got {claim.name!r}")
+        return self._add(claim)
+
+    def derived(self, function: Callable[[], list]) -> Callable:
+        """Register ``function() -> list[Derivation]``, derivations recorded without :meth:`derivation` (a long-form
+        file's ``derivations()``); they follow the registered ones in :meth:`derivation_list` and are checked step
+        by step by the same ``<theory>.derivation_steps`` claim."""
+        if not callable(function):
+            raise TypeError(f"derived must be a function returning derivations, got {function!r}")
+        self._derived = function
+        return function
 
     def _add(self, claim: Claim) -> Claim:
         if any(c.name == claim.name for c in self.claims):
@@ -315,8 +340,15 @@ class Theory:
         return function
 
     # -- what the pipeline reads ----------------------------------------------------------------------------
+    @property
+    def has_derivations(self) -> bool:
+        """Whether the theory has derivations (registered or :meth:`derived`); nothing is derived."""
+        return bool(self.derivations) or self._derived is not None
+
     def derivation_list(self) -> list:
-        return [d() for d in self.derivations]
+        """The derivations, the registered ones first (each derived once per process), then the :meth:`derived`
+        ones."""
+        return [d() for d in self.derivations] + (list(self._derived()) if self._derived is not None else [])
 
     def derivation_cost(self) -> str | None:
         """What the derivations derived so far cost this process (derived, or read from the disk), as a line; None
@@ -330,11 +362,18 @@ class Theory:
     def claim_list(self) -> list[Claim]:
         """The claims in definition order, then ``<theory>.derivation_steps`` when the theory has derivations
         (every recorded step holds, :mod:`attnverify.checks.derivation_steps`)."""
-        from ..checks.derivation_steps import derivation_steps_claim
+        from ..checks.derivation_steps import claim_name, derivation_steps_claim
 
         steps = [derivation_steps_claim(self.name, self.derivation_list, "" if self.builtin else self.file)] \
-            if self.derivations else []
+            if self.has_derivations and all(c.name != claim_name(self.name) for c in self.claims) else []
         return list(self.claims) + steps
+
+    def claim_named(self, name: str) -> Claim:
+        """The claim ``name`` of :meth:`claim_list`; a KeyError when the theory has none."""
+        found = [c for c in self.claim_list() if c.name == name]
+        if not found:
+            raise KeyError(f"theory {self.name!r} has no claim {name!r}")
+        return found[0]
 
     def section(self, function: Callable) -> Callable:
         """Register ``function(out_dir, *, profile, backend, seed, progress, store) -> Section`` as the theory's
@@ -362,8 +401,21 @@ class Theory:
         return self._plan is not None
 
     def plan_experiments(self, *, profile: str, seed: int, backend: str) -> list:
-        """The experiments :meth:`experiments` plans (none without it)."""
-        return [] if self._plan is None else list(self._plan(profile=profile, seed=seed, backend=backend))
+        """The experiments :meth:`experiments` plans (none without it): each a planned experiment, each label once,
+        else a TypeError or ValueError naming the theory."""
+        from ..execution.store import Planned
+
+        if self._plan is None:
+            return []
+        plans = list(self._plan(profile=profile, seed=seed, backend=backend))
+        for item in plans:
+            if not isinstance(item, Planned):
+                raise TypeError(f"plan_experiments of {self.name} must return planned experiments "
+                                f"(attnverify.execution.store.planned), got {item!r}")
+        labels = [item.label for item in plans]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"plan_experiments of {self.name} plans an experiment twice: {labels}")
+        return plans
 
     def build_section(self, out_dir, *, profile, backend, seed, progress, store=None):
         """The section, its arguments checked here (:func:`~attnverify.report.section.check_section_arguments`,
@@ -378,9 +430,10 @@ class Theory:
         backend = get_backend(backend)
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        derivations = self.derivation_list()
-        if derivations:
-            progress(self.derivation_cost())
+        derivations = [d() for d in self.derivations]  # the derived() ones only where the section has none
+        cost = self.derivation_cost()
+        if cost:
+            progress(cost)
         drawn = Section()
         if self._section is not None:
             drawn = self._section(out_dir, profile=profile, backend=backend, seed=seed, progress=progress,
@@ -389,7 +442,8 @@ class Theory:
                 raise TypeError(f"build_section of {self.name} returned {type(drawn).__name__}, not Section")
         return dataclasses.replace(drawn, theory=drawn.theory or self.name, title=drawn.title or self.title,
                                    introduction=drawn.introduction or self.introduction,
-                                   derivations=drawn.derivations or derivations,
+                                   derivations=drawn.derivations or derivations + (
+                                       list(self._derived()) if self._derived is not None else []),
                                    figures=[*drawn.figures, *self._draw_figures(out_dir, seed, progress)])
 
     def _draw_figures(self, out_dir: Path, seed: int, progress) -> list:

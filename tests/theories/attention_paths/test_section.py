@@ -297,8 +297,8 @@ def test_figure_3_states_the_cached_network_and_its_pruning(built):
 
 def test_the_run_plans_only_experiments_the_quick_section_uses(built):
     """Every experiment planned for a quick run (a task ahead of the section) is one the section asks for."""
-    from attnverify.theories import BUILTIN
+    from attnverify.theories import builtin_theory
 
-    theory = next(t for t in BUILTIN if t.name == "attention_paths")
-    for plan in theory.planned_experiments(profile="quick", seed=SEED, backend="numpy"):
+    theory = builtin_theory("attention_paths")
+    for plan in theory.plan_experiments(profile="quick", seed=SEED, backend="numpy"):
         assert plan.key in STORE, plan.label

@@ -80,8 +80,8 @@ def test_bad_arguments_are_refused(tmp_path, kwargs, error):
 def test_the_run_plans_only_experiments_the_quick_section_uses(built):
     """Every experiment the theory plans for a quick run (computed as a task ahead of the section) is one the
     section asks the store for: a planned experiment it does not use would be computed for nothing."""
-    from attnverify.theories import BUILTIN
+    from attnverify.theories import builtin_theory
 
-    theory = next(t for t in BUILTIN if t.name == "conditional_mean")
-    for plan in theory.planned_experiments(profile="quick", seed=SEED, backend="numpy"):
+    theory = builtin_theory("conditional_mean")
+    for plan in theory.plan_experiments(profile="quick", seed=SEED, backend="numpy"):
         assert plan.key in STORE, plan.label
