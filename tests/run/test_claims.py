@@ -100,3 +100,68 @@ def test_a_serial_run_tells_each_result_and_what_is_still_to_come(tmp_path):
                                                                                  not_run)))
     assert again == run_claims_as_tasks([first, second], [], **options, store=str(store))
     assert seen[-1] == (["demo.first", "demo.second"], [])  # kept from the first run with the folder: no task
+
+
+CONCISE = '''"""Parallel
+
+A theory whose claims run on worker processes."""
+from attnverify import Theory, st
+from attnverify.checks import close
+
+theory = Theory("parallel")
+
+
+@theory.claim(x=st.floats(0, 1))
+def square_is_product(x):
+    """x² = x·x."""
+    return close(x**2, x * x)
+'''
+
+LONG_FORM = '''"""Long form"""
+from attnverify.checks import claim, close, st
+
+THEORY = "long_form"
+
+
+@claim("long_form.one", parameters=st.just({}))
+def one(p, ctx):
+    """1 = 1."""
+    return close(1.0, 1.0)
+'''
+
+
+def test_a_theory_crosses_a_process_boundary_as_its_name_and_file(tmp_path):
+    """Pickled, a built-in theory is found again as the same object, a user's file (concise or long form) as the
+    theory of the file loaded again, with the same claims."""
+    import pickle
+
+    from attnverify.theories import builtin_theory, by_reference, from_file
+
+    paths = builtin_theory("conditional_mean")
+    assert pickle.loads(pickle.dumps(paths)) is paths
+    for name, text in (("parallel", CONCISE), ("long_form", LONG_FORM)):
+        path = tmp_path / f"{name}.py"
+        path.write_text(text)
+        theory = from_file(path)
+        payload = pickle.dumps(theory)
+        assert str(path).encode() in payload and len(payload) < 500  # a reference, not the claims' functions
+        again = pickle.loads(payload)
+        assert again.name == name and [c.name for c in again.claim_list()] == [c.name for c in theory.claim_list()]
+    with pytest.raises(ValueError, match="defines theory 'parallel', not 'other'"):
+        by_reference("other", str(tmp_path / "parallel.py"))
+
+
+def test_a_users_claims_run_on_worker_processes_as_in_this_one(tmp_path):
+    """Two spawned workers load the user's file again by its path: the same verdicts, replayed through verify."""
+    from attnverify.theories import from_file
+
+    path = tmp_path / "parallel.py"
+    path.write_text(CONCISE)
+    theory = from_file(path)
+    options = dict(profile="quick", backend=get_backend("numpy"), seed=0, examples=3, scheduler=None)
+    serial = run_claims_as_tasks(theory.claim_list(), [theory], workers=1, **options)
+    parallel = run_claims_as_tasks(theory.claim_list(), [theory], workers=2, **options)
+    assert [(r["name"], r["status"]) for r in parallel] == [(r["name"], r["status"]) for r in serial] == [
+        ("parallel.square_is_product", "holds")]
+    assert parallel[0]["replay"] == serial[0]["replay"]
+    assert parallel[0]["replay"].startswith(f"{verify_command(path)} --only parallel.square_is_product")
