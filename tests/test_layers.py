@@ -220,13 +220,15 @@ def test_each_builtin_theory_is_one_package_in_the_concise_form():
     """A built-in theory is the concise Theory of attnverify.theories.<name>.theory, loaded through its section
     module as a user's file is: every claim, derivation, the experiments' plan and the section are registered on it,
     and every one of them was defined in a module of that package."""
+
+    import importlib
     import inspect
 
-    from attnverify.theories import BUILTIN_NAMES, builtin_theory, concise, load
+    from attnverify.theories import BUILTIN_NAMES, builtin_theory, concise
     from attnverify.theories.catalogue import claims_in_module
 
     for name in BUILTIN_NAMES:
-        section = load(f"attnverify.theories.{name}.section")
+        section = importlib.import_module(f"attnverify.theories.{name}.section")
         form = concise(section)
         assert form is builtin_theory(name) and form.name == name and form.builtin
         assert form.plans_experiments and form._section is not None

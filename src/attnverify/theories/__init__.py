@@ -36,13 +36,6 @@ def concise(module: ModuleType):
     return found[0] if found else None
 
 
-def load(source: str) -> ModuleType:
-    """The module ``source`` names: a ``.py`` file (loaded once per process) or an importable module."""
-    if source.endswith(".py"):
-        return load_user_module(source)
-    return importlib.import_module(source)
-
-
 def theory_name(module: ModuleType, where: str | Path) -> str:
     """The name of the theory a user's file defines: its ``Theory``'s, else ``THEORY``, else the one prefix of its
     claims' names; a ValueError naming ``where`` when there is none, when they disagree, or when a claim is named
@@ -110,7 +103,7 @@ def builtin_theory(name: str) -> Theory:
     """The built-in theory ``name`` (one of :data:`BUILTIN_NAMES`), loaded through its package's section module."""
     if name not in BUILTIN_NAMES:
         raise ValueError(f"{name!r} is no built-in theory; they are {', '.join(BUILTIN_NAMES)}")
-    return concise(load(f"attnverify.theories.{name}.section"))
+    return concise(importlib.import_module(f"attnverify.theories.{name}.section"))
 
 
 def by_reference(name: str, file: str | None) -> Theory:
