@@ -220,7 +220,6 @@ def test_each_builtin_theory_is_one_package_in_the_concise_form():
     """A built-in theory is the concise Theory of attnverify.theories.<name>.theory, loaded through its section
     module as a user's file is: every claim, derivation, the experiments' plan and the section are registered on it,
     and every one of them was defined in a module of that package."""
-
     import importlib
     import inspect
 
