@@ -203,7 +203,7 @@ def test_both_posterior_samplers_match_quadrature_on_cupy(method):
     """The two samplers of the attention network (HMC with the readout integrated out, and HMC with Gibbs steps on
     the readout) on cupy, against quadrature of the tiny network: the numpy test's gates and bounds
     (``tests/theories/attention_paths/test_sampling.py``; false alarm per seed ≤ 2·10⁻³)."""
-    from numerics.attention_paths.test_sampling import tiny_posterior_moments
+    from theories.attention_paths.test_sampling import tiny_posterior_moments
     from seeds import seeded
 
     from attnverify.theories.attention_paths.posterior import network_posterior
