@@ -155,9 +155,10 @@ def _tiny_posterior():
     (dict(warmup=10**15, mass_matrix="diagonal"), "warmup = 1000000000000000"),
 ])
 def test_the_posterior_sampler_refuses_chains_and_draws_that_cannot_fit(monkeypatch, settings, name):
+    from attnverify.numerics import hmc
     from attnverify.theories.attention_paths import sampling
 
-    monkeypatch.setattr(sampling, "run_chains", _never)
+    monkeypatch.setattr(hmc, "run_chains", _never)
     posterior, X = _tiny_posterior()
     with _refused(name):
         sampling.sample_posterior(posterior, seed=0, settings=settings, X_test=X)

@@ -25,8 +25,8 @@ import numpy as np
 
 from ..base import arguments
 from ..base.backend import Backend
-from ..numerics import hmc
 from ..numerics.diagnostics import summarize
+from .sampling import run_sampler
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,11 @@ class Network:
     receives as X (made once per input set; default X itself); ``kernel(Z, X)`` → (K_Z = vΦΦᵀ (C, P, P),
     residuals) and ``kernel_vjp(residuals, solved)`` → ∂Ψ_energy/∂Z from the :class:`KernelSolve` ``solved``;
     ``kernel_times(Z, X_test, X, α)`` → K_Z(X_test, X)α (C, Q), the posterior-mean prediction. Each must equal
-    its default through Φ (the tests hold the built-in ones to it)."""
+    its default through Φ (the tests hold the built-in ones to it).
+
+    For the memory refusal before sampling: ``units`` M, the features' count (Φ's last axis; default
+    ``weight_shape[0]``), and, with a kernel of its own, ``kernel_memory(P)`` → the bytes one chain's kernel and
+    kernel VJP hold beyond the P × P matrices (default 0)."""
 
     features: Callable
     features_vjp: Callable
@@ -52,12 +56,17 @@ class Network:
     kernel_vjp: Callable | None = None
     kernel_times: Callable | None = None
     reads_readout: bool = True
+    units: int | None = None
+    kernel_memory: Callable | None = None
 
     def __post_init__(self) -> None:
         if (self.kernel is None) != (self.kernel_vjp is None):
             raise ValueError("a Network's kernel and kernel_vjp come together: give both or neither")
+        if self.units is None:
+            object.__setattr__(self, "units", int(self.weight_shape[0]))
+        object.__setattr__(self, "units", arguments.integer("units", self.units, 1))
         for name in ("features", "features_vjp", "order_parameters", "prepare", "kernel", "kernel_vjp",
-                     "kernel_times"):
+                     "kernel_times", "kernel_memory"):
             value = getattr(self, name)
             if value is not None and not callable(value):
                 raise TypeError(f"{name} must be callable, got {type(value).__name__}")
@@ -135,6 +144,23 @@ class CollapsedNetworkPosterior:
         self.identity = be.xp.eye(self.P)
         self.shift = self.temperature * self.identity
         self.inputs = self.prepared(self.X)
+
+    def chain_bytes(self, tests: int = 0) -> tuple[int, int]:
+        """One chain's working memory in bytes, (weights, data), ``tests`` the test inputs: the weights with their
+        momentum, gradient and leapfrog copies (6 × size float64) and, where the readout's moment is formed
+        (``reads_readout``, or a test error), four M × M matrices (Λ, its factor, its inverse, E[aaᵀ]); five P × P
+        matrices (K, its factor, its inverse, G, ααᵀ), the features Φ and their gradient on the training and test
+        inputs ((2P + 2Q) × M) where Φ is formed (no kernel of the network's own, or the readout's moment), and the
+        network's own kernel work (``kernel_memory``)."""
+        net, P, M = self.network, self.P, self.network.units
+        readout = net.reads_readout or tests > 0
+        weights = 8 * (6 * self.size + (4 * M * M if readout else 0))
+        data = 8 * 5 * P * P
+        if net.kernel is None or readout:
+            data += 8 * (2 * P + 2 * tests) * M
+        if net.kernel_memory is not None:
+            data += int(net.kernel_memory(P))
+        return weights, data
 
     def prepared(self, X):
         """What the network's functions read for the inputs X (its ``prepare``, or X itself)."""
@@ -254,22 +280,6 @@ GENERALISATION_ERROR = "generalisation_error"
 """The name under which :func:`sample_order_parameters` reports the test error (with ``test=``)."""
 
 
-def _refuse_chains_that_cannot_fit(posterior: CollapsedNetworkPosterior, chains: int, tests: int) -> None:
-    """Refuse, before the first draw, chains whose working memory cannot fit, by name: per chain, the weights
-    with their momentum, gradient and leapfrog copies (6 × size float64), the features Φ and their gradient on the
-    training and test inputs ((2P + 2Q) × M, M the units, weight_shape[0]), and five P × P and four M × M matrices
-    (K, its factor, its inverse, G, ααᵀ; Λ, its factor, its inverse, E[aaᵀ]). One chain that cannot fit names the
-    larger part: ``network`` (its weights and units) or ``X`` (the training inputs); more chains name ``chains``."""
-    P, M, size = posterior.P, int(posterior.network.weight_shape[0]), posterior.size
-    weights, data = 8 * (6 * size + 4 * M * M), 8 * ((2 * P + 2 * tests) * M + 5 * P * P)
-    name = "network" if weights >= data else "X"
-    arguments.fits_in_memory(name, weights + data, f"one chain's weights ({size}), features (P = {P} inputs, "
-                             f"M = {M} units) and P × P kernels", backend=posterior.backend)
-    arguments.fits_in_memory("chains", chains * (weights + data), f"{chains} chains' weights ({size} each), features "
-                             f"(P = {P} inputs, M = {M} units) and P × P kernels", value=chains,
-                             backend=posterior.backend)
-
-
 def sample_order_parameters(network: Network, X, y, *, temperature: float, chains: int = 8, warmup: int = 500,
                             draws: int = 1000, seed: int = 0, backend=None, test=None) -> SampledOrderParameters:
     """Sample the collapsed posterior of the hidden weights and estimate the network's order parameters; with
@@ -285,20 +295,13 @@ def sample_order_parameters(network: Network, X, y, *, temperature: float, chain
         y_test = be.asarray(arguments.array("y_test", test[1], shape=(X_test.shape[0],)))
     chains = arguments.integer("chains", chains, 2)
     warmup, draws = arguments.integer("warmup", warmup, 1), arguments.integer("draws", draws, 4)
-    _refuse_chains_that_cannot_fit(posterior, chains, 0 if X_test is None else int(X_test.shape[0]))
     rng = be.random(arguments.integer("seed", seed, 0))
-    x0 = rng.standard_normal((chains, posterior.size))
-
-    def record(x) -> dict:
-        return posterior.order_parameters(x, X_test, y_test)  # brought to the host by run_chains, in one transfer
-
-    # one record at the start gives the bytes of every kept draw (the network chooses its order parameters' shapes)
-    record_bytes = sum(int(value.nbytes) for value in record(x0).values())
-    hmc.refuse_what_cannot_fit(chains, posterior.size, warmup=warmup, draws=draws, record_bytes=record_bytes,
-                               backend=be)
-    run = hmc.run_chains(posterior.potential_and_gradient, x0, rng=rng, warmup=warmup, draws=draws, backend=be,
-                         record=record)
-    names = list(run.records[0])
-    draws = {name: np.stack([r[name] for r in run.records], axis=1) for name in names}  # (C, draws, …)
-    summaries = {name: summarize(np.moveaxis(values, (0, 1), (-2, -1))) for name, values in draws.items()}
+    P, M, tests = posterior.P, network.units, 0 if X_test is None else int(X_test.shape[0])
+    run = run_sampler(posterior.potential_and_gradient, lambda chains: rng.standard_normal((chains, posterior.size)),
+                      lambda x: posterior.order_parameters(x, X_test, y_test), chains=chains, warmup=warmup,
+                      draws=draws, rng=rng, backend=be, chain_bytes=posterior.chain_bytes(tests),
+                      what=f"weights ({posterior.size} each), features (P = {P} inputs, M = {M} units) and P × P "
+                           "kernels")
+    draws = {name: np.moveaxis(values, (-2, -1), (0, 1)) for name, values in run.draws.items()}  # (C, draws, …)
+    summaries = {name: summarize(values) for name, values in run.draws.items()}
     return SampledOrderParameters(summaries, float(np.mean(run.acceptance)), int(np.sum(run.divergences)), draws)

@@ -143,9 +143,13 @@ def attention_network(network: NetworkPosterior, representation: str = "auto") -
         values = net.order_parameters_from(layers, readout)
         return {**{f"U{level}": U for level, U in enumerate(values[:-1], start=1)}, "Ua": values[-1]}
 
+    def kernel_memory(P: int) -> int:  # one lifted X̃(I ⊗ U) or L⁻¹X̃ (P·N0·𝓗) per chain with the features
+        return 8 * P * net.input_width * net.paths if representation == "features" else 0
+
     return Network(features, features_vjp, (dimension,), 1.0, order_parameters,
                    prepare=lambda X: PathInputs(X, be, s**2), kernel=kernel, kernel_vjp=kernel_vjp,
-                   kernel_times=kernel_times, reads_readout=False)
+                   kernel_times=kernel_times, reads_readout=False, units=net.block_shapes[0][0] * net.input_width,
+                   kernel_memory=kernel_memory)
 
 
 def collapsed_posterior(network: NetworkPosterior, representation: str = "auto") -> CollapsedNetworkPosterior:

@@ -22,7 +22,6 @@ and tail ESS, acceptance, divergences, step sizes) and the seed are stored with 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
@@ -30,8 +29,9 @@ import numpy as np
 
 from ...base import arguments, blas
 from ...numerics.diagnostics import ChainSummary, summarize
-from ...numerics.hmc import MASS_MATRICES, refuse_what_cannot_fit, run_chains
+from ...numerics.hmc import MASS_MATRICES
 from ...numerics.statistics import Estimate
+from ...saddle.sampling import run_sampler
 from .collapsed import collapsed_posterior
 from .posterior import NetworkPosterior, Weights
 
@@ -217,6 +217,17 @@ class _ReadoutGibbs:
         self.weights = Weights(hidden, self.posterior.draw_readout(hidden, self.rng))
         return hidden
 
+    @property
+    def size(self) -> int:
+        return self.posterior.dimension
+
+    def chain_bytes(self, tests: int) -> tuple[int, int]:
+        """(weights, data) bytes of one chain: the weights with their momentum, gradient and leapfrog copies (6 ×
+        dimension float64); at most four P × P matrices (kernel, its Cholesky factor, solves) and the lifted features
+        X̃(I ⊗ U) (P·N0·𝓗) of the potential, and the test outputs."""
+        p = self.posterior
+        return 8 * 6 * p.dimension, 8 * (4 * p.examples**2 + p.examples * p.input_width * p.paths + tests)
+
     def order_parameters(self, state):
         return self.posterior.order_parameters(self.weights)
 
@@ -232,6 +243,15 @@ class _Collapsed:
 
     def __init__(self, posterior: NetworkPosterior, rng):
         self.collapsed, self.rng = collapsed_posterior(posterior), rng
+
+    @property
+    def size(self) -> int:
+        return self.collapsed.size
+
+    def chain_bytes(self, tests: int) -> tuple[int, int]:
+        """(weights, data) bytes of one chain: the collapsed posterior's (``CollapsedNetworkPosterior.chain_bytes``;
+        the test outputs come from the kernel, with no features formed)."""
+        return self.collapsed.chain_bytes()
 
     def start(self, chains: int):
         return self.rng.standard_normal((chains, self.collapsed.size))
@@ -268,61 +288,31 @@ def sample_posterior(posterior: NetworkPosterior, *, seed: int, settings: Sample
     if X_test is not None:
         X_test = arguments.array("X_test", be.to_numpy(X_test) if hasattr(X_test, "dtype") else X_test, be,
                                  shape=(None, posterior.input_width, posterior.paths))
-    _refuse_what_cannot_fit(posterior, settings, X_test)
     with blas.threads(1):  # the chains' matrices are P × P: one BLAS thread is faster (numerics.blas)
-        return _run(posterior, rng, seed, settings, X_test, progress, method)
+        chain = (_Collapsed if method == "collapsed" else _ReadoutGibbs)(posterior, rng)
+        tests = 0 if X_test is None else int(X_test.shape[0])
 
+        def record(state):  # device arrays: run_chains brings a draw's record to the host in one transfer
+            return chain.order_parameters(state), (chain.test_outputs(state, X_test) if X_test is not None else None)
 
-def _refuse_what_cannot_fit(posterior: NetworkPosterior, settings: SamplerSettings, X_test) -> None:
-    """Refuse, before the first draw, chains or draws that cannot fit in memory, by name. Per chain on the device:
-    the weights with their momentum, gradient and leapfrog copies (6 × dimension float64) and the potential's
-    work, at most four P × P matrices (kernel, its Cholesky factor, solves) and the lifted features X̃(I ⊗ U)
-    (P·N0·𝓗); per kept draw of a chain on the host: U_ℓ (D_ℓ × D_ℓ, D_ℓ = Π_{m ≥ ℓ} H_m), U_a and the test
-    outputs."""
-    chains, P = settings.chains, posterior.examples
-    per_chain = 8 * (6 * posterior.dimension + 4 * P * P + P * posterior.input_width * posterior.paths)
-    arguments.fits_in_memory("chains", chains * per_chain,
-                             f"{chains} chains of {posterior.dimension} weights each, with their P × P kernels "
-                             f"(P = {P})", value=chains, backend=posterior.backend)
-    heads = posterior.config.heads
-    per_draw = sum(math.prod(heads[level:]) ** 2 for level in range(len(heads))) + 1
-    per_draw += 0 if X_test is None else int(X_test.shape[0])
-    refuse_what_cannot_fit(chains, posterior.dimension, warmup=settings.warmup, draws=settings.draws,
-                           record_bytes=8 * chains * per_draw, mass_matrix=settings.mass_matrix,
-                           backend=posterior.backend)
-
-
-def _run(posterior: NetworkPosterior, rng, seed: int, settings: SamplerSettings, X_test, progress,
-         method: str) -> PosteriorSamples:
-    be = posterior.backend
-    start = time.perf_counter()
-    chain = (_Collapsed if method == "collapsed" else _ReadoutGibbs)(posterior, rng)
-
-    def record(state):  # device arrays: run_chains brings a draw's record to the host in one transfer
-        return chain.order_parameters(state), (chain.test_outputs(state, X_test) if X_test is not None else None)
-
-    run = run_chains(chain.potential_and_gradient, chain.start(settings.chains), rng=rng, warmup=settings.warmup,
-                     draws=settings.draws, backend=be, record=record, after_transition=chain.after_transition,
-                     progress=progress, trajectory_length=settings.trajectory_length,
-                     target_acceptance=settings.target_acceptance, max_steps=settings.max_leapfrog,
-                     jitter=settings.step_jitter, mass_matrix=settings.mass_matrix)
-
-    def stack(draws: list[np.ndarray]) -> np.ndarray:
-        # (draws, chains, *shape) -> (*shape, chains, draws)
-        a = np.stack(draws)
-        return np.moveaxis(np.moveaxis(a, 0, -1), 0, -2)
-
-    levels = len(run.records[0][0])
+        run = run_sampler(chain.potential_and_gradient, chain.start, record, chains=settings.chains,
+                          warmup=settings.warmup, draws=settings.draws, rng=rng, backend=be,
+                          chain_bytes=chain.chain_bytes(tests), what=f"{chain.size} weights and P × P kernels "
+                          f"(P = {posterior.examples})", after_transition=chain.after_transition, progress=progress,
+                          trajectory_length=settings.trajectory_length, target_acceptance=settings.target_acceptance,
+                          max_steps=settings.max_leapfrog, jitter=settings.step_jitter,
+                          mass_matrix=settings.mass_matrix)
+    order_parameters, test_outputs = run.draws
     return PosteriorSamples(
-        order_parameters=[stack([U[level] for U, _ in run.records]) for level in range(levels)],
-        test_outputs=stack([f for _, f in run.records]) if X_test is not None else None,
+        order_parameters=list(order_parameters),
+        test_outputs=test_outputs,
         acceptance=run.acceptance,
         divergences=run.divergences,
         step_size=run.step_size,
         leapfrog_steps=run.steps,
         seed=seed,
         settings=settings,
-        seconds=time.perf_counter() - start,
+        seconds=run.seconds,
         gradient_evaluations=run.gradient_evaluations,
         method=method,
     )

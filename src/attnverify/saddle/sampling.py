@@ -1,0 +1,84 @@
+"""The one driver of sampled networks: chains of the one HMC kernel (:func:`attnverify.numerics.hmc.run_chains`) on
+a batched posterior (the collapsed posterior of :mod:`attnverify.saddle.network`, or any kernel with a start, a
+potential and gradient and a record), with the memory refused by name before the first draw and the kept records
+stacked as (…, chains, draws) for the diagnostics (:func:`attnverify.numerics.diagnostics.summarize`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ..base import arguments
+from ..numerics import hmc
+
+
+def refuse_chains_that_cannot_fit(chains: int, weights: int, data: int, what: str, *, backend=None) -> None:
+    """Refuse, before the first draw, chains whose working memory cannot fit, by name: ``weights`` and ``data`` are
+    one chain's bytes for its weights (and everything sized by them) and for its work on the inputs. One chain that
+    cannot fit names the larger part, ``network`` or ``X``; more chains than fit name ``chains``."""
+    arguments.fits_in_memory("network" if weights >= data else "X", weights + data, f"one chain's {what}",
+                             backend=backend)
+    arguments.fits_in_memory("chains", chains * (weights + data), f"{chains} chains' {what}", value=chains,
+                             backend=backend)
+
+
+def _nbytes(value) -> int:
+    """Bytes of the arrays in ``value`` (nested in dicts, lists and tuples; None counts nothing)."""
+    if isinstance(value, dict):
+        return sum(_nbytes(item) for item in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_nbytes(item) for item in value)
+    return 0 if value is None else int(value.nbytes)
+
+
+def _stacked(records: list):
+    """The kept records (one per draw, each (chains, *shape) arrays nested alike) as one structure of arrays shaped
+    (*shape, chains, draws)."""
+    first = records[0]
+    if isinstance(first, dict):
+        return {key: _stacked([r[key] for r in records]) for key in first}
+    if isinstance(first, (list, tuple)):
+        return type(first)(_stacked([r[k] for r in records]) for k in range(len(first)))
+    if first is None:
+        return None
+    return np.moveaxis(np.moveaxis(np.stack(records), 0, -1), 0, -2)
+
+
+@dataclass(frozen=True)
+class SampledChains:
+    """What :func:`run_sampler` kept: ``draws``, the records stacked as (*shape, chains, draws) in the structure
+    ``record`` returns; acceptance probabilities and divergences (chains, draws); the frozen step sizes (chains,)
+    and leapfrog steps; the gradient evaluations and the seconds the run took."""
+
+    draws: Any
+    acceptance: np.ndarray
+    divergences: np.ndarray
+    step_size: np.ndarray
+    steps: int
+    gradient_evaluations: int
+    seconds: float
+
+
+def run_sampler(potential_and_gradient: Callable, start: Callable[[int], Any], record: Callable[[Any], Any], *,
+                chains: int, warmup: int, draws: int, rng, backend, chain_bytes: tuple[int, int], what: str,
+                after_transition: Callable | None = None, progress: Callable[[str], None] | None = None,
+                **kernel_options) -> SampledChains:
+    """Run ``chains`` chains from ``start(chains)`` (C, d) with :func:`~attnverify.numerics.hmc.run_chains`, keeping
+    ``record(x)`` after each of ``draws`` transitions past ``warmup``. Before anything is drawn, one chain's
+    ``chain_bytes`` = (weights, data) (``what`` they hold, for the message) and ``chains`` of them are refused if
+    they cannot fit (:func:`refuse_chains_that_cannot_fit`); then the kept records (bytes of ``record`` at the start)
+    and the warm-up's mass windows (:func:`~attnverify.numerics.hmc.refuse_what_cannot_fit`). Arguments are
+    trusted: the public samplers check them."""
+    begun = time.perf_counter()
+    refuse_chains_that_cannot_fit(chains, *chain_bytes, what, backend=backend)
+    x = start(chains)
+    hmc.refuse_what_cannot_fit(chains, int(x.shape[1]), warmup=warmup, draws=draws, record_bytes=_nbytes(record(x)),
+                               mass_matrix=kernel_options.get("mass_matrix", "identity"), backend=backend)
+    run = hmc.run_chains(potential_and_gradient, x, rng=rng, warmup=warmup, draws=draws, backend=backend,
+                         record=record, after_transition=after_transition, progress=progress, **kernel_options)
+    return SampledChains(_stacked(run.records), run.acceptance, run.divergences, run.step_size, run.steps,
+                         run.gradient_evaluations, time.perf_counter() - begun)
