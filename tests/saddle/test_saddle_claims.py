@@ -15,6 +15,7 @@ from claim_helpers import run_seed
 from attnverify import Theory, st
 from attnverify.checks import run_claim
 from attnverify.saddle import SaddlePointAction, positive
+from attnverify.saddle.network import one_hidden_layer
 from attnverify.theories.catalogue import load_user_module
 from attnverify.theories.attention_paths.action import attention_paths_action as _per_layer
 from attnverify.theories.attention_paths.synthetic import synthetic_problem
@@ -111,6 +112,10 @@ def test_saddle_point_options_are_checked():
     strategies = dict(N=st.just(10.0), temperature=st.just(0.1))
     with pytest.raises(TypeError, match="figure= compares sampled networks .* it needs network="):
         theory.saddle_point(action, figure=dict(N=(10, 20), temperature=0.1), **strategies)(lambda rng: {})
+    network = lambda N: one_hidden_layer(N, 2)  # noqa: E731
+    with pytest.raises(ValueError, match="only the width N takes a sequence .* give temperature one value each"):
+        Theory("sweeps").saddle_point(action, network=network, figure=dict(N=(10, 20), temperature=(0.1, 0.2)),
+                                      **strategies)(lambda rng: {})
     with pytest.raises(ValueError, match="expect= names sampled_networks_match_theory, not among its claims"):
         theory.saddle_point(action, expect={"sampled_networks_match_theory": "refuted"}, **strategies)(lambda rng: {})
     with pytest.raises(TypeError, match="network names width, which is not a parameter"):

@@ -382,6 +382,11 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
     if wrong:
         raise TypeError("saddle_point figure=: give one value for each of the action's parameters, temperature and "
                         f"the data function's, and a sequence of widths for {width_name}" + wrong)
+    swept = [key for key in sorted(fixed) if key != width_name and key in wanted - set(s.data_parameters)
+             and np.ndim(fixed[key]) > 0]
+    if swept:
+        raise ValueError(f"saddle_point figure=: only the width {width_name} takes a sequence (the figure's one axis); "
+                         f"give {', '.join(swept)} one value each")
     widths = sorted({int(w) for w in np.atleast_1d(fixed[width_name])})
     D = s.wishart_size
     if len(widths) < 2 or widths[0] <= D + 1:
