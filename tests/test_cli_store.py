@@ -1,4 +1,4 @@
-"""``--store`` and ``--scheduler`` on the command line (issue 27): a damaged store is recomputed with the verdicts
+"""``--store`` and ``--scheduler`` on the command line: a damaged store is recomputed with the verdicts
 of an undamaged run, never turned into a verdict or a crash; a store path that cannot be a folder to write into
 is a usage error naming it; a full disk is one line, and what had finished stays readable; a scheduler address
 without a host is refused by argparse, naming --scheduler and the forms it takes."""

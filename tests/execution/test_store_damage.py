@@ -1,4 +1,4 @@
-"""A store that cannot lie (issue 27): every kept file (an experiment's result, a claim's examples or result, a
+"""A store that cannot lie: every kept file (an experiment's result, a claim's examples or result, a
 saddle-point solution) is verified when it is read. A damaged, truncated, empty, garbled, foreign or unreadable
 file, or a folder in its place, is reported once, set aside as ``<name>.damaged-<n>`` and computed again; a write
 that fails (a full disk, a read-only folder) is reported once, removes its partial file and leaves the earlier

@@ -71,7 +71,7 @@ def test_attention_error_replays_from_its_seed_and_is_unbiased_at_length_one():
     assert abs(first.mse.mean - expected_mse) < 5 * first.mse.standard_error
 
 
-# --------------------------------------------------------------------------- issue 14: the boundary
+# --------------------------------------------------------------------------- the boundary
 
 KEYS = [[1.0, 0.0], [0.0, 1.0], [0.5, -0.5]]
 VALUES = [[1.0], [2.0], [3.0]]

@@ -133,7 +133,7 @@ def test_conjugate_posterior_shrinks_like_sigma_over_root_L():
     np.testing.assert_allclose(sd * np.sqrt([1e2, 1e4, 1e6]), 2.0, rtol=2e-2)
 
 
-# --------------------------------------------------------------------------- issue 14: the boundary
+# --------------------------------------------------------------------------- the boundary
 
 
 def test_backend_by_name_and_lists_are_accepted():

@@ -137,7 +137,7 @@ def test_wrong_types_are_refused():
     assert isinstance(draw_dataset(LatentLinearTask(SIGMA, 1.0, 0.5), "masked", 4, 4, 0), Dataset)
 
 
-# --------------------------------------------------------------------------- issue 14: the boundary
+# --------------------------------------------------------------------------- the boundary
 
 
 def test_every_argument_is_checked_even_where_the_objective_ignores_it():

@@ -77,7 +77,7 @@ def test_linear_gaussian_posterior_mean_tends_to_the_latent():
     assert np.max(np.abs(model.posterior_mean(keys, values) - A)) < 5 * 0.3 / np.sqrt(20000) * 3
 
 
-# --------------------------------------------------------------------------- issue 14: the boundary
+# --------------------------------------------------------------------------- the boundary
 
 
 def _direct_posterior(model, tokens):

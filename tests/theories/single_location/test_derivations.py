@@ -122,7 +122,7 @@ def test_every_derivation_records_its_steps():
         assert all(step.description for step in derivation.steps)
 
 
-# --------------------------------------------------------------------------- issue 14: the boundary
+# --------------------------------------------------------------------------- the boundary
 
 
 def _orthonormal_pair(d, seed=3):

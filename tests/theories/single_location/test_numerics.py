@@ -516,7 +516,7 @@ def test_randomness_must_be_explicit():
         sl.sample(_task(), 3, None)
 
 
-# --------------------------------------------------------------------------- issue 14: the boundary
+# --------------------------------------------------------------------------- the boundary
 
 
 def test_backend_may_be_given_by_name():
