@@ -14,6 +14,10 @@ with probability α/(2k) (:func:`rhat_limit`, from the entry's within-chain auto
 the whole gate raises a false alarm with probability at most α = :data:`FALSE_ALARM` (Bonferroni), and every entry
 must also have R̂ < :data:`RHAT_CAP` and bulk and tail ESS ≥ :data:`ESS_MINIMUM`. Validated by simulation in
 ``benchmarks/rhat_gate.py`` (false-alarm rates and power, quoted in :func:`rhat_limit`).
+
+Many short chains (≥ :data:`MANY_CHAINS`, started in superchains that share an initial point) are judged instead by
+nested R̂ (Margossian et al. 2024, :func:`nested_rhat`) against a limit with the same stated false-alarm probability
+(:func:`nested_rhat_limit`), and their MCSE comes from the superchain means (:func:`summarize`).
 """
 
 from __future__ import annotations
@@ -203,6 +207,106 @@ def rhat_limit(ess, *, chains: int, draws: int, statistics: int, alpha: float = 
     with np.errstate(invalid="ignore", divide="ignore"):
         squared = np.where(room > 0, (n - 1) / n * (S + q) / room, np.inf)
     return np.where(np.isnan(S), np.nan, np.sqrt(squared))
+
+
+MANY_CHAINS = 64
+"""Chains from which the samplers start them in superchains and the gate judges them by nested R̂
+(:func:`nested_rhat`): with fewer, each chain is long enough for the split-R̂ gate above."""
+
+
+def superchain_size(chains: int, superchains: int) -> int:
+    """M, the chains of each of ``superchains`` superchains (K ≥ 2 contiguous blocks: chain c is in block c // M)."""
+    superchains = arguments.integer("superchains", superchains, 2)
+    if chains % superchains:
+        raise ValueError(f"superchains must divide the {chains} chains into equal blocks, got {superchains}")
+    return chains // superchains
+
+
+def _nested_draws(values, superchains: int) -> tuple[np.ndarray, int]:
+    x = np.ascontiguousarray(arguments.array("values", to_numpy(values) if hasattr(values, "dtype") else values))
+    if x.ndim < 2:
+        raise ValueError(f"values must be shaped (..., chains, draws), got {x.shape}")
+    M = superchain_size(x.shape[-2], superchains)
+    if M == 1 and x.shape[-1] == 1:
+        raise ValueError("one draw of one chain per superchain has no within-superchain variance: nested R̂ needs "
+                         f"M ≥ 2 chains per superchain or N ≥ 2 draws, got values of shape {x.shape}")
+    return x, M
+
+
+def _nested_parts(x: np.ndarray, superchains: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(B̂ν, Ŵν, mean_k B̃_k) of draws x (..., K·M, N) (:func:`nested_rhat`)."""
+    K = superchains
+    M, N = x.shape[-2] // K, x.shape[-1]
+    chain_means = x.mean(axis=-1).reshape(x.shape[:-2] + (K, M))
+    between = chain_means.mean(axis=-1).var(axis=-1, ddof=1)
+    spread = chain_means.var(axis=-1, ddof=1) if M > 1 else np.zeros(chain_means.shape[:-1])
+    within = (x.var(axis=-1, ddof=1).reshape(chain_means.shape).mean(axis=-1) if N > 1
+              else np.zeros(chain_means.shape[:-1]))
+    return between, (spread + within).mean(axis=-1), spread.mean(axis=-1)
+
+
+def nested_rhat(values, superchains: int) -> np.ndarray:
+    r"""Nested R̂ of draws (..., chains, draws) whose chains form ``superchains`` = K contiguous superchains of M chains
+    each (chain c in superchain c // M; the chains of a superchain are meant to share their initial point), element-
+    wise over the leading axes (1 for an element constant across all draws).
+
+    Margossian, Hoffman, Sountsov, Riou-Durand, Vehtari & Gelman (2024, Bayesian Analysis, "Nested R̂", Definition
+    2.2), for draws θ^{nmk} of N draws, M chains, K superchains, chain means θ̄^{·mk}, superchain means θ̄^{··k}:
+
+        B̂ν = var_k(θ̄^{··k}) (ddof 1),  Ŵν = mean_k (B̃_k + W̃_k),  R̂ν = √(1 + B̂ν/Ŵν),
+
+    B̃_k = var_m(θ̄^{·mk}) (ddof 1; 0 when M = 1), W̃_k = mean_m var_n(θ^{nmk}) (ddof 1; 0 when N = 1). With M = 1
+    it is the classical (unsplit) R̂ of Gelman & Rubin with 1/N added: R̂ν² = R̂² + 1/N (their footnote 1), since
+    R̂² = ((N − 1)/N·W + var(chain means))/W. The raw draws, as the paper defines it; :func:`summarize` applies it to
+    the rank-normalised and folded draws, and :func:`nested_rhat_limit` is the threshold it is judged by.
+    """
+    x, _ = _nested_draws(values, superchains)
+    between, within, _ = _nested_parts(x, superchains)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.sqrt(1 + between / within)
+    return np.where(_constant(x), 1.0, r)
+
+
+def nested_quantile(superchains: int, size: int, *, statistics: int = 1, alpha: float = FALSE_ALARM) -> float:
+    """q: the upper α/``statistics`` quantile of F(K − 1, K(M − 1)), the limit of :func:`nested_rhat_limit`'s F."""
+    alpha = arguments.real("alpha", alpha, low=0, high=1, open_low=True, open_high=True)
+    statistics = arguments.integer("statistics", statistics, 1)
+    return float(stats.f.isf(alpha / statistics, superchains - 1, superchains * (size - 1)))
+
+
+def nested_rhat_limit(values, superchains: int, *, statistics: int = 1, alpha: float = FALSE_ALARM) -> np.ndarray:
+    r"""Per element, the value the nested R̂ of these draws (:func:`nested_rhat`) exceeds with probability at most
+    α/``statistics`` when the superchains have forgotten their initial points (M ≥ 2 chains per superchain).
+
+    The threshold R̂ν < 1 + δ. The paper judges R̂ν against 1 + δ with δ chosen from the number of superchains K,
+    because B̂ν estimates the variance of K superchain means and so fluctuates like χ²_{K−1}/(K − 1) even when the
+    chains have converged. Here δ is the exact quantile of that fluctuation. The paper splits the variance of a
+    superchain mean into the nonstationary part (what the chains still remember of their shared start; 0 once they
+    have forgotten it) and the persistent part v/M, v the variance of one chain's mean about its superchain's. The
+    null is "no nonstationary variance": the chain means are then θ̄^{·mk} = μ + e_{mk}, e independent with variance v
+    (chains that forgot their start are independent), so M·B̂ν ~ v χ²_{K−1}/(K − 1) and the within-superchain spread
+    B̄ = mean_k B̃_k ~ v χ²_{K(M−1)}/(K(M − 1)), independent of it; their ratio F = M·B̂ν/B̄ is F(K − 1, K(M − 1))
+    whatever v, N and the autocorrelation within chains (chain means normal: the CLT over a chain's draws, exact after
+    rank normalisation when N = 1). Since R̂ν² − 1 = F·B̄/(M·Ŵν),
+
+        R̂ν ≤ 1 + δ,   (1 + δ)² = 1 + q·B̄/(M·Ŵν),   q the upper α/statistics quantile of F(K − 1, K(M − 1)),
+
+    fails converged chains with probability α/statistics; δ ≈ q·v/(2M·σ²) (σ² the target's variance; v/σ² ≈ τ/N for
+    chains of N ≫ τ draws, τ their autocorrelation time, and ≈ 1 for N = 1) shrinks with M and with the draws. The
+    paper's fixed δ also asks the persistent variance to be small (enough effective draws per superchain); the gate
+    here asks that separately, by the ESS floor and the MCSE. Superchains that still remember their starts make B̂ν
+    exceed B̄/M: flagged once the nonstationary variance is a few times B̄/(M·√K). Validated by simulation in
+    ``tests/numerics/test_diagnostics.py`` (the false-alarm rate on exact i.i.d. draws, and power).
+    """
+    x, M = _nested_draws(values, superchains)
+    if M < 2:
+        raise ValueError(f"the nested R̂ limit needs M ≥ 2 chains per superchain, got {x.shape[-2]} chains in "
+                         f"{superchains} superchains")
+    _, within, spread = _nested_parts(x, superchains)
+    q = nested_quantile(superchains, M, statistics=statistics, alpha=alpha)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        limit = np.sqrt(1 + q * spread / (M * within))
+    return np.where(_constant(x), 1.0, limit)
 
 
 def _spread(r: np.ndarray, S: np.ndarray, M: int, n: int) -> np.ndarray:
