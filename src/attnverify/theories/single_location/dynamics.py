@@ -14,7 +14,7 @@ from ...base import arguments
 from . import derivations as derived
 from .derivations import _overlaps as _unchecked_overlaps
 from ...base.arguments import generator as _generator, integer as _integer
-from ...base.backend import Backend
+from ...base.backend import Backend, for_size, to_numpy
 
 from ._common import _finite_result, _lam, _normal, _progress, _unit_pair
 from .task import RegressionTask, _draw_full, _task
@@ -120,6 +120,17 @@ def _descend(
 
 def _start(k0: Any, v0: Any, be: Backend, dim: int | None = None) -> tuple[Any, Any]:
     return _unit_pair("k0", k0, "v0", v0, be, dim, batched=True)
+
+
+def _moved(x: Any, source: Backend, target: Backend) -> Any:
+    """``x`` of the backend ``source`` on the backend ``target``: one transfer, or ``x`` itself when they agree."""
+    return x if target is source or x is None else target.asarray(to_numpy(x))
+
+
+def _trajectory_on(path: Trajectory, source: Backend, target: Backend) -> Trajectory:
+    """``path`` (run on ``source``) with its states and risks on ``target``, as :class:`Trajectory` promises."""
+    return Trajectory(path.steps, _moved(path.k, source, target), _moved(path.v, source, target), path.lam,
+                      _moved(path.test_risk, source, target))
 
 
 def _checked_descent(k, v, gradient, be: Backend, steps, step_size, lam_schedule, record_every, progress, *,
@@ -298,28 +309,36 @@ def stochastic_gradient_descent(
     :func:`empirical_risk_gradient` at λ_t and makes the projected step of
     :func:`projected_gradient_descent`. k0, v0 (runs, d). Records (k_t, v_t), λ_t and the test MSE at
     λ_t on one fixed test batch of ``test_size`` samples drawn first (ε² included; the authors log
-    test MSE − ε², and evaluate it at the λ of the step just taken).
+    test MSE − ε², and evaluate it at the λ of the step just taken). With an integer seed ``rng`` the batches
+    are drawn and the steps taken where :func:`~attnverify.base.backend.for_size` puts runs·B·L·d elements (the
+    host below 10⁵: the same draws and bits as the numpy backend); the trajectory comes back on ``backend``.
     """
     be = arguments.backend(backend)
     task = _task(task)
     k, v = _start(k0, v0, be, task.d)
     batch_size = _integer("batch_size", batch_size, 1)
     test_size = _integer("test_size", test_size, 1)
-    rng = _generator(rng, be)
     runs, d, L = int(k.shape[0]), task.d, task.L
-    X_test, y_test, _ = _draw_full(task, test_size, rng, be)
+    # a step draws and contracts (runs·B, L, d) tokens: run where base.backend.for_size puts that size when the
+    # batches come from a seed (a Generator draws where it lives: on the caller's backend)
+    seeded = isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_))
+    run_on = for_size(be, runs * batch_size * L * d) if seeded else be
+    rng = _generator(rng, run_on)
+    k, v = _moved(k, be, run_on), _moved(v, be, run_on)
+    X_test, y_test, _ = _draw_full(task, test_size, rng, run_on)
 
     def gradient(k: Any, v: Any, lam: float) -> tuple[Any, Any]:
-        X, y, _ = _draw_full(task, runs * batch_size, rng, be)
+        X, y, _ = _draw_full(task, runs * batch_size, rng, run_on)
         return _empirical_gradient(
-            X.reshape(runs, batch_size, L, d), y.reshape(runs, batch_size), k, v, lam, be
+            X.reshape(runs, batch_size, L, d), y.reshape(runs, batch_size), k, v, lam, run_on
         )
 
     def test_risk(k: Any, v: Any, lam: float) -> Any:
-        return _empirical_risk(X_test, y_test, k, v, lam, be)
+        return _empirical_risk(X_test, y_test, k, v, lam, run_on)
 
-    return _checked_descent(k, v, gradient, be, steps, step_size, lam_schedule, record_every, progress,
+    path = _checked_descent(k, v, gradient, run_on, steps, step_size, lam_schedule, record_every, progress,
                             extra=test_risk)
+    return _trajectory_on(path, run_on, be)
 
 
 # --------------------------------------------------------------------------- population dynamics
@@ -362,16 +381,21 @@ def population_projected_gradient_descent(
 ) -> Trajectory:
     """Population PGD (spec §3.2) in the exact 4-dimensional reduction: k0, v0 of shape (runs, 4)
     are coordinates on (k*, v*, e3, e4) (see :func:`reduce_to_four_dimensions`); d enters only
-    through the risk."""
-    k0, v0 = _start(k0, v0, arguments.backend(backend), 4)
-    return projected_gradient_descent(
-        k0,
-        v0,
-        population_gradient(d=d, L=L, gamma=gamma, eps=eps, backend=backend),
+    through the risk. A step works on (runs, 4) states, so it runs where :func:`~attnverify.base.backend.for_size`
+    puts that size (on the host below 10⁵ elements: the same bits as the numpy backend); the trajectory comes
+    back on ``backend``."""
+    be = arguments.backend(backend)
+    k0, v0 = _start(k0, v0, be, 4)
+    run_on = for_size(be, int(k0.size))
+    path = projected_gradient_descent(
+        _moved(k0, be, run_on),
+        _moved(v0, be, run_on),
+        population_gradient(d=d, L=L, gamma=gamma, eps=eps, backend=run_on),
         steps=steps,
         step_size=step_size,
         lam_schedule=lambda_schedule(lam0, scheduled),
         record_every=record_every,
-        backend=backend,
+        backend=run_on,
         progress=progress,
     )
+    return _trajectory_on(path, run_on, be)
