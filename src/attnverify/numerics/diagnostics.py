@@ -333,6 +333,11 @@ class ChainSummary:
     (:func:`null_ess`), over ``lags_bulk`` and ``lags_folded`` lags; ``chains`` and ``draws`` (per chain) the shape
     of the draws. Those nine are None in summaries stored before they existed; such a summary is gated by the
     per-entry :data:`RHAT_REFERENCE` instead of :func:`rhat_limit`.
+
+    With ``superchains`` (K superchains of the chains, :func:`summarize`) the R̂ part of the gate is nested R̂ instead:
+    ``rhat_nested_bulk`` and ``rhat_nested_folded`` (:func:`nested_rhat` of the rank-normalised and folded draws), each
+    with its ``nested_scale_*`` = B̄/(M·Ŵν), the R̂ν² − 1 of one unit of F (:func:`nested_rhat_limit`); ``rhat`` is then
+    the larger nested R̂ and ``mcse`` the superchain means' standard error (:func:`summarize`).
     """
 
     mean: np.ndarray
@@ -349,6 +354,11 @@ class ChainSummary:
     lags_folded: np.ndarray | None = None
     chains: int | None = None
     draws: int | None = None
+    superchains: int | None = None
+    rhat_nested_bulk: np.ndarray | None = None
+    rhat_nested_folded: np.ndarray | None = None
+    nested_scale_bulk: np.ndarray | None = None
+    nested_scale_folded: np.ndarray | None = None
 
     @property
     def entries(self) -> int:
@@ -360,13 +370,31 @@ class ChainSummary:
                   self.lags_folded)
         return all(a is not None for a in arrays) and None not in (_known(self.chains), _known(self.draws))
 
+    def _nested(self) -> bool:
+        """Whether the R̂ gate is nested R̂ over superchains (a stored classical summary holds NaN there)."""
+        return _known(self.superchains) is not None and _known(self.chains) is not None
+
+    def _nested_components(self):
+        """(R̂ν, B̄/(M·Ŵν)) of the bulk and of the folded statistic."""
+        return ((np.asarray(self.rhat_nested_bulk), np.asarray(self.nested_scale_bulk)),
+                (np.asarray(self.rhat_nested_folded), np.asarray(self.nested_scale_folded)))
+
+    def _nested_quantile(self, alpha: float) -> float:
+        K = _known(self.superchains)
+        return nested_quantile(K, _known(self.chains) // K, statistics=2 * self.entries, alpha=alpha)
+
     def _components(self):
         """(R̂, null ESS, lags) of the bulk and of the folded statistic."""
         return ((np.asarray(self.rhat_bulk), np.asarray(self.null_ess_bulk), np.asarray(self.lags_bulk)),
                 (np.asarray(self.rhat_folded), np.asarray(self.null_ess_folded), np.asarray(self.lags_folded)))
 
     def rhat_limits(self, alpha: float = FALSE_ALARM) -> tuple[np.ndarray, np.ndarray]:
-        """(bulk, folded) R̂ limits per entry: :func:`rhat_limit` at α/(2k), each with its own null ESS and lags."""
+        """(bulk, folded) R̂ limits per entry: :func:`rhat_limit` at α/(2k), each with its own null ESS and lags (with
+        superchains: the nested R̂ limits of :func:`nested_rhat_limit` at α/(2k))."""
+        if self._nested():
+            q = self._nested_quantile(alpha)
+            (_, bulk), (_, folded) = self._nested_components()
+            return np.sqrt(1 + q * bulk), np.sqrt(1 + q * folded)
         if not self._thresholded():
             legacy = np.full(np.shape(self.rhat), RHAT_REFERENCE)
             return legacy, legacy
@@ -376,7 +404,13 @@ class ChainSummary:
         return rhat_limit(s_bulk, lags=k_bulk, **shape), rhat_limit(s_folded, lags=k_folded, **shape)
 
     def _ratios(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-        """(bulk, folded) between-chain spread X over its limit q, per entry (see :meth:`rhat_ratio`)."""
+        """(bulk, folded) between-chain spread X over its limit q, per entry (see :meth:`rhat_ratio`); with
+        superchains, F = (R̂ν² − 1)/scale over its limit."""
+        if self._nested():
+            q = self._nested_quantile(alpha)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ratios = [np.where(r > 1, (r**2 - 1) / scale, 0.0) / q for r, scale in self._nested_components()]
+            return ratios[0], ratios[1]
         M, n, k = 2 * _known(self.chains), _known(self.draws) // 2, self.entries
         out = []
         for r, S, lags in self._components():
@@ -387,14 +421,23 @@ class ChainSummary:
     def rhat_ratio(self, alpha: float = FALSE_ALARM) -> np.ndarray:
         """Per entry, the between-chain spread X read back from R̂ over its limit q (the larger of bulk and folded;
         :func:`rhat_limit`): ≤ 1 passes the R̂ gate; it reads "the chain means disagree this many times the most
-        that converged chains would". A stored summary without the split: (R̂ − 1)/(1.01 − 1)."""
+        that converged chains would" (with superchains: the F of :func:`nested_rhat_limit` over its limit). A stored
+        summary without the split: (R̂ − 1)/(1.01 − 1)."""
+        if self._nested():
+            return np.maximum(*self._ratios(alpha))
         if not self._thresholded():
             return (np.asarray(self.rhat) - 1) / (RHAT_REFERENCE - 1)
         return np.maximum(*self._ratios(alpha))
 
     def rhat_converged(self, alpha: float = FALSE_ALARM) -> bool:
         """The R̂ part of the gate alone: every entry within its limits (false alarm ≤ α) and below
-        :data:`RHAT_CAP`. For many quantities whose ESS need not reach 400 each (a predictor's test points)."""
+        :data:`RHAT_CAP` (with superchains: the nested R̂ within its limits and below the cap; the split R̂ of chains
+        this short is not a test). For many quantities whose ESS need not reach 400 each (a predictor's test points)."""
+        if self._nested():
+            (bulk, _), (folded, _) = self._nested_components()
+            bulk_limit, folded_limit = self.rhat_limits(alpha)
+            return bool(np.all(bulk <= bulk_limit) and np.all(folded <= folded_limit)
+                        and np.all(np.asarray(self.rhat) < RHAT_CAP))
         if not self._thresholded():
             return bool(np.all(np.asarray(self.rhat) < RHAT_REFERENCE))
         bulk_limit, folded_limit = self.rhat_limits(alpha)
@@ -418,8 +461,12 @@ class ChainSummary:
         """Per entry, the multiple z of the MCSE within which all k posterior means lie together with probability
         ≥ 1 − α: the upper α/(2k) quantile of Student's t (Bonferroni over the k entries; t because the MCSE is itself
         estimated, with ν = Mn/(2K + 1) degrees of freedom, K the entry's ``lags_bulk``, as in :func:`rhat_limit`),
-        and at least ``minimum`` (the project's 5 MCSE). A summary stored without lags: the normal quantile."""
+        and at least ``minimum`` (the project's 5 MCSE). With superchains ν = K − 1, the degrees of freedom of the
+        superchain means' variance that the MCSE is. A summary stored without lags: the normal quantile."""
         alpha = arguments.real("alpha", alpha, low=0, high=1, open_low=True, open_high=True)
+        if self._nested():
+            return np.maximum(minimum, np.full(np.shape(self.mean),
+                                               stats.t.isf(alpha / (2 * self.entries), _known(self.superchains) - 1)))
         if self.lags_bulk is None or _known(self.chains) is None or _known(self.draws) is None:
             return np.maximum(minimum, np.full(np.shape(self.mean), stats.norm.isf(alpha / (2 * self.entries))))
         dof = 2 * _known(self.chains) * (_known(self.draws) // 2) / (2 * np.asarray(self.lags_bulk, dtype=float) + 1)
@@ -448,7 +495,7 @@ class ChainSummary:
             factor = ESS_MINIMUM / max(ess_low, 1.0)
         if not self.rhat_converged(alpha):
             factor = max(factor, 2.0)
-            if self._thresholded():
+            if self._thresholded() and not self._nested():
                 M, n = 2 * _known(self.chains), draws // 2
                 implied = min(float(np.nanmin(S / np.maximum(_spread(r, S, M, n), 1.0)))
                               for r, S, _ in self._components())
@@ -461,20 +508,36 @@ class ChainSummary:
         ratio = self.rhat_ratio(alpha)
         at = np.unravel_index(int(np.nanargmax(ratio)) if np.any(np.isfinite(ratio)) else 0, np.shape(ratio))
         bulk_limit, folded_limit = self.rhat_limits(alpha)
-        folded_worse = self._thresholded() and self._ratios(alpha)[1][at] > self._ratios(alpha)[0][at]
+        folded_worse = ((self._thresholded() or self._nested())
+                        and self._ratios(alpha)[1][at] > self._ratios(alpha)[0][at])
         return {"max_rhat": float(np.max(self.rhat)), "min_ess_bulk": float(np.min(self.ess_bulk)),
                 "min_ess_tail": float(np.min(self.ess_tail)),
                 "rhat_limit": float((folded_limit if folded_worse else bulk_limit)[at]),
                 "rhat_ratio": float(ratio[at])}
 
 
-def summarize(values) -> ChainSummary:
+def summarize(values, superchains: int | None = None) -> ChainSummary:
     """Mean, sd, MCSE = sd/√ESS_bulk, R-hat (bulk, folded and their max), bulk and tail ESS, the null ESS and lags
     of the R̂ gate (:func:`null_ess`) and the chain shape of draws (..., chains, draws).
+
+    With ``superchains`` = K (chain c in superchain c // M, M ≥ 2 chains each sharing their start; the samplers'
+    layout for :data:`MANY_CHAINS` or more), the R̂ gate is nested R̂ of the rank-normalised and of the folded draws
+    (:func:`nested_rhat`, :func:`nested_rhat_limit`), and the MCSE is √(B̂ν/K), the standard error of the mean of K
+    superchain means. That is what is honest for many short chains: the superchains are independent replicates (own
+    start, own random numbers), so var(grand mean) = var(superchain mean)/K holds whatever the autocorrelation within
+    chains and whatever the chains of a superchain still share of their start; sd/√ESS instead needs each chain's
+    autocorrelation from its own few draws, and it was 25 % (AR(1), ρ = 0.9) to 32 % (ρ = 0.97) below the true
+    standard error for 1,024 chains of 10 draws, and 5× below it when chains shared starts that 10 draws had not
+    forgotten. The t quantile of :meth:`ChainSummary.mcse_z` takes its K − 1 degrees of freedom.
 
     An element constant across all draws (zero variance) gets MCSE 0, R-hat 1 and ESS = number of draws.
     """
     x = _draws(values, "values")
+    nested = None
+    if superchains is not None:
+        if superchain_size(x.shape[-2], superchains) < 2:
+            raise ValueError(f"superchains must leave M ≥ 2 chains in each, got {superchains} of {x.shape[-2]} chains")
+        nested = [_nested_parts(rank_normalise(z), superchains) for z in (x, fold(x))]
     mean = x.mean(axis=(-2, -1))
     sd = x.std(axis=(-2, -1), ddof=1)
     constant = _constant(x)
@@ -486,6 +549,16 @@ def summarize(values) -> ChainSummary:
     for z in (rank_normalise(split), rank_normalise(fold(split))):
         ess, lags = null_ess(z)
         gate += [np.where(constant, total, ess), np.where(constant, 1, lags)]
-    mcse = np.where(constant, 0.0, sd / np.sqrt(np.maximum(bulk, 1.0)))
-    return ChainSummary(mean, sd, mcse, np.maximum(r_bulk, r_folded), bulk, tail, r_bulk, r_folded, gate[0], gate[2],
-                        gate[1], gate[3], int(x.shape[-2]), int(x.shape[-1]))
+    if nested is None:
+        mcse = np.where(constant, 0.0, sd / np.sqrt(np.maximum(bulk, 1.0)))
+        return ChainSummary(mean, sd, mcse, np.maximum(r_bulk, r_folded), bulk, tail, r_bulk, r_folded, gate[0],
+                            gate[2], gate[1], gate[3], int(x.shape[-2]), int(x.shape[-1]))
+    M = x.shape[-2] // superchains
+    superchain_means = x.mean(axis=-1).reshape(x.shape[:-2] + (superchains, M)).mean(axis=-1)
+    mcse = np.where(constant, 0.0, np.sqrt(superchain_means.var(axis=-1, ddof=1) / superchains))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r_nested = [np.where(constant, 1.0, np.sqrt(1 + between / within)) for between, within, _ in nested]
+        scale = [np.where(constant, 1.0, spread / (M * within)) for _, within, spread in nested]
+    return ChainSummary(mean, sd, mcse, np.maximum(*r_nested), bulk, tail, r_bulk, r_folded, gate[0], gate[2],
+                        gate[1], gate[3], int(x.shape[-2]), int(x.shape[-1]), int(superchains), r_nested[0],
+                        r_nested[1], scale[0], scale[1])
