@@ -18,7 +18,7 @@ Q1, Q2 = positive("Q1"), positive("Q2")
 N, sigma2 = sympy.symbols("N sigma2", positive=True)
 action = SaddlePointAction(order_parameters={"Q1": Q1, "Q2": Q2},  # Q1 | Q2 ~ (Q2/N)·χ²_N, Q2 ~ (σ²/N)·χ²_N
                            entropy=wishart_entropy(Q1, N, Q2) + wishart_entropy(Q2, N, sigma2),
-                           kernel="Q1", width=N)
+                           kernel="Q1", width=N, display={"sigma2": "sigma^2"})
 
 
 def two_layers(N, sigma2, d):

@@ -20,7 +20,7 @@ theory = Theory("relu_renormalisation", source="Pacelli et al. 2023, arXiv 2209.
 Q = positive("Q")
 N, sigma2 = sympy.symbols("N sigma2", positive=True)
 action = SaddlePointAction(order_parameters={"Q": Q}, entropy=N / 2 * (Q / sigma2 - sympy.log(Q)),
-                           kernel="Q", width=N)
+                           kernel="Q", width=N, display={"sigma2": "sigma^2"})  # the report prints σ², not σ₂
 
 
 def arc_cosine(X, Y):

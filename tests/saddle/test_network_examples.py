@@ -116,3 +116,78 @@ def test_the_figure_draws_every_order_parameter():
     for figure, name in zip(theory.figures, ("Q1", "Q2")):
         made = figure.make(np.random.default_rng(0))
         assert made.ylabel == name and len(made.estimates) == 2 and made.theory[0] == 1.0  # GP point: σ² = 1
+
+
+def _two_widths():
+    """Two hidden linear layers of unequal widths n1, n2: Q1 | Q2 ~ Wishart(n1), Q2 ~ Wishart(n2)."""
+    from attnverify.saddle import wishart_entropy
+
+    Q1, Q2 = positive("Q1"), positive("Q2")
+    n1, n2, s = sympy.symbols("n1 n2 sigma2", positive=True)
+    return SaddlePointAction(order_parameters={"Q1": Q1, "Q2": Q2}, kernel="Q1", width=(n1, n2),
+                             entropy=wishart_entropy(Q1, n1, Q2) + wishart_entropy(Q2, n2, s))
+
+
+def _teacher(rng, P):
+    X = rng.standard_normal((P, 3))
+    return dict(C=X @ X.T / 3, y=X[:, 0] + 0.3 * rng.standard_normal(P), inputs=X)
+
+
+STRATEGIES = dict(n1=st.integers(20, 40), n2=st.integers(20, 40), sigma2=st.just(1.0), temperature=st.just(0.2),
+                  P=st.just(12))
+
+
+def test_a_figure_along_one_of_several_widths_draws_theory_and_networks_at_the_same_widths(monkeypatch):
+    """figure= sweeping n2 with n1 = 30 held: every network is built at (n1 = 30, n2 = the figure's width), the
+    theory's curve is the solver's at n1 = 30 along n2 (no GP point at 1/n2 = 0: n1 stays finite), and the caption
+    says which width is held."""
+    from attnverify.saddle import claims, solve
+
+    built, action = [], _two_widths()
+
+    def network(n1, n2, sigma2):
+        built.append((n1, n2))
+        return None
+
+    def sampled(s, made, data, temperature, seed, backend, sizes, test_error=False):  # a converged stand-in draw
+        draws = 1.0 + 0.01 * np.random.default_rng(seed).standard_normal((4, 400))
+        return type("Sampled", (), dict(draws={"Q1": draws}, summaries={}))()
+
+    monkeypatch.setattr(claims, "_sample", sampled)
+    theory = Theory("unequal")
+    values = dict(n1=30, n2=(20, 40), sigma2=1.0, temperature=0.2, P=12)
+    theory.saddle_point(action, network=network, figure=values, **STRATEGIES)(_teacher)
+    made = theory.figures[0].make(np.random.default_rng(0))
+    assert built == [(30, 20), (30, 40)] and all(type(w) is int for pair in built for w in pair)
+    assert made.xlabel == "1/n2" and made.x == [1 / 20, 1 / 40] and made.theory_x[0] > 0
+    assert "n1 = 30 held fixed" in made.caption and "GP limit (" not in made.caption
+    data = _teacher(np.random.default_rng(0), P=12)
+    for inverse, value in list(zip(made.theory_x, made.theory))[::8]:
+        assert value == pytest.approx(solve(action, data, temperature=0.2, n1=30, n2=1 / inverse, sigma2=1.0)["Q1"],
+                                      rel=1e-8)
+
+
+def test_a_saddle_declaration_is_refused_whole_and_at_definition():
+    """Mistakes of a network theory are refused before anything registers: a width strategy that draws a non-integer
+    (or one at or below the Wishart shift), a figure width that is not whole, a sequence for a second parameter."""
+    action = _two_widths()
+    network = lambda n1, n2, sigma2: None  # noqa: E731
+    figure = dict(n1=30, n2=(20, 40), sigma2=1.0, temperature=0.2, P=12)
+    cases = [
+        (dict(STRATEGIES, n2=st.just(40.5)), None, r"need n2 a whole number above 2 .* draws 40\.5"),
+        (dict(STRATEGIES, n1=st.floats(20, 40)), None, r"need n1 a whole number above 2 .* draws 20\.5"),
+        (dict(STRATEGIES, n1=st.integers(1, 40)), None, r"need n1 a whole number above 2 .* draws 0|draws 1|draws 2"),
+        (STRATEGIES, dict(figure, n1=30.5), r"whole widths above 2 \(the Wishart shift\), at least two of n2; got n1 = 30\.5"),
+        (STRATEGIES, dict(figure, n1=(20, 30)), r"exactly one width \(n1 or n2\) takes a sequence .* n1, n2"),
+    ]
+    for strategies, figure_values, message in cases:
+        theory = Theory("refused")
+        with pytest.raises(ValueError, match=message):
+            theory.saddle_point(action, network=network, figure=figure_values, **strategies)(_teacher)
+        assert theory.claim_list() == [] and theory.derivation_list() == [] and theory.figures == []
+    theory = Theory("twice")
+    theory.saddle_point(action, **STRATEGIES)(_teacher)
+    before = [c.name for c in theory.claim_list()]
+    with pytest.raises(ValueError, match="already has twice.saddle_gradient_.*, twice.saddle_point_is_a_minimum: give this saddle_point a name="):
+        theory.saddle_point(action, **STRATEGIES)(_teacher)
+    assert [c.name for c in theory.claim_list()] == before

@@ -113,7 +113,7 @@ def test_saddle_point_options_are_checked():
     with pytest.raises(TypeError, match="figure= compares sampled networks .* it needs network="):
         theory.saddle_point(action, figure=dict(N=(10, 20), temperature=0.1), **strategies)(lambda rng: {})
     network = lambda N: one_hidden_layer(N, 2)  # noqa: E731
-    with pytest.raises(ValueError, match="only the width N takes a sequence .* give temperature one value each"):
+    with pytest.raises(ValueError, match=r"exactly one width \(N\) takes a sequence .* got sequences for N, temperature"):
         Theory("sweeps").saddle_point(action, network=network, figure=dict(N=(10, 20), temperature=(0.1, 0.2)),
                                       **strategies)(lambda rng: {})
     with pytest.raises(ValueError, match="expect= names sampled_networks_match_theory, not among its claims"):
@@ -135,11 +135,15 @@ def test_the_report_shows_the_declared_action_and_its_saddle_point_equations():
     module = load_user_module(EXAMPLE)
     names = [d.name for d in module.theory.derivation_list()]
     assert names == ["relu_renormalisation.saddle_point_equations", "relu_renormalisation.networks_saddle_point_equations"]
+    assert [d.title for d in module.theory.derivation_list()] == [  # two actions, two headings
+        "The declared action and its saddle-point equations",
+        "The declared action and its saddle-point equations (networks)"]
     derivation = module.theory.derivation_list()[0]
     action, equation = derivation.steps[0].expression, derivation.steps[1].expression
     S, E = sympy.symbols("S E")
-    Q, N, sigma2 = sympy.symbols("Q N sigma2", positive=True)
+    Q, N, sigma2 = sympy.symbols("Q N sigma^2", positive=True)  # display={"sigma2": "sigma^2"}: printed σ², not σ₂
     assert action == sympy.Eq(S, E / 2 + N / 2 * (Q / sigma2 - sympy.log(Q)))
+    assert r"\sigma^{2}" in equation_latex(action) and r"\sigma_{2}" not in equation_latex(action)
     assert sympy.simplify(equation.lhs - (N / 2 * (1 / sigma2 - 1 / Q) + sympy.Derivative(E, Q) / 2)) == 0
     assert all(step.kind == "definition" for step in derivation.steps)
     paths = _paths((2, 2))

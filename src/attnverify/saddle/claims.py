@@ -205,33 +205,32 @@ def _missing_test_data(data: Mapping) -> list[str]:
 def _finite_width_budget(value: np.ndarray, shifted: np.ndarray, D: int, width: int) -> np.ndarray:
     """The O(1/N) budget of a saddle-point prediction, per entry the larger of (D + 1)/N times the entry's scale and
     the theory's own move under N → N − D − 1 (the Wishart degrees of freedom; D the largest order parameter's
-    size). The scale of a matrix entry is √(U_ii U_jj), its Cauchy–Schwarz bound (an off-diagonal entry near 0 still
-    moves on the scale of the diagonal), as the built-in attention-path claim has it; of a scalar, |value|."""
+    size; N the smallest layer's width, whose 1/N is the largest correction). The scale of a matrix entry is
+    √(U_ii U_jj), its Cauchy–Schwarz bound (an off-diagonal entry near 0 still moves on the scale of the diagonal),
+    as the built-in attention-path claim has it; of a scalar, |value|."""
     value = np.asarray(value, dtype=float)
     scale = np.sqrt(np.outer(np.diag(value), np.diag(value))) if value.ndim == 2 else np.abs(value)
     return np.maximum((D + 1) / width * scale, np.abs(value - shifted))
 
 
-def _at_width(declaration, action_values: dict, width: int, integer: bool = False) -> dict:
-    """The action's values with the (first) width at ``width`` and every other layer's width moved by as much
-    (N → N − D − 1 shifts each layer's degrees of freedom alike); integers for a network."""
-    shift = float(action_values[declaration.width.name]) - width
-    out = dict(action_values)
-    for w in declaration.widths:
-        value = float(action_values[w.name]) - shift
-        out[w.name] = int(round(value)) if integer else value
-    return out
+def smallest_width(declaration: SaddlePointAction, action_values: Mapping[str, Any]) -> int:
+    """The smallest layer's width among ``action_values``: the N of the O(1/N) budget."""
+    return int(min(float(action_values[w.name]) for w in declaration.widths))
 
 
-def theory_at_width(s: SaddleSetting, action_values: dict, temperature: float, data: Mapping, width: int,
-                    backend=None) -> dict:
-    """The theory's predictions at an integer width: the order parameters, and the generalisation error where the
+def _shifted(declaration: SaddlePointAction, action_values: dict, by: int) -> dict:
+    """The action's values with every layer's width less ``by`` (N → N − D − 1 shifts each layer's degrees of
+    freedom alike)."""
+    return {**action_values, **{w.name: float(action_values[w.name]) - by for w in declaration.widths}}
+
+
+def theory_at(s: SaddleSetting, action_values: dict, temperature: float, data: Mapping, backend=None) -> dict:
+    """The theory's predictions at ``action_values``: the order parameters, and the generalisation error where the
     data has its test inputs and kernels (:func:`_missing_test_data`)."""
     from .network import GENERALISATION_ERROR
     from .predict import predict
 
-    solution = solve(s.declaration, data, temperature=temperature, backend=backend,
-                     **_at_width(s.declaration, action_values, width))
+    solution = solve(s.declaration, data, temperature=temperature, backend=backend, **action_values)
     values = {name: np.asarray(value, dtype=float) for name, value in solution.order_parameters.items()}
     if not _missing_test_data(data):
         values[GENERALISATION_ERROR] = np.asarray(
@@ -242,6 +241,32 @@ def theory_at_width(s: SaddleSetting, action_values: dict, temperature: float, d
 def check_network(s: SaddleSetting, network: Callable) -> None:
     """At registration: every parameter ``network`` names is one of the action's or the data function's."""
     _network_arguments(s, network, dict.fromkeys((*s.declaration.parameter_names, *s.data_parameters)))
+
+
+def check_width_strategies(s: SaddleSetting, strategies: Mapping[str, Any]) -> None:
+    """At registration, for sampled networks: each width's strategy draws whole numbers above D + 1 (the Wishart
+    shift), found by a short hypothesis search for a draw that is not (50 draws, shrunk to the simplest): a strategy
+    that draws such a width rarely may still pass here, and is then refused by name when it draws one."""
+    from hypothesis import HealthCheck, Phase, find, settings
+    from hypothesis.errors import NoSuchExample
+
+    D = s.wishart_size
+
+    def unfit(value) -> bool:
+        return isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
+            not np.isfinite(value) or float(value) != int(value) or value <= D + 1
+
+    search = settings(max_examples=50, database=None, phases=[Phase.generate, Phase.shrink], deadline=None,
+                      suppress_health_check=list(HealthCheck))
+    for w in s.declaration.widths:
+        if w.name not in strategies:
+            continue  # the missing strategy is refused by name with the others
+        try:
+            value = find(strategies[w.name], unfit, settings=search)
+        except NoSuchExample:
+            continue
+        raise ValueError(f"the sampled networks need {w.name} a whole number above {D + 1} (a layer's width, the "
+                         f"Wishart shift N − D − 1 below it); its strategy draws {value!r}")
 
 
 def _network_arguments(s: SaddleSetting, network: Callable, values: dict) -> dict:
@@ -255,14 +280,15 @@ def _network_arguments(s: SaddleSetting, network: Callable, values: dict) -> dic
     return {n: values[n] for n in wants}
 
 
-def _network_at(s: SaddleSetting, network: Callable, action_values: dict, data_parameters: dict, data: Mapping,
-                width: int):
-    """The theorist's network at an integer width, for data that carry the raw inputs the network reads."""
+def _network_at(s: SaddleSetting, network: Callable, action_values: dict, data_parameters: dict, data: Mapping):
+    """The theorist's network at ``action_values`` (every width a whole number, passed as an int), for data that
+    carry the raw inputs the network reads."""
     if "inputs" not in data:
         raise ValueError(f"the data function {s.data.__name__} must also return the raw inputs (inputs=X, (P, d)) "
                          "that the sampled networks read")
-    return network(**_network_arguments(s, network, {**action_values, **data_parameters,
-                                                     **_at_width(s.declaration, action_values, width, integer=True)}))
+    s.declaration.check_integer_widths(action_values)
+    widths = {w.name: int(action_values[w.name]) for w in s.declaration.widths}
+    return network(**_network_arguments(s, network, {**action_values, **data_parameters, **widths}))
 
 
 def _sample(s: SaddleSetting, made, data: Mapping, temperature: float, seed: int, backend, sizes: dict,
@@ -281,13 +307,16 @@ def _sample(s: SaddleSetting, made, data: Mapping, temperature: float, seed: int
 
 
 def _drawn_network(s: SaddleSetting, network: Callable, p: Mapping[str, Any], rng):
-    """What a network claim draws: the action's values, T, the data, the width as an integer and the network there."""
+    """What a network claim draws: the action's values, T, the data, the smallest width and the network there."""
     action_values, temperature, data_parameters = s.split(p)
     s.declaration.check_integer_widths(action_values)
     data = s.draw(data_parameters, rng)
-    width = int(action_values[s.declaration.width.name])
-    return action_values, temperature, data, width, _network_at(s, network, action_values, data_parameters, data,
-                                                                 width)
+    return action_values, temperature, data, smallest_width(s.declaration, action_values), \
+        _network_at(s, network, action_values, data_parameters, data)
+
+
+def _widths_note(declaration: SaddlePointAction, action_values: Mapping[str, Any]) -> str:
+    return ", ".join(f"{w.name} = {int(action_values[w.name])}" for w in declaration.widths)
 
 
 def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool = False) -> Callable:
@@ -301,10 +330,10 @@ def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool
         action_values, temperature, data, width, made = _drawn_network(s, network, p, ctx.rng)
         D = s.wishart_size
         if width <= D + 1:
-            raise ValueError(f"{s.declaration.width.name} must exceed {D + 1} (the Wishart shift N − D − 1) for the "
-                             "sampled networks")
-        theory = theory_at_width(s, action_values, temperature, data, width, ctx.backend)
-        shifted = theory_at_width(s, action_values, temperature, data, width - D - 1, ctx.backend)
+            raise ValueError(f"every width must exceed {D + 1} (the Wishart shift N − D − 1) for the sampled "
+                             f"networks, got {_widths_note(s.declaration, action_values)}")
+        theory = theory_at(s, action_values, temperature, data, ctx.backend)
+        shifted = theory_at(s, _shifted(s.declaration, action_values, D + 1), temperature, data, ctx.backend)
         sampled = _sample(s, made, data, temperature, int(ctx.rng.integers(2**31)), ctx.backend,
                           ctx.choose(**SAMPLING), test_error)
         conditions, worst, notes = {}, 0.0, []
@@ -327,7 +356,7 @@ def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool
                         conditions=conditions,
                         inconclusive="" if converged else "the sampler has not converged: its Monte Carlo errors do "
                                                           "not count, for the theory or against it; draw more",
-                        note=f"N = {width}: " + "; ".join(notes) + f"; max gap/allowed {worst:.2f}",
+                        note=f"{_widths_note(s.declaration, action_values)}: " + "; ".join(notes) + f"; max gap/allowed {worst:.2f}",
                         figures={"width": width, "worst": worst, "acceptance": sampled.acceptance,
                                  "divergences": sampled.divergences})
     return check
@@ -369,33 +398,45 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
                             name: str | None = None) -> Callable:
     """``figure(rng) -> dict`` (the fields of a :class:`attnverify.theory_form.TheoryVsSimulation`, which the theory
     wraps it in): the order parameter ``name`` (the kernel's by default; its trace when it is a matrix) against
-    1/N, the theory's curve from the GP point (1/N = 0) to the smallest width, and networks sampled at each width of
-    ``fixed[<width>]`` (a sequence; every other parameter fixed) as mean ± MCSE, at the quick tier's sampler size
-    (none where the network estimates no ``name``: the caption says so). The theory registers one per order
-    parameter."""
+    1/n along the one width ``n`` that ``fixed`` gives as a sequence (every other parameter, other layers' widths
+    included, one value), networks sampled at each of those widths as mean ± MCSE at the quick tier's sampler size
+    (none where the network estimates no ``name``: the caption says so), and the theory's curve at the same values:
+    from the GP point (1/n = 0) where n is the action's only width, from 1/(24·n_min) where other layers stay finite
+    (there n → ∞ is not the GP limit). Widths are checked to be whole numbers above D + 1 here, at definition. The
+    theory registers one per order parameter."""
     from ..numerics.diagnostics import summarize
     from ..numerics.statistics import Estimate
 
-    width_name = s.declaration.width.name
+    width_names = [w.name for w in s.declaration.widths]
     wanted = set(s.declaration.parameter_names) | {"temperature"} | set(s.data_parameters)
     wrong = name_mismatch(sorted(fixed), sorted(wanted), unknown="figure values naming nothing:")
     if wrong:
         raise TypeError("saddle_point figure=: give one value for each of the action's parameters, temperature and "
-                        f"the data function's, and a sequence of widths for {width_name}" + wrong)
-    swept = [key for key in sorted(fixed) if key != width_name and key in wanted - set(s.data_parameters)
-             and np.ndim(fixed[key]) > 0]
-    if swept:
-        raise ValueError(f"saddle_point figure=: only the width {width_name} takes a sequence (the figure's one axis); "
-                         f"give {', '.join(swept)} one value each")
-    widths = sorted({int(w) for w in np.atleast_1d(fixed[width_name])})
+                        f"the data function's, and a sequence of widths for one of {', '.join(width_names)}" + wrong)
+    swept = [key for key in sorted(fixed) if key in wanted - set(s.data_parameters) and np.ndim(fixed[key]) > 0]
+    if len(swept) != 1 or swept[0] not in width_names:
+        raise ValueError(f"saddle_point figure=: exactly one width ({' or '.join(width_names)}) takes a sequence (the "
+                         f"figure's one axis), every other parameter one value; got sequences for "
+                         f"{', '.join(swept) or 'none'}")
+    width_name = swept[0]
     D = s.wishart_size
-    if len(widths) < 2 or widths[0] <= D + 1:
-        raise ValueError(f"figure={{{width_name!r}: …}} must list at least two widths above {D + 1}, got {widths}")
+    given = [float(w) for w in np.atleast_1d(fixed[width_name])]
+    others = {n: fixed[n] for n in width_names if n != width_name}
+    bad = [f"{n} = {v!r}" for n, v in [*((width_name, w) for w in given), *others.items()]
+           if isinstance(v, bool) or not np.isfinite(float(v)) or float(v) != int(float(v)) or float(v) <= D + 1]
+    widths = sorted({int(w) for w in given})
+    if bad or len(widths) < 2:
+        raise ValueError(f"saddle_point figure=: the sampled networks need whole widths above {D + 1} (the Wishart "
+                         f"shift), at least two of {width_name}; got " + (", ".join(bad) if bad else f"{widths}"))
     kernel = s.declaration.kernel.name if name is None else name
     if kernel not in [op.name for op in s.declaration.order_parameters]:
         raise ValueError(f"name must be an order parameter of the action "
                          f"({', '.join(op.name for op in s.declaration.order_parameters)}), got {kernel!r}")
     size = next(op.size for op in s.declaration.order_parameters if op.name == kernel)
+    alone = len(width_names) == 1
+    held = ", ".join(f"{n} = {int(float(v))}" for n, v in others.items())
+    limit = (f"from the GP limit (1/{width_name} = 0)" if alone else
+             f"with {held} held fixed (1/{width_name} → 0 is not the GP limit while they stay finite)")
 
     def scalar(value) -> float:
         value = np.asarray(value, dtype=float)
@@ -404,17 +445,17 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
     def figure(rng: np.random.Generator) -> dict:
         action_values, temperature, data_parameters = s.split({**fixed, width_name: float(widths[0])})
         data = s.draw(data_parameters, rng)
-        gp = gp_point(s.declaration, **action_values)
         grid = np.linspace(0.0, 1.0 / widths[0], 25)[1:]
-        curve, start = [scalar(gp[kernel])], None
-        for inverse in grid:
+        curve, start = ([scalar(gp_point(s.declaration, **action_values)[kernel])] if alone else []), None
+        for inverse in grid:  # from the widest: continuation from the GP side
             solution = solve(s.declaration, data, temperature=temperature, start=start,
                              **{**action_values, width_name: 1.0 / inverse})
             start = solution
             curve.append(scalar(solution[kernel]))
+        theory_x = [*([0.0] if alone else []), *grid]
         estimates, unconverged, sampled_widths = [], [], []
         for width in widths:
-            made = _network_at(s, network, action_values, data_parameters, data, width)
+            made = _network_at(s, network, {**action_values, width_name: width}, data_parameters, data)
             sampled = _sample(s, made, data, temperature, int(rng.integers(2**31)), None, SAMPLING["quick"])
             if kernel not in sampled.draws:
                 break  # the network estimates no such order parameter: the theory's curve alone
@@ -427,16 +468,16 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
                 unconverged.append(width)
         label = f"tr {kernel}" if size else kernel
         if not sampled_widths:
-            return dict(x=[], estimates=[], theory=curve, theory_x=[0.0, *grid], xlabel=f"1/{width_name}",
-                        ylabel=label, caption=f"{label}: the saddle point from the GP limit (1/{width_name} = 0); the "
-                                              f"network estimates no {kernel}, so no sampled networks are drawn.")
+            return dict(x=[], estimates=[], theory=curve, theory_x=theory_x, xlabel=f"1/{width_name}",
+                        ylabel=label, caption=f"{label}: the saddle point {limit}; the network estimates no {kernel}, "
+                                              "so no sampled networks are drawn.")
         return dict(
-            x=[1.0 / w for w in sampled_widths], estimates=estimates, theory=curve, theory_x=[0.0, *grid],
+            x=[1.0 / w for w in sampled_widths], estimates=estimates, theory=curve, theory_x=theory_x,
             xlabel=f"1/{width_name}", ylabel=label,
-            caption=f"{label}: the saddle point from the GP limit (1/{width_name} = 0) against networks sampled from "
-                    f"the posterior at {width_name} = {', '.join(map(str, widths))} (HMC, readout integrated out; ± 2 "
-                    "MCSE). " + (f"Not converged (R-hat/ESS) at {width_name} = {unconverged}." if unconverged
-                                 else "Every width passed the R-hat/ESS gate."))
+            caption=f"{label}: the saddle point {limit} against networks sampled from the posterior at "
+                    f"{width_name} = {', '.join(map(str, widths))} (HMC, readout integrated out; ± 2 MCSE). "
+                    + (f"Not converged (R-hat/ESS) at {width_name} = {unconverged}." if unconverged
+                       else "Every width passed the R-hat/ESS gate."))
     return figure
 
 
@@ -453,16 +494,19 @@ def action_derivation(declaration: SaddlePointAction) -> Callable:
     S, E = sympy.symbols("S E")
     kernel = declaration.kernel
 
+    def printed(expression):  # the parameters as the declaration's display= names them
+        return expression.xreplace(declaration.display) if declaration.display else expression
+
     def derive(step) -> None:
         step(f"The action: E = ln det(K + T·I) + Yᵀ(K + T·I)⁻¹Y with the kernel K linear in {kernel.name} "
-             f"(K = Σ_ab {kernel.name}_ab C_ab); 𝓛 as declared", sympy.Eq(S, E / 2 + declaration.entropy),
+             f"(K = Σ_ab {kernel.name}_ab C_ab); 𝓛 as declared", sympy.Eq(S, E / 2 + printed(declaration.entropy)),
              kind="definition")
         shown = 0
         for op in declaration.order_parameters:
             for u in op.symbols:
                 if shown == EQUATIONS_SHOWN:
                     break
-                left = sympy.diff(declaration.entropy, u)
+                left = printed(sympy.diff(declaration.entropy, u))
                 if op is kernel:
                     left += sympy.Derivative(E, u) / 2
                 step(f"The saddle-point equation of {u}" + (" (the energy's part: ½[Tr((K + T·I)⁻¹C) − rᵀCr])"

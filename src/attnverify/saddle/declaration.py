@@ -155,9 +155,12 @@ class SaddlePointAction:
     of the order parameter the kernel is linear in, K(U) = Σ_ab U_ab C_ab; a scalar Q gives K = Q·C) and ``width``
     (the symbol N of the large-width expansion, or one symbol per layer (n_0, …, n_L): 𝓛 = O(max n), so the GP
     limit n → ∞ is the entropy's minimum). The action is S = ½ ln det(K + T·I) + ½ Yᵀ(K + T·I)⁻¹Y + 𝓛; the
-    temperature T and the data enter at the solve."""
+    temperature T and the data enter at the solve. ``display`` names how the report prints a parameter whose
+    name is a Python identifier, in sympy's notation: ``{"sigma2": "sigma^2"}`` prints σ², where sympy alone reads
+    the trailing digit of ``sigma2`` as a subscript (σ₂)."""
 
-    def __init__(self, *, order_parameters: Mapping[str, Any], entropy, kernel: str, width):
+    def __init__(self, *, order_parameters: Mapping[str, Any], entropy, kernel: str, width,
+                 display: Mapping[str, str] | None = None):
         if not isinstance(order_parameters, Mapping) or not order_parameters:
             raise TypeError("order_parameters must be a non-empty dict of name → positive(...) or "
                             "positive_definite(...)")
@@ -193,6 +196,13 @@ class SaddlePointAction:
         if unused:
             raise ValueError(f"order parameter(s) {', '.join(unused)} appear neither in the entropy nor as the kernel's")
         self.parameter_names = tuple(s.name for s in self.parameters)
+        display = dict(display or {})
+        unknown = sorted(set(display) - set(self.parameter_names))
+        if unknown or not all(isinstance(v, str) and v for v in display.values()):
+            raise ValueError(f"display must map parameters of the action ({', '.join(self.parameter_names)}) to "
+                             f"names in sympy's notation (e.g. 'sigma^2'), got {display!r}")
+        self.display = {p: sympy.Symbol(display[p.name], **p.assumptions0) for p in self.parameters
+                        if p.name in display}
 
     @property
     def size(self) -> int:

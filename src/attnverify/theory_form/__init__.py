@@ -247,13 +247,14 @@ class Theory:
         ``saddle_point_is_a_minimum`` (the saddle-point equations hold to 1e-9 and the Hessian is positive
         definite), ``saddle_gradient_matches_finite_differences`` (the generated gradient and Hessian against
         central differences and their own error), ``saddle_point_approaches_gp`` (max |U(N) − U_GP| falls as 1/N:
-        log-log slope −1 ± 0.05 over N → 10N at 10³–10⁴ times the drawn width) and, for each ``symmetries[label] =
-        (data_map, order_parameter_map)``, ``symmetric_under_<label>`` (the solution on the transformed data is the
-        transformed solution). With ``network`` (a function of any of the action's and the data function's
-        parameters, the width an integer, returning an :class:`attnverify.saddle.network.Network`) and the data's raw
-        ``inputs``, also ``network_gradient_matches_finite_differences`` (its vector–Jacobian product against central
-        differences) and ``sampled_networks_match_theory`` (networks sampled from the posterior have the theory's
-        order parameters within z MCSE + an O(1/N) budget); with ``test_error`` also
+        log-log slope −1 ± 0.05 over the first N → 10N where the O(1/N²) term is below 10⁻² of the O(1/N) one)
+        and, for each ``symmetries[label] = (data_map, order_parameter_map)``, ``symmetric_under_<label>`` (the
+        solution on the transformed data is the transformed solution). With ``network`` (a function of any of the
+        action's and the data function's parameters, the width an integer, returning an
+        :class:`attnverify.saddle.network.Network`) and the data's raw ``inputs``, also
+        ``network_gradient_matches_finite_differences`` (its vector–Jacobian product against central differences)
+        and ``sampled_networks_match_theory`` (networks sampled from the posterior have the theory's order parameters
+        within z MCSE + an O(1/N) budget); with ``test_error`` also
         ``sampled_networks_generalise_as_theory``, the same for the generalisation error on the data's
         ``test_inputs`` and ``y_test`` (and ``C_test`` and ``C_test_diagonal``, or ``X_test``, for the theory).
         ``figure`` (with ``network``): one value for every parameter and a sequence of widths for the width, drawn as
@@ -284,8 +285,10 @@ class Theory:
                  "formulas, chained to the Cholesky coordinates) equal central differences at a random point near "
                  "the GP point, within 10× the differences' own error (h vs h/2 vs h/4) plus round-off."),
                 ("saddle_point_approaches_gp", saddle_claims.approaches_gp(s),
-                 "U(N) → U_GP at rate 1/N: max |u(N) − u_GP| falls with N, with log-log slope −1 ± 0.05 between "
-                 "10³ and 10⁴ times the drawn width."),
+                 "U(N) → U_GP at rate 1/N: max |u(N) − u_GP| falls with N, with log-log slope −1 ± 0.05 over "
+                 "the first decade N → 10N (from 10² times the drawn widths, all scaled alike) where the O(1/N²) "
+                 "term is below 10⁻² of the O(1/N) term at the GP point; inconclusive where the solves cannot "
+                 "resolve such a window."),
             ]
             for label, (data_map, order_map) in (symmetries or {}).items():
                 made.append((f"symmetric_under_{label}", saddle_claims.symmetric(s, data_map, order_map),
@@ -293,6 +296,7 @@ class Theory:
                              f"point, within 10× the two solutions' error estimates."))
             if network is not None:
                 saddle_claims.check_network(s, network)
+                saddle_claims.check_width_strategies(s, strategies)
                 made.append(("network_gradient_matches_finite_differences",
                              saddle_claims.network_gradient_matches_finite_differences(s, network),
                              "The collapsed potential's gradient through the network's vector–Jacobian product "
@@ -314,20 +318,27 @@ class Theory:
             if unknown:
                 raise ValueError(f"saddle_point expect= names {', '.join(unknown)}, not among its claims "
                                  f"({', '.join(claim_name for claim_name, _, _ in made)})")
-            for claim_name, check, statement in made:
-                check.__wrapped__ = function  # inspect.unwrap(claim.check): the function the theory wrote
-                self._new_claim(prefix + claim_name, statement, parameters, check, source,
-                                (expect or {}).get(claim_name, "holds"), counts, 20)
-            self.derivation(name=prefix + "saddle_point_equations", source=source or self.source,
-                            title="The declared action and its saddle-point equations")(
-                saddle_claims.action_derivation(declaration))
+            taken = sorted({f"{self.name}.{prefix}{claim_name}" for claim_name, _, _ in made}
+                           & {c.name for c in self.claims})
+            if taken:
+                raise ValueError(f"theory {self.name} already has {', '.join(taken)}: give this saddle_point a name= "
+                                 "(it prefixes its claims)")
+            figures = []  # every check above and the figures' below before anything registers: all or nothing
             if figure is not None:
                 kernel_first = sorted(declaration.order_parameters, key=lambda op: op is not declaration.kernel)
                 for op in kernel_first:  # one figure per order parameter, the kernel's under the plain name
                     fields = saddle_claims.sampled_networks_figure(s, network, figure, op.name)
                     suffix = "" if op is declaration.kernel else f"_{op.name}"
-                    self.figures.append(FigureMaker(prefix + "sampled_networks_vs_theory" + suffix,
-                                                    lambda rng, fields=fields: TheoryVsSimulation(**fields(rng))))
+                    figures.append(FigureMaker(prefix + "sampled_networks_vs_theory" + suffix,
+                                               lambda rng, fields=fields: TheoryVsSimulation(**fields(rng))))
+            for claim_name, check, statement in made:
+                check.__wrapped__ = function  # inspect.unwrap(claim.check): the function the theory wrote
+                self._new_claim(prefix + claim_name, statement, parameters, check, source,
+                                (expect or {}).get(claim_name, "holds"), counts, 20)
+            self.derivation(name=prefix + "saddle_point_equations", source=source or self.source,
+                            title="The declared action and its saddle-point equations" + (f" ({name})" if name else ""))(
+                saddle_claims.action_derivation(declaration))
+            self.figures.extend(figures)
             return function
 
         return register

@@ -65,7 +65,8 @@ def _declared(heads: tuple[int, ...], equal_widths: bool) -> SaddlePointAction:
         entropy += widths[level] * (sum((inv(upper) * traced).diagonal()) / variances[level] - logdet(U)
                                     + heads[level] * logdet(upper))
     width = widths[0] if equal_widths else tuple(widths)
-    return SaddlePointAction(order_parameters=order, entropy=entropy / 2, kernel="U1", width=width)
+    display = {f"sigma{level}": f"sigma_{level}^2" for level in range(1, L + 1)} | {"sigma_a": "sigma_a^2"}
+    return SaddlePointAction(order_parameters=order, entropy=entropy / 2, kernel="U1", width=width, display=display)
 
 
 @dataclass(frozen=True)
