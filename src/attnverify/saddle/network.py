@@ -31,7 +31,10 @@ from .sampling import run_sampler
 
 @dataclass(frozen=True)
 class Network:
-    """A finite network with a linear readout. ``features(Z, X)`` (C chains: Z (C, *weight_shape) → Φ (C, P, M))
+    """A finite network with a linear readout, ``Network(features, features_vjp, weight_shape, readout_variance,
+    order_parameters)``: the hidden weights of one chain are Z of shape ``weight_shape``, whitened (prior N(0, 1)
+    entries: scale them inside ``features``), the readout a ~ N(0, v·I) on the M features is integrated out.
+    ``features(Z, X)`` (C chains: Z (C, *weight_shape) → Φ (C, P, M))
     and ``features_vjp(Z, X, dΦ)`` → dZ, on the backend's arrays; ``readout_variance`` v; ``order_parameters(Z,
     second_moment)`` → name → per-chain values (C,) or (C, n, n), with E[aaᵀ | Z, y] (C, M, M) for aaᵀ (None when
     ``reads_readout`` is False: order parameters of the hidden weights alone, and no M × M moment is formed).
