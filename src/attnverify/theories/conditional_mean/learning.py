@@ -18,7 +18,7 @@ from scipy.optimize import minimize
 
 from ...base.arguments import array, backend as backend_argument, generator, integer, nonnegative, one_of, positive
 from ...base.arguments import positive_definite_factor
-from ...base.backend import Backend, array_module
+from ...base.backend import Backend, array_module, for_size, to_numpy
 from ...numerics.statistics import Estimate, mean_estimate
 from ._stable import backend_of, finite_result
 from .attention import _softmax
@@ -180,9 +180,22 @@ class AttentionFit:
     converged: bool
 
 
+def _where_small(data: Dataset) -> Dataset:
+    """``data`` on the backend where :func:`~attnverify.base.backend.for_size` puts one evaluation of the risk and
+    its gradient, whose largest arrays are the attention weights (N, M, L) and the keys (N, L, d): moved to the
+    host once when they are small (each optimiser iteration would otherwise launch a dozen kernels and read
+    back twice), else as it is."""
+    be = backend_of(data.keys)
+    (N, L, d), M, d_v = data.keys.shape, data.queries.shape[1], data.values.shape[-1]
+    if for_size(be, N * L * max(M, d, d_v)) is be:
+        return data
+    return Dataset(data.objective, *(to_numpy(x) for x in (data.queries, data.keys, data.values, data.targets)))
+
+
 def fit_attention_parameter(data: Dataset, start: Any = None, tol: float = 1e-10) -> AttentionFit:
-    """Ŵ = argmin_W R(W) by L-BFGS-B with the exact gradient, from W = 0 (uniform attention) by default."""
-    data = _data(data)
+    """Ŵ = argmin_W R(W) by L-BFGS-B with the exact gradient, from W = 0 (uniform attention) by default. The
+    optimiser runs on the host; each evaluation runs where :func:`_where_small` puts the data."""
+    data = _where_small(_data(data))
     d = data.keys.shape[-1]
     W0 = np.zeros((d, d)) if start is None else _parameter(start, d, "start")
     tol = positive("tol", tol)
