@@ -12,7 +12,7 @@ import scipy.linalg
 
 from .action import NumericAction
 from .declaration import SaddlePointAction
-from .solve import data_energy, gp_point, solve
+from .solve import data_energy, gp_point, solve_energy
 
 SECOND_ORDER = 1e-2
 """The largest r(N) = max|δ₂(N)|/max|δ₁(N)| accepted at both ends of the window (N, 10N). With max|u(N) − u_GP| =
@@ -142,18 +142,21 @@ def approach_to_gp(declaration: SaddlePointAction, data: Mapping[str, Any], temp
         out["inconclusive"] = (
             f"no decade of widths from 10^{FIRST_DECADE}× the drawn ones to {width} = {reached:.3g} has the "
             f"first-order move ≤ {FIRST_ORDER:g} and the O(1/N²) term ≤ {SECOND_ORDER:g} of the O(1/N) term at both "
-            f"ends (moves {', '.join(f'{m:.2g}' for m in window['moves'])}; r "
-            f"{', '.join(f'{r:.2g}' for r in window['ratios'])}) while the first-order distance stays above "
-            f"{RESOLVABLE:g} of |u_GP|, which float64 solves resolve; a solver in higher precision, or a smaller data "
-            f"term (larger temperature, smaller labels), would decide it")
+            f"ends (at the last: move {window['moves'][-1]:.2g}, r {window['ratios'][-1]:.2g}) while the first-order "
+            f"distance stays above {RESOLVABLE:g} of |u_GP|, which float64 solves resolve; a solver in higher "
+            f"precision, or a smaller data term (larger temperature, smaller labels), would decide it")
         return out
-    distances, errors, widths, start = [], [], [], None
+    distances, errors, widths, start = [], [], [], gp
     for factor in (window["factor"], 10 * window["factor"]):
-        values = scaled(declaration, action_values, factor)
-        solution = solve(declaration, data, temperature=temperature, tolerance=tolerance, raise_on_failure=False,
-                         start=start, backend=backend, **values)
+        values = declaration.parameter_values(scaled(declaration, action_values, factor))
+        action = NumericAction(declaration, energy, values)
+        # the residual at u_GP is the first-order force ½∇E/N: 10⁻⁴ of it leaves an error ~10⁻⁴ of the distance,
+        # for any power of N in the entropy (the solver's S/N is not O(1) where 𝓛 is not O(N))
+        goal = min(tolerance, 0.1 * RESOLUTION * action.residual(action.parametrisation.theta(gp.entries)))
+        solution = solve_energy(declaration, energy, values, temperature=temperature, tolerance=goal,
+                                raise_on_failure=False, start=start)
         start = solution
-        widths.append(values[width])
+        widths.append(values[declaration.parameter_names.index(width)])
         distances.append(float(np.max(np.abs(solution.entries - gp.entries))) / scale)
         errors.append((solution.error_estimate + gp.error_estimate) / scale)
         out["minima"] = out["minima"] and solution.is_minimum
