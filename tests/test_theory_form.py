@@ -69,6 +69,7 @@ def test_a_user_file_is_loaded_and_derived_once_per_process_in_a_report(tiny, tm
     assert section["title"] == "Tiny: a Gaussian moment" and "derived and checked" in section["introduction"]
     (figure,) = section["figures"]
     assert len(figure["data"]["mean"]) == 4 and (out / figure["filename"]).is_file()
+    assert "points: Monte Carlo, drawn until" in figure["caption"]  # no other parameter: nothing held fixed to name
     assert load_user_module(tiny) is load_user_module(tiny)  # the same module object: not executed again
 
 

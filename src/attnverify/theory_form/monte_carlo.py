@@ -153,8 +153,8 @@ def sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xla
     draws = [e.samples for e in estimates]
     size = ("a resolution of the parameters" if callable(resolution) else f"{resolution:g}" if resolution else "") + (" + " if resolution and relative else "") + \
         (f"{relative:.0%} of the theory" if relative else "")
-    fixed_text = ", ".join(f"{n} = {v:g}" for n, v in fixed.items())
+    fixed_text = f" ({', '.join(f'{n} = {v:g}' for n, v in fixed.items())})" if fixed else ""
     return TheoryVsSimulation(
         x=xs, estimates=estimates, theory=theory, theory_x=theory_x, xlabel=xlabel, ylabel=ylabel,
-        caption=f"{statement} Line: theory; points: Monte Carlo ({fixed_text}), drawn until 5 SE ≤ {size} "
+        caption=f"{statement} Line: theory; points: Monte Carlo{fixed_text}, drawn until 5 SE ≤ {size} "
                 f"({min(draws):,}–{max(draws):,} draws per point).")
