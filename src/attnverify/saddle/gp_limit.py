@@ -26,8 +26,8 @@ second-order estimate r, taken with the GP point's Hessian, is off by O(move) on
 by a cancellation that the next order undoes)."""
 
 RESOLUTION = 1e-3
-"""The largest error estimate of a solve (and of the GP point) relative to the distance it enters: the slope is
-then known to (2·10⁻³ + 2·10⁻³)/ln 10 ≈ 0.002."""
+"""The largest error estimate of a solve (plus the GP point's) relative to the distance it enters: the slope is then
+known to (10⁻³ + 10⁻³)/ln 10 ≈ 0.001."""
 
 FIRST_DECADE = 2
 """The window starts at 10^k times the drawn widths, k ≥ this (all layers' widths scaled alike)."""
@@ -128,7 +128,8 @@ def approach_to_gp(declaration: SaddlePointAction, data: Mapping[str, Any], temp
     solves' error estimates plus the GP point's, relative to max|u_GP|), the decades tried for the window
     (``window_factors``, ``window_ratios``, ``window_moves``, ``first_order``: :func:`choose_window`), ``minima``
     (each solve reached a minimum), ``decreasing`` and ``inconclusive`` (why nothing is decided, with what would
-    decide it; "" where the slope decides)."""
+    decide it; "" where the slope decides). ``tolerance``: the largest residual max|∂(S/N)/∂u| of a solve, tightened
+    to 10⁻⁴ of the residual at u_GP (the first-order force)."""
     width = declaration.width.name
     gp = gp_point(declaration, **action_values)
     scale = float(np.max(np.abs(gp.entries)))
