@@ -204,3 +204,92 @@ def test_a_draws_record_comes_to_the_host_whole_and_exact():
     for got, want in ((host[0]["U1"], values[0]["U1"]), (host[0]["Ua"], values[0]["Ua"]), (host[1][0], values[1][0]),
                       (host[2], values[2])):
         assert isinstance(got, np.ndarray) and got.shape == want.shape and np.array_equal(got, want)
+
+
+def chees_optimum(sigma) -> float:
+    """The longest trajectory T maximising ChEES under uniform jitter h ~ U(0, 1) for N(0, diag σ²) with unit mass and
+    exact dynamics: θ_i(t) = θ_i cos(t/σ_i) + σ_i p_i sin(t/σ_i) gives E[(‖θ(t)‖² − ‖θ‖²)²]/4 = Σ σ_i⁴ sin²(t/σ_i),
+    and E_h sin²(hT/σ) = 1/2 − sin(2T/σ)/(4T/σ); maximised on a grid up to 10·max σ."""
+    T = np.linspace(0.01, 10 * np.max(sigma), 20000)[:, None]
+    return float(T[np.argmax(np.sum(sigma**4 * (0.5 - np.sin(2 * T / sigma) / (4 * T / sigma)), axis=1)), 0])
+
+
+def test_chees_samples_a_gaussian_with_many_short_chains():
+    """N(0, diag σ²), σ from 0.5 to 2 in 50 dimensions, 1,024 chains in 32 superchains started 3 sd apart, 150 warm-up
+    iterations of ChEES and 20 draws: the nested gate passes (false alarm 10⁻³), the means and the second moments are
+    within ``mcse_z`` superchain MCSEs of 0 and σ² (10⁻⁴ each), and the adapted T is within a factor 1.5 of the
+    optimum of the jittered ChEES criterion (:func:`chees_optimum`: 3.85 here, where T/1.5 and 1.5·T keep 80 % of the
+    criterion's maximum; measured 3.6)."""
+    seed = seeded(20)
+    sigma = np.linspace(0.5, 2.0, 50)
+
+    def potential_and_gradient(x):
+        return 0.5 * np.sum(x * x / sigma**2, axis=1), x / sigma**2
+
+    starts = np.repeat(3 * np.random.default_rng(seed).normal(size=(32, 50)), 32, axis=0)
+    draws, stats = sample(potential_and_gradient, starts, seed=seed, warmup=150, draws=20, adapt="chees")
+    assert stats["divergences"] == 0 and np.all(stats["step_size"] == stats["step_size"][0])
+    first, second = summarize(draws, 32), summarize(draws**2, 32)
+    assert first.converged and second.rhat_converged(), (first.worst(), second.worst())
+    assert np.all(within_monte_carlo_error(first, 0.0)), first.mean / first.mcse
+    assert np.all(within_monte_carlo_error(second, sigma**2)), (second.mean - sigma**2) / second.mcse
+    optimum = chees_optimum(sigma)
+    assert optimum / 1.5 < stats["trajectory_length"] < 1.5 * optimum, (stats["trajectory_length"], optimum)
+
+
+def test_chees_freezes_its_step_and_length_and_refuses_unknown_adaptations():
+    def potential_and_gradient(x):
+        return 0.5 * np.sum(x * x, axis=1), x
+
+    x = np.random.default_rng(seeded(21)).normal(size=(64, 3))
+    kernel = HMCKernel(np.full(64, 0.3), adapt="chees")
+    state = kernel.start
+    rng = get_backend("numpy").random(seeded(21))
+    potential, gradient = potential_and_gradient(x)
+    for _ in range(30):
+        state, x, potential, gradient, stats = kernel.transition(state, x, potential, gradient,
+                                                                 potential_and_gradient, rng)
+    frozen = kernel.end_warmup(state)
+    steps = set()
+    for _ in range(8):
+        after, x, potential, gradient, stats = kernel.transition(frozen, x, potential, gradient,
+                                                                 potential_and_gradient, rng)
+        assert np.array_equal(after.step, frozen.step) and after.length == frozen.length
+        steps.add(stats.steps)
+        frozen = after
+    assert len(steps) > 1 and max(steps) <= np.ceil(frozen.length)  # jittered lengths, at most the longest
+    with pytest.raises(ValueError, match="adapt"):
+        HMCKernel(np.full(4, 0.3), adapt="nuts")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cupy_works(), reason="no working cupy (GPU or stand-in)")
+def test_chees_synchronises_once_an_iteration_on_the_device(monkeypatch):
+    """On the cupy stand-in, every device value reaching the host counted: a ChEES sampling iteration synchronises once
+    (its record), a warm-up iteration once (T/ε, which sets its leapfrog steps)."""
+    import cupy
+
+    from attnverify.numerics.hmc import run_chains
+
+    syncs = [0]
+    for name in ("get", "__float__", "__int__", "__bool__", "item"):
+        original = getattr(cupy.ndarray, name)
+
+        def counted(self, *args, _original=original, **kwargs):
+            syncs[0] += 1
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(cupy.ndarray, name, counted)
+    be = get_backend("cupy")
+
+    def potential_and_gradient(x):
+        return 0.5 * cupy.sum(x * x, axis=1), x
+
+    counts = {}
+    for warmup, draws in ((10, 4), (10, 10), (20, 4)):
+        before = syncs[0]
+        run_chains(potential_and_gradient, be.random(0).standard_normal((64, 5)), rng=be.random(1), warmup=warmup,
+                   draws=draws, backend=be, record=lambda x: x, adapt="chees")
+        counts[warmup, draws] = syncs[0] - before
+    assert counts[10, 10] - counts[10, 4] == 6, counts
+    assert counts[20, 4] - counts[10, 4] == 10, counts

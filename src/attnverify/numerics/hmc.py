@@ -14,6 +14,8 @@ number of leapfrog steps so the batch stays one array operation. Step sizes are 
 warm-up, by the dual averaging of Hoffman & Gelman (2014, JMLR 15, Algorithm 5, their constants γ = 0.05,
 t0 = 10, κ = 0.75), then frozen, so the sampling phase is an exact MH kernel.
 A transition with ΔH > ``DIVERGENCE`` is recorded as divergent (and rejected, as MH would anyway).
+For many chains, ``adapt="chees"`` adapts one step size and the trajectory length across all chains instead
+(:class:`TrajectoryLengthAdaptation`, ChEES: Hoffman, Radul & Sountsov 2021, AISTATS).
 Runs unchanged on numpy or cupy: every operation goes through ``backend.xp``.
 """
 
@@ -63,11 +65,81 @@ class DualAveraging:
         return DualAveraging(log_step, self.mu, error_sum, weight * log_step + (1 - weight) * self.log_step_average, m)
 
 
+ADAPTATIONS = ("dual_averaging", "chees")
+
+
+def van_der_corput(index: int) -> float:
+    """The base-2 radical inverse of ``index`` ≥ 1 (1/2, 1/4, 3/4, 1/8, …): the low-discrepancy fractions h ∈ (0, 1)
+    of the trajectory length that ChEES jitters by (Hoffman et al. 2021 use a Halton sequence)."""
+    value, scale = 0.0, 0.5
+    while index:
+        value += scale * (index & 1)
+        index >>= 1
+        scale *= 0.5
+    return value
+
+
+@dataclass(frozen=True)
+class TrajectoryLengthAdaptation:
+    r"""The state of ChEES trajectory-length adaptation (Hoffman, Radul & Sountsov 2021): a value; :meth:`updated`
+    gives the next. The length T is the longest trajectory; each transition integrates for h·T, h from
+    :func:`van_der_corput`, and T climbs the ChEES criterion E[(‖θ' − E θ'‖² − ‖θ − E θ‖²)²]/4 (θ' the proposal) by
+    Adam on log T (β₁ = 0, β₂ = ``decay``) with the acceptance-weighted gradient estimate :func:`chees_gradient`.
+    ``log_length_average`` is the m^(−κ)-weighted average that warm-up ends with, as dual averaging's."""
+
+    log_length: Any
+    second_moment: Any
+    log_length_average: Any
+    iteration: int = 0
+
+    @classmethod
+    def start(cls, length, xp) -> "TrajectoryLengthAdaptation":
+        log_length = xp.log(xp.asarray([float(length)]))
+        return cls(log_length, xp.zeros_like(log_length), log_length)
+
+    def updated(self, gradient, *, rate: float = 0.05, decay: float = 0.95, kappa: float = 0.75,
+                shortest=None, longest=None) -> "TrajectoryLengthAdaptation":
+        """After a transition whose ChEES gradient in log T is ``gradient`` (1,): one Adam ascent step of ``rate``
+        (so log T moves by about ``rate`` an iteration), T kept within [``shortest``, ``longest``]."""
+        xp = array_module(gradient)
+        m = self.iteration + 1
+        second_moment = decay * self.second_moment + (1 - decay) * gradient * gradient
+        scale = xp.sqrt(second_moment / (1 - decay**m)) + 1e-12
+        log_length = self.log_length + rate * gradient / scale
+        if shortest is not None:
+            log_length = xp.clip(log_length, xp.log(shortest), xp.log(longest))
+        weight = m ** (-kappa)
+        return TrajectoryLengthAdaptation(log_length, second_moment,
+                                          weight * log_length + (1 - weight) * self.log_length_average, m)
+
+
+def chees_gradient(x, proposal, velocity, acceptance, fraction: float):
+    r"""The acceptance-weighted estimate of d ChEES/dT over the chains (rows) of one transition from x to
+    ``proposal``, whose end velocity M⁻¹p' is ``velocity``, integrated for h·T with h = ``fraction``.
+
+    With θ̃ the chains' positions about their mean, d/dT (‖θ̃'‖² − ‖θ̃‖²)²/4 = (‖θ̃'‖² − ‖θ̃‖²)·θ̃'·dθ'/dT and
+    dθ'/dT = h·M⁻¹p' (Hoffman et al. 2021, eq. 6; the proposal θ' moves with the end of the trajectory). Each chain's
+    term is weighted by its acceptance probability a_i, Σ a_i g_i/Σ a_i (their eq. 7); chains whose proposal is not
+    finite (a diverging trajectory) weigh nothing and are left out of the proposals' mean. Returns (1,)."""
+    xp = array_module(x)
+    finite = xp.isfinite(xp.sum(proposal, axis=1)) & xp.isfinite(xp.sum(velocity, axis=1))
+    kept = finite[:, None]
+    proposal = xp.where(kept, proposal, 0.0)
+    centred = x - xp.mean(x, axis=0)
+    centred_proposal = proposal - xp.sum(proposal, axis=0) / xp.maximum(xp.sum(finite), 1)
+    change = xp.sum(centred_proposal * centred_proposal, axis=1) - xp.sum(centred * centred, axis=1)
+    terms = fraction * change * xp.sum(centred_proposal * xp.where(kept, velocity, 0.0), axis=1)
+    weights = xp.where(finite, acceptance, 0.0)
+    return (xp.sum(weights * terms) / xp.maximum(xp.sum(weights), 1e-300)).reshape(1)
+
+
 @dataclass(frozen=True)
 class KernelState:
     """Everything the HMC kernel changes as its chains move: the per-chain step sizes, the leapfrog steps, the
     inverse mass, the step-size adaptation, the warm-up iteration and the draws of the current mass window. A
-    value: kept with the random generator's state, it replays the chains from there."""
+    value: kept with the random generator's state, it replays the chains from there. With ChEES (``adapt="chees"``)
+    also the trajectory-length adaptation, the frozen longest length after warm-up (a host float) and the transitions
+    made (the index of the next jitter fraction)."""
 
     step: Any
     steps: int
@@ -76,16 +148,23 @@ class KernelState:
     iteration: int = 0
     window: tuple = ()
     warming: bool = True
+    trajectory: TrajectoryLengthAdaptation | None = None
+    length: float | None = None
+    transitions: int = 0
 
 
 @dataclass
 class TransitionStats:
-    """What one batched transition did: acceptance probability, acceptance, divergence, energy error."""
+    """What one batched transition did: acceptance probability, acceptance, divergence, energy error; the proposal
+    and its end momentum (before the MH decision) and the leapfrog steps taken."""
 
     acceptance_probability: Any
     accepted: Any
     divergent: Any
     energy_error: Any
+    proposal: Any = None
+    momentum: Any = None
+    steps: int = 0
 
 
 def leapfrog(x, p, gradient, step, steps: int, potential_and_gradient: PotentialAndGradient, inverse_mass=1.0):
@@ -129,7 +208,7 @@ def hmc_transition(x, potential, gradient, step, steps: int, potential_and_gradi
     x = xp.where(keep, x1, x)
     gradient = xp.where(keep, gradient1, gradient)
     potential = xp.where(accepted, potential1, potential)
-    stats = TransitionStats(xp.exp(log_accept), accepted, divergent, energy_error)
+    stats = TransitionStats(xp.exp(log_accept), accepted, divergent, energy_error, x1, p1, steps)
     return x, potential, gradient, stats
 
 
@@ -193,11 +272,18 @@ class HMCKernel:
     leapfrog steps, and with ``mass_matrix="diagonal"`` and a ``warmup`` length it collects the draws of each slow
     window and ends it with a new M⁻¹ (module docstring); ``end_warmup(state)`` freezes the averaged step sizes,
     the mass and the steps.
+
+    ``adapt="chees"`` (for many chains): one step size for all chains, dual-averaged on the chains' mean acceptance
+    (starting from the median of the given steps), and the longest trajectory T adapted by ChEES
+    (:class:`TrajectoryLengthAdaptation`, from ``trajectory_length``); each transition, in warm-up and after it,
+    takes ⌈h·T/ε⌉ leapfrog steps (at most ``max_steps``) for the next jitter fraction h (:func:`van_der_corput`), a
+    choice independent of the state, which keeps the frozen kernel exact. Warm-up reads T/ε to the host once an
+    iteration (as dual averaging reads its median step); sampling reads nothing.
     """
 
     def __init__(self, step, *, backend: Backend | str | None = None, trajectory_length: float = math.pi / 2,
                  target_acceptance: float = 0.8, max_steps: int = 1024, jitter: float = 0.1,
-                 mass_matrix: str = "identity", warmup: int | None = None):
+                 mass_matrix: str = "identity", warmup: int | None = None, adapt: str = "dual_averaging"):
         self.backend = backend = arguments.backend(backend)
         step = arguments.array("step", backend.to_numpy(step) if hasattr(step, "dtype") else step, backend, ndim=1)
         if not bool(backend.xp.all(step > 0)):
@@ -208,11 +294,19 @@ class HMCKernel:
         self.target_acceptance = arguments.real("target_acceptance", target_acceptance, low=0, high=1,
                                                 open_low=True, open_high=True)
         self.mass_matrix = arguments.one_of("mass_matrix", mass_matrix, MASS_MATRICES)
+        self.adapt = arguments.one_of("adapt", adapt, ADAPTATIONS)
         self.windows: list[tuple[int, int]] = []
         if self.mass_matrix == "diagonal":
             if warmup is None:
                 raise ValueError("mass_matrix='diagonal' needs the warm-up length (warmup=…) to lay out its windows")
             self.windows = adaptation_windows(arguments.integer("warmup", warmup, 1))
+        if self.adapt == "chees":
+            xp = backend.xp
+            log_step = xp.log(xp.median(step)).reshape(1)
+            self.start = KernelState(xp.exp(log_step) * xp.ones(step.shape[0]), 1,
+                                     adaptation=DualAveraging.start(log_step, xp),
+                                     trajectory=TrajectoryLengthAdaptation.start(self.trajectory_length, xp))
+            return
         self.start = KernelState(step, steps_for(trajectory_length, step, max_steps, backend),
                                  adaptation=DualAveraging.start(backend.xp.log(step), backend.xp))
 
@@ -228,13 +322,15 @@ class HMCKernel:
         draws = xp.concatenate(state.window + (x,), axis=0)  # (window length · chains, d)
         n = draws.shape[0]
         inverse_mass = (n / (n + 5.0)) * xp.var(draws, axis=0, ddof=1) + 1e-3 * (5.0 / (n + 5.0))
-        return replace(state, inverse_mass=inverse_mass, window=(),
-                       adaptation=DualAveraging.start(xp.log(state.step), xp))
+        step = state.step[:1] if self.adapt == "chees" else state.step
+        return replace(state, inverse_mass=inverse_mass, window=(), adaptation=DualAveraging.start(xp.log(step), xp))
 
     def transition(self, state: KernelState, x, potential, gradient, potential_and_gradient: PotentialAndGradient,
                    rng) -> tuple[KernelState, Any, Any, Any, TransitionStats]:
         """One MH-corrected transition of every chain (step sizes jittered by ±jitter, independently
         of the state, which keeps the kernel exact). Returns (the next state, x, Φ, ∇Φ, TransitionStats)."""
+        if self.adapt == "chees":
+            return self._chees_transition(state, x, potential, gradient, potential_and_gradient, rng)
         xp = self.backend.xp
         factor = 1.0 + self.jitter * (2.0 * rng.uniform(size=state.step.shape) - 1.0)
         x, potential, gradient, stats = hmc_transition(x, potential, gradient, state.step * factor, state.steps,
@@ -247,8 +343,44 @@ class HMCKernel:
             state = replace(state, steps=steps_for(self.trajectory_length, state.step, self.max_steps, self.backend))
         return state, x, potential, gradient, stats
 
+    def _chees_transition(self, state: KernelState, x, potential, gradient,
+                          potential_and_gradient: PotentialAndGradient, rng):
+        """:meth:`transition` with ``adapt="chees"`` (class docstring)."""
+        xp = self.backend.xp
+        fraction = van_der_corput(state.transitions + 1)
+        if state.warming:  # T/ε: the one host read of a warm-up iteration
+            ratio = float(to_numpy(xp.exp(state.trajectory.log_length - state.adaptation.log_step))[0])
+        else:
+            ratio = state.length
+        steps = int(min(self.max_steps, max(1, math.ceil(fraction * ratio))))
+        factor = 1.0 + self.jitter * (2.0 * rng.uniform(size=state.step.shape) - 1.0)
+        start = x
+        x, potential, gradient, stats = hmc_transition(x, potential, gradient, state.step * factor, steps,
+                                                       potential_and_gradient, rng, self.backend, state.inverse_mass)
+        state = replace(state, steps=steps, transitions=state.transitions + 1)
+        if not state.warming:
+            return state, x, potential, gradient, stats
+        adaptation = state.adaptation.updated(xp.mean(stats.acceptance_probability).reshape(1),
+                                              self.target_acceptance)
+        step = xp.exp(adaptation.log_step)
+        with np.errstate(over="ignore", invalid="ignore"):
+            slope = chees_gradient(start, stats.proposal, state.inverse_mass * stats.momentum,
+                                   stats.acceptance_probability, fraction * factor)
+        trajectory = state.trajectory.updated(xp.exp(state.trajectory.log_length) * slope, shortest=step,
+                                              longest=self.max_steps * step)
+        state = replace(state, iteration=state.iteration + 1, step=step * xp.ones(state.step.shape[0]),
+                        adaptation=adaptation, trajectory=trajectory)
+        return self._adapt_mass(state, x), x, potential, gradient, stats
+
     def end_warmup(self, state: KernelState) -> KernelState:
-        """The state sampling runs with: the averaged step sizes, their leapfrog steps, adaptation over."""
+        """The state sampling runs with: the averaged step sizes, their leapfrog steps, adaptation over (with ChEES:
+        the averaged step and longest trajectory, T/ε kept on the host)."""
+        if self.adapt == "chees":
+            xp = self.backend.xp
+            log_step = state.adaptation.log_step_average
+            ratio = float(to_numpy(xp.exp(state.trajectory.log_length_average - log_step))[0])
+            return replace(state, step=xp.exp(log_step) * xp.ones(state.step.shape[0]),
+                           length=min(ratio, float(self.max_steps)), warming=False)
         step = self.backend.xp.exp(state.adaptation.log_step_average)
         return replace(state, step=step, steps=steps_for(self.trajectory_length, step, self.max_steps, self.backend),
                        warming=False)
@@ -258,7 +390,8 @@ class HMCKernel:
 class ChainRun:
     """What :func:`run_chains` kept after warm-up: ``records`` (one ``record(x)`` per kept draw), acceptance
     probabilities and divergences (chains, draws), the final step sizes and number of leapfrog steps, and the
-    number of gradient evaluations (leapfrog steps, plus one per iteration after a Gibbs step)."""
+    number of gradient evaluations (leapfrog steps, plus one per iteration after a Gibbs step); with ChEES the
+    longest trajectory length T that warm-up adapted (``steps`` is then ⌈T/ε⌉)."""
 
     records: list
     acceptance: np.ndarray
@@ -266,6 +399,7 @@ class ChainRun:
     step_size: np.ndarray
     steps: int
     gradient_evaluations: int
+    trajectory_length: float | None = None
 
 
 def to_host_at_once(values):
@@ -333,9 +467,9 @@ def run_chains(potential_and_gradient: PotentialAndGradient, x, *, rng, warmup: 
     for iteration in range(total):
         if iteration == warmup:
             state = kernel.end_warmup(state)
-        evaluations += state.steps
         state, x, potential, gradient, stats = kernel.transition(state, x, potential, gradient, potential_and_gradient,
                                                                  rng)
+        evaluations += stats.steps
         if after_transition is not None:
             x = after_transition(x)
             potential, gradient = potential_and_gradient(x)
@@ -350,8 +484,11 @@ def run_chains(potential_and_gradient: PotentialAndGradient, x, *, rng, warmup: 
             progress(f"{phase} {iteration + 1}/{total}: {state.steps} leapfrog steps, "
                      f"step {float(backend.to_numpy(xp.median(state.step))):.3g}, "
                      f"acceptance {float(backend.to_numpy(xp.mean(stats.acceptance_probability))):.2f}")
-    return ChainRun(records, np.stack(accepted).T, np.stack(divergent).T, backend.to_numpy(state.step),
-                    state.steps, evaluations)
+    step = backend.to_numpy(state.step)
+    if state.length is None:
+        return ChainRun(records, np.stack(accepted).T, np.stack(divergent).T, step, state.steps, evaluations)
+    return ChainRun(records, np.stack(accepted).T, np.stack(divergent).T, step, int(math.ceil(state.length)),
+                    evaluations, state.length * float(step[0]))
 
 
 def refuse_what_cannot_fit(chains: int, dimension: int, *, warmup: int, draws: int, record_bytes: int,
@@ -376,7 +513,7 @@ def sample(potential_and_gradient: PotentialAndGradient, x0, *, seed: int, warmu
     """Plain batched HMC on Φ from x0 (C, d): draws shaped (d, C, draws) on the host, and statistics.
 
     ``kernel_options`` are those of :class:`HMCKernel` (trajectory_length, target_acceptance, max_steps,
-    jitter, mass_matrix). Everything is checked here, once; :func:`run_chains` trusts it.
+    jitter, mass_matrix, adapt). Everything is checked here, once; :func:`run_chains` trusts it.
     """
     if not callable(potential_and_gradient):
         raise TypeError(f"potential_and_gradient must be a callable x (C, d) -> (Φ (C,), ∇Φ (C, d)), "
@@ -386,10 +523,10 @@ def sample(potential_and_gradient: PotentialAndGradient, x0, *, seed: int, warmu
     warmup = arguments.integer("warmup", warmup, 1)
     draws = arguments.integer("draws", draws, 1)
     unknown = sorted(set(kernel_options) - {"trajectory_length", "target_acceptance", "max_steps", "jitter",
-                                            "mass_matrix"})
+                                            "mass_matrix", "adapt"})
     if unknown:
         raise TypeError(f"sample got unknown kernel options {unknown}; HMCKernel takes trajectory_length, "
-                        "target_acceptance, max_steps, jitter and mass_matrix")
+                        "target_acceptance, max_steps, jitter, mass_matrix and adapt")
     rng = backend.random(seed)
     x = arguments.array("x0", backend.to_numpy(x0) if hasattr(x0, "dtype") else x0, backend, ndim=2)
     refuse_what_cannot_fit(x.shape[0], x.shape[1], warmup=warmup, draws=draws, record_bytes=8 * x.size,
@@ -405,4 +542,4 @@ def sample(potential_and_gradient: PotentialAndGradient, x0, *, seed: int, warmu
     draws_array = np.moveaxis(np.stack(run.records), 0, -1)  # (C, d, draws)
     return np.swapaxes(draws_array, 0, 1), {
         "mean_acceptance": float(np.mean(run.acceptance)), "divergences": int(np.sum(run.divergences)),
-        "steps": run.steps, "step_size": run.step_size}
+        "steps": run.steps, "step_size": run.step_size, "trajectory_length": run.trajectory_length}
