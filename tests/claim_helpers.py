@@ -15,3 +15,12 @@ def run_seed(seed: int = 0) -> int:
     from seeds import seeded
 
     return seeded(seed)
+
+
+def assert_comes_out_as_expected(claim, profile: str = "quick", **options) -> None:
+    """Run ``claim`` as the CLI does, at the run seed of offset 0; fail with its status and counterexample unless it
+    comes out as its theory expects (an expected refutation passes)."""
+    from attnverify.checks import run_claim
+
+    result = run_claim(claim, profile=profile, seed=run_seed(0), **options)
+    assert result.ok, (result.status, result.counterexample.as_dict() if result.counterexample else None)

@@ -3,7 +3,6 @@ expected; and the checks have power: a wrong theory makes them fail."""
 
 import inspect
 
-import numpy as np
 import pytest
 
 from attnverify.theories.attention_paths import claims as claims
@@ -11,7 +10,7 @@ from attnverify.theories.attention_paths.one_shot import claims as one_shot_clai
 from attnverify.checks.runner import end_examples
 from attnverify.checks.strategies import declared_ranges
 from attnverify.checks import run_claim
-from claim_helpers import run_seed
+from claim_helpers import assert_comes_out_as_expected, run_seed
 from attnverify.theories import builtin_claims
 from attnverify.theories.catalogue import claims_in_module
 from attnverify.execution import Store
@@ -52,9 +51,7 @@ def test_claim_names_its_parameters_and_checks_the_ends_of_its_ranges(claim):
 
 @pytest.mark.parametrize("claim", QUICK, ids=[c.name for c in QUICK])
 def test_claim_comes_out_as_expected(claim):
-    result = run_claim(claim, profile="quick", seed=run_seed(0))
-    detail = result.counterexample.as_dict() if result.counterexample else None
-    assert result.ok, (result.status, detail)
+    assert_comes_out_as_expected(claim)
 
 
 def test_a_wrong_entropy_gradient_is_caught(monkeypatch):
@@ -95,7 +92,6 @@ THOROUGH_STORE = Store()  # claims 7 and 8 share one sampling, as in a run
 @pytest.mark.thorough
 @pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
 def test_claim_comes_out_as_expected_in_the_thorough_profile(claim):
-    result = run_claim(claim, profile="thorough", seed=run_seed(0), store=THOROUGH_STORE)
-    assert result.ok, (result.status, result.counterexample.as_dict() if result.counterexample else None)
+    assert_comes_out_as_expected(claim, "thorough", store=THOROUGH_STORE)
 
 

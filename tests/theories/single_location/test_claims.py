@@ -8,7 +8,7 @@ from attnverify.theories.single_location import claims as claims
 from attnverify.theories import builtin_claims
 from attnverify.theories.catalogue import claims_in_module
 from attnverify.theories.single_location import derivations as theory
-from claim_helpers import unshrunk, run_seed
+from claim_helpers import assert_comes_out_as_expected, unshrunk, run_seed
 
 CLAIMS = claims_in_module(claims)
 
@@ -22,9 +22,7 @@ def test_the_papers_claims_are_registered():
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
 def test_claim_comes_out_as_expected(claim):
-    result = run_claim(claim, profile="quick", seed=run_seed(0))
-    detail = result.counterexample.as_dict() if result.counterexample else None
-    assert result.ok, (result.status, detail)
+    assert_comes_out_as_expected(claim)
 
 
 def test_a_wrong_closed_form_is_caught(monkeypatch):
@@ -50,5 +48,4 @@ def test_a_wrong_identity_is_caught(monkeypatch):
 @pytest.mark.thorough
 @pytest.mark.parametrize("claim", CLAIMS, ids=[c.name for c in CLAIMS])
 def test_claim_comes_out_as_expected_in_the_thorough_profile(claim):
-    result = run_claim(claim, profile="thorough", seed=run_seed(0))
-    assert result.ok, (result.status, result.counterexample.as_dict() if result.counterexample else None)
+    assert_comes_out_as_expected(claim, "thorough")
