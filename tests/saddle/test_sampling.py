@@ -63,3 +63,46 @@ def test_the_driver_stacks_records_as_shape_chains_draws():
     assert run.draws["x"].shape == (2, 3, 5) and run.draws["outer"].shape == (2, 2, 3, 5)
     assert np.array_equal(run.draws["outer"][0, 1], run.draws["x"][0] * run.draws["x"][1])
     assert run.acceptance.shape == (3, 5) and run.step_size.shape == (3,)
+
+
+def _gaussian_run(chains, **options):
+    from attnverify.base import arguments
+
+    be = arguments.backend("numpy")
+    rng = be.random(0)
+    asked = []
+
+    def start(count):
+        asked.append(count)
+        return rng.standard_normal((count, 2))
+
+    def potential_and_gradient(x):
+        return 0.5 * np.sum(x * x, axis=1), x
+
+    run = run_sampler(potential_and_gradient, start, lambda x: x, chains=chains, warmup=30, draws=6, rng=rng,
+                      backend=be, chain_bytes=(16, 0), what="test", **options)
+    return run, asked
+
+
+def test_many_chains_start_in_superchains_and_adapt_by_chees():
+    """64 chains: the starts of chains 0, 8, …, 56, each shared by its block of 8 chains, one step size for all (ChEES); the superchains reach
+    the summary. 8 chains: each from its own start, a step size each (dual averaging), no superchains."""
+    run, asked = _gaussian_run(64)
+    assert asked == [64] and run.superchains == 8
+    assert np.all(run.step_size == run.step_size[0])
+    from attnverify.numerics.diagnostics import summarize
+
+    assert summarize(run.draws, superchains=run.superchains).superchains == 8
+    few, asked = _gaussian_run(8)
+    assert asked == [8] and few.superchains is None and len(set(few.step_size)) > 1
+    independent, asked = _gaussian_run(64, superchains=None, adapt="dual_averaging")
+    assert asked == [64] and independent.superchains is None and len(set(independent.step_size)) > 1
+
+
+def test_sampled_order_parameters_of_many_chains_are_judged_by_nested_rhat():
+    from attnverify.saddle.network import sample_order_parameters
+
+    rng = np.random.default_rng(2)
+    X, y = rng.normal(size=(6, 3)), rng.normal(size=6)
+    sampled = sample_order_parameters(one_hidden_layer(2, 3), X, y, temperature=0.5, chains=64, warmup=40, draws=8)
+    assert all(summary.superchains == 8 for summary in sampled.summaries.values())

@@ -214,6 +214,18 @@ MANY_CHAINS = 64
 (:func:`nested_rhat`): with fewer, each chain is long enough for the split-R̂ gate above."""
 
 
+def superchains_for(chains: int) -> int | None:
+    """K, the superchains the samplers start ``chains`` chains in: None below :data:`MANY_CHAINS` (each chain starts on
+    its own and the split-R̂ gate judges them), else the largest divisor K ≤ √chains (1,024 chains: 32 × 32), so that
+    M = chains/K ≥ K; None if that K is below 8. K − 1 is the degrees of freedom of the MCSE and of the nested R̂
+    limit's numerator; M ≥ K keeps the within-superchain spread that the limit divides by as well measured."""
+    chains = arguments.integer("chains", chains, 1)
+    if chains < MANY_CHAINS:
+        return None
+    K = max(k for k in range(1, math.isqrt(chains) + 1) if chains % k == 0)
+    return K if K >= 8 else None
+
+
 def superchain_size(chains: int, superchains: int) -> int:
     """M, the chains of each of ``superchains`` superchains (K ≥ 2 contiguous blocks: chain c is in block c // M)."""
     superchains = arguments.integer("superchains", superchains, 2)

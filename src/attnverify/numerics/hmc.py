@@ -103,6 +103,11 @@ class TrajectoryLengthAdaptation:
         (so log T moves by about ``rate`` an iteration), T kept within [``shortest``, ``longest``]."""
         xp = array_module(gradient)
         m = self.iteration + 1
+        # a far chain's term can be enormous (|θ|⁴ in a funnel): clipped at 10 running RMS, so that one outlier
+        # neither overflows the second moment nor freezes the length for the many iterations it takes to decay
+        rms = xp.sqrt(self.second_moment / (1 - decay ** max(self.iteration, 1)))
+        bound = xp.where(self.second_moment > 0, 10 * rms, 1e150)
+        gradient = xp.clip(xp.where(xp.isfinite(gradient), gradient, 0.0), -bound, bound)
         second_moment = decay * self.second_moment + (1 - decay) * gradient * gradient
         scale = xp.sqrt(second_moment / (1 - decay**m)) + 1e-12
         log_length = self.log_length + rate * gradient / scale
@@ -119,8 +124,8 @@ def chees_gradient(x, proposal, velocity, acceptance, fraction: float):
 
     With θ̃ the chains' positions about their mean, d/dT (‖θ̃'‖² − ‖θ̃‖²)²/4 = (‖θ̃'‖² − ‖θ̃‖²)·θ̃'·dθ'/dT and
     dθ'/dT = h·M⁻¹p' (Hoffman et al. 2021, eq. 6; the proposal θ' moves with the end of the trajectory). Each chain's
-    term is weighted by its acceptance probability a_i, Σ a_i g_i/Σ a_i (their eq. 7); chains whose proposal is not
-    finite (a diverging trajectory) weigh nothing and are left out of the proposals' mean. Returns (1,)."""
+    term is weighted by its acceptance probability a_i, Σ a_i g_i/Σ a_i (their eq. 7); chains whose proposal or term
+    is not finite (a diverging trajectory) weigh nothing and are left out of the proposals' mean. Returns (1,)."""
     xp = array_module(x)
     finite = xp.isfinite(xp.sum(proposal, axis=1)) & xp.isfinite(xp.sum(velocity, axis=1))
     kept = finite[:, None]
@@ -129,8 +134,9 @@ def chees_gradient(x, proposal, velocity, acceptance, fraction: float):
     centred_proposal = proposal - xp.sum(proposal, axis=0) / xp.maximum(xp.sum(finite), 1)
     change = xp.sum(centred_proposal * centred_proposal, axis=1) - xp.sum(centred * centred, axis=1)
     terms = fraction * change * xp.sum(centred_proposal * xp.where(kept, velocity, 0.0), axis=1)
+    finite = finite & xp.isfinite(terms)  # a finite but far proposal can overflow its term
     weights = xp.where(finite, acceptance, 0.0)
-    return (xp.sum(weights * terms) / xp.maximum(xp.sum(weights), 1e-300)).reshape(1)
+    return (xp.sum(weights * xp.where(finite, terms, 0.0)) / xp.maximum(xp.sum(weights), 1e-300)).reshape(1)
 
 
 @dataclass(frozen=True)

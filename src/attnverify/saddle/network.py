@@ -306,5 +306,5 @@ def sample_order_parameters(network: Network, X, y, *, temperature: float, chain
                       what=f"weights ({posterior.size} each), features (P = {P} inputs, M = {M} units) and P × P "
                            "kernels")
     draws = {name: np.moveaxis(values, (-2, -1), (0, 1)) for name, values in run.draws.items()}  # (C, draws, …)
-    summaries = {name: summarize(values) for name, values in run.draws.items()}
+    summaries = {name: summarize(values, superchains=run.superchains) for name, values in run.draws.items()}
     return SampledOrderParameters(summaries, float(np.mean(run.acceptance)), int(np.sum(run.divergences)), draws)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..base import arguments
 from ..numerics import hmc
+from ..numerics.diagnostics import MANY_CHAINS, superchain_size, superchains_for
 
 
 def refuse_chains_that_cannot_fit(chains: int, weights: int, data: int, what: str, *, backend=None) -> None:
@@ -52,7 +53,9 @@ def _stacked(records: list):
 class SampledChains:
     """What :func:`run_sampler` kept: ``draws``, the records stacked as (*shape, chains, draws) in the structure
     ``record`` returns; acceptance probabilities and divergences (chains, draws); the frozen step sizes (chains,)
-    and leapfrog steps; the gradient evaluations and the seconds the run took."""
+    and leapfrog steps; the gradient evaluations and the seconds the run took; the superchains the chains were
+    started in (chain c in c // (chains/superchains); None: each chain started on its own), for
+    :func:`~attnverify.numerics.diagnostics.summarize`."""
 
     draws: Any
     acceptance: np.ndarray
@@ -61,24 +64,39 @@ class SampledChains:
     steps: int
     gradient_evaluations: int
     seconds: float
+    superchains: int | None = None
 
 
 def run_sampler(potential_and_gradient: Callable, start: Callable[[int], Any], record: Callable[[Any], Any], *,
                 chains: int, warmup: int, draws: int, rng, backend, chain_bytes: tuple[int, int], what: str,
                 after_transition: Callable | None = None, progress: Callable[[str], None] | None = None,
-                **kernel_options) -> SampledChains:
+                superchains: int | str | None = "auto", **kernel_options) -> SampledChains:
     """Run ``chains`` chains from ``start(chains)`` (C, d) with :func:`~attnverify.numerics.hmc.run_chains`, keeping
     ``record(x)`` after each of ``draws`` transitions past ``warmup``. Before anything is drawn, one chain's
     ``chain_bytes`` = (weights, data) (``what`` they hold, for the message) and ``chains`` of them are refused if
     they cannot fit (:func:`refuse_chains_that_cannot_fit`); then the kept records (bytes of ``record`` at the start)
     and the warm-up's mass windows (:func:`~attnverify.numerics.hmc.refuse_what_cannot_fit`). Arguments are
-    trusted: the public samplers check them."""
+    trusted: the public samplers check them.
+
+    Many chains (≥ :data:`~attnverify.numerics.diagnostics.MANY_CHAINS`) are run as Margossian et al. (2024) prescribe
+    for nested R̂: ``superchains`` = K ("auto": :func:`~attnverify.numerics.diagnostics.superchains_for`; None: every
+    chain from its own start) gives each block of M = chains/K chains the start ``start(chains)`` gives its first
+    chain (so a start that depends on the chain, e.g. on its own data set, stays valid), and the chains part by their
+    own random numbers; and warm-up adapts by ChEES across the chains (``adapt="chees"``) unless
+    ``adapt`` is given. Fewer chains run as before, each from its own start, with dual averaging."""
     begun = time.perf_counter()
     refuse_chains_that_cannot_fit(chains, *chain_bytes, what, backend=backend)
+    if superchains == "auto":
+        superchains = superchains_for(chains)
     x = start(chains)
+    if superchains is not None:  # the first chain's start of each block, for all its chains
+        size = superchain_size(chains, superchains)
+        x = backend.xp.repeat(x[::size], size, axis=0)
+    if chains >= MANY_CHAINS:
+        kernel_options.setdefault("adapt", "chees")
     hmc.refuse_what_cannot_fit(chains, int(x.shape[1]), warmup=warmup, draws=draws, record_bytes=_nbytes(record(x)),
                                mass_matrix=kernel_options.get("mass_matrix", "identity"), backend=backend)
     run = hmc.run_chains(potential_and_gradient, x, rng=rng, warmup=warmup, draws=draws, backend=backend,
                          record=record, after_transition=after_transition, progress=progress, **kernel_options)
     return SampledChains(_stacked(run.records), run.acceptance, run.divergences, run.step_size, run.steps,
-                         run.gradient_evaluations, time.perf_counter() - begun)
+                         run.gradient_evaluations, time.perf_counter() - begun, superchains)
