@@ -260,3 +260,16 @@ def test_chain_group_seeds_come_from_the_seed_and_the_group_alone():
         chain_group_seed(0, -1)
     with pytest.raises(ValueError, match="seed must be an integer"):
         chain_group_seed(-1, 0)
+
+
+def test_many_chains_are_judged_by_nested_rhat_and_pool_as_superchains():
+    """64 chains start in 8 superchains of 8 (saddle.sampling.run_sampler); two such groups pool into 16 superchains
+    of 8, and the summaries are nested-R̂ summaries; a group of 8 chains has none, nor its pool with a 64-chain one."""
+    post, X, y, X_test, T = tiny_problem()
+    many = SamplerSettings(chains=64, warmup=30, draws=8)
+    groups = [sample_posterior(post, seed=chain_group_seed(1, g), settings=many) for g in range(2)]
+    assert groups[0].superchains == 8
+    samples = pooled(groups)
+    assert samples.superchains == 16 and samples.order_parameter_summary().superchains == 16
+    few = sample_posterior(post, seed=2, settings=SamplerSettings(chains=8, warmup=30, draws=8))
+    assert few.superchains is None and pooled([groups[0], few]).superchains is None

@@ -77,6 +77,7 @@ class PosteriorSamples:
     seconds: float
     gradient_evaluations: int
     method: str = "collapsed"
+    superchains: int | None = None  # the chains' superchains (saddle.sampling.run_sampler), for nested R̂
     _summaries: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -88,7 +89,7 @@ class PosteriorSamples:
         """Posterior mean of U_level with MCSE, R-hat and ESS per entry (level L+1 is U_a)."""
         level = arguments.integer("level", level, 1, len(self.order_parameters))
         if level not in self._summaries:  # rank-normalised R-hat and ESS cost seconds: once per level
-            self._summaries[level] = summarize(self.order_parameters[level - 1])
+            self._summaries[level] = summarize(self.order_parameters[level - 1], self.superchains)
         return self._summaries[level]
 
     def predictor_summary(self) -> ChainSummary:
@@ -96,7 +97,7 @@ class PosteriorSamples:
         if self.test_outputs is None:
             raise ValueError("no test features were given to the sampler")
         if "predictor" not in self._summaries:
-            self._summaries["predictor"] = summarize(self.test_outputs)
+            self._summaries["predictor"] = summarize(self.test_outputs, self.superchains)
         return self._summaries["predictor"]
 
     def accuracy(self, y_test, *, replicates: int = 2000, seed: int = 0) -> Estimate:
@@ -189,6 +190,10 @@ def pooled(groups: Sequence[PosteriorSamples]) -> PosteriorSamples:
         seconds=sum(g.seconds for g in groups),
         gradient_evaluations=sum(g.gradient_evaluations for g in groups),
         method=first.method,
+        # blocks of equal size stay blocks side by side; groups started otherwise are judged chain by chain
+        superchains=(sum(g.superchains for g in groups)
+                     if all(g.superchains for g in groups)
+                     and len({g.settings.chains // g.superchains for g in groups}) == 1 else None),
     )
 
 
@@ -315,4 +320,5 @@ def sample_posterior(posterior: NetworkPosterior, *, seed: int, settings: Sample
         seconds=run.seconds,
         gradient_evaluations=run.gradient_evaluations,
         method=method,
+        superchains=run.superchains,
     )
