@@ -493,7 +493,8 @@ class ChainSummary:
         allows (X read back from R̂ by the formula of :func:`rhat_limit`; about 1 under convergence), so the chains
         mix as if their ESS were ESS/X; reaching 400 at that rate takes draws × 400·X/ESS, and at least twice the
         draws (a mixing time comparable to the chain length is why the chains still disagree). An estimate for the
-        next run's size, not a promise: the next run is gated afresh.
+        next run's size, not a promise: the next run is gated afresh. With superchains, a nested R̂ beyond its limit
+        asks for twice the draws (the chains still remember their starts; a longer warm-up serves as well).
         """
         draws = _known(self.draws)
         if draws is None:
