@@ -351,11 +351,11 @@ def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool
             notes.append(f"{name}: sampled {np.round(summary.mean, 4).tolist()} ± {np.round(summary.mcse, 4).tolist()}, "
                          f"theory {np.round(U, 4).tolist()}, budget {np.round(budget, 4).tolist()}")
         conditions["the sampler converged (R-hat, ESS)"] = converged
-        return Evidence(holds=all(conditions.values()), theory=1.0, observed=worst, tolerance=1.0, relation="custom",
-                        conditions=conditions,
+        return Evidence(holds=all(conditions.values()), relation="custom", conditions=conditions,
                         inconclusive="" if converged else "the sampler has not converged: its Monte Carlo errors do "
                                                           "not count, for the theory or against it; draw more",
-                        note=f"{_widths_note(s.declaration, action_values)}: " + "; ".join(notes) + f"; max gap/allowed {worst:.2f}",
+                        note=f"max gap/allowed {worst:.3g} at {_widths_note(s.declaration, action_values)}: "
+                             + "; ".join(notes),
                         figures={"width": width, "worst": worst, "acceptance": sampled.acceptance,
                                  "divergences": sampled.divergences})
     return check
@@ -435,7 +435,8 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
     alone = len(width_names) == 1
     held = ", ".join(f"{n} = {int(float(v))}" for n, v in others.items())
     limit = (f"from the GP limit (1/{width_name} = 0)" if alone else
-             f"with {held} held fixed (1/{width_name} → 0 is not the GP limit while they stay finite)")
+             f"with {held} held fixed (1/{width_name} → 0 is not the GP limit while "
+             f"{'it stays' if len(others) == 1 else 'they stay'} finite)")
 
     def scalar(value) -> float:
         value = np.asarray(value, dtype=float)
