@@ -4,7 +4,7 @@ Each sequence draws its own value map A, so only the conditional-mean structure 
 f_W(q; K, V) = Σ_ℓ softmax_ℓ(qᵀWk_ℓ) v_ℓ → E[v | k = q, A] = Aq as L → ∞ when W = W* = Σ⁻¹.
 Two objectives: ``supervised`` (one labelled query per sequence) and ``masked`` (the last M tokens
 are predicted in turn from the L unmasked ones). Shapes: queries (N, M, d) (M = 1 when supervised),
-keys (N, L, d), values (N, L, d_v), targets (N, M, d_v). Host float64 numpy throughout.
+keys (N, L, d), values (N, L, d_v), targets (N, M, d_v), float64 on the chosen backend; the optimiser on the host.
 """
 
 from __future__ import annotations
