@@ -66,11 +66,11 @@ def _per_step(cupy, monkeypatch, posterior, chains: int) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("network", [_attention, _one_hidden_layer])
-def test_a_leapfrog_step_makes_as_many_arrays_for_512_chains_as_for_64(cupy, monkeypatch, network):
-    """P = 65 > 64, where the triangular solves could go chain by chain."""
+def test_a_leapfrog_step_makes_as_many_arrays_for_2048_chains_as_for_64(cupy, monkeypatch, network):
+    """P = 65 > 64, where the triangular solves could go chain by chain; 64, 512 and 2,048 chains."""
     for posterior in network(65):
-        few, many = (_per_step(cupy, monkeypatch, posterior, chains) for chains in (64, 512))
-        assert few == many, (few, many)
+        few, many, most = (_per_step(cupy, monkeypatch, posterior, chains) for chains in (64, 512, 2048))
+        assert few == many == most, (few, many, most)
         assert few[1] <= ALLOCATIONS_PER_STEP, few
 
 
