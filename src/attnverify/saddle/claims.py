@@ -187,7 +187,8 @@ def symmetric(s: SaddleSetting, data_map: Callable, order_map: Callable) -> Call
 
 
 SAMPLING = {"quick": dict(chains=8, warmup=300, draws=500), "thorough": dict(chains=8, warmup=600, draws=2000)}
-"""The sampler's size per profile: chains, warm-up and kept draws per chain."""
+"""The sampler's size per profile on the host: chains, warm-up and kept draws per chain (a device backend runs many
+short chains instead, :func:`attnverify.saddle.sampling.sampler_size`)."""
 
 
 TEST_KEYS = ("test_inputs", "y_test")
@@ -324,6 +325,7 @@ def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool
     within z MCSE + the O(1/N) budget of :func:`_finite_width_budget`, as the built-in attention-path claim has it.
     Unconverged chains (R-hat/ESS gate, over every quantity recorded) make the example inconclusive."""
     from .network import GENERALISATION_ERROR
+    from .sampling import sampler_size
 
     def check(p, ctx) -> Evidence:
         action_values, temperature, data, width, made = _drawn_network(s, network, p, ctx.rng)
@@ -334,7 +336,7 @@ def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool
         theory = theory_at(s, action_values, temperature, data, ctx.backend)
         shifted = theory_at(s, _shifted(s.declaration, action_values, D + 1), temperature, data, ctx.backend)
         sampled = _sample(s, made, data, temperature, int(ctx.rng.integers(2**31)), ctx.backend,
-                          ctx.choose(**SAMPLING), test_error)
+                          sampler_size(ctx.backend, **ctx.choose(**SAMPLING)), test_error)
         conditions, worst, notes = {}, 0.0, []
         converged = all(summary.converged for summary in sampled.summaries.values())
         for name, summary in sampled.summaries.items():

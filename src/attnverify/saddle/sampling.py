@@ -6,6 +6,8 @@ stacked as (…, chains, draws) for the diagnostics (:func:`attnverify.numerics.
 
 from __future__ import annotations
 
+import math
+import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -15,6 +17,48 @@ import numpy as np
 from ..base import arguments
 from ..numerics import hmc
 from ..numerics.diagnostics import MANY_CHAINS, superchain_size, superchains_for
+
+
+DEVICE_CHAINS = 1024
+"""Chains on a device backend (:func:`sampler_size`): a leapfrog step of a batch of chains costs a GPU about what one
+chain costs (a fixed number of launches whatever the batch, ``tests/saddle/test_network_device.py``), so there the
+draws come from many chains rather than long ones: 32 superchains × 32 (:func:`superchains_for`)."""
+
+DEVICE_CHAINS_VARIABLE = "ATTNVERIFY_DEVICE_CHAINS"
+"""The environment variable that replaces :data:`DEVICE_CHAINS` (a whole number ≥ :data:`MANY_CHAINS`, so that the
+many-chain path runs: superchains, ChEES, nested R̂). ``make test-standin`` sets it: the stand-in runs the device
+sizes on the CPU, where the cost grows with the chains."""
+
+SHORT_CHAIN_DRAWS = 25
+"""The fewest kept draws per chain on a device backend (:func:`sampler_size`)."""
+
+
+def device_chains() -> int:
+    """The chains of a device backend: ``$ATTNVERIFY_DEVICE_CHAINS`` if set, else :data:`DEVICE_CHAINS`."""
+    value = os.environ.get(DEVICE_CHAINS_VARIABLE)
+    if value is None or value == "":
+        return DEVICE_CHAINS
+    try:
+        chains = int(value)
+    except ValueError:
+        chains = None
+    if chains is None or chains < MANY_CHAINS:
+        raise ValueError(f"{DEVICE_CHAINS_VARIABLE} must be a whole number ≥ {MANY_CHAINS} (the many-chain path), "
+                         f"got {value!r}")
+    return chains
+
+
+def sampler_size(backend, *, chains: int, warmup: int, draws: int) -> dict:
+    """The sampler's size on ``backend`` (a Backend, its name, or None for numpy) from its size on the host: on numpy
+    ``chains``, ``warmup`` and ``draws`` (kept per chain) as given; on a device backend many short chains,
+    :func:`device_chains` of them, the same ``warmup`` (a chain forgets its start in as many transitions however
+    many chains run beside it) and max(:data:`SHORT_CHAIN_DRAWS`, ⌈chains·draws/device chains⌉) draws each, so that
+    at least as many draws are kept in all. Returns ``dict(chains=…, warmup=…, draws=…)``."""
+    name = backend if isinstance(backend, str) or backend is None else backend.name
+    if name in (None, "numpy"):
+        return dict(chains=chains, warmup=warmup, draws=draws)
+    many = device_chains()
+    return dict(chains=many, warmup=warmup, draws=max(SHORT_CHAIN_DRAWS, math.ceil(chains * draws / many)))
 
 
 def refuse_chains_that_cannot_fit(chains: int, weights: int, data: int, what: str, *, backend=None) -> None:

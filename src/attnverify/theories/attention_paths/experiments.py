@@ -24,6 +24,7 @@ from ...base.backend import get_backend
 from ...execution import tasks
 from ...execution.tasks import integer_seed
 from ...execution.store import Planned, Store, planned
+from ...saddle.sampling import sampler_size
 
 TEMPERATURE = 0.01
 """Bayesian temperature T of the Markov task (spec §4.1)."""
@@ -59,7 +60,8 @@ SAMPLED_WIDTHS = {"quick": (10, 30), "thorough": (10, 30, 100)}
 
 SAMPLER_CHAINS = 8
 SAMPLER_STEPS = {"quick": (150, 400), "thorough": (400, 1000)}
-"""(warm-up, kept draws) per chain; 8 chains (at 4, 2 of 20 run seeds missed the R-hat < 1.01 gate)."""
+"""(warm-up, kept draws) per chain of the host's 8 chains (at 4, 2 of 20 run seeds missed the R-hat < 1.01 gate); a
+device backend runs many short chains instead (:func:`sampler_settings`)."""
 
 
 @dataclass(frozen=True)
@@ -98,12 +100,13 @@ def four_path_markov_data(*, seed: int, backend: str = "numpy") -> MarkovData:
         "than the paper's")
 
 
-def sampler_settings(profile: str):
-    """The sampler's settings for ``profile`` ("quick" or "thorough")."""
+def sampler_settings(profile: str, backend: str = "numpy"):
+    """The sampler's settings for ``profile`` ("quick" or "thorough") on ``backend``: :data:`SAMPLER_CHAINS` ×
+    :data:`SAMPLER_STEPS` on numpy, many short chains on a device (:func:`attnverify.saddle.sampling.sampler_size`)."""
     from .sampling import SamplerSettings
 
     warmup, draws = SAMPLER_STEPS[one_of("profile", profile, tuple(SAMPLER_STEPS))]
-    return SamplerSettings(chains=SAMPLER_CHAINS, warmup=warmup, draws=draws)
+    return SamplerSettings(**sampler_size(backend, chains=SAMPLER_CHAINS, warmup=warmup, draws=draws))
 
 
 def two_path_markov_data(*, seed: int, backend: str = "numpy") -> MarkovData:
@@ -192,7 +195,7 @@ def sampled_markov_network(*, profile: str, seed: int, width: int, backend: str 
     """Networks sampled from the posterior of the 4-path network on :func:`four_path_markov_data` (``seed``)
     at T = 0.01 and width N = ``width`` (chain seed ``seed + N``), with the theory at the same width
     (``experiments.sampled_point``), on ``backend``."""
-    settings = sampler_settings(profile)
+    settings = sampler_settings(profile, backend)
     data = four_path_markov_data(seed=seed, backend=backend)
     tasks.progress(f"attention_paths: sampling networks at N = {width}")
     return experiments.sampled_point(data.X, data.y, data.X_test, data.y_test, heads=FOUR_PATH_HEADS,

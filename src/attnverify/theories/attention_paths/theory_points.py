@@ -163,9 +163,12 @@ def sampled_point(X, y, X_test, y_test, *, heads: Sequence[int], width: int, tem
     shifted = solve_paths(dict(X=X, y=y), heads=heads, width=wishart_shifted_widths(heads, width),
                           temperature=temperature, backend=backend)
     theory_shifted = evaluate(shifted.matrix("U1"), X, y, X_test, y_test, temperature, width, backend=backend)
-    # U: R-hat within the limit for the maximum over its entries (false alarm ≤ 10⁻³) and ESS ≥ 400 each. The
-    # predictor has one R-hat per test point (1000 here), gated the same way for the maximum over its points
-    # (ChainSummary.rhat_converged); its ESS is not gated, as its MCSE enters only through the accuracy's.
+    # Each summary's own gate (ChainSummary.converged): R-hat within its limit for the maximum over U's entries (false
+    # alarm ≤ 10⁻³; nested R-hat over the superchains where many short chains ran) and bulk and tail ESS ≥ 400 each.
+    # The predictor has one R-hat per test point (1000 here), gated the same way for the maximum over its points
+    # (ChainSummary.rhat_converged); its ESS is not gated, as its MCSE enters only through the accuracy's. The
+    # MCSE and its z (Bonferroni over the entries) are the summary's: with superchains, the superchain means'
+    # standard error and Student's t with K − 1 degrees of freedom (ChainSummary.mcse_z).
     converged = U.converged and predictor.rhat_converged()
     # The accuracy counts signs: a test point whose theory margin lies inside the sampler's z·MCSE (or inside the
     # predictor's O(1/N) move) can take either sign in the samples without contradicting the theory.
