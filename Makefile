@@ -29,8 +29,10 @@ test: $(STAMP)
 # The GPU path without a GPU: the gpu-marked tests (every finding of the strict cupy stand-in, every boundary entry
 # point with backend="cupy", both samplers, and `check --backend cupy --profile quick` claim by claim) on the
 # stand-in of tests/cupy_standin, which is never installed. A real GPU stays the final word: `pytest -m gpu` there.
+# The stand-in computes on the CPU, so its sampled networks run the device's many-chain path at the fewest chains
+# (ATTNVERIFY_DEVICE_CHAINS, attnverify.saddle.sampling.sampler_size) instead of a GPU's 1,024.
 test-standin: $(STAMP)
-	ATTNVERIFY_CUPY_STANDIN=1 $(BIN)/python -m pytest -q -m gpu -n auto --dist load
+	ATTNVERIFY_CUPY_STANDIN=1 ATTNVERIFY_DEVICE_CHAINS=64 $(BIN)/python -m pytest -q -m gpu -n auto --dist load
 
 test-thorough: $(STAMP)
 	$(BIN)/python -m pytest -q $(XDIST)
