@@ -16,7 +16,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..base import arguments, blas
-from ..base.backend import on_device
+from ..base.backend import for_size, get_backend, on_device, to_numpy
 from ..numerics import trust_region
 from ..numerics.kernel_energy import energy_for
 from .action import NumericAction
@@ -63,18 +63,24 @@ class Solution:
 
 def data_energy(data: Mapping[str, Any], temperature: float, *, space: str = "auto", backend=None):
     """E = ln det(K + T·I) + Yᵀ(K + T·I)⁻¹Y for ``data``: ``C`` (kernels, (𝓗, 𝓗, P, P), or (P, P) for a scalar
-    kernel order parameter) or ``X`` (features, (P, N0, 𝓗), or (P, N0)), and the labels ``y``."""
+    kernel order parameter) or ``X`` (features, (P, N0, 𝓗), or (P, N0)), and the labels ``y``. On ``backend``
+    where its arrays are large enough to pay for the launches (:func:`~attnverify.base.backend.for_size` of the
+    larger of the data and the P × P kernel), else on the host, the data moved there once."""
     if not isinstance(data, Mapping) or "y" not in data or ("C" in data) == ("X" in data):
         raise ValueError("data must be a dict with the labels y and either the kernels C or the features X")
-    if "C" in data:
-        C = data["C"] if on_device(data["C"]) else np.asarray(data["C"], dtype=float)
-        if C.ndim == 2:
-            C = C[None, None]
-        return energy_for(C=C, y=data["y"], temperature=temperature, backend=backend)
-    X = data["X"]
-    if getattr(X, "ndim", None) == 2:
-        X = X[:, :, None]
-    return energy_for(X=X, y=data["y"], temperature=temperature, space=space, backend=backend)
+    key = "C" if "C" in data else "X"
+    inputs = data[key] if on_device(data[key]) else np.asarray(data[key], dtype=float)
+    P = int(inputs.shape[-1] if key == "C" else inputs.shape[0]) if inputs.ndim else 0
+    asked = get_backend(backend)
+    backend = for_size(asked, max(int(inputs.size), P * P))
+    y = data["y"]
+    if backend is not asked:  # small work asked of the device: moved to the host once (numpy asked: refused there)
+        inputs, y = to_numpy(inputs), to_numpy(y)
+    if key == "C":
+        C = inputs[None, None] if inputs.ndim == 2 else inputs
+        return energy_for(C=C, y=y, temperature=temperature, backend=backend)
+    X = inputs[:, :, None] if inputs.ndim == 2 else inputs
+    return energy_for(X=X, y=y, temperature=temperature, space=space, backend=backend)
 
 
 def _minimise(action: NumericAction, theta: np.ndarray, tolerance: float, max_iterations: int):
