@@ -194,7 +194,8 @@ def markov_alignment(*, profile: str, seed: int, backend: str = "numpy", store: 
 def sampled_markov_network(*, profile: str, seed: int, width: int, backend: str = "numpy") -> SampledPoint:
     """Networks sampled from the posterior of the 4-path network on :func:`four_path_markov_data` (``seed``)
     at T = 0.01 and width N = ``width`` (chain seed ``seed + N``), with the theory at the same width
-    (``experiments.sampled_point``), on ``backend``."""
+    (``experiments.sampled_point``), on ``backend``, at :func:`sampler_settings` for that backend (many short chains
+    on a device)."""
     settings = sampler_settings(profile, backend)
     data = four_path_markov_data(seed=seed, backend=backend)
     tasks.progress(f"attention_paths: sampling networks at N = {width}")
