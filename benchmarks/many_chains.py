@@ -10,12 +10,12 @@
 
     python benchmarks/many_chains.py [--chains 1024] [--repeats 3] [--replicates 2000]
 
-Measured (2026-11-27, this repository's 2-core VM shared with other jobs, numpy, ``--replicates 4000``): dual
-averaging 0.93–0.98 s a run, 4 leapfrog steps, min ESS of x 20,300–22,000 (20,800–23,600/s), of x² 2,800–3,000
-(3,000–3,060/s); ChEES 1.04–1.17 s, at most 7 steps (T = 3.6 against the criterion's optimum 3.85), min ESS of x
-34,300–36,300 (30,500–33,300/s), of x² 34,400–35,300 (30,200–33,100/s): 1.3–1.6× the ESS/s of the means and ~10× that
-of the second moments. Nested gate on 16 × 8 × 10 i.i.d. draws: false alarms 0.0517 at α = 0.05 and 0.0103 at
-α = 0.01 (4,000 replicates, standard errors 0.0035 and 0.0016).
+Measured (2026-11-27, this repository's 2-core VM otherwise idle, numpy, ``--repeats 3``; ChEES's step size
+dual-averaged on the harmonic mean of the chains' acceptance): dual averaging 0.54–0.62 s a run, 4 leapfrog steps,
+min ESS of x 20,300–22,000 (35,500–40,500/s), of x² 2,800–3,000 (4,500–5,500/s); ChEES 0.67–0.76 s, at most 8 steps,
+min ESS of x 38,400–40,200 (50,200–57,400/s), of x² 37,200–38,100 (49,900–55,200/s): 1.4–1.5× the ESS/s of the means
+and ~10× that of the second moments. Nested gate on 16 × 8 × 10 i.i.d. draws: false alarms 0.0517 at α = 0.05 and
+0.0103 at α = 0.01 (4,000 replicates, standard errors 0.0035 and 0.0016; 0.0475 and 0.0075 at 400 replicates).
 """
 
 from __future__ import annotations
