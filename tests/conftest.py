@@ -37,6 +37,32 @@ else:
         _hypothesis_core.global_force_seed = hypothesis_seed()
 
 
+@pytest.fixture
+def cupy():
+    """The strict stand-in's cupy, whose device arrays it counts (``cupy.created()``); skips on a real cupy."""
+    import cupy
+
+    if not hasattr(cupy, "created"):
+        pytest.skip("counts need the stand-in's cupy.created()")
+    return cupy
+
+
+@pytest.fixture
+def host_synchronisations(cupy, monkeypatch):
+    """``[n]``: how often a device value has reached the host since the fixture began, every way it can (get,
+    float, int, bool, item), counted on the stand-in's arrays."""
+    count = [0]
+    for name in ("get", "__float__", "__int__", "__bool__", "item"):
+        original = getattr(cupy.ndarray, name)
+
+        def counted(self, *args, _original=original, **kwargs):
+            count[0] += 1
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(cupy.ndarray, name, counted)
+    return count
+
+
 def pytest_report_header(config):
     seed = hypothesis_seed()
     return (f"attnverify: {VARIABLE}={seed_offset()} (replay a failure with the same value; 0 = the seeds written in "

@@ -277,22 +277,12 @@ def test_chees_freezes_its_step_and_length_and_refuses_unknown_adaptations():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not cupy_works(), reason="no working cupy (GPU or stand-in)")
-def test_chees_synchronises_once_an_iteration_on_the_device(monkeypatch):
+def test_chees_synchronises_once_an_iteration_on_the_device(cupy, host_synchronisations):
     """On the cupy stand-in, every device value reaching the host counted: a ChEES sampling iteration synchronises once
     (its record), a warm-up iteration once (T/ε, which sets its leapfrog steps)."""
-    import cupy
-
     from attnverify.numerics.hmc import run_chains
 
-    syncs = [0]
-    for name in ("get", "__float__", "__int__", "__bool__", "item"):
-        original = getattr(cupy.ndarray, name)
-
-        def counted(self, *args, _original=original, **kwargs):
-            syncs[0] += 1
-            return _original(self, *args, **kwargs)
-
-        monkeypatch.setattr(cupy.ndarray, name, counted)
+    syncs = host_synchronisations
     be = get_backend("cupy")
 
     def potential_and_gradient(x):

@@ -16,15 +16,6 @@ ALLOCATIONS_PER_STEP = 50
 """Arrays a leapfrog step may allocate (views aside): the potential's own operations and the step's four."""
 
 
-@pytest.fixture
-def cupy():
-    import cupy
-
-    if not hasattr(cupy, "created"):
-        pytest.skip("counts need the stand-in's cupy.created()")
-    return cupy
-
-
 def _attention(P: int):
     from attnverify.theories.attention_paths.collapsed import collapsed_posterior
     from attnverify.theories.attention_paths.posterior import network_posterior
@@ -74,18 +65,10 @@ def test_a_leapfrog_step_makes_as_many_arrays_for_2048_chains_as_for_64(cupy, mo
         assert few[1] <= ALLOCATIONS_PER_STEP, few
 
 
-def test_a_sampling_iteration_synchronises_with_the_host_once(cupy, monkeypatch):
+def test_a_sampling_iteration_synchronises_with_the_host_once(host_synchronisations):
     """Every way a device value reaches the host (get, float, int, bool, item) is counted: a run with 6 more kept
     draws synchronises 6 more times."""
-    syncs = [0]
-    for name in ("get", "__float__", "__int__", "__bool__", "item"):
-        original = getattr(cupy.ndarray, name)
-
-        def counted(self, *args, _original=original, **kwargs):
-            syncs[0] += 1
-            return _original(self, *args, **kwargs)
-
-        monkeypatch.setattr(cupy.ndarray, name, counted)
+    syncs = host_synchronisations
     from attnverify.base.backend import get_backend
 
     be = get_backend("cupy")

@@ -13,15 +13,6 @@ from attnverify.theories.conditional_mean import learning
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cupy_works(), reason="no working cupy (GPU or stand-in)")]
 
 
-@pytest.fixture
-def cupy():
-    import cupy
-
-    if not hasattr(cupy, "created"):
-        pytest.skip("counts need the stand-in's cupy.created()")
-    return cupy
-
-
 def _task() -> learning.LatentLinearTask:
     return learning.LatentLinearTask(np.array([[1.3, 0.2], [0.2, 0.8]]), 1.0, 0.5)
 

@@ -16,15 +16,6 @@ from attnverify.theories import single_location as sl
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cupy_works(), reason="no working cupy (GPU or stand-in)")]
 
 
-@pytest.fixture
-def cupy():
-    import cupy
-
-    if not hasattr(cupy, "created"):
-        pytest.skip("counts need the stand-in's cupy.created()")
-    return cupy
-
-
 def _unit_rows(rng, runs: int, dim: int) -> np.ndarray:
     x = rng.normal(size=(runs, dim))
     return x / np.linalg.norm(x, axis=1, keepdims=True)
