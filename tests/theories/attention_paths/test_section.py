@@ -16,11 +16,11 @@ from numpy.testing import assert_allclose
 
 from attnverify.derivations.derivation import Derivation
 from attnverify.theories.attention_paths import predictor_statistics
-from attnverify.base.backend import get_backend
 from attnverify.report import Figure, Section, Table
 from attnverify.theories.attention_paths import section as section_module
 from attnverify.execution import Store
 from attnverify.theories.attention_paths.experiments import four_path_markov_data
+from claim_helpers import quick_section
 from seeds import seeded
 
 FILES = ("attention_paths_fig2c.png", "attention_paths_fig2d.png", "attention_paths_fig2e.png",
@@ -31,11 +31,8 @@ SEED = seeded(0)
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    out_dir = tmp_path_factory.mktemp("attention_paths_report")
-    messages: list[str] = []
-    section = section_module.build_section(out_dir, profile="quick", backend=get_backend("numpy"), seed=SEED,
-                                           progress=messages.append, store=STORE)
-    return out_dir, section, messages
+    return quick_section(section_module.build_section, tmp_path_factory.mktemp("attention_paths_report"),
+                         seed=SEED, store=STORE)
 
 
 STORE = Store()

@@ -10,9 +10,9 @@ from attnverify.execution.store import Store
 
 from attnverify.theories.conditional_mean import derivations as theory
 from attnverify.theories.conditional_mean.theory import theory as theory_object
-from attnverify.base.backend import get_backend
 from attnverify.report import Section
 from attnverify.theories.conditional_mean import section as section_module
+from claim_helpers import quick_section
 from seeds import seeded
 
 FILES = ("conditional_mean_rate.png", "conditional_mean_constant.png", "conditional_mean_bandwidth.png",
@@ -27,11 +27,8 @@ STORE = Store()
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    out_dir = tmp_path_factory.mktemp("conditional_mean_report")
-    messages: list[str] = []
-    section = section_module.theory.build_section(out_dir, profile="quick", backend=get_backend("numpy"), seed=SEED, store=STORE,
-                                           progress=messages.append)
-    return out_dir, section, messages
+    return quick_section(section_module.theory.build_section, tmp_path_factory.mktemp("conditional_mean_report"),
+                         seed=SEED, store=STORE)
 
 
 def test_section_is_complete(built):

@@ -15,9 +15,9 @@ from numpy.testing import assert_allclose
 from attnverify.theories.single_location.claims import PGD_CONFIGS
 from attnverify.derivations.derivation import Derivation
 from attnverify.execution.store import Store
-from attnverify.base.backend import get_backend
 from attnverify.report import Figure, Section, Table
 from attnverify.theories.single_location import section as section_module
+from claim_helpers import quick_section
 from seeds import seeded
 
 QUICK_FILES = ("single_location_risk_vs_L.png", "single_location_oracle_excess.png", "single_location_pgd.png")
@@ -31,11 +31,8 @@ STORE = Store()
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    out_dir = tmp_path_factory.mktemp("single_location_report")
-    messages: list[str] = []
-    section = section_module.theory.build_section(out_dir, profile="quick", backend=get_backend("numpy"), seed=SEED, store=STORE,
-                                           progress=messages.append)
-    return out_dir, section, messages
+    return quick_section(section_module.theory.build_section, tmp_path_factory.mktemp("single_location_report"),
+                         seed=SEED, store=STORE)
 
 
 def _figure(section: Section, filename: str) -> Figure:
