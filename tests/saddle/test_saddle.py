@@ -201,7 +201,7 @@ def test_one_width_per_layer_is_scaled_together_and_checked_as_integers_for_netw
     whole number (refused by name otherwise); the Wishart shift moves every layer's width alike; the O(1/N) budget's N
     is the smallest width."""
     from attnverify.saddle import wishart_entropy
-    from attnverify.saddle.claims import _shifted, smallest_width
+    from attnverify.saddle.claims import smallest_width
 
     Q1, Q2 = positive("Q1"), positive("Q2")
     n0, n1, s = sympy.symbols("n0 n1 sigma2", positive=True)
@@ -211,7 +211,7 @@ def test_one_width_per_layer_is_scaled_together_and_checked_as_integers_for_netw
     action.check_integer_widths(dict(n0=20, n1=30.0, sigma2=1.0))
     with pytest.raises(ValueError, match=r"n1 must be a whole number ≥ 1 for a sampled network .*got 30.5"):
         action.check_integer_widths(dict(n0=20, n1=30.5, sigma2=1.0))
-    assert _shifted(action, dict(n0=20, n1=30, sigma2=1.0), 3) == dict(n0=17, n1=27, sigma2=1.0)
+    assert action.with_widths(dict(n0=20, n1=30, sigma2=1.0), lambda n: n - 3) == dict(n0=17, n1=27, sigma2=1.0)
     assert smallest_width(action, dict(n0=40, n1=25, sigma2=1.0)) == 25
     with pytest.raises(TypeError, match="distinct symbols"):
         SaddlePointAction(order_parameters={"Q1": Q1, "Q2": Q2}, kernel="Q1", width=(n0, n0),

@@ -218,12 +218,6 @@ def smallest_width(declaration: SaddlePointAction, action_values: Mapping[str, A
     return int(min(float(action_values[w.name]) for w in declaration.widths))
 
 
-def _shifted(declaration: SaddlePointAction, action_values: dict, by: int) -> dict:
-    """The action's values with every layer's width less ``by`` (N → N − D − 1 shifts each layer's degrees of
-    freedom alike)."""
-    return {**action_values, **{w.name: float(action_values[w.name]) - by for w in declaration.widths}}
-
-
 def theory_at(s: SaddleSetting, action_values: dict, temperature: float, data: Mapping, backend=None) -> dict:
     """The theory's predictions at ``action_values``: the order parameters, and the generalisation error where the
     data has its test inputs and kernels (:func:`_missing_test_data`)."""
@@ -243,6 +237,13 @@ def check_network(s: SaddleSetting, network: Callable) -> None:
     _network_arguments(s, network, dict.fromkeys((*s.declaration.parameter_names, *s.data_parameters)))
 
 
+def _not_a_network_width(value, D: int) -> bool:
+    """Whether ``value`` cannot be a sampled network's layer width: a whole number above D + 1 (the Wishart shift
+    N − D − 1 must leave one); bools and non-numbers cannot."""
+    return isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
+        not np.isfinite(value) or float(value) != int(value) or value <= D + 1
+
+
 def check_width_strategies(s: SaddleSetting, strategies: Mapping[str, Any]) -> None:
     """At registration, for sampled networks: each width's strategy draws whole numbers above D + 1 (the Wishart
     shift), found by a short hypothesis search for a draw that is not (50 draws, shrunk to the simplest): a strategy
@@ -251,18 +252,13 @@ def check_width_strategies(s: SaddleSetting, strategies: Mapping[str, Any]) -> N
     from hypothesis.errors import NoSuchExample
 
     D = s.wishart_size
-
-    def unfit(value) -> bool:
-        return isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
-            not np.isfinite(value) or float(value) != int(value) or value <= D + 1
-
     search = settings(max_examples=50, database=None, phases=[Phase.generate, Phase.shrink], deadline=None,
                       suppress_health_check=list(HealthCheck))
     for w in s.declaration.widths:
         if w.name not in strategies:
             continue  # the missing strategy is refused by name with the others
         try:
-            value = find(strategies[w.name], unfit, settings=search)
+            value = find(strategies[w.name], lambda v: _not_a_network_width(v, D), settings=search)
         except NoSuchExample:
             continue
         raise ValueError(f"the sampled networks need {w.name} a whole number above {D + 1} (a layer's width, the "
@@ -334,7 +330,8 @@ def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool
             raise ValueError(f"every width must exceed {D + 1} (the Wishart shift N − D − 1) for the sampled "
                              f"networks, got {_widths_note(s.declaration, action_values)}")
         theory = theory_at(s, action_values, temperature, data, ctx.backend)
-        shifted = theory_at(s, _shifted(s.declaration, action_values, D + 1), temperature, data, ctx.backend)
+        shifted = theory_at(s, s.declaration.with_widths(action_values, lambda n: n - D - 1), temperature, data,
+                            ctx.backend)
         sampled = _sample(s, made, data, temperature, int(ctx.rng.integers(2**31)), ctx.backend,
                           sampler_size(ctx.backend, **ctx.choose(**SAMPLING)), test_error)
         conditions, worst, notes = {}, 0.0, []
@@ -421,11 +418,11 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
                          f"{', '.join(swept) or 'none'}")
     width_name = swept[0]
     D = s.wishart_size
-    given = [float(w) for w in np.atleast_1d(fixed[width_name])]
+    given = np.atleast_1d(fixed[width_name]).tolist()
     others = {n: fixed[n] for n in width_names if n != width_name}
     bad = [f"{n} = {v!r}" for n, v in [*((width_name, w) for w in given), *others.items()]
-           if isinstance(v, bool) or not np.isfinite(float(v)) or float(v) != int(float(v)) or float(v) <= D + 1]
-    widths = sorted({int(w) for w in given})
+           if _not_a_network_width(v, D)]
+    widths = [] if bad else sorted({int(w) for w in given})
     if bad or len(widths) < 2:
         raise ValueError(f"saddle_point figure=: the sampled networks need whole widths above {D + 1} (the Wishart "
                          f"shift), at least two of {width_name}; got " + (", ".join(bad) if bad else f"{widths}"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import sympy
@@ -226,6 +226,11 @@ class SaddlePointAction:
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}")
             out.append(float(value))
         return tuple(out)
+
+    def with_widths(self, values: Mapping[str, Any], change: Callable[[float], float]) -> dict:
+        """``values`` with every layer's width n replaced by ``change(n)``, the other parameters as they are (all
+        widths scaled alike keep their ratios, and U_GP; all shifted alike move each layer's degrees of freedom)."""
+        return {**values, **{w.name: change(float(values[w.name])) for w in self.widths}}
 
     def check_integer_widths(self, values: Mapping[str, float]) -> None:
         """Refuse, by name, a width that is not a whole number ≥ 1 (a sampled network has integer layers)."""

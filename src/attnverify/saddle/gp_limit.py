@@ -40,11 +40,6 @@ LAST_DECADE = 30
 """No window starts beyond 10^k times the drawn widths, k ≥ this (an entropy that barely grows with the widths)."""
 
 
-def scaled(declaration: SaddlePointAction, action_values: Mapping[str, Any], factor: float) -> dict:
-    """The action's values with every layer's width multiplied by ``factor`` (their ratios, and U_GP, kept)."""
-    return {**action_values, **{w.name: float(action_values[w.name]) * factor for w in declaration.widths}}
-
-
 def expansion_terms(declaration: SaddlePointAction, energy, action_values: Mapping[str, Any],
                     gp_entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(δ₁, δ₂): the first two terms of u(N) − u_GP at the action's values, from the GP point u₀ (∇𝓛(u₀) = 0).
@@ -102,7 +97,8 @@ def choose_window(declaration: SaddlePointAction, energy, action_values: Mapping
     for k in range(FIRST_DECADE, LAST_DECADE + 2):
         factor = 10.0 ** k
         try:
-            first, second = expansion_terms(declaration, energy, scaled(declaration, action_values, factor),
+            first, second = expansion_terms(declaration, energy,
+                                            declaration.with_widths(action_values, lambda n: n * factor),
                                             gp_entries)
             ratio, move = _ratio(first, second), relative_move(declaration, gp_entries, first)
             distance = float(np.max(np.abs(first))) / scale
@@ -149,7 +145,7 @@ def approach_to_gp(declaration: SaddlePointAction, data: Mapping[str, Any], temp
         return out
     distances, errors, widths, start = [], [], [], gp
     for factor in (window["factor"], 10 * window["factor"]):
-        values = declaration.parameter_values(scaled(declaration, action_values, factor))
+        values = declaration.parameter_values(declaration.with_widths(action_values, lambda n: n * factor))
         action = NumericAction(declaration, energy, values)
         # the residual at u_GP is the first-order force ½∇E/N: 10⁻⁴ of it leaves an error ~10⁻⁴ of the distance,
         # for any power of N in the entropy (the solver's S/N is not O(1) where 𝓛 is not O(N))
