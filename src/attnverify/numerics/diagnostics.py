@@ -435,9 +435,7 @@ class ChainSummary:
         :func:`rhat_limit`): ≤ 1 passes the R̂ gate; it reads "the chain means disagree this many times the most
         that converged chains would" (with superchains: the F of :func:`nested_rhat_limit` over its limit). A stored
         summary without the split: (R̂ − 1)/(1.01 − 1)."""
-        if self._nested():
-            return np.maximum(*self._ratios(alpha))
-        if not self._thresholded():
+        if not (self._nested() or self._thresholded()):
             return (np.asarray(self.rhat) - 1) / (RHAT_REFERENCE - 1)
         return np.maximum(*self._ratios(alpha))
 
@@ -445,16 +443,12 @@ class ChainSummary:
         """The R̂ part of the gate alone: every entry within its limits (false alarm ≤ α) and below
         :data:`RHAT_CAP` (with superchains: the nested R̂ within its limits and below the cap; the split R̂ of chains
         this short is not a test). For many quantities whose ESS need not reach 400 each (a predictor's test points)."""
-        if self._nested():
-            (bulk, _), (folded, _) = self._nested_components()
-            bulk_limit, folded_limit = self.rhat_limits(alpha)
-            return bool(np.all(bulk <= bulk_limit) and np.all(folded <= folded_limit)
-                        and np.all(np.asarray(self.rhat) < RHAT_CAP))
-        if not self._thresholded():
+        if not (self._nested() or self._thresholded()):
             return bool(np.all(np.asarray(self.rhat) < RHAT_REFERENCE))
+        bulk, folded = ((self.rhat_nested_bulk, self.rhat_nested_folded) if self._nested()
+                        else (self.rhat_bulk, self.rhat_folded))
         bulk_limit, folded_limit = self.rhat_limits(alpha)
-        return bool(np.all(np.asarray(self.rhat_bulk) <= bulk_limit)
-                    and np.all(np.asarray(self.rhat_folded) <= folded_limit)
+        return bool(np.all(np.asarray(bulk) <= bulk_limit) and np.all(np.asarray(folded) <= folded_limit)
                     and np.all(np.asarray(self.rhat) < RHAT_CAP))
 
     def converged_at(self, alpha: float) -> bool:
