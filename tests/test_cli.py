@@ -178,6 +178,22 @@ def test_verify_runs_the_claims_of_a_user_file(tmp_path, capsys):
     assert cli.main(["verify", str(path), "--only", "mine.double"]) == 0
 
 
+def test_verify_a_theory_with_derivations_and_no_claims_checks_its_steps(tmp_path, capsys):
+    """A first file often holds only a derivation: its steps are the theory's one claim, derivation_steps."""
+    path = tmp_path / "steps_only.py"
+    path.write_text("from sympy import Eq, symbols\nfrom attnverify import Theory\n"
+                    "theory = Theory('stepsonly')\nx, y = symbols('x y', positive=True)\n"
+                    "@theory.derivation\ndef square(step):\n    \"\"\"A square\"\"\"\n"
+                    "    step('Definition', Eq(y, (x + 1)**2), kind='definition')\n"
+                    "    step('Expanded', Eq(y, x**2 + 2*x + 1))\n")
+    assert cli.main(["verify", str(path)]) == 0
+    assert "stepsonly.derivation_steps" in capsys.readouterr().out
+    bare = tmp_path / "bare.py"
+    bare.write_text("from attnverify import Theory\ntheory = Theory('bare')\n")
+    assert cli.main(["verify", str(bare)]) == 2
+    assert "defines no claims" in capsys.readouterr().err
+
+
 def test_verify_usage_errors(tmp_path, capsys):
     empty = tmp_path / "empty.py"
     empty.write_text("x = 1\n")

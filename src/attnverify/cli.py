@@ -190,7 +190,7 @@ def _verify(args: argparse.Namespace) -> int:
     try:  # the file's claims, and its derivation_steps claim when it records derivations
         with catalogue.user_file_errors(args.file):
             claims = catalogue.claims_in_module(module)
-            if claims or hasattr(module, "THEORY"):
+            if claims or hasattr(module, "THEORY") or catalogue.concise_theories(module):
                 claims = from_file(args.file).claim_list()
     except catalogue.UserFileError as error:
         raise UserFileMistake(error, args.debug) from None

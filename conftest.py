@@ -1,0 +1,137 @@
+"""Every code block of the README and the documentation site is a test (sybil).
+
+Per page, in order, in a fresh temporary folder that holds a link ``examples/`` to the repository's examples:
+
+- a ``python`` block runs in the page's one namespace (a block that starts with ``>>>`` is a doctest);
+- a ``python title="name.py"`` block is written to ``name.py`` and run as a script (a file later commands use);
+- a ``console`` block runs each ``$ command`` with bash and compares its standard output with the lines shown
+  after it (doctest's rules: ``...`` matches anything, runs of whitespace are equal); the command must exit 0
+  unless the shown output ends with ``[exit status N]``;
+- ``bash``, ``text``, ``yaml`` blocks are shown, never run, and carry no output.
+
+Any other info string that starts with ``py`` or ``console`` is refused, so that a block meant to run can never
+be silently left out by a typo in its fence.
+"""
+import doctest
+import os
+import re
+import runpy
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from sybil import Region, Sybil
+from sybil.evaluators.python import PythonEvaluator
+from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
+from sybil.parsers.markdown.lexers import FencedCodeBlockLexer
+
+ROOT = Path(__file__).resolve().parent
+BIN = Path(sys.executable).parent
+EXIT_LINE = re.compile(r"^\[exit status (\d+)\]\s*$")
+CHECKER = doctest.OutputChecker()
+OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+COMMAND_SECONDS = 240  # a documented command that takes longer belongs in a ```bash block, not run
+
+
+def _page_folder(namespace):
+    """A fresh working folder per page, with the repository's examples linked in; the page runs inside it."""
+    folder = Path(tempfile.mkdtemp(prefix="attnverify-docs-"))
+    (folder / "examples").symlink_to(ROOT / "examples")
+    namespace["__docs_folder__"] = folder
+    namespace["__docs_previous_cwd__"] = os.getcwd()
+    os.chdir(folder)
+
+
+def _leave_page(namespace):
+    os.chdir(namespace["__docs_previous_cwd__"])
+    shutil.rmtree(namespace["__docs_folder__"], ignore_errors=True)
+
+
+def _write_and_run(example):
+    """A ``python title="name.py"`` block: the file a page's later commands use, run once as a script."""
+    path = Path(example.namespace["__docs_folder__"]) / example.region.lexemes["title"]
+    path.write_text(str(example.parsed))
+    sys.path.insert(0, str(path.parent))
+    try:
+        runpy.run_path(str(path), run_name="__docs_file__")
+    finally:
+        sys.path.remove(str(path.parent))
+
+
+def _commands(source):
+    """``(command, expected output, expected exit status)`` for each ``$ `` line of a console block."""
+    lines = str(source).splitlines()
+    if not lines or not lines[0].startswith("$ "):
+        raise ValueError("a console block must start with a `$ command` line")
+    runs = []
+    for line in lines:
+        if line.startswith("$ "):
+            runs.append([line[2:], []])
+        elif runs[-1][0].endswith("\\") and not runs[-1][1]:
+            runs[-1][0] = runs[-1][0][:-1] + " " + line.strip()
+        else:
+            runs[-1][1].append(line)
+    out = []
+    for command, shown in runs:
+        status = 0
+        if shown and EXIT_LINE.match(shown[-1]):
+            status = int(EXIT_LINE.match(shown[-1]).group(1))
+            shown = shown[:-1]
+        out.append((command, "\n".join(shown).rstrip() + "\n" if shown else "", status))
+    return out
+
+
+def _run_console(example):
+    environment = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", COLUMNS="200")
+    environment.pop("ATTNVERIFY_BACKEND", None)  # the test session's deliberately invalid value is not a user's
+    for command, expected, status in _commands(example.parsed):
+        done = subprocess.run(["bash", "-c", command], cwd=example.namespace["__docs_folder__"], env=environment,
+                              capture_output=True, text=True, timeout=COMMAND_SECONDS)
+        problems = []
+        if done.returncode != status:
+            problems.append(f"exit status {done.returncode}, the page shows {status}")
+        if expected and not CHECKER.check_output(expected, done.stdout, OPTIONS):
+            problems.append("its output differs from the page's:\n"
+                            + CHECKER.output_difference(doctest.Example(command, expected), done.stdout, OPTIONS))
+        if problems:
+            return f"$ {command}\n" + "\n".join(problems) + f"\n--- stderr ---\n{done.stderr[-4000:]}"
+    return None
+
+
+def _refuse(example):
+    raise ValueError(f"code block with info string {example.region.lexemes['arguments']!r}: use ```python, "
+                     "```python title=\"name.py\", ```console (run), or ```bash/```text (shown only)")
+
+
+class CodeBlocks:
+    """Every fenced block whose info string starts with ``py`` or ``console``, dispatched by its info string
+    (plain ``python`` blocks are left to sybil's PythonCodeBlockParser)."""
+
+    def __init__(self):
+        self.lexer = FencedCodeBlockLexer(language=r"\S+[^\n]*", mapping={"language": "arguments",
+                                                                         "source": "source"})
+
+    def __call__(self, document):
+        for region in self.lexer(document):
+            arguments = region.lexemes["arguments"].strip()
+            if arguments == "python" or not (arguments.startswith("py") or arguments.startswith("console")):
+                continue
+            titled = re.fullmatch(r'python\s+title="([\w.-]+\.py)"', arguments)
+            if titled:
+                region.lexemes["title"] = titled.group(1)
+                evaluator = _write_and_run
+            elif arguments == "console":
+                evaluator = _run_console
+            else:
+                evaluator = _refuse
+            yield Region(region.start, region.end, region.lexemes["source"], evaluator, lexemes=region.lexemes)
+
+
+pytest_collect_file = Sybil(
+    parsers=[PythonCodeBlockParser(doctest_optionflags=OPTIONS), CodeBlocks(), SkipParser()],
+    patterns=["README.md", "docs/*.md", "docs/*/*.md"],  # pathlib's match: one folder level per `*/`
+    setup=_page_folder,
+    teardown=_leave_page,
+).pytest()

@@ -1,0 +1,124 @@
+"""The site's verdicts and figures come from a run of the tool, never from files copied by hand.
+
+`make docs` first runs ``attnverify report --out build/report`` (``$ATTNVERIFY_DOCS_REPORT`` names another
+folder); this hook reads that report's results.json and figures and puts them where a page asks:
+
+    <!-- attnverify:run -->               which run: its command, date, profile, backend, seed and versions
+    <!-- attnverify:summary -->           one row per theory: claims, and how many came out as expected
+    <!-- attnverify:claims THEORY -->     every claim of THEORY: statement, expected, status, verdict, key figures
+    <!-- attnverify:figures THEORY -->    every figure of THEORY's section with its caption
+
+A marker naming a theory the run does not have, a report that did not finish or that is missing, stops the
+build with one line that says which.
+"""
+import json
+import os
+import re
+from pathlib import Path
+
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File
+
+MARKER = re.compile(r"<!-- attnverify:(run|summary|claims|figures)(?: (\w+))? -->")
+FIGURES = "figures"
+
+
+def _report_folder() -> Path:
+    return Path(os.environ.get("ATTNVERIFY_DOCS_REPORT", "build/report")).resolve()
+
+
+def _load() -> dict:
+    path = _report_folder() / "results.json"
+    if not path.is_file():
+        raise PluginError(f"no report at {path}: `make docs` runs `attnverify report --out build/report` first "
+                          "(or set ATTNVERIFY_DOCS_REPORT to a report folder)")
+    results = json.loads(path.read_text())
+    if not results.get("complete"):
+        raise PluginError(f"{path} is from a run that did not finish (not run: {results.get('not_run')}): "
+                          "run the report again")
+    return results
+
+
+_RESULTS: dict = {}
+
+
+def on_config(config):
+    _RESULTS.clear()
+    _RESULTS.update(_load())
+    return config
+
+
+def on_files(files, config):
+    """Every figure of the run, as a file of the site under figures/."""
+    for section in _RESULTS["sections"]:
+        for figure in section.get("figures", []):
+            source = _report_folder() / figure["filename"]
+            if not source.is_file():
+                raise PluginError(f"the report's figure {source} is missing: run the report again")
+            files.append(File.generated(config, f"{FIGURES}/{figure['filename']}", abs_src_path=str(source)))
+    return files
+
+
+def _cell(text) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _theories() -> dict:
+    names = [section["theory"] for section in _RESULTS["sections"]]
+    names += [claim["name"].split(".", 1)[0] for claim in _RESULTS["claims"]]
+    return {name: None for name in names}
+
+
+def _claims(theory: str) -> str:
+    from attnverify.report.story import claim_story
+
+    rows = ["| claim | statement | expected | status | verdict | key figures |", "|---|---|---|---|---|---|"]
+    for result in _RESULTS["claims"]:
+        if result["name"].split(".", 1)[0] == theory:
+            story = claim_story(result)
+            rows.append("| " + " | ".join([f"`{story.name.split('.', 1)[1]}`", _cell(story.statement), story.expect,
+                                          story.status, f"**{story.verdict}**", _cell(story.key_figures)]) + " |")
+    return "\n".join(rows)
+
+
+def _figures(theory: str, page) -> str:
+    section = next(s for s in _RESULTS["sections"] if s["theory"] == theory)
+    depth = "../" * page.file.src_uri.count("/")
+    blocks = [f"![{_cell(f['caption'])}]({depth}{FIGURES}/{f['filename']})\n\n*{_cell(f['caption'])}*"
+              for f in section.get("figures", [])]
+    return "\n\n".join(blocks) or "*(this theory's section draws no figure)*"
+
+
+def _summary() -> str:
+    rows = ["| theory | claims | as expected | expected refuted | expected inconclusive |", "|---|---|---|---|---|"]
+    for theory in _theories():
+        claims = [c for c in _RESULTS["claims"] if c["name"].split(".", 1)[0] == theory]
+        rows.append(f"| `{theory}` | {len(claims)} | {sum(c['ok'] for c in claims)} | "
+                    f"{sum(c['expect'] == 'refuted' for c in claims)} | "
+                    f"{sum(c['expect'] == 'inconclusive' for c in claims)} |")
+    return "\n".join(rows)
+
+
+def _run() -> str:
+    meta = _RESULTS["metadata"]
+    versions = ", ".join(f"{k} {v}" for k, v in meta.get("versions", {}).items())
+    return (f"From `{meta['generator']} --out build/report` (`make docs`), run {meta['date']}: profile "
+            f"{meta['profile']}, backend {meta['backend']}, seed {meta['seed']}; {_RESULTS['summary']}. "
+            f"Versions: {versions}.")
+
+
+def on_page_markdown(markdown, page, config, files):
+    theories = _theories()
+
+    def replace(match):
+        kind, theory = match.group(1), match.group(2)
+        if kind in ("claims", "figures") and theory not in theories:
+            raise PluginError(f"{page.file.src_uri}: marker names theory {theory!r}, the run has "
+                              f"{', '.join(theories)}")
+        if kind == "run":
+            return _run()
+        if kind == "summary":
+            return _summary()
+        return _claims(theory) if kind == "claims" else _figures(theory, page)
+
+    return MARKER.sub(replace, markdown)
