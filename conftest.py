@@ -118,7 +118,7 @@ class CodeBlocks:
             arguments = region.lexemes["arguments"].strip()
             if arguments == "python" or not (arguments.startswith("py") or arguments.startswith("console")):
                 continue
-            titled = re.fullmatch(r'python\s+title="([\w.-]+\.py)"', arguments)
+            titled = re.fullmatch(r'python\s+title="([\w.-]+\.py)"(\s+hl_lines="[\d\s-]+")?', arguments)
             if titled:
                 region.lexemes["title"] = titled.group(1)
                 evaluator = _write_and_run

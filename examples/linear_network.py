@@ -1,0 +1,32 @@
+"""One hidden layer of linear units: the kernel renormalised by one scalar
+
+A network f(x) = Σᵢ aᵢ wᵢ·x / √N with N hidden linear units, Gaussian priors and a Gaussian likelihood at
+temperature T has, at large N and P, a posterior that sees the input kernel K₀ = XXᵀ/d scaled by one order
+parameter Q (Li & Sompolinsky 2021): S(Q) = ½ ln det(QK₀ + T·I) + ½ Yᵀ(QK₀ + T·I)⁻¹Y + (N/2)(Q/σ² − ln Q).
+"""
+import numpy as np
+import sympy
+from attnverify import Theory, st
+from attnverify.saddle import SaddlePointAction, positive
+from attnverify.saddle.network import one_hidden_layer
+
+theory = Theory("linear_network", source="Li & Sompolinsky 2021, Phys. Rev. X 11, 031059")
+
+Q = positive("Q")
+N, sigma2 = sympy.symbols("N sigma2", positive=True)
+action = SaddlePointAction(order_parameters={"Q": Q}, entropy=N / 2 * (Q / sigma2 - sympy.log(Q)),
+                           kernel="Q", width=N, display={"sigma2": "sigma^2"})
+
+
+@theory.saddle_point(action, N=st.integers(20, 80), sigma2=st.floats(0.5, 2), temperature=st.floats(0.05, 0.5),
+                     P=st.integers(10, 30), d=st.integers(2, 10), seed=st.integers(0, 2**16),
+                     network=lambda N, sigma2, d: one_hidden_layer(N, d, activation="linear",
+                                                                   readout_variance_total=sigma2),
+                     figure=dict(N=(10, 20, 40), sigma2=1.0, temperature=0.1, P=20, d=3, seed=0),
+                     examples={"quick": 1, "thorough": 10})
+def teacher(rng, P, d, seed):
+    """P Gaussian inputs in d dimensions, labelled by a linear teacher (drawn from ``seed``)."""
+    draw = np.random.default_rng(seed)
+    X = draw.standard_normal((P, d))
+    y = X @ draw.standard_normal(d) / np.sqrt(d)
+    return dict(C=X @ X.T / d, y=y, inputs=X)   # the input kernel; the raw inputs, for sampled networks
