@@ -388,13 +388,13 @@ def build_parser() -> argparse.ArgumentParser:
     listing.set_defaults(handler=_list)
 
     check = commands.add_parser("check", help="check the built-in claims")
-    _add_run_options(check, "only claims whose name is, starts with or contains PATTERN")
+    _add_run_options(check, "only the claim named PATTERN, else the claims whose name contains it")
     check.add_argument("--json", metavar="FILE", help="write the results as JSON (rewritten after each claim)")
     check.set_defaults(handler=_check)
 
     verify = commands.add_parser("verify", help="check the claims defined in your own FILE.py")
     verify.add_argument("file", metavar="FILE.py", help="a Python file defining claims with @claim")
-    _add_run_options(verify, "only claims whose name is, starts with or contains PATTERN")
+    _add_run_options(verify, "only the claim named PATTERN, else the claims whose name contains it")
     verify.add_argument("--json", metavar="FILE", help="write the results as JSON (rewritten after each claim)")
     verify.add_argument("--report", metavar="DIR", default=None,
                         help="also build the file's report (its section, derivations, figures and claims) into DIR")
