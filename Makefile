@@ -1,12 +1,13 @@
 # Two entry points, each sets itself up on a fresh machine with only python3.11 and make:
 #   make report   -> virtual environment + default derivation report in ./report
 #   make test     -> virtual environment + quick test tier
+#   make docs     -> the documentation site in build/site, its verdicts and figures from a report run first
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: report test test-standin test-thorough check clean
+.PHONY: report test test-standin test-thorough check docs clean
 
 # pip compiles the installed modules on one core (~40 s of the set-up); compileall -j 0 does it on every core
 $(STAMP): pyproject.toml
@@ -15,6 +16,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-compile -e '.[test]'
 	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib > /dev/null || true
 	touch $(STAMP)
+
+# the site's tools (mkdocs-material, mkdocstrings) and the notebook tutorial's kernel, each installed once
+$(VENV)/.docs-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-compile -e '.[test,docs]'
+	touch $@
+
+$(VENV)/.notebook-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-compile -e '.[test,notebook]'
+	touch $@
 
 report: $(STAMP)
 	$(BIN)/attnverify report --out report
@@ -34,11 +44,20 @@ test: $(STAMP)
 test-standin: $(STAMP)
 	ATTNVERIFY_CUPY_STANDIN=1 ATTNVERIFY_DEVICE_CHAINS=64 $(BIN)/python -m pytest -q -m gpu -n auto --dist load
 
-test-thorough: $(STAMP)
+test-thorough: $(VENV)/.notebook-installed
 	$(BIN)/python -m pytest -q $(XDIST)
+
+# The site is built offline with warnings as errors (broken links and anchors, API pages that fail to load). Its
+# claims tables and figures are read from a fresh report of the three papers and the tutorial's examples.
+DOCS_EXAMPLES := examples/attention_mean.py examples/linear_network.py examples/relu_saddle.py
+
+docs: $(VENV)/.docs-installed
+	rm -rf build/report
+	$(BIN)/attnverify report --out build/report $(addprefix --with ,$(DOCS_EXAMPLES))
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 check: $(STAMP)
 	$(BIN)/attnverify check
 
 clean:
-	rm -rf $(VENV) report .pytest_cache .hypothesis
+	rm -rf $(VENV) report build .pytest_cache .hypothesis

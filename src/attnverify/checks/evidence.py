@@ -298,6 +298,7 @@ def within_error(
             reason += "; the bias budget alone exceeds it, so no number of draws decides"
         else:
             needed = {"draws": draws}
+            reason += "; a larger budget of draws or a coarser resolution decides it"
     text = note or (f"|gap| = {gap:.3g}, tolerance = {bar} {half:.3g} + {bias_budget:.3g} + round-off {floor:.3g}"
                     + (f"; resolves {resolution:.3g}" if resolution is not None and not reason else ""))
     if not reason and not refuted:

@@ -99,9 +99,10 @@ def expected_value(theory_side: Callable, p: dict, ctx) -> tuple[float, float | 
 
 
 def size_of(value: float, scale: float | None, bounds: tuple | None = None) -> float:
-    """What a relative resolution is relative to: the size of the expected value's terms (|expected| itself unless
-    they cancel, as sin θ + (π − θ) cos θ does at θ = π, where a fraction of |expected| would ask for ever more
-    draws), and never more than the largest magnitude the quantity can take (its stated ``bounds``): an
+    """What a relative resolution is relative to: the size of the expected value's terms, its round-off scale M
+    (≥ |expected|: larger where terms cancel, as sin θ + (π − θ) cos θ does at θ = π, where a fraction of |expected|
+    would ask for ever more draws, and larger by the closed form's amplification of its inputs' rounding, as
+    (1 + β²/2) for e^{β²/2}), and never more than the largest magnitude the quantity can take (its stated ``bounds``): an
     ill-conditioned closed form (arcsin near ±1) has terms far larger than the quantity itself."""
     size = max(abs(value), scale or 0.0)
     if bounds is not None and all(math.isfinite(b) for b in bounds):
@@ -152,7 +153,7 @@ def sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xla
     theory = [float(theory_side(at(x), ctx)) for x in theory_x]
     draws = [e.samples for e in estimates]
     size = ("a resolution of the parameters" if callable(resolution) else f"{resolution:g}" if resolution else "") + (" + " if resolution and relative else "") + \
-        (f"{relative:.0%} of the theory" if relative else "")
+        (f"{relative:.0%} of the theory's terms" if relative else "")
     fixed_text = f" ({', '.join(f'{n} = {v:g}' for n, v in fixed.items())})" if fixed else ""
     return TheoryVsSimulation(
         x=xs, estimates=estimates, theory=theory, theory_x=theory_x, xlabel=xlabel, ylabel=ylabel,

@@ -31,7 +31,7 @@ SEED = seeded(0)
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    return quick_section(section_module.build_section, tmp_path_factory.mktemp("attention_paths_report"),
+    return quick_section(section_module.theory.build_section, tmp_path_factory.mktemp("attention_paths_report"),
                          seed=SEED, store=STORE)
 
 

@@ -38,9 +38,6 @@ from ...base.backend import get_backend
 from ...report.figures import pyplot, save_figure
 from ...report.section import Figure, Section, Table, check_section_arguments
 
-THEORY = "attention_paths"
-TITLE = ("Attention paths: the finite-width theory of a Bayesian transformer "
-         "(Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS 2024)")
 
 FOUR_PATH_NAMES = ("g", "a1", "d", "a2")
 """Names of the 4-path network's paths by flat index (h1 slowest): (good, uniform) g, (good, random) a1,
@@ -393,8 +390,6 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
         "\nThis is the quick profile: the widths are the paper's, N = 10 … 1000; the thorough profile adds "
         "N = 5000 and 10000.\n" if profile == "quick" else "")
     return Section(
-        theory=THEORY,
-        title=TITLE,
         introduction=introduction,
         derivations=derivations,
         figures=[fig_c, fig_d, fig_e, *figures_3],

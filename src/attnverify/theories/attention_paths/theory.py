@@ -13,4 +13,7 @@ SOURCE = (
     "authors' code LIB_convergent_summation_heads.py"
 )
 
-theory = Theory("attention_paths", source=SOURCE)
+TITLE = ("Attention paths: the finite-width theory of a Bayesian transformer "
+         "(Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS 2024)")
+
+theory = Theory("attention_paths", title=TITLE, source=SOURCE)
