@@ -4,12 +4,12 @@
 folder); this hook reads that report's results.json and figures and puts them where a page asks:
 
     <!-- attnverify:run -->               which run: its command, date, profile, backend, seed and versions
-    <!-- attnverify:summary -->           one row per theory: claims, and how many came out as expected
+    <!-- attnverify:summary -->           one row per built-in theory: claims, and how many came out as expected
     <!-- attnverify:claims THEORY -->     every claim of THEORY: statement, expected, status, verdict, key figures
     <!-- attnverify:figures THEORY -->    every figure of THEORY's section with its caption
 
-A marker naming a theory the run does not have, a report that did not finish or that is missing, stops the
-build with one line that says which.
+A marker naming a theory the run does not have, a misspelt marker, a report that did not finish or that is
+missing, stops the build with one line that says which.
 """
 import json
 import os
@@ -89,11 +89,15 @@ def _figures(theory: str, page) -> str:
     return "\n\n".join(blocks) or "*(this theory's section draws no figure)*"
 
 
-def _summary() -> str:
+def _summary(page) -> str:
+    """The built-in theories' rows (the run also holds the tutorial's examples)."""
+    from attnverify.theories import builtin
+
     rows = ["| theory | claims | as expected | expected refuted | expected inconclusive |", "|---|---|---|---|---|"]
-    for theory in _theories():
+    for theory in [t.name for t in builtin()]:
         claims = [c for c in _RESULTS["claims"] if c["name"].split(".", 1)[0] == theory]
-        rows.append(f"| `{theory}` | {len(claims)} | {sum(c['ok'] for c in claims)} | "
+        link = "../" * page.file.src_uri.count("/") + f"theories/{theory}.md"
+        rows.append(f"| [`{theory}`]({link}) | {len(claims)} | {sum(c['ok'] for c in claims)} | "
                     f"{sum(c['expect'] == 'refuted' for c in claims)} | "
                     f"{sum(c['expect'] == 'inconclusive' for c in claims)} |")
     return "\n".join(rows)
@@ -118,7 +122,12 @@ def on_page_markdown(markdown, page, config, files):
         if kind == "run":
             return _run()
         if kind == "summary":
-            return _summary()
+            return _summary(page)
         return _claims(theory) if kind == "claims" else _figures(theory, page)
 
-    return MARKER.sub(replace, markdown)
+    markdown = MARKER.sub(replace, markdown)
+    left = re.search(r"<!-- attnverify:[^>]*-->", markdown)
+    if left:  # a misspelt marker would otherwise vanish from the page as an HTML comment
+        raise PluginError(f"{page.file.src_uri}: unknown marker {left.group(0)}; the markers are "
+                          "run, summary, claims THEORY and figures THEORY")
+    return markdown
