@@ -4,18 +4,21 @@ Per page, in order, in a fresh temporary folder that holds a link ``examples/`` 
 
 - a ``python`` block runs in the page's one namespace (a block that starts with ``>>>`` is a doctest);
 - a ``python title="name.py"`` block is written to ``name.py`` and run as a script (a file later commands use);
-- a ``console`` block runs each ``$ command`` with bash and compares its standard output with the lines shown
-  after it (doctest's rules: ``...`` matches anything, runs of whitespace are equal); the command must exit 0
+- a ``console`` block runs each ``$ command`` (a plain ``attnverify …`` in this process, through the same
+  ``attnverify.cli.main``; any other with bash) and compares its standard output with the lines shown after it (doctest's rules: ``...`` matches anything, runs of whitespace are equal); the command must exit 0
   unless the shown output ends with ``[exit status N]``;
 - ``bash``, ``text``, ``yaml`` blocks are shown, never run, and carry no output.
 
 Any other info string that starts with ``py`` or ``console`` is refused, so that a block meant to run can never
 be silently left out by a typo in its fence.
 """
+import contextlib
 import doctest
+import io
 import os
 import re
 import runpy
+import shlex
 import shutil
 import subprocess
 import sys
@@ -41,11 +44,14 @@ def _page_folder(namespace):
     (folder / "examples").symlink_to(ROOT / "examples")
     namespace["__docs_folder__"] = folder
     namespace["__docs_previous_cwd__"] = os.getcwd()
+    namespace["__docs_backend_variable__"] = os.environ.pop("ATTNVERIFY_BACKEND", None)
     os.chdir(folder)
 
 
 def _leave_page(namespace):
     os.chdir(namespace["__docs_previous_cwd__"])
+    if namespace["__docs_backend_variable__"] is not None:  # the test session's deliberately invalid value
+        os.environ["ATTNVERIFY_BACKEND"] = namespace["__docs_backend_variable__"]
     shutil.rmtree(namespace["__docs_folder__"], ignore_errors=True)
 
 
@@ -83,20 +89,65 @@ def _commands(source):
     return out
 
 
+def _in_process(command):
+    """The arguments of a plain ``attnverify …`` command (no shell syntax), which runs in this process: the same
+    code as the installed command without its start-up (seconds of imports each). None for any other command,
+    and while a test-seed offset forces hypothesis's seed (which the command line never does)."""
+    from hypothesis import core
+
+    words = shlex.split(command)
+    if words[0] != "attnverify" or any(c in command for c in "|&;<>$`*?()") or core.global_force_seed is not None:
+        return None
+    return words[1:]
+
+
+def _run_command(command, folder):
+    """``(exit status, stdout, stderr)`` of ``command`` in ``folder``, with the environment a user's shell has
+    (the test session's deliberately invalid ATTNVERIFY_BACKEND removed)."""
+    arguments = _in_process(command)
+    if arguments is None:
+        environment = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", COLUMNS="200")
+        environment.pop("ATTNVERIFY_BACKEND", None)
+        done = subprocess.run(["bash", "-c", command], cwd=folder, env=environment, capture_output=True, text=True,
+                              timeout=COMMAND_SECONDS)
+        return done.returncode, done.stdout, done.stderr
+    from attnverify import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with _user_environment(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = cli.main(arguments)
+        except SystemExit as stop:
+            status = stop.code if isinstance(stop.code, int) else 1
+    return status, out.getvalue(), err.getvalue()
+
+
+@contextlib.contextmanager
+def _user_environment():
+    saved = {name: os.environ.get(name) for name in ("ATTNVERIFY_BACKEND", "COLUMNS")}
+    os.environ.pop("ATTNVERIFY_BACKEND", None)
+    os.environ["COLUMNS"] = "200"
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def _run_console(example):
-    environment = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", COLUMNS="200")
-    environment.pop("ATTNVERIFY_BACKEND", None)  # the test session's deliberately invalid value is not a user's
     for command, expected, status in _commands(example.parsed):
-        done = subprocess.run(["bash", "-c", command], cwd=example.namespace["__docs_folder__"], env=environment,
-                              capture_output=True, text=True, timeout=COMMAND_SECONDS)
+        returned, stdout, stderr = _run_command(command, example.namespace["__docs_folder__"])
         problems = []
-        if done.returncode != status:
-            problems.append(f"exit status {done.returncode}, the page shows {status}")
-        if expected and not CHECKER.check_output(expected, done.stdout, OPTIONS):
+        if returned != status:
+            problems.append(f"exit status {returned}, the page shows {status}")
+        if expected and not CHECKER.check_output(expected, stdout, OPTIONS):
             problems.append("its output differs from the page's:\n"
-                            + CHECKER.output_difference(doctest.Example(command, expected), done.stdout, OPTIONS))
+                            + CHECKER.output_difference(doctest.Example(command, expected), stdout, OPTIONS))
         if problems:
-            return f"$ {command}\n" + "\n".join(problems) + f"\n--- stderr ---\n{done.stderr[-4000:]}"
+            return f"$ {command}\n" + "\n".join(problems) + f"\n--- stderr ---\n{stderr[-4000:]}"
     return None
 
 
