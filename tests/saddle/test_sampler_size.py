@@ -78,7 +78,7 @@ def test_the_generic_network_claim_samples_at_the_rules_size_for_its_backend(mon
     monkeypatch.setenv(DEVICE_CHAINS_VARIABLE, "64")
     monkeypatch.setattr(sampling, "sampler_size", forced)
     monkeypatch.setattr(network, "run_sampler", recording)
-    result = run_claim(_one_layer_theory(), profile="quick", seed=run_seed(0))
+    result = run_claim(_one_layer_theory(), profile="quick", seed=run_seed(0), examples=1)
     assert asked and set(asked) == {"numpy"}
     assert ran and set(ran) == {64}
     assert result.status == "holds", result
