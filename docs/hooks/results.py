@@ -70,15 +70,15 @@ def _theories() -> dict:
 
 
 def _claims(theory: str) -> str:
+    """The verdict table, then every claim's statement as the tool states it (folded: the page's prose explains)."""
     from attnverify.report.story import claim_story
 
-    rows = ["| claim | statement | expected | status | verdict | key figures |", "|---|---|---|---|---|---|"]
-    for result in _RESULTS["claims"]:
-        if result["name"].split(".", 1)[0] == theory:
-            story = claim_story(result)
-            rows.append("| " + " | ".join([f"`{story.name.split('.', 1)[1]}`", _cell(story.statement), story.expect,
-                                          story.status, f"**{story.verdict}**", _cell(story.key_figures)]) + " |")
-    return "\n".join(rows)
+    stories = [claim_story(r) for r in _RESULTS["claims"] if r["name"].split(".", 1)[0] == theory]
+    rows = ["| claim | expected | status | verdict | key figures |", "|---|---|---|---|---|"]
+    rows += [f"| `{s.name.split('.', 1)[1]}` | {s.expect} | {s.status} | **{s.verdict}** | {_cell(s.key_figures)} |"
+             for s in stories]
+    statements = [f"    - `{s.name.split('.', 1)[1]}`: {_cell(s.statement)}" for s in stories]
+    return "\n".join(rows) + '\n\n??? note "The claims\' statements, as the tool states them"\n\n' + "\n".join(statements)
 
 
 def _figures(theory: str, page) -> str:
@@ -106,7 +106,8 @@ def _summary(page) -> str:
 def _run() -> str:
     meta = _RESULTS["metadata"]
     versions = ", ".join(f"{k} {v}" for k, v in meta.get("versions", {}).items())
-    return (f"From `{meta['generator']} --out build/report` (`make docs`), run {meta['date']}: profile "
+    return (f"From the report `make docs` runs (`{meta['generator']} --out build/report`, with the tutorial's "
+            f"examples), {meta['date']}: profile "
             f"{meta['profile']}, backend {meta['backend']}, seed {meta['seed']}; {_RESULTS['summary']}. "
             f"Versions: {versions}.")
 
