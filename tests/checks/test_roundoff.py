@@ -160,3 +160,54 @@ def test_the_relu_example_holds_at_theta_pi_and_its_steps_are_checked():
         assert wrong.status == "refuted"
     tally = counts(example.kernel().checks())
     assert tally["failed"] == 0 and tally["unchecked"] == 0 and tally["definition"] == 1, tally
+
+
+def test_the_term_size_is_the_value_unless_a_sum_cancels():
+    """T(e) leaves out what M(e) adds for the functions' amplification of their inputs' rounding: e^{β²/2} has
+    T = e^{β²/2} where M = (1 + β²/2)e^{β²/2}; the ReLU kernel's angular part, a sum that cancels near θ = π, has
+    T = |sin θ| + (π + |θ|)|cos θ| (π − θ is a sum too); and |e| ≤ T ≤ M everywhere."""
+    from attnverify.derivations.codegen import term_size
+
+    beta, theta = sympy.Symbol("beta", positive=True), sympy.Symbol("theta", real=True)
+    tilt = sympy.exp(beta**2 / 2)
+    betas = np.linspace(0.05, 3.0, 40)
+    np.testing.assert_allclose(term_size(tilt, [beta])(betas), np.exp(betas**2 / 2), rtol=1e-14)
+    np.testing.assert_allclose(rounding_scale(tilt, [beta])(betas), (1 + betas**2 / 2) * np.exp(betas**2 / 2),
+                               rtol=1e-14)
+    angular = sympy.sin(theta) + (sympy.pi - theta) * sympy.cos(theta)
+    thetas = np.linspace(0, np.pi, 101)
+    terms = term_size(angular, [theta])(thetas)
+    np.testing.assert_allclose(terms, np.abs(np.sin(thetas)) + (np.pi + thetas) * np.abs(np.cos(thetas)),
+                               rtol=1e-14)
+    value = np.abs(np.sin(thetas) + (np.pi - thetas) * np.cos(thetas))
+    assert np.all(terms >= value * (1 - 1e-15)) and np.all(terms <= rounding_scale(angular, [theta])(thetas))
+    near = thetas > 3.0  # the sum cancels: the terms are orders of magnitude above the value
+    assert np.all(terms[near] > 10 * value[near])
+
+
+def test_a_relative_resolution_is_measured_against_the_value_where_nothing_cancels():
+    """theory.monte_carlo(relative=q) draws until 5 SE ≤ q·|expected| for e^{β²/2}·β (no sum cancels), not
+    q·M, which would be (1 + β²/2) times coarser."""
+    from attnverify import Theory, st
+    from attnverify.checks.runner import evaluate
+
+    theory = Theory("termsize")
+    beta, m = sympy.symbols("beta m", positive=True)
+
+    @theory.derivation
+    def numerator(step):
+        """The tilted mean's numerator"""
+        step("Given", sympy.Eq(m, beta * sympy.exp(beta**2 / 2)), name="m", kind="definition")
+
+    def tilted(rng, n, beta):
+        """n draws of k e^{βk}, k ~ N(0, 1)."""
+        k = rng.standard_normal(n)
+        return k * np.exp(beta * k)
+
+    claim = theory.monte_carlo(tilted, expected=lambda beta: numerator.evaluator("m")(beta=beta), relative=0.05,
+                               budget=10**7, beta=st.floats(0.05, 1.5))
+    for b in (0.5, 1.5):
+        result = evaluate(claim, {"beta": b}, 11 + OFFSET)
+        asked = result.evidence.figures["resolution"]
+        assert asked == pytest.approx(0.05 * b * math.exp(b**2 / 2), rel=1e-12), (b, asked)
+        assert result.status == "holds", result.evidence.explain()

@@ -71,3 +71,21 @@ def test_a_result_that_held_shows_the_example_nearest_its_tolerance():
     assert story.shrink_trials is None and story.counterexample_note is None and not story.needed
     assert "held on all 2 examples; the nearest to its tolerance:" in story_text(story)
     assert story.key_figures.startswith("3 ≤ 4")  # a bound, with its round-off floor as tolerance
+
+
+def test_the_example_shown_is_the_nearest_its_tolerance_and_custom_evidence_says_how_near_by_its_worst_figure():
+    """Of examples that held, the summary shows the one nearest failing: |gap|/tolerance where the evidence has
+    sides, the ``worst`` figure where it states its own summary (a sampled-network claim's max gap/allowed)."""
+    from attnverify.report.story import shown_example
+
+    def held(evidence):
+        return {"parameters": {}, "seed": 0, "evidence": {"holds": True, "status": "holds", **evidence}}
+
+    sided = [held({"theory": 1.0, "observed": 1.1, "tolerance": 0.5}),
+             held({"theory": 1.0, "observed": 1.4, "tolerance": 0.5}),
+             held({"theory": 1.0, "observed": 0.9, "tolerance": 0.5})]
+    assert shown_example({"examples": sided}) is sided[1]
+    custom = [held({"relation": "custom", "figures": {"worst": w}}) for w in (0.2, 0.9, 0.4)]
+    assert shown_example({"examples": custom}) is custom[1]
+    silent = [held({"relation": "custom"}) for _ in range(3)]
+    assert shown_example({"examples": silent}) is silent[-1]

@@ -286,6 +286,12 @@ def rounding_scale(expression: sympy.Expr, arguments: Sequence[sympy.Symbol], ba
     return evaluator(magnitude(expression), list(arguments), backend=backend, rounding=False)
 
 
+def term_size(expression: sympy.Expr, arguments: Sequence[sympy.Symbol], backend=None) -> Evaluator:
+    """An evaluator of the term size T(expression) (:func:`.rounding.magnitude` with ``inputs=False``): |value|
+    unless a sum in it cancels, the size a relative error of the value is measured against."""
+    return evaluator(magnitude(expression, inputs=False), list(arguments), backend=backend, rounding=False)
+
+
 def mpmath_evaluator(expressions: sympy.Expr | Sequence[sympy.Expr], arguments: Sequence[sympy.Symbol]) -> Callable:
     """An mpmath evaluator of ``expressions`` (at the caller's ``mpmath.workdps``), for limits
     where float64 cancels: functions without an mpmath counterpart declare ``mpmath_implementation``."""

@@ -75,13 +75,15 @@ def story_text(story: ClaimStory) -> str:
         lines.append(f"  seed:       {shown.seed}")
         evidence = shown.evidence
         if evidence:
-            left, right = side_labels(evidence)
-            lines.append(f"  {left + ':':<11} {format_value(evidence.get('theory'))}")
-            lines.append(f"  {right + ':':<11} {format_value(evidence.get('observed'))}")
-            tolerance = f"  tolerance:  {format_value(evidence.get('tolerance'))}"
-            if evidence.get("standard_error") is not None:
-                tolerance += f" (standard error {format_value(evidence['standard_error'])})"
-            lines.append(tolerance)
+            left, right = side_labels(evidence)  # evidence without sides (a custom summary) says it in its note
+            for label, key in ((left, "theory"), (right, "observed")):
+                if evidence.get(key) is not None:
+                    lines.append(f"  {label + ':':<11} {format_value(evidence[key])}")
+            if evidence.get("tolerance") is not None:
+                tolerance = f"  tolerance:  {format_value(evidence['tolerance'])}"
+                if evidence.get("standard_error") is not None:
+                    tolerance += f" (standard error {format_value(evidence['standard_error'])})"
+                lines.append(tolerance)
             if evidence.get("note"):
                 lines.append(f"  note:       {evidence['note']}")
             if evidence.get("inconclusive"):

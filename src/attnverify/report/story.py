@@ -74,12 +74,14 @@ def example_status(example: dict) -> str:
 
 def tightness(evidence: dict | None) -> float:
     """How near an example came to failing, as a fraction of its tolerance (1 at the edge): |θ − o|/τ for an
-    equality, (θ − o)/τ for a bound θ ≤ o + τ, (τ − (o − θ))/τ and its mirror for above/below; −inf for custom
-    evidence (no sides to compare)."""
+    equality, (θ − o)/τ for a bound θ ≤ o + τ, (τ − (o − θ))/τ and its mirror for above/below; for custom
+    evidence (no sides to compare) the ``worst`` figure it states, as the saddle-point claims state max gap/allowed,
+    else −inf."""
     evidence = evidence or {}
     theory, observed, tolerance = evidence.get("theory"), evidence.get("observed"), evidence.get("tolerance")
     if theory is None or observed is None or tolerance is None:
-        return float("-inf")
+        worst = (evidence.get("figures") or {}).get("worst")
+        return float(worst) if isinstance(worst, (int, float)) and math.isfinite(worst) else float("-inf")
     gap = {"at_most": theory - observed, "above": tolerance - (observed - theory),
            "below": tolerance - (theory - observed)}.get(evidence.get("relation") or "equal", abs(theory - observed))
     return gap / tolerance if tolerance > 0 else (float("inf") if gap > 0 else 0.0)
@@ -88,7 +90,7 @@ def tightness(evidence: dict | None) -> float:
 def shown_example(result: dict) -> dict | None:
     """The example a summary shows: the counterexample, else the example whose check failed to run, else the
     first inconclusive example, else the worst of those that held (the nearest its tolerance, :func:`tightness`;
-    the last one where none has sides to compare)."""
+    the last one where none says how near it came)."""
     for key in ("counterexample", "error"):
         if isinstance(result.get(key), dict):
             return result[key]

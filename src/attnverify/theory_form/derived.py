@@ -14,8 +14,8 @@ from typing import Any, Callable
 from ..base.arguments import name_mismatch
 
 SCALES: contextvars.ContextVar[list | None] = contextvars.ContextVar("attnverify_rounding_scales", default=None)
-"""While a Monte Carlo claim evaluates its expected value: the (value, round-off scale) of each derived function
-called (:func:`attnverify.theory_form.monte_carlo.expected_value`)."""
+"""While a Monte Carlo claim evaluates its expected value: the (value, round-off scale, term size) of each derived
+function called (:func:`attnverify.theory_form.monte_carlo.expected_value`)."""
 
 
 class DerivedFunction:
@@ -43,6 +43,12 @@ class DerivedFunction:
 
         return rounding_scale(self.expression, list(self.symbols))
 
+    @functools.cached_property
+    def _terms(self):
+        from ..derivations.codegen import term_size
+
+        return term_size(self.expression, list(self.symbols))
+
     def _arguments(self, values: dict) -> list:
         wrong = name_mismatch(list(values), self.names, unknown="no symbol named")
         if wrong:
@@ -58,7 +64,8 @@ class DerivedFunction:
             from ..derivations.rounded import carried_scale
 
             carried = carried_scale(value)
-            recording.append((value, self._scale(*arguments) if carried is None else carried))
+            recording.append((value, self._scale(*arguments) if carried is None else carried,
+                              self._terms(*arguments)))
         return value
 
     def scale(self, **values):

@@ -73,10 +73,16 @@ def figure_axis(figure: dict, names: tuple[str, ...], what: str) -> str:
     return axes[0]
 
 
-def expected_value(theory_side: Callable, p: dict, ctx) -> tuple[float, float | None]:
-    """``expected(**p)`` and the round-off scale the derivations' terms carry into it (None when it used none):
-    the largest of each evaluator's term scale, carried through the factor between its value and the result,
-    and never above |result| where the evaluator's value is below its own round-off."""
+def expected_value(theory_side: Callable, p: dict, ctx) -> tuple[float, float | None, float | None]:
+    """``expected(**p)``, the round-off scale the derivations' terms carry into it, and the size of those terms a
+    relative resolution is measured against (both None when it used no derived function).
+
+    The scale is the one the value carries (:class:`~attnverify.derivations.rounded.Rounded`, through the user's
+    arithmetic), else each evaluator's, carried through the factor between its value and the result, and never
+    above |result| where the evaluator's value is below its own round-off. The term size is that scale with the
+    functions' amplification of their inputs' rounding taken out, by the ratio of the evaluators' term sizes
+    T to their scales M (:mod:`attnverify.derivations.rounding`; exact for a result that is a multiple of one
+    evaluator's value or a sum of such), and never below |result|."""
     from ..derivations.rounded import carried_scale
 
     token = SCALES.set([])
@@ -87,24 +93,25 @@ def expected_value(theory_side: Callable, p: dict, ctx) -> tuple[float, float | 
         used = SCALES.get()
     finally:
         SCALES.reset(token)
+    if not used and carried is None:
+        return value, None, None
+    largest = [tuple(float(np.max(np.abs(x))) for x in entry) for entry in used]
     if carried is not None:  # a generated value carried its terms' size through the user's arithmetic
-        return value, float(np.max(carried))
-    if not used:
-        return value, None
-    scales = []
-    for inner, scale in used:
-        inner, scale = float(np.max(np.abs(inner))), float(np.max(np.abs(scale)))
-        scales.append(scale * max(1.0, abs(value) / max(inner, scale, np.finfo(float).tiny)))
-    return value, max(scales)
+        scale = float(np.max(carried))
+    else:
+        tiny = np.finfo(float).tiny
+        scale = max(m * max(1.0, abs(value) / max(inner, m, tiny)) for inner, m, _ in largest)
+    inflation = sum(m for _, m, _ in largest) / max(sum(t for _, _, t in largest), np.finfo(float).tiny) \
+        if largest else 1.0
+    return value, scale, max(abs(value), scale / max(inflation, 1.0))
 
 
-def size_of(value: float, scale: float | None, bounds: tuple | None = None) -> float:
-    """What a relative resolution is relative to: the size of the expected value's terms, its round-off scale M
-    (≥ |expected|: larger where terms cancel, as sin θ + (π − θ) cos θ does at θ = π, where a fraction of |expected|
-    would ask for ever more draws, and larger by the closed form's amplification of its inputs' rounding, as
-    (1 + β²/2) for e^{β²/2}), and never more than the largest magnitude the quantity can take (its stated ``bounds``): an
+def size_of(value: float, terms: float | None, bounds: tuple | None = None) -> float:
+    """What a relative resolution is relative to: the size of the expected value's terms (|expected| itself unless
+    they cancel, as sin θ + (π − θ) cos θ does at θ = π, where a fraction of |expected| would ask for ever more
+    draws), and never more than the largest magnitude the quantity can take (its stated ``bounds``): an
     ill-conditioned closed form (arcsin near ±1) has terms far larger than the quantity itself."""
-    size = max(abs(value), scale or 0.0)
+    size = max(abs(value), terms or 0.0)
     if bounds is not None and all(math.isfinite(b) for b in bounds):
         size = min(size, max(abs(bounds[0]), abs(bounds[1])))
     return size
@@ -112,17 +119,17 @@ def size_of(value: float, scale: float | None, bounds: tuple | None = None) -> f
 
 def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None):
     """The expected value at ``p``, its terms' round-off scale, and the Monte Carlo mean drawn until 5 SE resolve
-    ``resolution`` + ``relative``·(the size of the terms) or ``budget`` draws are spent (each option per
+    ``resolution`` + ``relative``·(the size of its terms, :func:`size_of`) or ``budget`` draws are spent (each option per
     ``ctx.profile`` where given per profile; ``resolution`` a function of the parameters where given one)."""
     from ..numerics.sized import sized_mean
 
     resolution, relative, budget = (per_profile(v, ctx.profile) for v in (resolution, relative, budget))
     if callable(resolution):
         resolution = float(resolution(**p))
-    expected, scale = expected_value(theory_side, p, ctx)
+    expected, scale, terms = expected_value(theory_side, p, ctx)
     draw, generator = simulate(p, ctx)
     estimate = sized_mean(draw, generator, resolution=resolution, relative_resolution=relative,
-                          reference=size_of(expected, scale, bounds) if relative else None, budget=budget,
+                          reference=size_of(expected, terms, bounds) if relative else None, budget=budget,
                           bounds=bounds)
     return expected, scale, estimate
 
