@@ -458,3 +458,9 @@ def test_check_verify_and_report_take_the_same_run_options():
             "thorough", "numpy", 3, 2, 2, "local:2", True)
     assert cli._workers(None, report=False) == 1 and cli._workers(None, report=True) == (os.cpu_count() or 1)
     assert cli._workers(3, report=False) == 3
+
+
+def test_an_option_given_twice_is_refused_rather_than_silently_replaced(capsys):
+    assert cli.main(["list", "--only", "single_location", "--only", "attention_paths"]) == 2
+    assert "--only given twice ('single_location', 'attention_paths')" in capsys.readouterr().err
+    assert cli.main(["list"]) == 0

@@ -143,6 +143,16 @@ def _prepare_store(path: str) -> str:
     return path
 
 
+class _Once(argparse.Action):
+    """An option given at most once: a second ``--only`` would silently replace the first."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{option_string} given twice ({getattr(namespace, self.dest)!r}, {values!r}): give one "
+                         "PATTERN, a claim's name or a part that the names to run share")
+        setattr(namespace, self.dest, values)
+
+
 def _chosen(claims: list[Claim], only: str | None, where: str) -> list[Claim]:
     chosen = select(claims, only)
     if not chosen:
@@ -334,7 +344,7 @@ def _add_run_options(parser: argparse.ArgumentParser, only_help: str, *, only_me
     profile, backend and seed, the examples, where the tasks run (``--workers``, ``--scheduler``), the store, and
     how a mistake is shown."""
     group = parser.add_argument_group("run options")
-    group.add_argument("--only", metavar=only_metavar, help=only_help)
+    group.add_argument("--only", metavar=only_metavar, help=only_help, action=_Once)
     group.add_argument("--profile", choices=PROFILES, default="quick",
                        help="quick (default; seconds to minutes) or thorough (more examples, larger samples)")
     group.add_argument("--backend", choices=BACKEND_NAMES, default=None,
@@ -384,7 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     listing = commands.add_parser("list", help="list the built-in claims")
-    listing.add_argument("--only", metavar="PATTERN", help="only claims whose name contains PATTERN")
+    listing.add_argument("--only", metavar="PATTERN", help="only claims whose name contains PATTERN", action=_Once)
     listing.set_defaults(handler=_list)
 
     check = commands.add_parser("check", help="check the built-in claims")

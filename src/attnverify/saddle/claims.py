@@ -137,7 +137,7 @@ def gradient_matches_finite_differences(s: SaddleSetting) -> Callable:
                        note=f"worst |generated − FD| over its allowance: gradient {ratio_g:.2g}, Hessian {ratio_h:.2g} "
                             f"(allowance: 10× the central differences' own error at steps h, h/2, h/4 + round-off)",
                        figures={"gradient": ratio_g, "hessian": ratio_h, "coordinates": int(theta.size)},
-                       labels=("|generated − FD| / allowance", "1"))
+                       labels=("|generated − FD| / allowance", "bound"))
     return check
 
 
@@ -388,7 +388,7 @@ def network_gradient_matches_finite_differences(s: SaddleSetting, network: Calla
                                         f"{DIRECTIONS} random directions of the {posterior.size} weights at "
                                         f"N = {width}",
                        figures={"weights": posterior.size, "ratio": ratio},
-                       labels=("|VJP − FD| / allowance", "1"))
+                       labels=("|VJP − FD| / allowance", "bound"))
     return check
 
 
@@ -474,7 +474,8 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
             x=[1.0 / w for w in sampled_widths], estimates=estimates, theory=curve, theory_x=theory_x,
             xlabel=f"1/{width_name}", ylabel=label,
             caption=f"{label}: the saddle point {limit} against networks sampled from the posterior at "
-                    f"{width_name} = {', '.join(map(str, widths))} (HMC, readout integrated out; ± 2 MCSE). "
+                    f"{width_name} = {', '.join(map(str, widths))} (HMC, readout integrated out; Markov chain "
+                    "standard errors, from the effective sample size). "
                     + (f"Not converged (R-hat/ESS) at {width_name} = {unconverged}." if unconverged
                        else "Every width passed the R-hat/ESS gate."))
     return figure
