@@ -5,8 +5,9 @@ Per page, in order, in a fresh temporary folder that holds a link ``examples/`` 
 - a ``python`` block runs in the page's one namespace (a block that starts with ``>>>`` is a doctest);
 - a ``python title="name.py"`` block is written to ``name.py`` and run as a script (a file later commands use);
 - a ``console`` block runs each ``$ command`` (a plain ``attnverify …`` in this process, through the same
-  ``attnverify.cli.main``; any other with bash) and compares its standard output with the lines shown after it (doctest's rules: ``...`` matches anything, runs of whitespace are equal); the command must exit 0
-  unless the shown output ends with ``[exit status N]``;
+  ``attnverify.cli.main``; any other with bash) and compares its standard output with the lines shown after it
+  (doctest's rules: ``...`` matches anything, runs of whitespace are equal); the command must exit 0 unless the
+  shown output ends with ``[exit status N]``;
 - ``bash``, ``text``, ``yaml`` blocks are shown, never run, and carry no output.
 
 Any other info string that starts with ``py`` or ``console`` is refused, so that a block meant to run can never
@@ -38,21 +39,35 @@ OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 COMMAND_SECONDS = 240  # a documented command that takes longer belongs in a ```bash block, not run
 
 
+USER_ENVIRONMENT = {"ATTNVERIFY_BACKEND": None, "COLUMNS": "200"}
+"""What a page's code and commands see as a user's shell would have it: no ATTNVERIFY_BACKEND (the test session
+sets a deliberately invalid one) and a terminal wide enough for the results table."""
+
+
 def _page_folder(namespace):
-    """A fresh working folder per page, with the repository's examples linked in; the page runs inside it."""
+    """A fresh working folder per page, with the repository's examples linked in, and the user's environment; the
+    page runs inside it."""
     folder = Path(tempfile.mkdtemp(prefix="attnverify-docs-"))
     (folder / "examples").symlink_to(ROOT / "examples")
     namespace["__docs_folder__"] = folder
     namespace["__docs_previous_cwd__"] = os.getcwd()
-    namespace["__docs_backend_variable__"] = os.environ.pop("ATTNVERIFY_BACKEND", None)
+    namespace["__docs_previous_environment__"] = {name: os.environ.get(name) for name in USER_ENVIRONMENT}
+    _set_environment(USER_ENVIRONMENT)
     os.chdir(folder)
 
 
 def _leave_page(namespace):
     os.chdir(namespace["__docs_previous_cwd__"])
-    if namespace["__docs_backend_variable__"] is not None:  # the test session's deliberately invalid value
-        os.environ["ATTNVERIFY_BACKEND"] = namespace["__docs_backend_variable__"]
+    _set_environment(namespace["__docs_previous_environment__"])
     shutil.rmtree(namespace["__docs_folder__"], ignore_errors=True)
+
+
+def _set_environment(values):
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def _write_and_run(example):
@@ -102,39 +117,23 @@ def _in_process(command):
 
 
 def _run_command(command, folder):
-    """``(exit status, stdout, stderr)`` of ``command`` in ``folder``, with the environment a user's shell has
-    (the test session's deliberately invalid ATTNVERIFY_BACKEND removed)."""
+    """``(exit status, stdout, stderr)`` of ``command`` in ``folder``, in the page's environment (the venv's
+    commands first on PATH)."""
     arguments = _in_process(command)
     if arguments is None:
-        environment = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", COLUMNS="200")
-        environment.pop("ATTNVERIFY_BACKEND", None)
+        environment = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
         done = subprocess.run(["bash", "-c", command], cwd=folder, env=environment, capture_output=True, text=True,
                               timeout=COMMAND_SECONDS)
         return done.returncode, done.stdout, done.stderr
     from attnverify import cli
 
     out, err = io.StringIO(), io.StringIO()
-    with _user_environment(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             status = cli.main(arguments)
         except SystemExit as stop:
             status = stop.code if isinstance(stop.code, int) else 1
     return status, out.getvalue(), err.getvalue()
-
-
-@contextlib.contextmanager
-def _user_environment():
-    saved = {name: os.environ.get(name) for name in ("ATTNVERIFY_BACKEND", "COLUMNS")}
-    os.environ.pop("ATTNVERIFY_BACKEND", None)
-    os.environ["COLUMNS"] = "200"
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def _run_console(example):

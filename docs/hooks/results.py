@@ -78,7 +78,8 @@ def _claims(theory: str) -> str:
     rows += [f"| `{s.name.split('.', 1)[1]}` | {s.expect} | {s.status} | **{s.verdict}** | {_cell(s.key_figures)} |"
              for s in stories]
     statements = [f"    - `{s.name.split('.', 1)[1]}`: {_cell(s.statement)}" for s in stories]
-    return "\n".join(rows) + '\n\n??? note "The claims\' statements, as the tool states them"\n\n' + "\n".join(statements)
+    folded = '??? note "The claims\' statements, as the tool states them"'
+    return "\n".join(rows) + f"\n\n{folded}\n\n" + "\n".join(statements)
 
 
 def _figures(theory: str, page) -> str:

@@ -286,8 +286,8 @@ class HMCKernel:
     ``adapt="chees"`` (for many chains): one step size for all chains, dual-averaged on the harmonic mean of the
     chains' acceptance (starting from the median of the given steps; the harmonic mean follows the chains that accept
     least, so a chain started where the shared step diverges pulls the step down until it moves, where the arithmetic
-    mean left one start in 64 of the attention-path posterior at T = 0.01 at acceptance 0 for a whole run), and the longest trajectory T adapted by ChEES
-    (:class:`TrajectoryLengthAdaptation`, from ``trajectory_length``); each transition, in warm-up and after it,
+    mean left one start in 64 of the attention-path posterior at T = 0.01 at acceptance 0 for a whole run), and the
+    longest trajectory T adapted by ChEES (:class:`TrajectoryLengthAdaptation`, from ``trajectory_length``); each transition, in warm-up and after it,
     takes ⌈h·T/ε⌉ leapfrog steps (at most ``max_steps``) for the next jitter fraction h (:func:`van_der_corput`), a
     choice independent of the state, which keeps the frozen kernel exact. Warm-up reads T/ε to the host once an
     iteration (as dual averaging reads its median step); sampling reads nothing.

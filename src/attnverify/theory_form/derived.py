@@ -14,8 +14,9 @@ from typing import Any, Callable
 from ..base.arguments import name_mismatch
 
 SCALES: contextvars.ContextVar[list | None] = contextvars.ContextVar("attnverify_rounding_scales", default=None)
-"""While a Monte Carlo claim evaluates its expected value: the (value, round-off scale, term size) of each derived
-function called (:func:`attnverify.theory_form.monte_carlo.expected_value`)."""
+"""While a Monte Carlo claim evaluates its expected value: the (value, round-off scale, term size as a function of no
+arguments, evaluated only where a relative resolution asks for it) of each derived function called
+(:func:`attnverify.theory_form.monte_carlo.expected_value`)."""
 
 
 class DerivedFunction:
@@ -65,7 +66,7 @@ class DerivedFunction:
 
             carried = carried_scale(value)
             recording.append((value, self._scale(*arguments) if carried is None else carried,
-                              self._terms(*arguments)))
+                              lambda: self._terms(*arguments)))  # generated only when asked for
         return value
 
     def scale(self, **values):

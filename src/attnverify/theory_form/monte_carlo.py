@@ -73,16 +73,17 @@ def figure_axis(figure: dict, names: tuple[str, ...], what: str) -> str:
     return axes[0]
 
 
-def expected_value(theory_side: Callable, p: dict, ctx) -> tuple[float, float | None, float | None]:
+def expected_value(theory_side: Callable, p: dict, ctx, *, relative: bool) -> tuple[float, float | None, float | None]:
     """``expected(**p)``, the round-off scale the derivations' terms carry into it, and the size of those terms a
-    relative resolution is measured against (both None when it used no derived function).
+    relative resolution is measured against (both None when it used no derived function; the size None too
+    without ``relative``, which spares the term sizes' evaluation).
 
     The scale is the one the value carries (:class:`~attnverify.derivations.rounded.Rounded`, through the user's
     arithmetic), else each evaluator's, carried through the factor between its value and the result, and never
     above |result| where the evaluator's value is below its own round-off. The term size is that scale with the
     functions' amplification of their inputs' rounding taken out, by the ratio of the evaluators' term sizes
-    T to their scales M (:mod:`attnverify.derivations.rounding`; exact for a result that is a multiple of one
-    evaluator's value or a sum of such), and never below |result|."""
+    T to their scales M (:mod:`attnverify.derivations.rounding`; exact for a multiple of one evaluator's value, the
+    evaluators' ratios pooled for several), and never below |result|."""
     from ..derivations.rounded import carried_scale
 
     token = SCALES.set([])
@@ -95,14 +96,16 @@ def expected_value(theory_side: Callable, p: dict, ctx) -> tuple[float, float | 
         SCALES.reset(token)
     if not used and carried is None:
         return value, None, None
-    largest = [tuple(float(np.max(np.abs(x))) for x in entry) for entry in used]
+    tiny = np.finfo(float).tiny
+    largest = [(float(np.max(np.abs(inner))), float(np.max(np.abs(m))), terms) for inner, m, terms in used]
     if carried is not None:  # a generated value carried its terms' size through the user's arithmetic
         scale = float(np.max(carried))
     else:
-        tiny = np.finfo(float).tiny
         scale = max(m * max(1.0, abs(value) / max(inner, m, tiny)) for inner, m, _ in largest)
-    inflation = sum(m for _, m, _ in largest) / max(sum(t for _, _, t in largest), np.finfo(float).tiny) \
-        if largest else 1.0
+    if not relative:
+        return value, scale, None
+    sizes = sum(float(np.max(np.abs(terms()))) for _, _, terms in largest)
+    inflation = sum(m for _, m, _ in largest) / max(sizes, tiny) if largest else 1.0
     return value, scale, max(abs(value), scale / max(inflation, 1.0))
 
 
@@ -119,14 +122,14 @@ def size_of(value: float, terms: float | None, bounds: tuple | None = None) -> f
 
 def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None):
     """The expected value at ``p``, its terms' round-off scale, and the Monte Carlo mean drawn until 5 SE resolve
-    ``resolution`` + ``relative``·(the size of its terms, :func:`size_of`) or ``budget`` draws are spent (each option per
-    ``ctx.profile`` where given per profile; ``resolution`` a function of the parameters where given one)."""
+    ``resolution`` + ``relative``·(the size of its terms, :func:`size_of`) or ``budget`` draws are spent (each option
+    per ``ctx.profile`` where given per profile; ``resolution`` a function of the parameters where given one)."""
     from ..numerics.sized import sized_mean
 
     resolution, relative, budget = (per_profile(v, ctx.profile) for v in (resolution, relative, budget))
     if callable(resolution):
         resolution = float(resolution(**p))
-    expected, scale, terms = expected_value(theory_side, p, ctx)
+    expected, scale, terms = expected_value(theory_side, p, ctx, relative=bool(relative))
     draw, generator = simulate(p, ctx)
     estimate = sized_mean(draw, generator, resolution=resolution, relative_resolution=relative,
                           reference=size_of(expected, terms, bounds) if relative else None, budget=budget,
