@@ -152,3 +152,33 @@ def test_the_report_shows_the_declared_action_and_its_saddle_point_equations():
     steps = []
     action_derivation(paths)(lambda description, expression, **kind: steps.append(expression))
     assert r"\ln\det U_{1}" in equation_latex(steps[0]) and "(U_{2}^{-1})_{00}" in equation_latex(steps[1])
+
+
+def test_data_without_what_the_sampled_networks_read_is_refused_at_definition():
+    Q, N = positive("Q"), sympy.Symbol("N", positive=True)
+    action = SaddlePointAction(order_parameters={"Q": Q}, entropy=N * (Q - sympy.log(Q)), kernel="Q", width=N)
+    strategies = dict(N=st.integers(10, 20), temperature=st.just(0.1), P=st.integers(3, 6))
+
+    def kernels_only(rng, P):
+        X = rng.standard_normal((P, 2))
+        return {"C": X @ X.T / 2, "y": X[:, 0]}
+
+    def with_inputs(rng, P):
+        return {**kernels_only(rng, P), "inputs": rng.standard_normal((P, 2))}
+
+    network = lambda N: one_hidden_layer(N, 2)  # noqa: E731
+    with pytest.raises(ValueError, match=r"data function kernels_only must also return the raw inputs \(inputs=X"):
+        Theory("no_inputs").saddle_point(action, network=network, **strategies)(kernels_only)
+    with pytest.raises(ValueError, match="test_error=True: the data function with_inputs must also return test_inputs, "
+                                         "y_test, C_test, C_test_diagonal"):
+        Theory("no_test_data").saddle_point(action, network=network, test_error=True, **strategies)(with_inputs)
+    complete = Theory("complete")
+    complete.saddle_point(action, network=network, **strategies)(with_inputs)
+    assert "complete.sampled_networks_match_theory" in {c.name for c in complete.claims}
+
+    def failing(rng, P):
+        raise RuntimeError("the theorist's own failure")
+
+    theory = Theory("failing")  # its own failure is left to the claims, which name the example
+    theory.saddle_point(action, network=network, **strategies)(failing)
+    assert "failing.sampled_networks_match_theory" in {c.name for c in theory.claims}

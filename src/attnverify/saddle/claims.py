@@ -276,12 +276,40 @@ def _network_arguments(s: SaddleSetting, network: Callable, values: dict) -> dic
     return {n: values[n] for n in wants}
 
 
-def _network_at(s: SaddleSetting, network: Callable, action_values: dict, data_parameters: dict, data: Mapping):
-    """The theorist's network at ``action_values`` (every width a whole number, passed as an int), for data that
-    carry the raw inputs the network reads."""
+def _require_network_data(s: SaddleSetting, data: Mapping, test_error: bool) -> None:
+    """The data carry what the sampled networks read: the raw ``inputs`` and, with ``test_error``, the test data
+    (:func:`_missing_test_data`); else one line naming what the data function must also return."""
     if "inputs" not in data:
         raise ValueError(f"the data function {s.data.__name__} must also return the raw inputs (inputs=X, (P, d)) "
                          "that the sampled networks read")
+    missing = _missing_test_data(data)
+    if test_error and missing:
+        raise ValueError(f"test_error=True: the data function {s.data.__name__} must also return {', '.join(missing)} "
+                         "(the raw test inputs and labels for the networks; the test kernels C_test (Q, P) and "
+                         "C_test_diagonal (Q,), or the features X_test, for the theory)")
+
+
+def check_network_data(s: SaddleSetting, strategies: Mapping[str, Any], test_error: bool) -> None:
+    """At registration, for sampled networks: the data function, called once at its parameters' simplest draws
+    (hypothesis's shrink target), returns what the networks read (:func:`_require_network_data`). A data function
+    that fails there is left to the claims, which report it with the example that made it fail."""
+    from hypothesis import HealthCheck, Phase, find, settings, strategies as st
+
+    simplest = settings(max_examples=1, database=None, phases=[Phase.generate, Phase.shrink], deadline=None,
+                        suppress_health_check=list(HealthCheck))
+    try:
+        parameters = find(st.fixed_dictionaries({n: strategies[n] for n in s.data_parameters}), lambda _: True,
+                          settings=simplest)
+        data = s.draw(parameters, np.random.default_rng(0))
+    except Exception:  # a missing strategy (refused by name with the others) or the data function's own failure,
+        return  # which the claims report with the example that made it fail
+    _require_network_data(s, data, test_error)
+
+
+def _network_at(s: SaddleSetting, network: Callable, action_values: dict, data_parameters: dict, data: Mapping):
+    """The theorist's network at ``action_values`` (every width a whole number, passed as an int), for data that
+    carry the raw inputs the network reads."""
+    _require_network_data(s, data, test_error=False)
     s.declaration.check_integer_widths(action_values)
     widths = {w.name: int(action_values[w.name]) for w in s.declaration.widths}
     return network(**_network_arguments(s, network, {**action_values, **data_parameters, **widths}))
@@ -292,11 +320,7 @@ def _sample(s: SaddleSetting, made, data: Mapping, temperature: float, seed: int
     """Sample the network ``made`` on the data (and, with ``test_error``, its test error on the test inputs)."""
     from .network import sample_order_parameters
 
-    missing = _missing_test_data(data)
-    if test_error and missing:
-        raise ValueError(f"test_error=True: the data function {s.data.__name__} must also return {', '.join(missing)} "
-                         "(the raw test inputs and labels for the networks; the test kernels C_test (Q, P) and "
-                         "C_test_diagonal (Q,), or the features X_test, for the theory)")
+    _require_network_data(s, data, test_error)
     test = (data["test_inputs"], data["y_test"]) if test_error else None
     return sample_order_parameters(made, data["inputs"], data["y"], temperature=temperature, seed=seed,
                                    backend=backend, test=test, **sizes)

@@ -331,6 +331,8 @@ class Theory:
                     suffix = "" if op is declaration.kernel else f"_{op.name}"
                     figures.append(FigureMaker(prefix + "sampled_networks_vs_theory" + suffix,
                                                lambda rng, fields=fields: TheoryVsSimulation(**fields(rng))))
+            if network is not None:  # last: it calls the theorist's data function
+                saddle_claims.check_network_data(s, strategies, test_error)
             for claim_name, check, statement in made:
                 check.__wrapped__ = function  # inspect.unwrap(claim.check): the function the theory wrote
                 self._new_claim(prefix + claim_name, statement, parameters, check, source,
