@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 import textwrap
 from pathlib import Path
 
@@ -94,7 +95,7 @@ def test_keyword_strategies_must_match_the_check_arguments_at_definition():
         @theory.claim(x=st.floats(0, 1), z=st.floats(0, 1))
         def wrong(x, y):
             """."""
-    with pytest.raises(TypeError, match=r"x=0.5 is a float \(st.just\(0.5\) for a constant\)"):
+    with pytest.raises(TypeError, match=r"x=0.5 is not a strategy \(st.just\(0.5\) for a constant\)"):
         theory.claim(x=0.5)
     with pytest.raises(ValueError, match="needs a statement"):
         @theory.claim(x=st.floats(0, 1))
@@ -137,6 +138,68 @@ def test_a_monte_carlo_claim_names_its_mistakes_at_definition():
     with pytest.raises(ValueError, match="exactly one parameter must be an array"):
         theory.monte_carlo(lambda rng, n, x: None, expected=lambda x: 0.0, resolution=0.1, statement="s",
                            figure=dict(x=0.5), x=st.floats(0, 1))
+
+
+def test_a_monte_carlo_claim_names_a_wrong_draw_shape_and_an_infinite_expected_value_in_one_line():
+    theory = Theory("mine")
+
+    def plain(rng, n, x):
+        return rng.standard_normal(n)
+
+    with pytest.raises(TypeError, match=r"claim 'mine.plain': every parameter needs a hypothesis strategy; x=1"):
+        theory.monte_carlo(plain, expected=lambda x: 0.0, resolution=0.1, x=1)
+    with pytest.raises(ValueError, match=r"bounds = \(-inf, inf\) states no range"):
+        theory.monte_carlo(lambda rng, n, x: None, expected=lambda x: 0.0, resolution=0.1, x=st.floats(0, 1),
+                           bounds=(-math.inf, math.inf))
+
+    def columns(rng, n, x):
+        return rng.standard_normal((n, 2))
+
+    def one_short(rng, n, x):
+        return rng.standard_normal(n - 1)
+
+    def log_partition(x):
+        return math.exp(1e3 * x) if x < 0.7 else math.inf
+
+    for draws, expected, message in (
+            (columns, lambda x: 0.0, r"monte_carlo columns must return its n draws of one quantity, shape \(n,\) = "
+                                     r"\(\d+,\), to compare their mean with expected; got shape \(\d+, 2\)"),
+            (one_short, lambda x: 0.0, r"monte_carlo one_short must return .* got shape \(\d+,\)"),
+            (lambda rng, n, x: rng.standard_normal(n), log_partition,
+             r"expected log_partition\(x=0.7\d*\) = inf: the expected value must be a finite number")):
+        made = theory.monte_carlo(draws, expected=expected, resolution=0.1, name=f"shape_{len(theory.claims)}",
+                                  statement="E[draws] = expected", x=st.floats(0.7, 0.8))
+        result = run_claim(made, profile="quick", examples=1)
+        assert result.status == "error" and re.search(message, result.examples[0].error), result.examples[0].error
+
+
+def test_a_stated_bias_budget_rides_on_the_resolution_and_widens_only_the_comparison():
+    """E[x̄_L²] = μ² + 1/L for L unit-variance normals: the leading term μ² alone is off by exactly 1/L, which a
+    bias budget of 1/L states and one of 1/(4L) does not."""
+    theory = Theory("asymptotic")
+
+    def mean_squared(rng, n, mu, L):
+        return (mu + rng.standard_normal(n) / math.sqrt(L)) ** 2
+
+    strategies = dict(mu=st.floats(0.5, 1.0), L=st.integers(4, 8))
+    stated = theory.monte_carlo(mean_squared, expected=lambda mu, L: mu**2, resolution=0.02, bias=lambda L, **p: 1 / L,
+                                name="stated", statement="E[x̄²] = μ² + O(1/L)", **strategies)
+    short = theory.monte_carlo(mean_squared, expected=lambda mu, L: mu**2, resolution=0.02,
+                               bias=lambda L, **p: 0.25 / L, name="short", statement="E[x̄²] = μ² + O(1/L)",
+                               **strategies)
+    held, refuted = run_claim(stated, profile="quick", examples=3), run_claim(short, profile="quick", examples=3)
+    assert held.status == "holds" and refuted.status == "refuted"
+    for example in held.examples:  # 5 SE resolves the resolution itself, the bias on top
+        sizing, L = example.evidence.figures, example.parameters["L"]
+        assert math.isclose(sizing["bias_budget"], 1 / L, rel_tol=1e-12) and sizing["achieved"] <= 0.02 + 1 / L
+        assert 5 * example.evidence.standard_error <= 0.02 * (1 + 1e-12)
+    negative = theory.monte_carlo(mean_squared, expected=lambda mu, L: mu**2, resolution=0.02, bias=lambda L, **p: -1.0,
+                                  name="negative", statement="s", **strategies)
+    result = run_claim(negative, profile="quick", examples=1)
+    assert result.status == "error" and "the bias budget must be a finite number ≥ 0" in result.examples[0].error
+    with pytest.raises(ValueError, match="bias must be a positive finite number or a function of the parameters"):
+        theory.monte_carlo(mean_squared, expected=lambda mu, L: mu**2, resolution=0.02, bias=-0.1, name="x",
+                           statement="s", **strategies)
 
 
 def test_a_monte_carlo_claim_takes_options_per_profile_a_resolution_of_its_parameters_and_the_backend():

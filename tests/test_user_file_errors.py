@@ -43,11 +43,11 @@ MISTAKES = {
         CONCISE + '@theory.claim(x=st.floats(0, 1), name="not-a-name")\n' + CHECK, 7,
         "claim name must be theory.name"),
     "a constant where a strategy belongs": (
-        CONCISE + "@theory.claim(x=3)\n" + CHECK, 7, "x=3 is a int (st.just(3) for a constant)"),
+        CONCISE + "@theory.claim(x=3)\n" + CHECK, 7, "x=3 is not a strategy (st.just(3) for a constant)"),
     "a constant where a strategy belongs (monte_carlo)": (
         CONCISE + "def draws(rng, n, x):\n    return rng.standard_normal(n) + x\n\n"
         "theory.monte_carlo(draws, expected=lambda x: x, relative=0.1, x=0.5)\n", 10,
-        "x=0.5 is a float (st.just(0.5) for a constant)"),
+        "x=0.5 is not a strategy (st.just(0.5) for a constant)"),
     "shrink_budget=-1": (
         CONCISE + "@theory.claim(x=st.floats(0, 1), shrink_budget=-1)\n" + CHECK, 7,
         "claim 'scratch.ok': shrink_budget must be an int ≥ 0"),

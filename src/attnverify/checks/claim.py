@@ -137,7 +137,7 @@ def claim_parameters(parameters: Any, name: str) -> st.SearchStrategy:
             raise ValueError(f"claim {name!r}: parameter names must be identifiers, got {keys}")
         if bad:
             raise TypeError(f"claim {name!r}: every parameter needs a hypothesis strategy; "
-                            + "; ".join(f"{k}={v!r} is a {type(v).__name__} (st.just({v!r}) for a constant)"
+                            + "; ".join(f"{k}={v!r} is not a strategy (st.just({v!r}) for a constant)"
                                         for k, v in bad.items()))
         return st.fixed_dictionaries(parameters)
     if not isinstance(parameters, st.SearchStrategy):

@@ -46,6 +46,9 @@ def checked_bounds(name: str, value) -> tuple[float, float] | None:
         raise ValueError(f"{name} must be (low, high), the range the quantity can take, got {value!r}") from None
     if math.isnan(low) or math.isnan(high) or not low < high:
         raise ValueError(f"{name} must be (low, high) with low < high (±inf for an open end), got {value!r}")
+    if math.isinf(low) and math.isinf(high):
+        raise ValueError(f"{name} = {value!r} states no range (both ends open): give a finite end, or leave {name} "
+                         "out")
     return low, high
 
 

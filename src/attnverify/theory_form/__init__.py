@@ -43,7 +43,7 @@ from ..checks.claim import PROFILES, Claim, claim_parameters
 from ..checks.evidence import Evidence
 from .derived import DerivationHandle, DerivedFunction
 from .figures import FigureMaker, TheoryVsSimulation
-from .monte_carlo import checked_option, compare, figure_axis, simulator, sweep
+from .monte_carlo import checked_option, compare, figure_axis, finite_expected, simulator, sweep
 from .signatures import accepts_the_drawn, options_not_strategies, signature_call, statement_of
 
 __all__ = ["DerivationHandle", "DerivedFunction", "Theory", "TheoryVsSimulation"]
@@ -180,7 +180,7 @@ class Theory:
 
     def monte_carlo(self, function: Callable | None = None, *, expected: Callable, resolution: float | None = None,
                     relative: float | None = None, budget: int = 1_000_000, bounds: tuple | None = None,
-                    figure: dict | None = None, xlabel: str | None = None, ylabel: str = "value",
+                    bias: float | Callable | None = None, figure: dict | None = None, xlabel: str | None = None, ylabel: str = "value",
                     name: str | None = None, statement: str | None = None, source: str = "", expect: str = "holds",
                     examples: dict | None = None, shrink_budget: int = 40, **strategies: st.SearchStrategy):
         """The common claim: E[``function(rng, n, **parameters)``] equals ``expected(**parameters)``.
@@ -197,12 +197,15 @@ class Theory:
         fixed, e.g. ``dict(sigma=np.linspace(0.1, 1.5, 8), L=16)``. ``resolution``, ``relative`` and ``budget`` may
         be given per profile (``relative={"quick": 0.01, "thorough": 0.005}``), and ``resolution`` as a function of
         the parameters (``lambda gamma, eps, **p: 1e-3 * (gamma**2 + eps**2)``); ``function`` may also take
-        ``backend``: then it draws on the run's backend (numpy or cupy) from a Generator of that backend."""
+        ``backend``: then it draws on the run's backend (numpy or cupy) from a Generator of that backend.
+        ``bias``: a stated bias budget b (a number, one per profile, or a function of the parameters, e.g.
+        ``lambda L, **p: 3 / L**2`` for an O(1/L²) remainder the expected value leaves out): the draws still resolve
+        the resolution, and the comparison allows 5 SE + b + round-off."""
         options_not_strategies("monte_carlo", expected=expected, resolution=resolution, relative=relative,
-                                budget=budget, bounds=bounds, figure=figure, xlabel=xlabel, ylabel=ylabel, name=name,
+                                budget=budget, bounds=bounds, bias=bias, figure=figure, xlabel=xlabel, ylabel=ylabel, name=name,
                                 statement=statement, source=source, expect=expect, examples=examples,
                                 shrink_budget=shrink_budget)
-        parameters = claim_parameters(strategies, f"{self.name}.{name or '…'}")
+        parameters = claim_parameters(strategies, f"{self.name}.{name or getattr(function, '__name__', '…')}")
         if not callable(expected):
             raise TypeError(f"expected must be a function of the parameters ({', '.join(strategies)}), got {expected!r}")
         if resolution is None and relative is None:
@@ -211,6 +214,7 @@ class Theory:
         checked_option("resolution", resolution, PROFILES, function=True)
         checked_option("relative", relative, PROFILES)
         checked_option("budget", budget, PROFILES, integer=True)
+        checked_option("bias", bias, PROFILES, function=True)
         from ..numerics.statistics import checked_bounds
 
         bounds = checked_bounds("bounds", bounds)
@@ -218,12 +222,12 @@ class Theory:
         def register(function: Callable) -> Claim:
             names = tuple(strategies)
             accepts_the_drawn(expected, names)
-            theory_side = signature_call(expected, names, "expected")
+            theory_side = finite_expected(expected, signature_call(expected, names, "expected"))
             simulate = simulator(function, names)
             axis = figure_axis(figure, names, function.__name__) if figure is not None else None
 
             def check(p: dict, ctx) -> Evidence:
-                return compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds)
+                return compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds, bias)
 
             check.__wrapped__ = function  # inspect.unwrap(claim.check): the function the theory wrote
 
@@ -233,7 +237,7 @@ class Theory:
             if axis is not None:
                 self.figures.append(FigureMaker(made.name.split(".", 1)[1], functools.partial(
                     sweep, theory_side, simulate, figure, axis, resolution, relative, budget,
-                    xlabel or axis, ylabel, text, bounds=bounds)))
+                    xlabel or axis, ylabel, text, bounds=bounds, bias=bias)))
             return made
 
         return register if function is None else register(function)

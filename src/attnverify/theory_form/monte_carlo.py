@@ -30,12 +30,36 @@ def simulator(function: Callable, names: tuple[str, ...]) -> Callable:
                         f"parameters (and backend, to draw on the run's backend); it takes ({', '.join(parameters)})")
     on_backend = "backend" in parameters[2:]
 
+    def one_quantity(draws, n: int):
+        shape = getattr(draws, "shape", None)
+        shape = np.shape(draws) if shape is None else tuple(shape)
+        if shape != (n,):
+            raise ValueError(f"monte_carlo {function.__name__} must return its n draws of one quantity, shape (n,) = "
+                             f"({n},), to compare their mean with expected; got shape {shape}")
+        return draws
+
     def prepare(p: dict, ctx) -> tuple[Callable, object]:
         if on_backend:
-            return (lambda rng, n: function(rng, n, backend=ctx.backend, **p)), ctx.backend_rng()
-        return (lambda rng, n: function(rng, n, **p)), ctx.rng
+            return (lambda rng, n: one_quantity(function(rng, n, backend=ctx.backend, **p), n)), ctx.backend_rng()
+        return (lambda rng, n: one_quantity(function(rng, n, **p), n)), ctx.rng
 
     return prepare
+
+
+def finite_expected(expected: Callable, call: Callable) -> Callable:
+    """``call`` (the theory side ``(p, ctx) -> expected(**p)``), refusing a value that is not a finite number in
+    one line naming ``expected`` and the parameters (an overflow at the drawn values, say)."""
+    def theory_side(p: dict, ctx):
+        value = call(p, ctx)
+        number = float(value)
+        if not math.isfinite(number):
+            at = ", ".join(f"{n}={v!r}" for n, v in p.items())
+            named = getattr(expected, "__name__", "<lambda>")
+            raise ValueError(f"expected{'' if named == '<lambda>' else ' ' + named}({at}) = {number}: the expected "
+                             "value must be a finite number (narrow the parameters' strategies where it overflows)")
+        return value
+
+    return theory_side
 
 
 def per_profile(value, profile: str):
@@ -120,30 +144,48 @@ def size_of(value: float, terms: float | None, bounds: tuple | None = None) -> f
     return size
 
 
-def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None):
+def bias_at(bias, p: dict) -> float:
+    """The stated bias budget at the parameters ``p`` (0 where none is stated): a number, or a function of the
+    parameters whose value must be a finite number ≥ 0."""
+    if bias is None:
+        return 0.0
+    if not callable(bias):
+        return float(bias)
+    value = bias(**p)
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) or \
+            not math.isfinite(value) or value < 0:
+        at = ", ".join(f"{n}={v!r}" for n, v in p.items())
+        raise ValueError(f"bias({at}) = {value!r}: the bias budget must be a finite number ≥ 0")
+    return float(value)
+
+
+def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None, bias=None):
     """The expected value at ``p``, its terms' round-off scale, and the Monte Carlo mean drawn until 5 SE resolve
     ``resolution`` + ``relative``·(the size of its terms, :func:`size_of`) or ``budget`` draws are spent (each option
-    per ``ctx.profile`` where given per profile; ``resolution`` a function of the parameters where given one)."""
+    per ``ctx.profile`` where given per profile; ``resolution`` and ``bias`` functions of the parameters where given
+    one). The stated ``bias`` budget rides on top: the estimate carries it (``bias_budget``), and the draws resolve
+    the resolution itself, not what the bias leaves of it."""
     from ..numerics.sized import sized_mean
 
-    resolution, relative, budget = (per_profile(v, ctx.profile) for v in (resolution, relative, budget))
+    resolution, relative, budget, bias = (per_profile(v, ctx.profile) for v in (resolution, relative, budget, bias))
     if callable(resolution):
         resolution = float(resolution(**p))
+    allowance = bias_at(bias, p)
     expected, scale, terms = expected_value(theory_side, p, ctx, relative=bool(relative))
     draw, generator = simulate(p, ctx)
-    estimate = sized_mean(draw, generator, resolution=resolution, relative_resolution=relative,
+    estimate = sized_mean(draw, generator, resolution=(resolution or 0.0) + allowance, relative_resolution=relative,
                           reference=size_of(expected, terms, bounds) if relative else None, budget=budget,
-                          bounds=bounds)
+                          bounds=bounds, bias_budget=allowance)
     return expected, scale, estimate
 
 
-def compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None) -> Evidence:
-    expected, scale, estimate = sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds)
-    return within_error(expected, estimate, scale=scale, figures=estimate.sizing())
+def compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None, bias=None) -> Evidence:
+    expected, scale, estimate = sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds, bias)
+    return within_error(expected, estimate, scale=scale, bias_budget=estimate.bias_budget, figures=estimate.sizing())
 
 
 def sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xlabel, ylabel, statement,
-           rng, bounds=None) -> TheoryVsSimulation:
+           rng, bounds=None, bias=None) -> TheoryVsSimulation:
     """The theory-vs-simulation figure of a Monte Carlo claim along its axis (the others fixed)."""
     from types import SimpleNamespace
 
@@ -158,7 +200,7 @@ def sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xla
     def at(x) -> dict:
         return {**fixed, axis: int(x) if integer else float(x)}
 
-    estimates = [sized(theory_side, simulate, at(x), ctx, resolution, relative, budget, bounds)[2] for x in xs]
+    estimates = [sized(theory_side, simulate, at(x), ctx, resolution, relative, budget, bounds, bias)[2] for x in xs]
     theory_x = xs if integer else np.linspace(xs.min(), xs.max(), 100)
     theory = [float(theory_side(at(x), ctx)) for x in theory_x]
     draws = [e.samples for e in estimates]
