@@ -190,8 +190,8 @@ class Theory:
         draws; short of it the example is inconclusive), then compared within 5 SE and the round-off of the
         derivations' terms (:func:`~attnverify.checks.evidence.within_error` with their rounding scale).
         ``bounds=(low, high)``: the range every draw lies in (|erf·erf| ≤ 1), where it is known: every draw is
-        checked against it, the error bar is one that holds without the central limit theorem (empirical
-        Bernstein), identical draws refute only beyond what an unseen event within it could move, and the
+        checked against it, where a few rare draws carry the spread the error bar is one that holds without
+        the central limit theorem (empirical Bernstein), identical draws refute only beyond what an unseen event within it could move, and the
         resolution asked of a relative ``relative`` is at most that fraction of the range's largest magnitude.
         ``figure``: the parameters of a theory-vs-simulation figure, one of them an array (the axis), the rest
         fixed, e.g. ``dict(sigma=np.linspace(0.1, 1.5, 8), L=16)``. ``resolution``, ``relative`` and ``budget`` may
