@@ -258,10 +258,7 @@ def within_error(
       explain it; with no range stated, nothing can be refuted that way;
     - a spread resting on fewer than :data:`~attnverify.numerics.statistics.TAIL_DRAWS` draws (n/kurtosis: a few
       rare draws carry it, and z·SE is then no bound): only beyond the empirical-Bernstein bound of a stated range
-      (:meth:`~attnverify.numerics.statistics.Estimate.bernstein`, which needs no central limit theorem);
-    - a trusted spread with a finite stated range: only beyond z·SE + the bias budget + what an event unseen in n
-      draws could move (probability below ln(1/δ)/n, at the range's far end). Without a finite range the draws are
-      taken to have seen every part of the distribution that moves the mean: no sample can tell otherwise.
+      (:meth:`~attnverify.numerics.statistics.Estimate.bernstein`, which needs no central limit theorem).
 
     Otherwise the evidence is *inconclusive*, with the draws that would decide it.
 
@@ -334,8 +331,7 @@ def within_error(
 
 def _unseen(estimate: Estimate, z: float, gap: float, allowance: float) -> tuple[str, dict] | None:
     """Why a gap beyond z·SE + ``allowance`` does not refute, where the sample cannot bound what it did not see
-    (None: it refutes). A trusted spread on a finite range: beyond z·SE + ``allowance``, an unseen event (as
-    below, from the mean) may explain the rest. Identical draws c: an event of probability p ≤ ln(1/δ)/n, unseen, moves the mean by up to
+    (None: it refutes). Identical draws c: an event of probability p ≤ ln(1/δ)/n, unseen, moves the mean by up to
     p·D (D the distance from c to the far end of the stated range; unbounded without one). A spread resting on
     fewer than TAIL_DRAWS draws with no range stated: z·SE is no bound (with a range, the caller's error bar was
     already the empirical-Bernstein bound, which needs no central limit theorem)."""
@@ -353,16 +349,6 @@ def _unseen(estimate: Estimate, z: float, gap: float, allowance: float) -> tuple
         draws = int(math.ceil(n * shift / (gap - allowance))) + 1  # the shift falls as 1/n
         return (text + f" and move the mean by up to {shift:.3g} within the range "
                 f"{list(estimate.bounds)}, more than the gap {gap:.3g}", {"draws": max(draws, n + 1)})
-    if estimate.trusted_spread and estimate.bounded:  # the spread seen is trusted; what was not seen is bounded
-        shift = estimate.unseen_shift(z)
-        if gap > z * estimate.standard_error + allowance + shift:
-            return None
-        probability = unseen_probability(n, z)
-        excess = gap - z * estimate.standard_error - allowance
-        draws = max(int(math.ceil(n * shift / excess)) + 1 if excess > 0 else n + 1, n + 1)  # the shift falls as 1/n
-        return (f"an event of probability below {probability:.3g} (ln(1/δ)/n at {z:g} SE), unseen in {n} draws, "
-                f"may move the mean by up to {shift:.3g} within the range {list(estimate.bounds)}: enough to explain "
-                f"the gap {gap:.3g} beyond {z:g}·SE", {"draws": draws})
     if estimate.decides:  # the error bar was z·SE on a trusted spread, or the empirical-Bernstein bound
         return None
     rare = estimate.tail_draws
@@ -404,8 +390,7 @@ def exceeds(
     difference = mean - bound
     holds, refuted = difference > tolerance, -difference > tolerance
     reason, needed = "", {}
-    if ((holds or refuted) and not estimate.trusted_spread and not estimate.identical) or \
-            (refuted and estimate.trusted_spread and estimate.bounded):
+    if (holds or refuted) and not estimate.trusted_spread and not estimate.identical:
         withheld = _unseen(estimate, z, abs(difference), floor)
         if withheld is not None:
             reason, needed = withheld[0] + f"; the mean is {difference:+.3g} from the bound", withheld[1]
