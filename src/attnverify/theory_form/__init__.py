@@ -180,19 +180,22 @@ class Theory:
 
     def monte_carlo(self, function: Callable | None = None, *, expected: Callable, resolution: float | None = None,
                     relative: float | None = None, budget: int = 1_000_000, bounds: tuple | None = None,
-                    bias: float | Callable | None = None, figure: dict | None = None, xlabel: str | None = None, ylabel: str = "value",
+                    bias: float | Callable | None = None, figure: dict | None = None, xlabel: str | None = None,
+                    ylabel: str = "value",
                     name: str | None = None, statement: str | None = None, source: str = "", expect: str = "holds",
                     examples: dict | None = None, shrink_budget: int = 40, **strategies: st.SearchStrategy):
         """The common claim: E[``function(rng, n, **parameters)``] equals ``expected(**parameters)``.
 
         ``function`` returns n i.i.d. draws; they are drawn in batches until 5 SE resolve an error of
-        ``resolution`` + ``relative``·(the size of the expected value's terms: |expected| unless they cancel) (:func:`~attnverify.numerics.sized.sized_mean`, at most ``budget``
-        draws; short of it the example is inconclusive), then compared within 5 SE and the round-off of the
-        derivations' terms (:func:`~attnverify.checks.evidence.within_error` with their rounding scale).
+        ``resolution`` + ``relative``·(the size of the expected value's terms: |expected| unless they cancel)
+        (:func:`~attnverify.numerics.sized.sized_mean`, at most ``budget`` draws; short of it the example is
+        inconclusive), then compared within 5 SE and the round-off of the derivations' terms
+        (:func:`~attnverify.checks.evidence.within_error` with their rounding scale).
         ``bounds=(low, high)``: the range every draw lies in (|erf·erf| ≤ 1), where it is known: every draw is
         checked against it, where a few rare draws carry the spread the error bar is one that holds without
-        the central limit theorem (empirical Bernstein), identical draws refute only beyond what an unseen event within it could move, and the
-        resolution asked of a relative ``relative`` is at most that fraction of the range's largest magnitude.
+        the central limit theorem (empirical Bernstein), identical draws refute only beyond what an unseen event
+        within it could move, and the resolution asked of a relative ``relative`` is at most that fraction of the
+        range's largest magnitude.
         ``figure``: the parameters of a theory-vs-simulation figure, one of them an array (the axis), the rest
         fixed, e.g. ``dict(sigma=np.linspace(0.1, 1.5, 8), L=16)``. ``resolution``, ``relative`` and ``budget`` may
         be given per profile (``relative={"quick": 0.01, "thorough": 0.005}``), and ``resolution`` as a function of
@@ -202,8 +205,8 @@ class Theory:
         ``lambda L, **p: 3 / L**2`` for an O(1/L²) remainder the expected value leaves out): the draws still resolve
         the resolution, and the comparison allows 5 SE + b + round-off."""
         options_not_strategies("monte_carlo", expected=expected, resolution=resolution, relative=relative,
-                                budget=budget, bounds=bounds, bias=bias, figure=figure, xlabel=xlabel, ylabel=ylabel, name=name,
-                                statement=statement, source=source, expect=expect, examples=examples,
+                                budget=budget, bounds=bounds, bias=bias, figure=figure, xlabel=xlabel, ylabel=ylabel,
+                                name=name, statement=statement, source=source, expect=expect, examples=examples,
                                 shrink_budget=shrink_budget)
         parameters = claim_parameters(strategies, f"{self.name}.{name or getattr(function, '__name__', '…')}")
         if not callable(expected):
