@@ -244,16 +244,24 @@ def _not_a_network_width(value, D: int) -> bool:
         not np.isfinite(value) or float(value) != int(value) or value <= D + 1
 
 
+def _registration_search(examples: int):
+    """hypothesis's settings for a search at registration: ``examples`` draws, shrunk to the simplest, with no
+    database, deadline or health check (a theory's strategies are searched, not tested)."""
+    from hypothesis import HealthCheck, Phase, settings
+
+    return settings(max_examples=examples, database=None, phases=[Phase.generate, Phase.shrink], deadline=None,
+                    suppress_health_check=list(HealthCheck))
+
+
 def check_width_strategies(s: SaddleSetting, strategies: Mapping[str, Any]) -> None:
     """At registration, for sampled networks: each width's strategy draws whole numbers above D + 1 (the Wishart
     shift), found by a short hypothesis search for a draw that is not (50 draws, shrunk to the simplest): a strategy
     that draws such a width rarely may still pass here, and is then refused by name when it draws one."""
-    from hypothesis import HealthCheck, Phase, find, settings
+    from hypothesis import find
     from hypothesis.errors import NoSuchExample
 
     D = s.wishart_size
-    search = settings(max_examples=50, database=None, phases=[Phase.generate, Phase.shrink], deadline=None,
-                      suppress_health_check=list(HealthCheck))
+    search = _registration_search(50)
     for w in s.declaration.widths:
         if w.name not in strategies:
             continue  # the missing strategy is refused by name with the others
@@ -293,13 +301,11 @@ def check_network_data(s: SaddleSetting, strategies: Mapping[str, Any], test_err
     """At registration, for sampled networks: the data function, called once at its parameters' simplest draws
     (hypothesis's shrink target), returns what the networks read (:func:`_require_network_data`). A data function
     that fails there is left to the claims, which report it with the example that made it fail."""
-    from hypothesis import HealthCheck, Phase, find, settings, strategies as st
+    from hypothesis import find, strategies as st
 
-    simplest = settings(max_examples=1, database=None, phases=[Phase.generate, Phase.shrink], deadline=None,
-                        suppress_health_check=list(HealthCheck))
     try:
         parameters = find(st.fixed_dictionaries({n: strategies[n] for n in s.data_parameters}), lambda _: True,
-                          settings=simplest)
+                          settings=_registration_search(1))
         data = s.draw(parameters, np.random.default_rng(0))
     except Exception:  # a missing strategy (refused by name with the others) or the data function's own failure,
         return  # which the claims report with the example that made it fail

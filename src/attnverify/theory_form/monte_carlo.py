@@ -49,14 +49,16 @@ def simulator(function: Callable, names: tuple[str, ...]) -> Callable:
 def finite_expected(expected: Callable, call: Callable) -> Callable:
     """``call`` (the theory side ``(p, ctx) -> expected(**p)``), refusing a value that is not a finite number in
     one line naming ``expected`` and the parameters (an overflow at the drawn values, say)."""
+    from ..report.story import format_parameters
+
     def theory_side(p: dict, ctx):
         value = call(p, ctx)
         number = float(value)
         if not math.isfinite(number):
-            at = ", ".join(f"{n}={v!r}" for n, v in p.items())
             named = getattr(expected, "__name__", "<lambda>")
-            raise ValueError(f"expected{'' if named == '<lambda>' else ' ' + named}({at}) = {number}: the expected "
-                             "value must be a finite number (narrow the parameters' strategies where it overflows)")
+            raise ValueError(f"expected{'' if named == '<lambda>' else ' ' + named}({format_parameters(p)}) = "
+                             f"{number}: the expected value must be a finite number (narrow the parameters' "
+                             "strategies where it overflows)")
         return value
 
     return theory_side
@@ -147,16 +149,14 @@ def size_of(value: float, terms: float | None, bounds: tuple | None = None) -> f
 def bias_at(bias, p: dict) -> float:
     """The stated bias budget at the parameters ``p`` (0 where none is stated): a number, or a function of the
     parameters whose value must be a finite number ≥ 0."""
+    from ..base import arguments
+    from ..report.story import format_parameters
+
     if bias is None:
         return 0.0
     if not callable(bias):
         return float(bias)
-    value = bias(**p)
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) or \
-            not math.isfinite(value) or value < 0:
-        at = ", ".join(f"{n}={v!r}" for n, v in p.items())
-        raise ValueError(f"bias({at}) = {value!r}: the bias budget must be a finite number ≥ 0")
-    return float(value)
+    return arguments.nonnegative(f"the bias budget bias({format_parameters(p)})", bias(**p))
 
 
 def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None, bias=None):
