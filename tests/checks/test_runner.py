@@ -96,6 +96,21 @@ def test_a_crash_is_an_error_with_its_traceback():
     assert result.counterexample is None and result.shrink_trials == 0  # an error is not a counterexample
 
 
+def test_a_crash_at_a_huge_draw_of_an_unbounded_strategy_names_the_parameter():
+    @claim("demo.overflows", parameters=st.fixed_dictionaries({"x": st.floats(0.5, float("inf")),
+                                                                "y": st.floats(0, 1)}))
+    def overflows(p, ctx):
+        """x² overflows where x is drawn beyond 1.3e154."""
+        if p["x"] > 1e154:
+            raise OverflowError("x squared")
+        return at_most(0.0, 1.0)
+
+    result = run_claim(overflows, seed=0)
+    assert result.status == "error" and result.error.parameters["x"] > 1e154
+    named = [note for note in result.notes if "no finite range" in note]
+    assert len(named) == 1 and named[0].startswith("x=")  # y has finite ends: not named
+
+
 def test_tolerances_below_five_standard_errors_are_refused():
     with pytest.raises(ValueError, match="z must be"):
         within_error(0.0, mean_estimate(np.arange(10.0)), z=2)

@@ -521,6 +521,7 @@ def run_claim(
     elif state["error"] is not None:
         status = "error"
         notes.append("the claim's check failed to run (an error of its code, not a counterexample)")
+        notes.extend(_unbounded_draws(state["error"], declared_ranges(claim.parameters)))
     elif any(e.status == "inconclusive" for e in checked):
         status = "inconclusive"
     else:
@@ -539,6 +540,22 @@ def run_claim(
         requested_examples=requested,
         error=state["error"],
     )
+
+
+#: a drawn number beyond this size, from a strategy with no finite range, is named when the check fails on it
+HUGE_DRAW = 1e100
+
+
+def _unbounded_draws(example: Example, declared: Mapping[str, tuple | None]) -> list[str]:
+    """A note for each parameter of a failed example drawn huge or non-finite from a strategy without a finite
+    range (``st.floats(0.5, inf)`` reaches 1.8e308): where the claim is meant to hold is then the user's to bound."""
+    notes = []
+    for name, value in example.parameters.items():
+        if (isinstance(value, (float, np.floating)) and declared.get(name) is None
+                and not abs(value) < HUGE_DRAW):
+            notes.append(f"{name}={float(value):g} was drawn because its strategy has no finite range: give it "
+                         f"finite ends where the claim is meant to hold (st.floats(low, high))")
+    return notes
 
 
 def _no_local_constants():
