@@ -19,7 +19,8 @@ import sympy
 from sympy import Tuple
 
 from .closed_forms import erf_mean, moments_taken, polynomial_in
-from .panels import FEATURE_CUTS, SCAN, line_integral, nested, rounding
+from .jumps import is_smooth, jump_lines
+from .panels import FEATURE_CUTS, SCAN, QuadratureShort, line_integral, nested, rounding
 
 
 def gaussian(variable: sympy.Symbol, mean=0, variance=1) -> Tuple:
@@ -106,12 +107,16 @@ class Expectation(sympy.Expr):
         """The mean at ``point`` (symbol → number, for every free symbol) to ``prec`` bits, as a sympy number; None
         where it is not finite or the quadrature does not converge. The symbolic work (the change of variables,
         the exact moments, the code of the integrand) is done once per expectation; each point is a quadrature."""
-        estimate = self.estimate_at(point, prec)
+        try:
+            estimate = self.estimate_at(point, prec)
+        except QuadratureShort:
+            return None
         return None if estimate is None else estimate[0]
 
     def estimate_at(self, point: dict, prec: int):
         """(the mean at ``point`` as a sympy number, an estimate of its absolute error as an mpmath number: the
-        quadrature's own, see :func:`standard_estimate`), or None as for :meth:`value_at`."""
+        quadrature's own, see :func:`standard_estimate`), or None as for :meth:`value_at`; raises
+        :class:`.panels.QuadratureShort` where no error estimate would hold (a jump it cannot cut at)."""
         template = _compiled(self)
         try:
             values = [point[p] for p in template.parameters]
@@ -123,12 +128,16 @@ class Expectation(sympy.Expr):
             try:
                 with mpmath.workprec(working):
                     _VALUES[key] = template.value([_number(v) for v in values])
+            except QuadratureShort as short:
+                _VALUES[key] = short
             except (ValueError, TypeError, ZeroDivisionError, OverflowError, mpmath.libmp.NoConvergence):
                 _VALUES[key] = None
             if len(_VALUES) > 4096:
                 _VALUES.pop(next(iter(_VALUES)))
         if _VALUES[key] is None:
             return None
+        if isinstance(_VALUES[key], QuadratureShort):
+            raise _VALUES[key]
         value, error = _VALUES[key]
         if not mpmath.isfinite(value) or not mpmath.isfinite(error):
             return None
@@ -189,9 +198,12 @@ class _Template:
         self.constants = sympy.lambdify(self.parameters, list(constants.keys()), modules="mpmath", cse=True)
         self.f = sympy.lambdify(self.other + list(constants.values()) + self.parameters, core, modules="mpmath",
                                 cse=True)
-        self.scan, self.lines = None, []
+        self.scan, self.lines, self.jumps = None, [], []
+        self.smooth = is_smooth(reduced, self.other)
         if len(self.other) == 1:
             (x,) = self.other
+            if not self.smooth:
+                self.jumps = [sympy.lambdify(self.parameters, line, modules="mpmath") for line in jump_lines(reduced, x)]
             try:
                 self.scan = sympy.lambdify(arguments, reduced, modules=["numpy", "scipy"])
             except Exception:  # no numpy code for it: tanh-sinh alone
@@ -204,15 +216,15 @@ class _Template:
                 if rest is not None and not rest.has(x):
                     self.lines.append(sympy.lambdify(self.parameters, (rest, slope), modules="mpmath"))
 
-    def value(self, values: list) -> tuple[mpmath.mpc, mpmath.mpf]:
+    def value(self, values: list, *, reduced: bool = False) -> tuple[mpmath.mpc, mpmath.mpf]:
         """(the mean at the parameters' ``values`` (mpmath numbers), at the current precision; its error
-        estimate)."""
+        estimate). ``reduced``: :func:`standard_estimate` has already conditioned and rotated what it could."""
         constants = [*self.constants(*values), *values]
         if not self.other:
             value = mpmath.mpmathify(self.f(*constants))
             return value, rounding(value)
         density = 1 / mpmath.sqrt(2 * mpmath.pi)
-        if len(self.other) >= 2 and all(mpmath.im(v) == 0 for v in values):
+        if len(self.other) >= 2 and not reduced and all(mpmath.im(v) == 0 for v in values):
             # conditioning and rotation (standard_mean) before any nested quadrature
             digits = mpmath.mp.dps + 5
             at = self.reduced.xreplace({p: sympy.Float(mpmath.re(v), digits) for p, v in zip(self.parameters,
@@ -222,9 +234,24 @@ class _Template:
             bulk = self._bulk(values)
             if bulk is not None:
                 value, error = line_integral(lambda x: self.f(x, *constants) * density * mpmath.exp(-x * x / 2), bulk,
-                                         self._features(values))
+                                             self._features(values), self._jumps(values))
                 return mpmath.mpmathify(value), error
+        if not self.smooth:
+            raise QuadratureShort("its integrand jumps or bends, and the nested quadrature cannot cut there")
         return nested(lambda *xs: self.f(*xs, *constants), len(self.other))
+
+    def _jumps(self, values: list) -> list:
+        """The real points where the integrand jumps or bends at the parameters' ``values`` (:mod:`.jumps`)."""
+        points = []
+        for line in self.jumps:
+            offset, slope = (mpmath.mpmathify(v) for v in line(*values))
+            if slope == 0:
+                continue
+            point = -offset / slope
+            if mpmath.im(point) != 0:
+                raise QuadratureShort("a jump of its integrand at a complex point")
+            points.append(mpmath.re(point))
+        return points
 
     def _bulk(self, values: list) -> tuple[float, float, float] | None:
         """(centre, half-width, peak) of |f φ| on a float64 grid over [−SCAN, SCAN] (the width where it stays
@@ -357,7 +384,7 @@ def standard_estimate(integrand: sympy.Expr, variables: list, prec: int) -> tupl
         if not rest:
             value = sympy.N(h, mpmath.mp.dps + 5)._to_mpmath(prec)
             return value, rounding(value)
-        return _Template(Expectation(h, *(gaussian(v) for v in rest))).value([])
+        return _Template(Expectation(h, *(gaussian(v) for v in rest))).value([], reduced=True)
 
 
 def _conditioned(h: sympy.Expr, variable: sympy.Symbol) -> sympy.Expr | None:
@@ -385,8 +412,8 @@ def _rotated(h: sympy.Expr, variables: list, prec: int):
     affine arguments in which ``variables`` enter (so that the k-th holds Y₁…Y_k; coefficients below the working
     precision dropped), or None when a variable enters otherwise."""
     applications = sorted((f for f in h.atoms(sympy.Function) if f.has(*variables)), key=sympy.default_sort_key)
-    if not applications or any(len(f.args) != 1 for f in applications):
-        return None
+    if not applications or any(f.args[1:] and sympy.Tuple(*f.args[1:]).has(*variables) for f in applications):
+        return None  # one argument holds the variables (Heaviside's second, its value at 0, is a number)
     hidden = {f: sympy.Dummy() for f in applications}
     if h.xreplace(hidden).has(*variables):
         return None
@@ -403,7 +430,7 @@ def _rotated(h: sympy.Expr, variables: list, prec: int):
     matrix = mpmath.matrix(n, k)
     for j, (_, coefficients) in enumerate(rows):
         for i, c in enumerate(coefficients):
-            matrix[i, j] = mpmath.mpf(sympy.Float(c, digits))
+            matrix[i, j] = mpmath.mpf(sympy.Float(sympy.N(c, digits), digits))
     try:
         q, r = mpmath.qr(matrix)
     except (ZeroDivisionError, ValueError):
@@ -413,6 +440,6 @@ def _rotated(h: sympy.Expr, variables: list, prec: int):
     replaced = {}
     for j, (f, (offset, _)) in enumerate(zip(applications, rows)):
         argument = offset + sum(sympy.Float(r[i, j], digits) * y for i, y in enumerate(new) if abs(r[i, j]) > small)
-        replaced[f] = f.func(argument)
+        replaced[f] = f.func(argument, *f.args[1:])
     return h.xreplace(replaced), new
 

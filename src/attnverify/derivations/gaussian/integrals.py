@@ -8,12 +8,7 @@ import mpmath
 import sympy
 
 from .expectation import standard_estimate, working_precision
-from .panels import rounding
-
-
-class QuadratureShort(ArithmeticError):
-    """A quadrature that did not reach the digits asked of it within its bounded effort (the check is then left
-    undecided, never failed)."""
+from .panels import QuadratureShort, rounding
 
 
 INTEGRAL_DEGREE = 7

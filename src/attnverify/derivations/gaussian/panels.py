@@ -8,6 +8,11 @@ import mpmath
 from mpmath.calculus.quadrature import GaussLegendre
 
 
+class QuadratureShort(ArithmeticError):
+    """A quadrature that did not reach the digits asked of it within its bounded effort, or whose error estimate
+    cannot be trusted (the check is then left undecided, never failed)."""
+
+
 SCAN = 14.0
 """The standard variable is scanned over [−SCAN, SCAN] for the integrand's bulk (φ(14) ≈ 1e-43 of φ(0))."""
 
@@ -61,16 +66,24 @@ def panels(g, a, b, tolerance) -> tuple[mpmath.mpf, mpmath.mpf]:
     return total, error
 
 
-def line_integral(g, bulk, features=()) -> tuple[mpmath.mpf, mpmath.mpf]:
+def line_integral(g, bulk, features=(), jumps=()) -> tuple[mpmath.mpf, mpmath.mpf]:
     """(∫_ℝ g, its error estimate) for g = f φ: Gauss–Legendre panels over the bulk (centre ± 1, 4, 12 half-widths,
-    f's ``features`` and [−SCAN, SCAN]), tanh-sinh on the two tails beyond (with mpmath.quad's own estimate)."""
+    f's ``features`` and [−SCAN, SCAN]), tanh-sinh on the two tails beyond (with mpmath.quad's own estimate).
+    ``jumps``: the points where f or a derivative jumps (mpmath numbers), each an end of its panels or tails, so
+    that every rule integrates a smooth function and the two rules' agreement measures its error (a jump between
+    a panel's last nodes and its end passes both rules unseen)."""
     centre, width, peak = bulk
     cuts = sorted({*(centre + k * width for k in BULK_CUTS), -SCAN, SCAN, *features})
-    cuts = [c for c in cuts if min(-SCAN, centre - 12 * width) <= c <= max(SCAN, centre + 12 * width)]
+    cuts = [mpmath.mpf(c) for c in cuts if min(-SCAN, centre - 12 * width) <= c <= max(SCAN, centre + 12 * width)]
+    inside = [j for j in jumps if cuts[0] < j < cuts[-1]]
+    cuts = sorted({*cuts, *inside})
     # the integral's size is about peak·width (the float64 scan): it sets the absolute tolerance
     tolerance = mpmath.mpf(2) ** (12 - mpmath.mp.prec) * mpmath.mpf(peak * width)
     parts = [panels(g, lo, hi, tolerance) for lo, hi in zip(cuts, cuts[1:])]
-    parts += [mpmath.quad(g, [-mpmath.inf, cuts[0]], error=True), mpmath.quad(g, [cuts[-1], mpmath.inf], error=True)]
+    below = sorted(j for j in jumps if j < cuts[0])
+    above = sorted(j for j in jumps if j > cuts[-1])
+    parts += [mpmath.quad(g, [-mpmath.inf, *below, cuts[0]], error=True),
+              mpmath.quad(g, [cuts[-1], *above, mpmath.inf], error=True)]
     return mpmath.fsum(value for value, _ in parts), mpmath.fsum(abs(error) for _, error in parts)
 
 
