@@ -131,6 +131,17 @@ def test_an_exact_zero_reached_by_cancellation_is_not_a_failure_a_real_differenc
     assert compare(zero, sympy.Rational(1, 10**15)).outcome == "failed"
 
 
+def test_a_difference_small_beside_the_terms_is_a_failure_unless_it_is_round_off(monkeypatch):
+    """1 − erf(7) against 2·erfc(7): 4e-23 apart, 22 digits of terms of size 1, and as far apart at 60 digits,
+    so the step fails; against erfc(7) it agrees. Sides without a free symbol are checked at their one point."""
+    monkeypatch.setattr(symbolic, "SIMPLIFY_OPERATIONS", 0)
+    monkeypatch.setattr(symbolic, "EXPAND_OPERATIONS", 0)
+    tail = 1 - sympy.erf(7)
+    assert compare(tail, 2 * sympy.erfc(7)).outcome == "failed"
+    agreed = compare(tail, sympy.erfc(7))
+    assert agreed.outcome == "numeric" and agreed.points == 1 and "at its one point" in agreed.label()
+
+
 def test_matrix_identities_are_checked_with_explicit_random_matrices():
     """The push-through identity K(KᵀK + λI)⁻¹ = (KKᵀ + λI)⁻¹K holds; with KᵀK where KKᵀ belongs it fails."""
     rows, cols = Symbol("L", integer=True, positive=True), Symbol("d", integer=True, positive=True)

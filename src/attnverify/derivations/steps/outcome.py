@@ -50,10 +50,10 @@ class StepCheck:
         if self.outcome == "symbolic":
             return f"proved symbolically{against}: {self.detail}"
         if self.outcome == "numeric":
+            where = "at its one point (no free symbol)" if self.points == 1 else f"at {self.points} random points"
             if self.limited:
-                return (f"agrees at {self.points} random points to {math.floor(self.digits)} digits "
-                        f"(quadrature-limited){against}")
-            return f"agrees at {self.points} random points to ≥ {self.digits:.0f} digits{against}"
+                return f"agrees {where} to {math.floor(self.digits)} digits (quadrature-limited){against}"
+            return f"agrees {where} to ≥ {self.digits:.0f} digits{against}"
         if self.outcome == "failed":
             where = ", ".join(f"{k} = {v}" for k, v in self.point.items())
             sides = f": left side {self.values[0]}, right side {self.values[1]}" if self.values else ""
