@@ -203,6 +203,41 @@ def test_a_stated_bias_budget_rides_on_the_resolution_and_widens_only_the_compar
                            statement="s", **strategies)
 
 
+def test_a_relative_claim_whose_terms_cancel_on_every_example_is_inconclusive_not_held():
+    """E[erfc(b + aZ)] against 1 − erf(b/√(1 + 2a²)) for b ∈ [6.5, 8], where float64 gives 0: a relative resolution
+    measured against the terms (size 2) cannot tell the value from 0 or from twice itself, so the true form and
+    the doubled one are both inconclusive; written without the cancellation (erfc), the doubled one is refuted.
+    Where the terms cancel on some examples only (the arc-cosine kernel at θ = π) the claim still holds."""
+    import sympy
+    from scipy.special import erfc
+
+    theory = Theory("cancelling")
+    a, b = sympy.symbols("a b", positive=True)
+    t = sympy.Symbol("t")
+
+    @theory.derivation
+    def tail(step):
+        """The Gaussian tail of the erf gate"""
+        argument = b / sympy.sqrt(1 + 2 * a**2)
+        step("By cancellation", sympy.Eq(t, 1 - sympy.erf(argument)), kind="definition", name="cancelling")
+        step("Directly", sympy.Eq(t, sympy.erfc(argument)), name="direct")
+
+    def tails(rng, n, a, b):
+        return erfc(a * rng.standard_normal(n) + b)
+
+    far = dict(a=st.floats(0.05, 0.2), b=st.floats(6.5, 8.0))
+    cancelling, direct = tail.evaluator("cancelling"), tail.evaluator("direct")
+    true = theory.monte_carlo(tails, expected=cancelling, relative=0.02, name="true", statement="s", **far)
+    doubled = theory.monte_carlo(tails, expected=lambda a, b: 2 * cancelling(a=a, b=b), relative=0.02,
+                                 name="doubled", statement="s", **far)
+    for result in (run_claim(true, examples=4), run_claim(doubled, examples=4)):
+        assert result.status == "inconclusive", result
+        assert all("cannot tell the value from 0" in e.evidence.inconclusive for e in result.examples)
+    resolved = theory.monte_carlo(tails, expected=lambda a, b: 2 * direct(a=a, b=b), relative=0.02,
+                                  name="resolved", statement="s", **far)
+    assert run_claim(resolved, examples=4).status == "refuted"
+
+
 def test_a_monte_carlo_claim_takes_options_per_profile_a_resolution_of_its_parameters_and_the_backend():
     theory = Theory("mine")
     seen = []

@@ -94,6 +94,9 @@ class Evidence:
     refutation; ``needed`` says what would decide it (``{"draws": 120_000}``, ``{"seeds": 16}``).
     ``labels`` names the two sides where "theory"/"observed" (and "value"/"bound" for ``at_most``) would not fit
     (``close(lhs, rhs, labels=("generated", "sympy"))``).
+    ``vacuous`` (a sentence: why) marks evidence that holds but could not have told the claim from a false one
+    (its resolution exceeds both sides); a claim that holds on vacuous examples alone is inconclusive
+    (:func:`~attnverify.checks.runner.run_claim`).
     """
 
     holds: bool
@@ -108,6 +111,7 @@ class Evidence:
     inconclusive: str = ""
     needed: Mapping[str, int] = field(default_factory=dict)
     labels: tuple[str, str] | None = None
+    vacuous: str = ""
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -140,6 +144,9 @@ class Evidence:
         set_(self, "relation", relation)
         if not isinstance(self.inconclusive, str):
             raise EvidenceError(f"Evidence.inconclusive must be a string (why it is), got {self.inconclusive!r}")
+        if not isinstance(self.vacuous, str) or (self.vacuous and not self.holds):
+            raise EvidenceError(f"Evidence.vacuous must be a string (why), and given only where it holds, got "
+                                f"{self.vacuous!r} with holds={self.holds}")
         if self.inconclusive and self.holds:
             raise EvidenceError("Evidence cannot both hold and be inconclusive: holds must be False when "
                                 f"inconclusive is given ({self.inconclusive!r})")
@@ -190,6 +197,7 @@ class Evidence:
             "holds": self.holds,
             "status": self.status,
             "inconclusive": self.inconclusive,
+            **({"vacuous": self.vacuous} if self.vacuous else {}),
             "needed": dict(self.needed),
             "theory": self.theory,
             "observed": self.observed,

@@ -29,7 +29,7 @@ import math
 import os
 import time
 import traceback
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -524,6 +524,10 @@ def run_claim(
         notes.extend(_unbounded_draws(state["error"], declared_ranges(claim.parameters)))
     elif any(e.status == "inconclusive" for e in checked):
         status = "inconclusive"
+    elif checked and all(e.evidence is not None and e.evidence.vacuous for e in checked):
+        status = "inconclusive"  # every example would have held for a false claim as well
+        checked = [_undecided(e) for e in checked]
+        notes.append("every example held only where it could not tell the claim from a false one")
     else:
         status = "holds"
     return ClaimResult(
@@ -540,6 +544,12 @@ def run_claim(
         requested_examples=requested,
         error=state["error"],
     )
+
+
+def _undecided(example: Example) -> Example:
+    """A vacuous example (its evidence holds, but would for a false claim too) as the inconclusive one it is."""
+    evidence = example.evidence
+    return replace(example, evidence=replace(evidence, holds=False, vacuous="", inconclusive=evidence.vacuous))
 
 
 #: a drawn number beyond this size, from a strategy with no finite range, is named when the check fails on it

@@ -8,6 +8,7 @@ theory-vs-simulation figure along one parameter.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 from typing import Callable
@@ -173,15 +174,36 @@ def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=No
     allowance = bias_at(bias, p)
     expected, scale, terms = expected_value(theory_side, p, ctx, relative=bool(relative))
     draw, generator = simulate(p, ctx)
+    reference = size_of(expected, terms, bounds) if relative else None
     estimate = sized_mean(draw, generator, resolution=(resolution or 0.0) + allowance, relative_resolution=relative,
-                          reference=size_of(expected, terms, bounds) if relative else None, budget=budget,
-                          bounds=bounds, bias_budget=allowance)
-    return expected, scale, estimate
+                          reference=reference, budget=budget, bounds=bounds, bias_budget=allowance)
+    return expected, scale, estimate, reference
 
 
 def compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None, bias=None) -> Evidence:
-    expected, scale, estimate = sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds, bias)
-    return within_error(expected, estimate, scale=scale, bias_budget=estimate.bias_budget, figures=estimate.sizing())
+    """The example's evidence: ``within_error`` of the expected value and the sized mean, marked vacuous where a
+    relative resolution, widened to the size of terms that cancel, exceeds both sides (:func:`vacuity`)."""
+    expected, scale, estimate, reference = sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds,
+                                                 bias)
+    evidence = within_error(expected, estimate, scale=scale, bias_budget=estimate.bias_budget,
+                            figures=estimate.sizing())
+    if not evidence.holds or reference is None or per_profile(resolution, ctx.profile):
+        return evidence
+    why = vacuity(expected, estimate.mean, reference, per_profile(relative, ctx.profile))
+    return dataclasses.replace(evidence, vacuous=why) if why else evidence
+
+
+def vacuity(expected: float, observed: float, reference: float, relative: float) -> str:
+    """Why a relative comparison cannot tell the expected value from 0 (nor from twice itself), or "": where the
+    expected value's terms cancel, the resolution is a fraction of their size (:func:`size_of`), and where that
+    exceeds both sides, any value as small would hold. The arc-cosine kernel at θ = π is such a point among
+    others; 2(1 − erf(b)) against E[erfc(b + aZ)] for b ∈ [6.5, 8] has only such points, and must not hold."""
+    resolved = relative * reference
+    if not reference > abs(expected) or not max(abs(expected), abs(observed)) < resolved:
+        return ""
+    return (f"the expected value's terms (size {reference:.3g}) cancel to {expected:.3g}, and {relative:g} of their "
+            f"size ({resolved:.3g}) exceeds both sides: this example cannot tell the value from 0 (write the expected "
+            "value without the cancellation, or state an absolute resolution=)")
 
 
 def sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xlabel, ylabel, statement,
@@ -200,7 +222,8 @@ def sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xla
     def at(x) -> dict:
         return {**fixed, axis: int(x) if integer else float(x)}
 
-    estimates = [sized(theory_side, simulate, at(x), ctx, resolution, relative, budget, bounds, bias)[2] for x in xs]
+    estimates = [sized(theory_side, simulate, at(x), ctx, resolution, relative, budget, bounds, bias)[2]
+                 for x in xs]
     theory_x = xs if integer else np.linspace(xs.min(), xs.max(), 100)
     theory = [float(theory_side(at(x), ctx)) for x in theory_x]
     draws = [e.samples for e in estimates]
