@@ -56,12 +56,38 @@ def _relu_like(entropy_sign: int):
     return theory
 
 
-def test_a_wrong_sign_is_refused_by_the_minimum_claim():
-    """N/2 (Q/σ² + ln Q) has no minimum over Q > 0 (the action falls as Q → 0): refuted, not an error."""
-    claim = [c for c in _relu_like(-1).claim_list() if c.name.endswith("saddle_point_is_a_minimum")][0]
-    assert run_claim(claim, profile="quick", seed=run_seed(0)).status == "refuted"
-    claim = [c for c in _relu_like(+1).claim_list() if c.name.endswith("saddle_point_is_a_minimum")][0]
+@pytest.mark.parametrize("suffix, flipped", [("saddle_point_is_a_minimum", "refuted"),
+                                             ("saddle_point_approaches_gp", "refuted"),
+                                             ("saddle_gradient_matches_finite_differences", "holds")])
+def test_a_wrong_sign_is_refuted_not_an_error(suffix, flipped):
+    """N/2 (Q/σ² + ln Q) has no minimum over Q > 0 (the action falls as Q → 0, where it overflows): no minimum and
+    no GP point to approach, both refuted, not an error; its derivatives are still right. The right sign holds."""
+    claim = [c for c in _relu_like(-1).claim_list() if c.name.endswith(suffix)][0]
+    assert run_claim(claim, profile="quick", seed=run_seed(0)).status == flipped
+    claim = [c for c in _relu_like(+1).claim_list() if c.name.endswith(suffix)][0]
     assert run_claim(claim, profile="quick", seed=run_seed(0)).status == "holds"
+
+
+def test_a_matrix_entropy_unbounded_below_is_refuted_not_an_error():
+    """(N/2)(tr V⁻¹U + ln det U) falls without bound as U → 0: the iterate overflows on its way there, and the
+    claims say no minimum (not a LinAlgError from the eigenvalues of a non-finite Hessian)."""
+    from attnverify.saddle import log_det, positive_definite
+
+    theory = Theory("unbounded")
+    U, N = positive_definite("U", 2), sympy.Symbol("N", positive=True)
+    prior_inverse = sympy.diag(2, sympy.Rational(2, 3))
+    action = SaddlePointAction(order_parameters={"U": U}, entropy=N / 2 * ((prior_inverse * U).trace() + log_det(U)),
+                               kernel="U", width=N)
+
+    @theory.saddle_point(action, N=st.just(20.0), temperature=st.just(0.02), P=st.just(12))
+    def data(rng, P):
+        X = rng.standard_normal((P, 2, 3))
+        return dict(C=np.einsum("phd,qkd->hkpq", X, X) / 3, y=8 * X[:, 1, 0])
+
+    for suffix in ("saddle_point_is_a_minimum", "saddle_point_approaches_gp"):
+        (claim,) = [c for c in theory.claim_list() if c.name.endswith(suffix)]
+        result = run_claim(claim, profile="quick", seed=run_seed(0))
+        assert result.status == "refuted", result
 
 
 def _swap_first_layer_heads(data):

@@ -84,25 +84,31 @@ def data_energy(data: Mapping[str, Any], temperature: float, *, space: str = "au
 
 
 def _minimise(action: NumericAction, theta: np.ndarray, tolerance: float, max_iterations: int):
-    return trust_region.minimise(action, action.hessian, action.residual, theta, tolerance=tolerance,
-                                 max_iterations=max_iterations)
+    # an action unbounded below overflows along the way: the iteration treats non-finite values as undefined,
+    # and the solution says where it stopped (:func:`_solution`)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return trust_region.minimise(action, action.hessian, action.residual, theta, tolerance=tolerance,
+                                     max_iterations=max_iterations)
 
 
 def _solution(action: NumericAction, theta: np.ndarray, result, tolerance: float, t0: float,
               temperature) -> Solution:
-    E, L, u, g = action.parts(theta)
-    H = action.entries_hessian(theta)
-    eigenvalues = np.linalg.eigvalsh(H)
-    if eigenvalues.min() > 0:
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        E, L, u, g = action.parts(theta)
+        H = action.entries_hessian(theta)
+    finite = bool(np.all(np.isfinite(H)))  # an action unbounded below sends the iterate where it overflows
+    eigenvalues = np.linalg.eigvalsh(H) if finite else np.full(H.shape[0], np.nan)
+    if finite and eigenvalues.min() > 0:
         error = float(np.max(np.abs(np.linalg.solve(H, g / action.scale))))
     else:
         error = float("inf")
     declaration = action.declaration
     residual = action.residual(theta)
     converged = residual <= tolerance
+    lowest = (f"smallest Hessian eigenvalue {eigenvalues.min():.3g}" if finite else
+              "the Hessian is not finite at the last iterate (is the action bounded below?)")
     message = (f"max |∂(S/N)/∂u| = {residual:.3g} (tolerance {tolerance:g}) after {result.iterations} trust-region "
-               f"Newton iterations ({result.stopped}); smallest Hessian eigenvalue {eigenvalues.min():.3g}; "
-               f"estimated error of u {error:.2g}")
+               f"Newton iterations ({result.stopped}); {lowest}; estimated error of u {error:.2g}")
     return Solution(order_parameters=declaration.split(u), action=0.5 * E + L, energy=0.5 * E, entropy=L,
                     residual=residual, hessian_eigenvalues=eigenvalues, error_estimate=error, converged=converged,
                     iterations=result.iterations, evaluations=action.evaluations, seconds=time.perf_counter() - t0,
@@ -110,10 +116,16 @@ def _solution(action: NumericAction, theta: np.ndarray, result, tolerance: float
                     message=message, entries=u)
 
 
+def domain_point(declaration: SaddlePointAction) -> np.ndarray:
+    """Identity matrices and unit scalars (their entries): a point of the domain, where the search for the
+    entropy's own minimum starts."""
+    return np.concatenate([np.ones(1) if op.size == 0 else np.eye(op.size)[np.triu_indices(op.size)]
+                           for op in declaration.order_parameters])
+
+
 def _start(declaration: SaddlePointAction, start) -> np.ndarray:
-    if start is None:  # identity matrices and unit scalars: a point of the domain for the entropy's own minimum
-        return np.concatenate([np.ones(1) if op.size == 0 else np.eye(op.size)[np.triu_indices(op.size)]
-                               for op in declaration.order_parameters])
+    if start is None:
+        return domain_point(declaration)
     if isinstance(start, Solution):
         return np.array(start.entries, dtype=float)
     return declaration.join(start)
