@@ -207,10 +207,21 @@ def test_a_solution_is_checked_against_the_condition_it_solves():
     derivation = chain(Eq(z**2 - 2 * a, 0), FiniteSet(-sqrt(2 * a), sqrt(2 * a)), Eq(z, sqrt(2 * a)),
                        Eq(z, sqrt(3 * a)))
     condition, roots, root, wrong = derivation.checks()
-    assert condition.outcome == "unchecked" and "condition" in condition.detail
+    assert condition.outcome == "condition" and "steps 2, 3 satisfy it" in condition.detail
     assert roots.outcome == "symbolic" and root.outcome == "symbolic" and root.against == 1
     assert_fails_at_a_point(wrong, "a")
     assert outcomes(chain(Eq(z**2 - 2 * a, 0), FiniteSet(sqrt(a), 2 * sqrt(a))))[1] == "failed"
+
+
+def test_an_equation_to_zero_that_no_later_step_solves_is_an_identity(monkeypatch):
+    """R − (x² + 2x + 2) = 0 after R = (x + 1)², which fails at random points: a condition if a later step solved
+    it, but none does, so it fails as the identity it is (read as a condition, nothing would ever check it)."""
+    monkeypatch.setattr(symbolic, "SIMPLIFY_OPERATIONS", 0)
+    monkeypatch.setattr(symbolic, "EXPAND_OPERATIONS", 0)
+    derivation = chain((Eq(R, (x + 1) ** 2), {"kind": "definition"}), Eq(R - x**2 - 2 * x - 2, 0))
+    check = derivation.checks()[1]
+    assert_fails_at_a_point(check, "x")
+    assert "no later step solves" in check.detail
 
 
 def test_marked_steps_are_shown_as_marked_and_what_they_state_is_used_later():
@@ -478,3 +489,23 @@ def test_a_difference_within_the_error_estimate_is_agreement_to_the_digits_it_le
                                                                                        True)
     assert numeric._agreed(one, one + sympy.Float("1e-22", 40), 0) == (pytest.approx(22), False)
     assert numeric._agreed(one, one + sympy.Float("1e-12", 40), sympy.Float("1e-25")) is None
+
+
+def test_a_derivation_with_a_step_the_checker_cannot_decide_is_not_verified():
+    """A misspelt left side (mm for m) is a first value, unchecked: the theory's derivation_steps claim is
+    inconclusive and names the step, not held while the named result rests on it."""
+    from attnverify import Theory
+
+    theory = Theory("misspelt")
+    m, mm = Symbol("m"), Symbol("mm")
+
+    @theory.derivation
+    def result(step):
+        """A result whose last step misspells its name"""
+        step("Its definition", Eq(m, x**2 + 1), kind="definition")
+        step("Its value, misspelt", Eq(mm, x**2 + 2), name="m")
+
+    (claim,) = [c for c in theory.claim_list() if c.name == "misspelt.derivation_steps"]
+    outcome = run_claim(claim)
+    assert outcome.status == "inconclusive", outcome
+    assert "first value of mm" in outcome.examples[0].evidence.inconclusive

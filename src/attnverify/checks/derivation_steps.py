@@ -18,10 +18,10 @@ from ..execution.tasks import progress
 from .claim import Claim
 from .evidence import Evidence
 
-STATEMENT = ("Every recorded derivation step that the checker decides holds: proved symbolically, or equal at "
-             "random admissible points to 20 or more of 30 digits; steps marked as definitions or assumptions, "
-             "conditions (equations that later steps solve, checked there), and steps it cannot decide (with "
-             "why), are counted and shown, not passed.")
+STATEMENT = ("Every recorded derivation step holds: proved symbolically, or equal at random admissible points to 20 "
+             "or more of 30 digits; steps marked as definitions or assumptions and conditions (equations that "
+             "later steps solve, checked there) are counted and shown, not passed; a step the checker cannot "
+             "decide (with why) leaves the claim inconclusive.")
 
 
 def claim_name(theory: str) -> str:
@@ -41,9 +41,10 @@ def derivation_steps_claim(theory: str, derivations: Callable[[], list], origin:
 
 
 def steps_evidence(derivations: list) -> Evidence:
-    """Evidence that no checked step of ``derivations`` fails: one condition per checked step, every outcome in
-    the figures (``steps``: "<derivation>: step k" → outcome and its label; ``counts``)."""
-    conditions, outcomes, failures, every = {}, {}, [], []
+    """Evidence that every step of ``derivations`` holds: one condition per checked step, refuted by a failure,
+    inconclusive where a step is unchecked (it may say anything); every outcome in the figures (``steps``:
+    "<derivation>: step k" → outcome and its label; ``counts``)."""
+    conditions, outcomes, failures, undecided, every = {}, {}, [], [], []
     for derivation in derivations:
         for number, check in enumerate(check_derivation(derivation, on_step=_announcer(derivation.name)), 1):
             label = f"{derivation.name}: step {number}"
@@ -53,11 +54,16 @@ def steps_evidence(derivations: list) -> Evidence:
                 conditions[label] = not check.failed
             if check.failed:
                 failures.append(f"{label} {check.label()}")
+            elif check.outcome == "unchecked":
+                undecided.append(f"{label} {check.label()}")
     numbers = counts(every)
     summary = counts_text(numbers) + f" in {len(derivations)} derivation{'s' * (len(derivations) != 1)}"
     note = "\n".join([*failures, summary]) if failures else summary
-    return Evidence(holds=not failures, relation="custom", conditions=conditions, note=note,
-                    figures={"counts": numbers, "steps": outcomes})
+    why = "" if failures or not undecided else (
+        f"{len(undecided)} step{'s' * (len(undecided) != 1)} the checker cannot decide, so the derivation is not "
+        f"verified: {undecided[0]}" + (f" (and {len(undecided) - 1} more)" if len(undecided) > 1 else ""))
+    return Evidence(holds=not failures and not why, relation="custom", conditions=conditions, note=note,
+                    figures={"counts": numbers, "steps": outcomes}, inconclusive=why)
 
 
 def _announcer(name: str):

@@ -27,10 +27,11 @@ class WalkState:
     previous: sympy.Basic | None = None
     solved: dict = field(default_factory=dict)  # condition step → the later steps whose solutions satisfy it
     skip: bool = False  # learn the steps without comparing (a step whose budget ran out)
+    implicit: dict = field(default_factory=dict)  # step read as a condition → its failed check as an identity
 
     def copy(self) -> "WalkState":
         return WalkState(dict(self.env), dict(self.origin), list(self.conditions), set(self.seen), self.previous,
-                        {k: list(v) for k, v in self.solved.items()}, self.skip)
+                         {k: list(v) for k, v in self.solved.items()}, self.skip, dict(self.implicit))
 
     def restore(self, other: "WalkState") -> None:
         self.__dict__.update(other.copy().__dict__)
@@ -46,6 +47,17 @@ def condition_outcome(number: int, solvers: list) -> StepCheck:
     unchecked."""
     if not solvers:
         return unchecked("a condition (an equation to solve) that no later step solves")
+    return solved_condition(solvers)
+
+
+def unsolved_identity(failed: StepCheck) -> StepCheck:
+    """An equation f = 0 not marked a condition that failed as an identity and that no later step solves: a
+    failure (read as a condition, it would pass unchecked whatever it says)."""
+    return replace(failed, detail=f"{failed.detail}; an equation f = 0 that no later step solves, so an identity")
+
+
+def solved_condition(solvers: list) -> StepCheck:
+    """A condition a later solution was checked against."""
     steps = sorted(set(solvers))
     which = f"step{'s' * (len(steps) > 1)} {', '.join(map(str, steps))}"
     return StepCheck("condition", f"an equation to solve; the solution{'s' * (len(steps) > 1)} of {which} "
@@ -89,6 +101,9 @@ def _checked_step(step, number: int, context: WalkState) -> StepCheck:
             part, role = _check_relation(a, b, substitute, context)
             if role == "solution":
                 solves(context, number, part)
+            if role == "condition":
+                context.implicit.setdefault(number, part)
+                part = unchecked("a condition: an equation to solve, not an identity")
             _learn_relation(context, number, a, b, role)
             parts.append(part)
         outcome, relations = combined(parts), None
@@ -143,7 +158,7 @@ def _check_relation(a, b, substitute: dict, context: WalkState) -> tuple[StepChe
         return unchecked(f"introduces {names_text(introduced)}: nothing earlier to compare it with"), "name"
     outcome = _compared(context, side_at(a, env, substitute), side_at(b, env, substitute))
     if outcome.failed and (b == 0 or a == 0) and outcome.point:
-        return unchecked("a condition: an equation to solve, not an identity"), "condition"
+        return outcome, "condition"  # an equation to solve, unless no later step solves it (:func:`_checked_step`)
     return (_taken_at(outcome, substitute, "the sides") if substitute else outcome), "identity"
 
 

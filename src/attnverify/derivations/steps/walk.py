@@ -13,7 +13,7 @@ from ...base.files import fingerprint
 from .outcome import StepCheck, unchecked
 from .budget import ANNOUNCE_AFTER, BudgetSpent, CLOCK, Child, GRACE, budget_outcome, can_fork, is_spent, step_budget
 from .comparison import read_kept, remember, write_kept
-from .relations import WalkState, check_step, condition_outcome, solves
+from .relations import WalkState, check_step, condition_outcome, solved_condition, solves, unsolved_identity
 
 
 _CHECKED: dict = {}
@@ -82,6 +82,9 @@ def _walked(derivation, budget: float | None = None, spent: dict | None = None) 
     for number, step in enumerate(derivation.steps, 1):
         if step.kind == "condition" and outcomes[number - 1].outcome == "condition":
             outcomes[number - 1] = condition_outcome(number, context.solved.get(number, []))
+        elif number in context.implicit:  # an equation f = 0 that failed as an identity: a condition if solved
+            solvers = context.solved.get(number)
+            outcomes[number - 1] = solved_condition(solvers) if solvers else unsolved_identity(context.implicit[number])
     return tuple(outcomes)
 
 
