@@ -70,6 +70,16 @@ def test_evaluator_rejects_free_symbols_not_among_arguments():
         evaluator(x * y, [x])
 
 
+def test_an_undefined_value_names_the_arguments_where_it_is():
+    """1/√(1 − 2a) at a = (0.1, 0.8): NaN at the second entry, named with its value."""
+    a = sympy.Symbol("a", positive=True)
+    tilt = evaluator(1 / sympy.sqrt(1 - 2 * a), [a])
+    with pytest.raises(ValueError, match=r"undefined \(NaN\) at a = 0\.8 \(entry \(1,\) of the \(2,\) result\)"):
+        tilt(np.array([0.1, 0.8]))
+    with pytest.raises(ValueError, match=r"undefined \(NaN\) at a = 0\.75: outside its domain"):
+        tilt(0.75)
+
+
 def test_a_sequence_of_expressions_gives_a_tuple_even_of_one():
     """One expression: one array; a list or tuple of expressions (one-element too): a tuple of arrays."""
     assert isinstance(evaluator(x**2, [x])(3.0), np.ndarray)

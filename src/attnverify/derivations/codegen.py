@@ -25,7 +25,7 @@ import sympy
 from sympy.printing.numpy import NumPyPrinter, _known_constants_numpy, _known_functions_numpy
 
 from ..base.arguments import backend as backend_argument
-from ..base.backend import on_device
+from ..base.backend import on_device, to_numpy
 from .rounding import magnitude
 
 #: sympy function name -> name in ``scipy.special`` / ``cupyx.scipy.special``.
@@ -149,11 +149,18 @@ class Evaluator:
             )
         for expression, out in zip(self.expressions, outputs):
             if bool(self.xp.isnan(out).any()):
-                raise ValueError(f"{expression} is undefined (NaN) at the given arguments "
-                                 f"{[str(a) for a in self.arguments]}: outside its domain, or an overflow")
+                raise ValueError(f"{expression} is undefined (NaN) at {self._first_nan(out, arrays, shape)}: "
+                                 "outside its domain, or an overflow")
         if self.rounding and self.backend_name == "numpy":
             outputs = self._rounded(outputs, arrays)
         return outputs[0] if self.single else outputs
+
+    def _first_nan(self, out, arrays: list, shape: tuple) -> str:
+        """The arguments' values where ``out`` is first NaN, as ``a = 0.7925, b = 1`` (and where in the array)."""
+        where = tuple(int(i) for i in to_numpy(self.xp.argwhere(self.xp.isnan(out))[0])) if shape else ()
+        values = [float(to_numpy(self.xp.broadcast_to(a, shape)[where])) for a in arrays]
+        at = ", ".join(f"{s} = {v:.6g}" for s, v in zip(self.arguments, values)) or "no arguments"
+        return at + (f" (entry {where} of the {shape} result)" if shape else "")
 
     def _rounded(self, outputs: tuple, arrays: list) -> tuple:
         """The outputs as :class:`~.rounded.Rounded` values carrying the size of their terms (M(e) of
@@ -205,6 +212,8 @@ def _argument(symbol: sympy.Symbol, value: Any, xp: ModuleType) -> Any:
             raise ValueError(f"argument {symbol} must be finite, got an integer beyond float64") from None
         if not math.isfinite(number):
             raise ValueError(f"argument {symbol} must be finite, got NaN or infinity")
+        if _against_sign(symbol, number):
+            raise ValueError(_sign_message(symbol, number))
         return xp.asarray(number, dtype=xp.float64)
     kind = getattr(getattr(value, "dtype", None), "kind", None)
     if kind in ("c", "b", "O", "U", "S", "M", "m") or isinstance(value, complex):
@@ -218,9 +227,40 @@ def _argument(symbol: sympy.Symbol, value: Any, xp: ModuleType) -> Any:
         arr = xp.asarray(value, dtype=xp.float64)
     except (TypeError, ValueError, OverflowError) as error:
         raise TypeError(f"argument {symbol} must be a real number or an array of them ({error})") from None
-    if not bool(xp.isfinite(arr).all()):
-        raise ValueError(f"argument {symbol} must be finite, got NaN or infinity")
+    sign = _SIGNS.get(_declared_sign(symbol))
+    admissible = xp.isfinite(arr) if sign is None else xp.isfinite(arr) & sign(arr)  # one reduction, one read
+    if not bool(admissible.all()):
+        if not bool(xp.isfinite(arr).all()):
+            raise ValueError(f"argument {symbol} must be finite, got NaN or infinity")
+        wrong = float(to_numpy(arr[~sign(arr)].ravel()[0]))
+        raise ValueError(_sign_message(symbol, wrong))
     return arr
+
+
+_SIGNS = {"positive": lambda x: x >= 0, "nonnegative": lambda x: x >= 0,
+          "negative": lambda x: x <= 0, "nonpositive": lambda x: x <= 0}
+"""The values a symbol's declared sign admits: its sign, or 0 (where a formula often has its limit, as at the
+boundary of a drawn range)."""
+
+
+def _declared_sign(symbol: sympy.Symbol) -> str | None:
+    """``positive``, ``nonnegative``, ``negative``, ``nonpositive`` as the symbol is declared, else None."""
+    for sign in ("positive", "nonnegative", "negative", "nonpositive"):
+        if getattr(symbol, f"is_{sign}", None):
+            return sign
+    return None
+
+
+def _against_sign(symbol: sympy.Symbol, number: float) -> bool:
+    sign = _SIGNS.get(_declared_sign(symbol))
+    return sign is not None and not sign(number)
+
+
+def _sign_message(symbol: sympy.Symbol, value: float) -> str:
+    sign = _declared_sign(symbol)
+    where = "[0, inf)" if sign in ("positive", "nonnegative") else "(-inf, 0]"
+    return (f"argument {symbol} must be in {where} (its symbol is declared {sign}, and the derivation assumed it), "
+            f"got {value:g}")
 
 
 def generate_source(
