@@ -59,7 +59,7 @@ def test_every_printer_tells_the_story_it_is_given(name, check):
     if name == "undecided":
         assert story.inconclusive and story.needed == "16 seeds" and story.shown.kind == "inconclusive"
         for printed in (text, page, markdown):
-            assert UNDECIDED in printed and "deciding would take 16 seeds" in printed
+            assert UNDECIDED in printed and "deciding them all would take 16 seeds" in printed
 
 
 def test_a_result_that_held_shows_the_example_nearest_its_tolerance():

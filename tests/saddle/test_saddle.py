@@ -108,7 +108,7 @@ def test_bad_declarations_and_values_are_refused_by_name():
         action.parameter_values({"N": -1.0})
     with pytest.raises(ValueError, match="U must be positive definite"):
         action.join({"U": np.diag([1.0, -1.0])})
-    with pytest.raises(ValueError, match="2 × 2 but the data have 3 kernels"):
+    with pytest.raises(ValueError, match="2 × 2 but the data have 3 paths: give C of shape \\(2, 2, P, P\\)"):
         solve(action, dict(X=np.ones((4, 2, 3)), y=np.ones(4)), temperature=0.1, N=10.0)
 
 
@@ -173,6 +173,13 @@ def test_the_prediction_equals_the_built_in_predictor_from_features_and_from_ker
     assert np.isfinite(error.mean) and error.standard_error > 0
     values, overlaps = kernel_alignment(declaration, solution, dict(X=X, y=y))
     assert np.all(np.diff(values) <= 1e-9 * values[0]) and abs(overlaps.sum() - 1.0) <= 1e-12
+    with pytest.raises(ValueError, match=r"test must be a dict with C_test and C_test_diagonal .*got \['C_test'\]"):
+        predict(declaration, solution, dict(C=C, y=y), dict(C_test=C_test))
+    H, Q, P = C_test.shape[1:]
+    with pytest.raises(ValueError, match=rf"C_test must have shape \({H}, {H}, ·, {P}\), got \({H}, {H}, {Q}, {P - 1}\)"):
+        predict(declaration, solution, dict(C=C, y=y), dict(C_test=C_test[..., :-1], C_test_diagonal=C_diagonal))
+    with pytest.raises(ValueError, match=r"test must be a dict with X_test"):
+        predict(declaration, solution, dict(X=X, y=y), dict(C_test=C_test, C_test_diagonal=C_diagonal))
 
 
 def test_the_wishart_entropy_is_the_hand_written_one_and_vanishes_with_its_gradient_at_its_mean():

@@ -129,6 +129,11 @@ def test_the_data_function_and_strategies_are_checked_by_name():
         theory.saddle_point(action, N=st.just(10.0))(lambda rng: {})
     with pytest.raises(TypeError, match="must take \\(rng, …\\)"):
         theory.saddle_point(action, N=st.just(10.0), temperature=st.just(0.1))(lambda P: {})
+    # a range that reaches 0 is refused where it is written, with the simplest draw that breaks it
+    with pytest.raises(ValueError, match=r"^N must be a positive finite number .*its strategy draws 0\.0$"):
+        theory.saddle_point(action, N=st.floats(0, 10), temperature=st.just(0.1))(lambda rng: {})
+    with pytest.raises(ValueError, match=r"^temperature must be a positive finite number .*draws 0$"):
+        theory.saddle_point(action, N=st.just(10.0), temperature=st.integers(0, 3))(lambda rng: {})
 
 
 def test_saddle_point_options_are_checked():

@@ -259,6 +259,33 @@ def _registration_search(examples: int):
                     suppress_health_check=list(HealthCheck))
 
 
+def _not_positive(value) -> bool:
+    """Whether ``value`` cannot be an action parameter or a temperature: a positive finite number."""
+    return isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
+        not (np.isfinite(value) and value > 0)
+
+
+def check_positive_strategies(s: SaddleSetting, strategies: Mapping[str, Any]) -> None:
+    """At registration: the strategies of the action's parameters and of the temperature draw positive finite
+    numbers, found by a short hypothesis search for a draw that is not (50 draws, shrunk to the simplest: 0 for
+    ``st.floats(0, 1)``), so that a range reaching 0 is refused where it is written, not at its first example."""
+    from hypothesis import find
+    from hypothesis.errors import NoSuchExample
+
+    search = _registration_search(50)
+    for name in (*s.declaration.parameter_names, "temperature"):
+        if name not in strategies:
+            continue  # the missing strategy is refused by name with the others
+        try:
+            value = find(strategies[name], _not_positive, settings=search)
+        except NoSuchExample:
+            continue
+        except Exception:  # a strategy hypothesis cannot draw from is refused by name with the others
+            continue
+        raise ValueError(f"{name} must be a positive finite number (the action's parameters and the temperature "
+                         f"are); its strategy draws {value!r}")
+
+
 def check_width_strategies(s: SaddleSetting, strategies: Mapping[str, Any]) -> None:
     """At registration, for sampled networks: each width's strategy draws whole numbers above D + 1 (the Wishart
     shift), found by a short hypothesis search for a draw that is not (50 draws, shrunk to the simplest): a strategy

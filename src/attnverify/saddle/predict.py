@@ -53,12 +53,22 @@ def predict(declaration: SaddlePointAction, solution: Solution, data: Mapping[st
     if solution.temperature is None:
         raise ValueError("solution must be a solve's (with a temperature), not the GP point's")
     U = _matrix(declaration, solution)
+    wanted = ("X_test",) if "X" in data else ("C_test", "C_test_diagonal")
+    if not isinstance(test, Mapping) or any(key not in test for key in wanted):
+        raise ValueError(f"test must be a dict with {' and '.join(wanted)} (the training data have "
+                         f"{'features X' if 'X' in data else 'kernels C'}), got "
+                         f"{sorted(test) if isinstance(test, Mapping) else type(test).__name__}")
     if "X" in data:
-        return predictor_statistics(U, _features(data["X"]), data["y"], _features(test["X_test"]),
-                                    solution.temperature)
+        X = _features(data["X"])
+        X_test = arguments.array("X_test", _features(test["X_test"]), shape=(None, *X.shape[1:]))
+        return predictor_statistics(U, X, data["y"], X_test, solution.temperature)
     K = _kernels(data, U)
-    Ct, Cd = np.asarray(test["C_test"], dtype=float), np.asarray(test["C_test_diagonal"], dtype=float)
-    Ct, Cd = (Ct[None, None], Cd[None, None]) if Ct.ndim == 2 else (Ct, Cd)
+    H, P = U.shape[0], K.shape[0]
+    scalar = declaration.kernel.size == 0
+    Ct = arguments.array("C_test", test["C_test"], shape=(None, P) if scalar else (H, H, None, P))
+    Q = Ct.shape[-2]
+    Cd = arguments.array("C_test_diagonal", test["C_test_diagonal"], shape=(Q,) if scalar else (H, H, Q))
+    Ct, Cd = (Ct[None, None], Cd[None, None]) if scalar else (Ct, Cd)
     k, kappa = np.einsum("ab,abqp->qp", U, Ct), np.einsum("ab,abq->q", U, Cd)
     y = arguments.array("y", data["y"], shape=(K.shape[0],))
     factor = cho_factor(K + solution.temperature * np.eye(K.shape[0]), lower=True)

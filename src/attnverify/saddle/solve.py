@@ -184,7 +184,8 @@ def solve_energy(declaration: SaddlePointAction, energy, values: tuple, *, tempe
     size = max(declaration.kernel.size, 1)
     if energy.paths != size:
         raise ValueError(f"the kernel order parameter {declaration.kernel.name} is {size} × {size} but the data have "
-                         f"{energy.paths} kernels per side (C of shape ({energy.paths}, {energy.paths}, P, P))")
+                         f"{energy.paths} path{'s' * (energy.paths != 1)}: give C of shape ({size}, {size}, P, P) "
+                         f"or X of shape (P, N0, {size})" + ("" if size > 1 else " (or C (P, P), X (P, N0))"))
     t0 = time.perf_counter()
     with blas.threads(1):
         if start is None:

@@ -265,7 +265,7 @@ class Theory:
         ``sampled_networks_generalise_as_theory``, the same for the generalisation error on the data's
         ``test_inputs`` and ``y_test`` (and ``C_test`` and ``C_test_diagonal``, or ``X_test``, for the theory).
         ``figure`` (with ``network``): one value for every parameter and a sequence of widths for the width, drawn as
-        each order parameter against 1/N (one figure each), theory against sampled networks. ``expect``: a verdict
+        each order parameter against 1/N (one figure each; a matrix by its trace), theory against sampled networks. ``expect``: a verdict
         other than "holds" for some of these claims, by name (e.g. ``{"sampled_networks_match_theory": "refuted"}``
         for an approximation the networks are known to leave). Strategies for every action parameter, ``temperature`` and
         every data parameter; ``name`` prefixes the claims' names (two actions in one theory)."""
@@ -282,6 +282,7 @@ class Theory:
 
         def register(function: Callable) -> Callable:
             s = saddle_claims.setting(declaration, function, tuple(strategies))
+            saddle_claims.check_positive_strategies(s, strategies)
             made = [
                 ("saddle_point_is_a_minimum", saddle_claims.is_a_minimum(s),
                  "The action has a minimum the solver reaches at the drawn parameters and data: the saddle-point "
