@@ -67,6 +67,14 @@ MISTAKES = {
     "an import error": (CONCISE + "import no_such_module_of_the_user\n", 7,
                         "ModuleNotFoundError: No module named 'no_such_module_of_the_user'"),
     "an error of the user's own code": (CONCISE + "WIDTH = {}['width']\n", 7, "KeyError: 'width'"),
+    "an unknown name in a derivation's step": (
+        CONCISE + "import sympy\nm, a = sympy.symbols('m a')\n\n@theory.derivation\ndef d(step):\n"
+        '    """A derivation"""\n    step("Its value", sympy.Eq(m, 2 * alpha))\n', 13,
+        "NameError: name 'alpha' is not defined"),
+    "a misspelt kind of a derivation's step": (
+        CONCISE + "import sympy\nm, a = sympy.symbols('m a')\n\n@theory.derivation\ndef d(step):\n"
+        '    """A derivation"""\n    step("Its value", sympy.Eq(m, 2 * a), kind="defintion")\n', 13,
+        "kind must be one of ('derived', 'definition', 'assumption', 'condition'), got 'defintion'"),
     "a claim defined twice": (
         CONCISE + "@theory.claim(x=st.floats(0, 1))\n" + CHECK + "\n@theory.claim(x=st.floats(0, 1))\n" + CHECK, 12,
         "already has a claim named scratch.ok"),
