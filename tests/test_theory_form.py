@@ -238,6 +238,23 @@ def test_a_relative_claim_whose_terms_cancel_on_every_example_is_inconclusive_no
     assert run_claim(resolved, examples=4).status == "refuted"
 
 
+def test_a_relative_resolution_where_the_expected_value_vanishes_asks_for_an_absolute_one():
+    """b·Φ(b) at b = 0 is 0: 2 % of it resolves nothing, and the example says to state resolution= as well."""
+    theory = Theory("vanishing")
+
+    def draws(rng, n, b):
+        return b + rng.standard_normal(n)
+
+    alone = theory.monte_carlo(draws, expected=lambda b: b, relative=0.02, name="alone", statement="s",
+                               b=st.just(0.0))
+    result = run_claim(alone, examples=1)
+    assert result.status == "error" and "relative=0.02 of expected(b=0) = 0 is 0" in result.examples[0].error \
+        and "state an absolute resolution=" in result.examples[0].error
+    both = theory.monte_carlo(draws, expected=lambda b: b, relative=0.02, resolution=0.05, name="both",
+                              statement="s", b=st.just(0.0))
+    assert run_claim(both, examples=1).status == "holds"
+
+
 def test_a_monte_carlo_claim_takes_options_per_profile_a_resolution_of_its_parameters_and_the_backend():
     theory = Theory("mine")
     seen = []

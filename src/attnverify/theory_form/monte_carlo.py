@@ -175,6 +175,12 @@ def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=No
     expected, scale, terms = expected_value(theory_side, p, ctx, relative=bool(relative))
     draw, generator = simulate(p, ctx)
     reference = size_of(expected, terms, bounds) if relative else None
+    if relative and reference == 0 and not resolution:
+        from ..report.story import format_parameters
+
+        raise ValueError(f"relative={relative:g} of expected({format_parameters(p)}) = {expected:g} is 0, which no "
+                         "sample resolves: state an absolute resolution= as well (the smallest discrepancy that "
+                         "matters where the expected value vanishes)")
     estimate = sized_mean(draw, generator, resolution=(resolution or 0.0) + allowance, relative_resolution=relative,
                           reference=reference, budget=budget, bounds=bounds, bias_budget=allowance)
     return expected, scale, estimate, reference
