@@ -519,3 +519,9 @@ def test_the_erf_example_holds_for_every_run_seed_and_catches_a_planted_factor(t
     planted.write_text(re.sub(r"Eq\(K, 2 / pi \* asin", "Eq(K, 1 / pi * asin", example.read_text()))
     steps = [c for c in load_user_module(planted).theory.claim_list() if c.name.endswith("derivation_steps")][0]
     assert run_claim(steps, seed=0).status == "refuted"
+
+
+def test_a_derived_function_shows_its_generated_code(tiny):
+    """``d.evaluator(name).source`` is the numpy code that evaluates the result."""
+    source = load_user_module(tiny).moment.evaluator("m").source
+    assert source.startswith("def evaluate(t):") and "xp.exp" in source

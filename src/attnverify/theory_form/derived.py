@@ -50,6 +50,11 @@ class DerivedFunction:
 
         return term_size(self.expression, list(self.symbols))
 
+    @property
+    def source(self) -> str:
+        """The generated numpy code that evaluates the result (after common subexpressions are taken out)."""
+        return self._evaluate.source
+
     def _arguments(self, values: dict) -> list:
         wrong = name_mismatch(list(values), self.names, unknown="no symbol named")
         if wrong:
