@@ -88,7 +88,8 @@ def story_markdown(story: ClaimStory) -> str:
                      f"{_md_text(format_parameters(failed.get('parameters') or {}))}, seed {failed.get('seed')}:")
         parts.append("```\n" + failed["error"].rstrip() + "\n```")
     if story.inconclusive:
-        parts.append(f"Inconclusive: {UNDECIDED}" + (f"; deciding them all would take {story.needed}" if story.needed else "")
+        parts.append(f"Inconclusive: {UNDECIDED}"
+                     + (f"; deciding them all would take {story.needed}" if story.needed else "")
                      + ".")
     for note in story.notes:
         parts.append(f"Note: {_md_text(note)}")

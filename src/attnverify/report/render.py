@@ -223,7 +223,8 @@ def story_html(story: ClaimStory) -> str:
         parts.append(f'<pre class="error">{html.escape(failed["error"])}</pre>')
     if story.inconclusive:
         parts.append(f"<p>Inconclusive: {UNDECIDED}"
-                     + (f"; deciding them all would take {html.escape(story.needed)}" if story.needed else "") + ".</p>")
+                     + (f"; deciding them all would take {html.escape(story.needed)}" if story.needed else "")
+                     + ".</p>")
     for note in story.notes:
         parts.append(f"<p>Note: {html.escape(note)}</p>")
     parts.append(f"<p>Replay: <code>{html.escape(story.replay)}</code></p>")

@@ -64,7 +64,8 @@ def story_text(story: ClaimStory) -> str:
     elif kind == "error":
         lines.append("error in the claim's code (not a counterexample; not shrunk), on the example:")
     elif story.inconclusive:
-        lines.append(f"inconclusive: {UNDECIDED}" + (f"; deciding them all would take {story.needed}" if story.needed else "")
+        lines.append(f"inconclusive: {UNDECIDED}"
+                     + (f"; deciding them all would take {story.needed}" if story.needed else "")
                      + "; the first undecided example:")
     elif shown is not None:
         lines.append(f"held on all {story.example_count} examples; the nearest to its tolerance:")

@@ -265,8 +265,8 @@ class Theory:
         ``sampled_networks_generalise_as_theory``, the same for the generalisation error on the data's
         ``test_inputs`` and ``y_test`` (and ``C_test`` and ``C_test_diagonal``, or ``X_test``, for the theory).
         ``figure`` (with ``network``): one value for every parameter and a sequence of widths for the width, drawn as
-        each order parameter against 1/N (one figure each; a matrix by its trace), theory against sampled networks. ``expect``: a verdict
-        other than "holds" for some of these claims, by name (e.g. ``{"sampled_networks_match_theory": "refuted"}``
+        each order parameter against 1/N (one figure each; a matrix by its trace), theory against sampled networks.
+        ``expect``: a verdict other than "holds" for some of these claims, by name (e.g. ``{"sampled_networks_match_theory": "refuted"}``
         for an approximation the networks are known to leave). Strategies for every action parameter, ``temperature`` and
         every data parameter; ``name`` prefixes the claims' names (two actions in one theory)."""
         from ..saddle import claims as saddle_claims

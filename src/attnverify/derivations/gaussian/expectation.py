@@ -203,7 +203,8 @@ class _Template:
         if len(self.other) == 1:
             (x,) = self.other
             if not self.smooth:
-                self.jumps = [sympy.lambdify(self.parameters, line, modules="mpmath") for line in jump_lines(reduced, x)]
+                self.jumps = [sympy.lambdify(self.parameters, line, modules="mpmath")
+                              for line in jump_lines(reduced, x)]
             try:
                 self.scan = sympy.lambdify(arguments, reduced, modules=["numpy", "scipy"])
             except Exception:  # no numpy code for it: tanh-sinh alone

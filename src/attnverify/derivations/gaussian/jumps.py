@@ -26,8 +26,8 @@ def _switches(f: sympy.Expr) -> list[sympy.Expr]:
 
 
 def jump_lines(expression: sympy.Expr, variable: sympy.Symbol) -> list[tuple[sympy.Expr, sympy.Expr]]:
-    """(offset, slope) of each point α + βx = 0 where ``expression`` may jump or bend in ``variable`` x, α and β free
-    of it; [] where it is smooth. Raises :class:`QuadratureShort` where a switch is not affine in x or a function
+    """(offset, slope) of each point α + βx = 0 where ``expression`` may jump or bend in ``variable`` x, α and β
+    free of it; [] where it is smooth. Raises :class:`QuadratureShort` where a switch is not affine in x or a function
     of :data:`UNPLACED` depends on it: the points cannot be placed, so no error estimate would hold."""
     if any(f.has(variable) for f in expression.atoms(*UNPLACED)):
         raise QuadratureShort(f"its integrand jumps in {variable} where the quadrature cannot cut "

@@ -84,7 +84,8 @@ def _walked(derivation, budget: float | None = None, spent: dict | None = None) 
             outcomes[number - 1] = condition_outcome(number, context.solved.get(number, []))
         elif number in context.implicit:  # an equation f = 0 that failed as an identity: a condition if solved
             solvers = context.solved.get(number)
-            outcomes[number - 1] = solved_condition(solvers) if solvers else unsolved_identity(context.implicit[number])
+            outcomes[number - 1] = (solved_condition(solvers) if solvers
+                                    else unsolved_identity(context.implicit[number]))
     return tuple(outcomes)
 
 
