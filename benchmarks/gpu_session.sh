@@ -9,7 +9,8 @@
 # BENCH_BUDGET (s, default 60) the longest case a benchmark starts, SOLVE_LIMIT/SAMPLER_LIMIT/NUTS_LIMIT their limits.
 # The device budget of a session is 15 minutes with start-up: run the tier and the benchmarks as two calls
 # (TEST_LIMIT=240 BENCH=0 …, then TIER=0 …) or one with smaller limits; REPORT=1 TIER=0 BENCH=0 runs the thorough
-# report on cupy (REPORT_LIMIT, default 540 s).
+# report on cupy (REPORT_LIMIT, default 540 s); CLAIMS=1 TIER=0 BENCH=0 every built-in claim on numpy beside cupy
+# (CLAIMS_LIMIT, default 540 s).
 # Measured on an H100 (2026-11-27): the tier's claim tests of single-location PGD ran over 200 s each on cupy
 # (thousands of 4-D steps, each bound by kernel launches and host synchronisations, not arithmetic).
 set -u
@@ -38,6 +39,9 @@ if [ "${REPORT:-0}" = 1 ]; then  # the thorough report on the device (issue 39 a
     /usr/bin/time -f "report --profile thorough --backend cupy: %e s wall" timeout -s INT ${REPORT_LIMIT:-540} \
         python3 -m attnverify report --profile thorough --backend cupy --workers ${WORKERS:-12} --out "$OUT/report" \
         2>&1 | tee "$OUT/report.log" | tail -15
+fi
+if [ "${CLAIMS:-0}" = 1 ]; then  # every built-in claim on numpy beside cupy (issue 39: none slower on the device)
+    timeout ${CLAIMS_LIMIT:-540} python3 benchmarks/claims_by_backend.py 2>&1 | tee "$OUT/claims.log" | tail -60
 fi
 [ "${BENCH:-1}" = 1 ] || exit 0
 # The benchmarks, numpy (all cores) beside cupy on this machine; each case stops itself past BENCH_BUDGET seconds.
