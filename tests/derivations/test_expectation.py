@@ -129,6 +129,17 @@ def test_a_jump_is_cut_at_so_that_the_error_estimate_holds():
     assert abs(estimate - exact) <= error + sympy.Float(1e-30) and error < 1e-25
 
 
+def test_a_piecewise_integrand_is_cut_at_its_condition():
+    """E[Piecewise((Z − c, Z > c), (0, True))] = φ(c) − c(1 − Φ(c)): the ReLU of a shifted normal, its pair with
+    no variable (the otherwise branch) kept as it is."""
+    c = sympy.Symbol("c", real=True)
+    point = {c: Rational(1, 2)}
+    relu = Expectation(sympy.Piecewise((z - c, z > c), (0, True)), gaussian(z))
+    estimate, error = relu.estimate_at(point, 120)
+    exact = value(sympy.exp(-c**2 / 2) / sqrt(2 * sympy.pi) - c * (1 - erf(c / sqrt(2))) / 2, point, 40)
+    assert abs(estimate - exact) <= error + 1e-30 and error < 1e-25
+
+
 def test_a_jump_in_two_variables_is_rotated_to_one():
     """E[H(√2(aZ + b) − W)] = Φ(√2 b/√(1 + 2a²)) over two variables: rotated to one, then cut at the step."""
     point = {a: Rational(6, 5), b: Rational(13, 10)}

@@ -213,6 +213,14 @@ def test_a_solution_is_checked_against_the_condition_it_solves():
     assert outcomes(chain(Eq(z**2 - 2 * a, 0), FiniteSet(sqrt(a), 2 * sqrt(a))))[1] == "failed"
 
 
+def test_a_solved_equation_to_zero_does_not_hide_a_false_relation_beside_it(monkeypatch):
+    """Step 2 says z² − 2a = 0 (solved by step 3) and R = x + 2 after R = x + 1: it fails for the second."""
+    z = Symbol("z", real=True)
+    derivation = chain((Eq(R, x + 1), {"kind": "definition"}), sympy.Tuple(Eq(z**2 - 2 * a, 0), Eq(R, x + 2)),
+                       Eq(z, sqrt(2 * a)))
+    assert outcomes(derivation) == ["definition", "failed", "symbolic"]
+
+
 def test_an_equation_to_zero_that_no_later_step_solves_is_an_identity(monkeypatch):
     """R − (x² + 2x + 2) = 0 after R = (x + 1)², which fails at random points: a condition if a later step solved
     it, but none does, so it fails as the identity it is (read as a condition, nothing would ever check it)."""

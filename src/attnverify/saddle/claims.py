@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import sympy
 
+from ..base import arguments
 from ..base.arguments import name_mismatch
 from ..checks.evidence import Evidence, at_most
 from .action import NumericAction
@@ -151,12 +152,15 @@ def approaches_gp(s: SaddleSetting) -> Callable:
 
     def check(p, ctx) -> Evidence:
         action_values, temperature, data = s.problem(p, ctx.rng)
+        gp = gp_point(s.declaration, raise_on_failure=False, **action_values)
+        if not gp.is_minimum:  # where the solver stopped the entropy curves down (or overflows): no GP point
+            return Evidence(holds=False, relation="custom", conditions={"the entropy has a minimum (the GP point)":
+                                                                        False}, note=gp.message)
         try:
             out = approach_to_gp(s.declaration, data, temperature, action_values, ctx.backend,
                                  tolerance=TOLERANCE * 1e-2)
-        except SaddlePointError as error:  # no GP point (no entropy minimum): U(N) cannot approach one
-            return Evidence(holds=False, relation="custom", conditions={"the GP point exists": False},
-                            note=str(error))
+        except SaddlePointError as error:  # the solver fell short, where a minimum may still be
+            return Evidence(holds=False, relation="custom", inconclusive=f"the solver did not reach it: {error}")
         if not out["widths"]:  # no window: nothing solved
             return Evidence(holds=False, relation="custom", figures=out, inconclusive=out["inconclusive"])
         conditions = {"the distance to the GP point falls with N": out["decreasing"],
@@ -260,9 +264,13 @@ def _registration_search(examples: int):
 
 
 def _not_positive(value) -> bool:
-    """Whether ``value`` cannot be an action parameter or a temperature: a positive finite number."""
-    return isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
-        not (np.isfinite(value) and value > 0)
+    """Whether ``value`` cannot be an action parameter or a temperature (refused as
+    :meth:`SaddlePointAction.parameter_values` refuses one)."""
+    try:
+        arguments.positive("value", value)
+    except (TypeError, ValueError):
+        return True
+    return False
 
 
 def check_positive_strategies(s: SaddleSetting, strategies: Mapping[str, Any]) -> None:

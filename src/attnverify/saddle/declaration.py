@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import sympy
 
+from ..base import arguments
 from ..base.arguments import name_mismatch
 from ..derivations.codegen import evaluator
 from .matrix_functions import InverseEntry, LogDet, MatrixAtoms, triangle
@@ -220,11 +221,10 @@ class SaddlePointAction:
             raise TypeError(f"the action's parameters are {', '.join(self.parameter_names)}" + wrong)
         out = []
         for name in self.parameter_names:
-            value = values[name]
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
-                    not (np.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-            out.append(float(value))
+            try:
+                out.append(arguments.positive(name, values[name]))
+            except (TypeError, ValueError):
+                raise ValueError(f"{name} must be a positive finite number, got {values[name]!r}") from None
         return tuple(out)
 
     def with_widths(self, values: Mapping[str, Any], change: Callable[[float], float]) -> dict:

@@ -64,11 +64,11 @@ def predict(declaration: SaddlePointAction, solution: Solution, data: Mapping[st
         return predictor_statistics(U, X, data["y"], X_test, solution.temperature)
     K = _kernels(data, U)
     H, P = U.shape[0], K.shape[0]
-    scalar = declaration.kernel.size == 0
-    Ct = arguments.array("C_test", test["C_test"], shape=(None, P) if scalar else (H, H, None, P))
+    plain = H == 1 and np.ndim(test["C_test"]) == 2  # one path: (Q, P) and (Q,), as the training C may be (P, P)
+    Ct = arguments.array("C_test", test["C_test"], shape=(None, P) if plain else (H, H, None, P))
     Q = Ct.shape[-2]
-    Cd = arguments.array("C_test_diagonal", test["C_test_diagonal"], shape=(Q,) if scalar else (H, H, Q))
-    Ct, Cd = (Ct[None, None], Cd[None, None]) if scalar else (Ct, Cd)
+    Cd = arguments.array("C_test_diagonal", test["C_test_diagonal"], shape=(Q,) if plain else (H, H, Q))
+    Ct, Cd = (Ct[None, None], Cd[None, None]) if plain else (Ct, Cd)
     k, kappa = np.einsum("ab,abqp->qp", U, Ct), np.einsum("ab,abq->q", U, Cd)
     y = arguments.array("y", data["y"], shape=(K.shape[0],))
     factor = cho_factor(K + solution.temperature * np.eye(K.shape[0]), lower=True)

@@ -103,7 +103,8 @@ def _solution(action: NumericAction, theta: np.ndarray, result, tolerance: float
     else:
         error = float("inf")
     declaration = action.declaration
-    residual = action.residual(theta)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        residual = action.residual(theta)
     converged = residual <= tolerance
     lowest = (f"smallest Hessian eigenvalue {eigenvalues.min():.3g}" if finite else
               "the Hessian is not finite at the last iterate (is the action bounded below?)")

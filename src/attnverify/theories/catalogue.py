@@ -191,8 +191,9 @@ def load_user_module(path: str | Path) -> ModuleType:
                 f"{len(bad)} claim name(s) are not theory.name (a lower_snake_case theory, then identifiers; the "
                 "papers' capitals allowed): " + "; ".join(f"{n!r} at {file}, line {line}" for n, (file, line) in bad)))
         _check_claim_names(module, path)
-        for theory in concise_theories(module):  # a mistake in a derivation's body is one of the file's
-            theory.derivation_list()                # (recorded once per process: the claims read the same)
+        for theory in concise_theories(module):  # a mistake in an @theory.derivation body is one of the file's
+            for derivation in theory.derivations:   # (each recorded once per process: the claims read the same)
+                derivation()
     except Exception as error:
         sys.modules.pop(module_name, None)
         if isinstance(error, UserFileError):

@@ -131,7 +131,7 @@ def test_failure_is_loud():
     (dict(width=(5, 5)), "width must be a number or a sequence of 3"),
     (dict(temperature=0.0), r"temperature must be a finite number in \(0, inf\)"),
     (dict(prior_var=(1, 1)), "prior_var must be a number or a sequence of 3"),
-    (dict(heads=(2, 1)), "the kernel order parameter U1 is 2 × 2 but the data have 4 kernels"),
+    (dict(heads=(2, 1)), r"the kernel order parameter U1 is 2 × 2 but the data have 4 paths: give C of shape \(2, 2"),
     (dict(start=[np.eye(4), -np.eye(2)]), r"start\[1\] must be positive definite"),
 ])
 def test_bad_arguments_are_named(kwargs, message):

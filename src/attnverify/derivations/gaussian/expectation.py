@@ -117,7 +117,11 @@ class Expectation(sympy.Expr):
         """(the mean at ``point`` as a sympy number, an estimate of its absolute error as an mpmath number: the
         quadrature's own, see :func:`standard_estimate`), or None as for :meth:`value_at`; raises
         :class:`.panels.QuadratureShort` where no error estimate would hold (a jump it cannot cut at)."""
-        template = _compiled(self)
+        try:
+            template = _compiled(self)
+        except (TypeError, ValueError, NotImplementedError) as error:  # no code for its integrand
+            raise QuadratureShort(f"its integrand cannot be compiled for quadrature ({type(error).__name__}: "
+                                  f"{error})") from None
         try:
             values = [point[p] for p in template.parameters]
         except KeyError:
@@ -129,15 +133,15 @@ class Expectation(sympy.Expr):
                 with mpmath.workprec(working):
                     _VALUES[key] = template.value([_number(v) for v in values])
             except QuadratureShort as short:
-                _VALUES[key] = short
+                _VALUES[key] = str(short)  # a fresh error is raised each time (a kept one would grow its traceback)
             except (ValueError, TypeError, ZeroDivisionError, OverflowError, mpmath.libmp.NoConvergence):
                 _VALUES[key] = None
             if len(_VALUES) > 4096:
                 _VALUES.pop(next(iter(_VALUES)))
         if _VALUES[key] is None:
             return None
-        if isinstance(_VALUES[key], QuadratureShort):
-            raise _VALUES[key]
+        if isinstance(_VALUES[key], str):
+            raise QuadratureShort(_VALUES[key])
         value, error = _VALUES[key]
         if not mpmath.isfinite(value) or not mpmath.isfinite(error):
             return None
@@ -289,7 +293,7 @@ def _hoisted(expression: sympy.Expr, variables: list) -> tuple[sympy.Expr, dict]
 
     def walk(e):
         if not e.has(*variables):
-            if e.is_Atom:
+            if e.is_Atom or not isinstance(e, sympy.Expr):  # a condition or a Piecewise pair is no number
                 return e
             if e not in constants:
                 constants[e] = sympy.Dummy(f"c{len(constants)}")
@@ -413,7 +417,8 @@ def _rotated(h: sympy.Expr, variables: list, prec: int):
     affine arguments in which ``variables`` enter (so that the k-th holds Y₁…Y_k; coefficients below the working
     precision dropped), or None when a variable enters otherwise."""
     applications = sorted((f for f in h.atoms(sympy.Function) if f.has(*variables)), key=sympy.default_sort_key)
-    if not applications or any(f.args[1:] and sympy.Tuple(*f.args[1:]).has(*variables) for f in applications):
+    if not applications or any(isinstance(f, sympy.Piecewise) or not isinstance(f.args[0], sympy.Expr)
+                               or (f.args[1:] and sympy.Tuple(*f.args[1:]).has(*variables)) for f in applications):
         return None  # one argument holds the variables (Heaviside's second, its value at 0, is a number)
     hidden = {f: sympy.Dummy() for f in applications}
     if h.xreplace(hidden).has(*variables):

@@ -25,6 +25,10 @@ WORKING_DIGITS = 30
 AGREEMENT_DIGITS = 20
 """Digits two sides must share at a point (relative to the size of their terms)."""
 
+RECHECK_DIGITS = (2 * WORKING_DIGITS, 3 * WORKING_DIGITS // 2)
+"""Digits a mismatch is evaluated again at, in turn: a difference that shrinks there is round-off (a definite
+integral by mpmath.quad of bounded degree reaches about 50 digits, so 45 are tried after 60)."""
+
 
 def numeric_check(a, b, rng: random.Random, points: int = POINTS) -> StepCheck:
     """a = b at ``points`` admissible random points (30 digits), or the first point where they differ. The digits
@@ -48,6 +52,8 @@ def numeric_check(a, b, rng: random.Random, points: int = POINTS) -> StepCheck:
             if agreement is None:
                 return StepCheck("failed", f"the sides differ in the {_ordinal(_agreement(left, right))} digit",
                                  points=number, point=point_text(point), values=(value_text(left), value_text(right)))
+            if isinstance(agreement, str):
+                return unchecked(f"{agreement} (point {number})")
         digits, limited = agreement
         if digits < AGREEMENT_DIGITS:
             return unchecked(f"its quadrature reached only {math.floor(digits)} digits at point {number} (the "
@@ -141,27 +147,36 @@ def _ordinal(digits: float) -> str:
     return {1: "1st", 2: "2nd", 3: "3rd"}.get(k, f"{k}th")
 
 
-def _recheck(a, b, point: dict, left, right, error=0) -> tuple[float, bool] | None:
+def _recheck(a, b, point: dict, left, right, error=0) -> tuple[float, bool] | str | None:
     """(digits, quadrature-limited) as :func:`_agreed`, relative to the size of the sides' terms, if the
-    difference is round-off of an exact zero (it shrinks when the precision doubles) or, at twice the precision,
-    within the sides' error estimates; None if it is a real difference (it stays). A difference small beside the
-    terms is no agreement by itself: 2·erfc(7) against 1 − erf(7) differ by 4e-23, 22 digits of terms of size 1,
-    and that difference stays at any precision. Only where the sides cannot be evaluated at twice the precision
-    do the digits relative to the terms decide."""
+    difference is round-off of an exact zero (it shrinks when the precision rises, :data:`RECHECK_DIGITS`) or, at
+    the higher precision, within the sides' error estimates; None if it is a real difference (it stays). A
+    difference small beside the terms is no agreement by itself: 2·erfc(7) against 1 − erf(7) differ by 4e-23, 22
+    digits of terms of size 1, and that difference stays at any precision. Where the sides cannot be evaluated at
+    a higher precision, a difference the terms' digits would pass is undecided (a string: why), never agreement."""
     terms = max(_term_scale(a, point), _term_scale(b, point), _size(left), _size(right))
-    CLOCK.trying = f"the {2 * WORKING_DIGITS}-digit re-check of a mismatch"
-    again = [_estimated(side, point, 2 * WORKING_DIGITS) for side in (a, b)]
-    if any(v is None or isinstance(v, str) for v in again):
-        return _agreed(left, right, error, terms)
-    (left2, error2), (right2, other2) = again
-    gap, gap2 = _gap(left, right), _gap(left2, right2)
+    gap = _gap(left, right)
     if gap == sympy.oo:
         return None
-    if gap2 <= gap * 10.0 ** (-WORKING_DIGITS / 2) or gap2 <= error2 + other2:
-        established = _established(error2 + other2, terms)
-        agreement = float(WORKING_DIGITS) if gap2 == 0 else min(float(WORKING_DIGITS), _agreement(left2, right2, terms))
-        return min(agreement, established), established <= agreement and established < WORKING_DIGITS
-    return None
+    for digits in RECHECK_DIGITS:
+        CLOCK.trying = f"the {digits}-digit re-check of a mismatch"
+        again = [_estimated(side, point, digits) for side in (a, b)]
+        if any(v is None or isinstance(v, str) for v in again):
+            continue  # a quadrature short of these digits: fewer
+        (left2, error2), (right2, other2) = again
+        gap2 = _gap(left2, right2)
+        if gap2 <= gap * 10.0 ** (-(digits - WORKING_DIGITS) / 2) or gap2 <= error2 + other2:
+            established = _established(error2 + other2, terms)
+            agreement = float(WORKING_DIGITS) if gap2 == 0 else min(float(WORKING_DIGITS),
+                                                                      _agreement(left2, right2, terms))
+            return min(agreement, established), established <= agreement and established < WORKING_DIGITS
+        return None
+    agreement = _agreed(left, right, error, terms)
+    if agreement is None:
+        return None
+    return (f"the sides differ by {value_text(gap)}, {agreement[0]:.0f} digits of terms of size {value_text(terms)}, "
+            f"and could not be evaluated at {' or '.join(map(str, RECHECK_DIGITS))} digits to tell round-off from a "
+            "difference")
 
 
 def _term_scale(expression, point: dict) -> float:

@@ -27,7 +27,7 @@ class WalkState:
     previous: sympy.Basic | None = None
     solved: dict = field(default_factory=dict)  # condition step → the later steps whose solutions satisfy it
     skip: bool = False  # learn the steps without comparing (a step whose budget ran out)
-    implicit: dict = field(default_factory=dict)  # step read as a condition → its failed check as an identity
+    implicit: dict = field(default_factory=dict)  # step read as a condition → (its failed check, its only relation)
 
     def copy(self) -> "WalkState":
         return WalkState(dict(self.env), dict(self.origin), list(self.conditions), set(self.seen), self.previous,
@@ -102,7 +102,7 @@ def _checked_step(step, number: int, context: WalkState) -> StepCheck:
             if role == "solution":
                 solves(context, number, part)
             if role == "condition":
-                context.implicit.setdefault(number, part)
+                context.implicit.setdefault(number, (part, len(relations) == 1))
                 part = unchecked("a condition: an equation to solve, not an identity")
             _learn_relation(context, number, a, b, role)
             parts.append(part)

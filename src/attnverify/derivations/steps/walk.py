@@ -82,10 +82,15 @@ def _walked(derivation, budget: float | None = None, spent: dict | None = None) 
     for number, step in enumerate(derivation.steps, 1):
         if step.kind == "condition" and outcomes[number - 1].outcome == "condition":
             outcomes[number - 1] = condition_outcome(number, context.solved.get(number, []))
-        elif number in context.implicit:  # an equation f = 0 that failed as an identity: a condition if solved
+        elif number in context.implicit and not outcomes[number - 1].failed:
+            # an equation f = 0 that failed as an identity: a failure unless a later step solves it; solved, the
+            # step is a condition when that equation is all it says (else its other relations' outcomes stand)
+            failed, alone = context.implicit[number]
             solvers = context.solved.get(number)
-            outcomes[number - 1] = (solved_condition(solvers) if solvers
-                                    else unsolved_identity(context.implicit[number]))
+            if not solvers:
+                outcomes[number - 1] = unsolved_identity(failed)
+            elif alone:
+                outcomes[number - 1] = solved_condition(solvers)
     return tuple(outcomes)
 
 
