@@ -97,3 +97,14 @@ def test_the_fingerprint_changes_with_any_source_file(tmp_path, monkeypatch):
     (tmp_path / "sub" / "module.py").write_text("x = 2\n")
     assert kept.code_version.__wrapped__() != before
     assert (kept.PACKAGE / "sub" / "module.py").is_file() and len(before) == 24
+
+
+def test_display_symbols_keep_the_assumptions_as_given():
+    """The saddle action's display symbols (σ₁² for sigma1) carry positive=True as given, not every assumption it
+    implies: an equal symbol with them spelt out enters sympy's caches, and a derivation derived after the action
+    was rendered came out with it, so that the kept derivation no longer read back as the fresh one."""
+    from attnverify.theories.attention_paths.action import attention_paths_action
+
+    display = attention_paths_action((2, 2)).display
+    assert {sympy.srepr(s) for s in display.values()} == {
+        f"Symbol('{name}', positive=True)" for name in ("sigma_1^2", "sigma_2^2", "sigma_a^2")}

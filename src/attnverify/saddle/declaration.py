@@ -202,8 +202,10 @@ class SaddlePointAction:
         if unknown or not all(isinstance(v, str) and v for v in display.values()):
             raise ValueError(f"display must map parameters of the action ({', '.join(self.parameter_names)}) to "
                              f"names in sympy's notation (e.g. 'sigma^2'), got {display!r}")
-        self.display = {p: sympy.Symbol(display[p.name], **p.assumptions0) for p in self.parameters
-                        if p.name in display}
+        # the assumptions as given (positive=True), not all they imply: an equal symbol with the implied ones
+        # spelt out would enter sympy's caches, and the derivations that share its name would be kept with it
+        self.display = {p: sympy.Symbol(display[p.name], **getattr(p, "_assumptions_orig", p.assumptions0))
+                        for p in self.parameters if p.name in display}
 
     @property
     def size(self) -> int:
