@@ -124,8 +124,8 @@ def key_figures(result: dict) -> str:
     text = _sides_text(evidence)
     if evidence.get("inconclusive"):
         needed = needed_text(evidence.get("needed"))
-        text += f"; inconclusive: {evidence['inconclusive']}" + (f" (this example would take {needed})" if needed
-                                                                  else "")
+        text += f"; inconclusive: {evidence['inconclusive']}" + (
+            f" (this example would take {needed} at the spread measured so far)" if needed else "")
     return text
 
 
