@@ -37,5 +37,5 @@ def two_erfc(p, ctx):
     task = make_task(d, L, gamma=GAMMA, eps=0.1, seed=ctx.seed)
     mc = risk_monte_carlo(task, task.k_star, task.v_star, lam, 100_000, ctx.rng)
     bound = 0.1**2 + 2 * GAMMA**2 * erfc(lam * math.sqrt(d / 2) / math.sqrt(1 + 2 * lam**2 * GAMMA**2)) + noise_tokens(lam, L)
-    return at_most(mc.mean - 5 * mc.standard_error, bound, standard_error=mc.standard_error,
+    return at_most(mc.mean, bound, standard_error=mc.standard_error,  # within 5 SE of the bound
                    figures={"closed_form_risk": float(oracle_risk(lam, d, L, GAMMA, 0.1))})

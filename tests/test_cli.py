@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import attnverify
 from attnverify import cli
 from attnverify import theories
 from attnverify.checks import close, st
@@ -175,7 +176,16 @@ def test_verify_runs_the_claims_of_a_user_file(tmp_path, capsys):
     assert "--- mine.cube: refuted (expected holds) -> UNEXPECTED" in out
     assert "counterexample" in out and "parameters: x=2" in out  # shrunk to the smallest x
     assert f"replay:     attnverify verify {path} --only mine.cube" in out
+    # the example alone, in a fresh session: the claim from its file, evaluated at the counterexample
+    call = next(line for line in out.splitlines() if "this example alone:" in line).split("this example alone: ")[1]
+    import attnverify.checks.runner  # noqa: F401  (what the line names)
+    import attnverify.theories  # noqa: F401
+    assert eval(call, {"attnverify": attnverify}).evidence.status == "refuted"
     assert cli.main(["verify", str(path), "--only", "mine.double"]) == 0
+    # a report runs every claim and writes its own results.json: a subset or another file is refused, not ignored
+    for option in (["--only", "mine.double"], ["--json", str(tmp_path / "r.json")]):
+        assert cli.main(["verify", str(path), "--report", str(tmp_path / "rep"), *option]) == 2
+        assert f"{option[0]} cannot go with --report" in capsys.readouterr().err
 
 
 def test_verify_a_theory_with_derivations_and_no_claims_checks_its_steps(tmp_path, capsys):

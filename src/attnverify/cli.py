@@ -210,6 +210,11 @@ def _verify(args: argparse.Namespace) -> int:
             "(from attnverify import Theory, st), or `@claim(\"theory.name\", parameters={...})` at the top level"
         )
     if args.report:
+        given = [option for option, value in (("--only", args.only), ("--json", args.json)) if value]
+        if given:  # a report runs, and writes in DIR/results.json, every claim of the file
+            raise UsageError(f"{' and '.join(given)} cannot go with --report: the report runs every claim of the "
+                             f"file and writes their results to {args.report}/results.json (run verify without "
+                             "--report for a subset or another results file)")
         (theory,) = _user_theories([args.file], args.debug)
         return _build_and_print(args.report, debug=args.debug, theories=[theory], only=None, profile=args.profile,
                                 backend=backend, seed=args.seed, examples=args.examples,
@@ -394,7 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     listing = commands.add_parser("list", help="list the built-in claims")
-    listing.add_argument("--only", metavar="PATTERN", help="only claims whose name contains PATTERN", action=_Once)
+    listing.add_argument("--only", metavar="PATTERN", action=_Once,
+                         help="only the claim named PATTERN, else the claims whose name contains it")
     listing.set_defaults(handler=_list)
 
     check = commands.add_parser("check", help="check the built-in claims")

@@ -29,6 +29,9 @@ ONE = st.fixed_dictionaries({"x": st.just(1)})
     (lambda: within_error(1.0, Estimate(2.0, 0.1, 10), bias_budget=-0.1), "bias_budget"),
     (lambda: within_error(1.0, Estimate(2.0, 0.1, 10), z=INF), "z"),
     (lambda: within_error(1.0, Estimate(2.0, 0.1, 10), z=4.9), "z"),
+    (lambda: within_error(1.0, Estimate(2.0, 0.1, 10), z=1e154, resolution=0.1), "z"),  # no overflow inside
+    (lambda: at_most(2, 1, standard_error=0.1, z=3), "z"),
+    (lambda: at_most(2, 1, standard_error=NAN), "standard_error"),
     (lambda: within_error(1.0, Estimate(NAN, 0.1, 10)), "mean"),
     (lambda: within_error(NAN, Estimate(1.0, 0.1, 10)), "theory"),
     (lambda: close(NAN, NAN), "lhs"),
@@ -105,6 +108,30 @@ def test_the_runner_reports_untrustworthy_evidence_as_an_error(bad):
     assert result.status == "error" and not result.ok
     assert result.counterexample is None and result.error.evidence is None
     assert "figures say" in result.error.error or "finite" in result.error.error
+
+
+def test_a_bound_on_a_monte_carlo_estimate_allows_z_standard_errors():
+    """P(|Z| > 2) = erfc(√2) = 0.0455003 observed as 0.04558 ± 0.00066: 0.12 SE above the bound holds with the
+    standard error given (5 SE allowed), and 6 SE above it is refuted."""
+    bound, se = 0.0455003, 0.000659567
+    held = at_most(0.04558, bound, standard_error=se)
+    assert held.holds and math.isclose(held.tolerance, 5 * se, rel_tol=1e-9)
+    assert not at_most(bound + 6 * se, bound, standard_error=se).holds
+    assert not at_most(0.04558, bound).holds  # without it, an exact bound: noise refutes
+
+
+def test_a_comparison_held_by_a_round_off_floor_above_both_sides_is_vacuous():
+    """5 ≤ 0 "holds" under a floor of 16 ulps of 1e300: vacuous, and a claim of such examples alone is
+    inconclusive; 0.1 + 0.2 = 0.3 by round-off is evidence (the floor is far below the sides)."""
+    assert at_most(5.0, 0.0, scale=1e300).vacuous and not close(0.1 + 0.2, 0.3, rtol=0).vacuous
+
+    @claim("demo.floor_only", parameters=ONE)
+    def floor_only(p, ctx):
+        """5 ≤ 0 up to round-off of terms of size 1e300."""
+        return at_most(5.0, 0.0, scale=1e300)
+
+    result = run_claim(floor_only, seed=0)
+    assert result.status == "inconclusive" and "round-off is no evidence" in result.examples[0].evidence.inconclusive
 
 
 def test_close_on_arrays_holds_entrywise_and_points_at_the_worst_entry():

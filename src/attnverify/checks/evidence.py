@@ -19,7 +19,7 @@ import numpy as np
 from ..base.backend import to_numpy
 from ..numerics.sized import draws_needed
 from ..numerics.statistics import TAIL_DRAWS, Estimate, unseen_probability
-from .roundoff import floor_note, roundoff_floor, terms_scale
+from .roundoff import floor_note, floor_vacuity, roundoff_floor, terms_scale
 
 #: Default number of standard errors in a stochastic tolerance.
 DEFAULT_Z = 5.0
@@ -227,11 +227,16 @@ def _tolerance_part(name: str, value: Any) -> float:
     return x
 
 
+MAX_Z = 1000.0
+"""The most standard errors a tolerance may count: a Gaussian tail beyond it is below 10⁻²⁰⁰⁰⁰⁰, and a larger z
+only makes every comparison hold."""
+
+
 def _claim_z(z: Any) -> float:
-    """The number of standard errors in a claim's tolerance: finite and ≥ 5."""
+    """The number of standard errors in a claim's tolerance: finite, in [5, :data:`MAX_Z`]."""
     z = _tolerance_part("z", z)
-    if z < 5:
-        raise EvidenceError(f"z must be a finite number ≥ 5 for a claim's tolerance, got {z}")
+    if not 5 <= z <= MAX_Z:
+        raise EvidenceError(f"z must be a finite number in [5, {MAX_Z:g}] for a claim's tolerance, got {z}")
     return z
 
 
@@ -315,12 +320,16 @@ def within_error(
         text += (f"; all {estimate.samples} samples identical (SE 0): compared up to the round-off floor "
                  f"{floor:.3g}" + ("" if scale is not None else
                                    " of the sides' own size (pass scale= when they come from larger terms that cancel)"))
+    held = not refuted and not reason
     return Evidence(
-        holds=not refuted and not reason,
+        holds=held,
         theory=theory,
         observed=mean,
         tolerance=tolerance,
         standard_error=standard_error,
+        # a floor below the stated resolution decides only what the claim does not ask: no vacuity then
+        vacuous=floor_vacuity(gap, half + bias_budget, floor, theory, mean)
+        if held and (resolution is None or floor > resolution) else "",
         note=text,
         figures={"z": z, "bias_budget": bias_budget, "roundoff_floor": floor, "samples": estimate.samples,
                  "error_bar": bar,
@@ -471,6 +480,7 @@ def close(
         theory=lhs,
         observed=rhs,
         tolerance=tolerance,
+        vacuous=floor_vacuity(abs(lhs - rhs), atol + rtol * abs(rhs), floor, lhs, rhs) if holds else "",
         note=(note or f"rtol = {rtol:g}, atol = {atol:g}") + (floor_note(abs(lhs - rhs), atol + rtol * abs(rhs),
                                                                            floor, scale) if holds else ""),
         figures={**({"roundoff_scale": float(scale)} if scale is not None else {}), **dict(figures or {})},
@@ -535,18 +545,23 @@ def at_most(
     *,
     tolerance: float = 0.0,
     standard_error: float | None = None,
+    z: float = DEFAULT_Z,
     scale: float | None = None,
     note: str = "",
     figures: dict | None = None,
     conditions: Mapping[str, bool] | None = None,
     labels: tuple[str, str] = ("value", "bound"),
 ) -> Evidence:
-    """Holds when smaller ≤ larger + tolerance + the round-off floor (an inequality, e.g. a bound or an
-    optimality; the floor is :func:`roundoff_floor` of both sides and ``scale``, so an equality case
-    computed two ways never refutes a ≤)."""
+    """Holds when smaller ≤ larger + tolerance + z·standard_error + the round-off floor (an inequality, e.g. a
+    bound or an optimality). ``standard_error``: that of smaller − larger where a side is a Monte Carlo estimate;
+    it widens the tolerance by z of them (z ≥ 5, as every stochastic tolerance). The floor is
+    :func:`roundoff_floor` of both sides and ``scale``, so an equality case computed two ways never refutes a ≤;
+    where the floor alone decides and exceeds both sides, the evidence is vacuous (:func:`floor_vacuity`)."""
     scale = terms_scale(None if scale is None else _tolerance_part("scale", scale), smaller, larger)
     smaller, larger = _number("smaller side", smaller, optional=False), _number("larger side", larger, optional=False)
     stated = _tolerance_part("tolerance", tolerance)
+    if standard_error is not None:
+        stated += _claim_z(z) * _tolerance_part("standard_error", standard_error)
     floor = roundoff_floor(smaller, larger, scale=scale)
     tolerance = stated + floor
     holds = smaller <= larger + tolerance and all((conditions or {}).values())
@@ -556,6 +571,7 @@ def at_most(
         observed=larger,
         tolerance=tolerance,
         standard_error=standard_error,
+        vacuous=floor_vacuity(smaller - larger, stated, floor, smaller, larger) if holds else "",
         note=note + (floor_note(smaller - larger, stated, floor, scale).lstrip("; ") if holds else ""),
         figures={**({"roundoff_scale": float(scale)} if scale is not None else {}), **dict(figures or {})},
         relation="at_most",

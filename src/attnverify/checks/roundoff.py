@@ -55,3 +55,14 @@ def floor_note(gap: float, statistical: float, floor: float, scale: Any) -> str:
     size = "" if scale is None else f" of terms of size {float(np.max(scale)):.3g}"
     return (f"; holds by the round-off floor alone: |gap| {gap:.3g} exceeds the tolerance without it "
             f"({statistical:.3g}), within {ROUNDOFF_ULPS} ulps{size} ({floor:.3g})")
+
+
+def floor_vacuity(gap: float, statistical: float, floor: float, *sides: Any) -> str:
+    """Why a comparison that holds by the round-off floor alone says nothing, or "": where the floor also exceeds
+    both sides, any values as small would hold (round-off is no evidence). A claim that holds only on such
+    examples is inconclusive (:attr:`~attnverify.checks.evidence.Evidence.vacuous`)."""
+    largest = max((float(np.max(np.abs(np.asarray(to_numpy(side), dtype=float)))) for side in sides), default=0.0)
+    if not statistical < gap <= statistical + floor or not largest < floor:
+        return ""
+    return (f"it holds by the round-off floor alone ({floor:.3g}), which exceeds both sides (at most {largest:.3g}): "
+            "round-off is no evidence")

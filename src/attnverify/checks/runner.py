@@ -207,6 +207,13 @@ class ClaimResult:
             + (f" --examples {self.requested_examples}" if self.requested_examples is not None else "")
         )
 
+    @property
+    def claim_call(self) -> str:
+        """Python that gives this claim in a fresh session: from the user's file, else the built-in theory."""
+        if self.claim.origin:
+            return f"attnverify.theories.from_file({str(self.claim.origin)!r}).claim_named({self.claim.name!r})"
+        return (f"attnverify.theories.builtin_theory({self.claim.theory!r}).claim_named({self.claim.name!r})")
+
     def as_dict(self) -> dict:
         return {
             "name": self.claim.name,
@@ -226,6 +233,7 @@ class ClaimResult:
             "error": None if self.error is None else self.error.as_dict(),
             "needed": self.needed,
             "replay": self.replay_command,
+            "claim_call": self.claim_call,
             "notes": self.notes,
         }
 

@@ -98,7 +98,7 @@ def story_text(story: ClaimStory) -> str:
     lines.append(f"replay:     {story.replay}")
     if shown is not None:
         lines.append(
-            "  this example alone: attnverify.checks.runner.evaluate(claim, "
+            f"  this example alone: attnverify.checks.runner.evaluate({story.claim_call}, "
             f"{shown.parameters!r}, {shown.seed}, profile={story.profile!r}, backend={story.backend!r})"
         )
     return "\n".join(lines)

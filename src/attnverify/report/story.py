@@ -217,6 +217,7 @@ class ClaimStory:
     replay: str
     profile: str | None
     backend: str | None
+    claim_call: str = "claim"  # Python that gives the claim in a fresh session (results written before it: "claim")
 
     @property
     def inconclusive(self) -> bool:
@@ -247,7 +248,7 @@ def claim_story(result: dict) -> ClaimStory:
         shrink_trials=int(result.get("shrink_trials", 0)) if counter is not None else None,
         failure=failed if isinstance(failed, dict) and failed.get("error") else None,
         needed=needed_text(result.get("needed")), notes=tuple(result.get("notes") or ()), replay=result["replay"],
-        profile=result.get("profile"), backend=result.get("backend"))
+        profile=result.get("profile"), backend=result.get("backend"), claim_call=result.get("claim_call") or "claim")
 
 
 def summary_line(results: list[dict]) -> str:

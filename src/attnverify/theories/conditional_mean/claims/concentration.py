@@ -45,8 +45,7 @@ def latent_posterior_concentrates(ctx: Context, latents, d, model_seed, spread) 
     for i in range(1, len(CONCENTRATION_LENGTHS)):
         increment = mean_estimate(mass[i] - mass[i - 1])
         evidences.append((f"L {CONCENTRATION_LENGTHS[i-1]}→{CONCENTRATION_LENGTHS[i]}",
-                          at_most(-increment.mean, DEFAULT_Z * increment.standard_error, tolerance=0.0,
-                                  standard_error=increment.standard_error,
+                          at_most(-increment.mean, 0.0, standard_error=increment.standard_error, z=DEFAULT_Z,
                                   note=f"increment {increment.mean:.4g} ± {increment.standard_error:.2g}")))
     holds = all(e.holds for _, e in evidences)
     label, worst = min(evidences, key=lambda item: item[1].observed - item[1].theory)
@@ -108,7 +107,7 @@ def _gap_does_not_grow(ctx: Context, objective: str, d: int, model_seed: int, pr
     gaps = [r.gap.mean for r in results]
     ses = [r.gap.standard_error for r in results]
     fit = fit_line(np.log(LEARNING_LENGTHS), gaps, standard_errors=ses)
-    return at_most(fit.slope, DEFAULT_Z * fit.slope_standard_error, standard_error=fit.slope_standard_error,
+    return at_most(fit.slope, 0.0, standard_error=fit.slope_standard_error, z=DEFAULT_Z,
                    note=f"slope of the gap in log L: {fit.slope:.3g} ± {fit.slope_standard_error:.2g} (must be ≤ 5 SE)",
                    figures={"lengths": list(LEARNING_LENGTHS), "gap": gaps, "standard_error": ses,
                             "distance_to_inverse_covariance": [float(np.mean(r.distances)) for r in results]})
