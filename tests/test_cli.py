@@ -69,6 +69,13 @@ def test_list_shows_name_expectation_source_and_statement(capsys):
     assert "Fake (2024), eq. 1" in out and "refuted" in out and "4 claims" in out
 
 
+def test_list_of_one_claim_says_its_statement_in_full(capsys):
+    name = ALL[0].name
+    assert cli.main(["list", "--only", name]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{name} (expect {ALL[0].expect})") and f"statement: {ALL[0].statement}" in out
+
+
 def test_list_with_a_pattern_matching_nothing_is_a_usage_error(capsys):
     assert cli.main(["list", "--only", "nothing_like_this"]) == 2
     assert "matches none" in capsys.readouterr().err

@@ -170,6 +170,10 @@ def _shorten(text: str, width: int) -> str:
 
 def _list(args: argparse.Namespace) -> int:
     claims = _chosen(theories.builtin_claims(), args.only, "built in (run `attnverify list` to see them)")
+    if len(claims) == 1:  # one claim: said in full
+        (c,) = claims
+        print(f"{c.name} (expect {c.expect})\nsource:    {c.source or '-'}\nstatement: {c.statement}")
+        return 0
     rows = []
     for c in claims:
         rows.append([c.name, c.expect, _shorten(c.source or "-", 48), _shorten(c.statement, 90)])

@@ -225,8 +225,12 @@ def test_high_precision_answers_at_once_where_mpmath_needed_thousands_of_digits(
     gamma = 0.7
     zeta0 = 2 / np.pi * np.arcsin(2 * lam**2 / (1 + 2 * lam**2))
     assert sl.oracle_excess_risk_high_precision(lam, d, 4, gamma) == pytest.approx(3 * zeta0, rel=1e-14)
-    with pytest.raises(ValueError, match=r"excess risk at lam=.* is about 1e-\d+, below the float64 range"):
+    with pytest.raises(ValueError, match=r"excess risk at lam=.* is about 1e-\d+, below the float64 range .*its "
+                                         r"natural log is oracle_log_excess_risk\(\.\.\.\) = -\d"):
         sl.oracle_excess_risk_high_precision(lam, d, 1, gamma)
+    # its log is finite there; where the excess is a float64, the log is its log
+    assert np.isfinite(sl.oracle_log_excess_risk(lam, d, 1, gamma))
+    assert math.exp(sl.oracle_log_excess_risk(lam, d, 4, gamma)) == pytest.approx(3 * zeta0, rel=1e-14)
 
 
 def test_oracle_risk_at_huge_lambda_is_its_limit():

@@ -365,6 +365,16 @@ def _paired_monte_carlo_gap(k4: np.ndarray, v4: np.ndarray, lam: float, d: int, 
 #: The authors' population-PGD configurations (spec §4.2): λ0, schedule, step size α, steps.
 
 
+def _where_they_end(others: list[dict]) -> str:
+    """The overlaps (κ, ν, θ, η, ρ) where the runs that missed the oracle end: their range over those runs."""
+    parts = []
+    for key, symbol in (("kappa", "κ"), ("nu", "ν"), ("theta", "θ"), ("eta", "η"), ("rho", "ρ")):
+        low, high = (round(f([o[key] for o in others]), 2) + 0.0 for f in (min, max))  # + 0.0: no "-0.00"
+        shown = f"{low:.2f}" if low == high else f"±{high:.2f}" if low == -high else f"{low:.2f}…{high:.2f}"
+        parts.append(f"{symbol} {shown}")
+    return ", ".join(parts)
+
+
 def _pgd_outcome(config: str, start: str, runs: int, ctx: Context) -> Evidence:
     """Run one authors' configuration from ``runs`` random starts and classify where each ends."""
     lam0, scheduled, step_size, steps = PGD_CONFIGS[config]
@@ -402,7 +412,8 @@ def _pgd_outcome(config: str, start: str, runs: int, ctx: Context) -> Evidence:
         tolerance=0.0,
         note=f"{int(reached.sum())}/{runs} runs reached ±(k*, v*) (95% Wilson interval {low:.2f}–{high:.2f}); "
         f"oracle risk {oracle:.4f} at λ = {lam_end:.3g}"
-        + (f"; the others end at risk {min(o['risk'] for o in others):.4f}–{max(o['risk'] for o in others):.4f}" if others else ""),
+        + (f"; the others end at risk {min(o['risk'] for o in others):.4f}–{max(o['risk'] for o in others):.4f}, "
+           f"at {_where_they_end(others)}" if others else ""),
         figures={"config": config, "start": start, "runs": runs, "fraction_reached": fraction, "wilson_95": [low, high],
                  "oracle_risk": oracle, "final_lambda": lam_end, "others": others,
                  "steps": path.steps.tolist(),

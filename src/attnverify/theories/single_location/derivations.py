@@ -416,16 +416,26 @@ def oracle_excess_risk_high_precision(lam, d, L, gamma, dps=None) -> float:
                 + "; use dps=None, the form without cancellation")
         with mpmath.workdps(dps):
             return float(_oracle_excess_mpmath()(mpmath.mpf(lam), mpmath.mpf(gamma), mpmath.mpf(d), mpmath.mpf(L)))
+    log_value = oracle_log_excess_risk(lam, d, L, gamma)
+    if log_value < math.log(np.finfo(float).tiny):
+        raise ValueError(
+            f"the excess risk at lam={lam:g}, d={d}, L={L}, gamma={gamma:g} is about 1e{log_value / math.log(10):.0f}, "
+            f"below the float64 range (2.2e-308): its natural log is oracle_log_excess_risk(...) = {log_value:.6g}")
+    return math.exp(log_value)
+
+
+def oracle_log_excess_risk(lam, d, L, gamma) -> float:
+    """ln(ℛ(T*) − ε²), the form without cancellation of :func:`oracle_excess_risk_high_precision` (dps=None) in
+    logs, for any parameters: where the excess itself is below the float64 range, its log is not."""
+    lam = arguments.positive("lam", lam)
+    d = arguments.integer("d", d, 1, COUNT_MAX)
+    L = arguments.integer("L", L, 1, COUNT_MAX)
+    gamma = arguments.real("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
     lam = _saturated(lam, gamma)
     logs = [2.0 * math.log(gamma) + gaussian_log_erfc_square_mean(lam * math.sqrt(d / 2), lam * gamma)]
     if L > 1:
         logs.append(math.log(L - 1) + log_zeta_at_zero(lam))
-    log_value = float(np.logaddexp.reduce(logs))
-    if log_value < math.log(np.finfo(float).tiny):
-        raise ValueError(
-            f"the excess risk at lam={lam:g}, d={d}, L={L}, gamma={gamma:g} is about 1e{log_value / math.log(10):.0f}, "
-            "below the float64 range (2.2e-308)")
-    return math.exp(log_value)
+    return float(np.logaddexp.reduce(logs))
 
 
 def linear_risk(L, gamma, eps, backend=None):
