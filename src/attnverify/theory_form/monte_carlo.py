@@ -239,4 +239,6 @@ def sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xla
     return TheoryVsSimulation(
         x=xs, estimates=estimates, theory=theory, theory_x=theory_x, xlabel=xlabel, ylabel=ylabel,
         caption=f"{statement} Line: theory; points: Monte Carlo{fixed_text}, drawn until 5 SE ≤ {size} "
-                f"({min(draws):,}–{max(draws):,} draws per point).")
+                f"({min(draws):,}–{max(draws):,} draws per point)."
+                + (" The verdict also allows the stated bias budget, which the ± 2 SE bars leave out." if bias
+                   else ""))
