@@ -8,7 +8,8 @@ import pytest
 
 from attnverify import Theory
 from attnverify.checks import claim, run_claim, st, within_error
-from attnverify.checks.runner import drawn_ranges, drawn_text, jsonable
+from attnverify.checks.drawn import drawn_ranges, drawn_text
+from attnverify.checks.runner import jsonable
 from attnverify.numerics.statistics import Estimate
 from attnverify.report.markdown import claim_detail_markdown
 from attnverify.report.render import claim_detail_html

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..checks.evidence import side_names
-from ..checks.runner import drawn_text, verdict
+from ..checks.drawn import drawn_text
+from ..checks.runner import verdict
 
 #: The sentence every format gives an inconclusive result (before what deciding it would take).
 UNDECIDED = "no example contradicts the claim, and not every one decides it"
