@@ -17,7 +17,7 @@ import contextlib
 import keyword
 import math
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from types import ModuleType
 from typing import Any, Callable, Sequence
 
@@ -212,7 +212,8 @@ def _argument(symbol: sympy.Symbol, value: Any, xp: ModuleType) -> Any:
             raise ValueError(f"argument {symbol} must be finite, got an integer beyond float64") from None
         if not math.isfinite(number):
             raise ValueError(f"argument {symbol} must be finite, got NaN or infinity")
-        if _against_sign(symbol, number):
+        sign = _SIGNS.get(_declared_sign(symbol))
+        if sign is not None and not sign(number):
             raise ValueError(_sign_message(symbol, number))
         return xp.asarray(number, dtype=xp.float64)
     kind = getattr(getattr(value, "dtype", None), "kind", None)
@@ -243,17 +244,16 @@ _SIGNS = {"positive": lambda x: x >= 0, "nonnegative": lambda x: x >= 0,
 boundary of a drawn range)."""
 
 
+@lru_cache(maxsize=1024)
 def _declared_sign(symbol: sympy.Symbol) -> str | None:
-    """``positive``, ``nonnegative``, ``negative``, ``nonpositive`` as the symbol is declared, else None."""
+    """``positive``, ``nonnegative``, ``negative``, ``nonpositive`` as the symbol is declared, else None (asked of
+    sympy once per symbol: an evaluator checks its arguments on every call, inside descents and samplers)."""
     for sign in ("positive", "nonnegative", "negative", "nonpositive"):
         if getattr(symbol, f"is_{sign}", None):
             return sign
     return None
 
 
-def _against_sign(symbol: sympy.Symbol, number: float) -> bool:
-    sign = _SIGNS.get(_declared_sign(symbol))
-    return sign is not None and not sign(number)
 
 
 def _sign_message(symbol: sympy.Symbol, value: float) -> str:
