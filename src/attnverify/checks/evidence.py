@@ -95,7 +95,8 @@ class Evidence:
     ``labels`` names the two sides where "theory"/"observed" (and "value"/"bound" for ``at_most``) would not fit
     (``close(lhs, rhs, labels=("generated", "sympy"))``).
     ``vacuous`` (a sentence: why) marks evidence that holds but could not have told the claim from a false one
-    (its resolution exceeds both sides); a claim that holds on vacuous examples alone is inconclusive
+    (its resolution, or the round-off floor that decided it, exceeds both sides); a claim that holds on vacuous
+    examples alone is inconclusive
     (:func:`~attnverify.checks.runner.run_claim`).
     """
 

@@ -48,9 +48,15 @@ def terms_scale(scale: Any, *sides: Any) -> Any:
     return float(largest) if np.ndim(largest) == 0 else largest
 
 
+def floor_decides(gap: float, statistical: float, floor: float) -> bool:
+    """Whether a comparison holds by the round-off floor alone: the gap exceeds the rest of the tolerance
+    (``statistical``) and lies within it plus the floor."""
+    return statistical < gap <= statistical + floor
+
+
 def floor_note(gap: float, statistical: float, floor: float, scale: Any) -> str:
-    """Says so where the round-off floor decides the verdict (the gap exceeds the rest of the tolerance)."""
-    if not statistical < gap <= statistical + floor:
+    """Says so where the round-off floor decides the verdict (:func:`floor_decides`)."""
+    if not floor_decides(gap, statistical, floor):
         return ""
     size = "" if scale is None else f" of terms of size {float(np.max(scale)):.3g}"
     return (f"; holds by the round-off floor alone: |gap| {gap:.3g} exceeds the tolerance without it "
@@ -62,7 +68,7 @@ def floor_vacuity(gap: float, statistical: float, floor: float, *sides: Any) -> 
     both sides, any values as small would hold (round-off is no evidence). A claim that holds only on such
     examples is inconclusive (:attr:`~attnverify.checks.evidence.Evidence.vacuous`)."""
     largest = max((float(np.max(np.abs(np.asarray(to_numpy(side), dtype=float)))) for side in sides), default=0.0)
-    if not statistical < gap <= statistical + floor or not largest < floor:
+    if not floor_decides(gap, statistical, floor) or not largest < floor:
         return ""
     return (f"it holds by the round-off floor alone ({floor:.3g}), which exceeds both sides (at most {largest:.3g}): "
             "round-off is no evidence")
