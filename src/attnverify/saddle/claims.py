@@ -273,45 +273,46 @@ def _not_positive(value) -> bool:
     return False
 
 
-def check_positive_strategies(s: SaddleSetting, strategies: Mapping[str, Any]) -> None:
-    """At registration: the strategies of the action's parameters and of the temperature draw positive finite
-    numbers, found by a short hypothesis search for a draw that is not (50 draws, shrunk to the simplest: 0 for
-    ``st.floats(0, 1)``), so that a range reaching 0 is refused where it is written, not at its first example."""
+def _simplest_wrong_draw(strategy, wrong: Callable[[Any], bool]) -> tuple[Any] | None:
+    """(the simplest draw of ``strategy`` that is ``wrong``,) found by a short hypothesis search at registration
+    (50 draws, shrunk to the simplest: 0 for ``st.floats(0, 1)``), or None where none of them is: a strategy that
+    draws such a value rarely may still pass here, and is then refused by name when it draws one."""
     from hypothesis import find
     from hypothesis.errors import NoSuchExample
 
-    search = _registration_search(50)
+    try:
+        return (find(strategy, wrong, settings=_registration_search(50)),)
+    except NoSuchExample:
+        return None
+
+
+def check_positive_strategies(s: SaddleSetting, strategies: Mapping[str, Any]) -> None:
+    """At registration: the strategies of the action's parameters and of the temperature draw positive finite
+    numbers (:func:`_simplest_wrong_draw`), so that a range reaching 0 is refused where it is written, not at its
+    first example."""
     for name in (*s.declaration.parameter_names, "temperature"):
         if name not in strategies:
             continue  # the missing strategy is refused by name with the others
         try:
-            value = find(strategies[name], _not_positive, settings=search)
-        except NoSuchExample:
-            continue
+            found = _simplest_wrong_draw(strategies[name], _not_positive)
         except Exception:  # a strategy hypothesis cannot draw from is refused by name with the others
             continue
-        raise ValueError(f"{name} must be a positive finite number (the action's parameters and the temperature "
-                         f"are); its strategy draws {value!r}")
+        if found is not None:
+            raise ValueError(f"{name} must be a positive finite number (the action's parameters and the temperature "
+                             f"are); its strategy draws {found[0]!r}")
 
 
 def check_width_strategies(s: SaddleSetting, strategies: Mapping[str, Any]) -> None:
     """At registration, for sampled networks: each width's strategy draws whole numbers above D + 1 (the Wishart
-    shift), found by a short hypothesis search for a draw that is not (50 draws, shrunk to the simplest): a strategy
-    that draws such a width rarely may still pass here, and is then refused by name when it draws one."""
-    from hypothesis import find
-    from hypothesis.errors import NoSuchExample
-
+    shift; :func:`_simplest_wrong_draw`)."""
     D = s.wishart_size
-    search = _registration_search(50)
     for w in s.declaration.widths:
         if w.name not in strategies:
             continue  # the missing strategy is refused by name with the others
-        try:
-            value = find(strategies[w.name], lambda v: _not_a_network_width(v, D), settings=search)
-        except NoSuchExample:
-            continue
-        raise ValueError(f"the sampled networks need {w.name} a whole number above {D + 1} (a layer's width, the "
-                         f"Wishart shift N − D − 1 below it); its strategy draws {value!r}")
+        found = _simplest_wrong_draw(strategies[w.name], lambda v: _not_a_network_width(v, D))
+        if found is not None:
+            raise ValueError(f"the sampled networks need {w.name} a whole number above {D + 1} (a layer's width, the "
+                             f"Wishart shift N − D − 1 below it); its strategy draws {found[0]!r}")
 
 
 def _network_arguments(s: SaddleSetting, network: Callable, values: dict) -> dict:

@@ -93,9 +93,10 @@ def _minimise(action: NumericAction, theta: np.ndarray, tolerance: float, max_it
 
 def _solution(action: NumericAction, theta: np.ndarray, result, tolerance: float, t0: float,
               temperature) -> Solution:
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # where an unbounded action overflowed
         E, L, u, g = action.parts(theta)
         H = action.entries_hessian(theta)
+        residual = action.residual(theta)
     finite = bool(np.all(np.isfinite(H)))  # an action unbounded below sends the iterate where it overflows
     eigenvalues = np.linalg.eigvalsh(H) if finite else np.full(H.shape[0], np.nan)
     if finite and eigenvalues.min() > 0:
@@ -103,8 +104,6 @@ def _solution(action: NumericAction, theta: np.ndarray, result, tolerance: float
     else:
         error = float("inf")
     declaration = action.declaration
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        residual = action.residual(theta)
     converged = residual <= tolerance
     lowest = (f"smallest Hessian eigenvalue {eigenvalues.min():.3g}" if finite else
               "the Hessian is not finite at the last iterate (is the action bounded below?)")
