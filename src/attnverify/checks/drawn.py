@@ -5,12 +5,9 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from .runner import Example
 
 
 def _is_number(value: Any) -> bool:
@@ -18,8 +15,8 @@ def _is_number(value: Any) -> bool:
             and not (isinstance(value, (float, np.floating)) and math.isnan(value)))
 
 
-def drawn_ranges(examples: Iterable[Example], declared: Mapping[str, tuple | None] | None = None) -> dict[str, dict]:
-    """Per numeric parameter of ``examples`` (in the order of ``declared``, then as the examples name them; NaN left
+def drawn_ranges(examples: Iterable[Any], declared: Mapping[str, tuple | None] | None = None) -> dict[str, dict]:
+    """Per numeric parameter of ``examples`` (the runner's examples, each with its ``parameters``; in the order of ``declared``, then as the examples name them; NaN left
     out), the least and the greatest value drawn, and its ``declared`` range where its strategy states one:
     ``{"theta": {"drawn": [0.0, 3.14159], "declared": [0.0, 3.14159]}}``. Parameters that are not numbers in
     every example that has them (permutations, dicts) are left out."""
@@ -57,7 +54,7 @@ def drawn_text(ranges: Mapping[str, Mapping]) -> str:
 HUGE_DRAW = 1e100
 
 
-def unbounded_draws(example: Example, declared: Mapping[str, tuple | None]) -> list[str]:
+def unbounded_draws(example: Any, declared: Mapping[str, tuple | None]) -> list[str]:
     """A note for each parameter of a failed example drawn huge or non-finite from a strategy without a finite
     range (``st.floats(0.5, inf)`` reaches 1.8e308): where the claim is meant to hold is then the user's to bound."""
     notes = []
