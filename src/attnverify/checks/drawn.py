@@ -16,8 +16,9 @@ def _is_number(value: Any) -> bool:
 
 
 def drawn_ranges(examples: Iterable[Any], declared: Mapping[str, tuple | None] | None = None) -> dict[str, dict]:
-    """Per numeric parameter of ``examples`` (the runner's examples, each with its ``parameters``; in the order of ``declared``, then as the examples name them; NaN left
-    out), the least and the greatest value drawn, and its ``declared`` range where its strategy states one:
+    """Per numeric parameter of ``examples`` (the runner's examples, each with its ``parameters``; in the order of
+    ``declared``, then as the examples name them; NaN left out), the least and the greatest value drawn, and its
+    ``declared`` range where its strategy states one:
     ``{"theta": {"drawn": [0.0, 3.14159], "declared": [0.0, 3.14159]}}``. Parameters that are not numbers in
     every example that has them (permutations, dicts) are left out."""
     values: dict[str, list] = {name: [] for name in declared or {}}
