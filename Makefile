@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: report test test-standin test-thorough check docs clean
+.PHONY: report test test-standin test-load test-thorough check docs clean
 
 # pip compiles the installed modules on one core (~40 s of the set-up); compileall -j 0 does it on every core
 $(STAMP): pyproject.toml
@@ -34,7 +34,12 @@ report: $(STAMP)
 XDIST  := -n auto --dist loadscope
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not thorough" $(XDIST)
+	$(BIN)/python -m pytest -q -m "not thorough and not load" $(XDIST)
+
+# The same verdicts with the machine kept busy (3 spinning processes per core, started by the tests): every
+# derivation step of the built-ins and of examples/ as idle, and the README's theorem as expected.
+test-load: $(STAMP)
+	$(BIN)/python -m pytest -q -m load tests/under_load
 
 # The GPU path without a GPU: the gpu-marked tests (every finding of the strict cupy stand-in, every boundary entry
 # point with backend="cupy", both samplers, and `check --backend cupy --profile quick` claim by claim) on the

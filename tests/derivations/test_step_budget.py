@@ -6,6 +6,11 @@ arcsine kernel derived twice as a user writes it (``erf_kernel_theories.py``), a
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import resource
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -15,12 +20,15 @@ import pytest
 import sympy
 from sympy import Eq, Integral, Rational, asin, cos, erf, exp, pi, sqrt, symbols
 
+from attnverify.base.files import unpack_entry, write_entry
 from attnverify.checks import run_claim
 from attnverify.derivations import steps
 from attnverify.derivations.steps import comparison as comparing, expressions
 from attnverify.derivations.derivation import DerivationRecorder
 from attnverify.derivations.gaussian import QuadratureShort, integral_value, standard_mean
+from attnverify.derivations.gaussian.integrals import integral_estimate
 
+ROOT = Path(__file__).resolve().parents[2]
 x, y, u, c = symbols("x y u c", positive=True)
 K = symbols("K")
 
@@ -46,26 +54,24 @@ def slow_step():
 
 
 def test_the_budget_is_an_argument_an_environment_variable_or_the_default(monkeypatch):
-    assert steps.step_budget() == steps.STEP_BUDGET == 60.0
+    assert steps.step_budget() == steps.STEP_BUDGET == 300.0
     assert steps.step_budget(2.5) == 2.5
     monkeypatch.setenv(steps.BUDGET_VARIABLE, "7")
     assert steps.step_budget() == 7.0 and steps.step_budget(3) == 3.0
     for bad in (0, -1, float("inf"), float("nan"), "soon", True):
-        with pytest.raises(ValueError, match=r"^budget must be a positive number of seconds \(0 < budget < inf\)"):
+        with pytest.raises(ValueError, match=r"^budget must be a positive number of CPU seconds \(0 < budget < inf\)"):
             steps.step_budget(bad)
     monkeypatch.setenv(steps.BUDGET_VARIABLE, "0")
-    with pytest.raises(ValueError, match="^ATTNVERIFY_STEP_BUDGET must be a positive number of seconds"):
+    with pytest.raises(ValueError, match="^ATTNVERIFY_STEP_BUDGET must be a positive number of CPU seconds"):
         steps.check_derivation(slow_step())
 
 
 def test_a_step_past_its_budget_is_unchecked_named_and_not_kept():
     announced = []
-    start = time.perf_counter()
     checks = steps.check_derivation(slow_step(), budget=3, on_step=lambda *a: announced.append(a))
-    seconds = time.perf_counter() - start
     assert [c.outcome for c in checks] == ["definition", "unchecked"]
-    assert checks[1].detail.startswith("budget of 3 s spent (the numeric check at point "), checks[1].detail
-    assert seconds < 3 + 3, seconds
+    assert checks[1].detail.startswith("budget of 3 CPU s spent (the numeric check at point "), checks[1].detail
+    assert checks[1].cut == "budget of 3 CPU s spent"
     assert announced == [(2, 2, "x = 2u", 3.0)]
     assert comparing.read_kept(steps.derivation_key(slow_step())) is None  # a later run tries again
 
@@ -73,15 +79,13 @@ def test_a_step_past_its_budget_is_unchecked_named_and_not_kept():
 def test_a_comparison_on_its_own_and_a_walk_from_another_thread_keep_their_budget():
     d = slow_step()
     a, b = (expressions.resolved(s.expression.rhs, {}) for s in d.steps)
-    start = time.perf_counter()
     alone = steps.compare(a, b, budget=1)
-    assert alone.outcome == "unchecked" and alone.detail.startswith("budget of 1 s spent (")
+    assert alone.outcome == "unchecked" and alone.detail.startswith("budget of 1 CPU s spent (")
     found = {}
     worker = threading.Thread(target=lambda: found.update(checks=steps.check_derivation(d, budget=1)))
     worker.start()
     worker.join(30)
-    assert found["checks"][1].detail.startswith("budget of 1 s spent (the numeric check at point 1 of 5")
-    assert time.perf_counter() - start < 2 + 6
+    assert found["checks"][1].detail.startswith("budget of 1 CPU s spent (the numeric check at point 1 of 5")
 
 
 def test_the_mean_of_two_erfs_of_correlated_normals_is_the_arcsine_to_30_digits():
@@ -90,11 +94,23 @@ def test_the_mean_of_two_erfs_of_correlated_normals_is_the_arcsine_to_30_digits(
     a, b = (Rational(3, 4), Rational(-5, 4)), (Rational(9, 10), Rational(1, 3))
     exact = 2 / pi * asin(2 * (a[0] * b[0] + a[1] * b[1])
                           / sqrt((1 + 2 * (a[0] ** 2 + a[1] ** 2)) * (1 + 2 * (b[0] ** 2 + b[1] ** 2))))
-    start = time.perf_counter()
+    start = time.process_time()  # CPU seconds: a busy machine stretches the wall time, not the work
     value = standard_mean(erf(a[0] * z1 + a[1] * z2) * erf(b[0] * z1 + b[1] * z2), [z1, z2], 108)
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
     with mpmath.workdps(40):
         assert abs(value - sympy.N(exact, 40)._to_mpmath(140)) < mpmath.mpf(10) ** -25
+
+
+def test_a_separable_double_integral_is_the_product_of_its_factors_integrals():
+    """∫₀^∞ r³e^{−r²/2} ∫_{θ−π/2}^{π/2} cos φ cos(φ − θ) dφ dr (the README's radial step) = sin θ + (π − θ) cos θ,
+    within its error estimate of 28 digits: the inner rule is given cos φ cos(φ − θ), not that times r³e^{−r²/2}
+    (at r = 10⁻¹⁰, a value of 10⁻³⁰ against the rule's absolute error of 10⁻³⁴)."""
+    r, phi = symbols("r phi", real=True)
+    theta = Rational(3, 10)
+    inner = Integral(r**3 * exp(-r**2 / 2) * cos(phi) * cos(phi - theta), (phi, theta - pi / 2, pi / 2))
+    value, error = integral_estimate(Integral(inner, (r, 0, sympy.oo)), 108)
+    exact = sympy.N(sympy.sin(theta) + (pi - theta) * cos(theta), 40)._to_mpmath(140)
+    assert abs(value - exact) <= error <= 1e-28 * abs(exact)
 
 
 def test_a_1d_integral_is_mpmath_quad_with_its_error_checked():
@@ -113,20 +129,73 @@ def _theories():
     return module
 
 
+def _cpu_seconds() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
 @pytest.mark.parametrize("name, status", [
     ("erf_expectation", "holds"), ("erf_expectation_wrong", "refuted"),
     pytest.param("erf_integral", "holds", marks=pytest.mark.thorough),
     pytest.param("erf_integral_wrong", "refuted", marks=pytest.mark.thorough)])
-def test_the_erf_kernel_derived_as_a_user_writes_it_is_checked_within_a_minute(name, status):
+def test_the_erf_kernel_derived_as_a_user_writes_it_is_checked_within_a_minute_of_cpu(name, status):
+    """Decided by the work bounds (no outcome cut short by time), within a minute of CPU time, this process's and
+    its checker children's together (a busy machine stretches the wall time, not this)."""
     theory = getattr(_theories(), name)
-    start = time.perf_counter()
+    start = _cpu_seconds()
     result = run_claim(theory.claim_list()[-1], profile="quick", seed=0)
-    seconds = time.perf_counter() - start
+    seconds = _cpu_seconds() - start
     checks = result.examples[0].evidence.figures["steps"]
     outcomes = [check["outcome"] for check in checks.values()]
     assert result.status == status and seconds < 60, (seconds, checks)
+    assert not any(check["cut"] for check in checks.values()), checks
     assert outcomes[0] == "definition" and outcomes[1] in ("symbolic", "numeric"), checks
     if status == "holds":
         assert outcomes[2] in ("symbolic", "numeric"), checks
     else:  # the planted 1/π for 2/π
         assert outcomes[2] == "failed" and "differ in the 1st digit" in list(checks.values())[2]["detail"]
+
+
+def _verify_steps(path: Path, cache: Path, budget: str | None) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in (steps.BUDGET_VARIABLE, "ATTNVERIFY_BACKEND")}
+    env.update(ATTNVERIFY_CACHE=str(cache), ATTNVERIFY_KEEP_DERIVATIONS="1", **(
+        {steps.BUDGET_VARIABLE: budget} if budget else {}))
+    done = subprocess.run([sys.executable, "-m", "attnverify", "verify", str(path), "--only", "derivation_steps"],
+                          capture_output=True, text=True, env=env, cwd=path.parent)
+    return done.stdout + done.stderr
+
+
+def test_an_outcome_cut_short_by_time_is_not_kept_and_the_next_run_decides_it(tmp_path):
+    """The README's theorem with a budget of 0.3 CPU s per step: sympy's attempts on its radial integral are cut
+    short, so the step is not decided the way an unhurried run decides it; nothing cut is kept, and the same file
+    run again with the default budget proves both steps, then reads them back."""
+    theorem = tmp_path / "relu_kernel.py"
+    theorem.write_text((ROOT / "examples" / "relu_kernel.py").read_text())
+    hurried = _verify_steps(theorem, tmp_path / "cache", "0.3")
+    assert "2 proved symbolically" not in hurried, hurried
+    kept = [json.loads(unpack_entry(p.read_bytes(), p.stem)) for p in (tmp_path / "cache").rglob("*.entry")
+            if "derivation_steps" in str(p)]
+    outcomes = [o for entry in kept for o in (entry if isinstance(entry, list) else [entry])]
+    assert not [o for o in outcomes if o.get("cut")], outcomes
+    for _ in range(2):
+        assert "3 steps: 2 proved symbolically, 0 agreeing numerically, 1 definition" in _verify_steps(
+            theorem, tmp_path / "cache", None)
+
+
+def test_a_kept_outcome_that_time_cut_short_is_checked_again(tmp_path, monkeypatch):
+    """An entry written with a cut outcome (or by a checker that wrote the cut only into its text) is not read
+    back: the comparison is decided afresh."""
+    monkeypatch.setenv("ATTNVERIFY_KEEP_DERIVATIONS", "1")
+    a, b = x * (x + 1), x**2 + x
+    key = comparing.comparison_key(a, b)
+    legacy = steps.StepCheck("unchecked", "its quadrature falls short; sympy's simplify of the sides stopped at 6 s "
+                                          "(0.1 of the step's budget)")
+    assert legacy.cut == "" and steps.StepCheck.from_dict(legacy.as_dict() | {"cut": ""}).cut
+    for outcome in (legacy, steps.StepCheck("numeric", "5 points", points=5, digits=30.0, cut="a time limit")):
+        path = comparing._cache_path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_entry(path, key, json.dumps(outcome.as_dict() | {"cut": ""} if outcome is legacy
+                                          else outcome.as_dict()).encode())
+        assert comparing.read_kept(key) is None
+    assert steps.compare(a, b).outcome == "symbolic"
+    assert comparing.read_kept(key).outcome == "symbolic"

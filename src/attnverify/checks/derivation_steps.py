@@ -70,6 +70,6 @@ def _announcer(name: str):
     """The progress line of a step of derivation ``name`` still being checked."""
 
     def announce(number: int, total: int, description: str, budget: float) -> None:
-        progress(f"{name}: checking step {number}/{total} ({description}; budget {budget:g} s per step)")
+        progress(f"{name}: checking step {number}/{total} ({description}; safety net {budget:g} CPU s per step)")
 
     return announce

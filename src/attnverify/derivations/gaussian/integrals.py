@@ -36,7 +36,39 @@ def integral_estimate(integral: sympy.Integral, prec: int) -> tuple:
             product = mass * value
             return product, abs(mass) * error + rounding(product)
     with mpmath.workprec(working_precision(prec)):
+        return _product_estimate(integral, prec)
+
+
+def pulled_out(integral: sympy.Integral) -> sympy.Expr:
+    """``integral`` with every factor free of a variable taken out of that variable's integral, innermost first
+    (∫ c·g dx = c ∫ g dx): a separable ∫∫ f(r) g(φ) dφ dr becomes (∫ f dr)(∫ g dφ). Exact; it keeps each
+    quadrature's integrand of the size of its value, so that its error estimate, relative to that value, holds
+    (r³e^{−r²/2} ∫ g dφ at r = 10⁻¹⁰ left about 10⁻³⁰ to a rule whose estimate is about 10⁻³⁴ absolute)."""
+    body = integral.function
+    for limit in integral.limits:  # innermost first
+        if len(limit) != 3:
+            return integral
+        constant, dependent = sympy.Mul(*sympy.Mul.make_args(body)).as_independent(limit[0], as_Add=False)
+        body = constant * sympy.Integral(dependent, limit)
+    return body
+
+
+def _product_estimate(integral: sympy.Integral, prec: int):
+    """(value, error estimate) of ``integral`` as the product of numbers and definite integrals that
+    :func:`pulled_out` makes of it: each integral by :func:`_quadrature`, the errors combined to first order,
+    Σₖ εₖ Πⱼ≠ₖ |Iⱼ| times the numbers."""
+    product = pulled_out(integral)
+    factors = sympy.Mul.make_args(product)
+    integrals = [f for f in factors if isinstance(f, sympy.Integral)]
+    numbers = [f for f in factors if not isinstance(f, sympy.Integral)]
+    if not integrals or any(f.has(sympy.Integral) for f in numbers):  # an integral inside a function: as written
         return _quadrature(integral, prec)
+    constant = sympy.N(sympy.Mul(*numbers), mpmath.mp.dps + 5)._to_mpmath(mpmath.mp.prec)
+    estimates = [_quadrature(f, prec) for f in integrals]
+    value = constant * mpmath.fprod(v for v, _ in estimates)
+    error = sum(abs(constant) * e * mpmath.fprod(abs(v) for j, (v, _) in enumerate(estimates) if j != k)
+                for k, (_, e) in enumerate(estimates))
+    return value, error + rounding(value)
 
 
 def _merged(integral: sympy.Integral):

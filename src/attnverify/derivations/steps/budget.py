@@ -1,7 +1,9 @@
-"""The time a step's check may take: :func:`step_budget` (``budget=``, ``$ATTNVERIFY_STEP_BUDGET``, else
-:data:`STEP_BUDGET` seconds), enforced by an alarm (:data:`CLOCK`) in a child process forked for the check
-(:class:`Child`), which is killed :data:`GRACE` seconds past a budget if it does not answer the alarm.
-A step past its budget is ``unchecked: budget of N s spent (what was being tried)`` and never kept."""
+"""The safety net under a step's check: :func:`step_budget` CPU seconds (``budget=``, ``$ATTNVERIFY_STEP_BUDGET``,
+else :data:`STEP_BUDGET`), enforced by a CPU-time alarm (:data:`CLOCK`, ``ITIMER_PROF``) in a child process forked
+for the check (:class:`Child`), which is killed :data:`GRACE` CPU seconds past a budget if it does not answer the
+alarm. What decides a step is the work each attempt may do (expression sizes, quadrature degrees, digits), bounded
+where the attempt is made; the budget lies far above what those bounds allow, so that a busy or slow machine gives
+the same outcome. An outcome that the net cut short says so (:attr:`StepCheck.cut`) and is never kept on disk."""
 
 from __future__ import annotations
 
@@ -13,28 +15,39 @@ import select
 import signal
 import struct
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .outcome import StepCheck, unchecked
 
 
-STEP_BUDGET = 60.0
-"""Seconds the check of one step may take, all its comparisons and their symbolic and numeric attempts together
+STEP_BUDGET = 300.0
+"""CPU seconds the check of one step may use, all its comparisons and their symbolic and numeric attempts together
 (integrals and expectations included), unless ``budget=`` or ``$ATTNVERIFY_STEP_BUDGET`` says otherwise; past it
-the step is ``unchecked: budget of N s spent (what was being tried)`` and the derivation's next step is checked."""
+the step is ``unchecked: budget of N CPU s spent (what was being tried)``, not kept, and the derivation's next step
+is checked. The built-ins' slowest step uses a few CPU seconds."""
 
 
 BUDGET_VARIABLE = "ATTNVERIFY_STEP_BUDGET"
 
 
-SYMBOLIC_SHARE = 0.1
-"""The part of a step's budget that one comparison's symbolic attempts (``expand``, ``simplify``, ``equals``) may
-take; past it the comparison is decided numerically (its outcome says the symbolic attempts were stopped)."""
+SYMBOLIC_SHARE = 0.2
+"""The part of a step's budget that one comparison's symbolic attempts (``expand``, ``simplify``, ``equals``, each
+tried only on a difference within its size bound) may use; past it the comparison is decided numerically and its
+outcome says the symbolic attempts were cut short (then it is not kept)."""
 
 
 GRACE = 5.0
-"""Seconds past a step's budget after which the process checking it, silent (inside C code that the alarm cannot
-interrupt), is killed; the step is then unchecked and the walk goes on in a new process."""
+"""CPU seconds past a step's budget after which the process checking it, silent (inside C code that the alarm
+cannot interrupt), is killed; the step is then unchecked and the walk goes on in a new process."""
+
+
+WALL_FACTOR = 20.0
+"""A child that has not finished a step within this many times its budget in wall-clock seconds (a process that
+waits rather than computes, which no CPU-time alarm reaches) is killed as past its budget."""
+
+
+POLL = 0.5
+"""Wall seconds the parent waits for a child's message before it looks at the child's CPU time again."""
 
 
 ANNOUNCE_AFTER = 2.0
@@ -54,18 +67,19 @@ def step_budget(budget: float | None = None) -> float:
     except (TypeError, ValueError):
         seconds = math.nan
     if isinstance(value, bool) or not (0 < seconds < math.inf):
-        raise ValueError(f"{name} must be a positive number of seconds (0 < {name} < inf), got {value!r}")
+        raise ValueError(f"{name} must be a positive number of CPU seconds (0 < {name} < inf), got {value!r}")
     return seconds
 
 
 def budget_outcome(budget: float, trying: str, killed: bool = False) -> StepCheck:
     ended = "; its process did not answer the alarm and was ended" if killed else ""
-    return unchecked(f"budget of {budget:g} s spent ({trying or 'checking the step'}){ended}")
+    spent = f"budget of {budget:g} CPU s spent"
+    return replace(unchecked(f"{spent} ({trying or 'checking the step'}){ended}"), cut=spent)
 
 
-def is_spent(outcome: StepCheck) -> bool:
-    """The outcome of a check stopped by its budget (never kept on disk: a later run may decide it)."""
-    return outcome.outcome == "unchecked" and "budget of " in outcome.detail and " s spent (" in outcome.detail
+def is_cut(outcome: StepCheck) -> bool:
+    """An outcome the time safety net cut short (never kept on disk: a later run may decide it otherwise)."""
+    return bool(outcome.cut)
 
 
 class BudgetSpent(BaseException):
@@ -83,10 +97,16 @@ class _Limit:
     seconds: float
 
 
+def cpu_time() -> float:
+    """CPU seconds this process has used, every thread together (what ``ITIMER_PROF`` counts)."""
+    return time.process_time()
+
+
 class _Clock:
-    """Deadlines enforced by SIGALRM, in the main thread of the checker's own child process (forked for the
-    purpose, so that no one else's alarm is disturbed) or of a process without ``os.fork``. The alarm repeats
-    every 0.25 s until the expired limit's block is left, so a handler that swallows it does not stop it.
+    """CPU-time deadlines enforced by SIGPROF (``ITIMER_PROF``), in the main thread of the checker's own child
+    process (forked for the purpose, so that no one else's timer is disturbed) or of a process without ``os.fork``.
+    CPU time, not wall time: a machine busy with other work slows the check without spending its budget. The alarm
+    repeats every 0.25 CPU s until the expired limit's block is left, so a handler that swallows it does not stop it.
     ``trying`` names the attempt under way (for the outcome's text); ``tell`` sends a message to the parent."""
 
     def __init__(self):
@@ -105,20 +125,20 @@ class _Clock:
         self.tell(("trying", what))
 
     def usable(self) -> bool:
-        return self.active or (not hasattr(os, "fork") and hasattr(signal, "setitimer")
+        return self.active or (not hasattr(os, "fork") and hasattr(signal, "ITIMER_PROF")
                                and threading_main())
 
     def start(self, send) -> None:
         """In a new child: the alarm's handler installed, messages to the parent through ``send``."""
         self.active, self.send, self.limits = True, send, []
-        signal.signal(signal.SIGALRM, self._alarm)
+        signal.signal(signal.SIGPROF, self._alarm)
 
     def tell(self, message) -> None:
         if self.send is not None:
             self.send(message)
 
     def _alarm(self, signum, frame):
-        now = time.monotonic()
+        now = cpu_time()
         expired = [limit for limit in self.limits if limit.deadline <= now + 1e-3]
         if expired:
             raise BudgetSpent(expired[0])  # the outermost limit that expired
@@ -126,10 +146,10 @@ class _Clock:
 
     def _arm(self) -> None:
         if self.limits:
-            remaining = max(1e-3, min(limit.deadline for limit in self.limits) - time.monotonic())
-            signal.setitimer(signal.ITIMER_REAL, remaining, 0.25)
+            remaining = max(1e-3, min(limit.deadline for limit in self.limits) - cpu_time())
+            signal.setitimer(signal.ITIMER_PROF, remaining, 0.25)
         else:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.setitimer(signal.ITIMER_PROF, 0)
 
     def share(self, fraction: float) -> float | None:
         """``fraction`` of the innermost limit's seconds (None without a limit)."""
@@ -137,11 +157,14 @@ class _Clock:
 
     @contextlib.contextmanager
     def limit(self, seconds: float | None):
-        """A block limited to ``seconds`` (and to every enclosing limit); yields the limit (None: no limit)."""
+        """A block limited to ``seconds`` of CPU time (and to every enclosing limit); yields the limit (None: no
+        limit)."""
         if seconds is None or not self.usable():
             yield None
             return
-        entry = _Limit(time.monotonic() + seconds, seconds)
+        if not self.active:  # a process without os.fork: its own handler, installed for the block
+            signal.signal(signal.SIGPROF, self._alarm)
+        entry = _Limit(cpu_time() + seconds, seconds)
         self.limits.append(entry)
         self._arm()
         try:
@@ -163,6 +186,29 @@ CLOCK = _Clock()
 def can_fork() -> bool:
     """A child can be forked for a check: os.fork exists and this is not already such a child."""
     return hasattr(os, "fork") and not CLOCK.active
+
+
+class Watch:
+    """The parent's watch over a child's step: past ``budget`` + :data:`GRACE` CPU seconds of the child (wall
+    seconds where the system does not report its CPU time), or :data:`WALL_FACTOR` times that in wall seconds,
+    the child is past its budget."""
+
+    def __init__(self, child: "Child", budget: float):
+        self.child, self.limit = child, budget + GRACE
+        self.restart()
+
+    def restart(self) -> None:
+        """A new step: its CPU and wall seconds counted from now."""
+        self.wall, self.cpu = time.monotonic(), self.child.cpu_seconds()
+
+    def over(self) -> bool:
+        now = time.monotonic()
+        if now - self.wall >= WALL_FACTOR * self.limit:
+            return True
+        used = self.child.cpu_seconds()
+        if used is None or self.cpu is None:
+            return now - self.wall >= self.limit
+        return used - self.cpu >= self.limit
 
 
 class Child:
@@ -207,6 +253,17 @@ class Child:
             messages.append(pickle.loads(self.buffer[8:8 + size]))
             self.buffer = self.buffer[8 + size:]
         return messages
+
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds the child has used, every thread together (``/proc/PID/stat``); None where the system does
+        not say."""
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as stat:
+                data = stat.read()
+            fields = data[data.rindex(b")") + 2:].split()  # after the command's name: state, ppid, …
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+        except (OSError, ValueError, IndexError):
+            return None
 
     def end(self, kill: bool = False) -> None:
         if kill:

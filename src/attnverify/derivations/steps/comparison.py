@@ -6,9 +6,9 @@ and run in a forked child within the step's budget when called on its own."""
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 import json
 import random
-import time
 from pathlib import Path
 
 import mpmath
@@ -19,9 +19,9 @@ from ...base.files import fingerprint, read_entry, write_entry
 from ...base.cache import cache_directory, keeping_derivations
 from ..gaussian import Expectation, moments_taken, polynomial_in
 from .outcome import StepCheck, combined, noted, unchecked
-from .budget import BudgetSpent, CLOCK, Child, GRACE, budget_outcome, can_fork, is_spent, step_budget
+from .budget import BudgetSpent, CLOCK, Child, POLL, Watch, budget_outcome, can_fork, is_cut, step_budget
 from .expressions import carried_out, has_order, is_zero_value, kind_of, shape_of, unevaluable, unknowns_of, zero_like
-from .symbolic import asymptotic, proved
+from .symbolic import asymptotic, proved, work_note
 from .points import POINTS, QUADRATURE_POINTS
 from .numeric import numeric_check
 
@@ -64,8 +64,9 @@ def comparison_key(a, b) -> str:
 def compare(a, b, *, budget: float | None = None) -> StepCheck:
     """Whether ``a`` equals ``b``: proved symbolically, agreeing numerically, failing at a point, or unchecked
     (see the module docstring); memoised in the process and on disk. Inside a derivation's walk it runs under the
-    step's budget; called on its own, in a forked child limited to ``budget`` seconds (:func:`step_budget`), whose
-    outcome past them is ``unchecked: budget of N s spent (…)`` (not kept)."""
+    step's budget; called on its own, in a forked child limited to ``budget`` CPU seconds (:func:`step_budget`),
+    whose outcome past them is ``unchecked: budget of N CPU s spent (…)``. An outcome the time safety net cut
+    short (:func:`~.budget.is_cut`) is neither kept nor remembered: the next call decides it afresh."""
     key = comparison_key(a, b)
     if key in _MEMORY:
         return _MEMORY[key]
@@ -73,10 +74,12 @@ def compare(a, b, *, budget: float | None = None) -> StepCheck:
     if not isinstance(outcome, StepCheck):
         if can_fork():
             outcome = _compare_forked(a, b, key, step_budget(budget))
-            if is_spent(outcome) or outcome.detail.startswith("the checker's process"):
+            if outcome.detail.startswith("the checker's process"):
                 return outcome
         else:
             outcome = _compare(a, b, random.Random(int(key[:16], 16)))
+        if is_cut(outcome):
+            return outcome
         write_kept(key, outcome)
         CLOCK.tell(("kept", key, outcome.as_dict()))
     _MEMORY[key] = outcome
@@ -84,8 +87,8 @@ def compare(a, b, *, budget: float | None = None) -> StepCheck:
 
 
 def _compare_forked(a, b, key: str, budget: float) -> StepCheck:
-    """:func:`_compare` in a forked child within ``budget`` seconds (killed :data:`GRACE` seconds later if it does
-    not stop)."""
+    """:func:`_compare` in a forked child within ``budget`` CPU seconds (killed past them if it does not stop,
+    :class:`~.budget.Watch`)."""
 
     def work():
         try:
@@ -96,10 +99,10 @@ def _compare_forked(a, b, key: str, budget: float) -> StepCheck:
             return budget_outcome(budget, CLOCK.trying).as_dict()
 
     child, trying = Child(work), ""
-    deadline = time.monotonic() + budget + GRACE
+    watch = Watch(child, budget)
     try:
         while True:
-            messages = child.receive(deadline - time.monotonic())
+            messages = child.receive(POLL)
             if messages is None:
                 return unchecked("the checker's process ended unexpectedly")
             for message in messages:
@@ -109,21 +112,26 @@ def _compare_forked(a, b, key: str, budget: float) -> StepCheck:
                     return StepCheck.from_dict(message[1])
                 elif message[0] == "error":
                     return unchecked(f"the checker's process failed ({message[1]})")
-            if not messages and time.monotonic() >= deadline:
+            if not messages and watch.over():
                 return budget_outcome(budget, trying, killed=True)
     finally:
         child.end(kill=True)
 
 
 def read_kept(key: str):
-    """The kept outcome of a comparison (a StepCheck) or of a derivation (a tuple of them), or None."""
+    """The kept outcome of a comparison (a StepCheck) or of a derivation (a tuple of them), or None (also for one
+    that a time safety net cut short, which is checked again)."""
     if not keeping_derivations():
         return None
-    return read_entry(_cache_path(key), key, _from_json)  # a damaged one is set aside: checked again
+    kept = read_entry(_cache_path(key), key, _from_json)  # a damaged one is set aside: checked again
+    if any(is_cut(o) for o in (kept if isinstance(kept, tuple) else (kept,) if kept is not None else ())):
+        return None
+    return kept
 
 
 def write_kept(key: str, outcome) -> None:
-    if not keeping_derivations():
+    """Keep a decided outcome on disk; one that a time safety net cut short is not written."""
+    if not keeping_derivations() or any(is_cut(o) for o in (outcome if isinstance(outcome, tuple) else (outcome,))):
         return
     path = _cache_path(key)
     data = [o.as_dict() for o in outcome] if isinstance(outcome, tuple) else outcome.as_dict()
@@ -150,13 +158,17 @@ def _compare(a, b, rng: random.Random) -> StepCheck:
     unknown = unknowns_of(a) | unknowns_of(b)
     quadrature = a.has(Expectation) or b.has(Expectation)
     unevaluated = a.has(sympy.Derivative, sympy.Subs) or b.has(sympy.Derivative, sympy.Subs)
-    stopped: list = []
-    proof = proved(a, b, cheap=bool(why or unknown or quadrature or unevaluated), stopped=stopped)
+    stopped, bounded_out = [], []
+    proof = proved(a, b, cheap=bool(why or unknown or quadrature or unevaluated), stopped=stopped,
+                   bounded_out=bounded_out)
     if proof:
         return StepCheck("symbolic", proof)
+    decided = _decided(a, b, rng, why, unknown, quadrature)
+    if bounded_out:
+        decided = noted(decided, work_note(bounded_out))
     if stopped:
-        return noted(_decided(a, b, rng, why, unknown, quadrature), stopped[0])
-    return _decided(a, b, rng, why, unknown, quadrature)
+        return replace(noted(decided, stopped[0]), cut=stopped[0])
+    return decided
 
 
 def _decided(a, b, rng: random.Random, why, unknown, quadrature) -> StepCheck:

@@ -19,7 +19,9 @@ class StepCheck:
     """The outcome of a step (or of one comparison): ``outcome`` (:data:`OUTCOMES`), a sentence, the earlier step
     it was compared with (1-based), and for a numeric check the points, the fewest agreeing digits (no more than
     the numeric evaluation of the sides established: ``limited`` when a quadrature's error estimate, not the
-    agreement of the sides, set them), and for a failure the point (name → value) and both sides' values there."""
+    agreement of the sides, set them), and for a failure the point (name → value) and both sides' values there.
+    ``cut`` names the time safety net that cut an attempt short ("" where none did): such an outcome may differ on
+    another machine, so it is never kept on disk."""
 
     outcome: str
     detail: str
@@ -29,6 +31,7 @@ class StepCheck:
     point: dict = field(default_factory=dict)
     values: tuple = ()
     limited: bool = False
+    cut: str = ""
 
     def __post_init__(self):
         if self.outcome not in OUTCOMES:
@@ -67,12 +70,22 @@ class StepCheck:
     def as_dict(self) -> dict:
         return {"outcome": self.outcome, "detail": self.detail, "against": self.against, "points": self.points,
                 "digits": self.digits, "point": dict(self.point), "values": list(self.values), "limited": self.limited,
-                "label": self.label()}
+                "cut": self.cut, "label": self.label()}
 
     @classmethod
     def from_dict(cls, data: dict) -> "StepCheck":
         return cls(data["outcome"], data["detail"], data.get("against"), data.get("points", 0), data.get("digits"),
-                   dict(data.get("point") or {}), tuple(data.get("values") or ()), bool(data.get("limited", False)))
+                   dict(data.get("point") or {}), tuple(data.get("values") or ()), bool(data.get("limited", False)),
+                   str(data.get("cut") or _cut_in(data["detail"])))
+
+
+def _cut_in(detail: str) -> str:
+    """The safety net named in an outcome's text written without ``cut`` (a budget spent, symbolic attempts
+    stopped), or ""."""
+    for marker in ("budget of ", "stopped at "):
+        if marker in detail and (" s spent (" in detail or "of the step's budget" in detail):
+            return "a time limit"
+    return ""
 
 
 def unchecked(why: str, against: int | None = None) -> StepCheck:
@@ -104,6 +117,11 @@ def combined(parts: list[StepCheck]) -> StepCheck:
     checked; else unchecked, saying which parts were."""
     if len(parts) == 1:
         return parts[0]
+    cut = next((p.cut for p in parts if p.cut), "")
+    return replace(_combined(parts), cut=cut)
+
+
+def _combined(parts: list[StepCheck]) -> StepCheck:
     n = len(parts)
     for k, part in enumerate(parts, 1):
         if part.failed:

@@ -9,6 +9,7 @@ import sympy
 from .outcome import StepCheck, unchecked
 from .budget import BudgetSpent, CLOCK, SYMBOLIC_SHARE
 from .expressions import shape_of
+from .work import SYMBOLIC_WORK, WorkSpent, bounded
 
 
 SIMPLIFY_OPERATIONS = 120
@@ -42,11 +43,15 @@ def asymptotic(a, b) -> StepCheck:
     return unchecked(f"Order.contains could not decide whether the remainder is {order}")
 
 
-def proved(a, b, cheap: bool = False, stopped: list | None = None) -> str | None:
-    """How sympy proves a = b, or None: identical, ``expand``, ``simplify``, ``equals`` (cheapest first; only the
-    first two when ``cheap``, for sides that could not be evaluated anyway), together within
-    :data:`SYMBOLIC_SHARE` of the step's budget; an attempt stopped there is named in ``stopped``."""
+def proved(a, b, cheap: bool = False, stopped: list | None = None, bounded_out: list | None = None) -> str | None:
+    """How sympy proves a = b, or None: identical, ``expand`` (a difference of at most :data:`EXPAND_OPERATIONS`
+    operations), ``simplify``, ``equals`` (at most :data:`SIMPLIFY_OPERATIONS`; cheapest first; only the first two
+    when ``cheap``, for sides that could not be evaluated anyway), each stopped past
+    :data:`~.work.SYMBOLIC_WORK` new sympy objects (named in ``bounded_out``). These bounds decide; the safety net
+    of :data:`SYMBOLIC_SHARE` of the step's CPU budget lies far above what they allow, and an attempt it stops is
+    named in ``stopped``."""
     stopped = [] if stopped is None else stopped
+    bounded_out = [] if bounded_out is None else bounded_out
     if a == b:
         return "the two sides are the same expression"
     if shape_of(a)[0] == "matrix" or shape_of(b)[0] == "matrix":
@@ -69,17 +74,30 @@ def proved(a, b, cheap: bool = False, stopped: list | None = None) -> str | None
     try:
         with CLOCK.limit(share) as mine:
             for how, attempt in attempts:
-                CLOCK.trying = f"sympy's {how.split(' ')[0].split('(')[0]} of the sides"
+                name = next(word for word in ("expand", "simplify", "equals") if word in how)
+                CLOCK.trying = f"sympy's {name} of the sides"
                 try:
-                    if attempt():
-                        return how
+                    with bounded():
+                        if attempt():
+                            return how
+                except WorkSpent:
+                    bounded_out.append(name)
                 except Exception:  # sympy raises NotImplementedError (and others) where a rewrite is missing
                     continue
     except BudgetSpent as spent:
         if mine is None or spent.limit is not mine:
             raise
-        stopped.append(f"{CLOCK.trying} stopped at {share:g} s ({SYMBOLIC_SHARE:g} of the step's budget)")
+        stopped.append(f"{CLOCK.trying} stopped by the safety net at {share:g} CPU s ({SYMBOLIC_SHARE:g} of the "
+                       "step's budget)")
     return None
+
+
+def work_note(names: list) -> str:
+    """What the work bound stopped: "sympy's simplify and equals stopped at their bound of 200,000 new sympy
+    objects each"."""
+    each = " each" if len(names) > 1 else ""
+    return (f"sympy's {' and '.join(names)} stopped at {'their' if each else 'its'} bound of {SYMBOLIC_WORK:,} new "
+            f"sympy objects{each}")
 
 
 def _proved_matrix(a, b) -> str | None:

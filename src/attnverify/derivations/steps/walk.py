@@ -1,6 +1,6 @@
-"""A derivation's steps checked in order (:func:`check_derivation`), each within its budget, in a forked child
-watched by the parent; the outcomes of a whole derivation are kept on disk by :func:`derivation_key` (a walk with
-a step whose budget ran out is not kept, so a later run decides it)."""
+"""A derivation's steps checked in order (:func:`check_derivation`), each under its CPU-time safety net, in a
+forked child watched by the parent; the outcomes of a whole derivation are kept on disk by :func:`derivation_key`
+(a walk with an outcome the safety net cut short is not kept, so a later run decides it)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sympy.core.function import AppliedUndef
 
 from ...base.files import fingerprint
 from .outcome import StepCheck, unchecked
-from .budget import ANNOUNCE_AFTER, BudgetSpent, CLOCK, Child, GRACE, budget_outcome, can_fork, is_spent, step_budget
+from .budget import ANNOUNCE_AFTER, POLL, BudgetSpent, CLOCK, Child, Watch, budget_outcome, can_fork, is_cut, step_budget
 from .comparison import read_kept, remember, write_kept
 from .relations import WalkState, check_step, condition_outcome, solved_condition, solves, unsolved_identity
 
@@ -22,9 +22,9 @@ _CHECKED: dict = {}
 
 def check_derivation(derivation, *, budget: float | None = None, on_step=None) -> tuple[StepCheck, ...]:
     """The outcome of every step of ``derivation`` (:class:`~.derivation.Derivation`), in order, each step's check
-    limited to ``budget`` seconds (:func:`step_budget`); kept on disk for the whole derivation as well as per
-    comparison (a derivation checked before is read, not walked again; one with a step whose budget ran out is
-    walked again next time). ``on_step(number, total, description, budget)`` is called for a step still being
+    limited to ``budget`` CPU seconds (:func:`step_budget`); kept on disk for the whole derivation as well as per
+    comparison (a derivation checked before is read, not walked again; one with an outcome the safety net cut short
+    is walked again next time). ``on_step(number, total, description, budget)`` is called for a step still being
     checked after :data:`ANNOUNCE_AFTER` seconds.
 
     The walk runs in a child process forked for it (any thread may fork), where an alarm stops an attempt at its
@@ -39,7 +39,7 @@ def check_derivation(derivation, *, budget: float | None = None, on_step=None) -
         outcomes = kept
     else:
         outcomes = _walk_forked(derivation, budget, on_step) if can_fork() else _walked(derivation, budget)
-        if key and not any(is_spent(o) for o in outcomes):
+        if key and not any(is_cut(o) for o in outcomes):
             write_kept(key, outcomes)
     if len(_CHECKED) > 256:
         _CHECKED.pop(next(iter(_CHECKED)))
@@ -122,25 +122,26 @@ def _learnt_only(step, number: int, context: "WalkState", outcome: StepCheck) ->
 
 
 def _walk_forked(derivation, budget: float, on_step=None) -> tuple[StepCheck, ...]:
-    """:func:`_walked` in a forked child, watched: a step whose child is silent :data:`GRACE` seconds past its
-    budget is unchecked, the child killed and the walk resumed in a new one past that step; the comparisons the
-    child decided are kept in this process's memory."""
+    """:func:`_walked` in a forked child, watched: a step whose child is silent past its budget
+    (:class:`~.budget.Watch`) is unchecked, the child killed and the walk resumed in a new one past that step; the
+    comparisons the child decided are kept in this process's memory."""
     total, spent = len(derivation.steps), {}
     while True:
         child = Child(lambda: _walked(derivation, budget, spent))
         outcomes, current, started, announced, trying = {}, None, time.monotonic(), False, ""
+        watch = Watch(child, budget)
         try:
             while True:
                 now = time.monotonic()
-                deadline = started + budget + GRACE
-                wake = deadline if announced or current is None else min(deadline, started + ANNOUNCE_AFTER)
-                messages = child.receive(wake - now)
+                wake = POLL if announced or current is None else min(POLL, started + ANNOUNCE_AFTER - now)
+                messages = child.receive(wake)
                 if messages is None:  # the child ended without its result
                     break
                 for message in messages:
                     kind = message[0]
                     if kind == "start":
                         current, started, announced, trying = message[1], time.monotonic(), False, ""
+                        watch.restart()
                     elif kind == "trying":
                         trying = message[1]
                     elif kind == "kept":
@@ -158,7 +159,7 @@ def _walk_forked(derivation, budget: float, on_step=None) -> tuple[StepCheck, ..
                     announced = True
                     if on_step is not None:
                         on_step(current, total, derivation.steps[current - 1].description, budget)
-                if now >= deadline:
+                if watch.over():
                     break
         finally:
             child.end(kill=True)
