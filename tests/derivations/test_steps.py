@@ -195,6 +195,22 @@ def test_earlier_results_are_substituted_before_a_step_that_assembles_them():
     assert_fails_at_a_point(derivation.checks()[4], "a")
 
 
+def test_the_dimensions_of_an_earlier_matrix_are_known_symbols():
+    """σ² tr(X(XᵀX)⁻¹Xᵀ) = σ² tr((XᵀX)⁻¹XᵀX), which sympy writes σ²·d: d is the dimension of the X of the steps
+    before, not a new notation; so σ²·d holds, and σ²·(d + 1) or σ²·n (n the other dimension of X) fail."""
+    n, d = sympy.symbols("n d", integer=True, positive=True)
+    X, Y, beta = MatrixSymbol("X", n, d), MatrixSymbol("Y", n, 1), MatrixSymbol("beta", d, 1)
+    sigma = Symbol("sigma", positive=True)
+    least_squares = (Eq(beta, (X.T * X).I * X.T * Y), {"kind": "definition"})
+    hat_trace = (Eq(R, sigma**2 * sympy.Trace(X * (X.T * X).I * X.T)), {"kind": "definition"})
+    cyclic = Eq(R, sigma**2 * sympy.trace((X.T * X).I * X.T * X))
+    assert cyclic == Eq(R, sigma**2 * d)  # as sympy builds it
+    checks = chain(least_squares, hat_trace, cyclic, Eq(R, sigma**2 * (d + 1))).checks()
+    assert checks[2].outcome in ("symbolic", "numeric") and checks[2].against == 2, checks[2]
+    assert_fails_at_a_point(checks[3], "d")
+    assert_fails_at_a_point(chain(least_squares, hat_trace, cyclic, Eq(R, sigma**2 * n)).checks()[3], "n", "d")
+
+
 def test_a_specialisation_states_its_values():
     derivation = chain(Eq(R, x**2 + x * y), (Eq(R, 1 + y), {"substitute": {x: 1}}), Eq(R, 2 + y))
     checks = derivation.checks()
@@ -247,6 +263,24 @@ def test_a_plain_expression_is_a_new_form_of_the_previous_one():
     assert [c.outcome for c in checks] == ["unchecked", "symbolic", "failed", "unchecked"]
     assert "first expression" in checks[0].detail and "not a new form" in checks[3].detail
     assert_fails_at_a_point(checks[2], "x")
+
+
+def test_a_side_kept_as_written_is_shown_so_and_checked_by_its_value():
+    """sympy builds 2(v + 1) as 2v + 2; recorded (and checked) under ``sympy.evaluate(False)``, or written with
+    ``UnevaluatedExpr``, the definition stays 2(v + 1) in the report, and a step from it is compared with its value:
+    2v + 2 holds (under evaluate(False) by expand, not as the same expression), 2v + 1 fails."""
+    k, v = Symbol("k"), Symbol("v", real=True)
+    for written in ("evaluate(False)", "UnevaluatedExpr"):
+        with sympy.evaluate(written == "UnevaluatedExpr"):
+            value = 2 * sympy.UnevaluatedExpr(v + 1) if written == "UnevaluatedExpr" else 2 * (v + 1)
+            definition = (Eq(k, value), {"kind": "definition"})
+            derivation = chain(definition, Eq(k, 2 * v + 2))
+            slip = chain(definition, Eq(k, 2 * v + 1))
+            holds, fails = derivation.checks()[1], slip.checks()[1]
+        assert holds.outcome == "symbolic", (written, holds)
+        assert written == "UnevaluatedExpr" or "expand" in holds.detail, holds
+        assert_fails_at_a_point(fails, "v")
+        assert r"k = 2 \left(v + 1\right)" in derivation_markdown(derivation), written
 
 
 def test_a_step_the_checker_cannot_read_is_unchecked_not_a_crash(monkeypatch):
@@ -372,6 +406,22 @@ def test_a_gaussian_expectation_is_checked_by_quadrature_and_a_wrong_one_fails()
     right = compare(mean, sympy.erf(a / sqrt(1 + 2 * b2**2)))
     assert right.outcome == "numeric" and right.points == steps.QUADRATURE_POINTS and right.digits >= 20
     assert_fails_at_a_point(compare(mean, sympy.erf(a / sqrt(1 + b2**2))), "a", "b")
+
+
+def test_a_two_dimensional_relu_integral_is_checked_against_the_arc_cosine_kernel():
+    """∫∫ relu(x) relu(cos t x + sin t y) e^{−(x² + y²)/2}/(2π) dx dy, kinked on lines through the origin, equals
+    (sin t + (π − t) cos t)/(2π) (Cho & Saul 2009) at random t in (0, π): checked by sectors, as is the same mean
+    written as an expectation; 1/π for 1/(2π) fails."""
+    K = Symbol("K")
+    x, y = sympy.symbols("x y", real=True)
+    relus = sympy.Max(0, x) * sympy.Max(0, sympy.cos(t) * x + sympy.sin(t) * y)
+    kernel = Integral(relus * exp(-(x**2 + y**2) / 2) / (2 * pi), (x, -oo, oo), (y, -oo, oo))
+    closed = sympy.sin(t) + (pi - t) * sympy.cos(t)
+    checks = chain((Eq(K, kernel), {"kind": "definition"}), Eq(K, closed / (2 * pi)), Eq(K, closed / pi)).checks()
+    assert checks[1].outcome == "symbolic" or (checks[1].outcome == "numeric" and checks[1].digits >= 20), checks[1]
+    assert_fails_at_a_point(checks[2], "t")
+    mean = compare(Expectation(relus, gaussian(x), gaussian(y)), closed / (2 * pi))
+    assert mean.outcome == "symbolic" or (mean.outcome == "numeric" and mean.digits >= 20), mean
 
 
 def test_averaging_conditionally_is_checked_by_its_integrands():

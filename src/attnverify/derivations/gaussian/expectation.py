@@ -21,6 +21,7 @@ from sympy import Tuple
 from .closed_forms import erf_mean, moments_taken, polynomial_in
 from .jumps import is_smooth, jump_lines
 from .panels import FEATURE_CUTS, SCAN, QuadratureShort, line_integral, nested, rounding
+from .polar import sector_estimate
 
 
 def gaussian(variable: sympy.Symbol, mean=0, variance=1) -> Tuple:
@@ -207,8 +208,8 @@ class _Template:
         if len(self.other) == 1:
             (x,) = self.other
             if not self.smooth:
-                self.jumps = [sympy.lambdify(self.parameters, line, modules="mpmath")
-                              for line in jump_lines(reduced, x)]
+                self.jumps = [sympy.lambdify(self.parameters, (offset, slope), modules="mpmath")
+                              for offset, (slope,) in jump_lines(reduced, [x])]
             try:
                 self.scan = sympy.lambdify(arguments, reduced, modules=["numpy", "scipy"])
             except Exception:  # no numpy code for it: tanh-sinh alone
@@ -365,8 +366,9 @@ def standard_estimate(integrand: sympy.Expr, variables: list, prec: int) -> tupl
     first k new variables, the others drop out, and the last is conditioned out (E[erf(u) erf(v)] of correlated
     u, v becomes one integral). One remaining variable: Gauss–Legendre panels over its bulk (:func:`line_integral`,
     its error estimated by the panels' two rules, about 2¹² units of the last place of ``prec`` times the number of
-    panels); several: nested tanh-sinh (slow, bounded by the step's budget). What is exact is given the error of
-    its rounding (:func:`rounding`)."""
+    panels); two whose every kink and jump lies on a line through the origin: by sectors in polar coordinates
+    (:func:`.polar.sector_estimate`); several: nested tanh-sinh (slow, bounded by the step's budget). What is exact
+    is given the error of its rounding (:func:`rounding`)."""
     h, rest, rotated = sympy.sympify(integrand), list(variables), False
     with mpmath.workprec(prec):
         while True:
@@ -389,6 +391,10 @@ def standard_estimate(integrand: sympy.Expr, variables: list, prec: int) -> tupl
         if not rest:
             value = sympy.N(h, mpmath.mp.dps + 5)._to_mpmath(prec)
             return value, rounding(value)
+        if len(rest) == 2 and not is_smooth(h, rest):
+            by_sectors = sector_estimate(h, rest)
+            if by_sectors is not None:
+                return by_sectors
         return _Template(Expectation(h, *(gaussian(v) for v in rest))).value([], reduced=True)
 
 

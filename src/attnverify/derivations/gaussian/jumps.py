@@ -1,7 +1,8 @@
-"""Where an integrand is not smooth in its variable: the points a quadrature must cut at so that its error estimate
-holds (:mod:`.panels`). A rule that integrates a jump it does not straddle agrees with a finer rule that does not
-either, and both are wrong: Heaviside(√2 b − s u) integrated over panels that miss its step gave a value wrong in
-the 4th digit with an error estimate of 10⁻²⁷.
+"""Where an integrand is not smooth in its variables: the points (lines) a quadrature must cut at so that its error
+estimate holds (:mod:`.panels`), and the smooth branch it is between them (:func:`branch_at`). A rule that
+integrates a jump it does not straddle agrees with a finer rule that does not either, and both are wrong:
+Heaviside(√2 b − s u) integrated over panels that miss its step gave a value wrong in the 4th digit with an error
+estimate of 10⁻²⁷.
 """
 
 from __future__ import annotations
@@ -25,26 +26,55 @@ def _switches(f: sympy.Expr) -> list[sympy.Expr]:
     return [f.args[0]]
 
 
-def jump_lines(expression: sympy.Expr, variable: sympy.Symbol) -> list[tuple[sympy.Expr, sympy.Expr]]:
-    """(offset, slope) of each point α + βx = 0 where ``expression`` may jump or bend in ``variable`` x, α and β
-    free of it; [] where it is smooth. Raises :class:`QuadratureShort` where a switch is not affine in x or a function
-    of :data:`UNPLACED` depends on it: the points cannot be placed, so no error estimate would hold."""
-    if any(f.has(variable) for f in expression.atoms(*UNPLACED)):
-        raise QuadratureShort(f"its integrand jumps in {variable} where the quadrature cannot cut "
+def jump_lines(expression: sympy.Expr, variables) -> list[tuple[sympy.Expr, tuple]]:
+    """(offset, slopes) of each line α + Σ βᵢxᵢ = 0 where ``expression`` may jump or bend in ``variables`` xᵢ, α and
+    the βᵢ free of them; [] where it is smooth. Raises :class:`QuadratureShort` where a switch is not affine in the
+    variables or a function of :data:`UNPLACED` depends on them: the lines cannot be placed, so no error estimate
+    would hold."""
+    variables = list(variables)
+    named = ", ".join(map(str, variables))
+    if any(f.has(*variables) for f in expression.atoms(*UNPLACED)):
+        raise QuadratureShort(f"its integrand jumps in {named} where the quadrature cannot cut "
                               f"({', '.join(sorted({type(f).__name__ for f in expression.atoms(*UNPLACED)}))})")
     lines = []
     for f in expression.atoms(*NON_SMOOTH):
         for switch in _switches(f):
             switch = sympy.expand(switch)
-            if not switch.has(variable):
+            if not switch.has(*variables):
                 continue
-            slope = switch.coeff(variable)
-            offset = sympy.expand(switch - slope * variable)
-            if slope.has(variable) or offset.has(variable):
-                raise QuadratureShort(f"its integrand jumps where {switch} = 0, not affine in {variable}: the "
+            slopes = tuple(switch.coeff(x) for x in variables)
+            offset = sympy.expand(switch - sum(b * x for b, x in zip(slopes, variables)))
+            if sympy.Tuple(offset, *slopes).has(*variables):
+                raise QuadratureShort(f"its integrand jumps where {switch} = 0, not affine in {named}: the "
                                       "quadrature cannot cut there")
-            lines.append((offset, slope))
+            lines.append((offset, slopes))
     return lines
+
+
+def branch_at(expression: sympy.Expr, point: dict, digits: int) -> sympy.Expr:
+    """``expression`` with each function of :data:`NON_SMOOTH` replaced by the branch it takes at ``point`` (each
+    switch evaluated there to ``digits`` digits): a smooth expression, equal to ``expression`` wherever every
+    switch has the sign it has at ``point`` (none of them may vanish there)."""
+
+    def at(e):
+        return sympy.N(e.xreplace(point), digits)
+
+    def branch(f):
+        if isinstance(f, (sympy.Max, sympy.Min)):
+            values = [at(a) for a in f.args]
+            pick = max if isinstance(f, sympy.Max) else min
+            return f.args[values.index(pick(values))]
+        if isinstance(f, sympy.Piecewise):
+            return next((e for e, condition in f.args if sympy.sympify(condition).xreplace(point) == sympy.true),
+                        sympy.nan)  # no branch holds there: undefined
+        positive = at(f.args[0]) > 0
+        if isinstance(f, sympy.Heaviside):
+            return sympy.S.One if positive else sympy.S.Zero
+        if isinstance(f, sympy.sign):
+            return sympy.S.One if positive else sympy.S.NegativeOne
+        return f.args[0] if positive else -f.args[0]  # Abs
+
+    return expression.replace(lambda e: isinstance(e, NON_SMOOTH), branch)
 
 
 def is_smooth(expression: sympy.Expr, variables) -> bool:

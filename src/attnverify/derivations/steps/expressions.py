@@ -141,10 +141,19 @@ def labels(symbols: set) -> set:
     return {s.base.label if isinstance(s, sympy.Indexed) else s for s in symbols}
 
 
+MATRIX_ATOMS = (sympy.MatrixSymbol, sympy.Identity, sympy.ZeroMatrix, sympy.OneMatrix)
+"""The matrices whose shapes are written as symbols (a matrix expression's shape is made of theirs)."""
+
+
 def dimensions(expression) -> set:
-    """The symbols of a matrix's shape (its dimensions, not quantities it introduces)."""
-    shape = getattr(expression, "shape", None)
-    return set().union(*(sympy.sympify(n).free_symbols for n in shape)) if shape else set()
+    """The symbols of the shapes of ``expression`` and of every matrix in it: its dimensions, which a step that
+    writes the matrix has stated (X = MatrixSymbol("X", n, d) states n and d), not quantities it introduces."""
+    if not isinstance(expression, sympy.Basic):
+        return set()
+    shapes = [m.shape for m in expression.atoms(*MATRIX_ATOMS)]
+    if isinstance(expression, (sympy.MatrixExpr, sympy.MatrixBase)):  # (an Indexed entry's shape may raise)
+        shapes.append(expression.shape)
+    return {s for shape in shapes for n in shape for s in sympy.sympify(n).free_symbols}
 
 
 def names_text(symbols: Iterable) -> str:
@@ -173,11 +182,14 @@ def is_zero_value(expression) -> bool:
 
 
 def carried_out(expression):
-    """``expression`` with its derivatives and substitutions carried out (sympy's ``doit``, not deep) where they hold
-    no unevaluated function, and every expectation over random variables of unspecified law written by linearity
+    """``expression`` with each ``UnevaluatedExpr`` released (its argument, evaluated with what holds it), its
+    derivatives and substitutions carried out (sympy's ``doit``, not deep) where they hold no unevaluated function,
+    and every expectation over random variables of unspecified law written by linearity
     (:func:`..gaussian.by_linearity`)."""
     if not isinstance(expression, sympy.Basic):
         return expression
+    if expression.has(sympy.UnevaluatedExpr):  # a form the author kept as written: compared by its value
+        expression = expression.replace(lambda e: isinstance(e, sympy.UnevaluatedExpr), lambda e: e.args[0])
     expression = by_linearity(expression)
     if not expression.has(sympy.Derivative, sympy.Subs):
         return expression

@@ -10,7 +10,7 @@ from decimal import Decimal
 import sympy
 from sympy.matrices.exceptions import ShapeError
 
-from .expressions import is_matrix, names_text, symbols_of
+from .expressions import dimensions, is_matrix, names_text, symbols_of
 
 
 POINTS = 5
@@ -105,9 +105,7 @@ def _scalar_symbols(expression) -> set:
 
 def _counting_symbols(expression) -> set:
     """Symbols that count: matrix dimensions, and limits of sums and products."""
-    found = set()
-    for m in expression.atoms(sympy.MatrixSymbol, sympy.Identity, sympy.ZeroMatrix):
-        found |= set().union(*(sympy.sympify(n).free_symbols for n in m.shape))
+    found = dimensions(expression)
     for e in expression.atoms(sympy.Sum, sympy.Product):
         for _, low, high in e.limits:
             found |= low.free_symbols | high.free_symbols

@@ -18,7 +18,7 @@ from .comparison import compare
 @dataclass
 class WalkState:
     """What the earlier steps established: each name's latest value and the step that gave it, the conditions
-    (step, f) with f = 0, and every symbol seen so far."""
+    (step, f) with f = 0, and every symbol seen so far (matrices' dimensions included)."""
 
     env: dict = field(default_factory=dict)
     origin: dict = field(default_factory=dict)
@@ -35,6 +35,11 @@ class WalkState:
 
     def restore(self, other: "WalkState") -> None:
         self.__dict__.update(other.copy().__dict__)
+
+    def see(self, expression) -> None:
+        """Count as known the symbols of ``expression`` and the dimensions of its matrices (:func:`dimensions`):
+        a later step written in them is a consequence to check, not a notation."""
+        self.seen |= symbols_of(expression) | dimensions(expression)
 
 
 def _compared(context: "WalkState", a, b) -> StepCheck:
@@ -66,11 +71,14 @@ def solved_condition(solvers: list) -> StepCheck:
 
 def check_step(step, number: int, context: WalkState) -> StepCheck:
     """Step ``number``'s outcome; what it establishes is learnt into ``context``. A step the checker cannot read
-    at all (sympy raises on it) is unchecked, with the error, never a pass and never a crash of the run."""
+    at all (sympy raises on it) is unchecked, with the error, never a pass and never a crash of the run. The
+    checker's own arithmetic evaluates even where the caller's does not (a derivation recorded and checked under
+    ``sympy.evaluate(False)``: its steps stay as written, docs/derivation_steps.md, "A side as written")."""
     try:
-        return _checked_step(step, number, context)
+        with sympy.evaluate(True):
+            return _checked_step(step, number, context)
     except Exception as error:  # noqa: BLE001  (any sympy failure on a user's expression)
-        context.seen |= symbols_of(step.expression)
+        context.see(step.expression)
         context.previous = step.expression
         return unchecked(f"the checker could not read this step ({type(error).__name__}: {error})")
 
@@ -220,7 +228,7 @@ def _learn(context: WalkState, number: int, expression, relations) -> None:
     learnt as they are checked), its symbols, and the expression a plain next step is compared with."""
     for a, b in relations or []:
         _learn_relation(context, number, a, b, _marked_role(a, b, context))
-    context.seen |= symbols_of(expression)
+    context.see(expression)
     context.previous = expression
 
 
@@ -232,7 +240,7 @@ def _learn_relation(context: WalkState, number: int, a, b, role: str) -> None:
     elif role in ("form", "name", "solution"):
         context.env[a] = b
         context.origin[a] = number
-    context.seen |= symbols_of(a)
+    context.see(a)
 
 
 def _marked_role(a, b, context: WalkState) -> str:
