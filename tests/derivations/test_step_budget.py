@@ -199,3 +199,25 @@ def test_a_kept_outcome_that_time_cut_short_is_checked_again(tmp_path, monkeypat
         assert comparing.read_kept(key) is None
     assert steps.compare(a, b).outcome == "symbolic"
     assert comparing.read_kept(key).outcome == "symbolic"
+
+
+def test_a_symbolic_attempt_is_bounded_by_the_objects_it_builds_not_by_the_clock():
+    """The same attempt builds the same number of sympy objects each time, to 1 % (the cache emptied first; the
+    facts sympy derives once and keeps on a symbol itself make the first attempt cost more), is stopped past its bound whatever
+    the machine's speed, and leaves sympy as it found it."""
+    from sympy.core.basic import Basic
+
+    from attnverify.derivations.steps.work import WorkSpent, bounded
+
+    new = Basic.__dict__["__new__"]
+    expression = sympy.sin(x) ** 2 + sympy.cos(x) ** 2 + sympy.gamma(x + 1) / sympy.gamma(x)
+    counts = []
+    for _ in range(3):
+        with bounded() as count:
+            assert sympy.simplify(expression) == x + 1
+        counts.append(count[0])
+    assert counts[0] >= counts[1] > 100 and abs(counts[2] - counts[1]) <= counts[1] // 100
+    with pytest.raises(WorkSpent):
+        with bounded(counts[0] // 2):
+            sympy.simplify(expression)
+    assert Basic.__dict__["__new__"] is new
