@@ -158,14 +158,16 @@ def _compare(a, b, rng: random.Random) -> StepCheck:
     unknown = unknowns_of(a) | unknowns_of(b)
     quadrature = a.has(Expectation) or b.has(Expectation)
     unevaluated = a.has(sympy.Derivative, sympy.Subs) or b.has(sympy.Derivative, sympy.Subs)
-    stopped, bounded_out = [], []
+    stopped, bounded_out, skipped = [], [], []
     proof = proved(a, b, cheap=bool(why or unknown or quadrature or unevaluated), stopped=stopped,
-                   bounded_out=bounded_out)
+                   bounded_out=bounded_out, skipped=skipped)
     if proof:
         return StepCheck("symbolic", proof)
     decided = _decided(a, b, rng, why, unknown, quadrature)
     if bounded_out:
         decided = noted(decided, work_note(bounded_out))
+    if skipped:
+        decided = noted(decided, skipped[0])
     if stopped:
         return replace(noted(decided, stopped[0]), cut=stopped[0])
     return decided

@@ -43,15 +43,18 @@ def asymptotic(a, b) -> StepCheck:
     return unchecked(f"Order.contains could not decide whether the remainder is {order}")
 
 
-def proved(a, b, cheap: bool = False, stopped: list | None = None, bounded_out: list | None = None) -> str | None:
+def proved(a, b, cheap: bool = False, stopped: list | None = None, bounded_out: list | None = None,
+           skipped: list | None = None) -> str | None:
     """How sympy proves a = b, or None: identical, ``expand`` (a difference of at most :data:`EXPAND_OPERATIONS`
     operations), ``simplify``, ``equals`` (at most :data:`SIMPLIFY_OPERATIONS`; cheapest first; only the first two
     when ``cheap``, for sides that could not be evaluated anyway), each stopped past
-    :data:`~.work.SYMBOLIC_WORK` new sympy objects (named in ``bounded_out``). These bounds decide; the safety net
+    :data:`~.work.SYMBOLIC_WORK` new sympy objects (named in ``bounded_out``; an attempt the size bounds left out is
+    named in ``skipped``). These bounds decide; the safety net
     of :data:`SYMBOLIC_SHARE` of the step's CPU budget lies far above what they allow, and an attempt it stops is
     named in ``stopped``."""
     stopped = [] if stopped is None else stopped
     bounded_out = [] if bounded_out is None else bounded_out
+    skipped = [] if skipped is None else skipped
     if a == b:
         return "the two sides are the same expression"
     if shape_of(a)[0] == "matrix" or shape_of(b)[0] == "matrix":
@@ -70,6 +73,9 @@ def proved(a, b, cheap: bool = False, stopped: list | None = None, bounded_out: 
     if operations <= SIMPLIFY_OPERATIONS and not cheap and not summed:
         attempts += [("simplify(lhs − rhs) = 0", lambda: sympy.simplify(difference) == 0),
                      ("lhs.equals(rhs) is True", lambda: a.equals(b) is True)]
+    elif not cheap and not summed:
+        skipped.append(f"sympy's simplify and equals not tried: lhs − rhs has {operations} operations (more than "
+                       f"{SIMPLIFY_OPERATIONS})")
     share, mine = CLOCK.share(SYMBOLIC_SHARE), None
     try:
         with CLOCK.limit(share) as mine:
