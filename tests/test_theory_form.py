@@ -162,7 +162,7 @@ def test_a_monte_carlo_claim_names_a_wrong_draw_shape_and_an_infinite_expected_v
         return math.exp(1e3 * x) if x < 0.7 else math.inf
 
     for draws, expected, message in (
-            (columns, lambda x: 0.0, r"monte_carlo columns must return its n draws of one quantity, shape \(n,\) = "
+            (columns, lambda x: 0.0, r"monte_carlo columns must return its draws of one quantity, shape \(n,\) = "
                                      r"\(\d+,\), to compare their mean with expected; got shape \(\d+, 2\)"),
             (one_short, lambda x: 0.0, r"monte_carlo one_short must return .* got shape \(\d+,\)"),
             (lambda rng, n, x: rng.standard_normal(n), log_partition,

@@ -304,6 +304,9 @@ def within_error(
         unseen = _unseen(estimate, z, gap, bias_budget + floor)
         if unseen is not None:
             refuted, relation, (reason, needed) = False, "custom", unseen
+            if estimate.identical and scale is None:  # a floor at the terms' size would decide; none is known
+                reason += ("; if the expected value is a generated evaluator's, pass that value itself, not float() "
+                           "of it: float() drops the round-off it carries, the floor this comparison lacks")
     if not refuted and not reason and resolution is not None and tolerance > resolution:
         reason = (f"the error bar ({bar}) + bias = {tolerance:.3g} is wider than the discrepancy {resolution:.3g} "
                   "the comparison must resolve")

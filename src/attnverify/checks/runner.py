@@ -29,6 +29,7 @@ import math
 import os
 import time
 import traceback
+import warnings
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -72,6 +73,7 @@ class Example:
     evidence: Evidence | None = None
     error: str | None = None
     seconds: float = 0.0
+    warnings: tuple[str, ...] = ()  # what its check warned (:func:`warning_text`), each once
 
     @property
     def holds(self) -> bool:
@@ -89,6 +91,7 @@ class Example:
             "evidence": None if self.evidence is None else jsonable(self.evidence.as_dict()),
             "error": self.error,
             "seconds": round(self.seconds, 4),
+            **({"warnings": list(self.warnings)} if self.warnings else {}),
         }
 
 
@@ -227,12 +230,41 @@ def jsonable(value: Any) -> Any:
     return number if math.isfinite(number) else None
 
 
+def warning_text(caught: warnings.WarningMessage) -> str:
+    """A warning as one line: its category (with the package that defines it), where it was raised, its message."""
+    category = caught.category
+    package = category.__module__.split(".")[0]
+    message = " ".join(str(caught.message).split())
+    return (f"{'' if package == 'builtins' else package + ' '}{category.__name__} at "
+            f"{os.path.basename(caught.filename)}:{caught.lineno}: {message}")
+
+
+def warning_notes(examples: Iterable[Example]) -> list[str]:
+    """Each distinct warning of ``examples``, once, with the number of examples that raised it."""
+    examples = list(examples)
+    counts: dict[str, int] = {}
+    for example in examples:
+        for text in example.warnings:
+            counts[text] = counts.get(text, 0) + 1
+    return [f"{text} (in {count} of {len(examples)} examples)" for text, count in counts.items()]
+
+
 def evaluate(claim: Claim, parameters: dict, seed: int, *, profile: str = "quick", backend: Any = None,
              run_seed: int = 0, store: Store | None = None) -> Example:
     """Run the check of ``claim`` on one example (its Monte Carlo ``seed``) in a run of seed ``run_seed``
     whose experiments ``store`` holds (a fresh one when None). A check that raises, calls ``sys.exit`` or
     returns something other than :class:`Evidence` gives an example with an ``error`` (the claim's own
-    frames first, then the whole traceback), never a crash of the run; Ctrl-C still stops the run."""
+    frames first, then the whole traceback), never a crash of the run; Ctrl-C still stops the run. What the
+    check warns is kept in the example (the run's filters still decide which warnings are raised, and which are
+    errors), not printed: the claim's result notes it."""
+    with warnings.catch_warnings(record=True) as caught:
+        example = _evaluate(claim, parameters, seed, profile, backend, run_seed, store)
+    texts = tuple(dict.fromkeys(warning_text(w) for w in caught))
+    return replace(example, warnings=texts) if texts else example
+
+
+def _evaluate(claim: Claim, parameters: dict, seed: int, profile: str, backend: Any, run_seed: int,
+              store: Store | None) -> Example:
     backend = checked_backend(backend)
     ctx = Context(profile=profile, backend=backend, rng=np.random.default_rng(seed), seed=seed,
                   run_seed=run_seed, store=Store() if store is None else store)
@@ -499,6 +531,8 @@ def run_claim(
         notes.append("every example held only where it could not tell the claim from a false one")
     else:
         status = "holds"
+    shrunk = [counterexample] if counterexample is not None and all(e is not counterexample for e in checked) else []
+    notes.extend(warning_notes([*checked, *shrunk]))
     return ClaimResult(
         claim=claim,
         status=status,

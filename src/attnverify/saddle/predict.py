@@ -31,8 +31,8 @@ def _matrix(declaration: SaddlePointAction, solution: Solution) -> np.ndarray:
     return np.array([[value]]) if declaration.kernel.size == 0 else np.asarray(value)
 
 
-def _features(X) -> np.ndarray:
-    X = np.asarray(X, dtype=float)
+def _features(X, name: str = "X") -> np.ndarray:
+    X = arguments.array(name, X)
     return X[:, :, None] if X.ndim == 2 else X
 
 
@@ -41,7 +41,7 @@ def _kernels(data: Mapping[str, Any], U: np.ndarray):
     if "X" in data:
         X = _features(data["X"])
         return np.einsum("pia,ab,qib->pq", X, U, X)
-    C = np.asarray(data["C"], dtype=float)
+    C = arguments.array("C", data["C"])
     return np.einsum("ab,abpq->pq", U, C[None, None] if C.ndim == 2 else C)
 
 
@@ -60,7 +60,7 @@ def predict(declaration: SaddlePointAction, solution: Solution, data: Mapping[st
                          f"{sorted(test) if isinstance(test, Mapping) else type(test).__name__}")
     if "X" in data:
         X = _features(data["X"])
-        X_test = arguments.array("X_test", _features(test["X_test"]), shape=(None, *X.shape[1:]))
+        X_test = arguments.array("X_test", _features(test["X_test"], "X_test"), shape=(None, *X.shape[1:]))
         return predictor_statistics(U, X, data["y"], X_test, solution.temperature)
     K = _kernels(data, U)
     H, P = U.shape[0], K.shape[0]

@@ -69,7 +69,8 @@ def data_energy(data: Mapping[str, Any], temperature: float, *, space: str = "au
     if not isinstance(data, Mapping) or "y" not in data or ("C" in data) == ("X" in data):
         raise ValueError("data must be a dict with the labels y and either the kernels C or the features X")
     key = "C" if "C" in data else "X"
-    inputs = data[key] if on_device(data[key]) else np.asarray(data[key], dtype=float)
+    # checked before any cast: numpy's cast of a complex array to float drops the imaginary part
+    inputs = data[key] if on_device(data[key]) else arguments.array(key, data[key], allow_empty=True)
     P = int(inputs.shape[-1] if key == "C" else inputs.shape[0]) if inputs.ndim else 0
     asked = get_backend(backend)
     backend = for_size(asked, max(int(inputs.size), P * P))

@@ -186,7 +186,8 @@ class Theory:
                     examples: dict | None = None, shrink_budget: int = 40, **strategies: st.SearchStrategy):
         """The common claim: E[``function(rng, n, **parameters)``] equals ``expected(**parameters)``.
 
-        ``function`` returns n i.i.d. draws; they are drawn in batches until 5 SE resolve an error of
+        ``function`` returns n i.i.d. draws, n its argument after ``rng`` (passed by position, whatever its name, so
+        that ``n`` may name a parameter); they are drawn in batches until 5 SE resolve an error of
         ``resolution`` + ``relative``·(the size of the expected value's terms: |expected| unless they cancel)
         (:func:`~attnverify.numerics.sized.sized_mean`, at most ``budget`` draws; short of it the example is
         inconclusive), then compared within 5 SE and the round-off of the derivations' terms

@@ -21,28 +21,37 @@ from .figures import TheoryVsSimulation
 
 
 def simulator(function: Callable, names: tuple[str, ...]) -> Callable:
-    """``prepare(p, ctx) -> (draw(rng, n), generator)`` for ``function(rng, n, **p)``: n draws at the parameters
-    ``p`` from numpy's ``ctx.rng``, or, when ``function`` also takes ``backend``, on the run's backend
-    (``backend=ctx.backend``) from a Generator of it (``ctx.backend_rng()``)."""
-    parameters = list(inspect.signature(function).parameters)
+    """``prepare(p, ctx) -> (draw(rng, size), generator)`` for ``function(rng, count, **p)``: ``count`` draws at the
+    parameters ``p`` from numpy's ``ctx.rng``, or, when ``function`` also takes ``backend``, on the run's backend
+    (``backend=ctx.backend``) from a Generator of it (``ctx.backend_rng()``). The count is the argument after
+    ``rng``, passed by position whatever its name, so that every other name (``n``, ``d``, ``L``) is free for the
+    theory's parameters."""
+    signature = inspect.signature(function).parameters
+    parameters = list(signature)
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    named = len(parameters) > 1 and parameters[1] not in (*names, "backend")
+    count = parameters[1] if named else "n" if "n" not in names else "draws"
     drawn = [n for n in parameters[2:] if n != "backend"]
-    if parameters[:2] != ["rng", "n"] or sorted(drawn) != sorted(names):
-        raise TypeError(f"monte_carlo {function.__name__} must take (rng, n, {', '.join(names)}): n draws for the "
-                        f"parameters (and backend, to draw on the run's backend); it takes ({', '.join(parameters)})")
+    if (parameters[:1] != ["rng"] or not named or any(signature[n].kind not in positional for n in parameters[:2])
+            or sorted(drawn) != sorted(names)):
+        raise TypeError(f"monte_carlo {function.__name__} must take (rng, {', '.join((count, *names))}): rng, the "
+                        f"number of draws (the argument after rng, by position, any name), then the parameters (and "
+                        f"backend, to draw on the run's backend); it takes ({', '.join(parameters)})")
     on_backend = "backend" in parameters[2:]
 
-    def one_quantity(draws, n: int):
+    def one_quantity(draws, size: int):
         shape = getattr(draws, "shape", None)
         shape = np.shape(draws) if shape is None else tuple(shape)
-        if shape != (n,):
-            raise ValueError(f"monte_carlo {function.__name__} must return its n draws of one quantity, shape (n,) = "
-                             f"({n},), to compare their mean with expected; got shape {shape}")
+        if shape != (size,):
+            raise ValueError(f"monte_carlo {function.__name__} must return its draws of one quantity, shape "
+                             f"({count},) = ({size},), to compare their mean with expected; got shape {shape}")
         return draws
 
     def prepare(p: dict, ctx) -> tuple[Callable, object]:
         if on_backend:
-            return (lambda rng, n: one_quantity(function(rng, n, backend=ctx.backend, **p), n)), ctx.backend_rng()
-        return (lambda rng, n: one_quantity(function(rng, n, **p), n)), ctx.rng
+            return (lambda rng, size: one_quantity(function(rng, size, backend=ctx.backend, **p), size),
+                    ctx.backend_rng())
+        return (lambda rng, size: one_quantity(function(rng, size, **p), size)), ctx.rng
 
     return prepare
 

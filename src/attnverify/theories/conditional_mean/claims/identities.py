@@ -231,8 +231,14 @@ def fixed_bandwidth_constants_match_quadrature(ctx: Context, query, key_sd, band
     density = lambda k: math.exp(-k * k / (2 * s * s)) / math.sqrt(2 * math.pi * s * s)  # noqa: E731
     weight = lambda k: math.exp(-(q - k) ** 2 / (2 * h * h))  # noqa: E731
 
+    errors = []
+
     def integral(f):
-        return quad(lambda k: f(k) * density(k), -np.inf, np.inf, epsabs=1e-15, epsrel=1e-13, limit=400)[0]
+        # a tolerance float64 reaches on these smooth integrands: one tighter meets round-off first (scipy's
+        # IntegrationWarning), and its error estimate may then be an underestimate
+        value, error = quad(lambda k: f(k) * density(k), -np.inf, np.inf, epsabs=1e-14, epsrel=1e-12, limit=400)
+        errors.append(error / max(abs(value), 1.0))
+        return value
 
     mean_w = integral(weight)
     limit = integral(lambda k: weight(k) * math.sin(w * k)) / mean_w
@@ -254,7 +260,7 @@ def fixed_bandwidth_constants_match_quadrature(ctx: Context, query, key_sd, band
     worst = max(rows, key=lambda r: r[1] / r[2])
     # adaptive quadrature of smooth Gaussian integrands: relative accuracy ~1e-12, so 1e-9 allowed
     return at_most(worst[1] / worst[2], 1e-9, note=f"largest relative gap: {worst[0]}",
-                   figures={"closed_form": closed, "quadrature": quadrature})
+                   figures={"closed_form": closed, "quadrature": quadrature, "quadrature_error": max(errors)})
 
 
 # ---------------------------------------------------------------------------------------------

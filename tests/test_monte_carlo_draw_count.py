@@ -1,0 +1,45 @@
+"""Theory.monte_carlo passes the number of draws by position, after rng: every other name is a parameter's."""
+
+import numpy as np
+import pytest
+
+from attnverify import Theory, st
+from attnverify.checks import run_claim
+
+SIZES = dict(n=st.integers(1, 5), d=st.integers(1, 5))
+
+
+def chi_square_over_n(rng, draws, n, d):
+    """E[|Z|² / n] = d / n for Z ~ N(0, I_d)."""
+    return (rng.standard_normal((draws, d)) ** 2).sum(axis=1) / n
+
+
+def test_a_simulator_whose_count_has_another_name_leaves_n_and_d_to_the_theory():
+    theory = Theory("sizes")
+    true = theory.monte_carlo(chi_square_over_n, expected=lambda n, d: d / n, relative=0.05,
+                              figure=dict(n=np.array([1, 2, 4]), d=3), **SIZES)
+    false = theory.monte_carlo(chi_square_over_n, expected=lambda n, d: (d + 1) / n, relative=0.05,
+                               expect="refuted", name="one_more", statement="(False.) d + 1.", **SIZES)
+    assert run_claim(true, examples=3).status == "holds"
+    assert run_claim(false, examples=3).status == "refuted"
+    figure = theory.figures[0].make(np.random.default_rng(0))  # the figure draws through the same simulator
+    assert [e.mean for e in figure.estimates] == pytest.approx([3, 1.5, 0.75], rel=0.05)
+
+
+def test_a_simulator_without_a_count_is_named_by_the_argument_after_rng():
+    def missing(rng, n, d):
+        return np.zeros(n)
+
+    with pytest.raises(TypeError, match=r"must take \(rng, draws, n, d\): rng, the number of draws \(the argument "
+                                        r"after rng, by position, any name\).*; it takes \(rng, n, d\)$"):
+        Theory("sizes").monte_carlo(missing, expected=lambda n, d: 0.0, resolution=0.1, statement="s", **SIZES)
+
+
+def test_a_wrong_shape_names_the_count_by_the_simulators_own_name():
+    def columns(rng, draws, n, d):
+        return rng.standard_normal((draws, d))
+
+    made = Theory("sizes").monte_carlo(columns, expected=lambda n, d: 0.0, resolution=0.1, statement="s",
+                                       n=st.integers(1, 5), d=st.integers(2, 5))
+    error = run_claim(made, examples=1).examples[0].error
+    assert "must return its draws of one quantity, shape (draws,) = (" in error, error
