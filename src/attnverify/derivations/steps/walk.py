@@ -17,7 +17,7 @@ from .relations import WalkState, check_step, condition_outcome, solved_conditio
 
 
 _CHECKED: dict = {}
-"""(derivation, budget) → its steps' outcomes, in this process."""
+"""(derivation, budget) → its steps' outcomes, in this process (none that the safety net cut short)."""
 
 
 def check_derivation(derivation, *, budget: float | None = None, on_step=None) -> tuple[StepCheck, ...]:
@@ -27,9 +27,9 @@ def check_derivation(derivation, *, budget: float | None = None, on_step=None) -
     is walked again next time). ``on_step(number, total, description, budget)`` is called for a step still being
     checked after :data:`ANNOUNCE_AFTER` seconds.
 
-    The walk runs in a child process forked for it (any thread may fork), where an alarm stops an attempt at its
-    limit; the parent kills a child silent for :data:`GRACE` seconds past a step's budget. Without ``os.fork`` the
-    walk runs in this process, limited by the alarm only in the main thread."""
+    The walk runs in a child process forked for it (any thread may fork), where a CPU-time alarm stops an attempt
+    at its limit; the parent kills a child silent past a step's budget (:class:`~.budget.Watch`). Without
+    ``os.fork`` the walk runs in this process, limited by the alarm only in the main thread."""
     budget = step_budget(budget)
     if (derivation, budget) in _CHECKED:
         return _CHECKED[derivation, budget]
@@ -39,7 +39,9 @@ def check_derivation(derivation, *, budget: float | None = None, on_step=None) -
         outcomes = kept
     else:
         outcomes = _walk_forked(derivation, budget, on_step) if can_fork() else _walked(derivation, budget)
-        if key and not any(is_cut(o) for o in outcomes):
+        if any(is_cut(o) for o in outcomes):  # neither kept nor remembered: the next call decides afresh
+            return outcomes
+        if key:
             write_kept(key, outcomes)
     if len(_CHECKED) > 256:
         _CHECKED.pop(next(iter(_CHECKED)))
