@@ -221,3 +221,51 @@ def test_a_symbolic_attempt_is_bounded_by_the_objects_it_builds_not_by_the_clock
         with bounded(counts[1] // 2):
             sympy.simplify(expression)
     assert Basic.__dict__["__new__"] is new
+
+
+def test_a_checker_paused_again_and_again_decides_as_one_left_alone(monkeypatch):
+    """A machine so busy that the checker runs 0.1 s in every 1.6 s (its child stopped by SIGSTOP for 1.5 s at a
+    time) gives the same outcomes as an idle one: what bounds an attempt is the work it does and the CPU time it
+    uses, which a stopped process does not spend. The angular integral of the README's theorem is proved by
+    ``equals`` in about 0.4 CPU s, within the symbolic share of a 10 s budget, and well past 1 s of wall time."""
+    import signal
+
+    from attnverify.derivations.steps import walk
+
+    theta, phi = symbols("theta phi", real=True)
+    k, a, b = symbols("k a b", positive=True)
+    rec = DerivationRecorder("demo.angular", "The angular integral", "here")
+    rec.step("def", Eq(k, a * b / pi * Integral(cos(phi) * cos(phi - theta), (phi, theta - pi / 2, pi / 2))),
+             kind="definition")
+    rec.step("the integral", Eq(k, a * b * (sympy.sin(theta) + (pi - theta) * cos(theta)) / (2 * pi)))
+    derivation = rec.finish()
+    alone = steps.check_derivation(derivation, budget=10)
+    steps.check_derivation.cache_clear()
+    comparing._MEMORY.clear()
+
+    done, threads, fork = threading.Event(), [], walk.Child
+
+    def pause_again_and_again(pid):
+        while not done.wait(0.1):
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                done.wait(1.5)
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                return
+
+    def paused(work):
+        child = fork(work)
+        threads.append(threading.Thread(target=pause_again_and_again, args=(child.pid,), daemon=True))
+        threads[-1].start()
+        return child
+
+    monkeypatch.setattr(walk, "Child", paused)
+    try:
+        busy = steps.check_derivation(derivation, budget=10)
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join()
+    assert [c.outcome for c in alone] == [c.outcome for c in busy] == ["definition", "symbolic"], busy
+    assert not any(c.cut for c in busy)
