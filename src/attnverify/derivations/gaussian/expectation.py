@@ -367,8 +367,8 @@ def standard_estimate(integrand: sympy.Expr, variables: list, prec: int) -> tupl
     u, v becomes one integral). One remaining variable: Gauss–Legendre panels over its bulk (:func:`line_integral`,
     its error estimated by the panels' two rules, about 2¹² units of the last place of ``prec`` times the number of
     panels); two whose every kink and jump lies on a line through the origin: by sectors in polar coordinates
-    (:func:`.polar.sector_estimate`); several: nested tanh-sinh (slow, bounded by the step's budget). What is exact
-    is given the error of its rounding (:func:`rounding`)."""
+    (:func:`.polar.sector_estimate`); several: nested tanh-sinh (slow; each level of the degree mpmath sets by the
+    precision). What is exact is given the error of its rounding (:func:`rounding`)."""
     h, rest, rotated = sympy.sympify(integrand), list(variables), False
     with mpmath.workprec(prec):
         while True:
