@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
-from ..base import arguments
+from ..base import arguments, blas
 from ..numerics.kernel_predictor import PredictorStatistics, predictor_statistics
 from .declaration import SaddlePointAction
 from .solve import Solution
@@ -49,7 +49,14 @@ def predict(declaration: SaddlePointAction, solution: Solution, data: Mapping[st
             test: Mapping[str, Any]) -> PredictorStatistics:
     """⟨f(x)⟩ and ⟨δf(x)²⟩ at the solution's order parameters, on ``test`` (``X_test``, or ``C_test`` and
     ``C_test_diagonal``), given the training ``data`` the solution was solved on: from features by
-    :func:`attnverify.numerics.kernel_predictor.predictor_statistics` (in the feature space where it is smaller)."""
+    :func:`attnverify.numerics.kernel_predictor.predictor_statistics` (in the feature space where it is smaller).
+    Its factorisations are P × P, small as the solver's: one BLAS thread (:mod:`attnverify.base.blas`)."""
+    with blas.threads(1):
+        return _predict(declaration, solution, data, test)
+
+
+def _predict(declaration: SaddlePointAction, solution: Solution, data: Mapping[str, Any],
+             test: Mapping[str, Any]) -> PredictorStatistics:
     if solution.temperature is None:
         raise ValueError("solution must be a solve's (with a temperature), not the GP point's")
     U = _matrix(declaration, solution)
@@ -72,7 +79,7 @@ def predict(declaration: SaddlePointAction, solution: Solution, data: Mapping[st
     k, kappa = np.einsum("ab,abqp->qp", U, Ct), np.einsum("ab,abq->q", U, Cd)
     y = arguments.array("y", data["y"], shape=(K.shape[0],))
     factor = cho_factor(K + solution.temperature * np.eye(K.shape[0]), lower=True)
-    W = np.linalg.solve(np.tril(factor[0]), k.T)
+    W = solve_triangular(factor[0], k.T, lower=True, check_finite=False)
     return PredictorStatistics(mean=k @ cho_solve(factor, y), variance=np.clip(kappa - np.sum(W * W, axis=0), 0.0, None))
 
 

@@ -77,11 +77,12 @@ def data_energy(data: Mapping[str, Any], temperature: float, *, space: str = "au
     y = data["y"]
     if backend is not asked:  # small work asked of the device: moved to the host once (numpy asked: refused there)
         inputs, y = to_numpy(inputs), to_numpy(y)
-    if key == "C":
-        C = inputs[None, None] if inputs.ndim == 2 else inputs
-        return energy_for(C=C, y=y, temperature=temperature, backend=backend)
-    X = inputs[:, :, None] if inputs.ndim == 2 else inputs
-    return energy_for(X=X, y=y, temperature=temperature, space=space, backend=backend)
+    with blas.threads(1):  # the checks' factorisations are P × P, small as the solver's (base.blas)
+        if key == "C":
+            C = inputs[None, None] if inputs.ndim == 2 else inputs
+            return energy_for(C=C, y=y, temperature=temperature, backend=backend)
+        X = inputs[:, :, None] if inputs.ndim == 2 else inputs
+        return energy_for(X=X, y=y, temperature=temperature, space=space, backend=backend)
 
 
 def _minimise(action: NumericAction, theta: np.ndarray, tolerance: float, max_iterations: int):
