@@ -337,16 +337,17 @@ def positive_definite_factor(name: str, matrix: Any):
         raise ValueError(f"{name} must be positive definite, got smallest eigenvalue {eig:.3g}") from None
 
 
-def positive_semidefinite(name: str, matrix: Any, *, rtol: float = 1e-10) -> np.ndarray:
+def positive_semidefinite(name: str, matrix: Any, *, rtol: float = 1e-10, symmetrised: bool = False) -> np.ndarray:
     """``matrix`` when symmetric with eigenvalues ≥ −rtol·λ_max (round-off), else ValueError naming ``name``
-    with its smallest eigenvalue.
+    with its smallest eigenvalue. ``symmetrised``: the caller made ``matrix`` symmetric (½(A + Aᵀ) of an A whose
+    symmetry it checked), so only its definiteness is checked here.
 
     Fast path: a Cholesky factorisation of A + 2·rtol·Tr(A⁺)·I (Tr(A⁺), the sum of the positive diagonal,
     is ≥ λ_max, so it succeeds for every A the eigenvalue test accepts, at a fraction of the cost of
     eigvalsh). Where it succeeds A is accepted, so the round-off allowed is up to 2·rtol·Tr(A⁺) ≤ 2n·rtol·λ_max;
     where it fails the eigenvalues decide, and name the smallest.
     """
-    arr = symmetric(name, matrix)
+    arr = array(name, matrix, ndim=2) if symmetrised else symmetric(name, matrix)
     shift = 2.0 * rtol * float(np.sum(np.clip(np.diag(arr), 0.0, None)))
     if shift > 0:
         try:

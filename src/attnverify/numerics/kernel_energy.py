@@ -155,7 +155,7 @@ class KernelEnergy(_Energy):
             raise ValueError(f"C must satisfy C[π,π',μ,ν] = C[π',π,ν,μ] (path-path kernels); asymmetry {asymmetry:.3g}")
         paths, P = C.shape[0], C.shape[2]
         gram = C.transpose(0, 2, 1, 3).reshape(paths * P, paths * P)
-        arguments.positive_semidefinite("C", 0.5 * (gram + gram.T))
+        arguments.positive_semidefinite("C", 0.5 * (gram + gram.T), symmetrised=True)
         self.C, self.paths, self.P = C, paths, P
         self.y = _labels(y, self.P, be)
         self.temperature = _temperature(temperature)
