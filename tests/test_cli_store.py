@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from attnverify import cli
+from attnverify import cli, commands
 from attnverify.base import files
 from attnverify.execution.cluster import parse_scheduler
 
@@ -309,7 +309,7 @@ def test_a_full_disk_while_writing_the_json_is_one_line_naming_the_file(tmp_path
         calls.append(path)
         files.write_atomically(path, no_space if len(calls) > 1 else b"{}")
 
-    monkeypatch.setattr(cli, "write_json", write_json)
+    monkeypatch.setattr(commands, "write_json", write_json)
     target = tmp_path / "results.json"
     assert cli.main(["verify", str(user), "--json", str(target)]) == 1
     err = capsys.readouterr().err

@@ -26,7 +26,7 @@ LAYERS = (
     ("theory form", ("attnverify.theory_form", "attnverify.saddle")),
     ("theories", ("attnverify.theories.",)),  # one package per theory: attnverify.theories.<name>.…
     ("registry", ("attnverify.theories", "attnverify.run")),
-    ("entry points", ("attnverify.cli", "attnverify.pytest_plugin", "attnverify.progress", "attnverify.__main__",
+    ("entry points", ("attnverify.cli", "attnverify.commands", "attnverify.pytest_plugin", "attnverify.progress", "attnverify.__main__",
                       "attnverify")),
 )
 

@@ -3,3 +3,6 @@ folder (``cache``), BLAS thread limits (``blas``) and atomic file writes (``file
 the package."""
 
 __version__ = "0.1.0"
+
+PROFILES = ("quick", "thorough")
+"""The profiles a run is checked at: quick (seconds to minutes) and thorough (more examples, larger samples)."""

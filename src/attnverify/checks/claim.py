@@ -21,10 +21,10 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ..execution.store import Store
+from ..base import PROFILES
 from ..base.backend import Backend
 from .evidence import Evidence
 
-PROFILES = ("quick", "thorough")
 
 #: What a claim may be expected to come out as (the verdicts of :mod:`.evidence`).
 EXPECTATIONS = ("holds", "refuted", "inconclusive")

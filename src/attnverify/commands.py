@@ -1,0 +1,305 @@
+"""What the commands of the ``attnverify`` command line do (:mod:`attnverify.cli` parses them and comes here only
+to run one): ``list``, ``check``, ``verify``, ``report`` and ``train-one-shot``. ``check`` runs the built-in claims,
+``verify FILE.py`` a theorist's own, both through :func:`run_and_report`; ``report`` builds the HTML/Markdown report.
+Kept apart from the parser so that ``attnverify --help`` and a usage error import none of the machinery."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from . import theories
+from .theories import builtin as builtin_theories, catalogue
+from .checks.claim import Claim, select
+from .checks.runner import results_document, write_json
+from .progress import Progress
+from .run.claims import exit_status, run_claims_as_tasks, verify_command
+from .base.backend import ENVIRONMENT_VARIABLE, Backend, backend_from_environment
+from .report.results import needs_details, result_details, results_table, text_table
+from .report.story import summary_line
+
+
+class UsageError(Exception):
+    """A command line that cannot be carried out as given (exit status 2)."""
+
+
+class UserFileMistake(Exception):
+    """A mistake in a user's file (exit status 2): its report, with attnverify's frames only under ``--debug``."""
+
+    def __init__(self, error: catalogue.UserFileError, debug: bool):
+        super().__init__(error.report(debug=debug))
+
+
+# ----------------------------------------------------------------------------- running claims
+
+def run_and_report(
+    claims: list[Claim],
+    *,
+    profile: str,
+    backend: Backend,
+    seed: int,
+    json_path: str | None = None,
+    command: str | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    examples: int | None = None,
+    scheduler: str | None = None,
+    theories: list | None = None,
+    store: str | None = None,
+    workers: int = 1,
+) -> int:
+    """Run ``claims`` (each of one of ``theories``, default the built-in ones) through the one run path,
+    :func:`attnverify.run.claims.run_claims_as_tasks`: one after another in this process, on ``workers`` local
+    processes, or as tasks on the Dask cluster ``scheduler``; print the results table and the detail of every surprise or refutation; with
+    ``json_path`` rewrite the results after each claim. With a ``store`` folder, the run's
+    experiments and its finished examples and claims are kept there, and a rerun takes them from there.
+
+    ``command`` (default ``attnverify check``) is what the replay lines run. The JSON says which
+    claims have not run yet (``"complete": false``) until the last one is done. Returns the exit status.
+    """
+    out = out or sys.stdout
+    progress = Progress(err or sys.stderr)
+
+    def write(finished: list[dict], not_run: list[str]) -> None:
+        if json_path:
+            write_json(results_document(finished, not_run), json_path)
+
+    try:
+        results = run_claims_as_tasks(claims, theories or builtin_theories(), profile=profile, backend=backend, seed=seed,
+                                      examples=examples, scheduler=scheduler, workers=workers, say=progress,
+                                      on_result=write, command=command, store=store)
+    finally:
+        progress.close()
+    return _print_results(results, out=out, json_path=json_path)
+
+
+def _print_results(results: list[dict], *, out: TextIO, json_path: str | None) -> int:
+    print(results_table(results), file=out)
+    for result in results:
+        if needs_details(result):
+            print("\n" + result_details(result), file=out)
+    print("\n" + summary_line(results), file=out)
+    if json_path:
+        print(f"results written to {json_path}", file=out)
+    return exit_status(results)
+
+
+def _backend(name: str | None) -> Backend:
+    """The run's backend, chosen here at the edge (``--backend``, else ``$ATTNVERIFY_BACKEND``, else numpy)
+    and passed down explicitly: nothing below the command line reads the environment."""
+    try:
+        return backend_from_environment(name)
+    except ValueError as error:  # e.g. a bad ATTNVERIFY_BACKEND
+        raise UsageError(f"{error} (from --backend or {ENVIRONMENT_VARIABLE})") from None
+
+
+def _prepare_json(path: str | None, claims: list[Claim]) -> None:
+    """Fail before a long run, not after it, when the results file cannot be written; the file
+    starts as an incomplete run with every claim still to run."""
+    if path is None:
+        return
+    if Path(path).is_dir():
+        raise UsageError(f"--json {path!r} is a directory; give a file name")
+    try:
+        write_json(results_document([], [c.name for c in claims]), path)
+    except OSError as error:
+        raise UsageError(f"cannot write --json {path!r}: {error.strerror or error}") from None
+
+
+def _prepare_out(path: str) -> None:
+    """Fail before a long run when the report folder cannot be made or written into."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {path!r} exists and is not a directory; give a folder for the report")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".attnverify-write-test"
+        probe.write_text("", encoding="utf-8")
+        probe.unlink()
+    except OSError as error:
+        raise UsageError(f"cannot write the report into --out {path!r}: {error.strerror or error}") from None
+
+
+def _chosen(claims: list[Claim], only: str | None, where: str) -> list[Claim]:
+    chosen = select(claims, only)
+    if not chosen:
+        raise UsageError(f"--only {only!r} matches none of the {len(claims)} claims {where}")
+    return chosen
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def _shorten(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def run_list(args: argparse.Namespace) -> int:
+    claims = _chosen(theories.builtin_claims(), args.only, "built in (run `attnverify list` to see them)")
+    if len(claims) == 1:  # one claim: said in full
+        (c,) = claims
+        print(f"{c.name} (expect {c.expect})\nsource:    {c.source or '-'}\nstatement: {c.statement}")
+        return 0
+    rows = []
+    for c in claims:
+        rows.append([c.name, c.expect, _shorten(c.source or "-", 48), _shorten(c.statement, 90)])
+    print(text_table(["name", "expect", "source", "statement"], rows))
+    print(f"\n{len(claims)} claims")
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    backend = _backend(args.backend)
+    claims = _chosen(theories.builtin_claims(), args.only, "built in (run `attnverify list` to see them)")
+    _prepare_json(args.json, claims)
+    return run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
+                          examples=args.examples, scheduler=args.scheduler, store=args.store,
+                          workers=default_workers(args.workers, report=False))
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    backend = _backend(args.backend)
+    from .theories import from_file
+
+    try:
+        module = catalogue.load_user_module(args.file)
+    except catalogue.UserFileError as error:
+        raise UserFileMistake(error, args.debug) from None
+    except ValueError as error:  # not a .py file
+        raise UsageError(str(error)) from None
+    try:  # the file's claims, and its derivation_steps claim when it records derivations
+        with catalogue.user_file_errors(args.file):
+            claims = catalogue.claims_in_module(module)
+            if claims or hasattr(module, "THEORY") or catalogue.concise_theories(module):
+                claims = from_file(args.file).claim_list()
+    except catalogue.UserFileError as error:
+        raise UserFileMistake(error, args.debug) from None
+    if not claims:
+        raise UsageError(
+            f"{args.file} defines no claims: `theory = Theory(\"name\")` and `@theory.claim(x=st.floats(0, 1))` "
+            "(from attnverify import Theory, st), or `@claim(\"theory.name\", parameters={...})` at the top level"
+        )
+    if args.report:
+        given = [option for option, value in (("--only", args.only), ("--json", args.json)) if value]
+        if given:  # a report runs, and writes in DIR/results.json, every claim of the file
+            raise UsageError(f"{' and '.join(given)} cannot go with --report: the report runs every claim of the "
+                             f"file and writes their results to {args.report}/results.json (run verify without "
+                             "--report for a subset or another results file)")
+        (theory,) = _user_theories([args.file], args.debug)
+        return _build_and_print(args.report, debug=args.debug, theories=[theory], only=None, profile=args.profile,
+                                backend=backend, seed=args.seed, examples=args.examples,
+                                workers=default_workers(args.workers, report=True), scheduler=args.scheduler,
+                                store=args.store, latex=args.latex)
+    claims = _chosen(claims, args.only, f"defined in {args.file}")
+    _prepare_json(args.json, claims)
+    status = run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
+                            command=verify_command(args.file), examples=args.examples, scheduler=args.scheduler,
+                            theories=_user_theories([args.file], args.debug), store=args.store,
+                            workers=default_workers(args.workers, report=False))
+    _say_derivation_cost(module)
+    return status
+
+
+def _say_derivation_cost(module) -> None:
+    """What a concise theory's derivations cost this process (derived, or read from the disk), on stderr."""
+    from .theories import concise
+
+    form = concise(module)
+    cost = form.derivation_cost() if form is not None else None
+    if cost:
+        print(cost, file=sys.stderr)
+
+
+def _user_theories(files: list[str] | None, debug: bool = False) -> list:
+    """The theories of the users' files (``--with FILE.py``), each checked before any work."""
+    from . import theories
+
+    found = []
+    for path in files or []:
+        if not (Path(path).is_file() and path.endswith(".py")):
+            raise UsageError(f"FILE must be an existing .py file, got {path!r}")
+        try:
+            with catalogue.user_file_errors(path):
+                found.append(theories.from_file(path))
+        except catalogue.UserFileError as error:
+            raise UserFileMistake(error, debug) from None
+    names = [t.name for t in found]
+    clashes = sorted({n for n in names if names.count(n) > 1} | (set(names) & set(catalogue.THEORIES)))
+    if clashes:
+        raise UsageError(f"theory names must be unique: {clashes} (set THEORY = \"…\" in the file)")
+    return found
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from .run import report as builder
+
+    backend = _backend(args.backend)
+    theories = [*builder.default_theories(), *_user_theories(args.with_files, args.debug)]
+    try:
+        builder.chosen_theories(args.only, theories)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    return _build_and_print(args.out, debug=args.debug, theories=theories, only=args.only, profile=args.profile,
+                            backend=backend, seed=args.seed, examples=args.examples,
+                            workers=default_workers(args.workers, report=True), scheduler=args.scheduler, store=args.store,
+                            latex=args.latex)
+
+
+def _build_and_print(out: str, *, debug: bool = False, **options) -> int:
+    """Build the report into ``out`` and print its claims; 2 when a user's section failed (its first line names the
+    file and line), 1 when a built-in's did, else the claims' exit status."""
+    from .run import report as builder
+
+    _prepare_out(out)
+    progress = Progress(sys.stderr)
+    try:
+        document = builder.build_report(out, progress=progress, **options)
+    except catalogue.UserFileError as error:  # the plan or the claims of a user's file, before any task ran
+        raise UserFileMistake(error, debug) from None
+    finally:
+        progress.close()
+    users = {t.name for t in options.get("theories") or () if catalogue.user_file(t)}
+    for section in document["sections"]:
+        for error in section["errors"]:
+            if section["theory"] in users:  # the first line is FILE:LINE: what is wrong
+                shown = error.strip() if debug else error.strip().splitlines()[0]
+                print(f"attnverify: error: {shown} (the traceback is in the report)", file=sys.stderr)
+            else:
+                print(f"{section['theory']}: error: {error.strip().splitlines()[-1]} (traceback in the report)")
+        for warning in section["warnings"]:
+            print(f"{section['theory']}: warning: {warning}")
+    status = _print_results(document["claims"], out=sys.stdout, json_path=None)
+    out = Path(out)
+    written = [out / "index.html", out / "report.md", out / "results.json"] + (
+        [out / "report.tex"] if options.get("latex") else [])
+    print(f"report written to {', '.join(str(w) for w in written[:-1])} and {written[-1]}")
+    if any(section["errors"] for section in document["sections"] if section["theory"] in users):
+        return 2
+    return 1 if any(section["errors"] for section in document["sections"]) else status
+
+
+def run_train_one_shot(args: argparse.Namespace) -> int:
+    try:
+        from .theories.attention_paths.one_shot.training import train_and_cache
+        import torch  # noqa: F401
+    except ImportError:
+        raise UsageError("train-one-shot needs PyTorch and tqdm: pip install -e '.[train]'") from None
+    from .theories.attention_paths.one_shot.analysis import CACHE
+
+    if any(seed < 0 for seed in args.seeds):
+        raise UsageError(f"--seeds must be integers ≥ 0, got {args.seeds}")
+    train_and_cache(CACHE if args.update_package_data else args.out, args.seeds, progress=lambda message: print(message, file=sys.stderr))
+    return 0
+
+
+# ----------------------------------------------------------------------------- parser
+
+
+def default_workers(chosen: int | None, report: bool) -> int:
+    """``--workers``, or its default: one worker process per CPU for a report (sections and claims side by side),
+    this process alone for claims checked without one."""
+    return chosen if chosen is not None else ((os.cpu_count() or 1) if report else 1)
