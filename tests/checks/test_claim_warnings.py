@@ -47,3 +47,23 @@ def test_a_warning_in_a_claims_body_is_a_note_of_its_result_not_console_output(t
         assert cli.main(["verify", str(path), "--backend", "numpy"]) == 0
     console = capsys.readouterr()
     assert "Warning" not in console.err and "converges slowly" not in console.err, console.err
+
+
+def test_a_claim_checked_in_another_thread_leaves_its_warnings_to_the_process(tmp_path):
+    """Python keeps one record of warnings for the whole process: a claim checked outside the main thread (a
+    threaded Dask worker) neither records them (another thread's claim would be credited with them) nor changes
+    how the process shows warnings afterwards."""
+    import threading
+
+    path = tmp_path / "noisy.py"
+    path.write_text(NOISY)
+    shown = warnings.showwarning, warnings._showwarnmsg_impl
+    found = {}
+    with warnings.catch_warnings(record=True) as escaped:
+        warnings.simplefilter("always")
+        worker = threading.Thread(target=lambda: found.update(result=run_claim(from_file(str(path)).claims[0])))
+        worker.start()
+        worker.join()
+    assert found["result"].status == "holds"
+    assert not [n for n in found["result"].notes if "Warning" in n]
+    assert len(escaped) == 3 and (warnings.showwarning, warnings._showwarnmsg_impl) == shown

@@ -204,3 +204,17 @@ def test_a_sector_term_that_is_not_homogeneous_gets_its_radial_integral_by_panel
     assert abs(estimate - truth) <= error <= 1e-30 * truth
     with pytest.raises(QuadratureShort, match="cannot cut"):
         Expectation(sympy.Max(0, x - 1) * sympy.Max(0, y), gaussian(x), gaussian(y)).estimate_at({}, 111)
+
+
+def test_a_switch_that_is_no_relation_is_not_integrated_by_sectors():
+    """Piecewise((1, y ∈ [0, 1]), (0, True)) switches where no relation's sides vanish: the sectors cannot
+    separate its branches, so they are not used (the value is not 0.5 with a tight error estimate)."""
+    from sympy import Contains, Heaviside, Interval, Piecewise
+
+    from attnverify.derivations.gaussian.polar import sector_estimate
+
+    x, y = sympy.symbols("x y", real=True)
+    with mpmath.workprec(120):
+        assert sector_estimate(Heaviside(x) * Piecewise((1, Contains(y, Interval(0, 1))), (0, True)), [x, y]) is None
+        value, error = sector_estimate(Heaviside(x) * Piecewise((1, y > 0), (0, True)), [x, y])
+    assert abs(value - mpmath.mpf(1) / 4) <= error <= 1e-30

@@ -27,6 +27,7 @@ import contextlib
 import json
 import math
 import os
+import threading
 import time
 import traceback
 import warnings
@@ -256,7 +257,11 @@ def evaluate(claim: Claim, parameters: dict, seed: int, *, profile: str = "quick
     returns something other than :class:`Evidence` gives an example with an ``error`` (the claim's own
     frames first, then the whole traceback), never a crash of the run; Ctrl-C still stops the run. What the
     check warns is kept in the example (the run's filters still decide which warnings are raised, and which are
-    errors), not printed: the claim's result notes it."""
+    errors), not printed: the claim's result notes it. Python's record of warnings is one for the whole process,
+    so they are recorded in the main thread only (where a run checks its claims, in every worker process); a check
+    run in another thread (a threaded Dask worker) leaves its warnings to the process."""
+    if threading.current_thread() is not threading.main_thread():
+        return _evaluate(claim, parameters, seed, profile, backend, run_seed, store)
     with warnings.catch_warnings(record=True) as caught:
         example = _evaluate(claim, parameters, seed, profile, backend, run_seed, store)
     texts = tuple(dict.fromkeys(warning_text(w) for w in caught))

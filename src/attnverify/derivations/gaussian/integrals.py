@@ -55,8 +55,8 @@ def pulled_out(integral: sympy.Integral) -> sympy.Expr:
 
 def _product_estimate(integral: sympy.Integral, prec: int):
     """(value, error estimate) of ``integral`` as the product of numbers and definite integrals that
-    :func:`pulled_out` makes of it: each integral by :func:`_quadrature`, the errors combined to first order,
-    Σₖ εₖ Πⱼ≠ₖ |Iⱼ| times the numbers."""
+    :func:`pulled_out` makes of it: each integral by :func:`_quadrature`, the errors combined as a bound,
+    |c| (Π (|Iⱼ| + εⱼ) − Π |Iⱼ|), which holds however small a factor is beside its error."""
     product = pulled_out(integral)
     factors = sympy.Mul.make_args(product)
     integrals = [f for f in factors if isinstance(f, sympy.Integral)]
@@ -66,8 +66,7 @@ def _product_estimate(integral: sympy.Integral, prec: int):
     constant = sympy.N(sympy.Mul(*numbers), mpmath.mp.dps + 5)._to_mpmath(mpmath.mp.prec)
     estimates = [_quadrature(f, prec) for f in integrals]
     value = constant * mpmath.fprod(v for v, _ in estimates)
-    error = sum(abs(constant) * e * mpmath.fprod(abs(v) for j, (v, _) in enumerate(estimates) if j != k)
-                for k, (_, e) in enumerate(estimates))
+    error = abs(constant) * (mpmath.fprod(abs(v) + e for v, e in estimates) - mpmath.fprod(abs(v) for v, _ in estimates))
     return value, error + rounding(value)
 
 

@@ -22,8 +22,22 @@ def _switches(f: sympy.Expr) -> list[sympy.Expr]:
     if isinstance(f, (sympy.Max, sympy.Min)):
         return [a - b for i, a in enumerate(f.args) for b in f.args[i + 1:]]
     if isinstance(f, sympy.Piecewise):
-        return [r.lhs - r.rhs for _, condition in f.args for r in sympy.sympify(condition).atoms(sympy.Rel)]
+        conditions = [sympy.sympify(condition) for _, condition in f.args]
+        unplaced = [c for c in conditions if not _relational(c)]
+        if unplaced:  # Contains(y, Interval(0, 1)): its switches are not the zeros of a relation's sides
+            raise QuadratureShort(f"its integrand switches where {unplaced[0]} changes, which is no relation the "
+                                  "quadrature can cut at")
+        return [r.lhs - r.rhs for condition in conditions for r in condition.atoms(sympy.Rel)]
     return [f.args[0]]
+
+
+def _relational(condition) -> bool:
+    """A condition built of relations (x < y, x ≥ 0) with And, Or and Not, or true/false."""
+    if isinstance(condition, (sympy.Rel, sympy.logic.boolalg.BooleanAtom)):
+        return True
+    if isinstance(condition, (sympy.And, sympy.Or, sympy.Not)):
+        return all(_relational(c) for c in condition.args)
+    return False
 
 
 def jump_lines(expression: sympy.Expr, variables) -> list[tuple[sympy.Expr, tuple]]:

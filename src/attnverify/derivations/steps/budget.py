@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, replace
 
 from .outcome import StepCheck, unchecked
+from .work import release
 
 
 STEP_BUDGET = 300.0
@@ -141,6 +142,7 @@ class _Clock:
         now = cpu_time()
         expired = [limit for limit in self.limits if limit.deadline <= now + 1e-3]
         if expired:
+            release()  # a symbolic attempt's object counter goes with the attempt the alarm ends
             raise BudgetSpent(expired[0])  # the outermost limit that expired
         self._arm()
 
@@ -162,16 +164,21 @@ class _Clock:
         if seconds is None or not self.usable():
             yield None
             return
-        if not self.active:  # a process without os.fork: its own handler, installed for the block
-            signal.signal(signal.SIGPROF, self._alarm)
+        outermost = not self.active and not self.limits
+        if outermost:  # a process without os.fork: its own handler for the block, the one before restored after
+            before = signal.signal(signal.SIGPROF, self._alarm), signal.getitimer(signal.ITIMER_PROF)
         entry = _Limit(cpu_time() + seconds, seconds)
-        self.limits.append(entry)
-        self._arm()
-        try:
+        try:  # the limit is taken back however the block ends, an alarm during its set-up included
+            self.limits.append(entry)
+            self._arm()
             yield entry
         finally:
-            self.limits.remove(entry)
+            if entry in self.limits:
+                self.limits.remove(entry)
             self._arm()
+            if outermost:
+                signal.signal(signal.SIGPROF, before[0])
+                signal.setitimer(signal.ITIMER_PROF, *before[1])
 
 
 def threading_main() -> bool:

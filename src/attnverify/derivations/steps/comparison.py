@@ -22,6 +22,7 @@ from .outcome import StepCheck, combined, noted, unchecked
 from .budget import BudgetSpent, CLOCK, Child, POLL, Watch, budget_outcome, can_fork, is_cut, step_budget
 from .expressions import carried_out, has_order, is_zero_value, kind_of, shape_of, unevaluable, unknowns_of, zero_like
 from .symbolic import asymptotic, proved, work_note
+from .work import warm
 from .points import POINTS, QUADRATURE_POINTS
 from .numeric import numeric_check
 
@@ -67,12 +68,18 @@ def compare(a, b, *, budget: float | None = None) -> StepCheck:
     step's budget; called on its own, in a forked child limited to ``budget`` CPU seconds (:func:`step_budget`),
     whose outcome past them is ``unchecked: budget of N CPU s spent (…)``. An outcome the time safety net cut
     short (:func:`~.budget.is_cut`) is neither kept nor remembered: the next call decides it afresh."""
+    with sympy.evaluate(True):  # the checker's arithmetic evaluates, whatever the caller's setting
+        return _compare_kept(a, b, budget)
+
+
+def _compare_kept(a, b, budget: float | None) -> StepCheck:
     key = comparison_key(a, b)
     if key in _MEMORY:
         return _MEMORY[key]
     outcome = read_kept(key)
     if not isinstance(outcome, StepCheck):
         if can_fork():
+            warm()  # once per process, before the fork: the child starts with sympy's tables built
             outcome = _compare_forked(a, b, key, step_budget(budget))
             if outcome.detail.startswith("the checker's process"):
                 return outcome

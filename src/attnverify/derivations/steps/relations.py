@@ -111,7 +111,7 @@ def _checked_step(step, number: int, context: WalkState) -> StepCheck:
                 solves(context, number, part)
             if role == "condition":
                 context.implicit.setdefault(number, (part, len(relations) == 1))
-                part = unchecked("a condition: an equation to solve, not an identity")
+                part = replace(unchecked("a condition: an equation to solve, not an identity"), cut=part.cut)
             _learn_relation(context, number, a, b, role)
             parts.append(part)
         outcome, relations = combined(parts), None

@@ -5,6 +5,7 @@ forked child watched by the parent; the outcomes of a whole derivation are kept 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import sympy
 from sympy.core.function import AppliedUndef
@@ -13,6 +14,7 @@ from ...base.files import fingerprint
 from .outcome import StepCheck, unchecked
 from .budget import ANNOUNCE_AFTER, POLL, BudgetSpent, CLOCK, Child, Watch, budget_outcome, can_fork, is_cut, step_budget
 from .comparison import read_kept, remember, write_kept
+from .work import warm
 from .relations import WalkState, check_step, condition_outcome, solved_condition, solves, unsolved_identity
 
 
@@ -38,6 +40,7 @@ def check_derivation(derivation, *, budget: float | None = None, on_step=None) -
     if isinstance(kept, tuple) and len(kept) == len(derivation.steps):
         outcomes = kept
     else:
+        warm()  # once per process, before the fork: every child starts with sympy's tables built
         outcomes = _walk_forked(derivation, budget, on_step) if can_fork() else _walked(derivation, budget)
         if any(is_cut(o) for o in outcomes):  # neither kept nor remembered: the next call decides afresh
             return outcomes
@@ -91,8 +94,8 @@ def _walked(derivation, budget: float | None = None, spent: dict | None = None) 
             solvers = context.solved.get(number)
             if not solvers:
                 outcomes[number - 1] = unsolved_identity(failed)
-            elif alone:
-                outcomes[number - 1] = solved_condition(solvers)
+            elif alone:  # what cut the failed identity short stays said (the outcome is then not kept)
+                outcomes[number - 1] = replace(solved_condition(solvers), cut=outcomes[number - 1].cut)
     return tuple(outcomes)
 
 
