@@ -83,6 +83,11 @@ def is_cut(outcome: StepCheck) -> bool:
     return bool(outcome.cut)
 
 
+def any_cut(kept) -> bool:
+    """Whether a comparison's outcome, or any of a derivation's (a tuple), was cut short (:func:`is_cut`)."""
+    return any(is_cut(o) for o in (kept if isinstance(kept, tuple) else (kept,)))
+
+
 class BudgetSpent(BaseException):
     """A limit of :class:`_Clock` was reached (a BaseException: no ``except Exception`` of sympy or of the checker
     swallows it)."""

@@ -19,9 +19,9 @@ from ...base.files import fingerprint, read_entry, write_entry
 from ...base.cache import cache_directory, keeping_derivations
 from ..gaussian import Expectation, moments_taken, polynomial_in
 from .outcome import StepCheck, combined, noted, unchecked
-from .budget import BudgetSpent, CLOCK, Child, POLL, Watch, budget_outcome, can_fork, is_cut, step_budget
+from .budget import BudgetSpent, CLOCK, Child, POLL, Watch, any_cut, budget_outcome, can_fork, is_cut, step_budget
 from .expressions import carried_out, has_order, is_zero_value, kind_of, shape_of, unevaluable, unknowns_of, zero_like
-from .symbolic import asymptotic, proved, work_note
+from .symbolic import asymptotic, proved
 from .work import warm
 from .points import POINTS, QUADRATURE_POINTS
 from .numeric import numeric_check
@@ -131,14 +131,12 @@ def read_kept(key: str):
     if not keeping_derivations():
         return None
     kept = read_entry(_cache_path(key), key, _from_json)  # a damaged one is set aside: checked again
-    if any(is_cut(o) for o in (kept if isinstance(kept, tuple) else (kept,) if kept is not None else ())):
-        return None
-    return kept
+    return None if kept is None or any_cut(kept) else kept
 
 
 def write_kept(key: str, outcome) -> None:
     """Keep a decided outcome on disk; one that a time safety net cut short is not written."""
-    if not keeping_derivations() or any(is_cut(o) for o in (outcome if isinstance(outcome, tuple) else (outcome,))):
+    if not keeping_derivations() or any_cut(outcome):
         return
     path = _cache_path(key)
     data = [o.as_dict() for o in outcome] if isinstance(outcome, tuple) else outcome.as_dict()
@@ -165,16 +163,13 @@ def _compare(a, b, rng: random.Random) -> StepCheck:
     unknown = unknowns_of(a) | unknowns_of(b)
     quadrature = a.has(Expectation) or b.has(Expectation)
     unevaluated = a.has(sympy.Derivative, sympy.Subs) or b.has(sympy.Derivative, sympy.Subs)
-    stopped, bounded_out, skipped = [], [], []
-    proof = proved(a, b, cheap=bool(why or unknown or quadrature or unevaluated), stopped=stopped,
-                   bounded_out=bounded_out, skipped=skipped)
+    stopped, notes = [], []
+    proof = proved(a, b, cheap=bool(why or unknown or quadrature or unevaluated), stopped=stopped, notes=notes)
     if proof:
         return StepCheck("symbolic", proof)
     decided = _decided(a, b, rng, why, unknown, quadrature)
-    if bounded_out:
-        decided = noted(decided, work_note(bounded_out))
-    if skipped:
-        decided = noted(decided, skipped[0])
+    for note in notes:
+        decided = noted(decided, note)
     if stopped:
         return replace(noted(decided, stopped[0]), cut=stopped[0])
     return decided

@@ -43,18 +43,15 @@ def asymptotic(a, b) -> StepCheck:
     return unchecked(f"Order.contains could not decide whether the remainder is {order}")
 
 
-def proved(a, b, cheap: bool = False, stopped: list | None = None, bounded_out: list | None = None,
-           skipped: list | None = None) -> str | None:
+def proved(a, b, cheap: bool = False, stopped: list | None = None, notes: list | None = None) -> str | None:
     """How sympy proves a = b, or None: identical, ``expand`` (a difference of at most :data:`EXPAND_OPERATIONS`
     operations), ``simplify``, ``equals`` (at most :data:`SIMPLIFY_OPERATIONS`; cheapest first; only the first two
     when ``cheap``, for sides that could not be evaluated anyway), each stopped past
-    :data:`~.work.SYMBOLIC_WORK` new sympy objects (named in ``bounded_out``; an attempt the size bounds left out is
-    named in ``skipped``). These bounds decide; the safety net
-    of :data:`SYMBOLIC_SHARE` of the step's CPU budget lies far above what they allow, and an attempt it stops is
-    named in ``stopped``."""
+    :data:`~.work.SYMBOLIC_WORK` new sympy objects. These bounds decide, and ``notes`` says which of them stopped or
+    left out an attempt; the safety net of :data:`SYMBOLIC_SHARE` of the step's CPU budget lies far above what they
+    allow, and an attempt it stops is named in ``stopped``."""
     stopped = [] if stopped is None else stopped
-    bounded_out = [] if bounded_out is None else bounded_out
-    skipped = [] if skipped is None else skipped
+    notes = [] if notes is None else notes
     if a == b:
         return "the two sides are the same expression"
     if shape_of(a)[0] == "matrix" or shape_of(b)[0] == "matrix":
@@ -65,7 +62,7 @@ def proved(a, b, cheap: bool = False, stopped: list | None = None, bounded_out: 
     if difference == 0:
         return "the two sides are the same expression"
     operations = sympy.count_ops(difference)
-    attempts = []
+    attempts, skipped = [], ""
     # expand and simplify can run for minutes on sums (the numeric check takes milliseconds)
     summed = difference.has(sympy.Sum, sympy.Product)
     if operations <= EXPAND_OPERATIONS and not summed:
@@ -74,9 +71,9 @@ def proved(a, b, cheap: bool = False, stopped: list | None = None, bounded_out: 
         attempts += [("simplify(lhs − rhs) = 0", lambda: sympy.simplify(difference) == 0),
                      ("lhs.equals(rhs) is True", lambda: a.equals(b) is True)]
     elif not cheap and not summed:
-        skipped.append(f"sympy's simplify and equals not tried: lhs − rhs has {operations} operations (more than "
-                       f"{SIMPLIFY_OPERATIONS})")
-    share, mine = CLOCK.share(SYMBOLIC_SHARE), None
+        skipped = (f"sympy's simplify and equals not tried: lhs − rhs has {operations} operations (more than "
+                   f"{SIMPLIFY_OPERATIONS})")
+    share, mine, bounded_out = CLOCK.share(SYMBOLIC_SHARE), None, []
     try:
         with CLOCK.limit(share) as mine:
             for how, attempt in attempts:
@@ -95,11 +92,13 @@ def proved(a, b, cheap: bool = False, stopped: list | None = None, bounded_out: 
             raise
         stopped.append(f"{CLOCK.trying} stopped by the safety net at {share:g} CPU s ({SYMBOLIC_SHARE:g} of the "
                        "step's budget)")
+    notes += [_work_note(bounded_out)] if bounded_out else []
+    notes += [skipped] if skipped else []
     return None
 
 
-def work_note(names: list) -> str:
-    """What the work bound stopped: "sympy's simplify and equals stopped at their bound of 200,000 new sympy
+def _work_note(names: list) -> str:
+    """What the work bound stopped: "sympy's simplify and equals stopped at their bound of 50,000 new sympy
     objects each"."""
     each = " each" if len(names) > 1 else ""
     return (f"sympy's {' and '.join(names)} stopped at {'their' if each else 'its'} bound of {SYMBOLIC_WORK:,} new "

@@ -12,7 +12,7 @@ from sympy.core.function import AppliedUndef
 
 from ...base.files import fingerprint
 from .outcome import StepCheck, unchecked
-from .budget import ANNOUNCE_AFTER, POLL, BudgetSpent, CLOCK, Child, Watch, budget_outcome, can_fork, is_cut, step_budget
+from .budget import ANNOUNCE_AFTER, POLL, BudgetSpent, CLOCK, Child, Watch, any_cut, budget_outcome, can_fork, step_budget
 from .comparison import read_kept, remember, write_kept
 from .work import warm
 from .relations import WalkState, check_step, condition_outcome, solved_condition, solves, unsolved_identity
@@ -42,7 +42,7 @@ def check_derivation(derivation, *, budget: float | None = None, on_step=None) -
     else:
         warm()  # once per process, before the fork: every child starts with sympy's tables built
         outcomes = _walk_forked(derivation, budget, on_step) if can_fork() else _walked(derivation, budget)
-        if any(is_cut(o) for o in outcomes):  # neither kept nor remembered: the next call decides afresh
+        if any_cut(outcomes):  # neither kept nor remembered: the next call decides afresh
             return outcomes
         if key:
             write_kept(key, outcomes)
