@@ -66,6 +66,12 @@ def panels(g, a, b, tolerance) -> tuple[mpmath.mpf, mpmath.mpf]:
     return total, error
 
 
+def panel_tolerance(size) -> mpmath.mpf:
+    """The absolute tolerance a panel's two rules must agree to for an integral of about ``size``: 2¹² units of its
+    last place at the current precision."""
+    return mpmath.mpf(2) ** (12 - mpmath.mp.prec) * mpmath.mpf(size)
+
+
 def line_integral(g, bulk, features=(), jumps=()) -> tuple[mpmath.mpf, mpmath.mpf]:
     """(∫_ℝ g, its error estimate) for g = f φ: Gauss–Legendre panels over the bulk (centre ± 1, 4, 12 half-widths,
     f's ``features`` and [−SCAN, SCAN]), tanh-sinh on the two tails beyond (with mpmath.quad's own estimate).
@@ -78,7 +84,7 @@ def line_integral(g, bulk, features=(), jumps=()) -> tuple[mpmath.mpf, mpmath.mp
     inside = [j for j in jumps if cuts[0] < j < cuts[-1]]
     cuts = sorted({*cuts, *inside})
     # the integral's size is about peak·width (the float64 scan): it sets the absolute tolerance
-    tolerance = mpmath.mpf(2) ** (12 - mpmath.mp.prec) * mpmath.mpf(peak * width)
+    tolerance = panel_tolerance(peak * width)
     parts = [panels(g, lo, hi, tolerance) for lo, hi in zip(cuts, cuts[1:])]
     below = sorted(j for j in jumps if j < cuts[0])
     above = sorted(j for j in jumps if j > cuts[-1])

@@ -16,7 +16,7 @@ import mpmath
 import sympy
 
 from .jumps import branch_at, jump_lines
-from .panels import SCAN, QuadratureShort, panels, rounding
+from .panels import SCAN, QuadratureShort, panel_tolerance, panels, rounding
 
 
 def sector_estimate(h: sympy.Expr, variables: list) -> tuple | None:
@@ -85,13 +85,13 @@ def _sector(h: sympy.Expr, variables: list, low, high, digits: int) -> tuple:
         angular = a
     width = high - low
     size = max(abs(angular(low + width * k / 4)) for k in (1, 2, 3)) * width
-    value, estimate = panels(angular, low, high, mpmath.mpf(2) ** (12 - mpmath.mp.prec) * size)
+    value, estimate = panels(angular, low, high, panel_tolerance(size))
     return value, estimate + inner[0] * width
 
 
 def _radial(g) -> tuple:
     """(∫₀^∞ g, its error estimate): Gauss–Legendre panels on [0, SCAN], mpmath.quad's tanh-sinh beyond."""
     size = max(abs(g(mpmath.mpf(r))) for r in (0.5, 1, 2, 4))
-    value, estimate = panels(g, 0, SCAN, mpmath.mpf(2) ** (12 - mpmath.mp.prec) * size)
+    value, estimate = panels(g, 0, SCAN, panel_tolerance(size))
     tail, other = mpmath.quad(g, [SCAN, mpmath.inf], error=True)
     return value + tail, estimate + abs(other)
