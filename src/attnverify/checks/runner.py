@@ -27,10 +27,8 @@ import contextlib
 import json
 import math
 import os
-import threading
 import time
 import traceback
-import warnings
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -51,6 +49,7 @@ from .claim import PROFILES, Claim, Context, in_package
 from .drawn import drawn_ranges, drawn_text, unbounded_draws
 from .evidence import Evidence
 from .strategies import declared_ranges, drawing_ends
+from .warned import warned, warning_notes
 
 #: Upper end (exclusive) of the per-example Monte Carlo seeds.
 SEED_RANGE = 2**32
@@ -74,7 +73,7 @@ class Example:
     evidence: Evidence | None = None
     error: str | None = None
     seconds: float = 0.0
-    warnings: tuple[str, ...] = ()  # what its check warned (:func:`warning_text`), each once
+    warnings: tuple[str, ...] = ()  # what its check warned (:func:`.warned.warning_text`), each once
 
     @property
     def holds(self) -> bool:
@@ -231,40 +230,14 @@ def jsonable(value: Any) -> Any:
     return number if math.isfinite(number) else None
 
 
-def warning_text(caught: warnings.WarningMessage) -> str:
-    """A warning as one line: its category (with the package that defines it), where it was raised, its message."""
-    category = caught.category
-    package = category.__module__.split(".")[0]
-    message = " ".join(str(caught.message).split())
-    return (f"{'' if package == 'builtins' else package + ' '}{category.__name__} at "
-            f"{os.path.basename(caught.filename)}:{caught.lineno}: {message}")
-
-
-def warning_notes(examples: Iterable[Example]) -> list[str]:
-    """Each distinct warning of ``examples``, once, with the number of examples that raised it."""
-    examples = list(examples)
-    counts: dict[str, int] = {}
-    for example in examples:
-        for text in example.warnings:
-            counts[text] = counts.get(text, 0) + 1
-    return [f"{text} (in {count} of {len(examples)} examples)" for text, count in counts.items()]
-
-
 def evaluate(claim: Claim, parameters: dict, seed: int, *, profile: str = "quick", backend: Any = None,
              run_seed: int = 0, store: Store | None = None) -> Example:
     """Run the check of ``claim`` on one example (its Monte Carlo ``seed``) in a run of seed ``run_seed``
     whose experiments ``store`` holds (a fresh one when None). A check that raises, calls ``sys.exit`` or
     returns something other than :class:`Evidence` gives an example with an ``error`` (the claim's own
     frames first, then the whole traceback), never a crash of the run; Ctrl-C still stops the run. What the
-    check warns is kept in the example (the run's filters still decide which warnings are raised, and which are
-    errors), not printed: the claim's result notes it. Python's record of warnings is one for the whole process,
-    so they are recorded in the main thread only (where a run checks its claims, in every worker process); a check
-    run in another thread (a threaded Dask worker) leaves its warnings to the process."""
-    if threading.current_thread() is not threading.main_thread():
-        return _evaluate(claim, parameters, seed, profile, backend, run_seed, store)
-    with warnings.catch_warnings(record=True) as caught:
-        example = _evaluate(claim, parameters, seed, profile, backend, run_seed, store)
-    texts = tuple(dict.fromkeys(warning_text(w) for w in caught))
+    check warns is kept in the example, not printed (:func:`~.warned.warned`): the claim's result notes it."""
+    example, texts = warned(lambda: _evaluate(claim, parameters, seed, profile, backend, run_seed, store))
     return replace(example, warnings=texts) if texts else example
 
 
@@ -537,7 +510,7 @@ def run_claim(
     else:
         status = "holds"
     shrunk = [counterexample] if counterexample is not None and all(e is not counterexample for e in checked) else []
-    notes.extend(warning_notes([*checked, *shrunk]))
+    notes.extend(warning_notes(e.warnings for e in (*checked, *shrunk)))
     return ClaimResult(
         claim=claim,
         status=status,
