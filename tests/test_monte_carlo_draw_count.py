@@ -23,7 +23,8 @@ def test_a_simulator_whose_count_has_another_name_leaves_n_and_d_to_the_theory()
     assert run_claim(true, examples=3).status == "holds"
     assert run_claim(false, examples=3).status == "refuted"
     figure = theory.figures[0].make(np.random.default_rng(0))  # the figure draws through the same simulator
-    assert [e.mean for e in figure.estimates] == pytest.approx([3, 1.5, 0.75], rel=0.05)
+    # 5 SE each (about 1 % of the mean): a false alarm of 6e-7 per point, whatever the generator's seed
+    assert all(abs(e.mean - truth) <= 5 * e.standard_error for e, truth in zip(figure.estimates, (3, 1.5, 0.75)))
 
 
 def test_a_simulator_without_a_count_is_named_by_the_argument_after_rng():
