@@ -16,7 +16,7 @@ from numbers import Integral, Real
 from typing import Any, Sequence
 
 import numpy as np
-from scipy.linalg import cho_factor
+from scipy.linalg import cho_factor, lapack
 
 from .backend import Backend, get_backend, on_device
 
@@ -348,13 +348,13 @@ def positive_semidefinite(name: str, matrix: Any, *, rtol: float = 1e-10, symmet
     where it fails the eigenvalues decide, and name the smallest.
     """
     arr = array(name, matrix, ndim=2) if symmetrised else symmetric(name, matrix)
-    shift = 2.0 * rtol * float(np.sum(np.clip(np.diag(arr), 0.0, None)))
-    if shift > 0:
-        try:
-            np.linalg.cholesky(arr + shift * np.eye(arr.shape[0]))
-        except np.linalg.LinAlgError:
-            pass
-        else:
+    diagonal = np.diag(arr)
+    shift = 2.0 * rtol * float(np.sum(np.clip(diagonal, 0.0, None)))
+    if shift > 0 and np.all(np.isfinite(diagonal)):
+        shifted = np.array(arr, dtype=float, order="F")  # LAPACK's order: factored in place, no second copy
+        shifted[np.diag_indices_from(shifted)] += shift
+        factor, info = lapack.dpotrf(shifted, lower=1, clean=0, overwrite_a=1)
+        if info == 0 and np.all(np.isfinite(np.diag(factor))):  # the factor exists (a NaN would reach its diagonal)
             return arr
     eig = np.linalg.eigvalsh(arr)
     if eig[0] < -rtol * max(float(eig[-1]), 0.0) or (eig[-1] <= 0 and eig[0] < 0):

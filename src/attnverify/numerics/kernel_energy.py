@@ -150,28 +150,39 @@ class KernelEnergy(_Energy):
         C = arguments.array("C", C.get() if be.name == "cupy" and on_device(C) else C, ndim=4)
         if C.shape[0] != C.shape[1] or C.shape[2] != C.shape[3]:
             raise ValueError(f"C must have shape (𝓗, 𝓗, P, P), got {C.shape}")
-        asymmetry = np.max(np.abs(C - C.transpose(1, 0, 3, 2)))
-        if asymmetry > 1e-10 * max(1.0, np.max(np.abs(C))):
-            raise ValueError(f"C must satisfy C[π,π',μ,ν] = C[π',π,ν,μ] (path-path kernels); asymmetry {asymmetry:.3g}")
         paths, P = C.shape[0], C.shape[2]
+        # the (𝓗P × 𝓗P) matrix C[(π,μ),(π',ν)]: its symmetry is C[π,π',μ,ν] = C[π',π,ν,μ]
         gram = C.transpose(0, 2, 1, 3).reshape(paths * P, paths * P)
-        arguments.positive_semidefinite("C", 0.5 * (gram + gram.T), symmetrised=True)
-        self.C, self.paths, self.P = C, paths, P
+        difference = gram - gram.T
+        asymmetry = np.max(np.abs(difference))
+        if asymmetry > 1e-10 * max(1.0, np.max(np.abs(gram))):
+            raise ValueError(f"C must satisfy C[π,π',μ,ν] = C[π',π,ν,μ] (path-path kernels); asymmetry {asymmetry:.3g}")
+        gram -= 0.5 * difference  # (gram + gramᵀ)/2
+        arguments.positive_semidefinite("C", gram, symmetrised=True)
+        self.paths, self.P = paths, P
         self.y = _labels(y, self.P, be)
         self.temperature = _temperature(temperature)
         # S_k = (C_ab + C_ba)/2 over the pairs k = (a ≤ b), and the pair index k of each (a, b): on symmetric U
-        # only these enter the energy (K = Σ U_ab S_ab), its gradient and its Hessian
+        # only these enter the energy (K = Σ_k w_k U_k S_k, w = 1 on the diagonal and 2 off it), its gradient and
+        # its Hessian
         rows, cols = np.triu_indices(paths)
+        self._rows, self._cols = be.xp.asarray(rows), be.xp.asarray(cols)
+        self._weights = be.asarray(np.where(rows == cols, 1.0, 2.0))
         self.pair = np.zeros((paths, paths), dtype=int)
         self.pair[rows, cols] = self.pair[cols, rows] = np.arange(rows.size)
-        self.symmetric_kernels = be.asarray(0.5 * (C[rows, cols] + C[cols, rows]))
+        symmetric = np.empty((rows.size, P, P))
+        for k, (a, b) in enumerate(zip(rows, cols)):  # slices, not a fancy-indexed copy of C
+            np.add(C[a, b], C[b, a], out=symmetric[k])
+        symmetric *= 0.5
+        self.symmetric_kernels = be.asarray(symmetric)
+        self._flat_kernels = self.symmetric_kernels.reshape(rows.size, P * P)
         self.path_traces = np.einsum("abpp->ab", C)  # T_ππ' = Σ_μ C^{μμ}_{ππ'} (host)
-        self.C = be.asarray(C)
 
     def kernel(self, R):
-        xp = self.backend.xp
+        """K(U) = Σ_ab U_ab C_ab at U = R Rᵀ: one (pairs × P²) matrix-vector product on the symmetric kernels."""
         R = self.backend.asarray(R)
-        return xp.einsum("ab,abpq->pq", R @ R.T, self.C)
+        U = R @ R.T
+        return ((self._weights * U[self._rows, self._cols]) @ self._flat_kernels).reshape(self.P, self.P)
 
     def _factorise(self, R):
         """(ln det(K + T I), Yᵀr, r, A = (K + T I)^{-1}) at U = R Rᵀ. Tr(A C_{ππ'}) needs every entry of A;
@@ -185,11 +196,10 @@ class KernelEnergy(_Energy):
 
     def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
         logdet, fit, r, A = self._at_point(R)
-        S, pair, xp = self.symmetric_kernels, self.pair, self.backend.xp
-        flat = S.reshape(S.shape[0], -1)
-        # on symmetric U only S_ab enters: ∂E/∂U_ab = Tr(A S_ab) − rᵀ S_ab r, symmetric in a ↔ b
-        grad = flat @ A.ravel() - flat @ xp.outer(r, r).ravel()
-        return float(logdet + fit), self.backend.to_numpy(grad)[pair]
+        xp = self.backend.xp
+        # on symmetric U only S_ab enters: ∂E/∂U_ab = Tr(A S_ab) − rᵀ S_ab r = ⟨S_ab, A − r rᵀ⟩, symmetric in a ↔ b
+        grad = self._flat_kernels @ (A - xp.outer(r, r)).ravel()
+        return float(logdet + fit), self.backend.to_numpy(grad)[self.pair]
 
     def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd (𝓗, 𝓗, 𝓗, 𝓗) at U = R Rᵀ: −Tr(A C_cd A C_ab) + rᵀC_dc A C_ab r + rᵀC_ab A C_cd r
