@@ -337,10 +337,12 @@ def positive_definite_factor(name: str, matrix: Any):
         raise ValueError(f"{name} must be positive definite, got smallest eigenvalue {eig:.3g}") from None
 
 
-def positive_semidefinite(name: str, matrix: Any, *, rtol: float = 1e-10, symmetrised: bool = False) -> np.ndarray:
+def positive_semidefinite(name: str, matrix: Any, *, rtol: float = 1e-10, symmetrised: bool = False,
+                          scratch: bool = False) -> np.ndarray:
     """``matrix`` when symmetric with eigenvalues ≥ −rtol·λ_max (round-off), else ValueError naming ``name``
     with its smallest eigenvalue. ``symmetrised``: the caller made ``matrix`` symmetric (½(A + Aᵀ) of an A whose
-    symmetry it checked), so only its definiteness is checked here.
+    symmetry it checked), so only its definiteness is checked here. ``scratch``: the caller's symmetric float64
+    array may be overwritten (its upper triangle), which spares a copy.
 
     Fast path: a Cholesky factorisation of A + 2·rtol·Tr(A⁺)·I (Tr(A⁺), the sum of the positive diagonal,
     is ≥ λ_max, so it succeeds for every A the eigenvalue test accepts, at a fraction of the cost of
@@ -348,15 +350,19 @@ def positive_semidefinite(name: str, matrix: Any, *, rtol: float = 1e-10, symmet
     where it fails the eigenvalues decide, and name the smallest.
     """
     arr = array(name, matrix, ndim=2) if symmetrised else symmetric(name, matrix)
-    diagonal = np.diag(arr)
+    diagonal = np.diag(arr).copy()
     shift = 2.0 * rtol * float(np.sum(np.clip(diagonal, 0.0, None)))
+    in_place = scratch and arr.flags.c_contiguous and arr.dtype == np.float64
     if shift > 0 and np.all(np.isfinite(diagonal)):
-        shifted = np.array(arr, dtype=float, order="F")  # LAPACK's order: factored in place, no second copy
+        # LAPACK's column-major lower triangle: Aᵀ's, that is A's upper triangle, in place when A is scratch
+        shifted = arr.T if in_place else np.array(arr, dtype=float, order="F")
         shifted[np.diag_indices_from(shifted)] += shift
         factor, info = lapack.dpotrf(shifted, lower=1, clean=0, overwrite_a=1)
         if info == 0 and np.all(np.isfinite(np.diag(factor))):  # the factor exists (a NaN would reach its diagonal)
             return arr
-    eig = np.linalg.eigvalsh(arr)
+        if in_place:  # the lower triangle is A's own; its diagonal comes back
+            arr[np.diag_indices_from(arr)] = diagonal
+    eig = np.linalg.eigvalsh(arr, UPLO="L")
     if eig[0] < -rtol * max(float(eig[-1]), 0.0) or (eig[-1] <= 0 and eig[0] < 0):
         raise ValueError(f"{name} must be positive semi-definite, got smallest eigenvalue {eig[0]:.3g}")
     return arr

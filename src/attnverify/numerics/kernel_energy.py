@@ -152,13 +152,15 @@ class KernelEnergy(_Energy):
             raise ValueError(f"C must have shape (𝓗, 𝓗, P, P), got {C.shape}")
         paths, P = C.shape[0], C.shape[2]
         # the (𝓗P × 𝓗P) matrix C[(π,μ),(π',ν)]: its symmetry is C[π,π',μ,ν] = C[π',π,ν,μ]
-        gram = C.transpose(0, 2, 1, 3).reshape(paths * P, paths * P)
+        gram = C.transpose(0, 2, 1, 3).copy().reshape(paths * P, paths * P)  # a copy: it is worked on in place
         difference = gram - gram.T
         asymmetry = np.max(np.abs(difference))
-        if asymmetry > 1e-10 * max(1.0, np.max(np.abs(gram))):
+        # the diagonal bounds every entry of a positive semi-definite matrix (one that is not fails below)
+        if asymmetry > 1e-10 * max(1.0, float(np.max(np.abs(np.diag(gram))))):
             raise ValueError(f"C must satisfy C[π,π',μ,ν] = C[π',π,ν,μ] (path-path kernels); asymmetry {asymmetry:.3g}")
-        gram -= 0.5 * difference  # (gram + gramᵀ)/2
-        arguments.positive_semidefinite("C", gram, symmetrised=True)
+        difference *= 0.5
+        gram -= difference  # (gram + gramᵀ)/2
+        arguments.positive_semidefinite("C", gram, symmetrised=True, scratch=True)
         self.paths, self.P = paths, P
         self.y = _labels(y, self.P, be)
         self.temperature = _temperature(temperature)

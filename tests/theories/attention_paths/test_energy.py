@@ -80,3 +80,14 @@ def test_bad_inputs_are_named():
     C[0, 1, 0, 1] += 1.0
     with pytest.raises(ValueError, match="C must satisfy"):
         KernelEnergy(C, y, 0.1)
+
+
+@pytest.mark.parametrize("paths", [1, 4])
+def test_the_checks_of_C_leave_the_callers_array_as_it_was(paths):
+    """C's Gram matrix is symmetrised and factorised in place: on a copy, even where (one path) the transposed C is
+    C itself."""
+    X, y = random_features(12, 3, paths, seed=5)
+    C = np.einsum("pia,qib->abpq", X, X)
+    kept = C.copy()
+    KernelEnergy(C, y, 0.1)
+    assert np.array_equal(C, kept)
