@@ -2,6 +2,12 @@
 #   make report   -> virtual environment + default derivation report in ./report
 #   make test     -> virtual environment + quick test tier
 #   make docs     -> the documentation site in build/site, its verdicts and figures from a report run first
+# Both reports keep their run in build/store/KEY (attnverify report --store), KEY a fingerprint of this code
+# (attnverify.run.report.store_key: the package's files, the tutorial's examples, the versions of Python and of
+# the dependencies, the ATTNVERIFY_* settings). `make docs` after `make report` reads the papers' finished claims
+# and experiments back from there (their sections are drawn again from those experiments) and checks only the
+# examples' claims; after any change of the code the key, and so the folder, is new, and everything runs again.
+# Only the current key's folder is kept.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -26,8 +32,16 @@ $(VENV)/.notebook-installed: $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-compile -e '.[test,notebook]'
 	touch $@
 
+# the tutorial's examples, which `make docs` adds to the report (part of the store's key, so one folder serves both)
+DOCS_EXAMPLES := examples/attention_mean.py examples/linear_network.py examples/relu_saddle.py
+
+# sets $$store to build/store/KEY and removes the folders of other keys (runs of code that is no longer here)
+STORE = key=$$($(BIN)/python -c 'import sys; from attnverify.run.report import store_key; \
+	print(store_key(*sys.argv[1:]))' $(DOCS_EXAMPLES)) && store=build/store/$$key && mkdir -p build/store && \
+	find build/store -mindepth 1 -maxdepth 1 ! -name "$$key" -exec rm -rf {} +
+
 report: $(STAMP)
-	$(BIN)/attnverify report --out report
+	$(STORE) && $(BIN)/attnverify report --out report --store "$$store"
 
 # pytest-xdist: one worker per core, each test module on one worker (module fixtures built once; with
 # --dist loadgroup the report-section fixtures were built twice and the tier took 5 min 13 s instead of ~4)
@@ -53,12 +67,11 @@ test-thorough: $(VENV)/.notebook-installed
 	$(BIN)/python -m pytest -q $(XDIST)
 
 # The site is built offline with warnings as errors (broken links and anchors, API pages that fail to load). Its
-# claims tables and figures are read from a fresh report of the three papers and the tutorial's examples.
-DOCS_EXAMPLES := examples/attention_mean.py examples/linear_network.py examples/relu_saddle.py
-
+# claims tables and figures are read from a finished report of the three papers and the tutorial's examples in
+# build/report, written afresh; its claims come from the store of this code (above) where they are there already.
 docs: $(VENV)/.docs-installed
 	rm -rf build/report
-	$(BIN)/attnverify report --out build/report $(addprefix --with ,$(DOCS_EXAMPLES))
+	$(STORE) && $(BIN)/attnverify report --out build/report --store "$$store" $(addprefix --with ,$(DOCS_EXAMPLES))
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 check: $(STAMP)

@@ -1,9 +1,11 @@
 """The site's verdicts and figures come from a run of the tool, never from files copied by hand.
 
 `make docs` first runs ``attnverify report --out build/report`` (``$ATTNVERIFY_DOCS_REPORT`` names another
-folder); this hook reads that report's results.json and figures and puts them where a page asks:
+folder), with the store that ``make report`` also keeps for the same code; this hook reads that report's
+results.json and figures and puts them where a page asks:
 
-    <!-- attnverify:run -->               which run: its command, date, profile, backend, seed and versions
+    <!-- attnverify:run -->               which run: its command, date, profile, backend, seed and versions, and how
+                                          many of its claims it read back from its store instead of checking them
     <!-- attnverify:summary -->           one row per built-in theory: claims, and how many came out as expected
     <!-- attnverify:claims THEORY -->     every claim of THEORY: statement, expected, status, verdict, key figures
     <!-- attnverify:figures THEORY -->    every figure of THEORY's section with its caption
@@ -104,12 +106,23 @@ def _summary(page) -> str:
     return "\n".join(rows)
 
 
+def _kept() -> str:
+    """What the run read back from its store (results.json's ``kept_claims``); nothing when it checked every claim."""
+    meta, kept = _RESULTS["metadata"], _RESULTS["metadata"].get("kept_claims") or []
+    if not kept:
+        return ""
+    return (f" {len(kept)} of its {len(_RESULTS['claims'])} claims were not checked again but read back from its "
+            f"store `{meta.get('store')}`, where an earlier run had checked them with the same claim file, profile, "
+            "backend and seed (`make report` and `make docs` share one store per fingerprint of the code, "
+            "`build/store/KEY`); their seconds are that run's.")
+
+
 def _run() -> str:
     meta = _RESULTS["metadata"]
     versions = ", ".join(f"{k} {v}" for k, v in meta.get("versions", {}).items())
     return (f"From the report `make docs` runs (`{meta['generator']} --out build/report`, with the tutorial's "
             f"examples), {meta['date']}: profile "
-            f"{meta['profile']}, backend {meta['backend']}, seed {meta['seed']}; {_RESULTS['summary']}. "
+            f"{meta['profile']}, backend {meta['backend']}, seed {meta['seed']}; {_RESULTS['summary']}.{_kept()} "
             f"Versions: {versions}.")
 
 

@@ -107,9 +107,11 @@ def story_text(story: ClaimStory) -> str:
 def metadata_rows(metadata: dict) -> list[list]:
     """The run's settings and package versions, as the report's "Run" table shows them."""
     rows = []
-    for key in ("date", "profile", "backend", "seed", "only"):
+    for key in ("date", "profile", "backend", "seed", "only", "store"):
         if metadata.get(key) is not None:
             rows.append([key, metadata[key]])
+    if metadata.get("kept_claims"):
+        rows.append(["claims read back from the store", len(metadata["kept_claims"])])
     for package, version in (metadata.get("versions") or {}).items():
         rows.append([package, version])
     return rows

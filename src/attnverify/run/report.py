@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import importlib
+import os
 import platform
 import time
 import traceback
@@ -24,9 +25,9 @@ from ..checks.claim import PROFILES, Claim, select
 from ..checks.runner import jsonable, write_json
 from .claims import exit_status, run_claims_as_tasks, run_store
 from ..execution import tasks as run_state
-from ..execution.tasks import Outcome, Task
+from ..execution.tasks import ClaimFinished, Outcome, Task
 from ..execution.store import Store
-from ..base.files import write_atomically
+from ..base.files import fingerprint, write_atomically
 from ..report.results import derivation_dict
 from ..report.story import summary_line
 from ..base.arguments import backend as checked_backend, integer
@@ -66,6 +67,26 @@ def _versions() -> dict[str, str]:
         except Exception:
             versions[package] = "not installed"
     return versions
+
+
+PACKAGE = Path(__file__).resolve().parent.parent
+
+NOT_RESULTS = ("ATTNVERIFY_CACHE", "ATTNVERIFY_DOCS_REPORT", "ATTNVERIFY_KEEP_DERIVATIONS")
+"""The ``ATTNVERIFY_*`` settings that say where things are kept, not what a run computes."""
+
+
+def store_key(*files: str | Path, package: Path = PACKAGE) -> str:
+    """The name of a store folder for runs of this code: a fingerprint of every file of ``package``, of ``files``
+    (a report's ``--with`` files), of the versions results.json records and of the ``ATTNVERIFY_*`` settings but
+    :data:`NOT_RESULTS`. The store keys a claim's result by its own file, profile, backend, seed and number of
+    examples, and an experiment by its parameters only, so a folder named by this key is read back only by runs
+    of the same code (``make report`` and ``make docs`` share one)."""
+    paths = sorted(p for p in Path(package).rglob("*")
+                   if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+    settings = sorted((k, v) for k, v in os.environ.items() if k.startswith("ATTNVERIFY_") and k not in NOT_RESULTS)
+    return fingerprint(repr(sorted(_versions().items())), repr(settings),
+                       *(part for p in paths for part in (str(p.relative_to(package)), p.read_bytes())),
+                       *(part for f in files for part in (str(f), Path(f).read_bytes())))
 
 
 def _metadata(profile: str, backend: Backend, seed: int, only: str | None) -> dict:
@@ -287,7 +308,8 @@ def build_report(
     the results are the same as with one. ``scheduler`` (``"local:N"`` or a Dask scheduler's address) runs them
     on a Dask cluster instead (:mod:`attnverify.execution.cluster`), with the same results. ``store`` is the
     folder of the run's experiments (default: a temporary folder, removed at the end): one that every worker can
-    reach on a cluster, and one a rerun reuses (every experiment already there is read, not computed again).
+    reach on a cluster, and one a rerun reuses (every experiment already there is read, not computed again);
+    results.json's metadata names it (``store``) and the claims read back from it (``kept_claims``).
     ``latex`` also writes ``report.tex`` (:mod:`.latex`; figures as the PDFs beside their PNGs).
 
     The run is :func:`~.claims.run_claims_as_tasks` with the sections' tasks (:class:`Sections`) ahead of the
@@ -313,6 +335,16 @@ def build_report(
     metadata = _metadata(profile, backend, seed, only)
     if examples is not None:
         metadata["examples"] = examples
+    # the claims whose results this run read back from ``store`` instead of checking them (announced before the
+    # first task, so results.json says so from its first writing)
+    metadata["store"] = None if store is None else str(store)
+    metadata["kept_claims"] = kept = []
+
+    def noted(message: str) -> None:
+        if isinstance(message, ClaimFinished) and message.kept:
+            kept.append(message.claim)
+        say(message)
+
     claims, plans = {}, {}
     for t in chosen:
         with user_file_errors(user_file(t)):
@@ -325,7 +357,7 @@ def build_report(
                             settings=dict(profile=profile, backend=backend.name, seed=seed, store=folder))
         finished = run_claims_as_tasks([c for t in chosen for c in claims[t.name]], chosen, profile=profile,
                                        backend=backend, seed=seed, examples=examples, scheduler=scheduler,
-                                       workers=workers, say=say, on_result=sections.write, store=folder,
+                                       workers=workers, say=noted, on_result=sections.write, store=folder,
                                        ahead=sections, after=sections.after, positions=sections.positions)
     final = sections.listed(finished)
     say("writing index.html and report.md")
