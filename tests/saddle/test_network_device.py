@@ -1,6 +1,7 @@
 """The collapsed posterior's leapfrog step on the device, counted on the strict cupy stand-in (tests/cupy_standin):
-the arrays one leapfrog step creates do not grow with the number of chains, and a sampling iteration of
-numerics.hmc.run_chains synchronises with the host once (its record, acceptance and divergence in one transfer)."""
+the arrays one leapfrog step creates do not grow with the number of chains, a sampling iteration of
+numerics.hmc.run_chains synchronises with the host once (its record, acceptance and divergence in one transfer), and
+a whole run of the public samplers allocates at most 50 arrays a leapfrog step and reads at most once an iteration."""
 
 from __future__ import annotations
 
@@ -13,17 +14,22 @@ from attnverify.numerics import hmc
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cupy_works(), reason="no working cupy (GPU or stand-in)")]
 
 ALLOCATIONS_PER_STEP = 50
-"""Arrays a leapfrog step may allocate (views aside): the potential's own operations and the step's four."""
+"""Arrays a leapfrog step may allocate (views aside): the potential's own operations and two of the step's four (the
+momentum is updated in place)."""
+
+
+def _attention_network(P: int):
+    from attnverify.theories.attention_paths.posterior import network_posterior
+
+    rng = np.random.default_rng(0)
+    return network_posterior(rng.normal(size=(P, 8, 4)), np.sign(rng.normal(size=P)), heads=(2, 2), width=10,
+                             temperature=0.1, backend="cupy")
 
 
 def _attention(P: int):
     from attnverify.theories.attention_paths.collapsed import collapsed_posterior
-    from attnverify.theories.attention_paths.posterior import network_posterior
 
-    rng = np.random.default_rng(0)
-    posterior = network_posterior(rng.normal(size=(P, 8, 4)), np.sign(rng.normal(size=P)), heads=(2, 2), width=10,
-                                  temperature=0.1, backend="cupy")
-    return [collapsed_posterior(posterior, representation) for representation in ("kernels", "features")]
+    return [collapsed_posterior(_attention_network(P), representation) for representation in ("kernels", "features")]
 
 
 def _one_hidden_layer(P: int):
@@ -34,16 +40,23 @@ def _one_hidden_layer(P: int):
                                       backend="cupy")]
 
 
-def _per_step(cupy, monkeypatch, posterior, chains: int) -> tuple[int, int]:
-    """(arrays created, arrays allocated) by one more leapfrog step: a trajectory of 2 steps less one of 1."""
+def _count_allocations(cupy, monkeypatch) -> dict:
+    """``{"allocated": n}``: the device arrays allocated from now on (a view allocates nothing and launches nothing on
+    a GPU, so views are left out)."""
     counts = {"allocated": 0}
     original = cupy.ndarray.__init__
 
     def counted(self, array):
         original(self, array)
-        counts["allocated"] += array.base is None  # a view allocates nothing (and launches nothing on a GPU)
+        counts["allocated"] += array.base is None
 
     monkeypatch.setattr(cupy.ndarray, "__init__", counted)
+    return counts
+
+
+def _per_step(cupy, monkeypatch, posterior, chains: int) -> tuple[int, int]:
+    """(arrays created, arrays allocated) by one more leapfrog step: a trajectory of 2 steps less one of 1."""
+    counts = _count_allocations(cupy, monkeypatch)
     rng = cupy.random.default_rng(0)
     x, p = 0.3 * rng.standard_normal((chains, posterior.size)), rng.standard_normal((chains, posterior.size))
     _, gradient = posterior.potential_and_gradient(x)
@@ -63,6 +76,75 @@ def test_a_leapfrog_step_makes_as_many_arrays_for_2048_chains_as_for_64(cupy, mo
         few, many, most = (_per_step(cupy, monkeypatch, posterior, chains) for chains in (64, 512, 2048))
         assert few == many == most, (few, many, most)
         assert few[1] <= ALLOCATIONS_PER_STEP, few
+
+
+WARMUP, DRAWS = 10, 8
+"""A whole run's length: every adaptation of warm-up (the initial step-size search, ChEES's shared step and
+trajectory length, the frozen kernel) and a few kept draws (sized to fit a 2,048-chain run at P = 65 into about a
+minute on the stand-in's CPU)."""
+
+
+def _attention_run(chains: int):
+    """The attention-path posterior sampled by its public sampler (collapsed, representation ``"auto"``: here the
+    path kernels), its trajectories capped at 32 leapfrog steps (``max_leapfrog``; uncapped, ChEES takes ~130 here):
+    a run, returning its gradient evaluations."""
+    from attnverify.theories.attention_paths.sampling import SamplerSettings, sample_posterior
+
+    network = _attention_network(65)
+    settings = SamplerSettings(chains=chains, warmup=WARMUP, draws=DRAWS, max_leapfrog=32)
+    return lambda: sample_posterior(network, seed=0, settings=settings).gradient_evaluations
+
+
+def _one_hidden_layer_run(chains: int):
+    """The one-hidden-layer network's collapsed posterior sampled as ``saddle.network.sample_order_parameters`` runs
+    it (the same start, record and sizes), its trajectories capped at 24 leapfrog steps as ``max_leapfrog`` caps the
+    attention sampler's: a run, returning its gradient evaluations."""
+    from attnverify.saddle.sampling import run_sampler
+
+    (posterior,) = _one_hidden_layer(65)
+    rng = posterior.backend.random(0)
+
+    def run():
+        return run_sampler(posterior.potential_and_gradient,
+                           lambda chains: rng.standard_normal((chains, posterior.size)),
+                           lambda x: posterior.order_parameters(x, None, None), chains=chains, warmup=WARMUP,
+                           draws=DRAWS, rng=rng, backend=posterior.backend, chain_bytes=posterior.chain_bytes(0),
+                           what="weights", max_steps=24).gradient_evaluations
+
+    return run
+
+
+@pytest.mark.parametrize("sampler", [_attention_run, _one_hidden_layer_run])
+def test_a_whole_run_allocates_at_most_50_arrays_a_leapfrog_step_and_reads_once_an_iteration(
+        cupy, monkeypatch, host_synchronisations, sampler):
+    """A whole sampling run at 64, 512 and 2,048 chains, counted from the sampler's call to its return (the
+    posterior's set-up, the step-size search, warm-up and its adaptation, the draws and their transfer to the host):
+    the arrays it allocates over the leapfrog steps it reports (its gradient evaluations, which leave out the
+    search's) are at most ALLOCATIONS_PER_STEP, its host synchronisations over its iterations (warm-up and draws) at
+    most 1, and both flat in the chains: per step within 3 arrays, per run within 2 reads of each other. A leapfrog
+    step, an iteration and a search trial make the same operations and reads whatever the chains (the per-step test
+    above counts a step exactly); what differs between the runs is how many leapfrog steps ChEES chose (up to ~20 %
+    fewer at 2,048 chains, over which each iteration's fixed arrays are spread) and how many trials the step-size
+    search took, both from the chains' draws.
+
+    The bounds are for this run length: its set-up (~350 arrays and ~5 reads: the search's trials, the posterior's
+    checks) is amortised over ~100 leapfrog steps and 18 iterations, and a warm-up iteration's ~47 arrays over its
+    ~6 leapfrog steps; in longer runs, and with longer trajectories, both weigh less (uncapped: ~40 arrays a step).
+    The public samplers' default ``progress=None`` is what is counted: a progress callback adds two reads 20 times a
+    run."""
+    allocations = _count_allocations(cupy, monkeypatch)
+    syncs = host_synchronisations
+    per_step, reads = {}, {}
+    for chains in (64, 512, 2048):
+        run = sampler(chains)
+        allocated, read = allocations["allocated"], syncs[0]
+        steps = run()
+        per_step[chains] = (allocations["allocated"] - allocated) / steps
+        reads[chains] = syncs[0] - read
+    assert max(per_step.values()) <= ALLOCATIONS_PER_STEP, per_step
+    assert max(reads.values()) <= WARMUP + DRAWS, reads
+    assert max(per_step.values()) - min(per_step.values()) <= 3, per_step
+    assert max(reads.values()) - min(reads.values()) <= 2, reads
 
 
 def test_a_sampling_iteration_synchronises_with_the_host_once(host_synchronisations):

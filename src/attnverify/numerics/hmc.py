@@ -16,7 +16,8 @@ t0 = 10, κ = 0.75), then frozen, so the sampling phase is an exact MH kernel.
 A transition with ΔH > ``DIVERGENCE`` is recorded as divergent (and rejected, as MH would anyway).
 For many chains, ``adapt="chees"`` adapts one step size and the trajectory length across all chains instead
 (:class:`TrajectoryLengthAdaptation`, ChEES: Hoffman, Radul & Sountsov 2021, AISTATS).
-Runs unchanged on numpy or cupy: every operation goes through ``backend.xp``.
+Runs unchanged on numpy or cupy: every operation on the chains goes through ``backend.xp`` (ChEES's shared step
+and trajectory length, scalars, are adapted on the host).
 """
 
 from __future__ import annotations
@@ -122,25 +123,37 @@ class TrajectoryLengthAdaptation:
                                           weight * log_length + (1 - weight) * self.log_length_average, m)
 
 
-def chees_gradient(x, proposal, velocity, acceptance, fraction: float):
+def chees_gradient(x, proposal, velocity, acceptance, fraction):
     r"""The acceptance-weighted estimate of d ChEES/dT over the chains (rows) of one transition from x to
-    ``proposal``, whose end velocity M⁻¹p' is ``velocity``, integrated for h·T with h = ``fraction``.
+    ``proposal``, whose end velocity M⁻¹p' is ``velocity``, integrated for h·T with h = ``fraction`` (a number, or one
+    per chain), as its numerator and denominator (Σ a_i g_i, Σ a_i), two 0-d arrays: the estimate is their quotient,
+    the denominator floored at 10⁻³⁰⁰ (the caller divides where the adaptation runs, on the host).
 
     With θ̃ the chains' positions about their mean, d/dT (‖θ̃'‖² − ‖θ̃‖²)²/4 = (‖θ̃'‖² − ‖θ̃‖²)·θ̃'·dθ'/dT and
     dθ'/dT = h·M⁻¹p' (Hoffman et al. 2021, eq. 6; the proposal θ' moves with the end of the trajectory). Each chain's
     term is weighted by its acceptance probability a_i, Σ a_i g_i/Σ a_i (their eq. 7); chains whose proposal or term
-    is not finite (a diverging trajectory) weigh nothing and are left out of the proposals' mean. Returns (1,)."""
+    is not finite (a diverging trajectory) weigh nothing and are left out of the proposals' mean. Temporaries are
+    updated in place (the same operations in the same order, so the same bits)."""
     xp = array_module(x)
-    finite = xp.isfinite(xp.sum(proposal, axis=1)) & xp.isfinite(xp.sum(velocity, axis=1))
+    finite = xp.isfinite(xp.sum(proposal, axis=1))
+    finite &= xp.isfinite(xp.sum(velocity, axis=1))
     kept = finite[:, None]
     proposal = xp.where(kept, proposal, 0.0)
     centred = x - xp.mean(x, axis=0)
-    centred_proposal = proposal - xp.sum(proposal, axis=0) / xp.maximum(xp.sum(finite), 1)
-    change = xp.sum(centred_proposal * centred_proposal, axis=1) - xp.sum(centred * centred, axis=1)
-    terms = fraction * change * xp.sum(centred_proposal * xp.where(kept, velocity, 0.0), axis=1)
-    finite = finite & xp.isfinite(terms)  # a finite but far proposal can overflow its term
+    mean = xp.sum(proposal, axis=0)
+    mean /= xp.maximum(xp.sum(finite), 1)
+    proposal -= mean  # the proposals about their mean
+    change = xp.sum(proposal * proposal, axis=1)
+    centred *= centred
+    change -= xp.sum(centred, axis=1)
+    terms = change
+    terms *= fraction
+    terms *= xp.sum(proposal * velocity, axis=1)  # a left-out chain's term is not used: its velocity is not zeroed
+    finite &= xp.isfinite(terms)  # a finite but far proposal can overflow its term
     weights = xp.where(finite, acceptance, 0.0)
-    return (xp.sum(weights * xp.where(finite, terms, 0.0)) / xp.maximum(xp.sum(weights), 1e-300)).reshape(1)
+    weighted = xp.where(finite, terms, 0.0)
+    weighted *= weights
+    return xp.sum(weighted), xp.sum(weights)
 
 
 @dataclass(frozen=True)
@@ -149,7 +162,8 @@ class KernelState:
     inverse mass, the step-size adaptation, the warm-up iteration and the draws of the current mass window. A
     value: kept with the random generator's state, it replays the chains from there. With ChEES (``adapt="chees"``)
     also the trajectory-length adaptation, the frozen longest length after warm-up (a host float) and the transitions
-    made (the index of the next jitter fraction)."""
+    made (the index of the next jitter fraction); the step sizes (all equal) and both adaptations are then host
+    (numpy) arrays, whatever the backend."""
 
     step: Any
     steps: int
@@ -182,21 +196,48 @@ def leapfrog(x, p, gradient, step, steps: int, potential_and_gradient: Potential
     for the kinetic energy pᵀM⁻¹p/2 with diagonal ``inverse_mass`` M⁻¹ (d,) (or 1, the identity).
 
     Returns (x, p, Φ(x), ∇Φ(x)) at the end of the trajectory. Every operation is one array operation over all
-    chains: a step costs the potential's own operations plus four (x += ε M⁻¹p, p −= ε∇Φ, two each).
+    chains: a step costs the potential's own operations plus four (x += ε M⁻¹p, p −= ε∇Φ, two each), two of which
+    allocate: the momentum is a new array from the first half kick on, updated in place after it, and the position a
+    new array every step (ε M⁻¹p, to which x is added: the same bits as x + ε M⁻¹p), since the potential may keep it
+    (e.g. return it as its gradient). ``x``, ``p`` and ``gradient`` are left as they are.
     """
     eps = step[:, None]
     half = 0.5 * eps
-    identity = isinstance(inverse_mass, (int, float)) and inverse_mass == 1
-    velocity = eps if identity else eps * inverse_mass  # ε M⁻¹: (C, 1) for M = I, else (C, d)
+    velocity = eps if _identity(inverse_mass) else eps * inverse_mass  # ε M⁻¹: (C, 1) for M = I, else (C, d)
     p = p - half * gradient
     potential = None
     for k in range(steps):
-        x = x + velocity * p
+        moved = velocity * p
+        moved += x
+        x = moved
         potential, gradient = potential_and_gradient(x)
         if k < steps - 1:
-            p = p - eps * gradient
-    p = p - half * gradient
+            p -= eps * gradient
+    p -= half * gradient
     return x, p, potential, gradient
+
+
+def _identity(inverse_mass) -> bool:
+    """Whether ``inverse_mass`` is the identity (the number 1), so that multiplying by it is left out (exact)."""
+    return isinstance(inverse_mass, (int, float)) and inverse_mass == 1
+
+
+def _kinetic(p, inverse_mass, xp, *, scratch: bool = False):
+    """½ pᵀM⁻¹p per chain (C,), the same operations in the same order as ``0.5 * sum(M⁻¹ * p * p, axis=1)``, so the
+    same bits, with fewer arrays: a product by the identity is left out and the rest is done in place; with
+    ``scratch`` ``p`` itself is squared in place (the caller no longer needs it)."""
+    if _identity(inverse_mass):
+        if scratch:
+            p *= p
+            squared = p
+        else:
+            squared = p * p
+    else:
+        squared = inverse_mass * p
+        squared *= p
+    energy = xp.sum(squared, axis=1)
+    energy *= 0.5
+    return energy
 
 
 def hmc_transition(x, potential, gradient, step, steps: int, potential_and_gradient: PotentialAndGradient,
@@ -204,12 +245,17 @@ def hmc_transition(x, potential, gradient, step, steps: int, potential_and_gradi
     """One HMC transition for every chain, momentum p ~ N(0, M) with diagonal M = 1/``inverse_mass``.
     Returns (x, Φ, ∇Φ, TransitionStats)."""
     xp = backend.xp
-    p0 = rng.standard_normal(x.shape) / xp.sqrt(inverse_mass)
+    p0 = rng.standard_normal(x.shape)
+    if not _identity(inverse_mass):
+        p0 /= xp.sqrt(inverse_mass)
     with np.errstate(over="ignore", invalid="ignore"):  # a diverging trajectory overflows; it is rejected
         x1, p1, potential1, gradient1 = leapfrog(x, p0, gradient, step, steps, potential_and_gradient, inverse_mass)
-        kinetic0 = 0.5 * xp.sum(inverse_mass * p0 * p0, axis=1)
-        kinetic1 = 0.5 * xp.sum(inverse_mass * p1 * p1, axis=1)
-        energy_error = (potential1 + kinetic1) - (potential + kinetic0)
+        # ΔH = (Φ₁ + K₁) − (Φ₀ + K₀), accumulated in place in the new kinetic energies (p0 is not needed after them)
+        energy_error = _kinetic(p1, inverse_mass, xp)
+        energy_error += potential1
+        start = _kinetic(p0, inverse_mass, xp, scratch=True)
+        start += potential
+        energy_error -= start
     energy_error = xp.where(xp.isfinite(energy_error), energy_error, xp.inf)
     log_accept = xp.minimum(0.0, -energy_error)
     accepted = xp.log(rng.uniform(size=x.shape[0])) < log_accept
@@ -224,7 +270,11 @@ def hmc_transition(x, potential, gradient, step, steps: int, potential_and_gradi
 
 def steps_for(trajectory_length: float, step, max_steps: int, backend: Backend) -> int:
     """Leapfrog steps so that the median chain integrates for ``trajectory_length`` (capped)."""
-    median = float(backend.to_numpy(backend.xp.median(step)))
+    return _steps_for_median(trajectory_length, float(backend.to_numpy(backend.xp.median(step))), max_steps)
+
+
+def _steps_for_median(trajectory_length: float, median: float, max_steps: int) -> int:
+    """:func:`steps_for` from the median step, a host float."""
     return int(min(max_steps, max(1, math.ceil(trajectory_length / median))))
 
 
@@ -232,24 +282,41 @@ def initial_step_size(x, potential, gradient, potential_and_gradient: PotentialA
                       backend: Backend, start: float = 1.0) -> Any:
     """Per-chain step at which one leapfrog step is accepted with probability about 1/2, by doubling or
     halving from ``start`` (the prior scale in whitened coordinates); Hoffman & Gelman 2014, Alg. 4."""
+    return _step_size_search(x, potential, gradient, potential_and_gradient, rng, backend, start)[0]
+
+
+def _step_size_search(x, potential, gradient, potential_and_gradient: PotentialAndGradient, rng, backend: Backend,
+                      start: float = 1.0) -> tuple[Any, float | None]:
+    """:func:`initial_step_size`'s step and its median, a host float read with the check that ends the search (None
+    if the search ran out of trials). One host read a trial from the second on: the first settles no chain, each
+    chain's direction being that trial's own, so it is not checked."""
     xp = backend.xp
     step = xp.full(x.shape[0], float(start))
     settled = xp.zeros(x.shape[0], dtype=bool)
-    direction = None
+    direction = factor = None
     for _ in range(60):
         p = rng.standard_normal(x.shape)
         with np.errstate(over="ignore", invalid="ignore"):  # a too-large trial step may overflow: rejected
             x1, p1, potential1, _ = leapfrog(x, p, gradient, step, 1, potential_and_gradient)
-            log_ratio = potential - potential1 + 0.5 * (xp.sum(p * p, axis=1) - xp.sum(p1 * p1, axis=1))
+            # Φ − Φ₁ + ½(|p|² − |p₁|²), in place on the momenta, which are not needed after it (the same bits)
+            p *= p
+            p1 *= p1
+            kinetic = xp.sum(p, axis=1)
+            kinetic -= xp.sum(p1, axis=1)
+            kinetic *= 0.5
+            log_ratio = potential - potential1
+            log_ratio += kinetic
         log_ratio = xp.where(xp.isfinite(log_ratio), log_ratio, -xp.inf)
         up = log_ratio > math.log(0.5)
         if direction is None:
-            direction = up
-        settled = settled | (up != direction)
-        if bool(xp.all(settled)):
-            break
-        step = xp.where(settled, step, xp.where(direction, step * 2.0, step * 0.5))
-    return step
+            direction, factor = up, xp.where(up, 2.0, 0.5)  # each chain doubles or halves until its trial flips
+        else:
+            settled |= up != direction
+            done, median = to_host_at_once((xp.all(settled), xp.median(step)))
+            if bool(done):
+                return step, float(median)
+        step = xp.where(settled, step, step * factor)
+    return step, None
 
 
 MASS_MATRICES = ("identity", "diagonal")
@@ -289,17 +356,26 @@ class HMCKernel:
     mean left one start in 64 of the attention-path posterior at T = 0.01 at acceptance 0 for a whole run), and the
     longest trajectory T adapted by ChEES (:class:`TrajectoryLengthAdaptation`, from ``trajectory_length``); each transition, in warm-up and after it,
     takes ⌈h·T/ε⌉ leapfrog steps (at most ``max_steps``) for the next jitter fraction h (:func:`van_der_corput`), a
-    choice independent of the state, which keeps the frozen kernel exact. Warm-up reads T/ε to the host once an
-    iteration (as dual averaging reads its median step); sampling reads nothing.
+    choice independent of the state, which keeps the frozen kernel exact. The shared step, T and their adaptation
+    are scalars, kept and updated on the host (numpy arrays in the state, as on the numpy backend, so the same bits):
+    a warm-up iteration reads the three sums over the chains they need in one transfer (as dual averaging reads its
+    median step); sampling reads nothing.
+
+    ``step_median``: the median of ``step`` as a host float, where the caller has read it already (:func:`run_chains`,
+    from the step-size search); ``step`` is then used as given, without the checks (and host reads) of a step
+    passed in from outside.
     """
 
     def __init__(self, step, *, backend: Backend | str | None = None, trajectory_length: float = math.pi / 2,
                  target_acceptance: float = 0.8, max_steps: int = 1024, jitter: float = 0.1,
-                 mass_matrix: str = "identity", warmup: int | None = None, adapt: str = "dual_averaging"):
+                 mass_matrix: str = "identity", warmup: int | None = None, adapt: str = "dual_averaging",
+                 step_median: float | None = None):
         self.backend = backend = arguments.backend(backend)
-        step = arguments.array("step", backend.to_numpy(step) if hasattr(step, "dtype") else step, backend, ndim=1)
-        if not bool(backend.xp.all(step > 0)):
-            raise ValueError("step must hold one step size > 0 per chain")
+        if step_median is None:
+            step = arguments.array("step", backend.to_numpy(step) if hasattr(step, "dtype") else step, backend,
+                                   ndim=1)
+            if not bool(backend.xp.all(step > 0)):
+                raise ValueError("step must hold one step size > 0 per chain")
         self.trajectory_length = arguments.positive("trajectory_length", trajectory_length)
         self.max_steps = arguments.integer("max_steps", max_steps, 1)
         self.jitter = arguments.real("jitter", jitter, low=0, high=1, open_high=True)
@@ -312,14 +388,15 @@ class HMCKernel:
             if warmup is None:
                 raise ValueError("mass_matrix='diagonal' needs the warm-up length (warmup=…) to lay out its windows")
             self.windows = adaptation_windows(arguments.integer("warmup", warmup, 1))
-        if self.adapt == "chees":
-            xp = backend.xp
-            log_step = xp.log(xp.median(step)).reshape(1)
-            self.start = KernelState(xp.exp(log_step) * xp.ones(step.shape[0]), 1,
-                                     adaptation=DualAveraging.start(log_step, xp),
-                                     trajectory=TrajectoryLengthAdaptation.start(self.trajectory_length, xp))
+        if step_median is None:
+            step_median = backend.to_numpy(backend.xp.median(step))
+        if self.adapt == "chees":  # the shared step and its adaptation live on the host (class docstring)
+            log_step = np.log(step_median).reshape(1)
+            self.start = KernelState(np.exp(log_step) * np.ones(step.shape[0]), 1,
+                                     adaptation=DualAveraging.start(log_step, np),
+                                     trajectory=TrajectoryLengthAdaptation.start(self.trajectory_length, np))
             return
-        self.start = KernelState(step, steps_for(trajectory_length, step, max_steps, backend),
+        self.start = KernelState(step, _steps_for_median(trajectory_length, float(step_median), max_steps),
                                  adaptation=DualAveraging.start(backend.xp.log(step), backend.xp))
 
     def _adapt_mass(self, state: KernelState, x) -> KernelState:
@@ -334,8 +411,20 @@ class HMCKernel:
         draws = xp.concatenate(state.window + (x,), axis=0)  # (window length · chains, d)
         n = draws.shape[0]
         inverse_mass = (n / (n + 5.0)) * xp.var(draws, axis=0, ddof=1) + 1e-3 * (5.0 / (n + 5.0))
-        step = state.step[:1] if self.adapt == "chees" else state.step
-        return replace(state, inverse_mass=inverse_mass, window=(), adaptation=DualAveraging.start(xp.log(step), xp))
+        if self.adapt == "chees":
+            adaptation = DualAveraging.start(np.log(state.step[:1]), np)
+        else:
+            adaptation = DualAveraging.start(xp.log(state.step), xp)
+        return replace(state, inverse_mass=inverse_mass, window=(), adaptation=adaptation)
+
+    def _jitter(self, rng, chains: int):
+        """The step factors 1 + jitter·(2u − 1), u ~ U(0, 1) (C,), computed in place on u (the same bits)."""
+        factor = rng.uniform(size=chains)
+        factor *= 2.0
+        factor -= 1.0
+        factor *= self.jitter
+        factor += 1.0
+        return factor
 
     def transition(self, state: KernelState, x, potential, gradient, potential_and_gradient: PotentialAndGradient,
                    rng) -> tuple[KernelState, Any, Any, Any, TransitionStats]:
@@ -344,8 +433,9 @@ class HMCKernel:
         if self.adapt == "chees":
             return self._chees_transition(state, x, potential, gradient, potential_and_gradient, rng)
         xp = self.backend.xp
-        factor = 1.0 + self.jitter * (2.0 * rng.uniform(size=state.step.shape) - 1.0)
-        x, potential, gradient, stats = hmc_transition(x, potential, gradient, state.step * factor, state.steps,
+        step = self._jitter(rng, x.shape[0])
+        step *= state.step
+        x, potential, gradient, stats = hmc_transition(x, potential, gradient, step, state.steps,
                                                        potential_and_gradient, rng, self.backend, state.inverse_mass)
         if state.warming:
             adaptation = state.adaptation.updated(stats.acceptance_probability, self.target_acceptance)
@@ -357,41 +447,47 @@ class HMCKernel:
 
     def _chees_transition(self, state: KernelState, x, potential, gradient,
                           potential_and_gradient: PotentialAndGradient, rng):
-        """:meth:`transition` with ``adapt="chees"`` (class docstring)."""
+        """:meth:`transition` with ``adapt="chees"`` (class docstring). The step, T and their adaptation are host
+        values; a warm-up iteration brings the chains' three sums they need (:func:`chees_gradient` and the mean
+        inverse acceptance) to the host in one read, and sampling reads nothing."""
         xp = self.backend.xp
         fraction = van_der_corput(state.transitions + 1)
-        if state.warming:  # T/ε: the one host read of a warm-up iteration
-            ratio = float(to_numpy(xp.exp(state.trajectory.log_length - state.adaptation.log_step))[0])
+        if state.warming:
+            ratio = float(np.exp(state.trajectory.log_length - state.adaptation.log_step)[0])
         else:
             ratio = state.length
         steps = int(min(self.max_steps, max(1, math.ceil(fraction * ratio))))
-        factor = 1.0 + self.jitter * (2.0 * rng.uniform(size=state.step.shape) - 1.0)
+        step = self._jitter(rng, x.shape[0])
+        jittered_fraction = fraction * step if state.warming else None
+        step *= float(state.step[0])  # every chain's step is the shared one
         start = x
-        x, potential, gradient, stats = hmc_transition(x, potential, gradient, state.step * factor, steps,
+        x, potential, gradient, stats = hmc_transition(x, potential, gradient, step, steps,
                                                        potential_and_gradient, rng, self.backend, state.inverse_mass)
         state = replace(state, steps=steps, transitions=state.transitions + 1)
         if not state.warming:
             return state, x, potential, gradient, stats
-        harmonic = 1.0 / xp.mean(1.0 / xp.maximum(stats.acceptance_probability, ACCEPTANCE_FLOOR))
-        adaptation = state.adaptation.updated(harmonic.reshape(1), self.target_acceptance)
-        step = xp.exp(adaptation.log_step)
+        inverse_acceptance = xp.mean(1.0 / xp.maximum(stats.acceptance_probability, ACCEPTANCE_FLOOR))
+        velocity = stats.momentum if _identity(state.inverse_mass) else state.inverse_mass * stats.momentum
         with np.errstate(over="ignore", invalid="ignore"):
-            slope = chees_gradient(start, stats.proposal, state.inverse_mass * stats.momentum,
-                                   stats.acceptance_probability, fraction * factor)
-        trajectory = state.trajectory.updated(xp.exp(state.trajectory.log_length) * slope, shortest=step,
+            weighted, weights = chees_gradient(start, stats.proposal, velocity, stats.acceptance_probability,
+                                               jittered_fraction)
+        sums = to_numpy(xp.stack([inverse_acceptance, weighted, weights]))  # the one host read of the iteration
+        adaptation = state.adaptation.updated(1.0 / sums[0:1], self.target_acceptance)  # the harmonic mean
+        step = np.exp(adaptation.log_step)
+        slope = sums[1:2] / np.maximum(sums[2:3], 1e-300)
+        trajectory = state.trajectory.updated(np.exp(state.trajectory.log_length) * slope, shortest=step,
                                               longest=self.max_steps * step)
-        state = replace(state, iteration=state.iteration + 1, step=step * xp.ones(state.step.shape[0]),
+        state = replace(state, iteration=state.iteration + 1, step=step * np.ones(state.step.shape[0]),
                         adaptation=adaptation, trajectory=trajectory)
         return self._adapt_mass(state, x), x, potential, gradient, stats
 
     def end_warmup(self, state: KernelState) -> KernelState:
         """The state sampling runs with: the averaged step sizes, their leapfrog steps, adaptation over (with ChEES:
-        the averaged step and longest trajectory, T/ε kept on the host)."""
+        the averaged step and longest trajectory, T/ε, all on the host already)."""
         if self.adapt == "chees":
-            xp = self.backend.xp
             log_step = state.adaptation.log_step_average
-            ratio = float(to_numpy(xp.exp(state.trajectory.log_length_average - log_step))[0])
-            return replace(state, step=xp.exp(log_step) * xp.ones(state.step.shape[0]),
+            ratio = float(np.exp(state.trajectory.log_length_average - log_step)[0])
+            return replace(state, step=np.exp(log_step) * np.ones(state.step.shape[0]),
                            length=min(ratio, float(self.max_steps)), warming=False)
         step = self.backend.xp.exp(state.adaptation.log_step_average)
         return replace(state, step=step, steps=steps_for(self.trajectory_length, step, self.max_steps, self.backend),
@@ -434,7 +530,8 @@ def to_host_at_once(values):
     if not leaves:
         return values
     xp = array_module(leaves[0])
-    flat = to_numpy(xp.concatenate([leaf.reshape(-1).astype(xp.float64) for leaf in leaves]))
+    parts = [leaf.reshape(-1).astype(xp.float64, copy=False) for leaf in leaves]  # float64 leaves are not copied
+    flat = to_numpy(parts[0] if len(parts) == 1 else xp.concatenate(parts))
     ends = np.cumsum([leaf.size for leaf in leaves])
     host = [flat[end - leaf.size:end].reshape(leaf.shape).astype(leaf.dtype) for leaf, end in zip(leaves, ends)]
 
@@ -455,12 +552,17 @@ class _Leaf:
 
 def run_chains(potential_and_gradient: PotentialAndGradient, x, *, rng, warmup: int, draws: int, backend: Backend,
                record: Callable[[Any], Any], after_transition: Callable[[Any], Any] | None = None,
-               progress: Callable[[str], None] | None = None, **kernel_options) -> ChainRun:
+               progress: Callable[[str], None] | None = None, draws_per_transfer: int = 1,
+               **kernel_options) -> ChainRun:
     """The one HMC driver: warm-up (step sizes, and the mass on request, adapted: :class:`HMCKernel`), then
-    ``draws`` transitions of every chain from ``x`` (C, d), keeping ``record(x)`` after each: its device arrays
-    come to the host with the transition's acceptance and divergence in one transfer (:func:`to_host_at_once`), the
-    one host synchronisation of a sampling iteration (warm-up adds one, the median step size that sets the number
-    of leapfrog steps; ``progress`` two more, 20 times a run).
+    ``draws`` transitions of every chain from ``x`` (C, d), keeping ``record(x)`` after each. The kept draws stay on
+    the device until ``draws_per_transfer`` of them (or the last) are kept, then come to the host with their
+    acceptance and divergence in one transfer (:func:`to_host_at_once`), the last with the final step sizes.
+
+    Host synchronisations on a device: one a step-size search trial from the second on (:func:`initial_step_size`;
+    the last brings the median step), one a warm-up iteration (with dual averaging the median step, which sets the
+    number of leapfrog steps; with ChEES the sums its adaptation needs), one a transfer of kept draws; ``progress``
+    two more, 20 times a run.
 
     ``after_transition`` (optional) is a further exact move after each HMC transition (a Gibbs step of
     variables outside x, e.g. the readout); the potential and gradient are then evaluated again at its result.
@@ -470,10 +572,10 @@ def run_chains(potential_and_gradient: PotentialAndGradient, x, *, rng, warmup: 
     xp = backend.xp
     potential, gradient = potential_and_gradient(x)
     evaluations = 1
-    kernel = HMCKernel(initial_step_size(x, potential, gradient, potential_and_gradient, rng, backend),
-                       backend=backend, warmup=warmup, **kernel_options)
+    step, median = _step_size_search(x, potential, gradient, potential_and_gradient, rng, backend)
+    kernel = HMCKernel(step, backend=backend, warmup=warmup, step_median=median, **kernel_options)
     state = kernel.start
-    records, accepted, divergent = [], [], []
+    records, accepted, divergent, kept = [], [], [], []
     total = warmup + draws
     report_every = max(1, total // 20)
     for iteration in range(total):
@@ -487,16 +589,20 @@ def run_chains(potential_and_gradient: PotentialAndGradient, x, *, rng, warmup: 
             potential, gradient = potential_and_gradient(x)
             evaluations += 1
         if not state.warming:
-            kept, acceptance, divergence = to_host_at_once((record(x), stats.acceptance_probability, stats.divergent))
-            records.append(kept)
-            accepted.append(acceptance)
-            divergent.append(divergence)
+            kept.append((record(x), stats.acceptance_probability, stats.divergent))
+            last = iteration == total - 1
+            if last or len(kept) == draws_per_transfer:
+                kept, step = to_host_at_once((kept, state.step if last else None))
+                for values in kept:
+                    records.append(values[0])
+                    accepted.append(values[1])
+                    divergent.append(values[2])
+                kept = []
         if progress is not None and (iteration + 1) % report_every == 0:
             phase = "warm-up" if state.warming else "sampling"
             progress(f"{phase} {iteration + 1}/{total}: {state.steps} leapfrog steps, "
-                     f"step {float(backend.to_numpy(xp.median(state.step))):.3g}, "
+                     f"step {float(np.median(backend.to_numpy(state.step))):.3g}, "
                      f"acceptance {float(backend.to_numpy(xp.mean(stats.acceptance_probability))):.2f}")
-    step = backend.to_numpy(state.step)
     if state.length is None:
         return ChainRun(records, np.stack(accepted).T, np.stack(divergent).T, step, state.steps, evaluations)
     return ChainRun(records, np.stack(accepted).T, np.stack(divergent).T, step, int(math.ceil(state.length)),

@@ -90,10 +90,14 @@ class KernelSolve:
         return self.backend.solve_lower(self.factor, rhs, shared=shared)
 
     def energy_gradient(self, scale: float = 1.0):
-        """``scale`` × G, G = ∂Ψ/∂K = ½[(K_Z + T·I)⁻¹ − ααᵀ] (C, P, P), the inverse as L⁻ᵀL⁻¹ by triangular solves."""
+        """``scale`` × G, G = ∂Ψ/∂K = ½[(K_Z + T·I)⁻¹ − ααᵀ] (C, P, P), the inverse as L⁻ᵀL⁻¹ by triangular solves.
+        Formed in place in L⁻ᵀL⁻¹ (the bits of ``(0.5·scale)·(L⁻ᵀL⁻¹ − ααᵀ)``; a factor 1 is left out, exactly)."""
         lower_inverse = self.whiten(self.identity, shared=True)
-        return (0.5 * scale) * (lower_inverse.transpose(0, 2, 1) @ lower_inverse
-                                - self.alpha[:, :, None] * self.alpha[:, None, :])
+        gradient = lower_inverse.transpose(0, 2, 1) @ lower_inverse
+        gradient -= self.alpha[:, :, None] * self.alpha[:, None, :]
+        if 0.5 * scale != 1.0:
+            gradient *= 0.5 * scale
+        return gradient
 
 
 def one_hidden_layer(width: int, input_dimension: int, *, readout_variance_total: float = 1.0,
@@ -109,13 +113,21 @@ def one_hidden_layer(width: int, input_dimension: int, *, readout_variance_total
     linear = arguments.one_of("activation", activation, ("relu", "linear")) == "linear"
     scale = 1.0 / np.sqrt(d)
 
+    def preactivations(Z, X):  # X Zᵀ/√d (C, P, N), scaled in place (the bits of scale·(X Zᵀ))
+        u = X[None] @ Z.transpose(0, 2, 1)
+        u *= scale
+        return u
+
     def features(Z, X):  # Z (C, N, d), X (P, d) → σ(X Zᵀ/√d) (C, P, N)
-        u = scale * (X[None] @ Z.transpose(0, 2, 1))
-        return u if linear else u * (u > 0)
+        u = preactivations(Z, X)
+        if not linear:
+            u *= u > 0
+        return u
 
     def features_vjp(Z, X, dF):
-        u = scale * (X[None] @ Z.transpose(0, 2, 1))
-        return scale * ((dF if linear else dF * (u > 0)).transpose(0, 2, 1) @ X[None])  # (C, N, d)
+        dZ = (dF if linear else dF * (preactivations(Z, X) > 0)).transpose(0, 2, 1) @ X[None]  # (C, N, d)
+        dZ *= scale
+        return dZ
 
     def order_parameters(Z, second_moment):  # Q = Σ_i a_i²: the trace of E[aaᵀ | Z, y]
         return {"Q": second_moment.trace(axis1=1, axis2=2)}
@@ -197,7 +209,10 @@ class CollapsedNetworkPosterior:
         Z = self._weights(x)
         K, residuals = self._kernel(Z)
         solved, half_logdet, quadratic, failed = self.solve(K)
-        potential = xp.where(failed, xp.inf, 0.5 * (quadratic + xp.einsum("cd,cd->c", x, x)) + half_logdet)
+        quadratic += xp.einsum("cd,cd->c", x, x)  # ½(yᵀ(K + TI)⁻¹y + |x|²) + ½ ln det, in place (the same bits)
+        quadratic *= 0.5
+        quadratic += half_logdet
+        potential = xp.where(failed, xp.inf, quadratic)
         if self.network.kernel_vjp is not None:
             gradient = self.network.kernel_vjp(residuals, solved)
         else:
@@ -221,9 +236,12 @@ class CollapsedNetworkPosterior:
         be, xp = self.backend, self.backend.xp
         Phi = self.network.features(self._weights(x), self.inputs)
         identity = xp.eye(Phi.shape[2])
-        precision = identity / self.network.readout_variance + Phi.transpose(0, 2, 1) @ Phi / self.temperature
+        precision = Phi.transpose(0, 2, 1) @ Phi  # ΦᵀΦ/T + I/v, in place (the same bits)
+        precision /= self.temperature
+        precision += identity / self.network.readout_variance
         factor, _ = be.cholesky_each(precision, identity)
-        b = (Phi.transpose(0, 2, 1) @ self.labels[:, :, None])[:, :, 0] / self.temperature
+        b = (Phi.transpose(0, 2, 1) @ self.labels[:, :, None])[:, :, 0]
+        b /= self.temperature
         return Phi, be.solve_lower(factor, be.solve_lower(factor, b), transpose=True), factor
 
     def readout_second_moment(self, x):
@@ -240,7 +258,8 @@ class CollapsedNetworkPosterior:
         be, xp = self.backend, self.backend.xp
         _, mean, factor = self._readout(x)
         lower_inverse = be.solve_lower(factor, xp.eye(mean.shape[1]), shared=True)
-        second_moment = mean[:, :, None] * mean[:, None, :] + lower_inverse.transpose(0, 2, 1) @ lower_inverse
+        second_moment = lower_inverse.transpose(0, 2, 1) @ lower_inverse
+        second_moment += mean[:, :, None] * mean[:, None, :]  # mmᵀ + Λ⁻¹, in place (the same bits)
         if X_test is None:
             return second_moment, None
         Phi_test = self.network.features(self._weights(x), self.prepared(X_test))  # (C, Q, M)

@@ -70,6 +70,12 @@ def sampler_size(backend, *, chains: int, warmup: int, draws: int) -> dict:
     return dict(chains=many, warmup=warmup, draws=max(SHORT_CHAIN_DRAWS, math.ceil(chains * draws / many)))
 
 
+KEPT_ON_DEVICE_BYTES = 64 * 2**20
+"""The most bytes of kept draws (records, acceptances and divergences) that wait on the device to come to the host in
+one transfer (:func:`run_sampler`): one host synchronisation for that many draws rather than one a draw, for at most
+twice this much device memory (the draws, and the one array they are gathered into)."""
+
+
 def refuse_chains_that_cannot_fit(chains: int, weights: int, data: int, what: str, *, backend=None) -> None:
     """Refuse, before the first draw, chains whose working memory cannot fit, by name: ``weights`` and ``data`` are
     one chain's bytes for its weights (and everything sized by them) and for its work on the inputs. One chain that
@@ -128,8 +134,9 @@ def run_sampler(potential_and_gradient: Callable, start: Callable[[int], Any], r
     ``record(x)`` after each of ``draws`` transitions past ``warmup``. Before anything is drawn, one chain's
     ``chain_bytes`` = (weights, data) (``what`` they hold, for the message) and ``chains`` of them are refused if
     they cannot fit (:func:`refuse_chains_that_cannot_fit`); then the kept records (bytes of ``record`` at the start)
-    and the warm-up's mass windows (:func:`~attnverify.numerics.hmc.refuse_what_cannot_fit`). Arguments are
-    trusted: the public samplers check them.
+    and the warm-up's mass windows (:func:`~attnverify.numerics.hmc.refuse_what_cannot_fit`). On a device the kept
+    draws come to the host :data:`KEPT_ON_DEVICE_BYTES` at a time, one transfer each. Arguments are trusted: the
+    public samplers check them.
 
     Many chains (≥ :data:`~attnverify.numerics.diagnostics.MANY_CHAINS`) are run as Margossian et al. (2024) prescribe
     for nested R̂: ``superchains`` = K ("auto": :func:`~attnverify.numerics.diagnostics.superchains_for`; None: every
@@ -147,9 +154,12 @@ def run_sampler(potential_and_gradient: Callable, start: Callable[[int], Any], r
         x = backend.xp.repeat(x[::size], size, axis=0)
     if chains >= MANY_CHAINS:
         kernel_options.setdefault("adapt", "chees")
-    hmc.refuse_what_cannot_fit(chains, int(x.shape[1]), warmup=warmup, draws=draws, record_bytes=_nbytes(record(x)),
+    record_bytes = _nbytes(record(x))
+    hmc.refuse_what_cannot_fit(chains, int(x.shape[1]), warmup=warmup, draws=draws, record_bytes=record_bytes,
                                mass_matrix=kernel_options.get("mass_matrix", "identity"), backend=backend)
+    per_transfer = max(1, min(draws, KEPT_ON_DEVICE_BYTES // (record_bytes + 9 * chains)))
     run = hmc.run_chains(potential_and_gradient, x, rng=rng, warmup=warmup, draws=draws, backend=backend,
-                         record=record, after_transition=after_transition, progress=progress, **kernel_options)
+                         record=record, after_transition=after_transition, progress=progress,
+                         draws_per_transfer=per_transfer, **kernel_options)
     return SampledChains(_stacked(run.records), run.acceptance, run.divergences, run.step_size, run.steps,
                          run.gradient_evaluations, time.perf_counter() - begun, superchains)

@@ -126,7 +126,9 @@ def attention_network(network: NetworkPosterior, representation: str = "auto") -
             flat = inputs.features.reshape(inputs.features.shape[0], -1)
             whitened = solved.whiten(flat, shared=True).reshape(chains, -1, H)  # L⁻¹X̃, rows (μ, i)
             v = (solved.alpha @ flat).reshape(chains, -1, H)  # X̃ᵀα as (N0, 𝓗)
-            g_U = s**2 * (xp.matmul(xp.swapaxes(whitened, 1, 2), whitened) - xp.matmul(xp.swapaxes(v, 1, 2), v))
+            g_U = xp.matmul(xp.swapaxes(whitened, 1, 2), whitened)
+            g_U -= xp.matmul(xp.swapaxes(v, 1, 2), v)
+            g_U *= s**2  # in place: the bits of s²(A − B)
         return gradient(layers, rs, xp.matmul(g_U, r1))
 
     def kernel_times(theta, test: PathInputs, inputs: PathInputs, alpha):
