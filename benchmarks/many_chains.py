@@ -10,23 +10,27 @@
 
     python benchmarks/many_chains.py [--chains 1024] [--repeats 3] [--replicates 2000]
 
-Measured (2026-11-27, this repository's 2-core VM otherwise idle, numpy, ``--repeats 3``; ChEES's step size
-dual-averaged on the harmonic mean of the chains' acceptance): dual averaging 0.54–0.62 s a run, 4 leapfrog steps,
-min ESS of x 20,300–22,000 (35,500–40,500/s), of x² 2,800–3,000 (4,500–5,500/s); ChEES 0.67–0.76 s, at most 8 steps,
-min ESS of x 38,400–40,200 (50,200–57,400/s), of x² 37,200–38,100 (49,900–55,200/s): 1.4–1.5× the ESS/s of the means
-and ~10× that of the second moments. Nested gate on 16 × 8 × 10 i.i.d. draws: false alarms 0.0517 at α = 0.05 and
-0.0103 at α = 0.01 (4,000 replicates, standard errors 0.0035 and 0.0016; 0.0475 and 0.0075 at 400 replicates).
+Section 1 writes benchmarks/results/many_chains.json, section 2 benchmarks/results/nested_rhat_gate.json
+(benchmarks/record.py); docs/performance.md shows them.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from attnverify.numerics.diagnostics import ess_bulk, nested_quantile, summarize
 from attnverify.numerics.hmc import sample
+
+sys.path.insert(0, str(Path(__file__).parent))
+from record import code_that_runs, write_record  # noqa: E402
+
+SHAPE = (16, 8, 10)
+"""The nested gate's draws: K superchains × M chains × N i.i.d. draws."""
 
 
 def ess_per_second(chains: int, adapt: str, seed: int, warmup: int = 200, draws: int = 100) -> dict:
@@ -40,12 +44,12 @@ def ess_per_second(chains: int, adapt: str, seed: int, warmup: int = 200, draws:
     values, stats = sample(potential_and_gradient, x0, seed=seed, warmup=warmup, draws=draws, adapt=adapt)
     seconds = time.perf_counter() - begun
     ess, ess_square = float(np.min(ess_bulk(values))), float(np.min(ess_bulk(values**2)))
-    return {"seconds": seconds, "ess": ess, "ess_square": ess_square, "steps": stats["steps"],
-            "acceptance": stats["mean_acceptance"], "ess_per_second": ess / seconds,
+    return {"seconds": seconds, "ess": ess, "ess_square": ess_square, "steps": int(stats["steps"]),
+            "acceptance": float(stats["mean_acceptance"]), "ess_per_second": ess / seconds,
             "ess_square_per_second": ess_square / seconds}
 
 
-def false_alarms(replicates: int, alpha: float, shape=(16, 8, 10), seed: int = 2027) -> float:
+def false_alarms(replicates: int, alpha: float, shape=SHAPE, seed: int = 2027) -> float:
     """The fraction of replicates (K superchains × M chains × N i.i.d. draws, one quantity each) whose nested-R̂ gate
     fails: each replicate's bulk and folded R̂ν against its limit at α/2 (the gate of one entry), vectorised over the
     replicates (one summary whose entries are the replicates)."""
@@ -63,15 +67,36 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--replicates", type=int, default=2000)
     options = parser.parse_args()
+    runs = []
     for repeat in range(options.repeats):
         for adapt in ("dual_averaging", "chees"):
             r = ess_per_second(options.chains, adapt, seed=repeat)
+            runs.append(dict(adapt=adapt, run=repeat + 1, **r))
             print(f"{adapt:15s} {r['seconds']:.2f} s, {r['steps']} leapfrog steps (longest), acceptance "
                   f"{r['acceptance']:.2f}, min ESS x {r['ess']:.0f} ({r['ess_per_second']:.0f}/s), x² "
                   f"{r['ess_square']:.0f} ({r['ess_square_per_second']:.0f}/s)")
+
+    def both():  # the timed functions, found on fewer chains: the same code runs whatever their number
+        for adapt in ("dual_averaging", "chees"):
+            ess_per_second(64, adapt, seed=0)
+
+    write_record("many_chains", runs, timed=code_that_runs(both),
+                 columns=[("adapt", "warm-up", "{}"), ("run", "run", "{:d}"), ("seconds", "seconds a run", "{:.2f}"),
+                          ("steps", "leapfrog steps (longest)", "{:d}"), ("acceptance", "acceptance", "{:.2f}"),
+                          ("ess", "min ESS of x", "{:,.0f}"), ("ess_per_second", "ESS/s of x", "{:,.0f}"),
+                          ("ess_square", "min ESS of x²", "{:,.0f}"),
+                          ("ess_square_per_second", "ESS/s of x²", "{:,.0f}")],
+                 settings=dict(chains=options.chains, dimensions=50, warmup=200, draws=100, repeats=options.repeats))
+    gates = []
     for alpha in (0.05, 0.01):
         rate = false_alarms(options.replicates, alpha)
+        gates.append(dict(alpha=alpha, replicates=options.replicates, false_alarms=rate,
+                          standard_error=float(np.sqrt(rate * (1 - rate) / options.replicates))))
         print(f"nested gate, 16 superchains × 8 chains × 10 i.i.d. draws: false alarms {rate:.4f} at stated α = {alpha}")
+    write_record("nested_rhat_gate", gates, timed=code_that_runs(lambda: false_alarms(20, 0.05)),
+                 columns=[("alpha", "stated α", "{:g}"), ("replicates", "replicates", "{:,d}"),
+                          ("false_alarms", "false alarms", "{:.4f}"), ("standard_error", "standard error", "{:.4f}")],
+                 settings=dict(superchains=SHAPE[0], chains_per_superchain=SHAPE[1], draws=SHAPE[2], seed=2027))
 
 
 if __name__ == "__main__":
