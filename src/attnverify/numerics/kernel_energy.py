@@ -98,6 +98,37 @@ def hessian_from_feature_blocks(M: np.ndarray, x: np.ndarray) -> np.ndarray:
     return _symmetric_pairs(2.0 * labels - trace)
 
 
+def third_from_blocks(A: np.ndarray, r: np.ndarray, D: np.ndarray) -> np.ndarray:
+    """∂³E/∂u_k∂u_l∂u_m over the independent entries u_k of U (numpy's triu order) from A = (K + T I)^{-1},
+    r = A Y and D_k = ∂K/∂u_k (host arrays; (n, n), (n,), (m, n, n)).
+
+    Differentiating ∂²E/∂u_k∂u_l = −tr(A D_l A D_k) + 2 rᵀ D_k A D_l r once more (dA = −A D_m A, dr = −A D_m r;
+    K is linear in u, so ∂D_k = 0), with B_k = A D_k and a_k = A D_k r:
+
+        ∂³E/∂u_k∂u_l∂u_m = tr(B_k B_l B_m) + tr(B_k B_m B_l) − 2 [a_mᵀ D_k a_l + a_kᵀ D_m a_l + a_kᵀ D_l a_m],
+
+    symmetric in (k, l, m) (the two cyclic orders of the trace; each index once in the middle of the labels'
+    term). The same formula holds in the feature space with A → XᵀAX, r → XᵀAY and D_k → I_{N0} ⊗ B_k, because
+    C_ab = X (I ⊗ E_ab) Xᵀ makes every term a product of those blocks. Cost O(m² n³ + m³ n²)."""
+    m = D.shape[0]
+    B = A @ D  # B_k = A D_k
+    a = B @ r  # a_k = A D_k r, (m, n)
+    middle = np.einsum("xp,kpy->kxy", a, D @ a.T, optimize=True)  # middle[k, x, y] = a_xᵀ D_k a_y
+    transposed = B.transpose(0, 2, 1).reshape(m, -1)  # tr(Z B_m) = Σ_ij Z_ij (B_m)_ji
+    trace = np.empty((m, m, m))
+    for k in range(m):
+        trace[k] = (B[k] @ B).reshape(m, -1) @ transposed.T  # [l, m] = tr(B_k B_l B_m)
+    labels = middle.transpose(0, 2, 1) + middle.transpose(1, 2, 0) + middle.transpose(1, 0, 2)
+    return trace + trace.transpose(0, 2, 1) - 2.0 * labels
+
+
+def feature_entry_kernels(N0: int, paths: int) -> np.ndarray:
+    """I_{N0} ⊗ B_k (D × D, D = N0·𝓗, the path index fast) for each independent entry k of U: ∂K/∂u_k in the
+    feature space (K = X (I ⊗ U) Xᵀ)."""
+    _, _, basis = symmetric_basis(paths)
+    return np.stack([np.kron(np.eye(N0), b) for b in basis])
+
+
 def symmetric_basis(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows, cols, basis) of the independent entries i ≤ j (numpy's triu order, as the symbolic actions):
     basis[k] = E_ij + E_ji (E_ii on the diagonal), so that dU = Σ_k du_k basis[k]."""
@@ -220,6 +251,15 @@ class KernelEnergy(_Energy):
         pairs = 0.5 * (pairs + pairs.T)
         return pairs[pair[:, :, None, None], pair[None, None, :, :]]
 
+    def entry_third_derivative(self, R: np.ndarray) -> np.ndarray:
+        """∂³E/∂u_k∂u_l∂u_m over the independent entries of U (m = 𝓗(𝓗+1)/2 of them, triu order) at U = R Rᵀ,
+        exactly (:func:`third_from_blocks` with D_k = ∂K/∂u_k = w_k S_k, w = 1 on the diagonal, 2 off it), on
+        the host."""
+        _, _, r, A = self._at_point(R)
+        be = self.backend
+        D = be.to_numpy(self.symmetric_kernels) * be.to_numpy(self._weights)[:, None, None]
+        return third_from_blocks(be.to_numpy(A), be.to_numpy(r), D)
+
 
 def _features(X, be: Backend) -> np.ndarray:
     """The path features X (P, N0, 𝓗) on the backend, finite, with a finite squared norm (so the kernels
@@ -270,6 +310,20 @@ class FeatureKernelEnergy(_Energy):
         be = self.backend
         M = be.to_numpy(Z.T @ Z).reshape(self.N0, self.paths, self.N0, self.paths)
         return hessian_from_feature_blocks(M, be.to_numpy(be.xp.einsum("pia,p->ia", self.X, r)))
+
+    def entry_third_derivative(self, R: np.ndarray) -> np.ndarray:
+        """∂³E/∂u_k∂u_l∂u_m over the independent entries of U at U = R Rᵀ in the P × P kernel space (here
+        N0·𝓗 ≥ P): :func:`third_from_blocks` with A = (K + T I)^{-1} and D_k = X (I ⊗ B_k) Xᵀ, on the host."""
+        _, _, r, _ = self._at_point(R)
+        be = self.backend
+        X = be.to_numpy(self.X)
+        G = be.to_numpy(self.kernel(R)) + self.temperature * np.eye(self.P)
+        L = cholesky(G, lower=True, check_finite=False)
+        A = cho_solve((L, True), np.eye(self.P), check_finite=False)
+        rows, cols, _ = symmetric_basis(self.paths)
+        D = np.einsum("pik,qil->klpq", X, X)  # C_kl (𝓗, 𝓗, P, P)
+        D = D[rows, cols] + np.where((rows != cols)[:, None, None], D[cols, rows], 0.0)
+        return third_from_blocks(0.5 * (A + A.T), be.to_numpy(r), D)
 
 
 class FeatureSpaceEnergy(_Energy):
@@ -326,6 +380,12 @@ class FeatureSpaceEnergy(_Energy):
         _, XAX, XAy = self._at_point(R)
         M = XAX.reshape(self.N0, self.paths, self.N0, self.paths)
         return hessian_from_feature_blocks(M, XAy.reshape(self.N0, self.paths))
+
+    def entry_third_derivative(self, R: np.ndarray) -> np.ndarray:
+        """∂³E/∂u_k∂u_l∂u_m over the independent entries of U at U = R Rᵀ in the D-dimensional feature space:
+        :func:`third_from_blocks` with XᵀAX, XᵀAY and I_{N0} ⊗ B_k. Cost O(m² D³), independent of P."""
+        _, XAX, XAy = self._at_point(R)
+        return third_from_blocks(0.5 * (XAX + XAX.T), XAy, feature_entry_kernels(self.N0, self.paths))
 
 
 def energy_for(X=None, C=None, *, y, temperature: float, space: str = "auto", backend=None):

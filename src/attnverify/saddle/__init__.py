@@ -14,10 +14,11 @@ from .declaration import OrderParameter, SaddlePointAction, positive, positive_d
 from .matrix_functions import inverse, log_det
 from .solve import SaddlePointError, Solution, data_energy, gp_point, solve
 from .predict import kernel_alignment, predict
+from .beyond import Prediction, posterior_mean
 from .priors import wishart_entropy
 from .store import SolutionStore
 from .sweep import Sweep, sweep
 
-__all__ = ["OrderParameter", "SaddlePointAction", "SaddlePointError", "Solution", "SolutionStore", "Sweep",
-           "data_energy", "gp_point", "inverse", "kernel_alignment", "log_det", "positive", "positive_definite",
-           "predict", "solve", "sweep", "wishart_entropy"]
+__all__ = ["OrderParameter", "Prediction", "SaddlePointAction", "SaddlePointError", "Solution", "SolutionStore",
+           "Sweep", "data_energy", "gp_point", "inverse", "kernel_alignment", "log_det", "positive",
+           "positive_definite", "posterior_mean", "predict", "solve", "sweep", "wishart_entropy"]

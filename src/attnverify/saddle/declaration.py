@@ -25,6 +25,7 @@ from ..base import arguments
 from ..base.arguments import name_mismatch
 from ..derivations.codegen import evaluator
 from .matrix_functions import InverseEntry, LogDet, MatrixAtoms, triangle
+from .measure import measure_terms
 
 
 def positive(name: str) -> sympy.Symbol:
@@ -158,10 +159,19 @@ class SaddlePointAction:
     limit n → ∞ is the entropy's minimum). The action is S = ½ ln det(K + T·I) + ½ Yᵀ(K + T·I)⁻¹Y + 𝓛; the
     temperature T and the data enter at the solve. ``display`` names how the report prints a parameter whose
     name is a Python identifier, in sympy's notation: ``{"sigma2": "sigma^2"}`` prints σ², where sympy alone reads
-    the trailing digit of ``sigma2`` as a subscript (σ₂)."""
+    the trailing digit of ``sigma2`` as a subscript (σ₂).
+
+    ``measure``: the measure e^{−S} is a density against, which the saddle point never reads but the posterior
+    mean beyond it does (:func:`~attnverify.saddle.posterior_mean`): ``"wishart"`` (the default: dQ/Q for a scalar,
+    det(U)^{−(d+1)/2} dU for a d × d matrix), ``"flat"`` (du), or a dict naming each order parameter's log-density
+    term m(u), dμ = e^{m(u)} du (``{"Q": -sympy.log(Q)}`` is dQ/Q). The default is exact for every entropy whose
+    −ln det U carries the Wishart's n/2, as the large-deviation function of a Gaussian weight's squared norm does
+    (:func:`~attnverify.saddle.wishart_entropy`, the examples, the attention-path action): its exact density is
+    det(U)^{(n−d−1)/2} e^{−(n/2)tr(V⁻¹U)} = e^{−𝓛} det(U)^{−(d+1)/2} (:mod:`~attnverify.saddle.measure`). An entropy
+    from another prior states its own."""
 
     def __init__(self, *, order_parameters: Mapping[str, Any], entropy, kernel: str, width,
-                 display: Mapping[str, str] | None = None):
+                 display: Mapping[str, str] | None = None, measure="wishart"):
         if not isinstance(order_parameters, Mapping) or not order_parameters:
             raise TypeError("order_parameters must be a non-empty dict of name → positive(...) or "
                             "positive_definite(...)")
@@ -206,6 +216,7 @@ class SaddlePointAction:
         # spelt out would enter sympy's caches, and the derivations that share its name would be kept with it
         self.display = {p: sympy.Symbol(display[p.name], **getattr(p, "_assumptions_orig", p.assumptions0))
                         for p in self.parameters if p.name in display}
+        self.measure = measure_terms(measure, self.order_parameters)  # name → log-density m(u): dμ = e^{m} du
 
     @property
     def size(self) -> int:
