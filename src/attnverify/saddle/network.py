@@ -26,6 +26,7 @@ import numpy as np
 from ..base import arguments
 from ..base.backend import Backend
 from ..numerics.diagnostics import summarize
+from . import activations
 from .sampling import run_sampler
 
 
@@ -101,16 +102,21 @@ class KernelSolve:
 
 
 def one_hidden_layer(width: int, input_dimension: int, *, readout_variance_total: float = 1.0,
-                     activation: str = "relu") -> Network:
-    """Units φ_i(x) = σ(w_i·x) with w_i = z_i/√d (z_i ~ N(0, I_d)), N = ``width`` of them, σ the ReLU (or the
-    identity, ``activation="linear"``), readout a_i ~ N(0, σ²/N) with σ² = ``readout_variance_total``: the
-    one-hidden-layer network whose kernel at large N is σ²·E_w[σ(w·x) σ(w·x')] (the arc-cosine kernel; x·x'/d for
-    the linear one). Its order parameter Q = Σ_i a_i² (the readout's squared norm, prior mean σ²) renormalises that
-    kernel, K ≈ Q·K₀ (Pacelli et al. 2023; exact at the saddle point for the linear network, Li & Sompolinsky 2021)."""
+                     activation: Any = "relu") -> Network:
+    """Units φ_i(x) = φ(w_i·x) with w_i = z_i/√d (z_i ~ N(0, I_d)), N = ``width`` of them, readout a_i ~ N(0, σ²/N)
+    with σ² = ``readout_variance_total``: the one-hidden-layer network whose kernel at large N is σ²·K₀,
+    K₀(x, x') = E_w[φ(w·x) φ(w·x')] for w ~ N(0, I/d) (:func:`nngp_kernel`: the arc-cosine kernel for ReLU, the
+    arcsine kernel for erf, x·x'/d for linear units). ``activation``: "relu" (default), "linear", "erf", "tanh", or
+    a sympy function of one variable (a ``sympy.Lambda``, a callable such as ``sympy.erf`` or ``lambda z: z**3``:
+    :func:`attnverify.saddle.activations.activation`); the features φ(XZᵀ/√d) and their vector–Jacobian product
+    (dΦ ⊙ φ'(XZᵀ/√d))ᵀX/√d are generated from it. Its order parameter Q = Σ_i a_i² (the readout's squared norm,
+    prior mean σ²) renormalises that kernel, K ≈ Q·K₀ (Pacelli et al. 2023; exact at the saddle point for the linear
+    network, Li & Sompolinsky 2021)."""
     width = arguments.integer("width", width, 1)
     d = arguments.integer("input_dimension", input_dimension, 1)
     sigma2 = arguments.positive("readout_variance_total", readout_variance_total)
-    linear = arguments.one_of("activation", activation, ("relu", "linear")) == "linear"
+    unit = activations.activation(activation)
+    slope = unit.constant_slope  # a number for linear units: the VJP needs no preactivations
     scale = 1.0 / np.sqrt(d)
 
     def preactivations(Z, X):  # X Zᵀ/√d (C, P, N), scaled in place (the bits of scale·(X Zᵀ))
@@ -118,14 +124,15 @@ def one_hidden_layer(width: int, input_dimension: int, *, readout_variance_total
         u *= scale
         return u
 
-    def features(Z, X):  # Z (C, N, d), X (P, d) → σ(X Zᵀ/√d) (C, P, N)
-        u = preactivations(Z, X)
-        if not linear:
-            u *= u > 0
-        return u
+    def features(Z, X):  # Z (C, N, d), X (P, d) → φ(X Zᵀ/√d) (C, P, N); linear units: the preactivations themselves
+        return unit.values(preactivations(Z, X))
 
-    def features_vjp(Z, X, dF):
-        dZ = (dF if linear else dF * (preactivations(Z, X) > 0)).transpose(0, 2, 1) @ X[None]  # (C, N, d)
+    def features_vjp(Z, X, dF):  # (dF ⊙ φ'(X Zᵀ/√d))ᵀ X/√d (C, N, d); a slope of 1 multiplies nothing
+        if slope is None:
+            chained = dF * unit.slopes(preactivations(Z, X))
+        else:
+            chained = dF if slope == 1.0 else slope * dF
+        dZ = chained.transpose(0, 2, 1) @ X[None]
         dZ *= scale
         return dZ
 
@@ -133,6 +140,12 @@ def one_hidden_layer(width: int, input_dimension: int, *, readout_variance_total
         return {"Q": second_moment.trace(axis1=1, axis2=2)}
 
     return Network(features, features_vjp, (width, d), sigma2 / width, order_parameters)
+
+
+def nngp_kernel(X, Y=None, *, activation: Any = "relu"):
+    """K₀(x_i, y_j) = E_w[φ(w·x_i) φ(w·y_j)] for w ~ N(0, I/d): the kernel of :func:`one_hidden_layer`'s units per
+    unit of readout variance (:func:`attnverify.saddle.activations.nngp_kernel`, closed forms where they exist)."""
+    return activations.nngp_kernel(X, Y, activation=activation)
 
 
 class CollapsedNetworkPosterior:
