@@ -70,9 +70,26 @@ def curve_data(label: str, x, theory, theory_x, estimates) -> tuple[list, list, 
     return x, theory, theory_x, means, errors
 
 
+def extra_curves(label: str, curves) -> list[dict]:
+    """More theory curves, each ``(name, x, values)``, as ``{"label", "x", "values"}`` float lists, every one finite
+    and the lengths matching, else a ValueError naming the figure and the curve."""
+    import numpy as np
+
+    out = []
+    for entry in curves:
+        if not (isinstance(entry, tuple) and len(entry) == 3 and isinstance(entry[0], str)):
+            raise TypeError(f"figure {label}: curves must be (label, x, values) tuples, got {entry!r:.80}")
+        name, x, values = entry[0], np.asarray(entry[1], dtype=float).ravel(), np.asarray(entry[2], float).ravel()
+        if x.shape != values.shape or not (np.all(np.isfinite(x)) and np.all(np.isfinite(values))):
+            raise ValueError(f"figure {label}: curve {name!r} needs as many finite values as x, got {values.size} "
+                             f"for {x.size}")
+        out.append({"label": name, "x": x.tolist(), "values": values.tolist()})
+    return out
+
+
 def theory_vs_simulation(out_dir: str | Path, filename: str, *, x, theory, estimates, caption: str,
                          xlabel: str = "x", ylabel: str = "value", title: str = "", z: float = 2.0,
-                         theory_x=None) -> Figure:
+                         theory_x=None, theory_label: str = "theory", curves=()) -> Figure:
     """The common figure of a claim: a theory curve against Monte Carlo points with ± z·SE error bars.
 
     ``estimates`` are :class:`~attnverify.numerics.statistics.Estimate` (mean, standard error) at ``x``;
@@ -80,9 +97,12 @@ def theory_vs_simulation(out_dir: str | Path, filename: str, *, x, theory, estim
     figure's data (results.json), and the caption says what the error bars are.
     """
     x, theory, theory_x, means, errors = curve_data(filename, x, theory, theory_x, estimates)
+    more = extra_curves(filename, curves)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
-    ax.plot(theory_x, theory, "-", color="C0", label="theory")
+    ax.plot(theory_x, theory, "-", color="C0", label=theory_label)
+    for k, curve in enumerate(more):
+        ax.plot(curve["x"], curve["values"], "s--", color=f"C{k + 1}", ms=5, label=curve["label"])
     ax.errorbar(x, means, yerr=[z * e for e in errors], fmt="o", color="k", ms=4, capsize=3,
                 label=f"Monte Carlo (± {z:g} SE)")
     ax.set_xlabel(xlabel)
@@ -93,4 +113,4 @@ def theory_vs_simulation(out_dir: str | Path, filename: str, *, x, theory, estim
     ax.grid(True, alpha=0.3)
     return save_figure(fig, out_dir, filename, f"{caption} Error bars: ± {z:g} standard errors.",
                        {"x": x, "theory_x": theory_x, "theory": theory, "mean": means, "standard_error": errors,
-                        "error_bar_z": z})
+                        "error_bar_z": z, **({"theory_label": theory_label, "curves": more} if more else {})})

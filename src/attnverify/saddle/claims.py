@@ -387,12 +387,117 @@ def _widths_note(declaration: SaddlePointAction, action_values: Mapping[str, Any
     return ", ".join(f"{w.name} = {int(action_values[w.name])}" for w in declaration.widths)
 
 
+def prediction_at(s: SaddleSetting, action_values: dict, temperature: float, data: Mapping, backend=None):
+    """The action's own posterior mean of its order parameters at ``action_values`` (:func:`~attnverify.saddle.
+    posterior_mean`, method "auto": the quadrature for at most three scalars, else the next order of the Laplace
+    expansion), each with its stated error and the saddle point beside it."""
+    from .beyond import posterior_mean
+
+    return posterior_mean(s.declaration, data, temperature=temperature, method="auto", backend=backend,
+                          **action_values)
+
+
+PREDICTION_SOURCE = {"quadrature": "quadrature", "laplace": "next-order Laplace"}
+"""How the allowance names the source of the prediction's error, by :attr:`Prediction.method`."""
+
+
+def _shown(value) -> str:
+    """A float or a matrix at 4 decimals; an error or allowance (below 1e-3) in 2 significant digits."""
+    value = np.asarray(value, dtype=float)
+    if value.ndim == 0:
+        return f"{float(value):.4f}" if abs(float(value)) >= 1e-3 else f"{float(value):.2g}"
+    return str(np.round(value, 4).tolist())
+
+
+def _one_z(z: np.ndarray) -> str:
+    """The z of the MCSE as printed: one number where every entry has the same (the usual: the project's 5)."""
+    z = np.asarray(z, dtype=float)
+    return f"{float(z.max()):.3g}" if np.ptp(z) == 0 else f"{float(z.min()):.3g}–{float(z.max()):.3g}"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One order parameter's sampled mean against the action's prediction: the gap, the allowance z·MCSE + the
+    prediction's stated error (per entry), and the saddle point's gap beside it, in units of the same allowance."""
+
+    name: str
+    holds: bool
+    worst: float          # max over entries of |sampled − prediction| / allowance
+    saddle_worst: float   # the same for the saddle point alone: what comparing with it would have said
+    note: str
+    figures: dict
+
+
+def compare_with_prediction(name: str, summary, prediction) -> Comparison:
+    """``summary`` (a :class:`~attnverify.numerics.diagnostics.ChainSummary` of the sampled order parameter) against
+    the action's own prediction (a :class:`~attnverify.saddle.beyond.Prediction`): holds where every entry's gap
+    |sampled − E[u]| is within z·MCSE + the prediction's stated error, z from :meth:`ChainSummary.mcse_z` (at least
+    5; Student's t with Bonferroni over the entries). The false-alarm rate where the action is exact is that of the
+    z·MCSE bound alone (the stated error covers the prediction's own), ≤ the project's FALSE_ALARM per summary."""
+    mean, error = np.asarray(prediction.mean[name], dtype=float), np.abs(np.asarray(prediction.error[name], float))
+    saddle = np.asarray(prediction.saddle[name], dtype=float)
+    sampled, mcse, z = np.asarray(summary.mean, dtype=float), np.asarray(summary.mcse, float), summary.mcse_z()
+    monte_carlo = z * mcse
+    allowed = monte_carlo + error
+    gap, saddle_gap = np.abs(sampled - mean), np.abs(sampled - saddle)
+    worst, saddle_worst = float(np.max(gap / allowed)), float(np.max(saddle_gap / allowed))
+    source = PREDICTION_SOURCE[prediction.method]
+    note = (f"{name}: sampled {_shown(sampled)} ± {_shown(mcse)} against the action's prediction {_shown(mean)} "
+            f"({source}), the saddle point {_shown(saddle)}; allowance {_one_z(z)} MCSE = {_shown(monte_carlo)} + "
+            f"prediction error {_shown(error)} ({source}) = {_shown(allowed)}; gap {_shown(gap)}, "
+            f"{worst:.3g}× the allowance (the saddle point alone: {saddle_worst:.3g}×)")
+    if prediction.method == "laplace":
+        note += ("; beyond the Monte Carlo error the allowance rests only on the next-order Laplace expansion's "
+                 "estimate of its own O(1/N²) term (by the expansion's scaling, not a bound)")
+    figures = {f"{name}_gap_over_allowance": worst, f"{name}_saddle_gap_over_allowance": saddle_worst}
+    if mean.ndim == 0:
+        figures.update({f"{name}_sampled": float(sampled), f"{name}_mcse": float(mcse),
+                        f"{name}_prediction": float(mean), f"{name}_prediction_error": float(error),
+                        f"{name}_saddle": float(saddle), f"{name}_allowance": float(allowed)})
+    return Comparison(name, bool(np.all(gap <= allowed)), worst, saddle_worst, note, figures)
+
+
+def _compare_with_budget(name: str, summary, theory: Mapping, shifted: Mapping, D: int, width: int) -> Comparison:
+    """The generalisation error (no prediction of it beyond the saddle point yet) against the saddle point's within
+    z MCSE + the O(1/N) budget of :func:`_finite_width_budget`."""
+    U = theory[name]
+    budget = _finite_width_budget(U, shifted[name], D, width)
+    allowed = summary.mcse_z() * summary.mcse + budget
+    gap = np.abs(np.asarray(summary.mean) - U)
+    worst = float(np.max(gap / allowed))
+    note = (f"{name}: sampled {_shown(summary.mean)} ± {_shown(summary.mcse)}, the saddle point {_shown(U)}; "
+            f"allowance {_one_z(summary.mcse_z())} MCSE + the O(1/N) budget {_shown(budget)} = {_shown(allowed)}")
+    return Comparison(name, bool(np.all(gap <= allowed)), worst, worst, note, {})
+
+
+def _comparisons(s: SaddleSetting, sampled, action_values: dict, temperature: float, data: Mapping, width: int,
+                 test_error: bool, backend) -> list[Comparison]:
+    """Each recorded quantity the claim judges: the order parameters against the action's prediction
+    (:func:`compare_with_prediction`), or with ``test_error`` the generalisation error against the saddle point's
+    (:func:`_compare_with_budget`)."""
+    from .network import GENERALISATION_ERROR
+
+    names = [name for name in sampled.summaries if (name == GENERALISATION_ERROR) == test_error]
+    declared = {op.name for op in s.declaration.order_parameters}
+    unknown = [name for name in names if name not in declared and name != GENERALISATION_ERROR]
+    if unknown:
+        raise ValueError(f"the network estimates {unknown[0]!r}, which the action does not declare")
+    if not test_error:
+        prediction = prediction_at(s, action_values, temperature, data, backend)
+        return [compare_with_prediction(name, sampled.summaries[name], prediction) for name in names]
+    D = s.wishart_size
+    theory = theory_at(s, action_values, temperature, data, backend)
+    shifted = theory_at(s, s.declaration.with_widths(action_values, lambda n: n - D - 1), temperature, data, backend)
+    return [_compare_with_budget(name, sampled.summaries[name], theory, shifted, D, width) for name in names]
+
+
 def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool = False) -> Callable:
     """Networks sampled from the posterior (the readout integrated out, :mod:`attnverify.saddle.network`) have the
-    theory's order parameters (``test_error``: its generalisation error on the data's test inputs, :data:`TEST_KEYS`)
-    within z MCSE + the O(1/N) budget of :func:`_finite_width_budget`, as the built-in attention-path claim has it.
-    Unconverged chains (R-hat/ESS gate, over every quantity recorded) make the example inconclusive."""
-    from .network import GENERALISATION_ERROR
+    action's own posterior mean of the order parameters (:func:`prediction_at`: quadrature or next-order Laplace)
+    within z MCSE + that prediction's stated error (:func:`compare_with_prediction`), the saddle point printed
+    beside it; with ``test_error``, their generalisation error on the data's test inputs (:data:`TEST_KEYS`) the
+    saddle point's within z MCSE + the O(1/N) budget of :func:`_finite_width_budget`. Unconverged chains (R-hat/ESS
+    gate, over every quantity recorded) make the example inconclusive."""
     from .sampling import sampler_size
 
     def check(p, ctx) -> Evidence:
@@ -401,34 +506,22 @@ def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool
         if width <= D + 1:
             raise ValueError(f"every width must exceed {D + 1} (the Wishart shift N − D − 1) for the sampled "
                              f"networks, got {_widths_note(s.declaration, action_values)}")
-        theory = theory_at(s, action_values, temperature, data, ctx.backend)
-        shifted = theory_at(s, s.declaration.with_widths(action_values, lambda n: n - D - 1), temperature, data,
-                            ctx.backend)
         sampled = _sample(s, made, data, temperature, int(ctx.rng.integers(2**31)), ctx.backend,
                           sampler_size(ctx.backend, **ctx.choose(**SAMPLING)), test_error)
-        conditions, worst, notes = {}, 0.0, []
+        compared = _comparisons(s, sampled, action_values, temperature, data, width, test_error, ctx.backend)
+        within = "prediction error" if not test_error else "budget"
+        conditions = {f"{c.name} within z MCSE + {within}": c.holds for c in compared}
         converged = all(summary.converged for summary in sampled.summaries.values())
-        for name, summary in sampled.summaries.items():
-            if (name == GENERALISATION_ERROR) != test_error:
-                continue
-            if name not in theory:
-                raise ValueError(f"the network estimates {name!r}, which the action does not declare")
-            U = theory[name]
-            budget = _finite_width_budget(U, shifted[name], D, width)
-            allowed = summary.mcse_z() * summary.mcse + budget
-            gap = np.abs(np.asarray(summary.mean) - U)
-            conditions[f"{name} within z MCSE + budget"] = bool(np.all(gap <= allowed))
-            worst = max(worst, float(np.max(gap / allowed)))
-            notes.append(f"{name}: sampled {np.round(summary.mean, 4).tolist()} ± {np.round(summary.mcse, 4).tolist()}, "
-                         f"theory {np.round(U, 4).tolist()}, budget {np.round(budget, 4).tolist()}")
         conditions["the sampler converged (R-hat, ESS)"] = converged
+        worst = max((c.worst for c in compared), default=0.0)
         return Evidence(holds=all(conditions.values()), relation="custom", conditions=conditions,
                         inconclusive="" if converged else "the sampler has not converged: its Monte Carlo errors do "
                                                           "not count, for the theory or against it; draw more",
                         note=f"max gap/allowed {worst:.3g} at {_widths_note(s.declaration, action_values)}: "
-                             + "; ".join(notes),
+                             + "; ".join(c.note for c in compared),
                         figures={"width": width, "worst": worst, "acceptance": sampled.acceptance,
-                                 "divergences": sampled.divergences})
+                                 "divergences": sampled.divergences,
+                                 **{k: v for c in compared for k, v in c.figures.items()}})
     return check
 
 
@@ -542,15 +635,60 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
             return dict(x=[], estimates=[], theory=curve, theory_x=theory_x, xlabel=f"1/{width_name}",
                         ylabel=label, caption=f"{label}: the saddle point {limit}; the network estimates no {kernel}, "
                                               "so no sampled networks are drawn.")
+        predictions = [prediction_at(s, {**action_values, width_name: float(w)}, temperature, data)
+                       for w in sampled_widths]
+        predicted = [scalar(one.mean[kernel]) for one in predictions]
+        saddles = [scalar(one.saddle[kernel]) for one in predictions]
+        source = PREDICTION_SOURCE[predictions[0].method]
         return dict(
             x=[1.0 / w for w in sampled_widths], estimates=estimates, theory=curve, theory_x=theory_x,
-            xlabel=f"1/{width_name}", ylabel=label,
-            caption=f"{label}: the saddle point {limit} against networks sampled from the posterior at "
-                    f"{width_name} = {', '.join(map(str, widths))} (HMC, readout integrated out; Markov chain "
-                    "standard errors, from the effective sample size). "
+            xlabel=f"1/{width_name}", ylabel=label, theory_label="saddle point",
+            curves=((f"the action's prediction ({source})", [1.0 / w for w in sampled_widths], predicted),),
+            caption=f"{label}: the saddle point {limit}, the action's own posterior mean ({source}, at the sampled "
+                    f"widths; largest stated error {max(float(np.max(one.error[kernel])) for one in predictions):.2g}) "
+                    f"and networks sampled from the posterior at {width_name} = "
+                    f"{', '.join(map(str, sampled_widths))} (HMC, readout integrated out; Markov chain standard "
+                    "errors, from the effective sample size). "
+                    + gap_order_sentence(sampled_widths, [e.mean for e in estimates],
+                                         [e.standard_error for e in estimates], saddles, width_name) + " "
                     + (f"Not converged (R-hat/ESS) at {width_name} = {unconverged}." if unconverged
                        else "Every width passed the R-hat/ESS gate."))
     return figure
+
+
+RESOLVED_GAP = 3.0
+"""A gap between networks and saddle point enters the width fit only where it exceeds this many of its standard
+errors (its logarithm's error, SE/gap, is then below 1/3 and the linearised error of the log holds)."""
+
+
+def gap_slope(widths, sampled, errors, saddle) -> tuple[float, float] | None:
+    """(slope, standard error) of ln|sampled − saddle| against ln N over the widths, by weighted least squares with
+    the linearised variance (SE/gap)² of each log gap (the saddle values exact): the order at which the theory's gap
+    closes, −1 where the saddle point is right to O(1/N) and its O(1/N) term does not vanish. None where fewer than
+    two gaps exceed :data:`RESOLVED_GAP` standard errors (the slope is not resolved)."""
+    widths, sampled = np.asarray(widths, dtype=float), np.asarray(sampled, dtype=float)
+    errors, gaps = np.asarray(errors, dtype=float), np.abs(sampled - np.asarray(saddle, dtype=float))
+    kept = gaps > RESOLVED_GAP * errors
+    if kept.sum() < 2:
+        return None
+    x, y, w = np.log(widths[kept]), np.log(gaps[kept]), (gaps[kept] / errors[kept]) ** 2
+    centre = np.sum(w * x) / np.sum(w)
+    spread = float(np.sum(w * (x - centre) ** 2))
+    slope = float(np.sum(w * (x - centre) * y) / spread)
+    return slope, float(np.sqrt(1.0 / spread))
+
+
+def gap_order_sentence(widths, sampled, errors, saddle, width_name: str) -> str:
+    """The caption's sentence on :func:`gap_slope`: the fitted slope ± its standard error against the −1 of a
+    saddle point right to O(1/N), or why none is given."""
+    fitted = gap_slope(widths, sampled, errors, saddle)
+    if fitted is None:
+        return (f"The gap between networks and saddle point is resolved (> {RESOLVED_GAP:g} SE) at fewer than two "
+                f"widths: no slope is fitted.")
+    slope, error = fitted
+    return (f"The gap between networks and saddle point falls as {width_name}^({slope:.3g} ± {error:.2g}) (fitted "
+            f"slope of ln|gap| against ln {width_name} ± its standard error; a saddle point right to O(1/{width_name}) "
+            f"gives −1, {abs(slope + 1) / error:.1f} SE away).")
 
 
 EQUATIONS_SHOWN = 12

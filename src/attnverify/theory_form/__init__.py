@@ -261,12 +261,15 @@ class Theory:
         action's and the data function's parameters, the width an integer, returning an
         :class:`attnverify.saddle.network.Network`) and the data's raw ``inputs``, also
         ``network_gradient_matches_finite_differences`` (its vector–Jacobian product against central differences)
-        and ``sampled_networks_match_theory`` (networks sampled from the posterior have the theory's order parameters
-        within z MCSE + an O(1/N) budget); with ``test_error`` also
+        and ``sampled_networks_match_theory`` (networks sampled from the posterior have the action's own posterior
+        mean of the order parameters, :func:`attnverify.saddle.posterior_mean`, within z MCSE + its stated error);
+        with ``test_error`` also
         ``sampled_networks_generalise_as_theory``, the same for the generalisation error on the data's
         ``test_inputs`` and ``y_test`` (and ``C_test`` and ``C_test_diagonal``, or ``X_test``, for the theory).
         ``figure`` (with ``network``): one value for every parameter and a sequence of widths for the width, drawn as
-        each order parameter against 1/N (one figure each; a matrix by its trace), theory against sampled networks.
+        each order parameter against 1/N (one figure each; a matrix by its trace): the saddle point, the action's
+        own prediction and sampled networks, the caption giving the fitted slope of log|networks − saddle| against
+        log N with its standard error.
         ``expect``: a verdict other than "holds" for some of these claims, by name (e.g. ``{"sampled_networks_match_theory": "refuted"}``
         for an approximation the networks are known to leave). Strategies for every action parameter, ``temperature`` and
         every data parameter; ``name`` prefixes the claims' names (two actions in one theory)."""
@@ -314,9 +317,10 @@ class Theory:
                              "(steps h, h/2, h/4) plus round-off, at prior weights."))
                 made.append(("sampled_networks_match_theory", saddle_claims.sampled_networks_match(s, network),
                              "Networks sampled from the posterior (HMC, the readout integrated out exactly) have the "
-                             "theory's order parameters within z MCSE (z ≥ 5) + an O(1/N) budget, per entry the larger "
-                             "of (D + 1)/N·√(U_ii U_jj) (|U| for a scalar) and |U(N) − U(N − D − 1)|; unconverged "
-                             "chains are inconclusive."))
+                             "action's own posterior mean of the order parameters under e^{−S} (quadrature for at "
+                             "most three scalars, else the next order of the Laplace expansion) within z MCSE "
+                             "(z ≥ 5) + that prediction's stated error; the saddle point is printed beside it; "
+                             "unconverged chains are inconclusive."))
             if test_error:
                 made.append(("sampled_networks_generalise_as_theory",
                              saddle_claims.sampled_networks_match(s, network, test_error=True),
@@ -481,7 +485,8 @@ class Theory:
                                 f"{type(data).__name__}")
             figures.append(theory_vs_simulation(out_dir, f"{self.name}_{item.name}.png", x=data.x,
                                                 theory=data.theory, theory_x=data.theory_x, estimates=data.estimates,
-                                                xlabel=data.xlabel, ylabel=data.ylabel, caption=data.caption))
+                                                xlabel=data.xlabel, ylabel=data.ylabel, caption=data.caption,
+                                                theory_label=data.theory_label, curves=data.curves))
         return figures
 
     def __repr__(self) -> str:

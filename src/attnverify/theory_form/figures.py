@@ -21,11 +21,16 @@ class TheoryVsSimulation:
     theory_x: Any = None
     xlabel: str = "x"
     ylabel: str = "value"
+    theory_label: str = "theory"
+    curves: tuple = ()
+    """More theory curves beside the first, each ``(label, x, values)`` (e.g. a prediction beyond the saddle point
+    at the sampled widths), drawn as markers and kept in results.json."""
 
     def __post_init__(self) -> None:
-        from ..report.figures import curve_data
+        from ..report.figures import curve_data, extra_curves
 
         curve_data(repr(self.caption[:40]), self.x, self.theory, self.theory_x, self.estimates)
+        extra_curves(repr(self.caption[:40]), self.curves)
 
 
 @dataclass
