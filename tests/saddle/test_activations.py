@@ -113,7 +113,7 @@ GRID = dict(a=np.array([0.0, 1e-3, 0.2, 1.0, 3.0, 25.0]), b=np.array([0.5, 1.0, 
 """Variances |x|²/d, |y|²/d and correlations cos θ, the ends included (x = 0, x ∥ ±y)."""
 
 
-@pytest.mark.parametrize("name", ["relu", "linear", "erf", "cube"])
+@pytest.mark.parametrize("name", ["relu", "linear", "erf", pytest.param("cube", marks=pytest.mark.thorough)])
 def test_closed_forms_equal_the_quadrature_over_sectors(name):
     """The closed form (arc-cosine, x·y/d, arcsine, Gaussian moments of z³) against the float64 quadrature of
     E[φ(u)φ(v)] over sectors, on the grid: within the quadrature's own error estimate plus 4 ulps of the scale, and

@@ -64,6 +64,7 @@ def _note(result) -> str:
     return result.examples[0].evidence.note
 
 
+@pytest.mark.thorough  # 13–15 s of sampling: the quick tier's comparisons are examples/linear_network.py's claims
 def test_linear_networks_match_the_actions_prediction_and_the_allowance_is_printed():
     """Linear units at the relu example's setting (quick: 8 chains × 500 draws, MCSE ≈ 0.0026): the networks within
     5 MCSE + the quadrature's error of the prediction 2.4371, the message giving the allowance with its source and
@@ -86,6 +87,7 @@ def test_a_planted_ten_percent_error_in_the_coefficient_of_ln_q_is_refuted():
     assert "against the action's prediction 2.5367 (quadrature)" in _note(result)
 
 
+@pytest.mark.thorough  # 13–15 s of sampling: the quick tier's comparisons are examples/linear_network.py's claims
 def test_at_thorough_precision_the_prediction_holds_where_the_saddle_point_alone_is_refuted():
     """8 chains × 2000 draws (≈ 10 s; MCSE ≈ 0.0013, 5 MCSE ≈ 0.0067; measured 2.4361 ± 0.0013): the networks within the allowance of the
     prediction 2.4371 (issue: NUTS 2.4377 ± 0.0009), and 0.0164 from the saddle point, outside it (≈ 2.5×)."""
@@ -102,6 +104,7 @@ def test_at_thorough_precision_the_prediction_holds_where_the_saddle_point_alone
     assert compared.saddle_worst > 1.0, compared.note
 
 
+@pytest.mark.thorough  # 13–15 s of sampling: the quick tier's comparisons are examples/linear_network.py's claims
 def test_the_relu_example_is_refuted_against_the_actions_prediction():
     """examples/relu_saddle.py's ``networks`` (ReLU units): the networks (≈ 3.32) are far from the action's own
     prediction 4.3045 (quadrature), the claim refuted as the example declares; the saddle 4.2896 printed beside."""
