@@ -62,7 +62,7 @@ def test_generated_features_are_the_activation_and_their_vjp_equals_finite_diffe
         assert _against_differences(analytic, inner, Z[c].ravel(), max(abs(inner(Z[c].ravel())), 1.0)) <= 1.0
 
 
-@pytest.mark.parametrize("name", ["erf", "tanh", "hard_tanh"])
+@pytest.mark.parametrize("name", ["relu", "erf", "tanh", "hard_tanh"])
 def test_the_collapsed_gradient_of_a_generated_network_equals_finite_differences(name):
     X = _inputs(P=6)
     y = np.tanh(X @ np.array([1.0, -0.5, 0.3]))

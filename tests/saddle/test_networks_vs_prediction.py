@@ -1,4 +1,4 @@
-"""``sampled_networks_match_theory`` against the action's own prediction (issue 50, part 2): sampled networks compared
+"""``sampled_networks_match_theory`` against the action's own prediction: sampled networks compared
 with the posterior mean of the order parameters under e^{−S} (:func:`attnverify.saddle.posterior_mean`) within
 z MCSE + that prediction's stated error, the allowance printed with its source and the saddle point beside it.
 
@@ -30,7 +30,7 @@ from attnverify.theories.catalogue import load_user_module
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SETTING = dict(N=38, sigma2=1.5, temperature=0.1, P=30, d=11, seed=6)
-"""examples/relu_saddle.py's ``networks`` setting (issue 50)."""
+"""examples/relu_saddle.py's ``networks`` setting."""
 
 
 def _teacher(P, d, seed):
@@ -90,7 +90,7 @@ def test_a_planted_ten_percent_error_in_the_coefficient_of_ln_q_is_refuted():
 @pytest.mark.thorough  # 13–15 s of sampling: the quick tier's comparisons are examples/linear_network.py's claims
 def test_at_thorough_precision_the_prediction_holds_where_the_saddle_point_alone_is_refuted():
     """8 chains × 2000 draws (≈ 10 s; MCSE ≈ 0.0013, 5 MCSE ≈ 0.0067; measured 2.4361 ± 0.0013): the networks within the allowance of the
-    prediction 2.4371 (issue: NUTS 2.4377 ± 0.0009), and 0.0164 from the saddle point, outside it (≈ 2.5×)."""
+    prediction 2.4371 (an independent NUTS of the full network: 2.4377 ± 0.0009), and 0.0164 from the saddle point, outside it (≈ 2.5×)."""
     from attnverify.saddle.network import one_hidden_layer, sample_order_parameters
 
     example = load_user_module(EXAMPLES / "relu_saddle.py")
