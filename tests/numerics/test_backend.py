@@ -1,5 +1,5 @@
 """Backend helpers: the batched triangular solve on both of its paths (batched LU for small n, triangular
-solves chain by chain beyond)."""
+solves chain by chain beyond), and the solve with one factor."""
 
 import numpy as np
 import pytest
@@ -21,6 +21,25 @@ def test_solve_lower_solves_every_chain(n, transpose):
     out = be.solve_lower(L, shared, transpose=transpose, shared=True)
     assert out.shape == (3, n, 2)
     np.testing.assert_allclose(M @ out, np.broadcast_to(shared, (3, n, 2)), atol=1e-12)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("transpose", [False, True])
+def test_solve_lower_of_one_factor_is_the_left_triangular_solve(order, transpose):
+    """One L (n, n): the right-side BLAS solve on Bᵀ gives scipy's left solve L⁻¹B (L⁻ᵀB) to round-off, for a
+    matrix B in either memory order and a vector b."""
+    from scipy.linalg import solve_triangular
+
+    be = get_backend("numpy")
+    rng = np.random.default_rng(7)
+    n = 90
+    A = rng.normal(size=(n, n))
+    L = np.linalg.cholesky(A @ A.T + n * np.eye(n))
+    for rhs in (np.asarray(rng.normal(size=(n, 13)), order=order), rng.normal(size=n)):
+        expected = solve_triangular(L, rhs, lower=True, trans=int(transpose))
+        solved = be.solve_lower(L, rhs, transpose=transpose)
+        assert solved.shape == rhs.shape
+        np.testing.assert_allclose(solved, expected, rtol=0, atol=1e-13 * np.abs(expected).max())
 
 
 def test_only_the_command_line_reads_the_environment(monkeypatch):

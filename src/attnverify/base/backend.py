@@ -98,11 +98,16 @@ class Backend:
 
     def solve_lower(self, factor: Any, rhs: Any, *, transpose: bool = False, shared: bool = False) -> Any:
         """L⁻¹B (or L⁻ᵀB) for a batch of lower-triangular L (C, n, n) and B (C, n, …), or one B (n, …) for all
-        when ``shared``. For n > 64, triangular solves chain by chain (n²k flops for k right-hand sides;
-        ``xp.linalg.solve`` would factorise L again by LU, ≈ 2n²k + ⅔n³); for small n, where a Python loop
-        over many chains costs more than the arithmetic, one batched ``xp.linalg.solve``; on cupy always the batched
-        solve, whose launches do not grow with the chains."""
+        when ``shared``; for one L (n, n) and B (n, k) or (n,), one triangular solve (on numpy
+        :func:`_lower_solve_one`). For a batch with n > 64, triangular solves chain by chain (n²k flops for k
+        right-hand sides; ``xp.linalg.solve`` would factorise L again by LU, ≈ 2n²k + ⅔n³); for small n, where a
+        Python loop over many chains costs more than the arithmetic, one batched ``xp.linalg.solve``; on cupy
+        always the batched solve, whose launches do not grow with the chains."""
         xp = self.xp
+        if factor.ndim == 2:
+            if self.name == "numpy":
+                return _lower_solve_one(factor, rhs, transpose)
+            return self.solve_triangular(factor, rhs, lower=True, trans=1 if transpose else 0)
         if factor.shape[-1] <= 64 or self.name != "numpy":
             L = xp.swapaxes(factor, -1, -2) if transpose else factor
             B = xp.broadcast_to(rhs, factor.shape[:1] + rhs.shape) if shared else rhs
@@ -122,6 +127,21 @@ class Backend:
                                   else f"illegal value in argument {-info} of trtrs")
             solved.append(x)
         return xp.stack(solved)
+
+
+def _lower_solve_one(factor: np.ndarray, rhs: np.ndarray, transpose: bool) -> np.ndarray:
+    """L⁻¹B (L⁻ᵀB) for one lower-triangular L (n, n) and a C-ordered B (n, k), as BLAS ``trsm`` from the right
+    on Bᵀ, which is B's own buffer in Fortran order: Zᵀ = Bᵀ L⁻ᵀ (Bᵀ L⁻¹). A solve from the left, as LAPACK's
+    ``trtrs`` does it, first copies B to Fortran order, and OpenBLAS's left solve on that copy measured 11–13 ms
+    against 10 ms for the right solve at n = 600, k = 1,024 (one thread): the same n²k flops either way."""
+    from scipy.linalg import get_blas_funcs
+
+    rhs = np.ascontiguousarray(rhs, dtype=np.result_type(factor, rhs, np.float64))
+    vector = rhs.ndim == 1
+    B = rhs[:, None] if vector else rhs
+    (trsm,) = get_blas_funcs(("trsm",), (factor, B))
+    solved = trsm(1.0, factor, B.T, side=1, lower=1, trans_a=0 if transpose else 1).T
+    return solved[:, 0] if vector else solved
 
 
 HOST_ELEMENTS = 100_000

@@ -94,7 +94,9 @@ def hessian_from_feature_blocks(M: np.ndarray, x: np.ndarray) -> np.ndarray:
     N0, paths = x.shape
     F = M.transpose(0, 2, 1, 3).reshape(N0 * N0, paths * paths)
     trace = (F.T @ F).reshape((paths,) * 4).transpose(3, 1, 0, 2)
-    labels = np.einsum("ia,ibjc,jd->abcd", x, M, x, optimize=True)
+    # Σ_i x[i,a] M[i,b,j,c] as one (𝓗 × N0)·(N0 × 𝓗N0𝓗) product, then Σ_j … x[j,d] as another
+    left = (x.T @ M.reshape(N0, -1)).reshape(paths, paths, N0, paths)
+    labels = left.transpose(0, 1, 3, 2) @ x
     return _symmetric_pairs(2.0 * labels - trace)
 
 
@@ -292,15 +294,16 @@ class FeatureKernelEnergy(_Energy):
         G = _add_to_diagonal(be, self.kernel(R), self.temperature)
         L = _cholesky(be, G)
         r = _cho_solve(be, L, self.y)
-        Z = be.solve_triangular(L, self.X.reshape(self.P, -1), lower=True, check_finite=False)
+        Z = be.solve_lower(L, self.X.reshape(self.P, -1))
         return 2.0 * xp.sum(xp.log(xp.diag(L))), float(self.y @ r), r, Z
 
     def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
         logdet, fit, r, Z = self._at_point(R)
         xp = self.backend.xp
-        Z = Z.reshape(self.X.shape)
-        Xr = xp.einsum("pia,p->ia", self.X, r)
-        grad = xp.einsum("pia,pib->ab", Z, Z) - Xr.T @ Xr
+        # Σ_{p,i} Z[p,i,a] Z[p,i,b] and Σ_p X[p,i,a] r[p], each one BLAS product on the flattened arrays
+        Z = Z.reshape(-1, self.paths)
+        Xr = (r @ self.X.reshape(self.P, -1)).reshape(self.N0, self.paths)
+        grad = Z.T @ Z - Xr.T @ Xr
         return float(logdet + fit), _symmetric(self.backend.to_numpy(grad))
 
     def hessian(self, R: np.ndarray) -> np.ndarray:
@@ -309,7 +312,7 @@ class FeatureKernelEnergy(_Energy):
         _, _, r, Z = self._at_point(R)
         be = self.backend
         M = be.to_numpy(Z.T @ Z).reshape(self.N0, self.paths, self.N0, self.paths)
-        return hessian_from_feature_blocks(M, be.to_numpy(be.xp.einsum("pia,p->ia", self.X, r)))
+        return hessian_from_feature_blocks(M, be.to_numpy(r @ self.X.reshape(self.P, -1)).reshape(self.N0, self.paths))
 
     def entry_third_derivative(self, R: np.ndarray) -> np.ndarray:
         """∂³E/∂u_k∂u_l∂u_m over the independent entries of U at U = R Rᵀ in the P × P kernel space (here
