@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 import sympy
 
 from claim_helpers import run_seed
@@ -55,6 +56,7 @@ def _one_layer_theory(entropy_factor: float = 0.5, *, activation: str = "linear"
     return [c for c in theory.claim_list() if c.name.endswith(suffix)][0]
 
 
+@pytest.mark.thorough  # 9 s of sampling: the quick tier compares linear networks in test_networks_vs_prediction.py
 def test_sampled_linear_networks_match_the_theory_and_refute_a_dropped_half():
     """N = 40 linear units, P = 30 inputs in d = 3, T = 0.05, labels of size ~3 (8 chains, 300 warm-up + 500 draws):
     the sampled Q = Σa² agrees with the action's own prediction within z MCSE + its quadrature error (measured at
@@ -120,6 +122,7 @@ def _shared_weight_heads(entropy_factor: float = 0.5, heads: int = 2, d: int = 3
     return [c for c in theory.claim_list() if c.name.endswith("sampled_networks_match_theory")][0]
 
 
+@pytest.mark.thorough  # 12 s of sampling: the quick tier compares a matrix U in attention_paths/test_beyond_saddle.py
 def test_a_matrix_order_parameter_of_the_users_own_network_matches_sampled_networks():
     """N = 30 units shared by 2 heads, P = 30, d = 3, T = 0.05, labels of size ~4 (8 chains × 500 draws): the sampled
     2 × 2 U agrees with the action's next-order Laplace prediction within z MCSE + its stated error, measured at

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from attnverify.saddle.network import CollapsedNetworkPosterior, Network
-from attnverify.theories.attention_paths.collapsed import chosen_representation, collapsed_posterior
+from attnverify.theories.attention_paths.collapsed import collapsed_posterior
 from attnverify.theories.attention_paths.features import path_kernels
 from attnverify.theories.attention_paths.posterior import network_posterior
 from theories.attention_paths.problems import random_features
@@ -93,11 +93,12 @@ def test_the_gradient_matches_finite_differences(p, representation):
 
 def test_auto_forms_the_kernels_only_while_they_are_small():
     X, y = random_features(20, 3, 4, 0)
-    post = network_posterior(X, y, heads=(2, 2), width=3, temperature=0.5)
-    assert chosen_representation(post) == "kernels"  # 8·(4·20)² bytes
+    post = collapsed_posterior(network_posterior(X, y, heads=(2, 2), width=3, temperature=0.5))
+    assert post.inputs.representation == "kernels"  # 8·(4·20)² bytes
     big_X, big_y = random_features(600, 2, 16, 0)  # C would be 8·(16·600)² = 737 MB
-    big = network_posterior(big_X, big_y, heads=(4, 4), width=3, temperature=0.5)
-    assert chosen_representation(big) == "features"
+    big = collapsed_posterior(network_posterior(big_X, big_y, heads=(4, 4), width=3, temperature=0.5))
+    assert big.inputs.representation == "features"
+    assert big.inputs._kernels is None  # and never formed them
 
 
 @pytest.mark.parametrize("representation", ["kernels", "features"])

@@ -25,20 +25,25 @@ E[f(x) | θ, D] = K_θ(x, X)α, whose average over draws of θ is the posterior 
 from __future__ import annotations
 
 from ...base import arguments
+from ...base.backend import array_module, get_backend, on_device
 from ...saddle.network import CollapsedNetworkPosterior, KernelSolve, Network
 from .features import path_kernels
-from .posterior import NetworkPosterior
+from .posterior import NetworkPosterior, PathLayers
 
 REPRESENTATIONS = ("auto", "kernels", "features")
 _KERNEL_BYTES = 64 * 2**20  # "auto" forms C up to this size
 
 
 class PathInputs:
-    """Path features X (P, N0, 𝓗) on the backend, with their path-path kernels times ``scale``, s²C (𝓗², P·P), made on
-    first use."""
+    """Path features X (P, N0, 𝓗) on their backend (that of the array given), the representation the kernel takes for
+    them (``"auto"`` resolved by :func:`resolved_representation`), and their path-path kernels times ``scale``,
+    s²C (𝓗², P·P), made on first use."""
 
-    def __init__(self, features, backend, scale: float):
-        self.features, self.backend, self.scale, self._kernels = backend.asarray(features), backend, scale, None
+    def __init__(self, features, scale: float, representation: str = "auto"):
+        self.backend = get_backend("cupy" if on_device(features) else "numpy")
+        self.features, self.scale, self._kernels = self.backend.asarray(features), scale, None
+        P, _, paths = self.features.shape
+        self.representation = resolved_representation(representation, paths, P)
 
     @property
     def kernels(self):
@@ -49,23 +54,23 @@ class PathInputs:
         return self._kernels
 
 
-def chosen_representation(network: NetworkPosterior, representation: str = "auto") -> str:
+def resolved_representation(representation: str, paths: int, examples: int) -> str:
     """``representation``, with ``"auto"`` resolved: the kernels while C (8·(𝓗P)² bytes) is at most 64 MiB."""
     representation = arguments.one_of("representation", representation, REPRESENTATIONS)
     if representation == "auto":
-        return "kernels" if 8 * (network.paths * network.examples) ** 2 <= _KERNEL_BYTES else "features"
+        return "kernels" if 8 * (paths * examples) ** 2 <= _KERNEL_BYTES else "features"
     return representation
 
 
-def attention_network(network: NetworkPosterior, representation: str = "auto") -> Network:
-    """The attention network of ``network`` (its heads, widths, variances and backend) as a saddle-point
-    :class:`Network` whose weights are θ = (Z_{ℓ,h}, z_a) flattened (module docstring); ``order_parameters`` gives
-    U_1, …, U_L and U_a by name (``U1``, …, ``Ua``)."""
-    if not isinstance(network, NetworkPosterior):
-        raise TypeError(f"network must be a NetworkPosterior (network_posterior), got {type(network).__name__}")
-    representation = chosen_representation(network, representation)
-    be, net, s = network.backend, network, network.scale
-    xp = be.xp
+def attention_network(layers: PathLayers, representation: str = "auto") -> Network:
+    """The attention network of ``layers`` (its heads, widths and variances: a :class:`PathLayers`, such as a
+    :class:`NetworkPosterior`) as a saddle-point :class:`Network` whose weights are θ = (Z_{ℓ,h}, z_a) flattened
+    (module docstring), on whichever backend its inputs are; ``order_parameters`` gives U_1, …, U_L and U_a by name
+    (``U1``, …, ``Ua``). ``representation`` ("auto", "kernels" or "features") is resolved for each input set."""
+    if not isinstance(layers, PathLayers):
+        raise TypeError(f"layers must be a PathLayers (or a NetworkPosterior), got {type(layers).__name__}")
+    arguments.one_of("representation", representation, REPRESENTATIONS)
+    net, s = layers, layers.scale
     shapes, sizes = net.block_shapes[1:], net.block_sizes[1:]
     dimension = sum(sizes) + net.readout_width
 
@@ -83,17 +88,17 @@ def attention_network(network: NetworkPosterior, representation: str = "auto") -
 
     def gradient(layers, rs, g_r1):
         layer_grads, g_readout = net.reverse_through_layers(layers, rs, g_r1)
-        chains = g_readout.shape[0]
+        chains, xp = g_readout.shape[0], array_module(g_readout)
         return xp.concatenate([g.reshape(chains, -1) for g in layer_grads] + [g_readout], axis=1)
 
     def features(theta, inputs: PathInputs):  # Φ = s X̃(I ⊗ r¹): [c, μ, (i, k)] = s Σ_π X[μ, i, π] r¹[c, π, k]
-        r1 = paths(theta)[1][0]
+        r1, xp = paths(theta)[1][0], array_module(theta)
         X = inputs.features
         return (s * xp.matmul(X[None], r1[:, None])).reshape(theta.shape[0], X.shape[0], -1)
 
     def features_vjp(theta, inputs: PathInputs, dPhi):
         layers, rs = paths(theta)
-        X = inputs.features
+        X, xp = inputs.features, array_module(theta)
         P, N0, H = X.shape
         chains, n0 = theta.shape[0], rs[0].shape[2]
         g_r1 = s * xp.matmul(X.reshape(P * N0, H).T, dPhi.reshape(chains, P * N0, n0))  # (C, 𝓗, n_0)
@@ -101,10 +106,10 @@ def attention_network(network: NetworkPosterior, representation: str = "auto") -
 
     def kernel(theta, inputs: PathInputs):
         layers, rs = paths(theta)
-        r1, chains = rs[0], theta.shape[0]
+        r1, chains, xp = rs[0], theta.shape[0], array_module(theta)
         X = inputs.features
         P = X.shape[0]
-        if representation == "kernels":  # Σ_ab (r¹r¹ᵀ)_ab s²C_ab
+        if inputs.representation == "kernels":  # Σ_ab (r¹r¹ᵀ)_ab s²C_ab
             K = (xp.matmul(r1, xp.swapaxes(r1, 1, 2)).reshape(chains, -1) @ inputs.kernels).reshape(chains, P, P)
         elif r1.shape[2] < r1.shape[1]:  # U of rank n_0 < 𝓗: ΦΦᵀ, 2P²N0n_0 flops
             Phi = features(theta, inputs)
@@ -120,7 +125,8 @@ def attention_network(network: NetworkPosterior, representation: str = "auto") -
         2s²(∂Ψ/∂U)r¹, then the layers."""
         layers, rs, inputs = residuals
         r1, chains, H = rs[0], rs[0].shape[0], rs[0].shape[1]
-        if representation == "kernels":  # 2G against s²C
+        xp = array_module(r1)
+        if inputs.representation == "kernels":  # 2G against s²C
             g_U = (solved.energy_gradient(2.0).reshape(chains, -1) @ inputs.kernels.T).reshape(chains, H, H)
         else:  # 2s² × ½(Σ_i (L⁻¹X̃)ᵀ(L⁻¹X̃) − (X̃ᵀα)ᵀ(X̃ᵀα))
             flat = inputs.features.reshape(inputs.features.shape[0], -1)
@@ -133,7 +139,7 @@ def attention_network(network: NetworkPosterior, representation: str = "auto") -
 
     def kernel_times(theta, test: PathInputs, inputs: PathInputs, alpha):
         """K_θ(X_t, X)α = Σ_{ππ'} U_{ππ'} X_{π'}(x_t)·(Σ_μ α_μ X^μ_π) per chain (C, Q)."""
-        r1 = paths(theta)[1][0]
+        r1, xp = paths(theta)[1][0], array_module(theta)
         U = s**2 * xp.matmul(r1, xp.swapaxes(r1, 1, 2))
         weighted = xp.einsum("cm,mkp->cpk", alpha, inputs.features)  # (C, 𝓗, N0)
         projected = xp.matmul(U, weighted)  # (C, 𝓗, N0)
@@ -146,10 +152,11 @@ def attention_network(network: NetworkPosterior, representation: str = "auto") -
         return {**{f"U{level}": U for level, U in enumerate(values[:-1], start=1)}, "Ua": values[-1]}
 
     def kernel_memory(P: int) -> int:  # one lifted X̃(I ⊗ U) or L⁻¹X̃ (P·N0·𝓗) per chain with the features
-        return 8 * P * net.input_width * net.paths if representation == "features" else 0
+        features_taken = resolved_representation(representation, net.paths, P) == "features"
+        return 8 * P * net.input_width * net.paths if features_taken else 0
 
     return Network(features, features_vjp, (dimension,), 1.0, order_parameters,
-                   prepare=lambda X: PathInputs(X, be, s**2), kernel=kernel, kernel_vjp=kernel_vjp,
+                   prepare=lambda X: PathInputs(X, s**2, representation), kernel=kernel, kernel_vjp=kernel_vjp,
                    kernel_times=kernel_times, reads_readout=False, units=net.block_shapes[0][0] * net.input_width,
                    kernel_memory=kernel_memory)
 
@@ -157,5 +164,7 @@ def attention_network(network: NetworkPosterior, representation: str = "auto") -
 def collapsed_posterior(network: NetworkPosterior, representation: str = "auto") -> CollapsedNetworkPosterior:
     """The posterior of θ = (Z_{ℓ,h}, z_a) with Z_0 integrated out: the saddle-point engine's collapsed posterior of
     :func:`attention_network` on ``network``'s features and labels (one data set, or one per chain)."""
+    if not isinstance(network, NetworkPosterior):
+        raise TypeError(f"network must be a NetworkPosterior (network_posterior), got {type(network).__name__}")
     made = attention_network(network, representation)
     return CollapsedNetworkPosterior(made, network.features, network.labels, network.temperature, network.backend)

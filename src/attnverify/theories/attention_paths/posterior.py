@@ -33,7 +33,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...base import arguments
-from ...base.backend import Backend
+from ...base.backend import Backend, array_module
 from .action import ActionConfig
 
 MAX_WEIGHTS = 10**8
@@ -70,7 +70,80 @@ class Weights:
     readout: Any
 
 
-class NetworkPosterior:
+class PathLayers:
+    """The network's layers without data: heads, widths n_0…n_L (whole numbers), prior variances and the input width
+    N0, with the whitened blocks' shapes and the scale s (module docstring); the backward paths r^ℓ, their reverse
+    pass and the sampled order parameters U_ℓ, U_a. Every array operation takes the array module of its arguments
+    (numpy or cupy), so one set of layers serves either backend."""
+
+    def __init__(self, *, heads: Sequence[int], width, input_width: int, prior_var=1.0, temperature: float = 1.0):
+        self.config = ActionConfig.build(heads, width, temperature, prior_var)
+        widths = self.config.widths
+        if any(float(n) != int(n) or n < 1 for n in widths):
+            raise ValueError(f"width must be whole numbers ≥ 1 to sample a network, got {widths}")
+        self.widths = tuple(int(n) for n in widths)
+        self.input_width = arguments.integer("input_width", input_width, 1)
+        count = _weight_count(self.widths, self.config.heads, self.input_width)
+        if count > MAX_WEIGHTS:
+            raise ValueError(
+                f"width (n_0, …, n_L) = ({', '.join(f'{n:.3g}' for n in widths)}) gives {count:.3g} weights per "
+                f"chain (n_0·N0 + Σ_ℓ H_ℓ n_ℓ n_ℓ₋₁ + n_L with N0 = {self.input_width}); at most "
+                f"{MAX_WEIGHTS:.0e} can be sampled (each chain holds them, their gradient and a leapfrog copy in "
+                f"float64): width must be ≤ {_largest_equal_width(self.config.heads, self.input_width)} when every "
+                "layer has the same width")
+        self.paths = self.config.paths
+        *layer_variances, readout_variance = self.config.variances
+        self.scale = math.sqrt(readout_variance * math.prod(layer_variances) / math.prod(self.widths))
+        n = self.widths
+        self.block_shapes = [(n[0], self.input_width)] + [
+            (h, n[l + 1], n[l]) for l, h in enumerate(self.config.heads)]
+        self.block_sizes = [math.prod(shape) for shape in self.block_shapes]
+        self.dimension = sum(self.block_sizes)
+
+    @property
+    def readout_width(self) -> int:
+        return self.widths[-1]
+
+    def _backward_paths(self, layers, readout) -> list[Any]:
+        """[r^1, …, r^{L+1}], r^ℓ of shape (C, D_ℓ, n_{ℓ−1}) (paths packed h_ℓ slowest), r^{L+1} = z_a.
+
+        r^ℓ[c, h] = r^{ℓ+1}[c] Z_{ℓ,h}[c] as batched matrix products (rows are the vectors r).
+        """
+        xp = array_module(readout)
+        r = readout[:, None, :]
+        out = [r]
+        for Z in reversed(layers):
+            c, h, _, n_in = Z.shape
+            r = xp.matmul(r[:, None], Z).reshape(c, h * r.shape[1], n_in)
+            out.append(r)
+        return out[::-1]
+
+    def reverse_through_layers(self, layers, rs, g_r):
+        """Reverse pass from ∂/∂r^1 (C, 𝓗, n_0) to ([∂/∂Z_ℓ for ℓ = 1..L], ∂/∂z_a), using
+        r^ℓ[c, h] = r^{ℓ+1}[c] Z_{ℓ,h}[c]."""
+        xp = array_module(g_r)
+        grads = []
+        for level, Z in enumerate(layers, start=1):
+            c, h, n_out, n_in = Z.shape
+            g_r = g_r.reshape(c, h, -1, n_in)
+            grads.append(xp.matmul(xp.swapaxes(rs[level], 1, 2)[:, None], g_r))
+            g_r = xp.sum(xp.matmul(g_r, xp.swapaxes(Z, 2, 3)), axis=1)
+        return grads, g_r[:, 0, :]
+
+    def order_parameters_from(self, layers, readout) -> list[Any]:
+        """[U_1, …, U_L, U_a] from the layers Z_{ℓ,h} and readout z_a alone (Z_0 does not enter)."""
+        xp = array_module(readout)
+        rs = self._backward_paths(layers, readout)
+        *layer_variances, readout_variance = self.config.variances
+        out = []
+        for level, r in enumerate(rs[:-1], start=1):
+            factor = readout_variance * math.prod(layer_variances[level - 1:]) / math.prod(self.widths[level - 1:])
+            out.append(factor * xp.matmul(r, xp.swapaxes(r, 1, 2)))
+        out.append(readout_variance * xp.sum(readout ** 2, axis=1) / self.widths[-1])
+        return out
+
+
+class NetworkPosterior(PathLayers):
     """p(Z_0, Z_{ℓ,h}, z_a | X, y) for a batch of chains; see the module docstring for the parametrisation.
 
     y is (P,) for one data set shared by all chains, or (C, P) for one data set per chain (used by
@@ -79,29 +152,21 @@ class NetworkPosterior:
 
     def __init__(self, X, y, *, heads: Sequence[int], width, temperature: float, prior_var=1.0,
                  backend: str | Backend | None = None):
-        self.config = ActionConfig.build(heads, width, temperature, prior_var)
-        widths = self.config.widths
-        if any(float(n) != int(n) or n < 1 for n in widths):
-            raise ValueError(f"width must be whole numbers ≥ 1 to sample a network, got {widths}")
-        self.widths = tuple(int(n) for n in widths)
+        ActionConfig.build(heads, width, temperature, prior_var)  # the architecture's arguments first, by name
         self.backend = be = arguments.backend(backend)
         X = arguments.array("X", be.to_numpy(X) if hasattr(X, "dtype") else X, ndim=3)
-        if X.shape[2] != self.config.paths:
-            raise ValueError(f"X must be shaped (P, N0, paths = {self.config.paths}) for heads "
-                             f"{self.config.heads}, got {X.shape}")
+        paths = int(np.prod(arguments.integers("heads", heads, 1)))
+        if X.shape[2] != paths:
+            raise ValueError(f"X must be shaped (P, N0, paths = {paths}) for heads "
+                             f"{tuple(heads)}, got {X.shape}")
         y = arguments.array("y", be.to_numpy(y) if hasattr(y, "dtype") else y, min_ndim=1)
         if y.shape[-1:] != (X.shape[0],) or y.ndim > 2:
             raise ValueError(f"y must be shaped (P,) = ({X.shape[0]},), or (chains, P) for one data set per "
                              f"chain, got {y.shape}")
-        count = _weight_count(self.widths, self.config.heads, X.shape[1])
-        if count > MAX_WEIGHTS:
-            raise ValueError(
-                f"width (n_0, …, n_L) = ({', '.join(f'{n:.3g}' for n in widths)}) gives {count:.3g} weights per chain (n_0·N0 + Σ_ℓ H_ℓ n_ℓ n_ℓ₋₁ + n_L with "
-                f"N0 = {X.shape[1]}); at most {MAX_WEIGHTS:.0e} can be sampled (each chain holds them, their "
-                f"gradient and a leapfrog copy in float64): width must be ≤ "
-                f"{_largest_equal_width(self.config.heads, X.shape[1])} when every layer has the same width")
+        super().__init__(heads=heads, width=width, input_width=X.shape[1], prior_var=prior_var,
+                         temperature=temperature)
         self.features, self.labels = X, y
-        self.examples, self.input_width, self.paths = X.shape
+        self.examples = X.shape[0]
         design = np.swapaxes(X, 1, 2).reshape(self.examples, -1)  # Φ, path-major columns (π, k)
         if self.examples > design.shape[1]:
             q, r = np.linalg.qr(design, mode="reduced")
@@ -114,23 +179,12 @@ class NetworkPosterior:
         self.design = be.asarray(design)
         self.target = be.asarray(np.atleast_2d(target))  # (1 or C, r): one data set, or one per chain
         self.residual_offset = be.asarray(np.atleast_1d(offset))
-        *layer_variances, readout_variance = self.config.variances
-        self.scale = math.sqrt(readout_variance * math.prod(layer_variances) / math.prod(self.widths))
-        n = self.widths
-        self.block_shapes = [(n[0], self.input_width)] + [
-            (h, n[l + 1], n[l]) for l, h in enumerate(self.config.heads)]
-        self.block_sizes = [math.prod(shape) for shape in self.block_shapes]
-        self.dimension = sum(self.block_sizes)
 
     # ------------------------------------------------------------------ layout
 
     @property
     def temperature(self) -> float:
         return self.config.temperature
-
-    @property
-    def readout_width(self) -> int:
-        return self.widths[-1]
 
     def blocks(self, hidden) -> list[Any]:
         """Views (C, *shape) of Z_0, Z_1, …, Z_L inside the flat hidden weights (C, d)."""
@@ -149,20 +203,6 @@ class NetworkPosterior:
                        rng.standard_normal((chains, self.readout_width)))
 
     # ------------------------------------------------------------------ forward pass
-
-    def _backward_paths(self, layers, readout) -> list[Any]:
-        """[r^1, …, r^{L+1}], r^ℓ of shape (C, D_ℓ, n_{ℓ−1}) (paths packed h_ℓ slowest), r^{L+1} = z_a.
-
-        r^ℓ[c, h] = r^{ℓ+1}[c] Z_{ℓ,h}[c] as batched matrix products (rows are the vectors r).
-        """
-        xp = self.backend.xp
-        r = readout[:, None, :]
-        out = [r]
-        for Z in reversed(layers):
-            c, h, _, n_in = Z.shape
-            r = xp.matmul(r[:, None], Z).reshape(c, h * r.shape[1], n_in)
-            out.append(r)
-        return out[::-1]
 
     def effective_weights(self, weights: Weights):
         """β (C, 𝓗, N0), path-major: f(x) = Σ_π β_π · X_π(x)."""
@@ -204,18 +244,6 @@ class NetworkPosterior:
             return potential, gradient, g_readout + weights.readout
         return potential, gradient
 
-    def reverse_through_layers(self, layers, rs, g_r):
-        """Reverse pass from ∂/∂r^1 (C, 𝓗, n_0) to ([∂/∂Z_ℓ for ℓ = 1..L], ∂/∂z_a), using
-        r^ℓ[c, h] = r^{ℓ+1}[c] Z_{ℓ,h}[c]."""
-        xp = self.backend.xp
-        grads = []
-        for level, Z in enumerate(layers, start=1):
-            c, h, n_out, n_in = Z.shape
-            g_r = g_r.reshape(c, h, -1, n_in)
-            grads.append(xp.matmul(xp.swapaxes(rs[level], 1, 2)[:, None], g_r))
-            g_r = xp.sum(xp.matmul(g_r, xp.swapaxes(Z, 2, 3)), axis=1)
-        return grads, g_r[:, 0, :]
-
     # ------------------------------------------------------------------ Gibbs step for the readout
 
     def readout_design(self, hidden):
@@ -256,18 +284,6 @@ class NetworkPosterior:
         """[U_1, …, U_L, U_a] per chain: U_ℓ (C, D_ℓ, D_ℓ), U_a (C,) (module docstring)."""
         _, *layers = self.blocks(weights.hidden)
         return self.order_parameters_from(layers, weights.readout)
-
-    def order_parameters_from(self, layers, readout) -> list[Any]:
-        """[U_1, …, U_L, U_a] from the layers Z_{ℓ,h} and readout z_a alone (Z_0 does not enter)."""
-        xp = self.backend.xp
-        rs = self._backward_paths(layers, readout)
-        *layer_variances, readout_variance = self.config.variances
-        out = []
-        for level, r in enumerate(rs[:-1], start=1):
-            factor = readout_variance * math.prod(layer_variances[level - 1:]) / math.prod(self.widths[level - 1:])
-            out.append(factor * xp.matmul(r, xp.swapaxes(r, 1, 2)))
-        out.append(readout_variance * xp.sum(readout ** 2, axis=1) / self.widths[-1])
-        return out
 
 
 def network_posterior(X, y, *, heads: Sequence[int], width, temperature: float, prior_var=1.0,
