@@ -33,7 +33,8 @@ $(VENV)/.notebook-installed: $(STAMP)
 	touch $@
 
 # the tutorial's examples, which `make docs` adds to the report (part of the store's key, so one folder serves both)
-DOCS_EXAMPLES := examples/attention_mean.py examples/linear_network.py examples/relu_saddle.py
+DOCS_EXAMPLES := examples/attention_mean.py examples/linear_network.py examples/relu_saddle.py \
+	examples/erf_saddle.py
 
 # sets $$store to build/store/KEY and removes the folders of other keys (runs of code that is no longer here)
 STORE = key=$$($(BIN)/python -c 'import sys; from attnverify.run.report import store_key; \

@@ -115,6 +115,20 @@ def test_the_relu_example_is_refuted_against_the_actions_prediction():
     assert "against the action's prediction 4.3045 (quadrature), the saddle point 4.2896" in _note(result)
 
 
+def test_the_erf_example_is_refuted_against_the_actions_prediction_with_its_allowance_printed():
+    """examples/erf_saddle.py (erf units, N = 20, P = 20, d = 3, T = 0.05, σ² = 1, its declaration's defaults): the
+    networks (≈ 2.92) against the action's own prediction 2.7048 (quadrature; saddle 2.6939), 19× the allowance at
+    8 × 2,000 draws and ≈ 10× at the quick sampler's 8 × 500, refuted as the example declares. The false-alarm side
+    is the one that matters here: a right theory passes with probability ≥ 1 − 1e-3, and this gap is 10 allowances."""
+    claim = load_user_module(EXAMPLES / "erf_saddle.py").theory.claim_named(
+        "erf_renormalisation.sampled_networks_match_theory")
+    result = run_claim(claim, profile="quick", seed=run_seed(0))
+    note = _note(result)
+    assert result.status == "refuted", note
+    assert "against the action's prediction 2.7048 (quadrature), the saddle point 2.6939" in note
+    assert "allowance 5 MCSE = " in note and "(quadrature) = " in note
+
+
 # ------------------------------------------------------------------------- the comparison itself, no sampling
 
 
