@@ -171,7 +171,8 @@ def _point(width, converged, shift=0.0):
     U = np.array([[1.0, 0.2], [0.2, 1.0]])
     theory = SimpleNamespace(order_parameter=U, accuracy=Estimate(0.8, 0.01, 100))
     return SimpleNamespace(width=width, order_parameter=U + shift, order_parameter_mcse=np.full((2, 2), 0.01),
-                           mcse_multiple=np.full((2, 2), 5.0), budget=np.zeros((2, 2)), accuracy=Estimate(0.8, 0.01, 100), accuracy_budget=0.0,
+                           mcse_multiple=np.full((2, 2), 5.0), prediction=U, prediction_error=np.zeros((2, 2)),
+                           accuracy=Estimate(0.8, 0.01, 100), accuracy_budget=0.0,
                            theory=theory, theory_shifted=theory, wishart_shift=np.zeros((2, 2)),
                            converged=converged, diagnostics={"max_rhat": 1.02, "draws_needed": 1600, "draws": 400})
 

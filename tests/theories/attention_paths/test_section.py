@@ -183,7 +183,11 @@ def test_tables(built):
     sampled_data = _figure(section, "attention_paths_fig2c.png").data["sampled"]
     assert [q["width"] for q in sampled_data] == [10, 30]
     accuracy_rows = [row for row in sampled.rows if row[1] == "accuracy"]
-    assert [row[3] for row in accuracy_rows] == [q["accuracy"]["mean"] for q in sampled_data]
+    assert sampled.header[2:5] == ["saddle point", "next order", "sampled"]
+    assert [row[4] for row in accuracy_rows] == [q["accuracy"]["mean"] for q in sampled_data]
+    good = [row for row in sampled.rows if row[1] == "U[g,g]"]  # the next order beside the saddle point and networks
+    assert [row[3] for row in good] == [q["U_next_order"][0][0] for q in sampled_data]
+    assert [row[4] for row in good] == [q["U"][0][0] for q in sampled_data]
     data_c = _figure(section, "attention_paths_fig2c.png").data
     assert len(accuracy_c.rows) == len(widths) + 3 and len(accuracy_e.rows) == len(widths) + 2
     assert_allclose([row[1] for row in accuracy_c.rows[:len(widths)]], data_c["theory_accuracy"], rtol=0)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...numerics.statistics import Estimate, mean_estimate
 from ...numerics.kernel_predictor import predictor_statistics
-from ...saddle import sweep as saddle_sweep
+from ...saddle import posterior_mean, sweep as saddle_sweep
 from .action import ActionConfig, solve_paths
 
 #: The authors' 4-path Markov features, shipped as package data (provenance and arrays: data/README.md).
@@ -104,7 +104,8 @@ def wishart_shifted_widths(heads: Sequence[int], width: int) -> tuple[int, ...]:
 @dataclass(frozen=True)
 class SampledPoint:
     """Sampled finite-width networks at one width: Û ± MCSE, accuracy ± MCSE, and the sampler's diagnostics,
-    next to the theory at that width and at the Wishart-shifted widths (the O(1/N) budget)."""
+    next to the theory at that width (its saddle point, and the action's next-order posterior mean of U_1 with its
+    stated error) and at the Wishart-shifted widths (the accuracy's O(1/N) budget)."""
 
     width: int
     order_parameter: np.ndarray
@@ -120,6 +121,10 @@ class SampledPoint:
     #: the fraction of test points whose sign neither side resolves: the theory's margin |⟨f(x)⟩| within z MCSE
     #: of the sampled mean (z: Bonferroni over the test points) plus the predictor's move under the Wishart shift
     accuracy_resolution: float = 0.0
+    #: the action's own posterior mean E[U_1] at this width (the next order of the Laplace expansion around the saddle
+    #: point, :func:`attnverify.saddle.posterior_mean`) and that prediction's stated error, per entry
+    prediction: np.ndarray | None = None
+    prediction_error: np.ndarray | None = None
 
     @property
     def mcse_multiple(self) -> np.ndarray:
@@ -131,14 +136,6 @@ class SampledPoint:
     def wishart_shift(self) -> np.ndarray:
         """|U(n) − U(n − D − 1)|: how far the theory moves under the exact Wishart degrees of freedom."""
         return np.abs(self.theory.order_parameter - self.theory_shifted.order_parameter)
-
-    @property
-    def budget(self) -> np.ndarray:
-        """O(1/N) budget per entry: (D_1 + 1)/n_0 · sqrt(U_ππ U_π'π') (the Wishart shift's relative size on the
-        Cauchy–Schwarz scale of the entry), or the Wishart shift itself where that is larger."""
-        U = self.theory.order_parameter
-        scale = np.sqrt(np.outer(np.diag(U), np.diag(U)))
-        return np.maximum(self.wishart_shift, (U.shape[0] + 1) / self.width * scale)
 
     @property
     def accuracy_budget(self) -> float:
@@ -163,6 +160,9 @@ def sampled_point(X, y, X_test, y_test, *, heads: Sequence[int], width: int, tem
     shifted = solve_paths(dict(X=X, y=y), heads=heads, width=wishart_shifted_widths(heads, width),
                           temperature=temperature, backend=backend)
     theory_shifted = evaluate(shifted.matrix("U1"), X, y, X_test, y_test, temperature, width, backend=backend)
+    config = ActionConfig.build(heads, width, temperature)
+    prediction = posterior_mean(config.action, dict(X=X, y=y), temperature=config.temperature, backend=backend,
+                                **config.parameters())
     # Each summary's own gate (ChainSummary.converged): R-hat within its limit for the maximum over U's entries (false
     # alarm ≤ 10⁻³; nested R-hat over the superchains where many short chains ran) and bulk and tail ESS ≥ 400 each.
     # The predictor has one R-hat per test point (1000 here), gated the same way for the maximum over its points
@@ -176,4 +176,6 @@ def sampled_point(X, y, X_test, y_test, *, heads: Sequence[int], width: int, tem
     unresolved = np.abs(margin) <= predictor.mcse_z() * np.asarray(predictor.mcse) + np.abs(margin - moved)
     return SampledPoint(int(width), U.mean, U.mcse, samples.accuracy(y_test), samples.diagnostics(),
                         converged, theory, theory_shifted, order_parameter_z=U.mcse_z(),
-                        accuracy_resolution=float(np.mean(unresolved)))
+                        accuracy_resolution=float(np.mean(unresolved)),
+                        prediction=np.atleast_2d(prediction.mean["U1"]),
+                        prediction_error=np.abs(np.atleast_2d(prediction.error["U1"])))
