@@ -3,12 +3,18 @@
     E[u] = ∫ u e^{−S(u)} dμ(u) / ∫ e^{−S(u)} dμ(u),   S = ½ ln det(K(u) + T·I) + ½ Yᵀ(K(u) + T·I)⁻¹Y + 𝓛(u),
 
 with dμ = e^{m(u)} du the measure the declaration states (:mod:`~attnverify.saddle.measure`; the Wishart's by
-default). Two ways, each with its error:
+default). Three ways, each with its error:
 
 * ``"quadrature"`` (at most three positive scalars): the integral itself, in θ = ln q (dq = q dθ), on an
   axis-aligned tensor grid centred at the saddle θ* and scaled by the marginal widths √(H_θ⁻¹)_ii of the saddle's
   Hessian, out to where e^{−(S−S*)} < 1e-300 of its peak; composite Gauss–Legendre with the project's two rules
   (:mod:`attnverify.derivations.gaussian.panels`), the error their difference plus the float64 rounding of S.
+* ``"hmc"`` (any declaration): the integral sampled, by the project's HMC (:func:`~attnverify.saddle.sampling.
+  run_sampler`) on θ, the solver's log-Cholesky coordinates (U = RRᵀ, ln R_ii; ln q for a scalar), whitened by the
+  saddle's Hessian in θ, with the potential S(u(θ)) − m(u(θ)) − ln|∂u/∂θ| (for a d × d matrix
+  ln|∂u/∂θ| = d ln 2 + Σ_i (d − i + 2) θ_ii, Muirhead, Aspects of Multivariate Statistical Theory, Thm 2.1.9, times
+  ∂R_ii/∂θ_ii = R_ii; θ for a scalar); its error z·MCSE of the sampled mean (z ≥ 5, Student's t with Bonferroni
+  over the entries), and only where the chains pass the R̂/ESS gate (else a :class:`SaddlePointError` saying so).
 * ``"laplace"`` (any declaration): the next order of the Laplace expansion around the saddle u*, in the entries u
   (the coordinates the mean is asked of, the measure is declared in and sympy differentiates the entropy in; the
   O(1/N) term is the same in any smooth coordinates, so the log-Cholesky θ of the solver would give the same value),
@@ -36,9 +42,10 @@ from ..derivations.gaussian.panels import BULK_CUTS, RULES, gauss_legendre_rule
 from .action import NumericAction
 from .declaration import SaddlePointAction
 from .solve import Solution, data_energy, solve_energy
+from .matrix_functions import triangle
 from .third_order import Term
 
-METHODS = ("auto", "quadrature", "laplace")
+METHODS = ("auto", "quadrature", "laplace", "hmc")
 
 CUTOFF = math.log(1e300)
 """The grid reaches where e^{−(S − S*)} < 1e-300 of its peak: S − S* > ln 10³⁰⁰ ≈ 690.8 on every face."""
@@ -59,7 +66,7 @@ class Prediction:
     """The action's own prediction for the order parameters at finite N: ``mean`` E[u] (name → a float, or a
     matrix), its ``error`` (same shapes, per entry), ``variance`` (per entry: Var(U_ij); exact for the quadrature,
     the leading H⁻¹ for the Laplace expansion), the ``saddle`` values beside them, the ``method`` used
-    ("quadrature" or "laplace"), the ``measure`` (name → its log-density m(u)) and ``notes`` on how."""
+    ("quadrature", "laplace" or "hmc"), the ``measure`` (name → its log-density m(u)) and ``notes`` on how."""
 
     saddle: dict
     mean: dict
@@ -84,15 +91,19 @@ def _terms(declaration: SaddlePointAction) -> tuple[Term, Term]:
 
 def posterior_mean(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperature: float,
                    method: str = "auto", saddle: Solution | None = None, space: str = "auto", backend=None,
-                   **parameters) -> Prediction:
+                   seed: int = 0, sampler: Mapping[str, int] | None = None, **parameters) -> Prediction:
     """E[u] under e^{−S} dμ for ``data`` (as :func:`~attnverify.saddle.solve`: kernels ``C`` or features ``X``, labels
     ``y``) at ``temperature`` and the parameter values given by name: by ``"quadrature"`` (at most three positive
-    scalar order parameters), by ``"laplace"`` (the next order around the saddle point, any declaration), or
-    ``"auto"`` (the quadrature where it applies). ``saddle``: the :class:`Solution` at these values if already
-    solved (else solved here). The module docstring gives both methods and their errors."""
+    scalar order parameters), by ``"laplace"`` (the next order around the saddle point, any declaration), by
+    ``"hmc"`` (sampled, any declaration: ``seed`` and ``sampler``, a dict of chains, warmup and draws, default
+    :data:`HMC_SIZE`), or ``"auto"`` (the quadrature where it applies, else the next order). ``saddle``: the
+    :class:`Solution` at these values if already solved (else solved here). The module docstring gives the methods
+    and their errors."""
     if not isinstance(declaration, SaddlePointAction):
         raise TypeError(f"declaration must be a SaddlePointAction, got {type(declaration).__name__}")
     method = arguments.one_of("method", method, METHODS)
+    seed = arguments.integer("seed", seed, 0)
+    sampler = _sampler_size(sampler)
     temperature = arguments.positive("temperature", temperature)
     values = declaration.parameter_values(parameters)
     scalars = all(op.size == 0 for op in declaration.order_parameters)
@@ -106,6 +117,8 @@ def posterior_mean(declaration: SaddlePointAction, data: Mapping[str, Any], *, t
     with blas.threads(1):
         if method == "quadrature":
             mean, error, variance, notes = _quadrature(declaration, energy, values, solution)
+        elif method == "hmc":
+            mean, error, variance, notes = _hmc(declaration, energy, values, solution, seed, sampler)
         else:
             mean, error, variance, notes = _laplace(declaration, energy, values, solution)
     measure = {name: str(term) for name, term in declaration.measure.items()}
@@ -192,6 +205,97 @@ def _laplace(declaration, energy, values, solution):
              f"Var(u_j)/s_j² = {epsilon:.3g} and s_j each entry's scale, plus the saddle's own error "
              f"{solution.error_estimate:.2g}; variance: the leading H⁻¹")
     return u + shift, error, np.diag(covariance), notes
+
+
+# ------------------------------------------------------------------------------------------------ HMC on the action
+
+HMC_SIZE = {"chains": 8, "warmup": 500, "draws": 1000}
+"""The sampler's default size for ``method="hmc"``: chains, warm-up and kept draws per chain."""
+
+
+def _sampler_size(sampler) -> dict:
+    """The sampler's size: :data:`HMC_SIZE` with the given entries replaced, each a whole number (chains ≥ 2)."""
+    if sampler is None:
+        return dict(HMC_SIZE)
+    if not isinstance(sampler, Mapping) or set(sampler) - set(HMC_SIZE):
+        raise ValueError(f"sampler must be a dict with some of {', '.join(HMC_SIZE)}, got {sampler!r}"[:200])
+    size = {**HMC_SIZE, **sampler}
+    return {"chains": arguments.integer("sampler['chains']", size["chains"], 2),
+            "warmup": arguments.integer("sampler['warmup']", size["warmup"], 1),
+            "draws": arguments.integer("sampler['draws']", size["draws"], 4)}
+
+
+def log_jacobian_weights(declaration: SaddlePointAction) -> np.ndarray:
+    """w with ln|∂u/∂θ| = w·θ + const over the solver's θ (module docstring): 1 for a scalar's ln q; d − r + 1 for
+    the diagonal entry ln R_rr (r from 0) of a d × d factor, 0 off the diagonal."""
+    weights = []
+    for op in declaration.order_parameters:
+        if op.size == 0:
+            weights.append(np.ones(1))
+            continue
+        rows, cols = triangle(op.size, upper=False)
+        weights.append(np.where(rows == cols, op.size - rows + 1.0, 0.0))
+    return np.concatenate(weights)
+
+
+def _hmc(declaration, energy, values, solution, seed: int, size: dict):
+    from scipy.linalg import solve_triangular
+
+    from ..base.backend import get_backend
+    from ..numerics.diagnostics import summarize
+    from .sampling import run_sampler
+    from .solve import SaddlePointError
+
+    action = NumericAction(declaration, energy, values)
+    parametrisation, scale = action.parametrisation, action.scale
+    _, measure = _terms(declaration)
+    weights = log_jacobian_weights(declaration)
+    centre = parametrisation.theta(np.asarray(solution.entries, dtype=float))
+    curvature = scale * action.hessian(centre)  # ∂²S/∂θ∂θ' at the saddle: θ = θ* + C⁻ᵀz, the bulk near N(0, I)
+    try:
+        factor = np.linalg.cholesky(0.5 * (curvature + curvature.T))
+    except np.linalg.LinAlgError:
+        raise SaddlePointError("method='hmc' needs a positive-definite Hessian in θ at the saddle point") from None
+
+    def theta_of(z):  # (C, d) → θ (C, d)
+        return centre + solve_triangular(factor, z.T, lower=True, trans=1).T
+
+    def potential_and_gradient(z):
+        thetas = theta_of(z)
+        potential, gradient = np.empty(z.shape[0]), np.empty_like(z)
+        for c, theta in enumerate(thetas):
+            value, grad = action(theta)
+            if not np.isfinite(value):
+                potential[c], gradient[c] = np.inf, 0.0
+                continue
+            m, m_gradient = measure.value_and_gradient(parametrisation.entries(theta))
+            chained, _ = parametrisation.chain(theta, m_gradient)
+            potential[c] = scale * value - m - weights @ theta
+            gradient[c] = scale * grad - chained - weights
+        # ∂/∂z = C⁻¹ ∂/∂θ (θ − θ* = C⁻ᵀ z)
+        return potential, solve_triangular(factor, gradient.T, lower=True).T
+
+    def record(z):
+        return {"u": np.stack([parametrisation.entries(theta) for theta in theta_of(z)])}
+
+    rng = np.random.default_rng(seed)
+    host = get_backend("numpy")
+    run = run_sampler(potential_and_gradient, lambda chains: rng.standard_normal((chains, centre.size)), record,
+                      chains=size["chains"], warmup=size["warmup"], draws=size["draws"], rng=rng, backend=host,
+                      chain_bytes=(8 * 6 * centre.size, 0), what=f"the action's {centre.size} coordinates θ")
+    summary = summarize(run.draws["u"], superchains=run.superchains)
+    if not summary.converged:
+        raise SaddlePointError(f"method='hmc': the chains on the action have not converged ({size['chains']} chains "
+                               f"× {size['draws']} draws; R̂ {float(np.max(summary.rhat)):.3g}, bulk ESS "
+                               f"{float(np.min(summary.ess_bulk)):.0f}): give more draws in sampler=")
+    z = summary.mcse_z()
+    acceptance = float(np.mean(run.acceptance))
+    notes = (f"HMC on the action in θ (log-Cholesky, whitened by the saddle's Hessian), {size['chains']} chains × "
+             f"{size['draws']} draws after {size['warmup']} of warm-up, acceptance {acceptance:.2f}; "
+             f"error: {float(np.max(z)):.3g} MCSE of the sampled mean (max R̂ {float(np.max(summary.rhat)):.3g}, "
+             f"min bulk ESS {float(np.min(summary.ess_bulk)):.0f})")
+    return np.asarray(summary.mean, dtype=float), z * np.asarray(summary.mcse, dtype=float), \
+        np.asarray(summary.standard_deviation, dtype=float) ** 2, notes
 
 
 # ------------------------------------------------------------------------------------------------ the quadrature

@@ -397,7 +397,7 @@ def prediction_at(s: SaddleSetting, action_values: dict, temperature: float, dat
                           **action_values)
 
 
-PREDICTION_SOURCE = {"quadrature": "quadrature", "laplace": "next-order Laplace"}
+PREDICTION_SOURCE = {"quadrature": "quadrature", "laplace": "next-order Laplace", "hmc": "HMC on the action"}
 """How the allowance names the source of the prediction's error, by :attr:`Prediction.method`."""
 
 
