@@ -533,19 +533,21 @@ def network_gradient_matches_finite_differences(s: SaddleSetting, network: Calla
     """The collapsed potential's gradient through the network's own vector–Jacobian product equals central
     differences of the potential (:func:`_against_differences`) along :data:`DIRECTIONS` random unit directions,
     at prior weights of one chain: a wrong VJP would only slow HMC down (the Metropolis step keeps it exact), so it
-    is checked here, where it shows."""
+    is checked here, where it shows. The network runs on the run's backend (the VJP that sampling uses there); the
+    differences are taken on the host."""
     from .network import CollapsedNetworkPosterior
 
     def check(p, ctx) -> Evidence:
         _, temperature, data, width, made = _drawn_network(s, network, p, ctx.rng)
-        posterior = CollapsedNetworkPosterior(made, data["inputs"], data["y"], temperature)
+        posterior = CollapsedNetworkPosterior(made, data["inputs"], data["y"], temperature, backend=ctx.backend)
+        be = posterior.backend
         x = ctx.rng.standard_normal(posterior.size)
         directions = ctx.rng.standard_normal((posterior.size, DIRECTIONS))
         directions /= np.linalg.norm(directions, axis=0)
-        potential, gradient = posterior.potential_and_gradient(x[None])
+        potential, gradient = (be.to_numpy(v) for v in posterior.potential_and_gradient(be.asarray(x[None])))
 
         def along(t):  # the potential on the plane x + V t of the random directions
-            return float(posterior.potential_and_gradient((x + directions @ t)[None])[0][0])
+            return float(be.to_numpy(posterior.potential_and_gradient(be.asarray((x + directions @ t)[None]))[0])[0])
 
         ratio = _against_differences(directions.T @ gradient[0], along, np.zeros(DIRECTIONS),
                                      max(abs(float(potential[0])), 1.0))
