@@ -115,6 +115,7 @@ def test_the_relu_example_is_refuted_against_the_actions_prediction():
     assert "against the action's prediction 4.3045 (quadrature), the saddle point 4.2896" in _note(result)
 
 
+@pytest.mark.thorough  # 5 s of sampling: the docs build (make docs, CI) runs the example and fails unless refuted
 def test_the_erf_example_is_refuted_against_the_actions_prediction_with_its_allowance_printed():
     """examples/erf_saddle.py (erf units, N = 20, P = 20, d = 3, T = 0.05, σ² = 1, its declaration's defaults): the
     networks (≈ 2.92) against the action's own prediction 2.7048 (quadrature; saddle 2.6939), 19× the allowance at

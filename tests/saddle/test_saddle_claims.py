@@ -31,7 +31,9 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "relu_saddle.py"
 @pytest.mark.parametrize("suffix", ["saddle_point_is_a_minimum", "saddle_gradient_matches_finite_differences",
                                     "saddle_point_approaches_gp", "networks_saddle_point_is_a_minimum",
                                     "networks_network_gradient_matches_finite_differences",
-                                    "networks_sampled_networks_match_theory"])
+                                    # 10 s of sampling; the docs build (make docs, CI) runs it and fails unless refuted
+                                    pytest.param("networks_sampled_networks_match_theory",
+                                                 marks=pytest.mark.thorough)])
 def test_the_readme_relu_theory_gets_its_claims_and_they_come_out_as_expected(suffix):
     """The solver's claims hold over the drawn ranges; the sampled networks at the example's one setting refute the
     one-scalar renormalisation (expected: the example says so)."""
