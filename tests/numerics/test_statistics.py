@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from attnverify.numerics.statistics import Estimate, RunningMoments, combine, mean_estimate
+from attnverify.numerics.statistics import Estimate, RunningMoments, combine, fit_line, mean_estimate
 
 
 def test_estimate_keeps_positional_construction_and_new_fields_default():
@@ -48,3 +48,13 @@ def test_combine_pools_magnitude_and_identical():
     assert pooled.identical and pooled.magnitude == 2.0 and pooled.samples == 10
     assert not combine([a, mean_estimate(np.full(6, 1.0))]).identical
     assert combine([Estimate(1.0, 0.1, 10), a]).magnitude is None
+
+
+def test_a_line_through_two_points_with_known_errors_has_its_slope_and_error():
+    """Given standard errors, two points fix the line and its error, σ_slope = √(σ₁² + σ₂²)/|x₂ − x₁|; without
+    them the residual variance needs a third point, and two are refused by name."""
+    fit = fit_line([1.0, 3.0], [2.0, 5.0], standard_errors=[0.3, 0.4])
+    assert fit.slope == pytest.approx(1.5, abs=1e-14) and fit.intercept == pytest.approx(0.5, abs=1e-14)
+    assert fit.slope_standard_error == pytest.approx(0.25, rel=1e-12)
+    with pytest.raises(ValueError, match="at least 3 points"):
+        fit_line([1.0, 3.0], [2.0, 5.0])

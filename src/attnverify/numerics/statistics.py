@@ -283,12 +283,15 @@ def fit_line(x, y, standard_errors=None) -> LineFit:
     """Weighted least-squares line through (x, y).
 
     With ``standard_errors`` the weights are 1/σ² and the parameter errors are the usual
-    (XᵀWX)⁻¹ diagonal (solved, not inverted); without, the residual variance is used.
+    (XᵀWX)⁻¹ diagonal (solved, not inverted), from 2 points on; without, the residual variance is used, which
+    needs a third point.
     """
     x = arguments.array("x", x, ndim=1)
     y = arguments.array("y", y, shape=(x.size,))
-    if x.size < 3:
-        raise ValueError(f"x and y must hold at least 3 points for a line with error bars, got {x.size}")
+    fewest = 3 if standard_errors is None else 2
+    if x.size < fewest:
+        raise ValueError(f"x and y must hold at least {fewest} points for a line with error bars"
+                         f"{'' if standard_errors is None else ' (given their standard errors)'}, got {x.size}")
     if np.ptp(x) == 0:
         raise ValueError("x must take at least 2 distinct values to fit a slope")
     design = np.stack([np.ones_like(x), x], axis=1)

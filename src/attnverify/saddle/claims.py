@@ -668,16 +668,15 @@ def gap_slope(widths, sampled, errors, saddle) -> tuple[float, float] | None:
     the linearised variance (SE/gap)² of each log gap (the saddle values exact): the order at which the theory's gap
     closes, −1 where the saddle point is right to O(1/N) and its O(1/N) term does not vanish. None where fewer than
     two gaps exceed :data:`RESOLVED_GAP` standard errors (the slope is not resolved)."""
+    from ..numerics.statistics import fit_line
+
     widths, sampled = np.asarray(widths, dtype=float), np.asarray(sampled, dtype=float)
     errors, gaps = np.asarray(errors, dtype=float), np.abs(sampled - np.asarray(saddle, dtype=float))
     kept = gaps > RESOLVED_GAP * errors
     if kept.sum() < 2:
         return None
-    x, y, w = np.log(widths[kept]), np.log(gaps[kept]), (gaps[kept] / errors[kept]) ** 2
-    centre = np.sum(w * x) / np.sum(w)
-    spread = float(np.sum(w * (x - centre) ** 2))
-    slope = float(np.sum(w * (x - centre) * y) / spread)
-    return slope, float(np.sqrt(1.0 / spread))
+    fit = fit_line(np.log(widths[kept]), np.log(gaps[kept]), standard_errors=errors[kept] / gaps[kept])
+    return fit.slope, fit.slope_standard_error
 
 
 def gap_order_sentence(widths, sampled, errors, saddle, width_name: str) -> str:
