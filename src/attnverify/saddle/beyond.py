@@ -123,7 +123,8 @@ def posterior_mean(declaration: SaddlePointAction, data: Mapping[str, Any], *, t
             mean, error, variance, notes = _laplace(declaration, energy, values, solution)
     measure = {name: str(term) for name, term in declaration.measure.items()}
     return Prediction(saddle=declaration.split(solution.entries), mean=declaration.split(mean),
-                      error=_per_entry(declaration, error), variance=_per_entry(declaration, variance),
+                      error=declaration.split(np.asarray(error, dtype=float)),
+                      variance=declaration.split(np.asarray(variance, dtype=float)),
                       method=method, measure=measure, notes=notes, solution=solution)
 
 
@@ -139,15 +140,6 @@ def _saddle(declaration, energy, values, temperature, saddle) -> Solution:
         raise ValueError(f"saddle must be the converged minimum at these values (temperature {temperature:g}, "
                          f"{given}), got one at temperature {saddle.temperature} and {saddle.parameters}")
     return saddle
-
-
-def _per_entry(declaration: SaddlePointAction, entries: np.ndarray) -> dict:
-    """name → a float, or a symmetric matrix whose (i, j) entry is the value for U_ij (no positivity asked)."""
-    out, start = {}, 0
-    for op in declaration.order_parameters:
-        out[op.name] = op.value(np.asarray(entries[start:start + op.count], dtype=float))
-        start += op.count
-    return out
 
 
 def _scales(declaration: SaddlePointAction, u: np.ndarray) -> np.ndarray:
@@ -167,12 +159,20 @@ def _scales(declaration: SaddlePointAction, u: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------- the next order
 
 
-def laplace_shift(H: np.ndarray, F: np.ndarray, measure_gradient: np.ndarray) -> np.ndarray:
-    """E[u] − u* = H⁻¹(∇m − ½ F : H⁻¹) to O(1/N) (module docstring), from the Hessian H and third derivatives F
-    of S over the entries at the saddle and the measure's gradient ∇m there."""
-    inverse = np.linalg.inv(H)
-    inverse = 0.5 * (inverse + inverse.T)
-    return inverse @ (measure_gradient - 0.5 * np.einsum("ijk,jk->i", F, inverse))
+def leading_covariance(H: np.ndarray) -> np.ndarray:
+    """H⁻¹, the leading covariance of the entries, by Cholesky solves (H, the Hessian of S at a minimum, is
+    positive definite), symmetrised."""
+    from scipy.linalg import cho_factor, cho_solve
+
+    covariance = cho_solve(cho_factor(H, lower=True), np.eye(H.shape[0]))
+    return 0.5 * (covariance + covariance.T)
+
+
+def laplace_shift(covariance: np.ndarray, F: np.ndarray, measure_gradient: np.ndarray) -> np.ndarray:
+    """E[u] − u* = H⁻¹(∇m − ½ F : H⁻¹) to O(1/N) (module docstring), from the leading covariance H⁻¹
+    (:func:`leading_covariance`), the third derivatives F of S over the entries at the saddle and the measure's
+    gradient ∇m there."""
+    return covariance @ (measure_gradient - 0.5 * np.einsum("ijk,jk->i", F, covariance))
 
 
 def action_derivatives(declaration: SaddlePointAction, energy, values: tuple, u: np.ndarray):
@@ -193,8 +193,8 @@ def action_derivatives(declaration: SaddlePointAction, energy, values: tuple, u:
 def _laplace(declaration, energy, values, solution):
     u = np.asarray(solution.entries, dtype=float)
     H, F, gradient = action_derivatives(declaration, energy, values, u)
-    shift = laplace_shift(H, F, gradient)
-    covariance = np.linalg.inv(H)
+    covariance = leading_covariance(H)
+    shift = laplace_shift(covariance, F, gradient)
     scales = _scales(declaration, u)
     epsilon = float(np.max(np.diag(covariance) / scales ** 2))
     # the O(1/N²) term by the expansion's scaling: ε times the O(1/N) term, taken at the largest relative shift
