@@ -432,7 +432,7 @@ def _quadrature(declaration, energy, values, solution):
     u = np.asarray(solution.entries, dtype=float)
     action = NumericAction(declaration, energy, values)
     centre = np.log(u)
-    widths = np.sqrt(np.diag(np.linalg.inv(action.hessian(centre) * action.scale)))
+    widths = np.sqrt(np.diag(leading_covariance(action.hessian(centre) * action.scale)))
     phi_of = _Integrand(declaration, energy, values, centre, widths)
     d = u.size
     degrees = RULES if d <= 2 else tuple(r - 1 for r in RULES)  # 3-D: 12 and 24 nodes a panel, as many panels
