@@ -32,6 +32,7 @@ from ..derivations.codegen import evaluator
 from ..derivations.derivation import Derivation, DerivationRecorder
 from ..derivations.gaussian import Expectation, QuadratureShort, erf_mean, gaussian, gaussian_moments_expectation
 from ..derivations.gaussian.jumps import jump_lines
+from ..derivations.gaussian.panels import composite_rule
 
 Z = sympy.Symbol("z", real=True)
 """The variable of φ: the unit's preactivation."""
@@ -333,15 +334,6 @@ QUADRATURE_TOLERANCE = 1e-10
 """The largest error estimate :func:`nngp_kernel` accepts, relative to E|φ(u)φ(v)| at the same pair."""
 
 
-def _composite_rule(breaks: np.ndarray, nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Gauss–Legendre with ``nodes`` nodes on each panel [breaks[…, i], breaks[…, i+1]] (along the last axis):
-    (points, weights), the panels' nodes one after the other."""
-    x, w = np.polynomial.legendre.leggauss(nodes)
-    low, high = breaks[..., :-1, None], breaks[..., 1:, None]
-    shape = breaks.shape[:-1] + (-1,)
-    return ((low + high) / 2 + (high - low) / 2 * x).reshape(shape), ((high - low) / 2 * w).reshape(shape)
-
-
 @lru_cache(maxsize=None)
 def kinks(unit: Activation) -> tuple[float, ...]:
     """The points z ≠ 0 where φ jumps or bends (:func:`attnverify.derivations.gaussian.jumps.jump_lines`: the
@@ -362,7 +354,7 @@ def _radial_rule(scales: list, points: tuple, nodes: int) -> tuple[np.ndarray, n
     it is in (0, RADIUS) (else a panel of width 0 at RADIUS, which adds nothing). Within a sector each cut moves
     smoothly with ψ (s keeps its sign there), so the integral over the rays stays smooth in ψ."""
     if not points:  # one rule for every ray, broadcast
-        rho, weights = _composite_rule(RADIAL_BREAKS, nodes)
+        rho, weights = composite_rule(RADIAL_BREAKS, nodes)
         return rho, weights * rho * np.exp(-rho**2 / 2) / (2 * np.pi)
     shape = scales[0].shape
     cuts = [np.broadcast_to(RADIAL_BREAKS, shape + RADIAL_BREAKS.shape)]
@@ -372,7 +364,7 @@ def _radial_rule(scales: list, points: tuple, nodes: int) -> tuple[np.ndarray, n
                 rho = point / scale
             cuts.append(np.where((rho > 0) & (rho < RADIUS), rho, RADIUS)[..., None])
     breaks = np.sort(np.concatenate(cuts, axis=-1), axis=-1)
-    rho, weights = _composite_rule(breaks, nodes)
+    rho, weights = composite_rule(breaks, nodes)
     return rho, weights * rho * np.exp(-rho**2 / 2) / (2 * np.pi)
 
 
@@ -400,7 +392,7 @@ def _pieces(a, b, r, points: tuple) -> tuple[np.ndarray, np.ndarray]:
 def _sector_sums(phi: Callable, points: tuple, a, b, r, nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(Σ w φ(u)φ(v), Σ w |φ(u)φ(v)|, the tail's estimate beyond RADIUS (:func:`_tail`)) for one rule, pairs (n,):
     u = √a ρ cos ψ, v = √b ρ cos(ψ − θ), cos(ψ − θ) = r cos ψ + √(1 − r²) sin ψ; ``points``: φ's kinks."""
-    fractions, angular = _composite_rule(ANGULAR_BREAKS, nodes)
+    fractions, angular = composite_rule(ANGULAR_BREAKS, nodes)
     start, width = _pieces(a, b, r, points)
     psi = (start[:, :, None] + width[:, :, None] * fractions).reshape(len(r), -1)  # (n, angles)
     weight = (width[:, :, None] * angular).reshape(len(r), -1)

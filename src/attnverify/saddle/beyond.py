@@ -38,7 +38,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..base import arguments, blas
-from ..derivations.gaussian.panels import BULK_CUTS, RULES, gauss_legendre_rule
+from ..derivations.gaussian.panels import BULK_CUTS, RULES, composite_rule
 from .action import NumericAction
 from .declaration import SaddlePointAction
 from .solve import Solution, data_energy, solve_energy
@@ -301,11 +301,9 @@ def _hmc(declaration, energy, values, solution, seed: int, size: dict):
 # ------------------------------------------------------------------------------------------------ the quadrature
 
 
-@functools.lru_cache(maxsize=None)
-def _rule(degree: int) -> tuple[np.ndarray, np.ndarray]:
-    """The project's Gauss–Legendre nodes and weights on [−1, 1] at this degree, in float64."""
-    nodes, weights = gauss_legendre_rule(degree, 53)
-    return np.array([float(x) for x in nodes]), np.array([float(w) for w in weights])
+def _nodes(degree: int) -> int:
+    """The nodes a panel of the project's Gauss–Legendre rule of this degree has, 3·2^(degree−1) (:data:`RULES`)."""
+    return 3 * 2 ** (degree - 1)
 
 
 def _cuts(low: float, high: float, halvings: int) -> np.ndarray:
@@ -318,13 +316,6 @@ def _cuts(low: float, high: float, halvings: int) -> np.ndarray:
     parts = 2 ** halvings
     fractions = np.arange(parts) / parts
     return np.append((cuts[:-1, None] + np.diff(cuts)[:, None] * fractions).ravel(), cuts[-1])
-
-
-def _composite(cuts: np.ndarray, degree: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and weights of the composite rule of this degree on the panels between ``cuts``."""
-    x, w = _rule(degree)
-    half, middle = np.diff(cuts) / 2, (cuts[1:] + cuts[:-1]) / 2
-    return (middle[:, None] + half[:, None] * x).ravel(), (half[:, None] * w).ravel()
 
 
 class _Integrand:
@@ -414,7 +405,7 @@ def _coarse_on_a_clear_box(phi_of, bounds, degree, halvings, reference):
     whether the faces cleared)."""
     d = len(bounds)
     for _ in range(12):
-        rule = [_composite(_cuts(*bounds[i], halvings), degree) for i in range(d)]
+        rule = [composite_rule(_cuts(*bounds[i], halvings), _nodes(degree)) for i in range(d)]
         moments = _moments(phi_of, [x for x, _ in rule], [w for _, w in rule], reference)
         lowest = moments[3]
         if lowest < reference - 600:
@@ -442,7 +433,7 @@ def _quadrature(declaration, energy, values, solution):
     halvings = 0
     while True:
         coarse, bounds, reference, cleared = _coarse_on_a_clear_box(phi_of, bounds, degrees[0], halvings, reference)
-        rule = [_composite(_cuts(*bounds[i], halvings), degrees[1]) for i in range(d)]
+        rule = [composite_rule(_cuts(*bounds[i], halvings), _nodes(degrees[1])) for i in range(d)]
         fine = _moments(phi_of, [x for x, _ in rule], [w for _, w in rule], reference)
         (mean_c, covariance_c), (mean_f, covariance_f) = _mean_and_covariance(coarse), _mean_and_covariance(fine)
         difference = np.abs(mean_f - mean_c)
@@ -454,7 +445,7 @@ def _quadrature(declaration, energy, values, solution):
     rounding = 64 * np.finfo(float).eps * (abs(solution.action) + 1.0)
     error = difference + rounding * np.abs(mean_f)
     nodes = " × ".join(str(x.size) for x, _ in rule)
-    notes = (f"Gauss–Legendre tensor rule in ln q ({len(_rule(degrees[0])[0])} and {len(_rule(degrees[1])[0])} "
+    notes = (f"Gauss–Legendre tensor rule in ln q ({_nodes(degrees[0])} and {_nodes(degrees[1])} "
              f"nodes a panel, {nodes} nodes), centred at the saddle in units of its marginal widths "
              f"{np.array2string(widths, precision=3)}, out to e^{{−(S−S*)}} < 1e-300 (z ∈ "
              f"{[[round(b, 1) for b in bound] for bound in bounds]}); error = the two rules' difference + rounding; "

@@ -1,10 +1,14 @@
 """One-dimensional Gaussian quadrature in mpmath with an error estimate: Gauss–Legendre panels, each halved until
 two rules agree, over an integrand's bulk and features, tanh-sinh on the tails, and nested tanh-sinh for several
-variables. The numbers under :mod:`.expectation` and :mod:`.integrals`."""
+variables. The numbers under :mod:`.expectation` and :mod:`.integrals`. The same composite Gauss–Legendre rule in
+float64, for arrays (:func:`composite_rule`: the saddle package's quadratures)."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import mpmath
+import numpy as np
 from mpmath.calculus.quadrature import GaussLegendre
 
 
@@ -28,6 +32,23 @@ FEATURE_CUTS = (-2, 0, 2)
 
 MAX_HALVINGS = 14
 """How often a panel may be halved before the quadrature gives up (NoConvergence)."""
+
+
+@lru_cache(maxsize=None)
+def _float_rule(nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    x, w = np.polynomial.legendre.leggauss(nodes)
+    x.flags.writeable = w.flags.writeable = False
+    return x, w
+
+
+def composite_rule(breaks: np.ndarray, nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss–Legendre in float64 with ``nodes`` nodes on each panel [breaks[…, i], breaks[…, i+1]] (along the last
+    axis): (points, weights), the panels' nodes one after the other."""
+    x, w = _float_rule(nodes)
+    breaks = np.asarray(breaks, dtype=float)
+    low, high = breaks[..., :-1, None], breaks[..., 1:, None]
+    shape = breaks.shape[:-1] + (-1,)
+    return ((low + high) / 2 + (high - low) / 2 * x).reshape(shape), ((high - low) / 2 * w).reshape(shape)
 
 
 def gauss_legendre_rule(degree: int, precision: int) -> tuple[tuple, tuple]:
