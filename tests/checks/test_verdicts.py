@@ -7,6 +7,7 @@ something other than evidence) is never shrunk nor shown as a counterexample, an
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -168,13 +169,13 @@ def _point(width, converged, shift=0.0):
     """A sampled width whose Û is the theory's U plus ``shift`` (MCSE 0.01, budget 0), accuracy equal."""
     from types import SimpleNamespace
 
+    from attnverify.theories.attention_paths.theory_points import SampledPoint
+
     U = np.array([[1.0, 0.2], [0.2, 1.0]])
-    theory = SimpleNamespace(order_parameter=U, accuracy=Estimate(0.8, 0.01, 100))
-    return SimpleNamespace(width=width, order_parameter=U + shift, order_parameter_mcse=np.full((2, 2), 0.01),
-                           mcse_multiple=np.full((2, 2), 5.0), prediction=U, prediction_error=np.zeros((2, 2)),
-                           accuracy=Estimate(0.8, 0.01, 100), accuracy_budget=0.0,
-                           theory=theory, theory_shifted=theory, wishart_shift=np.zeros((2, 2)),
-                           converged=converged, diagnostics={"max_rhat": 1.02, "draws_needed": 1600, "draws": 400})
+    theory = SimpleNamespace(order_parameter=U, accuracy=Estimate(0.8, 0.01, 100), predictor_mean=None)
+    return SampledPoint(width, U + shift, np.full((2, 2), 0.01), Estimate(0.8, 0.01, 100),
+                        {"max_rhat": 1.02, "draws_needed": 1600, "draws": 400}, converged, theory, theory,
+                        order_parameter_z=np.full((2, 2), 5.0), prediction=U, prediction_error=np.zeros((2, 2)))
 
 
 @pytest.mark.parametrize("converged, shift, status", [
@@ -204,7 +205,7 @@ def test_the_approach_to_the_gp_is_a_one_sided_bound_with_three_verdicts(monkeyp
     from attnverify.base.backend import get_backend
 
     far, near = _point(10, True, 0.0), _point(30, True, 0.0)
-    near.order_parameter = np.eye(2) + (far.order_parameter - np.eye(2)) * (1 - closer)
+    near = dataclasses.replace(near, order_parameter=np.eye(2) + (far.order_parameter - np.eye(2)) * (1 - closer))
     monkeypatch.setattr(attention_paths, "sampled_points", lambda data, ctx: ([far, near], "test"))
     ctx = Context(profile="quick", backend=get_backend("numpy"), rng=np.random.default_rng(0), seed=0)
     evidence = attention_paths.sampled_networks_approach_gp.check({"data": "authors"}, ctx)

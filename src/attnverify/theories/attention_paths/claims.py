@@ -315,17 +315,15 @@ def sampled_networks_match_theory(ctx: Context, data) -> Evidence:
     points, origin = sampled_points(data, ctx)
     worst, conditions, notes = 0.0, {}, []
     for point in points:
-        monte_carlo = point.mcse_multiple * point.order_parameter_mcse
-        allowed = monte_carlo + point.prediction_error
         gap = np.abs(point.order_parameter - point.prediction)
-        saddle = float(np.max(np.abs(point.order_parameter - point.theory.order_parameter) / allowed))
+        saddle = point.gap_over_allowance(point.theory.order_parameter)
         accuracy_gap = abs(point.accuracy.mean - point.theory.accuracy.mean)
         accuracy_allowed = 5 * point.accuracy.standard_error + point.accuracy_budget
         conditions[f"N = {point.width}: sampler converged"] = point.converged
         conditions[f"N = {point.width}: U within z MCSE + the next order's error (z ≤ "
                    f"{point.mcse_multiple.max():.2f}), accuracy within 5 MCSE + budget"] = \
-            bool(np.all(gap <= allowed)) and accuracy_gap <= accuracy_allowed
-        ratio = float(np.max(gap / allowed))
+            bool(np.all(gap <= point.allowance)) and accuracy_gap <= accuracy_allowed
+        ratio = point.gap_over_allowance(point.prediction)
         worst = max(worst, ratio)
         notes.append(f"N={point.width}: U_gg {point.order_parameter[0, 0]:.3f}±{point.order_parameter_mcse[0, 0]:.3f} "
                      f"vs next order {point.prediction[0, 0]:.3f}±{point.prediction_error[0, 0]:.2g} (saddle "

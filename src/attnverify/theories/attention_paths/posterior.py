@@ -152,13 +152,12 @@ class NetworkPosterior(PathLayers):
 
     def __init__(self, X, y, *, heads: Sequence[int], width, temperature: float, prior_var=1.0,
                  backend: str | Backend | None = None):
-        ActionConfig.build(heads, width, temperature, prior_var)  # the architecture's arguments first, by name
+        config = ActionConfig.build(heads, width, temperature, prior_var)  # the architecture's arguments first
         self.backend = be = arguments.backend(backend)
         X = arguments.array("X", be.to_numpy(X) if hasattr(X, "dtype") else X, ndim=3)
-        paths = int(np.prod(arguments.integers("heads", heads, 1)))
-        if X.shape[2] != paths:
-            raise ValueError(f"X must be shaped (P, N0, paths = {paths}) for heads "
-                             f"{tuple(heads)}, got {X.shape}")
+        if X.shape[2] != config.paths:
+            raise ValueError(f"X must be shaped (P, N0, paths = {config.paths}) for heads "
+                             f"{config.heads}, got {X.shape}")
         y = arguments.array("y", be.to_numpy(y) if hasattr(y, "dtype") else y, min_ndim=1)
         if y.shape[-1:] != (X.shape[0],) or y.ndim > 2:
             raise ValueError(f"y must be shaped (P,) = ({X.shape[0]},), or (chains, P) for one data set per "

@@ -166,11 +166,8 @@ def _next_order_sentence(sampled) -> str:
     """How far the networks lie from the next order and from the saddle point, in units of the claim's allowance."""
     parts = []
     for q in sampled:
-        allowed = q.mcse_multiple * q.order_parameter_mcse + q.prediction_error
-        next_order = np.max(np.abs(q.order_parameter - q.prediction) / allowed)
-        saddle = np.max(np.abs(q.order_parameter - q.theory.order_parameter) / allowed)
-        parts.append(f"N = {q.width}: {next_order:.2f}× the allowance from the next order, {saddle:.2f}× from the "
-                     "saddle point")
+        parts.append(f"N = {q.width}: {q.gap_over_allowance(q.prediction):.2f}× the allowance from the next order, "
+                     f"{q.gap_over_allowance(q.theory.order_parameter):.2f}× from the saddle point")
     return (" Largest gap of the sampled U over z MCSE + the next order's error: " + "; ".join(parts) + ".") \
         if parts else ""
 
@@ -178,7 +175,7 @@ def _next_order_sentence(sampled) -> str:
 def _sampled_table(source: str, sampled) -> Table:
     rows = []
     for q in sampled:
-        allowed = q.mcse_multiple * q.order_parameter_mcse + q.prediction_error
+        allowed = q.allowance
         for name, (i, j) in (("U[g,g]", (0, 0)), ("U[d,d]", (2, 2)), ("U[g,d]", (0, 2)), ("U[a1,a1]", (1, 1)),
                              ("U[a2,a2]", (3, 3))):
             rows.append([q.width, name, float(q.theory.order_parameter[i, j]), float(q.prediction[i, j]),

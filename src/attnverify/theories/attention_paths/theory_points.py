@@ -138,6 +138,17 @@ class SampledPoint:
         return np.abs(self.theory.order_parameter - self.theory_shifted.order_parameter)
 
     @property
+    def allowance(self) -> np.ndarray:
+        """Per entry of U, z·MCSE + the next order's stated error: how far the networks' U may lie from the next
+        order (``attention_paths.sampled_networks_match_theory``)."""
+        return self.mcse_multiple * self.order_parameter_mcse + self.prediction_error
+
+    def gap_over_allowance(self, U: np.ndarray) -> float:
+        """max over the entries of |Û − U| / :attr:`allowance`: the networks' distance from U (the next order, or
+        the saddle point beside it) in units of the claim's allowance."""
+        return float(np.max(np.abs(self.order_parameter - U) / self.allowance))
+
+    @property
     def accuracy_budget(self) -> float:
         """The accuracy's move under the Wishart shift, plus the fraction of test points whose sign is unresolved
         (:attr:`accuracy_resolution`): each may flip without contradicting the theory."""
