@@ -123,6 +123,78 @@ def test_a_declared_symmetry_holds_and_a_wrong_one_is_refuted():
     assert run_claim(wrong, profile="quick", seed=run_seed(0)).status == "refuted"
 
 
+def _family_theory(relabel_order):
+    """A family over drawn heads (the attention-path action at one σ² for every layer) with a symmetry whose maps
+    name drawn parameters: the heads and which layer's heads are relabelled."""
+    theory = Theory("family")
+
+    def family(heads):
+        return _per_layer(heads, equal_widths=True, equal_variances=True)
+
+    def relabel_data(data, heads, layer):
+        order = np.arange(int(np.prod(heads))).reshape(heads)
+        return {**data, "X": data["X"][:, :, np.roll(order, 1, axis=layer % len(heads)).ravel()]}
+
+    @theory.saddle_point(family, heads=st.sampled_from([(2, 2), (3,), (2, 1, 2)]), N=st.floats(5, 200),
+                         sigma=st.just(1.0), sigma_a=st.just(1.0), temperature=st.floats(0.05, 0.5),
+                         seed=st.integers(0, 100), layer=st.integers(0, 2),
+                         symmetries={"head_relabelling": (relabel_data, relabel_order)})
+    def tokens(rng, heads, seed):
+        X, y = synthetic_problem(30, heads=heads, input_width=4, tokens=3, seed=seed)
+        return dict(X=X, y=y)
+
+    return theory
+
+
+def _rolled(order, heads, layer):
+    """The right transformation: U_ℓ for ℓ ≤ m + 1 over (h_ℓ, …, h_L), layer m's heads rolled by one."""
+    m, out = layer % len(heads), dict(order)
+    for level in range(1, m + 2):
+        index = np.roll(np.arange(int(np.prod(heads[level - 1:]))).reshape(heads[level - 1:]), 1,
+                        axis=m - level + 1).ravel()
+        U = np.asarray(order[f"U{level}"])
+        out[f"U{level}"] = U[np.ix_(index, index)] if U.ndim == 2 else U
+    return out
+
+
+def test_a_family_draws_its_members_and_a_symmetry_map_names_drawn_parameters():
+    theory = _family_theory(_rolled)
+    claims = {c.name.split(".", 1)[1]: c for c in theory.claim_list()}
+    seen = set()
+    for name in ("saddle_point_is_a_minimum", "symmetric_under_head_relabelling"):
+        result = run_claim(claims[name], profile="quick", seed=run_seed(0), examples=8)
+        assert result.status == "holds", result
+        seen |= {tuple(e.parameters["heads"]) for e in result.examples}
+    assert len(seen) >= 2  # the members differ between draws
+    # the order parameters left as they were: wrong wherever the relabelling moves a head
+    unchanged = lambda order, heads, layer: dict(order)  # noqa: E731
+    wrong = {c.name.split(".", 1)[1]: c for c in _family_theory(unchanged).claim_list()}
+    result = run_claim(wrong["symmetric_under_head_relabelling"], profile="quick", seed=run_seed(0), examples=8)
+    assert result.status == "refuted", result
+
+
+def test_a_family_is_checked_by_name():
+    Q, N = positive("Q"), sympy.Symbol("N", positive=True)
+
+    def family(power):
+        V = sympy.Symbol("V" if power == 1 else "W", positive=True)
+        return SaddlePointAction(order_parameters={"Q": Q}, entropy=N * (Q / V - sympy.log(Q)) * power, kernel="Q",
+                                 width=N)
+
+    data = lambda rng: dict(C=np.eye(3)[None, None], y=np.ones(3))  # noqa: E731
+    with pytest.raises(TypeError, match="family family takes the structure .* give one for power"):
+        Theory("f1").saddle_point(family, N=st.just(10.0), V=st.just(1.0), temperature=st.just(0.1))(data)
+    theory = Theory("f2")
+    theory.saddle_point(family, power=st.sampled_from([1, 2]), N=st.just(10.0), V=st.just(1.0),
+                        temperature=st.just(0.1))(data)
+    claim = theory.claim_list()[0]
+    result = run_claim(claim, profile="quick", seed=run_seed(0), examples=10)
+    assert result.status == "error" and "must share their parameters" in result.error.error, result
+    with pytest.raises(TypeError, match=r"V name\(s\) both an action parameter and a structural parameter"):
+        Theory("f3").saddle_point(lambda V: family(1), V=st.just(1.0), N=st.just(10.0),
+                                  temperature=st.just(0.1))(data)
+
+
 def test_the_data_function_and_strategies_are_checked_by_name():
     theory = Theory("bad")
     Q, N = positive("Q"), sympy.Symbol("N", positive=True)

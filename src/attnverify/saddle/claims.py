@@ -10,7 +10,7 @@ P-sized work runs on the run's backend (``ctx.backend``: numpy, or cupy), the Ne
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -33,11 +33,36 @@ RATE_TOLERANCE = 0.05
 @dataclass(frozen=True)
 class SaddleSetting:
     """What the claims of one declared action share: the declaration, the data function and the names of the
-    drawn parameters that go to each."""
+    drawn parameters that go to each. For a family of declarations (a function of drawn structural parameters,
+    e.g. the heads, returning a :class:`SaddlePointAction`), ``family`` and its ``structure`` names, and
+    ``declaration`` is its member at the structure's simplest draw (what registration checks and the report
+    prints); :meth:`at` gives the member of a draw."""
 
     declaration: SaddlePointAction
     data: Callable
     data_parameters: tuple[str, ...]
+    family: Callable | None = None
+    structure: tuple[str, ...] = ()
+
+    def at(self, p: Mapping[str, Any]) -> "SaddleSetting":
+        """The setting of the draw ``p``: itself, or for a family its member at ``p``'s structural parameters, which
+        must declare the same parameters as the family's first member (one strategy each)."""
+        if self.family is None:
+            return self
+        missing = [n for n in self.structure if n not in p]
+        if missing:
+            raise TypeError(f"give a value for the family's structural parameter(s) {', '.join(missing)}")
+        structure = {n: p[n] for n in self.structure}
+        member = self.family(**structure)
+        if not isinstance(member, SaddlePointAction):
+            raise TypeError(f"the family {self.family.__name__} must return a SaddlePointAction, got "
+                            f"{type(member).__name__} at {structure}")
+        if member.parameter_names != self.declaration.parameter_names:
+            raise ValueError(f"the family {self.family.__name__} declares the parameters "
+                             f"({', '.join(member.parameter_names)}) at {structure}, not "
+                             f"({', '.join(self.declaration.parameter_names)}) as at its first member: its members "
+                             "must share their parameters (one strategy each)")
+        return replace(self, declaration=member, family=None)
 
     def split(self, p: Mapping[str, Any]) -> tuple[dict, float, dict]:
         action = {n: p[n] for n in self.declaration.parameter_names}
@@ -61,24 +86,70 @@ class SaddleSetting:
         return max(max(op.size, 1) for op in self.declaration.order_parameters)
 
 
-def setting(declaration: SaddlePointAction, data: Callable, names: tuple[str, ...]) -> SaddleSetting:
-    """Check the data function and the drawn names against the declaration, by name."""
+def for_each_draw(factory: Callable, s: SaddleSetting, *args) -> Callable:
+    """The check ``factory(s, *args)``, built for each draw's member where ``s`` is a family."""
+    if s.family is None:
+        return factory(s, *args)
+
+    def check(p, ctx) -> Evidence:
+        return factory(s.at(p), *args)(p, ctx)
+    return check
+
+
+def _is_family(declaration) -> bool:
+    return callable(declaration) and not isinstance(declaration, SaddlePointAction)
+
+
+def family_member(declaration, strategies: Mapping[str, Any]) -> tuple[SaddlePointAction, tuple[str, ...]]:
+    """(the declaration, ()) or, for a family, (its member at the structural parameters' simplest draws,
+    hypothesis's shrink target, and the structural parameters' names)."""
+    if not _is_family(declaration):
+        return declaration, ()
+    from hypothesis import find, strategies as hst
+
+    structure = tuple(inspect.signature(declaration).parameters)
+    missing = [n for n in structure if n not in strategies]
+    if not structure or missing:
+        raise TypeError(f"the family {declaration.__name__} takes the structure it is drawn at as parameters, each "
+                        f"with a strategy" + (f": give one for {', '.join(missing)}" if missing else ""))
+    simplest = find(hst.fixed_dictionaries({n: strategies[n] for n in structure}), lambda _: True,
+                    settings=_registration_search(1))
+    member = declaration(**simplest)
+    if not isinstance(member, SaddlePointAction):
+        raise TypeError(f"the family {declaration.__name__} must return a SaddlePointAction, got "
+                        f"{type(member).__name__} at {simplest}")
+    return member, structure
+
+
+def map_parameters(function: Callable) -> tuple[str, ...]:
+    """The drawn parameters a symmetry's map names after its first argument (the data, or the order parameters)."""
+    return tuple(inspect.signature(function).parameters)[1:]
+
+
+def setting(declaration, data: Callable, names: tuple[str, ...], family: Callable | None = None,
+            structure: tuple[str, ...] = (), symmetry_names: tuple[str, ...] = ()) -> SaddleSetting:
+    """Check the data function and the drawn names against the declaration (a family's first member), by name:
+    a strategy for each of the action's parameters, temperature, the data function's, the family's structure and
+    what the symmetries' maps name."""
     if not isinstance(declaration, SaddlePointAction):
-        raise TypeError(f"saddle_point needs a SaddlePointAction, got {type(declaration).__name__}")
+        raise TypeError(f"saddle_point needs a SaddlePointAction (or a family: a function of drawn structural "
+                        f"parameters returning one), got {type(declaration).__name__}")
     parameters = list(inspect.signature(data).parameters)
     if not parameters or parameters[0] != "rng":
         raise TypeError(f"the data function {data.__name__} must take (rng, …): the random generator first")
     data_parameters = tuple(parameters[1:])
-    wanted = set(declaration.parameter_names) | {"temperature"} | set(data_parameters)
+    wanted = set(declaration.parameter_names) | {"temperature"} | set(data_parameters) | set(structure) \
+        | set(symmetry_names)
     wrong = name_mismatch(sorted(names), sorted(wanted), unknown="strategies naming nothing:")
     if wrong:
         raise TypeError(f"saddle_point of {data.__name__}: give a strategy for each of the action's parameters "
                         f"({', '.join(declaration.parameter_names)}), temperature, and the data function's "
                         f"({', '.join(data_parameters) or 'none'})" + wrong)
-    clash = set(declaration.parameter_names) & set(data_parameters)
-    if clash:
-        raise TypeError(f"{', '.join(sorted(clash))} name(s) both an action parameter and a data parameter")
-    return SaddleSetting(declaration, data, data_parameters)
+    for others, what in ((data_parameters, "a data parameter"), (structure, "a structural parameter of the family")):
+        clash = set(declaration.parameter_names) & set(others)
+        if clash:
+            raise TypeError(f"{', '.join(sorted(clash))} name(s) both an action parameter and {what}")
+    return SaddleSetting(declaration, data, data_parameters, family, structure)
 
 
 def is_a_minimum(s: SaddleSetting) -> Callable:
@@ -181,9 +252,11 @@ def symmetric(s: SaddleSetting, data_map: Callable, order_map: Callable) -> Call
         action_values, temperature, data = s.problem(p, ctx.rng)
         one = solve(s.declaration, data, temperature=temperature, tolerance=TOLERANCE * 1e-2,
                     raise_on_failure=False, backend=ctx.backend, **action_values)
-        other = solve(s.declaration, data_map(data), temperature=temperature, tolerance=TOLERANCE * 1e-2,
-                      raise_on_failure=False, backend=ctx.backend, **action_values)
-        expected = s.declaration.join(order_map(dict(one.order_parameters)))
+        other = solve(s.declaration, data_map(data, **{n: p[n] for n in map_parameters(data_map)}),
+                      temperature=temperature, tolerance=TOLERANCE * 1e-2, raise_on_failure=False,
+                      backend=ctx.backend, **action_values)
+        expected = s.declaration.join(order_map(dict(one.order_parameters),
+                                                **{n: p[n] for n in map_parameters(order_map)}))
         gap = float(np.max(np.abs(other.entries - expected)))
         allowance = 10 * (one.error_estimate + other.error_estimate)
         allowance = allowance if np.isfinite(allowance) else 0.0  # not minima: the condition below refutes
@@ -244,7 +317,8 @@ def theory_at(s: SaddleSetting, action_values: dict, temperature: float, data: M
 
 def check_network(s: SaddleSetting, network: Callable) -> None:
     """At registration: every parameter ``network`` names is one of the action's or the data function's."""
-    _network_arguments(s, network, dict.fromkeys((*s.declaration.parameter_names, *s.data_parameters)))
+    _network_arguments(s, network, dict.fromkeys((*s.declaration.parameter_names, *s.data_parameters,
+                                                  *s.structure)))
 
 
 def _not_a_network_width(value, D: int) -> bool:
@@ -321,8 +395,9 @@ def _network_arguments(s: SaddleSetting, network: Callable, values: dict) -> dic
     unknown = [n for n in wants if n not in values]
     if unknown:
         raise TypeError(f"network names {', '.join(unknown)}, which is not a parameter of the action "
-                        f"({', '.join(s.declaration.parameter_names)}) or of {s.data.__name__} "
-                        f"({', '.join(s.data_parameters) or 'none'})")
+                        f"({', '.join(s.declaration.parameter_names)}), of {s.data.__name__} "
+                        f"({', '.join(s.data_parameters) or 'none'})"
+                        + (f" or of the family ({', '.join(s.structure)})" if s.structure else ""))
     return {n: values[n] for n in wants}
 
 
@@ -379,8 +454,9 @@ def _drawn_network(s: SaddleSetting, network: Callable, p: Mapping[str, Any], rn
     action_values, temperature, data_parameters = s.split(p)
     s.declaration.check_integer_widths(action_values)
     data = s.draw(data_parameters, rng)
+    named = {**data_parameters, **{n: p[n] for n in s.structure}}
     return action_values, temperature, data, smallest_width(s.declaration, action_values), \
-        _network_at(s, network, action_values, data_parameters, data)
+        _network_at(s, network, action_values, named, data)
 
 
 def _widths_note(declaration: SaddlePointAction, action_values: Mapping[str, Any]) -> str:
@@ -437,7 +513,12 @@ def compare_with_prediction(name: str, summary, prediction) -> Comparison:
     mean, error = np.asarray(prediction.mean[name], dtype=float), np.abs(np.asarray(prediction.error[name], float))
     saddle = np.asarray(prediction.saddle[name], dtype=float)
     sampled, mcse, z = np.asarray(summary.mean, dtype=float), np.asarray(summary.mcse, float), summary.mcse_z()
-    monte_carlo = z * mcse
+    if sampled.size != mean.size:
+        raise ValueError(f"the network records {name} with shape {sampled.shape}, the action declares "
+                         f"{mean.shape or 'a scalar'}")
+    # a scalar order parameter may come as a 1 × 1 matrix (the network's records, the saddle's matrix form)
+    monte_carlo = np.reshape(z * mcse, mean.shape)  # z per entry (Student's t) or one
+    sampled, mcse, saddle, error = (a.reshape(mean.shape) for a in (sampled, mcse, saddle, error))
     allowed = monte_carlo + error
     gap, saddle_gap = np.abs(sampled - mean), np.abs(sampled - saddle)
     worst, saddle_worst = float(np.max(gap / allowed)), float(np.max(saddle_gap / allowed))
@@ -573,12 +654,13 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
     from ..numerics.statistics import Estimate
 
     width_names = [w.name for w in s.declaration.widths]
-    wanted = set(s.declaration.parameter_names) | {"temperature"} | set(s.data_parameters)
+    wanted = set(s.declaration.parameter_names) | {"temperature"} | set(s.data_parameters) | set(s.structure)
     wrong = name_mismatch(sorted(fixed), sorted(wanted), unknown="figure values naming nothing:")
     if wrong:
         raise TypeError("saddle_point figure=: give one value for each of the action's parameters, temperature and "
                         f"the data function's, and a sequence of widths for one of {', '.join(width_names)}" + wrong)
-    swept = [key for key in sorted(fixed) if key in wanted - set(s.data_parameters) and np.ndim(fixed[key]) > 0]
+    swept = [key for key in sorted(fixed) if key in wanted - set(s.data_parameters) - set(s.structure)
+             and np.ndim(fixed[key]) > 0]
     if len(swept) != 1 or swept[0] not in width_names:
         raise ValueError(f"saddle_point figure=: exactly one width ({' or '.join(width_names)}) takes a sequence (the "
                          f"figure's one axis), every other parameter one value; got sequences for "
@@ -621,7 +703,8 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
         theory_x = [*([0.0] if alone else []), *grid]
         estimates, unconverged, sampled_widths = [], [], []
         for width in widths:
-            made = _network_at(s, network, {**action_values, width_name: width}, data_parameters, data)
+            made = _network_at(s, network, {**action_values, width_name: width},
+                               {**data_parameters, **{n: fixed[n] for n in s.structure}}, data)
             sampled = _sample(s, made, data, temperature, int(rng.integers(2**31)), None, SAMPLING["quick"])
             if kernel not in sampled.draws:
                 break  # the network estimates no such order parameter: the theory's curve alone

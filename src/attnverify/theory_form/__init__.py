@@ -272,7 +272,14 @@ class Theory:
         log N with its standard error.
         ``expect``: a verdict other than "holds" for some of these claims, by name (e.g. ``{"sampled_networks_match_theory": "refuted"}``
         for an approximation the networks are known to leave). Strategies for every action parameter, ``temperature`` and
-        every data parameter; ``name`` prefixes the claims' names (two actions in one theory)."""
+        every data parameter; ``name`` prefixes the claims' names (two actions in one theory).
+
+        ``declaration`` may also be a family: a function of structural parameters (e.g. ``heads``) returning a
+        :class:`~attnverify.saddle.SaddlePointAction` whose parameters are the same for every member. Its parameters
+        are drawn like the others (a strategy each) and may also be named by the data function, ``network`` and
+        ``figure``; every claim then checks the member of its draw, and the report prints the member at their
+        simplest draw. A symmetry's maps may name drawn parameters after their first argument
+        (``data_map(data, heads, layer)``, ``order_map(order, heads, layer)``), each with a strategy."""
         from ..saddle import claims as saddle_claims
 
         options_not_strategies("saddle_point", name=name, symmetries=symmetries, network=network, figure=figure,
@@ -285,37 +292,45 @@ class Theory:
         counts = dict(examples or {"quick": 3, "thorough": 20})
 
         def register(function: Callable) -> Callable:
-            s = saddle_claims.setting(declaration, function, tuple(strategies))
+            member, structure = saddle_claims.family_member(declaration, strategies)
+            mapped = tuple(n for maps in (symmetries or {}).values() for f in maps
+                           for n in saddle_claims.map_parameters(f))
+            s = saddle_claims.setting(member, function, tuple(strategies), None if member is declaration
+                                      else declaration, structure, mapped)
             saddle_claims.check_positive_strategies(s, strategies)
+
+            def each(factory, *args):  # a family's checks are built for each draw's member
+                return saddle_claims.for_each_draw(factory, s, *args)
+
             made = [
-                ("saddle_point_is_a_minimum", saddle_claims.is_a_minimum(s),
+                ("saddle_point_is_a_minimum", each(saddle_claims.is_a_minimum),
                  "The action has a minimum the solver reaches at the drawn parameters and data: the saddle-point "
                  "equations hold (max |∂(S/N)/∂u| ≤ 1e-9) and the Hessian over the order parameters' entries is "
                  "positive definite."),
-                ("saddle_gradient_matches_finite_differences", saddle_claims.gradient_matches_finite_differences(s),
+                ("saddle_gradient_matches_finite_differences", each(saddle_claims.gradient_matches_finite_differences),
                  "The generated gradient and Hessian of S/N (entropy differentiated by sympy, energy by the matrix "
                  "formulas, chained to the Cholesky coordinates) equal central differences at a random point near "
                  "the GP point, within 10× the differences' own error (h vs h/2 vs h/4) plus round-off."),
-                ("saddle_point_approaches_gp", saddle_claims.approaches_gp(s),
+                ("saddle_point_approaches_gp", each(saddle_claims.approaches_gp),
                  "U(N) → U_GP at rate 1/N: max |u(N) − u_GP| falls with N, with log-log slope −1 ± 0.05 over "
                  "the first decade N → 10N (from 10² times the drawn widths, all scaled alike) where the O(1/N²) "
                  "term is below 10⁻² of the O(1/N) term at the GP point; inconclusive where the solves cannot "
                  "resolve such a window."),
             ]
             for label, (data_map, order_map) in (symmetries or {}).items():
-                made.append((f"symmetric_under_{label}", saddle_claims.symmetric(s, data_map, order_map),
+                made.append((f"symmetric_under_{label}", each(saddle_claims.symmetric, data_map, order_map),
                              f"Symmetry '{label}': the saddle point on the transformed data is the transformed saddle "
                              f"point, within 10× the two solutions' error estimates."))
             if network is not None:
                 saddle_claims.check_network(s, network)
                 saddle_claims.check_width_strategies(s, strategies)
                 made.append(("network_gradient_matches_finite_differences",
-                             saddle_claims.network_gradient_matches_finite_differences(s, network),
+                             each(saddle_claims.network_gradient_matches_finite_differences, network),
                              "The collapsed potential's gradient through the network's vector–Jacobian product "
                              f"equals central differences along {saddle_claims.DIRECTIONS} random directions, within "
                              "10× their own error "
                              "(steps h, h/2, h/4) plus round-off, at prior weights."))
-                made.append(("sampled_networks_match_theory", saddle_claims.sampled_networks_match(s, network),
+                made.append(("sampled_networks_match_theory", each(saddle_claims.sampled_networks_match, network),
                              "Networks sampled from the posterior (HMC, the readout integrated out exactly) have the "
                              "action's own posterior mean of the order parameters under e^{−S} (quadrature for at "
                              "most three scalars, else the next order of the Laplace expansion) within z MCSE "
@@ -323,7 +338,7 @@ class Theory:
                              "unconverged chains are inconclusive."))
             if test_error:
                 made.append(("sampled_networks_generalise_as_theory",
-                             saddle_claims.sampled_networks_match(s, network, test_error=True),
+                             each(saddle_claims.sampled_networks_match, network, True),
                              "Networks sampled from the posterior have the theory's generalisation error on the test "
                              "inputs, mean_t (⟨f(x_t)⟩ − y_t)² + ⟨δf(x_t)²⟩, within z MCSE (z ≥ 5) + the O(1/N) budget "
                              "max((D + 1)/N·ε, |ε(N) − ε(N − D − 1)|); unconverged chains are inconclusive."))
@@ -338,10 +353,12 @@ class Theory:
                                  "(it prefixes its claims)")
             figures = []  # every check above and the figures' below before anything registers: all or nothing
             if figure is not None:
-                kernel_first = sorted(declaration.order_parameters, key=lambda op: op is not declaration.kernel)
+                drawn = s.at(figure)  # a family's member at the figure's structure
+                shown = drawn.declaration
+                kernel_first = sorted(shown.order_parameters, key=lambda op: op is not shown.kernel)
                 for op in kernel_first:  # one figure per order parameter, the kernel's under the plain name
-                    fields = saddle_claims.sampled_networks_figure(s, network, figure, op.name)
-                    suffix = "" if op is declaration.kernel else f"_{op.name}"
+                    fields = saddle_claims.sampled_networks_figure(drawn, network, figure, op.name)
+                    suffix = "" if op is shown.kernel else f"_{op.name}"
                     figures.append(FigureMaker(prefix + "sampled_networks_vs_theory" + suffix,
                                                lambda rng, fields=fields: TheoryVsSimulation(**fields(rng))))
             if network is not None:  # last: it calls the theorist's data function
@@ -352,7 +369,7 @@ class Theory:
                                 (expect or {}).get(claim_name, "holds"), counts, 20)
             self.derivation(name=prefix + "saddle_point_equations", source=source or self.source,
                             title="The declared action and its saddle-point equations" + (f" ({name})" if name else ""))(
-                saddle_claims.action_derivation(declaration))
+                saddle_claims.action_derivation(member))
             self.figures.extend(figures)
             return function
 

@@ -68,6 +68,18 @@ def test_solution_solves_the_equations_and_is_a_minimum():
     assert ActionConfig.build((2, 2), 3, 0.02).below_wishart_rank is True
 
 
+@pytest.mark.parametrize("heads", [(2, 2), (2, 1, 2), (3, 1)])
+@pytest.mark.parametrize("width", [2, 300])
+def test_below_the_wishart_rank_and_wide_the_solution_is_a_minimum(heads, width):
+    """The width the engine's drawn claims do not reach (they sample networks, N ≥ 6): below the Wishart rank
+    (N = 2 < D_1, a formal extrapolation of the leading order) and wide, the equations hold and S has a minimum."""
+    X, y = random_features(40, 4, int(np.prod(heads)), seed=width)
+    solution = solve_paths(dict(X=X, y=y), heads=heads, width=width, temperature=0.05, tolerance=1e-10)
+    assert solution.converged and solution.residual <= 1e-10
+    assert solution.hessian_eigenvalues.min() > 0
+    assert ActionConfig.build(heads, width, 0.05).below_wishart_rank is (width == 2)
+
+
 def test_readout_is_its_closed_form_at_the_solution():
     """∂S/∂U_a = 0 at the answer: U_a equals the derivation's closed form at Tr U_L (derivation attention_paths.readout)."""
     X, y = random_features(40, 3, 4, seed=3)
@@ -114,6 +126,22 @@ def test_one_width_per_layer_and_equal_widths_are_the_same_action():
     one = solve(equal, dict(X=X, y=y), temperature=0.1, N=8, sigma1=1.0, sigma2=1.0, sigma_a=1.0, tolerance=1e-12)
     per_layer = solve_paths(dict(X=X, y=y), heads=(2, 2), width=(8, 8, 8), temperature=0.1, tolerance=1e-12)
     assert_allclose(one.matrix("U1"), per_layer.matrix("U1"), rtol=1e-10)
+
+
+def test_one_variance_for_every_layer_is_the_action_at_equal_variances():
+    """equal_variances: one sigma for every layer, the same parameters (N, sigma, sigma_a) at every depth (the
+    family the built-in claims draw heads from), the action of equal σ_ℓ²."""
+    X, y = random_features(30, 3, 4, seed=4)
+    from attnverify.saddle import solve
+    for heads in ((2, 2), (1,), (2, 1, 2)):
+        family = attention_paths_action(heads, equal_widths=True, equal_variances=True)
+        assert family.parameter_names == ("N", "sigma", "sigma_a")
+        Xh = X[:, :, : int(np.prod(heads))]
+        one = solve(family, dict(X=Xh, y=y), temperature=0.1, N=8, sigma=0.7, sigma_a=1.3, tolerance=1e-12)
+        per_layer = solve_paths(dict(X=Xh, y=y), heads=heads, width=8, temperature=0.1,
+                                prior_var=(0.7,) * len(heads) + (1.3,), tolerance=1e-12)
+        assert_allclose(one.matrix("U1"), per_layer.matrix("U1"), rtol=1e-10)
+        assert_allclose(one.action, per_layer.action, rtol=1e-12)
 
 
 def test_failure_is_loud():

@@ -30,21 +30,27 @@ def _partial_trace(U: sympy.MatrixBase, heads_here: int) -> sympy.Matrix:
     return sympy.Matrix(rest, rest, lambda a, b: sum(U[h * rest + a, h * rest + b] for h in range(heads_here)))
 
 
-def attention_paths_action(heads: Sequence[int], *, equal_widths: bool = False) -> SaddlePointAction:
+def attention_paths_action(heads: Sequence[int], *, equal_widths: bool = False,
+                           equal_variances: bool = False) -> SaddlePointAction:
     """The action of the attention network with ``heads`` = (H_1, …, H_L): order parameters U1, …, UL
     (D_ℓ × D_ℓ, D_ℓ = Π_{k≥ℓ} H_k; a positive scalar where D_ℓ = 1) and Ua; parameters n0…nL (the widths; one
-    N for all with ``equal_widths``), sigma1…sigmaL (σ_ℓ²) and sigma_a (σ_a²)."""
-    return _declared(arguments.integers("heads", heads, 1), bool(equal_widths))
+    N for all with ``equal_widths``), sigma1…sigmaL (σ_ℓ²; one sigma for all layers with ``equal_variances``)
+    and sigma_a (σ_a²). With both, every depth declares the same parameters (N, sigma, sigma_a): one family over
+    the heads."""
+    return _declared(arguments.integers("heads", heads, 1), bool(equal_widths), bool(equal_variances))
 
 
 @functools.lru_cache(maxsize=None)
-def _declared(heads: tuple[int, ...], equal_widths: bool) -> SaddlePointAction:
+def _declared(heads: tuple[int, ...], equal_widths: bool, equal_variances: bool) -> SaddlePointAction:
     L = len(heads)
     if equal_widths:
         widths = [sympy.Symbol("N", positive=True)] * (L + 1)
     else:
         widths = [sympy.Symbol(f"n{level}", positive=True) for level in range(L + 1)]
-    variances = [sympy.Symbol(f"sigma{level}", positive=True) for level in range(1, L + 1)]
+    if equal_variances:
+        variances = [sympy.Symbol("sigma", positive=True)] * L
+    else:
+        variances = [sympy.Symbol(f"sigma{level}", positive=True) for level in range(1, L + 1)]
     sigma_a = sympy.Symbol("sigma_a", positive=True)
     sizes = [int(np.prod(heads[level:])) for level in range(L)]
     names = [f"U{level}" for level in range(1, L + 1)]
@@ -65,7 +71,8 @@ def _declared(heads: tuple[int, ...], equal_widths: bool) -> SaddlePointAction:
         entropy += widths[level] * (sum((inv(upper) * traced).diagonal()) / variances[level] - logdet(U)
                                     + heads[level] * logdet(upper))
     width = widths[0] if equal_widths else tuple(widths)
-    display = {f"sigma{level}": f"sigma_{level}^2" for level in range(1, L + 1)} | {"sigma_a": "sigma_a^2"}
+    display = ({"sigma": "sigma^2"} if equal_variances else
+               {f"sigma{level}": f"sigma_{level}^2" for level in range(1, L + 1)}) | {"sigma_a": "sigma_a^2"}
     return SaddlePointAction(order_parameters=order, entropy=entropy / 2, kernel="U1", width=width, display=display)
 
 

@@ -23,7 +23,7 @@ from .synthetic import synthetic_problem
 from ...numerics.statistics import fit_line
 from ...checks import st
 from ...checks.claim import Context
-from ...checks.evidence import Evidence, at_most, close
+from ...checks.evidence import Evidence, close
 
 SOURCE = derived.SOURCE
 
@@ -32,41 +32,8 @@ HEADS = st.sampled_from([(1,), (3,), (2, 2), (1, 3), (3, 1), (2, 1, 2)])
 MARKOV_TEMPERATURE = TEMPERATURE  # the paper's T for the Markov task (spec §4.1)
 
 
-#: The synthetic problem (:func:`.synthetic.synthetic_problem`: P sequences of ``tokens`` tokens of width
-#: ``input_width`` through random heads) and the network's width N and temperature T, spread into the claims
-#: that solve the saddle point on it.
-PROBLEM = dict(heads=HEADS, P=st.integers(6, 60), input_width=st.integers(2, 8), tokens=st.integers(2, 6),
-               width=st.integers(2, 300), temperature=st.floats(1e-3, 1.0), seed=st.integers(0, 2**16))
-
-
 # ---------------------------------------------------------------------------------------------
-# 1. the saddle-point equations hold at the solver's answer, and it is a minimum
-# ---------------------------------------------------------------------------------------------
-
-
-@theory.claim(source=f"{SOURCE}, §2.1–2.2 (saddle point)", examples={"quick": 6, "thorough": 40}, **PROBLEM)
-def saddle_point_is_a_minimum(ctx: Context, heads, P, input_width, tokens, width, temperature, seed) -> Evidence:
-    """The engine's order parameters solve the saddle-point equations ∂S/∂U_ℓ = ∂S/∂U_a = 0 (max
-    |∂(S/n)/∂u| ≤ 1e-9 over the independent entries u) and the Hessian of S there is positive
-    definite, for any heads, widths (also below the Wishart rank), temperatures and data."""
-    X, y = synthetic_problem(P, heads=heads, input_width=input_width, tokens=tokens, seed=seed)
-    tolerance = 1e-9
-    solution = solve_paths(dict(X=X, y=y), heads=heads, width=width, temperature=temperature,
-                           tolerance=tolerance, raise_on_failure=False, backend=ctx.backend)
-    smallest = float(solution.hessian_eigenvalues.min())
-    below_rank = ActionConfig.build(heads, width, temperature).below_wishart_rank
-    return Evidence(
-        holds=solution.residual <= tolerance and smallest > 0,
-        theory=0.0, observed=solution.residual, tolerance=tolerance,
-        relation="equal", conditions={"Hessian positive definite": smallest > 0},
-        note=f"residual {solution.residual:.2e}; smallest Hessian eigenvalue {smallest:.3g}",
-        figures={"smallest_hessian_eigenvalue": smallest, "iterations": solution.iterations,
-                 "below_wishart_rank": below_rank},
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# 2. GP limit: U(N) → U_GP and the predictor → the GP predictor as N → ∞ at fixed P
+# 1. GP limit: U(N) → U_GP and the predictor → the GP predictor as N → ∞ at fixed P
 # ---------------------------------------------------------------------------------------------
 
 
@@ -105,7 +72,7 @@ def gp_limit(ctx: Context, heads, P, input_width, tokens, temperature, seed) -> 
 
 
 # ---------------------------------------------------------------------------------------------
-# 3. H = 1: the matrix theory reduces to the scalar back-propagating kernel renormalization
+# 2. H = 1: the matrix theory reduces to the scalar back-propagating kernel renormalization
 # ---------------------------------------------------------------------------------------------
 
 
@@ -142,7 +109,7 @@ def single_head_reduction(ctx: Context, depth, P, input_width, tokens, width, te
 
 
 # ---------------------------------------------------------------------------------------------
-# 4. the generated action equals the direct numeric evaluation; gradients equal finite differences
+# 3. the generated action equals the direct numeric evaluation; gradients equal finite differences
 # ---------------------------------------------------------------------------------------------
 
 
@@ -185,7 +152,7 @@ def generated_action(ctx: Context, heads, P, width, variances, temperature, seed
 
 
 # ---------------------------------------------------------------------------------------------
-# 5. the hidden Markov chain: accuracy vs N between the GP lines (figure 2c)
+# 4. the hidden Markov chain: accuracy vs N between the GP lines (figure 2c)
 # ---------------------------------------------------------------------------------------------
 
 # Paths of the 4-path network (flat index, h1 slow): 0 = good (GOOD), 1 = adversarial #1, 2 = denoising
@@ -242,34 +209,7 @@ def markov_accuracy_between_gp_lines(ctx: Context, data) -> Evidence:
 
 
 # ---------------------------------------------------------------------------------------------
-# 6. permuting the heads of a layer permutes U
-# ---------------------------------------------------------------------------------------------
-
-
-@theory.claim(source=f"{SOURCE}, §2.1 (symmetry of the action)", examples={"quick": 5, "thorough": 30},
-              **{**PROBLEM, "heads": st.sampled_from([(2,), (3,), (2, 2), (3, 2), (2, 1, 2)])},
-              layer=st.integers(0, 2), permutation_seed=st.integers(0, 100))
-def head_permutation_symmetry(ctx: Context, heads, P, input_width, tokens, width, temperature, seed, layer,
-                              permutation_seed) -> Evidence:
-    """Relabelling the heads of one layer by a permutation σ (features permuted accordingly) gives
-    the saddle point U' = Π_σ U Π_σᵀ on the paths, to 1e-7 (two solves at gradient tolerance 1e-12)."""
-    layer = layer % len(heads)
-    X, y = synthetic_problem(P, heads=heads, input_width=input_width, tokens=tokens, seed=seed)
-    sigma = np.random.default_rng(permutation_seed).permutation(heads[layer])
-    grid = np.arange(X.shape[2]).reshape(heads)
-    relabelled = np.take(grid, sigma, axis=layer).ravel()  # new path π' reads old path relabelled[π']
-    kwargs = dict(heads=heads, width=width, temperature=temperature, tolerance=1e-12, backend=ctx.backend)
-    original = solve_paths(dict(X=X, y=y), **kwargs).matrix("U1")
-    permuted = solve_paths(dict(X=X[:, :, relabelled], y=y), **kwargs).matrix("U1")
-    expected = original[np.ix_(relabelled, relabelled)]
-    gap = float(np.max(np.abs(permuted - expected)))
-    scale = float(np.max(np.abs(original)))
-    return at_most(gap, 1e-7 * scale, note=f"max |U' − Π U Πᵀ| = {gap:.2e} (scale {scale:.3g})",
-                   figures={"permutation": sigma.tolist(), "layer": layer})
-
-
-# ---------------------------------------------------------------------------------------------
-# 7–8. sampled finite-width networks (posterior sampler) against the theory, and toward the GP limit
+# 5–6. sampled finite-width networks (posterior sampler) against the theory, and toward the GP limit
 # ---------------------------------------------------------------------------------------------
 
 def sampled_points(data, ctx: Context) -> tuple[tuple, str]:
@@ -392,12 +332,12 @@ def sampled_networks_approach_gp(ctx: Context, data) -> Evidence:
 
 
 # ---------------------------------------------------------------------------------------------
-# 9–11. one-shot image classification with trained heads (figure 3), in their own module (imported here, it
+# 7–9. one-shot image classification with trained heads (figure 3), in their own module (imported here, it
 # registers them on the theory after the claims above)
 # ---------------------------------------------------------------------------------------------
 
 from .one_shot.claims import (one_shot_cache_is_the_trained_network, one_shot_head_scores_predict_pruning,
                               one_shot_network_generalises_to_new_classes)
 
-# 12–16. the action declared as a saddle-point theory of one's own: the claims every such theory gets
+# 10–16. the action declared as a saddle-point theory of one's own: the claims every such theory gets
 from . import generic_claims  # noqa: E402,F401  (registers them on the theory after the claims above)
