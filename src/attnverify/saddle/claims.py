@@ -690,7 +690,9 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
         value = np.asarray(value, dtype=float)
         return float(np.trace(value)) if value.ndim == 2 else float(value)
 
-    def figure(rng: np.random.Generator) -> dict:
+    def measure(rng: np.random.Generator) -> dict:
+        """The sweep's numbers: the saddle's curve, and at each sampled width the networks' estimate, the action's
+        prediction with its stated error and the saddle point (the trace of each, for a matrix)."""
         action_values, temperature, data_parameters = s.split({**fixed, width_name: float(widths[0])})
         data = s.draw(data_parameters, rng)
         grid = np.linspace(0.0, 1.0 / widths[0], 25)[1:]
@@ -700,7 +702,6 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
                              **{**action_values, width_name: 1.0 / inverse})
             start = solution
             curve.append(scalar(solution[kernel]))
-        theory_x = [*([0.0] if alone else []), *grid]
         estimates, unconverged, sampled_widths = [], [], []
         for width in widths:
             made = _network_at(s, network, {**action_values, width_name: width},
@@ -715,29 +716,40 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
                                       samples=int(draws.shape[0] * draws.shape[1])))
             if not (summary.converged and all(one.converged for one in sampled.summaries.values())):
                 unconverged.append(width)
-        label = f"tr {kernel}" if size else kernel
+        predictions = [prediction_at(s, {**action_values, width_name: float(w)}, temperature, data)
+                       for w in sampled_widths]
+        # the trace's error bounded by the sum of the diagonal's (each entry's stated error bounds its own)
+        errors = [float(np.sum(np.diag(np.atleast_2d(one.error[kernel])))) for one in predictions]
+        return dict(curve=curve, theory_x=[*([0.0] if alone else []), *grid], widths=sampled_widths,
+                    estimates=estimates, unconverged=unconverged, predictions=predictions,
+                    predicted=[scalar(one.mean[kernel]) for one in predictions], prediction_errors=errors,
+                    saddles=[scalar(one.saddle[kernel]) for one in predictions], width_name=width_name,
+                    label=f"tr {kernel}" if size else kernel)
+
+    def figure(rng: np.random.Generator) -> dict:
+        m = measure(rng)
+        curve, theory_x, sampled_widths, estimates = m["curve"], m["theory_x"], m["widths"], m["estimates"]
+        label, unconverged, predictions = m["label"], m["unconverged"], m["predictions"]
         if not sampled_widths:
             return dict(x=[], estimates=[], theory=curve, theory_x=theory_x, xlabel=f"1/{width_name}",
                         ylabel=label, caption=f"{label}: the saddle point {limit}; the network estimates no {kernel}, "
                                               "so no sampled networks are drawn.")
-        predictions = [prediction_at(s, {**action_values, width_name: float(w)}, temperature, data)
-                       for w in sampled_widths]
-        predicted = [scalar(one.mean[kernel]) for one in predictions]
-        saddles = [scalar(one.saddle[kernel]) for one in predictions]
         source = PREDICTION_SOURCE[predictions[0].method]
         return dict(
             x=[1.0 / w for w in sampled_widths], estimates=estimates, theory=curve, theory_x=theory_x,
             xlabel=f"1/{width_name}", ylabel=label, theory_label="saddle point",
-            curves=((f"the action's prediction ({source})", [1.0 / w for w in sampled_widths], predicted),),
+            curves=((f"the action's prediction ({source})", [1.0 / w for w in sampled_widths], m["predicted"]),),
             caption=f"{label}: the saddle point {limit}, the action's own posterior mean ({source}, at the sampled "
                     f"widths; largest stated error {max(float(np.max(one.error[kernel])) for one in predictions):.2g}) "
                     f"and networks sampled from the posterior at {width_name} = "
                     f"{', '.join(map(str, sampled_widths))} (HMC, readout integrated out; Markov chain standard "
                     "errors, from the effective sample size). "
                     + gap_order_sentence(sampled_widths, [e.mean for e in estimates],
-                                         [e.standard_error for e in estimates], saddles, width_name) + " "
+                                         [e.standard_error for e in estimates], m["saddles"], width_name) + " "
                     + (f"Not converged (R-hat/ESS) at {width_name} = {unconverged}." if unconverged
                        else "Every width passed the R-hat/ESS gate."))
+
+    figure.measure = measure  # the width claim reads the same numbers
     return figure
 
 
@@ -773,6 +785,73 @@ def gap_order_sentence(widths, sampled, errors, saddle, width_name: str) -> str:
     return (f"The gap between networks and saddle point falls as {width_name}^({slope:.3g} ± {error:.2g}) (fitted "
             f"slope of ln|gap| against ln {width_name} ± its standard error; a saddle point right to O(1/{width_name}) "
             f"gives −1, {abs(slope + 1) / error:.1f} SE away).")
+
+
+def gap_closes_at_the_theory_order(s: SaddleSetting, network: Callable, fixed: Mapping[str, Any]) -> Callable:
+    """The width claim over ``figure=``'s widths (:func:`gap_order_evidence`), from the same sweep of networks and
+    predictions as its figure (the kernel's order parameter; its trace for a matrix)."""
+    sweep = sampled_networks_figure(s, network, fixed)
+
+    def check(p, ctx) -> Evidence:
+        m = sweep.measure(ctx.rng)
+        if len(m["widths"]) < 2:
+            return Evidence(holds=False, relation="custom",
+                            inconclusive=f"the network estimates {m['label']} at fewer than two widths")
+        return gap_order_evidence(m["widths"], [e.mean for e in m["estimates"]],
+                                  [e.standard_error for e in m["estimates"]], m["saddles"], m["predicted"],
+                                  m["prediction_errors"], m["width_name"], m["unconverged"])
+    return check
+
+
+WIDTH_Z = 5.0
+"""Standard errors of the networks' fitted slope the width claim allows (beyond the prediction's own bias)."""
+
+
+def gap_order_evidence(widths, sampled, errors, saddles, predicted, prediction_errors, width_name: str,
+                       unconverged=()) -> Evidence:
+    """The width claim: the gap between networks and saddle point closes at the order the theory states. Over the
+    widths where the gap is resolved (> :data:`RESOLVED_GAP` SE), the networks' slope of ln|gap| against ln N
+    (:func:`gap_slope`, weighted by the linearised variances) against the theory's: the same weighted fit of
+    ln|E_N − u*_N|, the action's own prediction less the saddle point (−1 plus the curvature its next order
+    carries). Holds where they differ by at most :data:`WIDTH_Z` SE + the bias the prediction's stated error e_N
+    allows (each log gap moved by up to −ln(1 − r_N), r_N = e_N/|E_N − u*_N|, through the fit's coefficients);
+    inconclusive where fewer than two gaps are resolved, a width did not converge, or some r_N ≥ 1 (no order to
+    compare: the stated error is as large as the shift)."""
+    widths, sampled, errors = (np.asarray(v, dtype=float) for v in (widths, sampled, errors))
+    saddles, predicted, prediction_errors = (np.asarray(v, dtype=float) for v in (saddles, predicted,
+                                                                                  prediction_errors))
+    gaps, shifts = np.abs(sampled - saddles), np.abs(predicted - saddles)
+    kept = gaps > RESOLVED_GAP * errors
+    figures = {"widths": widths.tolist(), "gaps": gaps.tolist(), "standard_errors": errors.tolist(),
+               "predicted_shifts": shifts.tolist(), "prediction_errors": prediction_errors.tolist()}
+    if unconverged:
+        return Evidence(holds=False, relation="custom", figures=figures,
+                        inconclusive=f"the sampler has not converged at {width_name} = {list(unconverged)}: its Monte "
+                                     "Carlo errors do not count; draw more")
+    if kept.sum() < 2:
+        return Evidence(holds=False, relation="custom", figures=figures,
+                        inconclusive=f"the gap between networks and saddle point is resolved (> {RESOLVED_GAP:g} SE) "
+                                     f"at fewer than two of {width_name} = {widths.astype(int).tolist()}: draw more")
+    ratio = prediction_errors[kept] / shifts[kept]
+    if np.any(ratio >= 1):
+        return Evidence(holds=False, relation="custom", figures=figures,
+                        inconclusive="the prediction's stated error is as large as its shift from the saddle point at "
+                                     f"{width_name} = {widths[kept][ratio >= 1].astype(int).tolist()}: no order to "
+                                     "compare")
+    slope, se = gap_slope(widths, sampled, errors, saddles)
+    x, weights = np.log(widths[kept]), (gaps[kept] / errors[kept]) ** 2  # 1/(SE of ln|gap|)²
+    centred = x - np.sum(weights * x) / np.sum(weights)
+    coefficients = weights * centred / np.sum(weights * centred ** 2)  # slope = Σ c_i ln|gap_i|
+    theory = float(coefficients @ np.log(shifts[kept]))
+    bias = float(np.abs(coefficients) @ -np.log1p(-ratio))
+    difference = abs(slope - theory)
+    figures.update(slope=slope, slope_standard_error=se, theory_slope=theory, bias=bias)
+    return at_most(difference, WIDTH_Z * se + bias,
+                   note=f"ln|networks − saddle| falls as {width_name}^({slope:.3g} ± {se:.2g}) over {width_name} = "
+                        f"{widths[kept].astype(int).tolist()}; the action's prediction less the saddle point as "
+                        f"{width_name}^({theory:.3g}); allowed {WIDTH_Z:g} SE + the prediction's stated-error bias "
+                        f"{bias:.2g}",
+                   figures=figures, labels=("|networks' slope − theory's|", "allowance"))
 
 
 EQUATIONS_SHOWN = 12

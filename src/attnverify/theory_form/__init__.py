@@ -342,11 +342,22 @@ class Theory:
                              "Networks sampled from the posterior have the theory's generalisation error on the test "
                              "inputs, mean_t (⟨f(x_t)⟩ − y_t)² + ⟨δf(x_t)²⟩, within z MCSE (z ≥ 5) + the O(1/N) budget "
                              "max((D + 1)/N·ε, |ε(N) − ε(N − D − 1)|); unconverged chains are inconclusive."))
-            unknown = sorted(set(expect or {}) - {claim_name for claim_name, _, _ in made})
+            single = []  # claims at the figure's one setting: one example each
+            if figure is not None:
+                single.append(("sampled_gap_closes_at_the_theory_order",
+                               saddle_claims.gap_closes_at_the_theory_order(s.at(figure), network, figure),
+                               "Over the figure's widths, the gap between sampled networks and the saddle point closes "
+                               "at the order the theory states: the fitted slope of ln|networks − saddle| against "
+                               "ln N (± its standard error) equals that of the action's own prediction less the saddle "
+                               f"point within {saddle_claims.WIDTH_Z:g} SE + the bias the prediction's stated error "
+                               "allows; inconclusive where fewer than two gaps are resolved or the sampler has not "
+                               "converged."))
+            made_names = {claim_name for claim_name, _, _ in made + single}
+            unknown = sorted(set(expect or {}) - made_names)
             if unknown:
                 raise ValueError(f"saddle_point expect= names {', '.join(unknown)}, not among its claims "
-                                 f"({', '.join(claim_name for claim_name, _, _ in made)})")
-            taken = sorted({f"{self.name}.{prefix}{claim_name}" for claim_name, _, _ in made}
+                                 f"({', '.join(sorted(made_names))})")
+            taken = sorted({f"{self.name}.{prefix}{claim_name}" for claim_name in made_names}
                            & {c.name for c in self.claims})
             if taken:
                 raise ValueError(f"theory {self.name} already has {', '.join(taken)}: give this saddle_point a name= "
@@ -367,6 +378,13 @@ class Theory:
                 check.__wrapped__ = function  # inspect.unwrap(claim.check): the function the theory wrote
                 self._new_claim(prefix + claim_name, statement, parameters, check, source,
                                 (expect or {}).get(claim_name, "holds"), counts, 20)
+            if single:
+                at_figure = claim_parameters({n: st.just(v) for n, v in figure.items()},
+                                             f"{self.name}.{name or 'saddle_point'} figure")
+                for claim_name, check, statement in single:
+                    check.__wrapped__ = function
+                    self._new_claim(prefix + claim_name, statement, at_figure, check, source,
+                                    (expect or {}).get(claim_name, "holds"), {"quick": 1, "thorough": 1}, 1)
             self.derivation(name=prefix + "saddle_point_equations", source=source or self.source,
                             title="The declared action and its saddle-point equations" + (f" ({name})" if name else ""))(
                 saddle_claims.action_derivation(member))
