@@ -16,7 +16,7 @@ from seeds import seeded
 from attnverify.base.backend import cupy_works
 from attnverify.saddle import activations
 from attnverify.saddle.activations import activation, closed_form_kernel, kernel_derivation, kernel_quadrature
-from attnverify.saddle.claims import _against_differences
+from attnverify.saddle.claims import against_differences
 from attnverify.saddle.network import CollapsedNetworkPosterior, nngp_kernel, one_hidden_layer, sample_order_parameters
 
 REFERENCE = Path(__file__).parent / "data" / "neural_tangents_nngp.npz"
@@ -59,7 +59,7 @@ def test_generated_features_are_the_activation_and_their_vjp_equals_finite_diffe
         def inner(t, c=c):
             return float(np.sum(dF[c] * network.features(t.reshape(1, 5, 3), X)[0]))
         analytic = network.features_vjp(Z[c:c + 1], X, dF[c:c + 1]).ravel()
-        assert _against_differences(analytic, inner, Z[c].ravel(), max(abs(inner(Z[c].ravel())), 1.0)) <= 1.0
+        assert against_differences(analytic, inner, Z[c].ravel(), max(abs(inner(Z[c].ravel())), 1.0)) <= 1.0
 
 
 @pytest.mark.parametrize("name", ["relu", "erf", "tanh", "hard_tanh"])
@@ -69,7 +69,7 @@ def test_the_collapsed_gradient_of_a_generated_network_equals_finite_differences
     posterior = CollapsedNetworkPosterior(one_hidden_layer(5, 3, activation=_spec(name)), X, y, 0.1)
     x = np.random.default_rng(1).standard_normal((1, posterior.size))
     potential, gradient = posterior.potential_and_gradient(x)
-    ratio = _against_differences(gradient[0], lambda t: posterior.potential_and_gradient(t[None])[0][0], x[0],
+    ratio = against_differences(gradient[0], lambda t: posterior.potential_and_gradient(t[None])[0][0], x[0],
                                  max(abs(float(potential[0])), 1.0))
     assert ratio <= 1.0
 

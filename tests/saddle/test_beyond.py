@@ -23,7 +23,7 @@ from attnverify.numerics.kernel_energy import FeatureKernelEnergy, FeatureSpaceE
 from attnverify.saddle import (SaddlePointAction, positive, positive_definite, posterior_mean, solve,
                                wishart_entropy)
 from attnverify.saddle.beyond import action_derivatives
-from attnverify.saddle.claims import _against_differences
+from attnverify.saddle.claims import against_differences
 from attnverify.saddle.solve import data_energy
 from attnverify.saddle.third_order import Term
 from attnverify.theories.attention_paths.action import attention_paths_action
@@ -253,7 +253,7 @@ def _entry_hessian(energy, paths):
 def test_the_energy_third_derivative_equals_differences_of_its_exact_hessian(kind):
     """∂³E/∂u_k∂u_l∂u_m (third_from_blocks) against central differences of the exact Hessian over the entries of a
     2 × 2 U, for each energy representation, within 10× the differences' own error at steps h, h/2, h/4 plus
-    round-off (the engine's gradient check, :func:`_against_differences`): a tolerance from the step size."""
+    round-off (the engine's gradient check, :func:`against_differences`): a tolerance from the step size."""
     X, y = synthetic_problem(12 if kind == "feature space" else 6, heads=(2,), input_width=2 if kind == "feature space"
                              else 4, tokens=3, seed=5)
     temperature = 0.05
@@ -270,7 +270,7 @@ def test_the_energy_third_derivative_equals_differences_of_its_exact_hessian(kin
     hessian = _entry_hessian(energy, 2)
     assert np.allclose(analytic, analytic.transpose(1, 0, 2)) and np.allclose(analytic, analytic.transpose(0, 2, 1))
     size = max(float(np.max(np.abs(hessian(u)))), 1.0)
-    assert _against_differences(analytic, hessian, u, size, h=1e-4) <= 1.0
+    assert against_differences(analytic, hessian, u, size, h=1e-4) <= 1.0
 
 
 def test_the_entropy_third_derivative_equals_differences_of_its_exact_hessian():
@@ -297,7 +297,7 @@ def test_the_entropy_third_derivative_equals_differences_of_its_exact_hessian():
     analytic = term.third(u, values)
     hessian = lambda v: declaration.entropy_hessian(v, values)  # noqa: E731
     size = max(float(np.max(np.abs(hessian(u)))), 1.0)
-    assert _against_differences(analytic, hessian, u, size, h=1e-4) <= 1.0
+    assert against_differences(analytic, hessian, u, size, h=1e-4) <= 1.0
 
 
 def test_the_action_third_derivative_of_a_matrix_kernel_equals_differences():
@@ -317,7 +317,7 @@ def test_the_action_third_derivative_of_a_matrix_kernel_equals_differences():
     def hessian(v):
         return action.entries_hessian(action.parametrisation.theta(v)) * action.scale
     size = max(float(np.max(np.abs(hessian(u)))), 1.0)
-    assert _against_differences(F, hessian, u, size, h=1e-4) <= 1.0
+    assert against_differences(F, hessian, u, size, h=1e-4) <= 1.0
 
 
 # --------------------------------------------------------------------------------------------- the measure

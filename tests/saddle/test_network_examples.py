@@ -141,7 +141,7 @@ def test_a_figure_along_one_of_several_widths_draws_theory_and_networks_at_the_s
     """figure= sweeping n2 with n1 = 30 held: every network is built at (n1 = 30, n2 = the figure's width), the
     theory's curve is the solver's at n1 = 30 along n2 (no GP point at 1/n2 = 0: n1 stays finite), and the caption
     says which width is held."""
-    from attnverify.saddle import claims, solve
+    from attnverify.saddle import solve, width_claims
 
     built, action = [], _two_widths()
 
@@ -153,7 +153,7 @@ def test_a_figure_along_one_of_several_widths_draws_theory_and_networks_at_the_s
         draws = 1.0 + 0.01 * np.random.default_rng(seed).standard_normal((4, 400))
         return type("Sampled", (), dict(draws={"Q1": draws}, summaries={}))()
 
-    monkeypatch.setattr(claims, "_sample", sampled)
+    monkeypatch.setattr(width_claims, "sample_networks", sampled)
     theory = Theory("unequal")
     values = dict(n1=30, n2=(20, 40), sigma2=1.0, temperature=0.2, P=12)
     theory.saddle_point(action, network=network, figure=values, **STRATEGIES)(_teacher)

@@ -25,7 +25,8 @@ from claim_helpers import run_seed
 from attnverify import Theory, st
 from attnverify.checks import run_claim
 from attnverify.saddle import SaddlePointAction, positive, positive_definite, posterior_mean
-from attnverify.saddle.claims import compare_with_prediction, gap_slope
+from attnverify.saddle.network_claims import compare_with_prediction
+from attnverify.saddle.width_claims import gap_slope
 from attnverify.theories.catalogue import load_user_module
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

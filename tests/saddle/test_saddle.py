@@ -12,7 +12,7 @@ import sympy
 
 from attnverify.saddle import SaddlePointAction, SaddlePointError, gp_point, positive, positive_definite, solve
 from attnverify.saddle.action import NumericAction
-from attnverify.saddle.claims import _against_differences
+from attnverify.saddle.claims import against_differences
 from attnverify.saddle.solve import data_energy
 from attnverify.theories.attention_paths.derivations import gp_order_parameters
 from attnverify.theories.attention_paths.action import attention_paths_action as _per_layer
@@ -57,9 +57,9 @@ def test_the_chained_gradient_and_hessian_equal_central_differences(problem, hea
     action = NumericAction(declaration, data_energy(dict(X=X, y=y), 0.05), declaration.parameter_values(names))
     theta = action.parametrisation.theta(_random_point(declaration, np.random.default_rng(paths)))
     value, gradient = action(theta)
-    assert _against_differences(gradient, lambda t: action(t)[0], theta, max(abs(value), 1.0)) <= 1.0
+    assert against_differences(gradient, lambda t: action(t)[0], theta, max(abs(value), 1.0)) <= 1.0
     hessian = action.hessian(theta)
-    assert _against_differences(hessian, lambda t: action(t)[1], theta, max(np.max(np.abs(gradient)), 1.0)) <= 1.0
+    assert against_differences(hessian, lambda t: action(t)[1], theta, max(np.max(np.abs(gradient)), 1.0)) <= 1.0
 
 
 def test_one_head_reproduces_the_scalar_kernel_renormalisation(problem):
@@ -208,7 +208,7 @@ def test_one_width_per_layer_is_scaled_together_and_checked_as_integers_for_netw
     whole number (refused by name otherwise); the Wishart shift moves every layer's width alike; the O(1/N) budget's N
     is the smallest width."""
     from attnverify.saddle import wishart_entropy
-    from attnverify.saddle.claims import smallest_width
+    from attnverify.saddle.network_claims import smallest_width
 
     Q1, Q2 = positive("Q1"), positive("Q2")
     n0, n1, s = sympy.symbols("n0 n1 sigma2", positive=True)

@@ -280,7 +280,7 @@ class Theory:
         ``figure``; every claim then checks the member of its draw, and the report prints the member at their
         simplest draw. A symmetry's maps may name drawn parameters after their first argument
         (``data_map(data, heads, layer)``, ``order_map(order, heads, layer)``), each with a strategy."""
-        from ..saddle import claims as saddle_claims
+        from ..saddle import claims as saddle_claims, network_claims, width_claims
 
         options_not_strategies("saddle_point", name=name, symmetries=symmetries, network=network, figure=figure,
                                 test_error=test_error, source=source, examples=examples, expect=expect)
@@ -322,15 +322,15 @@ class Theory:
                              f"Symmetry '{label}': the saddle point on the transformed data is the transformed saddle "
                              f"point, within 10× the two solutions' error estimates."))
             if network is not None:
-                saddle_claims.check_network(s, network)
-                saddle_claims.check_width_strategies(s, strategies)
+                network_claims.check_network(s, network)
+                network_claims.check_width_strategies(s, strategies)
                 made.append(("network_gradient_matches_finite_differences",
-                             each(saddle_claims.network_gradient_matches_finite_differences, network),
+                             each(network_claims.network_gradient_matches_finite_differences, network),
                              "The collapsed potential's gradient through the network's vector–Jacobian product "
-                             f"equals central differences along {saddle_claims.DIRECTIONS} random directions, within "
+                             f"equals central differences along {network_claims.DIRECTIONS} random directions, within "
                              "10× their own error "
                              "(steps h, h/2, h/4) plus round-off, at prior weights."))
-                made.append(("sampled_networks_match_theory", each(saddle_claims.sampled_networks_match, network),
+                made.append(("sampled_networks_match_theory", each(network_claims.sampled_networks_match, network),
                              "Networks sampled from the posterior (HMC, the readout integrated out exactly) have the "
                              "action's own posterior mean of the order parameters under e^{−S} (quadrature for at "
                              "most three scalars, else the next order of the Laplace expansion) within z MCSE "
@@ -338,18 +338,22 @@ class Theory:
                              "unconverged chains are inconclusive."))
             if test_error:
                 made.append(("sampled_networks_generalise_as_theory",
-                             each(saddle_claims.sampled_networks_match, network, True),
+                             each(network_claims.sampled_networks_match, network, True),
                              "Networks sampled from the posterior have the theory's generalisation error on the test "
                              "inputs, mean_t (⟨f(x_t)⟩ − y_t)² + ⟨δf(x_t)²⟩, within z MCSE (z ≥ 5) + the O(1/N) budget "
                              "max((D + 1)/N·ε, |ε(N) − ε(N − D − 1)|); unconverged chains are inconclusive."))
-            single = []  # claims at the figure's one setting: one example each
+            single, sweeps, kernel = [], {}, None  # claims at the figure's one setting (one example each); its sweeps
             if figure is not None:
+                drawn = s.at(figure)  # a family's member at the figure's structure
+                kernel = drawn.declaration.kernel.name
+                for op in sorted(drawn.declaration.order_parameters, key=lambda op: op.name != kernel):
+                    sweeps[op.name] = width_claims.sampled_networks_figure(drawn, network, figure, op.name)
                 single.append(("sampled_gap_closes_at_the_theory_order",
-                               saddle_claims.gap_closes_at_the_theory_order(s.at(figure), network, figure),
+                               width_claims.gap_closes_at_the_theory_order(sweeps[kernel]),
                                "Over the figure's widths, the gap between sampled networks and the saddle point closes "
                                "at the order the theory states: the fitted slope of ln|networks − saddle| against "
                                "ln N (± its standard error) equals that of the action's own prediction less the saddle "
-                               f"point within {saddle_claims.WIDTH_Z:g} SE + the bias the prediction's stated error "
+                               f"point within {width_claims.WIDTH_Z:g} SE + the bias the prediction's stated error "
                                "allows; inconclusive where fewer than two gaps are resolved or the sampler has not "
                                "converged."))
             made_names = {claim_name for claim_name, _, _ in made + single}
@@ -363,17 +367,12 @@ class Theory:
                 raise ValueError(f"theory {self.name} already has {', '.join(taken)}: give this saddle_point a name= "
                                  "(it prefixes its claims)")
             figures = []  # every check above and the figures' below before anything registers: all or nothing
-            if figure is not None:
-                drawn = s.at(figure)  # a family's member at the figure's structure
-                shown = drawn.declaration
-                kernel_first = sorted(shown.order_parameters, key=lambda op: op is not shown.kernel)
-                for op in kernel_first:  # one figure per order parameter, the kernel's under the plain name
-                    fields = saddle_claims.sampled_networks_figure(drawn, network, figure, op.name)
-                    suffix = "" if op is shown.kernel else f"_{op.name}"
-                    figures.append(FigureMaker(prefix + "sampled_networks_vs_theory" + suffix,
-                                               lambda rng, fields=fields: TheoryVsSimulation(**fields(rng))))
+            for op_name, fields in sweeps.items():  # one figure per order parameter, the kernel's under the plain name
+                suffix = "" if op_name == kernel else f"_{op_name}"
+                figures.append(FigureMaker(prefix + "sampled_networks_vs_theory" + suffix,
+                                           lambda rng, fields=fields: TheoryVsSimulation(**fields(rng))))
             if network is not None:  # last: it calls the theorist's data function
-                saddle_claims.check_network_data(s, strategies, test_error)
+                network_claims.check_network_data(s, strategies, test_error)
             for claim_name, check, statement in made:
                 check.__wrapped__ = function  # inspect.unwrap(claim.check): the function the theory wrote
                 self._new_claim(prefix + claim_name, statement, parameters, check, source,

@@ -22,7 +22,7 @@ import sympy
 from claim_helpers import run_seed
 
 from attnverify.saddle import SaddlePointAction, positive, positive_definite, posterior_mean
-from attnverify.saddle.claims import compare_with_prediction
+from attnverify.saddle.network_claims import compare_with_prediction
 from attnverify.saddle.network import sample_order_parameters
 from attnverify.theories.attention_paths.generic_claims import family, network, synthetic_tokens
 

@@ -1,0 +1,232 @@
+"""What ``figure=`` gives a declared saddle-point theory with ``network=``: each order parameter against 1/N, the
+saddle point, the action's own prediction and sampled networks at the figure's widths, and the width claim
+``sampled_gap_closes_at_the_theory_order`` over the same sweep (the gap between networks and saddle point closes at
+the order the theory states: fitted slopes with their standard errors).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ..base.arguments import name_mismatch
+from ..checks.evidence import Evidence, at_most
+from .claims import SaddleSetting
+from .network_claims import PREDICTION_SOURCE, SAMPLING, network_at, not_a_network_width, prediction_at, \
+    sample_networks
+from .solve import gp_point, solve
+
+def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[str, Any],
+                            name: str | None = None) -> Callable:
+    """``figure(rng) -> dict`` (the fields of a :class:`attnverify.theory_form.TheoryVsSimulation`, which the theory
+    wraps it in): the order parameter ``name`` (the kernel's by default; its trace when it is a matrix) against
+    1/n along the one width ``n`` that ``fixed`` gives as a sequence (every other parameter, other layers' widths
+    included, one value), networks sampled at each of those widths as mean ± MCSE at the quick tier's sampler size
+    (none where the network estimates no ``name``: the caption says so), and the theory's curve at the same values:
+    from the GP point (1/n = 0) where n is the action's only width, from 1/(24·n_min) where other layers stay finite
+    (there n → ∞ is not the GP limit). Widths are checked to be whole numbers above D + 1 here, at definition. The
+    theory registers one per order parameter."""
+    from ..numerics.diagnostics import summarize
+    from ..numerics.statistics import Estimate
+
+    width_names = [w.name for w in s.declaration.widths]
+    wanted = set(s.declaration.parameter_names) | {"temperature"} | set(s.data_parameters) | set(s.structure)
+    wrong = name_mismatch(sorted(fixed), sorted(wanted), unknown="figure values naming nothing:")
+    if wrong:
+        raise TypeError("saddle_point figure=: give one value for each of the action's parameters, temperature and "
+                        f"the data function's, and a sequence of widths for one of {', '.join(width_names)}" + wrong)
+    swept = [key for key in sorted(fixed) if key in wanted - set(s.data_parameters) - set(s.structure)
+             and np.ndim(fixed[key]) > 0]
+    if len(swept) != 1 or swept[0] not in width_names:
+        raise ValueError(f"saddle_point figure=: exactly one width ({' or '.join(width_names)}) takes a sequence (the "
+                         f"figure's one axis), every other parameter one value; got sequences for "
+                         f"{', '.join(swept) or 'none'}")
+    width_name = swept[0]
+    D = s.wishart_size
+    given = np.atleast_1d(fixed[width_name]).tolist()
+    others = {n: fixed[n] for n in width_names if n != width_name}
+    bad = [f"{n} = {v!r}" for n, v in [*((width_name, w) for w in given), *others.items()]
+           if not_a_network_width(v, D)]
+    widths = [] if bad else sorted({int(w) for w in given})
+    if bad or len(widths) < 2:
+        raise ValueError(f"saddle_point figure=: the sampled networks need whole widths above {D + 1} (the Wishart "
+                         f"shift), at least two of {width_name}; got " + (", ".join(bad) if bad else f"{widths}"))
+    kernel = s.declaration.kernel.name if name is None else name
+    if kernel not in [op.name for op in s.declaration.order_parameters]:
+        raise ValueError(f"name must be an order parameter of the action "
+                         f"({', '.join(op.name for op in s.declaration.order_parameters)}), got {kernel!r}")
+    size = next(op.size for op in s.declaration.order_parameters if op.name == kernel)
+    alone = len(width_names) == 1
+    held = ", ".join(f"{n} = {int(float(v))}" for n, v in others.items())
+    limit = (f"from the GP limit (1/{width_name} = 0)" if alone else
+             f"with {held} held fixed (1/{width_name} → 0 is not the GP limit while "
+             f"{'it stays' if len(others) == 1 else 'they stay'} finite)")
+
+    def scalar(value) -> float:
+        value = np.asarray(value, dtype=float)
+        return float(np.trace(value)) if value.ndim == 2 else float(value)
+
+    def measure(rng: np.random.Generator) -> dict:
+        """The sweep's numbers: the saddle's curve, and at each sampled width the networks' estimate, the action's
+        prediction with its stated error and the saddle point (the trace of each, for a matrix)."""
+        action_values, temperature, data_parameters = s.split({**fixed, width_name: float(widths[0])})
+        data = s.draw(data_parameters, rng)
+        grid = np.linspace(0.0, 1.0 / widths[0], 25)[1:]
+        curve, start = ([scalar(gp_point(s.declaration, **action_values)[kernel])] if alone else []), None
+        for inverse in grid:  # from the widest: continuation from the GP side
+            solution = solve(s.declaration, data, temperature=temperature, start=start,
+                             **{**action_values, width_name: 1.0 / inverse})
+            start = solution
+            curve.append(scalar(solution[kernel]))
+        estimates, unconverged, sampled_widths = [], [], []
+        for width in widths:
+            made = network_at(s, network, {**action_values, width_name: width},
+                               {**data_parameters, **{n: fixed[n] for n in s.structure}}, data)
+            sampled = sample_networks(s, made, data, temperature, int(rng.integers(2**31)), None, SAMPLING["quick"])
+            if kernel not in sampled.draws:
+                break  # the network estimates no such order parameter: the theory's curve alone
+            sampled_widths.append(width)
+            draws = sampled.draws[kernel]  # (C, draws) or (C, draws, n, n)
+            summary = summarize(np.trace(draws, axis1=2, axis2=3) if draws.ndim == 4 else draws)
+            estimates.append(Estimate(mean=float(summary.mean), standard_error=float(summary.mcse),
+                                      samples=int(draws.shape[0] * draws.shape[1])))
+            if not (summary.converged and all(one.converged for one in sampled.summaries.values())):
+                unconverged.append(width)
+        predictions = [prediction_at(s, {**action_values, width_name: float(w)}, temperature, data)
+                       for w in sampled_widths]
+        # the trace's error bounded by the sum of the diagonal's (each entry's stated error bounds its own)
+        errors = [float(np.sum(np.diag(np.atleast_2d(one.error[kernel])))) for one in predictions]
+        return dict(curve=curve, theory_x=[*([0.0] if alone else []), *grid], widths=sampled_widths,
+                    estimates=estimates, unconverged=unconverged, predictions=predictions,
+                    predicted=[scalar(one.mean[kernel]) for one in predictions], prediction_errors=errors,
+                    saddles=[scalar(one.saddle[kernel]) for one in predictions], width_name=width_name,
+                    label=f"tr {kernel}" if size else kernel)
+
+    def figure(rng: np.random.Generator) -> dict:
+        m = measure(rng)
+        curve, theory_x, sampled_widths, estimates = m["curve"], m["theory_x"], m["widths"], m["estimates"]
+        label, unconverged, predictions = m["label"], m["unconverged"], m["predictions"]
+        if not sampled_widths:
+            return dict(x=[], estimates=[], theory=curve, theory_x=theory_x, xlabel=f"1/{width_name}",
+                        ylabel=label, caption=f"{label}: the saddle point {limit}; the network estimates no {kernel}, "
+                                              "so no sampled networks are drawn.")
+        source = PREDICTION_SOURCE[predictions[0].method]
+        return dict(
+            x=[1.0 / w for w in sampled_widths], estimates=estimates, theory=curve, theory_x=theory_x,
+            xlabel=f"1/{width_name}", ylabel=label, theory_label="saddle point",
+            curves=((f"the action's prediction ({source})", [1.0 / w for w in sampled_widths], m["predicted"]),),
+            caption=f"{label}: the saddle point {limit}, the action's own posterior mean ({source}, at the sampled "
+                    f"widths; largest stated error {max(float(np.max(one.error[kernel])) for one in predictions):.2g}) "
+                    f"and networks sampled from the posterior at {width_name} = "
+                    f"{', '.join(map(str, sampled_widths))} (HMC, readout integrated out; Markov chain standard "
+                    "errors, from the effective sample size). "
+                    + gap_order_sentence(sampled_widths, [e.mean for e in estimates],
+                                         [e.standard_error for e in estimates], m["saddles"], width_name) + " "
+                    + (f"Not converged (R-hat/ESS) at {width_name} = {unconverged}." if unconverged
+                       else "Every width passed the R-hat/ESS gate."))
+
+    figure.measure = measure  # the width claim reads the same numbers
+    return figure
+
+
+RESOLVED_GAP = 3.0
+"""A gap between networks and saddle point enters the width fit only where it exceeds this many of its standard
+errors (its logarithm's error, SE/gap, is then below 1/3 and the linearised error of the log holds)."""
+
+
+def gap_slope(widths, sampled, errors, saddle) -> tuple[float, float] | None:
+    """(slope, standard error) of ln|sampled − saddle| against ln N over the widths, by weighted least squares with
+    the linearised variance (SE/gap)² of each log gap (the saddle values exact): the order at which the theory's gap
+    closes, −1 where the saddle point is right to O(1/N) and its O(1/N) term does not vanish. None where fewer than
+    two gaps exceed :data:`RESOLVED_GAP` standard errors (the slope is not resolved)."""
+    from ..numerics.statistics import fit_line
+
+    widths, sampled = np.asarray(widths, dtype=float), np.asarray(sampled, dtype=float)
+    errors, gaps = np.asarray(errors, dtype=float), np.abs(sampled - np.asarray(saddle, dtype=float))
+    kept = gaps > RESOLVED_GAP * errors
+    if kept.sum() < 2:
+        return None
+    fit = fit_line(np.log(widths[kept]), np.log(gaps[kept]), standard_errors=errors[kept] / gaps[kept])
+    return fit.slope, fit.slope_standard_error
+
+
+def gap_order_sentence(widths, sampled, errors, saddle, width_name: str) -> str:
+    """The caption's sentence on :func:`gap_slope`: the fitted slope ± its standard error against the −1 of a
+    saddle point right to O(1/N), or why none is given."""
+    fitted = gap_slope(widths, sampled, errors, saddle)
+    if fitted is None:
+        return (f"The gap between networks and saddle point is resolved (> {RESOLVED_GAP:g} SE) at fewer than two "
+                f"widths: no slope is fitted.")
+    slope, error = fitted
+    return (f"The gap between networks and saddle point falls as {width_name}^({slope:.3g} ± {error:.2g}) (fitted "
+            f"slope of ln|gap| against ln {width_name} ± its standard error; a saddle point right to O(1/{width_name}) "
+            f"gives −1, {abs(slope + 1) / error:.1f} SE away).")
+
+
+def gap_closes_at_the_theory_order(sweep: Callable) -> Callable:
+    """The width claim over ``figure=``'s widths (:func:`gap_order_evidence`), from the kernel's figure ``sweep``
+    (:func:`sampled_networks_figure`; its ``measure``, the same networks and predictions the figure draws: the
+    order parameter, or its trace for a matrix)."""
+
+    def check(p, ctx) -> Evidence:
+        m = sweep.measure(ctx.rng)
+        if len(m["widths"]) < 2:
+            return Evidence(holds=False, relation="custom",
+                            inconclusive=f"the network estimates {m['label']} at fewer than two widths")
+        return gap_order_evidence(m["widths"], [e.mean for e in m["estimates"]],
+                                  [e.standard_error for e in m["estimates"]], m["saddles"], m["predicted"],
+                                  m["prediction_errors"], m["width_name"], m["unconverged"])
+    return check
+
+
+WIDTH_Z = 5.0
+"""Standard errors of the networks' fitted slope the width claim allows (beyond the prediction's own bias)."""
+
+
+def gap_order_evidence(widths, sampled, errors, saddles, predicted, prediction_errors, width_name: str,
+                       unconverged=()) -> Evidence:
+    """The width claim: the gap between networks and saddle point closes at the order the theory states. Over the
+    widths where the gap is resolved (> :data:`RESOLVED_GAP` SE), the networks' slope of ln|gap| against ln N
+    (:func:`gap_slope`, weighted by the linearised variances) against the theory's: the same weighted fit of
+    ln|E_N − u*_N|, the action's own prediction less the saddle point (−1 plus the curvature its next order
+    carries). Holds where they differ by at most :data:`WIDTH_Z` SE + the bias the prediction's stated error e_N
+    allows (each log gap moved by up to −ln(1 − r_N), r_N = e_N/|E_N − u*_N|, through the fit's coefficients);
+    inconclusive where fewer than two gaps are resolved, a width did not converge, or some r_N ≥ 1 (no order to
+    compare: the stated error is as large as the shift)."""
+    widths, sampled, errors = (np.asarray(v, dtype=float) for v in (widths, sampled, errors))
+    saddles, predicted, prediction_errors = (np.asarray(v, dtype=float) for v in (saddles, predicted,
+                                                                                  prediction_errors))
+    gaps, shifts = np.abs(sampled - saddles), np.abs(predicted - saddles)
+    kept = gaps > RESOLVED_GAP * errors
+    figures = {"widths": widths.tolist(), "gaps": gaps.tolist(), "standard_errors": errors.tolist(),
+               "predicted_shifts": shifts.tolist(), "prediction_errors": prediction_errors.tolist()}
+    if unconverged:
+        return Evidence(holds=False, relation="custom", figures=figures,
+                        inconclusive=f"the sampler has not converged at {width_name} = {list(unconverged)}: its Monte "
+                                     "Carlo errors do not count; draw more")
+    if kept.sum() < 2:
+        return Evidence(holds=False, relation="custom", figures=figures,
+                        inconclusive=f"the gap between networks and saddle point is resolved (> {RESOLVED_GAP:g} SE) "
+                                     f"at fewer than two of {width_name} = {widths.astype(int).tolist()}: draw more")
+    ratio = prediction_errors[kept] / shifts[kept]
+    if np.any(ratio >= 1):
+        return Evidence(holds=False, relation="custom", figures=figures,
+                        inconclusive="the prediction's stated error is as large as its shift from the saddle point at "
+                                     f"{width_name} = {widths[kept][ratio >= 1].astype(int).tolist()}: no order to "
+                                     "compare")
+    slope, se = gap_slope(widths, sampled, errors, saddles)
+    x, weights = np.log(widths[kept]), (gaps[kept] / errors[kept]) ** 2  # 1/(SE of ln|gap|)²
+    centred = x - np.sum(weights * x) / np.sum(weights)
+    coefficients = weights * centred / np.sum(weights * centred ** 2)  # slope = Σ c_i ln|gap_i|
+    theory = float(coefficients @ np.log(shifts[kept]))
+    bias = float(np.abs(coefficients) @ -np.log1p(-ratio))
+    difference = abs(slope - theory)
+    figures.update(slope=slope, slope_standard_error=se, theory_slope=theory, bias=bias)
+    return at_most(difference, WIDTH_Z * se + bias,
+                   note=f"ln|networks − saddle| falls as {width_name}^({slope:.3g} ± {se:.2g}) over {width_name} = "
+                        f"{widths[kept].astype(int).tolist()}; the action's prediction less the saddle point as "
+                        f"{width_name}^({theory:.3g}); allowed {WIDTH_Z:g} SE + the prediction's stated-error bias "
+                        f"{bias:.2g}",
+                   figures=figures, labels=("|networks' slope − theory's|", "allowance"))
+
