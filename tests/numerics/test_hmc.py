@@ -176,7 +176,7 @@ def test_diagonal_mass_matrix_samples_an_anisotropic_gaussian_with_fewer_steps()
 
 
 def test_adaptation_windows_follow_stans_schedule():
-    from attnverify.numerics.hmc import adaptation_windows
+    from attnverify.numerics.hmc_adaptation import adaptation_windows
 
     assert adaptation_windows(500) == [(75, 100), (100, 150), (150, 250), (250, 450)]
     assert adaptation_windows(19) == []
