@@ -170,6 +170,8 @@ def test_a_family_draws_its_members_and_a_symmetry_map_names_drawn_parameters():
         assert result.status == "holds", result
         seen |= {tuple(e.parameters["heads"]) for e in result.examples}
     assert len(seen) >= 2  # the members differ between draws
+    (printed,) = theory.derivation_list()
+    assert printed.title.endswith("the family's member at heads = (2, 2) (each claim checks its draw's)")
     # the order parameters left as they were: wrong wherever the relabelling moves a head
     unchanged = lambda order, heads, layer: dict(order)  # noqa: E731
     wrong = {c.name.split(".", 1)[1]: c for c in _family_theory(unchanged).claim_list()}

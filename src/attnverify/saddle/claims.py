@@ -99,11 +99,11 @@ def _is_family(declaration) -> bool:
     return callable(declaration) and not isinstance(declaration, SaddlePointAction)
 
 
-def family_member(declaration, strategies: Mapping[str, Any]) -> tuple[SaddlePointAction, tuple[str, ...]]:
-    """(the declaration, ()) or, for a family, (its member at the structural parameters' simplest draws,
-    hypothesis's shrink target, and the structural parameters' names)."""
+def family_member(declaration, strategies: Mapping[str, Any]) -> tuple[SaddlePointAction, dict[str, Any]]:
+    """(the declaration, {}) or, for a family, (its member at the structural parameters' simplest draws,
+    hypothesis's shrink target, and those draws by name: the structure)."""
     if not _is_family(declaration):
-        return declaration, ()
+        return declaration, {}
     from hypothesis import find, strategies as hst
 
     structure = tuple(inspect.signature(declaration).parameters)
@@ -113,7 +113,7 @@ def family_member(declaration, strategies: Mapping[str, Any]) -> tuple[SaddlePoi
                         f"with a strategy" + (f": give one for {', '.join(missing)}" if missing else ""))
     simplest = find(hst.fixed_dictionaries({n: strategies[n] for n in structure}), lambda _: True,
                     settings=registration_search(1))
-    return _member(declaration, simplest), structure
+    return _member(declaration, simplest), simplest
 
 
 def _member(family: Callable, structure: Mapping[str, Any]) -> SaddlePointAction:

@@ -292,11 +292,11 @@ class Theory:
         counts = dict(examples or {"quick": 3, "thorough": 20})
 
         def register(function: Callable) -> Callable:
-            member, structure = saddle_claims.family_member(declaration, strategies)
+            member, simplest = saddle_claims.family_member(declaration, strategies)
             mapped = tuple(n for maps in (symmetries or {}).values() for f in maps
                            for n in saddle_claims.map_parameters(f))
             s = saddle_claims.setting(member, function, tuple(strategies), None if member is declaration
-                                      else declaration, structure, mapped)
+                                      else declaration, tuple(simplest), mapped)
             saddle_claims.check_positive_strategies(s, strategies)
 
             def each(factory, *args):  # a family's checks are built for each draw's member
@@ -385,7 +385,9 @@ class Theory:
                     self._new_claim(prefix + claim_name, statement, at_figure, check, source,
                                     (expect or {}).get(claim_name, "holds"), {"quick": 1, "thorough": 1}, 1)
             self.derivation(name=prefix + "saddle_point_equations", source=source or self.source,
-                            title="The declared action and its saddle-point equations" + (f" ({name})" if name else ""))(
+                            title="The declared action and its saddle-point equations" + (f" ({name})" if name else "")
+                            + (f"; the family's member at {', '.join(f'{n} = {v!r}' for n, v in simplest.items())}"
+                               " (each claim checks its draw's)" if simplest else ""))(
                 saddle_claims.action_derivation(member))
             self.figures.extend(figures)
             return function
