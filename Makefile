@@ -45,8 +45,10 @@ report: $(STAMP)
 	$(STORE) && $(BIN)/attnverify report --out report --store "$$store"
 
 # pytest-xdist: one worker per core, each test module on one worker (module fixtures built once; with
-# --dist loadgroup the report-section fixtures were built twice and the tier took 5 min 13 s instead of ~4)
-XDIST  := -n auto --dist loadscope
+# --dist loadgroup the report-section fixtures were built twice and the tier took 5 min 13 s instead of ~4).
+# --no-loadscope-reorder: modules go to the workers in the order tests/conftest.py collects them (the longest
+# first), not xdist's default of the most tests first, which started the ~90 s section fixture near the end
+XDIST  := -n auto --dist loadscope --no-loadscope-reorder
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not thorough and not load" $(XDIST)

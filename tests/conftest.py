@@ -80,9 +80,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     threadpool_limits(1)
     assert all(pool["num_threads"] == 1 for pool in threadpool_info()), threadpool_info()
 
-# The longest modules first: pytest-xdist (--dist loadscope) hands modules to the two workers in the order they
-# are collected, and the report sections and claim modules come last alphabetically; started last, the longest
-# (the attention-paths section, ~90 s) left one worker idle at the end. Within a module the order is kept.
+# The longest modules first: pytest-xdist (--dist loadscope --no-loadscope-reorder, as the Makefile runs it) hands
+# modules to the two workers in the order they are collected, and the report sections and claim modules come last
+# alphabetically; started last, the longest (the attention-paths section, ~90 s) left one worker idle at the end.
+# Within a module the order is kept.
 LONGEST_FIRST = tuple(f"tests/theories/{path}.py" for path in (
     "attention_paths/test_section", "single_location/test_claims", "conditional_mean/test_claims",
     "single_location/test_section", "attention_paths/test_derivations", "conditional_mean/test_section"))
