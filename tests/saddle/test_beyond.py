@@ -187,6 +187,9 @@ SQUARED = SaddlePointAction(order_parameters={"Q": Q}, entropy=N / 2 * (Q ** 2 /
 """Q^{N/2−1} e^{−NQ²/(2σ²)} dQ/Q: Q² is Gamma(N/4, N/(2σ²)), so E[Q] = Γ(N/4 + ½)/Γ(N/4) · (2σ²/N)^{1/2}: not of
 the χ² family, so the Laplace expansion's O(1/N²) term is nonzero."""
 
+CHI_SQUARE = SaddlePointAction(order_parameters={"Q": Q}, entropy=wishart_entropy(Q, N, sigma2), kernel="Q", width=N)
+"""One χ² order parameter in the kernel: a one-hidden-layer linear network's readout norm."""
+
 
 def _squared_mean(n, s2=1.5):
     return math.exp(gammaln(n / 4 + 0.5) - gammaln(n / 4)) * math.sqrt(2 * s2 / n)
@@ -198,6 +201,58 @@ def test_the_quadrature_gives_a_gamma_function_mean():
     for n in (5.0, 80.0):
         prediction = posterior_mean(SQUARED, NO_DATA, temperature=0.1, N=n, sigma2=1.5, method="quadrature")
         assert abs(prediction["Q"] - _squared_mean(n)) <= prediction.error["Q"] + 8 * np.spacing(1.0), n
+
+
+def _low_rank_inputs():
+    """Four inputs in two dimensions, features X/√2: the linear kernel C = XXᵀ/2 has rank 2, and computed in float64
+    its null space's eigenvalues are round-off (−3e-16 here), so K(Q) + T·I = Q·C + T·I has no float64 factor from
+    Q ≈ 1e15 at T = 0.01; weak labels (0.01 scale) leave Q's posterior as wide as its prior's."""
+    X = np.random.default_rng(0).standard_normal((4, 2)) / np.sqrt(2)
+    return X, 0.01 * X @ np.array([1.0, -0.5])
+
+
+def test_the_quadrature_passes_over_kernels_without_a_factor_far_in_the_tail(monkeypatch):
+    """N = 2, T = 0.01 on rank-2 data given as kernels: the grid reaches Q beyond 1e15, where K + T·I has no float64
+    factor, but there the action is at least its entropy plus ½P ln T, e^{−(S−S*)} far below 1e-300: those nodes
+    weigh nothing, and the mean is the one of the same data given as features (the feature space's Woodbury
+    factorises at every Q), to 1e-10."""
+    from attnverify.saddle import beyond
+
+    reached, original = [], beyond._factorised_where_it_weighs
+
+    def spy(declaration, integrand, lowest):
+        reached.append(integrand.unfactorised[1])
+        return original(declaration, integrand, lowest)
+
+    monkeypatch.setattr(beyond, "_factorised_where_it_weighs", spy)
+    X, y = _low_rank_inputs()
+    kernels = posterior_mean(CHI_SQUARE, dict(C=X @ X.T, y=y), temperature=0.01, N=2.0, sigma2=1.5)
+    assert min(reached) > 1e14  # nodes without a factor were met
+    reached.clear()
+    features = posterior_mean(CHI_SQUARE, dict(X=X, y=y), temperature=0.01, N=2.0, sigma2=1.5)
+    assert np.isnan(min(reached))  # none here
+    assert kernels.method == features.method == "quadrature"
+    assert abs(kernels["Q"] - features["Q"]) <= 1e-10
+
+
+def test_a_kernel_without_a_factor_where_the_integrand_may_weigh_is_refused_in_one_line(monkeypatch):
+    """Where K + T·I fails to factorise at nodes that may carry more than 1e-300 of the peak (here, made to fail
+    above the saddle point), the integral is not decided: one line naming the order parameter and the way out."""
+    from attnverify.numerics.kernel_energy import KernelEnergy
+
+    X, y = _low_rank_inputs()
+    data = dict(C=X @ X.T, y=y)
+    saddle = solve(CHI_SQUARE, data, temperature=0.01, N=8.0, sigma2=1.5)["Q"]
+    original = KernelEnergy.__call__
+
+    def failing(self, R):
+        if float(R[0, 0]) ** 2 > 1.5 * saddle:
+            raise np.linalg.LinAlgError("not positive definite")
+        return original(self, R)
+
+    monkeypatch.setattr(KernelEnergy, "__call__", failing)
+    with pytest.raises(ValueError, match=r"^the quadrature reaches Q = .* no Cholesky factor in float64.*width N"):
+        posterior_mean(CHI_SQUARE, data, temperature=0.01, N=8.0, sigma2=1.5)
 
 
 def test_the_next_order_misses_the_exact_mean_by_one_over_n_squared():

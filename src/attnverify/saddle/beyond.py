@@ -329,16 +329,24 @@ class _Integrand:
         self.centre, self.widths = centre, widths
         self.kernel = [op.name for op in declaration.order_parameters].index(declaration.kernel.name)
         self._energies = {}
+        # ½E ≥ ½P ln T (K(q) ⪰ 0): where K(q) + T·I has no factor in float64 (q so large that T·I is lost in its
+        # rounding), Φ is bounded below by Φ with ½E replaced by this; the least such bound over those nodes
+        self.energy_floor = 0.5 * energy.P * math.log(energy.temperature)
+        self.unfactorised = (np.inf, math.nan)
 
     def energies(self, q: np.ndarray) -> np.ndarray:
-        """½E at each kernel scalar q (+inf where q overflows: the entropy is infinite there too), each node's
-        kept (the grid's chunks and faces ask again for the same nodes)."""
+        """½E at each kernel scalar q (+inf where q overflows: the entropy is infinite there too; NaN where
+        K(q) + T·I has no Cholesky factor in float64), each node's kept (the grid's chunks and faces ask again for
+        the same nodes)."""
         out = np.full(q.shape, np.inf)
         for k, value in enumerate(q):
             if np.isfinite(value) and value > 0:
                 key = float(value)
                 if key not in self._energies:
-                    self._energies[key] = 0.5 * self.energy(np.array([[math.sqrt(key)]]))[0]
+                    try:
+                        self._energies[key] = 0.5 * self.energy(np.array([[math.sqrt(key)]]))[0]
+                    except np.linalg.LinAlgError:
+                        self._energies[key] = math.nan
                 out[k] = self._energies[key]
         return out
 
@@ -357,6 +365,14 @@ class _Integrand:
         outside = np.zeros(phi.shape, dtype=bool)
         for q in qs:
             outside = outside | ~(np.isfinite(q) & (q > 0))
+        unfactorised = np.broadcast_to(np.isnan(energy), phi.shape) & ~outside
+        if unfactorised.any():  # no weight, and the least bound on Φ there kept (checked in _quadrature)
+            with np.errstate(invalid="ignore"):
+                bound = np.broadcast_to(entropy - measure + self.energy_floor - sum(thetas), phi.shape)
+            least = float(np.min(np.where(unfactorised & ~np.isnan(bound), bound, np.inf)))
+            smallest_q = float(np.broadcast_to(qs[self.kernel], phi.shape)[unfactorised].min())
+            if least < self.unfactorised[0]:
+                self.unfactorised = (least, smallest_q)
         phi[outside | np.isnan(phi)] = np.inf  # beyond float64 (q overflowed or underflowed): no weight
         return phi
 
@@ -433,8 +449,10 @@ def _quadrature(declaration, energy, values, solution):
     halvings = 0
     while True:
         coarse, bounds, reference, cleared = _coarse_on_a_clear_box(phi_of, bounds, degrees[0], halvings, reference)
+        _factorised_where_it_weighs(declaration, phi_of, min(reference, coarse[3]))
         rule = [composite_rule(_cuts(*bounds[i], halvings), _nodes(degrees[1])) for i in range(d)]
         fine = _moments(phi_of, [x for x, _ in rule], [w for _, w in rule], reference)
+        _factorised_where_it_weighs(declaration, phi_of, min(reference, fine[3]))
         (mean_c, covariance_c), (mean_f, covariance_f) = _mean_and_covariance(coarse), _mean_and_covariance(fine)
         difference = np.abs(mean_f - mean_c)
         agreed = abs(fine[0] - coarse[0]) <= TOLERANCE * fine[0] and np.all(difference <= TOLERANCE * np.abs(mean_f))
@@ -454,6 +472,17 @@ def _quadrature(declaration, energy, values, solution):
              + ("" if agreed else f"; the rules did not agree to {TOLERANCE:g} within {POINTS:g} points")
              + ("" if cleared else "; a face of the box still carries more than 1e-300 of the peak"))
     return mean_f, error, np.diag(covariance_f), notes
+
+
+def _factorised_where_it_weighs(declaration, phi_of: _Integrand, lowest: float) -> None:
+    """Nodes where K + T·I had no float64 factor got no weight: refused (one line) unless the bound on Φ there
+    leaves e^{−(Φ − Φ_min)} below 1e-300."""
+    bound, q = phi_of.unfactorised
+    if bound - lowest < CUTOFF:
+        raise ValueError(f"the quadrature reaches {declaration.kernel.name} = {q:.3g}, where K + T·I has no Cholesky "
+                         f"factor in float64 (T·I lost in K's rounding), while e^{{−(S − S*)}} there may exceed 1e-300 "
+                         f"of its peak: the integral is not decided in float64 at these values (a larger width N "
+                         f"or temperature T narrows it)")
 
 
 def _mean_and_covariance(moments) -> tuple[np.ndarray, np.ndarray]:
