@@ -118,6 +118,38 @@ def test_the_figure_draws_every_order_parameter():
         assert made.ylabel == name and len(made.estimates) == 2 and made.theory[0] == 1.0  # GP point: σ² = 1
 
 
+def test_the_figures_and_the_width_claim_sample_the_networks_once_a_run(monkeypatch):
+    """figure= draws one figure per order parameter and the width claim reads the same sweep: in one run (one store,
+    one run seed) the networks are sampled once at each of the figure's widths, whoever asks first, and the claim
+    and the figures see the same estimates; another run seed samples afresh."""
+    from attnverify.execution import Store
+    from attnverify.saddle import width_claims
+
+    module = load_user_module(EXAMPLES / "deep_linear_saddle.py")
+    theory = Theory("deep_linear_shared", source="test")
+    theory.saddle_point(module.action, network=module.two_layers, N=st.integers(20, 40), sigma2=st.floats(0.5, 2),
+                        temperature=st.floats(0.05, 0.5), P=st.integers(10, 30), d=st.integers(2, 5),
+                        figure=dict(N=(20, 40), sigma2=1.0, temperature=0.2, P=12, d=3))(module.teacher)
+    sampled, original = [], width_claims.sample_networks
+
+    def counted(*args, **kwargs):
+        sampled.append(args[4])  # the sampler's seed
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(width_claims, "sample_networks", counted)
+    store, seed = Store(), run_seed(4)
+    (claim,) = [c for c in theory.claim_list() if c.name.endswith("sampled_gap_closes_at_the_theory_order")]
+    result = run_claim(claim, profile="quick", seed=seed, store=store)
+    assert result.status in ("holds", "refuted", "inconclusive") and len(sampled) == 2
+    drawn = [figure.shared(store, seed) for figure in theory.figures]
+    assert len(sampled) == 2, sampled  # the two figures read the claim's sweep
+    assert [len(figure.estimates) for figure in drawn] == [2, 2]
+    again = theory.figures[0].shared(Store(), seed)  # another run of the same seed: sampled again, the same numbers
+    assert len(sampled) == 4 and sampled[2:] == sampled[:2] and again.estimates == drawn[0].estimates
+    theory.figures[1].shared(Store(), seed + 1)
+    assert len(sampled) == 6 and sampled[4:] != sampled[:2]
+
+
 def _two_widths():
     """Two hidden linear layers of unequal widths n1, n2: Q1 | Q2 ~ Wishart(n1), Q2 ~ Wishart(n2)."""
     from attnverify.saddle import wishart_entropy

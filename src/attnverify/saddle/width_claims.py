@@ -6,6 +6,7 @@ the order the theory states: fitted slopes with their standard errors).
 
 from __future__ import annotations
 
+import zlib
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -17,99 +18,136 @@ from .network_claims import PREDICTION_SOURCE, SAMPLING, network_at, not_a_netwo
     sample_networks
 from .solve import gp_point, solve
 
-def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[str, Any],
-                            name: str | None = None) -> Callable:
-    """``figure(rng) -> dict`` (the fields of a :class:`attnverify.theory_form.TheoryVsSimulation`, which the theory
-    wraps it in): the order parameter ``name`` (the kernel's by default; its trace when it is a matrix) against
-    1/n along the one width ``n`` that ``fixed`` gives as a sequence (every other parameter, other layers' widths
-    included, one value), networks sampled at each of those widths as mean ± MCSE at the quick tier's sampler size
-    (none where the network estimates no ``name``: the caption says so), and the theory's curve at the same values:
-    from the GP point (1/n = 0) where n is the action's only width, from 1/(24·n_min) where other layers stay finite
-    (there n → ∞ is not the GP limit). Widths are checked to be whole numbers above D + 1 here, at definition. The
-    theory registers one per order parameter."""
-    from ..numerics.diagnostics import summarize
-    from ..numerics.statistics import Estimate
+class NetworkSweep:
+    """``figure=``'s sweep of one registration: along the one width ``n`` that ``fixed`` gives as a sequence (every
+    other parameter, other layers' widths included, one value), the saddle point of every order parameter against
+    1/n, networks sampled at each of those widths (mean ± MCSE at the quick tier's sampler size; the trace of a
+    matrix) and the action's own prediction there: from the GP point (1/n = 0) where n is the action's only width,
+    from 1/(24·n_min) where other layers stay finite (there n → ∞ is not the GP limit). Widths are checked to be
+    whole numbers above D + 1 here, at definition.
 
-    width_names = [w.name for w in s.declaration.widths]
-    wanted = set(s.declaration.parameter_names) | {"temperature"} | set(s.data_parameters) | set(s.structure)
-    wrong = name_mismatch(sorted(fixed), sorted(wanted), unknown="figure values naming nothing:")
-    if wrong:
-        raise TypeError("saddle_point figure=: give one value for each of the action's parameters, temperature and "
-                        f"the data function's, and a sequence of widths for one of {', '.join(width_names)}" + wrong)
-    swept = [key for key in sorted(fixed) if key in wanted - set(s.data_parameters) - set(s.structure)
-             and np.ndim(fixed[key]) > 0]
-    if len(swept) != 1 or swept[0] not in width_names:
-        raise ValueError(f"saddle_point figure=: exactly one width ({' or '.join(width_names)}) takes a sequence (the "
-                         f"figure's one axis), every other parameter one value; got sequences for "
-                         f"{', '.join(swept) or 'none'}")
-    width_name = swept[0]
-    D = s.wishart_size
-    given = np.atleast_1d(fixed[width_name]).tolist()
-    others = {n: fixed[n] for n in width_names if n != width_name}
-    bad = [f"{n} = {v!r}" for n, v in [*((width_name, w) for w in given), *others.items()]
-           if not_a_network_width(v, D)]
-    widths = [] if bad else sorted({int(w) for w in given})
-    if bad or len(widths) < 2:
-        raise ValueError(f"saddle_point figure=: the sampled networks need whole widths above {D + 1} (the Wishart "
-                         f"shift), at least two of {width_name}; got " + (", ".join(bad) if bad else f"{widths}"))
-    kernel = s.declaration.kernel.name if name is None else name
-    if kernel not in [op.name for op in s.declaration.order_parameters]:
-        raise ValueError(f"name must be an order parameter of the action "
-                         f"({', '.join(op.name for op in s.declaration.order_parameters)}), got {kernel!r}")
-    size = next(op.size for op in s.declaration.order_parameters if op.name == kernel)
-    alone = len(width_names) == 1
-    held = ", ".join(f"{n} = {int(float(v))}" for n, v in others.items())
-    limit = (f"from the GP limit (1/{width_name} = 0)" if alone else
-             f"with {held} held fixed (1/{width_name} → 0 is not the GP limit while "
-             f"{'it stays' if len(others) == 1 else 'they stay'} finite)")
+    Its numbers are one experiment of the run's store (:meth:`in_store`, keyed by ``key`` and the run's seed): the
+    figure of each order parameter and the width claim read the same networks, sampled once."""
 
-    def scalar(value) -> float:
-        value = np.asarray(value, dtype=float)
-        return float(np.trace(value)) if value.ndim == 2 else float(value)
+    def __init__(self, s: SaddleSetting, network: Callable, fixed: Mapping[str, Any], key: str):
+        width_names = [w.name for w in s.declaration.widths]
+        wanted = set(s.declaration.parameter_names) | {"temperature"} | set(s.data_parameters) | set(s.structure)
+        wrong = name_mismatch(sorted(fixed), sorted(wanted), unknown="figure values naming nothing:")
+        if wrong:
+            raise TypeError("saddle_point figure=: give one value for each of the action's parameters, temperature and "
+                            f"the data function's, and a sequence of widths for one of {', '.join(width_names)}" + wrong)
+        swept = [name for name in sorted(fixed) if name in wanted - set(s.data_parameters) - set(s.structure)
+                 and np.ndim(fixed[name]) > 0]
+        if len(swept) != 1 or swept[0] not in width_names:
+            raise ValueError(f"saddle_point figure=: exactly one width ({' or '.join(width_names)}) takes a sequence "
+                             f"(the figure's one axis), every other parameter one value; got sequences for "
+                             f"{', '.join(swept) or 'none'}")
+        self.width_name = width_name = swept[0]
+        D = s.wishart_size
+        given = np.atleast_1d(fixed[width_name]).tolist()
+        others = {n: fixed[n] for n in width_names if n != width_name}
+        bad = [f"{n} = {v!r}" for n, v in [*((width_name, w) for w in given), *others.items()]
+               if not_a_network_width(v, D)]
+        self.widths = [] if bad else sorted({int(w) for w in given})
+        if bad or len(self.widths) < 2:
+            raise ValueError(f"saddle_point figure=: the sampled networks need whole widths above {D + 1} (the "
+                             f"Wishart shift), at least two of {width_name}; got "
+                             + (", ".join(bad) if bad else f"{self.widths}"))
+        self.s, self.network, self.fixed, self.key = s, network, dict(fixed), key
+        self.alone = len(width_names) == 1
+        held = ", ".join(f"{n} = {int(float(v))}" for n, v in others.items())
+        self.limit = (f"from the GP limit (1/{width_name} = 0)" if self.alone else
+                      f"with {held} held fixed (1/{width_name} → 0 is not the GP limit while "
+                      f"{'it stays' if len(others) == 1 else 'they stay'} finite)")
 
-    def measure(rng: np.random.Generator) -> dict:
-        """The sweep's numbers: the saddle's curve, and at each sampled width the networks' estimate, the action's
-        prediction with its stated error and the saddle point (the trace of each, for a matrix)."""
-        action_values, temperature, data_parameters = s.split({**fixed, width_name: float(widths[0])})
+    def measure(self, rng: np.random.Generator) -> dict:
+        """Every order parameter's numbers (name → dict): the saddle's curve, and at each sampled width the networks'
+        estimate, the action's prediction with its stated error and the saddle point (the trace of each, for a
+        matrix); a name the network does not estimate has no sampled widths."""
+        from ..numerics.diagnostics import summarize
+        from ..numerics.statistics import Estimate
+
+        s, widths, width_name = self.s, self.widths, self.width_name
+        names = [op.name for op in s.declaration.order_parameters]
+        action_values, temperature, data_parameters = s.split({**self.fixed, width_name: float(widths[0])})
         data = s.draw(data_parameters, rng)
         grid = np.linspace(0.0, 1.0 / widths[0], 25)[1:]
-        curve, start = ([scalar(gp_point(s.declaration, **action_values)[kernel])] if alone else []), None
+        gp = gp_point(s.declaration, **action_values) if self.alone else None
+        curves = {name: ([_scalar(gp[name])] if self.alone else []) for name in names}
+        start = None
         for inverse in grid:  # from the widest: continuation from the GP side
-            solution = solve(s.declaration, data, temperature=temperature, start=start,
-                             **{**action_values, width_name: 1.0 / inverse})
-            start = solution
-            curve.append(scalar(solution[kernel]))
-        estimates, unconverged, sampled_widths = [], [], []
+            start = solve(s.declaration, data, temperature=temperature, start=start,
+                          **{**action_values, width_name: 1.0 / inverse})
+            for name in names:
+                curves[name].append(_scalar(start[name]))
+        estimates = {name: [] for name in names}
+        unconverged = {name: [] for name in names}
         for width in widths:
-            made = network_at(s, network, {**action_values, width_name: width},
-                               {**data_parameters, **{n: fixed[n] for n in s.structure}}, data)
+            made = network_at(s, self.network, {**action_values, width_name: width},
+                              {**data_parameters, **{n: self.fixed[n] for n in s.structure}}, data)
             sampled = sample_networks(s, made, data, temperature, int(rng.integers(2**31)), None, SAMPLING["quick"])
-            if kernel not in sampled.draws:
-                break  # the network estimates no such order parameter: the theory's curve alone
-            sampled_widths.append(width)
-            draws = sampled.draws[kernel]  # (C, draws) or (C, draws, n, n)
-            summary = summarize(np.trace(draws, axis1=2, axis2=3) if draws.ndim == 4 else draws)
-            estimates.append(Estimate(mean=float(summary.mean), standard_error=float(summary.mcse),
-                                      samples=int(draws.shape[0] * draws.shape[1])))
-            if not (summary.converged and all(one.converged for one in sampled.summaries.values())):
-                unconverged.append(width)
+            every = all(one.converged for one in sampled.summaries.values())
+            for name in names:
+                if name not in sampled.draws:
+                    continue  # the network estimates no such order parameter: the theory's curve alone
+                draws = sampled.draws[name]  # (C, draws) or (C, draws, n, n)
+                summary = summarize(np.trace(draws, axis1=2, axis2=3) if draws.ndim == 4 else draws)
+                estimates[name].append(Estimate(mean=float(summary.mean), standard_error=float(summary.mcse),
+                                                samples=int(draws.shape[0] * draws.shape[1])))
+                if not (summary.converged and every):
+                    unconverged[name].append(width)
+        sampled_widths = list(widths) if any(estimates.values()) else []
         predictions = [prediction_at(s, {**action_values, width_name: float(w)}, temperature, data)
                        for w in sampled_widths]
-        # the trace's error bounded by the sum of the diagonal's (each entry's stated error bounds its own)
-        errors = [float(np.sum(np.diag(np.atleast_2d(one.error[kernel])))) for one in predictions]
-        return dict(curve=curve, theory_x=[*([0.0] if alone else []), *grid], widths=sampled_widths,
-                    estimates=estimates, unconverged=unconverged, predictions=predictions,
-                    predicted=[scalar(one.mean[kernel]) for one in predictions], prediction_errors=errors,
-                    saddles=[scalar(one.saddle[kernel]) for one in predictions], width_name=width_name,
-                    label=f"tr {kernel}" if size else kernel)
+        out = {}
+        for name in names:
+            size = next(op.size for op in s.declaration.order_parameters if op.name == name)
+            kept = predictions if estimates[name] else []
+            out[name] = dict(
+                curve=curves[name], theory_x=[*([0.0] if self.alone else []), *grid],
+                widths=sampled_widths if estimates[name] else [], estimates=estimates[name],
+                unconverged=unconverged[name], predictions=kept,
+                predicted=[_scalar(one.mean[name]) for one in kept],
+                # the trace's error bounded by the sum of the diagonal's (each entry's stated error bounds its own)
+                prediction_errors=[float(np.sum(np.diag(np.atleast_2d(one.error[name])))) for one in kept],
+                saddles=[_scalar(one.saddle[name]) for one in kept], width_name=width_name,
+                label=f"tr {name}" if size else name)
+        return out
 
-    def figure(rng: np.random.Generator) -> dict:
-        m = measure(rng)
+    def measured(self, *, sweep: str, seed: int) -> dict:
+        """:meth:`measure` at the run's ``seed`` (its generator seeded by the seed and the sweep's key): the store's
+        experiment, ``sweep`` this sweep's :attr:`key` (which, with the seed, keys its entry)."""
+        if sweep != self.key:
+            raise ValueError(f"sweep must be this sweep's key {self.key!r}, got {sweep!r}")
+        return self.measure(np.random.default_rng([seed, zlib.crc32(sweep.encode())]))
+
+    def in_store(self, store, seed: int) -> dict:
+        """:meth:`measured` through the run's ``store``: computed once per run, whoever asks first."""
+        return store.get(self.measured, sweep=self.key, seed=seed)
+
+
+def _scalar(value) -> float:
+    value = np.asarray(value, dtype=float)
+    return float(np.trace(value)) if value.ndim == 2 else float(value)
+
+
+def sampled_networks_figure(sweep: NetworkSweep, name: str) -> Callable:
+    """``figure(rng) -> dict`` (the fields of a :class:`attnverify.theory_form.TheoryVsSimulation`, which the theory
+    wraps it in): the order parameter ``name`` (its trace when it is a matrix) against 1/n from ``sweep``'s numbers,
+    the saddle point's curve, the action's prediction and the sampled networks (none where the network estimates no
+    ``name``: the caption says so); ``figure.in_store(store, seed)`` the same from the run's store. The theory
+    registers one per order parameter."""
+    if name not in [op.name for op in sweep.s.declaration.order_parameters]:
+        raise ValueError(f"name must be an order parameter of the action "
+                         f"({', '.join(op.name for op in sweep.s.declaration.order_parameters)}), got {name!r}")
+    width_name, limit = sweep.width_name, sweep.limit
+
+    def draw(m: dict) -> dict:
         curve, theory_x, sampled_widths, estimates = m["curve"], m["theory_x"], m["widths"], m["estimates"]
         label, unconverged, predictions = m["label"], m["unconverged"], m["predictions"]
         if not sampled_widths:
             return dict(x=[], estimates=[], theory=curve, theory_x=theory_x, xlabel=f"1/{width_name}",
-                        ylabel=label, caption=f"{label}: the saddle point {limit}; the network estimates no {kernel}, "
+                        ylabel=label, caption=f"{label}: the saddle point {limit}; the network estimates no {name}, "
                                               "so no sampled networks are drawn.")
         source = PREDICTION_SOURCE[predictions[0].method]
         return dict(
@@ -117,7 +155,7 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
             xlabel=f"1/{width_name}", ylabel=label, theory_label="saddle point",
             curves=((f"the action's prediction ({source})", [1.0 / w for w in sampled_widths], m["predicted"]),),
             caption=f"{label}: the saddle point {limit}, the action's own posterior mean ({source}, at the sampled "
-                    f"widths; largest stated error {max(float(np.max(one.error[kernel])) for one in predictions):.2g}) "
+                    f"widths; largest stated error {max(float(np.max(one.error[name])) for one in predictions):.2g}) "
                     f"and networks sampled from the posterior at {width_name} = "
                     f"{', '.join(map(str, sampled_widths))} (HMC, readout integrated out; Markov chain standard "
                     "errors, from the effective sample size). "
@@ -126,7 +164,10 @@ def sampled_networks_figure(s: SaddleSetting, network: Callable, fixed: Mapping[
                     + (f"Not converged (R-hat/ESS) at {width_name} = {unconverged}." if unconverged
                        else "Every width passed the R-hat/ESS gate."))
 
-    figure.measure = measure  # the width claim reads the same numbers
+    def figure(rng: np.random.Generator) -> dict:
+        return draw(sweep.measure(rng)[name])
+
+    figure.in_store = lambda store, seed: draw(sweep.in_store(store, seed)[name])
     return figure
 
 
@@ -164,13 +205,14 @@ def gap_order_sentence(widths, sampled, errors, saddle, width_name: str) -> str:
             f"gives −1, {abs(slope + 1) / error:.1f} SE away).")
 
 
-def gap_closes_at_the_theory_order(sweep: Callable) -> Callable:
-    """The width claim over ``figure=``'s widths (:func:`gap_order_evidence`), from the kernel's figure ``sweep``
-    (:func:`sampled_networks_figure`; its ``measure``, the same networks and predictions the figure draws: the
-    order parameter, or its trace for a matrix)."""
+def gap_closes_at_the_theory_order(sweep: NetworkSweep) -> Callable:
+    """The width claim over ``figure=``'s widths (:func:`gap_order_evidence`) for the kernel's order parameter (or
+    its trace, for a matrix), from ``sweep``'s numbers in the run's store at the run's seed: the networks and
+    predictions the figure draws."""
+    kernel = sweep.s.declaration.kernel.name
 
     def check(p, ctx) -> Evidence:
-        m = sweep.measure(ctx.rng)
+        m = sweep.in_store(ctx.store, ctx.run_seed)[kernel]
         if len(m["widths"]) < 2:
             return Evidence(holds=False, relation="custom",
                             inconclusive=f"the network estimates {m['label']} at fewer than two widths")

@@ -342,14 +342,15 @@ class Theory:
                              "Networks sampled from the posterior have the theory's generalisation error on the test "
                              "inputs, mean_t (⟨f(x_t)⟩ − y_t)² + ⟨δf(x_t)²⟩, within z MCSE (z ≥ 5) + the O(1/N) budget "
                              "max((D + 1)/N·ε, |ε(N) − ε(N − D − 1)|); unconverged chains are inconclusive."))
-            single, sweeps, kernel = [], {}, None  # claims at the figure's one setting (one example each); its sweeps
+            single, sweeps, kernel = [], {}, None  # claims at the figure's one setting (one example each); its figures
             if figure is not None:
                 drawn = s.at(figure)  # a family's member at the figure's structure
                 kernel = drawn.declaration.kernel.name
+                sweep = width_claims.NetworkSweep(drawn, network, figure, f"{self.name}.{prefix}saddle_point")
                 for op in sorted(drawn.declaration.order_parameters, key=lambda op: op.name != kernel):
-                    sweeps[op.name] = width_claims.sampled_networks_figure(drawn, network, figure, op.name)
+                    sweeps[op.name] = width_claims.sampled_networks_figure(sweep, op.name)
                 single.append(("sampled_gap_closes_at_the_theory_order",
-                               width_claims.gap_closes_at_the_theory_order(sweeps[kernel]),
+                               width_claims.gap_closes_at_the_theory_order(sweep),
                                "Over the figure's widths, the gap between sampled networks and the saddle point closes "
                                "at the order the theory states: the fitted slope of ln|networks − saddle| against "
                                "ln N (± its standard error) equals that of the action's own prediction less the saddle "
@@ -370,7 +371,9 @@ class Theory:
             for op_name, fields in sweeps.items():  # one figure per order parameter, the kernel's under the plain name
                 suffix = "" if op_name == kernel else f"_{op_name}"
                 figures.append(FigureMaker(prefix + "sampled_networks_vs_theory" + suffix,
-                                           lambda rng, fields=fields: TheoryVsSimulation(**fields(rng))))
+                                           lambda rng, fields=fields: TheoryVsSimulation(**fields(rng)),
+                                           lambda store, seed, fields=fields: TheoryVsSimulation(
+                                               **fields.in_store(store, seed))))
             if network is not None:  # last: it calls the theorist's data function
                 network_claims.check_network_data(s, strategies, test_error)
             for claim_name, check, statement in made:
@@ -506,16 +509,18 @@ class Theory:
                                    introduction=drawn.introduction or self.introduction,
                                    derivations=drawn.derivations or derivations + (
                                        list(self._derived()) if self._derived is not None else []),
-                                   figures=[*drawn.figures, *self._draw_figures(out_dir, seed, progress)])
+                                   figures=[*drawn.figures, *self._draw_figures(out_dir, seed, progress, store)])
 
-    def _draw_figures(self, out_dir: Path, seed: int, progress) -> list:
-        """The :meth:`figure` figures, each drawn from a random generator seeded by the run's seed and its place."""
+    def _draw_figures(self, out_dir: Path, seed: int, progress, store) -> list:
+        """The :meth:`figure` figures, each drawn from a random generator seeded by the run's seed and its place, or
+        (``figure=``'s) from the numbers it shares with a claim in the run's ``store``."""
         from ..report.figures import theory_vs_simulation
 
         figures = []
         for number, item in enumerate(self.figures):
             progress(f"{self.name}: figure {item.name}")
-            data = item.make(np.random.default_rng([seed, number]))
+            data = (item.make(np.random.default_rng([seed, number])) if item.shared is None
+                    else item.shared(store, seed))
             if not isinstance(data, TheoryVsSimulation):
                 raise TypeError(f"figure {item.name} of theory {self.name} must return a TheoryVsSimulation, got "
                                 f"{type(data).__name__}")
