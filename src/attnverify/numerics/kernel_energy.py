@@ -162,6 +162,24 @@ class _Energy:
             self._last = (R.copy(), self._factorise(self.backend.asarray(R)))
         return self._last[1]
 
+    def each(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(E (C,), ∂E/∂U (C, 𝓗, 𝓗)) for a batch of U = RRᵀ given by their lower factors R (C, 𝓗, 𝓗), on the host,
+        as the call chain by chain (one batched factorisation: what HMC on the action asks for its chains);
+        E = +∞ and the gradient 0 where K + T·I has no factor."""
+        be = self.backend
+        value, gradient, failed = self._each(be.asarray(np.asarray(R, dtype=float)))
+        value, gradient, failed = be.to_numpy(value), be.to_numpy(gradient), be.to_numpy(failed)
+        gradient = 0.5 * (gradient + gradient.transpose(0, 2, 1))
+        return np.where(failed, np.inf, value), np.where(failed[:, None, None], 0.0, gradient)
+
+    def _factor_each(self, G):
+        """(lower factors, ½ ln det) of a batch of G (C, n, n) that the caller made positive definite where it can
+        be, and which failed (their factor the identity's)."""
+        be, xp = self.backend, self.backend.xp
+        identity = xp.eye(G.shape[-1])
+        L, failed = be.cholesky_each(G, identity)
+        return L, xp.sum(xp.log(xp.diagonal(L, axis1=1, axis2=2)), axis=1), failed
+
     def at_temperature(self, temperature: float):
         other = copy.copy(self)
         other.temperature = _temperature(temperature)
@@ -236,6 +254,21 @@ class KernelEnergy(_Energy):
         grad = self._flat_kernels @ (A - xp.outer(r, r)).ravel()
         return float(logdet + fit), self.backend.to_numpy(grad)[self.pair]
 
+    def _each(self, R):
+        be, xp = self.backend, self.backend.xp
+        chains, P = R.shape[0], self.P
+        U = R @ xp.swapaxes(R, 1, 2)
+        G = ((self._weights * U[:, self._rows, self._cols]) @ self._flat_kernels).reshape(chains, P, P)
+        G += self.temperature * xp.eye(P)
+        L, half_logdet, failed = self._factor_each(G)
+        labels = xp.broadcast_to(self.y, (chains, P))
+        r = be.solve_lower(L, be.solve_lower(L, labels), transpose=True)
+        lower_inverse = be.solve_lower(L, xp.eye(P), shared=True)
+        A = xp.swapaxes(lower_inverse, 1, 2) @ lower_inverse
+        A -= r[:, :, None] * r[:, None, :]
+        pairs = A.reshape(chains, P * P) @ self._flat_kernels.T  # ⟨S_ab, A − r rᵀ⟩ per chain
+        return 2.0 * half_logdet + xp.einsum("cp,p->c", r, self.y), pairs[:, self.pair], failed
+
     def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd (𝓗, 𝓗, 𝓗, 𝓗) at U = R Rᵀ: −Tr(A C_cd A C_ab) + rᵀC_dc A C_ab r + rᵀC_ab A C_cd r
         (see :func:`hessian_from_feature_blocks`), from C directly, symmetrised as the quadratic form on
@@ -306,6 +339,21 @@ class FeatureKernelEnergy(_Energy):
         grad = Z.T @ Z - Xr.T @ Xr
         return float(logdet + fit), _symmetric(self.backend.to_numpy(grad))
 
+    def _each(self, R):
+        be, xp = self.backend, self.backend.xp
+        chains, P = R.shape[0], self.P
+        Phi = (self.X[None] @ R[:, None]).reshape(chains, P, -1)  # X(I ⊗ R) per chain
+        G = Phi @ xp.swapaxes(Phi, 1, 2)
+        G += self.temperature * xp.eye(P)
+        L, half_logdet, failed = self._factor_each(G)
+        labels = xp.broadcast_to(self.y, (chains, P))
+        r = be.solve_lower(L, be.solve_lower(L, labels), transpose=True)
+        flat = self.X.reshape(P, -1)
+        Z = be.solve_lower(L, flat, shared=True).reshape(chains, -1, self.paths)  # L⁻¹X, rows (μ, i)
+        Xr = (r @ flat).reshape(chains, self.N0, self.paths)
+        gradient = xp.swapaxes(Z, 1, 2) @ Z - xp.swapaxes(Xr, 1, 2) @ Xr
+        return 2.0 * half_logdet + xp.einsum("cp,p->c", r, self.y), gradient, failed
+
     def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd at U = R Rᵀ from M = XᵀAX = ZᵀZ (Z = L^{-1}X) and x = Xᵀr
         (:func:`hessian_from_feature_blocks`). Cost O(P² N0𝓗 + P (N0𝓗)² + N0² 𝓗⁴)."""
@@ -370,6 +418,27 @@ class FeatureSpaceEnergy(_Energy):
         w = be.solve_triangular(LB, (self._lift(R, self.Xy[:, None]))[:, 0], lower=True, check_finite=False)
         value = (self.P - self.D) * np.log(T) + 2.0 * xp.sum(xp.log(xp.diag(LB))) + (self.yy - w @ w) / T
         return float(value), be.to_numpy((self.gram - W.T @ W) / T), be.to_numpy((self.Xy - W.T @ w) / T)
+
+    def _each(self, R):
+        be, xp = self.backend, self.backend.xp
+        chains, T, N0, paths, D = R.shape[0], self.temperature, self.N0, self.paths, self.D
+
+        def lift(M):  # (I ⊗ R)ᵀ M per chain, M (D, k) shared or (C, D, k)
+            if M.ndim == 2:
+                return xp.einsum("cab,iaj->cibj", R, M.reshape(N0, paths, -1)).reshape(chains, D, -1)
+            return xp.einsum("cab,ciaj->cibj", R, M.reshape(chains, N0, paths, -1)).reshape(chains, D, -1)
+
+        Q = lift(self.gram)
+        B = lift(xp.swapaxes(Q, 1, 2))
+        B = 0.5 * (B + xp.swapaxes(B, 1, 2)) + T * xp.eye(D)
+        LB, half_logdet, failed = self._factor_each(B)
+        W = be.solve_lower(LB, Q)
+        w = be.solve_lower(LB, lift(self.Xy[:, None])[:, :, 0])
+        value = (self.P - D) * np.log(T) + 2.0 * half_logdet + (self.yy - xp.einsum("cd,cd->c", w, w)) / T
+        XAX = (self.gram - xp.swapaxes(W, 1, 2) @ W) / T
+        Xr = ((self.Xy - xp.einsum("cdk,cd->ck", W, w)) / T).reshape(chains, N0, paths)
+        blocks = xp.einsum("ciaib->cab", XAX.reshape(chains, N0, paths, N0, paths))
+        return value, blocks - xp.swapaxes(Xr, 1, 2) @ Xr, failed
 
     def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
         value, XAX, XAy = self._at_point(R)

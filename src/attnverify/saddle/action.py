@@ -63,6 +63,47 @@ class Parametrisation:
                 out[part] = (R @ R.T)[triangle(op.size)]
         return out
 
+    def entries_each(self, thetas: np.ndarray) -> tuple[np.ndarray, dict]:
+        """(u (C, n), factors) for a batch of θ (C, n): the entries, as :meth:`entries` chain by chain, and each
+        order parameter's lower factor by name (R (C, d, d) of U = RRᵀ; √q (C, 1, 1) for a scalar q)."""
+        chains = thetas.shape[0]
+        out, factors = np.empty_like(thetas), {}
+        for op, part in self._blocks():
+            if op.size == 0:
+                q = np.exp(thetas[:, part])
+                out[:, part] = q
+                factors[op.name] = np.sqrt(q).reshape(chains, 1, 1)
+                continue
+            rows, cols = triangle(op.size, upper=False)
+            R = np.zeros((chains, op.size, op.size))
+            R[:, rows, cols] = thetas[:, part]
+            diagonal = np.arange(op.size)
+            R[:, diagonal, diagonal] = np.exp(R[:, diagonal, diagonal])
+            upper_rows, upper_cols = triangle(op.size)
+            out[:, part] = (R @ R.transpose(0, 2, 1))[:, upper_rows, upper_cols]
+            factors[op.name] = R
+        return out, factors
+
+    def gradient_each(self, thetas: np.ndarray, gradients: np.ndarray, factors: dict) -> np.ndarray:
+        """∂S/∂θ (C, n) from g = ∂S/∂u (C, n) for a batch, as :meth:`chain` chain by chain: q g for a scalar; for
+        U = RRᵀ, ∂S/∂R = 2 G R with G the symmetric matrix of g (g_k on the diagonal, g_k/2 off it), read at R's
+        lower entries and times R_rr on the diagonal (θ = ln R_rr there)."""
+        out = np.empty_like(gradients)
+        for op, part in self._blocks():
+            if op.size == 0:
+                out[:, part] = np.exp(thetas[:, part]) * gradients[:, part]
+                continue
+            d, R = op.size, factors[op.name]
+            upper_rows, upper_cols = triangle(d)
+            g = gradients[:, part]
+            G = np.zeros((g.shape[0], d, d))
+            G[:, upper_rows, upper_cols] = np.where(upper_rows == upper_cols, g, 0.5 * g)
+            G[:, upper_cols, upper_rows] = G[:, upper_rows, upper_cols]
+            rows, cols = triangle(d, upper=False)
+            dR = 2.0 * (G @ R)[:, rows, cols]
+            out[:, part] = np.where(rows == cols, dR * R[:, rows, cols], dR)
+        return out
+
     def chain(self, theta: np.ndarray, gradient: np.ndarray, hessian: np.ndarray | None = None):
         """(∂S/∂θ, ∂²S/∂θ∂θ' or None) from g = ∂S/∂u and H = ∂²S/∂u∂u' at θ.
 

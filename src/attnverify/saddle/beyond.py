@@ -38,8 +38,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..base import arguments, blas
+from ..numerics.kernel_energy import entry_gradient, symmetric_basis
 from ..derivations.gaussian.panels import BULK_CUTS, RULES, composite_rule
-from .action import NumericAction
+from .action import NumericAction, Parametrisation
 from .declaration import SaddlePointAction
 from .solve import Solution, data_energy, solve_energy
 from .matrix_functions import triangle
@@ -238,6 +239,35 @@ def log_jacobian_weights(declaration: SaddlePointAction) -> np.ndarray:
     return np.concatenate(weights)
 
 
+def potential_each(declaration: SaddlePointAction, energy, values: tuple):
+    """``potential(θ) -> (Φ (C,), ∂Φ/∂θ (C, n))`` for a batch of the solver's θ (C, n), every chain at once:
+    Φ = S(u(θ)) − m(u(θ)) − ln|∂u/∂θ| (module docstring), from the entries and factors of θ, the entropy's and the
+    measure's generated terms with their atoms, the energy's batched factorisation and the chain rule to θ, each as the
+    action's own call gives it one θ at a time; Φ = +∞ (gradient 0) where a chain leaves the domain or float64."""
+    parametrisation = Parametrisation(declaration.order_parameters)
+    entropy, measure = _terms(declaration)
+    weights = log_jacobian_weights(declaration)
+    kernel = declaration.kernel.name
+    start = sum(op.count for op in declaration.order_parameters[:declaration.order_parameters.index(declaration.kernel)])
+    part = slice(start, start + declaration.kernel.count)
+    rows, cols, _ = symmetric_basis(max(declaration.kernel.size, 1))
+
+    def potential(thetas: np.ndarray):
+        with np.errstate(all="ignore"):
+            u, factors = parametrisation.entries_each(thetas)
+            L, g = entropy.values_and_gradients(u, factors, values)
+            m, m_gradient = measure.values_and_gradients(u, factors)
+            E, G = energy.each(factors[kernel])
+            g[:, part] += 0.5 * entry_gradient(G, rows, cols)
+            phi = 0.5 * E + L - m - thetas @ weights
+            gradient = parametrisation.gradient_each(thetas, g - m_gradient, factors) - weights
+        bad = ~(np.isfinite(phi) & np.all(np.isfinite(gradient), axis=1))
+        phi[bad], gradient[bad] = np.inf, 0.0
+        return phi, gradient
+
+    return potential
+
+
 def _hmc(declaration, energy, values, solution, seed: int, size: dict):
     from scipy.linalg import solve_triangular
 
@@ -248,8 +278,7 @@ def _hmc(declaration, energy, values, solution, seed: int, size: dict):
 
     action = NumericAction(declaration, energy, values)
     parametrisation, scale = action.parametrisation, action.scale
-    _, measure = _terms(declaration)
-    weights = log_jacobian_weights(declaration)
+    potential_in_theta = potential_each(declaration, energy, values)
     centre = parametrisation.theta(np.asarray(solution.entries, dtype=float))
     curvature = scale * action.hessian(centre)  # ∂²S/∂θ∂θ' at the saddle: θ = θ* + C⁻ᵀz, the bulk near N(0, I)
     try:
@@ -261,22 +290,12 @@ def _hmc(declaration, energy, values, solution, seed: int, size: dict):
         return centre + solve_triangular(factor, z.T, lower=True, trans=1).T
 
     def potential_and_gradient(z):
-        thetas = theta_of(z)
-        potential, gradient = np.empty(z.shape[0]), np.empty_like(z)
-        for c, theta in enumerate(thetas):
-            value, grad = action(theta)
-            if not np.isfinite(value):
-                potential[c], gradient[c] = np.inf, 0.0
-                continue
-            m, m_gradient = measure.value_and_gradient(parametrisation.entries(theta))
-            chained, _ = parametrisation.chain(theta, m_gradient)
-            potential[c] = scale * value - m - weights @ theta
-            gradient[c] = scale * grad - chained - weights
+        potential, gradient = potential_in_theta(theta_of(z))
         # ∂/∂z = C⁻¹ ∂/∂θ (θ − θ* = C⁻ᵀ z)
         return potential, solve_triangular(factor, gradient.T, lower=True).T
 
     def record(z):
-        return {"u": np.stack([parametrisation.entries(theta) for theta in theta_of(z)])}
+        return {"u": parametrisation.entries_each(theta_of(z))[0]}
 
     rng = np.random.default_rng(seed)
     host = get_backend("numpy")

@@ -207,6 +207,31 @@ class MatrixAtoms:
                 rows.append(dW[i, j])
         return np.array(values), np.array(rows).reshape(self.count, -1), W
 
+    def evaluate_each(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(a (C, count), J = ∂a/∂u (C, count, k)) for a batch of U = RRᵀ given by their lower Cholesky factors R
+        (C, n, n), as :meth:`evaluate` matrix by matrix (W = R⁻ᵀR⁻¹, R⁻¹ by one batched inversion of the small
+        triangular factors); NaN for a factor that is not finite or whose diagonal is not above 1e-150 (U there is
+        singular to float64's range: what uses this, HMC on the action, gives such a chain no weight)."""
+        chains, n = R.shape[0], self.size
+        diagonal = np.diagonal(R, axis1=1, axis2=2)
+        outside = ~(np.all(np.isfinite(R), axis=(1, 2)) & np.all(diagonal > 1e-150, axis=1))
+        R = np.where(outside[:, None, None], np.eye(n), R)
+        lower_inverse = np.tril(np.linalg.inv(R))
+        W = lower_inverse.transpose(0, 2, 1) @ lower_inverse
+        W = 0.5 * (W + W.transpose(0, 2, 1))
+        values, rows = [], []
+        if self.log_det:
+            values.append(2.0 * np.sum(np.log(np.diagonal(R, axis1=1, axis2=2)), axis=1))
+            rows.append(W[:, self.rows, self.cols] * self._weight)
+        r, c = self.rows, self.cols
+        off = np.where(r != c, 1.0, 0.0)
+        for i, j in self.inverse:
+            values.append(W[:, i, j])
+            rows.append(-(W[:, i, r] * W[:, c, j] + off * W[:, i, c] * W[:, r, j]))
+        a, J = np.stack(values, axis=1), np.stack(rows, axis=1).reshape(chains, self.count, -1)
+        a[outside], J[outside] = np.nan, np.nan
+        return a, J
+
     def curvature(self, W: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
         """Σ_m c_m ∂²a_m/∂u∂u' for the coefficients c_m = ∂𝓛/∂a_m (module docstring)."""
         out = np.zeros((self.rows.size, self.rows.size))

@@ -110,6 +110,37 @@ class Term:
         return function, second, third
 
     @functools.cached_property
+    def _first(self):
+        """One evaluator of [value, gradient over v] (what a batch of chains needs)."""
+        v = self.variables
+        expressions = [self.expanded] + [sympy.diff(self.expanded, s) for s in v]
+        return evaluator(expressions, list(v) + list(self.parameters), rounding=False).function
+
+    def values_and_gradients(self, u: np.ndarray, factors: dict, parameters: tuple = ()):
+        """(values (C,), ∂/∂u (C, n)) at a batch of entries u (C, n), the matrix order parameters' lower Cholesky
+        factors given by name (``factors``: the atoms are read from them); NaN where the term is undefined or
+        overflows (the caller's chain has no weight there)."""
+        chains = u.shape[0]
+        offsets, start = {}, 0
+        for op in self.order_parameters:
+            offsets[op.name] = slice(start, start + op.count)
+            start += op.count
+        atoms, blocks = [], []
+        for op, matrix_atoms in self.atoms:
+            a, J = matrix_atoms.evaluate_each(factors[op.name])
+            atoms.append(a)
+            blocks.append((offsets[op.name], J))
+        a = np.concatenate(atoms, axis=1) if atoms else np.zeros((chains, 0))
+        with np.errstate(all="ignore"):
+            out = self._first(*u.T, *a.T, *parameters)
+            out = np.stack([np.broadcast_to(np.asarray(x, dtype=float), (chains,)) for x in out])
+        gradient, start = out[1:1 + self.n].T.copy(), 1 + self.n
+        for part, J in blocks:
+            gradient[:, part] += np.einsum("cmk,cm->ck", J, out[start:start + J.shape[1]].T)
+            start += J.shape[1]
+        return out[0], gradient
+
+    @functools.cached_property
     def _value(self):
         return evaluator([self.expanded], list(self.variables) + list(self.parameters), rounding=False).function
 
