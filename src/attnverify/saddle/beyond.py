@@ -62,6 +62,26 @@ CHUNK = 1e6
 """Grid points evaluated at once (the first axis is taken in slices of about this many)."""
 
 
+NEGLIGIBLE = 1e-18
+"""Nodes of a kernel marginal carrying less than this share of the mass are not evaluated by
+:meth:`Prediction.kernel_average`; what they leave out enters its error as their mass times the largest |g| met."""
+
+
+@dataclass(frozen=True)
+class KernelMarginal:
+    """One quadrature rule's marginal over the kernel order parameter q: its nodes and their weights (summing to 1)
+    under e^{−S} dμ, the other order parameters integrated out."""
+
+    nodes: np.ndarray
+    weights: np.ndarray
+
+    def average(self, g) -> tuple[np.ndarray, float]:
+        """(Σ_k w_k g(q_k) over the nodes carrying at least :data:`NEGLIGIBLE` of the mass, the mass left out)."""
+        kept = self.weights >= NEGLIGIBLE
+        values = np.array([np.asarray(g(float(q)), dtype=float) for q in self.nodes[kept]])
+        return np.tensordot(self.weights[kept], values, axes=1), float(self.weights[~kept].sum())
+
+
 @dataclass(frozen=True)
 class Prediction:
     """The action's own prediction for the order parameters at finite N: ``mean`` E[u] (name → a float, or a
@@ -77,9 +97,24 @@ class Prediction:
     measure: dict
     notes: str
     solution: Solution = field(repr=False, default=None)
+    kernel_marginals: tuple = field(repr=False, default=None)
+    rounding: float = field(repr=False, default=0.0)
 
     def __getitem__(self, name: str):
         return self.mean[name]
+
+    def kernel_average(self, g) -> tuple[np.ndarray, np.ndarray]:
+        """(E[g(q)], its error) under e^{−S} dμ for a function ``g`` of the kernel order parameter q alone (a float →
+        a number or an array, e.g. the generalisation error at K(q)), by the quadrature's two rules (``"quadrature"``
+        only): the finer rule's value, and its error the two rules' difference, the relative rounding of the weights
+        and the mass left out (:data:`NEGLIGIBLE`) times the largest |g|."""
+        if self.kernel_marginals is None:
+            raise ValueError(f"kernel_average needs the quadrature's marginals (method 'quadrature'), this prediction's "
+                             f"method is {self.method!r}")
+        (coarse, left_coarse), (fine, left_fine) = (m.average(g) for m in self.kernel_marginals)
+        largest = float(np.max(np.abs(fine))) if np.size(fine) else 0.0
+        error = np.abs(fine - coarse) + self.rounding * np.abs(fine) + max(left_coarse, left_fine) * largest
+        return fine, error
 
 
 @functools.lru_cache(maxsize=16)
@@ -116,8 +151,9 @@ def posterior_mean(declaration: SaddlePointAction, data: Mapping[str, Any], *, t
     energy = data_energy(data, temperature, space=space, backend=backend)
     solution = _saddle(declaration, energy, values, temperature, saddle)
     with blas.threads(1):
+        marginals, rounding = None, 0.0
         if method == "quadrature":
-            mean, error, variance, notes = _quadrature(declaration, energy, values, solution)
+            mean, error, variance, notes, marginals, rounding = _quadrature(declaration, energy, values, solution)
         elif method == "hmc":
             mean, error, variance, notes = _hmc(declaration, energy, values, solution, seed, sampler)
         else:
@@ -126,7 +162,8 @@ def posterior_mean(declaration: SaddlePointAction, data: Mapping[str, Any], *, t
     return Prediction(saddle=declaration.split(solution.entries), mean=declaration.split(mean),
                       error=declaration.split(np.asarray(error, dtype=float)),
                       variance=declaration.split(np.asarray(variance, dtype=float)),
-                      method=method, measure=measure, notes=notes, solution=solution)
+                      method=method, measure=measure, notes=notes, solution=solution, kernel_marginals=marginals,
+                      rounding=rounding)
 
 
 def _saddle(declaration, energy, values, temperature, saddle) -> Solution:
@@ -397,11 +434,12 @@ class _Integrand:
 
 
 def _moments(phi_of, axes, weights, reference: float):
-    """(Z, Σ w q_i, Σ w q_i q_j, min Φ) for w = Π weights · e^{−(Φ − reference)} over the tensor grid, the first
-    axis in chunks of about :data:`CHUNK` points (a 3-D grid is never held whole)."""
-    d = len(axes)
+    """(Z, Σ w q_i, Σ w q_i q_j, min Φ, the kernel axis's marginal Σ_others w) for w = Π weights · e^{−(Φ − reference)}
+    over the tensor grid, the first axis in chunks of about :data:`CHUNK` points (a 3-D grid is never held whole)."""
+    d, kernel = len(axes), phi_of.kernel
     chunk = max(1, int(CHUNK // max(1, math.prod(a.size for a in axes[1:]))))
     Z, first, second, lowest = 0.0, np.zeros(d), np.zeros((d, d)), np.inf
+    marginal = np.zeros(axes[kernel].size)
     for start in range(0, axes[0].size, chunk):
         part = [axes[0][start:start + chunk], *axes[1:]]
         phi = phi_of(part)
@@ -414,12 +452,17 @@ def _moments(phi_of, axes, weights, reference: float):
                   for i, z in enumerate(part)]
             weighted = [np.where(w > 0, w * q, 0.0) for q in qs]  # no 0·inf where q overflowed without weight
             Z += float(w.sum())
+            summed = np.broadcast_to(w, [a.size for a in part]).sum(axis=tuple(j for j in range(d) if j != kernel))
+            if kernel == 0:
+                marginal[start:start + summed.size] += summed
+            else:
+                marginal += summed
             for i in range(d):
                 first[i] += float(weighted[i].sum())
                 for j in range(i, d):
                     second[i, j] += float(np.where(w > 0, weighted[i] * qs[j], 0.0).sum())
     second = np.triu(second) + np.triu(second, 1).T
-    return Z, first, second, lowest
+    return Z, first, second, lowest, marginal
 
 
 def _short_faces(phi_of, bounds, axes, lowest: float) -> list:
@@ -437,7 +480,7 @@ def _coarse_on_a_clear_box(phi_of, bounds, degree, halvings, reference):
     """The coarser rule's moments on a box widened (each short face pushed out twice as far, up to 12 times)
     until no face carries 1e-300 of the peak, and the reference Φ lowered to the grid's minimum where the peak lies
     far below the saddle's value (no overflow of e^{−(Φ − reference)}). Returns (moments, bounds, reference,
-    whether the faces cleared)."""
+    whether the faces cleared, the rule's nodes on each axis)."""
     d = len(bounds)
     for _ in range(12):
         rule = [composite_rule(_cuts(*bounds[i], halvings), _nodes(degree)) for i in range(d)]
@@ -448,10 +491,10 @@ def _coarse_on_a_clear_box(phi_of, bounds, degree, halvings, reference):
             continue
         short = _short_faces(phi_of, bounds, [x for x, _ in rule], min(lowest, reference))
         if not short:
-            return moments, bounds, reference, True
+            return moments, bounds, reference, True, [x for x, _ in rule]
         for i, side in short:
             bounds[i][side] *= 2.0
-    return moments, bounds, reference, False
+    return moments, bounds, reference, False, [x for x, _ in rule]
 
 
 def _quadrature(declaration, energy, values, solution):
@@ -467,7 +510,8 @@ def _quadrature(declaration, energy, values, solution):
     reference = float(phi_of([np.zeros(1)] * d).min())
     halvings = 0
     while True:
-        coarse, bounds, reference, cleared = _coarse_on_a_clear_box(phi_of, bounds, degrees[0], halvings, reference)
+        coarse, bounds, reference, cleared, coarse_axes = _coarse_on_a_clear_box(phi_of, bounds, degrees[0], halvings,
+                                                                                 reference)
         _factorised_where_it_weighs(declaration, phi_of, min(reference, coarse[3]))
         rule = [composite_rule(_cuts(*bounds[i], halvings), _nodes(degrees[1])) for i in range(d)]
         fine = _moments(phi_of, [x for x, _ in rule], [w for _, w in rule], reference)
@@ -490,7 +534,10 @@ def _quadrature(declaration, energy, values, solution):
              f"{float(np.max(np.abs(np.diag(covariance_f) - np.diag(covariance_c)))):.2g})"
              + ("" if agreed else f"; the rules did not agree to {TOLERANCE:g} within {POINTS:g} points")
              + ("" if cleared else "; a face of the box still carries more than 1e-300 of the peak"))
-    return mean_f, error, np.diag(covariance_f), notes
+    kernel = phi_of.kernel
+    marginals = tuple(KernelMarginal(np.exp(centre[kernel] + widths[kernel] * axis[kernel]), moments[4] / moments[0])
+                      for axis, moments in ((coarse_axes, coarse), ([x for x, _ in rule], fine)))
+    return mean_f, error, np.diag(covariance_f), notes, marginals, rounding
 
 
 def _factorised_where_it_weighs(declaration, phi_of: _Integrand, lowest: float) -> None:
@@ -505,6 +552,6 @@ def _factorised_where_it_weighs(declaration, phi_of: _Integrand, lowest: float) 
 
 
 def _mean_and_covariance(moments) -> tuple[np.ndarray, np.ndarray]:
-    Z, first, second, _ = moments
+    Z, first, second = moments[:3]
     mean = first / Z
     return mean, second / Z - np.outer(mean, mean)

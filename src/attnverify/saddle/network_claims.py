@@ -10,8 +10,9 @@ builds the theorist's network at the drawn widths and samples it by HMC with the
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
-from dataclasses import dataclass
+import math
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -177,6 +178,27 @@ def prediction_at(s: SaddleSetting, action_values: dict, temperature: float, dat
                           **action_values)
 
 
+def generalisation_prediction(s: SaddleSetting, prediction, temperature: float, data: Mapping):
+    """The action's own prediction of the generalisation error on the data's test inputs, from ``prediction`` (the
+    quadrature's, :func:`prediction_at`): E[ε_g(q)] under e^{−S} dμ, ε_g(q) = mean_t (⟨f(x_t)⟩_q − y_t)² + ⟨δf(x_t)²⟩_q
+    the predictor of the kernel K(q) at each node of the quadrature's kernel marginal
+    (:meth:`~attnverify.saddle.beyond.Prediction.kernel_average`, its error the two rules' difference), with
+    ε_g(q*) of the saddle point beside it: what networks sampled at this width estimate as their mean over the hidden
+    weights of the test error of the readout's posterior given them."""
+    from .network import GENERALISATION_ERROR
+    from .predict import predict_at
+
+    def error_at(q: float) -> float:
+        return float(predict_at(q, temperature, data, data).generalisation_error(data["y_test"]).mean)
+
+    mean, error = prediction.kernel_average(error_at)
+    saddle = error_at(float(prediction.saddle[s.declaration.kernel.name]))
+    return dataclasses.replace(prediction, saddle={GENERALISATION_ERROR: saddle}, mean={GENERALISATION_ERROR: mean},
+                               error={GENERALISATION_ERROR: error}, variance={GENERALISATION_ERROR: math.nan},
+                               notes="the generalisation error averaged over the kernel's quadrature marginal, "
+                                     "error: the two rules' difference + rounding")
+
+
 PREDICTION_SOURCE = {"quadrature": "quadrature", "laplace": "next-order Laplace", "hmc": "HMC on the action"}
 """How the allowance names the source of the prediction's error, by :attr:`Prediction.method`."""
 
@@ -195,7 +217,7 @@ def _one_z(z: np.ndarray) -> str:
     return f"{float(z.max()):.3g}" if np.ptp(z) == 0 else f"{float(z.min()):.3g}–{float(z.max()):.3g}"
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Comparison:
     """One order parameter's sampled mean against the action's prediction: the gap, the allowance z·MCSE + the
     prediction's stated error (per entry), and the saddle point's gap beside it, in units of the same allowance."""
@@ -244,8 +266,9 @@ def compare_with_prediction(name: str, summary, prediction) -> Comparison:
 
 
 def _compare_with_budget(name: str, summary, theory: Mapping, shifted: Mapping, D: int, width: int) -> Comparison:
-    """The generalisation error (no prediction of it beyond the saddle point yet) against the saddle point's within
-    z MCSE + the O(1/N) budget of :func:`_finite_width_budget`."""
+    """The generalisation error against the saddle point's within z MCSE + the O(1/N) budget of
+    :func:`_finite_width_budget` (for order parameters beyond the quadrature's reach, where the action gives no
+    prediction of it here)."""
     U = theory[name]
     budget = _finite_width_budget(U, shifted[name], D, width)
     allowed = summary.mcse_z() * summary.mcse + budget
@@ -259,7 +282,8 @@ def _compare_with_budget(name: str, summary, theory: Mapping, shifted: Mapping, 
 def _comparisons(s: SaddleSetting, sampled, action_values: dict, temperature: float, data: Mapping, width: int,
                  test_error: bool, backend) -> list[Comparison]:
     """Each recorded quantity the claim judges: the order parameters against the action's prediction
-    (:func:`compare_with_prediction`), or with ``test_error`` the generalisation error against the saddle point's
+    (:func:`compare_with_prediction`); with ``test_error`` the generalisation error against the action's prediction
+    of it where the quadrature gives one (:func:`generalisation_prediction`), else against the saddle point's
     (:func:`_compare_with_budget`)."""
     from .network import GENERALISATION_ERROR
 
@@ -268,9 +292,12 @@ def _comparisons(s: SaddleSetting, sampled, action_values: dict, temperature: fl
     unknown = [name for name in names if name not in declared and name != GENERALISATION_ERROR]
     if unknown:
         raise ValueError(f"the network estimates {unknown[0]!r}, which the action does not declare")
+    prediction = prediction_at(s, action_values, temperature, data, backend)
     if not test_error:
-        prediction = prediction_at(s, action_values, temperature, data, backend)
         return [compare_with_prediction(name, sampled.summaries[name], prediction) for name in names]
+    if prediction.method == "quadrature":
+        predicted = generalisation_prediction(s, prediction, temperature, data)
+        return [compare_with_prediction(name, sampled.summaries[name], predicted) for name in names]
     D = s.wishart_size
     theory = theory_at(s, action_values, temperature, data, backend)
     shifted = theory_at(s, s.declaration.with_widths(action_values, lambda n: n - D - 1), temperature, data, backend)

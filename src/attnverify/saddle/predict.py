@@ -59,7 +59,20 @@ def _predict(declaration: SaddlePointAction, solution: Solution, data: Mapping[s
              test: Mapping[str, Any]) -> PredictorStatistics:
     if solution.temperature is None:
         raise ValueError("solution must be a solve's (with a temperature), not the GP point's")
-    U = _matrix(declaration, solution)
+    return _predict_at(_matrix(declaration, solution), solution.temperature, data, test)
+
+
+def predict_at(U, temperature: float, data: Mapping[str, Any], test: Mapping[str, Any]) -> PredictorStatistics:
+    """:func:`predict` at the kernel order parameter's value ``U`` (a matrix; [[q]] for a scalar q) and
+    ``temperature`` rather than at a solution's: the predictor of the renormalised kernel K(U) at any point, e.g.
+    each node of the action's quadrature (:meth:`~attnverify.saddle.beyond.Prediction.kernel_average`)."""
+    with blas.threads(1):
+        return _predict_at(np.atleast_2d(np.asarray(U, dtype=float)), arguments.positive("temperature", temperature),
+                           data, test)
+
+
+def _predict_at(U: np.ndarray, temperature: float, data: Mapping[str, Any],
+                test: Mapping[str, Any]) -> PredictorStatistics:
     wanted = ("X_test",) if "X" in data else ("C_test", "C_test_diagonal")
     if not isinstance(test, Mapping) or any(key not in test for key in wanted):
         raise ValueError(f"test must be a dict with {' and '.join(wanted)} (the training data have "
@@ -68,7 +81,7 @@ def _predict(declaration: SaddlePointAction, solution: Solution, data: Mapping[s
     if "X" in data:
         X = _features(data["X"])
         X_test = arguments.array("X_test", _features(test["X_test"], "X_test"), shape=(None, *X.shape[1:]))
-        return predictor_statistics(U, X, data["y"], X_test, solution.temperature)
+        return predictor_statistics(U, X, data["y"], X_test, temperature)
     K = _kernels(data, U)
     H, P = U.shape[0], K.shape[0]
     plain = H == 1 and np.ndim(test["C_test"]) == 2  # one path: (Q, P) and (Q,), as the training C may be (P, P)
@@ -78,7 +91,7 @@ def _predict(declaration: SaddlePointAction, solution: Solution, data: Mapping[s
     Ct, Cd = (Ct[None, None], Cd[None, None]) if plain else (Ct, Cd)
     k, kappa = np.einsum("ab,abqp->qp", U, Ct), np.einsum("ab,abq->q", U, Cd)
     y = arguments.array("y", data["y"], shape=(K.shape[0],))
-    factor = cho_factor(K + solution.temperature * np.eye(K.shape[0]), lower=True)
+    factor = cho_factor(K + temperature * np.eye(K.shape[0]), lower=True)
     W = solve_triangular(factor[0], k.T, lower=True, check_finite=False)
     return PredictorStatistics(mean=k @ cho_solve(factor, y), variance=np.clip(kappa - np.sum(W * W, axis=0), 0.0, None))
 

@@ -265,7 +265,8 @@ class Theory:
         mean of the order parameters, :func:`attnverify.saddle.posterior_mean`, within z MCSE + its stated error);
         with ``test_error`` also
         ``sampled_networks_generalise_as_theory``, the same for the generalisation error on the data's
-        ``test_inputs`` and ``y_test`` (and ``C_test`` and ``C_test_diagonal``, or ``X_test``, for the theory).
+        ``test_inputs`` and ``y_test`` (and ``C_test`` and ``C_test_diagonal``, or ``X_test``, for the theory): the
+        action's own posterior mean of it where the quadrature applies, else the saddle point's with an O(1/N) budget.
         ``figure`` (with ``network``): one value for every parameter and a sequence of widths for the width, drawn as
         each order parameter against 1/N (one figure each; a matrix by its trace): the saddle point, the action's
         own prediction and sampled networks, the caption giving the fitted slope of log|networks − saddle| against
@@ -340,7 +341,9 @@ class Theory:
                 made.append(("sampled_networks_generalise_as_theory",
                              each(network_claims.sampled_networks_match, network, True),
                              "Networks sampled from the posterior have the theory's generalisation error on the test "
-                             "inputs, mean_t (⟨f(x_t)⟩ − y_t)² + ⟨δf(x_t)²⟩, within z MCSE (z ≥ 5) + the O(1/N) budget "
+                             "inputs, ε_g = mean_t (⟨f(x_t)⟩ − y_t)² + ⟨δf(x_t)²⟩: the action's own posterior mean of "
+                             "ε_g(q) under e^{−S} (quadrature, for at most three scalars) within z MCSE (z ≥ 5) + its "
+                             "stated error, else the saddle point's within z MCSE + the O(1/N) budget "
                              "max((D + 1)/N·ε, |ε(N) − ε(N − D − 1)|); unconverged chains are inconclusive."))
             single, sweeps, kernel = [], {}, None  # claims at the figure's one setting (one example each); its figures
             if figure is not None:
