@@ -1,0 +1,37 @@
+"""The site opened from disk: every local link of every built page resolves to a file.
+
+With ``use_directory_urls: false`` (mkdocs.yml) a page is ``how-to/verdicts.html``, not a folder ``how-to/verdicts/``
+that a browser shows as a listing when the site is opened with ``file://``. After the build this hook reads every HTML
+page of the site and checks each local ``href`` and ``src`` (the navigation's included): it must name a file of the
+site, never a folder; one line per page and link that does not stops the build.
+"""
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from mkdocs.exceptions import PluginError
+
+LINK = re.compile(r'\b(?:href|src)="([^"]*)"')
+
+
+def unresolved(site: Path) -> list[str]:
+    """``page: link`` for every local link of the site's HTML pages that names no file (a folder, or nothing)."""
+    site = site.resolve()
+    found = []
+    for page in sorted(site.rglob("*.html")):
+        for link in LINK.findall(page.read_text(encoding="utf-8")):
+            parts = urlsplit(link)
+            if parts.scheme or parts.netloc or not parts.path:  # another site, or an anchor on this page
+                continue
+            target = (site / unquote(parts.path).lstrip("/")) if parts.path.startswith("/") else \
+                (page.parent / unquote(parts.path))
+            if not target.resolve().is_file():
+                found.append(f"{page.relative_to(site)}: {link}")
+    return found
+
+
+def on_post_build(config, **kwargs):
+    missing = unresolved(Path(config["site_dir"]))
+    if missing:
+        raise PluginError(f"{len(missing)} local link(s) of the built site name no file (opened from disk they land "
+                          "on a folder or nowhere): " + "; ".join(missing[:20]))
