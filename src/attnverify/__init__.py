@@ -38,7 +38,7 @@ def __dir__():
 
 def load_ipython_extension(shell) -> None:
     """``%load_ext attnverify``: claim results, evidence, derivations, claims and theories display as the report
-    shows them (:mod:`attnverify.report.notebook`)."""
+    shows them (`attnverify.report.notebook`)."""
     from .report.notebook import register
 
     register(shell)

@@ -1,8 +1,8 @@
 """The ``attnverify`` command line: list, check, verify, report and train-one-shot, parsed here and run by
-:mod:`attnverify.commands` (imported only to run one, so that ``--help`` and a usage error stay quick).
+`attnverify.commands` (imported only to run one, so that ``--help`` and a usage error stay quick).
 
-Exit status: 0 when every claim came out as expected; 1 when any came out against its expectation (a refutation of a claim expected
-to hold, a claim expected refuted that holds) or its check failed to run; 3 when none did but some were
+Exit status: 0 when every claim came out as expected; 1 when any came out against its expectation (a refutation of a
+claim expected to hold, a claim expected refuted that holds) or its check failed to run; 3 when none did but some were
 inconclusive where a decision was expected (draw more: the table says how many); 2 for a usage error
 (unknown option value, a pattern matching no claim, a backend that cannot run here) and for a mistake in a user's
 file (a claim's definition, its plan, its section), shown as one line ``FILE:LINE: what is wrong`` and the frames of

@@ -1,6 +1,6 @@
-"""What the commands of the ``attnverify`` command line do (:mod:`attnverify.cli` parses them and comes here only
+"""What the commands of the ``attnverify`` command line do (`attnverify.cli` parses them and comes here only
 to run one): ``list``, ``check``, ``verify``, ``report`` and ``train-one-shot``. ``check`` runs the built-in claims,
-``verify FILE.py`` a theorist's own, both through :func:`run_and_report`; ``report`` builds the HTML/Markdown report.
+``verify FILE.py`` a theorist's own, both through `run_and_report`; ``report`` builds the HTML/Markdown report.
 Kept apart from the parser so that ``attnverify --help`` and a usage error import none of the machinery."""
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ def run_and_report(
     workers: int = 1,
 ) -> int:
     """Run ``claims`` (each of one of ``theories``, default the built-in ones) through the one run path,
-    :func:`attnverify.run.claims.run_claims_as_tasks`: one after another in this process, on ``workers`` local
-    processes, or as tasks on the Dask cluster ``scheduler``; print the results table and the detail of every surprise or refutation; with
-    ``json_path`` rewrite the results after each claim. With a ``store`` folder, the run's
+    `attnverify.run.claims.run_claims_as_tasks`: one after another in this process, on ``workers`` local
+    processes, or as tasks on the Dask cluster ``scheduler``; print the results table and the detail of every surprise
+    or refutation; with ``json_path`` rewrite the results after each claim. With a ``store`` folder, the run's
     experiments and its finished examples and claims are kept there, and a rerun takes them from there.
 
     ``command`` (default ``attnverify check``) is what the replay lines run. The JSON says which

@@ -1,5 +1,5 @@
 """The command line's progress display on stderr: a live display on a terminal, plain lines elsewhere. It reads the
-run's events by their type (:mod:`attnverify.execution.tasks`): a claim started or finished, an example checked,
+run's events by their type (`attnverify.execution.tasks`): a claim started or finished, an example checked,
 or a status line of an experiment or a section."""
 
 from __future__ import annotations

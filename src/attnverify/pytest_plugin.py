@@ -1,13 +1,13 @@
 """pytest plugin (entry point ``pytest11``): claims become test items, run by the tool's own runner.
 
-Collected: every :class:`~attnverify.checks.claim.Claim` and every concise :class:`attnverify.Theory` (its claims
+Collected: every [`Claim`][attnverify.checks.claim.Claim] and every concise `attnverify.Theory` (its claims
 and its ``derivation_steps``) at the top level of a module pytest collects: a test module, or any ``.py`` file named
 on the command line (``pytest examples/relu_kernel.py``, which pytest collects whatever its name); a long-form
 file's ``derivations()`` gives its ``derivation_steps`` item. One item per claim: it passes when the
 claim comes out as expected (an expected refutation passes), and fails with the claim's story (counterexample or
 what would decide it, the replay command) otherwise. Options: ``--attnverify-profile``, ``--attnverify-seed``,
 ``--attnverify-examples``; works under pytest-xdist (each worker collects the same items). The plugin only reads
-options and hands off to the one run path, :func:`attnverify.run.claims.run_claims_as_tasks` (in the item's
+options and hands off to the one run path, `attnverify.run.claims.run_claims_as_tasks` (in the item's
 process: pytest-xdist spreads the items).
 """
 
@@ -93,7 +93,7 @@ def pytest_pycollect_makeitem(collector, name, obj):
 
 def _long_form_steps(collector, module, derivations):
     """A long-form file's ``derivations()``: the item of its ``<theory>.derivation_steps`` claim, the theory named
-    by the rules ``verify`` applies (:func:`attnverify.theories.theory_name`); nothing for a module with no claims
+    by the rules ``verify`` applies (`attnverify.theories.theory_name`); nothing for a module with no claims
     and no ``THEORY``, or with a ``Theory`` (whose own item covers its derivations)."""
     from .theories.catalogue import claims_in_module, concise_theories
     from .checks.derivation_steps import derivation_steps_claim

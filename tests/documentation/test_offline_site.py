@@ -1,13 +1,15 @@
-"""The site opened from disk (docs/hooks/offline.py, run by every `make docs`): a local link that names a folder or
-nothing stops the build; files, anchors, other sites and links from the site's root resolve."""
+"""The site as read (docs/hooks/offline.py and markup.py, run by every `make docs`): a local link that names a folder
+or nothing stops the build, as does a reStructuredText role printed as text; files, anchors, other sites and links from
+the site's root resolve, and no docstring or page writes a role."""
 import importlib.util
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _hook():
-    spec = importlib.util.spec_from_file_location("attnverify_offline_hook", ROOT / "docs" / "hooks" / "offline.py")
+def _hook(name: str = "offline"):
+    spec = importlib.util.spec_from_file_location(f"attnverify_{name}_hook", ROOT / "docs" / "hooks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -30,3 +32,19 @@ def test_the_site_is_configured_for_files_not_folders():
     """mkdocs.yml builds pages as files (how-to/verdicts.html) and runs the check after every build."""
     config = (ROOT / "mkdocs.yml").read_text()
     assert "\nuse_directory_urls: false" in config and "  - docs/hooks/offline.py\n" in config
+    assert "  - docs/hooks/markup.py\n" in config
+
+
+def test_a_role_printed_as_text_is_reported(tmp_path):
+    (tmp_path / "api.html").write_text('<p>see :func:<code>solve</code> and <a href="x.html#a"><code>sweep</code></a>,'
+                                       ' :class:`Theory` in text</p>')
+    assert _hook("markup").raw_roles(tmp_path) == ["api.html: :func:<code>solve</code>", "api.html: :class:`Theory`"]
+
+
+def test_no_docstring_or_page_writes_a_role():
+    """Docstrings cross-reference as autorefs ([`name`][attnverify.module.name]) or name a thing as code."""
+    role = re.compile(r":(?:func|meth|class|mod|data|attr|exc|obj):`")
+    files = [*(ROOT / "src" / "attnverify").rglob("*.py"), *(ROOT / "docs").rglob("*.md"), ROOT / "README.md"]
+    found = [f"{path.relative_to(ROOT)}:{number}" for path in files
+             for number, line in enumerate(path.read_text().splitlines(), 1) if role.search(line)]
+    assert not found, found

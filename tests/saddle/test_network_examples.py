@@ -120,34 +120,31 @@ def test_the_figure_draws_every_order_parameter():
 
 def test_the_figures_and_the_width_claim_sample_the_networks_once_a_run(monkeypatch):
     """figure= draws one figure per order parameter and the width claim reads the same sweep: in one run (one store,
-    one run seed) the networks are sampled once at each of the figure's widths, whoever asks first, and the claim
-    and the figures see the same estimates; another run seed samples afresh."""
+    one run seed) the networks are sampled once at each of the figure's widths, whoever asks first; another run
+    samples afresh, at its own seed. (A converged stand-in draw in place of the sampler, which is counted.)"""
     from attnverify.execution import Store
     from attnverify.saddle import width_claims
 
-    module = load_user_module(EXAMPLES / "deep_linear_saddle.py")
-    theory = Theory("deep_linear_shared", source="test")
-    theory.saddle_point(module.action, network=module.two_layers, N=st.integers(20, 40), sigma2=st.floats(0.5, 2),
-                        temperature=st.floats(0.05, 0.5), P=st.integers(10, 30), d=st.integers(2, 5),
-                        figure=dict(N=(20, 40), sigma2=1.0, temperature=0.2, P=12, d=3))(module.teacher)
-    sampled, original = [], width_claims.sample_networks
+    seeds = []
 
-    def counted(*args, **kwargs):
-        sampled.append(args[4])  # the sampler's seed
-        return original(*args, **kwargs)
+    def sampled(s, made, data, temperature, seed, backend, sizes, test_error=False):
+        seeds.append(seed)
+        draws = 1.0 + 0.01 * np.random.default_rng(seed).standard_normal((4, 400))
+        return type("Sampled", (), dict(draws={"Q1": draws, "Q2": draws}, summaries={}))()
 
-    monkeypatch.setattr(width_claims, "sample_networks", counted)
+    monkeypatch.setattr(width_claims, "sample_networks", sampled)
+    theory = Theory("shared")
+    theory.saddle_point(_two_widths(), network=lambda n1, n2, sigma2: None, **STRATEGIES,
+                        figure=dict(n1=30, n2=(20, 40), sigma2=1.0, temperature=0.2, P=12))(_teacher)
     store, seed = Store(), run_seed(4)
     (claim,) = [c for c in theory.claim_list() if c.name.endswith("sampled_gap_closes_at_the_theory_order")]
-    result = run_claim(claim, profile="quick", seed=seed, store=store)
-    assert result.status in ("holds", "refuted", "inconclusive") and len(sampled) == 2
+    run_claim(claim, profile="quick", seed=seed, store=store)
+    assert len(seeds) == 2
     drawn = [figure.shared(store, seed) for figure in theory.figures]
-    assert len(sampled) == 2, sampled  # the two figures read the claim's sweep
+    assert len(seeds) == 2, seeds  # the two figures (Q1, Q2) read the claim's sweep
     assert [len(figure.estimates) for figure in drawn] == [2, 2]
-    again = theory.figures[0].shared(Store(), seed)  # another run of the same seed: sampled again, the same numbers
-    assert len(sampled) == 4 and sampled[2:] == sampled[:2] and again.estimates == drawn[0].estimates
-    theory.figures[1].shared(Store(), seed + 1)
-    assert len(sampled) == 6 and sampled[4:] != sampled[:2]
+    theory.figures[1].shared(Store(), seed + 1)  # another run: sampled afresh, at its own seed
+    assert len(seeds) == 4 and seeds[2:] != seeds[:2]
 
 
 def _two_widths():

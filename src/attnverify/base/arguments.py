@@ -197,7 +197,7 @@ def flag(name: str, value: Any) -> bool:
 
 
 def backend(value: Any, name: str = "backend") -> Backend:
-    """A :class:`Backend`, by object or by name (``'numpy'``/``'cupy'``); None: numpy."""
+    """A `Backend`, by object or by name (``'numpy'``/``'cupy'``); None: numpy."""
     if value is not None and not isinstance(value, (Backend, str)):
         raise TypeError(f"{name} must be 'numpy', 'cupy', a Backend or None, got {_shown(value)}")
     try:
@@ -209,7 +209,8 @@ def backend(value: Any, name: str = "backend") -> Backend:
 def generator(rng: Any, be: Backend | None = None, name: str = "rng", *, any_backend: bool = False) -> Any:
     """A random Generator: ``rng`` itself, or the backend's Generator seeded with the integer ``rng``. A Generator
     of the other backend (numpy's for a cupy computation, or the reverse) is refused, unless ``any_backend``
-    (code that only passes the Generator on to a user's function, as :func:`~attnverify.numerics.sized.sized_mean`)."""
+    (code that only passes the Generator on to a user's function, as
+    [`sized_mean`][attnverify.numerics.sized.sized_mean])."""
     if isinstance(rng, (Integral, np.integer)) and not isinstance(rng, (bool, np.bool_)):
         if rng < 0:
             raise ValueError(f"{name} must be a seed ≥ 0 or a random Generator, got {rng!r}")
@@ -397,7 +398,7 @@ def reals(
     integral: bool = False,
     lists: bool = False,
 ) -> Any:
-    """A number in [low, high] (as :func:`real`, or :func:`integer` when ``integral``), or an array of
+    """A number in [low, high] (as `real`, or `integer` when ``integral``), or an array of
     them (float64 of the backend ``be``, host numpy when None; every entry in range): for closed forms
     that broadcast over a grid of a parameter. Lists and tuples are refused unless ``lists``."""
     if lists and isinstance(value, (list, tuple)):

@@ -2,8 +2,8 @@
 
 The backend is chosen at the edge and passed down explicitly: a function given ``backend=None`` uses
 numpy. Only the command line reads the environment variable ``ATTNVERIFY_BACKEND`` (when
-``--backend`` is not given), through :func:`backend_from_environment`. Asking for cupy where no GPU
-works raises :class:`BackendUnavailable`; there is no silent fallback to the CPU.
+``--backend`` is not given), through `backend_from_environment`. Asking for cupy where no GPU
+works raises `BackendUnavailable`; there is no silent fallback to the CPU.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ class Backend:
     def solve_lower(self, factor: Any, rhs: Any, *, transpose: bool = False, shared: bool = False) -> Any:
         """L⁻¹B (or L⁻ᵀB) for a batch of lower-triangular L (C, n, n) and B (C, n, …), or one B (n, …) for all
         when ``shared``; for one L (n, n) and B (n, k) or (n,), one triangular solve (on numpy
-        :func:`_lower_solve_one`). For a batch with n > 64, triangular solves chain by chain (n²k flops for k
+        `_lower_solve_one`). For a batch with n > 64, triangular solves chain by chain (n²k flops for k
         right-hand sides; ``xp.linalg.solve`` would factorise L again by LU, ≈ 2n²k + ⅔n³); for small n, where a
         Python loop over many chains costs more than the arithmetic, one batched ``xp.linalg.solve``; on cupy
         always the batched solve, whose launches do not grow with the chains."""
@@ -145,7 +145,7 @@ def _lower_solve_one(factor: np.ndarray, rhs: np.ndarray, transpose: bool) -> np
 
 
 HOST_ELEMENTS = 100_000
-"""A step whose largest array holds fewer elements than this runs on the host (:func:`for_size`).
+"""A step whose largest array holds fewer elements than this runs on the host (`for_size`).
 
 A step of a loop (a descent step, an optimiser's evaluation) costs on a GPU about one kernel launch per array
 operation, 5–10 µs each whatever the size, and a host synchronisation where the loop reads a value back; the
@@ -156,7 +156,7 @@ operation finishes on the host within the time of launching it: the device pays 
 
 def for_size(backend: Backend | str | None, elements: int) -> Backend:
     """The backend a launch-bound step over arrays of at most ``elements`` elements runs on: numpy when
-    ``elements`` < :data:`HOST_ELEMENTS` (the reason is there), else ``backend``. A caller that routes a loop
+    ``elements`` < `HOST_ELEMENTS` (the reason is there), else ``backend``. A caller that routes a loop
     through this rule moves its inputs to the returned backend once, runs the loop there, and moves the results
     back once; on the host the arithmetic is numpy's, so the results are bit for bit those of the numpy backend
     given the same inputs."""
@@ -231,7 +231,7 @@ def backend_from_environment(name: str | Backend | None = None) -> Backend:
 
 def get_backend(name: str | Backend | None = None) -> Backend:
     """The backend called ``name`` (``'numpy'`` or ``'cupy'``); ``None`` is numpy (the environment is
-    read only at the command line: :func:`backend_from_environment`)."""
+    read only at the command line: `backend_from_environment`)."""
     if isinstance(name, Backend):
         return name
     if name is None:

@@ -10,7 +10,7 @@ ENVIRONMENT_VARIABLE = "ATTNVERIFY_CACHE"
 
 KEEP_VARIABLE = "ATTNVERIFY_KEEP_DERIVATIONS"
 """Set to 0 to derive and check derivations afresh in every process: neither the kept derivations
-(:mod:`attnverify.derivations.kept`) nor the kept checks of their steps (:mod:`attnverify.derivations.steps`)
+(`attnverify.derivations.kept`) nor the kept checks of their steps (`attnverify.derivations.steps`)
 are read or written."""
 
 

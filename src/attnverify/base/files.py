@@ -82,7 +82,7 @@ def pack_entry(key: str, payload: bytes) -> bytes:
 
 
 def unpack_entry(blob: bytes, key: str) -> bytes:
-    """The payload of the entry ``blob``, verified against ``key`` and its header; else :class:`DamagedEntry`."""
+    """The payload of the entry ``blob``, verified against ``key`` and its header; else `DamagedEntry`."""
     if not blob:
         raise DamagedEntry("empty (0 bytes)")
     if not blob.startswith(MAGIC):
@@ -137,7 +137,7 @@ def read_entry(path: str | Path, key: str, load: Callable[[bytes], Any],
                check: Callable[[Any], str | None] | None = None) -> Any:
     """``load(payload)`` of the entry ``path`` under ``key``, or None when there is none. A damaged,
     truncated, foreign or unreadable entry, a folder in its place, one that ``load`` fails on, or one whose
-    value ``check`` finds wrong (it returns what is wrong, or None) is set aside (:func:`set_aside`): None."""
+    value ``check`` finds wrong (it returns what is wrong, or None) is set aside (`set_aside`): None."""
     path = Path(path)
     identity = None
     try:

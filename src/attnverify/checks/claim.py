@@ -1,9 +1,9 @@
 """A claim: a statement, a hypothesis strategy for its parameters, and a check of one example.
 
-A theory module defines its claims with the :func:`claim` decorator; so does a theorist's own
+A theory module defines its claims with the [`claim`][attnverify.checks.claim.claim] decorator; so does a theorist's own
 file run by ``attnverify verify FILE.py``. The check receives the drawn parameters and a
-:class:`Context` (profile, backend, a seeded random generator) and returns an
-:class:`~attnverify.checks.evidence.Evidence`.
+[`Context`][attnverify.checks.claim.Context] (profile, backend, a seeded random generator) and returns an
+[`Evidence`][attnverify.checks.evidence.Evidence].
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ..base.backend import Backend
 from .evidence import Evidence
 
 
-#: What a claim may be expected to come out as (the verdicts of :mod:`.evidence`).
+#: What a claim may be expected to come out as (the verdicts of `.evidence`).
 EXPECTATIONS = ("holds", "refuted", "inconclusive")
 
 
@@ -98,7 +98,7 @@ def _line_in(origin: str) -> int:
 
 
 def claim_examples(examples: Any, name: str) -> dict[str, int]:
-    """A claim's examples per profile: a dict with a positive int for each of :data:`PROFILES` (None: the
+    """A claim's examples per profile: a dict with a positive int for each of `PROFILES` (None: the
     defaults); anything else is refused here, naming the claim."""
     if examples is None:
         return dict(DEFAULT_EXAMPLES)
@@ -119,7 +119,8 @@ def is_claim_name(name: Any) -> bool:
 
 
 def check_name(name: Any) -> str:
-    """``name`` if it is a claim's name (:func:`is_claim_name`), else a ValueError saying so."""
+    """``name`` if it is a claim's name ([`is_claim_name`][attnverify.checks.claim.is_claim_name]), else a ValueError
+    saying so."""
     if not is_claim_name(name):
         raise ValueError(f"claim name must be theory.name: a lower_snake_case theory, then identifiers (the papers' "
                          f"capitals allowed, e.g. 'attention_paths.U_independent_of_T'), got {name!r}")
@@ -246,12 +247,13 @@ def claim(
     shrink_budget: int = 40,
     origin: str | None = None,
 ) -> Callable[[Callable[[dict, Context], Evidence]], Claim]:
-    """Decorator turning ``check(params, ctx) -> Evidence`` into a :class:`Claim`.
+    """Decorator turning ``check(params, ctx) -> Evidence`` into a [`Claim`][attnverify.checks.claim.Claim].
 
     The statement defaults to the check's docstring; ``examples`` (per profile) defaults to
-    :data:`DEFAULT_EXAMPLES`, which follows :func:`examples_needed`. ``parameters``: a dict of name → strategy
-    or a strategy drawing such dicts; name and parameters are checked here, at definition. ``origin``: the file
-    its replay runs (default: the check's file when it is outside the package, "" for a built-in).
+    [`DEFAULT_EXAMPLES`][attnverify.checks.claim.DEFAULT_EXAMPLES], which follows
+    [`examples_needed`][attnverify.checks.claim.examples_needed]. ``parameters``: a dict of name → strategy or a
+    strategy drawing such dicts; name and parameters are checked here, at definition. ``origin``: the file its replay
+    runs (default: the check's file when it is outside the package, "" for a built-in).
     """
     if BAD_NAMES.get() is not None and not is_claim_name(name):
         BAD_NAMES.get().append((name, _definition_line()))  # the loader lists every bad name of the file at once

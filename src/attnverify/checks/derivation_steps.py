@@ -1,10 +1,10 @@
 """The claim every theory with derivations gets: ``<theory>.derivation_steps``, every recorded step holds.
 
-Its one example checks each step of each derivation (:mod:`attnverify.derivations.steps`): a step that fails at
+Its one example checks each step of each derivation (`attnverify.derivations.steps`): a step that fails at
 a point refutes the claim, so a wrong step fails the theory's verification through the same runner, table, exit
 status, results.json and report as every claim. Proved, agreeing, marked and unchecked steps are counted in the
 evidence; each step's outcome is in its figures. A step still being checked after a few seconds is named on the
-run's progress display, with its budget (:func:`attnverify.derivations.steps.step_budget`).
+run's progress display, with its budget (`attnverify.derivations.steps.step_budget`).
 """
 
 from __future__ import annotations

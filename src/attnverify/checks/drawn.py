@@ -36,7 +36,7 @@ def drawn_ranges(examples: Iterable[Any], declared: Mapping[str, tuple | None] |
 
 
 def drawn_text(ranges: Mapping[str, Mapping]) -> str:
-    """One line of :func:`drawn_ranges`, e.g. ``theta: drawn 0 … 3.14159 of [0, 3.14159]; d: drawn 2 … 64 of [2, 64]``
+    """One line of `drawn_ranges`, e.g. ``theta: drawn 0 … 3.14159 of [0, 3.14159]; d: drawn 2 … 64 of [2, 64]``
     (a value drawn alone: ``d: drawn 2 of [2, 64]``)."""
     def number(value: Any) -> str:
         return "?" if value is None else f"{value:g}" if isinstance(value, float) else str(value)

@@ -1,7 +1,7 @@
 """Evidence: what one example of a claim measured, and whether the claim held there.
 
 A stochastic comparison's tolerance is ``z · standard_error + bias_budget`` (z ≥ 5 by default), plus the round-off
-floor of :mod:`.roundoff`. The verdict (:data:`STATUSES`) is *holds*, *refuted* or *inconclusive* (a bound short of
+floor of `.roundoff`. The verdict (`STATUSES`) is *holds*, *refuted* or *inconclusive* (a bound short of
 z SE, an error bar wider than the gap it must resolve, a sampler not converged: with ``needed``, what would decide
 it). Evidence validates itself (a real bool, finite sides, tolerance and standard error ≥ 0) and recomputes its
 verdict from its *relation* and named *conditions*: a ``holds`` that disagrees with its figures is an error.
@@ -68,7 +68,7 @@ def _bool(name: str, value: Any) -> bool:
 
 
 def relation_holds(relation: str, theory: float, observed: float, tolerance: float) -> bool:
-    """The verdict of ``relation`` (a key of :data:`RELATIONS` other than ``custom``) on the two sides."""
+    """The verdict of ``relation`` (a key of `RELATIONS` other than ``custom``) on the two sides."""
     if relation == "equal":
         return abs(theory - observed) <= tolerance
     if relation == "at_most":
@@ -84,7 +84,7 @@ def relation_holds(relation: str, theory: float, observed: float, tolerance: flo
 class Evidence:
     """One example's verdict: the two sides, the tolerance, and the figures behind them.
 
-    ``relation`` says how the sides compare when the claim holds (:data:`RELATIONS`); left as
+    ``relation`` says how the sides compare when the claim holds (`RELATIONS`); left as
     ``None`` it is ``"equal"`` when theory, observed and tolerance are all given, else ``"custom"``.
     ``conditions`` names further facts the verdict needs (``{"Hessian positive": True}``). The
     verdict is ``relation(theory, observed, tolerance) and all(conditions)``; ``holds`` must equal it.
@@ -97,7 +97,7 @@ class Evidence:
     ``vacuous`` (a sentence: why) marks evidence that holds but could not have told the claim from a false one
     (its resolution, or the round-off floor that decided it, exceeds both sides); a claim that holds on vacuous
     examples alone is inconclusive
-    (:func:`~attnverify.checks.runner.run_claim`).
+    ([`run_claim`][attnverify.checks.runner.run_claim]).
     """
 
     holds: bool
@@ -170,7 +170,7 @@ class Evidence:
 
     @property
     def status(self) -> str:
-        """``"holds"``, ``"inconclusive"`` or ``"refuted"`` (:data:`STATUSES`)."""
+        """``"holds"``, ``"inconclusive"`` or ``"refuted"`` (`STATUSES`)."""
         return "holds" if self.holds else ("inconclusive" if self.inconclusive else "refuted")
 
     def verdict(self) -> bool | None:
@@ -190,7 +190,7 @@ class Evidence:
 
     @property
     def side_names(self) -> tuple[str, str]:
-        """The names of the two sides (:func:`side_names`)."""
+        """The names of the two sides (`side_names`)."""
         return side_names(self.relation, self.labels)
 
     def as_dict(self) -> dict:
@@ -234,7 +234,7 @@ only makes every comparison hold."""
 
 
 def _claim_z(z: Any) -> float:
-    """The number of standard errors in a claim's tolerance: finite, in [5, :data:`MAX_Z`]."""
+    """The number of standard errors in a claim's tolerance: finite, in [5, `MAX_Z`]."""
     z = _tolerance_part("z", z)
     if not 5 <= z <= MAX_Z:
         raise EvidenceError(f"z must be a finite number in [5, {MAX_Z:g}] for a claim's tolerance, got {z}")
@@ -262,17 +262,17 @@ def within_error(
     conditions: Mapping[str, bool] | None = None,
 ) -> Evidence:
     """A stochastic equality θ = E[X]: holds when |θ − mean| ≤ z·SE + bias_budget + the round-off floor
-    (:func:`roundoff_floor` of θ, the mean, the draws' mean magnitude and the terms' size: ``scale``, or what a
-    generated θ carries).
+    ([`roundoff_floor`][attnverify.checks.roundoff_floor] of θ, the mean, the draws' mean magnitude and the terms' size:
+    ``scale``, or what a generated θ carries).
 
     A larger gap refutes only where the sample can bound what it did not see:
 
     - every draw the same number c: only if no event of probability below ln(1/δ)/n (δ = erfc(z/√2): 14.4/n at
       z = 5), moving the mean at most to the far end of the quantity's stated range (``estimate.bounds``), could
       explain it; with no range stated, nothing can be refuted that way;
-    - a spread resting on fewer than :data:`~attnverify.numerics.statistics.TAIL_DRAWS` draws (n/kurtosis: a few
+    - a spread resting on fewer than `TAIL_DRAWS` draws (n/kurtosis: a few
       rare draws carry it, and z·SE is then no bound): only beyond the empirical-Bernstein bound of a stated range
-      (:meth:`~attnverify.numerics.statistics.Estimate.bernstein`, which needs no central limit theorem).
+      ([`bernstein`][attnverify.numerics.statistics.Estimate.bernstein], which needs no central limit theorem).
 
     Otherwise the evidence is *inconclusive*, with the draws that would decide it.
 
@@ -394,7 +394,7 @@ def exceeds(
     (draws, seeds, …) at which the measured difference would be z SE from the bound: ⌈n·(z·SE/|mean − bound|)²⌉
     (SE shrinking as 1/√n at the measured spread). With the quantity's finite range (``estimate.bounds``) the
     error bar is the empirical-Bernstein one; identical draws, or a spread resting on a few rare draws, decide
-    nothing beyond what an unseen event could move (:func:`within_error`)."""
+    nothing beyond what an unseen event could move ([`within_error`][attnverify.checks.evidence.within_error])."""
     z = _claim_z(z)
     if not isinstance(estimate, Estimate):
         raise TypeError(f"estimate must be an Estimate (e.g. from mean_estimate), got {type(estimate).__name__}")
@@ -463,8 +463,8 @@ def close(
     labels: tuple[str, str] = ("lhs", "rhs"),
 ) -> Evidence:
     """Holds when |lhs − rhs| ≤ atol + rtol·|rhs| + the round-off floor (an exact identity up to round-off;
-    the floor, :func:`roundoff_floor` of both sides and ``scale``, keeps rtol = atol = 0 from meaning bitwise
-    equality).
+    the floor, [`roundoff_floor`][attnverify.checks.roundoff_floor] of both sides and ``scale``, keeps rtol = atol = 0
+    from meaning bitwise equality).
 
     ``lhs`` and ``rhs`` are numbers or arrays of one shape (a number against an array compares it with
     every entry): an array identity holds when every entry does, and the evidence shows the worst entry
@@ -559,8 +559,9 @@ def at_most(
     """Holds when smaller ≤ larger + tolerance + z·standard_error + the round-off floor (an inequality, e.g. a
     bound or an optimality). ``standard_error``: that of smaller − larger where a side is a Monte Carlo estimate;
     it widens the tolerance by z of them (z ≥ 5, as every stochastic tolerance). The floor is
-    :func:`roundoff_floor` of both sides and ``scale``, so an equality case computed two ways never refutes a ≤;
-    where the floor alone decides and exceeds both sides, the evidence is vacuous (:func:`floor_vacuity`)."""
+    [`roundoff_floor`][attnverify.checks.roundoff_floor] of both sides and ``scale``, so an equality case computed two
+    ways never refutes a ≤; where the floor alone decides and exceeds both sides, the evidence is vacuous
+    (`floor_vacuity`)."""
     scale = terms_scale(None if scale is None else _tolerance_part("scale", scale), smaller, larger)
     smaller, larger = _number("smaller side", smaller, optional=False), _number("larger side", larger, optional=False)
     stated = _tolerance_part("tolerance", tolerance)

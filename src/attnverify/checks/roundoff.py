@@ -1,7 +1,7 @@
 """The round-off floor every comparison of a claim adds to its tolerance: a few ulps of the magnitudes compared or of
-the terms that produced them (:func:`roundoff_floor`, :func:`terms_scale`), so that an exact identity or a Monte
-Carlo standard error of 0 never becomes bitwise equality (the ulps: :data:`~attnverify.derivations.rounded.
-ROUNDOFF_ULPS`; the terms' sizes: :mod:`attnverify.derivations.rounding`)."""
+the terms that produced them ([`roundoff_floor`][attnverify.checks.roundoff.roundoff_floor], `terms_scale`), so that an
+exact identity or a Monte Carlo standard error of 0 never becomes bitwise equality (the ulps:
+`ROUNDOFF_ULPS`; the terms' sizes: `attnverify.derivations.rounding`)."""
 
 from __future__ import annotations
 
@@ -27,9 +27,9 @@ def roundoff_floor(*magnitudes, scale: float | None = None):
     The second term covers results below the normal range, where float64 keeps an absolute, not a relative,
     precision.
 
-    A value from a generated evaluator carries the size of its terms (:class:`~attnverify.derivations.rounded.
-    Rounded`, through any arithmetic done on it since): the comparisons below take it as ``scale`` by themselves
-    (:func:`terms_scale`)."""
+    A value from a generated evaluator carries the size of its terms
+    ([`Rounded`][attnverify.derivations.rounded.Rounded], through any arithmetic done on it since): the comparisons below
+    take it as ``scale`` by themselves (`terms_scale`)."""
     sizes = [np.abs(np.asarray(m, dtype=float)) for m in magnitudes if m is not None]
     sizes.append(0.0 if scale is None else np.abs(np.asarray(scale, dtype=float)))
     largest = np.maximum.reduce(np.broadcast_arrays(*sizes))  # entrywise for arrays (close on arrays)
@@ -39,7 +39,7 @@ def roundoff_floor(*magnitudes, scale: float | None = None):
 
 def terms_scale(scale: Any, *sides: Any) -> Any:
     """The scale of a comparison's round-off floor: the larger of the stated ``scale`` and the term sizes the sides
-    carry (:func:`~attnverify.derivations.rounded.carried_scale`), entrywise for arrays; None when neither is known."""
+    carry (`carried_scale`), entrywise for arrays; None when neither is known."""
     found = [np.abs(np.asarray(to_numpy(scale), dtype=float))] if scale is not None else []
     found += [np.asarray(c) for c in (carried_scale(side) for side in sides) if c is not None]
     if not found:
@@ -55,7 +55,7 @@ def floor_decides(gap: float, statistical: float, floor: float) -> bool:
 
 
 def floor_note(gap: float, statistical: float, floor: float, scale: Any) -> str:
-    """Says so where the round-off floor decides the verdict (:func:`floor_decides`)."""
+    """Says so where the round-off floor decides the verdict (`floor_decides`)."""
     if not floor_decides(gap, statistical, floor):
         return ""
     size = "" if scale is None else f" of terms of size {float(np.max(scale)):.3g}"
@@ -66,7 +66,7 @@ def floor_note(gap: float, statistical: float, floor: float, scale: Any) -> str:
 def floor_vacuity(gap: float, statistical: float, floor: float, *sides: Any) -> str:
     """Why a comparison that holds by the round-off floor alone says nothing, or "": where the floor also exceeds
     both sides, any values as small would hold (round-off is no evidence). A claim that holds only on such
-    examples is inconclusive (:attr:`~attnverify.checks.evidence.Evidence.vacuous`)."""
+    examples is inconclusive (`vacuous`)."""
     largest = max((float(np.max(np.abs(np.asarray(to_numpy(side), dtype=float)))) for side in sides), default=0.0)
     if not floor_decides(gap, statistical, floor) or not largest < floor:
         return ""

@@ -1,7 +1,7 @@
 """The claim runner: hypothesis draws the parameters, the check measures, failures shrink.
 
 Every example gets its own Monte Carlo seed, mixed from the run's seed and a number hypothesis draws
-alongside the parameters (:func:`example_seed`), so an example replays exactly from
+alongside the parameters (`example_seed`), so an example replays exactly from
 ``(parameters, seed)`` and a whole run replays from the run's seed. The mixing matters: hypothesis
 starts every run with its simplest example (drawn number 0), so without it the first example — the only
 one of a claim with one example — would have the same Monte Carlo seed whatever the run's seed.
@@ -9,8 +9,8 @@ A refuting example is shrunk by hypothesis for at most ``claim.shrink_budget`` f
 (Monte Carlo checks are expensive); the smallest refuting example found is the counterexample.
 
 A claim whose strategy has bounded numbers (``st.floats(a, b)``, ``st.integers(a, b)`` of
-:mod:`.strategies`) is also checked at their ends: after hypothesis' draws, the example with every one at its
-low end, then at its high end (hypothesis' simplest draw for the other parameters; :func:`end_examples`); an end
+`.strategies`) is also checked at their ends: after hypothesis' draws, the example with every one at its
+low end, then at its high end (hypothesis' simplest draw for the other parameters; `end_examples`); an end
 that is hypothesis' simplest draw is checked first instead, where hypothesis' own search starts. They
 count among the claim's examples (the draws are that many fewer, and never repeat an end), each a search of
 its own: a refuting end shrinks its other parameters, its bounded ones staying at the end.
@@ -73,7 +73,7 @@ class Example:
     evidence: Evidence | None = None
     error: str | None = None
     seconds: float = 0.0
-    warnings: tuple[str, ...] = ()  # what its check warned (:func:`.warned.warning_text`), each once
+    warnings: tuple[str, ...] = ()  # what its check warned (`.warned.warning_text`), each once
 
     @property
     def holds(self) -> bool:
@@ -126,7 +126,7 @@ class ClaimResult:
     @property
     def drawn(self) -> dict[str, dict]:
         """What the examples covered: per numeric parameter, the least and greatest value drawn against its declared
-        range (:func:`drawn_ranges`)."""
+        range (`drawn_ranges`)."""
         return drawn_ranges(self.examples, declared_ranges(self.claim.parameters))
 
     def __repr__(self) -> str:
@@ -234,9 +234,9 @@ def evaluate(claim: Claim, parameters: dict, seed: int, *, profile: str = "quick
              run_seed: int = 0, store: Store | None = None) -> Example:
     """Run the check of ``claim`` on one example (its Monte Carlo ``seed``) in a run of seed ``run_seed``
     whose experiments ``store`` holds (a fresh one when None). A check that raises, calls ``sys.exit`` or
-    returns something other than :class:`Evidence` gives an example with an ``error`` (the claim's own
-    frames first, then the whole traceback), never a crash of the run; Ctrl-C still stops the run. What the
-    check warns is kept in the example, not printed (:func:`~.warned.warned`): the claim's result notes it."""
+    returns something other than [`Evidence`][attnverify.checks.Evidence] gives an example with an ``error`` (the
+    claim's own frames first, then the whole traceback), never a crash of the run; Ctrl-C still stops the run. What the
+    check warns is kept in the example, not printed (`warned`): the claim's result notes it."""
     example, texts = warned(lambda: _evaluate(claim, parameters, seed, profile, backend, run_seed, store))
     return replace(example, warnings=texts) if texts else example
 
@@ -309,9 +309,10 @@ def _hypothesis_search(claim: Claim, total: int, seed: int, body: Callable[[dict
                        end: str | None = None, skip: set[str] | None = None) -> Callable[[], None]:
     """hypothesis' search over ``claim.parameters`` (``total`` examples, run seed ``seed``): ``body(parameters,
     monte_carlo_seed)`` for each draw. ``end`` ("low"/"high"): the search of that end example (its bounded numbers
-    at that end, its Monte Carlo seed from :data:`END_NUMBERS`). Draws whose :func:`parameters_key` is in ``skip``
+    at that end, its Monte Carlo seed from `END_NUMBERS`). Draws whose `parameters_key` is in ``skip``
     (the ends a run checks; emptied when a failure shrinks) are not examples: hypothesis draws another. The one
-    place the settings are made, so that :func:`drawn_examples` and :func:`run_claim` draw the same sequence."""
+    place the settings are made, so that `drawn_examples` and [`run_claim`][attnverify.checks.runner.run_claim] draw the
+    same sequence."""
     number = st.integers(0, SEED_RANGE - 1) if end is None else st.just(END_NUMBERS[end])
     skipped = [0]
 
@@ -348,7 +349,7 @@ def _hypothesis_search(claim: Claim, total: int, seed: int, body: Callable[[dict
 
 def end_examples(claim: Claim, seed: int = 0) -> list[tuple[str, dict]]:
     """The ends a run of ``claim`` checks besides hypothesis' draws, as (end, parameters): ``"low"`` (every bounded
-    ``st.floats``/``st.integers`` of :mod:`.strategies` at its low end, the other parameters at hypothesis'
+    ``st.floats``/``st.integers`` of `.strategies` at its low end, the other parameters at hypothesis'
     simplest draw), then ``"high"`` unless it is the same example; none when the strategy has no bounded number, and
     not an end its strategy refuses (a ``filter`` or ``assume`` that excludes it)."""
     ends: list[tuple[str, dict]] = []
@@ -398,9 +399,10 @@ def _checked_run(claim: Claim, profile: str, seed: int, examples: int | None) ->
 
 def drawn_examples(claim: Claim, *, profile: str = "quick", seed: int = 0,
                    examples: int | None = None) -> list[tuple[dict, int]]:
-    """The examples :func:`run_claim` checks, in its order: (parameters, Monte Carlo seed). hypothesis draws
-    the same sequence whatever the checks show until one fails (a run stops there and shrinks), so these can be
-    checked ahead, in parallel, and handed to :func:`run_claim` as ``evaluated``: its result is the same."""
+    """The examples [`run_claim`][attnverify.checks.runner.run_claim] checks, in its order: (parameters, Monte Carlo
+    seed). hypothesis draws the same sequence whatever the checks show until one fails (a run stops there and shrinks),
+    so these can be checked ahead, in parallel, and handed to [`run_claim`][attnverify.checks.runner.run_claim] as
+    ``evaluated``: its result is the same."""
     seed, requested = _checked_run(claim, profile, seed, examples)
     drawn: list[tuple[dict, int]] = []
     for end, count, skip in _searches(claim, claim.examples[profile] if requested is None else requested, seed):
@@ -425,7 +427,7 @@ def run_claim(
     """Check ``claim`` on hypothesis-drawn examples; shrink the first failure to a minimal one.
     ``examples`` overrides the claim's number for the profile (``claim.examples[profile]``); a run replays
     from its seed and that number. ``store`` holds the run's experiment results (shared by the claims of a
-    run; a fresh one when None). ``evaluated`` holds examples already checked (by :func:`example_key`: checked
+    run; a fresh one when None). ``evaluated`` holds examples already checked (by `example_key`: checked
     ahead as tasks, or saved by an interrupted run), which are taken instead of checked again; their seconds
     count in the result's. ``on_evaluated`` sees each example this call checks itself (to save it)."""
     seed, requested = _checked_run(claim, profile, seed, examples)

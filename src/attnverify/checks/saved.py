@@ -4,9 +4,9 @@ checks only what is missing (``--store DIR`` of ``check``, ``verify`` and ``repo
 An example is kept under its claim, the run's profile, backend and seed, and the fingerprint of the file that
 defines the claim's check (an edited claims file starts afresh); a claim's result also under the run's number of
 examples. What an example shows depends only on its parameters and Monte Carlo seed
-(:func:`~attnverify.checks.runner.example_key`), so a kept one is as good as one checked again. Only the process
+(`example_key`), so a kept one is as good as one checked again. Only the process
 that runs the run writes here (the client, on a cluster), each file atomically. Each file carries its identity and
-a checksum (:mod:`attnverify.base.files`): one that is damaged, truncated, foreign, unreadable or holds the wrong object
+a checksum (`attnverify.base.files`): one that is damaged, truncated, foreign, unreadable or holds the wrong object
 is reported once, set aside and checked again; one that cannot be written is reported once and not kept.
 """
 
@@ -32,7 +32,7 @@ def _fingerprint(claim: Claim) -> str:
 
 
 def _examples_problem(value) -> str | None:
-    """What is wrong with ``value`` as kept examples (a dict of :class:`Example` by key), or None."""
+    """What is wrong with ``value`` as kept examples (a dict of `Example` by key), or None."""
     if not isinstance(value, dict):
         return f"a {type(value).__name__}, not a dict of examples"
     wrong = next((v for k, v in value.items() if not (isinstance(k, str) and isinstance(v, Example))), None)
@@ -62,7 +62,7 @@ class SavedChecks:
         return self.directory / name, f"{kind} {identity}"
 
     def examples(self, claim: Claim, *, profile: str, backend: str, seed: int) -> dict[str, Example]:
-        """The examples of ``claim`` kept for this run, by :func:`example_key`."""
+        """The examples of ``claim`` kept for this run, by `example_key`."""
         path, identity = self._entry("examples", claim, profile, backend, seed)
         kept = read_entry(path, identity, pickle.loads, _examples_problem)
         return {} if kept is None else kept

@@ -1,9 +1,9 @@
 """hypothesis.strategies, with bounded numbers that know their ends: the ``st`` of a claim.
 
 Everything ``hypothesis.strategies`` offers, unchanged, except ``floats(a, b)`` and ``integers(a, b)`` with both
-ends finite: they draw exactly as hypothesis' own, and inside :func:`drawing_ends` draw their low (or high) end, so
-that the claim runner checks every such parameter at both ends (:mod:`attnverify.checks.runner`).
-:func:`declared_ranges` reads the declared range of each named parameter back.
+ends finite: they draw exactly as hypothesis' own, and inside `drawing_ends` draw their low (or high) end, so
+that the claim runner checks every such parameter at both ends (`attnverify.checks.runner`).
+`declared_ranges` reads the declared range of each named parameter back.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ __all__ = [*_all, "declared_ranges", "drawing_ends", "range_of"]
 
 #: "low" or "high" while the runner draws a claim's ends (None: draw as hypothesis does)
 _END: contextvars.ContextVar[str | None] = contextvars.ContextVar("attnverify_end", default=None)
-#: the ranges of the bounded strategies drawn at an end, inside :func:`drawing_ends`
+#: the ranges of the bounded strategies drawn at an end, inside `drawing_ends`
 _AT_END: contextvars.ContextVar[list | None] = contextvars.ContextVar("attnverify_at_end", default=None)
 
 _FLOAT_TYPES = {16: np.float16, 32: np.float32, 64: np.float64}
@@ -75,7 +75,7 @@ def range_of(strategy: Any) -> tuple[float, float] | tuple[int, int] | None:
 
 
 def declared_ranges(parameters: Any) -> dict[str, tuple | None]:
-    """The declared range of each named parameter of ``st.fixed_dictionaries({...})``, in its order (:func:`range_of`;
+    """The declared range of each named parameter of ``st.fixed_dictionaries({...})``, in its order (`range_of`;
     None where the strategy states none); {} for a strategy that draws its dict otherwise (``flatmap``: the names
     are known only as they are drawn)."""
     call = _lazy_call(parameters)
@@ -131,7 +131,7 @@ def _ends_aware(name: str):
         return ends_aware(*bound.args, **bound.kwargs)
 
     strategy.__doc__ = (f"hypothesis' ``{name}``; with both ends finite, the claim runner also draws each end "
-                        f"(:mod:`attnverify.checks.strategies`).\n\n" + (plain.__doc__ or ""))
+                        f"(`attnverify.checks.strategies`).\n\n" + (plain.__doc__ or ""))
     return strategy
 
 

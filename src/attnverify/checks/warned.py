@@ -1,5 +1,5 @@
-"""What a claim's check warned: recorded while it runs (:func:`warned`), not printed on the run's console, and
-told in the claim's notes (:func:`warning_notes`). The run's filters still decide which warnings are raised and
+"""What a claim's check warned: recorded while it runs (`warned`), not printed on the run's console, and
+told in the claim's notes (`warning_notes`). The run's filters still decide which warnings are raised and
 which are errors (``-W error``)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ T = TypeVar("T")
 
 
 def warned(check: Callable[[], T]) -> tuple[T, tuple[str, ...]]:
-    """(``check()``, each warning it raised as one line (:func:`warning_text`), once). Python's record of warnings
+    """(``check()``, each warning it raised as one line (`warning_text`), once). Python's record of warnings
     is one for the whole process, so they are recorded in the main thread only (where a run checks its claims, in
     every worker process); a check run in another thread (a threaded Dask worker) leaves its warnings to the
     process, and () is returned."""
@@ -34,7 +34,7 @@ def warning_text(caught: warnings.WarningMessage) -> str:
 
 
 def warning_notes(per_example: Iterable[tuple[str, ...]]) -> list[str]:
-    """Each distinct warning of the examples (each example's warnings as :func:`warned` gives them), once, with the
+    """Each distinct warning of the examples (each example's warnings as `warned` gives them), once, with the
     number of examples that raised it."""
     per_example = list(per_example)
     counts: dict[str, int] = {}

@@ -127,7 +127,7 @@ class Evaluator:
     function: Callable[..., tuple]
     xp: ModuleType = field(repr=False)
     single: bool = False  # made from one expression (not a sequence): returns the array itself
-    rounding: bool = True  # numpy results carry their terms' rounding scale (:class:`~.rounded.Rounded`)
+    rounding: bool = True  # numpy results carry their terms' rounding scale (`Rounded`)
 
     def __call__(self, *values: Any) -> Any:
         if len(values) != len(self.arguments):
@@ -163,8 +163,8 @@ class Evaluator:
         return at + (f" (entry {where} of the {shape} result)" if shape else "")
 
     def _rounded(self, outputs: tuple, arrays: list) -> tuple:
-        """The outputs as :class:`~.rounded.Rounded` values carrying the size of their terms (M(e) of
-        :func:`.rounding.magnitude`, generated once); an output whose M(e) has no array form, or is not finite
+        """The outputs as [`Rounded`][attnverify.derivations.rounded.Rounded] values carrying the size of their terms
+        (M(e) of `.rounding.magnitude`, generated once); an output whose M(e) has no array form, or is not finite
         at these arguments, stays a plain array (no scale is claimed)."""
         from .rounded import Rounded
 
@@ -290,13 +290,13 @@ def evaluator(
     """Generate (or fetch from the cache) an array evaluator of ``expressions``: for one expression it
     returns one array, for a sequence of expressions (a one-element list too) a tuple of arrays.
 
-    ``rounding``: on numpy, each result is a :class:`~attnverify.derivations.rounded.Rounded` array carrying the
-    size of the terms it was computed from (:func:`~attnverify.derivations.rounding.magnitude`, evaluated beside
+    ``rounding``: on numpy, each result is a [`Rounded`][attnverify.derivations.rounded.Rounded] array carrying the
+    size of the terms it was computed from (`magnitude`, evaluated beside
     it), so that a comparison takes its round-off floor there, through any arithmetic done on it afterwards
     (``2 * k``, ``k - k0``). It costs one more generated evaluation per call; ``rounding=False`` returns plain
     arrays (inner loops that compare nothing).
 
-    ``backend``: 'numpy' (None), 'cupy' or a :class:`~attnverify.base.backend.Backend`. A function the backend
+    ``backend``: 'numpy' (None), 'cupy' or a `Backend`. A function the backend
     lacks (cupyx has no general-order Bessel functions) is refused when the evaluator is made.
     """
     backend = backend_argument(backend)
@@ -321,13 +321,13 @@ def evaluator(
 
 
 def rounding_scale(expression: sympy.Expr, arguments: Sequence[sympy.Symbol], backend=None) -> Evaluator:
-    """An evaluator of M(expression) (:func:`.rounding.magnitude`) over ``arguments``: the ``scale=`` of a comparison
+    """An evaluator of M(expression) (`.rounding.magnitude`) over ``arguments``: the ``scale=`` of a comparison
     whose side is ``expression`` evaluated in float64 (what a numpy evaluator's results carry by themselves)."""
     return evaluator(magnitude(expression), list(arguments), backend=backend, rounding=False)
 
 
 def term_size(expression: sympy.Expr, arguments: Sequence[sympy.Symbol], backend=None) -> Evaluator:
-    """An evaluator of the term size T(expression) (:func:`.rounding.magnitude` with ``inputs=False``): |value|
+    """An evaluator of the term size T(expression) (`.rounding.magnitude` with ``inputs=False``): |value|
     unless a sum in it cancels, the size a relative error of the value is measured against."""
     return evaluator(magnitude(expression, inputs=False), list(arguments), backend=backend, rounding=False)
 

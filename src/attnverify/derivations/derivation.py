@@ -5,7 +5,7 @@ a name (``rec.step(…, name="U_a")``, read back with ``derivation.result("U_a")
 step never changes what a solver or evaluator computes. Renderers (LaTeX for Markdown, MathML for HTML)
 live in ``attnverify.report``.
 
-Every step is checked (:mod:`.steps`: symbolically, else numerically at random admissible points), unless its
+Every step is checked (`.steps`: symbolically, else numerically at random admissible points), unless its
 author marks it ``kind="definition"`` or ``kind="assumption"``; ``kind="condition"`` states an equation to solve,
 which the checker holds against the later steps that solve it. ``substitute={κ: 1, …}`` says that the step holds
 at those values (the earlier form of its left side taken there: a specialisation or a change of variables).
@@ -26,7 +26,7 @@ equation to solve: Eq(f, g) means f − g = 0; checked through the later steps t
 
 @dataclass(frozen=True)
 class Step:
-    """One step: what was done, the expression it produced, its kind (:data:`KINDS`) and, for a step that takes
+    """One step: what was done, the expression it produced, its kind (`KINDS`) and, for a step that takes
     an earlier form at some values, those values as (symbol, value) pairs."""
 
     description: str
@@ -59,7 +59,7 @@ class Derivation:
         return results[name]
 
     def checks(self) -> tuple:
-        """Each step's outcome (:class:`~.steps.StepCheck`): proved symbolically, agreeing at random points,
+        """Each step's outcome (`StepCheck`): proved symbolically, agreeing at random points,
         failing at a shown point, a definition, an assumption, or unchecked (with why)."""
         from .steps import check_derivation
 

@@ -1,11 +1,11 @@
 """Functions whose plain sympy form overflows when printed as array code: log-sum-exp and softmax.
 
 ``log(exp(a) + exp(b))`` printed as ``xp.log(xp.exp(a) + xp.exp(b))`` is ``inf`` at a = 10³, and
-``exp(a)/(exp(a) + exp(b))`` is ``inf/inf = NaN``. :class:`LogSumExp` is one sympy function with an
-overflow-safe array implementation (the largest argument taken out first), an exact derivative (the
-softmax weights) and arbitrary-precision evaluation; :func:`softmax` is ``exp(aᵢ − LogSumExp(a))``, whose
-printed form is bounded by 1. A derivation that uses them keeps its exact symbolic meaning
-(``LogSumExp(a, b).rewrite(sympy.log)`` is ``log(exp(a) + exp(b))``) and its evaluators stay finite.
+``exp(a)/(exp(a) + exp(b))`` is ``inf/inf = NaN``. [`LogSumExp`][attnverify.derivations.functions.LogSumExp] is one
+sympy function with an overflow-safe array implementation (the largest argument taken out first), an exact derivative
+(the softmax weights) and arbitrary-precision evaluation; [`softmax`][attnverify.derivations.functions.softmax] is
+``exp(aᵢ − LogSumExp(a))``, whose printed form is bounded by 1. A derivation that uses them keeps its exact symbolic
+meaning (``LogSumExp(a, b).rewrite(sympy.log)`` is ``log(exp(a) + exp(b))``) and its evaluators stay finite.
 """
 
 from __future__ import annotations

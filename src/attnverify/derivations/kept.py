@@ -1,7 +1,7 @@
 """Derivations kept on disk: a new process (a test worker, a cluster's worker, the next command) reads what
 sympy derived instead of deriving it again (the population risk: 1.6–3.5 s derived, 0.13 s read).
 
-:func:`kept_derivation` memoises a derivation function in the process, as ``functools.lru_cache`` does, and in
+`kept_derivation` memoises a derivation function in the process, as ``functools.lru_cache`` does, and in
 the folder ``cache_directory("derivations", code_version())``, the fingerprint of every source file of
 the ``attnverify`` package, sympy's version and Python's, so a change to any of them derives afresh.
 
@@ -32,7 +32,7 @@ from .derivation import Derivation, Step
 PACKAGE = Path(__file__).resolve().parent.parent
 
 KEPT: list[Callable] = []
-"""Every function under :func:`kept_derivation` (the tests derive each afresh and compare)."""
+"""Every function under `kept_derivation` (the tests derive each afresh and compare)."""
 
 
 @functools.lru_cache(maxsize=None)
@@ -79,7 +79,7 @@ def _pairs(substitute: tuple) -> sympy.Tuple:
 
 
 def decoded(data: tuple) -> Derivation:
-    """The derivation that :func:`encoded` wrote."""
+    """The derivation that `encoded` wrote."""
     name, title, source, steps, marks = data
     return Derivation(name, title, source, tuple(
         Step(description, _loaded(expression, mode), step_name, kind, _loaded(substitute, mode))
@@ -104,10 +104,11 @@ def _write(path: Path, derivation: Derivation) -> None:
 
 def kept_derivation(function: Callable[[], Derivation], key: str | None = None, *, name: str | None = None,
                     listed: bool | None = None) -> Callable[[], Derivation]:
-    """``function`` (no arguments, returns a :class:`Derivation`) derived once per code version, kept in the
-    process and on disk. ``key`` names it on disk instead of its module and name: a user's derivation gives one
-    that holds its file's content hash, so an edited file derives afresh. ``name`` names the kept function (else
-    the function's own); ``listed`` puts it in :data:`KEPT` (by default the package's own, those without a key)."""
+    """``function`` (no arguments, returns a [`Derivation`][attnverify.derivations.derivation.Derivation]) derived once
+    per code version, kept in the process and on disk. ``key`` names it on disk instead of its module and name: a user's
+    derivation gives one that holds its file's content hash, so an edited file derives afresh. ``name`` names the kept
+    function (else the function's own); ``listed`` puts it in `KEPT` (by default the package's own, those without a
+    key)."""
 
     @functools.lru_cache(maxsize=None)
     def kept() -> Derivation:

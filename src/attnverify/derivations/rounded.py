@@ -1,10 +1,10 @@
 """Values that know their round-off: a generated evaluator's result carries the size of the terms it was made of.
 
-A float64 value v computed from terms errs by a few ulps of the terms' size S ≥ |v| (:mod:`.rounding`), not of
-|v|: where the terms cancel (sin θ + (π − θ) cos θ at θ = fl(π)) v is far below its own error. :class:`Rounded`
-is a numpy array that carries S beside v, and carries it through the arithmetic done on v afterwards by the
-rules of first-order running error analysis (Higham, *Accuracy and Stability of Numerical Algorithms*, §3.3),
-the same rules :func:`.rounding.magnitude` applies to an expression:
+A float64 value v computed from terms errs by a few ulps of the terms' size S ≥ |v| (`.rounding`), not of
+|v|: where the terms cancel (sin θ + (π − θ) cos θ at θ = fl(π)) v is far below its own error.
+[`Rounded`][attnverify.derivations.rounded.Rounded] is a numpy array that carries S beside v, and carries it through the
+arithmetic done on v afterwards by the rules of first-order running error analysis (Higham, *Accuracy and Stability of
+Numerical Algorithms*, §3.3), the same rules `.rounding.magnitude` applies to an expression:
 
     a plain number x: S = |x|            a ± b: S_a + S_b             a·b: S_a·S_b
     a / b: S_a/|b| + |a|·S_b/b²           aᵖ (p a plain number): S_aᵖ (p ≥ 1), |a|²ᵖ·S_a⁻ᵖ (p < 0), roots below
@@ -12,7 +12,7 @@ the same rules :func:`.rounding.magnitude` applies to an expression:
     sum: Σ S                              A @ B: S_A @ S_B          max, min: the larger S
 
 So ``2 * k`` keeps 2·S and ``k - k0`` keeps S_k + S_k0, and a comparison (``within_error``, ``close``, ``at_most``,
-``exceeds``) takes its round-off floor at S (:func:`carried_scale`). Anything else (comparisons, rounding to
+``exceeds``) takes its round-off floor at S (`carried_scale`). Anything else (comparisons, rounding to
 integers, linear algebra, ``float(v)``) gives a value with no scale: none is claimed where none was derived.
 """
 
@@ -60,7 +60,8 @@ def _plain(x: Any) -> Any:
 
 
 def scale_of(x: Any) -> np.ndarray:
-    """S of an operand: the carried scale of a :class:`Rounded`, else |x| (a plain number is exact as given)."""
+    """S of an operand: the carried scale of a [`Rounded`][attnverify.derivations.rounded.Rounded], else |x| (a plain
+    number is exact as given)."""
     if isinstance(x, Rounded) and x._scale is not None:
         return x._scale
     return np.abs(np.asarray(_plain(x), dtype=float))
@@ -125,7 +126,7 @@ def _call_scale(name: str, inputs: tuple, value: Any) -> Any:
 
 
 def _result_scale(ufunc: np.ufunc, method: str, inputs: tuple, value: Any, kwargs: dict) -> Any:
-    """S of a float ufunc result: :func:`_call_scale` for a call; for a reduction (or a running sum) the sum,
+    """S of a float ufunc result: `_call_scale` for a call; for a reduction (or a running sum) the sum,
     product or largest of the entries' S; None where no rule applies (a masked max, a running product)."""
     if method == "__call__":
         return _call_scale(ufunc.__name__, inputs, value)
@@ -223,7 +224,8 @@ class Rounded(np.ndarray):
 
 
 def carried_scale(value: Any) -> Any:
-    """The rounding scale a value carries (:class:`Rounded`), as a float or an array; None for anything else."""
+    """The rounding scale a value carries ([`Rounded`][attnverify.derivations.rounded.Rounded]), as a float or an array;
+    None for anything else."""
     scale = getattr(value, "roundoff_scale", None) if isinstance(value, Rounded) else None
     if scale is None:
         return None

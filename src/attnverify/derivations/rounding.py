@@ -9,16 +9,16 @@ through the functions it passes:
     M(number) = |number|,  M(x) = |x|,  M(a + b) = M(a) + M(b),  M(a·b) = M(a)·M(b),
     M(aⁿ) = |a|ⁿ·(M(a)/|a|)^|n|  (n a number),  M(f(u₁, …)) = |f| + Σᵢ |∂f/∂uᵢ|·M(uᵢ).
 
-:func:`~attnverify.derivations.codegen.rounding_scale` turns M(e) into a generated evaluator, whose value is the
-``scale=`` that :func:`~attnverify.checks.evidence.within_error`, ``close`` and ``at_most`` take for their round-off
-floor; a generated evaluator's results carry it by themselves (:mod:`.rounded`).
+[`rounding_scale`][attnverify.derivations.codegen.rounding_scale] turns M(e) into a generated evaluator, whose value is
+the ``scale=`` that [`within_error`][attnverify.checks.evidence.within_error], ``close`` and ``at_most`` take for their
+round-off floor; a generated evaluator's results carry it by themselves (`.rounded`).
 
 M also counts how a function amplifies the rounding of its inputs (|f′(u)|·M(u)), which belongs in a round-off
 floor but not in the size a relative error is measured against. The *term size* T(e) is M without that part:
 T(f(u)) = |f(u)| and T(aᵖ) = |aᵖ| for an exponent that is not a number, so T = |e| unless a sum in it cancels
 (T of sin θ + (π − θ)cos θ is |sin θ| + (π + |θ|)|cos θ|; of e^{β²/2}, e^{β²/2} itself, where M is
 (1 + β²/2)e^{β²/2}).
-:func:`~attnverify.derivations.codegen.term_size` generates it.
+[`term_size`][attnverify.derivations.codegen.term_size] generates it.
 """
 
 from __future__ import annotations

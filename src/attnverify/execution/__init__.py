@@ -1,6 +1,7 @@
 """Where experiments execute and where their results are kept.
 
-store      the run-scoped :class:`Store`: an experiment (a pure function from parameters to a frozen result) runs
+store      the run-scoped [`Store`][attnverify.execution.Store]: an experiment (a pure function from parameters to a
+frozen result) runs
            once per run, and claims and sections read it back (e.g. the networks of figure 2c and of the
            sampled-network claims)
 tasks      a run's work as data: experiments, claims and sections with what each waits for

@@ -3,11 +3,11 @@
 ``run_on_cluster(tasks, "local:2", …)`` starts a ``LocalCluster`` of 2 worker processes (one thread each) for
 the run and stops it at the end; ``run_on_cluster(tasks, "tcp://host:8786", …)`` uses a running scheduler
 (e.g. one that ``dask-jobqueue`` started on a SLURM cluster). The client hands the cluster as many tasks as it
-has worker threads, the first ready ones by :func:`~attnverify.execution.tasks.by_priority`, and the next
+has worker threads, the first ready ones by `by_priority`, and the next
 as each finishes, with the outcomes of its prerequisites (as the local worker processes do): a task waiting on a
 busy worker while another worker idles (Dask places a task beside its prerequisites' results) cost the figure-3
 sweep 15 % of its time. A task never raises on the worker (its traceback comes back in its
-:class:`~attnverify.execution.tasks.Outcome`), so the tasks after a failed one still run. A worker that
+`Outcome`), so the tasks after a failed one still run. A worker that
 dies mid-task is replaced and its task rerun by Dask; the task's result depends only on its arguments (seeds
 come from the run's seed and the task's identity), so the rerun gives the same answer. Progress lines from
 inside tasks come back as Dask events.
@@ -132,7 +132,7 @@ def _threads(client) -> int:
 def run_on_cluster(tasks: list[Task], address: str, *, on_start: Callable[[Task], None] | None = None,
                    on_done: Callable[[Outcome], None] | None = None,
                    say: Callable[[str], None] | None = None) -> dict[str, Outcome]:
-    """Run ``tasks`` (each after its ``after``) on the Dask cluster ``address`` (:func:`parse_scheduler`);
+    """Run ``tasks`` (each after its ``after``) on the Dask cluster ``address`` (`parse_scheduler`);
     ``on_done`` sees each outcome on the client as it finishes (write it down there)."""
     kind, value = parse_scheduler(address)
     try:

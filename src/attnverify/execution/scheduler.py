@@ -1,13 +1,13 @@
 """Run a run's tasks (report sections, claims, experiments) serially or on local worker processes.
 
-A :class:`Task` names a module-level function (so that a worker process can import it), its keyword
-arguments and the tasks it must wait for. :func:`run_tasks` starts each task once its prerequisites are done:
+A `Task` names a module-level function (so that a worker process can import it), its keyword
+arguments and the tasks it must wait for. `run_tasks` starts each task once its prerequisites are done:
 in the order given in this process when ``workers`` is 1; on ``workers`` processes (``spawn``ed, each with
-``cpu_count // workers`` BLAS threads) longest chain of waiting tasks first (:func:`by_priority`). A task's
+``cpu_count // workers`` BLAS threads) longest chain of waiting tasks first (`by_priority`). A task's
 result depends only on its arguments (seeds come from the run's seed and the task's identity), so the results
 do not depend on ``workers`` or on the order of completion.
 
-Inside a task, :func:`attnverify.execution.tasks.progress` sends one event to the run's progress display, from
+Inside a task, `attnverify.execution.tasks.progress` sends one event to the run's progress display, from
 a worker too.
 """
 
@@ -38,9 +38,9 @@ def run_tasks(tasks: list[Task], *, workers: int = 1, on_start: Callable[[Task],
               on_done: Callable[[Outcome], None] | None = None,
               say: Callable[[str], None] | None = None, scheduler: str | None = None) -> dict[str, Outcome]:
     """Run ``tasks`` (each after its ``after``), ``workers`` at a time, or on the Dask cluster ``scheduler``
-    (``local:N`` or an address: :mod:`.cluster`); ``on_done`` sees each outcome as it finishes (write it down
+    (``local:N`` or an address: `.cluster`); ``on_done`` sees each outcome as it finishes (write it down
     there: nothing finished is lost when a later task fails or the run stops). A task that raises gives an
-    :class:`Outcome` with its traceback; the tasks after it still run."""
+    `Outcome` with its traceback; the tasks after it still run."""
     if scheduler is not None:
         from .cluster import run_on_cluster
 

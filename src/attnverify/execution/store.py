@@ -7,13 +7,13 @@ An experiment with a parameter named ``store`` is given the store itself (not pa
 it asks the store for the experiments it builds on.
 With a ``directory``, results are also pickled there (atomically), so that worker processes of one run
 share them and a result outlives the process that computed it. Each file carries its key and the SHA-256 of
-its content (:mod:`attnverify.base.files`): a damaged, truncated, foreign or unreadable file is reported once, set
+its content (`attnverify.base.files`): a damaged, truncated, foreign or unreadable file is reported once, set
 aside as ``<name>.damaged-<n>`` and computed again; a file that cannot be written (full disk, read-only
 folder) is reported once, and the run goes on with the result in memory.
 
-A theory names the experiments its section and claims use with :func:`planned` (its ``plan_experiments``,
-:mod:`attnverify.theories`): the run computes them ahead as tasks of their own, on every worker, and the section
-and claims then find them in the store.
+A theory names the experiments its section and claims use with [`planned`][attnverify.execution.store.planned] (its
+``plan_experiments``, `attnverify.theories`): the run computes them ahead as tasks of their own, on every worker, and
+the section and claims then find them in the store.
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ class Planned:
 
     @property
     def key(self) -> str:
-        """The store's key of the result (:meth:`Store.key`)."""
+        """The store's key of the result ([`Store.key`][attnverify.execution.store.Store.key])."""
         return Store.key(self.experiment, dict(self.parameters))
 
     @property

@@ -1,8 +1,8 @@
-"""A run's tasks as data: :class:`Task` (a module-level function, its keyword arguments, the tasks it waits
-for), its :class:`Outcome`, the order in which they may start (:func:`by_priority`, :func:`ready`), and
-:func:`progress`, by which a running task reports an event: a claim started or finished, an example checked
-(:class:`Event` subclasses), or a status line. Run locally by
-:mod:`attnverify.execution.scheduler`, on a Dask cluster by :mod:`attnverify.execution.cluster`.
+"""A run's tasks as data: `Task` (a module-level function, its keyword arguments, the tasks it waits
+for), its `Outcome`, the order in which they may start (`by_priority`, `ready`), and
+`progress`, by which a running task reports an event: a claim started or finished, an example checked
+(`Event` subclasses), or a status line. Run locally by
+`attnverify.execution.scheduler`, on a Dask cluster by `attnverify.execution.cluster`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ say: Callable[[str], None] | None = None  # where progress() goes: the serial ru
 
 
 def progress(event: str) -> None:
-    """One event from inside a task to the run's progress display (ignored outside a run): an :class:`Event`, or a
+    """One event from inside a task to the run's progress display (ignored outside a run): an `Event`, or a
     plain status line of an experiment or a section."""
     if say is not None:
         say(event if isinstance(event, Event) else str(event))
@@ -26,7 +26,7 @@ def progress(event: str) -> None:
 
 class Event(str):
     """A progress event of a run: a line of text (what a log shows) that carries its fields as attributes (what a
-    display reads, by the event's type, never by parsing the line). Sent by :func:`progress`, from a worker
+    display reads, by the event's type, never by parsing the line). Sent by `progress`, from a worker
     process too: it pickles as its fields."""
 
     fields: tuple[str, ...] = ()
@@ -131,7 +131,7 @@ def by_priority(tasks: list[Task]) -> list[Task]:
 
 
 def ready(pending: list[Task], finished: dict[str, Outcome], count: int) -> list[Task]:
-    """The first ``count`` tasks of ``pending`` (in its order: :func:`by_priority`) whose prerequisites are all
+    """The first ``count`` tasks of ``pending`` (in its order: `by_priority`) whose prerequisites are all
     ``finished``."""
     return list(itertools.islice((t for t in pending if set(t.after) <= finished.keys()), max(count, 0)))
 
@@ -183,6 +183,6 @@ def as_message(event: str) -> dict:
 
 
 def from_message(message: dict) -> str:
-    """The event :func:`as_message` made (a plain status line when it carried no event)."""
+    """The event `as_message` made (a plain status line when it carried no event)."""
     kind = message.get("event")
     return EVENTS[kind[0]](*kind[1]) if kind else message["progress"]

@@ -6,18 +6,19 @@ Carpenter & Bürkner (2021, Bayesian Analysis 16, "Rank-normalization, folding, 
 computed by ``arviz_stats.base.array_stats``. Draws are arrays (..., chains, draws); the MCSE of a
 posterior mean is sd / sqrt(bulk ESS) (their eq. for the mean, arviz's ``mcse(method='mean')``).
 
-The gate (:attr:`ChainSummary.converged`). Vehtari et al. recommend R̂ < 1.01 for *one* quantity. Gating the
+The gate (`ChainSummary.converged`). Vehtari et al. recommend R̂ < 1.01 for *one* quantity. Gating the
 maximum over k entries with that per-entry figure makes the false alarm grow with k and shrink with the effective
 sample size: 6 chains × 800 HMC draws of a 5-dimensional Gaussian failed it for 5 of 40 seeds. Here each
 entry's bulk and folded R̂ is compared with the value it exceeds under the null "the chains have converged" only
-with probability α/(2k) (:func:`rhat_limit`, from the entry's within-chain autocorrelation, :func:`null_ess`), so
-the whole gate raises a false alarm with probability at most α = :data:`FALSE_ALARM` (Bonferroni), and every entry
-must also have R̂ < :data:`RHAT_CAP` and bulk and tail ESS ≥ :data:`ESS_MINIMUM`. Validated by simulation in
-``benchmarks/rhat_gate.py`` (false-alarm rates and power, quoted in :func:`rhat_limit`).
+with probability α/(2k) (`rhat_limit`, from the entry's within-chain autocorrelation, `null_ess`), so
+the whole gate raises a false alarm with probability at most α = `FALSE_ALARM` (Bonferroni), and every entry
+must also have R̂ < `RHAT_CAP` and bulk and tail ESS ≥ `ESS_MINIMUM`. Validated by simulation in
+``benchmarks/rhat_gate.py`` (false-alarm rates and power, quoted in `rhat_limit`).
 
-Many short chains (≥ :data:`MANY_CHAINS`, started in superchains that share an initial point) are judged instead by
-nested R̂ (Margossian et al. 2024, :func:`nested_rhat`) against a limit with the same stated false-alarm probability
-(:func:`nested_rhat_limit`), and their MCSE comes from the superchain means (:func:`summarize`).
+Many short chains (≥ `MANY_CHAINS`, started in superchains that share an initial point) are judged instead by
+nested R̂ (Margossian et al. 2024, [`nested_rhat`][attnverify.numerics.diagnostics.nested_rhat]) against a limit with
+the same stated false-alarm probability ([`nested_rhat_limit`][attnverify.numerics.diagnostics.nested_rhat_limit]), and
+their MCSE comes from the superchain means ([`summarize`][attnverify.numerics.diagnostics.summarize]).
 """
 
 from __future__ import annotations
@@ -40,19 +41,19 @@ ESS_MINIMUM = 400
 themselves are unreliable)."""
 
 FALSE_ALARM = 1e-3
-"""α: the probability that :attr:`ChainSummary.converged` calls chains that have converged unconverged, whatever
+"""α: the probability that `ChainSummary.converged` calls chains that have converged unconverged, whatever
 the number of entries gated (the R-hat part; the ESS floor adds a false alarm only where the true ESS is near
 400, which a sampler's settings must avoid)."""
 
 RHAT_CAP = 1.1
 """R̂ at or above this is never converged, whatever the effective sample size (Gelman & Rubin's 1992 figure): a
 hard ceiling over the statistical limit, which the limit passes only where the ESS is below about 6·M·q (M split
-chains, q of :func:`rhat_limit`: 230–290 for the shapes the tests and claims gate), where the ESS floor fails the gate
+chains, q of `rhat_limit`: 230–290 for the shapes the tests and claims gate), where the ESS floor fails the gate
 anyway."""
 
 RHAT_REFERENCE = 1.01
 """Vehtari et al.'s per-quantity figure, the gate of summaries stored before the threshold existed (they lack the
-bulk/folded split and the chain shape :func:`rhat_limit` needs)."""
+bulk/folded split and the chain shape `rhat_limit` needs)."""
 
 
 def _draws(values, name: str) -> np.ndarray:
@@ -134,7 +135,7 @@ def _geyer(rho: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
 
 def null_ess(z: np.ndarray, iterations: int = 4) -> tuple[np.ndarray, np.ndarray]:
     r"""The effective sample size that chains z (..., M, n) would have if they had converged, from their within-chain
-    autocorrelation alone, and the number of lags K it sums (for :func:`rhat_limit`'s degrees of freedom).
+    autocorrelation alone, and the number of lags K it sums (for `rhat_limit`'s degrees of freedom).
 
     arviz's ESS (Vehtari et al. eq. 10) divides by var⁺, which holds the observed between-chain variance: chains that
     disagree get a small ESS, and a limit computed from it would rise with the disagreement it should catch. Here
@@ -160,9 +161,9 @@ def null_ess(z: np.ndarray, iterations: int = 4) -> tuple[np.ndarray, np.ndarray
 def rhat_limit(ess, *, chains: int, draws: int, statistics: int, alpha: float = FALSE_ALARM,
                lags=None) -> np.ndarray:
     r"""The value a rank-normalised split R̂ (bulk or folded) exceeds with probability at most α/``statistics`` when
-    the chains have converged, given the ESS those split chains would have then (:func:`null_ess`, bulk or folded)
+    the chains have converged, given the ESS those split chains would have then (`null_ess`, bulk or folded)
     and the lags K that ESS sums. Gating ``statistics`` such R̂ with these limits raises a false alarm with
-    probability ≤ α (Bonferroni; :class:`ChainSummary` gates 2k statistics, the bulk and folded R̂ of k entries).
+    probability ≤ α (Bonferroni; `ChainSummary` gates 2k statistics, the bulk and folded R̂ of k entries).
 
     Derivation. Split R̂ (Vehtari et al. 2021, eqs. 3–4) works on M = 2·chains half-chains of n = ⌊draws/2⌋
     rank-normalised values z with chain means m_j and variances s_j²: W = mean s_j², B/n = var(m_j) (ddof 1),
@@ -185,7 +186,7 @@ def rhat_limit(ess, *, chains: int, draws: int, statistics: int, alpha: float = 
     rank normalisation makes the marginal Gaussian); (ii) the two halves of a chain independent (they touch at one
     end: a correlation ≈ ρ/((1−ρ)²τn) for AR(1), positive for positive autocorrelation, which shrinks the
     between-chain spread: conservative); (iii) τ from the within-chain autocorrelation, mean-removal bias corrected
-    (:func:`null_ess`), its estimation error in ν; the residual bias −2Σ t ρ_t/n is −2 % of τ for AR(1) ρ = 0.9 at
+    (`null_ess`), its estimation error in ν; the residual bias −2Σ t ρ_t/n is −2 % of τ for AR(1) ρ = 0.9 at
     n = 400; (iv) Bonferroni over correlated statistics: conservative; (v) var(m_j) a little below cτ/n for positive
     autocorrelation at finite n: conservative.
 
@@ -211,11 +212,12 @@ def rhat_limit(ess, *, chains: int, draws: int, statistics: int, alpha: float = 
 
 MANY_CHAINS = 64
 """Chains from which the samplers start them in superchains and the gate judges them by nested R̂
-(:func:`nested_rhat`): with fewer, each chain is long enough for the split-R̂ gate above."""
+([`nested_rhat`][attnverify.numerics.diagnostics.nested_rhat]): with fewer, each chain is long enough for the split-R̂
+gate above."""
 
 
 def superchains_for(chains: int) -> int | None:
-    """K, the superchains the samplers start ``chains`` chains in: None below :data:`MANY_CHAINS` (each chain starts on
+    """K, the superchains the samplers start ``chains`` chains in: None below `MANY_CHAINS` (each chain starts on
     its own and the split-R̂ gate judges them), else the largest divisor K ≤ √chains (1,024 chains: 32 × 32), so that
     M = chains/K ≥ K; None if that K is below 8. K − 1 is the degrees of freedom of the MCSE and of the nested R̂
     limit's numerator; M ≥ K keeps the within-superchain spread that the limit divides by as well measured."""
@@ -246,7 +248,8 @@ def _nested_draws(values, superchains: int) -> tuple[np.ndarray, int]:
 
 
 def _nested_parts(x: np.ndarray, superchains: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(B̂ν, Ŵν, mean_k B̃_k) of draws x (..., K·M, N) (:func:`nested_rhat`)."""
+    """(B̂ν, Ŵν, mean_k B̃_k) of draws x (..., K·M, N)
+    ([`nested_rhat`][attnverify.numerics.diagnostics.nested_rhat])."""
     K = superchains
     M, N = x.shape[-2] // K, x.shape[-1]
     chain_means = x.mean(axis=-1).reshape(x.shape[:-2] + (K, M))
@@ -269,8 +272,9 @@ def nested_rhat(values, superchains: int) -> np.ndarray:
 
     B̃_k = var_m(θ̄^{·mk}) (ddof 1; 0 when M = 1), W̃_k = mean_m var_n(θ^{nmk}) (ddof 1; 0 when N = 1). With M = 1
     it is the classical (unsplit) R̂ of Gelman & Rubin with 1/N added: R̂ν² = R̂² + 1/N (their footnote 1), since
-    R̂² = ((N − 1)/N·W + var(chain means))/W. The raw draws, as the paper defines it; :func:`summarize` applies it to
-    the rank-normalised and folded draws, and :func:`nested_rhat_limit` is the threshold it is judged by.
+    R̂² = ((N − 1)/N·W + var(chain means))/W. The raw draws, as the paper defines it;
+    [`summarize`][attnverify.numerics.diagnostics.summarize] applies it to the rank-normalised and folded draws, and
+    [`nested_rhat_limit`][attnverify.numerics.diagnostics.nested_rhat_limit] is the threshold it is judged by.
     """
     x, _ = _nested_draws(values, superchains)
     between, within, _ = _nested_parts(x, superchains)
@@ -280,15 +284,17 @@ def nested_rhat(values, superchains: int) -> np.ndarray:
 
 
 def nested_quantile(superchains: int, size: int, *, statistics: int = 1, alpha: float = FALSE_ALARM) -> float:
-    """q: the upper α/``statistics`` quantile of F(K − 1, K(M − 1)), the limit of :func:`nested_rhat_limit`'s F."""
+    """q: the upper α/``statistics`` quantile of F(K − 1, K(M − 1)), the limit of
+    [`nested_rhat_limit`][attnverify.numerics.diagnostics.nested_rhat_limit]'s F."""
     alpha = arguments.real("alpha", alpha, low=0, high=1, open_low=True, open_high=True)
     statistics = arguments.integer("statistics", statistics, 1)
     return float(stats.f.isf(alpha / statistics, superchains - 1, superchains * (size - 1)))
 
 
 def nested_rhat_limit(values, superchains: int, *, statistics: int = 1, alpha: float = FALSE_ALARM) -> np.ndarray:
-    r"""Per element, the value the nested R̂ of these draws (:func:`nested_rhat`) exceeds with probability at most
-    α/``statistics`` when the superchains have forgotten their initial points (M ≥ 2 chains per superchain).
+    r"""Per element, the value the nested R̂ of these draws
+    ([`nested_rhat`][attnverify.numerics.diagnostics.nested_rhat]) exceeds with probability at most α/``statistics``
+    when the superchains have forgotten their initial points (M ≥ 2 chains per superchain).
 
     The threshold R̂ν < 1 + δ. The paper judges R̂ν against 1 + δ with δ chosen from the number of superchains K,
     because B̂ν estimates the variance of K superchain means and so fluctuates like χ²_{K−1}/(K − 1) even when the
@@ -322,7 +328,7 @@ def nested_rhat_limit(values, superchains: int, *, statistics: int = 1, alpha: f
 
 
 def _spread(r: np.ndarray, S: np.ndarray, M: int, n: int) -> np.ndarray:
-    """X read back from an observed R̂ and null ESS S (the inverse of :func:`rhat_limit`'s formula): about 1 for
+    """X read back from an observed R̂ and null ESS S (the inverse of `rhat_limit`'s formula): about 1 for
     converged chains, larger where the chain means disagree beyond their autocorrelation."""
     ratio = np.asarray(r, dtype=float) ** 2 * n / (n - 1)
     return np.maximum(S * (ratio - 1) / (1 + ratio * (M - 1)), 0.0)
@@ -342,14 +348,16 @@ class ChainSummary:
 
     ``rhat`` is the rank-normalised split R̂, the larger of ``rhat_bulk`` and ``rhat_folded``; ``null_ess_bulk`` and
     ``null_ess_folded`` are the ESS the bulk and folded split chains would have if they had converged
-    (:func:`null_ess`), over ``lags_bulk`` and ``lags_folded`` lags; ``chains`` and ``draws`` (per chain) the shape
+    (`null_ess`), over ``lags_bulk`` and ``lags_folded`` lags; ``chains`` and ``draws`` (per chain) the shape
     of the draws. Those nine are None in summaries stored before they existed; such a summary is gated by the
-    per-entry :data:`RHAT_REFERENCE` instead of :func:`rhat_limit`.
+    per-entry `RHAT_REFERENCE` instead of `rhat_limit`.
 
-    With ``superchains`` (K superchains of the chains, :func:`summarize`) the R̂ part of the gate is nested R̂ instead:
-    ``rhat_nested_bulk`` and ``rhat_nested_folded`` (:func:`nested_rhat` of the rank-normalised and folded draws), each
-    with its ``nested_scale_*`` = B̄/(M·Ŵν), the R̂ν² − 1 of one unit of F (:func:`nested_rhat_limit`); ``rhat`` is then
-    the larger nested R̂ and ``mcse`` the superchain means' standard error (:func:`summarize`).
+    With ``superchains`` (K superchains of the chains, [`summarize`][attnverify.numerics.diagnostics.summarize]) the R̂
+    part of the gate is nested R̂ instead: ``rhat_nested_bulk`` and ``rhat_nested_folded``
+    ([`nested_rhat`][attnverify.numerics.diagnostics.nested_rhat] of the rank-normalised and folded draws), each with
+    its ``nested_scale_*`` = B̄/(M·Ŵν), the R̂ν² − 1 of one unit of F
+    ([`nested_rhat_limit`][attnverify.numerics.diagnostics.nested_rhat_limit]); ``rhat`` is then the larger nested R̂
+    and ``mcse`` the superchain means' standard error ([`summarize`][attnverify.numerics.diagnostics.summarize]).
     """
 
     mean: np.ndarray
@@ -401,8 +409,9 @@ class ChainSummary:
                 (np.asarray(self.rhat_folded), np.asarray(self.null_ess_folded), np.asarray(self.lags_folded)))
 
     def rhat_limits(self, alpha: float = FALSE_ALARM) -> tuple[np.ndarray, np.ndarray]:
-        """(bulk, folded) R̂ limits per entry: :func:`rhat_limit` at α/(2k), each with its own null ESS and lags (with
-        superchains: the nested R̂ limits of :func:`nested_rhat_limit` at α/(2k))."""
+        """(bulk, folded) R̂ limits per entry: `rhat_limit` at α/(2k), each with its own null ESS and lags (with
+        superchains: the nested R̂ limits of [`nested_rhat_limit`][attnverify.numerics.diagnostics.nested_rhat_limit] at
+        α/(2k))."""
         if self._nested():
             q = self._nested_quantile(alpha)
             (_, bulk), (_, folded) = self._nested_components()
@@ -416,7 +425,7 @@ class ChainSummary:
         return rhat_limit(s_bulk, lags=k_bulk, **shape), rhat_limit(s_folded, lags=k_folded, **shape)
 
     def _ratios(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-        """(bulk, folded) between-chain spread X over its limit q, per entry (see :meth:`rhat_ratio`); with
+        """(bulk, folded) between-chain spread X over its limit q, per entry (see `rhat_ratio`); with
         superchains, F = (R̂ν² − 1)/scale over its limit."""
         if self._nested():
             q = self._nested_quantile(alpha)
@@ -432,16 +441,17 @@ class ChainSummary:
 
     def rhat_ratio(self, alpha: float = FALSE_ALARM) -> np.ndarray:
         """Per entry, the between-chain spread X read back from R̂ over its limit q (the larger of bulk and folded;
-        :func:`rhat_limit`): ≤ 1 passes the R̂ gate; it reads "the chain means disagree this many times the most
-        that converged chains would" (with superchains: the F of :func:`nested_rhat_limit` over its limit). A stored
-        summary without the split: (R̂ − 1)/(1.01 − 1)."""
+        `rhat_limit`): ≤ 1 passes the R̂ gate; it reads "the chain means disagree this many times the most
+        that converged chains would" (with superchains: the F of
+        [`nested_rhat_limit`][attnverify.numerics.diagnostics.nested_rhat_limit] over its limit). A stored summary
+        without the split: (R̂ − 1)/(1.01 − 1)."""
         if not (self._nested() or self._thresholded()):
             return (np.asarray(self.rhat) - 1) / (RHAT_REFERENCE - 1)
         return np.maximum(*self._ratios(alpha))
 
     def rhat_converged(self, alpha: float = FALSE_ALARM) -> bool:
         """The R̂ part of the gate alone: every entry within its limits (false alarm ≤ α) and below
-        :data:`RHAT_CAP` (with superchains: the nested R̂ within its limits and below the cap; the split R̂ of chains
+        `RHAT_CAP` (with superchains: the nested R̂ within its limits and below the cap; the split R̂ of chains
         this short is not a test). For many quantities whose ESS need not reach 400 each (a predictor's test points)."""
         if not (self._nested() or self._thresholded()):
             return bool(np.all(np.asarray(self.rhat) < RHAT_REFERENCE))
@@ -459,14 +469,14 @@ class ChainSummary:
 
     @property
     def converged(self) -> bool:
-        """The gate at α = :data:`FALSE_ALARM` (:meth:`converged_at`): converged chains fail its R̂ part with
+        """The gate at α = `FALSE_ALARM` (`converged_at`): converged chains fail its R̂ part with
         probability ≤ 10⁻³ whatever the number of entries."""
         return self.converged_at(FALSE_ALARM)
 
     def mcse_z(self, alpha: float = FALSE_ALARM, minimum: float = 5.0) -> np.ndarray:
         """Per entry, the multiple z of the MCSE within which all k posterior means lie together with probability
         ≥ 1 − α: the upper α/(2k) quantile of Student's t (Bonferroni over the k entries; t because the MCSE is itself
-        estimated, with ν = Mn/(2K + 1) degrees of freedom, K the entry's ``lags_bulk``, as in :func:`rhat_limit`),
+        estimated, with ν = Mn/(2K + 1) degrees of freedom, K the entry's ``lags_bulk``, as in `rhat_limit`),
         and at least ``minimum`` (the project's 5 MCSE). With superchains ν = K − 1, the degrees of freedom of the
         superchain means' variance that the MCSE is. A summary stored without lags: the normal quantile."""
         alpha = arguments.real("alpha", alpha, low=0, high=1, open_low=True, open_high=True)
@@ -484,7 +494,7 @@ class ChainSummary:
 
         Two shortfalls, each scaled as ESS grows in proportion to the draws: (1) the ESS floor: draws × 400/min ESS;
         (2) an R̂ beyond its limit: the chain means disagree X times more than their within-chain autocorrelation
-        allows (X read back from R̂ by the formula of :func:`rhat_limit`; about 1 under convergence), so the chains
+        allows (X read back from R̂ by the formula of `rhat_limit`; about 1 under convergence), so the chains
         mix as if their ESS were ESS/X; reaching 400 at that rate takes draws × 400·X/ESS, and at least twice the
         draws (a mixing time comparable to the chain length is why the chains still disagree). An estimate for the
         next run's size, not a promise: the next run is gated afresh. With superchains, a nested R̂ beyond its limit
@@ -511,7 +521,7 @@ class ChainSummary:
 
     def worst(self, alpha: float = FALSE_ALARM) -> dict:
         """The least converged element's figures (for tables and notes): the largest R̂, the smallest ESS, and, at
-        the entry whose R̂ is nearest to (or furthest past) its limit, that limit and :meth:`rhat_ratio`."""
+        the entry whose R̂ is nearest to (or furthest past) its limit, that limit and `rhat_ratio`."""
         ratio = self.rhat_ratio(alpha)
         at = np.unravel_index(int(np.nanargmax(ratio)) if np.any(np.isfinite(ratio)) else 0, np.shape(ratio))
         bulk_limit, folded_limit = self.rhat_limits(alpha)
@@ -525,17 +535,18 @@ class ChainSummary:
 
 def summarize(values, superchains: int | None = None) -> ChainSummary:
     """Mean, sd, MCSE = sd/√ESS_bulk, R-hat (bulk, folded and their max), bulk and tail ESS, the null ESS and lags
-    of the R̂ gate (:func:`null_ess`) and the chain shape of draws (..., chains, draws).
+    of the R̂ gate (`null_ess`) and the chain shape of draws (..., chains, draws).
 
     With ``superchains`` = K (chain c in superchain c // M, M ≥ 2 chains each sharing their start; the samplers'
-    layout for :data:`MANY_CHAINS` or more), the R̂ gate is nested R̂ of the rank-normalised and of the folded draws
-    (:func:`nested_rhat`, :func:`nested_rhat_limit`), and the MCSE is √(B̂ν/K), the standard error of the mean of K
-    superchain means. That is what is honest for many short chains: the superchains are independent replicates (own
-    start, own random numbers), so var(grand mean) = var(superchain mean)/K holds whatever the autocorrelation within
-    chains and whatever the chains of a superchain still share of their start; sd/√ESS instead needs each chain's
-    autocorrelation from its own few draws, and it was 25 % (AR(1), ρ = 0.9) to 32 % (ρ = 0.97) below the true
-    standard error for 1,024 chains of 10 draws, and 5× below it when chains shared starts that 10 draws had not
-    forgotten. The t quantile of :meth:`ChainSummary.mcse_z` takes its K − 1 degrees of freedom.
+    layout for `MANY_CHAINS` or more), the R̂ gate is nested R̂ of the rank-normalised and of the folded draws
+    ([`nested_rhat`][attnverify.numerics.diagnostics.nested_rhat],
+    [`nested_rhat_limit`][attnverify.numerics.diagnostics.nested_rhat_limit]), and the MCSE is √(B̂ν/K), the standard
+    error of the mean of K superchain means. That is what is honest for many short chains: the superchains are
+    independent replicates (own start, own random numbers), so var(grand mean) = var(superchain mean)/K holds whatever
+    the autocorrelation within chains and whatever the chains of a superchain still share of their start; sd/√ESS
+    instead needs each chain's autocorrelation from its own few draws, and it was 25 % (AR(1), ρ = 0.9) to 32 % (ρ =
+    0.97) below the true standard error for 1,024 chains of 10 draws, and 5× below it when chains shared starts that 10
+    draws had not forgotten. The t quantile of `ChainSummary.mcse_z` takes its K − 1 degrees of freedom.
 
     An element constant across all draws (zero variance) gets MCSE 0, R-hat 1 and ESS = number of draws.
     """

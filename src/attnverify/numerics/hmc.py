@@ -15,8 +15,8 @@ warm-up, by the dual averaging of Hoffman & Gelman (2014, JMLR 15, Algorithm 5, 
 t0 = 10, κ = 0.75), then frozen, so the sampling phase is an exact MH kernel.
 A transition with ΔH > ``DIVERGENCE`` is recorded as divergent (and rejected, as MH would anyway).
 For many chains, ``adapt="chees"`` adapts one step size and the trajectory length across all chains instead
-(:class:`~attnverify.numerics.hmc_adaptation.TrajectoryLengthAdaptation`, ChEES: Hoffman, Radul & Sountsov
-2021, AISTATS); the adaptations are :mod:`attnverify.numerics.hmc_adaptation`.
+(`TrajectoryLengthAdaptation`, ChEES: Hoffman, Radul & Sountsov
+2021, AISTATS); the adaptations are `attnverify.numerics.hmc_adaptation`.
 Runs unchanged on numpy or cupy: every operation on the chains goes through ``backend.xp`` (ChEES's shared step
 and trajectory length, scalars, are adapted on the host).
 """
@@ -159,7 +159,7 @@ def steps_for(trajectory_length: float, step, max_steps: int, backend: Backend) 
 
 
 def _steps_for_median(trajectory_length: float, median: float, max_steps: int) -> int:
-    """:func:`steps_for` from the median step, a host float."""
+    """[`steps_for`][attnverify.numerics.hmc.steps_for] from the median step, a host float."""
     return int(min(max_steps, max(1, math.ceil(trajectory_length / median))))
 
 
@@ -172,9 +172,9 @@ def initial_step_size(x, potential, gradient, potential_and_gradient: PotentialA
 
 def _step_size_search(x, potential, gradient, potential_and_gradient: PotentialAndGradient, rng, backend: Backend,
                       start: float = 1.0) -> tuple[Any, float | None]:
-    """:func:`initial_step_size`'s step and its median, a host float read with the check that ends the search (None
-    if the search ran out of trials). One host read a trial from the second on: the first settles no chain, each
-    chain's direction being that trial's own, so it is not checked."""
+    """[`initial_step_size`][attnverify.numerics.hmc.initial_step_size]'s step and its median, a host float read with
+    the check that ends the search (None if the search ran out of trials). One host read a trial from the second on: the
+    first settles no chain, each chain's direction being that trial's own, so it is not checked."""
     xp = backend.xp
     step = xp.full(x.shape[0], float(start))
     settled = xp.zeros(x.shape[0], dtype=bool)
@@ -210,9 +210,9 @@ MASS_MATRICES = ("identity", "diagonal")
 class HMCKernel:
     """Batched HMC with per-chain step sizes (and, on request, a diagonal mass matrix shared by the chains)
     adapted during warm-up only, then frozen. The kernel holds its settings; what changes is a
-    :class:`KernelState` value, passed in and returned.
+    [`KernelState`][attnverify.numerics.hmc.KernelState] value, passed in and returned.
 
-    :attr:`start` is the state at the given step sizes; ``transition(state, …)`` moves every chain once and
+    `start` is the state at the given step sizes; ``transition(state, …)`` moves every chain once and
     returns the next state: while warming it feeds acceptances to dual averaging and recomputes the number of
     leapfrog steps, and with ``mass_matrix="diagonal"`` and a ``warmup`` length it collects the draws of each slow
     window and ends it with a new M⁻¹ (module docstring); ``end_warmup(state)`` freezes the averaged step sizes,
@@ -222,16 +222,16 @@ class HMCKernel:
     chains' acceptance (starting from the median of the given steps; the harmonic mean follows the chains that accept
     least, so a chain started where the shared step diverges pulls the step down until it moves, where the arithmetic
     mean left one start in 64 of the attention-path posterior at T = 0.01 at acceptance 0 for a whole run), and the
-    longest trajectory T adapted by ChEES (:class:`TrajectoryLengthAdaptation`, from ``trajectory_length``); each transition, in warm-up and after it,
-    takes ⌈h·T/ε⌉ leapfrog steps (at most ``max_steps``) for the next jitter fraction h (:func:`van_der_corput`), a
-    choice independent of the state, which keeps the frozen kernel exact. The shared step, T and their adaptation
-    are scalars, kept and updated on the host (numpy arrays in the state, as on the numpy backend, so the same bits):
-    a warm-up iteration reads the three sums over the chains they need in one transfer (as dual averaging reads its
-    median step); sampling reads nothing.
+    longest trajectory T adapted by ChEES (`TrajectoryLengthAdaptation`, from ``trajectory_length``); each transition,
+    in warm-up and after it, takes ⌈h·T/ε⌉ leapfrog steps (at most ``max_steps``) for the next jitter fraction h
+    (`van_der_corput`), a choice independent of the state, which keeps the frozen kernel exact. The shared step, T and
+    their adaptation are scalars, kept and updated on the host (numpy arrays in the state, as on the numpy backend, so
+    the same bits): a warm-up iteration reads the three sums over the chains they need in one transfer (as dual
+    averaging reads its median step); sampling reads nothing.
 
-    ``step_median``: the median of ``step`` as a host float, where the caller has read it already (:func:`run_chains`,
-    from the step-size search); ``step`` is then used as given, without the checks (and host reads) of a step
-    passed in from outside.
+    ``step_median``: the median of ``step`` as a host float, where the caller has read it already
+    ([`run_chains`][attnverify.numerics.hmc.run_chains], from the step-size search); ``step`` is then used as given,
+    without the checks (and host reads) of a step passed in from outside.
     """
 
     def __init__(self, step, *, backend: Backend | str | None = None, trajectory_length: float = math.pi / 2,
@@ -315,9 +315,9 @@ class HMCKernel:
 
     def _chees_transition(self, state: KernelState, x, potential, gradient,
                           potential_and_gradient: PotentialAndGradient, rng):
-        """:meth:`transition` with ``adapt="chees"`` (class docstring). The step, T and their adaptation are host
-        values; a warm-up iteration brings the chains' three sums they need (:func:`chees_gradient` and the mean
-        inverse acceptance) to the host in one read, and sampling reads nothing."""
+        """[`transition`][attnverify.numerics.hmc.HMCKernel.transition] with ``adapt="chees"`` (class docstring). The
+        step, T and their adaptation are host values; a warm-up iteration brings the chains' three sums they need
+        (`chees_gradient` and the mean inverse acceptance) to the host in one read, and sampling reads nothing."""
         xp = self.backend.xp
         fraction = van_der_corput(state.transitions + 1)
         if state.warming:
@@ -364,10 +364,10 @@ class HMCKernel:
 
 @dataclass
 class ChainRun:
-    """What :func:`run_chains` kept after warm-up: ``records`` (one ``record(x)`` per kept draw), acceptance
-    probabilities and divergences (chains, draws), the final step sizes and number of leapfrog steps, and the
-    number of gradient evaluations (leapfrog steps, plus one per iteration after a Gibbs step); with ChEES the
-    longest trajectory length T that warm-up adapted (``steps`` is then ⌈T/ε⌉)."""
+    """What [`run_chains`][attnverify.numerics.hmc.run_chains] kept after warm-up: ``records`` (one ``record(x)`` per
+    kept draw), acceptance probabilities and divergences (chains, draws), the final step sizes and number of leapfrog
+    steps, and the number of gradient evaluations (leapfrog steps, plus one per iteration after a Gibbs step); with
+    ChEES the longest trajectory length T that warm-up adapted (``steps`` is then ⌈T/ε⌉)."""
 
     records: list
     acceptance: np.ndarray
@@ -422,20 +422,21 @@ def run_chains(potential_and_gradient: PotentialAndGradient, x, *, rng, warmup: 
                record: Callable[[Any], Any], after_transition: Callable[[Any], Any] | None = None,
                progress: Callable[[str], None] | None = None, draws_per_transfer: int = 1,
                **kernel_options) -> ChainRun:
-    """The one HMC driver: warm-up (step sizes, and the mass on request, adapted: :class:`HMCKernel`), then
-    ``draws`` transitions of every chain from ``x`` (C, d), keeping ``record(x)`` after each. The kept draws stay on
-    the device until ``draws_per_transfer`` of them (or the last) are kept, then come to the host with their
-    acceptance and divergence in one transfer (:func:`to_host_at_once`), the last with the final step sizes.
+    """The one HMC driver: warm-up (step sizes, and the mass on request, adapted:
+    [`HMCKernel`][attnverify.numerics.hmc.HMCKernel]), then ``draws`` transitions of every chain from ``x`` (C, d),
+    keeping ``record(x)`` after each. The kept draws stay on the device until ``draws_per_transfer`` of them (or the
+    last) are kept, then come to the host with their acceptance and divergence in one transfer
+    ([`to_host_at_once`][attnverify.numerics.hmc.to_host_at_once]), the last with the final step sizes.
 
-    Host synchronisations on a device: one a step-size search trial from the second on (:func:`initial_step_size`;
-    the last brings the median step), one a warm-up iteration (with dual averaging the median step, which sets the
-    number of leapfrog steps; with ChEES the sums its adaptation needs), one a transfer of kept draws; ``progress``
-    two more, 20 times a run.
+    Host synchronisations on a device: one a step-size search trial from the second on
+    ([`initial_step_size`][attnverify.numerics.hmc.initial_step_size]; the last brings the median step), one a warm-up
+    iteration (with dual averaging the median step, which sets the number of leapfrog steps; with ChEES the sums its
+    adaptation needs), one a transfer of kept draws; ``progress`` two more, 20 times a run.
 
     ``after_transition`` (optional) is a further exact move after each HMC transition (a Gibbs step of
     variables outside x, e.g. the readout); the potential and gradient are then evaluated again at its result.
     ``progress`` gets a status line 20 times per run. Arguments are trusted: the public entry points
-    (:func:`sample`, ``attention_paths.sampling.sample_posterior``) check them.
+    ([`sample`][attnverify.numerics.hmc.sample], ``attention_paths.sampling.sample_posterior``) check them.
     """
     xp = backend.xp
     potential, gradient = potential_and_gradient(x)
@@ -479,11 +480,11 @@ def run_chains(potential_and_gradient: PotentialAndGradient, x, *, rng, warmup: 
 
 def refuse_what_cannot_fit(chains: int, dimension: int, *, warmup: int, draws: int, record_bytes: int,
                            mass_matrix: str = "identity", backend: Backend | None = None) -> None:
-    """Refuse, before the first transition, a run of :func:`run_chains` whose kept draws cannot fit in memory:
-    ``draws`` kept records of ``record_bytes`` bytes each (all chains together) plus the (chains, draws) float64
-    acceptance and bool divergences, counted twice (the list of draws and the array they are stacked into), on
-    the host; with ``mass_matrix="diagonal"`` also the longest slow window of ``warmup`` draws (chains × dimension
-    float64, counted twice for its concatenation) on ``backend``'s device. Named ``draws`` and ``warmup``."""
+    """Refuse, before the first transition, a run of [`run_chains`][attnverify.numerics.hmc.run_chains] whose kept draws
+    cannot fit in memory: ``draws`` kept records of ``record_bytes`` bytes each (all chains together) plus the (chains,
+    draws) float64 acceptance and bool divergences, counted twice (the list of draws and the array they are stacked
+    into), on the host; with ``mass_matrix="diagonal"`` also the longest slow window of ``warmup`` draws (chains ×
+    dimension float64, counted twice for its concatenation) on ``backend``'s device. Named ``draws`` and ``warmup``."""
     kept = 2 * draws * (record_bytes + 9 * chains)
     arguments.fits_in_memory("draws", kept, f"{draws} kept draws of {chains} chains ({record_bytes} bytes a draw, "
                              "and their acceptances; stored, then stacked)", value=draws)
@@ -498,8 +499,9 @@ def sample(potential_and_gradient: PotentialAndGradient, x0, *, seed: int, warmu
            backend: Backend | str | None = None, **kernel_options) -> tuple[Any, dict]:
     """Plain batched HMC on Φ from x0 (C, d): draws shaped (d, C, draws) on the host, and statistics.
 
-    ``kernel_options`` are those of :class:`HMCKernel` (trajectory_length, target_acceptance, max_steps,
-    jitter, mass_matrix, adapt). Everything is checked here, once; :func:`run_chains` trusts it.
+    ``kernel_options`` are those of [`HMCKernel`][attnverify.numerics.hmc.HMCKernel] (trajectory_length,
+    target_acceptance, max_steps, jitter, mass_matrix, adapt). Everything is checked here, once;
+    [`run_chains`][attnverify.numerics.hmc.run_chains] trusts it.
     """
     if not callable(potential_and_gradient):
         raise TypeError(f"potential_and_gradient must be a callable x (C, d) -> (Φ (C,), ∇Φ (C, d)), "

@@ -1,7 +1,7 @@
-"""The warm-up's adaptations of :mod:`attnverify.numerics.hmc`, each a value updated once per transition: the per-chain
-step size by dual averaging toward a target acceptance (Hoffman & Gelman 2014, JMLR 15, Algorithm 5), the shared
-trajectory length by ChEES (Hoffman, Radul & Sountsov 2021, AISTATS) with its acceptance-weighted gradient, and
-Stan's windows for the mass matrix's estimate.
+"""The warm-up's adaptations of [`attnverify.numerics.hmc`][attnverify.numerics.hmc], each a value updated once per
+transition: the per-chain step size by dual averaging toward a target acceptance (Hoffman & Gelman 2014, JMLR 15,
+Algorithm 5), the shared trajectory length by ChEES (Hoffman, Radul & Sountsov 2021, AISTATS) with its
+acceptance-weighted gradient, and Stan's windows for the mass matrix's estimate.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ..base.backend import array_module
 @dataclass(frozen=True)
 class DualAveraging:
     """The state of the per-chain step-size adaptation toward a target acceptance (Hoffman & Gelman 2014, Alg. 5):
-    a value; :meth:`updated` gives the next one."""
+    a value; `updated` gives the next one."""
 
     log_step: Any
     mu: Any
@@ -60,10 +60,10 @@ def van_der_corput(index: int) -> float:
 
 @dataclass(frozen=True)
 class TrajectoryLengthAdaptation:
-    r"""The state of ChEES trajectory-length adaptation (Hoffman, Radul & Sountsov 2021): a value; :meth:`updated`
+    r"""The state of ChEES trajectory-length adaptation (Hoffman, Radul & Sountsov 2021): a value; `updated`
     gives the next. The length T is the longest trajectory; each transition integrates for h·T, h from
-    :func:`van_der_corput`, and T climbs the ChEES criterion E[(‖θ' − E θ'‖² − ‖θ − E θ‖²)²]/4 (θ' the proposal) by
-    Adam on log T (β₁ = 0, β₂ = ``decay``) with the acceptance-weighted gradient estimate :func:`chees_gradient`.
+    `van_der_corput`, and T climbs the ChEES criterion E[(‖θ' − E θ'‖² − ‖θ − E θ‖²)²]/4 (θ' the proposal) by
+    Adam on log T (β₁ = 0, β₂ = ``decay``) with the acceptance-weighted gradient estimate `chees_gradient`.
     ``log_length_average`` is the m^(−κ)-weighted average that warm-up ends with, as dual averaging's."""
 
     log_length: Any

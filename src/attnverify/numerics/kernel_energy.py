@@ -8,11 +8,11 @@ K(U)^{μν} = Σ_{ππ'} U_{ππ'} C^{μν}_{ππ'} is the renormalized kernel (
 side), keep their data on the chosen backend (numpy, or cupy: the P-sized work on the device) and return the
 value, gradient and Hessian on the host:
 
-* :class:`KernelEnergy` from the path-path kernels C (𝓗, 𝓗, P, P): small problems and tests.
-* :class:`FeatureKernelEnergy` from the path features X (P, N0, 𝓗) without forming C: with
+* `KernelEnergy` from the path-path kernels C (𝓗, 𝓗, P, P): small problems and tests.
+* `FeatureKernelEnergy` from the path features X (P, N0, 𝓗) without forming C: with
   Φ = X(I ⊗ R) (P × N0𝓗), K = ΦΦᵀ, and Tr(A C_{ππ'}) = Σ_i (L^{-1}X_{·iπ})·(L^{-1}X_{·iπ'}) for
   the Cholesky factor L of K + T I. Cost per call O(P² N0 𝓗 + P³).
-* :class:`FeatureSpaceEnergy` when D = N0·𝓗 < P: Woodbury and the matrix-determinant lemma on
+* `FeatureSpaceEnergy` when D = N0·𝓗 < P: Woodbury and the matrix-determinant lemma on
   B = ΦᵀΦ + T I_D = (I ⊗ R)ᵀ Γ (I ⊗ R) + T I_D, with the Gram matrix Γ = XᵀX formed once, so a
   call costs O(D³) whatever P is:
       ln det(K + T I_P) = (P − D) ln T + ln det B,
@@ -271,7 +271,7 @@ class KernelEnergy(_Energy):
 
     def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd (𝓗, 𝓗, 𝓗, 𝓗) at U = R Rᵀ: −Tr(A C_cd A C_ab) + rᵀC_dc A C_ab r + rᵀC_ab A C_cd r
-        (see :func:`hessian_from_feature_blocks`), from C directly, symmetrised as the quadratic form on
+        (see `hessian_from_feature_blocks`), from C directly, symmetrised as the quadratic form on
         symmetric dU. Only the symmetric combinations S_ab = (C_ab + C_ba)/2, a ≤ b, enter it (K = Σ U_ab S_ab),
         where it reads −Tr(A S_cd A S_ab) + 2 (S_ab r)ᵀ A (S_cd r). Cost O(𝓗² P³/2 + 𝓗⁴ P²/4)."""
         _, _, r, A = self._at_point(R)
@@ -288,7 +288,7 @@ class KernelEnergy(_Energy):
 
     def entry_third_derivative(self, R: np.ndarray) -> np.ndarray:
         """∂³E/∂u_k∂u_l∂u_m over the independent entries of U (m = 𝓗(𝓗+1)/2 of them, triu order) at U = R Rᵀ,
-        exactly (:func:`third_from_blocks` with D_k = ∂K/∂u_k = w_k S_k, w = 1 on the diagonal, 2 off it), on
+        exactly (`third_from_blocks` with D_k = ∂K/∂u_k = w_k S_k, w = 1 on the diagonal, 2 off it), on
         the host."""
         _, _, r, A = self._at_point(R)
         be = self.backend
@@ -356,7 +356,7 @@ class FeatureKernelEnergy(_Energy):
 
     def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd at U = R Rᵀ from M = XᵀAX = ZᵀZ (Z = L^{-1}X) and x = Xᵀr
-        (:func:`hessian_from_feature_blocks`). Cost O(P² N0𝓗 + P (N0𝓗)² + N0² 𝓗⁴)."""
+        (`hessian_from_feature_blocks`). Cost O(P² N0𝓗 + P (N0𝓗)² + N0² 𝓗⁴)."""
         _, _, r, Z = self._at_point(R)
         be = self.backend
         M = be.to_numpy(Z.T @ Z).reshape(self.N0, self.paths, self.N0, self.paths)
@@ -364,7 +364,7 @@ class FeatureKernelEnergy(_Energy):
 
     def entry_third_derivative(self, R: np.ndarray) -> np.ndarray:
         """∂³E/∂u_k∂u_l∂u_m over the independent entries of U at U = R Rᵀ in the P × P kernel space (here
-        N0·𝓗 ≥ P): :func:`third_from_blocks` with A = (K + T I)^{-1} and D_k = X (I ⊗ B_k) Xᵀ, on the host."""
+        N0·𝓗 ≥ P): `third_from_blocks` with A = (K + T I)^{-1} and D_k = X (I ⊗ B_k) Xᵀ, on the host."""
         _, _, r, _ = self._at_point(R)
         be = self.backend
         X = be.to_numpy(self.X)
@@ -447,7 +447,7 @@ class FeatureSpaceEnergy(_Energy):
         return value, _symmetric(grad)
 
     def hessian(self, R: np.ndarray) -> np.ndarray:
-        """∂²E/∂U_ab∂U_cd at U = R Rᵀ from XᵀAX and XᵀAY (:func:`hessian_from_feature_blocks`).
+        """∂²E/∂U_ab∂U_cd at U = R Rᵀ from XᵀAX and XᵀAY (`hessian_from_feature_blocks`).
         Cost O(D³ + N0² 𝓗⁴), independent of P."""
         _, XAX, XAy = self._at_point(R)
         M = XAX.reshape(self.N0, self.paths, self.N0, self.paths)
@@ -455,7 +455,7 @@ class FeatureSpaceEnergy(_Energy):
 
     def entry_third_derivative(self, R: np.ndarray) -> np.ndarray:
         """∂³E/∂u_k∂u_l∂u_m over the independent entries of U at U = R Rᵀ in the D-dimensional feature space:
-        :func:`third_from_blocks` with XᵀAX, XᵀAY and I_{N0} ⊗ B_k. Cost O(m² D³), independent of P."""
+        `third_from_blocks` with XᵀAX, XᵀAY and I_{N0} ⊗ B_k. Cost O(m² D³), independent of P."""
         _, XAX, XAy = self._at_point(R)
         return third_from_blocks(0.5 * (XAX + XAX.T), XAy, feature_entry_kernels(self.N0, self.paths))
 

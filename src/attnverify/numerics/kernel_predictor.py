@@ -1,5 +1,6 @@
 """Predictor statistics of a network whose kernel is linear in an order parameter U, K(U) = Σ_ab U_ab C_ab: the
-Bayesian attention network (spec §2.3), or any declared saddle-point theory (:mod:`attnverify.saddle.predict`).
+Bayesian attention network (spec §2.3), or any declared saddle-point theory
+([`attnverify.saddle.predict`][attnverify.saddle.predict]).
 
 For a test input x, with k_μ(x) = Σ_{ππ'} U_{ππ'} X^μ_π·X_{π'}(x) and K the training kernel K(U):
 

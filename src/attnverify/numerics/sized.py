@@ -1,10 +1,10 @@
 """Monte Carlo sized for what it must catch: draw in batches until z·SE + bias ≤ resolution, or a budget is spent.
 
 A comparison of a theory value θ with a Monte Carlo mean can only see a discrepancy |θ − E x| larger than
-its tolerance z·SE + bias. :func:`sized_mean` turns that around: the caller states the smallest discrepancy
-the comparison must resolve (``resolution``, absolute, and/or ``relative_resolution`` × |reference|), and
-the sampler draws until the tolerance fits under it. Where the budget runs out first, the result says so
-(``reached`` False) and carries the draws it would take at the measured spread, so that the verdict can be
+its tolerance z·SE + bias. [`sized_mean`][attnverify.numerics.sized.sized_mean] turns that around: the caller states the
+smallest discrepancy the comparison must resolve (``resolution``, absolute, and/or ``relative_resolution`` ×
+|reference|), and the sampler draws until the tolerance fits under it. Where the budget runs out first, the result says
+so (``reached`` False) and carries the draws it would take at the measured spread, so that the verdict can be
 *inconclusive* with what would decide it instead of a guess.
 
 The stopping rule is a batched form of Chow & Robbins (1965, "On the asymptotic theory of fixed-width
@@ -41,15 +41,16 @@ MARGIN = 1.1
 
 @dataclass(frozen=True)
 class SizedEstimate(Estimate):
-    """An :class:`Estimate` drawn until its error bar + ``bias_budget`` ≤ ``resolution`` on a spread it can trust,
-    or ``budget`` draws.
+    """An [`Estimate`][attnverify.numerics.statistics.Estimate] drawn until its error bar + ``bias_budget`` ≤
+    ``resolution`` on a spread it can trust, or ``budget`` draws.
 
     ``resolution``: the smallest |theory − truth| the comparison must resolve (absolute); ``reached``: the
-    tolerance fits under it and the spread is trusted (:attr:`Estimate.trusted_spread`: the draws are not all
-    identical, and the spread rests on at least :data:`TAIL_DRAWS` draws, or a finite range is stated); ``batches``:
-    the batch sizes drawn, in order (their sum is ``samples``); ``draws_needed``: the draws that would reach the
-    resolution at the measured spread (≤ ``samples`` when reached). ``achieved`` is the tolerance: z·SE +
-    bias_budget, or where the spread is not trusted and a finite range is stated, the empirical-Bernstein bound.
+    tolerance fits under it and the spread is trusted
+    ([`Estimate.trusted_spread`][attnverify.numerics.statistics.Estimate.trusted_spread]: the draws are not all
+    identical, and the spread rests on at least `TAIL_DRAWS` draws, or a finite range is stated); ``batches``: the batch
+    sizes drawn, in order (their sum is ``samples``); ``draws_needed``: the draws that would reach the resolution at the
+    measured spread (≤ ``samples`` when reached). ``achieved`` is the tolerance: z·SE + bias_budget, or where the spread
+    is not trusted and a finite range is stated, the empirical-Bernstein bound.
     """
 
     resolution: float = math.inf
@@ -79,8 +80,8 @@ class SizedEstimate(Estimate):
 
     @property
     def achieved(self) -> float:
-        """The resolution achieved: :meth:`Estimate.error_bar` + bias_budget (z·SE, or the empirical-Bernstein
-        bound of a stated range where the spread is not trusted)."""
+        """The resolution achieved: [`Estimate.error_bar`][attnverify.numerics.statistics.Estimate.error_bar] +
+        bias_budget (z·SE, or the empirical-Bernstein bound of a stated range where the spread is not trusted)."""
         return _achieved(self, self.z, self.bias_budget)
 
     def sizing(self) -> dict:
@@ -97,7 +98,8 @@ def draws_needed(samples: int, standard_error: float, resolution: float, *, z: f
                  bias_budget: float = 0.0, width: float | None = None) -> int:
     """⌈n·(z·SE/(resolution − bias))²⌉: the draws at which z·SE + bias = resolution, at the measured spread
     (SE ∝ 1/√n); 0 when SE = 0. With ``width`` (the range R of a bounded quantity), the n at which the
-    empirical-Bernstein half-width a/√n + b/n (a = √(2L)·SE·√n, b = 7RL/3, :meth:`Estimate.bernstein`) meets it."""
+    empirical-Bernstein half-width a/√n + b/n (a = √(2L)·SE·√n, b = 7RL/3,
+    [`Estimate.bernstein`][attnverify.numerics.statistics.Estimate.bernstein]) meets it."""
     room = resolution - bias_budget
     if not room > 0:
         raise ValueError(f"resolution must exceed bias_budget = {bias_budget!r}: z·SE + bias_budget ≤ resolution "
@@ -115,7 +117,8 @@ def _achieved(e: Estimate, z: float, bias: float) -> float:
 
 
 def _reached(e: Estimate, z: float, resolution: float, bias: float) -> bool:
-    """The error bar fits under the resolution, and it can be taken at its word (:attr:`Estimate.decides`)."""
+    """The error bar fits under the resolution, and it can be taken at its word
+    ([`Estimate.decides`][attnverify.numerics.statistics.Estimate.decides])."""
     return e.decides and _achieved(e, z, bias) <= resolution
 
 
@@ -189,21 +192,22 @@ def sized_mean(
 ) -> SizedEstimate | tuple[SizedEstimate, ...]:
     """The Monte Carlo mean of ``draw``, drawn in batches until z·SE + bias_budget ≤ resolution or ``budget`` draws.
 
-    ``draw(rng, n)`` returns n i.i.d. draws, shape (n,) (one mean: a :class:`SizedEstimate`) or (n, k)
+    ``draw(rng, n)`` returns n i.i.d. draws, shape (n,) (one mean: a `SizedEstimate`) or (n, k)
     (k means of the same draws: a tuple of k, sized until every one fits), numpy or cupy. The resolution
     to reach is ``resolution + relative_resolution·|reference|`` (either part may be left out; both may be
     one number per mean), and must exceed ``bias_budget``. ``bounds=(low, high)``: the range every draw lies in,
     where it is known (every draw is checked against it); where the spread is not trusted the error bar is then
-    an empirical-Bernstein one, valid without the central limit theorem (:meth:`Estimate.error_bar`).
+    an empirical-Bernstein one, valid without the central limit theorem
+    ([`Estimate.error_bar`][attnverify.numerics.statistics.Estimate.error_bar]).
 
     What was not seen is not taken as absent: while every draw is identical, or (without finite bounds) the spread
-    rests on fewer than :data:`TAIL_DRAWS` draws (n/kurtosis: a few rare draws carry it), the sample is not
+    rests on fewer than `TAIL_DRAWS` draws (n/kurtosis: a few rare draws carry it), the sample is not
     sized yet and the drawing goes on, to the budget if need be.
 
     Batches: the first has ``first_batch`` draws; after each, with n draws so far and n* the draws needed
-    at the measured spread (:func:`draws_needed`, the largest over the means), the total goes to
+    at the measured spread (`draws_needed`, the largest over the means), the total goes to
     min(budget, max(⌈1.25·n⌉, ⌈1.1·n*⌉)). Each batch is drawn in calls of at most ``chunk`` draws and
-    folded into the moments exactly (:class:`RunningMoments`, Chan's pairwise update), so the estimate is
+    folded into the moments exactly (`RunningMoments`, Chan's pairwise update), so the estimate is
     the one-pass mean and SE of all the draws, and the same ``rng`` state replays the same batches and the
     same estimate bit for bit.
 

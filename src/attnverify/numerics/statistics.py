@@ -11,7 +11,7 @@ from ..base import arguments
 from ..base.backend import to_numpy
 
 
-#: The fewest draws the variance may rest on (M₂²/M₄ = n/kurtosis, :attr:`Estimate.tail_draws`) for its
+#: The fewest draws the variance may rest on (M₂²/M₄ = n/kurtosis, `Estimate.tail_draws`) for its
 #: standard error to be trusted as a normal one where rare draws carry it: a spread from fewer rare draws than this
 #: has an error bar that is itself uncertain by more than about 1/√(2·25) = 14 % (the relative error of s is
 #: √((κ − 1)/(4n))); below it a refutation is withheld and the sizing keeps drawing.
@@ -61,8 +61,9 @@ class Estimate:
     ``identical`` says that every draw was the same number (the standard error 0 says nothing of an event
     rarer than about 1/n); ``low`` and ``high`` are the smallest and largest draw; ``tail_draws`` = M₂²/M₄ =
     n/kurtosis is how many draws the spread rests on (about the number of rare draws where a few carry it:
-    :data:`TAIL_DRAWS`); ``bounds`` is the range the quantity can take, where it is known (then an error bar that
-    holds without the central limit theorem, :meth:`bernstein`, can decide where the spread is not trusted).
+    `TAIL_DRAWS`); ``bounds`` is the range the quantity can take, where it is known (then an error bar that
+    holds without the central limit theorem, [`bernstein`][attnverify.numerics.statistics.Estimate.bernstein], can
+    decide where the spread is not trusted).
     """
 
     mean: float
@@ -98,13 +99,14 @@ class Estimate:
 
     @property
     def bounded(self) -> bool:
-        """Both ends of ``bounds`` are finite (an empirical-Bernstein bound then holds: :meth:`bernstein`)."""
+        """Both ends of ``bounds`` are finite (an empirical-Bernstein bound then holds:
+        [`bernstein`][attnverify.numerics.statistics.Estimate.bernstein])."""
         return self.bounds is not None and all(math.isfinite(b) for b in self.bounds)
 
     @property
     def trusted_spread(self) -> bool:
         """The standard error can be trusted as a normal one: the spread is not carried by fewer than
-        :data:`TAIL_DRAWS` rare draws (n/kurtosis ≥ TAIL_DRAWS, or kurtosis ≤ :data:`RARE_KURTOSIS`; unknown for
+        `TAIL_DRAWS` rare draws (n/kurtosis ≥ TAIL_DRAWS, or kurtosis ≤ `RARE_KURTOSIS`; unknown for
         an estimate made without the fourth moment); False for identical draws, which bound nothing by their
         spread."""
         if self.identical:
@@ -120,15 +122,15 @@ class Estimate:
 
     def error_bar(self, z: float) -> tuple[float, str]:
         """The comparison's statistical half-width at z standard errors' confidence, and its name: z·SE, or where
-        the spread is not trusted and a finite range is stated, the empirical-Bernstein bound (:meth:`bernstein`,
-        always wider than z·SE: √(2 ln(4/δ)) > z)."""
+        the spread is not trusted and a finite range is stated, the empirical-Bernstein bound
+        ([`bernstein`][attnverify.numerics.statistics.Estimate.bernstein], always wider than z·SE: √(2 ln(4/δ)) > z)."""
         if self.trusted_spread or not self.decides:
             return z * self.standard_error, f"{z:g}·SE"
         return self.bernstein(z), "empirical-Bernstein bound"
 
     def unseen_shift(self, z: float) -> float:
         """How far an event not seen among identical draws could move the mean: its probability, at most
-        ln(1/δ)/n (:func:`unseen_probability`), times the distance from the draws' value to the far end of
+        ln(1/δ)/n (`unseen_probability`), times the distance from the draws' value to the far end of
         ``bounds`` (infinite without a range)."""
         low, high = self.bounds if self.bounds is not None else (-math.inf, math.inf)
         return unseen_probability(self.samples, z) * max(self.mean - low, high - self.mean)
@@ -137,7 +139,8 @@ class Estimate:
         """With finite ``bounds`` (range R), the empirical-Bernstein half-width at the confidence δ = erfc(z/√2) of
         z standard errors: √(2L)·SE + 7RL/(3(n − 1)), L = ln(4/δ) (Maurer & Pontil 2009, thm. 4, both sides;
         5.61·SE + 36.8·R/(n − 1) at z = 5). It holds for any distribution on the range, rare events included,
-        where z·SE needs the spread to be seen (:attr:`trusted_spread`). None without finite bounds."""
+        where z·SE needs the spread to be seen
+        ([`trusted_spread`][attnverify.numerics.statistics.Estimate.trusted_spread]). None without finite bounds."""
         if not self.bounded:
             return None
         spread = math.log(4.0 / confidence_of(z))
@@ -160,9 +163,10 @@ class Estimate:
 
 def mean_estimate(values, *, bounds: tuple[float, float] | None = None) -> Estimate:
     """Mean of i.i.d. draws with standard error s/√n (numpy or cupy input, float64), in one pass of
-    :class:`RunningMoments`: summed in units of the largest |x|, so finite draws (1e308 included) give a finite mean
+    `RunningMoments`: summed in units of the largest |x|, so finite draws (1e308 included) give a finite mean
     and spread. ``bounds=(low, high)``: the range every draw lies in, where it is known (checked); an error bar that
-    holds without the central limit theorem (:meth:`Estimate.bernstein`) then decides where the spread cannot."""
+    holds without the central limit theorem ([`Estimate.bernstein`][attnverify.numerics.statistics.Estimate.bernstein])
+    then decides where the spread cannot."""
     x = arguments.array("values", to_numpy(values), allow_empty=True).ravel()
     n = x.size
     if n < 2:
@@ -174,11 +178,12 @@ def mean_estimate(values, *, bounds: tuple[float, float] | None = None) -> Estim
 
 class RunningMoments:
     """Running mean and central moments M₂, M₃, M₄ over batches (Chan, Golub & LeVeque 1979; Pébay 2008, eq. 3.1,
-    pairwise updates), so that a long simulation in chunks gives the same :class:`Estimate` as one pass; it also
-    keeps the running mean of |x| and the smallest and largest draw (for ``magnitude``, ``identical``, ``low``,
-    ``high``) and M₂²/M₄ (``tail_draws``). Everything is summed in units of the largest |x| so far, so draws near
-    1e308 (whose sums and squares overflow float64) keep a finite mean and spread. ``bounds`` (the range the
-    quantity can take) is checked on every draw and carried into the estimate."""
+    pairwise updates), so that a long simulation in chunks gives the same
+    [`Estimate`][attnverify.numerics.statistics.Estimate] as one pass; it also keeps the running mean of |x| and the
+    smallest and largest draw (for ``magnitude``, ``identical``, ``low``, ``high``) and M₂²/M₄ (``tail_draws``).
+    Everything is summed in units of the largest |x| so far, so draws near 1e308 (whose sums and squares overflow
+    float64) keep a finite mean and spread. ``bounds`` (the range the quantity can take) is checked on every draw and
+    carried into the estimate."""
 
     def __init__(self, bounds: tuple[float, float] | None = None) -> None:
         self.bounds = checked_bounds("bounds", bounds)

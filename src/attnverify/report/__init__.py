@@ -1,7 +1,7 @@
 """The report's rendering: each theory's section (derivations, figures, tables) and its claims' results as
 ``index.html`` (MathML), ``report.md`` and LaTeX, and the notebook displays. It only draws; the run that
-builds a report is :func:`attnverify.run.report.build_report`. A theory contributes its section through its
-``build_section`` (see :mod:`attnverify.report.section` for the contract).
+builds a report is `attnverify.run.report.build_report`. A theory contributes its section through its
+``build_section`` (see `attnverify.report.section` for the contract).
 """
 
 from .section import Figure, Section, Table

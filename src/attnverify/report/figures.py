@@ -92,7 +92,7 @@ def theory_vs_simulation(out_dir: str | Path, filename: str, *, x, theory, estim
                          theory_x=None, theory_label: str = "theory", curves=()) -> Figure:
     """The common figure of a claim: a theory curve against Monte Carlo points with ± z·SE error bars.
 
-    ``estimates`` are :class:`~attnverify.numerics.statistics.Estimate` (mean, standard error) at ``x``;
+    ``estimates`` are [`Estimate`][attnverify.numerics.statistics.Estimate] (mean, standard error) at ``x``;
     ``theory`` is the curve's values at ``theory_x`` (default ``x``). Every number plotted goes into the
     figure's data (results.json), and the caption says what the error bars are.
     """

@@ -1,7 +1,7 @@
 """The report as a LaTeX document (``report --latex``): ``report.tex`` beside ``index.html``, for a paper's appendix.
 
 Derivations are numbered steps, each an ``align*`` (an equation's sides aligned at =) with its check below it;
-claims are a ``longtable``; figures are the PDF that :func:`~attnverify.report.figures.save_figure` writes beside
+claims are a ``longtable``; figures are the PDF that `save_figure` writes beside
 each PNG. It compiles with pdflatex from Debian's texlive (``texlive-latex-recommended`` and
 ``texlive-latex-extra``): text is escaped, and every character outside Latin-1 is written as a LaTeX command (Greek
 letters, the relations and operators a report uses, script capitals) or, failing that, as a visible ``[U+XXXX]``,

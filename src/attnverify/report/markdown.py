@@ -65,7 +65,7 @@ def derivation_markdown(derivation: Derivation) -> str:
 
 
 def claim_detail_markdown(result: dict) -> str:
-    """One claim result (``ClaimResult.as_dict()``) in full, as Markdown: :func:`story_markdown` of its story."""
+    """One claim result (``ClaimResult.as_dict()``) in full, as Markdown: `story_markdown` of its story."""
     return story_markdown(claim_story(result))
 
 

@@ -1,7 +1,7 @@
 """Notebook displays: the report's rendering of the tool's objects, found from the object's class.
 
-As sympy's printers find ``_print_<Class>``, :func:`render` looks up ``_html_<Class>`` / ``_markdown_<Class>``
-here along the object's class hierarchy, so no core object imports the report. :func:`register` hands these to
+As sympy's printers find ``_print_<Class>``, `render` looks up ``_html_<Class>`` / ``_markdown_<Class>``
+here along the object's class hierarchy, so no core object imports the report. `register` hands these to
 IPython's display formatters by class *name* (``for_type_by_name``: nothing is imported for it); ``import
 attnverify`` calls it when it runs inside IPython, and ``%load_ext attnverify`` does it by hand.
 """
@@ -42,7 +42,7 @@ def markdown(obj: Any) -> str:
 
 
 def register(shell) -> None:
-    """Give IPython ``shell`` the HTML and Markdown displays of :data:`DISPLAYED`, by class name."""
+    """Give IPython ``shell`` the HTML and Markdown displays of `DISPLAYED`, by class name."""
     formatters = shell.display_formatter.formatters
     for mime, function in (("text/html", html), ("text/markdown", markdown)):
         if mime in formatters:

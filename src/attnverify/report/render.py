@@ -1,7 +1,7 @@
-"""Rendering the report as HTML with MathML equations (the Markdown report: :mod:`.markdown`).
+"""Rendering the report as HTML with MathML equations (the Markdown report: `.markdown`).
 
 The HTML page loads nothing from the network: equations are presentation MathML printed by
-sympy (:mod:`.equations`; browsers render it natively), Markdown text goes through markdown-it-py with
+sympy (`.equations`; browsers render it natively), Markdown text goes through markdown-it-py with
 its TeX as MathML (latex2mathml), the stylesheet is inline, figures are PNGs by relative path.
 """
 
@@ -191,7 +191,7 @@ def claims_table_html(stories: list[ClaimStory]) -> str:
 
 
 def claim_detail_html(result: dict) -> str:
-    """One claim result (``ClaimResult.as_dict()``) in full, as HTML: :func:`story_html` of its story."""
+    """One claim result (``ClaimResult.as_dict()``) in full, as HTML: `story_html` of its story."""
     return story_html(claim_story(result))
 
 

@@ -1,5 +1,5 @@
 """Claim results for the terminal: the results table and a claim's story as text (the printer of
-:class:`~.story.ClaimStory` that ``check`` and ``verify`` use), and the rows every report format shares."""
+`ClaimStory` that ``check`` and ``verify`` use), and the rows every report format shares."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ COLUMNS = ("name", "expected", "status", "verdict", "examples", "seconds", "key 
 
 
 def table_row(result: dict) -> list[str]:
-    """One row of the results table, as the strings of :data:`COLUMNS`."""
+    """One row of the results table, as the strings of `COLUMNS`."""
     return [
         result["name"],
         result["expect"],
@@ -124,7 +124,7 @@ def section_title(outcome) -> str:
 
 def derivation_dict(derivation) -> dict:
     """A derivation as results.json keeps it: name, title, source, a count of its steps' check outcomes, and each
-    step's sentence, LaTeX, text, exported name, kind and check (:class:`~attnverify.derivations.steps.StepCheck`)."""
+    step's sentence, LaTeX, text, exported name, kind and check (`StepCheck`)."""
     from ..derivations.steps import counts
     from .equations import equation_latex
 

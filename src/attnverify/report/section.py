@@ -5,11 +5,11 @@ A theory's report module ``attnverify.report.<theory>`` exposes::
     build_section(out_dir: pathlib.Path, *, profile: str, backend: Backend, seed: int,
                   progress: Callable[[str], None], store: Store | None = None) -> Section
 
-It writes its PNG files into ``out_dir`` and returns :class:`Figure` objects naming them (file
+It writes its PNG files into ``out_dir`` and returns `Figure` objects naming them (file
 names relative to ``out_dir``); ``progress`` takes one short status line and is never None; ``store``
-is the run's store of experiment results (:class:`attnverify.execution.Store`), which the theory's
-claims see too, so an experiment both need runs once (a fresh store when None).
-The builder adds the theory's claims; rendering lives in :mod:`attnverify.report.render`.
+is the run's store of experiment results ([`attnverify.execution.Store`][attnverify.execution.Store]), which the
+theory's claims see too, so an experiment both need runs once (a fresh store when None).
+The builder adds the theory's claims; rendering lives in `attnverify.report.render`.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class Table:
 
 @dataclass
 class Section:
-    """One theory's part of the report. ``introduction`` is Markdown text. A :class:`attnverify.Theory`'s section
+    """One theory's part of the report. ``introduction`` is Markdown text. A `attnverify.Theory`'s section
     function leaves ``theory``, ``title``, ``introduction`` and ``derivations`` empty: the theory fills them in."""
 
     theory: str = ""

@@ -1,8 +1,8 @@
-"""A claim's story as data: what every format says about one claim result, made once by :func:`claim_story`.
+"""A claim's story as data: what every format says about one claim result, made once by `claim_story`.
 
-The printers (:func:`~.render.claim_detail_html`, :func:`~.markdown.claim_detail_markdown`, the LaTeX claims table in
-:mod:`.latex`, :func:`~.results.result_details` for the terminal) only choose what to print of a
-:class:`ClaimStory` and how. Everything here reads the plain dictionaries of ``ClaimResult.as_dict()``, so a
+The printers (`claim_detail_html`, `claim_detail_markdown`, the LaTeX claims table in
+`.latex`, `result_details` for the terminal) only choose what to print of a
+`ClaimStory` and how. Everything here reads the plain dictionaries of ``ClaimResult.as_dict()``, so a
 result from this run and one from a results.json written earlier tell the same story.
 """
 
@@ -51,7 +51,7 @@ def needed_text(needed: dict | None) -> str:
 
 
 def side_labels(evidence: dict | None) -> tuple[str, str]:
-    """Names of an evidence dict's two sides (:func:`attnverify.checks.evidence.side_names` of its relation and
+    """Names of an evidence dict's two sides (`attnverify.checks.evidence.side_names` of its relation and
     labels; a results.json written before labels existed gives none)."""
     evidence = evidence or {}
     return side_names(evidence.get("relation"), evidence.get("labels"))
@@ -90,7 +90,7 @@ def tightness(evidence: dict | None) -> float:
 
 def shown_example(result: dict) -> dict | None:
     """The example a summary shows: the counterexample, else the example whose check failed to run, else the
-    first inconclusive example, else the worst of those that held (the nearest its tolerance, :func:`tightness`;
+    first inconclusive example, else the worst of those that held (the nearest its tolerance, `tightness`;
     the last one where none says how near it came)."""
     for key in ("counterexample", "error"):
         if isinstance(result.get(key), dict):
@@ -176,7 +176,7 @@ def _example_rows(result: dict) -> tuple[list[list], list[str]]:
 
 @dataclass(frozen=True)
 class Shown:
-    """The one example a summary spells out (:func:`shown_example`) and why it is the one: ``kind`` is
+    """The one example a summary spells out (`shown_example`) and why it is the one: ``kind`` is
     ``counterexample``, ``error`` (the claim's code failed on it), ``inconclusive`` (the first undecided) or
     ``held`` (the nearest its tolerance of those that held)."""
 
@@ -189,7 +189,7 @@ class Shown:
 
 @dataclass(frozen=True)
 class ClaimStory:
-    """What is said about one claim result, in every format: its verdict (:func:`attnverify.checks.runner.verdict`),
+    """What is said about one claim result, in every format: its verdict (`attnverify.checks.runner.verdict`),
     statement and source, the key figures, the examples as a table (``example_header``, ``example_rows``, each row's
     CSS class in ``row_classes``), what was drawn, the counterexample's note, standard error and shrink trials, the
     error of the claim's code with the example it met, what would decide an undecided claim, the notes and the

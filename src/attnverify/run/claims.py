@@ -1,18 +1,18 @@
-"""Claims as tasks of a run (:mod:`attnverify.execution.scheduler`): the one path by which ``check``, ``verify``,
+"""Claims as tasks of a run (`attnverify.execution.scheduler`): the one path by which ``check``, ``verify``,
 ``report`` and the pytest plugin run claims, in this process, on local worker processes or on a Dask cluster.
 
-In a parallel run a claim becomes up to ``BATCHES`` tasks that check its drawn examples (:func:`~.runner.drawn_examples`, drawn
+In a parallel run a claim becomes up to ``BATCHES`` tasks that check its drawn examples (`drawn_examples`, drawn
 on the client), then its own task, which takes their examples and shrinks a failure as a serial run would: the
 result is the serial run's (timings aside), since an example's check depends only on its parameters and Monte
 Carlo seed. The client keeps each finished batch and each finished claim in the run's store folder
-(:class:`~.saved.SavedChecks`), so that a rerun with the same folder checks only what is missing.
+(`SavedChecks`), so that a rerun with the same folder checks only what is missing.
 
-A task names its claim by theory and name (an :class:`attnverify.Theory` pickles as its name and file and is
-loaded again in the worker, :func:`attnverify.theories.by_reference`, so nothing but plain values and examples
+A task names its claim by theory and name (an `attnverify.Theory` pickles as its name and file and is
+loaded again in the worker, `attnverify.theories.by_reference`, so nothing but plain values and examples
 crosses a process boundary). The run's other tasks (a report's experiments
-and sections, :mod:`.report`) run through the same driver, ahead of the claims that wait for them. The run's store
-folder (:func:`run_store`), a claim's crash as a result (:func:`run_claim_or_error`) and the exit status of a
-run's verdicts (:func:`exit_status`) are here too: the report layer only prints what a run gives it.
+and sections, `.report`) run through the same driver, ahead of the claims that wait for them. The run's store
+folder (`run_store`), a claim's crash as a result (`run_claim_or_error`) and the exit status of a
+run's verdicts (`exit_status`) are here too: the report layer only prints what a run gives it.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def run_claim_or_error(claim: Claim, *, profile: str, backend: Backend, seed: in
                        store: Store | None = None, **ahead) -> ClaimResult:
     """``run_claim``, except that a crash outside the check (e.g. in the parameter strategy) becomes a result with
     status ``"error"`` and its traceback, so one claim never ends a run. ``ahead``: ``evaluated`` and
-    ``on_evaluated`` of :func:`~attnverify.checks.runner.run_claim`."""
+    ``on_evaluated`` of [`run_claim`][attnverify.checks.runner.run_claim]."""
     start = time.perf_counter()
     try:
         return run_claim(claim, profile=profile, backend=backend, seed=seed, progress=progress, examples=examples,
@@ -303,7 +303,7 @@ def run_claims_as_tasks(claims: Sequence[Claim], theories: Sequence, *, profile:
     """Check ``claims`` (each of one of ``theories``) as tasks: in this process, one after another (``workers`` 1,
     no ``scheduler``: the run of ``check`` and ``verify``), on ``workers`` local processes, or on the Dask cluster
     ``scheduler``, sharing one store folder (``store``, kept for a rerun; default a temporary one:
-    :func:`run_store`); returns the results in the claims' order.
+    `run_store`); returns the results in the claims' order.
 
     ``ahead``: the run's other tasks (a report's experiments and sections), run with the claims; a claim waits for
     the tasks ``after[claim name]``. ``on_result(finished, not_run)`` sees the finished results (in the claims'

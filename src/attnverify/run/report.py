@@ -3,9 +3,10 @@
 ``build_report(DIR)`` writes ``DIR/index.html`` (MathML, no network resources), ``DIR/report.md``
 (LaTeX), ``DIR/results.json`` (every figure's data, every table, every claim result, metadata)
 and the PNGs the sections draw. A theory's planned experiments, its section and its claims are tasks of one
-run of :func:`~.claims.run_claims_as_tasks` (serially, or on worker processes: ``workers``): the experiments
-first, then the section, which only draws them, then the claims, which share them through the run's store. results.json is rewritten after
-every finished task, so an interrupted run keeps what it finished (``"complete": false`` until the end).
+run of `run_claims_as_tasks` (serially, or on worker processes: ``workers``): the experiments
+first, then the section, which only draws them, then the claims, which share them through the run's store. results.json
+is rewritten after every finished task, so an interrupted run keeps what it finished (``"complete": false`` until the
+end).
 """
 
 from __future__ import annotations
@@ -40,17 +41,17 @@ from ..theories.catalogue import UserFileError, user_file, user_file_errors
 
 THEORIES: Sequence | None = None
 """The theories a report covers by default, in report order: None for the papers' three
-(:func:`attnverify.theories.builtin`); ``theories=`` gives others (a user's file:
-:func:`attnverify.theories.from_file`)."""
+(`attnverify.theories.builtin`); ``theories=`` gives others (a user's file:
+`attnverify.theories.from_file`)."""
 
 
 def default_theories() -> list:
-    """:data:`THEORIES`, or the built-in theories when it is None."""
+    """`THEORIES`, or the built-in theories when it is None."""
     return builtin() if THEORIES is None else list(THEORIES)
 
 
 def chosen_theories(only: str | None, theories: Sequence | None = None) -> list:
-    """The theories (default :func:`default_theories`) that ``only`` names (:func:`~attnverify.checks.claim.select`);
+    """The theories (default `default_theories`) that ``only`` names ([`select`][attnverify.checks.claim.select]);
     a ValueError naming them all when it names none."""
     theories = default_theories() if theories is None else list(theories)
     chosen = select(theories, only)
@@ -78,7 +79,7 @@ NOT_RESULTS = ("ATTNVERIFY_CACHE", "ATTNVERIFY_DOCS_REPORT", "ATTNVERIFY_KEEP_DE
 def store_key(*files: str | Path, package: Path = PACKAGE) -> str:
     """The name of a store folder for runs of this code: a fingerprint of every file of ``package``, of ``files``
     (a report's ``--with`` files), of the versions results.json records and of the ``ATTNVERIFY_*`` settings but
-    :data:`NOT_RESULTS`. The store keys a claim's result by its own file, profile, backend, seed and number of
+    `NOT_RESULTS`. The store keys a claim's result by its own file, profile, backend, seed and number of
     examples, and an experiment by its parameters only, so a folder named by this key is read back only by runs
     of the same code (``make report`` and ``make docs`` share one)."""
     paths = sorted(p for p in Path(package).rglob("*")
@@ -162,7 +163,7 @@ def _build_section(outcome: TheoryOutcome, theory, out_dir: Path, *, profile: st
 
 
 def section_task(theory, out_dir: str, profile: str, backend: str, seed: int, store: str) -> TheoryOutcome:
-    """A task of the run (:mod:`attnverify.execution.scheduler`): build ``theory``'s section into
+    """A task of the run (`attnverify.execution.scheduler`): build ``theory``'s section into
     ``out_dir``, its experiments in the run's store folder ``store``, and print its derivations once."""
     outcome = TheoryOutcome(theory.name)
     start = time.perf_counter()
@@ -197,10 +198,10 @@ def _experiment_name(theory: str, plan) -> str:
 
 @dataclass
 class Sections:
-    """The sections' side of a report's run (the tasks :func:`~.claims.run_claims_as_tasks` runs ahead of the
+    """The sections' side of a report's run (the tasks `run_claims_as_tasks` runs ahead of the
     claims): each theory's planned experiments (``plans``) and its section as tasks, a theory's section after its
     experiments and its claims after its section; what their outcomes bring to each theory's
-    :class:`TheoryOutcome`; and results.json rewritten after each of them and each claim."""
+    `TheoryOutcome`; and results.json rewritten after each of them and each claim."""
 
     theories: list
     claims: dict[str, list[Claim]]
@@ -300,19 +301,19 @@ def build_report(
     store: str | Path | None = None,
     latex: bool = False,
 ) -> dict:
-    """Write the report of every theory of ``theories`` (default :data:`THEORIES`; those ``only`` names)
+    """Write the report of every theory of ``theories`` (default `THEORIES`; those ``only`` names)
     into ``out_dir`` and return the results.json document. A user's theory
-    (``attnverify.theories.from_file("mine.py")``) goes through the same pipeline as the built-in ones. ``examples`` overrides every claim's number of
-    examples for the profile. ``workers`` > 1 runs the sections and claims on that many worker processes
-    (a theory's claims start after its section, whose experiments they share through the run's store);
-    the results are the same as with one. ``scheduler`` (``"local:N"`` or a Dask scheduler's address) runs them
-    on a Dask cluster instead (:mod:`attnverify.execution.cluster`), with the same results. ``store`` is the
+    (``attnverify.theories.from_file("mine.py")``) goes through the same pipeline as the built-in ones. ``examples``
+    overrides every claim's number of examples for the profile. ``workers`` > 1 runs the sections and claims on that
+    many worker processes (a theory's claims start after its section, whose experiments they share through the run's
+    store); the results are the same as with one. ``scheduler`` (``"local:N"`` or a Dask scheduler's address) runs them
+    on a Dask cluster instead (`attnverify.execution.cluster`), with the same results. ``store`` is the
     folder of the run's experiments (default: a temporary folder, removed at the end): one that every worker can
     reach on a cluster, and one a rerun reuses (every experiment already there is read, not computed again);
     results.json's metadata names it (``store``) and the claims read back from it (``kept_claims``).
-    ``latex`` also writes ``report.tex`` (:mod:`.latex`; figures as the PDFs beside their PNGs).
+    ``latex`` also writes ``report.tex`` (`.latex`; figures as the PDFs beside their PNGs).
 
-    The run is :func:`~.claims.run_claims_as_tasks` with the sections' tasks (:class:`Sections`) ahead of the
+    The run is `run_claims_as_tasks` with the sections' tasks (`Sections`) ahead of the
     claims. A section that fails to build, or a claim that crashes, is reported in place (with its
     traceback) and the build goes on; ``document["ok"]`` is True only when nothing failed and
     every claim came out as expected.

@@ -3,8 +3,8 @@ in the solver's coordinates θ.
 
 θ keeps every order parameter positive definite by construction: a positive scalar q = e^θ, a matrix U = R Rᵀ with
 R lower triangular and a log-parametrised diagonal. Gradients and Hessians are first formed over the independent
-entries u (the coordinates of :class:`~attnverify.saddle.declaration.SaddlePointAction`: entropy from sympy, energy
-E = ln det(K + T·I) + Yᵀ(K + T·I)⁻¹Y from :mod:`attnverify.numerics.kernel_energy`), then chained to θ:
+entries u (the coordinates of [`SaddlePointAction`][attnverify.saddle.declaration.SaddlePointAction]: entropy from
+sympy, energy E = ln det(K + T·I) + Yᵀ(K + T·I)⁻¹Y from `attnverify.numerics.kernel_energy`), then chained to θ:
 
     ∂S/∂θ = Jᵀ g,   ∂²S/∂θ∂θ' = Jᵀ H J + Σ_k g_k ∂²u_k/∂θ∂θ',   J = ∂u/∂θ,
 
@@ -64,7 +64,7 @@ class Parametrisation:
         return out
 
     def entries_each(self, thetas: np.ndarray) -> tuple[np.ndarray, dict]:
-        """(u (C, n), factors) for a batch of θ (C, n): the entries, as :meth:`entries` chain by chain, and each
+        """(u (C, n), factors) for a batch of θ (C, n): the entries, as `entries` chain by chain, and each
         order parameter's lower factor by name (R (C, d, d) of U = RRᵀ; √q (C, 1, 1) for a scalar q)."""
         chains = thetas.shape[0]
         out, factors = np.empty_like(thetas), {}
@@ -85,7 +85,7 @@ class Parametrisation:
         return out, factors
 
     def gradient_each(self, thetas: np.ndarray, gradients: np.ndarray, factors: dict) -> np.ndarray:
-        """∂S/∂θ (C, n) from g = ∂S/∂u (C, n) for a batch, as :meth:`chain` chain by chain: q g for a scalar; for
+        """∂S/∂θ (C, n) from g = ∂S/∂u (C, n) for a batch, as `chain` chain by chain: q g for a scalar; for
         U = RRᵀ, ∂S/∂R = 2 G R with G the symmetric matrix of g (g_k on the diagonal, g_k/2 off it), read at R's
         lower entries and times R_rr on the diagonal (θ = ln R_rr there)."""
         out = np.empty_like(gradients)

@@ -1,18 +1,22 @@
 """Activations of a hidden layer given as sympy functions of one variable, and what a network and its theory need
-of them, all from the one expression φ(z) (:func:`activation` reads and checks it):
+of them, all from the one expression φ(z) ([`activation`][attnverify.saddle.activations.activation] reads and checks
+it):
 
 - the units' values φ(u) and slopes φ'(u) for the features and their vector–Jacobian product, generated for numpy
-  or cupy by the project's code generator (:func:`attnverify.derivations.codegen.evaluator`; sympy differentiates);
-- the NNGP kernel K(x, y) = E_w[φ(w·x) φ(w·y)] for w ~ N(0, I/d) (:func:`nngp_kernel`). (u, v) = (w·x, w·y) is
+  or cupy by the project's code generator
+  ([`attnverify.derivations.codegen.evaluator`][attnverify.derivations.codegen.evaluator]; sympy differentiates);
+- the NNGP kernel K(x, y) = E_w[φ(w·x) φ(w·y)] for w ~ N(0, I/d)
+([`nngp_kernel`][attnverify.saddle.network.nngp_kernel]). (u, v) = (w·x, w·y) is
   Gaussian with Var u = a = |x|²/d, Var v = b = |y|²/d and correlation cos θ = x·y/(|x||y|), so that
 
       K = E_{z₁,z₂}[φ(√a z₁) φ(√b (cos θ z₁ + sin θ z₂))],  z₁, z₂ ~ N(0, 1) independent,          (1)
 
-  an :class:`~attnverify.derivations.gaussian.Expectation` that the derivation (:func:`kernel_derivation`) states
+  an [`Expectation`][attnverify.derivations.gaussian.Expectation] that the derivation (`kernel_derivation`) states
   and the project's checker evaluates. Closed forms where they exist, each a step the checker holds against (1):
   exact Gaussian moments for a polynomial φ (linear units: x·y/d), the arc-cosine kernel of order 1 for ReLU
   (Cho & Saul 2009), the arcsine kernel for erf (Williams 1997). Any other φ (tanh, a user's function): (1) by a
-  float64 quadrature over sectors of the (z₁, z₂) plane with its error estimate (:func:`kernel_quadrature`).
+  float64 quadrature over sectors of the (z₁, z₂) plane with its error estimate
+  ([`kernel_quadrature`][attnverify.saddle.activations.kernel_quadrature]).
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ STATED = {
 VALID = ("activation must be 'relu', 'linear', 'erf', 'tanh' or a sympy function of one variable (a sympy.Lambda, "
          "a callable taking a sympy symbol and returning an expression, e.g. sympy.erf or lambda z: z**3, or an "
          "expression in one symbol)")
-"""What every refusal of :func:`activation` starts with."""
+"""What every refusal of [`activation`][attnverify.saddle.activations.activation] starts with."""
 
 PROBES = (-2.7, -0.9, -0.3, 0.4, 1.1, 3.1)
 """Real points where φ must be real and finite (a square root of z, complex for z < 0, is refused there)."""
@@ -72,7 +76,7 @@ PROBES = (-2.7, -0.9, -0.3, 0.4, 1.1, 3.1)
 @dataclass(frozen=True)
 class Activation:
     """An activation φ of one variable: ``name`` (a built-in's, else the expression as text) and ``expression``,
-    φ(:data:`Z`) with Max, Min and Heaviside written as Piecewise (so that φ' is printable array code)."""
+    φ(`Z`) with Max, Min and Heaviside written as Piecewise (so that φ' is printable array code)."""
 
     name: str
     expression: sympy.Expr
@@ -103,12 +107,12 @@ class Activation:
 
 
 def activation(spec: Any) -> Activation:
-    """The :class:`Activation` ``spec`` names or gives: "relu", "linear", "erf", "tanh", an :class:`Activation`, a
+    """The `Activation` ``spec`` names or gives: "relu", "linear", "erf", "tanh", an `Activation`, a
     sympy.Lambda of one variable, a callable taking a sympy symbol and returning a sympy expression (sympy.erf,
     ``lambda z: z**3``), or a sympy expression in one symbol. A function equal to a built-in is that built-in (so
     ``sympy.erf`` has the arcsine kernel). Refused with one line naming ``activation`` and what is valid: anything
     else, a function of more or fewer than one variable, one not real and finite at real points, one with a jump
-    (the sampler follows φ'), one with no array code, one whose kernel diverges (:func:`_kernel_diverges`)."""
+    (the sampler follows φ'), one with no array code, one whose kernel diverges (`_kernel_diverges`)."""
     if isinstance(spec, Activation):
         return spec
     if isinstance(spec, str):
@@ -124,7 +128,7 @@ def _built_in(name: str) -> Activation:
 
 
 def _expression_of(spec: Any) -> sympy.Expr:
-    """φ(:data:`Z`) from a Lambda, a callable or an expression in one symbol; refused by :data:`VALID` otherwise."""
+    """φ(`Z`) from a Lambda, a callable or an expression in one symbol; refused by `VALID` otherwise."""
     if isinstance(spec, sympy.Lambda):
         if len(spec.variables) != 1:
             raise ValueError(f"{VALID}; got {spec}, a function of {len(spec.variables)} variables")
@@ -169,7 +173,7 @@ def _required_arguments(spec: Callable) -> int | None:
 
 @lru_cache(maxsize=256)
 def _checked(expression: sympy.Expr) -> Activation:
-    """The :class:`Activation` of φ(:data:`Z`) after the checks of :func:`activation`."""
+    """The `Activation` of φ(`Z`) after the checks of [`activation`][attnverify.saddle.activations.activation]."""
     if not isinstance(expression, sympy.Expr):
         raise ValueError(f"{VALID}; got {expression!r}, not a sympy expression")
     others = sorted(expression.free_symbols - {Z}, key=str)
@@ -260,7 +264,7 @@ def _unit_code(expression: sympy.Expr, device: bool) -> Callable:
 
 @lru_cache(maxsize=None)
 def kernel_derivation(unit: Activation) -> Derivation:
-    """The NNGP kernel of φ as a derivation (:mod:`attnverify.derivations.derivation`): the definition (1) as an
+    """The NNGP kernel of φ as a derivation (`attnverify.derivations.derivation`): the definition (1) as an
     Expectation over z₁, z₂, then, where one exists, the closed form as checked steps exported as ``K`` (a, b, θ):
     exact Gaussian moments for a polynomial φ; erf: z₂ averaged out by E[erf(α + βz₂)] = erf(α/√(1 + 2β²)), then
     the arcsine kernel; ReLU: the arc-cosine kernel. Without a closed form the derivation is the definition alone."""
@@ -308,10 +312,10 @@ def closed_form_kernel(unit: Any, a, b, r) -> np.ndarray:
 
 RADIUS = 10.0
 """The radial integral of (1) in polar coordinates stops at ρ = 10: beyond, the Gaussian holds e^{−50} ≈ 2e-22 of
-its mass, and the tail is estimated (:func:`kernel_quadrature`)."""
+its mass, and the tail is estimated ([`kernel_quadrature`][attnverify.saddle.activations.kernel_quadrature])."""
 
 TAIL_RADII = RADIUS * np.array([1.0, 1.2, 1.4, 1.7, 2.0, 2.5])
-"""Radii beyond RADIUS where |φ(u)φ(v)| is looked at for the tail's estimate (:func:`_tail`)."""
+"""Radii beyond RADIUS where |φ(u)φ(v)| is looked at for the tail's estimate (`_tail`)."""
 
 RULE, COARSE = 16, 12
 """Gauss–Legendre nodes per panel of the rule whose value is taken, and of the rule beside it on the same panels whose
@@ -320,7 +324,7 @@ E|φφ| of a 24-node one, the 8-node rule 10⁻¹² off: a coarser partner would
 
 RADIAL_BREAKS = np.concatenate([[0.0], 2.0 ** np.arange(-6, 0), np.arange(1.0, RADIUS + 1.0)])
 """Radial panels: graded towards 0 by halving (a φ steep or singular at 0 is resolved there), unit panels beyond;
-each ray's panels are cut again where it crosses a kink of φ away from 0 (:func:`_radial_rule`)."""
+each ray's panels are cut again where it crosses a kink of φ away from 0 (`_radial_rule`)."""
 
 ANGULAR_BREAKS = np.concatenate([[0.0], 2.0 ** np.arange(-6, 0), 1.0 - 2.0 ** np.arange(-2, -7, -1), [1.0]])
 """Panels of each sector, as fractions of it: graded towards both ends, where one unit's argument crosses 0."""
@@ -331,12 +335,13 @@ CHUNK = 8
 100 MB of temporaries)."""
 
 QUADRATURE_TOLERANCE = 1e-10
-"""The largest error estimate :func:`nngp_kernel` accepts, relative to E|φ(u)φ(v)| at the same pair."""
+"""The largest error estimate [`nngp_kernel`][attnverify.saddle.network.nngp_kernel] accepts, relative to E|φ(u)φ(v)| at
+the same pair."""
 
 
 @lru_cache(maxsize=None)
 def kinks(unit: Activation) -> tuple[float, ...]:
-    """The points z ≠ 0 where φ jumps or bends (:func:`attnverify.derivations.gaussian.jumps.jump_lines`: the
+    """The points z ≠ 0 where φ jumps or bends (`attnverify.derivations.gaussian.jumps.jump_lines`: the
     switches of its Piecewise, Abs, Max, …); () where it has none, or where a switch is not affine in z (the error
     estimate then shows what the uncut panels miss)."""
     try:
@@ -349,7 +354,7 @@ def kinks(unit: Activation) -> tuple[float, ...]:
 
 def _radial_rule(scales: list, points: tuple, nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """(ρ, weights × ρe^{−ρ²/2}/(2π)) on each ray (…, rays, radii), or one rule (radii,) where φ has no kink away
-    from 0: :data:`RADIAL_BREAKS` and, for each ``scales`` s (the
+    from 0: `RADIAL_BREAKS` and, for each ``scales`` s (the
     unit's argument per unit ρ along the ray, √a cos ψ or √b cos(ψ − θ)) and kink z_k of φ, the cut ρ = z_k/s where
     it is in (0, RADIUS) (else a panel of width 0 at RADIUS, which adds nothing). Within a sector each cut moves
     smoothly with ψ (s keeps its sign there), so the integral over the rays stays smooth in ψ."""
@@ -390,7 +395,7 @@ def _pieces(a, b, r, points: tuple) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _sector_sums(phi: Callable, points: tuple, a, b, r, nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(Σ w φ(u)φ(v), Σ w |φ(u)φ(v)|, the tail's estimate beyond RADIUS (:func:`_tail`)) for one rule, pairs (n,):
+    """(Σ w φ(u)φ(v), Σ w |φ(u)φ(v)|, the tail's estimate beyond RADIUS (`_tail`)) for one rule, pairs (n,):
     u = √a ρ cos ψ, v = √b ρ cos(ψ − θ), cos(ψ − θ) = r cos ψ + √(1 − r²) sin ψ; ``points``: φ's kinks."""
     fractions, angular = composite_rule(ANGULAR_BREAKS, nodes)
     start, width = _pieces(a, b, r, points)
@@ -408,7 +413,7 @@ def _sector_sums(phi: Callable, points: tuple, a, b, r, nodes: int) -> tuple[np.
 
 def _tail(phi: Callable, along_u, along_v) -> np.ndarray:
     """An estimate of (1/2π)∫dψ ∫_R^∞ ρe^{−ρ²/2}|φ(u)φ(v)| dρ per pair: with G(ρ) the largest |φ(u)φ(v)| over the
-    rule's angles at radius ρ, and ρ₀ = R < ρ₁ < … < ρ_m = :data:`TAIL_RADII`,
+    rule's angles at radius ρ, and ρ₀ = R < ρ₁ < … < ρ_m = `TAIL_RADII`,
 
         Σ_i e^{−ρ_i²/2} G(ρ_{i+1}) + 2e^{−ρ_m²/2} G(ρ_m),
 
@@ -428,10 +433,10 @@ def kernel_quadrature(unit: Any, a, b, r) -> tuple[np.ndarray, np.ndarray, np.nd
 
     over the sectors between the rays where u or v is 0, so that a kink or a steep step of φ at 0 (ReLU, sign,
     tanh of a large argument) lies on a sector's edge, never inside a panel; each ray cut again where u or v
-    crosses a kink of φ away from 0 (:func:`kinks`); Gauss–Legendre on panels graded towards ρ = 0 and towards each
-    sector's edges, and at the rays through the corners where two kinks' lines cross (:func:`_pieces`). The error
+    crosses a kink of φ away from 0 (`kinks`); Gauss–Legendre on panels graded towards ρ = 0 and towards each
+    sector's edges, and at the rays through the corners where two kinks' lines cross (`_pieces`). The error
     estimate is the sum of: |RULE-node rule − COARSE-node rule| (the coarser rule's error, which bounds the finer
-    one's generously); the tail beyond ρ = :data:`RADIUS` (:func:`_tail`); and 64 ulps of E|φφ| for the summation.
+    one's generously); the tail beyond ρ = `RADIUS` (`_tail`); and 64 ulps of E|φφ| for the summation.
     Non-finite values (an overflow, a divergent φ) give an infinite estimate."""
     unit = activation(unit)
     code, points = _unit_code(unit.expression, False), kinks(unit)
@@ -455,10 +460,11 @@ def kernel_quadrature(unit: Any, a, b, r) -> tuple[np.ndarray, np.ndarray, np.nd
 def nngp_kernel(X, Y=None, *, activation: Any = "relu") -> np.ndarray:
     """K(x_i, y_j) = E_w[φ(w·x_i) φ(w·y_j)] for w ~ N(0, I/d) (P × Q; Y = X when not given), d the inputs' columns:
     the kernel of one hidden layer of units φ at infinite width, per unit of readout variance (the network of
-    :func:`~attnverify.saddle.network.one_hidden_layer` has σ² times it). By the closed form of
-    :func:`kernel_derivation` where there is one (ReLU: |x||y|(sin θ + (π − θ) cos θ)/(2πd); erf:
-    (2/π) arcsin(2x·y/d / √((1 + 2|x|²/d)(1 + 2|y|²/d))); linear: x·y/d), else by :func:`kernel_quadrature`, whose
-    error estimate must stay within :data:`QUADRATURE_TOLERANCE` of E|φφ| at every pair (else ValueError)."""
+    [`one_hidden_layer`][attnverify.saddle.network.one_hidden_layer] has σ² times it). By the closed form of
+    `kernel_derivation` where there is one (ReLU: |x||y|(sin θ + (π − θ) cos θ)/(2πd); erf:
+    (2/π) arcsin(2x·y/d / √((1 + 2|x|²/d)(1 + 2|y|²/d))); linear: x·y/d), else by
+    [`kernel_quadrature`][attnverify.saddle.activations.kernel_quadrature], whose error estimate must stay within
+    `QUADRATURE_TOLERANCE` of E|φφ| at every pair (else ValueError)."""
     unit = _resolve(activation)
     X = arguments.array("X", X, ndim=2)
     Y = X if Y is None else arguments.array("Y", Y, ndim=2)
@@ -473,7 +479,8 @@ def nngp_kernel(X, Y=None, *, activation: Any = "relu") -> np.ndarray:
 
 
 def _resolve(spec: Any) -> Activation:
-    """:func:`activation` (under another name: :func:`nngp_kernel`'s keyword of that name hides it there)."""
+    """[`activation`][attnverify.saddle.activations.activation] (under another name:
+    [`nngp_kernel`][attnverify.saddle.network.nngp_kernel]'s keyword of that name hides it there)."""
     return activation(spec)
 
 
@@ -486,9 +493,10 @@ def _correlations(dot: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _kernel_by_quadrature(unit: Activation, a, b, r, *, symmetric: bool) -> np.ndarray:
-    """:func:`kernel_quadrature` at every pair (the upper triangle only when Y is X), each error estimate checked
-    against :data:`QUADRATURE_TOLERANCE` of the pair's scale, the larger of E|φ(u)φ(v)| and √(K(x, x) K(y, y))
-    (the bound on |K| by Cauchy–Schwarz: a pair whose kernel is 0 or tiny is judged on the kernel's own scale)."""
+    """[`kernel_quadrature`][attnverify.saddle.activations.kernel_quadrature] at every pair (the upper triangle only
+    when Y is X), each error estimate checked against `QUADRATURE_TOLERANCE` of the pair's scale, the larger of
+    E|φ(u)φ(v)| and √(K(x, x) K(y, y)) (the bound on |K| by Cauchy–Schwarz: a pair whose kernel is 0 or tiny is judged
+    on the kernel's own scale)."""
     rows, cols = np.triu_indices(len(a)) if symmetric else np.indices(r.shape).reshape(2, -1)
     values, errors, sizes = kernel_quadrature(unit, a[rows], b[cols], r[rows, cols])
     if symmetric:

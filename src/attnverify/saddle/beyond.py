@@ -2,19 +2,20 @@
 
     E[u] = ∫ u e^{−S(u)} dμ(u) / ∫ e^{−S(u)} dμ(u),   S = ½ ln det(K(u) + T·I) + ½ Yᵀ(K(u) + T·I)⁻¹Y + 𝓛(u),
 
-with dμ = e^{m(u)} du the measure the declaration states (:mod:`~attnverify.saddle.measure`; the Wishart's by
+with dμ = e^{m(u)} du the measure the declaration states (`measure`; the Wishart's by
 default). Three ways, each with its error:
 
 * ``"quadrature"`` (at most three positive scalars): the integral itself, in θ = ln q (dq = q dθ), on an
   axis-aligned tensor grid centred at the saddle θ* and scaled by the marginal widths √(H_θ⁻¹)_ii of the saddle's
   Hessian, out to where e^{−(S−S*)} < 1e-300 of its peak; composite Gauss–Legendre with the project's two rules
-  (:mod:`attnverify.derivations.gaussian.panels`), the error their difference plus the float64 rounding of S.
-* ``"hmc"`` (any declaration): the integral sampled, by the project's HMC (:func:`~attnverify.saddle.sampling.
-  run_sampler`) on θ, the solver's log-Cholesky coordinates (U = RRᵀ, ln R_ii; ln q for a scalar), whitened by the
+  (`attnverify.derivations.gaussian.panels`), the error their difference plus the float64 rounding of S.
+* ``"hmc"`` (any declaration): the integral sampled, by the project's HMC
+  (`run_sampler`) on θ, the solver's log-Cholesky coordinates (U = RRᵀ, ln R_ii; ln q for a scalar), whitened by the
   saddle's Hessian in θ, with the potential S(u(θ)) − m(u(θ)) − ln|∂u/∂θ| (for a d × d matrix
   ln|∂u/∂θ| = d ln 2 + Σ_i (d − i + 2) θ_ii, Muirhead, Aspects of Multivariate Statistical Theory, Thm 2.1.9, times
   ∂R_ii/∂θ_ii = R_ii; θ for a scalar); its error z·MCSE of the sampled mean (z ≥ 5, Student's t with Bonferroni
-  over the entries), and only where the chains pass the R̂/ESS gate (else a :class:`SaddlePointError` saying so).
+  over the entries), and only where the chains pass the R̂/ESS gate (else a
+  [`SaddlePointError`][attnverify.saddle.SaddlePointError] saying so).
 * ``"laplace"`` (any declaration): the next order of the Laplace expansion around the saddle u*, in the entries u
   (the coordinates the mean is asked of, the measure is declared in and sympy differentiates the entropy in; the
   O(1/N) term is the same in any smooth coordinates, so the log-Cholesky θ of the solver would give the same value),
@@ -22,8 +23,8 @@ default). Three ways, each with its error:
       E[u] − u* = H⁻¹ (∇m − ½ F : H⁻¹) + O(1/N²),   H = ∂²S/∂u∂u',  F = ∂³S/∂u∂u'∂u'',  (F : H⁻¹)_i = F_ijk H⁻¹_jk
 
   (the standard expansion: e^{−S+m} ≈ e^{−½xᵀHx}(1 + ∇m·x − F x³/6), and Isserlis' E₀[x_i x_j x_k x_l]; e.g. Tierney,
-  Kass & Kadane 1989), with F exact (:mod:`~attnverify.saddle.third_order` for 𝓛, ``entry_third_derivative`` of
-  :mod:`~attnverify.numerics.kernel_energy` for the energy). Its error, the O(1/N²) term, is estimated by the
+  Kass & Kadane 1989), with F exact (`third_order` for 𝓛, ``entry_third_derivative`` of
+  `kernel_energy` for the energy). Its error, the O(1/N²) term, is estimated by the
   expansion's own scaling: that term is the O(1/N) one times the expansion parameter ε = max_k Var(u_k)/s_k² (the
   leading variance H⁻¹ in units of each entry's scale s_k: q for a scalar, √(U_ii U_jj) for U_ij; 2/N for a χ²).
 """
@@ -53,7 +54,7 @@ CUTOFF = math.log(1e300)
 
 TOLERANCE = 1e-10
 """The two rules must agree to this relative accuracy on the normaliser and every moment, else every panel is
-halved (while the finer rule's grid stays within :data:`POINTS`)."""
+halved (while the finer rule's grid stays within `POINTS`)."""
 
 POINTS = 3e7
 """The most grid points the finer rule may use (a 3-D grid of 300 nodes per axis)."""
@@ -64,7 +65,8 @@ CHUNK = 1e6
 
 NEGLIGIBLE = 1e-18
 """Nodes of a kernel marginal carrying less than this share of the mass are not evaluated by
-:meth:`Prediction.kernel_average`; what they leave out enters its error as their mass times the largest |g| met."""
+[`Prediction.kernel_average`][attnverify.saddle.beyond.Prediction.kernel_average]; what they leave out enters its error
+as their mass times the largest |g| met."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ class KernelMarginal:
     weights: np.ndarray
 
     def average(self, g) -> tuple[np.ndarray, float]:
-        """(Σ_k w_k g(q_k) over the nodes carrying at least :data:`NEGLIGIBLE` of the mass, the mass left out)."""
+        """(Σ_k w_k g(q_k) over the nodes carrying at least `NEGLIGIBLE` of the mass, the mass left out)."""
         kept = self.weights >= NEGLIGIBLE
         values = np.array([np.asarray(g(float(q)), dtype=float) for q in self.nodes[kept]])
         return np.tensordot(self.weights[kept], values, axes=1), float(self.weights[~kept].sum())
@@ -107,7 +109,7 @@ class Prediction:
         """(E[g(q)], its error) under e^{−S} dμ for a function ``g`` of the kernel order parameter q alone (a float →
         a number or an array, e.g. the generalisation error at K(q)), by the quadrature's two rules (``"quadrature"``
         only): the finer rule's value, and its error the two rules' difference, the relative rounding of the weights
-        and the mass left out (:data:`NEGLIGIBLE`) times the largest |g|."""
+        and the mass left out (`NEGLIGIBLE`) times the largest |g|."""
         if self.kernel_marginals is None:
             raise ValueError(f"kernel_average needs the quadrature's marginals (method 'quadrature'), this prediction's "
                              f"method is {self.method!r}")
@@ -128,13 +130,13 @@ def _terms(declaration: SaddlePointAction) -> tuple[Term, Term]:
 def posterior_mean(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperature: float,
                    method: str = "auto", saddle: Solution | None = None, space: str = "auto", backend=None,
                    seed: int = 0, sampler: Mapping[str, int] | None = None, **parameters) -> Prediction:
-    """E[u] under e^{−S} dμ for ``data`` (as :func:`~attnverify.saddle.solve`: kernels ``C`` or features ``X``, labels
+    """E[u] under e^{−S} dμ for ``data`` (as [`solve`][attnverify.saddle.solve]: kernels ``C`` or features ``X``, labels
     ``y``) at ``temperature`` and the parameter values given by name: by ``"quadrature"`` (at most three positive
     scalar order parameters), by ``"laplace"`` (the next order around the saddle point, any declaration), by
     ``"hmc"`` (sampled, any declaration: ``seed`` and ``sampler``, a dict of chains, warmup and draws, default
-    :data:`HMC_SIZE`), or ``"auto"`` (the quadrature where it applies, else the next order). ``saddle``: the
-    :class:`Solution` at these values if already solved (else solved here). The module docstring gives the methods
-    and their errors."""
+    `HMC_SIZE`), or ``"auto"`` (the quadrature where it applies, else the next order). ``saddle``: the
+    [`Solution`][attnverify.saddle.Solution] at these values if already solved (else solved here). The module docstring
+    gives the methods and their errors."""
     if not isinstance(declaration, SaddlePointAction):
         raise TypeError(f"declaration must be a SaddlePointAction, got {type(declaration).__name__}")
     method = arguments.one_of("method", method, METHODS)
@@ -208,14 +210,14 @@ def leading_covariance(H: np.ndarray) -> np.ndarray:
 
 def laplace_shift(covariance: np.ndarray, F: np.ndarray, measure_gradient: np.ndarray) -> np.ndarray:
     """E[u] − u* = H⁻¹(∇m − ½ F : H⁻¹) to O(1/N) (module docstring), from the leading covariance H⁻¹
-    (:func:`leading_covariance`), the third derivatives F of S over the entries at the saddle and the measure's
+    (`leading_covariance`), the third derivatives F of S over the entries at the saddle and the measure's
     gradient ∇m there."""
     return covariance @ (measure_gradient - 0.5 * np.einsum("ijk,jk->i", F, covariance))
 
 
 def action_derivatives(declaration: SaddlePointAction, energy, values: tuple, u: np.ndarray):
     """(H, F, ∇m) at the entries u: ∂²S/∂u∂u' (the engine's exact Hessian), ∂³S/∂u∂u'∂u'' (the entropy's by
-    :class:`~attnverify.saddle.third_order.Term`, plus ½ the energy's over the kernel's entries) and the measure's
+    `Term`, plus ½ the energy's over the kernel's entries) and the measure's
     gradient."""
     entropy, measure = _terms(declaration)
     action = NumericAction(declaration, energy, values)
@@ -252,7 +254,7 @@ HMC_SIZE = {"chains": 8, "warmup": 500, "draws": 1000}
 
 
 def _sampler_size(sampler) -> dict:
-    """The sampler's size: :data:`HMC_SIZE` with the given entries replaced, each a whole number (chains ≥ 2)."""
+    """The sampler's size: `HMC_SIZE` with the given entries replaced, each a whole number (chains ≥ 2)."""
     if sampler is None:
         return dict(HMC_SIZE)
     if not isinstance(sampler, Mapping) or set(sampler) - set(HMC_SIZE):
@@ -358,12 +360,12 @@ def _hmc(declaration, energy, values, solution, seed: int, size: dict):
 
 
 def _nodes(degree: int) -> int:
-    """The nodes a panel of the project's Gauss–Legendre rule of this degree has, 3·2^(degree−1) (:data:`RULES`)."""
+    """The nodes a panel of the project's Gauss–Legendre rule of this degree has, 3·2^(degree−1) (`RULES`)."""
     return 3 * 2 ** (degree - 1)
 
 
 def _cuts(low: float, high: float, halvings: int) -> np.ndarray:
-    """Panel ends on [low, high] in units of the marginal width: the bulk's (:data:`BULK_CUTS`), then 12·3^k out
+    """Panel ends on [low, high] in units of the marginal width: the bulk's (`BULK_CUTS`), then 12·3^k out
     to the ends, each panel split into 2^halvings."""
     outer = [12.0 * 3.0 ** k for k in range(1, 12)]
     cuts = sorted({low, high, *(c for c in BULK_CUTS if low < c < high),
@@ -435,7 +437,7 @@ class _Integrand:
 
 def _moments(phi_of, axes, weights, reference: float):
     """(Z, Σ w q_i, Σ w q_i q_j, min Φ, the kernel axis's marginal Σ_others w) for w = Π weights · e^{−(Φ − reference)}
-    over the tensor grid, the first axis in chunks of about :data:`CHUNK` points (a 3-D grid is never held whole)."""
+    over the tensor grid, the first axis in chunks of about `CHUNK` points (a 3-D grid is never held whole)."""
     d, kernel = len(axes), phi_of.kernel
     chunk = max(1, int(CHUNK // max(1, math.prod(a.size for a in axes[1:]))))
     Z, first, second, lowest = 0.0, np.zeros(d), np.zeros((d, d)), np.inf

@@ -2,7 +2,7 @@
 answer and the Hessian is positive; the generated gradient and Hessian equal finite differences; U(N) → U_GP at rate
 1/N; and the symmetries the theorist declares; with the setting they share (one declaration, or a family over drawn
 structure) and the registration-time checks of its strategies. With ``network=`` the theory also gets
-:mod:`~attnverify.saddle.network_claims`, with ``figure=`` :mod:`~attnverify.saddle.width_claims`.
+`network_claims`, with ``figure=`` `width_claims`.
 
 Each is a check ``(p, ctx) -> Evidence`` over drawn parameters: the action's parameters (the width among them),
 ``temperature``, and the parameters of the theorist's data function ``data(rng, **data_parameters)``. The energy's
@@ -36,9 +36,9 @@ RATE_TOLERANCE = 0.05
 class SaddleSetting:
     """What the claims of one declared action share: the declaration, the data function and the names of the
     drawn parameters that go to each. For a family of declarations (a function of drawn structural parameters,
-    e.g. the heads, returning a :class:`SaddlePointAction`), ``family`` and its ``structure`` names, and
-    ``declaration`` is its member at the structure's simplest draw (what registration checks and the report
-    prints); :meth:`at` gives the member of a draw."""
+    e.g. the heads, returning a [`SaddlePointAction`][attnverify.saddle.SaddlePointAction]), ``family`` and its
+    ``structure`` names, and ``declaration`` is its member at the structure's simplest draw (what registration checks
+    and the report prints); [`at`][attnverify.saddle.sweep.Sweep.at] gives the member of a draw."""
 
     declaration: SaddlePointAction
     data: Callable
@@ -221,7 +221,7 @@ def gradient_matches_finite_differences(s: SaddleSetting) -> Callable:
 
 def approaches_gp(s: SaddleSetting) -> Callable:
     """max |u(N) − u_GP| falls as 1/N over the window (N, 10N) where the O(1/N²) term is below 10⁻² of the O(1/N)
-    one, chosen from the data (:func:`attnverify.saddle.gp_limit.approach_to_gp`): log-log slope −1 ± RATE_TOLERANCE;
+    one, chosen from the data (`attnverify.saddle.gp_limit.approach_to_gp`): log-log slope −1 ± RATE_TOLERANCE;
     inconclusive where no resolvable window exists."""
     from .gp_limit import approach_to_gp
 
@@ -284,7 +284,7 @@ def registration_search(examples: int):
 
 def _not_positive(value) -> bool:
     """Whether ``value`` cannot be an action parameter or a temperature (refused as
-    :meth:`SaddlePointAction.parameter_values` refuses one)."""
+    [`SaddlePointAction.parameter_values`][attnverify.saddle.SaddlePointAction.parameter_values] refuses one)."""
     try:
         arguments.positive("value", value)
     except (TypeError, ValueError):
@@ -307,7 +307,7 @@ def simplest_wrong_draw(strategy, wrong: Callable[[Any], bool]) -> tuple[Any] | 
 
 def check_positive_strategies(s: SaddleSetting, strategies: Mapping[str, Any]) -> None:
     """At registration: the strategies of the action's parameters and of the temperature draw positive finite
-    numbers (:func:`simplest_wrong_draw`), so that a range reaching 0 is refused where it is written, not at its
+    numbers (`simplest_wrong_draw`), so that a range reaching 0 is refused where it is written, not at its
     first example."""
     for name in (*s.declaration.parameter_names, "temperature"):
         if name not in strategies:

@@ -8,8 +8,8 @@ with order parameters that are positive scalars or small symmetric positive-defi
 computed from the data, and an entropy 𝓛 that is a small sympy expression in the order parameters. The entropy's
 gradient and Hessian over the independent entries u (a scalar, or U_ij with i ≤ j, each entry standing for both
 U_ij and U_ji) are differentiated by sympy and generated as array evaluators
-(:func:`~attnverify.derivations.codegen.evaluator`); the energy's come from the matrix formulas of
-:mod:`attnverify.numerics.kernel_energy`.
+([`evaluator`][attnverify.derivations.codegen.evaluator]); the energy's come from the matrix formulas of
+`attnverify.numerics.kernel_energy`.
 """
 
 from __future__ import annotations
@@ -123,8 +123,9 @@ def _finite(values: tuple, what: str) -> np.ndarray:
 
 
 def _atoms(entropy: sympy.Expr, order_parameters: tuple) -> tuple[sympy.Expr, tuple, tuple]:
-    """The entropy with each :func:`log_det` and :func:`inverse` atom replaced by an auxiliary symbol, those
-    symbols, and (order parameter, MatrixAtoms) for each matrix order parameter that has atoms."""
+    """The entropy with each [`log_det`][attnverify.saddle.log_det] and [`inverse`][attnverify.saddle.inverse] atom
+    replaced by an auxiliary symbol, those symbols, and (order parameter, MatrixAtoms) for each matrix order parameter
+    that has atoms."""
     found = sorted(entropy.atoms(LogDet, InverseEntry), key=sympy.default_sort_key)
     by_name = {op.name: op for op in order_parameters}
     replacements, auxiliaries, atoms = {}, [], []
@@ -151,23 +152,23 @@ def _atoms(entropy: sympy.Expr, order_parameters: tuple) -> tuple[sympy.Expr, tu
 
 
 class SaddlePointAction:
-    """The declaration: ``order_parameters`` (name → :func:`positive` or :func:`positive_definite`), ``entropy``
-    𝓛 (a sympy expression in them and in named parameters; :func:`~attnverify.saddle.log_det` and
-    :func:`~attnverify.saddle.inverse` of a matrix order parameter are evaluated by Cholesky), ``kernel`` (the name
-    of the order parameter the kernel is linear in, K(U) = Σ_ab U_ab C_ab; a scalar Q gives K = Q·C) and ``width``
-    (the symbol N of the large-width expansion, or one symbol per layer (n_0, …, n_L): 𝓛 = O(max n), so the GP
-    limit n → ∞ is the entropy's minimum). The action is S = ½ ln det(K + T·I) + ½ Yᵀ(K + T·I)⁻¹Y + 𝓛; the
-    temperature T and the data enter at the solve. ``display`` names how the report prints a parameter whose
-    name is a Python identifier, in sympy's notation: ``{"sigma2": "sigma^2"}`` prints σ², where sympy alone reads
-    the trailing digit of ``sigma2`` as a subscript (σ₂).
+    """The declaration: ``order_parameters`` (name → [`positive`][attnverify.saddle.declaration.positive] or
+    [`positive_definite`][attnverify.saddle.declaration.positive_definite]), ``entropy`` 𝓛 (a sympy expression in them
+    and in named parameters; [`log_det`][attnverify.saddle.log_det] and [`inverse`][attnverify.saddle.inverse] of a
+    matrix order parameter are evaluated by Cholesky), ``kernel`` (the name of the order parameter the kernel is linear
+    in, K(U) = Σ_ab U_ab C_ab; a scalar Q gives K = Q·C) and ``width`` (the symbol N of the large-width expansion, or
+    one symbol per layer (n_0, …, n_L): 𝓛 = O(max n), so the GP limit n → ∞ is the entropy's minimum). The action is S =
+    ½ ln det(K + T·I) + ½ Yᵀ(K + T·I)⁻¹Y + 𝓛; the temperature T and the data enter at the solve. ``display`` names how
+    the report prints a parameter whose name is a Python identifier, in sympy's notation: ``{"sigma2": "sigma^2"}``
+    prints σ², where sympy alone reads the trailing digit of ``sigma2`` as a subscript (σ₂).
 
     ``measure``: the measure e^{−S} is a density against, which the saddle point never reads but the posterior
-    mean beyond it does (:func:`~attnverify.saddle.posterior_mean`): ``"wishart"`` (the default: dQ/Q for a scalar,
-    det(U)^{−(d+1)/2} dU for a d × d matrix), ``"flat"`` (du), or a dict naming each order parameter's log-density
-    term m(u), dμ = e^{m(u)} du (``{"Q": -sympy.log(Q)}`` is dQ/Q). The default is exact for every entropy whose
-    −ln det U carries the Wishart's n/2, as the large-deviation function of a Gaussian weight's squared norm does
-    (:func:`~attnverify.saddle.wishart_entropy`, the examples, the attention-path action): its exact density is
-    det(U)^{(n−d−1)/2} e^{−(n/2)tr(V⁻¹U)} = e^{−𝓛} det(U)^{−(d+1)/2} (:mod:`~attnverify.saddle.measure`). An entropy
+    mean beyond it does ([`posterior_mean`][attnverify.saddle.posterior_mean]): ``"wishart"`` (the default: dQ/Q for a
+    scalar, det(U)^{−(d+1)/2} dU for a d × d matrix), ``"flat"`` (du), or a dict naming each order parameter's
+    log-density term m(u), dμ = e^{m(u)} du (``{"Q": -sympy.log(Q)}`` is dQ/Q). The default is exact for every entropy
+    whose −ln det U carries the Wishart's n/2, as the large-deviation function of a Gaussian weight's squared norm does
+    ([`wishart_entropy`][attnverify.saddle.wishart_entropy], the examples, the attention-path action): its exact density
+    is det(U)^{(n−d−1)/2} e^{−(n/2)tr(V⁻¹U)} = e^{−𝓛} det(U)^{−(d+1)/2} (`measure`). An entropy
     from another prior states its own."""
 
     def __init__(self, *, order_parameters: Mapping[str, Any], entropy, kernel: str, width,
@@ -313,7 +314,7 @@ class SaddlePointAction:
 
     def entropy_value_and_gradient(self, entries: np.ndarray, parameters: tuple) -> tuple[float, np.ndarray]:
         """𝓛 and ∂𝓛/∂u at the entries u (generated from sympy; the atoms' chain rule of
-        :mod:`~attnverify.saddle.matrix_functions`)."""
+        `matrix_functions`)."""
         a, blocks = self._atom_values(entries)
         with np.errstate(all="ignore"):
             out = _finite(self._value_and_gradient(*entries, *a, *parameters), "the entropy or its gradient")
@@ -327,7 +328,7 @@ class SaddlePointAction:
 
     def entropy_hessian(self, entries: np.ndarray, parameters: tuple) -> np.ndarray:
         """∂²𝓛/∂u∂u' at the entries u (generated from sympy; the atoms' chain rule of
-        :mod:`~attnverify.saddle.matrix_functions`)."""
+        `matrix_functions`)."""
         a, blocks = self._atom_values(entries)
         n, m = self.size, len(self.auxiliaries)
         positions, generated = self._hessian

@@ -20,7 +20,7 @@ max|δ₁(N)|(1 + ε(N)), |ε| ≤ r + O(r²), the log-log slope over the window
 (r(N) + r(10N))/ln 10 ≤ 2·10⁻²/ln 10 ≈ 0.009, a fifth of the claim's tolerance 0.05."""
 
 FIRST_ORDER = 1e-1
-"""The largest first-order move of u_GP on the entropy's own scale (:func:`relative_move`) accepted at the window's
+"""The largest first-order move of u_GP on the entropy's own scale (`relative_move`) accepted at the window's
 start: the expansion's parameter, so that the terms beyond the second, O(move²) of δ₁, stay near 10⁻², and the
 second-order estimate r, taken with the GP point's Hessian, is off by O(move) only (a larger move can make r small
 by a cancellation that the next order undoes)."""
@@ -85,10 +85,10 @@ def relative_move(declaration: SaddlePointAction, gp_entries: np.ndarray, step: 
 
 def choose_window(declaration: SaddlePointAction, energy, action_values: Mapping[str, Any],
                   gp_entries: np.ndarray) -> dict:
-    """The smallest k ≥ :data:`FIRST_DECADE` where the expansion holds at both ends of (10^k N, 10^{k+1} N): the
-    first-order move δ₁ is small on the entropy's own scale (:func:`relative_move` ≤ :data:`FIRST_ORDER`) and
-    r = max|δ₂|/max|δ₁| ≤ :data:`SECOND_ORDER` (:func:`expansion_terms`; r = ∞ where u₀ + δ₁ leaves the domain),
-    among the decades whose first-order distance max|δ₁(10^{k+1} N)| is resolvable (:data:`RESOLVABLE`). Returns
+    """The smallest k ≥ `FIRST_DECADE` where the expansion holds at both ends of (10^k N, 10^{k+1} N): the
+    first-order move δ₁ is small on the entropy's own scale (`relative_move` ≤ `FIRST_ORDER`) and
+    r = max|δ₂|/max|δ₁| ≤ `SECOND_ORDER` (`expansion_terms`; r = ∞ where u₀ + δ₁ leaves the domain),
+    among the decades whose first-order distance max|δ₁(10^{k+1} N)| is resolvable (`RESOLVABLE`). Returns
     ``factor`` (10^k, or None where no decade qualifies) and, at the ``factors`` tried, the ``ratios`` r, the
     ``moves`` and the first-order distances ``first_order`` (relative to max|u_GP|)."""
     scale = float(np.max(np.abs(gp_entries)))
@@ -116,13 +116,13 @@ def choose_window(declaration: SaddlePointAction, energy, action_values: Mapping
 
 def approach_to_gp(declaration: SaddlePointAction, data: Mapping[str, Any], temperature: float,
                    action_values: Mapping[str, Any], backend=None, *, tolerance: float = 1e-11) -> dict:
-    """Solve at the two ends of the window (N, 10N) of :func:`choose_window` (every layer's width scaled alike) and
+    """Solve at the two ends of the window (N, 10N) of `choose_window` (every layer's width scaled alike) and
     measure max|u(N) − u_GP|/max|u_GP| there; the log-log ``slope`` between them is −1 where U(N) − U_GP = c₁/N +
-    O(1/N²), within (r(N) + r(10N))/ln 10 (:data:`SECOND_ORDER`) and the solves' error (:data:`RESOLUTION`).
+    O(1/N²), within (r(N) + r(10N))/ln 10 (`SECOND_ORDER`) and the solves' error (`RESOLUTION`).
 
     Returns the ``slope`` (None where undecided or a distance is zero), ``widths``, ``distances``, ``errors`` (the
     solves' error estimates plus the GP point's, relative to max|u_GP|), the decades tried for the window
-    (``window_factors``, ``window_ratios``, ``window_moves``, ``first_order``: :func:`choose_window`), ``minima``
+    (``window_factors``, ``window_ratios``, ``window_moves``, ``first_order``: `choose_window`), ``minima``
     (each solve reached a minimum), ``decreasing`` and ``inconclusive`` (why nothing is decided, with what would
     decide it; "" where the slope decides). ``tolerance``: the largest residual max|∂(S/N)/∂u| of a solve, tightened
     to 10⁻⁴ of the residual at u_GP (the first-order force)."""

@@ -148,8 +148,8 @@ class InverseEntry(sympy.Function):
 
 
 def log_det(U) -> sympy.Expr:
-    """ln det U of a :func:`~attnverify.saddle.positive_definite` order parameter, evaluated by Cholesky (its
-    derivatives by matrix calculus, see the module docstring), never expanded as a polynomial in the entries."""
+    """ln det U of a [`positive_definite`][attnverify.saddle.positive_definite] order parameter, evaluated by Cholesky
+    (its derivatives by matrix calculus, see the module docstring), never expanded as a polynomial in the entries."""
     name, n, entries = _name_and_entries(U)
     if n == 1:
         return sympy.log(entries[0])
@@ -157,8 +157,8 @@ def log_det(U) -> sympy.Expr:
 
 
 def inverse(U) -> sympy.ImmutableMatrix:
-    """U⁻¹ of a :func:`~attnverify.saddle.positive_definite` order parameter as a matrix of atoms evaluated by
-    Cholesky solves (never the cofactor expansion), symmetric like U."""
+    """U⁻¹ of a [`positive_definite`][attnverify.saddle.positive_definite] order parameter as a matrix of atoms
+    evaluated by Cholesky solves (never the cofactor expansion), symmetric like U."""
     name, n, entries = _name_and_entries(U)
     if n == 1:
         return sympy.ImmutableMatrix([[1 / entries[0]]])
@@ -209,7 +209,7 @@ class MatrixAtoms:
 
     def evaluate_each(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(a (C, count), J = ∂a/∂u (C, count, k)) for a batch of U = RRᵀ given by their lower Cholesky factors R
-        (C, n, n), as :meth:`evaluate` matrix by matrix (W = R⁻ᵀR⁻¹, R⁻¹ by one batched inversion of the small
+        (C, n, n), as `evaluate` matrix by matrix (W = R⁻ᵀR⁻¹, R⁻¹ by one batched inversion of the small
         triangular factors); NaN for a factor that is not finite or whose diagonal is not above 1e-150 (U there is
         singular to float64's range: what uses this, HMC on the action, gives such a chain no weight)."""
         chains, n = R.shape[0], self.size
@@ -251,7 +251,8 @@ class MatrixAtoms:
 
 
 def is_matrix_order_parameter(V) -> bool:
-    """Whether V is a square sympy matrix of distinct symbols, symmetric (a :func:`positive_definite`)."""
+    """Whether V is a square sympy matrix of distinct symbols, symmetric (a
+    [`positive_definite`][attnverify.saddle.positive_definite])."""
     if not isinstance(V, sympy.MatrixBase) or V.shape[0] != V.shape[1]:
         return False
     rows, cols = np.triu_indices(V.shape[0])

@@ -3,7 +3,7 @@
 The saddle point reads only S, whose O(N) part fixes the minimum; the posterior mean beyond it (the O(1/N) term of
 the Laplace expansion, or the integral itself) also needs the O(1) density of the order parameters that S leaves
 out. For the engine's entropies, the large-deviation functions of a Gaussian weight's squared norm
-(:mod:`~attnverify.saddle.priors`), that density is the Wishart's: U = Σ_i a_i a_iᵀ over n i.i.d. N(0, V/n) vectors
+(`priors`), that density is the Wishart's: U = Σ_i a_i a_iᵀ over n i.i.d. N(0, V/n) vectors
 in d dimensions has the exact density
 
     p(U) ∝ det(U)^{(n − d − 1)/2} exp(−(n/2) tr(V⁻¹U)) = e^{−𝓛(U)} · det(U)^{−(d+1)/2}
@@ -11,10 +11,10 @@ in d dimensions has the exact density
 (Wishart 1928; Anderson, An Introduction to Multivariate Statistical Analysis, §7.2) with 𝓛 = (n/2)[tr(V⁻¹U) −
 ln det U] + const: e^{−𝓛} against the measure dμ(U) = det(U)^{−(d+1)/2} dU, which for a scalar Q (d = 1, χ²) is
 dQ/Q. That holds for every entropy whose −ln det U term carries the Wishart's n/2, built by
-:func:`~attnverify.saddle.wishart_entropy` or by hand (``examples/relu_saddle.py``, ``examples/deep_linear_saddle.py``,
-the attention-path action, where each U_ℓ given U_{ℓ+1} is Wishart with n_{ℓ−1} degrees of freedom and the
-H_ℓ ln det U_{ℓ+1} term is the normalisation of that conditional density). It is therefore the default; a theory
-whose entropy comes from another prior states its own.
+[`wishart_entropy`][attnverify.saddle.wishart_entropy] or by hand (``examples/relu_saddle.py``,
+``examples/deep_linear_saddle.py``, the attention-path action, where each U_ℓ given U_{ℓ+1} is Wishart with n_{ℓ−1}
+degrees of freedom and the H_ℓ ln det U_{ℓ+1} term is the normalisation of that conditional density). It is therefore
+the default; a theory whose entropy comes from another prior states its own.
 
 A measure is written as its log-density m(u) in the order parameter's independent entries, dμ = e^{m(u)} du:
 ``"wishart"`` (−ln Q for a scalar, −(d+1)/2 · ln det U for a d × d matrix), ``"flat"`` (0: du), or a sympy
@@ -50,8 +50,8 @@ def _triu_position(n: int, i: int, j: int) -> int:
 
 
 def measure_terms(measure, order_parameters: tuple) -> dict[str, sympy.Expr]:
-    """name → log-density term m_name(u) for ``measure``: a name of :data:`NAMED` for every order parameter, or a
-    mapping naming each order parameter once, to a name of :data:`NAMED` or a sympy expression in its own entries.
+    """name → log-density term m_name(u) for ``measure``: a name of `NAMED` for every order parameter, or a
+    mapping naming each order parameter once, to a name of `NAMED` or a sympy expression in its own entries.
     ValueError or TypeError, in one line naming ``measure``, for anything else."""
     names = [op.name for op in order_parameters]
     if isinstance(measure, str):

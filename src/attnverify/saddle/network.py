@@ -9,11 +9,11 @@ have the collapsed potential
     ∂Ψ/∂K = G = ½[(K_Z + T·I)⁻¹ − ααᵀ],  α = (K_Z + T·I)⁻¹y,  ∂Ψ/∂Φ = 2v G Φ,
 
 chained to Z by the network's vector–Jacobian product (or, for a network that forms K_Z more cheaply than through
-Φ, by its own kernel and kernel VJP), and sampled by HMC (:mod:`attnverify.numerics.hmc`). Given Z the readout is
-Gaussian: precision Λ = I/v + ΦᵀΦ/T, mean m = Λ⁻¹Φᵀy/T = vΦᵀα; an order parameter quadratic in a is estimated
-from E[aaᵀ | Z, y] = mmᵀ + Λ⁻¹ exactly (Rao–Blackwell), draw by draw; the posterior-mean prediction at test inputs
-is Φ_t m = K_Z(X_t, X)α, and the generalisation error E[(f(x_t) − y_t)² | Z, y] = (Φ_t m − y_t)² + (Φ_t Λ⁻¹ Φ_tᵀ)_tt,
-averaged over the test inputs (the theory's ε_g, :mod:`attnverify.saddle.predict`).
+Φ, by its own kernel and kernel VJP), and sampled by HMC ([`attnverify.numerics.hmc`][attnverify.numerics.hmc]). Given Z
+the readout is Gaussian: precision Λ = I/v + ΦᵀΦ/T, mean m = Λ⁻¹Φᵀy/T = vΦᵀα; an order parameter quadratic in a is
+estimated from E[aaᵀ | Z, y] = mmᵀ + Λ⁻¹ exactly (Rao–Blackwell), draw by draw; the posterior-mean prediction at test
+inputs is Φ_t m = K_Z(X_t, X)α, and the generalisation error E[(f(x_t) − y_t)² | Z, y] = (Φ_t m − y_t)² + (Φ_t Λ⁻¹
+Φ_tᵀ)_tt, averaged over the test inputs (the theory's ε_g, [`attnverify.saddle.predict`][attnverify.saddle.predict]).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Network:
 
     Optional, for a network whose kernel is cheaper than ΦΦᵀ (M ≫ P): ``prepare(X)`` → what every function here
     receives as X (made once per input set; default X itself); ``kernel(Z, X)`` → (K_Z = vΦΦᵀ (C, P, P),
-    residuals) and ``kernel_vjp(residuals, solved)`` → ∂Ψ_energy/∂Z from the :class:`KernelSolve` ``solved``;
+    residuals) and ``kernel_vjp(residuals, solved)`` → ∂Ψ_energy/∂Z from the `KernelSolve` ``solved``;
     ``kernel_times(Z, X_test, X, α)`` → K_Z(X_test, X)α (C, Q), the posterior-mean prediction. Each must equal
     its default through Φ (the tests hold the built-in ones to it).
 
@@ -105,13 +105,13 @@ def one_hidden_layer(width: int, input_dimension: int, *, readout_variance_total
                      activation: Any = "relu") -> Network:
     """Units φ_i(x) = φ(w_i·x) with w_i = z_i/√d (z_i ~ N(0, I_d)), N = ``width`` of them, readout a_i ~ N(0, σ²/N)
     with σ² = ``readout_variance_total``: the one-hidden-layer network whose kernel at large N is σ²·K₀,
-    K₀(x, x') = E_w[φ(w·x) φ(w·x')] for w ~ N(0, I/d) (:func:`nngp_kernel`: the arc-cosine kernel for ReLU, the
-    arcsine kernel for erf, x·x'/d for linear units). ``activation``: "relu" (default), "linear", "erf", "tanh", or
-    a sympy function of one variable (a ``sympy.Lambda``, a callable such as ``sympy.erf`` or ``lambda z: z**3``:
-    :func:`attnverify.saddle.activations.activation`); the features φ(XZᵀ/√d) and their vector–Jacobian product
-    (dΦ ⊙ φ'(XZᵀ/√d))ᵀX/√d are generated from it. Its order parameter Q = Σ_i a_i² (the readout's squared norm,
-    prior mean σ²) renormalises that kernel, K ≈ Q·K₀ (Pacelli et al. 2023; exact at the saddle point for the linear
-    network, Li & Sompolinsky 2021)."""
+    K₀(x, x') = E_w[φ(w·x) φ(w·x')] for w ~ N(0, I/d) ([`nngp_kernel`][attnverify.saddle.network.nngp_kernel]: the
+    arc-cosine kernel for ReLU, the arcsine kernel for erf, x·x'/d for linear units). ``activation``: "relu" (default),
+    "linear", "erf", "tanh", or a sympy function of one variable (a ``sympy.Lambda``, a callable such as ``sympy.erf``
+    or ``lambda z: z**3``: [`attnverify.saddle.activations.activation`][attnverify.saddle.activations.activation]); the
+    features φ(XZᵀ/√d) and their vector–Jacobian product (dΦ ⊙ φ'(XZᵀ/√d))ᵀX/√d are generated from it. Its order
+    parameter Q = Σ_i a_i² (the readout's squared norm, prior mean σ²) renormalises that kernel, K ≈ Q·K₀ (Pacelli et
+    al. 2023; exact at the saddle point for the linear network, Li & Sompolinsky 2021)."""
     width = arguments.integer("width", width, 1)
     d = arguments.integer("input_dimension", input_dimension, 1)
     sigma2 = arguments.positive("readout_variance_total", readout_variance_total)
@@ -143,8 +143,9 @@ def one_hidden_layer(width: int, input_dimension: int, *, readout_variance_total
 
 
 def nngp_kernel(X, Y=None, *, activation: Any = "relu"):
-    """K₀(x_i, y_j) = E_w[φ(w·x_i) φ(w·y_j)] for w ~ N(0, I/d): the kernel of :func:`one_hidden_layer`'s units per
-    unit of readout variance (:func:`attnverify.saddle.activations.nngp_kernel`, closed forms where they exist)."""
+    """K₀(x_i, y_j) = E_w[φ(w·x_i) φ(w·y_j)] for w ~ N(0, I/d): the kernel of
+    [`one_hidden_layer`][attnverify.saddle.network.one_hidden_layer]'s units per unit of readout variance
+    (`attnverify.saddle.activations.nngp_kernel`, closed forms where they exist)."""
     return activations.nngp_kernel(X, Y, activation=activation)
 
 
@@ -205,7 +206,7 @@ class CollapsedNetworkPosterior:
         return self.network.readout_variance * Phi @ Phi.transpose(0, 2, 1), Phi
 
     def solve(self, K):
-        """Factorise K + T·I per chain: (:class:`KernelSolve`, ½ ln det(K + T·I), yᵀ(K + T·I)⁻¹y, chains without a
+        """Factorise K + T·I per chain: (`KernelSolve`, ½ ln det(K + T·I), yᵀ(K + T·I)⁻¹y, chains without a
         factor). On a diverging trajectory K + T·I stops being positive definite in floating point; such a chain
         gets the identity's factor (so that every solve stays finite) and is reported in the last value."""
         be, xp = self.backend, self.backend.xp
@@ -282,7 +283,7 @@ class CollapsedNetworkPosterior:
 
     def order_parameters(self, x, X_test=None, y_test=None) -> dict:
         """The network's order parameters per chain at x (C, size), name → values; with test inputs and labels also
-        :data:`GENERALISATION_ERROR`. The readout's M × M moment is formed only where the network reads it or the
+        `GENERALISATION_ERROR`. The readout's M × M moment is formed only where the network reads it or the
         test error needs it."""
         second_moment = error = None
         if self.network.reads_readout or X_test is not None:
@@ -299,8 +300,9 @@ class CollapsedNetworkPosterior:
 @dataclass(frozen=True)
 class SampledOrderParameters:
     """Per order parameter: the posterior mean over chains and draws, its Monte Carlo standard error, and the chain
-    diagnostics (:class:`~attnverify.numerics.diagnostics.ChainSummary`); ``draws``: per name, the draws (C, draws, …),
-    to summarise a function of them (:func:`attnverify.numerics.diagnostics.summarize`)."""
+    diagnostics (`ChainSummary`); ``draws``: per name, the draws (C, draws, …),
+    to summarise a function of them
+    ([`attnverify.numerics.diagnostics.summarize`][attnverify.numerics.diagnostics.summarize])."""
 
     summaries: dict
     acceptance: float
@@ -312,7 +314,7 @@ class SampledOrderParameters:
 
 
 GENERALISATION_ERROR = "generalisation_error"
-"""The name under which :func:`sample_order_parameters` reports the test error (with ``test=``)."""
+"""The name under which `sample_order_parameters` reports the test error (with ``test=``)."""
 
 
 def sample_order_parameters(network: Network, X, y, *, temperature: float, chains: int = 8, warmup: int = 500,

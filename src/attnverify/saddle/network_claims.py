@@ -3,9 +3,9 @@ action's own prediction (``sampled_networks_match_theory``, and with ``test_erro
 the saddle point's within an O(1/N) budget), and the network's vector–Jacobian product against finite differences;
 with the registration-time checks of what the networks read (widths, data, the network's parameters).
 
-Each check draws the action's parameters, the temperature and the data as :mod:`attnverify.saddle.claims` does,
+Each check draws the action's parameters, the temperature and the data as `attnverify.saddle.claims` does,
 builds the theorist's network at the drawn widths and samples it by HMC with the readout integrated out
-(:mod:`attnverify.saddle.network`).
+(`attnverify.saddle.network`).
 """
 
 from __future__ import annotations
@@ -24,16 +24,17 @@ from .solve import solve
 
 SAMPLING = {"quick": dict(chains=8, warmup=300, draws=500), "thorough": dict(chains=8, warmup=600, draws=2000)}
 """The sampler's size per profile on the host: chains, warm-up and kept draws per chain (a device backend runs many
-short chains instead, :func:`attnverify.saddle.sampling.sampler_size`)."""
+short chains instead, `attnverify.saddle.sampling.sampler_size`)."""
 
 
 TEST_KEYS = ("test_inputs", "y_test")
 """What the data adds for the sampled networks' generalisation error: the raw test inputs and their labels (with the
-theory's ``C_test`` and ``C_test_diagonal``, or ``X_test``, as :func:`attnverify.saddle.predict.predict` reads them)."""
+theory's ``C_test`` and ``C_test_diagonal``, or ``X_test``, as
+[`attnverify.saddle.predict.predict`][attnverify.saddle.predict.predict] reads them)."""
 
 
 def _missing_test_data(data: Mapping) -> list[str]:
-    """The keys of :data:`TEST_KEYS` and of the theory's test kernels (or features) that ``data`` lacks."""
+    """The keys of `TEST_KEYS` and of the theory's test kernels (or features) that ``data`` lacks."""
     theory_keys = () if "X_test" in data else ("C_test", "C_test_diagonal")
     return [key for key in (*TEST_KEYS, *theory_keys) if key not in data]
 
@@ -56,7 +57,7 @@ def smallest_width(declaration: SaddlePointAction, action_values: Mapping[str, A
 
 def theory_at(s: SaddleSetting, action_values: dict, temperature: float, data: Mapping, backend=None) -> dict:
     """The theory's predictions at ``action_values``: the order parameters, and the generalisation error where the
-    data has its test inputs and kernels (:func:`_missing_test_data`)."""
+    data has its test inputs and kernels (`_missing_test_data`)."""
     from .network import GENERALISATION_ERROR
     from .predict import predict
 
@@ -83,7 +84,7 @@ def not_a_network_width(value, D: int) -> bool:
 
 def check_width_strategies(s: SaddleSetting, strategies: Mapping[str, Any]) -> None:
     """At registration, for sampled networks: each width's strategy draws whole numbers above D + 1 (the Wishart
-    shift; :func:`simplest_wrong_draw`)."""
+    shift; `simplest_wrong_draw`)."""
     D = s.wishart_size
     for w in s.declaration.widths:
         if w.name not in strategies:
@@ -108,7 +109,7 @@ def _network_arguments(s: SaddleSetting, network: Callable, values: dict) -> dic
 
 def _require_network_data(s: SaddleSetting, data: Mapping, test_error: bool) -> None:
     """The data carry what the sampled networks read: the raw ``inputs`` and, with ``test_error``, the test data
-    (:func:`_missing_test_data`); else one line naming what the data function must also return."""
+    (`_missing_test_data`); else one line naming what the data function must also return."""
     if "inputs" not in data:
         raise ValueError(f"the data function {s.data.__name__} must also return the raw inputs (inputs=X, (P, d)) "
                          "that the sampled networks read")
@@ -121,7 +122,7 @@ def _require_network_data(s: SaddleSetting, data: Mapping, test_error: bool) -> 
 
 def check_network_data(s: SaddleSetting, strategies: Mapping[str, Any], test_error: bool) -> None:
     """At registration, for sampled networks: the data function, called once at its parameters' simplest draws
-    (hypothesis's shrink target), returns what the networks read (:func:`_require_network_data`). A data function
+    (hypothesis's shrink target), returns what the networks read (`_require_network_data`). A data function
     that fails there is left to the claims, which report it with the example that made it fail."""
     from hypothesis import find, strategies as st
 
@@ -169,9 +170,9 @@ def _widths_note(declaration: SaddlePointAction, action_values: Mapping[str, Any
 
 
 def prediction_at(s: SaddleSetting, action_values: dict, temperature: float, data: Mapping, backend=None):
-    """The action's own posterior mean of its order parameters at ``action_values`` (:func:`~attnverify.saddle.
-    posterior_mean`, method "auto": the quadrature for at most three scalars, else the next order of the Laplace
-    expansion), each with its stated error and the saddle point beside it."""
+    """The action's own posterior mean of its order parameters at ``action_values``
+    ([`posterior_mean`][attnverify.saddle.posterior_mean], method "auto": the quadrature for at most three scalars, else
+    the next order of the Laplace expansion), each with its stated error and the saddle point beside it."""
     from .beyond import posterior_mean
 
     return posterior_mean(s.declaration, data, temperature=temperature, method="auto", backend=backend,
@@ -180,9 +181,9 @@ def prediction_at(s: SaddleSetting, action_values: dict, temperature: float, dat
 
 def generalisation_prediction(s: SaddleSetting, prediction, temperature: float, data: Mapping):
     """The action's own prediction of the generalisation error on the data's test inputs, from ``prediction`` (the
-    quadrature's, :func:`prediction_at`): E[ε_g(q)] under e^{−S} dμ, ε_g(q) = mean_t (⟨f(x_t)⟩_q − y_t)² + ⟨δf(x_t)²⟩_q
+    quadrature's, `prediction_at`): E[ε_g(q)] under e^{−S} dμ, ε_g(q) = mean_t (⟨f(x_t)⟩_q − y_t)² + ⟨δf(x_t)²⟩_q
     the predictor of the kernel K(q) at each node of the quadrature's kernel marginal
-    (:meth:`~attnverify.saddle.beyond.Prediction.kernel_average`, its error the two rules' difference), with
+    ([`kernel_average`][attnverify.saddle.beyond.Prediction.kernel_average], its error the two rules' difference), with
     ε_g(q*) of the saddle point beside it: what networks sampled at this width estimate as their mean over the hidden
     weights of the test error of the readout's posterior given them."""
     from .network import GENERALISATION_ERROR
@@ -200,7 +201,7 @@ def generalisation_prediction(s: SaddleSetting, prediction, temperature: float, 
 
 
 PREDICTION_SOURCE = {"quadrature": "quadrature", "laplace": "next-order Laplace", "hmc": "HMC on the action"}
-"""How the allowance names the source of the prediction's error, by :attr:`Prediction.method`."""
+"""How the allowance names the source of the prediction's error, by `Prediction.method`."""
 
 
 def _shown(value) -> str:
@@ -231,9 +232,9 @@ class Comparison:
 
 
 def compare_with_prediction(name: str, summary, prediction) -> Comparison:
-    """``summary`` (a :class:`~attnverify.numerics.diagnostics.ChainSummary` of the sampled order parameter) against
-    the action's own prediction (a :class:`~attnverify.saddle.beyond.Prediction`): holds where every entry's gap
-    |sampled − E[u]| is within z·MCSE + the prediction's stated error, z from :meth:`ChainSummary.mcse_z` (at least
+    """``summary`` (a `ChainSummary` of the sampled order parameter) against
+    the action's own prediction (a [`Prediction`][attnverify.saddle.beyond.Prediction]): holds where every entry's gap
+    |sampled − E[u]| is within z·MCSE + the prediction's stated error, z from `ChainSummary.mcse_z` (at least
     5; Student's t with Bonferroni over the entries). The false-alarm rate where the action is exact is that of the
     z·MCSE bound alone (the stated error covers the prediction's own), ≤ the project's FALSE_ALARM per summary."""
     mean, error = np.asarray(prediction.mean[name], dtype=float), np.abs(np.asarray(prediction.error[name], float))
@@ -267,7 +268,7 @@ def compare_with_prediction(name: str, summary, prediction) -> Comparison:
 
 def _compare_with_budget(name: str, summary, theory: Mapping, shifted: Mapping, D: int, width: int) -> Comparison:
     """The generalisation error against the saddle point's within z MCSE + the O(1/N) budget of
-    :func:`_finite_width_budget` (for order parameters beyond the quadrature's reach, where the action gives no
+    `_finite_width_budget` (for order parameters beyond the quadrature's reach, where the action gives no
     prediction of it here)."""
     U = theory[name]
     budget = _finite_width_budget(U, shifted[name], D, width)
@@ -282,9 +283,9 @@ def _compare_with_budget(name: str, summary, theory: Mapping, shifted: Mapping, 
 def _comparisons(s: SaddleSetting, sampled, action_values: dict, temperature: float, data: Mapping, width: int,
                  test_error: bool, backend) -> list[Comparison]:
     """Each recorded quantity the claim judges: the order parameters against the action's prediction
-    (:func:`compare_with_prediction`); with ``test_error`` the generalisation error against the action's prediction
-    of it where the quadrature gives one (:func:`generalisation_prediction`), else against the saddle point's
-    (:func:`_compare_with_budget`)."""
+    (`compare_with_prediction`); with ``test_error`` the generalisation error against the action's prediction
+    of it where the quadrature gives one (`generalisation_prediction`), else against the saddle point's
+    (`_compare_with_budget`)."""
     from .network import GENERALISATION_ERROR
 
     names = [name for name in sampled.summaries if (name == GENERALISATION_ERROR) == test_error]
@@ -305,11 +306,11 @@ def _comparisons(s: SaddleSetting, sampled, action_values: dict, temperature: fl
 
 
 def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool = False) -> Callable:
-    """Networks sampled from the posterior (the readout integrated out, :mod:`attnverify.saddle.network`) have the
-    action's own posterior mean of the order parameters (:func:`prediction_at`: quadrature or next-order Laplace)
-    within z MCSE + that prediction's stated error (:func:`compare_with_prediction`), the saddle point printed
-    beside it; with ``test_error``, their generalisation error on the data's test inputs (:data:`TEST_KEYS`) the
-    saddle point's within z MCSE + the O(1/N) budget of :func:`_finite_width_budget`. Unconverged chains (R-hat/ESS
+    """Networks sampled from the posterior (the readout integrated out, `attnverify.saddle.network`) have the
+    action's own posterior mean of the order parameters (`prediction_at`: quadrature or next-order Laplace)
+    within z MCSE + that prediction's stated error (`compare_with_prediction`), the saddle point printed
+    beside it; with ``test_error``, their generalisation error on the data's test inputs (`TEST_KEYS`) the
+    saddle point's within z MCSE + the O(1/N) budget of `_finite_width_budget`. Unconverged chains (R-hat/ESS
     gate, over every quantity recorded) make the example inconclusive."""
     from .sampling import sampler_size
 
@@ -344,7 +345,7 @@ DIRECTIONS = 8
 
 def network_gradient_matches_finite_differences(s: SaddleSetting, network: Callable) -> Callable:
     """The collapsed potential's gradient through the network's own vector–Jacobian product equals central
-    differences of the potential (:func:`against_differences`) along :data:`DIRECTIONS` random unit directions,
+    differences of the potential (`against_differences`) along `DIRECTIONS` random unit directions,
     at prior weights of one chain: a wrong VJP would only slow HMC down (the Metropolis step keeps it exact), so it
     is checked here, where it shows. The network runs on the run's backend (the VJP that sampling uses there); the
     differences are taken on the host."""

@@ -6,7 +6,7 @@ With the renormalised kernel K(U) = Σ_ab U_ab C_ab on the training inputs, k(x)
 
     ⟨f(x)⟩ = k(x)ᵀ (K + T·I)⁻¹ Y,     ⟨δf(x)²⟩ = κ(x) − k(x)ᵀ (K + T·I)⁻¹ k(x),
 
-by Cholesky solves (never an inverse), returned as :class:`~attnverify.numerics.kernel_predictor.PredictorStatistics`
+by Cholesky solves (never an inverse), returned as `PredictorStatistics`
 (with the accuracy and the generalisation error). The kernels are given as arrays: ``C`` (𝓗, 𝓗, P, P) on the training
 inputs, ``C_test`` (𝓗, 𝓗, Q, P) between test and training inputs and ``C_test_diagonal`` (𝓗, 𝓗, Q); for a scalar
 kernel order parameter (P, P), (Q, P) and (Q,). With features instead (``X``, ``X_test``: (P, N0, 𝓗) or (P, N0)),
@@ -49,8 +49,8 @@ def predict(declaration: SaddlePointAction, solution: Solution, data: Mapping[st
             test: Mapping[str, Any]) -> PredictorStatistics:
     """⟨f(x)⟩ and ⟨δf(x)²⟩ at the solution's order parameters, on ``test`` (``X_test``, or ``C_test`` and
     ``C_test_diagonal``), given the training ``data`` the solution was solved on: from features by
-    :func:`attnverify.numerics.kernel_predictor.predictor_statistics` (in the feature space where it is smaller).
-    Its factorisations are P × P, small as the solver's: one BLAS thread (:mod:`attnverify.base.blas`)."""
+    `attnverify.numerics.kernel_predictor.predictor_statistics` (in the feature space where it is smaller).
+    Its factorisations are P × P, small as the solver's: one BLAS thread (`attnverify.base.blas`)."""
     with blas.threads(1):
         return _predict(declaration, solution, data, test)
 
@@ -63,9 +63,10 @@ def _predict(declaration: SaddlePointAction, solution: Solution, data: Mapping[s
 
 
 def predict_at(U, temperature: float, data: Mapping[str, Any], test: Mapping[str, Any]) -> PredictorStatistics:
-    """:func:`predict` at the kernel order parameter's value ``U`` (a matrix; [[q]] for a scalar q) and
-    ``temperature`` rather than at a solution's: the predictor of the renormalised kernel K(U) at any point, e.g.
-    each node of the action's quadrature (:meth:`~attnverify.saddle.beyond.Prediction.kernel_average`)."""
+    """[`predict`][attnverify.saddle.predict.predict] at the kernel order parameter's value ``U`` (a matrix; [[q]] for a
+    scalar q) and ``temperature`` rather than at a solution's: the predictor of the renormalised kernel K(U) at any
+    point, e.g. each node of the action's quadrature
+    ([`kernel_average`][attnverify.saddle.beyond.Prediction.kernel_average])."""
     with blas.threads(1):
         return _predict_at(np.atleast_2d(np.asarray(U, dtype=float)), arguments.positive("temperature", temperature),
                            data, test)

@@ -1,7 +1,8 @@
-"""The one driver of sampled networks: chains of the one HMC kernel (:func:`attnverify.numerics.hmc.run_chains`) on
-a batched posterior (the collapsed posterior of :mod:`attnverify.saddle.network`, or any kernel with a start, a
-potential and gradient and a record), with the memory refused by name before the first draw and the kept records
-stacked as (…, chains, draws) for the diagnostics (:func:`attnverify.numerics.diagnostics.summarize`).
+"""The one driver of sampled networks: chains of the one HMC kernel
+([`attnverify.numerics.hmc.run_chains`][attnverify.numerics.hmc.run_chains]) on a batched posterior (the collapsed
+posterior of `attnverify.saddle.network`, or any kernel with a start, a potential and gradient and a record), with the
+memory refused by name before the first draw and the kept records stacked as (…, chains, draws) for the diagnostics
+([`attnverify.numerics.diagnostics.summarize`][attnverify.numerics.diagnostics.summarize]).
 """
 
 from __future__ import annotations
@@ -20,17 +21,17 @@ from ..numerics.diagnostics import MANY_CHAINS, superchain_size, superchains_for
 
 
 DEVICE_CHAINS = 1024
-"""Chains on a device backend (:func:`sampler_size`): a leapfrog step of a batch of chains costs a GPU about what one
+"""Chains on a device backend (`sampler_size`): a leapfrog step of a batch of chains costs a GPU about what one
 chain costs (a fixed number of launches whatever the batch, ``tests/saddle/test_network_device.py``), so there the
-draws come from many chains rather than long ones: 32 superchains × 32 (:func:`superchains_for`)."""
+draws come from many chains rather than long ones: 32 superchains × 32 (`superchains_for`)."""
 
 DEVICE_CHAINS_VARIABLE = "ATTNVERIFY_DEVICE_CHAINS"
-"""The environment variable that replaces :data:`DEVICE_CHAINS` (a whole number ≥ :data:`MANY_CHAINS`, so that the
+"""The environment variable that replaces `DEVICE_CHAINS` (a whole number ≥ `MANY_CHAINS`, so that the
 many-chain path runs: superchains, ChEES, nested R̂). ``make test-standin`` sets it: the stand-in runs the device
 sizes on the CPU, where the cost grows with the chains."""
 
 SHORT_CHAIN_DRAWS = 25
-"""The fewest kept draws per chain on a device backend (:func:`sampler_size`).
+"""The fewest kept draws per chain on a device backend (`sampler_size`).
 
 Measured with these sizes forced on numpy (2026-11-27, a 2-core VM shared with other jobs, so the seconds are loose):
 ``examples/deep_linear_saddle.py``'s ``sampled_networks_match_theory`` at 1,024 chains × (300 + 25) holds, max
@@ -43,7 +44,7 @@ iterations (each superchain's mean within 3.0 robust sd of the median)."""
 
 
 def device_chains() -> int:
-    """The chains of a device backend: ``$ATTNVERIFY_DEVICE_CHAINS`` if set, else :data:`DEVICE_CHAINS`."""
+    """The chains of a device backend: ``$ATTNVERIFY_DEVICE_CHAINS`` if set, else `DEVICE_CHAINS`."""
     value = os.environ.get(DEVICE_CHAINS_VARIABLE)
     if value is None or value == "":
         return DEVICE_CHAINS
@@ -60,8 +61,8 @@ def device_chains() -> int:
 def sampler_size(backend, *, chains: int, warmup: int, draws: int) -> dict:
     """The sampler's size on ``backend`` (a Backend, its name, or None for numpy) from its size on the host: on numpy
     ``chains``, ``warmup`` and ``draws`` (kept per chain) as given; on a device backend many short chains,
-    :func:`device_chains` of them, the same ``warmup`` (a chain forgets its start in as many transitions however
-    many chains run beside it) and max(:data:`SHORT_CHAIN_DRAWS`, ⌈chains·draws/device chains⌉) draws each, so that
+    `device_chains` of them, the same ``warmup`` (a chain forgets its start in as many transitions however
+    many chains run beside it) and max(`SHORT_CHAIN_DRAWS`, ⌈chains·draws/device chains⌉) draws each, so that
     at least as many draws are kept in all. Returns ``dict(chains=…, warmup=…, draws=…)``."""
     name = backend if isinstance(backend, str) or backend is None else backend.name
     if name in (None, "numpy"):
@@ -72,7 +73,7 @@ def sampler_size(backend, *, chains: int, warmup: int, draws: int) -> dict:
 
 KEPT_ON_DEVICE_BYTES = 64 * 2**20
 """The most bytes of kept draws (records, acceptances and divergences) that wait on the device to come to the host in
-one transfer (:func:`run_sampler`): one host synchronisation for that many draws rather than one a draw, for at most
+one transfer (`run_sampler`): one host synchronisation for that many draws rather than one a draw, for at most
 twice this much device memory (the draws, and the one array they are gathered into)."""
 
 
@@ -110,11 +111,11 @@ def _stacked(records: list):
 
 @dataclass(frozen=True)
 class SampledChains:
-    """What :func:`run_sampler` kept: ``draws``, the records stacked as (*shape, chains, draws) in the structure
+    """What `run_sampler` kept: ``draws``, the records stacked as (*shape, chains, draws) in the structure
     ``record`` returns; acceptance probabilities and divergences (chains, draws); the frozen step sizes (chains,)
     and leapfrog steps; the gradient evaluations and the seconds the run took; the superchains the chains were
     started in (chain c in c // (chains/superchains); None: each chain started on its own), for
-    :func:`~attnverify.numerics.diagnostics.summarize`."""
+    [`summarize`][attnverify.numerics.diagnostics.summarize]."""
 
     draws: Any
     acceptance: np.ndarray
@@ -130,16 +131,16 @@ def run_sampler(potential_and_gradient: Callable, start: Callable[[int], Any], r
                 chains: int, warmup: int, draws: int, rng, backend, chain_bytes: tuple[int, int], what: str,
                 after_transition: Callable | None = None, progress: Callable[[str], None] | None = None,
                 superchains: int | str | None = "auto", **kernel_options) -> SampledChains:
-    """Run ``chains`` chains from ``start(chains)`` (C, d) with :func:`~attnverify.numerics.hmc.run_chains`, keeping
-    ``record(x)`` after each of ``draws`` transitions past ``warmup``. Before anything is drawn, one chain's
+    """Run ``chains`` chains from ``start(chains)`` (C, d) with [`run_chains`][attnverify.numerics.hmc.run_chains],
+    keeping ``record(x)`` after each of ``draws`` transitions past ``warmup``. Before anything is drawn, one chain's
     ``chain_bytes`` = (weights, data) (``what`` they hold, for the message) and ``chains`` of them are refused if
-    they cannot fit (:func:`refuse_chains_that_cannot_fit`); then the kept records (bytes of ``record`` at the start)
-    and the warm-up's mass windows (:func:`~attnverify.numerics.hmc.refuse_what_cannot_fit`). On a device the kept
-    draws come to the host :data:`KEPT_ON_DEVICE_BYTES` at a time, one transfer each. Arguments are trusted: the
-    public samplers check them.
+    they cannot fit (`refuse_chains_that_cannot_fit`); then the kept records (bytes of ``record`` at the start)
+    and the warm-up's mass windows ([`refuse_what_cannot_fit`][attnverify.numerics.hmc.refuse_what_cannot_fit]). On a
+    device the kept draws come to the host `KEPT_ON_DEVICE_BYTES` at a time, one transfer each. Arguments are trusted:
+    the public samplers check them.
 
-    Many chains (≥ :data:`~attnverify.numerics.diagnostics.MANY_CHAINS`) are run as Margossian et al. (2024) prescribe
-    for nested R̂: ``superchains`` = K ("auto": :func:`~attnverify.numerics.diagnostics.superchains_for`; None: every
+    Many chains (≥ `MANY_CHAINS`) are run as Margossian et al. (2024) prescribe
+    for nested R̂: ``superchains`` = K ("auto": `superchains_for`; None: every
     chain from its own start) gives each block of M = chains/K chains the start ``start(chains)`` gives its first
     chain (so a start that depends on the chain, e.g. on its own data set, stays valid), and the chains part by their
     own random numbers; and warm-up adapts by ChEES across the chains (``adapt="chees"``) unless

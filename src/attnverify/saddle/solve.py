@@ -1,5 +1,5 @@
 """The minimum of a declared saddle-point action: from the GP point (the entropy's own minimum, the N → ∞ limit) or
-a given start, by the trust-region Newton method on the exact Hessian (:mod:`attnverify.numerics.trust_region`),
+a given start, by the trust-region Newton method on the exact Hessian (`attnverify.numerics.trust_region`),
 accepted only where the saddle-point equations hold (max |∂(S/N)/∂u| ≤ tolerance) and the Hessian over the
 entries is positive definite. Where the Newton iteration from the GP point fails, continuation in N brings the
 solution down from a width near the GP limit, and, where that fails too, continuation in T from a temperature
@@ -64,7 +64,7 @@ class Solution:
 def data_energy(data: Mapping[str, Any], temperature: float, *, space: str = "auto", backend=None):
     """E = ln det(K + T·I) + Yᵀ(K + T·I)⁻¹Y for ``data``: ``C`` (kernels, (𝓗, 𝓗, P, P), or (P, P) for a scalar
     kernel order parameter) or ``X`` (features, (P, N0, 𝓗), or (P, N0)), and the labels ``y``. On ``backend``
-    where its arrays are large enough to pay for the launches (:func:`~attnverify.base.backend.for_size` of the
+    where its arrays are large enough to pay for the launches (`for_size` of the
     larger of the data and the P × P kernel), else on the host, the data moved there once."""
     if not isinstance(data, Mapping) or "y" not in data or ("C" in data) == ("X" in data):
         raise ValueError("data must be a dict with the labels y and either the kernels C or the features X")
@@ -87,7 +87,7 @@ def data_energy(data: Mapping[str, Any], temperature: float, *, space: str = "au
 
 def _minimise(action: NumericAction, theta: np.ndarray, tolerance: float, max_iterations: int):
     # an action unbounded below overflows along the way: the iteration treats non-finite values as undefined,
-    # and the solution says where it stopped (:func:`_solution`)
+    # and the solution says where it stopped (`_solution`)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return trust_region.minimise(action, action.hessian, action.residual, theta, tolerance=tolerance,
                                      max_iterations=max_iterations)
@@ -159,12 +159,13 @@ def _entropy_minimum(declaration: SaddlePointAction, values: tuple, tolerance: f
 def solve(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperature: float, start=None,
           tolerance: float = 1e-9, max_iterations: int = 500, space: str = "auto", backend=None,
           raise_on_failure: bool = True, continuation: bool = True, **parameters) -> Solution:
-    """The minimum of S = ½ ln det(K + T·I) + ½ Yᵀ(K + T·I)⁻¹Y + 𝓛 for ``data`` (see :func:`data_energy`: from
-    features X it works in the N0·𝓗-dimensional feature space when N0·𝓗 < P, so an iteration's cost does not grow
-    with P) at the parameter values given by name (the widths among them) and ``temperature`` T. ``start``: name →
-    value, or a :class:`Solution` (a neighbour's, for sweeps: :func:`attnverify.saddle.sweep`); by default the GP
-    point, and, if the Newton iteration from there fails, continuation in N from 10⁴ N down to N, then in T from
-    10⁴ T down to T (``continuation``: True for both, "width" or "temperature" for one, False for none)."""
+    """The minimum of S = ½ ln det(K + T·I) + ½ Yᵀ(K + T·I)⁻¹Y + 𝓛 for ``data`` (see
+    [`data_energy`][attnverify.saddle.solve.data_energy]: from features X it works in the N0·𝓗-dimensional feature space
+    when N0·𝓗 < P, so an iteration's cost does not grow with P) at the parameter values given by name (the widths among
+    them) and ``temperature`` T. ``start``: name → value, or a [`Solution`][attnverify.saddle.solve.Solution] (a
+    neighbour's, for sweeps: [`attnverify.saddle.sweep`][attnverify.saddle.sweep]); by default the GP point, and, if the
+    Newton iteration from there fails, continuation in N from 10⁴ N down to N, then in T from 10⁴ T down to T
+    (``continuation``: True for both, "width" or "temperature" for one, False for none)."""
     if not isinstance(declaration, SaddlePointAction):
         raise TypeError(f"declaration must be a SaddlePointAction, got {type(declaration).__name__}")
     temperature = arguments.positive("temperature", temperature)
@@ -177,8 +178,10 @@ def solve(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperatur
 def solve_energy(declaration: SaddlePointAction, energy, values: tuple, *, temperature: float, start=None,
                  tolerance: float = 1e-9, max_iterations: int = 500, raise_on_failure: bool = True,
                  continuation: bool = True) -> Solution:
-    """:func:`solve` on a prepared energy (from :func:`data_energy`, or its ``at_temperature``) and the parameter
-    values in declaration order (:meth:`SaddlePointAction.parameter_values`): what a sweep calls per grid point."""
+    """[`solve`][attnverify.saddle.solve.solve] on a prepared energy (from
+    [`data_energy`][attnverify.saddle.solve.data_energy], or its ``at_temperature``) and the parameter values in
+    declaration order ([`SaddlePointAction.parameter_values`][attnverify.saddle.SaddlePointAction.parameter_values]):
+    what a sweep calls per grid point."""
     tolerance = arguments.positive("tolerance", tolerance)
     max_iterations = arguments.integer("max_iterations", max_iterations, 1)
     if continuation not in (True, False, "width", "temperature"):

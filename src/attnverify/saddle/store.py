@@ -3,7 +3,7 @@ loses or repeats one.
 
 A result is filed under what it is a function of: a fingerprint of the training data (X or C, and y) and the
 settings (the declared action, its parameter values, the temperature T and the solver tolerance; or a sampler's
-settings and seed). One entry per result in the package's one store format (:mod:`attnverify.base.files`: a header with its
+settings and seed). One entry per result in the package's one store format (`attnverify.base.files`: a header with its
 name and the SHA-256 of its content, written to a temporary name and renamed), so an interrupted run leaves only
 whole files, and a rerun (or the report, or a claim) finds every result already computed for the same inputs.
 A damaged, truncated, foreign or unreadable record (or a folder in its place) is reported once, set aside as
@@ -25,7 +25,7 @@ from ..base.files import read_entry, report_unwritable, set_aside, subfolder, wr
 
 
 def fingerprint(X, y) -> str:
-    """The features' key: :func:`attnverify.base.files.fingerprint` of X and y (values and shapes)."""
+    """The features' key: `attnverify.base.files.fingerprint` of X and y (values and shapes)."""
     return files.fingerprint(X, y)
 
 
@@ -95,7 +95,7 @@ class SolutionStore:
 
     def put(self, features: str, declaration, values: Sequence[float], temperature: float, tolerance: float,
             order_parameters: Mapping[str, Any], seconds: float) -> Path | None:
-        """Store one saddle-point solution (None when it cannot be written, see :meth:`save`)."""
+        """Store one saddle-point solution (None when it cannot be written, see `save`)."""
         return self.save(solution_name(features, declaration, values, temperature, tolerance),
                          {name: np.asarray(value, dtype=float) for name, value in order_parameters.items()},
                          {"seconds": float(seconds)})

@@ -8,7 +8,7 @@ of its solved neighbours (the next wider width at the same T, the same width at 
 has the smallest residual of the saddle-point equations, so a trust-region Newton solve takes a few steps. Every
 returned point passed the solver's own tests (residual ≤ tolerance, Hessian positive definite).
 
-With a :class:`~attnverify.saddle.store.SolutionStore`, a stored solution is the start of its own solve: it is
+With a [`SolutionStore`][attnverify.saddle.store.SolutionStore], a stored solution is the start of its own solve: it is
 re-verified (no Newton step and one exact Hessian when it still solves the equations) instead of trusted, and every
 new solution is filed as soon as it is found, so an interrupted sweep resumes.
 """
@@ -80,10 +80,10 @@ def sweep(declaration: SaddlePointAction, data: Mapping[str, Any], *, widths, te
           tolerance: float = 1e-9, store: SolutionStore | None = None, space: str = "auto", backend=None,
           progress: Callable[[str], None] | None = None, **parameters) -> Sweep:
     """The minimum of the declared action at every (N, T) of ``widths`` × ``temperatures`` for ``data`` (see
-    :func:`~attnverify.saddle.solve.data_energy`), the other parameters given by name. N sets the largest width;
+    [`data_energy`][attnverify.saddle.solve.data_energy]), the other parameters given by name. N sets the largest width;
     an action with one width per layer gives its widths by name too, and each grid point scales them all by
     N / max n (equal widths when they are given equal). Raises
-    :class:`~attnverify.saddle.solve.SaddlePointError` for the first grid point whose solve fails."""
+    [`SaddlePointError`][attnverify.saddle.solve.SaddlePointError] for the first grid point whose solve fails."""
     if not isinstance(declaration, SaddlePointAction):
         raise TypeError(f"declaration must be a SaddlePointAction, got {type(declaration).__name__}")
     widths, temperatures = _grid("widths", widths), _grid("temperatures", temperatures)

@@ -3,7 +3,7 @@ third derivatives over the independent entries u, exactly: what the next order o
 beyond the declaration's gradient and Hessian.
 
 The term is a sympy expression in the entries u and in the Cholesky atoms a(u) of the matrix order parameters
-(ln det U, entries of W = U⁻¹; :mod:`~attnverify.saddle.matrix_functions`). sympy differentiates it over
+(ln det U, entries of W = U⁻¹; `matrix_functions`). sympy differentiates it over
 v = (u, a) as if the atoms were free; the map u ↦ v(u) = (u, a(u)) has the derivatives, for U = Σ_k u_k B_k
 (B_k = E_ij + E_ji, E_ii on the diagonal) and X_k = W B_k (Magnus & Neudecker, Matrix Differential Calculus, ch. 8),
 

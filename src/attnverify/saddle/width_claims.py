@@ -26,7 +26,7 @@ class NetworkSweep:
     from 1/(24·n_min) where other layers stay finite (there n → ∞ is not the GP limit). Widths are checked to be
     whole numbers above D + 1 here, at definition.
 
-    Its numbers are one experiment of the run's store (:meth:`in_store`, keyed by ``key`` and the run's seed): the
+    Its numbers are one experiment of the run's store (`in_store`, keyed by ``key`` and the run's seed): the
     figure of each order parameter and the width claim read the same networks, sampled once."""
 
     def __init__(self, s: SaddleSetting, network: Callable, fixed: Mapping[str, Any], key: str):
@@ -115,14 +115,14 @@ class NetworkSweep:
         return out
 
     def measured(self, *, sweep: str, seed: int) -> dict:
-        """:meth:`measure` at the run's ``seed`` (its generator seeded by the seed and the sweep's key): the store's
-        experiment, ``sweep`` this sweep's :attr:`key` (which, with the seed, keys its entry)."""
+        """`measure` at the run's ``seed`` (its generator seeded by the seed and the sweep's key): the store's
+        experiment, ``sweep`` this sweep's `key` (which, with the seed, keys its entry)."""
         if sweep != self.key:
             raise ValueError(f"sweep must be this sweep's key {self.key!r}, got {sweep!r}")
         return self.measure(np.random.default_rng([seed, zlib.crc32(sweep.encode())]))
 
     def in_store(self, store, seed: int) -> dict:
-        """:meth:`measured` through the run's ``store``: computed once per run, whoever asks first."""
+        """`measured` through the run's ``store``: computed once per run, whoever asks first."""
         return store.get(self.measured, sweep=self.key, seed=seed)
 
 
@@ -132,11 +132,12 @@ def _scalar(value) -> float:
 
 
 def sampled_networks_figure(sweep: NetworkSweep, name: str) -> Callable:
-    """``figure(rng) -> dict`` (the fields of a :class:`attnverify.theory_form.TheoryVsSimulation`, which the theory
-    wraps it in): the order parameter ``name`` (its trace when it is a matrix) against 1/n from ``sweep``'s numbers,
-    the saddle point's curve, the action's prediction and the sampled networks (none where the network estimates no
-    ``name``: the caption says so); ``figure.in_store(store, seed)`` the same from the run's store. The theory
-    registers one per order parameter."""
+    """``figure(rng) -> dict`` (the fields of a
+    [`attnverify.theory_form.TheoryVsSimulation`][attnverify.theory_form.TheoryVsSimulation], which the theory wraps it
+    in): the order parameter ``name`` (its trace when it is a matrix) against 1/n from ``sweep``'s numbers, the saddle
+    point's curve, the action's prediction and the sampled networks (none where the network estimates no ``name``: the
+    caption says so); ``figure.in_store(store, seed)`` the same from the run's store. The theory registers one per order
+    parameter."""
     if name not in [op.name for op in sweep.s.declaration.order_parameters]:
         raise ValueError(f"name must be an order parameter of the action "
                          f"({', '.join(op.name for op in sweep.s.declaration.order_parameters)}), got {name!r}")
@@ -180,7 +181,7 @@ def gap_slope(widths, sampled, errors, saddle) -> tuple[float, float] | None:
     """(slope, standard error) of ln|sampled − saddle| against ln N over the widths, by weighted least squares with
     the linearised variance (SE/gap)² of each log gap (the saddle values exact): the order at which the theory's gap
     closes, −1 where the saddle point is right to O(1/N) and its O(1/N) term does not vanish. None where fewer than
-    two gaps exceed :data:`RESOLVED_GAP` standard errors (the slope is not resolved)."""
+    two gaps exceed `RESOLVED_GAP` standard errors (the slope is not resolved)."""
     from ..numerics.statistics import fit_line
 
     widths, sampled = np.asarray(widths, dtype=float), np.asarray(sampled, dtype=float)
@@ -193,7 +194,7 @@ def gap_slope(widths, sampled, errors, saddle) -> tuple[float, float] | None:
 
 
 def gap_order_sentence(widths, sampled, errors, saddle, width_name: str) -> str:
-    """The caption's sentence on :func:`gap_slope`: the fitted slope ± its standard error against the −1 of a
+    """The caption's sentence on `gap_slope`: the fitted slope ± its standard error against the −1 of a
     saddle point right to O(1/N), or why none is given."""
     fitted = gap_slope(widths, sampled, errors, saddle)
     if fitted is None:
@@ -206,7 +207,7 @@ def gap_order_sentence(widths, sampled, errors, saddle, width_name: str) -> str:
 
 
 def gap_closes_at_the_theory_order(sweep: NetworkSweep) -> Callable:
-    """The width claim over ``figure=``'s widths (:func:`gap_order_evidence`) for the kernel's order parameter (or
+    """The width claim over ``figure=``'s widths (`gap_order_evidence`) for the kernel's order parameter (or
     its trace, for a matrix), from ``sweep``'s numbers in the run's store at the run's seed: the networks and
     predictions the figure draws."""
     kernel = sweep.s.declaration.kernel.name
@@ -229,10 +230,10 @@ WIDTH_Z = 5.0
 def gap_order_evidence(widths, sampled, errors, saddles, predicted, prediction_errors, width_name: str,
                        unconverged=()) -> Evidence:
     """The width claim: the gap between networks and saddle point closes at the order the theory states. Over the
-    widths where the gap is resolved (> :data:`RESOLVED_GAP` SE), the networks' slope of ln|gap| against ln N
-    (:func:`gap_slope`, weighted by the linearised variances) against the theory's: the same weighted fit of
+    widths where the gap is resolved (> `RESOLVED_GAP` SE), the networks' slope of ln|gap| against ln N
+    (`gap_slope`, weighted by the linearised variances) against the theory's: the same weighted fit of
     ln|E_N − u*_N|, the action's own prediction less the saddle point (−1 plus the curvature its next order
-    carries). Holds where they differ by at most :data:`WIDTH_Z` SE + the bias the prediction's stated error e_N
+    carries). Holds where they differ by at most `WIDTH_Z` SE + the bias the prediction's stated error e_N
     allows (each log gap moved by up to −ln(1 − r_N), r_N = e_N/|E_N − u*_N|, through the fit's coefficients);
     inconclusive where fewer than two gaps are resolved, a width did not converge, or some r_N ≥ 1 (no order to
     compare: the stated error is as large as the shift)."""

@@ -1,15 +1,15 @@
-"""Theories as the pipeline sees them: :class:`attnverify.Theory` objects, the built-in ones and a theorist's file.
+"""Theories as the pipeline sees them: `attnverify.Theory` objects, the built-in ones and a theorist's file.
 
-The three built-in theories and a theorist's own file have the same form: a concise :class:`attnverify.Theory`
+The three built-in theories and a theorist's own file have the same form: a concise `attnverify.Theory`
 (a built-in's is ``attnverify.theories.<name>.theory.theory``, registered on by the package's modules as a user's
-file does, and loaded through its ``section`` module, which imports the rest); :func:`builtin` gives those
-objects, :func:`from_file` a user's. A theory crosses a process boundary (a worker process, a Dask worker) as a
+file does, and loaded through its ``section`` module, which imports the rest); `builtin` gives those
+objects, `from_file` a user's. A theory crosses a process boundary (a worker process, a Dask worker) as a
 reference, its name and its file, and the worker loads the built-in package or the file again
-(:func:`by_reference`). A user's file in the long form (no ``Theory``) becomes one through :func:`of_module`: its
+(`by_reference`). A user's file in the long form (no ``Theory``) becomes one through `of_module`: its
 ``build_section(out_dir, *, profile, backend, seed, progress, store) -> Section`` (else its section is its docstring
 and the derivations ``derivations()`` returns), ``plan_experiments(*, profile, seed, backend)`` and top-level
 ``@claim``s; a theory with derivations also gets ``<theory>.derivation_steps`` (every recorded step holds,
-:mod:`attnverify.derivations.steps`). Such a file names its theory with ``THEORY = "name"`` (else the first part of
+`attnverify.derivations.steps`). Such a file names its theory with ``THEORY = "name"`` (else the first part of
 its claims' names) and may set ``TITLE``; its claims must be named ``name.something``.
 """
 
@@ -28,7 +28,7 @@ from ..theory_form import Theory
 
 
 def concise(module: ModuleType):
-    """The module's concise :class:`attnverify.Theory` (None without one; two in one file are refused)."""
+    """The module's concise `attnverify.Theory` (None without one; two in one file are refused)."""
     found = concise_theories(module)
     if len(found) > 1:
         raise ValueError(f"{getattr(module, '__file__', module.__name__)} defines {len(found)} Theory objects "
@@ -61,10 +61,10 @@ def theory_name(module: ModuleType, where: str | Path) -> str:
 
 
 def of_module(module: ModuleType, name: str | None = None, file: str | Path | None = None) -> Theory:
-    """The :class:`attnverify.Theory` of ``module``: its concise ``Theory`` (with any other top-level ``@claim`` of
+    """The `attnverify.Theory` of ``module``: its concise ``Theory`` (with any other top-level ``@claim`` of
     the module added to it), else one made of the long form's parts (``build_section``, ``plan_experiments``,
     ``derivations()``, top-level claims, ``TITLE`` and the docstring). ``name`` defaults to
-    :func:`theory_name`'s, ``file`` to the module's file."""
+    `theory_name`'s, ``file`` to the module's file."""
     form = concise(module)
     where = file or getattr(module, "__file__", None) or module.__name__
     name = name or theory_name(module, where)
@@ -88,19 +88,19 @@ def of_module(module: ModuleType, name: str | None = None, file: str | Path | No
 
 
 def from_file(path: str | Path) -> Theory:
-    """The theory of a user's ``FILE.py`` (:func:`of_module` of the file, loaded once per process)."""
+    """The theory of a user's ``FILE.py`` (`of_module` of the file, loaded once per process)."""
     path = Path(path).resolve()
     return of_module(load_user_module(path), file=path)
 
 
 def builtin() -> list[Theory]:
-    """The built-in theories as the :class:`attnverify.Theory` objects their packages register on, in report order
+    """The built-in theories as the `attnverify.Theory` objects their packages register on, in report order
     (each loaded through its section module, which imports the rest): the same objects a user's file defines."""
     return [builtin_theory(name) for name in BUILTIN_NAMES]
 
 
 def builtin_theory(name: str) -> Theory:
-    """The built-in theory ``name`` (one of :data:`BUILTIN_NAMES`), loaded through its package's section module."""
+    """The built-in theory ``name`` (one of `BUILTIN_NAMES`), loaded through its package's section module."""
     if name not in BUILTIN_NAMES:
         raise ValueError(f"{name!r} is no built-in theory; they are {', '.join(BUILTIN_NAMES)}")
     return concise(importlib.import_module(f"attnverify.theories.{name}.section"))
@@ -108,7 +108,7 @@ def builtin_theory(name: str) -> Theory:
 
 def by_reference(name: str, file: str | None) -> Theory:
     """The theory ``name`` found again, in another process too: the built-in one (``file`` None) or that of the
-    user's ``file``; what a pickled :class:`attnverify.Theory` becomes where it is unpickled."""
+    user's ``file``; what a pickled `attnverify.Theory` becomes where it is unpickled."""
     found = builtin_theory(name) if file is None else from_file(file)
     if found.name != name:
         raise ValueError(f"{file} defines theory {found.name!r}, not {name!r} (the file changed during the run?)")
@@ -124,5 +124,5 @@ copyreg.pickle(Theory, _reference)
 
 def builtin_claims() -> list[Claim]:
     """All built-in claims of every theory, each theory's ``derivation_steps`` claim included (the same list each
-    :meth:`attnverify.Theory.claim_list` gives, so ``check`` runs what the report runs)."""
+    `attnverify.Theory.claim_list` gives, so ``check`` runs what the report runs)."""
     return [c for theory in builtin() for c in theory.claim_list()]

@@ -20,14 +20,14 @@ THEORIES = ("single_location", "attention_paths", "conditional_mean")
 
 
 def concise_theories(module: ModuleType) -> list:
-    """The :class:`attnverify.Theory` objects (the concise form) at the top level of ``module``."""
+    """The `attnverify.Theory` objects (the concise form) at the top level of ``module``."""
     from ..theory_form import Theory
 
     return [value for value in vars(module).values() if isinstance(value, Theory)]
 
 
 def claims_in_module(module: ModuleType) -> list[Claim]:
-    """The claims of every concise :class:`attnverify.Theory` in ``module``, then every other :class:`Claim` at
+    """The claims of every concise `attnverify.Theory` in ``module``, then every other `Claim` at
     its top level, each in definition order."""
     found = [c for theory in concise_theories(module) for c in theory.claims]
     found += [value for value in vars(module).values() if isinstance(value, Claim) and all(value is not f for f in found)]
@@ -110,7 +110,7 @@ def _problem(error: BaseException) -> str:
 
 @contextlib.contextmanager
 def user_file_errors(path: str | Path | None, fallback: Any = None):
-    """Any error raised inside as a :class:`UserFileError` of the user's file ``path`` (None: a built-in theory,
+    """Any error raised inside as a `UserFileError` of the user's file ``path`` (None: a built-in theory,
     whose errors pass unchanged); ``fallback()`` gives the user's function to point at when the traceback has no
     frame of the user's code."""
     if path is None:
@@ -125,14 +125,14 @@ def user_file_errors(path: str | Path | None, fallback: Any = None):
 
 
 def user_file(theory) -> str | None:
-    """The user's ``.py`` file of ``theory`` (an :class:`attnverify.Theory`), whose claims replay through
+    """The user's ``.py`` file of ``theory`` (an `attnverify.Theory`), whose claims replay through
     ``attnverify verify FILE``; None for a built-in theory and for one made in a session without a file."""
     file = getattr(theory, "file", "")
     return None if getattr(theory, "builtin", True) or not str(file).endswith(".py") else file
 
 
 def _check_claim_names(module: ModuleType, path: Path) -> None:
-    """Every claim of a user's file is named ``theory.…`` with one theory, once: else a :class:`UserFileError` at
+    """Every claim of a user's file is named ``theory.…`` with one theory, once: else a `UserFileError` at
     the line of the claim that breaks the rule."""
     claims = [c for theory in concise_theories(module) for c in theory.claims]
     claims += [v for v in vars(module).values() if isinstance(v, Claim) and all(v is not c for c in claims)]

@@ -21,10 +21,10 @@
 
 A claim is named ``<theory>.<function name>`` and remembers the file it came from (its replay is ``attnverify
 verify FILE --only NAME``). Derivations are derived once per process and kept on disk per file content (a changed
-file derives afresh, :mod:`attnverify.derivations.kept`). The report's section is made from the file's docstring,
+file derives afresh, `attnverify.derivations.kept`). The report's section is made from the file's docstring,
 its derivations and its figures; ``attnverify verify FILE`` and ``report --with FILE`` find the object by itself.
-Its parts: :mod:`.derived` (a derivation and its results as array functions), :mod:`.signatures` (calling what a
-theory writes by its parameters' names), :mod:`.monte_carlo` (the Monte Carlo claim) and :mod:`.figures`.
+Its parts: `.derived` (a derivation and its results as array functions), `.signatures` (calling what a
+theory writes by its parameters' names), `.monte_carlo` (the Monte Carlo claim) and `.figures`.
 """
 
 from __future__ import annotations
@@ -51,12 +51,14 @@ __all__ = ["DerivationHandle", "DerivedFunction", "Theory", "TheoryVsSimulation"
 
 class Theory:
     """A theory of one's own, in one file: ``theory = Theory("name")`` and its decorators
-    (:meth:`derivation`, :meth:`claim`, :meth:`monte_carlo`, :meth:`figure`; for a larger theory, :meth:`section`
-    and :meth:`experiments`). ``title`` defaults to the first line of the file's docstring, ``introduction`` to the
-    rest of it. ``file``: the defining file, by default the one that says ``Theory(...)`` (given, the docstring is
-    not read: ``title`` and ``introduction`` say what the section shows).
+    ([`derivation`][attnverify.theory_form.Theory.derivation], `claim`,
+    [`monte_carlo`][attnverify.theory_form.Theory.monte_carlo], [`figure`][attnverify.theory_form.Theory.figure]; for a
+    larger theory, [`section`][attnverify.theory_form.Theory.section] and
+    [`experiments`][attnverify.theory_form.Theory.experiments]). ``title`` defaults to the first line of the file's
+    docstring, ``introduction`` to the rest of it. ``file``: the defining file, by default the one that says
+    ``Theory(...)`` (given, the docstring is not read: ``title`` and ``introduction`` say what the section shows).
 
-    A theory pickles as a reference, its name and file (:mod:`attnverify.theories` registers how): a worker process
+    A theory pickles as a reference, its name and file (`attnverify.theories` registers how): a worker process
     loads the file, or the built-in package, again and finds the same theory there."""
 
     def __init__(self, name: str, *, title: str | None = None, introduction: str | None = None, source: str = "",
@@ -86,7 +88,7 @@ class Theory:
     # -- identity -------------------------------------------------------------------------------------------
     @functools.cached_property
     def content_key(self) -> str:
-        """The fingerprint of the defining file's bytes (:func:`attnverify.base.files.fingerprint`): the disk keeps
+        """The fingerprint of the defining file's bytes (`attnverify.base.files.fingerprint`): the disk keeps
         derivations per file content."""
         try:
             return fingerprint(Path(self.file).read_bytes())
@@ -107,9 +109,9 @@ class Theory:
     def derivation(self, function: Callable | None = None, *, source: str = "", title: str | None = None,
                    name: str | None = None):
         """Register ``function(step)``, which records the derivation's steps with ``step(description, expression,
-        name=…, kind=…)`` (:meth:`~attnverify.derivations.derivation.DerivationRecorder.step`), as the derivation
-        ``<theory>.<name>`` (the function's name by default). Returns a :class:`DerivationHandle`, which the
-        theory's own code calls for the :class:`~attnverify.derivations.derivation.Derivation`."""
+        name=…, kind=…)`` ([`step`][attnverify.derivations.derivation.DerivationRecorder.step]), as the derivation
+        ``<theory>.<name>`` (the function's name by default). Returns a `DerivationHandle`, which the
+        theory's own code calls for the [`Derivation`][attnverify.derivations.derivation.Derivation]."""
         options_not_strategies("derivation", source=source, title=title, name=name)
 
         def register(function: Callable) -> DerivationHandle:
@@ -130,9 +132,10 @@ class Theory:
         return self._add(claim)
 
     def derived(self, function: Callable[[], list]) -> Callable:
-        """Register ``function() -> list[Derivation]``, derivations recorded without :meth:`derivation` (a long-form
-        file's ``derivations()``); they follow the registered ones in :meth:`derivation_list` and are checked step
-        by step by the same ``<theory>.derivation_steps`` claim."""
+        """Register ``function() -> list[Derivation]``, derivations recorded without
+        [`derivation`][attnverify.theory_form.Theory.derivation] (a long-form file's ``derivations()``); they follow the
+        registered ones in [`derivation_list`][attnverify.theory_form.Theory.derivation_list] and are checked step by
+        step by the same ``<theory>.derivation_steps`` claim."""
         if not callable(function):
             raise TypeError(f"derived must be a function returning derivations, got {function!r}")
         self._derived = function
@@ -152,7 +155,7 @@ class Theory:
         has them, or, for parameters that depend on each other, from ``parameters=``: one strategy that draws the
         dict of them (``st.integers(1, 40).flatmap(lambda L: st.fixed_dictionaries({"L": st.just(L), "order":
         st.permutations(range(L))}))``). The statement is the docstring. Returns the
-        :class:`~attnverify.checks.claim.Claim`."""
+        [`Claim`][attnverify.checks.claim.Claim]."""
         options_not_strategies("claim", name=name, statement=statement, source=source, expect=expect,
                                 examples=examples, shrink_budget=shrink_budget)
         label = f"{self.name}.{name or '…'}"
@@ -189,9 +192,9 @@ class Theory:
         ``function`` returns n i.i.d. draws, n its argument after ``rng`` (passed by position, whatever its name, so
         that ``n`` may name a parameter); they are drawn in batches until 5 SE resolve an error of
         ``resolution`` + ``relative``·(the size of the expected value's terms: |expected| unless they cancel)
-        (:func:`~attnverify.numerics.sized.sized_mean`, at most ``budget`` draws; short of it the example is
+        ([`sized_mean`][attnverify.numerics.sized.sized_mean], at most ``budget`` draws; short of it the example is
         inconclusive), then compared within 5 SE and the round-off of the derivations' terms
-        (:func:`~attnverify.checks.evidence.within_error` with their rounding scale).
+        ([`within_error`][attnverify.checks.evidence.within_error] with their rounding scale).
         ``bounds=(low, high)``: the range every draw lies in (|erf·erf| ≤ 1), where it is known: every draw is
         checked against it, where a few rare draws carry the spread the error bar is one that holds without
         the central limit theorem (empirical Bernstein), identical draws refute only beyond what an unseen event
@@ -251,19 +254,19 @@ class Theory:
                      examples: dict | None = None, expect: dict | None = None,
                      **strategies: st.SearchStrategy):
         """Register ``data(rng, **data_parameters) -> dict`` (the kernels ``C`` or features ``X`` and the labels
-        ``y``) for a declared :class:`~attnverify.saddle.SaddlePointAction`, and the claims every such theory gets:
-        ``saddle_point_is_a_minimum`` (the saddle-point equations hold to 1e-9 and the Hessian is positive
+        ``y``) for a declared [`SaddlePointAction`][attnverify.saddle.SaddlePointAction], and the claims every such
+        theory gets: ``saddle_point_is_a_minimum`` (the saddle-point equations hold to 1e-9 and the Hessian is positive
         definite), ``saddle_gradient_matches_finite_differences`` (the generated gradient and Hessian against
         central differences and their own error), ``saddle_point_approaches_gp`` (max |U(N) − U_GP| falls as 1/N:
         log-log slope −1 ± 0.05 over the first N → 10N where the O(1/N²) term is below 10⁻² of the O(1/N) one)
         and, for each ``symmetries[label] = (data_map, order_parameter_map)``, ``symmetric_under_<label>`` (the
         solution on the transformed data is the transformed solution). With ``network`` (a function of any of the
         action's and the data function's parameters, the width an integer, returning an
-        :class:`attnverify.saddle.network.Network`) and the data's raw ``inputs``, also
+        [`attnverify.saddle.network.Network`][attnverify.saddle.network.Network]) and the data's raw ``inputs``, also
         ``network_gradient_matches_finite_differences`` (its vector–Jacobian product against central differences)
         and ``sampled_networks_match_theory`` (networks sampled from the posterior have the action's own posterior
-        mean of the order parameters, :func:`attnverify.saddle.posterior_mean`, within z MCSE + its stated error);
-        with ``test_error`` also
+        mean of the order parameters, [`attnverify.saddle.posterior_mean`][attnverify.saddle.posterior_mean], within z
+        MCSE + its stated error); with ``test_error`` also
         ``sampled_networks_generalise_as_theory``, the same for the generalisation error on the data's
         ``test_inputs`` and ``y_test`` (and ``C_test`` and ``C_test_diagonal``, or ``X_test``, for the theory): the
         action's own posterior mean of it where the quadrature applies, else the saddle point's with an O(1/N) budget.
@@ -271,14 +274,15 @@ class Theory:
         each order parameter against 1/N (one figure each; a matrix by its trace): the saddle point, the action's
         own prediction and sampled networks, the caption giving the fitted slope of log|networks − saddle| against
         log N with its standard error.
-        ``expect``: a verdict other than "holds" for some of these claims, by name (e.g. ``{"sampled_networks_match_theory": "refuted"}``
-        for an approximation the networks are known to leave). Strategies for every action parameter, ``temperature`` and
-        every data parameter; ``name`` prefixes the claims' names (two actions in one theory).
+        ``expect``: a verdict other than "holds" for some of these claims, by name (e.g.
+        ``{"sampled_networks_match_theory": "refuted"}`` for an approximation the networks are known to leave).
+        Strategies for every action parameter, ``temperature`` and every data parameter; ``name`` prefixes the claims'
+        names (two actions in one theory).
 
         ``declaration`` may also be a family: a function of structural parameters (e.g. ``heads``) returning a
-        :class:`~attnverify.saddle.SaddlePointAction` whose parameters are the same for every member. Its parameters
-        are drawn like the others (a strategy each) and may also be named by the data function, ``network`` and
-        ``figure``; every claim then checks the member of its draw, and the report prints the member at their
+        [`SaddlePointAction`][attnverify.saddle.SaddlePointAction] whose parameters are the same for every member. Its
+        parameters are drawn like the others (a strategy each) and may also be named by the data function, ``network``
+        and ``figure``; every claim then checks the member of its draw, and the report prints the member at their
         simplest draw. A symmetry's maps may name drawn parameters after their first argument
         (``data_map(data, heads, layer)``, ``order_map(order, heads, layer)``), each with a strategy."""
         from ..saddle import claims as saddle_claims, network_claims, width_claims
@@ -410,12 +414,13 @@ class Theory:
     # -- what the pipeline reads ----------------------------------------------------------------------------
     @property
     def has_derivations(self) -> bool:
-        """Whether the theory has derivations (registered or :meth:`derived`); nothing is derived."""
+        """Whether the theory has derivations (registered or [`derived`][attnverify.theory_form.Theory.derived]);
+        nothing is derived."""
         return bool(self.derivations) or self._derived is not None
 
     def derivation_list(self) -> list:
-        """The derivations, the registered ones first (each derived once per process), then the :meth:`derived`
-        ones."""
+        """The derivations, the registered ones first (each derived once per process), then the
+        [`derived`][attnverify.theory_form.Theory.derived] ones."""
         return [d() for d in self.derivations] + (list(self._derived()) if self._derived is not None else [])
 
     def derivation_cost(self) -> str | None:
@@ -429,7 +434,7 @@ class Theory:
 
     def claim_list(self) -> list[Claim]:
         """The claims in definition order, then ``<theory>.derivation_steps`` when the theory has derivations
-        (every recorded step holds, :mod:`attnverify.checks.derivation_steps`)."""
+        (every recorded step holds, `attnverify.checks.derivation_steps`)."""
         from ..checks.derivation_steps import claim_name, derivation_steps_claim
 
         steps = [derivation_steps_claim(self.name, self.derivation_list, "" if self.builtin else self.file)] \
@@ -437,7 +442,8 @@ class Theory:
         return list(self.claims) + steps
 
     def claim_named(self, name: str) -> Claim:
-        """The claim ``name`` of :meth:`claim_list`; a KeyError when the theory has none."""
+        """The claim ``name`` of [`claim_list`][attnverify.theory_form.Theory.claim_list]; a KeyError when the theory
+        has none."""
         found = [c for c in self.claim_list() if c.name == name]
         if not found:
             raise KeyError(f"theory {self.name!r} has no claim {name!r}")
@@ -445,19 +451,21 @@ class Theory:
 
     def section(self, function: Callable) -> Callable:
         """Register ``function(out_dir, *, profile, backend, seed, progress, store) -> Section`` as the theory's
-        report section, in place of the default one (title, docstring, derivations and :meth:`figure` figures). It
-        only draws: it gets checked arguments (``out_dir`` a folder that exists, ``backend`` a Backend, ``store`` the
-        run's store, whose experiments it reads) and returns ``Section(figures=…, tables=…)``; the theory fills in
-        its name, title, introduction and derivations (:meth:`build_section`)."""
+        report section, in place of the default one (title, docstring, derivations and
+        [`figure`][attnverify.theory_form.Theory.figure] figures). It only draws: it gets checked arguments (``out_dir``
+        a folder that exists, ``backend`` a Backend, ``store`` the run's store, whose experiments it reads) and returns
+        ``Section(figures=…, tables=…)``; the theory fills in its name, title, introduction and derivations
+        ([`build_section`][attnverify.theory_form.Theory.build_section])."""
         if not callable(function):
             raise TypeError(f"section must be a function returning a Section, got {function!r}")
         self._section = function
         return function
 
     def experiments(self, function: Callable) -> Callable:
-        """Register ``function(*, profile, seed, backend) -> list`` of :func:`attnverify.execution.store.planned`
-        experiments, which a run computes as tasks ahead of the section (in parallel with ``--workers``); the section
-        and the claims then find them in the run's store."""
+        """Register ``function(*, profile, seed, backend) -> list`` of
+        [`attnverify.execution.store.planned`][attnverify.execution.store.planned] experiments, which a run computes as
+        tasks ahead of the section (in parallel with ``--workers``); the section and the claims then find them in the
+        run's store."""
         if not callable(function):
             raise TypeError(f"experiments must be a function returning planned experiments, got {function!r}")
         self._plan = function
@@ -465,12 +473,12 @@ class Theory:
 
     @property
     def plans_experiments(self) -> bool:
-        """Whether :meth:`experiments` registered a plan."""
+        """Whether [`experiments`][attnverify.theory_form.Theory.experiments] registered a plan."""
         return self._plan is not None
 
     def plan_experiments(self, *, profile: str, seed: int, backend: str) -> list:
-        """The experiments :meth:`experiments` plans (none without it): each a planned experiment, each label once,
-        else a TypeError or ValueError naming the theory."""
+        """The experiments [`experiments`][attnverify.theory_form.Theory.experiments] plans (none without it): each a
+        planned experiment, each label once, else a TypeError or ValueError naming the theory."""
         from ..execution.store import Planned
 
         if self._plan is None:
@@ -486,11 +494,13 @@ class Theory:
         return plans
 
     def build_section(self, out_dir, *, profile, backend, seed, progress, store=None):
-        """The section, its arguments checked here (:func:`~attnverify.report.section.check_section_arguments`,
-        ``backend`` a name or a Backend, ``out_dir`` created): the function :meth:`section` registered draws its
-        figures and tables, and the theory fills in its name, title, introduction (unless the section gives one)
-        and derivations; without one, the section is the title, the file's docstring and the derivations. Either
-        way the :meth:`figure` figures (and those of :meth:`monte_carlo` claims) follow the section's own."""
+        """The section, its arguments checked here (`check_section_arguments`,
+        ``backend`` a name or a Backend, ``out_dir`` created): the function
+        [`section`][attnverify.theory_form.Theory.section] registered draws its figures and tables, and the theory fills
+        in its name, title, introduction (unless the section gives one) and derivations; without one, the section is the
+        title, the file's docstring and the derivations. Either way the [`figure`][attnverify.theory_form.Theory.figure]
+        figures (and those of [`monte_carlo`][attnverify.theory_form.Theory.monte_carlo] claims) follow the section's
+        own."""
         from ..base.backend import get_backend
         from ..report.section import Section, check_section_arguments
 
@@ -515,8 +525,9 @@ class Theory:
                                    figures=[*drawn.figures, *self._draw_figures(out_dir, seed, progress, store)])
 
     def _draw_figures(self, out_dir: Path, seed: int, progress, store) -> list:
-        """The :meth:`figure` figures, each drawn from a random generator seeded by the run's seed and its place, or
-        (``figure=``'s) from the numbers it shares with a claim in the run's ``store``."""
+        """The [`figure`][attnverify.theory_form.Theory.figure] figures, each drawn from a random generator seeded by
+        the run's seed and its place, or (``figure=``'s) from the numbers it shares with a claim in the run's
+        ``store``."""
         from ..report.figures import theory_vs_simulation
 
         figures = []

@@ -1,8 +1,8 @@
-"""A derivation registered on a :class:`~attnverify.theory_form.Theory`, and its named results as array functions.
+"""A derivation registered on a [`Theory`][attnverify.theory_form.Theory], and its named results as array functions.
 
-:class:`DerivationHandle` derives once per process (kept on disk, :mod:`attnverify.derivations.kept`);
-:class:`DerivedFunction` is a named result code-generated for numpy or cupy and called by keyword, which also
-reports its terms' round-off scale inside a Monte Carlo claim (:data:`SCALES`).
+`DerivationHandle` derives once per process (kept on disk, `attnverify.derivations.kept`);
+`DerivedFunction` is a named result code-generated for numpy or cupy and called by keyword, which also
+reports its terms' round-off scale inside a Monte Carlo claim (`SCALES`).
 """
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ from ..base.arguments import name_mismatch
 SCALES: contextvars.ContextVar[list | None] = contextvars.ContextVar("attnverify_rounding_scales", default=None)
 """While a Monte Carlo claim evaluates its expected value: the (value, round-off scale, term size as a function of no
 arguments, evaluated only where a relative resolution asks for it) of each derived function called
-(:func:`attnverify.theory_form.monte_carlo.expected_value`)."""
+(`attnverify.theory_form.monte_carlo.expected_value`)."""
 
 
 class DerivedFunction:
     """A derivation's named result as a function of its free symbols, called by keyword (``f(L=4, sigma=0.5)``),
-    with numpy arrays or scalars; code-generated from the sympy expression (:func:`~attnverify.derivations.codegen.
-    evaluator`). Inside a Monte Carlo claim it also reports the round-off scale of its terms
-    (:func:`~attnverify.derivations.codegen.rounding_scale`), so an exact zero is compared up to round-off."""
+    with numpy arrays or scalars; code-generated from the sympy expression
+    ([`evaluator`][attnverify.derivations.codegen.evaluator]). Inside a Monte Carlo claim it also reports the round-off
+    scale of its terms ([`rounding_scale`][attnverify.derivations.codegen.rounding_scale]), so an exact zero is compared
+    up to round-off."""
 
     def __init__(self, derivation_name: str, result: str, expression):
         self.derivation_name, self.result, self.expression = derivation_name, result, expression
@@ -83,9 +84,9 @@ class DerivedFunction:
 
 
 class DerivationHandle:
-    """A derivation registered with :meth:`Theory.derivation`: call it for the
-    :class:`~attnverify.derivations.derivation.Derivation` (derived once per process, kept on disk per file
-    content), ``.evaluator(name)`` for a named result as a :class:`DerivedFunction`."""
+    """A derivation registered with [`Theory.derivation`][attnverify.theory_form.Theory.derivation]: call it for the
+    [`Derivation`][attnverify.derivations.derivation.Derivation] (derived once per process, kept on disk per file
+    content), ``.evaluator(name)`` for a named result as a `DerivedFunction`."""
 
     def __init__(self, theory: Any, function: Callable, source: str, title: str | None, name: str | None = None):
         from ..derivations.kept import kept_derivation

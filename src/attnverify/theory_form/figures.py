@@ -1,4 +1,4 @@
-"""What a figure of a :class:`~attnverify.theory_form.Theory` returns, and a registered figure function."""
+"""What a figure of a [`Theory`][attnverify.theory_form.Theory] returns, and a registered figure function."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 @dataclass(frozen=True)
 class TheoryVsSimulation:
     """What a figure function returns: a theory curve (``theory`` at ``theory_x``, default ``x``) against Monte
-    Carlo estimates (mean ± SE, :class:`~attnverify.numerics.statistics.Estimate`) at ``x``. The report draws it
+    Carlo estimates (mean ± SE, [`Estimate`][attnverify.numerics.statistics.Estimate]) at ``x``. The report draws it
     (error bars ± 2 SE) and puts every number in results.json. Non-finite values are refused by name."""
 
     x: Any

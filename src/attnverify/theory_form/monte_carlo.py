@@ -1,9 +1,9 @@
-"""The Monte Carlo claim of a :class:`~attnverify.theory_form.Theory`: E[draws] = expected, sized and compared.
+"""The Monte Carlo claim of a [`Theory`][attnverify.theory_form.Theory]: E[draws] = expected, sized and compared.
 
-The expected value carries the round-off scale of the derived terms it used (:data:`~.derived.SCALES`); the draws
-are taken until 5 SE resolve the asked resolution (:func:`~attnverify.numerics.sized.sized_mean`) and compared
-within 5 SE and that round-off (:func:`~attnverify.checks.evidence.within_error`); :func:`sweep` draws the claim's
-theory-vs-simulation figure along one parameter.
+The expected value carries the round-off scale of the derived terms it used (`SCALES`); the draws
+are taken until 5 SE resolve the asked resolution ([`sized_mean`][attnverify.numerics.sized.sized_mean]) and compared
+within 5 SE and that round-off ([`within_error`][attnverify.checks.evidence.within_error]);
+[`sweep`][attnverify.saddle.sweep.sweep] draws the claim's theory-vs-simulation figure along one parameter.
 """
 
 from __future__ import annotations
@@ -114,11 +114,11 @@ def expected_value(theory_side: Callable, p: dict, ctx, *, relative: bool) -> tu
     relative resolution is measured against (both None when it used no derived function; the size None too
     without ``relative``, which spares the term sizes' evaluation).
 
-    The scale is the one the value carries (:class:`~attnverify.derivations.rounded.Rounded`, through the user's
+    The scale is the one the value carries ([`Rounded`][attnverify.derivations.rounded.Rounded], through the user's
     arithmetic), else each evaluator's, carried through the factor between its value and the result, and never
     above |result| where the evaluator's value is below its own round-off. The term size is that scale with the
     functions' amplification of their inputs' rounding taken out, by the ratio of the evaluators' term sizes
-    T to their scales M (:mod:`attnverify.derivations.rounding`; exact for a multiple of one evaluator's value, the
+    T to their scales M (`attnverify.derivations.rounding`; exact for a multiple of one evaluator's value, the
     evaluators' ratios pooled for several), and never below |result|."""
     from ..derivations.rounded import carried_scale
 
@@ -171,7 +171,7 @@ def bias_at(bias, p: dict) -> float:
 
 def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None, bias=None):
     """The expected value at ``p``, its terms' round-off scale, and the Monte Carlo mean drawn until 5 SE resolve
-    ``resolution`` + ``relative``·(the size of its terms, :func:`size_of`) or ``budget`` draws are spent (each option
+    ``resolution`` + ``relative``·(the size of its terms, `size_of`) or ``budget`` draws are spent (each option
     per ``ctx.profile`` where given per profile; ``resolution`` and ``bias`` functions of the parameters where given
     one). The stated ``bias`` budget rides on top: the estimate carries it (``bias_budget``), and the draws resolve
     the resolution itself, not what the bias leaves of it."""
@@ -197,7 +197,7 @@ def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=No
 
 def compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None, bias=None) -> Evidence:
     """The example's evidence: ``within_error`` of the expected value and the sized mean, marked vacuous where a
-    relative resolution, widened to the size of terms that cancel, exceeds both sides (:func:`vacuity`)."""
+    relative resolution, widened to the size of terms that cancel, exceeds both sides (`vacuity`)."""
     expected, scale, estimate, reference = sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds,
                                                  bias)
     evidence = within_error(expected, estimate, scale=scale, bias_budget=estimate.bias_budget,
@@ -210,7 +210,7 @@ def compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=
 
 def vacuity(expected: float, observed: float, reference: float, relative: float) -> str:
     """Why a relative comparison cannot tell the expected value from 0 (nor from twice itself), or "": where the
-    expected value's terms cancel, the resolution is a fraction of their size (:func:`size_of`), and where that
+    expected value's terms cancel, the resolution is a fraction of their size (`size_of`), and where that
     exceeds both sides, any value as small would hold. The arc-cosine kernel at θ = π is such a point among
     others; 2(1 − erf(b)) against E[erfc(b + aZ)] for b ∈ [6.5, 8] has only such points, and must not hold."""
     resolved = relative * reference

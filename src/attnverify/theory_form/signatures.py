@@ -1,4 +1,5 @@
-"""How a :class:`~attnverify.theory_form.Theory` calls the functions a theory writes: by the names of their parameters.
+"""How a [`Theory`][attnverify.theory_form.Theory] calls the functions a theory writes: by the names of their
+parameters.
 
 A claim, an expected value or a simulator is called with the drawn parameters by keyword (and ``ctx`` or ``rng`` when
 it asks for them); a parameter without a strategy, a strategy without a parameter and an option given a strategy are
@@ -51,8 +52,9 @@ def signature_call(function: Callable, names: tuple[str, ...] | None, what: str)
 
 
 def accepts_the_drawn(expected: Callable, names: tuple[str, ...]) -> None:
-    """A TypeError naming each drawn parameter that ``expected`` of :meth:`Theory.monte_carlo` cannot take by name
-    (it is called with every one of them), and the parameters it has."""
+    """A TypeError naming each drawn parameter that ``expected`` of
+    [`Theory.monte_carlo`][attnverify.theory_form.Theory.monte_carlo] cannot take by name (it is called with every one
+    of them), and the parameters it has."""
     try:
         parameters = inspect.signature(expected).parameters
     except (TypeError, ValueError):  # a builtin without a signature: its call says what it refuses

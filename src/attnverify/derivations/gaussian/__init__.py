@@ -1,8 +1,8 @@
 """The one Gaussian-expectation engine: closed forms (exact moments, the erf conditioning rule, ζ and Stein's lemma:
-:mod:`.closed_forms`), the self-evaluating :class:`Expectation` a derivation step states (:mod:`.expectation`),
-its quadrature (:mod:`.panels`; by sectors where every kink lies on a line through the origin: :mod:`.polar`),
-definite integrals at a point (:mod:`.integrals`), the identity table the single-location claim checks
-(:mod:`.identities`), and float64 tail forms (:mod:`.tails`)."""
+`.closed_forms`), the self-evaluating [`Expectation`][attnverify.derivations.gaussian.Expectation] a derivation step
+states (`.expectation`), its quadrature (`.panels`; by sectors where every kink lies on a line through the origin:
+`.polar`), definite integrals at a point (`.integrals`), the identity table the single-location claim checks
+(`.identities`), and float64 tail forms (`.tails`)."""
 
 from .closed_forms import (ErfSquareMean, erf_mean, erf_prime, gaussian_expectation, gaussian_moments_expectation,
                            moments_taken, normal_moment, polynomial_in, zeta_at_zero, zeta_mpmath, zeta_t_derivative)

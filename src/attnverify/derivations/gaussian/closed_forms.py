@@ -2,9 +2,9 @@
 
 Notation (Marion et al. 2025, docs/papers/single_location.md §5): Z ~ N(0, 1), erf'(x) = (2/√π)e^{−x²} and
 ζ(t, g) = E[erf(t + gZ)²], which has no elementary form. A polynomial in Z times erf(α + βZ)^m (m ≤ 2) reduces
-to E[1] = 1, E[erf(α + βZ)] = erf(α/√(1 + 2β²)) (:func:`erf_mean`) and ζ(α, β) by Stein's lemma
+to E[1] = 1, E[erf(α + βZ)] = erf(α/√(1 + 2β²)) (`erf_mean`) and ζ(α, β) by Stein's lemma
 E[Zⁿ g(α+βZ)] = (n−1)·E[Zⁿ⁻² g] + β·∂_α E[Zⁿ⁻¹ g]; the claim ``single_location.gaussian_identities`` checks
-these against the quadrature of :mod:`.expectation`.
+these against the quadrature of `.expectation`.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ class ErfSquareMean(sympy.Function):
 
     @staticmethod
     def mpmath_implementation(t, g):
-        """ζ at the current mpmath precision (see :func:`zeta_mpmath`)."""
+        """ζ at the current mpmath precision (see `zeta_mpmath`)."""
         return zeta_mpmath(t, g)
 
     @staticmethod
@@ -218,5 +218,5 @@ def gaussian_expectation(expression: sympy.Expr, z: sympy.Symbol) -> sympy.Expr:
 
 def gaussian_moments_expectation(expression: sympy.Expr, variables: list[sympy.Symbol]) -> sympy.Expr:
     """E over independent standard Gaussians ``variables`` of an expression polynomial in them (each monomial's
-    moments, :func:`moments_taken`)."""
+    moments, `moments_taken`)."""
     return sympy.expand(moments_taken(sympy.expand(expression), list(variables)))

@@ -1,12 +1,12 @@
 """𝔼[f] as a sympy expression that carries its own meaning, so that a derivation step stating a value of an
-expectation can be checked (:mod:`..steps`) instead of taken on trust.
+expectation can be checked (`..steps`) instead of taken on trust.
 
 ``Expectation(f, gaussian(z, m, v), …)`` is the mean of f over independent Gaussian variables z ~ N(m, v): it
-evaluates at a point (:meth:`Expectation.estimate_at`, with an error estimate) by exact moments where f is a
-polynomial, the conditioning rule :func:`.closed_forms.erf_mean` after a rotation of the erf arguments
-(:func:`standard_estimate`), and the quadrature of :mod:`.panels` for what remains. ``Expectation(f, w, v)`` with
-plain symbols is the mean over an unspecified joint law: :func:`by_linearity` writes it as Σ cᵢ 𝔼[mᵢ], the
-moments being unknowns. A variable's name is bound: it is not a free symbol of the expectation.
+evaluates at a point ([`Expectation.estimate_at`][attnverify.derivations.gaussian.expectation.Expectation.estimate_at],
+with an error estimate) by exact moments where f is a polynomial, the conditioning rule `.closed_forms.erf_mean` after a
+rotation of the erf arguments (`standard_estimate`), and the quadrature of `.panels` for what remains.
+``Expectation(f, w, v)`` with plain symbols is the mean over an unspecified joint law: `by_linearity` writes it as Σ cᵢ
+𝔼[mᵢ], the moments being unknowns. A variable's name is bound: it is not a free symbol of the expectation.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ def gaussian(variable: sympy.Symbol, mean=0, variance=1) -> Tuple:
 
 
 class Expectation(sympy.Expr):
-    """𝔼[integrand] over its variables: each a :func:`gaussian` law (evaluated by quadrature) or a plain symbol (a
-    random variable of unspecified law; expanded by linearity in :func:`by_linearity`). All Gaussian, or all plain."""
+    """𝔼[integrand] over its variables: each a [`gaussian`][attnverify.derivations.gaussian.expectation.gaussian] law
+    (evaluated by quadrature) or a plain symbol (a random variable of unspecified law; expanded by linearity in
+    `by_linearity`). All Gaussian, or all plain."""
 
     is_commutative = True
 
@@ -116,8 +117,8 @@ class Expectation(sympy.Expr):
 
     def estimate_at(self, point: dict, prec: int):
         """(the mean at ``point`` as a sympy number, an estimate of its absolute error as an mpmath number: the
-        quadrature's own, see :func:`standard_estimate`), or None as for :meth:`value_at`; raises
-        :class:`.panels.QuadratureShort` where no error estimate would hold (a jump it cannot cut at)."""
+        quadrature's own, see `standard_estimate`), or None as for `value_at`; raises
+        `.panels.QuadratureShort` where no error estimate would hold (a jump it cannot cut at)."""
         try:
             template = _compiled(self)
         except (TypeError, ValueError, NotImplementedError) as error:  # no code for its integrand
@@ -224,7 +225,7 @@ class _Template:
 
     def value(self, values: list, *, reduced: bool = False) -> tuple[mpmath.mpc, mpmath.mpf]:
         """(the mean at the parameters' ``values`` (mpmath numbers), at the current precision; its error
-        estimate). ``reduced``: :func:`standard_estimate` has already conditioned and rotated what it could."""
+        estimate). ``reduced``: `standard_estimate` has already conditioned and rotated what it could."""
         constants = [*self.constants(*values), *values]
         if not self.other:
             value = mpmath.mpmathify(self.f(*constants))
@@ -247,7 +248,7 @@ class _Template:
         return nested(lambda *xs: self.f(*xs, *constants), len(self.other))
 
     def _jumps(self, values: list) -> list:
-        """The real points where the integrand jumps or bends at the parameters' ``values`` (:mod:`.jumps`)."""
+        """The real points where the integrand jumps or bends at the parameters' ``values`` (`.jumps`)."""
         points = []
         for line in self.jumps:
             offset, slope = (mpmath.mpmathify(v) for v in line(*values))
@@ -353,22 +354,22 @@ CONDITIONED = (sympy.erf, sympy.erfc)
 
 def standard_mean(integrand: sympy.Expr, variables: list, prec: int):
     """E[integrand] over independent standard normal ``variables`` at ``prec`` bits (the value of
-    :func:`standard_estimate`)."""
+    `standard_estimate`)."""
     return standard_estimate(integrand, variables, prec)[0]
 
 
 def standard_estimate(integrand: sympy.Expr, variables: list, prec: int) -> tuple:
-    """(E[integrand], an estimate of its absolute error) over independent standard normal ``variables``, the integrand's other symbols numbers, at
-    ``prec`` bits (an mpmath number). Exact where the law allows: each variable the integrand is a polynomial in by
-    its moments, each that enters one erf (erfc) factor of every term, affinely, by E_Z[erf(α + βZ)] =
-    erf(α/√(1+2β²)); when two or more remain and every one enters only through affine arguments of functions,
+    """(E[integrand], an estimate of its absolute error) over independent standard normal ``variables``, the integrand's
+    other symbols numbers, at ``prec`` bits (an mpmath number). Exact where the law allows: each variable the integrand
+    is a polynomial in by its moments, each that enters one erf (erfc) factor of every term, affinely, by E_Z[erf(α +
+    βZ)] = erf(α/√(1+2β²)); when two or more remain and every one enters only through affine arguments of functions,
     they are rotated (QR of the arguments' coefficients, Z → QY keeps the law) so that the k-th argument holds the
     first k new variables, the others drop out, and the last is conditioned out (E[erf(u) erf(v)] of correlated
-    u, v becomes one integral). One remaining variable: Gauss–Legendre panels over its bulk (:func:`line_integral`,
+    u, v becomes one integral). One remaining variable: Gauss–Legendre panels over its bulk (`line_integral`,
     its error estimated by the panels' two rules, about 2¹² units of the last place of ``prec`` times the number of
     panels); two whose every kink and jump lies on a line through the origin: by sectors in polar coordinates
-    (:func:`.polar.sector_estimate`); several: nested tanh-sinh (slow; each level of the degree mpmath sets by the
-    precision). What is exact is given the error of its rounding (:func:`rounding`)."""
+    (`.polar.sector_estimate`); several: nested tanh-sinh (slow; each level of the degree mpmath sets by the
+    precision). What is exact is given the error of its rounding (`rounding`)."""
     h, rest, rotated = sympy.sympify(integrand), list(variables), False
     with mpmath.workprec(prec):
         while True:

@@ -1,5 +1,5 @@
 """The Gaussian/erf identities the single-location derivation uses (docs/papers/single_location.md §5), each a
-closed form from :mod:`.closed_forms` beside its integrand, and the quadrature of :mod:`.expectation` they are
+closed form from `.closed_forms` beside its integrand, and the quadrature of `.expectation` they are
 checked against (the claim ``single_location.gaussian_identities``)."""
 
 from __future__ import annotations
@@ -90,9 +90,10 @@ def _identity_mean(integrand: sympy.Expr) -> Expectation:
 
 
 def gaussian_quadrature(integrand: sympy.Expr, values: dict, dps: int = 16) -> float:
-    """E_Z[integrand] at the parameter ``values`` by the quadrature of :class:`.expectation.Expectation` (panels
-    over the Gaussian bulk and each erf's transition, two rules agreeing to about 2⁻⁵² of the integral) at ``dps``
-    digits (default 16: 4 beyond the 1e-12 checks; measured within 2.1e-15 of the 30-digit closed forms)."""
+    """E_Z[integrand] at the parameter ``values`` by the quadrature of
+    [`.expectation.Expectation`][attnverify.derivations.gaussian.expectation.Expectation] (panels over the Gaussian bulk
+    and each erf's transition, two rules agreeing to about 2⁻⁵² of the integral) at ``dps`` digits (default 16: 4 beyond
+    the 1e-12 checks; measured within 2.1e-15 of the 30-digit closed forms)."""
     mean = _identity_mean(integrand)
     point = {symbol: sympy.Float(value, dps + 5) for symbol, value in values.items()}
     value = mean.value_at(point, sympy.core.evalf.dps_to_prec(dps))

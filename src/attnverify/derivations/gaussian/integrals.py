@@ -1,6 +1,6 @@
 """Definite integrals with no free symbols at a point, with an error estimate: over ℝⁿ with a Gaussian weight as the
-weight's mass times an expectation (:func:`.expectation.standard_estimate`), else mpmath.quad of bounded degree
-whose estimate must reach the working precision (else :class:`QuadratureShort`, a step left undecided)."""
+weight's mass times an expectation (`.expectation.standard_estimate`), else mpmath.quad of bounded degree
+whose estimate must reach the working precision (else `QuadratureShort`, a step left undecided)."""
 
 from __future__ import annotations
 
@@ -17,17 +17,17 @@ bounded effort of a 1-D integral."""
 
 
 def integral_value(integral: sympy.Integral, prec: int):
-    """A definite integral with no free symbols at ``prec`` bits (the value of :func:`integral_estimate`)."""
+    """A definite integral with no free symbols at ``prec`` bits (the value of `integral_estimate`)."""
     return integral_estimate(integral, prec)[0]
 
 
 def integral_estimate(integral: sympy.Integral, prec: int) -> tuple:
-    """(a definite integral, an estimate of its absolute error): a definite integral with no free symbols, at ``prec`` bits (an mpmath number). Over ℝⁿ with a Gaussian
-    weight exp(−½zᵀPz + bᵀz + c), P positive definite (the nested integrals merged): the weight's mass times
-    E[g(μ + LY)] (LLᵀ = P⁻¹, :func:`standard_mean`); else one variable at a time by mpmath.quad (tanh-sinh, at most
-    :data:`INTEGRAL_DEGREE`), whose error estimate must reach the working precision less 16 bits, else
-    :class:`QuadratureShort`. A Gaussian weight's expectation is carried at the precision an expectation is
-    (:func:`working_precision`), so that its panels reach ``prec``."""
+    """(a definite integral, an estimate of its absolute error): a definite integral with no free symbols, at ``prec``
+    bits (an mpmath number). Over ℝⁿ with a Gaussian weight exp(−½zᵀPz + bᵀz + c), P positive definite (the nested
+    integrals merged): the weight's mass times E[g(μ + LY)] (LLᵀ = P⁻¹, `standard_mean`); else one variable at a time by
+    mpmath.quad (tanh-sinh, at most `INTEGRAL_DEGREE`), whose error estimate must reach the working precision less 16
+    bits, else `QuadratureShort`. A Gaussian weight's expectation is carried at the precision an expectation is
+    (`working_precision`), so that its panels reach ``prec``."""
     with mpmath.workprec(working_precision(prec)):
         gaussian_form = _gaussian_weight(*_merged(integral))
         if gaussian_form is not None:
@@ -55,7 +55,7 @@ def pulled_out(integral: sympy.Integral) -> sympy.Expr:
 
 def _product_estimate(integral: sympy.Integral, prec: int):
     """(value, error estimate) of ``integral`` as the product of numbers and definite integrals that
-    :func:`pulled_out` makes of it: each integral by :func:`_quadrature`, the errors combined as a bound,
+    `pulled_out` makes of it: each integral by `_quadrature`, the errors combined as a bound,
     |c| (Π (|Iⱼ| + εⱼ) − Π |Iⱼ|), which holds however small a factor is beside its error."""
     product = pulled_out(integral)
     factors = sympy.Mul.make_args(product)

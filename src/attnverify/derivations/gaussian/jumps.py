@@ -1,5 +1,5 @@
 """Where an integrand is not smooth in its variables: the points (lines) a quadrature must cut at so that its error
-estimate holds (:mod:`.panels`), and the smooth branch it is between them (:func:`branch_at`). A rule that
+estimate holds (`.panels`), and the smooth branch it is between them (`branch_at`). A rule that
 integrates a jump it does not straddle agrees with a finer rule that does not either, and both are wrong:
 Heaviside(√2 b − s u) integrated over panels that miss its step gave a value wrong in the 4th digit with an error
 estimate of 10⁻²⁷.
@@ -18,7 +18,7 @@ UNPLACED = (sympy.floor, sympy.ceiling, sympy.frac, sympy.Mod, sympy.DiracDelta)
 
 
 def _switches(f: sympy.Expr) -> list[sympy.Expr]:
-    """The expressions whose zeros are where ``f`` (one of :data:`NON_SMOOTH`) may jump or bend."""
+    """The expressions whose zeros are where ``f`` (one of `NON_SMOOTH`) may jump or bend."""
     if isinstance(f, (sympy.Max, sympy.Min)):
         return [a - b for i, a in enumerate(f.args) for b in f.args[i + 1:]]
     if isinstance(f, sympy.Piecewise):
@@ -42,8 +42,8 @@ def _relational(condition) -> bool:
 
 def jump_lines(expression: sympy.Expr, variables) -> list[tuple[sympy.Expr, tuple]]:
     """(offset, slopes) of each line α + Σ βᵢxᵢ = 0 where ``expression`` may jump or bend in ``variables`` xᵢ, α and
-    the βᵢ free of them; [] where it is smooth. Raises :class:`QuadratureShort` where a switch is not affine in the
-    variables or a function of :data:`UNPLACED` depends on them: the lines cannot be placed, so no error estimate
+    the βᵢ free of them; [] where it is smooth. Raises `QuadratureShort` where a switch is not affine in the
+    variables or a function of `UNPLACED` depends on them: the lines cannot be placed, so no error estimate
     would hold."""
     variables = list(variables)
     named = ", ".join(map(str, variables))
@@ -66,7 +66,7 @@ def jump_lines(expression: sympy.Expr, variables) -> list[tuple[sympy.Expr, tupl
 
 
 def branch_at(expression: sympy.Expr, point: dict, digits: int) -> sympy.Expr:
-    """``expression`` with each function of :data:`NON_SMOOTH` replaced by the branch it takes at ``point`` (each
+    """``expression`` with each function of `NON_SMOOTH` replaced by the branch it takes at ``point`` (each
     switch evaluated there to ``digits`` digits): a smooth expression, equal to ``expression`` wherever every
     switch has the sign it has at ``point`` (none of them may vanish there)."""
 
@@ -92,5 +92,5 @@ def branch_at(expression: sympy.Expr, point: dict, digits: int) -> sympy.Expr:
 
 
 def is_smooth(expression: sympy.Expr, variables) -> bool:
-    """Whether no function of :data:`NON_SMOOTH` or :data:`UNPLACED` in ``expression`` depends on ``variables``."""
+    """Whether no function of `NON_SMOOTH` or `UNPLACED` in ``expression`` depends on ``variables``."""
     return not any(f.has(*variables) for f in expression.atoms(*NON_SMOOTH, *UNPLACED))

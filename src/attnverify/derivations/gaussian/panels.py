@@ -1,7 +1,7 @@
 """One-dimensional Gaussian quadrature in mpmath with an error estimate: Gauss–Legendre panels, each halved until
 two rules agree, over an integrand's bulk and features, tanh-sinh on the tails, and nested tanh-sinh for several
-variables. The numbers under :mod:`.expectation` and :mod:`.integrals`. The same composite Gauss–Legendre rule in
-float64, for arrays (:func:`composite_rule`: the saddle package's quadratures)."""
+variables. The numbers under `.expectation` and `.integrals`. The same composite Gauss–Legendre rule in
+float64, for arrays (`composite_rule`: the saddle package's quadratures)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
 """E[h(X, Y)] over two independent standard normals when every kink and jump of h lies on a line through the origin
 (ReLU products, arc-cosine kernels): in polar coordinates (X, Y) = ρ(cos φ, sin φ) each switch αX + βY changes
 sign only at the two angles where α cos φ + β sin φ = 0, so between consecutive such angles h is one smooth
-branch (:func:`.jumps.branch_at`), and
+branch (`.jumps.branch_at`), and
 
     E[h] = Σ_sectors ∫ dφ ∫₀^∞ h(ρ cos φ, ρ sin φ) ρ e^{−ρ²/2} dρ / (2π).
 
 A term ρᵏ A(φ) of the branch (positively homogeneous of degree k > −2) has the exact radial integral
 ∫₀^∞ ρ^{k+1} e^{−ρ²/2} dρ = 2^{k/2} Γ(k/2 + 1); any other term's radial integral is taken by Gauss–Legendre panels
-(:func:`.panels.panels`) at each angle. Each sector's angular integral, of a smooth function, is taken by the same
+(`.panels.panels`) at each angle. Each sector's angular integral, of a smooth function, is taken by the same
 panels, with their error estimate."""
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ def log_erfc_square_mean(a: float, b: float) -> float:
 
 
 def erfc_square_mean(a: float, b: float) -> float:
-    """E_Z[erfc(a + bZ)²] = 1 − 2erf(a/√(1+2b²)) + ζ(a, b) for a, b ≥ 0 (see :func:`log_erfc_square_mean`);
+    """E_Z[erfc(a + bZ)²] = 1 − 2erf(a/√(1+2b²)) + ζ(a, b) for a, b ≥ 0 (see `log_erfc_square_mean`);
     0.0 where it is below the float64 range."""
     return math.exp(log_erfc_square_mean(a, b))
 

@@ -1,9 +1,9 @@
-"""The safety net under a step's check: :func:`step_budget` CPU seconds (``budget=``, ``$ATTNVERIFY_STEP_BUDGET``,
-else :data:`STEP_BUDGET`), enforced by a CPU-time alarm (:data:`CLOCK`, ``ITIMER_PROF``) in a child process forked
-for the check (:class:`Child`), which is killed :data:`GRACE` CPU seconds past a budget if it does not answer the
+"""The safety net under a step's check: `step_budget` CPU seconds (``budget=``, ``$ATTNVERIFY_STEP_BUDGET``,
+else `STEP_BUDGET`), enforced by a CPU-time alarm (`CLOCK`, ``ITIMER_PROF``) in a child process forked
+for the check (`Child`), which is killed `GRACE` CPU seconds past a budget if it does not answer the
 alarm. What decides a step is the work each attempt may do (expression sizes, quadrature degrees, digits), bounded
 where the attempt is made; the budget lies far above what those bounds allow, so that a busy or slow machine gives
-the same outcome. An outcome that the net cut short says so (:attr:`StepCheck.cut`) and is never kept on disk."""
+the same outcome. An outcome that the net cut short says so (`StepCheck.cut`) and is never kept on disk."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ ANNOUNCE_AFTER = 2.0
 
 def step_budget(budget: float | None = None) -> float:
     """The CPU seconds a step's check may use: ``budget`` if given, else ``$ATTNVERIFY_STEP_BUDGET``, else
-    :data:`STEP_BUDGET`; a positive finite number."""
+    `STEP_BUDGET`; a positive finite number."""
     name, value = "budget", budget
     if budget is None:
         name, value = BUDGET_VARIABLE, os.environ.get(BUDGET_VARIABLE)
@@ -84,12 +84,12 @@ def is_cut(outcome: StepCheck) -> bool:
 
 
 def any_cut(kept) -> bool:
-    """Whether a comparison's outcome, or any of a derivation's (a tuple), was cut short (:func:`is_cut`)."""
+    """Whether a comparison's outcome, or any of a derivation's (a tuple), was cut short (`is_cut`)."""
     return any(is_cut(o) for o in (kept if isinstance(kept, tuple) else (kept,)))
 
 
 class BudgetSpent(BaseException):
-    """A limit of :class:`_Clock` was reached (a BaseException: no ``except Exception`` of sympy or of the checker
+    """A limit of `_Clock` was reached (a BaseException: no ``except Exception`` of sympy or of the checker
     swallows it)."""
 
     def __init__(self, limit):
@@ -201,8 +201,8 @@ def can_fork() -> bool:
 
 
 class Watch:
-    """The parent's watch over a child's step: past ``budget`` + :data:`GRACE` CPU seconds of the child (wall
-    seconds where the system does not report its CPU time), or :data:`WALL_FACTOR` times that in wall seconds,
+    """The parent's watch over a child's step: past ``budget`` + `GRACE` CPU seconds of the child (wall
+    seconds where the system does not report its CPU time), or `WALL_FACTOR` times that in wall seconds,
     the child is past its budget."""
 
     def __init__(self, child: "Child", budget: float):

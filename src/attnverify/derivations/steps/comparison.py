@@ -1,4 +1,4 @@
-"""One comparison a = b (:func:`compare`): symbolically, else numerically, else with its unknowns replaced by
+"""One comparison a = b (`compare`): symbolically, else numerically, else with its unknowns replaced by
 generic functions and moments; memoised in the process and on disk under the project's cache
 (``cache_directory("derivation_steps", checker_version())``, ``ATTNVERIFY_KEEP_DERIVATIONS=0`` turns the disk off),
 and run in a forked child within the step's budget when called on its own."""
@@ -29,7 +29,7 @@ from .numeric import numeric_check
 
 @functools.lru_cache(maxsize=None)
 def checker_version() -> str:
-    """The fingerprint of this package's sources, of the Gaussian engine's (:mod:`..gaussian`, which evaluates
+    """The fingerprint of this package's sources, of the Gaussian engine's (`..gaussian`, which evaluates
     expectations) and of sympy's and mpmath's versions: a new checker checks afresh."""
     here = Path(__file__).parent
     sources = [*sorted(here.glob("*.py")), *sorted((here.parent / "gaussian").glob("*.py"))]
@@ -65,9 +65,9 @@ def comparison_key(a, b) -> str:
 def compare(a, b, *, budget: float | None = None) -> StepCheck:
     """Whether ``a`` equals ``b``: proved symbolically, agreeing numerically, failing at a point, or unchecked
     (see the module docstring); memoised in the process and on disk. Inside a derivation's walk it runs under the
-    step's budget; called on its own, in a forked child limited to ``budget`` CPU seconds (:func:`step_budget`),
+    step's budget; called on its own, in a forked child limited to ``budget`` CPU seconds (`step_budget`),
     whose outcome past them is ``unchecked: budget of N CPU s spent (…)``. An outcome the time safety net cut
-    short (:func:`~.budget.is_cut`) is neither kept nor remembered: the next call decides it afresh."""
+    short (`is_cut`) is neither kept nor remembered: the next call decides it afresh."""
     with sympy.evaluate(True):  # the checker's arithmetic evaluates, whatever the caller's setting
         return _compare_kept(a, b, budget)
 
@@ -94,8 +94,8 @@ def _compare_kept(a, b, budget: float | None) -> StepCheck:
 
 
 def _compare_forked(a, b, key: str, budget: float) -> StepCheck:
-    """:func:`_compare` in a forked child within ``budget`` CPU seconds (killed past them if it does not stop,
-    :class:`~.budget.Watch`)."""
+    """`_compare` in a forked child within ``budget`` CPU seconds (killed past them if it does not stop,
+    `Watch`)."""
 
     def work():
         try:

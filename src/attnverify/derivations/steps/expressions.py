@@ -1,5 +1,5 @@
 """A step's sides as the checker reads them: the relations an ``Eq`` (or a tuple of them) states, names
-resolved to their latest values (:func:`resolved`; a derivative by a name keeps its variable bound), derivatives
+resolved to their latest values (`resolved`; a derivative by a name keeps its variable bound), derivatives
 and substitutions carried out, expectations over laws left unspecified written by linearity, and the unknowns
 (unevaluated functions, moments) a comparison must replace (docs/derivation_steps.md, "What a step claims")."""
 
@@ -53,7 +53,7 @@ def outer_symbols(expression) -> set:
 
 def resolved(expression, env: dict, rounds: int = 8):
     """``expression`` with every name replaced by its latest value, repeatedly (names defined through names); a
-    derivative by a name keeps its variable bound (see :func:`substituted`)."""
+    derivative by a name keeps its variable bound (see `substituted`)."""
     if not env or not isinstance(expression, sympy.Basic):
         return expression
     functions = {key.func: key for key in env if isinstance(key, AppliedUndef) and getattr(key.func, "mapping", False)
@@ -102,7 +102,7 @@ def substituted(expression, mapping: dict, env: dict | None = None):
 
 
 def function_definition(a, env: dict):
-    """The name f(t, …) that gives the value of the application ``a`` = f(2, …) of a :func:`function`, if any (and
+    """The name f(t, …) that gives the value of the application ``a`` = f(2, …) of a `function`, if any (and
     ``a`` has no value of its own)."""
     if not (isinstance(a, AppliedUndef) and getattr(a.func, "mapping", False)) or a in env:
         return None
@@ -185,7 +185,7 @@ def carried_out(expression):
     """``expression`` with each ``UnevaluatedExpr`` released (its argument, evaluated with what holds it), its
     derivatives and substitutions carried out (sympy's ``doit``, not deep) where they hold no unevaluated function,
     and every expectation over random variables of unspecified law written by linearity
-    (:func:`..gaussian.by_linearity`)."""
+    (`..gaussian.by_linearity`)."""
     if not isinstance(expression, sympy.Basic):
         return expression
     if expression.has(sympy.UnevaluatedExpr):  # a form the author kept as written: compared by its value
@@ -245,7 +245,7 @@ def has_order(expression) -> bool:
 
 def unevaluable(expression) -> str | None:
     """Why ``expression`` cannot be evaluated at a point (a limit), or None. Unevaluated functions and moments of
-    unspecified laws are unknowns (:func:`_with_unknowns`); derivatives are taken (:func:`carried_out`), those of matrix
+    unspecified laws are unknowns (`_with_unknowns`); derivatives are taken (`carried_out`), those of matrix
     expressions once the matrices are explicit."""
     if expression.has(sympy.Limit):
         return "holds an unevaluated Limit"

@@ -1,6 +1,6 @@
-"""The numeric check of a comparison: both sides at :data:`~.points.POINTS` admissible points in
-:data:`WORKING_DIGITS`-digit arithmetic (Gaussian expectations and definite integrals by quadrature with an error
-estimate carried through the side), agreeing to :data:`AGREEMENT_DIGITS` digits of their terms or within the
+"""The numeric check of a comparison: both sides at `POINTS` admissible points in
+`WORKING_DIGITS`-digit arithmetic (Gaussian expectations and definite integrals by quadrature with an error
+estimate carried through the side), agreeing to `AGREEMENT_DIGITS` digits of their terms or within the
 estimate, a mismatch checked again at twice the precision (docs/derivation_steps.md, step 2 of a comparison)."""
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ integral by mpmath.quad of bounded degree reaches about 50 digits, so 45 are tri
 def numeric_check(a, b, rng: random.Random, points: int = POINTS) -> StepCheck:
     """a = b at ``points`` admissible random points (30 digits), or the first point where they differ. The digits
     of agreement at a point are at most those its evaluation established (the sides' quadrature error estimates,
-    :func:`_agreed`); a difference within them is agreement to those digits, never a failure, and fewer than
-    :data:`AGREEMENT_DIGITS` established leave the step unchecked."""
+    `_agreed`); a difference within them is agreement to those digits, never a failure, and fewer than
+    `AGREEMENT_DIGITS` established leave the step unchecked."""
     structured = _is_structured(a) or _is_structured(b)
     if not (_free(a) or _free(b)):
         points = 1  # both sides are numbers: every point is the same one
@@ -70,7 +70,7 @@ def _free(side) -> bool:
 
 def _established(error, scale) -> float:
     """Digits that an absolute ``error`` (the sides' quadrature error estimates together) leaves of values of
-    size ``scale``: :data:`WORKING_DIGITS` when nothing was estimated."""
+    size ``scale``: `WORKING_DIGITS` when nothing was estimated."""
     if not error:
         return float(WORKING_DIGITS)
     if not scale:
@@ -79,7 +79,7 @@ def _established(error, scale) -> float:
 
 
 def _agreed(left, right, error, scale=None) -> tuple[float, bool] | None:
-    """(digits, quadrature-limited) if the sides agree at this point: to :data:`AGREEMENT_DIGITS` digits relative
+    """(digits, quadrature-limited) if the sides agree at this point: to `AGREEMENT_DIGITS` digits relative
     to ``scale`` (default: the larger side), or within their combined error estimate ``error``; the digits are
     then the fewer of those agreeing and those ``error`` establishes, quadrature-limited where the latter are
     fewer. None if they differ beyond both."""
@@ -148,8 +148,8 @@ def _ordinal(digits: float) -> str:
 
 
 def _recheck(a, b, point: dict, left, right, error=0) -> tuple[float, bool] | str | None:
-    """(digits, quadrature-limited) as :func:`_agreed`, relative to the size of the sides' terms, if the
-    difference is round-off of an exact zero (it shrinks when the precision rises, :data:`RECHECK_DIGITS`) or, at
+    """(digits, quadrature-limited) as `_agreed`, relative to the size of the sides' terms, if the
+    difference is round-off of an exact zero (it shrinks when the precision rises, `RECHECK_DIGITS`) or, at
     the higher precision, within the sides' error estimates; None if it is a real difference (it stays). A
     difference small beside the terms is no agreement by itself: 2·erfc(7) against 1 − erf(7) differ by 4e-23, 22
     digits of terms of size 1, and that difference stays at any precision. Where the sides cannot be evaluated at
@@ -201,7 +201,7 @@ def _evaluate(expression, point: dict, digits: int):
 def _estimated(expression, point: dict, digits: int):
     """(the value of ``expression`` at ``point`` to ``digits`` digits, an estimate of its absolute error from
     quadrature: each Gaussian expectation's and definite integral's own estimate times the side's sensitivity to
-    it, :func:`_propagated`; 0 where there is none); None where it is not finite; a string (why) where it is not a
+    it, `_propagated`; 0 where there is none); None where it is not finite; a string (why) where it is not a
     number."""
     try:
         expression, quadratures = _expectations_at(expression, point, digits)
@@ -249,7 +249,7 @@ def _propagated(explicit, quadratures: dict, value, digits: int):
 
 def _integrals_at(expression, digits: int):
     """(``expression`` with each definite integral free of symbols replaced by a stand-in symbol, stand-in →
-    (value, error estimate)) (:func:`..gaussian.integral_estimate`: a Gaussian weight's expectation, exactly
+    (value, error estimate)) (`..gaussian.integral_estimate`: a Gaussian weight's expectation, exactly
     where it can be conditioned, else mpmath.quad of bounded degree whose error estimate is checked)."""
     if not isinstance(expression, sympy.Basic) or not expression.has(sympy.Integral):
         return expression, {}
@@ -272,7 +272,7 @@ def _integrals_at(expression, digits: int):
 def _expectations_at(expression, point: dict, digits: int):
     """(``expression`` with each Gaussian expectation replaced by a stand-in symbol, stand-in → (its value at
     ``point``, its error estimate)) (a quadrature, with the expectation compiled once for all points:
-    :meth:`..gaussian.Expectation.estimate_at`); (None, {}) where one is not finite there."""
+    `..gaussian.Expectation.estimate_at`); (None, {}) where one is not finite there."""
     if not isinstance(expression, sympy.Basic) or not expression.has(Expectation):
         return expression, {}
     values = point if "integers" not in point else {**point["integers"], **point["scalars"]}
@@ -306,7 +306,7 @@ STEP = sympy.Rational(1, 10**25)
 
 def _differenced(expression):
     """A derivative by a scalar of a matrix expression at an explicit point, d/dε f(ε) at ε = p, written as the
-    central difference (f(p + h) − f(p − h))/2h with an exact h = :data:`STEP`: each side is then a matrix
+    central difference (f(p + h) − f(p − h))/2h with an exact h = `STEP`: each side is then a matrix
     expression in explicit rational matrices, carried out exactly (sympy's derivative of a symbolic inverse or
     determinant takes seconds; evalf then resolves the cancellation of the difference)."""
     if not isinstance(expression, sympy.Basic) or not expression.has(sympy.Subs):

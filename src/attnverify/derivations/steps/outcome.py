@@ -1,4 +1,4 @@
-"""What the checker says of a step: :class:`StepCheck` (proved symbolically, agreeing numerically, failing at
+"""What the checker says of a step: `StepCheck` (proved symbolically, agreeing numerically, failing at
 a shown point, marked, a condition, or unchecked with why) and the counts a report prints.
 The rules that produce them: docs/derivation_steps.md."""
 
@@ -16,7 +16,7 @@ assumption), a condition a later step solves, or unchecked."""
 
 @dataclass(frozen=True)
 class StepCheck:
-    """The outcome of a step (or of one comparison): ``outcome`` (:data:`OUTCOMES`), a sentence, the earlier step
+    """The outcome of a step (or of one comparison): ``outcome`` (`OUTCOMES`), a sentence, the earlier step
     it was compared with (1-based), and for a numeric check the points, the fewest agreeing digits (no more than
     the numeric evaluation of the sides established: ``limited`` when a quadrature's error estimate, not the
     agreement of the sides, set them), and for a failure the point (name → value) and both sides' values there.

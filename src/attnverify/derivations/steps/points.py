@@ -47,7 +47,7 @@ def draw_scalars(a, b, rng: random.Random, signs: dict) -> dict:
 
 def draw_point(a, b, rng: random.Random, signs: dict):
     """A random admissible point for the symbols, matrices and indexed entries of ``a`` and ``b`` (see the module
-    docstring), as the four substitutions :func:`_explicit` makes; a string if some symbol cannot be given a
+    docstring), as the four substitutions `_explicit` makes; a string if some symbol cannot be given a
     value."""
     both = sympy.Tuple(a, b)
     counting = sorted(_counting_symbols(both), key=str)
@@ -84,7 +84,7 @@ SUMMED_TERMS = 1000
 
 def sums_done(expression):
     """Finite sums and products (of indexed entries, Kronecker deltas, …) written out term by term, each entry then
-    getting its value; sums of more than :data:`SUMMED_TERMS` terms are left to evalf."""
+    getting its value; sums of more than `SUMMED_TERMS` terms are left to evalf."""
 
     def small(e):
         if not isinstance(e, (sympy.Sum, sympy.Product)):

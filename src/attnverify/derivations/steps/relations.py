@@ -1,6 +1,6 @@
 """What each step of a derivation claims and against what: a new form of a name against its latest value, a
 solution against the condition it solves, an identity at random points, a plain expression against the previous
-step; what a step establishes is learnt into the walk's :class:`WalkState` (docs/derivation_steps.md)."""
+step; what a step establishes is learnt into the walk's `WalkState` (docs/derivation_steps.md)."""
 
 from __future__ import annotations
 
@@ -37,13 +37,13 @@ class WalkState:
         self.__dict__.update(other.copy().__dict__)
 
     def see(self, expression) -> None:
-        """Count as known the symbols of ``expression`` and the dimensions of its matrices (:func:`dimensions`):
+        """Count as known the symbols of ``expression`` and the dimensions of its matrices (`dimensions`):
         a later step written in them is a consequence to check, not a notation."""
         self.seen |= symbols_of(expression) | dimensions(expression)
 
 
 def _compared(context: "WalkState", a, b) -> StepCheck:
-    """:func:`compare`, unless the context only learns (then undecided)."""
+    """`compare`, unless the context only learns (then undecided)."""
     return unchecked("not compared") if context.skip else compare(a, b)
 
 
@@ -166,7 +166,7 @@ def _check_relation(a, b, substitute: dict, context: WalkState) -> tuple[StepChe
         return unchecked(f"introduces {names_text(introduced)}: nothing earlier to compare it with"), "name"
     outcome = _compared(context, side_at(a, env, substitute), side_at(b, env, substitute))
     if outcome.failed and (b == 0 or a == 0) and outcome.point:
-        return outcome, "condition"  # an equation to solve, unless no later step solves it (:func:`_checked_step`)
+        return outcome, "condition"  # an equation to solve, unless no later step solves it (`_checked_step`)
     return (_taken_at(outcome, substitute, "the sides") if substitute else outcome), "identity"
 
 

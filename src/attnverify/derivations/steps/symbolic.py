@@ -1,5 +1,5 @@
 """The symbolic attempts of a comparison: the same expression, ``expand``/``simplify`` of the difference
-(bounded by its size) or ``equals`` (None never passes), within :data:`~.budget.SYMBOLIC_SHARE` of the step's
+(bounded by its size) or ``equals`` (None never passes), within `SYMBOLIC_SHARE` of the step's
 budget; an Order term by ``Order.contains`` of the remainder (docs/derivation_steps.md, step 1 of a comparison)."""
 
 from __future__ import annotations
@@ -44,11 +44,11 @@ def asymptotic(a, b) -> StepCheck:
 
 
 def proved(a, b, cheap: bool = False, stopped: list | None = None, notes: list | None = None) -> str | None:
-    """How sympy proves a = b, or None: identical, ``expand`` (a difference of at most :data:`EXPAND_OPERATIONS`
-    operations), ``simplify``, ``equals`` (at most :data:`SIMPLIFY_OPERATIONS`; cheapest first; only the first two
+    """How sympy proves a = b, or None: identical, ``expand`` (a difference of at most `EXPAND_OPERATIONS`
+    operations), ``simplify``, ``equals`` (at most `SIMPLIFY_OPERATIONS`; cheapest first; only the first two
     when ``cheap``, for sides that could not be evaluated anyway), each stopped past
-    :data:`~.work.SYMBOLIC_WORK` new sympy objects. These bounds decide, and ``notes`` says which of them stopped or
-    left out an attempt; the safety net of :data:`SYMBOLIC_SHARE` of the step's CPU budget lies far above what they
+    `SYMBOLIC_WORK` new sympy objects. These bounds decide, and ``notes`` says which of them stopped or
+    left out an attempt; the safety net of `SYMBOLIC_SHARE` of the step's CPU budget lies far above what they
     allow, and an attempt it stops is named in ``stopped``."""
     stopped = [] if stopped is None else stopped
     notes = [] if notes is None else notes

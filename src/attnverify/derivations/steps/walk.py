@@ -1,5 +1,5 @@
-"""A derivation's steps checked in order (:func:`check_derivation`), each under its CPU-time safety net, in a
-forked child watched by the parent; the outcomes of a whole derivation are kept on disk by :func:`derivation_key`
+"""A derivation's steps checked in order (`check_derivation`), each under its CPU-time safety net, in a
+forked child watched by the parent; the outcomes of a whole derivation are kept on disk by `derivation_key`
 (a walk with an outcome the safety net cut short is not kept, so a later run decides it)."""
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ _CHECKED: dict = {}
 
 
 def check_derivation(derivation, *, budget: float | None = None, on_step=None) -> tuple[StepCheck, ...]:
-    """The outcome of every step of ``derivation`` (:class:`~.derivation.Derivation`), in order, each step's check
-    limited to ``budget`` CPU seconds (:func:`step_budget`); kept on disk for the whole derivation as well as per
-    comparison (a derivation checked before is read, not walked again; one with an outcome the safety net cut short
-    is walked again next time). ``on_step(number, total, description, budget)`` is called for a step still being
-    checked after :data:`ANNOUNCE_AFTER` seconds.
+    """The outcome of every step of ``derivation`` ([`Derivation`][attnverify.derivations.derivation.Derivation]), in
+    order, each step's check limited to ``budget`` CPU seconds (`step_budget`); kept on disk for the whole derivation as
+    well as per comparison (a derivation checked before is read, not walked again; one with an outcome the safety net
+    cut short is walked again next time). ``on_step(number, total, description, budget)`` is called for a step still
+    being checked after `ANNOUNCE_AFTER` seconds.
 
     The walk runs in a child process forked for it (any thread may fork), where a CPU-time alarm stops an attempt
-    at its limit; the parent kills a child silent past a step's budget (:class:`~.budget.Watch`). Without
+    at its limit; the parent kills a child silent past a step's budget (`Watch`). Without
     ``os.fork`` the walk runs in this process, limited by the alarm only in the main thread."""
     budget = step_budget(budget)
     if (derivation, budget) in _CHECKED:
@@ -72,7 +72,7 @@ def derivation_key(derivation) -> str | None:
 
 def _walked(derivation, budget: float | None = None, spent: dict | None = None) -> tuple[StepCheck, ...]:
     """Every step checked in order, each within ``budget`` seconds where the alarm can enforce it; the steps of
-    ``spent`` (number → outcome) are not compared again, only learnt (:func:`check_derivation` without its
+    ``spent`` (number → outcome) are not compared again, only learnt (`check_derivation` without its
     disk)."""
     context, outcomes = WalkState(), []
     spent = spent or {}
@@ -127,8 +127,8 @@ def _learnt_only(step, number: int, context: "WalkState", outcome: StepCheck) ->
 
 
 def _walk_forked(derivation, budget: float, on_step=None) -> tuple[StepCheck, ...]:
-    """:func:`_walked` in a forked child, watched: a step whose child is silent past its budget
-    (:class:`~.budget.Watch`) is unchecked, the child killed and the walk resumed in a new one past that step; the
+    """`_walked` in a forked child, watched: a step whose child is silent past its budget
+    (`Watch`) is unchecked, the child killed and the walk resumed in a new one past that step; the
     comparisons the child decided are kept in this process's memory."""
     total, spent = len(derivation.steps), {}
     while True:

@@ -1,8 +1,8 @@
-"""The work a symbolic attempt may do, counted rather than timed: :func:`bounded` runs an attempt (``simplify``,
+"""The work a symbolic attempt may do, counted rather than timed: `bounded` runs an attempt (``simplify``,
 ``equals``, ``expand``) with every sympy object it builds counted (a counter on ``Basic.__new__``, installed for the
-attempt only), and stops it past :data:`SYMBOLIC_WORK` objects, on any machine, busy or idle. sympy's cache is
+attempt only), and stops it past `SYMBOLIC_WORK` objects, on any machine, busy or idle. sympy's cache is
 emptied first and the tables sympy builds on a process's first ``simplify`` are built before any count
-(:func:`warm`), so that the count is the attempt's own; the facts sympy derives once for a symbol new to the
+(`warm`), so that the count is the attempt's own; the facts sympy derives once for a symbol new to the
 process still carry over (about a hundred objects), and sympy iterates over sets in hash order (about 2 %), so
 the bound lies far above any proof it must allow (docs/derivation_steps.md, "Bounds")."""
 
@@ -25,7 +25,7 @@ any proof it must allow."""
 
 
 class WorkSpent(BaseException):
-    """An attempt built :data:`SYMBOLIC_WORK` sympy objects without an answer (a BaseException: no ``except
+    """An attempt built `SYMBOLIC_WORK` sympy objects without an answer (a BaseException: no ``except
     Exception`` of sympy's swallows it)."""
 
 
@@ -34,7 +34,7 @@ _NEW = Basic.__dict__["__new__"]
 
 @contextlib.contextmanager
 def bounded(objects: int = SYMBOLIC_WORK):
-    """A block whose sympy work in this thread is limited to ``objects`` new sympy objects (:class:`WorkSpent` past
+    """A block whose sympy work in this thread is limited to ``objects`` new sympy objects (`WorkSpent` past
     them), sympy's cache emptied on entry. The checker runs it in its own single-threaded child process; where
     another block is already counting (another thread, without ``os.fork``), this one runs uncounted, under the
     time safety net alone."""
@@ -61,7 +61,7 @@ def bounded(objects: int = SYMBOLIC_WORK):
 
 
 def release() -> None:
-    """sympy's own ``Basic.__new__`` again (the counter of :func:`bounded` taken off; also by the time net's
+    """sympy's own ``Basic.__new__`` again (the counter of `bounded` taken off; also by the time net's
     alarm, which may end an attempt before its block's own exit runs)."""
     Basic.__new__ = _NEW
 

@@ -1,4 +1,4 @@
-"""The attention-path action declared on the saddle-point engine (:mod:`attnverify.saddle`); Tiberi et al. (NeurIPS
+"""The attention-path action declared on the saddle-point engine (`attnverify.saddle`); Tiberi et al. (NeurIPS
 2024) §2.1, docs/papers/attention_paths.md, in the engine's convention S = ½E + 𝓛:
 
     𝓛 = ½ { n_L [U_a/σ_a² − ln U_a]
@@ -6,7 +6,7 @@
 
 U_{L+1} ≡ U_a, h_ℓ the slow (head) index of U_ℓ (paths packed row-major, h_1 slowest), the kernel linear in U_1
 (K = Σ_ππ' (U_1)_ππ' C_ππ'). ln det and U⁻¹ of the matrix order parameters are the engine's Cholesky atoms, so the
-declaration stays small for any number of heads. :class:`ActionConfig` checks a network's heads, widths, prior
+declaration stays small for any number of heads. `ActionConfig` checks a network's heads, widths, prior
 variances and temperature once and names their values for the engine.
 """
 
@@ -78,7 +78,7 @@ def _declared(heads: tuple[int, ...], equal_widths: bool, equal_variances: bool)
 
 @dataclass(frozen=True)
 class ActionConfig:
-    """Architecture and priors of the action, checked once (:meth:`build`).
+    """Architecture and priors of the action, checked once (`build`).
 
     heads       (H_1, …, H_L): heads per layer
     widths      (n_0, …, n_L): widths after V^(0) and after each attention layer
@@ -161,9 +161,9 @@ def order_parameters(solution: Solution) -> tuple[np.ndarray, ...]:
 
 def solve_paths(data: Mapping[str, Any], *, heads: Sequence[int], width, temperature: float, prior_var=1.0,
                 start: Sequence[np.ndarray] | None = None, **options) -> Solution:
-    """The engine's :func:`attnverify.saddle.solve` of the attention-path action for ``data`` (X (P, N0, 𝓗) or C
+    """The engine's `attnverify.saddle.solve` of the attention-path action for ``data`` (X (P, N0, 𝓗) or C
     (𝓗, 𝓗, P, P), and y), with width = N or (n_0, …, n_L) and prior_var = σ² or (σ_1², …, σ_L², σ_a²) checked by
-    :meth:`ActionConfig.build`; ``start`` (U_1, …, U_L) a neighbour's order parameters; ``options`` as the engine's
+    `ActionConfig.build`; ``start`` (U_1, …, U_L) a neighbour's order parameters; ``options`` as the engine's
     (tolerance, space, backend, raise_on_failure, …)."""
     config = ActionConfig.build(heads, width, temperature, prior_var)
     initial = None if start is None else config.start(start)

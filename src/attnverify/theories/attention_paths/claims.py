@@ -243,7 +243,7 @@ def _point_figures(point) -> dict:
 def sampled_networks_match_theory(ctx: Context, data) -> Evidence:
     """Networks sampled from the posterior (4-path Markov task, T = 0.01, N = 10, 30 [, 100]) have
     ⟨w_π·w_π'⟩/n_0 equal to the action's own posterior mean E[U] at that width (the next order of the Laplace
-    expansion around the saddle point, :func:`attnverify.saddle.posterior_mean`) within z MCSE + that prediction's
+    expansion around the saddle point, `attnverify.saddle.posterior_mean`) within z MCSE + that prediction's
     stated error (z ≥ 5: Bonferroni over U's entries at a joint false alarm of 10⁻³, ``ChainSummary.mcse_z``; the
     saddle point alone is printed beside it), and the accuracy of their posterior-mean predictor equals the
     theory's within 5 MCSE + an O(1/N) budget: the accuracy's move when the theory is solved again at the Wishart

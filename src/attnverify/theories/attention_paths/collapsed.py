@@ -1,5 +1,5 @@
-"""The attention network as a :class:`attnverify.saddle.network.Network`: the input projection V^(0) is its linear
-readout, integrated out exactly by the one collapsed posterior of :mod:`attnverify.saddle.network`.
+"""The attention network as a `attnverify.saddle.network.Network`: the input projection V^(0) is its linear
+readout, integrated out exactly by the one collapsed posterior of `attnverify.saddle.network`.
 
 Given the upper weights θ = (Z_{ℓ,h}, z_a) the network is linear in Z_0 ~ N(0, I) (readout variance v = 1, units
 (k, i) ∈ n_0 × N0), with features Φ^μ_{(k,i)} = s Σ_π r^1_{πk} X^μ_{iπ} (``posterior``'s notation), so (spec §1.2)
@@ -36,7 +36,7 @@ _KERNEL_BYTES = 64 * 2**20  # "auto" forms C up to this size
 
 class PathInputs:
     """Path features X (P, N0, 𝓗) on their backend (that of the array given), the representation the kernel takes for
-    them (``"auto"`` resolved by :func:`resolved_representation`), and their path-path kernels times ``scale``,
+    them (``"auto"`` resolved by `resolved_representation`), and their path-path kernels times ``scale``,
     s²C (𝓗², P·P), made on first use."""
 
     def __init__(self, features, scale: float, representation: str = "auto"):
@@ -63,8 +63,8 @@ def resolved_representation(representation: str, paths: int, examples: int) -> s
 
 
 def attention_network(layers: PathLayers, representation: str = "auto") -> Network:
-    """The attention network of ``layers`` (its heads, widths and variances: a :class:`PathLayers`, such as a
-    :class:`NetworkPosterior`) as a saddle-point :class:`Network` whose weights are θ = (Z_{ℓ,h}, z_a) flattened
+    """The attention network of ``layers`` (its heads, widths and variances: a `PathLayers`, such as a
+    `NetworkPosterior`) as a saddle-point `Network` whose weights are θ = (Z_{ℓ,h}, z_a) flattened
     (module docstring), on whichever backend its inputs are; ``order_parameters`` gives U_1, …, U_L and U_a by name
     (``U1``, …, ``Ua``). ``representation`` ("auto", "kernels" or "features") is resolved for each input set."""
     if not isinstance(layers, PathLayers):
@@ -163,7 +163,7 @@ def attention_network(layers: PathLayers, representation: str = "auto") -> Netwo
 
 def collapsed_posterior(network: NetworkPosterior, representation: str = "auto") -> CollapsedNetworkPosterior:
     """The posterior of θ = (Z_{ℓ,h}, z_a) with Z_0 integrated out: the saddle-point engine's collapsed posterior of
-    :func:`attention_network` on ``network``'s features and labels (one data set, or one per chain)."""
+    `attention_network` on ``network``'s features and labels (one data set, or one per chain)."""
     if not isinstance(network, NetworkPosterior):
         raise TypeError(f"network must be a NetworkPosterior (network_posterior), got {type(network).__name__}")
     made = attention_network(network, representation)

@@ -61,7 +61,7 @@ SAMPLED_WIDTHS = {"quick": (10, 30), "thorough": (10, 30, 100)}
 SAMPLER_CHAINS = 8
 SAMPLER_STEPS = {"quick": (150, 400), "thorough": (400, 1000)}
 """(warm-up, kept draws) per chain of the host's 8 chains (at 4, 2 of 20 run seeds missed the R-hat < 1.01 gate); a
-device backend runs many short chains instead (:func:`sampler_settings`)."""
+device backend runs many short chains instead (`sampler_settings`)."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class MarkovData:
 
 def four_path_markov_data(*, seed: int, backend: str = "numpy") -> MarkovData:
     """The authors' 4-path features when ``experiments.authors_markov_data()`` finds them (they do not
-    depend on ``seed``), else P = 100 and 1000 test sequences drawn by :func:`markov_dataset` from the first
+    depend on ``seed``), else P = 100 and 1000 test sequences drawn by `markov_dataset` from the first
     two children of ``SeedSequence(seed)`` (data, then heads)."""
     seed = integer("seed", seed, 0)
     loaded = experiments.authors_markov_data()
@@ -101,8 +101,8 @@ def four_path_markov_data(*, seed: int, backend: str = "numpy") -> MarkovData:
 
 
 def sampler_settings(profile: str, backend: str = "numpy"):
-    """The sampler's settings for ``profile`` ("quick" or "thorough") on ``backend``: :data:`SAMPLER_CHAINS` ×
-    :data:`SAMPLER_STEPS` on numpy, many short chains on a device (:func:`attnverify.saddle.sampling.sampler_size`)."""
+    """The sampler's settings for ``profile`` ("quick" or "thorough") on ``backend``: `SAMPLER_CHAINS` ×
+    `SAMPLER_STEPS` on numpy, many short chains on a device (`attnverify.saddle.sampling.sampler_size`)."""
     from .sampling import SamplerSettings
 
     warmup, draws = SAMPLER_STEPS[one_of("profile", profile, tuple(SAMPLER_STEPS))]
@@ -111,7 +111,7 @@ def sampler_settings(profile: str, backend: str = "numpy"):
 
 def two_path_markov_data(*, seed: int, backend: str = "numpy") -> MarkovData:
     """The data of figure 2e: P = 100 and 1000 test sequences with out-of-plane noise σ⊥ = 5, features of the
-    2-path network, drawn by :func:`markov_dataset` from children 2 (data) and 3 (heads) of
+    2-path network, drawn by `markov_dataset` from children 2 (data) and 3 (heads) of
     ``SeedSequence(seed).spawn(4)``."""
     seed = integer("seed", seed, 0)
     be = get_backend(backend)
@@ -192,9 +192,9 @@ def markov_alignment(*, profile: str, seed: int, backend: str = "numpy", store: 
 
 
 def sampled_markov_network(*, profile: str, seed: int, width: int, backend: str = "numpy") -> SampledPoint:
-    """Networks sampled from the posterior of the 4-path network on :func:`four_path_markov_data` (``seed``)
+    """Networks sampled from the posterior of the 4-path network on `four_path_markov_data` (``seed``)
     at T = 0.01 and width N = ``width`` (chain seed ``seed + N``), with the theory at the same width
-    (``experiments.sampled_point``), on ``backend``, at :func:`sampler_settings` for that backend (many short chains
+    (``experiments.sampled_point``), on ``backend``, at `sampler_settings` for that backend (many short chains
     on a device)."""
     settings = sampler_settings(profile, backend)
     data = four_path_markov_data(seed=seed, backend=backend)
@@ -206,7 +206,7 @@ def sampled_markov_network(*, profile: str, seed: int, width: int, backend: str 
 
 def sampled_markov_networks(*, profile: str, seed: int, backend: str = "numpy",
                             store: Store) -> tuple[SampledPoint, ...]:
-    """:func:`sampled_markov_network` at each width of ``SAMPLED_WIDTHS[profile]``."""
+    """`sampled_markov_network` at each width of ``SAMPLED_WIDTHS[profile]``."""
     widths = SAMPLED_WIDTHS[one_of("profile", profile, tuple(SAMPLED_WIDTHS))]
     return tuple(store.get(sampled_markov_network, profile=profile, seed=seed, width=N, backend=backend)
                  for N in widths)
@@ -215,7 +215,7 @@ def sampled_markov_networks(*, profile: str, seed: int, backend: str = "numpy",
 @theory.experiments
 def plan_experiments(*, profile: str, seed: int, backend: str = "numpy") -> list[Planned]:
     """Every experiment of the attention-paths section and claims, longest chains first (the run computes them
-    as tasks ahead of the section: :mod:`attnverify.theories`)."""
+    as tasks ahead of the section: `attnverify.theories`)."""
     from .one_shot import experiments as one_shot
 
     one_of("profile", profile, tuple(WIDTHS))

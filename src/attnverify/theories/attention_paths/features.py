@@ -45,7 +45,7 @@ READOUTS = ("last_token", "average_pooling", "first_token")
 """Token readout styles of the last layer (``apply_token_readout_style`` in the authors' code)."""
 
 _NUMBERS_PER_CHUNK = 2**24
-"""Default batch chunk of :func:`path_features`: about this many float64 numbers (128 MiB) per intermediate."""
+"""Default batch chunk of `path_features`: about this many float64 numbers (128 MiB) per intermediate."""
 
 
 # --------------------------------------------------------------------------- argument checks
@@ -99,7 +99,7 @@ def attention_matrix(x: Any, weights: Any, *, backend: Any = None) -> Any:
 
 def attention_matrices(x: Any, weights: Sequence[Any], *, backend: Any = None) -> list[Any]:
     """The attention matrices Ω_h (B, S, S) of several fixed-W heads on the same sequences (as
-    :func:`attention_matrix` for each W_h in ``weights``), computed together: one (B·S, N0)·(N0, H·N0) product
+    `attention_matrix` for each W_h in ``weights``), computed together: one (B·S, N0)·(N0, H·N0) product
     x_sᵀ[W_1 ⋯ W_H] and one batched (B, S·H, N0)·(B, N0, S) product give scores[b, s, h, t], normalised over
     the key s in place. The Ω_h are views of that one (B, S, H, S) array."""
     be = arguments.backend(backend)
@@ -220,7 +220,7 @@ def path_features(
 
     X^μ_π = sqrt(σ0² / (N0·𝓗)) · x^μ Ω^{(1)}_{h1} ⋯ Ω^{(L−1)}_{h_{L−1}} ω^{(L)}_{hL},   𝓗 = Π_ℓ H_ℓ,
 
-    with ω^{(L)} the ``readout`` of the last layer (:func:`readout_vector`) and the paths packed row-major,
+    with ω^{(L)} the ``readout`` of the last layer (`readout_vector`) and the paths packed row-major,
     h_1 slowest (flat index Σ_ℓ h_ℓ Π_{k>ℓ} H_k). ``x``: (B, N0, S); ``layers[ℓ][h]`` = Ω^{(ℓ+1)}_h(x), each
     (B, S, S), for any L ≥ 1 and H_ℓ ≥ 1; ``prior_var0`` = σ0² > 0.
 
@@ -261,9 +261,9 @@ def fixed_head_path_features(
     backend: Any = None,
 ) -> Any:
     """Path features X (B, N0, 𝓗) of a network of fixed-W heads, ``weights[ℓ][h]`` = W^{(ℓ+1)}_h (N0, N0),
-    every layer's scores computed from the input tokens x (B, N0, S) as in :func:`path_features` with
+    every layer's scores computed from the input tokens x (B, N0, S) as in `path_features` with
     ``layers[ℓ][h] = attention_matrix(x, weights[ℓ][h])``, but with all heads of all layers in one pair of
-    products (:func:`attention_matrices`) and no second check of the matrices it made. For a batch that fits
+    products (`attention_matrices`) and no second check of the matrices it made. For a batch that fits
     in memory with its (B, S, ΣH_ℓ, S) scores; larger batches go through it chunk by chunk."""
     be = arguments.backend(backend)
     xp = be.xp
@@ -312,7 +312,7 @@ def path_kernels(X: Any, X_other: Any = None, *, backend: Any = None) -> Any:
 
     The dot product runs over the N0 input dimensions; ``X_other`` (P', N0, 𝓗) defaults to ``X``.
     For small problems only: C takes 8·𝓗²·P·P' bytes (𝓗 = 16, P = P' = 600: 737 MB). Use
-    :func:`renormalized_kernel` or :func:`gp_kernel` to get K without forming C.
+    `renormalized_kernel` or `gp_kernel` to get K without forming C.
     """
     be = arguments.backend(backend)
     xp = be.xp

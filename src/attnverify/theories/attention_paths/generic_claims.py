@@ -1,10 +1,10 @@
-"""The attention-path action (:mod:`.action`, every width N, one prior variance σ² for the layers and σ_a² for the
+"""The attention-path action (`.action`, every width N, one prior variance σ² for the layers and σ_a² for the
 readout) as a saddle-point theory of one's own, over a family of architectures: the heads (H_1, …, H_L) are drawn
 with the rest, from one head to three layers, and each draw gets the claims every declared theory gets
-(:meth:`attnverify.Theory.saddle_point`): the minimum, the generated derivatives against finite differences, the 1/N
+(`attnverify.Theory.saddle_point`): the minimum, the generated derivatives against finite differences, the 1/N
 approach to the GP point, the symmetry of relabelling the heads of a layer (a random permutation σ of layer m's
 heads relabels the paths, and U_ℓ → Π U_ℓ Πᵀ for every U_ℓ that carries layer m's head index, ℓ ≤ m + 1) and, with
-the attention network itself (:func:`.collapsed.attention_network`: V^(0) integrated out, the heads' values
+the attention network itself (`.collapsed.attention_network`: V^(0) integrated out, the heads' values
 sampled), its gradient against finite differences and sampled networks against the action's own posterior mean
 of the order parameters (quadrature where they are at most three scalars, else the next order of the Laplace
 expansion, each with its stated error).

@@ -275,7 +275,7 @@ def _network(network: Any) -> tuple[tuple[str, ...], ...]:
 
 
 def network_heads(task: MarkovChainTask, network: Any, head_seed: int = 0) -> list[list[np.ndarray]]:
-    """The heads W of ``network`` (a name in :data:`NETWORKS` or layers of head kinds), layer by layer.
+    """The heads W of ``network`` (a name in `NETWORKS` or layers of head kinds), layer by layer.
 
     The random head at (layer ℓ, head h) draws from SeedSequence((head_seed, ℓ, h)), so it is the same head
     in every network that has a random head there (e.g. "4paths" and "good_denoising" share layer 1).
@@ -299,7 +299,7 @@ def network_heads(task: MarkovChainTask, network: Any, head_seed: int = 0) -> li
 
 
 def path_names(network: Any) -> list[tuple[str, ...]]:
-    """Head kinds along each path, in the packing order of :func:`features.path_features` (h_1 slowest)."""
+    """Head kinds along each path, in the packing order of `features.path_features` (h_1 slowest)."""
     return list(itertools.product(*_network(network)))
 
 

@@ -47,7 +47,7 @@ def _weight_count(widths: Sequence[int], heads: Sequence[int], input_width: int)
 
 
 def _largest_equal_width(heads: Sequence[int], input_width: int) -> int:
-    """The largest N with every n_ℓ = N within :data:`MAX_WEIGHTS`."""
+    """The largest N with every n_ℓ = N within `MAX_WEIGHTS`."""
     low, high = 0, MAX_WEIGHTS
     while low < high:
         middle = (low + high + 1) // 2

@@ -11,8 +11,8 @@ and MH-corrected, on the marginal posterior, which sees the data only through U.
 Warm-up adapts each chain's step size by dual averaging and then freezes it; the number of leapfrog steps is
 fixed at the end of warm-up so that the median chain integrates for ``trajectory_length``.
 
-Chains may also run as independent groups, each with its own seed (:func:`chain_group_seed`) and its own warm-up,
-for instance as tasks on a cluster; :func:`pooled` puts their chains side by side as one set.
+Chains may also run as independent groups, each with its own seed (`chain_group_seed`) and its own warm-up,
+for instance as tasks on a cluster; `pooled` puts their chains side by side as one set.
 
 Recorded per draw: the order parameters U_1..U_L, U_a (spec §1.2) and, when test features are given, the
 network outputs on them, so the posterior-mean predictor and its MCSE follow. Diagnostics (split R-hat, bulk
@@ -242,7 +242,7 @@ class _ReadoutGibbs:
 
 class _Collapsed:
     """State: θ = (Z_{ℓ,h}, z_a) with Z_0 integrated out by the saddle engine's collapsed posterior of the attention
-    network (:func:`.collapsed.collapsed_posterior`); Rao–Blackwellised test outputs."""
+    network (`.collapsed.collapsed_posterior`); Rao–Blackwellised test outputs."""
 
     after_transition = None  # no Gibbs step: the HMC transition is the whole move
 
@@ -276,9 +276,9 @@ def sample_posterior(posterior: NetworkPosterior, *, seed: int, settings: Sample
                      method: str = "collapsed") -> PosteriorSamples:
     """Run ``settings.chains`` chains from prior draws; keep ``settings.draws`` draws after warm-up.
 
-    ``method`` is one of :data:`METHODS`. The test outputs are f(x_test) per draw (``readout_gibbs``) or
+    ``method`` is one of `METHODS`. The test outputs are f(x_test) per draw (``readout_gibbs``) or
     E[f(x_test) | θ, D] per draw (``collapsed``); either way their average is the posterior-mean predictor.
-    ``settings`` may be a :class:`SamplerSettings`, a dict of its fields, or None for the defaults. Every
+    ``settings`` may be a `SamplerSettings`, a dict of its fields, or None for the defaults. Every
     argument is checked here, once; the chains' inner loops trust them.
     """
     if not isinstance(posterior, NetworkPosterior):

@@ -1,19 +1,19 @@
 """Report section of attention paths (Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS 2024), figures 2 and 3.
 
-Contract: :mod:`attnverify.report.section` (``build_section``). The section shows the derivations of
-:mod:`attnverify.theories.attention_paths.derivations` and the finite-width theory on the hidden Markov chain
+Contract: `attnverify.report.section` (``build_section``). The section shows the derivations of
+`attnverify.theories.attention_paths.derivations` and the finite-width theory on the hidden Markov chain
 task (spec ``docs/papers/attention_paths.md`` §2.3, §2.4, §3, §4.1):
 
 1. "2c": the 4-path network, accuracy of the mean predictor against the width N with the GP lines of
    all paths, the good path and the good + denoising paths, and the matrix elements of U against N;
 2. "2d": overlaps of the kernel's principal components with the labels, N = 10 against the GP limit;
 3. "2e": the 2-path network (good + denoising) with out-of-plane noise σ⊥ = 5, as in 2c;
-4. "3b"–"3f": one-shot image classification with trained heads (:mod:`attnverify.theories.attention_paths.one_shot.section`).
+4. "3b"–"3f": one-shot image classification with trained heads (`attnverify.theories.attention_paths.one_shot.section`).
 
-The numbers come from the run's store of experiments (:mod:`attnverify.theories.attention_paths.experiments` and
-:mod:`attnverify.theories.attention_paths.one_shot.experiments`); this module only draws them. The 4-path features are the authors' own
-(``experiments.authors_markov_data``) when the package data holds them, else drawn by ``markov_dataset``; the
-2-path data are always drawn. Every random seed is derived from the ``seed`` argument through
+The numbers come from the run's store of experiments (`attnverify.theories.attention_paths.experiments` and
+`attnverify.theories.attention_paths.one_shot.experiments`); this module only draws them. The 4-path features are the
+authors' own (``experiments.authors_markov_data``) when the package data holds them, else drawn by ``markov_dataset``;
+the 2-path data are always drawn. Every random seed is derived from the ``seed`` argument through
 ``numpy.random.SeedSequence``.
 """
 
@@ -373,8 +373,8 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
 
     Writes ``attention_paths_fig2{c,d,e}.png`` into ``out_dir``. ``backend`` (a Backend or a name)
     computes the attention and path features of the data drawn here, the saddle points, the predictor and the
-    sampled networks (the trust-region steps over U on the host). ``seed`` (an integer ≥ 0) fixes every random draw through
-    SeedSequence(seed).spawn; the authors' 4-path features, when present, do not depend on it.
+    sampled networks (the trust-region steps over U on the host). ``seed`` (an integer ≥ 0) fixes every random draw
+    through SeedSequence(seed).spawn; the authors' 4-path features, when present, do not depend on it.
     """
     store = check_section_arguments(profile, seed, progress, store)
     backend = get_backend(backend).name

@@ -63,7 +63,7 @@ def synthetic_problem(
     only, and heads and teacher come first, so problems with the same seed share them.
 
     Memory and time: the tokens are drawn ``chunk`` examples at a time, in order (the same numbers as one
-    draw of all P), and each chunk's features (:func:`.features.fixed_head_path_features`) are computed on
+    draw of all P), and each chunk's features (`.features.fixed_head_path_features`) are computed on
     ``workers`` threads (default: the CPU count, at most 8) with one BLAS thread each; at most 2·workers
     chunks are in flight, so beyond X itself (8·P·N0·𝓗 bytes) memory stays at a few chunks' scores
     (8·chunk·S²·ΣH_ℓ bytes each) whatever P is.

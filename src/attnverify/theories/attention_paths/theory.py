@@ -1,7 +1,8 @@
-"""Attention paths (Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS 2024): the theory as one object, in the form a theorist's own file has.
+"""Attention paths (Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS 2024): the theory as one object, in the form a
+theorist's own file has.
 
-``theory`` is the :class:`attnverify.Theory` the package's modules register on, as a user's file does (the form
-is described in :mod:`attnverify.theories`).
+``theory`` is the `attnverify.Theory` the package's modules register on, as a user's file does (the form
+is described in `attnverify.theories`).
 """
 
 from __future__ import annotations

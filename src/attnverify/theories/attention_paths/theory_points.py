@@ -70,7 +70,7 @@ def gp_point(X, y, X_test, y_test, temperature: float, prior_scale: float = 1.0,
 def width_sweep(X, y, X_test, y_test, *, heads: Sequence[int], widths: Sequence[float], temperature: float,
                 progress: Callable[[str], None] | None = None, backend=None) -> list[TheoryPoint]:
     """The finite-width theory at each N (equal widths, unit prior variances), in the order given, solved
-    by continuation from the widest (:func:`attnverify.saddle.sweep`), its P-sized work on ``backend``."""
+    by continuation from the widest (`attnverify.saddle.sweep`), its P-sized work on ``backend``."""
     config = ActionConfig.build(heads, 1.0, temperature)
     sweep = saddle_sweep(config.action, dict(X=X, y=y), widths=widths, temperatures=[temperature], backend=backend,
                          **config.parameters())
@@ -122,7 +122,7 @@ class SampledPoint:
     #: of the sampled mean (z: Bonferroni over the test points) plus the predictor's move under the Wishart shift
     accuracy_resolution: float = 0.0
     #: the action's own posterior mean E[U_1] at this width (the next order of the Laplace expansion around the saddle
-    #: point, :func:`attnverify.saddle.posterior_mean`) and that prediction's stated error, per entry
+    #: point, `attnverify.saddle.posterior_mean`) and that prediction's stated error, per entry
     prediction: np.ndarray | None = None
     prediction_error: np.ndarray | None = None
 
@@ -144,14 +144,14 @@ class SampledPoint:
         return self.mcse_multiple * self.order_parameter_mcse + self.prediction_error
 
     def gap_over_allowance(self, U: np.ndarray) -> float:
-        """max over the entries of |Û − U| / :attr:`allowance`: the networks' distance from U (the next order, or
+        """max over the entries of |Û − U| / `allowance`: the networks' distance from U (the next order, or
         the saddle point beside it) in units of the claim's allowance."""
         return float(np.max(np.abs(self.order_parameter - U) / self.allowance))
 
     @property
     def accuracy_budget(self) -> float:
         """The accuracy's move under the Wishart shift, plus the fraction of test points whose sign is unresolved
-        (:attr:`accuracy_resolution`): each may flip without contradicting the theory."""
+        (`accuracy_resolution`): each may flip without contradicting the theory."""
         return abs(self.theory.accuracy.mean - self.theory_shifted.accuracy.mean) + self.accuracy_resolution
 
 

@@ -181,7 +181,7 @@ class AttentionFit:
 
 
 def _where_small(data: Dataset) -> Dataset:
-    """``data`` on the backend where :func:`~attnverify.base.backend.for_size` puts one evaluation of the risk and
+    """``data`` on the backend where `for_size` puts one evaluation of the risk and
     its gradient, whose largest arrays are the attention weights (N, M, L) and the keys (N, L, d): moved to the
     host once when they are small (each optimiser iteration would otherwise launch a dozen kernels and read
     back twice), else as it is."""
@@ -194,7 +194,7 @@ def _where_small(data: Dataset) -> Dataset:
 
 def fit_attention_parameter(data: Dataset, start: Any = None, tol: float = 1e-10) -> AttentionFit:
     """Ŵ = argmin_W R(W) by L-BFGS-B with the exact gradient, from W = 0 (uniform attention) by default. The
-    optimiser runs on the host; each evaluation runs where :func:`_where_small` puts the data."""
+    optimiser runs on the host; each evaluation runs where `_where_small` puts the data."""
     data = _where_small(_data(data))
     d = data.keys.shape[-1]
     W0 = np.zeros((d, d)) if start is None else _parameter(start, d, "start")

@@ -1,9 +1,9 @@
 """Exchangeable token models with a closed-form conditional mean or latent posterior (note §2.3, §3.2).
 
-* :class:`GaussianKeyValueModel`: k ~ N(μ, Σ), v = Ak + b + σξ (E[v | k = q] = Aq + b).
-* :class:`SineValueModel`: 1-D k ~ N(0, s²), v = sin(ωk) + σ_v ξ (a non-linear conditional mean).
-* :class:`ConjugateGaussianModel` (M1), :class:`FiniteLatentModel` (M2) and
-  :class:`LinearGaussianLatentModel` (M3): latent z, tokens i.i.d. given z.
+* `GaussianKeyValueModel`: k ~ N(μ, Σ), v = Ak + b + σξ (E[v | k = q] = Aq + b).
+* `SineValueModel`: 1-D k ~ N(0, s²), v = sin(ωk) + σ_v ξ (a non-linear conditional mean).
+* `ConjugateGaussianModel` (M1), `FiniteLatentModel` (M2) and
+  `LinearGaussianLatentModel` (M3): latent z, tokens i.i.d. given z.
 
 Parameters live on the host (numpy); ``sample`` draws on the requested backend from an explicit
 generator. Every sample has shape (replicates, L, ·): replicates are a batch axis.

@@ -96,7 +96,7 @@ def attention_error(
 
 def score_attention_error(model: Any, score: Any, target: Any, length: int, replicates: int, rng: Any, *,
                           backend: Backend | str | None = None) -> AttentionError:
-    """:func:`attention_error` of softmax attention with a fixed score vector a (logits aᵀk_ℓ) on
+    """`attention_error` of softmax attention with a fixed score vector a (logits aᵀk_ℓ) on
     sequences drawn by ``model.sample(L, n, rng, backend)``; ``score`` has the model's key dimension d."""
     be = backend_argument(backend)
     if not callable(getattr(model, "sample", None)) or not isinstance(getattr(model, "d", None), int):

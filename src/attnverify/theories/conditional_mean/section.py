@@ -1,6 +1,6 @@
 """Report section of attention as a conditional mean (Zhang, Liu, Cai, Wang, Wang, 2022).
 
-It draws only (the theory adds its title, introduction and derivations, :mod:`.theory`), on the note's standard
+It draws only (the theory adds its title, introduction and derivations, `.theory`), on the note's standard
 configuration G2 (``docs/papers/conditional_mean.md`` §6):
 
 1. log-log root-mean-squared error of softmax attention against L, with the desired parameter

@@ -1,7 +1,8 @@
-"""Attention as a conditional mean (Zhang, Liu, Cai, Wang, Wang, 2022): the theory as one object, in the form a theorist's own file has.
+"""Attention as a conditional mean (Zhang, Liu, Cai, Wang, Wang, 2022): the theory as one object, in the form a
+theorist's own file has.
 
-``theory`` is the :class:`attnverify.Theory` the package's modules register on, as a user's file does (the form
-is described in :mod:`attnverify.theories`).
+``theory`` is the `attnverify.Theory` the package's modules register on, as a user's file does (the form
+is described in `attnverify.theories`).
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ and the part of each token orthogonal to the span has squared norm χ²_{d−r} 
 (informative), independent of the coordinates. Monte Carlo risks use this, so their cost does not grow
 with d.
 
-The simulations live in submodules by job: :mod:`.task`, :mod:`.predictors`, :mod:`.overlaps` and
-:mod:`.dynamics` (argument checks and random draws they share: :mod:`._common`); their public names are
+The simulations live in submodules by job: `.task`, `.predictors`, `.overlaps` and
+`.dynamics` (argument checks and random draws they share: `._common`); their public names are
 importable from here.
 """
 

@@ -1,6 +1,6 @@
 """Argument checks and random draws shared by the single-location simulations.
 
-Part of :mod:`attnverify.theories.single_location` (see its docstring for the spec and sources).
+Part of `attnverify.theories.single_location` (see its docstring for the spec and sources).
 """
 
 from __future__ import annotations

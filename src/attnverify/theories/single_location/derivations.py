@@ -4,8 +4,8 @@ Model (spec §1): J0 ~ U{1..L}; X_{J0} ~ N(√(d/2)k*, γ²I_d), X_ℓ ~ N(0, I_
 Y = ⟨X_{J0}, v*⟩ + εξ. Predictor (spec §2.1): T(X) = Σ_ℓ erf(λ⟨X_ℓ,k⟩)⟨X_ℓ,v⟩ with k, v on the
 unit sphere. The population risk ℛ = E[(Y − T)²] depends on (k, v) only through the overlaps
 κ = ⟨k,k*⟩, ν = ⟨v,v*⟩, θ = ⟨v,k*⟩, η = ⟨k,v*⟩, ρ = ⟨k,v⟩ (spec §3.1). Here it is derived by
-the Gaussian expectation engine of :mod:`.gaussian` (conditioning on the key coordinate and
-Stein's lemma), differentiated by sympy, and turned into array evaluators by :mod:`.codegen`.
+the Gaussian expectation engine of `.gaussian` (conditioning on the key coordinate and
+Stein's lemma), differentiated by sympy, and turned into array evaluators by `.codegen`.
 """
 
 from __future__ import annotations
@@ -216,13 +216,13 @@ LAMBDA_LIMIT = 1e20
 """λ·min(1, γ) beyond which ℛ and its partials equal their λ → ∞ limits to within 1e-20 of their scale."""
 
 UNIT_TOLERANCE = 1e-8
-"""How far ‖k‖ may be from 1 (and ⟨k*, v*⟩ from 0) in :func:`population_risk`."""
+"""How far ‖k‖ may be from 1 (and ⟨k*, v*⟩ from 0) in `population_risk`."""
 
 OVERLAP_TOLERANCE = 1e-12
 """How far an overlap may lie outside [−1, 1] (round-off of unit vectors); it is then clipped."""
 
 MIN_DPS, MAX_DPS = 20, 150
-"""Digits :func:`oracle_excess_risk_high_precision` accepts for its mpmath path (150 digits take ~seconds)."""
+"""Digits `oracle_excess_risk_high_precision` accepts for its mpmath path (150 digits take ~seconds)."""
 
 
 
@@ -267,7 +267,7 @@ def _from_overlaps(expressions: Any, overlaps_: tuple, lam, gamma, d, L, eps, ba
 
 
 def population_risk_from_overlaps(kappa_, nu_, theta_, eta_, rho_, *, lam, gamma, d, L, eps, backend=None):
-    """ℛ(κ, ν, θ, η, ρ) including ε² (generated from :func:`population_risk_expression`, spec §3.1).
+    """ℛ(κ, ν, θ, η, ρ) including ε² (generated from `population_risk_expression`, spec §3.1).
 
     Numbers or arrays that broadcast together (a grid); overlaps in [−1, 1]; λ > 0, γ in GAMMA_RANGE,
     d and L integers in [1, COUNT_MAX], ε in [0, EPS_MAX]. backend: a Backend, 'numpy', 'cupy' or None (numpy).
@@ -278,7 +278,7 @@ def population_risk_from_overlaps(kappa_, nu_, theta_, eta_, rho_, *, lam, gamma
 
 def risk_gradient_from_overlaps(kappa_, nu_, theta_, eta_, rho_, *, lam, gamma, d, L, eps, backend=None):
     """(ℛ_κ, ℛ_ν, ℛ_θ, ℛ_η, ℛ_ρ): the partial derivatives of ℛ in the overlaps (sympy diff); arguments
-    as in :func:`population_risk_from_overlaps`."""
+    as in `population_risk_from_overlaps`."""
     return _from_overlaps(risk_gradient_expressions(), (kappa_, nu_, theta_, eta_, rho_), lam, gamma, d, L, eps,
                           backend)
 
@@ -344,7 +344,7 @@ def population_risk(k, v, k_star, v_star, lam, gamma, d, L, eps, backend=None):
     """ℛ(k, v) = E[(Y − T_λ^{k,v}(X))²] for unit k, v and orthonormal k*, v* (spec §3.1, with ε²).
 
     k, v of shape (..., d) (broadcasting), k*, v* of shape (d,); ``d`` must equal that length (it is
-    kept in the signature for symmetry with :func:`population_risk_from_overlaps`).
+    kept in the signature for symmetry with `population_risk_from_overlaps`).
     """
     be = arguments.backend(backend)
     arrays = _vectors({"k": k, "v": v, "k_star": k_star, "v_star": v_star}, be)
@@ -368,7 +368,7 @@ def population_risk(k, v, k_star, v_star, lam, gamma, d, L, eps, backend=None):
 def oracle_risk(lam, d, L, gamma, eps, backend=None):
     """ℛ(T*) = ε² + γ²[1 − 2erf(λ√d/√(2(1+2λ²γ²))) + ζ(λ√(d/2), λγ)] + (L−1)ζ(0, λ)  (spec §2.2).
 
-    Numbers or arrays that broadcast together; ranges as in :func:`population_risk_from_overlaps`.
+    Numbers or arrays that broadcast together; ranges as in `population_risk_from_overlaps`.
     """
     be = arguments.backend(backend)
     p = _parameters(lam, gamma, d, L, eps)
@@ -394,7 +394,7 @@ def oracle_excess_risk_high_precision(lam, d, L, gamma, dps=None) -> float:
     decays like erfc(a)² and cancels below 1e-16.
 
     dps=None (default): γ²·E[erfc(a + bZ)²] + (L−1)ζ(0, λ), the same bracket written without
-    cancellation (:func:`.gaussian.log_erfc_square_mean`), in float64 for any parameters; a value
+    cancellation (`.gaussian.log_erfc_square_mean`), in float64 for any parameters; a value
     below the float64 range (2.2e-308) is refused with its order of magnitude.
     dps = an integer in [MIN_DPS, MAX_DPS]: the derived expression itself in mpmath at ``dps`` digits,
     refused when the cancellation needs more (MIN_DPS + λ²d/ln 10 digits).
@@ -425,7 +425,7 @@ def oracle_excess_risk_high_precision(lam, d, L, gamma, dps=None) -> float:
 
 
 def oracle_log_excess_risk(lam, d, L, gamma) -> float:
-    """ln(ℛ(T*) − ε²), the form without cancellation of :func:`oracle_excess_risk_high_precision` (dps=None) in
+    """ln(ℛ(T*) − ε²), the form without cancellation of `oracle_excess_risk_high_precision` (dps=None) in
     logs, for any parameters: where the excess itself is below the float64 range, its log is not."""
     lam = arguments.positive("lam", lam)
     d = arguments.integer("d", d, 1, COUNT_MAX)

@@ -1,6 +1,6 @@
 """Dynamics: projected gradient descent, its initialisations, SGD on samples and the population dynamics (spec §3.2).
 
-Part of :mod:`attnverify.theories.single_location` (see its docstring for the spec and sources).
+Part of `attnverify.theories.single_location` (see its docstring for the spec and sources).
 """
 
 from __future__ import annotations
@@ -128,14 +128,14 @@ def _moved(x: Any, source: Backend, target: Backend) -> Any:
 
 
 def _trajectory_on(path: Trajectory, source: Backend, target: Backend) -> Trajectory:
-    """``path`` (run on ``source``) with its states and risks on ``target``, as :class:`Trajectory` promises."""
+    """``path`` (run on ``source``) with its states and risks on ``target``, as `Trajectory` promises."""
     return Trajectory(path.steps, _moved(path.k, source, target), _moved(path.v, source, target), path.lam,
                       _moved(path.test_risk, source, target))
 
 
 def _checked_descent(k, v, gradient, be: Backend, steps, step_size, lam_schedule, record_every, progress, *,
                      extra=None) -> Trajectory:
-    """:func:`_descend` after checking the descent's own arguments (steps, step size, λ schedule, records)."""
+    """`_descend` after checking the descent's own arguments (steps, step size, λ schedule, records)."""
     return _descend(k, v, gradient, steps=_integer("steps", steps, 0),
                     step_size=arguments.nonnegative("step_size", step_size), schedule=_schedule(lam_schedule),
                     record_every=_integer("record_every", record_every, 1), be=be, progress=_progress(progress),
@@ -277,10 +277,10 @@ def empirical_risk(X: Any, y: Any, k: Any, v: Any, lam: float, *, backend: Any =
 
 
 def empirical_risk_gradient(X: Any, y: Any, k: Any, v: Any, lam: float, *, backend: Any = None) -> tuple[Any, Any]:
-    """Euclidean gradient of :func:`empirical_risk` in k and v (spec §3.2, SGD variant).
+    """Euclidean gradient of `empirical_risk` in k and v (spec §3.2, SGD variant).
 
     ∂/∂k = (2/B)Σ_b r_b Σ_ℓ λ erf'(λ⟨X_ℓ,k⟩)⟨X_ℓ,v⟩X_ℓ,  ∂/∂v = (2/B)Σ_b r_b Σ_ℓ erf(λ⟨X_ℓ,k⟩)X_ℓ,
-    r_b = T(X_b) − y_b, erf'(x) = 2e^{−x²}/√π. Shapes as in :func:`empirical_risk`; returns (g_k, g_v)
+    r_b = T(X_b) − y_b, erf'(x) = 2e^{−x²}/√π. Shapes as in `empirical_risk`; returns (g_k, g_v)
     with the broadcast leading shape of k, v and X's batch axes, last axis d.
     """
     be = arguments.backend(backend)
@@ -306,11 +306,11 @@ def stochastic_gradient_descent(
     """Projected SGD on the empirical MSE of a fresh batch per step and per run (spec §3.2, §3.4).
 
     Each step every run draws its own batch of ``batch_size`` samples, takes (g_k, g_v) from
-    :func:`empirical_risk_gradient` at λ_t and makes the projected step of
-    :func:`projected_gradient_descent`. k0, v0 (runs, d). Records (k_t, v_t), λ_t and the test MSE at
+    `empirical_risk_gradient` at λ_t and makes the projected step of
+    `projected_gradient_descent`. k0, v0 (runs, d). Records (k_t, v_t), λ_t and the test MSE at
     λ_t on one fixed test batch of ``test_size`` samples drawn first (ε² included; the authors log
     test MSE − ε², and evaluate it at the λ of the step just taken). With an integer seed ``rng`` the batches
-    are drawn and the steps taken where :func:`~attnverify.base.backend.for_size` puts runs·B·L·d elements (the
+    are drawn and the steps taken where `for_size` puts runs·B·L·d elements (the
     host below 10⁵: the same draws and bits as the numpy backend); the trajectory comes back on ``backend``.
     """
     be = arguments.backend(backend)
@@ -348,8 +348,8 @@ def population_gradient(*, d: int, L: int, gamma: float, eps: float, backend: An
     """(k, v, λ) ↦ (∇_kℛ, ∇_vℛ) of the closed-form population risk in R⁴ with k* = e1, v* = e2.
 
     The partials in the overlaps are the sympy derivatives of the derived risk
-    (:func:`attnverify.theories.single_location.derivations.risk_gradient_from_overlaps`), pulled back to
-    (k, v) by :func:`overlap_gradient_to_vectors` (spec §3.2). d, L, γ, ε are checked here, once;
+    (`attnverify.theories.single_location.derivations.risk_gradient_from_overlaps`), pulled back to
+    (k, v) by `overlap_gradient_to_vectors` (spec §3.2). d, L, γ, ε are checked here, once;
     the returned function takes the (runs, 4) states of a descent and a checked λ, and checks nothing.
     """
     be = arguments.backend(backend)
@@ -380,8 +380,8 @@ def population_projected_gradient_descent(
     progress: Callable[[int, int], Any] | None = None,
 ) -> Trajectory:
     """Population PGD (spec §3.2) in the exact 4-dimensional reduction: k0, v0 of shape (runs, 4)
-    are coordinates on (k*, v*, e3, e4) (see :func:`reduce_to_four_dimensions`); d enters only
-    through the risk. A step works on (runs, 4) states, so it runs where :func:`~attnverify.base.backend.for_size`
+    are coordinates on (k*, v*, e3, e4) (see `reduce_to_four_dimensions`); d enters only
+    through the risk. A step works on (runs, 4) states, so it runs where `for_size`
     puts that size (on the host below 10⁵ elements: the same bits as the numpy backend); the trajectory comes
     back on ``backend``."""
     be = arguments.backend(backend)

@@ -76,7 +76,7 @@ _ALIGNED, _ON_MANIFOLD = 0.95, 0.05
 
 def optimal_lambda(d: int, L: int, gamma: float = GAMMA, eps: float = EPS) -> float:
     """argmin_λ ℛ(T_λ^{k*,v*}) of the closed-form oracle risk (Theorem 1, spec §2.2) on
-    λ ∈ :data:`LAMBDA_BOUNDS`: a grid of 61 values of log λ locates the minimum, then
+    λ ∈ `LAMBDA_BOUNDS`: a grid of 61 values of log λ locates the minimum, then
     ``minimize_scalar`` (bounded, on log λ) refines it between the neighbouring grid points.
 
     Ties within float64 round-off (10⁻¹² of the risk) go to the smallest λ: for L = 1 there is no

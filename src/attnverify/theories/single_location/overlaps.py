@@ -1,6 +1,6 @@
 """Overlaps of (k, v) with (k*, v*) and their gradients.
 
-Part of :mod:`attnverify.theories.single_location` (see its docstring for the spec and sources).
+Part of `attnverify.theories.single_location` (see its docstring for the spec and sources).
 """
 
 from __future__ import annotations

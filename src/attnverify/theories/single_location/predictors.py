@@ -1,6 +1,6 @@
 """Predictors: the erf-attention predictor, the Bayes predictor and linear predictors, with their Monte Carlo risks.
 
-Part of :mod:`attnverify.theories.single_location` (see its docstring for the spec and sources).
+Part of `attnverify.theories.single_location` (see its docstring for the spec and sources).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def risk_monte_carlo_full(
 ) -> Estimate:
     """Monte Carlo ℛ(T_λ^{k,v}) from full d-dimensional tokens (spec §1, §2.1); ε² included.
 
-    The unreduced reference for :func:`risk_monte_carlo`: cost O(n·L·d).
+    The unreduced reference for `risk_monte_carlo`: cost O(n·L·d).
     """
     be, task, lam, n, k, v, rng = _risk_arguments(task, k, v, lam, n, rng, backend)
     xp = be.xp

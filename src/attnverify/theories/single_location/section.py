@@ -1,6 +1,6 @@
 """Report section of single-location regression (Marion, Berthier, Biau, Boyer, ICLR 2025).
 
-It draws only (the theory adds its title, introduction and derivations, :mod:`.theory`), four figures:
+It draws only (the theory adds its title, introduction and derivations, `.theory`), four figures:
 
 1. risk against the sequence length L at d = 400 — oracle closed form (Theorem 1) and Monte Carlo,
    Bayes risk by Monte Carlo, best linear predictor closed form (Proposition 3) and Monte Carlo;

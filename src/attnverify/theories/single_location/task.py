@@ -1,6 +1,6 @@
 """The task (spec §1) and its exact reduction to four dimensions.
 
-Part of :mod:`attnverify.theories.single_location` (see its docstring for the spec and sources).
+Part of `attnverify.theories.single_location` (see its docstring for the spec and sources).
 """
 
 from __future__ import annotations

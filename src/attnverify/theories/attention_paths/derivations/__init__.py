@@ -20,10 +20,10 @@ shown to be the entropy's minimum, U_a is solved in closed form (the evaluator t
 saddle-point solver calls) and the H = 1 case is reduced to Li & Sompolinsky's back-propagating
 kernel renormalisation (BPKR), a single scalar equation.
 
-The derivations live in submodules by job: :mod:`._common` (symbols, sizes), :mod:`.action` (§1),
-:mod:`.saddle_equations` (§2), :mod:`.gp_limit` (§3), :mod:`.readout` (§4), :mod:`.single_head` (§5) and
-:mod:`.report_derivations` (§6); every public name is re-exported here. Each derivation is registered on
-:data:`attnverify.theories.attention_paths.theory.theory`, which lists them in the report's order.
+The derivations live in submodules by job: `._common` (symbols, sizes), `.action` (§1),
+`.saddle_equations` (§2), `.gp_limit` (§3), `.readout` (§4), `.single_head` (§5) and
+`.report_derivations` (§6); every public name is re-exported here. Each derivation is registered on
+`attnverify.theories.attention_paths.theory.theory`, which lists them in the report's order.
 """
 
 from ._common import (SOURCE, T, U_a, dimensions, kron_identity, partial_trace, readout_symbol, sigma_a2,

@@ -1,6 +1,6 @@
 """Symbols, sizes and small helpers shared by the attention-path derivations.
 
-Part of :mod:`attnverify.theories.attention_paths.derivations` (see its docstring for the spec and sources).
+Part of `attnverify.theories.attention_paths.derivations` (see its docstring for the spec and sources).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """1. The action with explicit symbolic matrices (spec §2.1) and its generated evaluator.
 
-Part of :mod:`attnverify.theories.attention_paths.derivations` (see its docstring for the spec and sources).
+Part of `attnverify.theories.attention_paths.derivations` (see its docstring for the spec and sources).
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def symbolic_action(heads: Sequence[int], P: int) -> SymbolicAction:
 
 def action_evaluator(heads: Sequence[int], P: int, backend=None):
     """Generated evaluator of S over ``variables + data_symbols + parameters`` of
-    :func:`symbolic_action` (small configurations only, as there)."""
+    `symbolic_action` (small configurations only, as there)."""
     sym = symbolic_action(heads, P)
     return evaluator(sym.action, sym.variables + sym.data_symbols + sym.parameters, backend, rounding=False)
 

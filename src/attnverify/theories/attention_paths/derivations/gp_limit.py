@@ -1,6 +1,6 @@
 """3. The GP limit: the minimiser of the entropy alone (§3).
 
-Part of :mod:`attnverify.theories.attention_paths.derivations` (see its docstring for the spec and sources).
+Part of `attnverify.theories.attention_paths.derivations` (see its docstring for the spec and sources).
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def gp_order_parameters(heads: Sequence[int], prior_var=1.0, backend=None) -> tu
     """(U_1, …, U_L, U_a) at the GP point: U_ℓ = σ_a² Π_{k≥ℓ} σ_k² I_{D_ℓ}, U_a = σ_a² (§3).
 
     ``prior_var`` is a scalar (all variances equal) or (σ_1², …, σ_L², σ_a²). Arrays of the
-    backend (numpy by default); U_a is 0-dimensional. Generated from :func:`gp_order_parameter_scale`.
+    backend (numpy by default); U_a is 0-dimensional. Generated from `gp_order_parameter_scale`.
     """
     heads = _check_heads(heads)
     L = len(heads)

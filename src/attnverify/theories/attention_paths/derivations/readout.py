@@ -1,6 +1,6 @@
 """4. The readout order parameter U_a in closed form (§2.1).
 
-Part of :mod:`attnverify.theories.attention_paths.derivations` (see its docstring for the spec and sources).
+Part of `attnverify.theories.attention_paths.derivations` (see its docstring for the spec and sources).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ READOUT_ARGUMENTS = (trace_U_L, heads_last, width_prev, width_last, var_last, si
 
 
 def readout_coefficients() -> tuple[sympy.Expr, sympy.Expr]:
-    """(b, g) of the note: U_a² + b U_a − g = 0 with b = σ_a²(H_L n_{L−1}/n_L − 1), g = Tr U_L σ_a² n_{L−1}/(n_L σ_L²)."""
+    """(b, g) of the note: U_a² + b U_a − g = 0 with b = σ_a²(H_L n_{L−1}/n_L − 1), g = Tr U_L σ_a² n_{L−1}/(n_L
+    σ_L²)."""
     b = sigma_a2 * (heads_last * width_prev / width_last - 1)
     g = trace_U_L * sigma_a2 * width_prev / (width_last * var_last)
     return b, g

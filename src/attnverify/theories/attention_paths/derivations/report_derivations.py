@@ -1,6 +1,6 @@
 """6. The report's derivations of attention paths, with their steps.
 
-Part of :mod:`attnverify.theories.attention_paths.derivations` (see its docstring for the spec and sources).
+Part of `attnverify.theories.attention_paths.derivations` (see its docstring for the spec and sources).
 """
 
 from __future__ import annotations

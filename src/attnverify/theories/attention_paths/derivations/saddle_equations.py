@@ -1,6 +1,6 @@
 """2. Saddle-point equations: sympy's derivatives of the action against the matrix formulas of §2.2.
 
-Part of :mod:`attnverify.theories.attention_paths.derivations` (see its docstring for the spec and sources).
+Part of `attnverify.theories.attention_paths.derivations` (see its docstring for the spec and sources).
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def action_hessian_at(sym: SymbolicAction, point: dict) -> ImmutableMatrix:
     """∂²S/∂v∂v' for v, v' in ``sym.variables``, exactly at ``point`` (a value for every symbol).
 
     The data and parameters are substituted first, so that sympy differentiates a function of the
-    order parameters alone (small configurations, as :func:`symbolic_action`); with rational values
+    order parameters alone (small configurations, as `symbolic_action`); with rational values
     the result is exact rational.
     """
     variables = sym.variables

@@ -1,6 +1,6 @@
 """5. H = 1: back-propagating kernel renormalisation (Li & Sompolinsky 2021).
 
-Part of :mod:`attnverify.theories.attention_paths.derivations` (see its docstring for the spec and sources).
+Part of `attnverify.theories.attention_paths.derivations` (see its docstring for the spec and sources).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def bpkr_fixed_point_residual(depth: int) -> sympy.Expr:
     """U_1 − σ_a² Π_ℓ σ_ℓ² (1 − s/n_L) Π_{ℓ=1}^{L} (1 − s/n_{ℓ−1}), s = U_1 ∂E/∂U_1 (H = 1).
 
     Zero at the saddle point; ``depth`` L ≥ 0 (L = 0: the readout-only network, U_1 ≡ U_a).
-    Arguments in the order of :func:`bpkr_arguments`.
+    Arguments in the order of `bpkr_arguments`.
     """
     if int(depth) != depth or depth < 0:
         raise ValueError(f"depth must be an int ≥ 0, got {depth!r}")
@@ -80,7 +80,7 @@ def bpkr_arguments(depth: int) -> tuple[Symbol, ...]:
 
 
 def bpkr_fixed_point_evaluator(depth: int, backend=None):
-    """Generated evaluator of :func:`bpkr_fixed_point_residual` over :func:`bpkr_arguments`."""
+    """Generated evaluator of `bpkr_fixed_point_residual` over `bpkr_arguments`."""
     return evaluator(bpkr_fixed_point_residual(depth), bpkr_arguments(depth), backend, rounding=False)
 
 
@@ -98,7 +98,7 @@ def bpkr_energy_slope(kernel_scale_value, eigenvalues, label_projections, temper
     """s = U ∂E/∂U for K = U K_0: Σ_i [Uλ_i/(Uλ_i + T) − y_i² Uλ_i/(Uλ_i + T)²] (last axis = modes).
 
     ``eigenvalues`` λ_i > 0 of K_0, ``label_projections`` y_i = φ_iᵀY, ``temperature`` T ≥ 0;
-    ``kernel_scale_value`` U broadcasts against the leading axes. From :func:`bpkr_mode_slope`.
+    ``kernel_scale_value`` U broadcasts against the leading axes. From `bpkr_mode_slope`.
     """
     temperature = arguments.nonnegative("temperature", temperature)
     mode = evaluator(bpkr_mode_slope(), (kernel_scale, eigenvalue, label_projection_sq, T), backend, rounding=False)
@@ -112,7 +112,7 @@ def bpkr_energy_slope(kernel_scale_value, eigenvalues, label_projections, temper
 
 
 def bpkr_residual(kernel_scale_value, eigenvalues, label_projections, temperature, widths, prior_var=1.0, backend=None):
-    """R(U_1) = U_1 − σ_a²Πσ_ℓ²(1 − s/n_L)Π_{ℓ=1}^{L}(1 − s/n_{ℓ−1}), s from :func:`bpkr_energy_slope`.
+    """R(U_1) = U_1 − σ_a²Πσ_ℓ²(1 − s/n_L)Π_{ℓ=1}^{L}(1 − s/n_{ℓ−1}), s from `bpkr_energy_slope`.
 
     ``widths`` (n_0, …, n_L) fixes the depth L ≥ 0 (L = 0: readout only, U_1 ≡ U_a);
     ``prior_var`` is a scalar or (σ_1², …, σ_L², σ_a²). A root U_1 > 0 with every 1 − s/n > 0 is
@@ -200,7 +200,7 @@ q_symbol, N_symbol, alpha_symbol = Symbol("q", positive=True), Symbol("N", posit
 
 def t0_quadratic_steps() -> list[tuple[str, sympy.Basic, dict]]:
     """The T = 0, all-widths-N equations of H = 1, q = YᵀK_0^{-1}Y (§2.2 'sanity check'), as (description,
-    expression, options of :meth:`.DerivationRecorder.step`).
+    expression, options of `.DerivationRecorder.step`).
 
     One order parameter (the readout-only network, L = 0): U² − σ²(1 − α)U − σ² q/N = 0 (the note's
     quadratic with u ≡ U, σ² ≡ σ_a²). L attention layers: w^{L+2} − (1 − α) w^{L+1} − q/(NΣ) = 0 with

@@ -1,7 +1,7 @@
 """The paper's figure-3 experiment as functions: one-shot image classification with trained heads.
 
 Spec ``docs/papers/attention_paths.md`` §4.2 (task, settings) and §2.5 (head scores, pruning). A
-network trained by gradient descent (:mod:`.trained_model`, cached as :class:`.trained_heads.TrainedHeads`)
+network trained by gradient descent (`.trained_model`, cached as `.trained_heads.TrainedHeads`)
 fixes the attention; the theory (saddle point at width N, temperature T) is then solved on P = 600 of its
 path features. Unlike the authors' ``SELECT_optimal_temperature.py``, T is chosen on a **validation** set
 (held-out images of the training classes), never on the test classes. Shared by the claims, the
@@ -165,7 +165,7 @@ def validated_point(paths: PathData, width: float, temperatures: Sequence[float]
     """Solve the theory at ``width`` for every temperature, keep the one most accurate on validation
     (the first in the grid on a tie) and evaluate it on the test set. ``width = inf``: U = I (spec §3).
     With a ``store``, stored solutions start (and are re-verified by) their solves and new ones are filed
-    there as soon as they are found (:func:`attnverify.saddle.sweep`)."""
+    there as soon as they are found (`attnverify.saddle.sweep`)."""
     return validated_sweep(paths, [width], temperatures, heads=heads, tolerance=tolerance, store=store,
                            progress=progress, backend=backend)[0]
 
@@ -174,8 +174,8 @@ def validated_sweep(paths: PathData, widths: Sequence[float] = WIDTHS, temperatu
                     heads: Sequence[int] = HEADS, tolerance: float = SOLVER_TOLERANCE,
                     store: SolutionStore | None = None,
                     progress: Callable[[str], None] | None = None, backend=None) -> list[ValidatedPoint]:
-    """:func:`validated_point` at every width, in the order given: the finite widths × temperatures are one
-    :func:`attnverify.saddle.sweep` grid (continuation from the widest width and highest temperature)."""
+    """`validated_point` at every width, in the order given: the finite widths × temperatures are one
+    `attnverify.saddle.sweep` grid (continuation from the widest width and highest temperature)."""
     if len(temperatures) == 0:
         raise ValueError("temperatures must name at least one temperature")
     finite = [w for w in widths if not np.isinf(w)]
@@ -206,7 +206,7 @@ def validated_sweep(paths: PathData, widths: Sequence[float] = WIDTHS, temperatu
 
 def solution_store() -> SolutionStore:
     """Where long (thorough-profile) runs keep their solutions, so that a rerun resumes: the folder
-    ``one_shot_solutions`` of the project's cache folder (:func:`~attnverify.base.cache.cache_directory`)."""
+    ``one_shot_solutions`` of the project's cache folder (`cache_directory`)."""
     return SolutionStore(cache_directory("one_shot_solutions"))
 
 

@@ -1,9 +1,9 @@
 """Claims of the one-shot image experiment (attention paths, figure 3), on the cached trained networks.
 
 The networks are trained once by ``attnverify train-one-shot`` (PyTorch) and shipped as
-:class:`~attnverify.theories.attention_paths.one_shot.trained_heads.TrainedHeads`; everything here runs on numpy.
+`TrainedHeads`; everything here runs on numpy.
 The networks, their path features and their analyses are experiments
-(:mod:`attnverify.theories.attention_paths.one_shot.experiments`) asked for through the run's store, which figure 3
+(`attnverify.theories.attention_paths.one_shot.experiments`) asked for through the run's store, which figure 3
 of the report shares; so the claims draw no parameter: each is a statement about the cached networks of the profile.
 The claims are named ``attention_paths.one_shot_*`` and listed with the other attention-path claims.
 """

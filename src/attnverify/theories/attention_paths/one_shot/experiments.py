@@ -30,7 +30,7 @@ from ....execution.store import Store
 #: temperatures in the thorough tier, three in the quick tier so that it fits CI. The three are the ones
 #: that validation accuracy picks from the full grid for the five first cached networks (0.25, 0.5 or 1.0
 #: at N = 10); at P = 200 the claim's outcome differed (ρ = 0.18 ± 0.22), so the quick tier keeps the
-#: paper's P. The thorough tier keeps its solutions in :func:`experiment.solution_store` (an interrupted run
+#: paper's P. The thorough tier keeps its solutions in `experiment.solution_store` (an interrupted run
 #: resumes); the quick tier in a folder of the run's store. Networks: the quick tier uses the first five
 #: training seeds, the thorough tier every cached seed.
 THEORY_SIZES = {"quick": {"P": 600, "temperatures": (0.25, 0.5, 1.0), "stored": False, "seeds": 5},
@@ -77,13 +77,13 @@ def _theory_episodes(inputs: OneShotNetwork, profile: str) -> experiment.PathDat
 
 
 def one_shot_networks(profile: str, store: Store) -> tuple[OneShotNetwork, ...]:
-    """:func:`one_shot_network` of each of the profile's training seeds (``THEORY_SIZES``), from ``store``."""
+    """`one_shot_network` of each of the profile's training seeds (``THEORY_SIZES``), from ``store``."""
     return tuple(store.get(one_shot_network, training_seed=s) for s in training_seeds(profile))
 
 
 def one_shot_analysis(*, profile: str, training_seed: int, backend: str = "numpy",
                       store: Store) -> experiment.SeedAnalysis:
-    """:func:`experiment.analyse_network` of the cached network of ``training_seed``, at the profile's sizes, on
+    """`experiment.analyse_network` of the cached network of ``training_seed``, at the profile's sizes, on
     ``backend``."""
     sizes = THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]
     seeds = training_seeds(profile)
@@ -104,7 +104,7 @@ def training_seeds(profile: str) -> tuple[int, ...]:
 
 
 def one_shot_analyses(*, profile: str, backend: str = "numpy", store: Store) -> tuple:
-    """:func:`one_shot_analysis` of every network of the profile, by training seed."""
+    """`one_shot_analysis` of every network of the profile, by training seed."""
     return tuple(store.get(one_shot_analysis, profile=profile, training_seed=s, backend=backend)
                  for s in training_seeds(profile))
 
@@ -141,8 +141,8 @@ class OneShotWidthSweep:
 
 
 def one_shot_width_sweep(*, profile: str, store: Store) -> OneShotWidthSweep:
-    """:class:`OneShotWidthSweep` of the profile: the first network's first P theory episodes, one
-    :func:`experiment.validated_sweep` over the widths × the profile's temperatures."""
+    """`OneShotWidthSweep` of the profile: the first network's first P theory episodes, one
+    `experiment.validated_sweep` over the widths × the profile's temperatures."""
     sizes = THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]
     first = training_seeds(profile)[0]
     inputs = store.get(one_shot_network, training_seed=first)
@@ -165,7 +165,7 @@ P = 600 (≈ 0.12 s per gradient for 4 chains, ~14 leapfrog steps)."""
 
 CHAIN_GROUPS = 2
 """The thorough profile's chains run as this many independent groups (2 chains each), one task each, so that two
-workers sample at once; a serial run samples the same groups one after the other (:func:`sampled_chain_group`)."""
+workers sample at once; a serial run samples the same groups one after the other (`sampled_chain_group`)."""
 
 
 @dataclass(frozen=True)
@@ -189,9 +189,9 @@ def _sampled_name(paths: experiment.PathData, temperature: float, seed: int, set
 def sampled_chain_group(paths: experiment.PathData, temperature: float, seed: int, group: int, *,
                         settings: sampling.SamplerSettings = SAMPLER,
                         groups: int = CHAIN_GROUPS) -> sampling.PosteriorSamples:
-    """Chain group ``group`` of ``groups`` of :func:`sampled_networks`: ``settings.chains / groups`` chains from
+    """Chain group ``group`` of ``groups`` of `sampled_networks`: ``settings.chains / groups`` chains from
     the posterior of the 16-path network at N = SAMPLED_WIDTH on ``paths`` (collapsed HMC), seeded by
-    :func:`sampling.chain_group_seed` of (``seed``, ``group``)."""
+    `sampling.chain_group_seed` of (``seed``, ``group``)."""
     groups = integer("groups", groups, 1)
     group = integer("group", group, 0, groups - 1)
     if settings.chains % groups or settings.chains // groups < 2:
@@ -211,8 +211,8 @@ def sampled_networks(paths: experiment.PathData, temperature: float, seed: int, 
                      settings: sampling.SamplerSettings = SAMPLER, groups: int = CHAIN_GROUPS,
                      chain_group: Callable[[int], sampling.PosteriorSamples] | None = None) -> SampledNetworks:
     """Networks sampled from the posterior of the 16-path network at N = SAMPLED_WIDTH on ``paths``: the chains of
-    the ``groups`` :func:`sampled_chain_group` (from ``chain_group(g)`` when given, e.g. the run's tasks), pooled
-    (:func:`sampling.pooled`); filed in ``kept`` under the inputs' fingerprints, the temperature, the settings and
+    the ``groups`` `sampled_chain_group` (from ``chain_group(g)`` when given, e.g. the run's tasks), pooled
+    (`sampling.pooled`); filed in ``kept`` under the inputs' fingerprints, the temperature, the settings and
     the seed, so that a rerun with the same inputs reuses them instead of sampling again."""
     name = _sampled_name(paths, temperature, seed, settings, groups)
     record = kept.load(name)
@@ -236,7 +236,7 @@ def _sampling_inputs(profile: str, store: Store) -> tuple[experiment.PathData, f
 
 
 def one_shot_chain_group(*, profile: str, seed: int, group: int, store: Store) -> sampling.PosteriorSamples | None:
-    """:func:`sampled_chain_group` ``group`` of :func:`one_shot_sampled_networks` (a task of its own); None in the
+    """`sampled_chain_group` ``group`` of `one_shot_sampled_networks` (a task of its own); None in the
     quick profile, and when the pooled networks are already in the solution store (nothing to sample)."""
     if one_of("profile", profile, tuple(THEORY_SIZES)) != "thorough":
         return None
@@ -248,8 +248,8 @@ def one_shot_chain_group(*, profile: str, seed: int, group: int, store: Store) -
 
 
 def one_shot_sampled_networks(*, profile: str, seed: int, store: Store) -> SampledNetworks | None:
-    """:func:`sampled_networks` of the thorough profile for figure 3b–c, on the first network's theory episodes at
-    the temperature validated at N = SAMPLED_WIDTH, its chain groups from :func:`one_shot_chain_group` (None in the
+    """`sampled_networks` of the thorough profile for figure 3b–c, on the first network's theory episodes at
+    the temperature validated at N = SAMPLED_WIDTH, its chain groups from `one_shot_chain_group` (None in the
     quick profile: the collapsed sampler in 𝓗·N0 = 1024 dimensions takes too long for CI)."""
     if one_of("profile", profile, tuple(THEORY_SIZES)) != "thorough":
         return None

@@ -1,6 +1,6 @@
 """Figure 3 (b)–(f) of the attention-path paper: one-shot image classification with trained heads.
 
-Part of the attention-paths section (:mod:`attnverify.theories.attention_paths.section`). Spec
+Part of the attention-paths section (`attnverify.theories.attention_paths.section`). Spec
 ``docs/papers/attention_paths.md`` §4.2 and §2.5. The attention comes from the gradient-descent
 networks cached in the package (``attnverify train-one-shot``); the theory is solved on their path
 features, with the temperature chosen on validation episodes (held-out images of the training classes),

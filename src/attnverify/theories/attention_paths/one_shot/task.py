@@ -8,8 +8,8 @@ sequence), and each patch is layer-normalised (dimension N0 = 64). A token is it
 normalised sinusoidal positional encoding of the patch's place in the image plus a frozen random
 label embedding. Classes are split so that test episodes use only classes never seen in training.
 
-The paper used Omniglot; here :func:`load_digits` gives scikit-learn's handwritten digits (shipped
-with the package, no download) and :func:`load_image_folder` any folder with one sub-folder per class.
+The paper used Omniglot; here `load_digits` gives scikit-learn's handwritten digits (shipped
+with the package, no download) and `load_image_folder` any folder with one sub-folder per class.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ With linear values the network is the attention-path sum f(x) = Σ_π V^eff_π �
 input-output map is fixed by each head's score form W⁽ℓ⁾_h (score_{st} = x_sᵀ W x_t = (K x_s)·(Q x_t)/√d_qk)
 and the 𝓗 effective path weights V^eff_π ∈ R^{N0}. That is all this class keeps (a few hundred kB, so
 the cached networks of the one-shot experiment live in the repository). The path features come from
-the theory's own :mod:`.features` code; pruning a set of heads, the paper's ``--drop_heads``, zeroes
+the theory's own `.features` code; pruning a set of heads, the paper's ``--drop_heads``, zeroes
 the paths through them and multiplies each layer's remaining sum by √(H_ℓ / H_ℓ,alive).
 """
 
@@ -119,7 +119,7 @@ def save_networks(path: str | Path, networks: dict[int, TrainedHeads], **shared:
 
 
 def load_networks(path: str | Path) -> tuple[dict[int, TrainedHeads], dict]:
-    """(networks by training seed, shared metadata) written by :func:`save_networks`."""
+    """(networks by training seed, shared metadata) written by `save_networks`."""
     with np.load(path) as data:
         networks = {int(s): TrainedHeads.from_arrays(data, f"seed{int(s)}/") for s in data["seeds"]}
         return networks, json.loads(str(data["shared"]))

@@ -6,15 +6,15 @@ the Bayesian network, now with query/key weights learned too:
     z⁽⁰⁾ = V⁽⁰⁾x,   z⁽ℓ⁾_{:,t} = H^{-1/2} Σ_h Σ_s V⁽ℓ⁾_h z⁽ℓ⁻¹⁾_{:,s} Ω⁽ℓ⁾_h(x)_{st},
     Ω⁽ℓ⁾_h(x)_{st} = softmax_s((K⁽ℓ⁾_h x_s)·(Q⁽ℓ⁾_h x_t)/√d_qk),   f(x) = a·mean_t z⁽ᴸ⁾_{:,t}
 
-(the weights carry their 1/√fan-in, see :func:`build_network`; attention reads the bare input x in
+(the weights carry their 1/√fan-in, see `build_network`; attention reads the bare input x in
 every layer; linear values; no residual, MLP or bias; average pooling readout).
 
 Because the values are linear, f is the attention-path sum (spec §1.1)
 
     f(x) = Σ_π V^eff_π · ξ^π(x),   V^eff_{(h1…hL)} = aᵀV⁽ᴸ⁾_{hL}⋯V⁽¹⁾_{h1}V⁽⁰⁾ / √(Π_ℓ H_ℓ),
 
-which :meth:`forward` evaluates (the same function of the same parameters as the layer-by-layer
-:meth:`layerwise`, but without the (B, H, S, n) value products, so training at n = 512 is cheap on a
+which `forward` evaluates (the same function of the same parameters as the layer-by-layer
+`layerwise`, but without the (B, H, S, n) value products, so training at n = 512 is cheap on a
 CPU). Pruning head (ℓ, h) zeroes it and renormalises its layer's sum of heads to (H − #pruned)^{-1/2}
 (spec §2.5). Trained by Adam on the mean-squared error to y = ±1. ``torch`` is imported only inside
 these functions: install the ``[train]`` extra to use them.
@@ -224,7 +224,7 @@ def export_query_key(network: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def export_heads(network: Any, **metadata: Any) -> TrainedHeads:
-    """The trained network's function as :class:`TrainedHeads`: per head the bilinear score form
+    """The trained network's function as `TrainedHeads`: per head the bilinear score form
     W = Kᵀ Q / √d_qk (score_{st} = x_sᵀ W x_t) and the effective path weights V^eff (no pruning)."""
     torch = _torch()
     mask = network.head_mask.clone()

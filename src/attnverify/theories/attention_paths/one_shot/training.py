@@ -1,7 +1,7 @@
 """Train the figure-3 networks and cache them (``attnverify train-one-shot``; needs the ``[train]`` extra).
 
-One network per training seed on the same episodes (:func:`.one_shot_experiment.one_shot_data`), each
-exported as :class:`.trained_heads.TrainedHeads` with its loss and validation history and its test
+One network per training seed on the same episodes (`.one_shot_experiment.one_shot_data`), each
+exported as `.trained_heads.TrainedHeads` with its loss and validation history and its test
 accuracy. The file is rewritten after every seed and seeds already in it (with the same settings) are
 kept, so an interrupted run loses at most the seed in progress.
 """

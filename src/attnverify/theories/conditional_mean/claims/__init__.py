@@ -4,11 +4,11 @@ The paper's body could not be recovered; every claim follows the research note
 ``docs/papers/conditional_mean.md`` (its §6 lists the testable predictions P1–P10). Exact
 identities are tested at float64 round-off; Monte Carlo claims compare with the symbolic expansion
 E‖attn − m∞‖² = C/L + D/L² + O(L⁻³), E[attn − m∞] = B/L + B₂/L² + O(L⁻³) of
-:mod:`attnverify.theories.conditional_mean.derivations`, with tolerance 5 standard errors plus a bias
+`attnverify.theories.conditional_mean.derivations`, with tolerance 5 standard errors plus a bias
 budget equal to the last derived term (the O(L⁻³) remainder is allowed to be as large as it).
 
-The claims live in submodules by topic: :mod:`.identities` (exact identities, exchangeability, quadrature),
-:mod:`.approximation` (the 1/L rate and its constants, the fixed-bandwidth bias) and :mod:`.concentration`
+The claims live in submodules by topic: `.identities` (exact identities, exchangeability, quadrature),
+`.approximation` (the 1/L rate and its constants, the fixed-bandwidth bias) and `.concentration`
 (posterior concentration, Lipschitz constant, learning); each registers on the theory, and its claims are
 importable from here, in that order.
 """

@@ -1,6 +1,6 @@
 """Settings, data and helpers shared by the conditional-mean claims.
 
-Part of :mod:`attnverify.theories.conditional_mean.claims` (see its docstring for the spec and sources).
+Part of `attnverify.theories.conditional_mean.claims` (see its docstring for the spec and sources).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def _worst(evidences: list[tuple[str, Evidence]]) -> Evidence:
 
 
 def attention_errors(sample, logits, target, length: int, backend):
-    """``draw(rng, n)`` for :func:`~attnverify.numerics.sized.sized_mean`: the errors Σ_ℓ softmax(logits(K))_ℓ v_ℓ
+    """``draw(rng, n)`` for `sized_mean`: the errors Σ_ℓ softmax(logits(K))_ℓ v_ℓ
     − target of n sequences of ``length`` tokens drawn by ``sample(L, n, rng)``, shape (n, d_v)."""
     target = backend.asarray(target)
 

@@ -1,6 +1,6 @@
 """Claims 4–5: attention with the desired parameter converges to E[v 
 
-Part of :mod:`attnverify.theories.conditional_mean.claims` (see its docstring for the spec and sources).
+Part of `attnverify.theories.conditional_mean.claims` (see its docstring for the spec and sources).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """ k = q] (rate, constants), and a fixed bandwidth keeps a bias (note P6).
 
-Part of :mod:`attnverify.theories.conditional_mean.claims` (see its docstring for the spec and sources).
+Part of `attnverify.theories.conditional_mean.claims` (see its docstring for the spec and sources).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Claims 1–3: exact identities (note P5), exchangeability, and closed forms against quadrature.
 
-Part of :mod:`attnverify.theories.conditional_mean.claims` (see its docstring for the spec and sources).
+Part of `attnverify.theories.conditional_mean.claims` (see its docstring for the spec and sources).
 """
 
 from __future__ import annotations
