@@ -41,6 +41,21 @@ def test_greek_letters_and_piecewise_read_as_mathematics():
     assert "otherwise" in mathml and "piecewise" not in mathml
 
 
+def test_an_expectation_reads_as_e_with_its_laws_in_every_format():
+    """𝔼 over w ~ 𝒩(0, 1) of the integrand, in the HTML report's MathML as in the LaTeX and the text, never a
+    function call named expectation; well-formed, its laws under the operator."""
+    from attnverify.derivations.gaussian import Expectation
+
+    w1, w2 = sympy.symbols("w1 w2", real=True)
+    e = Expectation(sympy.erf(w1) * sympy.erf(w2), (w1, 0, 1), (w2, 0, 1))
+    mathml = equations.equation_mathml(sympy.Eq(sympy.Symbol("K"), e))
+    root = ET.fromstring(f"<math>{mathml}</math>")
+    (under,) = root.iter("munder")
+    assert under[0].text == "\U0001d53c" and "".join(under[1].itertext()).count("\u223c") == 2
+    assert "expectation" not in mathml.lower()
+    assert r"\mathbb{E}" in equations.equation_latex(e) and str(e).startswith("𝔼[")
+
+
 def test_failing_mathml_falls_back_to_latex(monkeypatch):
     def broken(self, expr):
         raise NotImplementedError("no MathML for this")

@@ -27,7 +27,10 @@ def test_a_one_sided_claim_shows_the_relation_it_needs_with_its_numbers():
 
     result = _result(lambda: Evidence(holds=False, theory=0.0, observed=0.47, tolerance=0.54, standard_error=0.108,
                                       relation="above"), name="demo.above")
-    assert key_figures(result) == "observed − theory > τ: 0.47 − 0 > 0.54 (SE 0.108)"
+    assert key_figures(result) == "observed − bound > τ: 0.47 − 0 > 0.54 (SE 0.108)"
+    labelled = _result(lambda: Evidence(holds=True, theory=0.0, observed=9.86, tolerance=0.36, standard_error=0.07,
+                                        relation="custom", labels=("no drop", "least drop")), name="demo.custom")
+    assert key_figures(labelled) == "no drop 0 vs least drop 9.86 (SE 0.07), allowed gap 0.36"
 
 
 def test_a_bound_is_shown_as_an_inequality_with_value_and_bound_labels():

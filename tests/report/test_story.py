@@ -58,6 +58,7 @@ def test_every_printer_tells_the_story_it_is_given(name, check):
             assert "a bug in the claim's code" in printed and "not a counterexample" in printed
     if name == "undecided":
         assert story.inconclusive and story.needed == "16 seeds" and story.shown.kind == "inconclusive"
+        assert story.example_header[3:5] == ("bound", "observed")  # exceeds: its first side is the bound, no theory
         for printed in (text, page, markdown):
             assert UNDECIDED in printed and "deciding them all would take 16 seeds" in printed
 

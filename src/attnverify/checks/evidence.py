@@ -214,10 +214,12 @@ class Evidence:
 
 def side_names(relation: str | None, labels=None) -> tuple[str, str]:
     """The names of an evidence's two sides: its ``labels``, else ("value", "bound") for an inequality ``at_most``
-    (its smaller side is not a theory, nor its larger an observation), else ("theory", "observed")."""
+    (its smaller side is not a theory, nor its larger an observation), ("bound", "observed") for a one-sided
+    [`exceeds`][attnverify.checks.evidence.exceeds] (its first side is the bound the mean must pass), else ("theory",
+    "observed")."""
     if labels and len(labels) == 2:
         return tuple(labels)
-    return ("value", "bound") if relation == "at_most" else ("theory", "observed")
+    return {"at_most": ("value", "bound"), "above": ("bound", "observed")}.get(relation, ("theory", "observed"))
 
 
 def _tolerance_part(name: str, value: Any) -> float:

@@ -99,6 +99,27 @@ class MathMLPrinter(MathMLPresentationPrinter):
             body = self._paren_comma_separated(e.expr)
         return self._element("mrow", fraction, body)
 
+    def _print_Expectation(self, e):
+        """𝔼 with its laws below, w ~ 𝒩(μ, σ²) (a name alone for an unspecified law), then [integrand], as the
+        LaTeX and the text printers show it."""
+        laws = []
+        for law in e.laws:
+            name = self._print(law[0])
+            if len(law) == 3:
+                normal = self._element("mrow", self._element("mi", text="\U0001d4a9", mathvariant="normal"),
+                                       self._element("mo", text="("), self._print(law[1]), self._element("mo", text=","),
+                                       self._print(law[2]), self._element("mo", text=")"))
+                laws.append(self._element("mrow", name, self._element("mo", text="\u223c"), normal))
+            else:
+                laws.append(name)
+        separated = []
+        for k, law in enumerate(laws):
+            separated += [self._element("mo", text=",")] * (k > 0) + [law]
+        operator = self._element("munder", self._element("mo", text="\U0001d53c", movablelimits="false"),
+                                 self._element("mrow", *separated))
+        return self._element("mrow", operator, self._element("mo", text="[", stretchy="true"), self._print(e.integrand),
+                             self._element("mo", text="]", stretchy="true"))
+
     def doprint(self, expr) -> str:
         return _NAMED_ENTITY.sub(_numeric_entity, super().doprint(expr))
 

@@ -113,8 +113,9 @@ def key_figures(result: dict) -> str:
 
     - equal: ``theory T vs observed O (SE s), allowed gap τ``;
     - at_most: ``T ≤ O + τ (SE s)`` (a bound: the left side is not a "theory" nor the right an "observation");
-    - above / below: ``observed − theory > τ: O − T > τ (SE s)`` and its mirror (the relation the claim
-      needs, written with its numbers: false where the claim is refuted).
+    - above / below: ``observed − bound > τ: O − B > τ (SE s)`` and its mirror (the relation the claim
+      needs, written with its numbers: false where the claim is refuted);
+    - any other relation: its sides by their labels (``no drop 0 vs least drop … 9.86 (SE 0.07), allowed gap 0.36``).
     """
     example = shown_example(result)
     if example is None:
@@ -145,10 +146,10 @@ def _sides_text(evidence: dict) -> str:
     if relation == "at_most":
         return f"{v(theory)} ≤ {v(observed)}" + (f" + {v(tolerance)}" if tolerance else "") + se_text
     if relation == "above":  # the relation the claim needs, with its numbers (false when refuted)
-        return f"observed − theory > τ: {v(observed)} − {v(theory)} > {v(tolerance)}{se_text}"
+        return f"{right} − {left} > τ: {v(observed)} − {v(theory)} > {v(tolerance)}{se_text}"
     if relation == "below":
-        return f"theory − observed > τ: {v(theory)} − {v(observed)} > {v(tolerance)}{se_text}"
-    text = f"theory {v(theory)} vs observed {v(observed)}{se_text}"
+        return f"{left} − {right} > τ: {v(theory)} − {v(observed)} > {v(tolerance)}{se_text}"
+    text = f"{left} {v(theory)} vs {right} {v(observed)}{se_text}"
     if tolerance is not None:
         text += f", allowed gap {v(tolerance)}"
     return text

@@ -325,7 +325,7 @@ def sampled_networks_approach_gp(ctx: Context, data) -> Evidence:
                   else {"draws, as a multiple of the present": float(factor)} if np.isfinite(factor) else {})
     return Evidence(holds=all(conditions.values()), theory=0.0, observed=smallest[0], tolerance=5 * smallest[1],
                     relation="custom", conditions=conditions, inconclusive=reason, needed=needed,
-                    standard_error=smallest[1],
+                    standard_error=smallest[1], labels=("no drop", "least drop of |Û − I| between widths"),
                     note=f"{origin}; |Û − I| at N = {[q.width for q in points]}: "
                          + ", ".join(f"{d:.3f}±{e:.3f}" for d, e in zip(distances, errors)),
                     figures={"widths": [q.width for q in points], "distance": distances, "standard_error": errors})
