@@ -32,9 +32,11 @@ $(VENV)/.notebook-installed: $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-compile -e '.[test,notebook]'
 	touch $@
 
-# the tutorial's examples, which `make docs` adds to the report (part of the store's key, so one folder serves both)
+# the examples docs/examples.md shows with their verdicts, which `make docs` adds to the report (part of the store's
+# key, so one folder serves both); examples/new_bound.py, whose unexpected refutation is its point, is shown alone
 DOCS_EXAMPLES := examples/attention_mean.py examples/linear_network.py examples/relu_saddle.py \
-	examples/erf_saddle.py
+	examples/erf_saddle.py examples/relu_kernel.py examples/erf_kernel.py examples/partition_theory.py \
+	examples/deep_linear_saddle.py
 
 # sets $$store to build/store/KEY and removes the folders of other keys (runs of code that is no longer here)
 STORE = key=$$($(BIN)/python -c 'import sys; from attnverify.run.report import store_key; \

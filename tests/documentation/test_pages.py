@@ -35,6 +35,20 @@ def test_a_page_shows_an_example_file_as_it_is():
     assert compared >= 3  # the README's theorem and the two tutorial theories
 
 
+def test_every_example_is_on_the_examples_page_as_it_is():
+    """docs/examples.md includes each file of examples/ (pymdownx.snippets: the file itself, never a copy), and every
+    one but new_bound.py (whose unexpected refutation is its point) has its claims from the site's run, which the
+    Makefile's DOCS_EXAMPLES adds to the report."""
+    page = (ROOT / "docs" / "examples.md").read_text()
+    files = sorted(path.name for path in (ROOT / "examples").glob("*.py"))
+    included = re.findall(r'^--8<-- "examples/([\w.-]+\.py)"$', page, re.MULTILINE)
+    assert sorted(included) == files
+    listed = re.search(r"^DOCS_EXAMPLES := (.*?)\n\n", (ROOT / "Makefile").read_text(), re.MULTILINE | re.DOTALL)
+    in_report = sorted(re.findall(r"examples/([\w.-]+\.py)", listed.group(1)))
+    assert in_report == [name for name in files if name != "new_bound.py"]
+    assert len(re.findall(r"^<!-- attnverify:claims \w+ -->$", page, re.MULTILINE)) == len(in_report)
+
+
 def test_readme_is_short():
     lines = (ROOT / "README.md").read_text().splitlines()
     assert len(lines) <= 150, f"README.md has {len(lines)} lines: the rest belongs in docs/"
