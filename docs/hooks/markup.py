@@ -6,7 +6,6 @@ stops the build, one line per page, where one is left.
 import re
 from pathlib import Path
 
-from mkdocs.exceptions import PluginError
 
 ROLE = re.compile(r":(?:func|meth|class|mod|data|attr|exc|obj|ref|py:\w+):(?:<code>[^<]*</code>|`[^`]*`)")
 
@@ -19,6 +18,8 @@ def raw_roles(site: Path) -> list[str]:
 
 
 def on_post_build(config, **kwargs):
+    from mkdocs.exceptions import PluginError  # mkdocs is the [docs] extra: the checks above are tested without it
+
     left = raw_roles(Path(config["site_dir"]))
     if left:
         raise PluginError(f"{len(left)} reStructuredText role(s) printed as text on the site (write "

@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from mkdocs.exceptions import PluginError
 
 LINK = re.compile(r'\b(?:href|src)="([^"]*)"')
 
@@ -31,6 +30,8 @@ def unresolved(site: Path) -> list[str]:
 
 
 def on_post_build(config, **kwargs):
+    from mkdocs.exceptions import PluginError  # mkdocs is the [docs] extra: the checks above are tested without it
+
     missing = unresolved(Path(config["site_dir"]))
     if missing:
         raise PluginError(f"{len(missing)} local link(s) of the built site name no file (opened from disk they land "
