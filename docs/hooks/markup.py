@@ -1,17 +1,25 @@
-"""No reStructuredText role reaches a page: the package's docstrings cross-reference as mkdocstrings' autorefs
-(``[`name`][attnverify.module.name]``, a link on the API pages) or name a thing as code (`name`); a ``:func:`…```
-left in a docstring or a page would print as text. After the build this hook reads every HTML page of the site and
-stops the build, one line per page, where one is left.
+"""No markup meant for a machine reaches a page. No reStructuredText role: the package's docstrings cross-reference as
+mkdocstrings' autorefs (``[`name`][attnverify.module.name]``, a link on the API pages) or name a thing as code
+(`name`); a ``:func:`…``` left in a docstring or a page would print as text. No doctest ``<BLANKLINE>``: the docs'
+harness needs it in an expected output, a reader sees an empty line (this hook writes one before the page renders).
+After the build the hook reads every HTML page of the site and stops the build, one line per page, where either is
+left.
 """
 import re
 from pathlib import Path
 
 
-ROLE = re.compile(r":(?:func|meth|class|mod|data|attr|exc|obj|ref|py:\w+):(?:<code>[^<]*</code>|`[^`]*`)")
+ROLE = re.compile(r":(?:func|meth|class|mod|data|attr|exc|obj|ref|py:\w+):(?:<code>[^<]*</code>|`[^`]*`)|&lt;BLANKLINE&gt;")
+BLANKLINE = re.compile(r"^<BLANKLINE>$", re.MULTILINE)
+
+
+def on_page_markdown(markdown, **kwargs):
+    """A doctest's ``<BLANKLINE>`` (a line of its own, in an expected output) as the empty line it stands for."""
+    return BLANKLINE.sub("", markdown)
 
 
 def raw_roles(site: Path) -> list[str]:
-    """``page: role`` for each role printed as text on the site's HTML pages."""
+    """``page: markup`` for each role (or ``<BLANKLINE>``) printed as text on the site's HTML pages."""
     site = site.resolve()
     return [f"{page.relative_to(site)}: {role}" for page in sorted(site.rglob("*.html"))
             for role in ROLE.findall(page.read_text(encoding="utf-8"))]
@@ -22,5 +30,5 @@ def on_post_build(config, **kwargs):
 
     left = raw_roles(Path(config["site_dir"]))
     if left:
-        raise PluginError(f"{len(left)} reStructuredText role(s) printed as text on the site (write "
+        raise PluginError(f"{len(left)} reStructuredText role(s) or <BLANKLINE>(s) printed as text on the site (write "
                           "[`name`][attnverify.module.name] or `name`): " + "; ".join(left[:20]))

@@ -39,6 +39,16 @@ def test_a_role_printed_as_text_is_reported(tmp_path):
     (tmp_path / "api.html").write_text('<p>see :func:<code>solve</code> and <a href="x.html#a"><code>sweep</code></a>,'
                                        ' :class:`Theory` in text</p>')
     assert _hook("markup").raw_roles(tmp_path) == ["api.html: :func:<code>solve</code>", "api.html: :class:`Theory`"]
+    (tmp_path / "step.html").write_text("<pre><code>a\n&lt;BLANKLINE&gt;\nb</code></pre>")
+    assert _hook("markup").raw_roles(tmp_path)[-1] == "step.html: &lt;BLANKLINE&gt;"
+
+
+def test_a_doctest_blank_line_renders_as_an_empty_line():
+    """The harness's <BLANKLINE> (a line of its own) becomes an empty line before the page renders; inside a line it
+    stays (it is then the text it is)."""
+    page = "```console\n$ attnverify verify x.py\nrow\n<BLANKLINE>\n1 claims\n```\nsay <BLANKLINE> here\n"
+    assert _hook("markup").on_page_markdown(page) == ("```console\n$ attnverify verify x.py\nrow\n\n1 claims\n```\n"
+                                                     "say <BLANKLINE> here\n")
 
 
 def test_no_docstring_or_page_writes_a_role():
