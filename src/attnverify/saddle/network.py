@@ -91,10 +91,10 @@ class KernelSolve:
         return self.backend.solve_lower(self.factor, rhs, shared=shared)
 
     def energy_gradient(self, scale: float = 1.0):
-        """``scale`` × G, G = ∂Ψ/∂K = ½[(K_Z + T·I)⁻¹ − ααᵀ] (C, P, P), the inverse as L⁻ᵀL⁻¹ by triangular solves.
-        Formed in place in L⁻ᵀL⁻¹ (the bits of ``(0.5·scale)·(L⁻ᵀL⁻¹ − ααᵀ)``; a factor 1 is left out, exactly)."""
-        lower_inverse = self.whiten(self.identity, shared=True)
-        gradient = lower_inverse.transpose(0, 2, 1) @ lower_inverse
+        """``scale`` × G, G = ∂Ψ/∂K = ½[(K_Z + T·I)⁻¹ − ααᵀ] (C, P, P), the inverse from the factors
+        (`Backend.cholesky_inverse`). Formed in place in the inverse (the bits of ``(0.5·scale)·((K_Z + T·I)⁻¹ −
+        ααᵀ)``; a factor 1 is left out, exactly)."""
+        gradient = self.backend.cholesky_inverse(self.factor, self.identity)
         gradient -= self.alpha[:, :, None] * self.alpha[:, None, :]
         if 0.5 * scale != 1.0:
             gradient *= 0.5 * scale
