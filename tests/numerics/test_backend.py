@@ -1,5 +1,5 @@
 """Backend helpers: the batched triangular solve on both of its paths (batched LU for small n, triangular
-solves chain by chain beyond), and the solve with one factor."""
+solves chain by chain beyond), the solve with one factor, and the inverse from the factors on both of its paths."""
 
 import numpy as np
 import pytest
@@ -21,6 +21,21 @@ def test_solve_lower_solves_every_chain(n, transpose):
     out = be.solve_lower(L, shared, transpose=transpose, shared=True)
     assert out.shape == (3, n, 2)
     np.testing.assert_allclose(M @ out, np.broadcast_to(shared, (3, n, 2)), atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 5, 64, 65, 120])
+def test_cholesky_inverse_is_the_inverse_on_both_paths(n):
+    """A⁻¹ from A = LLᵀ: a batched solve and product for n ≤ 64, LAPACK potri chain by chain beyond; symmetric to
+    the bit (its upper triangle is the mirror of the lower) and numpy.linalg.inv's to round-off (κ(A) ≤ ~5)."""
+    be = get_backend("numpy")
+    rng = np.random.default_rng(n)
+    A = rng.normal(size=(3, n, n))
+    A = A @ np.swapaxes(A, 1, 2) + n * np.eye(n)
+    inverse = be.cholesky_inverse(np.linalg.cholesky(A))
+    expected = np.linalg.inv(A)
+    np.testing.assert_allclose(inverse, expected, rtol=0, atol=1e-13 * np.abs(expected).max())
+    if n > 64:
+        assert np.array_equal(inverse, np.swapaxes(inverse, 1, 2))
 
 
 @pytest.mark.parametrize("order", ["C", "F"])
