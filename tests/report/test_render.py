@@ -56,6 +56,27 @@ def test_an_expectation_reads_as_e_with_its_laws_in_every_format():
     assert r"\mathbb{E}" in equations.equation_latex(e) and str(e).startswith("𝔼[")
 
 
+def test_a_symbol_named_in_tex_prints_as_that_tex():
+    """A matrix symbol named ``\\mathrm{Tr}_{h_\\ell} U_\\ell`` (the attention-path action's partial trace) reads as
+    Tr with its subscripts, not as the text of its name."""
+    B = sympy.MatrixSymbol(r"\mathrm{Tr}_{h_\ell} U_\ell", n, n)
+    mathml = equations.equation_mathml(sympy.Trace(B))
+    root = ET.fromstring(f"<math>{mathml}</math>")
+    assert "\\" not in mathml and "".join(root.itertext()).replace(" ", "") == "trace(TrhℓUℓ)"
+    assert len(list(root.iter("msub"))) == 3  # Tr_{h_ℓ}, h_ℓ, U_ℓ
+
+
+def test_unknown_tex_is_refused_on_the_site_and_shown_as_source_in_the_report():
+    """A command latex2mathml does not know passes through as text (``<mi>\\foo</mi>``): the report shows the TeX
+    source, the site's strict conversion refuses it by name."""
+    assert render.math_html(r"\foo x", False) == '<span class="tex">\\foo x</span>'
+    with pytest.raises(ValueError, match=r"unknown TeX command\(s\) \\foo"):
+        render.math_html(r"\foo x", False, strict=True)
+    with pytest.raises(ValueError, match="cannot read"):
+        render.math_html(r"\frac{1}{", True, strict=True)
+    assert render.math_html(r"\langle k, v\rangle", False, strict=True).startswith("<math")
+
+
 def test_failing_mathml_falls_back_to_latex(monkeypatch):
     def broken(self, expr):
         raise NotImplementedError("no MathML for this")

@@ -120,6 +120,18 @@ class MathMLPrinter(MathMLPresentationPrinter):
         return self._element("mrow", operator, self._element("mo", text="[", stretchy="true"), self._print(e.integrand),
                              self._element("mo", text="]", stretchy="true"))
 
+    def _print_Symbol(self, sym, style="plain"):
+        """A symbol named in TeX (a backslash in its name, e.g. ``\\mathrm{Tr}_{h_\\ell} U_\\ell``, as the LaTeX
+        printer shows it verbatim) as that TeX's MathML (latex2mathml); other names as sympy splits them."""
+        if "\\" not in sym.name:
+            return super()._print_Symbol(sym, style=style)
+        from xml.dom.minidom import parseString
+
+        import latex2mathml.converter
+
+        parsed = parseString(latex2mathml.converter.convert(sym.name))
+        return self.dom.importNode(parsed.documentElement.firstChild, True)
+
     def doprint(self, expr) -> str:
         return _NAMED_ENTITY.sub(_numeric_entity, super().doprint(expr))
 

@@ -8,6 +8,7 @@ its TeX as MathML (latex2mathml), the stylesheet is inline, figures are PNGs by 
 from __future__ import annotations
 
 import html
+import re
 from typing import Iterable
 from urllib.parse import quote
 
@@ -26,11 +27,21 @@ from .story import UNDECIDED, ClaimStory, claim_story, format_parameters, format
 # ----------------------------------------------------------------------------- Markdown text
 
 
-def _math_html(latex: str, display: bool) -> str:
-    """TeX as MathML (latex2mathml, offline); TeX it cannot read is shown as escaped TeX source."""
+UNREAD_COMMAND = re.compile(r">(\\[A-Za-z]+)<")
+"""A TeX command latex2mathml passed through as text (it does not know it): ``<mi>\\foo</mi>``."""
+
+
+def math_html(latex: str, display: bool, *, strict: bool = False) -> str:
+    """TeX as MathML (latex2mathml, offline). TeX it cannot read, or a command it does not know, is shown as
+    escaped TeX source, or with ``strict`` (the docs site) raises ValueError naming the formula."""
     try:
         mathml = latex2mathml.converter.convert(latex, display="block" if display else "inline")
-    except Exception:  # latex2mathml raises its own exception types for unsupported TeX
+        unread = UNREAD_COMMAND.findall(mathml)
+        if unread:
+            raise ValueError(f"unknown TeX command(s) {', '.join(unread)}")
+    except Exception as error:  # latex2mathml raises its own exception types for unsupported TeX
+        if strict:
+            raise ValueError(f"TeX that latex2mathml cannot read ({type(error).__name__}: {error}): {latex!r}") from None
         escaped = html.escape(latex.strip())
         return f'<pre class="tex"><code>{escaped}</code></pre>' if display else f'<span class="tex">{escaped}</span>'
     return mathml
@@ -39,10 +50,10 @@ def _math_html(latex: str, display: bool) -> str:
 def _markdown_parser(heading_offset: int) -> MarkdownIt:
     """CommonMark with tables and $…$ / $$…$$ math (markdown-it-py); raw HTML in the text is escaped."""
     parser = MarkdownIt("commonmark", {"html": False}).enable("table").use(dollarmath_plugin, double_inline=True)
-    parser.add_render_rule("math_inline", lambda self, tokens, idx, options, env: _math_html(tokens[idx].content, False))
+    parser.add_render_rule("math_inline", lambda self, tokens, idx, options, env: math_html(tokens[idx].content, False))
     parser.add_render_rule("math_inline_double",
-                           lambda self, tokens, idx, options, env: _math_html(tokens[idx].content, True))
-    parser.add_render_rule("math_block", lambda self, tokens, idx, options, env: _math_html(tokens[idx].content, True))
+                           lambda self, tokens, idx, options, env: math_html(tokens[idx].content, True))
+    parser.add_render_rule("math_block", lambda self, tokens, idx, options, env: math_html(tokens[idx].content, True))
 
     def heading(self, tokens, idx, options, env):
         token = tokens[idx]
