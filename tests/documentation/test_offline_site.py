@@ -58,3 +58,24 @@ def test_no_docstring_or_page_writes_a_role():
     found = [f"{path.relative_to(ROOT)}:{number}" for path in files
              for number, line in enumerate(path.read_text().splitlines(), 1) if role.search(line)]
     assert not found, found
+
+
+def test_formulas_become_mathml_and_unreadable_tex_names_its_page(tmp_path):
+    """docs/hooks/math.py: arithmatex's marks (a line's \\(…\\), a block's \\[…\\], HTML-escaped) become MathML by the
+    report's converter; TeX it cannot read stops the build naming the page; a page left with a mark is reported."""
+    import pytest
+
+    math = _hook("math")
+    page = ('<p>Risk <span class="arithmatex">\\(x &lt; y_\\ell\\)</span>.</p>\n'
+            '<div class="arithmatex">\\[\n\\tfrac12 \\ln\\det(K + T\\,I)\n\\]</div>')
+    converted = math.to_mathml(page, "theories/x.md")
+    assert converted.count("<math") == 2 and "arithmatex" not in converted and "\\" not in converted
+    assert 'display="inline"' in converted and 'display="block"' in converted
+    assert "<mo>&#x0003C;</mo>" in converted  # the relation, unescaped from the page and written by reference
+    with pytest.raises(ValueError, match=r"theories/x\.md: .*\\\\foo"):
+        math.to_mathml('<span class="arithmatex">\\(\\foo x\\)</span>', "theories/x.md")
+    (tmp_path / "a.html").write_text(converted)
+    (tmp_path / "b.html").write_text(page)
+    assert math.unconverted(tmp_path) == ["b.html"]
+    config = (ROOT / "mkdocs.yml").read_text()
+    assert "  - docs/hooks/math.py\n" in config and "  - pymdownx.arithmatex:" in config
