@@ -180,6 +180,13 @@ class _Energy:
         L, failed = be.cholesky_each(G, identity)
         return L, xp.sum(xp.log(xp.diagonal(L, axis1=1, axis2=2)), axis=1), failed
 
+    def _labels_each(self, L):
+        """(r = (K + T·I)⁻¹Y, Yᵀr) per chain from the lower factors L (C, P, P) of K + T·I."""
+        be, xp = self.backend, self.backend.xp
+        labels = xp.broadcast_to(self.y, L.shape[:2])
+        r = be.solve_lower(L, be.solve_lower(L, labels), transpose=True)
+        return r, xp.einsum("cp,p->c", r, self.y)
+
     def at_temperature(self, temperature: float):
         other = copy.copy(self)
         other.temperature = _temperature(temperature)
@@ -261,13 +268,12 @@ class KernelEnergy(_Energy):
         G = ((self._weights * U[:, self._rows, self._cols]) @ self._flat_kernels).reshape(chains, P, P)
         G += self.temperature * xp.eye(P)
         L, half_logdet, failed = self._factor_each(G)
-        labels = xp.broadcast_to(self.y, (chains, P))
-        r = be.solve_lower(L, be.solve_lower(L, labels), transpose=True)
+        r, fit = self._labels_each(L)
         lower_inverse = be.solve_lower(L, xp.eye(P), shared=True)
         A = xp.swapaxes(lower_inverse, 1, 2) @ lower_inverse
         A -= r[:, :, None] * r[:, None, :]
         pairs = A.reshape(chains, P * P) @ self._flat_kernels.T  # ⟨S_ab, A − r rᵀ⟩ per chain
-        return 2.0 * half_logdet + xp.einsum("cp,p->c", r, self.y), pairs[:, self.pair], failed
+        return 2.0 * half_logdet + fit, pairs[:, self.pair], failed
 
     def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd (𝓗, 𝓗, 𝓗, 𝓗) at U = R Rᵀ: −Tr(A C_cd A C_ab) + rᵀC_dc A C_ab r + rᵀC_ab A C_cd r
@@ -346,13 +352,12 @@ class FeatureKernelEnergy(_Energy):
         G = Phi @ xp.swapaxes(Phi, 1, 2)
         G += self.temperature * xp.eye(P)
         L, half_logdet, failed = self._factor_each(G)
-        labels = xp.broadcast_to(self.y, (chains, P))
-        r = be.solve_lower(L, be.solve_lower(L, labels), transpose=True)
+        r, fit = self._labels_each(L)
         flat = self.X.reshape(P, -1)
         Z = be.solve_lower(L, flat, shared=True).reshape(chains, -1, self.paths)  # L⁻¹X, rows (μ, i)
         Xr = (r @ flat).reshape(chains, self.N0, self.paths)
         gradient = xp.swapaxes(Z, 1, 2) @ Z - xp.swapaxes(Xr, 1, 2) @ Xr
-        return 2.0 * half_logdet + xp.einsum("cp,p->c", r, self.y), gradient, failed
+        return 2.0 * half_logdet + fit, gradient, failed
 
     def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd at U = R Rᵀ from M = XᵀAX = ZᵀZ (Z = L^{-1}X) and x = Xᵀr

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..numerics.kernel_energy import entry_gradient, symmetric_basis
-from .declaration import OrderParameter, SaddlePointAction
+from .declaration import OrderParameter, SaddlePointAction, entry_slices
 from .matrix_functions import triangle
 
 
@@ -29,10 +29,7 @@ class Parametrisation:
         self.size = sum(op.count for op in order_parameters)
 
     def _blocks(self):
-        start = 0
-        for op in self.order_parameters:
-            yield op, slice(start, start + op.count)
-            start += op.count
+        yield from zip(self.order_parameters, entry_slices(self.order_parameters).values())
 
     def theta(self, entries: np.ndarray) -> np.ndarray:
         """θ of the entries u (each order parameter positive definite)."""
@@ -155,11 +152,7 @@ class NumericAction:
         self.with_energy = with_energy
         self.parametrisation = Parametrisation(declaration.order_parameters)
         self.scale = declaration.scale(parameters)
-        start = 0
-        for op in declaration.order_parameters:
-            if op is declaration.kernel:
-                self.kernel_part = slice(start, start + op.count)
-            start += op.count
+        self.kernel_part = entry_slices(declaration.order_parameters)[declaration.kernel.name]
         self._rows, self._cols, _ = symmetric_basis(max(declaration.kernel.size, 1))
         self._weight = np.where(self._rows == self._cols, 1.0, 2.0)
         self.evaluations = 0

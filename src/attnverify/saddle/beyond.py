@@ -42,7 +42,7 @@ from ..base import arguments, blas
 from ..numerics.kernel_energy import entry_gradient, symmetric_basis
 from ..derivations.gaussian.panels import BULK_CUTS, RULES, composite_rule
 from .action import NumericAction, Parametrisation
-from .declaration import SaddlePointAction
+from .declaration import SaddlePointAction, entry_slices
 from .solve import Solution, data_energy, solve_energy
 from .matrix_functions import triangle
 from .third_order import Term
@@ -287,8 +287,7 @@ def potential_each(declaration: SaddlePointAction, energy, values: tuple):
     entropy, measure = _terms(declaration)
     weights = log_jacobian_weights(declaration)
     kernel = declaration.kernel.name
-    start = sum(op.count for op in declaration.order_parameters[:declaration.order_parameters.index(declaration.kernel)])
-    part = slice(start, start + declaration.kernel.count)
+    part = entry_slices(declaration.order_parameters)[kernel]
     rows, cols, _ = symmetric_basis(max(declaration.kernel.size, 1))
 
     def potential(thetas: np.ndarray):

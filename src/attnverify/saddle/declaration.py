@@ -122,6 +122,16 @@ def _finite(values: tuple, what: str) -> np.ndarray:
     return out
 
 
+def entry_slices(order_parameters: tuple) -> dict[str, slice]:
+    """Each order parameter's slice of the flat entries u (its count of them, in declaration order): the one layout
+    the declaration, the solver's θ, the generated terms and HMC on the action all read."""
+    slices, start = {}, 0
+    for op in order_parameters:
+        slices[op.name] = slice(start, start + op.count)
+        start += op.count
+    return slices
+
+
 def _atoms(entropy: sympy.Expr, order_parameters: tuple) -> tuple[sympy.Expr, tuple, tuple]:
     """The entropy with each [`log_det`][attnverify.saddle.log_det] and [`inverse`][attnverify.saddle.inverse] atom
     replaced by an auxiliary symbol, those symbols, and (order parameter, MatrixAtoms) for each matrix order parameter
@@ -296,21 +306,13 @@ class SaddlePointAction:
 
     def _evaluate_atoms(self, entries: np.ndarray):
         values, blocks = [], []
+        slices = entry_slices(self.order_parameters)
         for op, atoms in self.atoms:
-            start = self._offset(op)
-            part = slice(start, start + op.count)
+            part = slices[op.name]
             a, J, W = atoms.evaluate(op.value(entries[part]))
             values.append(a)
             blocks.append((part, J, W, atoms))
         return (np.concatenate(values) if values else np.zeros(0)), blocks
-
-    def _offset(self, target: OrderParameter) -> int:
-        start = 0
-        for op in self.order_parameters:
-            if op is target:
-                return start
-            start += op.count
-        raise KeyError(target.name)
 
     def entropy_value_and_gradient(self, entries: np.ndarray, parameters: tuple) -> tuple[float, np.ndarray]:
         """𝓛 and ∂𝓛/∂u at the entries u (generated from sympy; the atoms' chain rule of
@@ -357,11 +359,8 @@ class SaddlePointAction:
 
     def split(self, entries: np.ndarray) -> dict[str, Any]:
         """name → value (a float or a symmetric matrix) from the flat entries."""
-        out, start = {}, 0
-        for op in self.order_parameters:
-            out[op.name] = op.value(entries[start:start + op.count])
-            start += op.count
-        return out
+        return {op.name: op.value(entries[part])
+                for op, part in zip(self.order_parameters, entry_slices(self.order_parameters).values())}
 
     def join(self, values: Mapping[str, Any]) -> np.ndarray:
         """The flat entries from name → value, each checked (positive, or symmetric positive definite)."""

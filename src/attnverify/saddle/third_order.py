@@ -27,7 +27,7 @@ import sympy
 
 from ..derivations.codegen import evaluator
 from ..numerics.kernel_energy import symmetric_basis
-from .declaration import _atoms, _finite
+from .declaration import _atoms, _finite, entry_slices
 from .matrix_functions import MatrixAtoms
 
 
@@ -120,16 +120,12 @@ class Term:
         """(values (C,), ∂/∂u (C, n)) at a batch of entries u (C, n), the matrix order parameters' lower Cholesky
         factors given by name (``factors``: the atoms are read from them); NaN where the term is undefined or
         overflows (the caller's chain has no weight there)."""
-        chains = u.shape[0]
-        offsets, start = {}, 0
-        for op in self.order_parameters:
-            offsets[op.name] = slice(start, start + op.count)
-            start += op.count
+        chains, slices = u.shape[0], entry_slices(self.order_parameters)
         atoms, blocks = [], []
         for op, matrix_atoms in self.atoms:
             a, J = matrix_atoms.evaluate_each(factors[op.name])
             atoms.append(a)
-            blocks.append((offsets[op.name], J))
+            blocks.append((slices[op.name], J))
         a = np.concatenate(atoms, axis=1) if atoms else np.zeros((chains, 0))
         with np.errstate(all="ignore"):
             out = self._first(*u.T, *a.T, *parameters)
@@ -146,13 +142,9 @@ class Term:
 
     def _atoms_at(self, u: np.ndarray):
         """(a, [(slice of u, J, A2, A3)]) at the entries u."""
-        values, blocks, start = [], [], 0
-        offsets = {}
-        for op in self.order_parameters:
-            offsets[op.name] = slice(start, start + op.count)
-            start += op.count
+        values, blocks, slices = [], [], entry_slices(self.order_parameters)
         for op, atoms in self.atoms:
-            part = offsets[op.name]
+            part = slices[op.name]
             a, J, A2, A3 = atom_derivatives(atoms, op.value(u[part]))
             values.append(a)
             blocks.append((part, J, A2, A3))
