@@ -79,3 +79,29 @@ def test_formulas_become_mathml_and_unreadable_tex_names_its_page(tmp_path):
     assert math.unconverted(tmp_path) == ["b.html"]
     config = (ROOT / "mkdocs.yml").read_text()
     assert "  - docs/hooks/math.py\n" in config and "  - pymdownx.arithmatex:" in config
+
+
+PSEUDO_MATH = re.compile("[½⁻¹ᵀ√⟨⟩∂∇≈≤≥∈ℝ𝔼∼Σ∑²³ⁿ₀₁₂]")
+"""Characters that stand only in formulas: on a page they belong in $…$ (rendered), not in the prose as text."""
+
+
+def _prose(markdown: str) -> str:
+    """A page's prose: without code blocks, code spans, HTML comments and its $…$ and $$…$$ formulas."""
+    for pattern, flags in ((r"```.*?```", re.S), (r"<!--.*?-->", re.S), (r"\$\$.*?\$\$", re.S), (r"\$[^$\n]*?\$", 0),
+                           (r"`[^`\n]*`", 0)):
+        markdown = re.sub(pattern, "", markdown, flags=flags)
+    return markdown
+
+
+def test_the_pages_write_their_formulas_as_latex():
+    """Every page of the site (the papers' notes aside: copies of the team's notes, kept as they were written) writes
+    its mathematics as LaTeX, which the build renders; a symbol such as ½, ᵀ, Σ or 𝔼 left in the prose would print
+    as pseudo-mathematics beside the rendered formulas. The theory pages and the saddle-point tutorial have formulas
+    (at least 10 each)."""
+    pages = [page for page in (ROOT / "docs").rglob("*.md") if "papers" not in page.parts]
+    found = [f"{page.relative_to(ROOT)}:{number}: {line.strip()[:80]}" for page in pages
+             for number, line in enumerate(_prose(page.read_text()).splitlines(), 1) if PSEUDO_MATH.search(line)]
+    assert not found, found
+    for name in ("theories/single_location.md", "theories/attention_paths.md", "theories/conditional_mean.md",
+                 "tutorial/saddle-point.md"):
+        assert len(re.findall(r"\$[^$\n]+\$", (ROOT / "docs" / name).read_text())) >= 10, name
