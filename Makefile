@@ -13,7 +13,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: report test test-standin test-load test-thorough check docs docs-serve clean
+.PHONY: report test test-standin test-load test-thorough check docs docs-browser docs-serve clean
 
 # pip compiles the installed modules on one core (~40 s of the set-up); compileall -j 0 does it on every core
 $(STAMP): pyproject.toml
@@ -78,6 +78,10 @@ docs: $(VENV)/.docs-installed
 	rm -rf build/report
 	$(STORE) && $(BIN)/attnverify report --out build/report --store "$$store" $(addprefix --with ,$(DOCS_EXAMPLES))
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+# The built site drawn by headless Chromium from disk: formulas laid out as MathML, figures loaded, pages not blank
+docs-browser:
+	ATTNVERIFY_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q -p no:randomly tests/documentation/test_rendered_site.py
 
 # The built site is read from disk (open build/site/index.html); its search needs a server: this one, on port 8000
 docs-serve: docs

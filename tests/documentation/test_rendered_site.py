@@ -1,0 +1,102 @@
+"""The built site as a browser draws it from disk: the home page, tutorial step 1, an API page and a theory page,
+opened with ``file://`` in headless Chromium. Each page is drawn (a screenshot that is not blank), its formulas are
+MathML elements the browser lays out (``MathMLElement``, with a size), none is left as TeX, and its figures load.
+
+Runs after ``make docs`` (``make docs-browser``, a CI step) on the site in ``build/site`` (``$ATTNVERIFY_SITE`` names
+another); skipped where no site is built or no Chromium is installed, unless ``ATTNVERIFY_REQUIRE_BROWSER=1`` (CI),
+which turns either into a failure.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = Path(os.environ.get("ATTNVERIFY_SITE", ROOT / "build" / "site"))
+BROWSER = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")
+                if shutil.which(name)), None)
+REQUIRED = os.environ.get("ATTNVERIFY_REQUIRE_BROWSER") == "1"
+
+PAGES = {  # page: (least formulas, least figures)
+    "index.html": (0, 0),
+    "tutorial/first-theorem.html": (10, 1),
+    "reference/saddle.html": (50, 0),
+    "theories/attention_paths.html": (50, 3),
+}
+
+PROBE = """<script>
+window.addEventListener("load", () => {
+  const maths = [...document.querySelectorAll("article math")];
+  const figures = [...document.querySelectorAll("article img")];
+  const text = document.querySelector("article").innerText;
+  document.body.setAttribute("data-probe", JSON.stringify({
+    formulas: maths.length,
+    mathml: maths.filter(m => typeof MathMLElement !== "undefined" && m instanceof MathMLElement).length,
+    drawn: maths.filter(m => { const box = m.getBoundingClientRect(); return box.width > 0 && box.height > 0; }).length,
+    figures: figures.length,
+    loaded: figures.filter(i => i.complete && i.naturalWidth > 0).length,
+    tex: /\\\\[()\\[\\]]|\\$\\$/.test(text),
+  }));
+});
+</script>"""
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+         "--window-size=1280,1600", "--virtual-time-budget=5000"]
+
+
+def _unavailable() -> str | None:
+    if BROWSER is None:
+        return "no headless Chromium (Debian: apt-get install chromium)"
+    if not (SITE / "index.html").is_file():
+        return f"no built site in {SITE} (make docs)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """A copy of the built site, each page under test beside itself with the probe added (the site is not touched)."""
+    why = _unavailable()
+    if why:
+        if REQUIRED:
+            pytest.fail(f"ATTNVERIFY_REQUIRE_BROWSER=1 but {why}")
+        pytest.skip(why)
+    copy = tmp_path_factory.mktemp("site") / "site"
+    shutil.copytree(SITE, copy)
+    for page in PAGES:
+        original = (copy / page).read_text(encoding="utf-8")
+        (copy / page).with_suffix(".probe.html").write_text(original.replace("</body>", PROBE + "</body>"),
+                                                           encoding="utf-8")
+    return copy
+
+
+def _browser(*arguments: str, profile: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([BROWSER, *FLAGS, f"--user-data-dir={profile}", *arguments], capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_a_page_is_drawn_with_its_formulas_and_figures(site, page, tmp_path):
+    least_formulas, least_figures = PAGES[page]
+    url = (site / page).with_suffix(".probe.html").as_uri()
+    dom = _browser("--dump-dom", url, profile=tmp_path / "profile").stdout
+    found = re.search(r'data-probe="([^"]*)"', dom)
+    assert found, f"{page}: the probe did not run (no data-probe in the DOM)"
+    probe = json.loads(found.group(1).replace("&quot;", '"'))
+    assert probe["formulas"] >= least_formulas, probe
+    assert probe["mathml"] == probe["drawn"] == probe["formulas"], probe  # every formula laid out as MathML
+    assert not probe["tex"], probe
+    assert probe["figures"] >= least_figures and probe["loaded"] == probe["figures"], probe
+
+    shot = tmp_path / "page.png"
+    _browser(f"--screenshot={shot}", url, profile=tmp_path / "profile")
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(shot)
+    assert pixels.shape[:2] == (1600, 1280) and pixels[..., :3].std() > 0.05, f"{page}: a blank screenshot"
