@@ -74,7 +74,15 @@ test-thorough: $(VENV)/.notebook-installed
 # The site is built offline with warnings as errors (broken links and anchors, API pages that fail to load). Its
 # claims tables and figures are read from a finished report of the three papers and the tutorial's examples in
 # build/report, written afresh; its claims come from the store of this code (above) where they are there already.
-docs: $(VENV)/.docs-installed
+# The site's search from file:// runs in an iframe in place of a web worker: npm's iframe-worker shim (MIT, 1.4 kB)
+SEARCH_SHIM := build/iframe-worker/shim/index.js
+$(SEARCH_SHIM):
+	@command -v npm >/dev/null || { echo "make docs: the offline search needs npm (Node.js) to fetch iframe-worker"; exit 1; }
+	mkdir -p build/iframe-worker
+	cd build && npm pack --silent iframe-worker@1.0.4 >/dev/null && \
+		tar xzf iframe-worker-1.0.4.tgz -C iframe-worker --strip-components=1 && rm iframe-worker-1.0.4.tgz
+
+docs: $(VENV)/.docs-installed $(SEARCH_SHIM)
 	rm -rf build/report
 	$(STORE) && $(BIN)/attnverify report --out build/report --store "$$store" $(addprefix --with ,$(DOCS_EXAMPLES))
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
@@ -83,7 +91,7 @@ docs: $(VENV)/.docs-installed
 docs-browser:
 	ATTNVERIFY_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q -p no:randomly tests/documentation/test_rendered_site.py
 
-# The built site is read from disk (open build/site/index.html); its search needs a server: this one, on port 8000
+# The built site, search included, reads from disk (open build/site/index.html), or served here on port 8000
 docs-serve: docs
 	$(BIN)/python -m http.server --directory build/site 8000
 

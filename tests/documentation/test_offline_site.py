@@ -33,6 +33,7 @@ def test_the_site_is_configured_for_files_not_folders():
     config = (ROOT / "mkdocs.yml").read_text()
     assert "\nuse_directory_urls: false" in config and "  - docs/hooks/offline.py\n" in config
     assert "  - docs/hooks/markup.py\n" in config
+    assert "\n  - offline  #" in config and "    - assets/javascripts/iframe-worker-shim.js\n" in config
 
 
 def test_a_role_printed_as_text_is_reported(tmp_path):

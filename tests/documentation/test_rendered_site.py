@@ -1,6 +1,7 @@
 """The built site as a browser draws it from disk: the home page, tutorial step 1, an API page and a theory page,
 opened with ``file://`` in headless Chromium. Each page is drawn (a screenshot that is not blank), its formulas are
-MathML elements the browser lays out (``MathMLElement``, with a size), none is left as TeX, and its figures load.
+MathML elements the browser lays out (``MathMLElement``, with a size), none is left as TeX, and its figures load; the
+search, typed into on the home page, finds pages.
 
 Runs after ``make docs`` (``make docs-browser``, a CI step) on the site in ``build/site`` (``$ATTNVERIFY_SITE`` names
 another); skipped where no site is built or no Chromium is installed, unless ``ATTNVERIFY_REQUIRE_BROWSER=1`` (CI),
@@ -8,6 +9,7 @@ which turns either into a failure.
 """
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -46,6 +48,21 @@ window.addEventListener("load", () => {
 });
 </script>"""
 
+SEARCH_PROBE = """<script>
+window.addEventListener("load", () => setTimeout(() => {
+  const input = document.querySelector(".md-search__input");
+  input.focus();
+  input.value = "saddle";
+  input.dispatchEvent(new Event("input", {bubbles: true}));
+  setTimeout(() => document.body.setAttribute("data-probe", JSON.stringify({
+    results: document.querySelectorAll(".md-search-result__item").length,
+    meta: (document.querySelector(".md-search-result__meta") || {}).textContent || "",
+  })), 3000);
+}, 2000));
+</script>"""
+"""Types "saddle" into the search box two seconds after load and reads the results three seconds later (virtual time:
+the shim runs the search worker in an iframe of the page's own thread)."""
+
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
          "--window-size=1280,1600", "--virtual-time-budget=5000"]
@@ -73,6 +90,8 @@ def site(tmp_path_factory):
         original = (copy / page).read_text(encoding="utf-8")
         (copy / page).with_suffix(".probe.html").write_text(original.replace("</body>", PROBE + "</body>"),
                                                            encoding="utf-8")
+    original = (copy / "index.html").read_text(encoding="utf-8")
+    (copy / "index.search.html").write_text(original.replace("</body>", SEARCH_PROBE + "</body>"), encoding="utf-8")
     return copy
 
 
@@ -81,14 +100,25 @@ def _browser(*arguments: str, profile: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
+def _probe(url: str, profile: Path) -> dict:
+    dom = _browser("--dump-dom", url, profile=profile).stdout
+    found = re.search(r'data-probe="([^"]*)"', dom)
+    assert found, f"{url}: the probe did not run (no data-probe in the DOM)"
+    return json.loads(html.unescape(found.group(1)))
+
+
+def test_the_search_finds_pages_from_disk(site, tmp_path):
+    """mkdocs-material's search from file://: its index inlined as a script (the offline plugin) and its worker run
+    in an iframe (npm's iframe-worker shim, docs/hooks/offline.py); without the shim it stays at "Initializing"."""
+    probe = _probe((site / "index.search.html").as_uri(), tmp_path / "profile")
+    assert probe["results"] >= 1 and "matching" in probe["meta"], probe
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_a_page_is_drawn_with_its_formulas_and_figures(site, page, tmp_path):
     least_formulas, least_figures = PAGES[page]
     url = (site / page).with_suffix(".probe.html").as_uri()
-    dom = _browser("--dump-dom", url, profile=tmp_path / "profile").stdout
-    found = re.search(r'data-probe="([^"]*)"', dom)
-    assert found, f"{page}: the probe did not run (no data-probe in the DOM)"
-    probe = json.loads(found.group(1).replace("&quot;", '"'))
+    probe = _probe(url, tmp_path / "profile")
     assert probe["formulas"] >= least_formulas, probe
     assert probe["mathml"] == probe["drawn"] == probe["formulas"], probe  # every formula laid out as MathML
     assert not probe["tex"], probe
