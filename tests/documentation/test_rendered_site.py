@@ -1,7 +1,7 @@
 """The built site as a browser draws it from disk: the home page, tutorial step 1, an API page and a theory page,
 opened with ``file://`` in headless Chromium. Each page is drawn (a screenshot that is not blank), its formulas are
-MathML elements the browser lays out (``MathMLElement``, with a size), none is left as TeX, and its figures load; the
-search, typed into on the home page, finds pages.
+MathML elements the browser lays out (``MathMLElement``, with a size), none is left as TeX, its figures load, and a
+line of 100 characters fits its code blocks at 1,280 px; the search, typed into on the home page, finds pages.
 
 Runs after ``make docs`` (``make docs-browser``, a CI step) on the site in ``build/site`` (``$ATTNVERIFY_SITE`` names
 another); skipped where no site is built or no Chromium is installed, unless ``ATTNVERIFY_REQUIRE_BROWSER=1`` (CI),
@@ -37,6 +37,17 @@ window.addEventListener("load", () => {
   const maths = [...document.querySelectorAll("article math")];
   const figures = [...document.querySelectorAll("article img")];
   const text = document.querySelector("article").innerText;
+  const code = document.querySelector("article pre > code");
+  let hundred = null;  // whether a line of 100 characters fits a code block's text width
+  if (code) {
+    const line = document.createElement("span");
+    line.textContent = "0".repeat(100);
+    code.appendChild(line);
+    const style = getComputedStyle(code);
+    hundred = line.getBoundingClientRect().width
+      <= code.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    line.remove();
+  }
   document.body.setAttribute("data-probe", JSON.stringify({
     formulas: maths.length,
     mathml: maths.filter(m => typeof MathMLElement !== "undefined" && m instanceof MathMLElement).length,
@@ -44,6 +55,7 @@ window.addEventListener("load", () => {
     figures: figures.length,
     loaded: figures.filter(i => i.complete && i.naturalWidth > 0).length,
     tex: /\\\\[()\\[\\]]|\\$\\$/.test(text),
+    hundred,
   }));
 });
 </script>"""
@@ -123,6 +135,7 @@ def test_a_page_is_drawn_with_its_formulas_and_figures(site, page, tmp_path):
     assert probe["mathml"] == probe["drawn"] == probe["formulas"], probe  # every formula laid out as MathML
     assert not probe["tex"], probe
     assert probe["figures"] >= least_figures and probe["loaded"] == probe["figures"], probe
+    assert probe["hundred"] in (None, True), probe  # 100 columns of code fit beside both sidebars at 1,280 px
 
     shot = tmp_path / "page.png"
     _browser(f"--screenshot={shot}", url, profile=tmp_path / "profile")
