@@ -1,8 +1,9 @@
 """One hidden layer of linear units: the kernel renormalised by one scalar
 
-A network f(x) = Σᵢ aᵢ wᵢ·x / √N with N hidden linear units, Gaussian priors and a Gaussian likelihood at
-temperature T has, at large N and P, a posterior that sees the input kernel K₀ = XXᵀ/d scaled by one order
-parameter Q (Li & Sompolinsky 2021): S(Q) = ½ ln det(QK₀ + T·I) + ½ Yᵀ(QK₀ + T·I)⁻¹Y + (N/2)(Q/σ² − ln Q).
+A network f(x) = Σᵢ aᵢ wᵢ·x / √N with N hidden linear units, Gaussian priors and a
+Gaussian likelihood at temperature T has, at large N and P, a posterior that sees the input
+kernel K₀ = XXᵀ/d scaled by one order parameter Q (Li & Sompolinsky 2021):
+S(Q) = ½ ln det(QK₀ + T·I) + ½ Yᵀ(QK₀ + T·I)⁻¹Y + (N/2)(Q/σ² − ln Q).
 """
 import numpy as np
 import sympy
@@ -19,11 +20,13 @@ action = SaddlePointAction(order_parameters={"Q": Q}, entropy=N / 2 * (Q / sigma
 
 
 def teacher(rng, P, d, seed, scale):
-    """P Gaussian inputs in d dimensions, labelled by a linear teacher of size ``scale`` (drawn from ``seed``)."""
+    """P Gaussian inputs in d dimensions, labelled by a linear teacher of size ``scale`` (drawn
+    from ``seed``)."""
     draw = np.random.default_rng(seed)
     X = draw.standard_normal((P, d))
     y = scale * X @ draw.standard_normal(d) / np.sqrt(d)
-    return dict(C=X @ X.T / d, y=y, inputs=X)   # the input kernel; the raw inputs, for sampled networks
+    # the input kernel; the raw inputs, for sampled networks
+    return dict(C=X @ X.T / d, y=y, inputs=X)
 
 
 def network(N, sigma2, d):
@@ -31,14 +34,15 @@ def network(N, sigma2, d):
 
 
 # the solver's claims, on drawn widths, temperatures and data
-theory.saddle_point(action, N=st.integers(20, 80), sigma2=st.floats(0.5, 2), temperature=st.floats(0.05, 0.5),
-                    P=st.integers(10, 30), d=st.integers(2, 10), seed=st.integers(0, 2**16),
-                    scale=st.floats(0.5, 3))(teacher)
+theory.saddle_point(action, N=st.integers(20, 80), sigma2=st.floats(0.5, 2),
+                    temperature=st.floats(0.05, 0.5), P=st.integers(10, 30), d=st.integers(2, 10),
+                    seed=st.integers(0, 2**16), scale=st.floats(0.5, 3))(teacher)
 
 # sampled networks at one setting where the labels move Q well away from its GP value σ²
 SETTING = dict(N=20, sigma2=1.0, temperature=0.05, P=20, d=3, seed=0, scale=3.0)
 AT = {name: st.just(value) for name, value in SETTING.items()}
-theory.saddle_point(action, name="networks", network=network, figure={**SETTING, "N": (10, 20, 40)}, **AT)(teacher)
+theory.saddle_point(action, name="networks", network=network, figure={**SETTING, "N": (10, 20, 40)},
+                    **AT)(teacher)
 
 # the same theory with the entropy's ½ dropped: sampled networks must refute it
 without_half = SaddlePointAction(order_parameters={"Q": Q}, entropy=N * (Q / sigma2 - sympy.log(Q)),

@@ -106,3 +106,51 @@ def test_the_pages_write_their_formulas_as_latex():
     for name in ("theories/single_location.md", "theories/attention_paths.md", "theories/conditional_mean.md",
                  "tutorial/saddle-point.md"):
         assert len(re.findall(r"\$[^$\n]+\$", (ROOT / "docs" / name).read_text())) >= 10, name
+
+
+FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*(?:\{\s*\.?)?([\w-]*)")
+
+
+def _written_code(markdown: str):
+    """(line number, line) of the code a person wrote in a page's fenced blocks: a doctest's statements (not the output
+    it is compared with), a console block's ``$`` commands (not the tool's printed output), nothing of a ``text`` block
+    (the docs' harness shows it only: printed output quoted), every line of any other block."""
+    block, language, fence = [], None, None
+    for number, line in enumerate(markdown.splitlines(), 1):
+        opening = FENCE.match(line)
+        if fence is None:
+            if opening:
+                block, fence, language = [], opening.group(1), opening.group(2)
+            continue
+        if line.strip() == fence:
+            if language == "text":
+                pass
+            elif language == "console":
+                yield from ((n, text) for n, text in block if text.lstrip().startswith("$ "))
+            elif any(text.lstrip().startswith(">>>") for _, text in block):
+                yield from ((n, text) for n, text in block if text.lstrip().startswith((">>>", "...")))
+            else:
+                yield from block
+            fence = None
+            continue
+        block.append((number, line))
+
+
+def test_the_code_on_the_site_is_at_most_100_columns():
+    """What the site shows as code fits its code column (100 columns at 1,280 px, tests/documentation/
+    test_rendered_site.py measures it): the code written on every page and README (the papers' notes aside) and every
+    file of examples/, which pages include; a doctest's expected output and the tool's printed output are compared
+    with what the tool prints, and wrap on the page where wider."""
+    pages = [ROOT / "README.md", *(page for page in (ROOT / "docs").rglob("*.md") if "papers" not in page.parts)]
+    long = [f"{page.relative_to(ROOT)}:{number} ({len(line)})" for page in pages
+            for number, line in _written_code(page.read_text()) if len(line) > 100]
+    long += [f"{path.relative_to(ROOT)}:{number} ({len(line)})" for path in sorted((ROOT / "examples").glob("*.py"))
+             for number, line in enumerate(path.read_text().splitlines(), 1) if len(line) > 100]
+    assert not long, long
+
+
+def test_written_code_leaves_out_what_the_tool_prints():
+    page = ("```python\n>>> f(1)   # a comment\n2.0\n...\n```\n\n```console\n$ attnverify verify x.py\nrow  holds\n```\n\n"
+            "```bash\nmake test\n```\n\n```text\nreplay: attnverify verify x.py\n```\n")
+    assert [text for _, text in _written_code(page)] == [">>> f(1)   # a comment", "...", "$ attnverify verify x.py",
+                                                         "make test"]
