@@ -1,7 +1,8 @@
 """The built site as a browser draws it from disk: the home page, tutorial step 1, an API page and a theory page,
 opened with ``file://`` in headless Chromium. Each page is drawn (a screenshot that is not blank), its formulas are
-MathML elements the browser lays out (``MathMLElement``, with a size), none is left as TeX, its figures load, and a
-line of 100 characters fits its code blocks at 1,280 px; the search, typed into on the home page, finds pages.
+MathML elements the browser lays out (``MathMLElement``, with a size), none is left as TeX, none is left as Unicode
+pseudo-mathematics in the docs' own prose (the API reference's docstrings included), its figures load, and a line of
+100 characters fits its code blocks at 1,280 px; the search, typed into on the home page, finds pages.
 
 Runs after ``make docs`` (``make docs-browser``, a CI step, which sets ``ATTNVERIFY_REQUIRE_BROWSER=1``) on the site
 in ``build/site``, or on the one ``$ATTNVERIFY_SITE`` names; skipped otherwise (a site left in build/site may be of
@@ -26,18 +27,21 @@ BROWSER = next((shutil.which(name) for name in ("chromium", "chromium-browser", 
                 if shutil.which(name)), None)
 REQUIRED = os.environ.get("ATTNVERIFY_REQUIRE_BROWSER") == "1"
 
-PAGES = {  # page: (least formulas, least figures)
-    "index.html": (0, 0),
-    "tutorial/first-theorem.html": (10, 1),
-    "reference/saddle.html": (50, 0),
-    "theories/attention_paths.html": (50, 3),
+PAGES = {  # page: (least formulas, least figures, whether all its prose is the docs' own)
+    "index.html": (0, 0, True),
+    "tutorial/first-theorem.html": (10, 1, False),
+    "reference/saddle.html": (50, 0, True),
+    "theories/attention_paths.html": (50, 3, False),
 }
+"""A page whose prose is not all the docs' own shows the run's claims and figure captions as the tool prints them."""
 
 PROBE = """<script>
 window.addEventListener("load", () => {
   const maths = [...document.querySelectorAll("article math")];
   const figures = [...document.querySelectorAll("article img")];
   const text = document.querySelector("article").innerText;
+  const prose = document.querySelector("article").cloneNode(true);
+  prose.querySelectorAll("math, code, pre, figure, table").forEach(node => node.remove());
   const code = document.querySelector("article pre > code");
   let hundred = null;  // whether a line of 100 characters fits a code block's text width
   if (code) {
@@ -57,6 +61,7 @@ window.addEventListener("load", () => {
     loaded: figures.filter(i => i.complete && i.naturalWidth > 0).length,
     tex: /\\\\[()\\[\\]]|\\$\\$/.test(text),
     hundred,
+    pseudo: (prose.innerText.match(/[½⁻¹ᵀ√⟨⟩∂∇≈≤≥∈ℝ𝔼∼Σ∑²³]|[_^]\\{/gu) || []).length,
   }));
 });
 </script>"""
@@ -131,7 +136,7 @@ def test_the_search_finds_pages_from_disk(site, tmp_path):
 
 @pytest.mark.parametrize("page", PAGES)
 def test_a_page_is_drawn_with_its_formulas_and_figures(site, page, tmp_path):
-    least_formulas, least_figures = PAGES[page]
+    least_formulas, least_figures, own_prose = PAGES[page]
     url = (site / page).with_suffix(".probe.html").as_uri()
     probe = _probe(url, tmp_path / "profile")
     assert probe["formulas"] >= least_formulas, probe
@@ -139,6 +144,7 @@ def test_a_page_is_drawn_with_its_formulas_and_figures(site, page, tmp_path):
     assert not probe["tex"], probe
     assert probe["figures"] >= least_figures and probe["loaded"] == probe["figures"], probe
     assert probe["hundred"] in (None, True), probe  # 100 columns of code fit beside both sidebars at 1,280 px
+    assert probe["pseudo"] == 0 or not own_prose, probe  # ½, ᵀ, Σ, 𝔼, e^{…}: mathematics left out of $…$
 
     shot = tmp_path / "page.png"
     _browser(f"--screenshot={shot}", url, profile=tmp_path / "profile")

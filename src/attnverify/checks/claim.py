@@ -31,10 +31,10 @@ EXPECTATIONS = ("holds", "refuted", "inconclusive")
 
 
 def examples_needed(exposed_fraction: float, miss_probability: float = 0.01) -> int:
-    """How many independent examples find a flaw that shows on a fraction ``exposed_fraction`` of the
-    parameter space with probability at least 1 − ``miss_probability``: the smallest n with
-    (1 − q)ⁿ ≤ δ, i.e. n = ⌈log δ / log(1 − q)⌉. A wrong constant that only shows where its term is
-    large (say a fifth of the range) needs n = 21 examples for 99%; at five examples it is missed one
+    r"""How many independent examples find a flaw that shows on a fraction ``exposed_fraction`` of the
+    parameter space with probability at least 1 − ``miss_probability``: the smallest $n$ with
+    $(1 - q)^n \le \delta$, i.e. $n = \lceil \log\delta / \log(1 - q)\rceil$. A wrong constant that only shows where
+    its term is large (say a fifth of the range) needs $n = 21$ examples for 99%; at five examples it is missed one
     time in three. (Each example must itself decide: a Monte Carlo tolerance of 5 SE sees a bias only
     where it exceeds about 5 SE.)"""
     for name, value in (("exposed_fraction", exposed_fraction), ("miss_probability", miss_probability)):

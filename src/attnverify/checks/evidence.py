@@ -263,25 +263,29 @@ def within_error(
     figures: dict | None = None,
     conditions: Mapping[str, bool] | None = None,
 ) -> Evidence:
-    """A stochastic equality θ = E[X]: holds when |θ − mean| ≤ z·SE + bias_budget + the round-off floor
-    ([`roundoff_floor`][attnverify.checks.roundoff_floor] of θ, the mean, the draws' mean magnitude and the terms' size:
-    ``scale``, or what a generated θ carries).
+    r"""A stochastic equality $\theta = \mathbb{E}[X]$: holds when
+    $\lvert\theta - \text{mean}\rvert \le z \cdot \mathrm{SE}$ + ``bias_budget`` + the round-off floor
+    ([`roundoff_floor`][attnverify.checks.roundoff_floor] of $\theta$, the mean, the draws' mean magnitude and the
+    terms' size: ``scale``, or what a generated $\theta$ carries).
 
     A larger gap refutes only where the sample can bound what it did not see:
 
-    - every draw the same number c: only if no event of probability below ln(1/δ)/n (δ = erfc(z/√2): 14.4/n at
-      z = 5), moving the mean at most to the far end of the quantity's stated range (``estimate.bounds``), could
-      explain it; with no range stated, nothing can be refuted that way;
-    - a spread resting on fewer than `TAIL_DRAWS` draws (n/kurtosis: a few
-      rare draws carry it, and z·SE is then no bound): only beyond the empirical-Bernstein bound of a stated range
-      ([`bernstein`][attnverify.numerics.statistics.Estimate.bernstein], which needs no central limit theorem).
+    - every draw the same number $c$: only if no event of probability below $\ln(1/\delta)/n$
+      ($\delta = \operatorname{erfc}(z/\sqrt{2})$: $14.4/n$ at $z = 5$), moving the mean at most to the far end of
+      the quantity's stated range (``estimate.bounds``), could explain it; with no range stated, nothing can be
+      refuted that way;
+    - a spread resting on fewer than `TAIL_DRAWS` draws ($n/\text{kurtosis}$: a few
+      rare draws carry it, and $z \cdot \mathrm{SE}$ is then no bound): only beyond the empirical-Bernstein bound of a
+      stated range ([`bernstein`][attnverify.numerics.statistics.Estimate.bernstein], which needs no central limit
+      theorem).
 
     Otherwise the evidence is *inconclusive*, with the draws that would decide it.
 
-    ``resolution`` is the smallest discrepancy |θ − E[X]| the comparison must be able to see (absolute; by
-    default the estimate's own, for a sized estimate, else none is stated). Where the gap is inside the
-    tolerance but the tolerance is wider than the resolution, the evidence is *inconclusive* and says how
-    many draws would resolve it at the measured spread: ⌈n·(z·SE / (resolution − bias − floor))²⌉."""
+    ``resolution`` is the smallest discrepancy $\lvert\theta - \mathbb{E}[X]\rvert$ the comparison must be able to
+    see (absolute; by default the estimate's own, for a sized estimate, else none is stated). Where the gap is inside
+    the tolerance but the tolerance is wider than the resolution, the evidence is *inconclusive* and says how
+    many draws would resolve it at the measured spread:
+    $\lceil n \cdot \big(z \cdot \mathrm{SE} / (\text{resolution} - \text{bias} - \text{floor})\big)^2\rceil$."""
     z = _claim_z(z)
     if not isinstance(estimate, Estimate):
         raise TypeError(f"estimate must be an Estimate (e.g. from mean_estimate), got {type(estimate).__name__}")
@@ -391,10 +395,12 @@ def exceeds(
     note: str = "",
     figures: dict | None = None,
 ) -> Evidence:
-    """A one-sided claim E[X] > bound, at z standard errors: holds when mean − bound > z·SE (+ round-off
-    floor), refuted when bound − mean > z·SE (+ floor), inconclusive between, with the number of ``unit``
-    (draws, seeds, …) at which the measured difference would be z SE from the bound: ⌈n·(z·SE/|mean − bound|)²⌉
-    (SE shrinking as 1/√n at the measured spread). With the quantity's finite range (``estimate.bounds``) the
+    r"""A one-sided claim $\mathbb{E}[X] > \text{bound}$, at $z$ standard errors: holds when
+    $\text{mean} - \text{bound} > z \cdot \mathrm{SE}$ (+ round-off floor), refuted when
+    $\text{bound} - \text{mean} > z \cdot \mathrm{SE}$ (+ floor), inconclusive between, with the number of ``unit``
+    (draws, seeds, …) at which the measured difference would be $z$ SE from the bound:
+    $\lceil n \cdot (z \cdot \mathrm{SE} / \lvert\text{mean} - \text{bound}\rvert)^2\rceil$
+    (SE shrinking as $1/\sqrt{n}$ at the measured spread). With the quantity's finite range (``estimate.bounds``) the
     error bar is the empirical-Bernstein one; identical draws, or a spread resting on a few rare draws, decide
     nothing beyond what an unseen event could move ([`within_error`][attnverify.checks.evidence.within_error])."""
     z = _claim_z(z)
@@ -464,14 +470,16 @@ def close(
     conditions: Mapping[str, bool] | None = None,
     labels: tuple[str, str] = ("lhs", "rhs"),
 ) -> Evidence:
-    """Holds when |lhs − rhs| ≤ atol + rtol·|rhs| + the round-off floor (an exact identity up to round-off;
-    the floor, [`roundoff_floor`][attnverify.checks.roundoff_floor] of both sides and ``scale``, keeps rtol = atol = 0
-    from meaning bitwise equality).
+    r"""Holds when $\lvert\text{lhs} - \text{rhs}\rvert \le \text{atol} + \text{rtol} \cdot \lvert\text{rhs}\rvert$ +
+    the round-off floor (an exact identity up to round-off; the floor,
+    [`roundoff_floor`][attnverify.checks.roundoff_floor] of both sides and ``scale``, keeps
+    $\text{rtol} = \text{atol} = 0$ from meaning bitwise equality).
 
     ``lhs`` and ``rhs`` are numbers or arrays of one shape (a number against an array compares it with
     every entry): an array identity holds when every entry does, and the evidence shows the worst entry
-    (the largest |lhs − rhs| − tolerance), its index, and how many entries are outside. ``labels`` names the
-    sides in tables and messages (default "lhs", "rhs": an identity has no "theory" side of its own)."""
+    (the largest $\lvert\text{lhs} - \text{rhs}\rvert - \text{tolerance}$), its index, and how many entries are
+    outside. ``labels`` names the sides in tables and messages (default "lhs", "rhs": an identity has no "theory"
+    side of its own)."""
     scale = None if scale is None else _tolerance_part("scale", scale)
     if np.ndim(lhs) or np.ndim(rhs):
         return _close_arrays(lhs, rhs, rtol, atol, terms_scale(scale, lhs, rhs), note, figures, conditions, labels)
@@ -558,11 +566,12 @@ def at_most(
     conditions: Mapping[str, bool] | None = None,
     labels: tuple[str, str] = ("value", "bound"),
 ) -> Evidence:
-    """Holds when smaller ≤ larger + tolerance + z·standard_error + the round-off floor (an inequality, e.g. a
-    bound or an optimality). ``standard_error``: that of smaller − larger where a side is a Monte Carlo estimate;
-    it widens the tolerance by z of them (z ≥ 5, as every stochastic tolerance). The floor is
+    r"""Holds when $\text{smaller} \le \text{larger} + \text{tolerance} + z \cdot {}$``standard_error`` + the
+    round-off floor (an inequality, e.g. a bound or an optimality). ``standard_error``: that of
+    $\text{smaller} - \text{larger}$ where a side is a Monte Carlo estimate; it widens the tolerance by $z$ of them
+    ($z \ge 5$, as every stochastic tolerance). The floor is
     [`roundoff_floor`][attnverify.checks.roundoff_floor] of both sides and ``scale``, so an equality case computed two
-    ways never refutes a ≤; where the floor alone decides and exceeds both sides, the evidence is vacuous
+    ways never refutes a $\le$; where the floor alone decides and exceeds both sides, the evidence is vacuous
     (`floor_vacuity`)."""
     scale = terms_scale(None if scale is None else _tolerance_part("scale", scale), smaller, larger)
     smaller, larger = _number("smaller side", smaller, optional=False), _number("larger side", larger, optional=False)

@@ -17,13 +17,14 @@ _TINY = float(np.finfo(np.float64).tiny)
 
 
 def roundoff_floor(*magnitudes, scale: float | None = None):
-    """The floating-point floor of a comparison: ``ROUNDOFF_ULPS·ε·max(|m| for m in magnitudes, scale) +
-    ROUNDOFF_ULPS·tiny``, with ε = 2⁻⁵² and tiny the smallest normal float64.
+    r"""The floating-point floor of a comparison: ``ROUNDOFF_ULPS·ε·max(|m| for m in magnitudes, scale) +
+    ROUNDOFF_ULPS·tiny``, with $\varepsilon = 2^{-52}$ and tiny the smallest normal float64.
 
-    A float64 result of a few dozen operations carries a relative error of a few ε of the *terms* it was made
-    from, not of itself: sin(θ) + (π − θ)cos(θ) at θ = fl(π) is 1.2e-16 although its exact value there is
-    ~1e-32, because π − θ rounds to 0. So ``scale`` names the size of the terms that produced the sides when
-    they cancel (|x||y| for a kernel that vanishes); without it, the sides' own magnitudes are the scale.
+    A float64 result of a few dozen operations carries a relative error of a few $\varepsilon$ of the *terms* it was
+    made from, not of itself: $\sin(\theta) + (\pi - \theta)\cos(\theta)$ at $\theta = \operatorname{fl}(\pi)$ is
+    $1.2 \cdot 10^{-16}$ although its exact value there is $\sim 10^{-32}$, because $\pi - \theta$ rounds to 0. So
+    ``scale`` names the size of the terms that produced the sides when they cancel ($\lvert x\rvert\lvert y\rvert$ for a
+    kernel that vanishes); without it, the sides' own magnitudes are the scale.
     The second term covers results below the normal range, where float64 keeps an absolute, not a relative,
     precision.
 

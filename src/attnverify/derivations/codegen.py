@@ -321,14 +321,16 @@ def evaluator(
 
 
 def rounding_scale(expression: sympy.Expr, arguments: Sequence[sympy.Symbol], backend=None) -> Evaluator:
-    """An evaluator of M(expression) (`.rounding.magnitude`) over ``arguments``: the ``scale=`` of a comparison
-    whose side is ``expression`` evaluated in float64 (what a numpy evaluator's results carry by themselves)."""
+    r"""An evaluator of $M(\text{expression})$ (`.rounding.magnitude`) over ``arguments``: the ``scale=`` of a
+    comparison whose side is ``expression`` evaluated in float64 (what a numpy evaluator's results carry by
+    themselves)."""
     return evaluator(magnitude(expression), list(arguments), backend=backend, rounding=False)
 
 
 def term_size(expression: sympy.Expr, arguments: Sequence[sympy.Symbol], backend=None) -> Evaluator:
-    """An evaluator of the term size T(expression) (`.rounding.magnitude` with ``inputs=False``): |value|
-    unless a sum in it cancels, the size a relative error of the value is measured against."""
+    r"""An evaluator of the term size $T(\text{expression})$ (`.rounding.magnitude` with ``inputs=False``):
+    $\lvert\text{value}\rvert$ unless a sum in it cancels, the size a relative error of the value is measured
+    against."""
     return evaluator(magnitude(expression, inputs=False), list(arguments), backend=backend, rounding=False)
 
 

@@ -15,7 +15,7 @@ import sympy
 
 
 class LogSumExp(sympy.Function):
-    """log Σᵢ exp(aᵢ) of two or more arguments."""
+    r"""$\log \sum_i \exp(a_i)$ of two or more arguments."""
 
     nargs = None  # any number ≥ 2 (checked in eval)
 
@@ -26,7 +26,8 @@ class LogSumExp(sympy.Function):
         return None
 
     def fdiff(self, argindex: int = 1):
-        """∂/∂aₖ log Σ exp(aᵢ) = exp(aₖ − LogSumExp(a)): the softmax weight of aₖ."""
+        r"""$\partial/\partial a_k \log \sum \exp(a_i) = \exp(a_k - \operatorname{LogSumExp}(a))$: the softmax weight
+        of $a_k$."""
         if not 1 <= argindex <= len(self.args):
             raise sympy.ArgumentIndexError(self, argindex)
         return sympy.exp(self.args[argindex - 1] - self)
@@ -52,7 +53,7 @@ class LogSumExp(sympy.Function):
 
     @staticmethod
     def array_implementation(backend, *args):
-        """m + log Σ exp(aᵢ − m) with m the elementwise largest argument (finite wherever the result is)."""
+        r"""$m + \log \sum \exp(a_i - m)$ with $m$ the elementwise largest argument (finite wherever the result is)."""
         xp = backend.xp
         arrays = xp.broadcast_arrays(*(xp.asarray(a, dtype=xp.float64) for a in args))
         top = arrays[0]
@@ -64,7 +65,8 @@ class LogSumExp(sympy.Function):
 
 
 def softmax(index: int, *scores: sympy.Expr) -> sympy.Expr:
-    """The softmax weight exp(s_index − LogSumExp(s)) of ``scores[index]`` (bounded by 1 when printed)."""
+    r"""The softmax weight $\exp(s_{\text{index}} - \operatorname{LogSumExp}(s))$ of ``scores[index]`` (bounded by 1
+    when printed)."""
     if len(scores) < 2:
         raise ValueError(f"softmax takes at least 2 scores, got {len(scores)}")
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(scores):

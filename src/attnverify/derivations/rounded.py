@@ -144,8 +144,8 @@ def _result_scale(ufunc: np.ufunc, method: str, inputs: tuple, value: Any, kwarg
 
 
 class Rounded(np.ndarray):
-    """A float64 array with the rounding scale S of each entry (``.roundoff_scale``: the size of the terms it was
-    computed from, ≥ |value|), carried through arithmetic by the rules of the module docstring."""
+    r"""A float64 array with the rounding scale $S$ of each entry (``.roundoff_scale``: the size of the terms it was
+    computed from, $\ge \lvert\text{value}\rvert$), carried through arithmetic by the rules of the module docstring."""
 
     _scale: np.ndarray | None = None
 
@@ -160,7 +160,7 @@ class Rounded(np.ndarray):
 
     @property
     def roundoff_scale(self) -> np.ndarray | None:
-        """S: the size of the terms this value was computed from (None where it is not known)."""
+        r"""$S$: the size of the terms this value was computed from (None where it is not known)."""
         return self._scale
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, out=None, **kwargs: Any) -> Any:

@@ -261,18 +261,25 @@ def _nested_parts(x: np.ndarray, superchains: int) -> tuple[np.ndarray, np.ndarr
 
 
 def nested_rhat(values, superchains: int) -> np.ndarray:
-    r"""Nested R̂ of draws (..., chains, draws) whose chains form ``superchains`` = K contiguous superchains of M chains
-    each (chain c in superchain c // M; the chains of a superchain are meant to share their initial point), element-
-    wise over the leading axes (1 for an element constant across all draws).
+    r"""Nested $\hat{R}$ of draws (..., chains, draws) whose chains form ``superchains`` $= K$ contiguous superchains
+    of $M$ chains each (chain $c$ in superchain $c \mathbin{//} M$; the chains of a superchain are meant to share their
+    initial point), element-wise over the leading axes (1 for an element constant across all draws).
 
-    Margossian, Hoffman, Sountsov, Riou-Durand, Vehtari & Gelman (2024, Bayesian Analysis, "Nested R̂", Definition
-    2.2), for draws θ^{nmk} of N draws, M chains, K superchains, chain means θ̄^{·mk}, superchain means θ̄^{··k}:
+    Margossian, Hoffman, Sountsov, Riou-Durand, Vehtari & Gelman (2024, Bayesian Analysis, "Nested $\hat{R}$",
+    Definition 2.2), for draws $\theta^{nmk}$ of $N$ draws, $M$ chains, $K$ superchains, chain means
+    $\bar\theta^{\cdot mk}$, superchain means $\bar\theta^{\cdot\cdot k}$:
 
-        B̂ν = var_k(θ̄^{··k}) (ddof 1),  Ŵν = mean_k (B̃_k + W̃_k),  R̂ν = √(1 + B̂ν/Ŵν),
+    $$
+    \hat{B}_\nu = \operatorname{var}_k(\bar\theta^{\cdot\cdot k}) \;(\text{ddof } 1), \qquad
+    \hat{W}_\nu = \operatorname{mean}_k (\tilde{B}_k + \tilde{W}_k), \qquad
+    \hat{R}_\nu = \sqrt{1 + \hat{B}_\nu/\hat{W}_\nu},
+    $$
 
-    B̃_k = var_m(θ̄^{·mk}) (ddof 1; 0 when M = 1), W̃_k = mean_m var_n(θ^{nmk}) (ddof 1; 0 when N = 1). With M = 1
-    it is the classical (unsplit) R̂ of Gelman & Rubin with 1/N added: R̂ν² = R̂² + 1/N (their footnote 1), since
-    R̂² = ((N − 1)/N·W + var(chain means))/W. The raw draws, as the paper defines it;
+    $\tilde{B}_k = \operatorname{var}_m(\bar\theta^{\cdot mk})$ (ddof 1; 0 when $M = 1$),
+    $\tilde{W}_k = \operatorname{mean}_m \operatorname{var}_n(\theta^{nmk})$ (ddof 1; 0 when $N = 1$). With $M = 1$
+    it is the classical (unsplit) $\hat{R}$ of Gelman & Rubin with $1/N$ added: $\hat{R}_\nu^2 = \hat{R}^2 + 1/N$
+    (their footnote 1), since $\hat{R}^2 = \big((N - 1)/N \cdot W + \operatorname{var}(\text{chain means})\big)/W$. The
+    raw draws, as the paper defines it;
     [`summarize`][attnverify.numerics.diagnostics.summarize] applies it to the rank-normalised and folded draws, and
     [`nested_rhat_limit`][attnverify.numerics.diagnostics.nested_rhat_limit] is the threshold it is judged by.
     """
@@ -292,29 +299,35 @@ def nested_quantile(superchains: int, size: int, *, statistics: int = 1, alpha: 
 
 
 def nested_rhat_limit(values, superchains: int, *, statistics: int = 1, alpha: float = FALSE_ALARM) -> np.ndarray:
-    r"""Per element, the value the nested R̂ of these draws
-    ([`nested_rhat`][attnverify.numerics.diagnostics.nested_rhat]) exceeds with probability at most α/``statistics``
-    when the superchains have forgotten their initial points (M ≥ 2 chains per superchain).
+    r"""Per element, the value the nested $\hat{R}$ of these draws
+    ([`nested_rhat`][attnverify.numerics.diagnostics.nested_rhat]) exceeds with probability at most
+    $\alpha$/``statistics`` when the superchains have forgotten their initial points ($M \ge 2$ chains per superchain).
 
-    The threshold R̂ν < 1 + δ. The paper judges R̂ν against 1 + δ with δ chosen from the number of superchains K,
-    because B̂ν estimates the variance of K superchain means and so fluctuates like χ²_{K−1}/(K − 1) even when the
-    chains have converged. Here δ is the exact quantile of that fluctuation. The paper splits the variance of a
-    superchain mean into the nonstationary part (what the chains still remember of their shared start; 0 once they
-    have forgotten it) and the persistent part v/M, v the variance of one chain's mean about its superchain's. The
-    null is "no nonstationary variance": the chain means are then θ̄^{·mk} = μ + e_{mk}, e independent with variance v
-    (chains that forgot their start are independent), so M·B̂ν ~ v χ²_{K−1}/(K − 1) and the within-superchain spread
-    B̄ = mean_k B̃_k ~ v χ²_{K(M−1)}/(K(M − 1)), independent of it; their ratio F = M·B̂ν/B̄ is F(K − 1, K(M − 1))
-    whatever v, N and the autocorrelation within chains (chain means normal: the CLT over a chain's draws, exact after
-    rank normalisation when N = 1). Since R̂ν² − 1 = F·B̄/(M·Ŵν),
+    The threshold $\hat{R}_\nu < 1 + \delta$. The paper judges $\hat{R}_\nu$ against $1 + \delta$ with $\delta$ chosen
+    from the number of superchains $K$, because $\hat{B}_\nu$ estimates the variance of $K$ superchain means and so
+    fluctuates like $\chi^2_{K-1}/(K - 1)$ even when the chains have converged. Here $\delta$ is the exact quantile of
+    that fluctuation. The paper splits the variance of a superchain mean into the nonstationary part (what the chains
+    still remember of their shared start; 0 once they have forgotten it) and the persistent part $v/M$, $v$ the
+    variance of one chain's mean about its superchain's. The null is "no nonstationary variance": the chain means are
+    then $\bar\theta^{\cdot mk} = \mu + e_{mk}$, $e$ independent with variance $v$ (chains that forgot their start are
+    independent), so $M \cdot \hat{B}_\nu \sim v\,\chi^2_{K-1}/(K - 1)$ and the within-superchain spread
+    $\bar{B} = \operatorname{mean}_k \tilde{B}_k \sim v\,\chi^2_{K(M-1)}/(K(M - 1))$, independent of it; their ratio
+    $F = M \cdot \hat{B}_\nu/\bar{B}$ is $F(K - 1, K(M - 1))$ whatever $v$, $N$ and the autocorrelation within chains
+    (chain means normal: the CLT over a chain's draws, exact after rank normalisation when $N = 1$). Since
+    $\hat{R}_\nu^2 - 1 = F \cdot \bar{B}/(M \cdot \hat{W}_\nu)$,
 
-        R̂ν ≤ 1 + δ,   (1 + δ)² = 1 + q·B̄/(M·Ŵν),   q the upper α/statistics quantile of F(K − 1, K(M − 1)),
+    $$
+    \hat{R}_\nu \le 1 + \delta, \qquad (1 + \delta)^2 = 1 + q \cdot \bar{B}/(M \cdot \hat{W}_\nu), \qquad
+    q \text{ the upper } \alpha/\text{statistics} \text{ quantile of } F(K - 1, K(M - 1)),
+    $$
 
-    fails converged chains with probability α/statistics; δ ≈ q·v/(2M·σ²) (σ² the target's variance; v/σ² ≈ τ/N for
-    chains of N ≫ τ draws, τ their autocorrelation time, and ≈ 1 for N = 1) shrinks with M and with the draws. The
-    paper's fixed δ also asks the persistent variance to be small (enough effective draws per superchain); the gate
-    here asks that separately, by the ESS floor and the MCSE. Superchains that still remember their starts make B̂ν
-    exceed B̄/M: flagged once the nonstationary variance is a few times B̄/(M·√K). Validated by simulation in
-    ``tests/numerics/test_diagnostics.py`` (the false-alarm rate on exact i.i.d. draws, and power).
+    fails converged chains with probability $\alpha/\text{statistics}$; $\delta \approx q \cdot v/(2M \cdot \sigma^2)$
+    ($\sigma^2$ the target's variance; $v/\sigma^2 \approx \tau/N$ for chains of $N \gg \tau$ draws, $\tau$ their
+    autocorrelation time, and $\approx 1$ for $N = 1$) shrinks with $M$ and with the draws. The paper's fixed $\delta$
+    also asks the persistent variance to be small (enough effective draws per superchain); the gate here asks that
+    separately, by the ESS floor and the MCSE. Superchains that still remember their starts make $\hat{B}_\nu$ exceed
+    $\bar{B}/M$: flagged once the nonstationary variance is a few times $\bar{B}/(M \cdot \sqrt{K})$. Validated by
+    simulation in ``tests/numerics/test_diagnostics.py`` (the false-alarm rate on exact i.i.d. draws, and power).
     """
     x, M = _nested_draws(values, superchains)
     if M < 2:
@@ -534,21 +547,25 @@ class ChainSummary:
 
 
 def summarize(values, superchains: int | None = None) -> ChainSummary:
-    """Mean, sd, MCSE = sd/√ESS_bulk, R-hat (bulk, folded and their max), bulk and tail ESS, the null ESS and lags
-    of the R̂ gate (`null_ess`) and the chain shape of draws (..., chains, draws).
+    r"""Mean, sd, $\mathrm{MCSE} = \mathrm{sd}/\sqrt{\mathrm{ESS}_\text{bulk}}$, R-hat (bulk, folded and their max),
+    bulk and tail ESS, the null ESS and lags of the $\hat{R}$ gate (`null_ess`) and the chain shape of draws (...,
+    chains, draws).
 
-    With ``superchains`` = K (chain c in superchain c // M, M ≥ 2 chains each sharing their start; the samplers'
-    layout for `MANY_CHAINS` or more), the R̂ gate is nested R̂ of the rank-normalised and of the folded draws
-    ([`nested_rhat`][attnverify.numerics.diagnostics.nested_rhat],
-    [`nested_rhat_limit`][attnverify.numerics.diagnostics.nested_rhat_limit]), and the MCSE is √(B̂ν/K), the standard
-    error of the mean of K superchain means. That is what is honest for many short chains: the superchains are
-    independent replicates (own start, own random numbers), so var(grand mean) = var(superchain mean)/K holds whatever
-    the autocorrelation within chains and whatever the chains of a superchain still share of their start; sd/√ESS
-    instead needs each chain's autocorrelation from its own few draws, and it was 25 % (AR(1), ρ = 0.9) to 32 % (ρ =
-    0.97) below the true standard error for 1,024 chains of 10 draws, and 5× below it when chains shared starts that 10
-    draws had not forgotten. The t quantile of `ChainSummary.mcse_z` takes its K − 1 degrees of freedom.
+    With ``superchains`` $= K$ (chain $c$ in superchain $c \mathbin{//} M$, $M \ge 2$ chains each sharing their start;
+    the samplers' layout for `MANY_CHAINS` or more), the $\hat{R}$ gate is nested $\hat{R}$ of the rank-normalised and
+    of the folded draws ([`nested_rhat`][attnverify.numerics.diagnostics.nested_rhat],
+    [`nested_rhat_limit`][attnverify.numerics.diagnostics.nested_rhat_limit]), and the MCSE is
+    $\sqrt{\hat{B}_\nu/K}$, the standard error of the mean of $K$ superchain means. That is what is honest for many
+    short chains: the superchains are independent replicates (own start, own random numbers), so
+    $\operatorname{var}(\text{grand mean}) = \operatorname{var}(\text{superchain mean})/K$ holds whatever the
+    autocorrelation within chains and whatever the chains of a superchain still share of their start;
+    $\mathrm{sd}/\sqrt{\mathrm{ESS}}$ instead needs each chain's autocorrelation from its own few draws, and it was
+    25 % (AR(1), $\rho = 0.9$) to 32 % ($\rho = 0.97$) below the true standard error for 1,024 chains of 10 draws, and
+    5× below it when chains shared starts that 10 draws had not forgotten. The $t$ quantile of `ChainSummary.mcse_z`
+    takes its $K - 1$ degrees of freedom.
 
-    An element constant across all draws (zero variance) gets MCSE 0, R-hat 1 and ESS = number of draws.
+    An element constant across all draws (zero variance) gets MCSE 0, R-hat 1 and
+    $\mathrm{ESS} = \text{number of draws}$.
     """
     x = _draws(values, "values")
     nested = None

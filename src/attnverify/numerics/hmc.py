@@ -1,19 +1,20 @@
-"""Hamiltonian Monte Carlo for a batch of chains, in coordinates where the prior is N(0, I).
+r"""Hamiltonian Monte Carlo for a batch of chains, in coordinates where the prior is $\mathcal{N}(0, I)$.
 
-One transition (Neal 2011, "MCMC using Hamiltonian dynamics", §5.3.2): draw a momentum p ~ N(0, M),
-take ``steps`` leapfrog steps of size ε on H(x, p) = Φ(x) + pᵀM⁻¹p/2, accept with probability
-min(1, exp(−ΔH)) (Metropolis–Hastings), else stay. The mass starts as the identity in prior-whitened
+One transition (Neal 2011, "MCMC using Hamiltonian dynamics", §5.3.2): draw a momentum $p \sim \mathcal{N}(0, M)$,
+take ``steps`` leapfrog steps of size $\varepsilon$ on $H(x, p) = \Phi(x) + p^\top M^{-1} p/2$, accept with probability
+$\min(1, \exp(-\Delta H))$ (Metropolis–Hastings), else stay. The mass starts as the identity in prior-whitened
 coordinates (directions the data do not constrain have unit scale); with ``mass_matrix="diagonal"`` its
-inverse M⁻¹ is adapted during warm-up to the posterior variance of each coordinate, pooled over chains, in
+inverse $M^{-1}$ is adapted during warm-up to the posterior variance of each coordinate, pooled over chains, in
 Stan's windows (a fast window of 15% of warm-up for the step size, slow windows of 25, 50, 100, … draws that
-each end with a new M⁻¹ and a restart of the step-size adaptation, a final fast window of 10%; Stan
-Reference Manual, "HMC algorithm parameters", with its regularisation (n/(n+5))·var + 10⁻³·5/(n+5)).
+each end with a new $M^{-1}$ and a restart of the step-size adaptation, a final fast window of 10%; Stan
+Reference Manual, "HMC algorithm parameters", with its regularisation
+$(n/(n+5)) \cdot \operatorname{var} + 10^{-3} \cdot 5/(n+5)$).
 
 Every chain is a row of ``x`` (shape (chains, dimension)); each chain has its own step size, all share the
 number of leapfrog steps so the batch stays one array operation. Step sizes are adapted only during
-warm-up, by the dual averaging of Hoffman & Gelman (2014, JMLR 15, Algorithm 5, their constants γ = 0.05,
-t0 = 10, κ = 0.75), then frozen, so the sampling phase is an exact MH kernel.
-A transition with ΔH > ``DIVERGENCE`` is recorded as divergent (and rejected, as MH would anyway).
+warm-up, by the dual averaging of Hoffman & Gelman (2014, JMLR 15, Algorithm 5, their constants $\gamma = 0.05$,
+$t_0 = 10$, $\kappa = 0.75$), then frozen, so the sampling phase is an exact MH kernel.
+A transition with $\Delta H >$ ``DIVERGENCE`` is recorded as divergent (and rejected, as MH would anyway).
 For many chains, ``adapt="chees"`` adapts one step size and the trajectory length across all chains instead
 (`TrajectoryLengthAdaptation`, ChEES: Hoffman, Radul & Sountsov
 2021, AISTATS); the adaptations are `attnverify.numerics.hmc_adaptation`.
@@ -77,13 +78,14 @@ class TransitionStats:
 
 
 def leapfrog(x, p, gradient, step, steps: int, potential_and_gradient: PotentialAndGradient, inverse_mass=1.0):
-    """``steps`` leapfrog steps of per-chain size ``step`` (C,) from (x, p) with ∇Φ(x) = ``gradient``,
-    for the kinetic energy pᵀM⁻¹p/2 with diagonal ``inverse_mass`` M⁻¹ (d,) (or 1, the identity).
+    r"""``steps`` leapfrog steps of per-chain size ``step`` (C,) from $(x, p)$ with $\nabla\Phi(x) =$ ``gradient``,
+    for the kinetic energy $p^\top M^{-1} p/2$ with diagonal ``inverse_mass`` $M^{-1}$ (d,) (or 1, the identity).
 
-    Returns (x, p, Φ(x), ∇Φ(x)) at the end of the trajectory. Every operation is one array operation over all
-    chains: a step costs the potential's own operations plus four (x += ε M⁻¹p, p −= ε∇Φ, two each), two of which
-    allocate: the momentum is a new array from the first half kick on, updated in place after it, and the position a
-    new array every step (ε M⁻¹p, to which x is added: the same bits as x + ε M⁻¹p), since the potential may keep it
+    Returns $(x, p, \Phi(x), \nabla\Phi(x))$ at the end of the trajectory. Every operation is one array operation over
+    all chains: a step costs the potential's own operations plus four ($x \mathrel{+}= \varepsilon M^{-1}p$,
+    $p \mathrel{-}= \varepsilon\nabla\Phi$, two each), two of which allocate: the momentum is a new array from the
+    first half kick on, updated in place after it, and the position a new array every step ($\varepsilon M^{-1}p$, to
+    which $x$ is added: the same bits as $x + \varepsilon M^{-1}p$), since the potential may keep it
     (e.g. return it as its gradient). ``x``, ``p`` and ``gradient`` are left as they are.
     """
     eps = step[:, None]
@@ -127,8 +129,8 @@ def _kinetic(p, inverse_mass, xp, *, scratch: bool = False):
 
 def hmc_transition(x, potential, gradient, step, steps: int, potential_and_gradient: PotentialAndGradient,
                    rng, backend: Backend, inverse_mass=1.0):
-    """One HMC transition for every chain, momentum p ~ N(0, M) with diagonal M = 1/``inverse_mass``.
-    Returns (x, Φ, ∇Φ, TransitionStats)."""
+    r"""One HMC transition for every chain, momentum $p \sim \mathcal{N}(0, M)$ with diagonal $M = 1/$``inverse_mass``.
+    Returns ($x$, $\Phi$, $\nabla\Phi$, TransitionStats)."""
     xp = backend.xp
     p0 = rng.standard_normal(x.shape)
     if not _identity(inverse_mass):
@@ -208,26 +210,26 @@ MASS_MATRICES = ("identity", "diagonal")
 
 
 class HMCKernel:
-    """Batched HMC with per-chain step sizes (and, on request, a diagonal mass matrix shared by the chains)
+    r"""Batched HMC with per-chain step sizes (and, on request, a diagonal mass matrix shared by the chains)
     adapted during warm-up only, then frozen. The kernel holds its settings; what changes is a
     [`KernelState`][attnverify.numerics.hmc.KernelState] value, passed in and returned.
 
     `start` is the state at the given step sizes; ``transition(state, …)`` moves every chain once and
     returns the next state: while warming it feeds acceptances to dual averaging and recomputes the number of
     leapfrog steps, and with ``mass_matrix="diagonal"`` and a ``warmup`` length it collects the draws of each slow
-    window and ends it with a new M⁻¹ (module docstring); ``end_warmup(state)`` freezes the averaged step sizes,
+    window and ends it with a new $M^{-1}$ (module docstring); ``end_warmup(state)`` freezes the averaged step sizes,
     the mass and the steps.
 
     ``adapt="chees"`` (for many chains): one step size for all chains, dual-averaged on the harmonic mean of the
     chains' acceptance (starting from the median of the given steps; the harmonic mean follows the chains that accept
     least, so a chain started where the shared step diverges pulls the step down until it moves, where the arithmetic
-    mean left one start in 64 of the attention-path posterior at T = 0.01 at acceptance 0 for a whole run), and the
-    longest trajectory T adapted by ChEES (`TrajectoryLengthAdaptation`, from ``trajectory_length``); each transition,
-    in warm-up and after it, takes ⌈h·T/ε⌉ leapfrog steps (at most ``max_steps``) for the next jitter fraction h
-    (`van_der_corput`), a choice independent of the state, which keeps the frozen kernel exact. The shared step, T and
-    their adaptation are scalars, kept and updated on the host (numpy arrays in the state, as on the numpy backend, so
-    the same bits): a warm-up iteration reads the three sums over the chains they need in one transfer (as dual
-    averaging reads its median step); sampling reads nothing.
+    mean left one start in 64 of the attention-path posterior at $T = 0.01$ at acceptance 0 for a whole run), and the
+    longest trajectory $T$ adapted by ChEES (`TrajectoryLengthAdaptation`, from ``trajectory_length``); each
+    transition, in warm-up and after it, takes $\lceil h \cdot T/\varepsilon\rceil$ leapfrog steps (at most
+    ``max_steps``) for the next jitter fraction $h$ (`van_der_corput`), a choice independent of the state, which keeps
+    the frozen kernel exact. The shared step, $T$ and their adaptation are scalars, kept and updated on the host
+    (numpy arrays in the state, as on the numpy backend, so the same bits): a warm-up iteration reads the three sums
+    over the chains they need in one transfer (as dual averaging reads its median step); sampling reads nothing.
 
     ``step_median``: the median of ``step`` as a host float, where the caller has read it already
     ([`run_chains`][attnverify.numerics.hmc.run_chains], from the step-size search); ``step`` is then used as given,
@@ -296,8 +298,9 @@ class HMCKernel:
 
     def transition(self, state: KernelState, x, potential, gradient, potential_and_gradient: PotentialAndGradient,
                    rng) -> tuple[KernelState, Any, Any, Any, TransitionStats]:
-        """One MH-corrected transition of every chain (step sizes jittered by ±jitter, independently
-        of the state, which keeps the kernel exact). Returns (the next state, x, Φ, ∇Φ, TransitionStats)."""
+        r"""One MH-corrected transition of every chain (step sizes jittered by $\pm\text{jitter}$, independently
+        of the state, which keeps the kernel exact). Returns (the next state, $x$, $\Phi$, $\nabla\Phi$,
+        TransitionStats)."""
         if self.adapt == "chees":
             return self._chees_transition(state, x, potential, gradient, potential_and_gradient, rng)
         xp = self.backend.xp
@@ -351,7 +354,7 @@ class HMCKernel:
 
     def end_warmup(self, state: KernelState) -> KernelState:
         """The state sampling runs with: the averaged step sizes, their leapfrog steps, adaptation over (with ChEES:
-        the averaged step and longest trajectory, T/ε, all on the host already)."""
+        the averaged step and longest trajectory, $T/\varepsilon$, all on the host already)."""
         if self.adapt == "chees":
             log_step = state.adaptation.log_step_average
             ratio = float(np.exp(state.trajectory.log_length_average - log_step)[0])
@@ -364,10 +367,10 @@ class HMCKernel:
 
 @dataclass
 class ChainRun:
-    """What [`run_chains`][attnverify.numerics.hmc.run_chains] kept after warm-up: ``records`` (one ``record(x)`` per
+    r"""What [`run_chains`][attnverify.numerics.hmc.run_chains] kept after warm-up: ``records`` (one ``record(x)`` per
     kept draw), acceptance probabilities and divergences (chains, draws), the final step sizes and number of leapfrog
     steps, and the number of gradient evaluations (leapfrog steps, plus one per iteration after a Gibbs step); with
-    ChEES the longest trajectory length T that warm-up adapted (``steps`` is then ⌈T/ε⌉)."""
+    ChEES the longest trajectory length $T$ that warm-up adapted (``steps`` is then $\lceil T/\varepsilon\rceil$)."""
 
     records: list
     acceptance: np.ndarray
@@ -379,9 +382,9 @@ class ChainRun:
 
 
 def to_host_at_once(values):
-    """``values`` (arrays nested in lists, tuples and dicts; other leaves kept as they are) with every device array
+    r"""``values`` (arrays nested in lists, tuples and dicts; other leaves kept as they are) with every device array
     brought to the host by one transfer: raveled, cast to float64 and concatenated on the device, fetched once, and
-    cut back to each array's shape and type (exact for float64, integer below 2⁵³ and bool arrays)."""
+    cut back to each array's shape and type (exact for float64, integer below $2^{53}$ and bool arrays)."""
     leaves = []
 
     def collect(value):
@@ -422,7 +425,7 @@ def run_chains(potential_and_gradient: PotentialAndGradient, x, *, rng, warmup: 
                record: Callable[[Any], Any], after_transition: Callable[[Any], Any] | None = None,
                progress: Callable[[str], None] | None = None, draws_per_transfer: int = 1,
                **kernel_options) -> ChainRun:
-    """The one HMC driver: warm-up (step sizes, and the mass on request, adapted:
+    r"""The one HMC driver: warm-up (step sizes, and the mass on request, adapted:
     [`HMCKernel`][attnverify.numerics.hmc.HMCKernel]), then ``draws`` transitions of every chain from ``x`` (C, d),
     keeping ``record(x)`` after each. The kept draws stay on the device until ``draws_per_transfer`` of them (or the
     last) are kept, then come to the host with their acceptance and divergence in one transfer
@@ -434,7 +437,7 @@ def run_chains(potential_and_gradient: PotentialAndGradient, x, *, rng, warmup: 
     adaptation needs), one a transfer of kept draws; ``progress`` two more, 20 times a run.
 
     ``after_transition`` (optional) is a further exact move after each HMC transition (a Gibbs step of
-    variables outside x, e.g. the readout); the potential and gradient are then evaluated again at its result.
+    variables outside $x$, e.g. the readout); the potential and gradient are then evaluated again at its result.
     ``progress`` gets a status line 20 times per run. Arguments are trusted: the public entry points
     ([`sample`][attnverify.numerics.hmc.sample], ``attention_paths.sampling.sample_posterior``) check them.
     """
@@ -497,7 +500,7 @@ def refuse_what_cannot_fit(chains: int, dimension: int, *, warmup: int, draws: i
 
 def sample(potential_and_gradient: PotentialAndGradient, x0, *, seed: int, warmup: int, draws: int,
            backend: Backend | str | None = None, **kernel_options) -> tuple[Any, dict]:
-    """Plain batched HMC on Φ from x0 (C, d): draws shaped (d, C, draws) on the host, and statistics.
+    r"""Plain batched HMC on $\Phi$ from $x_0$ (C, d): draws shaped (d, C, draws) on the host, and statistics.
 
     ``kernel_options`` are those of [`HMCKernel`][attnverify.numerics.hmc.HMCKernel] (trajectory_length,
     target_acceptance, max_steps, jitter, mass_matrix, adapt). Everything is checked here, once;

@@ -190,10 +190,11 @@ def sized_mean(
     chunk: int = CHUNK,
     bounds: tuple[float, float] | None = None,
 ) -> SizedEstimate | tuple[SizedEstimate, ...]:
-    """The Monte Carlo mean of ``draw``, drawn in batches until z·SE + bias_budget ≤ resolution or ``budget`` draws.
+    r"""The Monte Carlo mean of ``draw``, drawn in batches until $z \cdot \mathrm{SE}$ + ``bias_budget`` $\le$
+    resolution or ``budget`` draws.
 
-    ``draw(rng, n)`` returns n i.i.d. draws, shape (n,) (one mean: a `SizedEstimate`) or (n, k)
-    (k means of the same draws: a tuple of k, sized until every one fits), numpy or cupy. The resolution
+    ``draw(rng, n)`` returns $n$ i.i.d. draws, shape (n,) (one mean: a `SizedEstimate`) or (n, k)
+    ($k$ means of the same draws: a tuple of $k$, sized until every one fits), numpy or cupy. The resolution
     to reach is ``resolution + relative_resolution·|reference|`` (either part may be left out; both may be
     one number per mean), and must exceed ``bias_budget``. ``bounds=(low, high)``: the range every draw lies in,
     where it is known (every draw is checked against it); where the spread is not trusted the error bar is then
@@ -201,25 +202,26 @@ def sized_mean(
     ([`Estimate.error_bar`][attnverify.numerics.statistics.Estimate.error_bar]).
 
     What was not seen is not taken as absent: while every draw is identical, or (without finite bounds) the spread
-    rests on fewer than `TAIL_DRAWS` draws (n/kurtosis: a few rare draws carry it), the sample is not
+    rests on fewer than `TAIL_DRAWS` draws ($n/\text{kurtosis}$: a few rare draws carry it), the sample is not
     sized yet and the drawing goes on, to the budget if need be.
 
-    Batches: the first has ``first_batch`` draws; after each, with n draws so far and n* the draws needed
+    Batches: the first has ``first_batch`` draws; after each, with $n$ draws so far and $n^*$ the draws needed
     at the measured spread (`draws_needed`, the largest over the means), the total goes to
-    min(budget, max(⌈1.25·n⌉, ⌈1.1·n*⌉)). Each batch is drawn in calls of at most ``chunk`` draws and
-    folded into the moments exactly (`RunningMoments`, Chan's pairwise update), so the estimate is
-    the one-pass mean and SE of all the draws, and the same ``rng`` state replays the same batches and the
+    $\min(\text{budget}, \max(\lceil 1.25 \cdot n\rceil, \lceil 1.1 \cdot n^*\rceil))$. Each batch is drawn in calls
+    of at most ``chunk`` draws and folded into the moments exactly (`RunningMoments`, Chan's pairwise update), so the
+    estimate is the one-pass mean and SE of all the draws, and the same ``rng`` state replays the same batches and the
     same estimate bit for bit.
 
     Effect of the stopping rule on the error bar: the rule looks at the variance, never at the mean. For
-    Gaussian draws x̄ and s² are independent, so stopping leaves the mean unbiased and its error bar exact.
-    Otherwise they are correlated through the third moment (Cov(x̄, s²) = μ₃/n): a right-skewed draw that
-    stops early stops on a small s², hence on a small x̄, a shift of order γ₁/√n standard errors (γ₁ the
-    skewness), which vanishes as the resolution shrinks (Chow & Robbins 1965). Measured over 20,000 sized
-    runs each (first batch 1,000, about 5,700 draws at the stop), the mean of (x̄ − μ)/SE was −0.024 ± 0.007
-    for exponential draws (γ₁ = 2) against −0.014 at a fixed n, and −0.084 against −0.030 for lognormal
-    draws (γ₁ = 6.2); the fraction beyond 3 SE was 0.26 % and 0.42 % (normal: 0.27 %), none beyond 5 SE.
-    The stopping rule thus moves the mean by a few hundredths of an SE: negligible against z = 5.
+    Gaussian draws $\bar{x}$ and $s^2$ are independent, so stopping leaves the mean unbiased and its error bar exact.
+    Otherwise they are correlated through the third moment ($\operatorname{Cov}(\bar{x}, s^2) = \mu_3/n$): a
+    right-skewed draw that stops early stops on a small $s^2$, hence on a small $\bar{x}$, a shift of order
+    $\gamma_1/\sqrt{n}$ standard errors ($\gamma_1$ the skewness), which vanishes as the resolution shrinks (Chow &
+    Robbins 1965). Measured over 20,000 sized runs each (first batch 1,000, about 5,700 draws at the stop), the mean
+    of $(\bar{x} - \mu)/\mathrm{SE}$ was $-0.024 \pm 0.007$ for exponential draws ($\gamma_1 = 2$) against $-0.014$ at
+    a fixed $n$, and $-0.084$ against $-0.030$ for lognormal draws ($\gamma_1 = 6.2$); the fraction beyond 3 SE was
+    0.26 % and 0.42 % (normal: 0.27 %), none beyond 5 SE.
+    The stopping rule thus moves the mean by a few hundredths of an SE: negligible against $z = 5$.
     """
     if not callable(draw):
         raise TypeError(f"draw must be a callable draw(rng, n) returning n i.i.d. draws, got {draw!r}")

@@ -54,16 +54,16 @@ def checked_bounds(name: str, value) -> tuple[float, float] | None:
 
 @dataclass(frozen=True)
 class Estimate:
-    """A Monte Carlo estimate: sample ``mean``, its ``standard_error``, and the sample count.
+    r"""A Monte Carlo estimate: sample ``mean``, its ``standard_error``, and the sample count.
 
-    ``magnitude`` (optional) is the mean of |x| over the draws, the scale of the terms that were summed
+    ``magnitude`` (optional) is the mean of $\lvert x\rvert$ over the draws, the scale of the terms that were summed
     (a comparison's round-off floor is a few ulps of it, not of the mean, which may cancel to 0);
     ``identical`` says that every draw was the same number (the standard error 0 says nothing of an event
-    rarer than about 1/n); ``low`` and ``high`` are the smallest and largest draw; ``tail_draws`` = M₂²/M₄ =
-    n/kurtosis is how many draws the spread rests on (about the number of rare draws where a few carry it:
-    `TAIL_DRAWS`); ``bounds`` is the range the quantity can take, where it is known (then an error bar that
-    holds without the central limit theorem, [`bernstein`][attnverify.numerics.statistics.Estimate.bernstein], can
-    decide where the spread is not trusted).
+    rarer than about $1/n$); ``low`` and ``high`` are the smallest and largest draw;
+    ``tail_draws`` $= M_2^2/M_4 = n/\text{kurtosis}$ is how many draws the spread rests on (about the number of rare
+    draws where a few carry it: `TAIL_DRAWS`); ``bounds`` is the range the quantity can take, where it is known (then
+    an error bar that holds without the central limit theorem,
+    [`bernstein`][attnverify.numerics.statistics.Estimate.bernstein], can decide where the spread is not trusted).
     """
 
     mean: float
@@ -105,8 +105,8 @@ class Estimate:
 
     @property
     def trusted_spread(self) -> bool:
-        """The standard error can be trusted as a normal one: the spread is not carried by fewer than
-        `TAIL_DRAWS` rare draws (n/kurtosis ≥ TAIL_DRAWS, or kurtosis ≤ `RARE_KURTOSIS`; unknown for
+        r"""The standard error can be trusted as a normal one: the spread is not carried by fewer than
+        `TAIL_DRAWS` rare draws ($n/\text{kurtosis} \ge$ `TAIL_DRAWS`, or kurtosis $\le$ `RARE_KURTOSIS`; unknown for
         an estimate made without the fourth moment); False for identical draws, which bound nothing by their
         spread."""
         if self.identical:
@@ -121,25 +121,27 @@ class Estimate:
         return self.trusted_spread or (self.bounded and not self.identical)
 
     def error_bar(self, z: float) -> tuple[float, str]:
-        """The comparison's statistical half-width at z standard errors' confidence, and its name: z·SE, or where
-        the spread is not trusted and a finite range is stated, the empirical-Bernstein bound
-        ([`bernstein`][attnverify.numerics.statistics.Estimate.bernstein], always wider than z·SE: √(2 ln(4/δ)) > z)."""
+        r"""The comparison's statistical half-width at $z$ standard errors' confidence, and its name:
+        $z \cdot \mathrm{SE}$, or where the spread is not trusted and a finite range is stated, the empirical-Bernstein
+        bound ([`bernstein`][attnverify.numerics.statistics.Estimate.bernstein], always wider than
+        $z \cdot \mathrm{SE}$: $\sqrt{2\ln(4/\delta)} > z$)."""
         if self.trusted_spread or not self.decides:
             return z * self.standard_error, f"{z:g}·SE"
         return self.bernstein(z), "empirical-Bernstein bound"
 
     def unseen_shift(self, z: float) -> float:
-        """How far an event not seen among identical draws could move the mean: its probability, at most
-        ln(1/δ)/n (`unseen_probability`), times the distance from the draws' value to the far end of
+        r"""How far an event not seen among identical draws could move the mean: its probability, at most
+        $\ln(1/\delta)/n$ (`unseen_probability`), times the distance from the draws' value to the far end of
         ``bounds`` (infinite without a range)."""
         low, high = self.bounds if self.bounds is not None else (-math.inf, math.inf)
         return unseen_probability(self.samples, z) * max(self.mean - low, high - self.mean)
 
     def bernstein(self, z: float) -> float | None:
-        """With finite ``bounds`` (range R), the empirical-Bernstein half-width at the confidence δ = erfc(z/√2) of
-        z standard errors: √(2L)·SE + 7RL/(3(n − 1)), L = ln(4/δ) (Maurer & Pontil 2009, thm. 4, both sides;
-        5.61·SE + 36.8·R/(n − 1) at z = 5). It holds for any distribution on the range, rare events included,
-        where z·SE needs the spread to be seen
+        r"""With finite ``bounds`` (range $R$), the empirical-Bernstein half-width at the confidence
+        $\delta = \operatorname{erfc}(z/\sqrt{2})$ of $z$ standard errors:
+        $\sqrt{2L} \cdot \mathrm{SE} + 7RL/(3(n - 1))$, $L = \ln(4/\delta)$ (Maurer & Pontil 2009, thm. 4, both sides;
+        $5.61 \cdot \mathrm{SE} + 36.8 \cdot R/(n - 1)$ at $z = 5$). It holds for any distribution on the range, rare
+        events included, where $z \cdot \mathrm{SE}$ needs the spread to be seen
         ([`trusted_spread`][attnverify.numerics.statistics.Estimate.trusted_spread]). None without finite bounds."""
         if not self.bounded:
             return None
@@ -148,7 +150,7 @@ class Estimate:
         return math.sqrt(2.0 * spread) * self.standard_error + 7.0 * width * spread / (3.0 * max(self.samples - 1, 1))
 
     def interval(self, z: float = 1.96) -> tuple[float, float]:
-        """The interval mean ± z·standard_error."""
+        r"""The interval mean $\pm z \cdot$ ``standard_error``."""
         return self.mean - z * self.standard_error, self.mean + z * self.standard_error
 
     def drawn(self) -> dict:
@@ -162,11 +164,12 @@ class Estimate:
 
 
 def mean_estimate(values, *, bounds: tuple[float, float] | None = None) -> Estimate:
-    """Mean of i.i.d. draws with standard error s/√n (numpy or cupy input, float64), in one pass of
-    `RunningMoments`: summed in units of the largest |x|, so finite draws (1e308 included) give a finite mean
-    and spread. ``bounds=(low, high)``: the range every draw lies in, where it is known (checked); an error bar that
-    holds without the central limit theorem ([`Estimate.bernstein`][attnverify.numerics.statistics.Estimate.bernstein])
-    then decides where the spread cannot."""
+    r"""Mean of i.i.d. draws with standard error $s/\sqrt{n}$ (numpy or cupy input, float64), in one pass of
+    `RunningMoments`: summed in units of the largest $\lvert x\rvert$, so finite draws (1e308 included) give a finite
+    mean and spread. ``bounds=(low, high)``: the range every draw lies in, where it is known (checked); an error bar
+    that holds without the central limit theorem
+    ([`Estimate.bernstein`][attnverify.numerics.statistics.Estimate.bernstein]) then decides where the spread
+    cannot."""
     x = arguments.array("values", to_numpy(values), allow_empty=True).ravel()
     n = x.size
     if n < 2:

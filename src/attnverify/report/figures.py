@@ -90,7 +90,8 @@ def extra_curves(label: str, curves) -> list[dict]:
 def theory_vs_simulation(out_dir: str | Path, filename: str, *, x, theory, estimates, caption: str,
                          xlabel: str = "x", ylabel: str = "value", title: str = "", z: float = 2.0,
                          theory_x=None, theory_label: str = "theory", curves=()) -> Figure:
-    """The common figure of a claim: a theory curve against Monte Carlo points with ± z·SE error bars.
+    r"""The common figure of a claim: a theory curve against Monte Carlo points with $\pm z \cdot \mathrm{SE}$ error
+    bars.
 
     ``estimates`` are [`Estimate`][attnverify.numerics.statistics.Estimate] (mean, standard error) at ``x``;
     ``theory`` is the curve's values at ``theory_x`` (default ``x``). Every number plotted goes into the

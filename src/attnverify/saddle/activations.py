@@ -107,12 +107,12 @@ class Activation:
 
 
 def activation(spec: Any) -> Activation:
-    """The `Activation` ``spec`` names or gives: "relu", "linear", "erf", "tanh", an `Activation`, a
+    r"""The `Activation` ``spec`` names or gives: "relu", "linear", "erf", "tanh", an `Activation`, a
     sympy.Lambda of one variable, a callable taking a sympy symbol and returning a sympy expression (sympy.erf,
     ``lambda z: z**3``), or a sympy expression in one symbol. A function equal to a built-in is that built-in (so
     ``sympy.erf`` has the arcsine kernel). Refused with one line naming ``activation`` and what is valid: anything
     else, a function of more or fewer than one variable, one not real and finite at real points, one with a jump
-    (the sampler follows φ'), one with no array code, one whose kernel diverges (`_kernel_diverges`)."""
+    (the sampler follows $\varphi'$), one with no array code, one whose kernel diverges (`_kernel_diverges`)."""
     if isinstance(spec, Activation):
         return spec
     if isinstance(spec, str):
@@ -426,18 +426,23 @@ def _tail(phi: Callable, along_u, along_v) -> np.ndarray:
 
 
 def kernel_quadrature(unit: Any, a, b, r) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(K, its error estimate, E|φ(u)φ(v)|) at variances a, b ≥ 0 and correlation r ∈ [−1, 1] (1-D, one entry per
-    pair), by (1) in polar coordinates (z₁, z₂) = ρ(cos ψ, sin ψ):
+    r"""($K$, its error estimate, $\mathbb{E}\lvert\varphi(u)\varphi(v)\rvert$) at variances $a, b \ge 0$ and
+    correlation $r \in [-1, 1]$ (1-D, one entry per pair), by (1) in polar coordinates
+    $(z_1, z_2) = \rho(\cos\psi, \sin\psi)$:
 
-        K = (1/2π) ∫₀^{2π} dψ ∫₀^∞ ρ e^{−ρ²/2} φ(√a ρ cos ψ) φ(√b ρ cos(ψ − θ)) dρ,
+    $$
+    K = (1/2\pi) \int_0^{2\pi} d\psi \int_0^\infty \rho\, e^{-\rho^2/2}\, \varphi(\sqrt{a}\,\rho\cos\psi)\,
+    \varphi(\sqrt{b}\,\rho\cos(\psi - \theta))\, d\rho,
+    $$
 
-    over the sectors between the rays where u or v is 0, so that a kink or a steep step of φ at 0 (ReLU, sign,
-    tanh of a large argument) lies on a sector's edge, never inside a panel; each ray cut again where u or v
-    crosses a kink of φ away from 0 (`kinks`); Gauss–Legendre on panels graded towards ρ = 0 and towards each
-    sector's edges, and at the rays through the corners where two kinks' lines cross (`_pieces`). The error
-    estimate is the sum of: |RULE-node rule − COARSE-node rule| (the coarser rule's error, which bounds the finer
-    one's generously); the tail beyond ρ = `RADIUS` (`_tail`); and 64 ulps of E|φφ| for the summation.
-    Non-finite values (an overflow, a divergent φ) give an infinite estimate."""
+    over the sectors between the rays where $u$ or $v$ is 0, so that a kink or a steep step of $\varphi$ at 0 (ReLU,
+    sign, tanh of a large argument) lies on a sector's edge, never inside a panel; each ray cut again where $u$ or $v$
+    crosses a kink of $\varphi$ away from 0 (`kinks`); Gauss–Legendre on panels graded towards $\rho = 0$ and towards
+    each sector's edges, and at the rays through the corners where two kinks' lines cross (`_pieces`). The error
+    estimate is the sum of: $\lvert\text{RULE-node rule} - \text{COARSE-node rule}\rvert$ (the coarser rule's error,
+    which bounds the finer one's generously); the tail beyond $\rho =$ `RADIUS` (`_tail`); and 64 ulps of
+    $\mathbb{E}\lvert\varphi\varphi\rvert$ for the summation. Non-finite values (an overflow, a divergent $\varphi$)
+    give an infinite estimate."""
     unit = activation(unit)
     code, points = _unit_code(unit.expression, False), kinks(unit)
     phi = lambda u: code(u)[0]  # noqa: E731

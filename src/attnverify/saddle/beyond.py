@@ -86,10 +86,11 @@ class KernelMarginal:
 
 @dataclass(frozen=True)
 class Prediction:
-    """The action's own prediction for the order parameters at finite N: ``mean`` E[u] (name → a float, or a
-    matrix), its ``error`` (same shapes, per entry), ``variance`` (per entry: Var(U_ij); exact for the quadrature,
-    the leading H⁻¹ for the Laplace expansion), the ``saddle`` values beside them, the ``method`` used
-    ("quadrature", "laplace" or "hmc"), the ``measure`` (name → its log-density m(u)) and ``notes`` on how."""
+    r"""The action's own prediction for the order parameters at finite $N$: ``mean`` $\mathbb{E}[u]$ (name → a float,
+    or a matrix), its ``error`` (same shapes, per entry), ``variance`` (per entry: $\operatorname{Var}(U_{ij})$; exact
+    for the quadrature, the leading $H^{-1}$ for the Laplace expansion), the ``saddle`` values beside them, the
+    ``method`` used ("quadrature", "laplace" or "hmc"), the ``measure`` (name → its log-density $m(u)$) and ``notes``
+    on how."""
 
     saddle: dict
     mean: dict
@@ -106,10 +107,10 @@ class Prediction:
         return self.mean[name]
 
     def kernel_average(self, g) -> tuple[np.ndarray, np.ndarray]:
-        """(E[g(q)], its error) under e^{−S} dμ for a function ``g`` of the kernel order parameter q alone (a float →
-        a number or an array, e.g. the generalisation error at K(q)), by the quadrature's two rules (``"quadrature"``
-        only): the finer rule's value, and its error the two rules' difference, the relative rounding of the weights
-        and the mass left out (`NEGLIGIBLE`) times the largest |g|."""
+        r"""($\mathbb{E}[g(q)]$, its error) under $e^{-S}\,d\mu$ for a function ``g`` of the kernel order parameter $q$
+        alone (a float → a number or an array, e.g. the generalisation error at $K(q)$), by the quadrature's two rules
+        (``"quadrature"`` only): the finer rule's value, and its error the two rules' difference, the relative rounding
+        of the weights and the mass left out (`NEGLIGIBLE`) times the largest $\lvert g\rvert$."""
         if self.kernel_marginals is None:
             raise ValueError(f"kernel_average needs the quadrature's marginals (method 'quadrature'), this prediction's "
                              f"method is {self.method!r}")
@@ -130,13 +131,13 @@ def _terms(declaration: SaddlePointAction) -> tuple[Term, Term]:
 def posterior_mean(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperature: float,
                    method: str = "auto", saddle: Solution | None = None, space: str = "auto", backend=None,
                    seed: int = 0, sampler: Mapping[str, int] | None = None, **parameters) -> Prediction:
-    """E[u] under e^{−S} dμ for ``data`` (as [`solve`][attnverify.saddle.solve]: kernels ``C`` or features ``X``, labels
-    ``y``) at ``temperature`` and the parameter values given by name: by ``"quadrature"`` (at most three positive
-    scalar order parameters), by ``"laplace"`` (the next order around the saddle point, any declaration), by
-    ``"hmc"`` (sampled, any declaration: ``seed`` and ``sampler``, a dict of chains, warmup and draws, default
-    `HMC_SIZE`), or ``"auto"`` (the quadrature where it applies, else the next order). ``saddle``: the
-    [`Solution`][attnverify.saddle.Solution] at these values if already solved (else solved here). The module docstring
-    gives the methods and their errors."""
+    r"""$\mathbb{E}[u]$ under $e^{-S}\,d\mu$ for ``data`` (as [`solve`][attnverify.saddle.solve]: kernels ``C`` or
+    features ``X``, labels ``y``) at ``temperature`` and the parameter values given by name: by ``"quadrature"`` (at
+    most three positive scalar order parameters), by ``"laplace"`` (the next order around the saddle point, any
+    declaration), by ``"hmc"`` (sampled, any declaration: ``seed`` and ``sampler``, a dict of chains, warmup and draws,
+    default `HMC_SIZE`), or ``"auto"`` (the quadrature where it applies, else the next order). ``saddle``: the
+    [`Solution`][attnverify.saddle.Solution] at these values if already solved (else solved here). The module
+    docstring gives the methods and their errors."""
     if not isinstance(declaration, SaddlePointAction):
         raise TypeError(f"declaration must be a SaddlePointAction, got {type(declaration).__name__}")
     method = arguments.one_of("method", method, METHODS)

@@ -36,8 +36,8 @@ def positive(name: str) -> sympy.Symbol:
 
 
 def positive_definite(name: str, size: int) -> sympy.ImmutableMatrix:
-    """A symmetric positive-definite ``size`` × ``size`` order parameter, as a sympy matrix of its entries
-    (one symbol ``name_ij`` per i ≤ j, standing in both (i, j) and (j, i))."""
+    r"""A symmetric positive-definite ``size`` $\times$ ``size`` order parameter, as a sympy matrix of its entries
+    (one symbol ``name_ij`` per $i \le j$, standing in both $(i, j)$ and $(j, i)$)."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string, got {name!r}")
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 1 <= size <= 32:
@@ -162,24 +162,28 @@ def _atoms(entropy: sympy.Expr, order_parameters: tuple) -> tuple[sympy.Expr, tu
 
 
 class SaddlePointAction:
-    """The declaration: ``order_parameters`` (name → [`positive`][attnverify.saddle.declaration.positive] or
-    [`positive_definite`][attnverify.saddle.declaration.positive_definite]), ``entropy`` 𝓛 (a sympy expression in them
-    and in named parameters; [`log_det`][attnverify.saddle.log_det] and [`inverse`][attnverify.saddle.inverse] of a
-    matrix order parameter are evaluated by Cholesky), ``kernel`` (the name of the order parameter the kernel is linear
-    in, K(U) = Σ_ab U_ab C_ab; a scalar Q gives K = Q·C) and ``width`` (the symbol N of the large-width expansion, or
-    one symbol per layer (n_0, …, n_L): 𝓛 = O(max n), so the GP limit n → ∞ is the entropy's minimum). The action is S =
-    ½ ln det(K + T·I) + ½ Yᵀ(K + T·I)⁻¹Y + 𝓛; the temperature T and the data enter at the solve. ``display`` names how
-    the report prints a parameter whose name is a Python identifier, in sympy's notation: ``{"sigma2": "sigma^2"}``
-    prints σ², where sympy alone reads the trailing digit of ``sigma2`` as a subscript (σ₂).
+    r"""The declaration: ``order_parameters`` (name → [`positive`][attnverify.saddle.declaration.positive] or
+    [`positive_definite`][attnverify.saddle.declaration.positive_definite]), ``entropy`` $\mathcal{L}$ (a sympy
+    expression in them and in named parameters; [`log_det`][attnverify.saddle.log_det] and
+    [`inverse`][attnverify.saddle.inverse] of a matrix order parameter are evaluated by Cholesky), ``kernel`` (the name
+    of the order parameter the kernel is linear in, $K(U) = \sum_{ab} U_{ab} C_{ab}$; a scalar $Q$ gives
+    $K = Q \cdot C$) and ``width`` (the symbol $N$ of the large-width expansion, or one symbol per layer
+    $(n_0, \dots, n_L)$: $\mathcal{L} = O(\max n)$, so the GP limit $n \to \infty$ is the entropy's minimum). The
+    action is
+    $S = \tfrac12 \ln\det(K + T \cdot I) + \tfrac12 Y^\top (K + T \cdot I)^{-1} Y + \mathcal{L}$; the temperature $T$
+    and the data enter at the solve. ``display`` names how the report prints a parameter whose name is a Python
+    identifier, in sympy's notation: ``{"sigma2": "sigma^2"}`` prints $\sigma^2$, where sympy alone reads the trailing
+    digit of ``sigma2`` as a subscript ($\sigma_2$).
 
-    ``measure``: the measure e^{−S} is a density against, which the saddle point never reads but the posterior
-    mean beyond it does ([`posterior_mean`][attnverify.saddle.posterior_mean]): ``"wishart"`` (the default: dQ/Q for a
-    scalar, det(U)^{−(d+1)/2} dU for a d × d matrix), ``"flat"`` (du), or a dict naming each order parameter's
-    log-density term m(u), dμ = e^{m(u)} du (``{"Q": -sympy.log(Q)}`` is dQ/Q). The default is exact for every entropy
-    whose −ln det U carries the Wishart's n/2, as the large-deviation function of a Gaussian weight's squared norm does
-    ([`wishart_entropy`][attnverify.saddle.wishart_entropy], the examples, the attention-path action): its exact density
-    is det(U)^{(n−d−1)/2} e^{−(n/2)tr(V⁻¹U)} = e^{−𝓛} det(U)^{−(d+1)/2} (`measure`). An entropy
-    from another prior states its own."""
+    ``measure``: the measure $e^{-S}$ is a density against, which the saddle point never reads but the posterior
+    mean beyond it does ([`posterior_mean`][attnverify.saddle.posterior_mean]): ``"wishart"`` (the default: $dQ/Q$
+    for a scalar, $\det(U)^{-(d+1)/2}\, dU$ for a $d \times d$ matrix), ``"flat"`` ($du$), or a dict naming each order
+    parameter's log-density term $m(u)$, $d\mu = e^{m(u)}\, du$ (``{"Q": -sympy.log(Q)}`` is $dQ/Q$). The default is
+    exact for every entropy whose $-\ln\det U$ carries the Wishart's $n/2$, as the large-deviation function of a
+    Gaussian weight's squared norm does ([`wishart_entropy`][attnverify.saddle.wishart_entropy], the examples, the
+    attention-path action): its exact density is
+    $\det(U)^{(n-d-1)/2} e^{-(n/2)\operatorname{tr}(V^{-1}U)} = e^{-\mathcal{L}} \det(U)^{-(d+1)/2}$ (`measure`). An
+    entropy from another prior states its own."""
 
     def __init__(self, *, order_parameters: Mapping[str, Any], entropy, kernel: str, width,
                  display: Mapping[str, str] | None = None, measure="wishart"):
@@ -235,7 +239,8 @@ class SaddlePointAction:
         return len(self.entry_symbols)
 
     def scale(self, parameters: tuple) -> float:
-        """The largest width's value among the parameter values (𝓛 = O(max n); the solver works with S/max n)."""
+        r"""The largest width's value among the parameter values ($\mathcal{L} = O(\max n)$; the solver works with
+        $S/\max n$)."""
         return max(parameters[i] for i in self._width_indices)
 
     def parameter_values(self, values: Mapping[str, float]) -> tuple[float, ...]:
@@ -252,12 +257,13 @@ class SaddlePointAction:
         return tuple(out)
 
     def with_widths(self, values: Mapping[str, Any], change: Callable[[float], float]) -> dict:
-        """``values`` with every layer's width n replaced by ``change(n)``, the other parameters as they are (all
-        widths scaled alike keep their ratios, and U_GP; all shifted alike move each layer's degrees of freedom)."""
+        r"""``values`` with every layer's width $n$ replaced by ``change(n)``, the other parameters as they are (all
+        widths scaled alike keep their ratios, and $U_\text{GP}$; all shifted alike move each layer's degrees of
+        freedom)."""
         return {**values, **{w.name: change(float(values[w.name])) for w in self.widths}}
 
     def check_integer_widths(self, values: Mapping[str, float]) -> None:
-        """Refuse, by name, a width that is not a whole number ≥ 1 (a sampled network has integer layers)."""
+        r"""Refuse, by name, a width that is not a whole number $\ge 1$ (a sampled network has integer layers)."""
         for w in self.widths:
             value = values.get(w.name)
             if value is None or isinstance(value, bool) or not np.isfinite(value) or value < 1 or \
@@ -315,8 +321,8 @@ class SaddlePointAction:
         return (np.concatenate(values) if values else np.zeros(0)), blocks
 
     def entropy_value_and_gradient(self, entries: np.ndarray, parameters: tuple) -> tuple[float, np.ndarray]:
-        """𝓛 and ∂𝓛/∂u at the entries u (generated from sympy; the atoms' chain rule of
-        `matrix_functions`)."""
+        r"""$\mathcal{L}$ and $\partial\mathcal{L}/\partial u$ at the entries $u$ (generated from sympy; the atoms'
+        chain rule of `matrix_functions`)."""
         a, blocks = self._atom_values(entries)
         with np.errstate(all="ignore"):
             out = _finite(self._value_and_gradient(*entries, *a, *parameters), "the entropy or its gradient")
@@ -329,8 +335,8 @@ class SaddlePointAction:
         return float(out[0]), gradient
 
     def entropy_hessian(self, entries: np.ndarray, parameters: tuple) -> np.ndarray:
-        """∂²𝓛/∂u∂u' at the entries u (generated from sympy; the atoms' chain rule of
-        `matrix_functions`)."""
+        r"""$\partial^2\mathcal{L}/\partial u\,\partial u'$ at the entries $u$ (generated from sympy; the atoms'
+        chain rule of `matrix_functions`)."""
         a, blocks = self._atom_values(entries)
         n, m = self.size, len(self.auxiliaries)
         positions, generated = self._hessian

@@ -148,8 +148,9 @@ class InverseEntry(sympy.Function):
 
 
 def log_det(U) -> sympy.Expr:
-    """ln det U of a [`positive_definite`][attnverify.saddle.positive_definite] order parameter, evaluated by Cholesky
-    (its derivatives by matrix calculus, see the module docstring), never expanded as a polynomial in the entries."""
+    r"""$\ln\det U$ of a [`positive_definite`][attnverify.saddle.positive_definite] order parameter, evaluated by
+    Cholesky (its derivatives by matrix calculus, see the module docstring), never expanded as a polynomial in the
+    entries."""
     name, n, entries = _name_and_entries(U)
     if n == 1:
         return sympy.log(entries[0])
@@ -157,8 +158,8 @@ def log_det(U) -> sympy.Expr:
 
 
 def inverse(U) -> sympy.ImmutableMatrix:
-    """U⁻¹ of a [`positive_definite`][attnverify.saddle.positive_definite] order parameter as a matrix of atoms
-    evaluated by Cholesky solves (never the cofactor expansion), symmetric like U."""
+    r"""$U^{-1}$ of a [`positive_definite`][attnverify.saddle.positive_definite] order parameter as a matrix of atoms
+    evaluated by Cholesky solves (never the cofactor expansion), symmetric like $U$."""
     name, n, entries = _name_and_entries(U)
     if n == 1:
         return sympy.ImmutableMatrix([[1 / entries[0]]])

@@ -32,23 +32,26 @@ from .sampling import run_sampler
 
 @dataclass(frozen=True)
 class Network:
-    """A finite network with a linear readout, ``Network(features, features_vjp, weight_shape, readout_variance,
-    order_parameters)``: the hidden weights of one chain are Z of shape ``weight_shape``, whitened (prior N(0, 1)
-    entries: scale them inside ``features``), the readout a ~ N(0, v·I) on the M features is integrated out.
-    ``features(Z, X)`` (C chains: Z (C, *weight_shape) → Φ (C, P, M))
-    and ``features_vjp(Z, X, dΦ)`` → dZ, on the backend's arrays; ``readout_variance`` v; ``order_parameters(Z,
-    second_moment)`` → name → per-chain values (C,) or (C, n, n), with E[aaᵀ | Z, y] (C, M, M) for aaᵀ (None when
-    ``reads_readout`` is False: order parameters of the hidden weights alone, and no M × M moment is formed).
+    r"""A finite network with a linear readout, ``Network(features, features_vjp, weight_shape, readout_variance,
+    order_parameters)``: the hidden weights of one chain are $Z$ of shape ``weight_shape``, whitened (prior
+    $\mathcal{N}(0, 1)$ entries: scale them inside ``features``), the readout $a \sim \mathcal{N}(0, v \cdot I)$ on the
+    $M$ features is integrated out.
+    ``features(Z, X)`` (C chains: $Z$ (C, *weight_shape) → $\Phi$ (C, P, M))
+    and ``features_vjp(Z, X, dΦ)`` → $dZ$, on the backend's arrays; ``readout_variance`` $v$; ``order_parameters(Z,
+    second_moment)`` → name → per-chain values (C,) or (C, n, n), with $\mathbb{E}[aa^\top \mid Z, y]$ (C, M, M) for
+    $aa^\top$ (None when ``reads_readout`` is False: order parameters of the hidden weights alone, and no $M \times M$
+    moment is formed).
 
-    Optional, for a network whose kernel is cheaper than ΦΦᵀ (M ≫ P): ``prepare(X)`` → what every function here
-    receives as X (made once per input set; default X itself); ``kernel(Z, X)`` → (K_Z = vΦΦᵀ (C, P, P),
-    residuals) and ``kernel_vjp(residuals, solved)`` → ∂Ψ_energy/∂Z from the `KernelSolve` ``solved``;
-    ``kernel_times(Z, X_test, X, α)`` → K_Z(X_test, X)α (C, Q), the posterior-mean prediction. Each must equal
-    its default through Φ (the tests hold the built-in ones to it).
+    Optional, for a network whose kernel is cheaper than $\Phi\Phi^\top$ ($M \gg P$): ``prepare(X)`` → what every
+    function here receives as $X$ (made once per input set; default $X$ itself); ``kernel(Z, X)`` →
+    ($K_Z = v\Phi\Phi^\top$ (C, P, P), residuals) and ``kernel_vjp(residuals, solved)`` →
+    $\partial\Psi_\text{energy}/\partial Z$ from the `KernelSolve` ``solved``; ``kernel_times(Z, X_test, X, α)`` →
+    $K_Z(X_\text{test}, X)\alpha$ (C, Q), the posterior-mean prediction. Each must equal its default through $\Phi$
+    (the tests hold the built-in ones to it).
 
-    For the memory refusal before sampling: ``units`` M, the features' count (Φ's last axis; default
+    For the memory refusal before sampling: ``units`` $M$, the features' count ($\Phi$'s last axis; default
     ``weight_shape[0]``), and, with a kernel of its own, ``kernel_memory(P)`` → the bytes one chain's kernel and
-    kernel VJP hold beyond the P × P matrices (default 0)."""
+    kernel VJP hold beyond the $P \times P$ matrices (default 0)."""
 
     features: Callable
     features_vjp: Callable
@@ -103,15 +106,19 @@ class KernelSolve:
 
 def one_hidden_layer(width: int, input_dimension: int, *, readout_variance_total: float = 1.0,
                      activation: Any = "relu") -> Network:
-    """Units φ_i(x) = φ(w_i·x) with w_i = z_i/√d (z_i ~ N(0, I_d)), N = ``width`` of them, readout a_i ~ N(0, σ²/N)
-    with σ² = ``readout_variance_total``: the one-hidden-layer network whose kernel at large N is σ²·K₀,
-    K₀(x, x') = E_w[φ(w·x) φ(w·x')] for w ~ N(0, I/d) ([`nngp_kernel`][attnverify.saddle.network.nngp_kernel]: the
-    arc-cosine kernel for ReLU, the arcsine kernel for erf, x·x'/d for linear units). ``activation``: "relu" (default),
+    r"""Units $\varphi_i(x) = \varphi(w_i \cdot x)$ with $w_i = z_i/\sqrt{d}$ ($z_i \sim \mathcal{N}(0, I_d)$),
+    $N =$ ``width`` of them, readout $a_i \sim \mathcal{N}(0, \sigma^2/N)$ with $\sigma^2 =$ ``readout_variance_total``:
+    the one-hidden-layer network whose kernel at large $N$ is $\sigma^2 \cdot K_0$,
+    $K_0(x, x') = \mathbb{E}_w[\varphi(w \cdot x)\, \varphi(w \cdot x')]$ for $w \sim \mathcal{N}(0, I/d)$
+    ([`nngp_kernel`][attnverify.saddle.network.nngp_kernel]: the arc-cosine kernel for ReLU, the arcsine kernel for
+    erf, $x \cdot x'/d$ for linear units). ``activation``: "relu" (default),
     "linear", "erf", "tanh", or a sympy function of one variable (a ``sympy.Lambda``, a callable such as ``sympy.erf``
     or ``lambda z: z**3``: [`attnverify.saddle.activations.activation`][attnverify.saddle.activations.activation]); the
-    features φ(XZᵀ/√d) and their vector–Jacobian product (dΦ ⊙ φ'(XZᵀ/√d))ᵀX/√d are generated from it. Its order
-    parameter Q = Σ_i a_i² (the readout's squared norm, prior mean σ²) renormalises that kernel, K ≈ Q·K₀ (Pacelli et
-    al. 2023; exact at the saddle point for the linear network, Li & Sompolinsky 2021)."""
+    features $\varphi(XZ^\top/\sqrt{d})$ and their vector–Jacobian product
+    $(d\Phi \odot \varphi'(XZ^\top/\sqrt{d}))^\top X/\sqrt{d}$ are generated from it. Its order parameter
+    $Q = \sum_i a_i^2$ (the readout's squared norm, prior mean $\sigma^2$) renormalises that kernel,
+    $K \approx Q \cdot K_0$ (Pacelli et al. 2023; exact at the saddle point for the linear network, Li & Sompolinsky
+    2021)."""
     width = arguments.integer("width", width, 1)
     d = arguments.integer("input_dimension", input_dimension, 1)
     sigma2 = arguments.positive("readout_variance_total", readout_variance_total)
@@ -143,8 +150,8 @@ def one_hidden_layer(width: int, input_dimension: int, *, readout_variance_total
 
 
 def nngp_kernel(X, Y=None, *, activation: Any = "relu"):
-    """K₀(x_i, y_j) = E_w[φ(w·x_i) φ(w·y_j)] for w ~ N(0, I/d): the kernel of
-    [`one_hidden_layer`][attnverify.saddle.network.one_hidden_layer]'s units per unit of readout variance
+    r"""$K_0(x_i, y_j) = \mathbb{E}_w[\varphi(w \cdot x_i)\, \varphi(w \cdot y_j)]$ for $w \sim \mathcal{N}(0, I/d)$:
+    the kernel of [`one_hidden_layer`][attnverify.saddle.network.one_hidden_layer]'s units per unit of readout variance
     (`attnverify.saddle.activations.nngp_kernel`, closed forms where they exist)."""
     return activations.nngp_kernel(X, Y, activation=activation)
 

@@ -1,16 +1,20 @@
-"""What a solved saddle-point theory predicts on test data: the posterior predictor's mean and variance, the
+r"""What a solved saddle-point theory predicts on test data: the posterior predictor's mean and variance, the
 generalisation error, and how the renormalised kernel aligns with the labels (Tiberi et al. 2024, figure 2d).
 
-With the renormalised kernel K(U) = Σ_ab U_ab C_ab on the training inputs, k(x) = Σ_ab U_ab C_ab(·, x) and
-κ(x) = Σ_ab U_ab C_ab(x, x):
+With the renormalised kernel $K(U) = \sum_{ab} U_{ab} C_{ab}$ on the training inputs,
+$k(x) = \sum_{ab} U_{ab} C_{ab}(\cdot, x)$ and $\kappa(x) = \sum_{ab} U_{ab} C_{ab}(x, x)$:
 
-    ⟨f(x)⟩ = k(x)ᵀ (K + T·I)⁻¹ Y,     ⟨δf(x)²⟩ = κ(x) − k(x)ᵀ (K + T·I)⁻¹ k(x),
+$$
+\langle f(x)\rangle = k(x)^\top (K + T \cdot I)^{-1} Y, \qquad
+\langle \delta f(x)^2\rangle = \kappa(x) - k(x)^\top (K + T \cdot I)^{-1} k(x),
+$$
 
 by Cholesky solves (never an inverse), returned as `PredictorStatistics`
-(with the accuracy and the generalisation error). The kernels are given as arrays: ``C`` (𝓗, 𝓗, P, P) on the training
-inputs, ``C_test`` (𝓗, 𝓗, Q, P) between test and training inputs and ``C_test_diagonal`` (𝓗, 𝓗, Q); for a scalar
-kernel order parameter (P, P), (Q, P) and (Q,). With features instead (``X``, ``X_test``: (P, N0, 𝓗) or (P, N0)),
-C_ab(x, x') = Σ_i X_ia(x) X_ib(x').
+(with the accuracy and the generalisation error). The kernels are given as arrays: ``C``
+$(\mathcal{H}, \mathcal{H}, P, P)$ on the training inputs, ``C_test`` $(\mathcal{H}, \mathcal{H}, Q, P)$ between test
+and training inputs and ``C_test_diagonal`` $(\mathcal{H}, \mathcal{H}, Q)$; for a scalar kernel order parameter
+$(P, P)$, $(Q, P)$ and $(Q,)$. With features instead (``X``, ``X_test``: $(P, N_0, \mathcal{H})$ or $(P, N_0)$),
+$C_{ab}(x, x') = \sum_i X_{ia}(x) X_{ib}(x')$.
 """
 
 from __future__ import annotations
@@ -47,10 +51,11 @@ def _kernels(data: Mapping[str, Any], U: np.ndarray):
 
 def predict(declaration: SaddlePointAction, solution: Solution, data: Mapping[str, Any],
             test: Mapping[str, Any]) -> PredictorStatistics:
-    """⟨f(x)⟩ and ⟨δf(x)²⟩ at the solution's order parameters, on ``test`` (``X_test``, or ``C_test`` and
-    ``C_test_diagonal``), given the training ``data`` the solution was solved on: from features by
-    `attnverify.numerics.kernel_predictor.predictor_statistics` (in the feature space where it is smaller).
-    Its factorisations are P × P, small as the solver's: one BLAS thread (`attnverify.base.blas`)."""
+    r"""$\langle f(x)\rangle$ and $\langle \delta f(x)^2\rangle$ at the solution's order parameters, on ``test``
+    (``X_test``, or ``C_test`` and ``C_test_diagonal``), given the training ``data`` the solution was solved on: from
+    features by `attnverify.numerics.kernel_predictor.predictor_statistics` (in the feature space where it is
+    smaller).
+    Its factorisations are $P \times P$, small as the solver's: one BLAS thread (`attnverify.base.blas`)."""
     with blas.threads(1):
         return _predict(declaration, solution, data, test)
 
@@ -63,9 +68,9 @@ def _predict(declaration: SaddlePointAction, solution: Solution, data: Mapping[s
 
 
 def predict_at(U, temperature: float, data: Mapping[str, Any], test: Mapping[str, Any]) -> PredictorStatistics:
-    """[`predict`][attnverify.saddle.predict.predict] at the kernel order parameter's value ``U`` (a matrix; [[q]] for a
-    scalar q) and ``temperature`` rather than at a solution's: the predictor of the renormalised kernel K(U) at any
-    point, e.g. each node of the action's quadrature
+    r"""[`predict`][attnverify.saddle.predict.predict] at the kernel order parameter's value ``U`` (a matrix; $[[q]]$
+    for a scalar $q$) and ``temperature`` rather than at a solution's: the predictor of the renormalised kernel $K(U)$
+    at any point, e.g. each node of the action's quadrature
     ([`kernel_average`][attnverify.saddle.beyond.Prediction.kernel_average])."""
     with blas.threads(1):
         return _predict_at(np.atleast_2d(np.asarray(U, dtype=float)), arguments.positive("temperature", temperature),
@@ -99,9 +104,9 @@ def _predict_at(U: np.ndarray, temperature: float, data: Mapping[str, Any],
 
 def kernel_alignment(declaration: SaddlePointAction, solution: Solution,
                      data: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-    """The renormalised kernel's principal components against the labels: its eigenvalues (descending) and the
-    fraction of |Y|² along each eigenvector, (vᵀY)²/|Y|² (figure 2d of Tiberi et al.: the renormalisation moves
-    the label's weight onto the leading components)."""
+    r"""The renormalised kernel's principal components against the labels: its eigenvalues (descending) and the
+    fraction of $\lvert Y\rvert^2$ along each eigenvector, $(v^\top Y)^2/\lvert Y\rvert^2$ (figure 2d of Tiberi et
+    al.: the renormalisation moves the label's weight onto the leading components)."""
     K = _kernels(data, _matrix(declaration, solution))
     y = arguments.array("y", data["y"], shape=(K.shape[0],))
     values, vectors = np.linalg.eigh(0.5 * (K + K.T))

@@ -19,12 +19,12 @@ from .matrix_functions import inverse, is_matrix_order_parameter, log_det
 
 
 def wishart_entropy(U, width, mean) -> sympy.Expr:
-    """(N/2)[tr(V⁻¹U) − ln det(V⁻¹U) − n] for an order parameter U (a [`positive`][attnverify.saddle.positive] scalar or
-    a [`positive_definite`][attnverify.saddle.positive_definite] matrix), the width N and the prior mean V (a scalar
-    expression, or a matrix of U's size): the module docstring's saddle-point entropy of a Gaussian weight's squared
-    norm. ln det and V⁻¹ of matrix order parameters are the solver's Cholesky atoms
-    ([`log_det`][attnverify.saddle.log_det], [`inverse`][attnverify.saddle.inverse]), so the entropy stays small for any
-    n."""
+    r"""$(N/2)\big[\operatorname{tr}(V^{-1}U) - \ln\det(V^{-1}U) - n\big]$ for an order parameter $U$ (a
+    [`positive`][attnverify.saddle.positive] scalar or a [`positive_definite`][attnverify.saddle.positive_definite]
+    matrix), the width $N$ and the prior mean $V$ (a scalar expression, or a matrix of $U$'s size): the module
+    docstring's saddle-point entropy of a Gaussian weight's squared norm. $\ln\det$ and $V^{-1}$ of matrix order
+    parameters are the solver's Cholesky atoms ([`log_det`][attnverify.saddle.log_det],
+    [`inverse`][attnverify.saddle.inverse]), so the entropy stays small for any $n$."""
     if isinstance(U, sympy.MatrixBase):
         n = U.shape[0]
         if isinstance(mean, sympy.MatrixBase):

@@ -1,9 +1,9 @@
-"""The minimum of a declared saddle-point action: from the GP point (the entropy's own minimum, the N → ∞ limit) or
-a given start, by the trust-region Newton method on the exact Hessian (`attnverify.numerics.trust_region`),
-accepted only where the saddle-point equations hold (max |∂(S/N)/∂u| ≤ tolerance) and the Hessian over the
-entries is positive definite. Where the Newton iteration from the GP point fails, continuation in N brings the
-solution down from a width near the GP limit, and, where that fails too, continuation in T from a temperature
-near it (both limits leave the entropy alone: the GP point).
+r"""The minimum of a declared saddle-point action: from the GP point (the entropy's own minimum, the $N \to \infty$
+limit) or a given start, by the trust-region Newton method on the exact Hessian (`attnverify.numerics.trust_region`),
+accepted only where the saddle-point equations hold ($\max \lvert\partial(S/N)/\partial u\rvert \le \text{tolerance}$)
+and the Hessian over the entries is positive definite. Where the Newton iteration from the GP point fails,
+continuation in $N$ brings the solution down from a width near the GP limit, and, where that fails too, continuation
+in $T$ from a temperature near it (both limits leave the entropy alone: the GP point).
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ class SaddlePointError(RuntimeError):
 
 @dataclass(frozen=True)
 class Solution:
-    """A minimum of S: ``order_parameters`` (name → float or symmetric matrix), the action S, its energy part
-    ½E and entropy 𝓛, the ``residual`` max |∂(S/N)/∂u|, the eigenvalues of ∂²(S/N)/∂u∂u', the size of one more
-    Newton step in u (``error_estimate``), and how the solver got there."""
+    r"""A minimum of $S$: ``order_parameters`` (name → float or symmetric matrix), the action $S$, its energy part
+    $\tfrac12 E$ and entropy $\mathcal{L}$, the ``residual`` $\max \lvert\partial(S/N)/\partial u\rvert$, the
+    eigenvalues of $\partial^2(S/N)/\partial u\,\partial u'$, the size of one more Newton step in $u$
+    (``error_estimate``), and how the solver got there."""
 
     order_parameters: dict
     action: float
@@ -57,15 +58,16 @@ class Solution:
         return self.order_parameters[name]
 
     def matrix(self, name: str) -> np.ndarray:
-        """The order parameter ``name`` as a 2-D array (a scalar as 1 × 1)."""
+        r"""The order parameter ``name`` as a 2-D array (a scalar as $1 \times 1$)."""
         return np.atleast_2d(np.asarray(self.order_parameters[name], dtype=float))
 
 
 def data_energy(data: Mapping[str, Any], temperature: float, *, space: str = "auto", backend=None):
-    """E = ln det(K + T·I) + Yᵀ(K + T·I)⁻¹Y for ``data``: ``C`` (kernels, (𝓗, 𝓗, P, P), or (P, P) for a scalar
-    kernel order parameter) or ``X`` (features, (P, N0, 𝓗), or (P, N0)), and the labels ``y``. On ``backend``
-    where its arrays are large enough to pay for the launches (`for_size` of the
-    larger of the data and the P × P kernel), else on the host, the data moved there once."""
+    r"""$E = \ln\det(K + T \cdot I) + Y^\top (K + T \cdot I)^{-1} Y$ for ``data``: ``C`` (kernels,
+    $(\mathcal{H}, \mathcal{H}, P, P)$, or $(P, P)$ for a scalar kernel order parameter) or ``X`` (features,
+    $(P, N_0, \mathcal{H})$, or $(P, N_0)$), and the labels ``y``. On ``backend`` where its arrays are large enough to
+    pay for the launches (`for_size` of the larger of the data and the $P \times P$ kernel), else on the host, the
+    data moved there once."""
     if not isinstance(data, Mapping) or "y" not in data or ("C" in data) == ("X" in data):
         raise ValueError("data must be a dict with the labels y and either the kernels C or the features X")
     key = "C" if "C" in data else "X"
@@ -135,8 +137,9 @@ def _start(declaration: SaddlePointAction, start) -> np.ndarray:
 
 def gp_point(declaration: SaddlePointAction, *, tolerance: float = 1e-12, max_iterations: int = 200,
              raise_on_failure: bool = True, **parameters) -> Solution:
-    """The GP limit: the minimum of the entropy 𝓛 alone (𝓛 = O(N) outweighs the energy's O(P) as N → ∞). It
-    depends on the parameter values only; the last few are kept (each solve and sweep point starts here)."""
+    r"""The GP limit: the minimum of the entropy $\mathcal{L}$ alone ($\mathcal{L} = O(N)$ outweighs the energy's
+    $O(P)$ as $N \to \infty$). It depends on the parameter values only; the last few are kept (each solve and sweep
+    point starts here)."""
     values = declaration.parameter_values(parameters)
     solution = _entropy_minimum(declaration, values, float(tolerance), int(max_iterations))
     if not (solution.converged and solution.is_minimum):
@@ -159,12 +162,13 @@ def _entropy_minimum(declaration: SaddlePointAction, values: tuple, tolerance: f
 def solve(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperature: float, start=None,
           tolerance: float = 1e-9, max_iterations: int = 500, space: str = "auto", backend=None,
           raise_on_failure: bool = True, continuation: bool = True, **parameters) -> Solution:
-    """The minimum of S = ½ ln det(K + T·I) + ½ Yᵀ(K + T·I)⁻¹Y + 𝓛 for ``data`` (see
-    [`data_energy`][attnverify.saddle.solve.data_energy]: from features X it works in the N0·𝓗-dimensional feature space
-    when N0·𝓗 < P, so an iteration's cost does not grow with P) at the parameter values given by name (the widths among
-    them) and ``temperature`` T. ``start``: name → value, or a [`Solution`][attnverify.saddle.solve.Solution] (a
-    neighbour's, for sweeps: [`attnverify.saddle.sweep`][attnverify.saddle.sweep]); by default the GP point, and, if the
-    Newton iteration from there fails, continuation in N from 10⁴ N down to N, then in T from 10⁴ T down to T
+    r"""The minimum of $S = \tfrac12 \ln\det(K + T \cdot I) + \tfrac12 Y^\top (K + T \cdot I)^{-1} Y + \mathcal{L}$ for
+    ``data`` (see [`data_energy`][attnverify.saddle.solve.data_energy]: from features $X$ it works in the
+    $N_0 \cdot \mathcal{H}$-dimensional feature space when $N_0 \cdot \mathcal{H} < P$, so an iteration's cost does not
+    grow with $P$) at the parameter values given by name (the widths among them) and ``temperature`` $T$. ``start``:
+    name → value, or a [`Solution`][attnverify.saddle.solve.Solution] (a neighbour's, for sweeps:
+    [`attnverify.saddle.sweep`][attnverify.saddle.sweep]); by default the GP point, and, if the Newton iteration from
+    there fails, continuation in $N$ from $10^4 N$ down to $N$, then in $T$ from $10^4 T$ down to $T$
     (``continuation``: True for both, "width" or "temperature" for one, False for none)."""
     if not isinstance(declaration, SaddlePointAction):
         raise TypeError(f"declaration must be a SaddlePointAction, got {type(declaration).__name__}")
@@ -241,7 +245,7 @@ def _check_temperature(action: NumericAction, entries: np.ndarray, temperature: 
 
 
 def scaled_widths(declaration: SaddlePointAction, values: tuple, width: float) -> tuple:
-    """The parameter values with every width scaled by width / max n (ratios between layers kept)."""
+    r"""The parameter values with every width scaled by $\text{width}/\max n$ (ratios between layers kept)."""
     factor = float(width) / declaration.scale(values)
     indices = set(declaration._width_indices)
     return tuple(v * factor if k in indices else v for k, v in enumerate(values))

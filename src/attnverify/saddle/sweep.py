@@ -1,12 +1,13 @@
-"""Saddle points of a declared action over a grid of widths N and temperatures T, by continuation.
+r"""Saddle points of a declared action over a grid of widths $N$ and temperatures $T$, by continuation.
 
-The data enter the action only through the energy, whose precomputation (the Gram matrix Γ = XᵀX of the feature
-space, or the checked kernels) is done once for the whole grid; each temperature shares it
+The data enter the action only through the energy, whose precomputation (the Gram matrix $\Gamma = X^\top X$ of the
+feature space, or the checked kernels) is done once for the whole grid; each temperature shares it
 (``energy.at_temperature``). The grid is solved from the widest width and the highest temperature down, toward
-the GP point (N → ∞, the entropy's minimum), where the first solve starts; every later solve starts from whichever
-of its solved neighbours (the next wider width at the same T, the same width at the next higher T) and the GP point
-has the smallest residual of the saddle-point equations, so a trust-region Newton solve takes a few steps. Every
-returned point passed the solver's own tests (residual ≤ tolerance, Hessian positive definite).
+the GP point ($N \to \infty$, the entropy's minimum), where the first solve starts; every later solve starts from
+whichever of its solved neighbours (the next wider width at the same $T$, the same width at the next higher $T$) and
+the GP point has the smallest residual of the saddle-point equations, so a trust-region Newton solve takes a few
+steps. Every returned point passed the solver's own tests ($\text{residual} \le \text{tolerance}$, Hessian positive
+definite).
 
 With a [`SolutionStore`][attnverify.saddle.store.SolutionStore], a stored solution is the start of its own solve: it is
 re-verified (no Newton step and one exact Hessian when it still solves the equations) instead of trusted, and every
@@ -30,7 +31,7 @@ from .store import SolutionStore, fingerprint
 
 @dataclass(frozen=True)
 class Sweep:
-    """Solutions on the grid ``widths`` × ``temperatures`` (as given, duplicates dropped), keyed by (N, T);
+    r"""Solutions on the grid ``widths`` $\times$ ``temperatures`` (as given, duplicates dropped), keyed by $(N, T)$;
     ``stored`` holds the keys whose solve started from the store; ``space`` is the energy's ("feature" or
     "kernel"); ``seconds`` the whole sweep's time."""
 
@@ -42,7 +43,7 @@ class Sweep:
     stored: frozenset = frozenset()
 
     def at(self, width: float, temperature: float) -> Solution:
-        """The solution at (N, T), which must be on the grid."""
+        r"""The solution at $(N, T)$, which must be on the grid."""
         key = (float(width), float(temperature))
         if key not in self.solutions:
             raise KeyError(f"(width, temperature) = {key} is not on the grid widths {self.widths} × "
@@ -79,10 +80,10 @@ def _closest_start(action: NumericAction, gp_entries: np.ndarray, candidates: li
 def sweep(declaration: SaddlePointAction, data: Mapping[str, Any], *, widths, temperatures,
           tolerance: float = 1e-9, store: SolutionStore | None = None, space: str = "auto", backend=None,
           progress: Callable[[str], None] | None = None, **parameters) -> Sweep:
-    """The minimum of the declared action at every (N, T) of ``widths`` × ``temperatures`` for ``data`` (see
-    [`data_energy`][attnverify.saddle.solve.data_energy]), the other parameters given by name. N sets the largest width;
-    an action with one width per layer gives its widths by name too, and each grid point scales them all by
-    N / max n (equal widths when they are given equal). Raises
+    r"""The minimum of the declared action at every $(N, T)$ of ``widths`` $\times$ ``temperatures`` for ``data`` (see
+    [`data_energy`][attnverify.saddle.solve.data_energy]), the other parameters given by name. $N$ sets the largest
+    width; an action with one width per layer gives its widths by name too, and each grid point scales them all by
+    $N/\max n$ (equal widths when they are given equal). Raises
     [`SaddlePointError`][attnverify.saddle.solve.SaddlePointError] for the first grid point whose solve fails."""
     if not isinstance(declaration, SaddlePointAction):
         raise TypeError(f"declaration must be a SaddlePointAction, got {type(declaration).__name__}")

@@ -187,15 +187,17 @@ class Theory:
                     ylabel: str = "value",
                     name: str | None = None, statement: str | None = None, source: str = "", expect: str = "holds",
                     examples: dict | None = None, shrink_budget: int = 40, **strategies: st.SearchStrategy):
-        """The common claim: E[``function(rng, n, **parameters)``] equals ``expected(**parameters)``.
+        r"""The common claim: $\mathbb{E}[$``function(rng, n, **parameters)``$]$ equals ``expected(**parameters)``.
 
-        ``function`` returns n i.i.d. draws, n its argument after ``rng`` (passed by position, whatever its name, so
-        that ``n`` may name a parameter); they are drawn in batches until 5 SE resolve an error of
-        ``resolution`` + ``relative``·(the size of the expected value's terms: |expected| unless they cancel)
+        ``function`` returns $n$ i.i.d. draws, $n$ its argument after ``rng`` (passed by position, whatever its name,
+        so that ``n`` may name a parameter); they are drawn in batches until 5 SE resolve an error of
+        ``resolution`` + ``relative`` $\cdot$ (the size of the expected value's terms: $\lvert\text{expected}\rvert$
+        unless they cancel)
         ([`sized_mean`][attnverify.numerics.sized.sized_mean], at most ``budget`` draws; short of it the example is
         inconclusive), then compared within 5 SE and the round-off of the derivations' terms
         ([`within_error`][attnverify.checks.evidence.within_error] with their rounding scale).
-        ``bounds=(low, high)``: the range every draw lies in (|erf·erf| ≤ 1), where it is known: every draw is
+        ``bounds=(low, high)``: the range every draw lies in
+        ($\lvert\operatorname{erf} \cdot \operatorname{erf}\rvert \le 1$), where it is known: every draw is
         checked against it, where a few rare draws carry the spread the error bar is one that holds without
         the central limit theorem (empirical Bernstein), identical draws refute only beyond what an unseen event
         within it could move, and the resolution asked of a relative ``relative`` is at most that fraction of the
@@ -205,9 +207,9 @@ class Theory:
         be given per profile (``relative={"quick": 0.01, "thorough": 0.005}``), and ``resolution`` as a function of
         the parameters (``lambda gamma, eps, **p: 1e-3 * (gamma**2 + eps**2)``); ``function`` may also take
         ``backend``: then it draws on the run's backend (numpy or cupy) from a Generator of that backend.
-        ``bias``: a stated bias budget b (a number, one per profile, or a function of the parameters, e.g.
-        ``lambda L, **p: 3 / L**2`` for an O(1/L²) remainder the expected value leaves out): the draws still resolve
-        the resolution, and the comparison allows 5 SE + b + round-off."""
+        ``bias``: a stated bias budget $b$ (a number, one per profile, or a function of the parameters, e.g.
+        ``lambda L, **p: 3 / L**2`` for an $O(1/L^2)$ remainder the expected value leaves out): the draws still resolve
+        the resolution, and the comparison allows $5\,\mathrm{SE} + b$ + round-off."""
         options_not_strategies("monte_carlo", expected=expected, resolution=resolution, relative=relative,
                                 budget=budget, bounds=bounds, bias=bias, figure=figure, xlabel=xlabel, ylabel=ylabel,
                                 name=name, statement=statement, source=source, expect=expect, examples=examples,
@@ -253,27 +255,29 @@ class Theory:
                      test_error: bool = False, figure: dict | None = None, source: str = "",
                      examples: dict | None = None, expect: dict | None = None,
                      **strategies: st.SearchStrategy):
-        """Register ``data(rng, **data_parameters) -> dict`` (the kernels ``C`` or features ``X`` and the labels
+        r"""Register ``data(rng, **data_parameters) -> dict`` (the kernels ``C`` or features ``X`` and the labels
         ``y``) for a declared [`SaddlePointAction`][attnverify.saddle.SaddlePointAction], and the claims every such
         theory gets: ``saddle_point_is_a_minimum`` (the saddle-point equations hold to 1e-9 and the Hessian is positive
         definite), ``saddle_gradient_matches_finite_differences`` (the generated gradient and Hessian against
-        central differences and their own error), ``saddle_point_approaches_gp`` (max |U(N) − U_GP| falls as 1/N:
-        log-log slope −1 ± 0.05 over the first N → 10N where the O(1/N²) term is below 10⁻² of the O(1/N) one)
+        central differences and their own error), ``saddle_point_approaches_gp``
+        ($\max \lvert U(N) - U_\text{GP}\rvert$ falls as $1/N$: log-log slope $-1 \pm 0.05$ over the first
+        $N \to 10N$ where the $O(1/N^2)$ term is below $10^{-2}$ of the $O(1/N)$ one)
         and, for each ``symmetries[label] = (data_map, order_parameter_map)``, ``symmetric_under_<label>`` (the
         solution on the transformed data is the transformed solution). With ``network`` (a function of any of the
         action's and the data function's parameters, the width an integer, returning an
         [`attnverify.saddle.network.Network`][attnverify.saddle.network.Network]) and the data's raw ``inputs``, also
         ``network_gradient_matches_finite_differences`` (its vector–Jacobian product against central differences)
         and ``sampled_networks_match_theory`` (networks sampled from the posterior have the action's own posterior
-        mean of the order parameters, [`attnverify.saddle.posterior_mean`][attnverify.saddle.posterior_mean], within z
-        MCSE + its stated error); with ``test_error`` also
+        mean of the order parameters, [`attnverify.saddle.posterior_mean`][attnverify.saddle.posterior_mean], within
+        $z$ MCSE + its stated error); with ``test_error`` also
         ``sampled_networks_generalise_as_theory``, the same for the generalisation error on the data's
         ``test_inputs`` and ``y_test`` (and ``C_test`` and ``C_test_diagonal``, or ``X_test``, for the theory): the
-        action's own posterior mean of it where the quadrature applies, else the saddle point's with an O(1/N) budget.
+        action's own posterior mean of it where the quadrature applies, else the saddle point's with an $O(1/N)$
+        budget.
         ``figure`` (with ``network``): one value for every parameter and a sequence of widths for the width, drawn as
-        each order parameter against 1/N (one figure each; a matrix by its trace): the saddle point, the action's
-        own prediction and sampled networks, the caption giving the fitted slope of log|networks − saddle| against
-        log N with its standard error.
+        each order parameter against $1/N$ (one figure each; a matrix by its trace): the saddle point, the action's
+        own prediction and sampled networks, the caption giving the fitted slope of
+        $\log\lvert\text{networks} - \text{saddle}\rvert$ against $\log N$ with its standard error.
         ``expect``: a verdict other than "holds" for some of these claims, by name (e.g.
         ``{"sampled_networks_match_theory": "refuted"}`` for an approximation the networks are known to leave).
         Strategies for every action parameter, ``temperature`` and every data parameter; ``name`` prefixes the claims'

@@ -10,9 +10,10 @@ import numpy as np
 
 @dataclass(frozen=True)
 class TheoryVsSimulation:
-    """What a figure function returns: a theory curve (``theory`` at ``theory_x``, default ``x``) against Monte
-    Carlo estimates (mean ± SE, [`Estimate`][attnverify.numerics.statistics.Estimate]) at ``x``. The report draws it
-    (error bars ± 2 SE) and puts every number in results.json. Non-finite values are refused by name."""
+    r"""What a figure function returns: a theory curve (``theory`` at ``theory_x``, default ``x``) against Monte
+    Carlo estimates ($\text{mean} \pm \mathrm{SE}$, [`Estimate`][attnverify.numerics.statistics.Estimate]) at ``x``.
+    The report draws it (error bars $\pm 2\,\mathrm{SE}$) and puts every number in results.json. Non-finite values
+    are refused by name."""
 
     x: Any
     estimates: list

@@ -25,16 +25,18 @@ from .polar import sector_estimate
 
 
 def gaussian(variable: sympy.Symbol, mean=0, variance=1) -> Tuple:
-    """The law of ``variable``: N(mean, variance), independent of the expectation's other variables."""
+    r"""The law of ``variable``: $\mathcal{N}(\text{mean}, \text{variance})$, independent of the expectation's other
+    variables."""
     if not isinstance(variable, sympy.Symbol):
         raise TypeError(f"variable must be a sympy Symbol, got {variable!r}")
     return Tuple(variable, sympy.sympify(mean), sympy.sympify(variance))
 
 
 class Expectation(sympy.Expr):
-    """𝔼[integrand] over its variables: each a [`gaussian`][attnverify.derivations.gaussian.expectation.gaussian] law
-    (evaluated by quadrature) or a plain symbol (a random variable of unspecified law; expanded by linearity in
-    `by_linearity`). All Gaussian, or all plain."""
+    r"""$\mathbb{E}[\text{integrand}]$ over its variables: each a
+    [`gaussian`][attnverify.derivations.gaussian.expectation.gaussian] law (evaluated by quadrature) or a plain
+    symbol (a random variable of unspecified law; expanded by linearity in `by_linearity`). All Gaussian, or all
+    plain."""
 
     is_commutative = True
 
