@@ -2,14 +2,16 @@
 mkdocstrings' autorefs (``[`name`][attnverify.module.name]``, a link on the API pages) or name a thing as code
 (`name`); a ``:func:`…``` left in a docstring or a page would print as text. No doctest ``<BLANKLINE>``: the docs'
 harness needs it in an expected output, a reader sees an empty line (this hook writes one before the page renders).
-After the build the hook reads every HTML page of the site and stops the build, one line per page, where either is
-left.
+No formula left as TeX: pymdownx.arithmatex's mark (``class="arithmatex"``) is what docs/hooks/math.py turns into
+MathML. After the build the hook reads every HTML page of the site and stops the build, one line per page, where any
+of these is left.
 """
 import re
 from pathlib import Path
 
 
-ROLE = re.compile(r":(?:func|meth|class|mod|data|attr|exc|obj|ref|py:\w+):(?:<code>[^<]*</code>|`[^`]*`)|&lt;BLANKLINE&gt;")
+ROLE = re.compile(r":(?:func|meth|class|mod|data|attr|exc|obj|ref|py:\w+):(?:<code>[^<]*</code>|`[^`]*`)"
+                  r'|&lt;BLANKLINE&gt;|class="arithmatex"')
 BLANKLINE = re.compile(r"^<BLANKLINE>$", re.MULTILINE)
 
 
@@ -19,7 +21,7 @@ def on_page_markdown(markdown, **kwargs):
 
 
 def raw_roles(site: Path) -> list[str]:
-    """``page: markup`` for each role (or ``<BLANKLINE>``) printed as text on the site's HTML pages."""
+    """``page: markup`` for each role, ``<BLANKLINE>`` or formula left as TeX on the site's HTML pages."""
     site = site.resolve()
     return [f"{page.relative_to(site)}: {role}" for page in sorted(site.rglob("*.html"))
             for role in ROLE.findall(page.read_text(encoding="utf-8"))]
@@ -30,5 +32,6 @@ def on_post_build(config, **kwargs):
 
     left = raw_roles(Path(config["site_dir"]))
     if left:
-        raise PluginError(f"{len(left)} reStructuredText role(s) or <BLANKLINE>(s) printed as text on the site (write "
-                          "[`name`][attnverify.module.name] or `name`): " + "; ".join(left[:20]))
+        raise PluginError(f"{len(left)} reStructuredText role(s), <BLANKLINE>(s) or formula(s) left as TeX on the site "
+                          "(write [`name`][attnverify.module.name] or `name`; $…$ for a formula): "
+                          + "; ".join(left[:20]))
