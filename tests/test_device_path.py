@@ -75,6 +75,52 @@ def cupy_evaluators_match_numpy(monkeypatch, request):
                                     "worst_relative_difference": worst}) + "\n")
 
 
+def _masked_row_sums(xp, a, b, keep, scale):
+    """Elementwise work and one reduction, the last: what a fused operation may hold."""
+    return xp.sum(xp.where(keep, xp.exp(a) * b + scale, 0.0), axis=1)
+
+
+def test_a_fused_operation_gives_numpys_values_on_cupy():
+    """`Backend.fused` on cupy (``cupy.fuse``: on a GPU compiled here, on the stand-in its operations under the
+    rules of fusion) against the same function on numpy, with broadcasting, a bool mask, a Python scalar and a
+    diagonal view among the arguments."""
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(5, 3)), rng.normal(size=(5, 3, 3))
+    keep = rng.normal(size=(5, 3)) > 0
+    results = []
+    for be in (get_backend("numpy"), _cupy()):
+        diagonal = be.xp.diagonal(be.asarray(b), axis1=1, axis2=2)
+        results.append(be.to_numpy(be.fused(_masked_row_sums)(be.asarray(a), diagonal, be.asarray(keep), 0.25)))
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-14, atol=1e-15)
+
+
+def test_the_stand_in_refuses_in_a_fused_operation_what_cupy_fuse_cannot_compile(cupy):
+    """Indexing, methods, products and in-place operators inside a fused function raise, as cupy's tracer refuses
+    them, so a fused function the stand-in runs is one cupy can compile."""
+    be = _cupy()
+    x = be.asarray(np.ones((2, 3)))
+
+    def indexing(xp, x):
+        return x[:, 0]
+
+    def method(xp, x):
+        return x.reshape(-1)
+
+    def product(xp, x):
+        return x @ x.T
+
+    def summed(xp, x):
+        return xp.einsum("ij->i", x)
+
+    def in_place(xp, x):
+        x += 1.0
+        return x
+
+    for body in (indexing, method, product, summed, in_place):
+        with pytest.raises(TypeError, match="cannot be fused"):
+            be.fused(body)(x)
+
+
 def test_a_failed_cholesky_is_refused_on_cupy_as_on_numpy():
     """cupy's default linalg='ignore' returns a factor of an indefinite matrix without a word (the stand-in: a
     finite, wrong one); ridge_attention with a ridge far below round-off must refuse it by name on both."""

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -44,6 +44,10 @@ class Backend:
         """A random generator of this backend, seeded explicitly."""
         return self.xp.random.default_rng(seed)
 
+    def fused(self, function: Callable) -> Callable:
+        """``function(xp, *arguments)`` with this backend's array module bound (`fused`)."""
+        return fused(function, self.xp)
+
     def cholesky(self, matrix: Any) -> Any:
         """The lower Cholesky factor of ``matrix`` (or of each matrix of a batch), or ``numpy.linalg.LinAlgError``
         when one is not positive definite, on either backend. cupy's default (``linalg='ignore'``) skips
@@ -68,10 +72,10 @@ class Backend:
         xp = self.xp
         if self.name != "numpy":  # a non-finite A gives a NaN diagonal or NaN norms: failed, with no check before
             factors = xp.linalg.cholesky(matrices)
-            norms = xp.sum(factors * factors, axis=2)
-            backward = (4.0 * (matrices.shape[-1] + 1) * np.finfo(np.float64).eps) * norms
-            reproduced = xp.abs(norms - xp.diagonal(matrices, axis1=1, axis2=2)) <= backward
-            failed = ~xp.all(reproduced & (xp.diagonal(factors, axis1=1, axis2=2) > 0), axis=1)
+            norms = self.fused(_row_norms)(factors)
+            failed = self.fused(_unfactored)(norms, xp.diagonal(matrices, axis1=1, axis2=2),
+                                             xp.diagonal(factors, axis1=1, axis2=2),
+                                             4.0 * (matrices.shape[-1] + 1) * float(np.finfo(np.float64).eps))
             return xp.where(failed[:, None, None], substitute, factors), failed
         failed = ~xp.all(xp.isfinite(matrices), axis=(1, 2))
         matrices = xp.where(failed[:, None, None], substitute, matrices)
@@ -156,6 +160,36 @@ class Backend:
         identity = xp.eye(factor.shape[-1]) if identity is None else identity
         lower_inverse = self.solve_lower(factor, identity, shared=True)
         return xp.swapaxes(lower_inverse, -1, -2) @ lower_inverse
+
+
+def _row_norms(xp, factors):
+    """Σ_k L_jk² for each row j of each factor (C, n, n) -> (C, n)."""
+    return xp.sum(factors * factors, axis=2)
+
+
+def _unfactored(xp, norms, diagonal, pivots, backward):
+    """For each chain (C,): whether a row's squared norm misses diag(A) by more than ``backward`` × its norm, or a
+    pivot is not positive (NaN fails both)."""
+    return xp.any(~((xp.abs(norms - diagonal) <= backward * norms) & (pivots > 0)), axis=1)
+
+
+@lru_cache(maxsize=None)
+def fused(function: Callable, xp: ModuleType) -> Callable:
+    """``function(xp, *arguments)`` with the array module ``xp`` bound: for cupy one kernel (``cupy.fuse``, made once
+    per function, compiled once per dtypes and dimensions), so ``function`` uses only elementwise operations and at
+    most one reduction, its last (no indexing, reshaping or products: pass views in); for numpy the same operations
+    one after another, the bits of the body written out."""
+    if xp is np:
+        def bound(*arguments):
+            return function(np, *arguments)
+    else:
+        def bound(*arguments):
+            return function(xp, *arguments)
+
+        bound.__name__ = function.__name__.lstrip("_")
+        return xp.fuse(kernel_name=bound.__name__)(bound)
+    bound.__name__ = function.__name__
+    return bound
 
 
 def _lower_solve_one(factor: np.ndarray, rhs: np.ndarray, transpose: bool) -> np.ndarray:

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Callable
 
 import numpy as np
 
 from ..base import arguments
-from ..base.backend import Backend, array_module, on_device, to_numpy
+from ..base.backend import Backend, array_module, fused, on_device, to_numpy
 from .hmc_adaptation import (ACCEPTANCE_FLOOR, ADAPTATIONS, DualAveraging, TrajectoryLengthAdaptation,
                              adaptation_windows, chees_gradient, van_der_corput)
 
@@ -82,26 +83,34 @@ def leapfrog(x, p, gradient, step, steps: int, potential_and_gradient: Potential
     for the kinetic energy $p^\top M^{-1} p/2$ with diagonal ``inverse_mass`` $M^{-1}$ (d,) (or 1, the identity).
 
     Returns $(x, p, \Phi(x), \nabla\Phi(x))$ at the end of the trajectory. Every operation is one array operation over
-    all chains: a step costs the potential's own operations plus four ($x \mathrel{+}= \varepsilon M^{-1}p$,
-    $p \mathrel{-}= \varepsilon\nabla\Phi$, two each), two of which allocate: the momentum is a new array from the
-    first half kick on, updated in place after it, and the position a new array every step ($\varepsilon M^{-1}p$, to
-    which $x$ is added: the same bits as $x + \varepsilon M^{-1}p$), since the potential may keep it
-    (e.g. return it as its gradient). ``x``, ``p`` and ``gradient`` are left as they are.
+    all chains: a step costs the potential's own operations plus two fused ones (one kernel each on cupy), the drift
+    $x + \varepsilon M^{-1}p$ and the kick $p - \varepsilon\nabla\Phi$, each a new array (the potential may keep
+    its $x$, e.g. return it as its gradient). ``x``, ``p`` and ``gradient`` are left as they are.
     """
     eps = step[:, None]
     half = 0.5 * eps
     velocity = eps if _identity(inverse_mass) else eps * inverse_mass  # ε M⁻¹: (C, 1) for M = I, else (C, d)
-    p = p - half * gradient
+    xp = array_module(x)
+    drift, kick = fused(_drift, xp), fused(_kick, xp)
+    p = kick(p, half, gradient)
     potential = None
     for k in range(steps):
-        moved = velocity * p
-        moved += x
-        x = moved
+        x = drift(x, velocity, p)
         potential, gradient = potential_and_gradient(x)
         if k < steps - 1:
-            p -= eps * gradient
-    p -= half * gradient
+            p = kick(p, eps, gradient)
+    p = kick(p, half, gradient)
     return x, p, potential, gradient
+
+
+def _drift(xp, x, velocity, p):
+    r"""$x + \varepsilon M^{-1}p$, as $\varepsilon M^{-1}p + x$."""
+    return velocity * p + x
+
+
+def _kick(xp, p, size, gradient):
+    r"""$p - \varepsilon\nabla\Phi$ for the (half) step ``size``."""
+    return p - size * gradient
 
 
 def _identity(inverse_mass) -> bool:
@@ -109,49 +118,55 @@ def _identity(inverse_mass) -> bool:
     return isinstance(inverse_mass, (int, float)) and inverse_mass == 1
 
 
-def _kinetic(p, inverse_mass, xp, *, scratch: bool = False):
-    """½ pᵀM⁻¹p per chain (C,), the same operations in the same order as ``0.5 * sum(M⁻¹ * p * p, axis=1)``, so the
-    same bits, with fewer arrays: a product by the identity is left out and the rest is done in place; with
-    ``scratch`` ``p`` itself is squared in place (the caller no longer needs it)."""
-    if _identity(inverse_mass):
-        if scratch:
-            p *= p
-            squared = p
-        else:
-            squared = p * p
-    else:
-        squared = inverse_mass * p
-        squared *= p
-    energy = xp.sum(squared, axis=1)
-    energy *= 0.5
-    return energy
+def _kinetic_energy(xp, p):
+    """½|p|² per chain (C,), as Σ ½p²: halving is exact, so the bits of ½Σp²."""
+    return xp.sum(0.5 * (p * p), axis=1)
+
+
+def _weighted_kinetic_energy(xp, inverse_mass, p):
+    """½ pᵀM⁻¹p per chain (C,) for a diagonal M⁻¹ (d,), as Σ ½(M⁻¹p)p."""
+    return xp.sum(0.5 * ((inverse_mass * p) * p), axis=1)
+
+
+def _energy_error(xp, kinetic, potential, start_kinetic, start_potential):
+    """ΔH = (K₁ + Φ₁) − (K₀ + Φ₀) per chain, +∞ where it is not finite (an overflowing trajectory, rejected)."""
+    energy_error = (kinetic + potential) - (start_kinetic + start_potential)
+    return xp.where(xp.isfinite(energy_error), energy_error, xp.inf)
+
+
+def _acceptance_probability(xp, energy_error):
+    """min(1, exp(−ΔH))."""
+    return xp.exp(xp.minimum(0.0, -energy_error))
+
+
+def _accepts(xp, uniform, energy_error):
+    """Metropolis–Hastings: ln u < min(0, −ΔH) for u ~ U(0, 1)."""
+    return xp.log(uniform) < xp.minimum(0.0, -energy_error)
 
 
 def hmc_transition(x, potential, gradient, step, steps: int, potential_and_gradient: PotentialAndGradient,
                    rng, backend: Backend, inverse_mass=1.0):
     r"""One HMC transition for every chain, momentum $p \sim \mathcal{N}(0, M)$ with diagonal $M = 1/$``inverse_mass``.
-    Returns ($x$, $\Phi$, $\nabla\Phi$, TransitionStats)."""
+    Returns ($x$, $\Phi$, $\nabla\Phi$, TransitionStats). Its bookkeeping (kinetic energies, $\Delta H$, acceptance)
+    is fused operations: one kernel each on cupy, whatever the chains."""
     xp = backend.xp
     p0 = rng.standard_normal(x.shape)
-    if not _identity(inverse_mass):
+    if _identity(inverse_mass):
+        kinetic = backend.fused(_kinetic_energy)
+    else:
         p0 /= xp.sqrt(inverse_mass)
+        kinetic = partial(backend.fused(_weighted_kinetic_energy), inverse_mass)
     with np.errstate(over="ignore", invalid="ignore"):  # a diverging trajectory overflows; it is rejected
         x1, p1, potential1, gradient1 = leapfrog(x, p0, gradient, step, steps, potential_and_gradient, inverse_mass)
-        # ΔH = (Φ₁ + K₁) − (Φ₀ + K₀), accumulated in place in the new kinetic energies (p0 is not needed after them)
-        energy_error = _kinetic(p1, inverse_mass, xp)
-        energy_error += potential1
-        start = _kinetic(p0, inverse_mass, xp, scratch=True)
-        start += potential
-        energy_error -= start
-    energy_error = xp.where(xp.isfinite(energy_error), energy_error, xp.inf)
-    log_accept = xp.minimum(0.0, -energy_error)
-    accepted = xp.log(rng.uniform(size=x.shape[0])) < log_accept
+        energy_error = backend.fused(_energy_error)(kinetic(p1), potential1, kinetic(p0), potential)
+    accepted = backend.fused(_accepts)(rng.uniform(size=x.shape[0]), energy_error)
     divergent = energy_error > DIVERGENCE
     keep = accepted[:, None]
     x = xp.where(keep, x1, x)
     gradient = xp.where(keep, gradient1, gradient)
     potential = xp.where(accepted, potential1, potential)
-    stats = TransitionStats(xp.exp(log_accept), accepted, divergent, energy_error, x1, p1, steps)
+    stats = TransitionStats(backend.fused(_acceptance_probability)(energy_error), accepted, divergent, energy_error,
+                            x1, p1, steps)
     return x, potential, gradient, stats
 
 
@@ -204,6 +219,11 @@ def _step_size_search(x, potential, gradient, potential_and_gradient: PotentialA
                 return step, float(median)
         step = xp.where(settled, step, step * factor)
     return step, None
+
+
+def _jitter_factor(xp, uniform, jitter):
+    """1 + jitter·(2u − 1), as ((2u − 1)·jitter) + 1."""
+    return (uniform * 2.0 - 1.0) * jitter + 1.0
 
 
 MASS_MATRICES = ("identity", "diagonal")
@@ -288,13 +308,8 @@ class HMCKernel:
         return replace(state, inverse_mass=inverse_mass, window=(), adaptation=adaptation)
 
     def _jitter(self, rng, chains: int):
-        """The step factors 1 + jitter·(2u − 1), u ~ U(0, 1) (C,), computed in place on u (the same bits)."""
-        factor = rng.uniform(size=chains)
-        factor *= 2.0
-        factor -= 1.0
-        factor *= self.jitter
-        factor += 1.0
-        return factor
+        """The step factors 1 + jitter·(2u − 1), u ~ U(0, 1) (C,), in one fused operation."""
+        return self.backend.fused(_jitter_factor)(rng.uniform(size=chains), self.jitter)
 
     def transition(self, state: KernelState, x, potential, gradient, potential_and_gradient: PotentialAndGradient,
                    rng) -> tuple[KernelState, Any, Any, Any, TransitionStats]:

@@ -17,6 +17,11 @@ What it holds the code to, as cupy 13 does:
   that is not positive definite returns a finite, wrong factor, and ``linalg.solve`` of a singular one a finite,
   wrong answer.
 - ``created()`` counts the device arrays made so far, so a test can ask whether a path reached the device.
+- ``fuse`` runs the function as one kernel would: it makes one new array per output, and the arrays its operations
+  make in between are not counted (``fusing()`` says a fused function is running, for a test that counts arrays).
+  Inside it only what ``cupy.fuse`` compiles is allowed: elementwise ufuncs and operators, ``where``, and the
+  reductions ``sum``, ``prod``, ``amax``, ``amin``, ``all``, ``any``; indexing, methods (``reshape``, …), in-place
+  operators, ``matmul``, ``einsum`` and ``linalg`` raise TypeError, as cupy's tracer refuses them.
 
 What it cannot check: CUDA kernels and their compilation, device memory and its limits, transfers' cost,
 speed, streams and asynchrony, cuSOLVER's and cuBLAS's rounding (it computes with numpy's LAPACK, so results
@@ -33,6 +38,7 @@ __version__ = "13.0.0-standin"
 STANDIN = True
 
 _CREATED = [0]
+_FUSING = [0]
 
 
 def created() -> int:
@@ -88,7 +94,7 @@ class ndarray:
         if not isinstance(array, _np.ndarray):
             raise TypeError("cupy stand-in: ndarray wraps a numpy array; use cupy.asarray")
         self._a = array
-        _CREATED[0] += 1
+        _CREATED[0] += not _FUSING[0]
 
     # the host boundary
     def __array__(self, *args, **kwargs):
@@ -157,9 +163,11 @@ class ndarray:
         return (ndarray(_np.asarray(row)) for row in self._a)
 
     def __getitem__(self, key):
+        _outside_fusion("indexing")
         return _wrap(self._a[_unwrap(key, host_ok=True)])
 
     def __setitem__(self, key, value):
+        _outside_fusion("item assignment")
         self._a[_unwrap(key, host_ok=True)] = _unwrap(value, host_ok=True)
 
     # arithmetic: another operand that is a host numpy array is refused
@@ -204,6 +212,7 @@ class ndarray:
 
     def __getattr__(self, name):
         if name in ndarray._METHODS:
+            _outside_fusion(f"ndarray.{name}")
             method = getattr(self._a, name)
 
             def call(*args, **kwargs):
@@ -233,12 +242,15 @@ def _binary_operator(name):
     operation = getattr(operator, name)
 
     def forward(self, other):
+        if name == "matmul":
+            _outside_fusion("matmul")
         return self._binary(other, operation)
 
     def reflected(self, other):
         return self._binary(other, operation, reflected=True)
 
     def inplace(self, other):
+        _outside_fusion(f"the in-place operator of {name}")
         if isinstance(other, _np.ndarray):
             _refuse_host(other)
         self._a[...] = operation(self._a, _unwrap(other))
@@ -261,11 +273,53 @@ ndarray.__module__ = "cupy"
 
 def _function(name, numpy_function, *, host_ok=False):
     def function(*args, **kwargs):
+        if _FUSING[0] and not (isinstance(numpy_function, _np.ufunc) or name in _FUSED_FUNCTIONS):
+            _outside_fusion(f"cupy.{name}")
         return _wrap(numpy_function(*_unwrap(args, host_ok=host_ok), **_unwrap(kwargs, host_ok=host_ok)))
 
     function.__name__ = function.__qualname__ = name
     function.__module__ = "cupy"
     return function
+
+
+_FUSED_FUNCTIONS = ("where", "sum", "prod", "amax", "amin", "max", "min", "all", "any")
+"""What a fused function may call besides ufuncs (cupy.fuse's elementwise ``where`` and its reductions)."""
+
+
+def _outside_fusion(what: str) -> None:
+    if _FUSING[0]:
+        raise TypeError(f"cupy stand-in: {what} cannot be fused (cupy.fuse compiles elementwise operations and "
+                        "reductions only)")
+
+
+def fusing() -> bool:
+    """Whether a fused function is running (its operations are one kernel: the arrays they make are not launches)."""
+    return _FUSING[0] > 0
+
+
+def fuse(*args, kernel_name=None):
+    """``cupy.fuse``: the function's operations as one kernel (module docstring); as a decorator, with or without
+    arguments."""
+
+    def decorate(function):
+        def fused(*arguments):
+            if not builtins.any(isinstance(a, ndarray) for a in arguments):
+                return function(*arguments)  # cupy.fuse runs the plain function on host values
+            _FUSING[0] += 1
+            try:
+                result = function(*arguments)
+            finally:
+                _FUSING[0] -= 1
+            if isinstance(result, tuple):
+                return tuple(ndarray(_np.array(_unwrap(r))) for r in result)
+            return ndarray(_np.array(_unwrap(result)))
+
+        fused.__name__ = kernel_name or getattr(function, "__name__", "fused")
+        return fused
+
+    if len(args) == 1 and callable(args[0]) and kernel_name is None:
+        return decorate(args[0])
+    return decorate
 
 
 # array creation: host data may come in (a transfer)

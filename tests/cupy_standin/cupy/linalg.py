@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as _np
 
-from . import _function, _unwrap, _wrap, ndarray
+from . import _function, _outside_fusion, _unwrap, _wrap, ndarray
 
 
 def _cholesky_ignoring_failure(a: _np.ndarray) -> _np.ndarray:
@@ -36,12 +36,14 @@ def _raising() -> bool:
 
 
 def cholesky(a):
+    _outside_fusion("linalg.cholesky")
     if _raising():  # under cupyx.errstate(linalg='raise'): numpy's LinAlgError, as cupy raises it
         return ndarray(_np.linalg.cholesky(_unwrap(a)))
     return ndarray(_cholesky_ignoring_failure(_unwrap(a)))
 
 
 def solve(a, b):
+    _outside_fusion("linalg.solve")
     a, b = _unwrap(a), _unwrap(b)
     if _raising():
         return _wrap(_np.linalg.solve(a, b))
