@@ -21,6 +21,8 @@ import sympy
 from scipy.linalg import cho_solve
 from sympy.core.symbol import Str
 
+from ..base.backend import get_backend
+
 
 @functools.lru_cache(maxsize=None)
 def triangle(n: int, upper: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -188,6 +190,7 @@ class MatrixAtoms:
         self.count = int(log_det_used) + len(self.inverse)
         self.rows, self.cols = triangle(size)
         self._weight = np.where(self.rows == self.cols, 1.0, 2.0)
+        self._identity = np.eye(size)
 
     def evaluate(self, U: np.ndarray):
         """(a, J = ∂a/∂u, W = U⁻¹) at U; LinAlgError where U has no Cholesky factor (outside the domain)."""
@@ -210,15 +213,14 @@ class MatrixAtoms:
 
     def evaluate_each(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(a (C, count), J = ∂a/∂u (C, count, k)) for a batch of U = RRᵀ given by their lower Cholesky factors R
-        (C, n, n), as `evaluate` matrix by matrix (W = R⁻ᵀR⁻¹, R⁻¹ by one batched inversion of the small
-        triangular factors); NaN for a factor that is not finite or whose diagonal is not above 1e-150 (U there is
-        singular to float64's range: what uses this, HMC on the action, gives such a chain no weight)."""
+        (C, n, n), as `evaluate` matrix by matrix (W = R⁻ᵀR⁻¹ from the factors: `Backend.cholesky_inverse`); NaN for
+        a factor that is not finite or whose diagonal is not above 1e-150 (U there is singular to float64's range:
+        what uses this, HMC on the action, gives such a chain no weight)."""
         chains, n = R.shape[0], self.size
         diagonal = np.diagonal(R, axis1=1, axis2=2)
         outside = ~(np.all(np.isfinite(R), axis=(1, 2)) & np.all(diagonal > 1e-150, axis=1))
-        R = np.where(outside[:, None, None], np.eye(n), R)
-        lower_inverse = np.tril(np.linalg.inv(R))
-        W = lower_inverse.transpose(0, 2, 1) @ lower_inverse
+        R = np.where(outside[:, None, None], self._identity, R)
+        W = get_backend("numpy").cholesky_inverse(R, self._identity)
         W = 0.5 * (W + W.transpose(0, 2, 1))
         values, rows = [], []
         if self.log_det:

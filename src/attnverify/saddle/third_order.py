@@ -128,8 +128,10 @@ class Term:
             blocks.append((slices[op.name], J))
         a = np.concatenate(atoms, axis=1) if atoms else np.zeros((chains, 0))
         with np.errstate(all="ignore"):
-            out = self._first(*u.T, *a.T, *parameters)
-            out = np.stack([np.broadcast_to(np.asarray(x, dtype=float), (chains,)) for x in out])
+            values = self._first(*u.T, *a.T, *parameters)
+            out = np.empty((len(values), chains))
+            for row, value in zip(out, values):  # a constant derivative fills its row
+                row[...] = value
         gradient, start = out[1:1 + self.n].T.copy(), 1 + self.n
         for part, J in blocks:
             gradient[:, part] += np.einsum("cmk,cm->ck", J, out[start:start + J.shape[1]].T)
