@@ -41,7 +41,7 @@ def _one_hidden_layer(P: int):
                                       backend="cupy")]
 
 
-def _count_allocations(cupy, monkeypatch) -> dict:
+def _count_launches(cupy, monkeypatch) -> dict:
     """``{"allocated": n, "written": m}``: the device arrays allocated from now on (a view allocates nothing and
     launches nothing on a GPU, so views are left out; a fused operation's arrays in between are its one kernel's, so
     only its result counts), and the writes into existing arrays (in-place operators, a ufunc's ``out=``, item
@@ -73,7 +73,7 @@ def _count_allocations(cupy, monkeypatch) -> dict:
 def _per_step(cupy, monkeypatch, posterior, chains: int) -> tuple[int, int, int]:
     """(arrays created, arrays allocated, launches: allocated and written) by one more leapfrog step: a trajectory of
     2 steps less one of 1."""
-    counts = _count_allocations(cupy, monkeypatch)
+    counts = _count_launches(cupy, monkeypatch)
     rng = cupy.random.default_rng(0)
     x, p = 0.3 * rng.standard_normal((chains, posterior.size)), rng.standard_normal((chains, posterior.size))
     _, gradient = posterior.potential_and_gradient(x)
@@ -151,7 +151,7 @@ def test_a_whole_run_launches_at_most_50_kernels_a_leapfrog_step_and_reads_once_
     ~100 leapfrog steps and 18 iterations, and a warm-up iteration's launches (~40, most of them ChEES's sums) over its
     ~6 leapfrog steps; in longer runs, and with longer trajectories, both weigh less. The public samplers' default
     ``progress=None`` is what is counted: a progress callback adds two reads 20 times a run."""
-    counts = _count_allocations(cupy, monkeypatch)
+    counts = _count_launches(cupy, monkeypatch)
     syncs = host_synchronisations
     per_step, reads = {}, {}
     for chains in (64, 512, 2048):

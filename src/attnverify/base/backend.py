@@ -20,6 +20,11 @@ ENVIRONMENT_VARIABLE = "ATTNVERIFY_BACKEND"
 BACKEND_NAMES = ("numpy", "cupy")
 
 
+CHAIN_BY_CHAIN = 64
+"""Above this matrix size a batch of triangular solves or inverses runs on numpy chain by chain through LAPACK, whose
+arithmetic then outweighs a Python loop over the chains; at or below it, one batched call."""
+
+
 class BackendUnavailable(RuntimeError):
     """The requested array backend cannot run on this machine."""
 
@@ -103,16 +108,16 @@ class Backend:
     def solve_lower(self, factor: Any, rhs: Any, *, transpose: bool = False, shared: bool = False) -> Any:
         """L⁻¹B (or L⁻ᵀB) for a batch of lower-triangular L (C, n, n) and B (C, n, …), or one B (n, …) for all
         when ``shared``; for one L (n, n) and B (n, k) or (n,), one triangular solve (on numpy
-        `_lower_solve_one`). For a batch with n > 64, triangular solves chain by chain (n²k flops for k
-        right-hand sides; ``xp.linalg.solve`` would factorise L again by LU, ≈ 2n²k + ⅔n³); for small n, where a
-        Python loop over many chains costs more than the arithmetic, one batched ``xp.linalg.solve``; on cupy
+        `_lower_solve_one`). For a batch with n > `CHAIN_BY_CHAIN` on numpy, triangular solves chain by chain (n²k
+        flops for k right-hand sides; ``xp.linalg.solve`` would factorise L again by LU, ≈ 2n²k + ⅔n³); for small n,
+        where a Python loop over many chains costs more than the arithmetic, one batched ``xp.linalg.solve``; on cupy
         always the batched solve, whose launches do not grow with the chains."""
         xp = self.xp
         if factor.ndim == 2:
             if self.name == "numpy":
                 return _lower_solve_one(factor, rhs, transpose)
             return self.solve_triangular(factor, rhs, lower=True, trans=1 if transpose else 0)
-        if factor.shape[-1] <= 64 or self.name != "numpy":
+        if factor.shape[-1] <= CHAIN_BY_CHAIN or self.name != "numpy":
             L = xp.swapaxes(factor, -1, -2) if transpose else factor
             B = xp.broadcast_to(rhs, factor.shape[:1] + rhs.shape) if shared else rhs
             vector = B.ndim == factor.ndim - 1
@@ -136,12 +141,12 @@ class Backend:
     def cholesky_inverse(self, factor: Any, identity: Any = None) -> Any:
         """A⁻¹ for each lower Cholesky factor L of A = LLᵀ in a batch (C, n, n): the matrix itself, where a formula
         needs A⁻¹ (not A⁻¹B, which `solve_lower` gives); L is zero above its diagonal, as a factorisation gives
-        it. For n > 64 on numpy LAPACK's ``potri`` chain by chain
+        it. For n > `CHAIN_BY_CHAIN` on numpy LAPACK's ``potri`` chain by chain
         (⅔n³ flops: L⁻¹, then L⁻ᵀL⁻¹ on its triangle); otherwise L⁻¹ by one batched solve and L⁻ᵀL⁻¹ by one
         batched product (3n³ flops in two operations, whose launches do not grow with the chains on cupy), against
         ``identity`` (n, n) when the caller keeps one."""
         xp = self.xp
-        if self.name == "numpy" and factor.shape[-1] > 64:
+        if self.name == "numpy" and factor.shape[-1] > CHAIN_BY_CHAIN:
             from scipy.linalg import LinAlgError, get_lapack_funcs
 
             (potri,) = get_lapack_funcs(("potri",), (factor,))
