@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import fields, is_dataclass
+from dataclasses import MISSING, field, fields, is_dataclass
 from numbers import Integral, Real
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from scipy.linalg import cho_factor, lapack
@@ -191,6 +191,38 @@ def flag(name: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {_shown(value)}")
     return bool(value)
+
+
+# --------------------------------------------------------------------------- declared fields
+
+_CHECK = "attnverify.check"
+
+
+def checked(rule: Callable[..., Any], *args: Any, default: Any = MISSING, named: str | None = None,
+            optional: bool = False, **kwargs: Any) -> Any:
+    """A dataclass field checked by ``rule(name, value, *args, **kwargs)``, a check of this module (`integer`,
+    `real`, `one_of`, …) whose result becomes the field's value; ``named``: the name a refusal gives (the field's
+    by default); ``optional``: None passes unchecked. A `Checked` dataclass runs the rules."""
+    return field(default=default, metadata={_CHECK: (rule, args, kwargs, named, optional)})
+
+
+class Checked:
+    """A dataclass (frozen or not) whose `checked` fields are checked once, when it is made, in their order, each
+    replaced by what its rule returns; then ``_check_fields``, where a class defines what relates its fields."""
+
+    def __post_init__(self) -> None:
+        for declared in fields(self):
+            check = declared.metadata.get(_CHECK)
+            if check is None:
+                continue
+            rule, args, kwargs, named, optional = check
+            value = getattr(self, declared.name)
+            if not (optional and value is None):
+                object.__setattr__(self, declared.name, rule(named or declared.name, value, *args, **kwargs))
+        self._check_fields()
+
+    def _check_fields(self) -> None:
+        """What relates the fields, checked after each field's own rule (nothing, unless a class says)."""
 
 
 # --------------------------------------------------------------------------- objects

@@ -21,6 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..base import arguments
+from ..base.arguments import checked
 from ..base.backend import array_module, to_numpy
 from .statistics import TAIL_DRAWS, Estimate, RunningMoments, checked_bounds, confidence_of
 
@@ -53,24 +54,16 @@ class SizedEstimate(Estimate):
     is not trusted and a finite range is stated, the empirical-Bernstein bound.
     """
 
-    resolution: float = math.inf
-    z: float = 5.0
-    bias_budget: float = 0.0
-    reached: bool = False
-    budget: int = 2
-    batches: tuple[int, ...] = ()
-    draws_needed: int = 0
+    resolution: float = checked(arguments.positive, named="SizedEstimate.resolution", default=math.inf)
+    z: float = checked(arguments.nonnegative, named="SizedEstimate.z", default=5.0)
+    bias_budget: float = checked(arguments.nonnegative, named="SizedEstimate.bias_budget", default=0.0)
+    reached: bool = checked(arguments.flag, named="SizedEstimate.reached", default=False)
+    budget: int = checked(arguments.integer, 2, named="SizedEstimate.budget", default=2)
+    batches: tuple[int, ...] = checked(arguments.integers, 1, named="SizedEstimate.batches", default=())
+    draws_needed: int = checked(arguments.integer, 0, named="SizedEstimate.draws_needed", default=0)
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        set_ = object.__setattr__
-        set_(self, "resolution", arguments.positive("SizedEstimate.resolution", self.resolution))
-        set_(self, "z", arguments.nonnegative("SizedEstimate.z", self.z))
-        set_(self, "bias_budget", arguments.nonnegative("SizedEstimate.bias_budget", self.bias_budget))
-        set_(self, "reached", arguments.flag("SizedEstimate.reached", self.reached))
-        set_(self, "budget", arguments.integer("SizedEstimate.budget", self.budget, 2))
-        set_(self, "batches", arguments.integers("SizedEstimate.batches", self.batches, 1))
-        set_(self, "draws_needed", arguments.integer("SizedEstimate.draws_needed", self.draws_needed, 0))
+    def _check_fields(self) -> None:
+        super()._check_fields()
         if sum(self.batches) != self.samples:
             raise ValueError(f"SizedEstimate.batches must add up to samples = {self.samples}, got {self.batches}")
         if self.reached != (self.achieved <= self.resolution and self.decides):

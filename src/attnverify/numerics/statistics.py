@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..base import arguments
+from ..base.arguments import checked
 from ..base.backend import to_numpy
 
 
@@ -53,7 +54,7 @@ def checked_bounds(name: str, value) -> tuple[float, float] | None:
 
 
 @dataclass(frozen=True)
-class Estimate:
+class Estimate(arguments.Checked):
     r"""A Monte Carlo estimate: sample ``mean``, its ``standard_error``, and the sample count.
 
     ``magnitude`` (optional) is the mean of $\lvert x\rvert$ over the draws, the scale of the terms that were summed
@@ -66,30 +67,18 @@ class Estimate:
     [`bernstein`][attnverify.numerics.statistics.Estimate.bernstein], can decide where the spread is not trusted).
     """
 
-    mean: float
-    standard_error: float
-    samples: int
-    magnitude: float | None = None
-    identical: bool = False
-    low: float | None = None
-    high: float | None = None
-    tail_draws: float | None = None
-    bounds: tuple[float, float] | None = None
+    mean: float = checked(arguments.real, named="Estimate.mean")
+    standard_error: float = checked(arguments.nonnegative, named="Estimate.standard_error")
+    samples: int = checked(arguments.integer, 1, named="Estimate.samples")
+    magnitude: float | None = checked(arguments.nonnegative, named="Estimate.magnitude", optional=True, default=None)
+    identical: bool = checked(arguments.flag, named="Estimate.identical", default=False)
+    low: float | None = checked(arguments.real, named="Estimate.low", optional=True, default=None)
+    high: float | None = checked(arguments.real, named="Estimate.high", optional=True, default=None)
+    tail_draws: float | None = checked(arguments.nonnegative, named="Estimate.tail_draws", optional=True,
+                                       default=None)
+    bounds: tuple[float, float] | None = checked(checked_bounds, named="Estimate.bounds", default=None)
 
-    def __post_init__(self) -> None:
-        set_ = object.__setattr__
-        set_(self, "mean", arguments.real("Estimate.mean", self.mean))
-        set_(self, "standard_error", arguments.nonnegative("Estimate.standard_error", self.standard_error))
-        set_(self, "samples", arguments.integer("Estimate.samples", self.samples, 1))
-        if self.magnitude is not None:
-            set_(self, "magnitude", arguments.nonnegative("Estimate.magnitude", self.magnitude))
-        set_(self, "identical", arguments.flag("Estimate.identical", self.identical))
-        for name in ("low", "high"):
-            if getattr(self, name) is not None:
-                set_(self, name, arguments.real(f"Estimate.{name}", getattr(self, name)))
-        if self.tail_draws is not None:
-            set_(self, "tail_draws", arguments.nonnegative("Estimate.tail_draws", self.tail_draws))
-        set_(self, "bounds", checked_bounds("Estimate.bounds", self.bounds))
+    def _check_fields(self) -> None:
         if self.bounds is not None:
             low, high = self.bounds
             for name, value in (("mean", self.mean), ("low", self.low), ("high", self.high)):

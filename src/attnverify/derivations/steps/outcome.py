@@ -8,6 +8,8 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Iterable
 
+from ...base.arguments import Checked, checked, one_of
+
 
 OUTCOMES = ("symbolic", "numeric", "failed", "definition", "assumption", "condition", "unchecked")
 """The outcome of a step: proved symbolically, agrees numerically, fails at a shown point, marked (a definition or an
@@ -15,7 +17,7 @@ assumption), a condition a later step solves, or unchecked."""
 
 
 @dataclass(frozen=True)
-class StepCheck:
+class StepCheck(Checked):
     """The outcome of a step (or of one comparison): ``outcome`` (`OUTCOMES`), a sentence, the earlier step
     it was compared with (1-based), and for a numeric check the points, the fewest agreeing digits (no more than
     the numeric evaluation of the sides established: ``limited`` when a quadrature's error estimate, not the
@@ -23,7 +25,7 @@ class StepCheck:
     ``cut`` names the time safety net that cut an attempt short ("" where none did): such an outcome may differ on
     another machine, so it is never kept on disk."""
 
-    outcome: str
+    outcome: str = checked(one_of, OUTCOMES)
     detail: str
     against: int | None = None
     points: int = 0
@@ -32,10 +34,6 @@ class StepCheck:
     values: tuple = ()
     limited: bool = False
     cut: str = ""
-
-    def __post_init__(self):
-        if self.outcome not in OUTCOMES:
-            raise ValueError(f"outcome must be one of {OUTCOMES}, got {self.outcome!r}")
 
     @property
     def failed(self) -> bool:

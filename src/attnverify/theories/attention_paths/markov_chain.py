@@ -31,6 +31,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ...base import arguments
+from ...base.arguments import Checked, checked
 from ...base.arguments import integer as _integer
 from .features import attention_matrix, path_features
 
@@ -89,7 +90,7 @@ def _generator(name: str, seed: Any) -> np.random.Generator:
 
 
 @dataclass(frozen=True)
-class MarkovChainTask:
+class MarkovChainTask(Checked):
     """Configuration of the hidden-Markov-chain task and its heads (spec §4.1; defaults = Fig. 2c).
 
     ``tokens`` S (chain length, without BOS), ``features`` F = N0_feat (even), ``p_a`` / ``p_b`` stay
@@ -99,27 +100,19 @@ class MarkovChainTask:
     the random-head ``perturbation`` p.
     """
 
-    tokens: int = 30
-    features: int = 200
-    p_a: float = 0.7
-    p_b: float = 0.3
-    noise_along_difference: float = 1.0
-    noise_along_sum: float = 1.0
-    out_of_plane_noise: float = 1.0
-    beta: float = 10.0
-    perturbation: float = 1.0
+    tokens: int = checked(_integer, 1, default=30)
+    features: int = checked(_integer, 2, default=200)
+    p_a: float = checked(arguments.real, low=0.0, high=1.0, default=0.7)
+    p_b: float = checked(arguments.real, low=0.0, high=1.0, default=0.3)
+    noise_along_difference: float = checked(arguments.nonnegative, default=1.0)
+    noise_along_sum: float = checked(arguments.nonnegative, default=1.0)
+    out_of_plane_noise: float = checked(arguments.nonnegative, default=1.0)
+    beta: float = checked(arguments.nonnegative, default=10.0)
+    perturbation: float = checked(arguments.nonnegative, default=1.0)
 
-    def __post_init__(self) -> None:
-        set_ = object.__setattr__
-        set_(self, "tokens", _integer("tokens", self.tokens, 1))
-        features = _integer("features", self.features, 2)
-        if features % 2:
-            raise ValueError(f"features must be even (v_± fill one half each), got {features}")
-        set_(self, "features", features)
-        for name in ("p_a", "p_b"):
-            set_(self, name, arguments.real(name, getattr(self, name), low=0.0, high=1.0))
-        for name in ("noise_along_difference", "noise_along_sum", "out_of_plane_noise", "beta", "perturbation"):
-            set_(self, name, arguments.nonnegative(name, getattr(self, name)))
+    def _check_fields(self) -> None:
+        if self.features % 2:
+            raise ValueError(f"features must be even (v_± fill one half each), got {self.features}")
 
     @property
     def sequence_length(self) -> int:

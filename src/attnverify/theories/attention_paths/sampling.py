@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ...base import arguments, blas
+from ...base.arguments import Checked, checked, integer, one_of, real
 from ...numerics.diagnostics import ChainSummary, summarize
 from ...numerics.hmc import MASS_MATRICES
 from ...numerics.statistics import Estimate
@@ -37,29 +38,19 @@ from .posterior import NetworkPosterior, Weights
 
 
 @dataclass(frozen=True)
-class SamplerSettings:
+class SamplerSettings(Checked):
     """How to sample: chains, warm-up and kept draws per chain, HMC trajectory and target acceptance, and
     the mass matrix ("identity" in prior-whitened coordinates, or "diagonal", adapted in warm-up)."""
 
-    chains: int = 4
-    warmup: int = 500
-    draws: int = 500
-    trajectory_length: float = math.pi / 2
-    target_acceptance: float = 0.8
-    max_leapfrog: int = 1024
-    step_jitter: float = 0.1
-    mass_matrix: str = "identity"
-
-    def __post_init__(self) -> None:
-        set_ = object.__setattr__
-        # at least 2 chains for R-hat and 4 draws for split R-hat/ESS; warm-up long enough to adapt a step
-        for name, low in (("chains", 2), ("warmup", 10), ("draws", 4), ("max_leapfrog", 1)):
-            set_(self, name, arguments.integer(name, getattr(self, name), low))
-        set_(self, "trajectory_length",
-             arguments.real("trajectory_length", self.trajectory_length, low=0, high=100, open_low=True, open_high=True))
-        set_(self, "target_acceptance", arguments.real("target_acceptance", self.target_acceptance, low=0.1, high=0.99))
-        set_(self, "step_jitter", arguments.real("step_jitter", self.step_jitter, low=0, high=1, open_high=True))
-        set_(self, "mass_matrix", arguments.one_of("mass_matrix", self.mass_matrix, MASS_MATRICES))
+    # at least 2 chains for R-hat and 4 draws for split R-hat/ESS; warm-up long enough to adapt a step
+    chains: int = checked(integer, 2, default=4)
+    warmup: int = checked(integer, 10, default=500)
+    draws: int = checked(integer, 4, default=500)
+    trajectory_length: float = checked(real, low=0, high=100, open_low=True, open_high=True, default=math.pi / 2)
+    target_acceptance: float = checked(real, low=0.1, high=0.99, default=0.8)
+    max_leapfrog: int = checked(integer, 1, default=1024)
+    step_jitter: float = checked(real, low=0, high=1, open_high=True, default=0.1)
+    mass_matrix: str = checked(one_of, MASS_MATRICES, default="identity")
 
 
 @dataclass

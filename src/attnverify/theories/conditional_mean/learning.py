@@ -17,7 +17,7 @@ from scipy.linalg import cho_solve
 from scipy.optimize import minimize
 
 from ...base.arguments import array, backend as backend_argument, generator, integer, nonnegative, one_of, positive
-from ...base.arguments import positive_definite_factor
+from ...base.arguments import Checked, checked, positive_definite_factor
 from ...base.backend import Backend, array_module, for_size, to_numpy
 from ...numerics.statistics import Estimate, mean_estimate
 from ._stable import backend_of, finite_result
@@ -28,21 +28,17 @@ OBJECTIVES = ("supervised", "masked")
 
 
 @dataclass(frozen=True, eq=False)
-class LatentLinearTask:
+class LatentLinearTask(Checked):
     """Per sequence: A ∈ R^{d_v×d} with entries i.i.d. N(0, τ²); k_ℓ ~ N(0, Σ); v_ℓ = Ak_ℓ + σξ_ℓ."""
 
-    key_covariance: Any
-    prior_sd: float
-    noise_sd: float
-    d_v: int = 1
+    key_covariance: Any = checked(array, ndim=2, read_only=True)
+    prior_sd: float = checked(positive)
+    noise_sd: float = checked(nonnegative)
+    d_v: int = checked(integer, 1, default=1)
 
-    def __post_init__(self) -> None:
-        sigma = array("key_covariance", self.key_covariance, ndim=2, read_only=True)
-        object.__setattr__(self, "_factor", positive_definite_factor("key_covariance", sigma))  # square, symmetric
-        object.__setattr__(self, "key_covariance", sigma)
-        object.__setattr__(self, "prior_sd", positive("prior_sd", self.prior_sd))
-        object.__setattr__(self, "noise_sd", nonnegative("noise_sd", self.noise_sd))
-        object.__setattr__(self, "d_v", integer("d_v", self.d_v, 1))
+    def _check_fields(self) -> None:
+        # square and symmetric, or refused by name
+        object.__setattr__(self, "_factor", positive_definite_factor("key_covariance", self.key_covariance))
 
     @property
     def d(self) -> int:

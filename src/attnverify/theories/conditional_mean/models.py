@@ -20,7 +20,7 @@ from scipy.linalg import cho_factor, cho_solve
 from scipy.special import logsumexp
 
 from ...base.arguments import array, backend as backend_argument, fits_in_memory, generator, integer, nonnegative
-from ...base.arguments import positive
+from ...base.arguments import Checked, checked, positive
 from ...base.arguments import positive_definite_factor, real
 from ...base.backend import Backend
 from ._stable import backend_of, finite_result
@@ -44,26 +44,23 @@ def _refuse_what_cannot_fit(length: int, replicates: int, per_token: int, per_re
 
 
 @dataclass(frozen=True, eq=False)
-class GaussianKeyValueModel:
+class GaussianKeyValueModel(Checked):
     """Keys k ~ N(μ, Σ) in R^d, values v = Ak + b + σξ in R^{d_v}, ξ ~ N(0, I) (note §3.2)."""
 
-    key_mean: Any
+    key_mean: Any = checked(array, shape=(None,), read_only=True)
     key_covariance: Any
     value_map: Any
     value_offset: Any
-    noise_sd: float
+    noise_sd: float = checked(nonnegative)
 
-    def __post_init__(self) -> None:
-        mu = array("key_mean", self.key_mean, shape=(None,), read_only=True)
-        d = mu.shape[0]
+    def _check_fields(self) -> None:  # the shapes follow d = len(key_mean) and the rows of value_map
+        d = self.key_mean.shape[0]
         sigma = array("key_covariance", self.key_covariance, shape=(d, d), read_only=True)
         A = array("value_map", self.value_map, shape=(None, d), read_only=True)
         b = array("value_offset", self.value_offset, shape=(A.shape[0],), read_only=True)
-        object.__setattr__(self, "key_mean", mu)
         object.__setattr__(self, "key_covariance", sigma)
         object.__setattr__(self, "value_map", A)
         object.__setattr__(self, "value_offset", b)
-        object.__setattr__(self, "noise_sd", nonnegative("noise_sd", self.noise_sd))
         object.__setattr__(self, "_factor", positive_definite_factor("key_covariance", sigma))
 
     @property
@@ -122,17 +119,12 @@ class GaussianKeyValueModel:
 
 
 @dataclass(frozen=True)
-class SineValueModel:
+class SineValueModel(Checked):
     """1-D keys k ~ N(0, s²), values v = sin(ωk) + σ_v ξ: E[v | k = q] = sin(ωq) (note P6)."""
 
-    key_sd: float
-    frequency: float
-    noise_sd: float
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "key_sd", positive("key_sd", self.key_sd))
-        object.__setattr__(self, "frequency", positive("frequency", self.frequency))
-        object.__setattr__(self, "noise_sd", nonnegative("noise_sd", self.noise_sd))
+    key_sd: float = checked(positive)
+    frequency: float = checked(positive)
+    noise_sd: float = checked(nonnegative)
 
     @property
     def d(self) -> int:
@@ -159,17 +151,12 @@ class SineValueModel:
 
 
 @dataclass(frozen=True)
-class ConjugateGaussianModel:
+class ConjugateGaussianModel(Checked):
     """M1: z ~ N(0, τ²I_d), x_ℓ | z ~ N(z, σ²I_d) i.i.d."""
 
-    prior_sd: float
-    token_sd: float
-    d: int
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "prior_sd", positive("prior_sd", self.prior_sd))
-        object.__setattr__(self, "token_sd", positive("token_sd", self.token_sd))
-        object.__setattr__(self, "d", integer("d", self.d, 1))
+    prior_sd: float = checked(positive)
+    token_sd: float = checked(positive)
+    d: int = checked(integer, 1)
 
     def sample(self, length: int, replicates: int, rng: Any) -> tuple[np.ndarray, np.ndarray]:
         """(z (R, d), tokens (R, L, d)); ``rng`` a numpy Generator or an integer seed."""
@@ -210,20 +197,18 @@ class ConjugateGaussianModel:
 
 
 @dataclass(frozen=True, eq=False)
-class FiniteLatentModel:
+class FiniteLatentModel(Checked):
     """M2: z ∈ {1..M} with prior π, x_ℓ | z = m ~ N(μ_m, I_d) i.i.d."""
 
-    prior: Any
+    prior: Any = checked(array, shape=(None,), read_only=True)
     means: Any
 
-    def __post_init__(self) -> None:
-        prior = array("prior", self.prior, shape=(None,), read_only=True)
+    def _check_fields(self) -> None:
+        prior = self.prior
         if prior.shape[0] < 2 or np.any(prior <= 0) or abs(prior.sum() - 1) > 1e-12:
             raise ValueError(f"prior must be a probability vector over M ≥ 2 latents with positive entries "
                              f"(summing to 1 within 1e-12), got {prior}")
-        means = array("means", self.means, shape=(prior.shape[0], None), read_only=True)
-        object.__setattr__(self, "prior", prior)
-        object.__setattr__(self, "means", means)
+        object.__setattr__(self, "means", array("means", self.means, shape=(prior.shape[0], None), read_only=True))
 
     @property
     def latents(self) -> int:
@@ -284,19 +269,15 @@ RIDGE_RATIO_RANGE = (1e-150, 1e150)
 
 
 @dataclass(frozen=True)
-class LinearGaussianLatentModel:
+class LinearGaussianLatentModel(Checked):
     """M3: latent A ∈ R^{d_v×d} with rows i.i.d. N(0, τ²I); k_ℓ ~ N(0, I_d); v_ℓ = Ak_ℓ + σξ_ℓ."""
 
-    prior_sd: float
-    noise_sd: float
-    d: int
-    d_v: int
+    prior_sd: float = checked(positive)
+    noise_sd: float = checked(positive)
+    d: int = checked(integer, 1)
+    d_v: int = checked(integer, 1)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "prior_sd", positive("prior_sd", self.prior_sd))
-        object.__setattr__(self, "noise_sd", positive("noise_sd", self.noise_sd))
-        object.__setattr__(self, "d", integer("d", self.d, 1))
-        object.__setattr__(self, "d_v", integer("d_v", self.d_v, 1))
+    def _check_fields(self) -> None:
         low, high = RIDGE_RATIO_RANGE
         if not low <= self.noise_sd / self.prior_sd <= high:
             raise ValueError(f"noise_sd/prior_sd must lie in [{low:g}, {high:g}] so that the ridge (noise_sd/prior_sd)² "

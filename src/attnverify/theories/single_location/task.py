@@ -13,6 +13,7 @@ import numpy as np
 
 from ...base import arguments
 from . import derivations as derived
+from ...base.arguments import Checked, checked
 from ...base.arguments import generator as _generator, integer as _integer
 from ...base.backend import Backend, to_numpy
 
@@ -20,7 +21,7 @@ from ._common import UNIT_TOLERANCE, _RANK_TOLERANCE, _chisquare, _integers, _no
 
 
 @dataclass(frozen=True, eq=False)
-class RegressionTask:
+class RegressionTask(Checked):
     """One single-location regression problem (Marion et al. 2025, §1 of the spec).
 
     ``d`` token dimension, ``L`` sequence length, ``gamma`` (γ) the informative token's spread,
@@ -28,23 +29,17 @@ class RegressionTask:
     Compared by identity (it holds arrays).
     """
 
-    d: int
-    L: int
-    gamma: float
-    eps: float
+    d: int = checked(_integer, 2, derived.COUNT_MAX)
+    L: int = checked(_integer, 1, derived.COUNT_MAX)
+    gamma: float = checked(arguments.real, low=derived.GAMMA_RANGE[0], high=derived.GAMMA_RANGE[1])
+    eps: float = checked(arguments.nonnegative, high=derived.EPS_MAX)
     k_star: Any
     v_star: Any
 
-    def __post_init__(self) -> None:
-        d = _integer("d", self.d, 2, derived.COUNT_MAX)
-        object.__setattr__(self, "d", d)
-        object.__setattr__(self, "L", _integer("L", self.L, 1, derived.COUNT_MAX))
-        object.__setattr__(self, "gamma", arguments.real("gamma", self.gamma, low=derived.GAMMA_RANGE[0],
-                                                          high=derived.GAMMA_RANGE[1]))
-        object.__setattr__(self, "eps", arguments.nonnegative("eps", self.eps, high=derived.EPS_MAX))
+    def _check_fields(self) -> None:
         host = lambda x: to_numpy(x) if getattr(x, "dtype", None) is not None else x  # noqa: E731
-        k_star = arguments.array("k_star", host(self.k_star), shape=(d,))
-        v_star = arguments.array("v_star", host(self.v_star), shape=(d,))
+        k_star = arguments.array("k_star", host(self.k_star), shape=(self.d,))
+        v_star = arguments.array("v_star", host(self.v_star), shape=(self.d,))
         for name, vector in (("k_star", k_star), ("v_star", v_star)):
             norm = float(np.linalg.norm(vector))
             if abs(norm - 1.0) > UNIT_TOLERANCE:

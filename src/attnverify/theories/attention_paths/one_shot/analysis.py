@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.stats import spearmanr
 
-from ....base.arguments import integer, real
+from ....base.arguments import Checked, checked, integer, real
 from ....base.cache import cache_directory
 from ....numerics.statistics import Estimate, mean_estimate
 from . import task as one_shot
@@ -41,31 +41,23 @@ EPISODE_SEEDS = {"training": 1, "theory": 2, "validation": 3, "test": 4}
 
 
 @dataclass(frozen=True)
-class OneShotSetup:
+class OneShotSetup(Checked):
     """Every choice of the one-shot experiment: the class split (test classes never seen in training),
     whether the training classes are multiplied by four by quarter turns (the usual Omniglot class
     augmentation; the test classes stay upright), the held-out fraction of the training classes' images
     (the validation images), and the number of episodes in each set (P = 600 for the theory, balanced
     300/300 as in the paper)."""
 
-    test_class_fraction: float = 0.4
-    class_seed: int = 0
+    test_class_fraction: float = checked(real, low=0.0, high=1.0, open_low=True, default=0.4)
+    class_seed: int = checked(integer, 0, default=0)
     rotated_training_classes: bool = True
-    validation_fraction: float = 0.2
-    image_seed: int = 0
-    training_episodes: int = 40_000
-    theory_episodes: int = 600
-    validation_episodes: int = 1_000
-    test_episodes: int = 1_000
-    label_seed: int = 0
-
-    def __post_init__(self) -> None:
-        real("test_class_fraction", self.test_class_fraction, low=0.0, high=1.0, open_low=True)
-        real("validation_fraction", self.validation_fraction, low=0.0, high=1.0, open_low=True)
-        for name in ("training_episodes", "theory_episodes", "validation_episodes", "test_episodes"):
-            integer(name, getattr(self, name), 2)
-        for name in ("class_seed", "image_seed", "label_seed"):
-            integer(name, getattr(self, name), 0)
+    validation_fraction: float = checked(real, low=0.0, high=1.0, open_low=True, default=0.2)
+    image_seed: int = checked(integer, 0, default=0)
+    training_episodes: int = checked(integer, 2, default=40_000)
+    theory_episodes: int = checked(integer, 2, default=600)
+    validation_episodes: int = checked(integer, 2, default=1_000)
+    test_episodes: int = checked(integer, 2, default=1_000)
+    label_seed: int = checked(integer, 0, default=0)
 
     def as_dict(self) -> dict:
         return asdict(self)

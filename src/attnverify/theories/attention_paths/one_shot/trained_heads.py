@@ -26,23 +26,20 @@ Head = tuple[int, int]  # (layer, head), 0-based
 
 
 @dataclass(frozen=True, eq=False)
-class TrainedHeads:
+class TrainedHeads(arguments.Checked):
     """``score_forms`` W (L, H, N0, N0) and ``path_weights`` V^eff (H^L, N0), paths row-major with h1 slowest."""
 
-    score_forms: np.ndarray
-    path_weights: np.ndarray
+    score_forms: np.ndarray = arguments.checked(arguments.array, ndim=4)
+    path_weights: np.ndarray = arguments.checked(arguments.array, ndim=2)
     metadata: dict = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        W = arguments.array("score_forms", self.score_forms, ndim=4)
+    def _check_fields(self) -> None:
+        W, V = self.score_forms, self.path_weights
         if W.shape[2] != W.shape[3]:
             raise ValueError(f"score_forms must have shape (L, H, N0, N0), got {W.shape}")
         layers, heads, n0 = W.shape[0], W.shape[1], W.shape[2]
-        V = arguments.array("path_weights", self.path_weights, ndim=2)
         if V.shape != (heads**layers, n0):
             raise ValueError(f"path_weights must have shape (H^L, N0) = ({heads**layers}, {n0}), got {V.shape}")
-        object.__setattr__(self, "score_forms", W)
-        object.__setattr__(self, "path_weights", V)
 
     @property
     def heads(self) -> tuple[int, ...]:

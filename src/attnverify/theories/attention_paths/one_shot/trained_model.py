@@ -30,39 +30,29 @@ from typing import Any, Callable
 import numpy as np
 
 from ....base import arguments
-from ....base.arguments import integer, real
+from ....base.arguments import Checked, checked, integer, real
 from .trained_heads import TrainedHeads
 
 
 @dataclass(frozen=True)
-class ArchitectureConfig:
+class ArchitectureConfig(Checked):
     """Layers L, heads H per layer, value width n, query/key dimension d_qk, token dimension N0."""
 
-    layers: int = 2
-    heads: int = 4
-    width: int = 512
-    qk_dim: int = 128
-    token_dim: int = 64
-
-    def __post_init__(self) -> None:
-        for name in ("layers", "heads", "width", "qk_dim", "token_dim"):
-            integer(name, getattr(self, name), 1)
+    layers: int = checked(integer, 1, default=2)
+    heads: int = checked(integer, 1, default=4)
+    width: int = checked(integer, 1, default=512)
+    qk_dim: int = checked(integer, 1, default=128)
+    token_dim: int = checked(integer, 1, default=64)
 
 
 @dataclass(frozen=True)
-class TrainingConfig:
+class TrainingConfig(Checked):
     """Adam with learning rate ``learning_rate``, ``epochs`` passes in batches of ``batch_size`` (§4.2)."""
 
-    learning_rate: float = 3e-4
-    epochs: int = 10
-    batch_size: int = 128
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        real("learning_rate", self.learning_rate, low=0.0, open_low=True)
-        integer("epochs", self.epochs, 1)
-        integer("batch_size", self.batch_size, 1)
-        integer("seed", self.seed, 0)
+    learning_rate: float = checked(real, low=0.0, open_low=True, default=3e-4)
+    epochs: int = checked(integer, 1, default=10)
+    batch_size: int = checked(integer, 1, default=128)
+    seed: int = checked(integer, 0, default=0)
 
 
 def _torch():
