@@ -184,17 +184,11 @@ def fused(function: Callable, xp: ModuleType) -> Callable:
     per function, compiled once per dtypes and dimensions), so ``function`` uses only elementwise operations and at
     most one reduction, its last (no indexing, reshaping or products: pass views in); for numpy the same operations
     one after another, the bits of the body written out."""
-    if xp is np:
-        def bound(*arguments):
-            return function(np, *arguments)
-    else:
-        def bound(*arguments):
-            return function(xp, *arguments)
+    def bound(*arguments):
+        return function(xp, *arguments)
 
-        bound.__name__ = function.__name__.lstrip("_")
-        return xp.fuse(kernel_name=bound.__name__)(bound)
     bound.__name__ = function.__name__
-    return bound
+    return bound if xp is np else xp.fuse(kernel_name=function.__name__.lstrip("_"))(bound)
 
 
 def _lower_solve_one(factor: np.ndarray, rhs: np.ndarray, transpose: bool) -> np.ndarray:

@@ -193,6 +193,7 @@ def _step_size_search(x, potential, gradient, potential_and_gradient: PotentialA
     the check that ends the search (None if the search ran out of trials). One host read a trial from the second on: the
     first settles no chain, each chain's direction being that trial's own, so it is not checked."""
     xp = backend.xp
+    kinetic = backend.fused(_kinetic_energy)
     step = xp.full(x.shape[0], float(start))
     settled = xp.zeros(x.shape[0], dtype=bool)
     direction = factor = None
@@ -200,14 +201,9 @@ def _step_size_search(x, potential, gradient, potential_and_gradient: PotentialA
         p = rng.standard_normal(x.shape)
         with np.errstate(over="ignore", invalid="ignore"):  # a too-large trial step may overflow: rejected
             x1, p1, potential1, _ = leapfrog(x, p, gradient, step, 1, potential_and_gradient)
-            # Φ − Φ₁ + ½(|p|² − |p₁|²), in place on the momenta, which are not needed after it (the same bits)
-            p *= p
-            p1 *= p1
-            kinetic = xp.sum(p, axis=1)
-            kinetic -= xp.sum(p1, axis=1)
-            kinetic *= 0.5
+            # Φ − Φ₁ + (½|p|² − ½|p₁|²): the bits of Φ − Φ₁ + ½(|p|² − |p₁|²), halving being exact
             log_ratio = potential - potential1
-            log_ratio += kinetic
+            log_ratio += kinetic(p) - kinetic(p1)
         log_ratio = xp.where(xp.isfinite(log_ratio), log_ratio, -xp.inf)
         up = log_ratio > math.log(0.5)
         if direction is None:
