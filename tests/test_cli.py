@@ -235,7 +235,7 @@ def fake_section(monkeypatch):
 def test_report_command_writes_the_report(tmp_path, capsys, fake_section):
     out = tmp_path / "report"
     assert cli.main(["report", "--out", str(out), "--workers", "1"]) == 0  # the fake lives in this process only
-    assert {"index.html", "report.md", "results.json"} <= {p.name for p in out.iterdir()}
+    assert {"index.html", "report.md", "report.txt", "results.json"} <= {p.name for p in out.iterdir()}
     assert "report written to" in capsys.readouterr().out
     assert cli.main(["report", "--out", str(out), "--only", "nonexistent"]) == 2
     assert "matches no theory" in capsys.readouterr().err

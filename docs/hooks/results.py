@@ -73,7 +73,7 @@ def _theories() -> dict:
 
 def _claims(theory: str) -> str:
     """The verdict table, then every claim's statement as the tool states it (folded: the page's prose explains)."""
-    from attnverify.report.story import claim_story
+    from attnverify.checks.story import claim_story
 
     stories = [claim_story(r) for r in _RESULTS["claims"] if r["name"].split(".", 1)[0] == theory]
     rows = ["| claim | expected | status | verdict | key figures |", "|---|---|---|---|---|"]

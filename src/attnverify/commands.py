@@ -19,7 +19,7 @@ from .progress import Progress
 from .run.claims import exit_status, run_claims_as_tasks, verify_command
 from .base.backend import ENVIRONMENT_VARIABLE, Backend, backend_from_environment
 from .report.results import needs_details, result_details, results_table, text_table
-from .report.story import summary_line
+from .checks.story import summary_line
 
 
 class UsageError(Exception):
@@ -274,7 +274,7 @@ def _build_and_print(out: str, *, debug: bool = False, **options) -> int:
             print(f"{section['theory']}: warning: {warning}")
     status = _print_results(document["claims"], out=sys.stdout, json_path=None)
     out = Path(out)
-    written = [out / "index.html", out / "report.md", out / "results.json"] + (
+    written = [out / "index.html", out / "report.md", out / "report.txt", out / "results.json"] + (
         [out / "report.tex"] if options.get("latex") else [])
     print(f"report written to {', '.join(str(w) for w in written[:-1])} and {written[-1]}")
     if any(section["errors"] for section in document["sections"] if section["theory"] in users):

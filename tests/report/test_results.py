@@ -111,7 +111,7 @@ def test_no_core_object_imports_the_report():
                 raise AssertionError(f"{name} imports {node.module}")
 
 
-def test_a_result_prints_as_a_paragraph_not_a_dataclass():
+def test_a_result_prints_as_its_story_not_a_dataclass():
     @claim("demo.printed", parameters={"x": st.integers(0, 3)}, examples={"quick": 3, "thorough": 3},
            statement="x² = 2 (false).", expect="refuted")
     def check(p, ctx):
@@ -121,8 +121,9 @@ def test_a_result_prints_as_a_paragraph_not_a_dataclass():
 
     result = run_claim(check, seed=0)
     text = str(result)
-    assert text.startswith("demo.printed: refuted (expected refuted: as expected) on ")
-    assert "counterexample: {'x': " in text and "replay: attnverify" in text and "ClaimResult(" not in text
+    assert text.startswith("--- demo.printed: refuted (expected refuted) -> OK\nstatement:  x² = 2 (false).")
+    assert "counterexample (after" in text and "  parameters: x=" in text and "  x²:" in text and "  two:" in text
+    assert "replay:     attnverify" in text and "ClaimResult(" not in text
     assert repr(result).startswith("<ClaimResult demo.printed: refuted")
     from attnverify.report.results import key_figures
 

@@ -11,8 +11,8 @@ from attnverify.numerics.statistics import Estimate
 from attnverify.report.latex import escape, story_latex
 from attnverify.report.markdown import story_markdown
 from attnverify.report.render import story_html
-from attnverify.report.results import story_text
-from attnverify.report.story import UNDECIDED, claim_story
+from attnverify.checks.story import story_text
+from attnverify.checks.story import UNDECIDED, claim_story
 
 ONE = st.fixed_dictionaries({"x": st.just(3.0)})
 
@@ -77,7 +77,7 @@ def test_a_result_that_held_shows_the_example_nearest_its_tolerance():
 def test_the_example_shown_is_the_nearest_its_tolerance_and_custom_evidence_says_how_near_by_its_worst_figure():
     """Of examples that held, the summary shows the one nearest failing: |gap|/tolerance where the evidence has
     sides, the ``worst`` figure where it states its own summary (a sampled-network claim's max gap/allowed)."""
-    from attnverify.report.story import shown_example
+    from attnverify.checks.story import shown_example
 
     def held(evidence):
         return {"parameters": {}, "seed": 0, "evidence": {"holds": True, "status": "holds", **evidence}}

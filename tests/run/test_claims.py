@@ -9,7 +9,7 @@ import pytest
 
 from attnverify.base.backend import get_backend
 from attnverify.checks import at_most, claim, st
-from attnverify.checks.runner import verdict
+from attnverify.checks.story import verdict
 from attnverify.execution.tasks import Task
 from attnverify.run.claims import (_in_run_order, exit_status, run_claim_or_error, run_claims_as_tasks, run_store,
                                    verify_command)

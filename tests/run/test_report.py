@@ -90,6 +90,9 @@ def test_report_is_self_contained_and_complete(tmp_path, fake_theory):
     assert "### A Gaussian integral &lt;with markup>" in markdown
     assert "| n | value |" in markdown
 
+    text = (out / "report.txt").read_text(encoding="utf-8")  # the claims' stories as the terminal tells them
+    assert "--- fake.square_is_two: refuted (expected refuted) -> OK" in text and "Figure 1 (fake_decay.png)" in text
+
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert results == json.loads(json.dumps(document))
     assert results["complete"] is True and results["ok"] is True
@@ -118,7 +121,7 @@ def test_results_are_written_after_each_claim(tmp_path, fake_theory, monkeypatch
 
     monkeypatch.setattr(builder, "_write_results", spy)
     builder.build_report(tmp_path, seed=0)
-    pages = "index.html and report.md"
+    pages = "index.html, report.md and report.txt"
     assert seen == [(False, 0, ["fake.square_is_product", "fake.square_is_two", pages]),
                     (False, 1, ["fake.square_is_two", pages]), (False, 2, [pages]), (True, 2, [])]
 

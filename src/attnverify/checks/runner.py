@@ -46,7 +46,7 @@ from ..base.arguments import backend as checked_backend, integer
 from ..base.backend import Backend, to_numpy
 from ..base.cache import cache_directory
 from .claim import PROFILES, Claim, Context, in_package
-from .drawn import drawn_ranges, drawn_text, unbounded_draws
+from .drawn import drawn_ranges, unbounded_draws
 from .evidence import Evidence
 from .strategies import declared_ranges, drawing_ends
 from .warned import warned, warning_notes
@@ -134,26 +134,12 @@ class ClaimResult:
                 f"{len(self.examples)} examples, {self.seconds:.1f} s>")
 
     def __str__(self) -> str:
-        """One paragraph: the verdict, the example a summary shows (a counterexample, an error, an undecided one
-        or the nearest to its tolerance) and the replay command."""
-        word = "as expected" if self.ok else ("undecided" if self.status == "inconclusive" else "UNEXPECTED")
-        shown = self.counterexample or self.error or next(
-            (e for e in self.examples if e.status == "inconclusive"), None)
-        lines = [f"{self.claim.name}: {self.status} (expected {self.claim.expect}: {word}) on "
-                 f"{len(self.examples)} examples in {self.seconds:.1f} s", f"  {self.claim.statement}"]
-        if shown is not None:
-            what = "counterexample" if shown is self.counterexample else ("error" if shown is self.error
-                                                                           else "undecided")
-            detail = (shown.error or "").strip().splitlines()[0] if shown.error else shown.evidence.explain()
-            lines.append(f"  {what}: {shown.parameters} (seed {shown.seed}): {detail}")
-        drawn = drawn_text(self.drawn)
-        if drawn:
-            lines.append(f"  {drawn}")
-        needed = self.needed
-        if needed:
-            lines.append("  would take: " + ", ".join(f"{count:,} {name}" for name, count in needed.items()))
-        lines.append(f"  replay: {self.replay_command}")
-        return "\n".join(lines)
+        """The claim's story as plain text (`attnverify.checks.story.story_text`): the verdict, the example a
+        summary shows (a counterexample, an error, an undecided one or the nearest to its tolerance) with its sides,
+        what was drawn and the replay command, as the terminal and the report tell it."""
+        from .story import claim_story, story_text
+
+        return story_text(claim_story(self.as_dict()))
 
     @property
     def ok(self) -> bool:
@@ -564,15 +550,6 @@ def use_cache_for_hypothesis() -> None:
     still wins. Runs use no example database: a failure replays from ``(parameters, seed)``."""
     if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
         hypothesis.configuration.set_hypothesis_home_dir(cache_directory("hypothesis"))
-
-
-def verdict(result: dict) -> str:
-    """The verdict of a claim result's dict (``ClaimResult.as_dict()``): ``OK`` (as expected), ``UNDECIDED``
-    (inconclusive where a decision was expected: draw more) or ``UNEXPECTED`` (a verdict against the expectation,
-    or an error)."""
-    if result["ok"]:
-        return "OK"
-    return "UNDECIDED" if result["status"] == "inconclusive" else "UNEXPECTED"
 
 
 def results_document(results: list[ClaimResult | dict], not_run: Iterable[str] = ()) -> dict:

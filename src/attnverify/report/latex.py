@@ -14,10 +14,9 @@ import re
 import unicodedata
 from pathlib import Path
 
-from ..derivations.steps import counts, counts_text
-from .results import metadata_rows, section_title
-from .story import ClaimStory, claim_story, format_value, summary_line
-from .section import TheoryOutcome
+from ..checks.story import ClaimStory, format_value
+from .printer import CLAIM_COLUMNS, ReportPrinter, section_title
+from .section import Figure, Table, TheoryOutcome
 
 _SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#", "^": r"\^{}",
             "_": r"\_", "%": r"\%", "~": r"\textasciitilde{}", "<": r"\textless{}", ">": r"\textgreater{}",
@@ -128,44 +127,6 @@ def equation(expression) -> str:
     return "\\begin{equation*}\n" + _math_safe(equation_latex(expression)) + "\n\\end{equation*}"
 
 
-def derivation_latex(derivation) -> str:
-    """A derivation: its title, source, the count of its steps' checks, then each step with its check."""
-    checks = derivation.checks()
-    lines = [r"\subsection*{" + escape(derivation.title) + "}"]
-    if derivation.source:
-        lines.append(r"\textit{Source: " + escape(derivation.source) + r".}\par")
-    lines.append(r"\textit{Steps checked: " + escape(counts_text(counts(checks))) + r".}")
-    lines.append(r"\begin{enumerate}")
-    for step, check in zip(derivation.steps, checks):
-        result = r" (result \texttt{" + escape(step.name) + "})" if step.name else ""
-        label = escape(f"Check: {check.label()}")
-        check_line = (r"\textbf{\textcolor{red}{" + r"\ensuremath{\times} " + label + "}}" if check.failed
-                      else r"\textit{" + label + "}")
-        lines += [r"\item " + escape(step.description) + result, equation(step.expression),
-                  r"\nopagebreak" + "\n" + r"{\small " + check_line + r"}"]
-    lines.append(r"\end{enumerate}")
-    return "\n".join(lines)
-
-
-def _name(name: str) -> str:
-    """A claim's dotted name in typewriter type, breakable after its dots and underscores."""
-    return r"\texttt{" + escape(name).replace(".", r".\allowbreak{}").replace(r"\_", r"\_\allowbreak{}") + "}"
-
-
-def story_latex(story: ClaimStory) -> str:
-    """A claim's story as a row of the claims table: name, statement, expected, status, verdict, key figures."""
-    return " & ".join([_name(story.name), prose(story.statement), escape(story.expect), escape(story.status),
-                       escape(story.verdict), escape(story.key_figures)]) + r" \\ \hline"
-
-
-def _claims_table(stories: list[ClaimStory]) -> str:
-    return "\n".join([
-        r"{\small\begin{longtable}{|" + "|".join(r">{\raggedright\arraybackslash}p{" + w + "}" for w in
-                                                ("3.2cm", "4.6cm", "1.2cm", "1.4cm", "1.5cm", "3.6cm")) + "|}",
-        r"\hline \textbf{claim} & \textbf{statement} & \textbf{expected} & \textbf{status} & \textbf{verdict} & "
-        r"\textbf{key figures} \\ \hline \endhead", *[story_latex(s) for s in stories], r"\end{longtable}}"])
-
-
 PREAMBLE = r"""\documentclass[10pt]{article}
 \usepackage[utf8]{inputenc}
 \usepackage[T1]{fontenc}
@@ -185,48 +146,143 @@ PREAMBLE = r"""\documentclass[10pt]{article}
 """
 
 
-def render_latex(outcomes: list[TheoryOutcome], metadata: dict, out_dir: str | Path | None = None) -> str:
-    """The whole report as a LaTeX document (figures included as ``NAME.pdf`` where ``out_dir`` has them, else
-    the PNG)."""
-    claims = [c for o in outcomes for c in o.claims]
-    lines = [PREAMBLE, r"\title{attnverify report}", r"\date{}", r"\begin{document}", r"\maketitle",
-             r"\begin{tabular}{ll}", *[escape(k) + " & " + escape(v) + r" \\" for k, v in metadata_rows(metadata)],
-             r"\end{tabular}", "", escape(summary_line(claims)) + "."]
-    for outcome in outcomes:
-        lines.append(r"\section{" + escape(section_title(outcome)) + "}")
-        for error in outcome.errors:
-            lines.append(r"\textbf{Part of this section could not be built:} "
-                         + escape(error.strip().splitlines()[-1] if error.strip() else error))
-        for warning in outcome.warnings:
-            lines.append(r"\textbf{Warning:} " + escape(warning))
-        section = outcome.section
-        if section is not None:
-            if section.introduction.strip():
-                lines += [prose(p) for p in section.introduction.strip().split("\n\n")]
-            lines += [derivation_latex(d) for d in section.derivations]
-            for figure in section.figures:
-                name = Path(figure.filename)
-                pdf = name.with_suffix(".pdf").name
-                shown = pdf if out_dir is None or (Path(out_dir) / pdf).is_file() else name.name
-                lines += [r"\begin{figure}[H]\centering", r"\includegraphics[width=0.7\linewidth]{" + shown + "}",
-                          r"\caption{" + prose(figure.caption) + "}", r"\end{figure}"]
-            for table in section.tables:
-                columns = "|" + "l|" * len(table.header)
-                lines += [r"\begin{center}{\small " + prose(table.caption) + r"}\par",
-                          r"{\small\begin{longtable}{" + columns + r"}\hline",
-                          " & ".join(r"\textbf{" + escape(h) + "}" for h in table.header) + r" \\ \hline",
-                          *[" & ".join(escape(_cell(v)) for v in row) + r" \\" for row in table.rows],
-                          r"\hline\end{longtable}}\end{center}"]
-        if outcome.claims:
-            stories = [claim_story(c) for c in outcome.claims]
-            lines += [r"\subsection*{Claims}", _claims_table(stories)]
-            lines.append(r"\begin{itemize}\raggedright")
-            lines += [r"\item " + _name(c.name) + r": replay with\\ \texttt{" + escape(c.replay) + "}"
-                      for c in stories]
-            lines.append(r"\end{itemize}")
-    lines.append(r"\end{document}")
-    return "\n".join(lines) + "\n"
+
+def _name(name: str) -> str:
+    """A claim's dotted name in typewriter type, breakable after its dots and underscores."""
+    return r"\texttt{" + escape(name).replace(".", r".\allowbreak{}").replace(r"\_", r"\_\allowbreak{}") + "}"
 
 
 def _cell(value) -> str:
     return format_value(value) if isinstance(value, float) else str(value)
+
+
+class LatexPrinter(ReportPrinter):
+    """The report as a LaTeX document for pdflatex: derivations as numbered ``align*`` steps, claims as a
+    ``longtable`` with each claim's replay command below it, figures as the PDFs beside their PNGs."""
+
+    def __init__(self, out_dir: str | Path | None = None):
+        self.out_dir = out_dir
+
+    def document(self, parts: list[str]) -> str:
+        return "\n".join([PREAMBLE, *parts, r"\end{document}"]) + "\n"
+
+    def title(self, text: str) -> str:
+        return "\n".join([r"\title{" + escape(text) + "}", r"\date{}", r"\begin{document}", r"\maketitle"])
+
+    def settings(self, rows: list[list]) -> str:
+        return "\n".join([r"\begin{tabular}{ll}", *[escape(k) + " & " + escape(v) + r" \\" for k, v in rows],
+                          r"\end{tabular}"])
+
+    def summary(self, text: str, state: str) -> str:
+        return "\n" + escape(text)  # a paragraph of its own
+
+    def section_heading(self, outcome: TheoryOutcome) -> str:
+        return r"\section{" + escape(section_title(outcome)) + "}"
+
+    def build_error(self, error: str) -> str:
+        return (r"\textbf{Part of this section could not be built:} "
+                + escape(error.strip().splitlines()[-1] if error.strip() else error))
+
+    def warning(self, text: str) -> str:
+        return r"\textbf{Warning:} " + escape(text)
+
+    def introduction(self, text: str) -> str:
+        return "\n\n".join(prose(p) for p in text.strip().split("\n\n")) if text.strip() else ""
+
+    def heading(self, text: str) -> str:
+        return r"\subsection*{" + escape(text) + "}"
+
+    def derivation_block(self, derivation, checked: str, steps: list[str]) -> str:
+        lines = [r"\subsection*{" + escape(derivation.title) + "}"]
+        if derivation.source:
+            lines.append(r"\textit{Source: " + escape(derivation.source) + r".}\par")
+        lines += [r"\textit{Steps checked: " + escape(checked) + r".}", r"\begin{enumerate}", *steps,
+                  r"\end{enumerate}"]
+        return "\n".join(lines)
+
+    def step(self, number: int, step, check) -> str:
+        result = r" (result \texttt{" + escape(step.name) + "})" if step.name else ""
+        label = escape(f"Check: {check.label()}")
+        check_line = (r"\textbf{\textcolor{red}{" + r"\ensuremath{\times} " + label + "}}" if check.failed
+                      else r"\textit{" + label + "}")
+        return "\n".join([r"\item " + escape(step.description) + result, equation(step.expression),
+                          r"\nopagebreak" + "\n" + r"{\small " + check_line + r"}"])
+
+    def figure(self, figure: Figure, number: int) -> str:
+        name = Path(figure.filename)
+        pdf = name.with_suffix(".pdf").name
+        shown = pdf if self.out_dir is None or (Path(self.out_dir) / pdf).is_file() else name.name
+        return "\n".join([r"\begin{figure}[H]\centering", r"\includegraphics[width=0.7\linewidth]{" + shown + "}",
+                          r"\caption{" + prose(figure.caption) + "}", r"\end{figure}"])
+
+    def table(self, table: Table) -> str:
+        columns = "|" + "l|" * len(table.header)
+        return "\n".join([r"\begin{center}{\small " + prose(table.caption) + r"}\par",
+                          r"{\small\begin{longtable}{" + columns + r"}\hline",
+                          " & ".join(r"\textbf{" + escape(h) + "}" for h in table.header) + r" \\ \hline",
+                          *[" & ".join(escape(_cell(v)) for v in row) + r" \\" for row in table.rows],
+                          r"\hline\end{longtable}}\end{center}"])
+
+    def claims_table(self, stories: list[ClaimStory]) -> str:
+        """Name, statement, expected, status, verdict and key figures of each claim (the seconds left out)."""
+        header = " & ".join(r"\textbf{" + escape(h) + "}" for h in CLAIM_COLUMNS[:-1])
+        return "\n".join([
+            r"{\small\begin{longtable}{|" + "|".join(r">{\raggedright\arraybackslash}p{" + w + "}" for w in
+                                                    ("3.2cm", "4.6cm", "1.2cm", "1.4cm", "1.5cm", "3.6cm")) + "|}",
+            r"\hline " + header + r" \\ \hline \endhead", *[story_latex(s) for s in stories], r"\end{longtable}}"])
+
+    def stories(self, parts: list[str]) -> str:
+        return "\n".join([r"\begin{itemize}\raggedright", *parts, r"\end{itemize}"])
+
+    # ------------------------------------------------------------------ a claim's story: its replay command (the
+    # claims table above says the rest)
+
+    def story_block(self, story: ClaimStory, parts: list[str]) -> str:
+        return "".join(parts)
+
+    def story_heading(self, story: ClaimStory) -> str:
+        return r"\item " + _name(story.name)
+
+    def statement(self, text: str) -> str:
+        return ""
+
+    def source(self, text: str) -> str:
+        return ""
+
+    def examples(self, story: ClaimStory) -> str:
+        return ""
+
+    def drawn(self, text: str) -> str:
+        return ""
+
+    def counterexample(self, story: ClaimStory) -> str:
+        return ""
+
+    def failure(self, story: ClaimStory) -> str:
+        return ""
+
+    def undecided(self, story: ClaimStory) -> str:
+        return ""
+
+    def note(self, text: str) -> str:
+        return ""
+
+    def replay(self, story: ClaimStory) -> str:
+        return r": replay with\\ \texttt{" + escape(story.replay) + "}"
+
+
+def derivation_latex(derivation) -> str:
+    """A derivation: its title, source, the count of its steps' checks, then each step with its check."""
+    return LatexPrinter().derivation(derivation)
+
+
+def story_latex(story: ClaimStory) -> str:
+    """A claim's story as a row of the claims table: name, statement, expected, status, verdict, key figures."""
+    return " & ".join([_name(story.name), prose(story.statement), escape(story.expect), escape(story.status),
+                       escape(story.verdict), escape(story.key_figures)]) + r" \\ \hline"
+
+
+def render_latex(outcomes: list[TheoryOutcome], metadata: dict, out_dir: str | Path | None = None) -> str:
+    """The whole report as a LaTeX document (figures included as ``NAME.pdf`` where ``out_dir`` has them, else
+    the PNG)."""
+    return LatexPrinter(out_dir).doprint(outcomes, metadata)

@@ -6,12 +6,12 @@ import re
 from typing import Iterable
 from urllib.parse import quote
 
+from ..checks.story import UNDECIDED, ClaimStory, claim_story, format_parameters, format_value
 from ..derivations.derivation import Derivation
-from ..derivations.steps import StepCheck, counts, counts_text
+from ..derivations.steps import StepCheck
 from .equations import equation_markdown
-from .results import metadata_rows, section_title
-from .story import UNDECIDED, ClaimStory, claim_story, format_parameters, format_value, summary_line
-from .section import TheoryOutcome
+from .printer import CLAIM_COLUMNS, ReportPrinter, section_title
+from .section import Figure, Table, TheoryOutcome
 
 
 _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
@@ -48,20 +48,118 @@ def step_check_markdown(check: StepCheck) -> str:
     return f"**✗ {text}**" if check.failed else f"*{text}*"
 
 
+class MarkdownPrinter(ReportPrinter):
+    """The report as Markdown: equations as ``$$ … $$`` LaTeX, tables as pipe tables, raw HTML escaped."""
+
+    def document(self, parts: list[str]) -> str:
+        return "\n\n".join(parts) + "\n"
+
+    def title(self, text: str) -> str:
+        return f"# {_md_text(text)}"
+
+    def settings(self, rows: list[list]) -> str:
+        return markdown_table(["setting", "value"], rows)
+
+    def summary(self, text: str, state: str) -> str:
+        return _md_text(text)
+
+    def section_heading(self, outcome: TheoryOutcome) -> str:
+        return f"## {_md_text(section_title(outcome))}"
+
+    def build_error(self, error: str) -> str:
+        return "Part of this section could not be built:\n\n```\n" + error.rstrip() + "\n```"
+
+    def warning(self, text: str) -> str:
+        return f"**Warning:** {_md_text(text)}"
+
+    def introduction(self, text: str) -> str:
+        return text.strip()
+
+    def heading(self, text: str) -> str:
+        return f"### {_md_text(text)}"
+
+    def derivation_block(self, derivation: Derivation, checked: str, steps: list[str]) -> str:
+        parts = [f"### {_md_text(derivation.title)}"]
+        if derivation.source:
+            parts.append(f"*Source: {_md_text(derivation.source)}*")
+        parts += [f"*Steps checked: {checked}.*", *steps]
+        return "\n\n".join(parts)
+
+    def step(self, number: int, step, check: StepCheck) -> str:
+        result = f" (result `{step.name}`)" if step.name else ""
+        return "\n\n".join([f"**Step {number}{result}.** {_md_text(step.description)}",
+                             equation_markdown(step.expression), step_check_markdown(check)])
+
+    def figure(self, figure: Figure, number: int) -> str:
+        caption = _md_text(figure.caption)
+        return f"![{caption}]({quote(figure.filename)})\n\n**Figure {number}.** {caption}"
+
+    def table(self, table: Table) -> str:
+        return f"*{_md_text(table.caption)}*\n\n" + markdown_table(table.header, table.rows)
+
+    def claims_table(self, stories: list[ClaimStory]) -> str:
+        return markdown_table(CLAIM_COLUMNS, [[f"`{c.name}`", c.statement, c.expect, c.status, c.verdict,
+                                               c.key_figures, f"{c.seconds:.2f}"] for c in stories])
+
+    def stories(self, parts: list[str]) -> str:
+        return "\n\n".join(parts)
+
+    # ------------------------------------------------------------------ a claim's story
+
+    def story_block(self, story: ClaimStory, parts: list[str]) -> str:
+        return "\n\n".join(parts)
+
+    def story_heading(self, story: ClaimStory) -> str:
+        return f"#### `{story.name}` — {story.status} (expected {story.expect}): {story.verdict}"
+
+    def statement(self, text: str) -> str:
+        return _md_text(text)
+
+    def source(self, text: str) -> str:
+        return f"*Source: {_md_text(text)}*"
+
+    def examples(self, story: ClaimStory) -> str:
+        return markdown_table(story.example_header, story.example_rows) if story.example_rows else ""
+
+    def drawn(self, text: str) -> str:
+        return f"Drawn: {_md_text(text)}"
+
+    def counterexample(self, story: ClaimStory) -> str:
+        parts = []
+        if story.counterexample_note:
+            parts.append(f"Counterexample note: {_md_text(story.counterexample_note)}")
+        if story.counterexample_standard_error is not None:
+            parts.append(f"Standard error: {format_value(story.counterexample_standard_error)}")
+        parts.append(f"Shrink trials: {story.shrink_trials}")
+        return "\n\n".join(parts)
+
+    def failure(self, story: ClaimStory) -> str:
+        failed = story.failure
+        return (f"Error in the claim's code (not a counterexample) at "
+                f"{_md_text(format_parameters(failed.get('parameters') or {}))}, seed {failed.get('seed')}:\n\n"
+                "```\n" + failed["error"].rstrip() + "\n```")
+
+    def undecided(self, story: ClaimStory) -> str:
+        return (f"Inconclusive: {UNDECIDED}" + (f"; deciding them all would take {story.needed}" if story.needed
+                                                else "") + ".")
+
+    def note(self, text: str) -> str:
+        return f"Note: {_md_text(text)}"
+
+    def replay(self, story: ClaimStory) -> str:
+        return f"Replay: `{story.replay}`"
+
+
 def derivation_markdown(derivation: Derivation) -> str:
     """A derivation as its numbered steps (sentence, $$ LaTeX $$, and each step's check), after a count of the
     checks' outcomes."""
-    checks = derivation.checks()
-    parts = [f"### {_md_text(derivation.title)}"]
-    if derivation.source:
-        parts.append(f"*Source: {_md_text(derivation.source)}*")
-    parts.append(f"*Steps checked: {counts_text(counts(checks))}.*")
-    for k, (step, check) in enumerate(zip(derivation.steps, checks), 1):
-        result = f" (result `{step.name}`)" if step.name else ""
-        parts.append(f"**Step {k}{result}.** {_md_text(step.description)}")
-        parts.append(equation_markdown(step.expression))
-        parts.append(step_check_markdown(check))
-    return "\n\n".join(parts)
+    return MarkdownPrinter().derivation(derivation)
+
+
+def story_markdown(story: ClaimStory) -> str:
+    """A claim's story as Markdown: its examples as a pipe table, what was drawn, the counterexample, the error of
+    the claim's code, the notes and the replay command."""
+    return MarkdownPrinter().story(story)
 
 
 def claim_detail_markdown(result: dict) -> str:
@@ -69,64 +167,6 @@ def claim_detail_markdown(result: dict) -> str:
     return story_markdown(claim_story(result))
 
 
-def story_markdown(story: ClaimStory) -> str:
-    """A claim's story as Markdown: its examples as a pipe table, what was drawn, the counterexample's note, the
-    error of the claim's code, the notes and the replay command."""
-    parts = [f"#### `{story.name}` — {story.status} (expected {story.expect}): {story.verdict}",
-             _md_text(story.statement)]
-    if story.source:
-        parts.append(f"*Source: {_md_text(story.source)}*")
-    if story.example_rows:
-        parts.append(markdown_table(story.example_header, story.example_rows))
-    if story.drawn:
-        parts.append(f"Drawn: {_md_text(story.drawn)}")
-    if story.counterexample_note:
-        parts.append(f"Counterexample note: {_md_text(story.counterexample_note)}")
-    if story.failure is not None:
-        failed = story.failure
-        parts.append(f"Error in the claim's code (not a counterexample) at "
-                     f"{_md_text(format_parameters(failed.get('parameters') or {}))}, seed {failed.get('seed')}:")
-        parts.append("```\n" + failed["error"].rstrip() + "\n```")
-    if story.inconclusive:
-        parts.append(f"Inconclusive: {UNDECIDED}"
-                     + (f"; deciding them all would take {story.needed}" if story.needed else "")
-                     + ".")
-    for note in story.notes:
-        parts.append(f"Note: {_md_text(note)}")
-    parts.append(f"Replay: `{story.replay}`")
-    return "\n\n".join(parts)
-
-
 def render_markdown(outcomes: list[TheoryOutcome], metadata: dict) -> str:
     """The whole report as Markdown, equations as ``$$ … $$`` LaTeX."""
-    claims = [c for o in outcomes for c in o.claims]
-    parts = ["# attnverify report", markdown_table(["setting", "value"], metadata_rows(metadata))]
-    parts.append(summary_line(claims) + ".")
-    figure_number = 0
-    for outcome in outcomes:
-        parts.append(f"## {_md_text(section_title(outcome))}")
-        for error in outcome.errors:
-            parts.append("Part of this section could not be built:\n\n```\n" + error.rstrip() + "\n```")
-        for warning in outcome.warnings:
-            parts.append(f"**Warning:** {_md_text(warning)}")
-        section = outcome.section
-        if section is not None:
-            if section.introduction.strip():
-                parts.append(section.introduction.strip())
-            parts += [derivation_markdown(d) for d in section.derivations]
-            for figure in section.figures:
-                figure_number += 1
-                caption = _md_text(figure.caption)
-                parts.append(f"![{caption}]({quote(figure.filename)})\n\n**Figure {figure_number}.** {caption}")
-            for table in section.tables:
-                parts.append(f"*{_md_text(table.caption)}*\n\n" + markdown_table(table.header, table.rows))
-        if outcome.claims:
-            parts.append("### Claims")
-            stories = [claim_story(c) for c in outcome.claims]
-            parts.append(markdown_table(
-                ["claim", "statement", "expected", "status", "verdict", "key figures", "seconds"],
-                [[f"`{c.name}`", c.statement, c.expect, c.status, c.verdict, c.key_figures, f"{c.seconds:.2f}"]
-                 for c in stories],
-            ))
-            parts += [story_markdown(story) for story in stories]
-    return "\n\n".join(parts) + "\n"
+    return MarkdownPrinter().doprint(outcomes, metadata)

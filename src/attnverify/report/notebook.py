@@ -55,7 +55,7 @@ def register(shell) -> None:
 def evidence_rows(evidence: dict) -> list[tuple[str, str]]:
     """The rows of one evidence (``Evidence.as_dict()``): verdict, relation, what would decide it, the two sides
     under their names, tolerance, SE, conditions, note. The report's row builder for evidence."""
-    from .story import format_value, side_labels
+    from ..checks.story import format_value, side_labels
 
     left, right = side_labels(evidence)
     rows = [("verdict", str(evidence.get("status"))), ("relation", str(evidence.get("relation")))]

@@ -16,13 +16,12 @@ import latex2mathml.converter
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-from ..checks.runner import verdict
+from ..checks.story import UNDECIDED, ClaimStory, claim_story, format_parameters, format_value
 from ..derivations.derivation import Derivation
-from ..derivations.steps import StepCheck, counts, counts_text
+from ..derivations.steps import StepCheck
 from .equations import equation_html
-from .results import metadata_rows, section_title
+from .printer import CLAIM_COLUMNS, TITLE, ReportPrinter, section_title
 from .section import Figure, Table, TheoryOutcome
-from .story import UNDECIDED, ClaimStory, claim_story, format_parameters, format_value, summary_line
 
 # ----------------------------------------------------------------------------- Markdown text
 
@@ -145,60 +144,161 @@ def step_check_html(check: StepCheck) -> str:
     return f'<p class="check {check.outcome}">{mark}Check: {html.escape(check.label())}</p>'
 
 
-def derivation_html(derivation: Derivation) -> str:
-    """A derivation as its numbered steps, each a sentence, a MathML equation and its check, after a count of the
-    checks' outcomes."""
-    checks = derivation.checks()
-    parts = [f'<div class="derivation" id="{html.escape(derivation.name)}">']
-    parts.append(f"<h3>{html.escape(derivation.title)}</h3>")
-    if derivation.source:
-        parts.append(f'<p class="source">Source: {html.escape(derivation.source)}</p>')
-    parts.append(f'<p class="source">Steps checked: {html.escape(counts_text(counts(checks)))}.</p>')
-    parts.append("<ol>")
-    for step, check in zip(derivation.steps, checks):
-        css = ' class="result"' if step.name else ""
-        label = f" <em>(result <code>{html.escape(step.name)}</code>)</em>" if step.name else ""
-        parts.append(f"<li{css}><p>{_inline(step.description)}{label}</p>{equation_html(step.expression)}"
-                     f"{step_check_html(check)}</li>")
-    parts.append("</ol></div>")
-    return "\n".join(parts)
-
-
-def figure_html(figure: Figure, number: int) -> str:
-    src = html.escape(quote(figure.filename), quote=True)
-    caption = html.escape(figure.caption)
-    return (
-        f'<figure><img src="{src}" alt="{html.escape(figure.caption, quote=True)}">'
-        f"<figcaption><strong>Figure {number}.</strong> {caption}</figcaption></figure>"
-    )
-
-
-def table_html(table: Table) -> str:
-    return _html_table(table.header, table.rows, caption=table.caption)
-
-
 def _verdict_html(verdict: str) -> str:
     css = {"OK": "ok", "UNDECIDED": "undecided"}.get(verdict, "unexpected")
     return f'<span class="{css}">{verdict}</span>'
 
 
-def claims_table_html(stories: list[ClaimStory]) -> str:
-    """The claims of a theory: name, statement, expected, status, verdict, key figures, seconds."""
-    header = ["claim", "statement", "expected", "status", "verdict", "key figures", "seconds"]
-    parts = ["<table><thead><tr>" + "".join(_cell(h, header=True) for h in header) + "</tr></thead><tbody>"]
-    for story in stories:
+class HtmlPrinter(ReportPrinter):
+    """The report as one self-contained HTML page: equations as MathML, figures by relative path, no network
+    resources."""
+
+    def document(self, parts: list[str]) -> str:
+        return ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+                '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+                f"<title>{html.escape(TITLE)}</title>\n<style>" + _STYLE + "</style>\n</head>\n<body>\n"
+                + "\n".join(parts) + "\n</body>\n</html>\n")
+
+    def title(self, text: str) -> str:
+        return f"<h1>{html.escape(text)}</h1>"
+
+    def settings(self, rows: list[list]) -> str:
+        return _html_table(["setting", "value"], rows, caption="Run")
+
+    def summary(self, text: str, state: str) -> str:
+        return f'<p class="{state}">{html.escape(text)}</p>'
+
+    def contents(self, outcomes: list[TheoryOutcome]) -> str:
+        return "<nav><ul>" + "".join(
+            f'<li><a href="#{html.escape(o.theory, quote=True)}">{html.escape(section_title(o))}</a></li>'
+            for o in outcomes) + "</ul></nav>"
+
+    def section_heading(self, outcome: TheoryOutcome) -> str:
+        return f'<section id="{html.escape(outcome.theory, quote=True)}">\n<h2>{html.escape(section_title(outcome))}</h2>'
+
+    def section_end(self, outcome: TheoryOutcome) -> str:
+        return "</section>"
+
+    def build_error(self, error: str) -> str:
+        return (f'<div class="error"><p>Part of this section could not be built:</p>'
+                f"<pre>{html.escape(error)}</pre></div>")
+
+    def warning(self, text: str) -> str:
+        return f'<p class="warning">{html.escape(text)}</p>'
+
+    def introduction(self, text: str) -> str:
+        return markdown_to_html(text)
+
+    def group(self, title: str, parts: list[str]) -> list[str]:
+        return [self.heading(title), *parts] if parts else []
+
+    def heading(self, text: str) -> str:
+        return f"<h3>{html.escape(text)}</h3>"
+
+    def derivation_block(self, derivation: Derivation, checked: str, steps: list[str]) -> str:
+        parts = [f'<div class="derivation" id="{html.escape(derivation.name)}">',
+                 f"<h3>{html.escape(derivation.title)}</h3>"]
+        if derivation.source:
+            parts.append(f'<p class="source">Source: {html.escape(derivation.source)}</p>')
+        parts += [f'<p class="source">Steps checked: {html.escape(checked)}.</p>', "<ol>", *steps, "</ol></div>"]
+        return "\n".join(parts)
+
+    def step(self, number: int, step, check: StepCheck) -> str:
+        css = ' class="result"' if step.name else ""
+        label = f" <em>(result <code>{html.escape(step.name)}</code>)</em>" if step.name else ""
+        return (f"<li{css}><p>{_inline(step.description)}{label}</p>{equation_html(step.expression)}"
+                f"{step_check_html(check)}</li>")
+
+    def figure(self, figure: Figure, number: int) -> str:
+        src = html.escape(quote(figure.filename), quote=True)
+        return (f'<figure><img src="{src}" alt="{html.escape(figure.caption, quote=True)}">'
+                f"<figcaption><strong>Figure {number}.</strong> {html.escape(figure.caption)}</figcaption></figure>")
+
+    def table(self, table: Table) -> str:
+        return _html_table(table.header, table.rows, caption=table.caption)
+
+    def claims_table(self, stories: list[ClaimStory]) -> str:
+        """Name (a link to its story), statement, expected, status, verdict, key figures, seconds."""
+        parts = ["<table><thead><tr>" + "".join(_cell(h, header=True) for h in CLAIM_COLUMNS) + "</tr></thead><tbody>"]
+        for story in stories:
+            anchor = html.escape("claim-" + story.name, quote=True)
+            parts.append(
+                "<tr>"
+                f'<td><a href="#{anchor}"><code>{html.escape(story.name)}</code></a></td>'
+                f"<td>{html.escape(story.statement)}</td>"
+                f"<td>{html.escape(story.expect)}</td><td>{html.escape(story.status)}</td>"
+                f"<td>{_verdict_html(story.verdict)}</td><td>{html.escape(story.key_figures)}</td>"
+                f'<td class="num">{story.seconds:.2f}</td>'
+                "</tr>"
+            )
+        parts.append("</tbody></table>")
+        return "".join(parts)
+
+    def stories(self, parts: list[str]) -> str:
+        return "\n".join(parts)
+
+    # ------------------------------------------------------------------ a claim's story
+
+    def story_block(self, story: ClaimStory, parts: list[str]) -> str:
         anchor = html.escape("claim-" + story.name, quote=True)
-        parts.append(
-            "<tr>"
-            f'<td><a href="#{anchor}"><code>{html.escape(story.name)}</code></a></td>'
-            f"<td>{html.escape(story.statement)}</td>"
-            f"<td>{html.escape(story.expect)}</td><td>{html.escape(story.status)}</td>"
-            f"<td>{_verdict_html(story.verdict)}</td><td>{html.escape(story.key_figures)}</td>"
-            f'<td class="num">{story.seconds:.2f}</td>'
-            "</tr>"
-        )
-    parts.append("</tbody></table>")
-    return "".join(parts)
+        return "\n".join([f'<div class="claim" id="{anchor}">', *parts, "</div>"])
+
+    def story_heading(self, story: ClaimStory) -> str:
+        return (f"<h4><code>{html.escape(story.name)}</code> — {html.escape(story.status)} "
+                f"(expected {html.escape(story.expect)}) {_verdict_html(story.verdict)}</h4>")
+
+    def statement(self, text: str) -> str:
+        return f"<p>{html.escape(text)}</p>"
+
+    def source(self, text: str) -> str:
+        return f'<p class="source">Source: {html.escape(text)}</p>'
+
+    def examples(self, story: ClaimStory) -> str:
+        """Every example with its parameters, seed, the two sides and the tolerance; the counterexample's row
+        marked."""
+        return _html_table(story.example_header, story.example_rows, row_classes=story.row_classes) \
+            if story.example_rows else ""
+
+    def drawn(self, text: str) -> str:
+        return f'<p class="drawn">Drawn: {html.escape(text)}</p>'
+
+    def counterexample(self, story: ClaimStory) -> str:
+        parts = []
+        if story.counterexample_note:
+            parts.append(f"<p>Counterexample note: {html.escape(story.counterexample_note)}</p>")
+        if story.counterexample_standard_error is not None:
+            parts.append(f"<p>Standard error: {html.escape(format_value(story.counterexample_standard_error))}</p>")
+        parts.append(f"<p>Shrink trials: {story.shrink_trials}</p>")
+        return "\n".join(parts)
+
+    def failure(self, story: ClaimStory) -> str:
+        failed = story.failure
+        return (f"<p>Error in the claim's code (not a counterexample) at "
+                f"{html.escape(format_parameters(failed.get('parameters') or {}))}, seed {failed.get('seed')}:</p>\n"
+                f'<pre class="error">{html.escape(failed["error"])}</pre>')
+
+    def undecided(self, story: ClaimStory) -> str:
+        return (f"<p>Inconclusive: {UNDECIDED}"
+                + (f"; deciding them all would take {html.escape(story.needed)}" if story.needed else "") + ".</p>")
+
+    def note(self, text: str) -> str:
+        return f"<p>Note: {html.escape(text)}</p>"
+
+    def replay(self, story: ClaimStory) -> str:
+        return f"<p>Replay: <code>{html.escape(story.replay)}</code></p>"
+
+
+def derivation_html(derivation: Derivation) -> str:
+    """A derivation as its numbered steps, each a sentence, a MathML equation and its check, after a count of the
+    checks' outcomes."""
+    return HtmlPrinter().derivation(derivation)
+
+
+def story_html(story: ClaimStory) -> str:
+    """A claim's story as HTML: every example with its parameters, the two sides and the tolerance, the
+    counterexample (with its note, standard error and shrink trials), the error of the claim's code, and the
+    replay command."""
+    return HtmlPrinter().story(story)
 
 
 def claim_detail_html(result: dict) -> str:
@@ -206,93 +306,6 @@ def claim_detail_html(result: dict) -> str:
     return story_html(claim_story(result))
 
 
-def story_html(story: ClaimStory) -> str:
-    """A claim's story as HTML: every example with its parameters, the two sides and the tolerance, the
-    counterexample (with its note, standard error and shrink trials), the error of the claim's code, and the
-    replay command."""
-    anchor = html.escape("claim-" + story.name, quote=True)
-    parts = [f'<div class="claim" id="{anchor}">']
-    parts.append(f"<h4><code>{html.escape(story.name)}</code> — {html.escape(story.status)} "
-                 f"(expected {html.escape(story.expect)}) {_verdict_html(story.verdict)}</h4>")
-    parts.append(f"<p>{html.escape(story.statement)}</p>")
-    if story.source:
-        parts.append(f'<p class="source">Source: {html.escape(story.source)}</p>')
-    if story.example_rows:
-        parts.append(_html_table(story.example_header, story.example_rows, row_classes=story.row_classes))
-    if story.drawn:
-        parts.append(f'<p class="drawn">Drawn: {html.escape(story.drawn)}</p>')
-    if story.shrink_trials is not None:
-        if story.counterexample_note:
-            parts.append(f"<p>Counterexample note: {html.escape(story.counterexample_note)}</p>")
-        if story.counterexample_standard_error is not None:
-            parts.append(f"<p>Standard error: {html.escape(format_value(story.counterexample_standard_error))}</p>")
-        parts.append(f"<p>Shrink trials: {story.shrink_trials}</p>")
-    if story.failure is not None:
-        failed = story.failure
-        parts.append(f"<p>Error in the claim's code (not a counterexample) at "
-                     f"{html.escape(format_parameters(failed.get('parameters') or {}))}, seed {failed.get('seed')}:</p>")
-        parts.append(f'<pre class="error">{html.escape(failed["error"])}</pre>')
-    if story.inconclusive:
-        parts.append(f"<p>Inconclusive: {UNDECIDED}"
-                     + (f"; deciding them all would take {html.escape(story.needed)}" if story.needed else "")
-                     + ".</p>")
-    for note in story.notes:
-        parts.append(f"<p>Note: {html.escape(note)}</p>")
-    parts.append(f"<p>Replay: <code>{html.escape(story.replay)}</code></p>")
-    parts.append("</div>")
-    return "\n".join(parts)
-
-
 def render_html(outcomes: list[TheoryOutcome], metadata: dict) -> str:
     """The whole report as one self-contained HTML page (no network resources)."""
-    claims = [c for o in outcomes for c in o.claims]
-    verdicts = [verdict(c) for c in claims]
-    body = ["<h1>attnverify report</h1>"]
-    body.append(_html_table(["setting", "value"], metadata_rows(metadata), caption="Run"))
-    summary = summary_line(claims) + "."
-    errors = sum(len(o.errors) for o in outcomes)
-    if errors:
-        summary += f" {errors} error(s) while building the report (see below)."
-    css = "unexpected" if errors or "UNEXPECTED" in verdicts else ("undecided" if "UNDECIDED" in verdicts else "ok")
-    body.append(f'<p class="{css}">{html.escape(summary)}</p>')
-    body.append("<nav><ul>" + "".join(
-        f'<li><a href="#{html.escape(o.theory, quote=True)}">{html.escape(section_title(o))}</a></li>'
-        for o in outcomes
-    ) + "</ul></nav>")
-    figure_number = 0
-    for outcome in outcomes:
-        body.append(f'<section id="{html.escape(outcome.theory, quote=True)}">')
-        body.append(f"<h2>{html.escape(section_title(outcome))}</h2>")
-        for error in outcome.errors:
-            body.append(f'<div class="error"><p>Part of this section could not be built:</p>'
-                        f"<pre>{html.escape(error)}</pre></div>")
-        for warning in outcome.warnings:
-            body.append(f'<p class="warning">{html.escape(warning)}</p>')
-        section = outcome.section
-        if section is not None:
-            body.append(markdown_to_html(section.introduction))
-            if section.derivations:
-                body.append("<h3>Derivations</h3>")
-                body += [derivation_html(d) for d in section.derivations]
-            if section.figures:
-                body.append("<h3>Figures</h3>")
-                for figure in section.figures:
-                    figure_number += 1
-                    body.append(figure_html(figure, figure_number))
-            if section.tables:
-                body.append("<h3>Tables</h3>")
-                body += [table_html(t) for t in section.tables]
-        if outcome.claims:
-            body.append("<h3>Claims</h3>")
-            stories = [claim_story(c) for c in outcome.claims]
-            body.append(claims_table_html(stories))
-            body += [story_html(story) for story in stories]
-        body.append("</section>")
-    return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        "<title>attnverify report</title>\n<style>" + _STYLE + "</style>\n</head>\n<body>\n"
-        + "\n".join(body) + "\n</body>\n</html>\n"
-    )
-
-
+    return HtmlPrinter().doprint(outcomes, metadata)

@@ -1,10 +1,12 @@
-"""Claim results for the terminal: the results table and a claim's story as text (the printer of
-`ClaimStory` that ``check`` and ``verify`` use), and the rows every report format shares."""
+"""Claim results for the terminal: the results table, a claim's story as text (`attnverify.checks.story.story_text`,
+what ``check`` and ``verify`` print) and the whole report as text (`TextPrinter`); a derivation as results.json
+keeps it."""
 
 from __future__ import annotations
 
-from ..checks.runner import verdict
-from .story import ClaimStory, UNDECIDED, claim_story, format_parameters, format_value, key_figures, side_labels
+from ..checks.story import ClaimStory, claim_story, key_figures, story_text, verdict
+from .printer import ReportPrinter, section_title
+from .section import Figure, Table, TheoryOutcome
 
 #: Columns of the results table, in order.
 COLUMNS = ("name", "expected", "status", "verdict", "examples", "seconds", "key figures")
@@ -50,78 +52,6 @@ def result_details(result: dict) -> str:
     return story_text(claim_story(result))
 
 
-def story_text(story: ClaimStory) -> str:
-    """A claim's story for the terminal: the shown example's parameters, seed, sides, tolerance, note and error,
-    what was drawn, the notes, the replay command and the call that checks the shown example alone."""
-    lines = [f"--- {story.name}: {story.status} (expected {story.expect}) -> {story.verdict}",
-             f"statement:  {story.statement}"]
-    if story.source:
-        lines.append(f"source:     {story.source}")
-    shown = story.shown
-    kind = shown.kind if shown is not None else None
-    if story.shrink_trials is not None:
-        lines.append(f"counterexample (after {story.shrink_trials} shrink trials):")
-    elif kind == "error":
-        lines.append("error in the claim's code (not a counterexample; not shrunk), on the example:")
-    elif story.inconclusive:
-        lines.append(f"inconclusive: {UNDECIDED}"
-                     + (f"; deciding them all would take {story.needed}" if story.needed else "")
-                     + "; the first undecided example:")
-    elif shown is not None:
-        lines.append(f"held on all {story.example_count} examples; the nearest to its tolerance:")
-    else:
-        lines.append("no example was run")
-    if shown is not None:
-        lines.append(f"  parameters: {format_parameters(shown.parameters)}")
-        lines.append(f"  seed:       {shown.seed}")
-        evidence = shown.evidence
-        if evidence:
-            left, right = side_labels(evidence)  # evidence without sides (a custom summary) says it in its note
-            for label, key in ((left, "theory"), (right, "observed")):
-                if evidence.get(key) is not None:
-                    lines.append(f"  {label + ':':<11} {format_value(evidence[key])}")
-            if evidence.get("tolerance") is not None:
-                tolerance = f"  tolerance:  {format_value(evidence['tolerance'])}"
-                if evidence.get("standard_error") is not None:
-                    tolerance += f" (standard error {format_value(evidence['standard_error'])})"
-                lines.append(tolerance)
-            if evidence.get("note"):
-                lines.append(f"  note:       {evidence['note']}")
-            if evidence.get("inconclusive"):
-                lines.append(f"  undecided:  {evidence['inconclusive']}")
-        if shown.error:
-            lines.append("  error:")
-            lines += ["    " + line for line in shown.error.rstrip().splitlines()]
-    if story.drawn:
-        lines.append(f"drawn:      {story.drawn}")
-    lines += [f"note: {note}" for note in story.notes]
-    lines.append(f"replay:     {story.replay}")
-    if shown is not None:
-        lines.append(
-            f"  this example alone: attnverify.checks.runner.evaluate({story.claim_call}, "
-            f"{shown.parameters!r}, {shown.seed}, profile={story.profile!r}, backend={story.backend!r})"
-        )
-    return "\n".join(lines)
-
-
-def metadata_rows(metadata: dict) -> list[list]:
-    """The run's settings and package versions, as the report's "Run" table shows them."""
-    rows = []
-    for key in ("date", "profile", "backend", "seed", "only", "store"):
-        if metadata.get(key) is not None:
-            rows.append([key, metadata[key]])
-    if metadata.get("kept_claims"):
-        rows.append(["claims read back from the store", len(metadata["kept_claims"])])
-    for package, version in (metadata.get("versions") or {}).items():
-        rows.append([package, version])
-    return rows
-
-
-def section_title(outcome) -> str:
-    """A section's heading: its title, or the theory's name where the section could not be built."""
-    return outcome.section.title if outcome.section is not None else outcome.theory
-
-
 def derivation_dict(derivation) -> dict:
     """A derivation as results.json keeps it: name, title, source, a count of its steps' check outcomes, and each
     step's sentence, LaTeX, text, exported name, kind and check (`StepCheck`)."""
@@ -140,3 +70,72 @@ def derivation_dict(derivation) -> dict:
             for s, check in zip(derivation.steps, checks)
         ],
     }
+
+
+def _underlined(text: str, rule: str) -> str:
+    return f"{text}\n{rule * len(text)}"
+
+
+def _indented(text: str, by: str = "    ") -> str:
+    return "\n".join(by + line for line in text.rstrip().splitlines())
+
+
+class TextPrinter(ReportPrinter):
+    """The report as plain text, for a terminal or a log: equations as sympy writes them (``str``), tables padded,
+    each claim's story as ``check`` prints it (`StoryPrinter`'s leaves)."""
+
+    def document(self, parts: list[str]) -> str:
+        return "\n\n".join(parts) + "\n"
+
+    def title(self, text: str) -> str:
+        return _underlined(text, "=")
+
+    def settings(self, rows: list[list]) -> str:
+        return text_table(["setting", "value"], [[str(k), str(v)] for k, v in rows])
+
+    def summary(self, text: str, state: str) -> str:
+        return text
+
+    def section_heading(self, outcome: TheoryOutcome) -> str:
+        return _underlined(section_title(outcome), "=")
+
+    def build_error(self, error: str) -> str:
+        return "part of this section could not be built:\n" + _indented(error)
+
+    def warning(self, text: str) -> str:
+        return f"warning: {text}"
+
+    def introduction(self, text: str) -> str:
+        return text.strip()
+
+    def heading(self, text: str) -> str:
+        return _underlined(text, "-")
+
+    def derivation_block(self, derivation, checked: str, steps: list[str]) -> str:
+        lines = [derivation.title] + ([f"source: {derivation.source}"] if derivation.source else [])
+        return "\n".join([*lines, f"steps checked: {checked}", *steps])
+
+    def step(self, number: int, step, check) -> str:
+        result = f" (result {step.name})" if step.name else ""
+        return "\n".join([f"  {number}. {step.description}{result}", _indented(str(step.expression), " " * 6),
+                          f"      check: {check.label()}"])
+
+    def figure(self, figure: Figure, number: int) -> str:
+        return f"Figure {number} ({figure.filename}). {figure.caption}"
+
+    def table(self, table: Table) -> str:
+        return table.caption + "\n" + text_table([str(h) for h in table.header],
+                                                 [[str(v) for v in row] for row in table.rows])
+
+    def claims_table(self, stories: list[ClaimStory]) -> str:
+        """Name, expected, status, verdict, seconds and key figures (the statement is in each story)."""
+        return text_table(["claim", "expected", "status", "verdict", "seconds", "key figures"],
+                          [[c.name, c.expect, c.status, c.verdict, f"{c.seconds:.2f}", c.key_figures] for c in stories])
+
+    def stories(self, parts: list[str]) -> str:
+        return "\n\n".join(parts)
+
+
+def render_text(outcomes: list[TheoryOutcome], metadata: dict) -> str:
+    """The whole report as plain text (``report.txt``)."""
+    return TextPrinter().doprint(outcomes, metadata)

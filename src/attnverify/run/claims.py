@@ -32,7 +32,8 @@ from ..execution.tasks import ClaimFinished, ClaimStarted, ExampleChecked, Outco
 from ..execution.store import Store
 from ..base.backend import Backend, get_backend
 from ..checks.claim import Claim
-from ..checks.runner import ClaimResult, Example, drawn_examples, evaluate, example_key, run_claim, verdict
+from ..checks.runner import ClaimResult, Example, drawn_examples, evaluate, example_key, run_claim
+from ..checks.story import verdict
 from ..checks.saved import SavedChecks
 from ..theories.catalogue import user_file
 

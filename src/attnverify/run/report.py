@@ -1,7 +1,7 @@
 """Build the report: each theory's section, then its built-in claims, into one directory.
 
 ``build_report(DIR)`` writes ``DIR/index.html`` (MathML, no network resources), ``DIR/report.md``
-(LaTeX), ``DIR/results.json`` (every figure's data, every table, every claim result, metadata)
+(LaTeX), ``DIR/report.txt`` (plain text), ``DIR/results.json`` (every figure's data, every table, every claim result, metadata)
 and the PNGs the sections draw. A theory's planned experiments, its section and its claims are tasks of one
 run of `run_claims_as_tasks` (serially, or on worker processes: ``workers``): the experiments
 first, then the section, which only draws them, then the claims, which share them through the run's store. results.json
@@ -29,12 +29,12 @@ from ..execution import tasks as run_state
 from ..execution.tasks import ClaimFinished, Outcome, Task
 from ..execution.store import Store
 from ..base.files import fingerprint, write_atomically
-from ..report.results import derivation_dict
-from ..report.story import summary_line
+from ..checks.story import summary_line
 from ..base.arguments import backend as checked_backend, integer
 from ..base.backend import Backend, get_backend
 from ..report.markdown import render_markdown
 from ..report.render import render_html
+from ..report.results import derivation_dict, render_text
 from ..report.section import Section, TheoryOutcome
 from ..theories import builtin
 from ..theories.catalogue import UserFileError, user_file, user_file_errors
@@ -282,7 +282,7 @@ class Sections:
         _write_results(self.out_dir, self.listed(finished), self.metadata, not_run=[*not_run, PAGES])
 
 
-PAGES = "index.html and report.md"
+PAGES = "index.html, report.md and report.txt"
 """What a report writes last, named among what has not run until then."""
 
 
@@ -361,9 +361,10 @@ def build_report(
                                        workers=workers, say=noted, on_result=sections.write, store=folder,
                                        ahead=sections, after=sections.after, positions=sections.positions)
     final = sections.listed(finished)
-    say("writing index.html and report.md")
+    say(f"writing {PAGES}")
     write_atomically(out_dir / "index.html", render_html(final, metadata))
     write_atomically(out_dir / "report.md", render_markdown(final, metadata))
+    write_atomically(out_dir / "report.txt", render_text(final, metadata))
     if latex:
         from ..report.latex import render_latex
 

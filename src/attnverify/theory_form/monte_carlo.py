@@ -59,7 +59,7 @@ def simulator(function: Callable, names: tuple[str, ...]) -> Callable:
 def finite_expected(expected: Callable, call: Callable) -> Callable:
     """``call`` (the theory side ``(p, ctx) -> expected(**p)``), refusing a value that is not a finite number in
     one line naming ``expected`` and the parameters (an overflow at the drawn values, say)."""
-    from ..report.story import format_parameters
+    from ..checks.story import format_parameters
 
     def theory_side(p: dict, ctx):
         value = call(p, ctx)
@@ -160,7 +160,7 @@ def bias_at(bias, p: dict) -> float:
     """The stated bias budget at the parameters ``p`` (0 where none is stated): a number, or a function of the
     parameters whose value must be a finite number ≥ 0."""
     from ..base import arguments
-    from ..report.story import format_parameters
+    from ..checks.story import format_parameters
 
     if bias is None:
         return 0.0
@@ -185,7 +185,7 @@ def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=No
     draw, generator = simulate(p, ctx)
     reference = size_of(expected, terms, bounds) if relative else None
     if relative and reference == 0 and not resolution:
-        from ..report.story import format_parameters
+        from ..checks.story import format_parameters
 
         raise ValueError(f"relative={relative:g} of expected({format_parameters(p)}) = {expected:g} is 0, which no "
                          "sample resolves: state an absolute resolution= as well (the smallest discrepancy that "

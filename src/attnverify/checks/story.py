@@ -1,9 +1,10 @@
-"""A claim's story as data: what every format says about one claim result, made once by `claim_story`.
+"""A claim's story: what every format says about one claim result, made once by `claim_story`, and told by one walk.
 
-The printers (`claim_detail_html`, `claim_detail_markdown`, the LaTeX claims table in
-`.latex`, `result_details` for the terminal) only choose what to print of a
-`ClaimStory` and how. Everything here reads the plain dictionaries of ``ClaimResult.as_dict()``, so a
-result from this run and one from a results.json written earlier tell the same story.
+`StoryPrinter.story` visits a story's parts in one order (heading, statement, source, examples, what was drawn,
+counterexample, error, what would decide it, notes, replay) and a format overrides only the leaves: this class tells
+it as plain text (the terminal, ``print(result)``), the report's printers (`attnverify.report.printer`) as HTML,
+Markdown and LaTeX. Everything here reads the plain dictionaries of ``ClaimResult.as_dict()``, so a result from this
+run and one from a results.json written earlier tell the same story.
 """
 
 from __future__ import annotations
@@ -12,12 +13,20 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..checks.evidence import side_names
-from ..checks.drawn import drawn_text
-from ..checks.runner import verdict
+from .evidence import side_names
+from .drawn import drawn_text
 
 #: The sentence every format gives an inconclusive result (before what deciding it would take).
 UNDECIDED = "no example contradicts the claim, and not every one decides it"
+
+
+def verdict(result: dict) -> str:
+    """The verdict of a claim result's dict (``ClaimResult.as_dict()``): ``OK`` (as expected), ``UNDECIDED``
+    (inconclusive where a decision was expected: draw more) or ``UNEXPECTED`` (a verdict against the expectation,
+    or an error)."""
+    if result["ok"]:
+        return "OK"
+    return "UNDECIDED" if result["status"] == "inconclusive" else "UNEXPECTED"
 
 
 def format_value(value: Any) -> str:
@@ -190,7 +199,7 @@ class Shown:
 
 @dataclass(frozen=True)
 class ClaimStory:
-    """What is said about one claim result, in every format: its verdict (`attnverify.checks.runner.verdict`),
+    """What is said about one claim result, in every format: its verdict (`verdict`),
     statement and source, the key figures, the examples as a table (``example_header``, ``example_rows``, each row's
     CSS class in ``row_classes``), what was drawn, the counterexample's note, standard error and shrink trials, the
     error of the claim's code with the example it met, what would decide an undecided claim, the notes and the
@@ -263,3 +272,107 @@ def summary_line(results: list[dict]) -> str:
     if undecided:
         text += f", {len(undecided)} undecided (inconclusive: {', '.join(undecided)})"
     return text
+
+
+class StoryPrinter:
+    """One walk over a claim's story (sympy's ``Printer`` as the model): `story` decides what is told and in which
+    order; a format overrides the leaves below it. This class tells the story as plain text, the terminal's form:
+    the example a summary shows (`shown_example`) spelled out with its parameters, seed, sides and tolerance."""
+
+    def story(self, story: ClaimStory) -> str:
+        parts = [self.story_heading(story), self.statement(story.statement)]
+        if story.source:
+            parts.append(self.source(story.source))
+        parts.append(self.examples(story))
+        if story.drawn:
+            parts.append(self.drawn(story.drawn))
+        if story.shrink_trials is not None:
+            parts.append(self.counterexample(story))
+        if story.failure is not None:
+            parts.append(self.failure(story))
+        if story.inconclusive:
+            parts.append(self.undecided(story))
+        parts += [self.note(note) for note in story.notes]
+        parts.append(self.replay(story))
+        return self.story_block(story, [part for part in parts if part])
+
+    # ------------------------------------------------------------------ the leaves, as plain text
+
+    def story_block(self, story: ClaimStory, parts: list[str]) -> str:
+        return "\n".join(parts)
+
+    def story_heading(self, story: ClaimStory) -> str:
+        return f"--- {story.name}: {story.status} (expected {story.expect}) -> {story.verdict}"
+
+    def statement(self, text: str) -> str:
+        return f"statement:  {text}"
+
+    def source(self, text: str) -> str:
+        return f"source:     {text}"
+
+    def examples(self, story: ClaimStory) -> str:
+        """The shown example: why it is the one shown, its parameters, seed, sides, tolerance, note and error (the
+        terminal tells the counterexample, the error and the undecided example here, not in their own leaves)."""
+        shown = story.shown
+        kind = shown.kind if shown is not None else None
+        if story.shrink_trials is not None:
+            lines = [f"counterexample (after {story.shrink_trials} shrink trials):"]
+        elif kind == "error":
+            lines = ["error in the claim's code (not a counterexample; not shrunk), on the example:"]
+        elif story.inconclusive:
+            lines = [f"inconclusive: {UNDECIDED}" + (f"; deciding them all would take {story.needed}" if story.needed
+                                                     else "") + "; the first undecided example:"]
+        elif shown is not None:
+            lines = [f"held on all {story.example_count} examples; the nearest to its tolerance:"]
+        else:
+            return "no example was run"
+        if shown is None:
+            return lines[0]
+        lines += [f"  parameters: {format_parameters(shown.parameters)}", f"  seed:       {shown.seed}"]
+        evidence = shown.evidence
+        if evidence:
+            left, right = side_labels(evidence)  # evidence without sides (a custom summary) says it in its note
+            for label, key in ((left, "theory"), (right, "observed")):
+                if evidence.get(key) is not None:
+                    lines.append(f"  {label + ':':<11} {format_value(evidence[key])}")
+            if evidence.get("tolerance") is not None:
+                tolerance = f"  tolerance:  {format_value(evidence['tolerance'])}"
+                if evidence.get("standard_error") is not None:
+                    tolerance += f" (standard error {format_value(evidence['standard_error'])})"
+                lines.append(tolerance)
+            if evidence.get("note"):
+                lines.append(f"  note:       {evidence['note']}")
+            if evidence.get("inconclusive"):
+                lines.append(f"  undecided:  {evidence['inconclusive']}")
+        if shown.error:
+            lines.append("  error:")
+            lines += ["    " + line for line in shown.error.rstrip().splitlines()]
+        return "\n".join(lines)
+
+    def drawn(self, text: str) -> str:
+        return f"drawn:      {text}"
+
+    def counterexample(self, story: ClaimStory) -> str:
+        return ""  # told with the shown example (`examples`)
+
+    def failure(self, story: ClaimStory) -> str:
+        return ""  # told with the shown example
+
+    def undecided(self, story: ClaimStory) -> str:
+        return ""  # told with the shown example
+
+    def note(self, text: str) -> str:
+        return f"note: {text}"
+
+    def replay(self, story: ClaimStory) -> str:
+        text = f"replay:     {story.replay}"
+        shown = story.shown
+        if shown is not None:
+            text += (f"\n  this example alone: attnverify.checks.runner.evaluate({story.claim_call}, "
+                     f"{shown.parameters!r}, {shown.seed}, profile={story.profile!r}, backend={story.backend!r})")
+        return text
+
+
+def story_text(story: ClaimStory) -> str:
+    """A claim's story as plain text (`StoryPrinter`): what ``check`` and ``verify`` print and ``print(result)``."""
+    return StoryPrinter().story(story)

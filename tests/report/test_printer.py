@@ -1,0 +1,89 @@
+"""The report is walked once (`ReportPrinter.doprint`); a format overrides only the leaves.
+
+Every format tells the same parts in the same order, a new format is one class of leaves, and ``print(result)``
+is the story every format tells.
+"""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+import sympy
+
+from attnverify.checks import at_most, claim, run_claim, st
+from attnverify.checks.story import claim_story, story_text
+from attnverify.derivations.derivation import DerivationRecorder
+from attnverify.report.latex import LatexPrinter
+from attnverify.report.markdown import MarkdownPrinter
+from attnverify.report.printer import ReportPrinter
+from attnverify.report.render import HtmlPrinter
+from attnverify.report.results import TextPrinter
+from attnverify.report.section import Figure, Section, Table, TheoryOutcome
+
+
+@claim("walk.three_at_most_two", parameters=st.fixed_dictionaries({"x": st.just(3.0)}),
+       examples={"quick": 2, "thorough": 2}, expect="refuted", statement="Three is at most two (false).")
+def _refuted(p, ctx):
+    return at_most(p["x"], 2.0, note="three is more than two")
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> list[TheoryOutcome]:
+    x = sympy.Symbol("x", positive=True)
+    recorder = DerivationRecorder("walk.square", "Squaring a sum", "nowhere")
+    recorder.step("Expand the square.", sympy.Eq((x + 1) ** 2, x**2 + 2 * x + 1), name="square")
+    section = Section(theory="walk", title="A walked theory", introduction="Words before the derivations.",
+                      derivations=[recorder.finish()], figures=[Figure("walk.png", "A figure's caption.")],
+                      tables=[Table("A table's caption.", ["n", "value"], [[1, 0.5]])])
+    result = run_claim(_refuted, seed=0).as_dict()
+    return [TheoryOutcome("walk", section=section, claims=[result], errors=["Traceback: a part that failed"],
+                          warnings=["a warning of the build"])]
+
+
+MARKERS = ("A walked theory", "a part that failed", "a warning of the build", "Words before the derivations",
+           "Squaring a sum", "Expand the square", "A figure", "A table", "Three is at most two",
+           "three is more than two", "replay")
+
+PRINTERS = {"html": HtmlPrinter(), "markdown": MarkdownPrinter(), "latex": LatexPrinter(), "text": TextPrinter()}
+
+
+@pytest.mark.parametrize("form", PRINTERS)
+def test_every_format_tells_the_parts_in_the_walks_order(outcomes, form):
+    printed = html.unescape(PRINTERS[form].doprint(outcomes, {"profile": "quick", "seed": 0}))
+    # LaTeX's story is its replay line (the claims table holds the rest): its counterexample note is not printed
+    markers = [m for m in MARKERS if not (form == "latex" and m == "three is more than two")]
+    positions = [printed.lower().find(m.lower(), printed.find("A walked theory")) for m in markers]
+    assert -1 not in positions, [m for m, p in zip(markers, positions) if p == -1]
+    assert positions == sorted(positions), dict(zip(markers, positions))
+    assert "1 claims: 1 as expected, 0 unexpected. 1 error(s) while building the report" in printed
+
+
+def test_a_new_format_is_one_class_of_leaves(outcomes):
+    """A printer that tags each leaf it is asked for: the walk alone decides what is printed and in which order."""
+
+    def tagged(name):
+        return lambda self, *args: f"<{name}>"
+
+    leaves = ("title", "settings", "summary", "section_heading", "build_error", "warning", "introduction",
+              "heading", "figure", "table", "claims_table", "step", "story_heading", "statement", "examples",
+              "counterexample", "replay")
+    Tagged = type("Tagged", (ReportPrinter,), {
+        **{name: tagged(name) for name in leaves},
+        "document": lambda self, parts: " ".join(parts),
+        "derivation_block": lambda self, derivation, checked, steps: " ".join(["<derivation>", *steps]),
+        "stories": lambda self, parts: " ".join(parts),
+        "story_block": lambda self, story, parts: " ".join(parts),
+        "drawn": lambda self, text: "", "note": lambda self, text: ""})
+    assert Tagged().doprint(outcomes, {}) == (
+        "<title> <settings> <summary> <section_heading> <build_error> <warning> <introduction> "
+        "<derivation> <step> <figure> <table> <heading> <claims_table> "
+        "<story_heading> <statement> <examples> <counterexample> <replay>")
+
+
+def test_print_of_a_result_is_the_story_the_report_tells():
+    result = run_claim(_refuted, seed=0)
+    story = claim_story(result.as_dict())
+    assert str(result) == story_text(story)
+    assert str(result).startswith("--- walk.three_at_most_two: refuted (expected refuted) -> OK")
+    assert "three is more than two" in str(result) and f"replay:     {result.replay_command}" in str(result)
