@@ -1,5 +1,5 @@
 """The public boundary of single-location regression: every entry point of ``theories/single_location/``
-(the numeric part of its derivations, its simulators) and of ``derivations/gaussian/tails.py`` (float64 forms)
+(the numeric part of its derivations, its simulators, its float64 tail forms ``tail_derivations.py``)
 refuses bad input by name, and valid input gives no NaN.
 
 Parameters that broadcast over leading axes (vectors ``k`` of shape (..., dim), batches ``X`` of
@@ -16,8 +16,7 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
-from attnverify.derivations import gaussian
-from attnverify.theories.single_location import derivations as theory
+from attnverify.theories.single_location import derivations as theory, tail_derivations as tails
 from attnverify.theories import single_location as sim
 from boundary_harness import EntryPoint, Parameter as P, boundary_tests
 from seeds import seeded
@@ -129,11 +128,11 @@ ENTRY_POINTS = [
                          extra=(("too_few_for_the_cancellation", 40),))}),
     EntryPoint("theory.linear_risk", theory.linear_risk, lambda: dict(L=4, gamma=0.7, eps=0.1, backend=None),
                {k: THEORY_PARAMETERS[k] for k in ("L", "gamma", "eps", "backend")}),
-    EntryPoint("gaussian.log_erfc_square_mean", gaussian.log_erfc_square_mean, lambda: dict(a=2.0, b=0.5),
+    EntryPoint("tails.log_erfc_square_mean", tails.log_erfc_square_mean, lambda: dict(a=2.0, b=0.5),
                {"a": P("nonnegative"), "b": P("nonnegative")}),
-    EntryPoint("gaussian.erfc_square_mean", gaussian.erfc_square_mean, lambda: dict(a=2.0, b=0.5),
+    EntryPoint("tails.erfc_square_mean", tails.erfc_square_mean, lambda: dict(a=2.0, b=0.5),
                {"a": P("nonnegative"), "b": P("nonnegative")}),
-    EntryPoint("gaussian.log_zeta_at_zero", gaussian.log_zeta_at_zero, lambda: dict(g=0.7), {"g": P("nonnegative")}),
+    EntryPoint("tails.log_zeta_at_zero", tails.log_zeta_at_zero, lambda: dict(g=0.7), {"g": P("nonnegative")}),
     # ------------------------------------------------------------------ numerics: task and data
     EntryPoint("sim.make_task", sim.make_task,
                lambda: dict(d=D, L=L_, gamma=0.7, eps=0.1, seed=seeded(0), backend="numpy"),

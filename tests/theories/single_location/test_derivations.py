@@ -208,7 +208,8 @@ def test_erfc_square_mean_is_the_cancelling_bracket_evaluated_in_mpmath():
     # E erfc(a + bZ)² = 1 − 2erf(a/√(1+2b²)) + ζ(a, b), the left side evaluated with enough digits
     import mpmath
 
-    from attnverify.derivations.gaussian import log_erfc_square_mean, zeta_mpmath
+    from attnverify.derivations.gaussian import zeta_mpmath
+    from attnverify.theories.single_location.tail_derivations import log_erfc_square_mean
 
     for a in (0.0, 1e-3, 0.5, 2.0, 4.0, 6.0):
         for b in (0.0, 1e-3, 0.3, 1.0, 3.0, 30.0, 1000.0):

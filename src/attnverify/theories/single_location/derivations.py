@@ -20,10 +20,9 @@ from sympy import Eq, Function, erf, sqrt
 
 from ...base import arguments
 from ...derivations.codegen import evaluator, mpmath_evaluator
-from ...derivations.gaussian import (Expectation, gaussian, gaussian_expectation, gaussian_moments_expectation,
-                                     log_zeta_at_zero)
-from ...derivations.gaussian import log_erfc_square_mean as gaussian_log_erfc_square_mean
+from ...derivations.gaussian import Expectation, gaussian, gaussian_expectation, gaussian_moments_expectation
 
+from .tail_derivations import log_erfc_square_mean as gaussian_log_erfc_square_mean, log_zeta_at_zero
 from .theory import SOURCE, theory
 
 # Overlaps (spec §3.1) and parameters.
@@ -394,7 +393,7 @@ def oracle_excess_risk_high_precision(lam, d, L, gamma, dps=None) -> float:
     decays like erfc(a)² and cancels below 1e-16.
 
     dps=None (default): γ²·E[erfc(a + bZ)²] + (L−1)ζ(0, λ), the same bracket written without
-    cancellation (`.gaussian.log_erfc_square_mean`), in float64 for any parameters; a value
+    cancellation (`.tail_derivations.log_erfc_square_mean`), in float64 for any parameters; a value
     below the float64 range (2.2e-308) is refused with its order of magnitude.
     dps = an integer in [MIN_DPS, MAX_DPS]: the derived expression itself in mpmath at ``dps`` digits,
     refused when the cancellation needs more (MIN_DPS + λ²d/ln 10 digits).
