@@ -243,3 +243,15 @@ def test_each_builtin_theory_is_one_package_in_the_concise_form():
         assert [c.name for c in claims_in_module(section)] + [f"{name}.derivation_steps"] == \
             [c.name for c in form.claim_list()]
         assert all(c.origin == "" for c in form.claim_list())  # replayed by name: check --only
+
+
+def test_private_names_stay_in_their_module():
+    """No module imports another module's private name (``_name``): what two modules share is public there, with a
+    docstring saying what it guarantees (aliasing a public name to a private one, ``import x as _x``, is allowed)."""
+    crossing = []
+    for name, (path, package) in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("attnverify")):
+                crossing += [f"{name}:{node.lineno} imports {alias.name} from {'.' * node.level}{node.module or ''}"
+                             for alias in node.names if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert crossing == []

@@ -186,6 +186,13 @@ def one_of(name: str, value: Any, choices: Sequence[Any]) -> Any:
     raise ValueError(f"{name} must be one of {tuple(choices)}, got {_shown(value)}")
 
 
+def function(name: str, value: Any) -> Callable:
+    """``value`` when it is callable, else TypeError naming its type."""
+    if not callable(value):
+        raise TypeError(f"{name} must be callable, got {type(value).__name__}")
+    return value
+
+
 def flag(name: str, value: Any) -> bool:
     """``value`` as a bool (only ``True``/``False``)."""
     if not isinstance(value, (bool, np.bool_)):

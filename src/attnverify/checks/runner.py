@@ -252,7 +252,7 @@ def _evaluate(claim: Claim, parameters: dict, seed: int, profile: str, backend: 
                        seconds=time.perf_counter() - start)
 
 
-def _is_library_frame(filename: str) -> bool:
+def is_library_frame(filename: str) -> bool:
     """Whether a traceback frame is in a library (site-packages or the standard library), not the claim's code."""
     path = os.path.abspath(filename)
     return ("site-packages" in path or "dist-packages" in path or path.startswith(os.path.dirname(os.__file__))
@@ -265,7 +265,7 @@ def frames_first(error: BaseException, *, detail: str | None = None, own_code: s
     not libraries, and not attnverify itself unless ``package_is_own``), then the full traceback."""
     detail = detail or "".join(traceback.format_exception_only(type(error), error)).strip()
     frames = traceback.extract_tb(error.__traceback__)[skip:]
-    own = [f for f in frames if not _is_library_frame(f.filename) and (package_is_own or not in_package(f.filename))]
+    own = [f for f in frames if not is_library_frame(f.filename) and (package_is_own or not in_package(f.filename))]
     parts = [detail]
     if own:
         parts.append(f"in {own_code} (innermost last):\n" + "".join(traceback.format_list(own)).rstrip())

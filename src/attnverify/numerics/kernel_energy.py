@@ -33,21 +33,22 @@ from ..base.backend import Backend, on_device
 SPACES = ("auto", "kernel", "feature")
 
 
-def _cholesky(be: Backend, G):
+def lower_cholesky(be: Backend, G):
     """The lower Cholesky factor of G (overwritten on numpy); numpy's LinAlgError on both backends."""
     if be.name == "numpy":
         return cholesky(G, lower=True, overwrite_a=True, check_finite=False)
     return be.cholesky(G)
 
 
-def _cho_solve(be: Backend, L, b):
+def cholesky_solve(be: Backend, L, b):
     """(L Lᵀ)⁻¹ b from the lower factor L."""
     if be.name == "numpy":
         return cho_solve((L, True), b, check_finite=False)
     return be.solve_triangular(L, be.solve_triangular(L, b, lower=True), lower=True, trans=1)
 
 
-def _add_to_diagonal(be: Backend, G, value: float):
+def add_to_diagonal(be: Backend, G, value: float):
+    """G + value·I, in place on G (a square array of the backend)."""
     index = be.xp.arange(G.shape[0])
     G[index, index] += value
     return G
@@ -249,9 +250,9 @@ class KernelEnergy(_Energy):
         it is formed by Cholesky solves."""
         be, xp = self.backend, self.backend.xp
         G = self.kernel(R) + self.temperature * xp.eye(self.P)
-        L = _cholesky(be, G)
-        r = _cho_solve(be, L, self.y)
-        A = _cho_solve(be, L, xp.eye(self.P))
+        L = lower_cholesky(be, G)
+        r = cholesky_solve(be, L, self.y)
+        A = cholesky_solve(be, L, xp.eye(self.P))
         return 2.0 * xp.sum(xp.log(xp.diag(L))), float(self.y @ r), r, A
 
     def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
@@ -330,9 +331,9 @@ class FeatureKernelEnergy(_Energy):
     def _factorise(self, R):
         """(ln det(K + T I), Yᵀ r, r, Z = L^{-1}X flattened (P, N0𝓗)) at U = R Rᵀ."""
         be, xp = self.backend, self.backend.xp
-        G = _add_to_diagonal(be, self.kernel(R), self.temperature)
-        L = _cholesky(be, G)
-        r = _cho_solve(be, L, self.y)
+        G = add_to_diagonal(be, self.kernel(R), self.temperature)
+        L = lower_cholesky(be, G)
+        r = cholesky_solve(be, L, self.y)
         Z = be.solve_lower(L, self.X.reshape(self.P, -1))
         return 2.0 * xp.sum(xp.log(xp.diag(L))), float(self.y @ r), r, Z
 
@@ -417,8 +418,8 @@ class FeatureSpaceEnergy(_Energy):
         T = self.temperature
         Q = self._lift(R, self.gram)  # (I ⊗ R)ᵀ Γ
         B = self._lift(R, Q.T.copy())  # (I ⊗ R)ᵀ Γ (I ⊗ R)
-        B = _add_to_diagonal(be, 0.5 * (B + B.T), T)
-        LB = _cholesky(be, B)
+        B = add_to_diagonal(be, 0.5 * (B + B.T), T)
+        LB = lower_cholesky(be, B)
         W = be.solve_triangular(LB, Q, lower=True, check_finite=False)  # L_B^{-1} Q
         w = be.solve_triangular(LB, (self._lift(R, self.Xy[:, None]))[:, 0], lower=True, check_finite=False)
         value = (self.P - self.D) * np.log(T) + 2.0 * xp.sum(xp.log(xp.diag(LB))) + (self.yy - w @ w) / T

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..base import arguments
-from .kernel_energy import SPACES, _add_to_diagonal, _cho_solve, _cholesky
+from .kernel_energy import SPACES, add_to_diagonal, cholesky_solve, lower_cholesky
 from .statistics import Estimate, mean_estimate
 
 
@@ -79,14 +79,14 @@ def predictor_statistics(U, X_train, y_train, X_test, temperature: float, *, spa
     Phi, phi = _lifted(X_train, R), _lifted(X_test, R)
     P, D = Phi.shape
     if space == "feature" or (space == "auto" and D < P):
-        LB = _cholesky(be, _add_to_diagonal(be, Phi.T @ Phi, temperature))
-        mean = phi @ _cho_solve(be, LB, Phi.T @ y)
+        LB = lower_cholesky(be, add_to_diagonal(be, Phi.T @ Phi, temperature))
+        mean = phi @ cholesky_solve(be, LB, Phi.T @ y)
         W = be.solve_triangular(LB, phi.T, lower=True, check_finite=False)
         variance = temperature * xp.sum(W * W, axis=0)
     else:
-        L = _cholesky(be, _add_to_diagonal(be, Phi @ Phi.T, temperature))
+        L = lower_cholesky(be, add_to_diagonal(be, Phi @ Phi.T, temperature))
         k = Phi @ phi.T  # (P, Q)
-        mean = k.T @ _cho_solve(be, L, y)
+        mean = k.T @ cholesky_solve(be, L, y)
         W = be.solve_triangular(L, k, lower=True, check_finite=False)
         variance = xp.sum(phi * phi, axis=1) - xp.sum(W * W, axis=0)
     return PredictorStatistics(mean=be.to_numpy(mean), variance=np.clip(be.to_numpy(variance), 0.0, None))

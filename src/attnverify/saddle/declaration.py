@@ -112,7 +112,7 @@ def _order_parameter(name: str, value) -> OrderParameter:
                     f"{type(value).__name__}")
 
 
-def _finite(values: tuple, what: str) -> np.ndarray:
+def finite_outputs(values: tuple, what: str) -> np.ndarray:
     """The generated function's outputs as a float64 vector; ValueError where one is undefined (NaN: 𝓛 outside its
     domain, which the solver treats as a rejected step)."""
     with np.errstate(all="ignore"):
@@ -132,7 +132,7 @@ def entry_slices(order_parameters: tuple) -> dict[str, slice]:
     return slices
 
 
-def _atoms(entropy: sympy.Expr, order_parameters: tuple) -> tuple[sympy.Expr, tuple, tuple]:
+def entropy_atoms(entropy: sympy.Expr, order_parameters: tuple) -> tuple[sympy.Expr, tuple, tuple]:
     """The entropy with each [`log_det`][attnverify.saddle.log_det] and [`inverse`][attnverify.saddle.inverse] atom
     replaced by an auxiliary symbol, those symbols, and (order parameter, MatrixAtoms) for each matrix order parameter
     that has atoms."""
@@ -208,7 +208,7 @@ class SaddlePointAction:
         if not widths or not all(isinstance(w, sympy.Symbol) for w in widths) or len(set(widths)) != len(widths):
             raise TypeError(f"width must be the sympy symbol of the width N, or distinct symbols (n_0, …, n_L) of the "
                             f"layers' widths, got {width!r}")
-        self._expanded, self.auxiliaries, self.atoms = _atoms(self.entropy, self.order_parameters)
+        self._expanded, self.auxiliaries, self.atoms = entropy_atoms(self.entropy, self.order_parameters)
         free = self._expanded.free_symbols - set(self.auxiliaries)
         self.parameters = tuple(sorted(free - set(self.entry_symbols), key=lambda s: s.name))
         missing = [w.name for w in widths if w not in self.parameters]
@@ -325,7 +325,7 @@ class SaddlePointAction:
         chain rule of `matrix_functions`)."""
         a, blocks = self._atom_values(entries)
         with np.errstate(all="ignore"):
-            out = _finite(self._value_and_gradient(*entries, *a, *parameters), "the entropy or its gradient")
+            out = finite_outputs(self._value_and_gradient(*entries, *a, *parameters), "the entropy or its gradient")
         g = out[1:]
         n = self.size
         gradient, start = g[:n].copy(), n
@@ -343,7 +343,7 @@ class SaddlePointAction:
         H = np.zeros((n + m, n + m))
         if generated is not None:
             with np.errstate(all="ignore"):
-                values = _finite(generated(*entries, *a, *parameters), "the entropy's Hessian")
+                values = finite_outputs(generated(*entries, *a, *parameters), "the entropy's Hessian")
             H[positions[:, 0], positions[:, 1]] = values
             H[positions[:, 1], positions[:, 0]] = values
         if not blocks:
@@ -356,7 +356,7 @@ class SaddlePointAction:
         cross = H[:n, n:] @ J
         out = H[:n, :n] + cross + cross.T + J.T @ H[n:, n:] @ J
         with np.errstate(all="ignore"):
-            coefficients = _finite(self._value_and_gradient(*entries, *a, *parameters), "the entropy's gradient")[n + 1:]
+            coefficients = finite_outputs(self._value_and_gradient(*entries, *a, *parameters), "the entropy's gradient")[n + 1:]
         start = 0
         for part, _, W, atoms in blocks:
             out[part, part] += atoms.curvature(W, coefficients[start:start + atoms.count])

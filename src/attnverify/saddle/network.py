@@ -24,6 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..base import arguments
+from ..base.arguments import Checked, checked
 from ..base.backend import Backend
 from ..numerics.diagnostics import summarize
 from . import activations
@@ -31,7 +32,7 @@ from .sampling import run_sampler
 
 
 @dataclass(frozen=True)
-class Network:
+class Network(Checked):
     r"""A finite network with a linear readout, ``Network(features, features_vjp, weight_shape, readout_variance,
     order_parameters)``: the hidden weights of one chain are $Z$ of shape ``weight_shape``, whitened (prior
     $\mathcal{N}(0, 1)$ entries: scale them inside ``features``), the readout $a \sim \mathcal{N}(0, v \cdot I)$ on the
@@ -53,30 +54,24 @@ class Network:
     ``weight_shape[0]``), and, with a kernel of its own, ``kernel_memory(P)`` → the bytes one chain's kernel and
     kernel VJP hold beyond the $P \times P$ matrices (default 0)."""
 
-    features: Callable
-    features_vjp: Callable
+    features: Callable = checked(arguments.function)
+    features_vjp: Callable = checked(arguments.function)
     weight_shape: tuple
     readout_variance: float
-    order_parameters: Callable
-    prepare: Callable | None = None
-    kernel: Callable | None = None
-    kernel_vjp: Callable | None = None
-    kernel_times: Callable | None = None
+    order_parameters: Callable = checked(arguments.function)
+    prepare: Callable | None = checked(arguments.function, default=None, optional=True)
+    kernel: Callable | None = checked(arguments.function, default=None, optional=True)
+    kernel_vjp: Callable | None = checked(arguments.function, default=None, optional=True)
+    kernel_times: Callable | None = checked(arguments.function, default=None, optional=True)
     reads_readout: bool = True
-    units: int | None = None
-    kernel_memory: Callable | None = None
+    units: int | None = checked(arguments.integer, 1, default=None, optional=True)
+    kernel_memory: Callable | None = checked(arguments.function, default=None, optional=True)
 
-    def __post_init__(self) -> None:
+    def _check_fields(self) -> None:
         if (self.kernel is None) != (self.kernel_vjp is None):
             raise ValueError("a Network's kernel and kernel_vjp come together: give both or neither")
         if self.units is None:
-            object.__setattr__(self, "units", int(self.weight_shape[0]))
-        object.__setattr__(self, "units", arguments.integer("units", self.units, 1))
-        for name in ("features", "features_vjp", "order_parameters", "prepare", "kernel", "kernel_vjp",
-                     "kernel_times", "kernel_memory"):
-            value = getattr(self, name)
-            if value is not None and not callable(value):
-                raise TypeError(f"{name} must be callable, got {type(value).__name__}")
+            object.__setattr__(self, "units", arguments.integer("units", int(self.weight_shape[0]), 1))
 
 
 @dataclass(frozen=True)

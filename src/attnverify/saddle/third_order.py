@@ -27,7 +27,7 @@ import sympy
 
 from ..derivations.codegen import evaluator
 from ..numerics.kernel_energy import symmetric_basis
-from .declaration import _atoms, _finite, entry_slices
+from .declaration import entropy_atoms, finite_outputs, entry_slices
 from .matrix_functions import MatrixAtoms
 
 
@@ -94,7 +94,7 @@ class Term:
     def __init__(self, expression: sympy.Expr, order_parameters: tuple, parameters: tuple):
         self.order_parameters, self.parameters = order_parameters, tuple(parameters)
         self.entries = tuple(s for op in order_parameters for s in op.symbols)
-        self.expanded, self.auxiliaries, self.atoms = _atoms(sympy.sympify(expression), order_parameters)
+        self.expanded, self.auxiliaries, self.atoms = entropy_atoms(sympy.sympify(expression), order_parameters)
         self.variables = self.entries + self.auxiliaries
         self.n, self.m = len(self.entries), len(self.auxiliaries)
 
@@ -157,7 +157,7 @@ class Term:
         function, second, third = self._generated
         a, blocks = self._atoms_at(np.asarray(u, dtype=float))
         with np.errstate(all="ignore"):
-            out = _finite(function(*u, *a, *parameters), "the term or its derivatives")
+            out = finite_outputs(function(*u, *a, *parameters), "the term or its derivatives")
         size = self.n + self.m
         first = out[1:1 + size]
         H = _symmetric(second, out[1 + size:1 + size + len(second)], size, 2)

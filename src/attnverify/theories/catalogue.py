@@ -41,10 +41,10 @@ def claims_in_module(module: ModuleType) -> list[Claim]:
 def user_frames(error: BaseException) -> list[traceback.FrameSummary]:
     """The frames of ``error``'s traceback in the user's own files: neither attnverify nor a library (innermost
     last)."""
-    from ..checks.runner import _is_library_frame
+    from ..checks.runner import is_library_frame
 
     return [f for f in traceback.extract_tb(error.__traceback__)
-            if not _is_library_frame(f.filename) and not in_package(f.filename)]
+            if not is_library_frame(f.filename) and not in_package(f.filename)]
 
 
 def defined_at(function: Any) -> tuple[str, int] | None:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from attnverify.theories import single_location as sl
-from attnverify.theories.single_location._common import _Moments
+from attnverify.theories.single_location._common import Moments
 from attnverify.base.backend import cupy_works, get_backend
 from attnverify.numerics.statistics import Estimate, mean_estimate
 from seeds import rng, seeded
@@ -182,7 +182,7 @@ def test_risk_at_vanishing_lambda_is_the_null_risk():
 
 def test_batched_moments_equal_one_pass_moments():
     values = rng(0).exponential(size=1001)
-    moments = _Moments()
+    moments = Moments()
     for chunk in np.array_split(values, [1, 300, 301, 999]):  # chunks of 1, 299, 1, 698, 2
         moments.add(chunk, np)
     whole = mean_estimate(values)

@@ -20,7 +20,7 @@ from ...base.backend import Backend, array_module
 from ._stable import backend_of, exponent, finite_result
 
 
-def _softmax(logits: Any, axis: int = -1) -> Any:
+def softmax_weights(logits: Any, axis: int = -1) -> Any:
     """softmax of already-checked finite logits (internal: hot loops call this)."""
     xp = array_module(logits)
     weights = xp.exp(logits - xp.max(logits, axis=axis, keepdims=True))
@@ -30,11 +30,12 @@ def _softmax(logits: Any, axis: int = -1) -> Any:
 def softmax(logits: Any, axis: int = -1) -> Any:
     """exp(logits − max)/Σ exp(logits − max) along ``axis`` (log-sum-exp stable)."""
     z = array("logits", logits, backend_of(logits), min_ndim=1)
-    return _softmax(z, integer("axis", axis, -z.ndim, z.ndim - 1))
+    return softmax_weights(z, integer("axis", axis, -z.ndim, z.ndim - 1))
 
 
-def _weighted_mean(logits: Any, values: Any) -> Any:
-    return (_softmax(logits)[..., None] * values).sum(axis=-2)
+def unchecked_weighted_mean(logits: Any, values: Any) -> Any:
+    """`weighted_mean` on arrays its caller has checked (the Monte Carlo loop)."""
+    return (softmax_weights(logits)[..., None] * values).sum(axis=-2)
 
 
 def weighted_mean(logits: Any, values: Any) -> Any:
@@ -48,7 +49,7 @@ def weighted_mean(logits: Any, values: Any) -> Any:
     if z.shape != V.shape[:-1]:
         raise ValueError(f"logits must have shape (..., L) = {V.shape[:-1]} to match values (..., L, d_v) = {V.shape}, "
                          f"got {z.shape}")
-    return _weighted_mean(z, V)
+    return unchecked_weighted_mean(z, V)
 
 
 def _tokens(keys: Any, values: Any, be: Backend) -> tuple[Any, Any]:
@@ -96,7 +97,7 @@ def softmax_attention(scores: Any, keys: Any, values: Any, bias: Any = None) -> 
         u = xp.ldexp(u, ek + ea - top)
     with np.errstate(over="ignore"):  # a logit far below the maximum becomes −inf: weight 0, as it should
         shifted = xp.ldexp(u - xp.max(u, axis=-1, keepdims=True), top)  # logits − max, exact scaling back
-    return _weighted_mean(shifted, V)
+    return unchecked_weighted_mean(shifted, V)
 
 
 def rbf_attention(query: Any, keys: Any, values: Any, bandwidth: float) -> Any:
@@ -118,7 +119,7 @@ def rbf_attention(query: Any, keys: Any, values: Any, bandwidth: float) -> Any:
     mantissa, power = math.frexp(h)  # h = m·2^power
     with np.errstate(over="ignore"):  # −∞ for keys much farther than the nearest: weight 0 (h → 0 limit)
         logits = xp.ldexp(-gap / (2 * mantissa * mantissa), 2 * (e - power))
-    return _weighted_mean(logits, V)
+    return unchecked_weighted_mean(logits, V)
 
 
 def ridge_attention(query: Any, keys: Any, values: Any, ridge: float, backend: Backend | str | None = None) -> Any:

@@ -21,8 +21,8 @@ from ...base.arguments import Checked, checked, positive_definite_factor
 from ...base.backend import Backend, array_module, for_size, to_numpy
 from ...numerics.statistics import Estimate, mean_estimate
 from ._stable import backend_of, finite_result
-from .attention import _softmax
-from .models import _refuse_what_cannot_fit
+from .attention import softmax_weights
+from .models import refuse_what_cannot_fit
 
 OBJECTIVES = ("supervised", "masked")
 
@@ -55,7 +55,7 @@ class LatentLinearTask(Checked):
         N, T = integer("sequences", sequences, 1), integer("tokens", tokens, 1)
         # per token: the draw and the keys (d each), the noise, the einsum and the values (d_v each);
         # per sequence: A and its unscaled draw (2·d_v·d)
-        _refuse_what_cannot_fit(T, N, 2 * self.d + 3 * self.d_v, 2 * self.d_v * self.d, backend=be,
+        refuse_what_cannot_fit(T, N, 2 * self.d + 3 * self.d_v, 2 * self.d_v * self.d, backend=be,
                                 names=("tokens", "sequences"))
         rng = generator(rng, be)
         A = self.prior_sd * rng.standard_normal((N, self.d_v, self.d))
@@ -102,7 +102,7 @@ def draw_dataset(task: LatentLinearTask, objective: str, sequences: int, length:
     M = 1 if objective == "supervised" else masked
     be = backend_argument(backend)
     # what task.sample draws for L + M tokens (above), named by this function's arguments
-    _refuse_what_cannot_fit(L + M, N, 2 * task.d + 3 * task.d_v, 2 * task.d_v * task.d, backend=be,
+    refuse_what_cannot_fit(L + M, N, 2 * task.d + 3 * task.d_v, 2 * task.d_v * task.d, backend=be,
                             names=("length", "sequences"))
     _, keys, values = task.sample(N, L + M, generator(rng, be), backend=be)
     return Dataset(objective, keys[:, L:], keys[:, :L], values[:, :L], values[:, L:])
@@ -129,7 +129,7 @@ def _predict(W: Any, q: Any, K: Any, V: Any, check: bool = False) -> tuple[Any, 
     logits = xp.einsum("nmi,ij,nlj->nml", q, W, K)
     if check:
         finite_result(xp, logits, "the logits qᵀWk_ℓ", "W, queries and keys")
-    weights = _softmax(logits)
+    weights = softmax_weights(logits)
     return weights, xp.einsum("nml,nlc->nmc", weights, V)
 
 

@@ -30,7 +30,7 @@ from ._stable import backend_of, finite_result
 CONDITIONING_LIMIT = 1e8
 
 
-def _refuse_what_cannot_fit(length: int, replicates: int, per_token: int, per_replicate: int = 0,
+def refuse_what_cannot_fit(length: int, replicates: int, per_token: int, per_replicate: int = 0,
                             backend: Backend | None = None, names: tuple[str, str] = ("length", "replicates")) -> None:
     """Refuse, before drawing, a sample of ``replicates`` sequences of ``length`` tokens that cannot fit: each token
     takes ``per_token`` float64 numbers (draws, results and temporaries) and each sequence ``per_replicate`` more.
@@ -108,7 +108,7 @@ class GaussianKeyValueModel(Checked):
         be = backend_argument(backend)
         L, R = integer("length", length, 1), integer("replicates", replicates, 1)
         # per token: z, keys and a temporary (d each); noise, values and two temporaries (d_v each)
-        _refuse_what_cannot_fit(L, R, 3 * self.d + 4 * self.d_v, backend=be)
+        refuse_what_cannot_fit(L, R, 3 * self.d + 4 * self.d_v, backend=be)
         rng = generator(rng, be)
         chol = be.asarray(np.tril(self._factor[0]))
         z = be.asarray(rng.standard_normal(size=(R, L, self.d)))
@@ -143,7 +143,7 @@ class SineValueModel(Checked):
         """(keys (R, L, 1), values (R, L, 1)); ``rng`` a Generator or an integer seed."""
         be = backend_argument(backend)
         L, R = integer("length", length, 1), integer("replicates", replicates, 1)
-        _refuse_what_cannot_fit(L, R, 5, backend=be)  # per token: keys, sin, noise, values and a temporary
+        refuse_what_cannot_fit(L, R, 5, backend=be)  # per token: keys, sin, noise, values and a temporary
         rng = generator(rng, be)
         keys = self.key_sd * be.asarray(rng.standard_normal(size=(R, L, 1)))
         values = be.xp.sin(self.frequency * keys) + self.noise_sd * be.asarray(rng.standard_normal(size=(R, L, 1)))
@@ -162,7 +162,7 @@ class ConjugateGaussianModel(Checked):
         """(z (R, d), tokens (R, L, d)); ``rng`` a numpy Generator or an integer seed."""
         L, R = integer("length", length, 0), integer("replicates", replicates, 1)
         fits_in_memory("d", 8 * 4 * self.d, "one token and its latent (float64, with temporaries)", value=self.d)
-        _refuse_what_cannot_fit(L, R, 3 * self.d, 2 * self.d)  # per token: draw, scaled, tokens; per sequence: z
+        refuse_what_cannot_fit(L, R, 3 * self.d, 2 * self.d)  # per token: draw, scaled, tokens; per sequence: z
         rng = generator(rng)
         z = self.prior_sd * rng.standard_normal((R, self.d))
         return z, z[:, None, :] + self.token_sd * rng.standard_normal((R, L, self.d))
@@ -224,7 +224,7 @@ class FiniteLatentModel(Checked):
         be = backend_argument(backend)
         L, R = integer("length", length, 1), integer("replicates", replicates, 1)
         # per token: the draws and tokens (d each); per sequence: z and its latent's mean (d)
-        _refuse_what_cannot_fit(L, R, 2 * self.d, self.d + 2, backend=be)
+        refuse_what_cannot_fit(L, R, 2 * self.d, self.d + 2, backend=be)
         rng = generator(rng, be)
         if be.name == "numpy":
             z = rng.choice(self.latents, size=R, p=self.prior)

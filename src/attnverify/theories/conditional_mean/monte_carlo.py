@@ -14,7 +14,7 @@ from typing import Any, Callable
 from ...base.arguments import array, backend as backend_argument, fits_in_memory, generator, integer
 from ...base.backend import Backend
 from ...numerics.statistics import Estimate, RunningMoments, fit_line
-from .attention import _weighted_mean
+from .attention import unchecked_weighted_mean
 
 #: keys × length × dimension numbers held at once per chunk.
 CHUNK_NUMBERS = 4_000_000
@@ -86,7 +86,7 @@ def attention_error(
             raise ValueError(f"logits(keys) must return shape ({n}, {L}), got {tuple(weights.shape)}")
         if not (bool(xp.all(xp.isfinite(weights))) and bool(xp.all(xp.isfinite(values)))):
             raise ValueError("logits(keys) and the values from sample must be finite, got NaN or infinity")
-        error = _weighted_mean(weights, values) - target
+        error = unchecked_weighted_mean(weights, values) - target
         for j, acc in enumerate(components):
             acc.add(error[:, j], xp)
         squared.add((error**2).sum(axis=-1), xp)

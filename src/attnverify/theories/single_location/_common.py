@@ -24,24 +24,25 @@ from ...numerics.statistics import RunningMoments
 UNIT_TOLERANCE = derived.UNIT_TOLERANCE
 """How far ‖k‖ may be from 1 (and ⟨k*, v*⟩ from 0) before an input is rejected as off the sphere."""
 
-_RANK_TOLERANCE = 1e-13
+RANK_TOLERANCE = 1e-13
 """A Gram–Schmidt residual below this fraction of the vector's norm counts as inside the span."""
 
 _NUMBERS_PER_BATCH = 2**22
 """Default Monte Carlo batch: about this many float64 numbers (32 MiB) per drawn array."""
 
-_SQRT_PI = math.sqrt(math.pi)
+SQRT_PI = math.sqrt(math.pi)
 
 
 # --------------------------------------------------------------------------- argument checks
 
 
 
-def _lam(lam: Any, name: str = "lam") -> float:
+def checked_lam(lam: Any, name: str = "lam") -> float:
+    """λ > 0 as a float, refused by ``name`` otherwise."""
     return arguments.positive(name, lam)
 
 
-def _finite_result(compute: Callable[[], Any], be: Backend, name: str) -> Any:
+def finite_result(compute: Callable[[], Any], be: Backend, name: str) -> Any:
     """``compute()`` when finite; else a ValueError naming the input whose size overflowed float64
     (numpy's overflow warnings are silenced: the overflow is reported here, by name)."""
     quiet = np.errstate(over="ignore", invalid="ignore") if be.name == "numpy" else contextlib.nullcontext()
@@ -53,7 +54,7 @@ def _finite_result(compute: Callable[[], Any], be: Backend, name: str) -> Any:
     return value
 
 
-def _unit_rows(name: str, x: Any, be: Backend, dim: int | None = None, *, batched: bool) -> Any:
+def unit_rows(name: str, x: Any, be: Backend, dim: int | None = None, *, batched: bool) -> Any:
     """``x`` as float64 of shape (dim,) (or (runs, dim) when ``batched``), each row of unit norm."""
     arr = arguments.array(name, x, be, min_ndim=1)
     if batched and arr.ndim == 1:
@@ -72,12 +73,12 @@ def _unit_rows(name: str, x: Any, be: Backend, dim: int | None = None, *, batche
     return arr
 
 
-def _unit_pair(
+def unit_pair(
     name_a: str, a: Any, name_b: str, b: Any, be: Backend, dim: int | None = None, *, batched: bool
 ) -> tuple[Any, Any]:
     """Two unit-row arrays checked each on its own, then against each other (same shape)."""
-    a = _unit_rows(name_a, a, be, dim, batched=batched)
-    b = _unit_rows(name_b, b, be, dim, batched=batched)
+    a = unit_rows(name_a, a, be, dim, batched=batched)
+    b = unit_rows(name_b, b, be, dim, batched=batched)
     if a.shape != b.shape:
         raise ValueError(f"{name_a} and {name_b} must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}")
     return a, b
@@ -87,7 +88,8 @@ def _unit_pair(
 
 
 
-def _progress(progress: Any) -> Callable[[int, int], Any] | None:
+def progress_callback(progress: Any) -> Callable[[int, int], Any] | None:
+    """``progress`` if it is None or callable as (t, steps); else a TypeError."""
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be None or a callable (t, steps), got {progress!r:.80}")
     return progress
@@ -96,21 +98,24 @@ def _progress(progress: Any) -> Callable[[int, int], Any] | None:
 # --------------------------------------------------------------------------- random draws
 
 
-def _normal(rng: Any, shape: tuple[int, ...], be: Backend) -> Any:
+def normal_draws(rng: Any, shape: tuple[int, ...], be: Backend) -> Any:
+    """Standard normals of ``shape`` from ``rng``, on the backend."""
     return be.asarray(rng.standard_normal(size=shape))
 
 
-def _integers(rng: Any, high: int, n: int, be: Backend) -> Any:
+def integer_draws(rng: Any, high: int, n: int, be: Backend) -> Any:
+    """n integers uniform in [0, high) from ``rng``, int64 on the backend."""
     return be.asarray(rng.integers(0, high, size=n), dtype=be.xp.int64)
 
 
-def _chisquare(rng: Any, df: int, shape: tuple[int, ...], be: Backend) -> Any:
+def chisquare_draws(rng: Any, df: int, shape: tuple[int, ...], be: Backend) -> Any:
+    """χ²_df draws of ``shape`` from ``rng`` on the backend (zeros for df = 0)."""
     if df == 0:  # the span already fills R^d: nothing is orthogonal to it
         return be.xp.zeros(shape, dtype=be.xp.float64)
     return be.asarray(rng.chisquare(df, size=shape))
 
 
-def _batch_sizes(n: int, batch: int | None, numbers_per_sample: int):
+def batch_sizes(n: int, batch: int | None, numbers_per_sample: int):
     """The sizes of the batches n draws are made in (each of ``numbers_per_sample`` float64 numbers per draw), one
     at a time; a batch that the memory cannot hold is refused first, naming ``batch`` or the task's ``L``."""
     if batch is None:
@@ -128,4 +133,4 @@ def _batch_sizes(n: int, batch: int | None, numbers_per_sample: int):
         yield rest
 
 
-_Moments = RunningMoments
+Moments = RunningMoments

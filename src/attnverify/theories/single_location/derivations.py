@@ -315,7 +315,8 @@ def _same_last_axis(arrays: dict, reference: str) -> int:
     return size
 
 
-def _overlaps(k, v, k_star, v_star, xp):
+def unchecked_overlaps(k, v, k_star, v_star, xp):
+    """`overlaps` of arrays its caller has checked (the descent loops)."""
     dot = lambda a, b: xp.sum(a * b, axis=-1)  # noqa: E731
     return dot(k, k_star), dot(v, v_star), dot(v, k_star), dot(k, v_star), dot(k, v)
 
@@ -328,7 +329,7 @@ def overlaps(k, v, k_star, v_star, backend=None):
     be = arguments.backend(backend)
     arrays = _vectors({"k": k, "v": v, "k_star": k_star, "v_star": v_star}, be)
     _same_last_axis(arrays, "k")
-    return _overlaps(*arrays.values(), be.xp)
+    return unchecked_overlaps(*arrays.values(), be.xp)
 
 
 def _unit_norm(name: str, arr: Any) -> None:
@@ -360,7 +361,7 @@ def population_risk(k, v, k_star, v_star, lam, gamma, d, L, eps, backend=None):
     cross = float(arrays["k_star"] @ arrays["v_star"])
     if abs(cross) > UNIT_TOLERANCE:
         raise ValueError(f"k_star and v_star must be orthogonal (within {UNIT_TOLERANCE:g}), got ⟨k*, v*⟩ = {cross:.3g}")
-    return population_risk_from_overlaps(*_overlaps(*arrays.values(), be.xp), lam=lam, gamma=gamma, d=size, L=L,
+    return population_risk_from_overlaps(*unchecked_overlaps(*arrays.values(), be.xp), lam=lam, gamma=gamma, d=size, L=L,
                                          eps=eps, backend=be)
 
 

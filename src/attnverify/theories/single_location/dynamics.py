@@ -12,14 +12,14 @@ import numpy as np
 
 from ...base import arguments
 from . import derivations as derived
-from .derivations import _overlaps as _unchecked_overlaps
+from .derivations import unchecked_overlaps
 from ...base.arguments import generator as _generator, integer as _integer
 from ...base.backend import Backend, for_size, to_numpy
 
-from ._common import _finite_result, _lam, _normal, _progress, _unit_pair
-from .task import RegressionTask, _draw_full, _task
-from .predictors import _erf_prime
-from .overlaps import _chain_rule, overlaps
+from ._common import finite_result, checked_lam, normal_draws, progress_callback, unit_pair
+from .task import RegressionTask, draw_full, checked_task
+from .predictors import erf_prime_array
+from .overlaps import chain_rule, overlaps
 
 
 @dataclass(frozen=True)
@@ -35,16 +35,16 @@ class _LambdaSchedule:
 def _schedule(lam_schedule: Any) -> Callable[[int], float]:
     if callable(lam_schedule):
         return lam_schedule
-    return _LambdaSchedule(_lam(lam_schedule, "lam_schedule"), False)
+    return _LambdaSchedule(checked_lam(lam_schedule, "lam_schedule"), False)
 
 
 def _lam_at(schedule: Callable[[int], float], t: int) -> float:
-    return _lam(schedule(t), f"lam_schedule({t})")
+    return checked_lam(schedule(t), f"lam_schedule({t})")
 
 
 def lambda_schedule(lam0: float, scheduled: bool) -> Callable[[int], float]:
     """λ_t = λ0/(1 + 10⁻⁴·t) if ``scheduled`` else λ0 (spec §3.2; the authors' ``utils.lambd_value``)."""
-    return _LambdaSchedule(_lam(lam0, "lam0"), arguments.flag("scheduled", scheduled))
+    return _LambdaSchedule(checked_lam(lam0, "lam0"), arguments.flag("scheduled", scheduled))
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,7 +119,7 @@ def _descend(
 
 
 def _start(k0: Any, v0: Any, be: Backend, dim: int | None = None) -> tuple[Any, Any]:
-    return _unit_pair("k0", k0, "v0", v0, be, dim, batched=True)
+    return unit_pair("k0", k0, "v0", v0, be, dim, batched=True)
 
 
 def _moved(x: Any, source: Backend, target: Backend) -> Any:
@@ -138,7 +138,7 @@ def _checked_descent(k, v, gradient, be: Backend, steps, step_size, lam_schedule
     """`_descend` after checking the descent's own arguments (steps, step size, λ schedule, records)."""
     return _descend(k, v, gradient, steps=_integer("steps", steps, 0),
                     step_size=arguments.nonnegative("step_size", step_size), schedule=_schedule(lam_schedule),
-                    record_every=_integer("record_every", record_every, 1), be=be, progress=_progress(progress),
+                    record_every=_integer("record_every", record_every, 1), be=be, progress=progress_callback(progress),
                     extra=extra)
 
 
@@ -184,8 +184,8 @@ def initialize_on_sphere(runs: int, d: int, rng: Any, *, backend: Any = None) ->
     arguments.fits_in_memory("runs", 3 * 8 * runs * d, f"k0 and v0 (runs × d float64, d = {d})", value=runs,
                              backend=be)
     rng = _generator(rng, be)
-    k0 = _normalise_rows(_normal(rng, (runs, d), be), be.xp)
-    v0 = _normalise_rows(_normal(rng, (runs, d), be), be.xp)
+    k0 = _normalise_rows(normal_draws(rng, (runs, d), be), be.xp)
+    v0 = _normalise_rows(normal_draws(rng, (runs, d), be), be.xp)
     return k0, v0
 
 
@@ -198,14 +198,14 @@ def initialize_on_manifold(runs: int, k_star: Any, v_star: Any, rng: Any, *, bac
     be = arguments.backend(backend)
     xp = be.xp
     runs = _integer("runs", runs, 1)
-    k_star, v_star = _unit_pair("k_star", k_star, "v_star", v_star, be, batched=False)
+    k_star, v_star = unit_pair("k_star", k_star, "v_star", v_star, be, batched=False)
     d = int(k_star.shape[0])
     if d < 3:
         raise ValueError(f"k_star must have dimension d ≥ 3 for the manifold initialisation, got {d}")
     rng = _generator(rng, be)
-    g = _normal(rng, (runs, d), be)
+    g = normal_draws(rng, (runs, d), be)
     k0 = _normalise_rows(g - (g @ v_star)[:, None] * v_star, xp)
-    h = _normal(rng, (runs, d), be)
+    h = normal_draws(rng, (runs, d), be)
     v0 = h - (h @ k_star)[:, None] * k_star
     u = _normalise_rows(k0 - (k0 @ k_star)[:, None] * k_star, xp)
     v0 = v0 - xp.sum(u * v0, axis=-1, keepdims=True) * u
@@ -221,7 +221,7 @@ def _scores(X: Any, u: Any) -> Any:
 
 
 def _check_empirical(X: Any, y: Any, k: Any, v: Any, lam: Any, be: Backend) -> tuple[Any, Any, Any, Any, float]:
-    lam = _lam(lam)
+    lam = checked_lam(lam)
     X = arguments.array("X", X, be, min_ndim=3)
     y = arguments.array("y", y, be, min_ndim=1)
     k = arguments.array("k", k, be, min_ndim=1)
@@ -259,7 +259,7 @@ def _empirical_gradient(X: Any, y: Any, k: Any, v: Any, lam: float, be: Backend)
         flat_w = w.reshape(tuple(w.shape[:-2]) + (B * L,))
         return (flat_w[..., None, :] @ flat_X)[..., 0, :]
 
-    g_k = (2.0 / B) * contract(r[..., None] * lam * _erf_prime(lam * a, xp) * b)
+    g_k = (2.0 / B) * contract(r[..., None] * lam * erf_prime_array(lam * a, xp) * b)
     g_v = (2.0 / B) * contract(r[..., None] * e)
     return g_k, g_v
 
@@ -273,7 +273,7 @@ def empirical_risk(X: Any, y: Any, k: Any, v: Any, lam: float, *, backend: Any =
     """
     be = arguments.backend(backend)
     X, y, k, v, lam = _check_empirical(X, y, k, v, lam, be)
-    return _finite_result(lambda: _empirical_risk(X, y, k, v, lam, be), be, "X (or y)")
+    return finite_result(lambda: _empirical_risk(X, y, k, v, lam, be), be, "X (or y)")
 
 
 def empirical_risk_gradient(X: Any, y: Any, k: Any, v: Any, lam: float, *, backend: Any = None) -> tuple[Any, Any]:
@@ -285,7 +285,7 @@ def empirical_risk_gradient(X: Any, y: Any, k: Any, v: Any, lam: float, *, backe
     """
     be = arguments.backend(backend)
     X, y, k, v, lam = _check_empirical(X, y, k, v, lam, be)
-    return _finite_result(lambda: _empirical_gradient(X, y, k, v, lam, be), be, "X (or y)")
+    return finite_result(lambda: _empirical_gradient(X, y, k, v, lam, be), be, "X (or y)")
 
 
 def stochastic_gradient_descent(
@@ -314,7 +314,7 @@ def stochastic_gradient_descent(
     host below 10⁵: the same draws and bits as the numpy backend); the trajectory comes back on ``backend``.
     """
     be = arguments.backend(backend)
-    task = _task(task)
+    task = checked_task(task)
     k, v = _start(k0, v0, be, task.d)
     batch_size = _integer("batch_size", batch_size, 1)
     test_size = _integer("test_size", test_size, 1)
@@ -325,10 +325,10 @@ def stochastic_gradient_descent(
     run_on = for_size(be, runs * batch_size * L * d) if seeded else be
     rng = _generator(rng, run_on)
     k, v = _moved(k, be, run_on), _moved(v, be, run_on)
-    X_test, y_test, _ = _draw_full(task, test_size, rng, run_on)
+    X_test, y_test, _ = draw_full(task, test_size, rng, run_on)
 
     def gradient(k: Any, v: Any, lam: float) -> tuple[Any, Any]:
-        X, y, _ = _draw_full(task, runs * batch_size, rng, run_on)
+        X, y, _ = draw_full(task, runs * batch_size, rng, run_on)
         return _empirical_gradient(
             X.reshape(runs, batch_size, L, d), y.reshape(runs, batch_size), k, v, lam, run_on
         )
@@ -357,8 +357,8 @@ def population_gradient(*, d: int, L: int, gamma: float, eps: float, backend: An
     e1, e2 = be.asarray([1.0, 0.0, 0.0, 0.0]), be.asarray([0.0, 1.0, 0.0, 0.0])
 
     def gradient(k: Any, v: Any, lam: float) -> tuple[Any, Any]:
-        partials = partials_at(*_unchecked_overlaps(k, v, e1, e2, be.xp), lam)
-        return _chain_rule(partials, k, v, e1, e2)
+        partials = partials_at(*unchecked_overlaps(k, v, e1, e2, be.xp), lam)
+        return chain_rule(partials, k, v, e1, e2)
 
     return gradient
 

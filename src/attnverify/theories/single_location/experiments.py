@@ -71,7 +71,7 @@ SGD_CONFIG = {
 """The authors' ``sgd_init_sphere_schedule`` (spec §4.2), with 10 runs instead of 30."""
 
 # reached ±(k*, v*): aligned with the oracle pair, with the same sign, and back on M
-_ALIGNED, _ON_MANIFOLD = 0.95, 0.05
+ALIGNED, ON_MANIFOLD = 0.95, 0.05
 
 
 def optimal_lambda(d: int, L: int, gamma: float = GAMMA, eps: float = EPS) -> float:
@@ -173,7 +173,7 @@ def _record_every(steps: int) -> int:
 
 
 def _reached(kappa, nu, distance) -> np.ndarray:
-    return (np.abs(kappa) >= _ALIGNED) & (np.abs(nu) >= _ALIGNED) & (kappa * nu > 0) & (distance <= _ON_MANIFOLD)
+    return (np.abs(kappa) >= ALIGNED) & (np.abs(nu) >= ALIGNED) & (kappa * nu > 0) & (distance <= ON_MANIFOLD)
 
 
 def _band(values: np.ndarray, centre: str = "mean") -> dict[str, np.ndarray]:

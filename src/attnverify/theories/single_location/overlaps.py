@@ -12,7 +12,7 @@ import numpy as np
 from ...base import arguments
 from . import derivations as derived
 
-from ._common import UNIT_TOLERANCE, _RANK_TOLERANCE, _unit_pair
+from ._common import UNIT_TOLERANCE, RANK_TOLERANCE, unit_pair
 
 
 def overlaps(k: Any, v: Any, k_star: Any, v_star: Any, *, backend: Any = None) -> tuple[Any, Any, Any, Any, Any]:
@@ -23,7 +23,8 @@ def overlaps(k: Any, v: Any, k_star: Any, v_star: Any, *, backend: Any = None) -
     return derived.overlaps(k, v, k_star, v_star, backend=arguments.backend(backend))
 
 
-def _chain_rule(partials: Sequence[Any], k: Any, v: Any, k_star: Any, v_star: Any) -> tuple[Any, Any]:
+def chain_rule(partials: Sequence[Any], k: Any, v: Any, k_star: Any, v_star: Any) -> tuple[Any, Any]:
+    """`overlap_gradient_to_vectors` on arrays its caller has checked."""
     r_kappa, r_nu, r_theta, r_eta, r_rho = (p[..., None] for p in partials)
     g_k = r_kappa * k_star + r_eta * v_star + r_rho * v
     g_v = r_nu * v_star + r_theta * k_star + r_rho * k
@@ -67,7 +68,7 @@ def overlap_gradient_to_vectors(
         if not fits:
             raise ValueError(f"partials[{i}] must have shape {tuple(runs)} (the runs of k, v) or broadcast to it, "
                              f"got {tuple(p.shape)}")
-    return _chain_rule(partials, *vectors.values())
+    return chain_rule(partials, *vectors.values())
 
 
 def _residual(w: Any, basis: Sequence[Any], xp: Any) -> Any:
@@ -80,7 +81,7 @@ def _residual(w: Any, basis: Sequence[Any], xp: Any) -> Any:
 
 def _normalised_or_zero(w: Any, reference: Any, xp: Any) -> Any:
     size = xp.linalg.norm(w, axis=-1, keepdims=True)
-    keep = size > _RANK_TOLERANCE * xp.linalg.norm(reference, axis=-1, keepdims=True)
+    keep = size > RANK_TOLERANCE * xp.linalg.norm(reference, axis=-1, keepdims=True)
     return xp.where(keep, w / xp.where(keep, size, 1.0), 0.0)
 
 
@@ -98,8 +99,8 @@ def reduce_to_four_dimensions(
     xp = be.xp
     k = arguments.array("k", k, be, min_ndim=1)
     single = k.ndim == 1
-    k, v = _unit_pair("k", k, "v", v, be, batched=True)
-    k_star, v_star = _unit_pair("k_star", k_star, "v_star", v_star, be, k.shape[-1], batched=False)
+    k, v = unit_pair("k", k, "v", v, be, batched=True)
+    k_star, v_star = unit_pair("k_star", k_star, "v_star", v_star, be, k.shape[-1], batched=False)
     inner = float(k_star @ v_star)
     if abs(inner) > UNIT_TOLERANCE:
         raise ValueError(f"k_star and v_star must be orthogonal (within {UNIT_TOLERANCE:g}), got {inner!r}")

@@ -14,12 +14,13 @@ from ...base.arguments import generator as _generator, integer as _integer
 from ...base.backend import Backend
 from ...numerics.statistics import Estimate
 
-from ._common import _Moments, _SQRT_PI, _batch_sizes, _finite_result, _lam, _unit_rows
-from .task import RegressionTask, _draw_full, _draw_reduced, _reduction, _task, _task_vectors
+from ._common import Moments, SQRT_PI, batch_sizes, finite_result, checked_lam, unit_rows
+from .task import RegressionTask, draw_full, draw_reduced, reduction_of, checked_task, task_vectors
 
 
-def _erf_prime(x: Any, xp: Any) -> Any:
-    return (2.0 / _SQRT_PI) * xp.exp(-(x**2))
+def erf_prime_array(x: Any, xp: Any) -> Any:
+    """erf′(x) = (2/√π) e^{−x²}, elementwise on an array of ``xp``."""
+    return (2.0 / SQRT_PI) * xp.exp(-(x**2))
 
 
 def _predict(X: Any, k: Any, v: Any, lam: float, be: Backend) -> Any:
@@ -33,19 +34,19 @@ def predict(X: Any, k: Any, v: Any, lam: float, *, backend: Any = None) -> Any:
     erf(λ𝕏k)ᵀ𝕏v, the authors' ``dynamics.T``.
     """
     be = arguments.backend(backend)
-    lam = _lam(lam)
+    lam = checked_lam(lam)
     X = arguments.array("X", X, be, min_ndim=2)
-    k = _unit_rows("k", k, be, X.shape[-1], batched=False)
-    v = _unit_rows("v", v, be, X.shape[-1], batched=False)
-    return _finite_result(lambda: _predict(X, k, v, lam, be), be, "X")
+    k = unit_rows("k", k, be, X.shape[-1], batched=False)
+    v = unit_rows("v", v, be, X.shape[-1], batched=False)
+    return finite_result(lambda: _predict(X, k, v, lam, be), be, "X")
 
 
 def _risk_arguments(task, k, v, lam, n, rng, backend) -> tuple:
     """The checked arguments of a Monte Carlo risk: (backend, task, λ, n ≥ 2, unit k, unit v, generator)."""
     be = arguments.backend(backend)
-    task = _task(task)
-    return (be, task, _lam(lam), _integer("n", n, 2), _unit_rows("k", k, be, task.d, batched=False),
-            _unit_rows("v", v, be, task.d, batched=False), _generator(rng, be))
+    task = checked_task(task)
+    return (be, task, checked_lam(lam), _integer("n", n, 2), unit_rows("k", k, be, task.d, batched=False),
+            unit_rows("v", v, be, task.d, batched=False), _generator(rng, be))
 
 
 def risk_monte_carlo(
@@ -58,12 +59,12 @@ def risk_monte_carlo(
     """
     be, task, lam, n, k, v, rng = _risk_arguments(task, k, v, lam, n, rng, backend)
     xp = be.xp
-    reduction = _reduction(task, [k, v], be)
+    reduction = reduction_of(task, [k, v], be)
     Q = reduction.basis
     k_q, v_q = Q.T @ k, Q.T @ v
-    moments = _Moments()
-    for size in _batch_sizes(n, batch, task.L * (reduction.r + 2)):
-        Z, _, _, y = _draw_reduced(task, reduction, size, rng, be, orthogonal=False)
+    moments = Moments()
+    for size in batch_sizes(n, batch, task.L * (reduction.r + 2)):
+        Z, _, _, y = draw_reduced(task, reduction, size, rng, be, orthogonal=False)
         moments.add((y - _predict(Z, k_q, v_q, lam, be)) ** 2, xp)
     return moments.estimate()
 
@@ -77,9 +78,9 @@ def risk_monte_carlo_full(
     """
     be, task, lam, n, k, v, rng = _risk_arguments(task, k, v, lam, n, rng, backend)
     xp = be.xp
-    moments = _Moments()
-    for size in _batch_sizes(n, batch, task.L * (task.d + 2)):
-        X, y, _ = _draw_full(task, size, rng, be)
+    moments = Moments()
+    for size in batch_sizes(n, batch, task.L * (task.d + 2)):
+        X, y, _ = draw_full(task, size, rng, be)
         moments.add((y - _predict(X, k, v, lam, be)) ** 2, xp)
     return moments.estimate()
 
@@ -110,22 +111,22 @@ def bayes_posterior(X: Any, task: RegressionTask, *, backend: Any = None) -> Any
     taken as exp(s − logsumexp(s)), finite for any finite X. X (..., L, d) → (..., L).
     """
     be = arguments.backend(backend)
-    X = _check_tokens(X, _task(task), be)
-    k_star, _ = _task_vectors(task, be)
-    return _finite_result(lambda: _posterior(be.xp.sum(X * X, axis=-1), X @ k_star, task, be.xp), be, "X")
+    X = _check_tokens(X, checked_task(task), be)
+    k_star, _ = task_vectors(task, be)
+    return finite_result(lambda: _posterior(be.xp.sum(X * X, axis=-1), X @ k_star, task, be.xp), be, "X")
 
 
 def bayes_predict(X: Any, task: RegressionTask, *, backend: Any = None) -> Any:
     """Bayes predictor f(X) = E[Y | X] = Σ_ℓ P(J0 = ℓ | X)⟨X_ℓ, v*⟩ (spec §2.5). X (..., L, d) → (...)."""
     be = arguments.backend(backend)
-    X = _check_tokens(X, _task(task), be)
-    k_star, v_star = _task_vectors(task, be)
+    X = _check_tokens(X, checked_task(task), be)
+    k_star, v_star = task_vectors(task, be)
 
     def compute() -> Any:
         p = _posterior(be.xp.sum(X * X, axis=-1), X @ k_star, task, be.xp)
         return be.xp.sum(p * (X @ v_star), axis=-1)
 
-    return _finite_result(compute, be, "X")
+    return finite_result(compute, be, "X")
 
 
 def bayes_risk_monte_carlo(
@@ -145,14 +146,14 @@ def bayes_risk_monte_carlo(
     """
     be = arguments.backend(backend)
     xp = be.xp
-    task = _task(task)
+    task = checked_task(task)
     n = _integer("n", n, 2)
     rng = _generator(rng, be)
     conditional = arguments.flag("conditional", conditional)
-    reduction = _reduction(task, [], be)
-    moments = _Moments()
-    for size in _batch_sizes(n, batch, task.L * (reduction.r + 3)):
-        Z, _, orth, y = _draw_reduced(task, reduction, size, rng, be, orthogonal=True)
+    reduction = reduction_of(task, [], be)
+    moments = Moments()
+    for size in batch_sizes(n, batch, task.L * (reduction.r + 3)):
+        Z, _, orth, y = draw_reduced(task, reduction, size, rng, be, orthogonal=True)
         p = _posterior(xp.sum(Z * Z, axis=-1) + orth, Z @ reduction.k_star, task, xp)
         u = Z @ reduction.v_star
         f = xp.sum(p * u, axis=-1)
@@ -184,7 +185,7 @@ def linear_fit_least_squares(X: Any, y: Any, *, backend: Any = None) -> Any:
     beta, _, rank, _ = be.xp.linalg.lstsq(design, y, rcond=None)
     if int(rank) < L * d:
         raise ValueError(f"X gives a design matrix of rank {int(rank)} < L·d = {L * d}; the fit is not unique")
-    return _finite_result(lambda: beta.reshape(L, d), be, "X")
+    return finite_result(lambda: beta.reshape(L, d), be, "X")
 
 
 def _check_beta(beta: Any, L: int, d: int, be: Backend) -> Any:
@@ -199,7 +200,7 @@ def linear_predict(X: Any, beta: Any, *, backend: Any = None) -> Any:
     be = arguments.backend(backend)
     X = arguments.array("X", X, be, min_ndim=2)
     beta = _check_beta(beta, X.shape[-2], X.shape[-1], be)
-    return _finite_result(lambda: be.xp.sum(X * beta, axis=(-2, -1)), be, "X (or beta)")
+    return finite_result(lambda: be.xp.sum(X * beta, axis=(-2, -1)), be, "X (or beta)")
 
 
 def linear_risk_monte_carlo(
@@ -211,15 +212,15 @@ def linear_risk_monte_carlo(
     """
     be = arguments.backend(backend)
     xp = be.xp
-    task = _task(task)
+    task = checked_task(task)
     n = _integer("n", n, 2)
     beta = _check_beta(beta, task.L, task.d, be)
     rng = _generator(rng, be)
-    reduction = _reduction(task, [beta[l] for l in range(task.L)], be)
+    reduction = reduction_of(task, [beta[l] for l in range(task.L)], be)
     beta_q = beta @ reduction.basis  # (L, r): row ℓ holds Qᵀβ_ℓ
-    moments = _Moments()
-    for size in _batch_sizes(n, batch, task.L * (reduction.r + 1)):
-        Z, _, _, y = _draw_reduced(task, reduction, size, rng, be, orthogonal=False)
+    moments = Moments()
+    for size in batch_sizes(n, batch, task.L * (reduction.r + 1)):
+        Z, _, _, y = draw_reduced(task, reduction, size, rng, be, orthogonal=False)
         moments.add((y - xp.sum(Z * beta_q, axis=(-2, -1))) ** 2, xp)
     return moments.estimate()
 
@@ -227,6 +228,6 @@ def linear_risk_monte_carlo(
 def linear_oracle_coefficients(task: RegressionTask, *, backend: Any = None) -> Any:
     """Best linear predictor β*_ℓ = γ²/(γ² + L − 1)·v* for every ℓ (spec §2.4, Prop. 3), shape (L, d)."""
     be = arguments.backend(backend)
-    _, v_star = _task_vectors(_task(task), be)
+    _, v_star = task_vectors(checked_task(task), be)
     g2 = task.gamma**2
     return be.xp.tile((g2 / (g2 + task.L - 1)) * v_star, (task.L, 1))

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import claims  # noqa: F401  (registers the theory's claims: the registry loads this module)
 from .theory import theory
-from .experiments import (_ALIGNED, _ON_MANIFOLD, DISTANCE_FLOOR, EPS, EXCESS_SCALE, LAMBDA_BOUNDS,
+from .experiments import (ALIGNED, ON_MANIFOLD, DISTANCE_FLOOR, EPS, EXCESS_SCALE, LAMBDA_BOUNDS,
                           LENGTHS, MONTE_CARLO_SAMPLES, PGD_CONFIGS, PGD_SECTION_CONFIGS, RISK_DIMENSION, SGD_CONFIG,
                           GAMMA, PGD_DIMENSION, PGD_LENGTH, oracle_excess_against_dimension, pgd_runs,
                           risks_against_length, sgd_run)
@@ -250,7 +250,7 @@ def _pgd_figure(out_dir: Path, runs: list[dict], *, profile: str) -> Figure:
         "|κ| and |ν| (mean and 5–95% band), the (κ, ν) paths of three runs coloured by step (where the runs allow: one "
         "that missed ±(k*, v*), one that reached +(k*, v*) and one −(k*, v*)), and the distance to M (median and 5–95% band, floored at "
         f"{DISTANCE_FLOOR:g} for the log axis; starts on M stay at round-off). Runs reaching ±(k*, v*) "
-        f"(|κ|, |ν| ≥ {_ALIGNED}, κν > 0, distance ≤ {_ON_MANIFOLD}): {reached}."
+        f"(|κ|, |ν| ≥ {ALIGNED}, κν > 0, distance ≤ {ON_MANIFOLD}): {reached}."
         + (" Quick profile: only the 'small_lambda' configuration (2·10⁴ steps), 10 runs per start; the "
            "thorough profile adds 'schedule' and 'large_lambda' (1.2·10⁵ steps) with 30 runs, and the SGD figure."
            if profile == "quick" else "")

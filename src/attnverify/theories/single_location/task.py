@@ -17,7 +17,7 @@ from ...base.arguments import Checked, checked
 from ...base.arguments import generator as _generator, integer as _integer
 from ...base.backend import Backend, to_numpy
 
-from ._common import UNIT_TOLERANCE, _RANK_TOLERANCE, _chisquare, _integers, _normal, _unit_rows
+from ._common import UNIT_TOLERANCE, RANK_TOLERANCE, chisquare_draws, integer_draws, normal_draws, unit_rows
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,26 +65,28 @@ def make_task(
     arguments.fits_in_memory("d", 3 * 8 * d, "k* and v* (float64 vectors of length d, and one draw at a time)",
                              value=d, backend=be)
     rng = _generator(seed, be, "seed")
-    k_star = _normal(rng, (d,), be)
+    k_star = normal_draws(rng, (d,), be)
     k_star = k_star / be.xp.linalg.norm(k_star)
-    v_star = _normal(rng, (d,), be)
+    v_star = normal_draws(rng, (d,), be)
     v_star = v_star - (v_star @ k_star) * k_star
     v_star = v_star / be.xp.linalg.norm(v_star)
     return RegressionTask(d, L, gamma, eps, k_star, v_star)
 
 
-def _task_vectors(task: RegressionTask, be: Backend) -> tuple[Any, Any]:
+def task_vectors(task: RegressionTask, be: Backend) -> tuple[Any, Any]:
+    """(k*, v*) of ``task`` as arrays of the backend."""
     return be.asarray(task.k_star), be.asarray(task.v_star)
 
 
-def _draw_full(task: RegressionTask, n: int, rng: Any, be: Backend) -> tuple[Any, Any, Any]:
+def draw_full(task: RegressionTask, n: int, rng: Any, be: Backend) -> tuple[Any, Any, Any]:
+    """`sample` without its checks: n draws (X, y, J0) of the model, X of shape (n, L, d)."""
     xp = be.xp
-    k_star, v_star = _task_vectors(task, be)
-    X = _normal(rng, (n, task.L, task.d), be)
-    J0 = _integers(rng, task.L, n, be)
+    k_star, v_star = task_vectors(task, be)
+    X = normal_draws(rng, (n, task.L, task.d), be)
+    J0 = integer_draws(rng, task.L, n, be)
     rows = xp.arange(n)
     X[rows, J0] = math.sqrt(task.d / 2) * k_star + task.gamma * X[rows, J0]
-    y = X[rows, J0] @ v_star + task.eps * _normal(rng, (n,), be)
+    y = X[rows, J0] @ v_star + task.eps * normal_draws(rng, (n,), be)
     return X, y, J0
 
 
@@ -94,11 +96,11 @@ def sample(task: RegressionTask, n: int, rng: Any, *, backend: Any = None) -> tu
     J0 ~ U{0..L−1}; X_{J0} = √(d/2)·k* + γ·g, the other tokens g ~ N(0, I_d); y = ⟨X_{J0}, v*⟩ + ε·ξ.
     """
     be = arguments.backend(backend)
-    task = _task(task)
+    task = checked_task(task)
     n = _integer("n", n, 1)
     arguments.fits_in_memory("n", 8 * n * task.L * task.d + 24 * n,
                              f"X, y and J0 (n × L × d float64, L = {task.L}, d = {task.d})", value=n, backend=be)
-    return _draw_full(task, n, _generator(rng, be), be)
+    return draw_full(task, n, _generator(rng, be), be)
 
 
 # --------------------------------------------------------------------------- exact reduction
@@ -108,7 +110,7 @@ def _orthonormal_basis(vectors: Sequence[Any], xp: Any) -> Any:
     """Orthonormal columns Q (d×r) spanning ``vectors``: Gram–Schmidt, each vector orthogonalised twice.
 
     Two passes keep Q orthonormal to round-off even for nearly dependent vectors; a vector whose
-    residual is below ``_RANK_TOLERANCE`` of its norm is taken as inside the span (rank deficiency,
+    residual is below ``RANK_TOLERANCE`` of its norm is taken as inside the span (rank deficiency,
     e.g. k = k*).
     """
     columns: list[Any] = []
@@ -121,7 +123,7 @@ def _orthonormal_basis(vectors: Sequence[Any], xp: Any) -> Any:
             for q in columns:
                 w = w - (q @ w) * q
         size = float(xp.linalg.norm(w))
-        if size > _RANK_TOLERANCE * scale:
+        if size > RANK_TOLERANCE * scale:
             columns.append(w / size)
     return xp.stack(columns, axis=1)
 
@@ -137,26 +139,27 @@ class _Reduction:
         return int(self.basis.shape[1])
 
 
-def _reduction(task: RegressionTask, extra: Sequence[Any], be: Backend) -> _Reduction:
-    k_star, v_star = _task_vectors(task, be)
+def reduction_of(task: RegressionTask, extra: Sequence[Any], be: Backend) -> _Reduction:
+    """An orthonormal basis of span{k*, v*, extra} and k*, v* in it (the exact reduction of `sample_reduced`)."""
+    k_star, v_star = task_vectors(task, be)
     Q = _orthonormal_basis([k_star, v_star, *extra], be.xp)
     return _Reduction(Q, Q.T @ k_star, Q.T @ v_star)
 
 
-def _draw_reduced(
+def draw_reduced(
     task: RegressionTask, reduction: _Reduction, n: int, rng: Any, be: Backend, *, orthogonal: bool
 ) -> tuple[Any, Any, Any, Any]:
     """Coordinates Z (n, L, r) on Q, J0, orthogonal squared norms (n, L) or None, labels y."""
     xp = be.xp
     r = reduction.r
-    Z = _normal(rng, (n, task.L, r), be)
-    J0 = _integers(rng, task.L, n, be)
+    Z = normal_draws(rng, (n, task.L, r), be)
+    J0 = integer_draws(rng, task.L, n, be)
     rows = xp.arange(n)
     Z[rows, J0] = math.sqrt(task.d / 2) * reduction.k_star + task.gamma * Z[rows, J0]
-    y = Z[rows, J0] @ reduction.v_star + task.eps * _normal(rng, (n,), be)
+    y = Z[rows, J0] @ reduction.v_star + task.eps * normal_draws(rng, (n,), be)
     orth = None
     if orthogonal:
-        orth = _chisquare(rng, task.d - r, (n, task.L), be)
+        orth = chisquare_draws(rng, task.d - r, (n, task.L), be)
         orth[rows, J0] = task.gamma**2 * orth[rows, J0]
     return Z, J0, orth, y
 
@@ -192,7 +195,7 @@ def sample_reduced(
     Cost O(n·L·r) per draw plus O(d) once: it does not grow with d.
     """
     be = arguments.backend(backend)
-    task = _task(task)
+    task = checked_task(task)
     n = _integer("n", n, 1)
     arguments.fits_in_memory("n", 8 * n * task.L * 5 + 24 * n,
                              f"Z and the orthogonal norms (n × L × (r + 1) float64, r ≤ 4, L = {task.L})", value=n,
@@ -200,9 +203,9 @@ def sample_reduced(
     extra = {}
     for name, u in (("k", k), ("v", v)):
         if u is not None:
-            extra[name] = _unit_rows(name, u, be, task.d, batched=False)
-    reduction = _reduction(task, list(extra.values()), be)
-    Z, J0, orth, y = _draw_reduced(task, reduction, n, _generator(rng, be), be, orthogonal=True)
+            extra[name] = unit_rows(name, u, be, task.d, batched=False)
+    reduction = reduction_of(task, list(extra.values()), be)
+    Z, J0, orth, y = draw_reduced(task, reduction, n, _generator(rng, be), be, orthogonal=True)
     Q = reduction.basis
     return ReducedSample(
         Q,
@@ -216,7 +219,8 @@ def sample_reduced(
         Q.T @ extra["v"] if "v" in extra else None,
     )
 
-def _task(task: Any) -> RegressionTask:
+def checked_task(task: Any) -> RegressionTask:
+    """``task`` if it is a `RegressionTask`; else a TypeError naming what it is."""
     if not isinstance(task, RegressionTask):
         raise TypeError(f"task must be a RegressionTask (see make_task), got {task!r:.80}")
     return task

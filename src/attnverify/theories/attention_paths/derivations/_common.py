@@ -41,7 +41,7 @@ def width_symbols(depth: int) -> tuple[Symbol, ...]:
     return tuple(width_symbol(level) for level in range(depth + 1))
 
 
-def _check_heads(heads: Sequence[int]) -> tuple[int, ...]:
+def checked_heads(heads: Sequence[int]) -> tuple[int, ...]:
     """(H_1, …, H_L), each an integer ≥ 1 (``2.7`` is refused, not truncated)."""
     return arguments.integers("heads", heads, 1)
 
@@ -49,7 +49,7 @@ def _check_heads(heads: Sequence[int]) -> tuple[int, ...]:
 
 def dimensions(heads: Sequence[int]) -> tuple[int, ...]:
     """(D_1, …, D_L, D_{L+1} = 1), D_ℓ = Π_{k≥ℓ} H_k: the sizes of U_1, …, U_L, U_a."""
-    heads = _check_heads(heads)
+    heads = checked_heads(heads)
     dims = [1]
     for h in reversed(heads):
         dims.append(dims[-1] * h)

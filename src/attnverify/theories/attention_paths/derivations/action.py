@@ -15,7 +15,7 @@ from sympy import ImmutableMatrix, Symbol, log
 from ....base import arguments
 from ....derivations.codegen import evaluator
 
-from ._common import T, U_a, _check_heads, dimensions, partial_trace, variance_symbols, width_symbols
+from ._common import T, U_a, checked_heads, dimensions, partial_trace, variance_symbols, width_symbols
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class SymbolicAction:
     @property
     def kernel(self) -> ImmutableMatrix:
         """K = Σ_{ππ'} (U_1)_{ππ'} C_{ππ'}."""
-        return _kernel(self.order_parameters[0], self.path_kernels)
+        return kernel_in_paths(self.order_parameters[0], self.path_kernels)
 
     @property
     def variables(self) -> tuple[Symbol, ...]:
@@ -87,7 +87,8 @@ def _symmetric_symbols(prefix: str, size: int) -> tuple[ImmutableMatrix, tuple[t
     return matrix, entries
 
 
-def _kernel(U1: sympy.MatrixBase, C: Sequence[Sequence[sympy.MatrixBase]]) -> ImmutableMatrix:
+def kernel_in_paths(U1: sympy.MatrixBase, C: Sequence[Sequence[sympy.MatrixBase]]) -> ImmutableMatrix:
+    """K = Σ_{π,π′} U_1[π, π′] C^{ππ′}: the renormalized kernel from the path-path kernels (§2.1)."""
     total = sympy.zeros(*C[0][0].shape)
     for a in range(U1.shape[0]):
         for b in range(U1.shape[0]):
@@ -97,7 +98,7 @@ def _kernel(U1: sympy.MatrixBase, C: Sequence[Sequence[sympy.MatrixBase]]) -> Im
 
 def _energy(U1, C, Y, temperature) -> sympy.Expr:
     """E = ln det(K + T I) + Yᵀ (K + T I)^{-1} Y  (§2.1)."""
-    G = _kernel(U1, C) + temperature * sympy.eye(Y.shape[0])
+    G = kernel_in_paths(U1, C) + temperature * sympy.eye(Y.shape[0])
     return log(G.det(method="berkowitz")) + (Y.T * G.LUsolve(Y))[0, 0]
 
 
@@ -153,7 +154,7 @@ def symbolic_action(heads: Sequence[int], P: int) -> SymbolicAction:
     Only small configurations are feasible (sympy det and LU inverse of symbolic matrices):
     heads such as (1,), (2,), (3,), (1,1), (2,1), (1,2), (2,2) and P ≤ 2. Cached.
     """
-    heads = _check_heads(heads)
+    heads = checked_heads(heads)
     if int(P) != P or P < 1:
         raise ValueError(f"P must be an int ≥ 1, got {P!r}")
     return _symbolic_action(heads, int(P))
@@ -179,7 +180,7 @@ def evaluate_action(heads, order_parameters, readout, path_kernels, labels, *, w
     """
     import numpy as np
 
-    heads = _check_heads(heads)
+    heads = checked_heads(heads)
     L = len(heads)
     dims = dimensions(heads)
     labels = arguments.array("labels", labels, ndim=1)

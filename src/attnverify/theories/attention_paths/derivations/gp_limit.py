@@ -14,9 +14,9 @@ from sympy import ImmutableMatrix, Symbol
 from ....base import arguments
 from ....derivations.codegen import evaluator
 
-from ._common import _check_heads, dimensions, sigma_a2, variance_symbol, variance_symbols
-from .action import SymbolicAction, _symbolic_action, symbolic_action
-from .saddle_equations import _diff_derivatives, action_derivatives
+from ._common import checked_heads, dimensions, sigma_a2, variance_symbol, variance_symbols
+from .action import SymbolicAction, symbolic_action
+from .saddle_equations import variable_derivatives, action_derivatives
 
 
 def gp_order_parameter_scale(level: int, L: int) -> sympy.Expr:
@@ -51,7 +51,7 @@ def entropy_hessian_at_gp(heads: Sequence[int], widths: Sequence | None = None, 
     ``widths`` (n_0..n_L) and ``variances`` (σ_1²..σ_L², σ_a²) are substituted when given (use
     exact rationals to keep it exact); otherwise the Hessian is symbolic in them.
     """
-    heads = _check_heads(heads)
+    heads = checked_heads(heads)
     sym = symbolic_action(heads, 1)
     numbers: dict = {}
     if widths is not None:
@@ -64,9 +64,9 @@ def entropy_hessian_at_gp(heads: Sequence[int], widths: Sequence | None = None, 
 
 @lru_cache(maxsize=None)
 def _gp_hessian(heads: tuple[int, ...]) -> ImmutableMatrix:
-    sym = _symbolic_action(heads, 1)
+    sym = symbolic_action(heads, 1)
     point = gp_point(sym)
-    first = _diff_derivatives(heads, 1, False)
+    first = variable_derivatives(heads, 1, False)
     return ImmutableMatrix([[sympy.cancel(sympy.diff(d, v).xreplace(point)) for v in sym.variables] for d in first])
 
 
@@ -100,7 +100,8 @@ def gp_hessian_is_positive_definite(heads: Sequence[int], widths: Sequence | Non
     return is_positive_definite(entropy_hessian_at_gp(heads, widths, variances))
 
 
-def _prior_variances(prior_var, depth: int) -> tuple[float, ...]:
+def prior_variances(prior_var, depth: int) -> tuple[float, ...]:
+    """(σ_1², …, σ_L², σ_a²) from a scalar (all equal) or depth + 1 positive numbers."""
     return arguments.positives("prior_var", prior_var, depth + 1, "(σ_1², …, σ_L², σ_a²)")
 
 
@@ -110,9 +111,9 @@ def gp_order_parameters(heads: Sequence[int], prior_var=1.0, backend=None) -> tu
     ``prior_var`` is a scalar (all variances equal) or (σ_1², …, σ_L², σ_a²). Arrays of the
     backend (numpy by default); U_a is 0-dimensional. Generated from `gp_order_parameter_scale`.
     """
-    heads = _check_heads(heads)
+    heads = checked_heads(heads)
     L = len(heads)
-    variances = _prior_variances(prior_var, L)
+    variances = prior_variances(prior_var, L)
     f = evaluator([gp_order_parameter_scale(level, L) for level in range(1, L + 2)], variance_symbols(L),
                   backend, rounding=False)
     scales = f(*variances)

@@ -13,8 +13,8 @@ import time
 import sympy
 from sympy import ImmutableMatrix, Rational
 
-from ._common import _check_heads, kron_identity, partial_trace
-from .action import SymbolicAction, _kernel, _symbolic_action, symbolic_action
+from ._common import checked_heads, kron_identity, partial_trace
+from .action import SymbolicAction, kernel_in_paths, symbolic_action
 
 
 def _inverse(matrix: sympy.MatrixBase) -> ImmutableMatrix:
@@ -23,7 +23,7 @@ def _inverse(matrix: sympy.MatrixBase) -> ImmutableMatrix:
 
 def energy_gradient_matrix(U1, C, Y, temperature) -> ImmutableMatrix:
     """M_{ππ'} = ½[Tr(A C_{ππ'}) − rᵀ C_{ππ'} r + (π↔π')], A = (K + T I)^{-1}, r = A Y  (§2.2)."""
-    G = _kernel(U1, C) + temperature * sympy.eye(Y.shape[0])
+    G = kernel_in_paths(U1, C) + temperature * sympy.eye(Y.shape[0])
     A = _inverse(G)
     r = A * Y
     paths = U1.shape[0]
@@ -108,15 +108,16 @@ def formula_derivatives(sym: SymbolicAction, values: dict | None = None, include
 
 
 @lru_cache(maxsize=None)
-def _diff_derivatives(heads: tuple[int, ...], P: int, include_energy: bool) -> tuple[sympy.Expr, ...]:
-    sym = _symbolic_action(heads, P)
+def variable_derivatives(heads: tuple[int, ...], P: int, include_energy: bool) -> tuple[sympy.Expr, ...]:
+    """∂S/∂v (or ∂𝓛/∂v without the energy) for every variable v of `symbolic_action` (sympy diff), cached."""
+    sym = symbolic_action(heads, P)
     target = sym.action if include_energy else sym.entropy
     return tuple(sympy.diff(target, v) for v in sym.variables)
 
 
 def action_derivatives(sym: SymbolicAction, include_energy: bool = True) -> tuple[sympy.Expr, ...]:
     """∂S/∂v (or ∂𝓛/∂v) by ``sympy.diff`` for every v in ``sym.variables``. Cached."""
-    return _diff_derivatives(sym.heads, sym.P, include_energy)
+    return variable_derivatives(sym.heads, sym.P, include_energy)
 
 
 def action_hessian_at(sym: SymbolicAction, point: dict) -> ImmutableMatrix:
@@ -194,7 +195,7 @@ def saddle_point_equations_agree(heads: Sequence[int], P: int, points: int = 3, 
     degree times the largest probability of any single draw (Schwartz–Zippel style), ~10⁻³·degree
     per point at worst; exact arithmetic leaves no tolerance to argue about.
     """
-    heads = _check_heads(heads)
+    heads = checked_heads(heads)
     if points < 1:
         raise ValueError(f"points must be ≥ 1, got {points!r}")
     t0 = time.perf_counter()
@@ -220,7 +221,7 @@ def saddle_point_equations_proved(heads: Sequence[int], P: int | None = None) ->
     (1,), (1,1) and P ≤ 2, or (2,) and P = 1. (Entropy of (2,2) takes ~35 s, action of (2,) with
     P = 2 ~95 s; the exact rational test covers those.)
     """
-    heads = _check_heads(heads)
+    heads = checked_heads(heads)
     t0 = time.perf_counter()
     include_energy = P is not None
     sym = symbolic_action(heads, P if include_energy else 1)

@@ -15,7 +15,7 @@ from ..theory import theory
 
 from ._common import SOURCE, T, U_a, sigma_a2, variance_symbol, variance_symbols, width_symbol, width_symbols
 from .action import symbolic_action
-from .gp_limit import _prior_variances
+from .gp_limit import prior_variances
 
 
 kernel_scale = Symbol("U_1", positive=True)  # the coefficient of K_0 in K (U_a when L = 0)
@@ -122,7 +122,7 @@ def bpkr_residual(kernel_scale_value, eigenvalues, label_projections, temperatur
     if np.any(widths_ <= 0):
         raise ValueError(f"widths must be a sequence (n_0, …, n_L) of positive numbers, got {widths!r}")
     depth = widths_.size - 1
-    variances = _prior_variances(prior_var, depth)
+    variances = prior_variances(prior_var, depth)
     s = bpkr_energy_slope(kernel_scale_value, eigenvalues, label_projections, temperature, backend)
     residual = bpkr_fixed_point_evaluator(depth, backend)
     return residual(kernel_scale_value, s, *widths_.tolist(), *variances)

@@ -23,6 +23,7 @@ import numpy as np
 from scipy.ndimage import zoom
 
 from ....base import arguments
+from ....base.arguments import Checked, checked
 from ....base.arguments import integer, real
 
 IMAGE_SIZE = 32
@@ -33,21 +34,18 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff")
 
 
 @dataclass(frozen=True, eq=False)
-class LabelledImages:
+class LabelledImages(Checked):
     """Grayscale ``images`` (n, H, W) in float64 with integer class ``labels`` (n,)."""
 
-    images: np.ndarray
-    labels: np.ndarray
+    images: np.ndarray = checked(arguments.array, ndim=3)
+    labels: np.ndarray = checked(lambda name, value: np.asarray(value))
 
-    def __post_init__(self) -> None:
-        images = arguments.array("images", self.images, ndim=3)
-        labels = np.asarray(self.labels)
+    def _check_fields(self) -> None:
+        images, labels = self.images, self.labels
         if images.shape[1] < 2 or images.shape[2] < 2:
             raise ValueError(f"images must have shape (n, H, W) with H, W ≥ 2, got {images.shape}")
         if labels.shape != (images.shape[0],) or not np.issubdtype(labels.dtype, np.integer):
             raise ValueError(f"labels must be integers of shape ({images.shape[0]},), got {labels.dtype} {labels.shape}")
-        object.__setattr__(self, "images", images)
-        object.__setattr__(self, "labels", labels)
 
     @property
     def classes(self) -> np.ndarray:

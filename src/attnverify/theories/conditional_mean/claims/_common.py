@@ -65,7 +65,7 @@ def gaussian_constants(model: sim.GaussianKeyValueModel, score: np.ndarray) -> d
     return constants
 
 
-def _worst(evidences: list[tuple[str, Evidence]]) -> Evidence:
+def worst_evidence(evidences: list[tuple[str, Evidence]]) -> Evidence:
     """The evidence closest to failing, labelled with its case: refuted if any case is, else inconclusive
     if any case is (needing the most any case needs), else holds. The conditions say which cases are not
     refuted; the statuses of all cases are in the figures."""

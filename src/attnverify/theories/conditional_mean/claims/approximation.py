@@ -17,7 +17,7 @@ from ....checks import st
 from ....checks.claim import Context
 from ....checks.evidence import Evidence, within_error
 
-from ._common import (SOURCE, _worst, attention_errors, chunk, gaussian_constants, gaussian_model,
+from ._common import (SOURCE, worst_evidence, attention_errors, chunk, gaussian_constants, gaussian_model,
                       gaussian_model_parameters, score_with_spread)
 
 
@@ -64,7 +64,7 @@ def error_constant(ctx: Context, d, d_v, model_seed, noise_sd, score_sd) -> Evid
         evidences.append((f"L={L}", within_error(value, estimate, bias_budget=budget, figures=estimate.sizing(),
                                                   note=f"L = {L}: L·MSE vs C + D/L; budget |D|/L; resolution "
                                                        f"{relative:.0%} of C + D/L beyond it, {estimate.samples:,} draws")))
-    return _worst(evidences)
+    return worst_evidence(evidences)
 
 
 @theory.claim(
@@ -91,7 +91,7 @@ def bias_constant(ctx: Context, d, d_v, model_seed, noise_sd, score_sd) -> Evide
         evidences.append((f"L={L}", within_error(theory_value, estimate, bias_budget=budget, figures=estimate.sizing(),
                                                   note=f"L = {L}: L·bias vs B + B₂/L; budget |B₂|/L; resolution "
                                                        f"{relative:.0%} of √C beyond it, {estimate.samples:,} draws")))
-    return _worst(evidences)
+    return worst_evidence(evidences)
 
 
 from ..experiments import RATE_LENGTHS
@@ -136,7 +136,7 @@ def _identity_case(ctx: Context, length: int, d: int, d_v: int, model_seed: int,
 
 
 def _component_evidence(theory_values, estimates, budget: float, note: str) -> Evidence:
-    return _worst([(f"component {j}", within_error(float(t), e, bias_budget=budget, figures=e.sizing(),
+    return worst_evidence([(f"component {j}", within_error(float(t), e, bias_budget=budget, figures=e.sizing(),
                                                     note=f"{note}; {e.samples:,} draws resolve {e.resolution:.3g}"))
                    for j, (t, e) in enumerate(zip(theory_values, estimates))])
 
