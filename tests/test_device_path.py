@@ -328,3 +328,22 @@ def test_the_saddle_network_sampler_on_cupy_equals_numpy_and_its_claims_run_ther
             np.testing.assert_allclose(to_numpy(b), a, rtol=1e-12, atol=1e-14)
     result = run_claim(_one_layer_theory(), profile="quick", backend="cupy", seed=run_seed(0))
     assert result.status == "holds", result
+
+
+def test_a_derived_single_location_entry_point_on_cupy_equals_numpy():
+    """The built-ins' entry points evaluate their derivations' named results by `DerivedFunction.array_function` on
+    the backend asked for: the risk, its gradient (the result's derivative), the oracle and the linear risks."""
+    from attnverify.theories.single_location import derivations as sl
+
+    rng = np.random.default_rng(0)
+    o = rng.uniform(-0.9, 0.9, size=(5, 20))
+    values = dict(lam=1.3, gamma=0.7, d=40.0, L=6.0, eps=0.1)
+    for name in ("population_risk_from_overlaps", "risk_gradient_from_overlaps"):
+        host = np.asarray(getattr(sl, name)(*o, **values))
+        device = getattr(sl, name)(*(_cupy().asarray(x) for x in o), **values, backend="cupy")
+        assert on_device(device[0] if isinstance(device, tuple) else device)
+        np.testing.assert_allclose(np.asarray(_host(device)), host, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(_host(sl.oracle_risk(1.3, 40, 6, 0.7, 0.1, backend="cupy")),
+                               sl.oracle_risk(1.3, 40, 6, 0.7, 0.1), rtol=1e-13)
+    np.testing.assert_allclose(_host(sl.linear_risk(6, 0.7, 0.1, backend="cupy")), sl.linear_risk(6, 0.7, 0.1),
+                               rtol=1e-13)

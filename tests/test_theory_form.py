@@ -525,3 +525,58 @@ def test_a_derived_function_shows_its_generated_code(tiny):
     """``d.evaluator(name).source`` is the numpy code that evaluates the result."""
     source = load_user_module(tiny).moment.evaluator("m").source
     assert source.startswith("def evaluate(t):") and "xp.exp" in source
+
+
+POLAR = '''"""Polar coordinates"""
+from sympy import Eq, Tuple, cos, sin, symbols
+from attnverify import Theory
+
+theory = Theory("polar")
+r, phi, x, y = symbols("r phi x y", real=True)
+
+
+@theory.derivation
+def cartesian(step):
+    """From polar to Cartesian coordinates"""
+    step("The point", Eq(Tuple(x, y), Tuple(r * cos(phi), r * sin(phi))), name="point")
+    step("Its first coordinate", Eq(x, r * cos(phi)), name="x")
+'''
+
+
+@pytest.fixture
+def polar(tmp_path, monkeypatch):
+    path = tmp_path / "polar.py"
+    path.write_text(POLAR)
+    monkeypatch.setenv("ATTNVERIFY_KEEP_DERIVATIONS", "0")
+    return load_user_module(path)
+
+
+def test_a_derived_function_as_an_array_function_is_called_by_position_in_the_order_named(polar):
+    """``array_function(*names, backend=)`` is the generated evaluator in the order asked for, with plain arrays; a
+    tuple result gives a tuple; every symbol must be named, once."""
+    x = polar.cartesian.evaluator("x")
+    r, phi = np.array([1.0, 2.0]), np.array([0.3, 1.1])
+    by_position = x.array_function("phi", "r")(phi, r)
+    assert type(by_position) is np.ndarray and np.array_equal(by_position, np.asarray(x(r=r, phi=phi)))
+    assert np.array_equal(x.array_function()(phi, r), by_position)  # default: the names in sorted order
+    first, second = polar.cartesian.evaluator("point").array_function("r", "phi")(r, phi)
+    assert np.array_equal(first, by_position) and np.allclose(second, r * np.sin(phi), rtol=1e-15, atol=0)
+    with pytest.raises(TypeError, match=r"polar.cartesian.x is a function of phi, r; missing phi"):
+        x.array_function("r")
+    with pytest.raises(TypeError, match="a name given twice"):
+        x.array_function("r", "phi", "r")
+    # a name the result does not depend on is an argument it ignores (results called alike)
+    assert np.array_equal(x.array_function("phi", "y", "r")(phi, 7.0, r), by_position)
+
+
+def test_a_derived_functions_derivative_is_sympys_and_agrees_with_finite_differences(polar):
+    x = polar.cartesian.evaluator("x")
+    gradient = x.derivative("r", "phi")
+    assert gradient is x.derivative("r", "phi")  # made once
+    r, phi = np.array([0.5, 2.0]), np.array([0.3, -1.1])
+    d_r, d_phi = gradient.array_function("r", "phi")(r, phi)
+    assert np.allclose(d_r, np.cos(phi), rtol=1e-15, atol=0) and np.allclose(d_phi, -r * np.sin(phi), rtol=1e-15)
+    h = 1e-6  # central differences: error O(h²) ≈ 1e-12 against terms of size 1
+    assert np.allclose(d_phi, (x(r=r, phi=phi + h) - x(r=r, phi=phi - h)) / (2 * h), rtol=0, atol=1e-9)
+    with pytest.raises(TypeError, match="no symbol named theta"):
+        x.derivative("theta")

@@ -26,18 +26,23 @@ class DerivedFunction:
     scale of its terms ([`rounding_scale`][attnverify.derivations.codegen.rounding_scale]), so an exact zero is compared
     up to round-off."""
 
-    def __init__(self, derivation_name: str, result: str, expression):
+    def __init__(self, derivation_name: str, result: str, expression, *, symbols: tuple | None = None):
         self.derivation_name, self.result, self.expression = derivation_name, result, expression
-        self.symbols = tuple(sorted(expression.free_symbols, key=lambda s: s.name))
+        # a derivative keeps the symbols of what it differentiates (one may drop out of a partial)
+        self.symbols = symbols or tuple(sorted(expression.free_symbols, key=lambda s: s.name))
         self.names = tuple(s.name for s in self.symbols)
+        self._derivatives: dict[tuple[str, ...], DerivedFunction] = {}
         if len(set(self.names)) != len(self.names):
             raise ValueError(f"result {result!r} of {derivation_name} has two symbols of one name: {self.names}")
 
     @functools.cached_property
     def _evaluate(self):
+        import sympy
+
         from ..derivations.codegen import evaluator
 
-        return evaluator(self.expression, list(self.symbols))
+        expression = self.expression
+        return evaluator(list(expression) if isinstance(expression, sympy.Tuple) else expression, list(self.symbols))
 
     @functools.cached_property
     def _scale(self):
@@ -67,13 +72,49 @@ class DerivedFunction:
         arguments = self._arguments(values)
         value = self._evaluate(*arguments)
         recording = SCALES.get()
-        if recording is not None:
+        if recording is not None and not isinstance(value, tuple):  # a tuple of results is no expected value
             from ..derivations.rounded import carried_scale
 
             carried = carried_scale(value)
             recording.append((value, self._scale(*arguments) if carried is None else carried,
                               lambda: self._terms(*arguments)))  # generated only when asked for
         return value
+
+    def array_function(self, *names: str, backend: Any = None):
+        """The result as a generated array function on ``backend`` ('numpy' (None), 'cupy' or a `Backend`), called
+        by position in the order of ``names`` (default `names`), returning plain arrays (no round-off scale carried):
+        for a loop on the device, or one that checked its arguments once. Every free symbol must be named; a name that
+        is none of them is an argument the result does not depend on (two results called alike). A result that is a
+        tuple (``step(..., Eq(Tuple(a, b), Tuple(x, y)), name=...)``) gives a tuple of arrays."""
+        import sympy
+
+        from ..derivations.codegen import evaluator
+
+        order = names or self.names
+        missing = [n for n in self.names if n not in order]
+        if missing or len(set(order)) != len(order):
+            raise TypeError(f"{self.derivation_name}.{self.result} is a function of {', '.join(self.names)}"
+                            + (f"; missing {', '.join(missing)}" if missing else "; a name given twice"))
+        by_name = {n: sympy.Symbol(n) for n in order} | dict(zip(self.names, self.symbols))
+        expression = self.expression
+        expressions = list(expression) if isinstance(expression, sympy.Tuple) else expression
+        return evaluator(expressions, [by_name[n] for n in order], backend, rounding=False)
+
+    def derivative(self, *names: str) -> "DerivedFunction":
+        """The partial derivatives of the result in the symbols ``names`` (sympy's diff), as one result whose value
+        is their tuple: ``risk.derivative("kappa", "nu").array_function(...)`` gives (∂/∂κ, ∂/∂ν)."""
+        import sympy
+
+        if names not in self._derivatives:
+            unknown = [n for n in names if n not in self.names]
+            if unknown or not names:
+                raise TypeError(f"{self.derivation_name}.{self.result} has no symbol named {', '.join(unknown)}"
+                                if unknown else "derivative needs the names of the symbols to differentiate in")
+            by_name = dict(zip(self.names, self.symbols))
+            partials = sympy.Tuple(*(sympy.diff(self.expression, by_name[n]) for n in names))
+            self._derivatives[names] = DerivedFunction(self.derivation_name, f"d{self.result}/d({', '.join(names)})",
+                                                       partials, symbols=self.symbols)
+        return self._derivatives[names]
 
     def scale(self, **values):
         """The round-off scale of the result's terms at ``values`` (the size of what was summed to make it)."""

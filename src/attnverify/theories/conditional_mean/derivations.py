@@ -28,7 +28,6 @@ import sympy
 from sympy import Eq, I, Rational, exp, oo, sqrt
 
 from ...base import arguments
-from ...derivations.codegen import evaluator
 from ...derivations.gaussian import Expectation, gaussian
 from ...derivations.steps import function
 
@@ -421,8 +420,10 @@ def conjugate_posterior_derivation(step) -> None:
     step("Posterior precision (the coefficient of −z²/2)", Eq(1 / s_L**2, precision))
     step("and μ_L is its maximum: ∂log p/∂z = 0 at z = μ_L",
          Eq(sympy.Subs(sympy.Derivative(log_p, z), z, mu_L), 0), kind="condition")
-    step("Posterior mean (S₂ drops out: the posterior depends on X only through L and x̄)", Eq(mu_L, mean))
-    step("Posterior standard deviation, shrinking like σ/√L", Eq(s_L, sympy.simplify(1 / sqrt(precision))))
+    step("Posterior mean (S₂ drops out: the posterior depends on X only through L and x̄)", Eq(mu_L, mean),
+         name="mu_L")
+    step("Posterior standard deviation, shrinking like σ/√L", Eq(s_L, sympy.simplify(1 / sqrt(precision))),
+         name="s_L")
 
 
 @theory.derivation(name="finite_latent_posterior", title="Finite-latent model (M2): the latent posterior is exactly a softmax attention",
@@ -515,12 +516,17 @@ def _reals(name: str, value: Any, be: Any, *, low: float = -math.inf, open_low: 
     return arguments.reals(name, value, be, low=low, open_low=open_low, lists=True)
 
 
-def _evaluate(function: str, expressions: tuple, symbols: tuple, be: Any, values: dict[str, Any], growth: str) -> tuple:
-    """The generated evaluator of ``expressions`` at checked ``values`` (keyed by parameter name); a
-    ValueError naming the parameters when they do not broadcast or the result overflows float64."""
+def _evaluate(function: str, results: tuple, symbols: tuple, be: Any, values: dict[str, Any], growth: str) -> tuple:
+    """The derivation's named ``results`` (`DerivedFunction`s, each a value or a tuple of them) at checked ``values``
+    (keyed by parameter name, in the order of ``symbols``), as one tuple; a ValueError naming the parameters when they
+    do not broadcast or a result overflows float64."""
     arguments.broadcastable(values, f"the array arguments of {function}")
+    names = [s.name for s in symbols]
     try:
-        out = evaluator(expressions, symbols, be, rounding=False)(*values.values())
+        out = ()
+        for result in results:
+            value = result.array_function(*names, backend=be)(*values.values())
+            out += value if isinstance(value, tuple) else (value,)
     except ValueError:  # the evaluator refuses a NaN result, which here can only come from an overflow
         out = None
     if out is None or not all(bool(be.xp.all(be.xp.isfinite(o))) for o in out):
@@ -546,7 +552,8 @@ def gaussian_error_constants(score_var, shift_sq, spread, noise, backend=None) -
     be = arguments.backend(backend)
     values = {name: _reals(name, value, be, low=0.0) for name, value in
               (("score_var", score_var), ("shift_sq", shift_sq), ("spread", spread), ("noise", noise))}
-    out = _evaluate("gaussian_error_constants", gaussian_constant_expressions(), GAUSSIAN_INVARIANTS, be, values,
+    out = _evaluate("gaussian_error_constants", (gaussian_limit_derivation.evaluator("constants"),), GAUSSIAN_INVARIANTS,
+                    be, values,
                     "the constants grow like (shift_sq + spread + noise)·exp(3·score_var), which must stay below 1e308")
     return dict(zip(GAUSSIAN_CONSTANT_NAMES, out))
 
@@ -562,8 +569,7 @@ def fixed_bandwidth_constants(query, key_sd, bandwidth, frequency, noise_sd, bac
     for name, value in (("key_sd", key_sd), ("bandwidth", bandwidth), ("frequency", frequency)):
         values[name] = _reals(name, value, be, low=0.0, open_low=True)
     values["noise_sd"] = _reals("noise_sd", noise_sd, be, low=0.0)
-    expressions = fixed_bandwidth_expressions()
-    out = _evaluate("fixed_bandwidth_constants", tuple(expressions[n] for n in FIXED_BANDWIDTH_NAMES),
+    out = _evaluate("fixed_bandwidth_constants", (fixed_bandwidth_derivation.evaluator("constants"),),
                     BANDWIDTH_PARAMETERS, be, values,
                     "the constants grow like (key_sd/bandwidth)²·exp(query²/key_sd²), which must stay below 1e308")
     return dict(zip(FIXED_BANDWIDTH_NAMES, out))
@@ -582,6 +588,5 @@ def conjugate_posterior(length, xbar, prior_sd, token_sd, backend=None):
     values = {"length": _reals("length", length, be, low=0.0), "xbar": _reals("xbar", xbar, be),
               "prior_sd": _reals("prior_sd", prior_sd, be, low=0.0, open_low=True),
               "token_sd": _reals("token_sd", token_sd, be, low=0.0, open_low=True)}
-    steps = conjugate_posterior_derivation().steps
-    return _evaluate("conjugate_posterior", (steps[-2].expression.rhs, steps[-1].expression.rhs), CONJUGATE_ARGUMENTS,
-                     be, values, "length·prior_sd², token_sd² and their product with xbar must stay below 1e308")
+    results = tuple(conjugate_posterior_derivation.evaluator(name) for name in ("mu_L", "s_L"))
+    return _evaluate("conjugate_posterior", results, CONJUGATE_ARGUMENTS, be, values, "length·prior_sd², token_sd² and their product with xbar must stay below 1e308")

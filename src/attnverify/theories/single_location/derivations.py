@@ -19,7 +19,7 @@ import sympy
 from sympy import Eq, Function, erf, sqrt
 
 from ...base import arguments
-from ...derivations.codegen import evaluator, mpmath_evaluator
+from ...derivations.codegen import mpmath_evaluator
 from ...derivations.gaussian import Expectation, gaussian, gaussian_expectation, gaussian_moments_expectation
 
 from .tail_derivations import log_erfc_square_mean as gaussian_log_erfc_square_mean, log_zeta_at_zero
@@ -35,6 +35,11 @@ eps = sympy.Symbol("epsilon", nonnegative=True)
 OVERLAPS = (kappa, nu, theta, eta, rho)
 lam_symbol, gamma_symbol, d_symbol, L_symbol, eps_symbol = lam, gamma, d, L, eps  # unshadowed aliases
 PARAMETERS = (lam, gamma, d, L, eps)
+OVERLAP_NAMES = tuple(s.name for s in OVERLAPS)
+NOISE_TOKENS = sympy.Symbol("L_minus_1", nonnegative=True)
+"""m = L − 1, the uninformative tokens: the linear risk's denominator γ² + m is exact in float64 where γ² + L − 1
+would lose a small γ² to round-off."""
+PARAMETER_NAMES = tuple(s.name for s in PARAMETERS)
 
 # Gaussian coordinates: g_k, w_1, w_2, ξ standard normal and independent.
 g_k, w_1, w_2, xi = sympy.symbols("g_k w_1 w_2 xi", real=True)
@@ -132,11 +137,14 @@ def population_risk_expression() -> sympy.Expr:
     return population_risk_derivation().result("risk").rhs
 
 
-@lru_cache(maxsize=None)
+def risk_gradient() -> Any:
+    """(∂ℛ/∂κ, ∂ℛ/∂ν, ∂ℛ/∂θ, ∂ℛ/∂η, ∂ℛ/∂ρ): the derivative of the derivation's result ``risk`` in the overlaps."""
+    return population_risk_derivation.evaluator("risk").derivative(*OVERLAP_NAMES)
+
+
 def risk_gradient_expressions() -> tuple[sympy.Expr, ...]:
     """(∂ℛ/∂κ, ∂ℛ/∂ν, ∂ℛ/∂θ, ∂ℛ/∂η, ∂ℛ/∂ρ) by sympy differentiation."""
-    risk = population_risk_expression()
-    return tuple(sympy.diff(risk, x) for x in OVERLAPS)
+    return tuple(risk_gradient().expression)
 
 
 @lru_cache(maxsize=None)
@@ -195,7 +203,11 @@ def linear_risk_derivation(step) -> None:
     step("Stationarity ∂ℛ/∂c = 0", Eq(sympy.Derivative(R, c), 0), kind="condition")
     (c_star,) = sympy.solve(sympy.diff(risk_c, c), c)
     step("The stationary c", Eq(c, c_star))
-    step("Minimal risk", Eq(R, sympy.simplify(risk_c.subs(c, c_star))), name="linear_risk")
+    minimal = sympy.simplify(risk_c.subs(c, c_star))
+    step("Minimal risk", Eq(R, minimal), name="linear_risk")
+    step("In the m = L − 1 uninformative tokens (the form evaluated: its denominator γ² + m is exact for L = 1 and a "
+         "small γ, where γ² + L − 1 would lose γ² to round-off)", Eq(R, minimal.subs(L, NOISE_TOKENS + 1)),
+         substitute={L: NOISE_TOKENS + 1}, name="linear_risk_in_noise_tokens")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,13 +268,13 @@ def _overlap_values(values: tuple) -> tuple:
     return tuple(checked)
 
 
-def _from_overlaps(expressions: Any, overlaps_: tuple, lam, gamma, d, L, eps, backend) -> Any:
-    """The generated evaluator of ``expressions`` at checked overlaps and parameters."""
+def _from_overlaps(function: Any, overlaps_: tuple, lam, gamma, d, L, eps, backend) -> Any:
+    """The derived ``function`` (a `DerivedFunction` of the overlaps and parameters) at checked values."""
     be = arguments.backend(backend)
     o = _overlap_values(overlaps_)
     p = _parameters(lam, gamma, d, L, eps)
     arguments.broadcastable(dict(zip(("kappa", "nu", "theta", "eta", "rho", "lam", "gamma", "d", "L", "eps"), o + p)))
-    return evaluator(expressions, OVERLAPS + PARAMETERS, be, rounding=False)(*o, *p)
+    return function.array_function(*OVERLAP_NAMES, *PARAMETER_NAMES, backend=be)(*o, *p)
 
 
 def population_risk_from_overlaps(kappa_, nu_, theta_, eta_, rho_, *, lam, gamma, d, L, eps, backend=None):
@@ -271,15 +283,14 @@ def population_risk_from_overlaps(kappa_, nu_, theta_, eta_, rho_, *, lam, gamma
     Numbers or arrays that broadcast together (a grid); overlaps in [−1, 1]; λ > 0, γ in GAMMA_RANGE,
     d and L integers in [1, COUNT_MAX], ε in [0, EPS_MAX]. backend: a Backend, 'numpy', 'cupy' or None (numpy).
     """
-    return _from_overlaps(population_risk_expression(), (kappa_, nu_, theta_, eta_, rho_), lam, gamma, d, L, eps,
-                          backend)
+    return _from_overlaps(population_risk_derivation.evaluator("risk"), (kappa_, nu_, theta_, eta_, rho_), lam, gamma,
+                          d, L, eps, backend)
 
 
 def risk_gradient_from_overlaps(kappa_, nu_, theta_, eta_, rho_, *, lam, gamma, d, L, eps, backend=None):
     """(ℛ_κ, ℛ_ν, ℛ_θ, ℛ_η, ℛ_ρ): the partial derivatives of ℛ in the overlaps (sympy diff); arguments
     as in `population_risk_from_overlaps`."""
-    return _from_overlaps(risk_gradient_expressions(), (kappa_, nu_, theta_, eta_, rho_), lam, gamma, d, L, eps,
-                          backend)
+    return _from_overlaps(risk_gradient(), (kappa_, nu_, theta_, eta_, rho_), lam, gamma, d, L, eps, backend)
 
 
 def risk_gradient_function(*, gamma, d, L, eps, backend=None):
@@ -290,7 +301,7 @@ def risk_gradient_function(*, gamma, d, L, eps, backend=None):
     """
     be = arguments.backend(backend)
     _, gamma, d, L, eps = _parameters(1.0, gamma, d, L, eps)
-    f = evaluator(risk_gradient_expressions(), OVERLAPS + PARAMETERS, be, rounding=False)
+    f = risk_gradient().array_function(*OVERLAP_NAMES, *PARAMETER_NAMES, backend=be)
     xp = be.xp
 
     def gradient(kappa_, nu_, theta_, eta_, rho_, lam):
@@ -373,8 +384,7 @@ def oracle_risk(lam, d, L, gamma, eps, backend=None):
     be = arguments.backend(backend)
     p = _parameters(lam, gamma, d, L, eps)
     arguments.broadcastable(dict(zip(("lam", "gamma", "d", "L", "eps"), p)))
-    f = evaluator(oracle_risk_derivation().result("oracle_risk").rhs, PARAMETERS, be, rounding=False)
-    return f(*p)
+    return oracle_risk_derivation.evaluator("oracle_risk").array_function(*PARAMETER_NAMES, backend=be)(*p)
 
 
 @lru_cache(maxsize=None)
@@ -446,15 +456,6 @@ def linear_risk(L, gamma, eps, backend=None):
     be = arguments.backend(backend)
     _, gamma, _, L, eps = _parameters(1.0, gamma, 1, L, eps)
     arguments.broadcastable({"L": L, "gamma": gamma, "eps": eps})
-    f = evaluator(_linear_risk_in_noise_tokens(), (gamma_symbol, _NOISE_TOKENS, eps_symbol), be, rounding=False)
+    f = linear_risk_derivation.evaluator("linear_risk_in_noise_tokens").array_function(
+        gamma_symbol.name, NOISE_TOKENS.name, eps_symbol.name, backend=be)
     return f(gamma, L - 1, eps)
-
-
-_NOISE_TOKENS = sympy.Symbol("L_minus_1", nonnegative=True)
-
-
-@lru_cache(maxsize=None)
-def _linear_risk_in_noise_tokens() -> sympy.Expr:
-    """Proposition 3's risk in m = L − 1: its denominator γ² + m is then exact for L = 1 and small γ,
-    where γ² + L − 1 would lose γ² to round-off."""
-    return linear_risk_derivation().result("linear_risk").rhs.subs(L_symbol, _NOISE_TOKENS + 1)

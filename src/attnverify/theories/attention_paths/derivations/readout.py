@@ -11,7 +11,6 @@ from sympy import Eq, Rational, Symbol, log, sqrt
 
 from ....base import arguments
 from ....base.backend import to_numpy
-from ....derivations.codegen import evaluator
 from ..theory import theory
 
 from ._common import SOURCE, U_a, sigma_a2
@@ -23,6 +22,7 @@ width_prev = Symbol("n_{L-1}", positive=True)
 width_last = Symbol("n_L", positive=True)
 var_last = Symbol("sigma_L^2", positive=True)
 READOUT_ARGUMENTS = (trace_U_L, heads_last, width_prev, width_last, var_last, sigma_a2)
+READOUT_NAMES = tuple(s.name for s in READOUT_ARGUMENTS)
 
 
 def readout_coefficients() -> tuple[sympy.Expr, sympy.Expr]:
@@ -111,5 +111,5 @@ def readout_order_parameter(trace_U_L, heads_last, width_prev, width_last, var_l
             if name == "heads_last" and np.any(v < 1):
                 raise ValueError(f"heads_last must be ≥ 1, got {value!r}")
         backend = arguments.backend(backend)
-    f = evaluator(readout_expression(), READOUT_ARGUMENTS, backend, rounding=False)
+    f = readout_derivation.evaluator("U_a").array_function(*READOUT_NAMES, backend=backend)
     return f(trace_U_L, heads_last, width_prev, width_last, var_last, var_readout)
