@@ -580,3 +580,5 @@ def test_a_derived_functions_derivative_is_sympys_and_agrees_with_finite_differe
     assert np.allclose(d_phi, (x(r=r, phi=phi + h) - x(r=r, phi=phi - h)) / (2 * h), rtol=0, atol=1e-9)
     with pytest.raises(TypeError, match="no symbol named theta"):
         x.derivative("theta")
+    with pytest.raises(TypeError, match="polar.cartesian.point is a tuple of results"):
+        polar.cartesian.evaluator("point").derivative("r")

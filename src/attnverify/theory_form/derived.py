@@ -105,6 +105,9 @@ class DerivedFunction:
         is their tuple: ``risk.derivative("kappa", "nu").array_function(...)`` gives (∂/∂κ, ∂/∂ν)."""
         import sympy
 
+        if isinstance(self.expression, sympy.Tuple):
+            raise TypeError(f"{self.derivation_name}.{self.result} is a tuple of results: differentiate a result of "
+                            "one value (name each in a step of its own)")
         if names not in self._derivatives:
             unknown = [n for n in names if n not in self.names]
             if unknown or not names:
@@ -118,6 +121,10 @@ class DerivedFunction:
 
     def scale(self, **values):
         """The round-off scale of the result's terms at ``values`` (the size of what was summed to make it)."""
+        import sympy
+
+        if isinstance(self.expression, sympy.Tuple):
+            raise TypeError(f"{self.derivation_name}.{self.result} is a tuple of results: its scale is per result")
         return self._scale(*self._arguments(values))
 
     def __repr__(self) -> str:
