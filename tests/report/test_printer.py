@@ -87,3 +87,30 @@ def test_print_of_a_result_is_the_story_the_report_tells():
     assert str(result) == story_text(story)
     assert str(result).startswith("--- walk.three_at_most_two: refuted (expected refuted) -> OK")
     assert "three is more than two" in str(result) and f"replay:     {result.replay_command}" in str(result)
+
+
+def test_the_text_story_shows_sides_apart_beyond_six_digits_in_full_and_every_condition():
+    from attnverify.checks import close
+    from attnverify.checks.evidence import Evidence
+
+    @claim("walk.tiny_gap", parameters=st.fixed_dictionaries({"x": st.just(1.0)}),
+           examples={"quick": 1, "thorough": 1}, statement="x = x + 1e-9 (false).")
+    def tiny_gap(p, ctx):
+        return close(p["x"], p["x"] + 1e-9, labels=("generated", "sympy"))
+
+    text = str(run_claim(tiny_gap, seed=0))
+    assert "  generated:  1.0\n  sympy:      1.000000001\n" in text  # 6 digits would print 1 and 1
+
+    @claim("walk.conditions", parameters=st.fixed_dictionaries({"x": st.just(1.0)}),
+           examples={"quick": 1, "thorough": 1}, statement="A custom verdict.")
+    def conditions(p, ctx):
+        return Evidence(holds=False, relation="custom", conditions={"Hessian positive": False, "gradient small": True})
+
+    text = str(run_claim(conditions, seed=0))
+    assert "  condition:  Hessian positive: False\n  condition:  gradient small: True" in text
+
+
+def test_a_ragged_table_prints_every_cell_in_text():
+    printed = TextPrinter().table(Table("ragged", ["a", "b", "c"], [[1, 2], [1, 2, 3, 4]]))
+    assert printed.splitlines()[0] == "ragged" and printed.splitlines()[-1].split() == ["1", "2", "3", "4"]
+    assert TextPrinter().table(Table("empty", [], [])) == "empty"

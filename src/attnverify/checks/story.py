@@ -332,14 +332,20 @@ class StoryPrinter:
         evidence = shown.evidence
         if evidence:
             left, right = side_labels(evidence)  # evidence without sides (a custom summary) says it in its note
-            for label, key in ((left, "theory"), (right, "observed")):
-                if evidence.get(key) is not None:
-                    lines.append(f"  {label + ':':<11} {format_value(evidence[key])}")
+            sides = [(label, evidence.get(key)) for label, key in ((left, "theory"), (right, "observed"))]
+            shown_sides = [format_value(value) for _, value in sides]
+            if shown_sides[0] == shown_sides[1] and sides[0][1] != sides[1][1]:  # apart beyond 6 digits: all of them
+                shown_sides = [repr(value) for _, value in sides]
+            for (label, value), text in zip(sides, shown_sides):
+                if value is not None:
+                    lines.append(f"  {label + ':':<11} {text}")
             if evidence.get("tolerance") is not None:
                 tolerance = f"  tolerance:  {format_value(evidence['tolerance'])}"
                 if evidence.get("standard_error") is not None:
                     tolerance += f" (standard error {format_value(evidence['standard_error'])})"
                 lines.append(tolerance)
+            for condition, value in (evidence.get("conditions") or {}).items():
+                lines.append(f"  condition:  {condition}: {value}")
             if evidence.get("note"):
                 lines.append(f"  note:       {evidence['note']}")
             if evidence.get("inconclusive"):

@@ -1,5 +1,5 @@
 """The report's rendering: each theory's section (derivations, figures, tables) and its claims' results as
-``index.html`` (MathML), ``report.md`` and LaTeX, and the notebook displays. It only draws; the run that
+``index.html`` (MathML), ``report.md``, ``report.txt`` and LaTeX (one walk, `.printer`), and the notebook displays. It only draws; the run that
 builds a report is `attnverify.run.report.build_report`. A theory contributes its section through its
 ``build_section`` (see `attnverify.report.section` for the contract).
 """

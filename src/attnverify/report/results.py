@@ -4,7 +4,7 @@ keeps it."""
 
 from __future__ import annotations
 
-from ..checks.story import ClaimStory, claim_story, key_figures, story_text, verdict
+from ..checks.story import ClaimStory, claim_story, format_value, key_figures, story_text, verdict
 from .printer import ReportPrinter, section_title
 from .section import Figure, Table, TheoryOutcome
 
@@ -124,8 +124,14 @@ class TextPrinter(ReportPrinter):
         return f"Figure {number} ({figure.filename}). {figure.caption}"
 
     def table(self, table: Table) -> str:
-        return table.caption + "\n" + text_table([str(h) for h in table.header],
-                                                 [[str(v) for v in row] for row in table.rows])
+        """The caption, then the rows padded to one width (a ragged row, or one without a header, is shown as it
+        is: every cell, blanks where it has fewer)."""
+        width = max([len(table.header), *(len(row) for row in table.rows)])
+        if width == 0:
+            return table.caption
+        header = [str(h) for h in table.header] + [""] * (width - len(table.header))
+        rows = [[format_value(v) for v in row] + [""] * (width - len(row)) for row in table.rows]
+        return table.caption + "\n" + text_table(header, rows)
 
     def claims_table(self, stories: list[ClaimStory]) -> str:
         """Name, expected, status, verdict, seconds and key figures (the statement is in each story)."""

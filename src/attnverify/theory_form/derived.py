@@ -32,6 +32,7 @@ class DerivedFunction:
         self.symbols = symbols or tuple(sorted(expression.free_symbols, key=lambda s: s.name))
         self.names = tuple(s.name for s in self.symbols)
         self._derivatives: dict[tuple[str, ...], DerivedFunction] = {}
+        self._array_functions: dict[tuple, Any] = {}
         if len(set(self.names)) != len(self.names):
             raise ValueError(f"result {result!r} of {derivation_name} has two symbols of one name: {self.names}")
 
@@ -83,14 +84,24 @@ class DerivedFunction:
     def array_function(self, *names: str, backend: Any = None):
         """The result as a generated array function on ``backend`` ('numpy' (None), 'cupy' or a `Backend`), called
         by position in the order of ``names`` (default `names`), returning plain arrays (no round-off scale carried):
-        for a loop on the device, or one that checked its arguments once. Every free symbol must be named; a name that
-        is none of them is an argument the result does not depend on (two results called alike). A result that is a
-        tuple (``step(..., Eq(Tuple(a, b), Tuple(x, y)), name=...)``) gives a tuple of arrays."""
+        for a loop on the device, or one that checked its arguments once. Every symbol of `names` must be named (of a
+        derivative: every symbol of the result it differentiates); a name that is none of them is an argument the
+        result does not depend on (two results called alike). A result that is a tuple (``step(..., Eq(Tuple(a, b),
+        Tuple(x, y)), name=...)``) gives a tuple of arrays. Made once per order and backend."""
+        try:
+            made = self._array_functions.get((names, backend))  # the loop's call: no work beyond this lookup
+        except TypeError:  # an unhashable backend: refused by name below
+            made = None
+        if made is not None:
+            return made
         import sympy
 
+        from ..base.arguments import backend as checked_backend
         from ..derivations.codegen import evaluator
 
         order = names or self.names
+        asked = (names, backend)
+        backend = checked_backend(backend)
         missing = [n for n in self.names if n not in order]
         if missing or len(set(order)) != len(order):
             raise TypeError(f"{self.derivation_name}.{self.result} is a function of {', '.join(self.names)}"
@@ -98,16 +109,19 @@ class DerivedFunction:
         by_name = {n: sympy.Symbol(n) for n in order} | dict(zip(self.names, self.symbols))
         expression = self.expression
         expressions = list(expression) if isinstance(expression, sympy.Tuple) else expression
-        return evaluator(expressions, [by_name[n] for n in order], backend, rounding=False)
+        made = evaluator(expressions, [by_name[n] for n in order], backend, rounding=False)
+        self._array_functions[asked] = made
+        return made
 
     def derivative(self, *names: str) -> "DerivedFunction":
         """The partial derivatives of the result in the symbols ``names`` (sympy's diff), as one result whose value
-        is their tuple: ``risk.derivative("kappa", "nu").array_function(...)`` gives (∂/∂κ, ∂/∂ν)."""
+        is their tuple, a function of the same symbols as the result: ``risk.derivative("kappa",
+        "nu").array_function(...)`` gives (∂/∂κ, ∂/∂ν). Made once per ``names``."""
         import sympy
 
         if isinstance(self.expression, sympy.Tuple):
-            raise TypeError(f"{self.derivation_name}.{self.result} is a tuple of results: differentiate a result of "
-                            "one value (name each in a step of its own)")
+            raise TypeError(f"{self.derivation_name}.{self.result} is a tuple of results (a derivative is one): "
+                            "differentiate a result of one value; a second derivative is not offered")
         if names not in self._derivatives:
             unknown = [n for n in names if n not in self.names]
             if unknown or not names:
