@@ -48,7 +48,7 @@ def test_the_chain_groups_are_tasks_of_their_own_and_pool_to_the_direct_result(t
     monkeypatch.setattr(one_shot, "SAMPLER", tiny)
     monkeypatch.setattr(one_shot, "_sampling_inputs", lambda profile, store: (paths, 0.5))
     kept = SolutionStore(tmp_path / "kept")
-    monkeypatch.setattr(one_shot, "solution_store", lambda profile, store: kept)
+    monkeypatch.setattr(one_shot, "solution_store", lambda store: kept)
     store = Store(tmp_path / "run")
     groups = [store.get(one_shot.one_shot_chain_group, profile="thorough", seed=7, group=g) for g in range(2)]
     pooled = store.get(one_shot.one_shot_sampled_networks, profile="thorough", seed=7)

@@ -18,7 +18,6 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from ....base.arguments import Checked, checked, integer, real
-from ....base.cache import cache_directory
 from ....numerics.statistics import Estimate, mean_estimate
 from . import task as one_shot
 from ..theory_points import TheoryPoint, evaluate
@@ -194,12 +193,6 @@ def validated_sweep(paths: PathData, widths: Sequence[float] = WIDTHS, temperatu
                      f"{test.accuracy.mean:.3f} ({sum(t for _, t in solutions.values()):.0f} s)")
         points.append(ValidatedPoint(float(width), float(best), {float(T): s for T, s in scores.items()}, test))
     return points
-
-
-def solution_store() -> SolutionStore:
-    """Where long (thorough-profile) runs keep their solutions, so that a rerun resumes: the folder
-    ``one_shot_solutions`` of the project's cache folder (`cache_directory`)."""
-    return SolutionStore(cache_directory("one_shot_solutions"))
 
 
 # ------------------------------------------------------------------------------------ pruning

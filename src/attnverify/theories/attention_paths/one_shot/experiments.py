@@ -30,17 +30,14 @@ from ....execution.store import Store
 #: temperatures in the thorough tier, three in the quick tier so that it fits CI. The three are the ones
 #: that validation accuracy picks from the full grid for the five first cached networks (0.25, 0.5 or 1.0
 #: at N = 10); at P = 200 the claim's outcome differed (ρ = 0.18 ± 0.22), so the quick tier keeps the
-#: paper's P. The thorough tier keeps its solutions in `experiment.solution_store` (an interrupted run
-#: resumes); the quick tier in a folder of the run's store. Networks: the quick tier uses the first five
-#: training seeds, the thorough tier every cached seed.
-THEORY_SIZES = {"quick": {"P": 600, "temperatures": (0.25, 0.5, 1.0), "stored": False, "seeds": 5},
-                "thorough": {"P": 600, "temperatures": experiment.TEMPERATURES, "stored": True, "seeds": None}}
+#: paper's P. Networks: the quick tier uses the first five training seeds, the thorough tier every cached seed.
+THEORY_SIZES = {"quick": {"P": 600, "temperatures": (0.25, 0.5, 1.0), "seeds": 5},
+                "thorough": {"P": 600, "temperatures": experiment.TEMPERATURES, "seeds": None}}
 
 
-def solution_store(profile: str, store: Store) -> SolutionStore:
-    """Where the profile's saddle-point solutions are kept: the user's cache (thorough) or the run (quick)."""
-    if THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]["stored"]:
-        return experiment.solution_store()
+def solution_store(store: Store) -> SolutionStore:
+    """Where the saddle-point solutions and sampled-network summaries are kept: a folder of the run's store, so that
+    a rerun with the same store (``--store DIR``) resumes an interrupted thorough run."""
     return SolutionStore(store.folder("one_shot_solutions"))
 
 
@@ -93,7 +90,7 @@ def one_shot_analysis(*, profile: str, training_seed: int, backend: str = "numpy
     inputs = store.get(one_shot_network, training_seed=training_seed)
     tasks.progress(f"attention_paths: one-shot network of seed {training_seed}, head scores and pruning")
     return experiment.analyse_network(training_seed, inputs.network, _theory_episodes(inputs, profile),
-                                      temperatures=sizes["temperatures"], store=solution_store(profile, store),
+                                      temperatures=sizes["temperatures"], store=solution_store(store),
                                       backend=backend)
 
 
@@ -149,7 +146,7 @@ def one_shot_width_sweep(*, profile: str, store: Store) -> OneShotWidthSweep:
     paths = _theory_episodes(inputs, profile)
     widths = FIGURE_WIDTHS[profile]
     tasks.progress(f"attention_paths: figure 3b, theory at N = {widths} (P = {sizes['P']}, T chosen on validation)")
-    sweep = experiment.validated_sweep(paths, widths, sizes["temperatures"], store=solution_store(profile, store),
+    sweep = experiment.validated_sweep(paths, widths, sizes["temperatures"], store=solution_store(store),
                                        progress=lambda m: tasks.progress(f"attention_paths: figure 3b, {m}"))
     gp = experiment.validated_point(paths, np.inf, experiment.GP_TEMPERATURES)
     gd = float(inputs.network.correct(paths.X_test, paths.y_test).mean())
@@ -242,7 +239,7 @@ def one_shot_chain_group(*, profile: str, seed: int, group: int, store: Store) -
         return None
     seed, group = integer("seed", seed, 0), integer("group", group, 0, CHAIN_GROUPS - 1)
     paths, temperature = _sampling_inputs(profile, store)
-    if solution_store(profile, store).load(_sampled_name(paths, temperature, seed, SAMPLER, CHAIN_GROUPS)) is not None:
+    if solution_store(store).load(_sampled_name(paths, temperature, seed, SAMPLER, CHAIN_GROUPS)) is not None:
         return None
     return sampled_chain_group(paths, temperature, seed, group, settings=SAMPLER, groups=CHAIN_GROUPS)
 
@@ -255,7 +252,7 @@ def one_shot_sampled_networks(*, profile: str, seed: int, store: Store) -> Sampl
         return None
     seed = integer("seed", seed, 0)
     paths, temperature = _sampling_inputs(profile, store)
-    return sampled_networks(paths, temperature, seed, solution_store(profile, store), settings=SAMPLER,
+    return sampled_networks(paths, temperature, seed, solution_store(store), settings=SAMPLER,
                             groups=CHAIN_GROUPS,
                             chain_group=lambda g: store.get(one_shot_chain_group, profile=profile, seed=seed, group=g))
 
