@@ -234,41 +234,10 @@ class LatexPrinter(ReportPrinter):
     def stories(self, parts: list[str]) -> str:
         return "\n".join([r"\begin{itemize}\raggedright", *parts, r"\end{itemize}"])
 
-    # ------------------------------------------------------------------ a claim's story: its replay command (the
-    # claims table above says the rest)
-
-    def story_block(self, story: ClaimStory, parts: list[str]) -> str:
-        return "".join(parts)
-
-    def story_heading(self, story: ClaimStory) -> str:
-        return r"\item " + _name(story.name)
-
-    def statement(self, text: str) -> str:
-        return ""
-
-    def source(self, text: str) -> str:
-        return ""
-
-    def examples(self, story: ClaimStory) -> str:
-        return ""
-
-    def drawn(self, text: str) -> str:
-        return ""
-
-    def counterexample(self, story: ClaimStory) -> str:
-        return ""
-
-    def failure(self, story: ClaimStory) -> str:
-        return ""
-
-    def undecided(self, story: ClaimStory) -> str:
-        return ""
-
-    def note(self, text: str) -> str:
-        return ""
-
-    def replay(self, story: ClaimStory) -> str:
-        return r": replay with\\ \texttt{" + escape(story.replay) + "}"
+    def story(self, story: ClaimStory) -> str:
+        """A claim's story in the appendix: the claims table tells it (`story_latex`); below the table, its replay
+        command."""
+        return r"\item " + _name(story.name) + r": replay with\\ \texttt{" + escape(story.replay) + "}"
 
 
 def derivation_latex(derivation) -> str:

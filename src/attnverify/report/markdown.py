@@ -6,11 +6,11 @@ import re
 from typing import Iterable
 from urllib.parse import quote
 
-from ..checks.story import UNDECIDED, ClaimStory, claim_story, format_parameters, format_value
+from ..checks.story import ClaimStory, claim_story, format_value
 from ..derivations.derivation import Derivation
 from ..derivations.steps import StepCheck
 from .equations import equation_markdown
-from .printer import CLAIM_COLUMNS, ReportPrinter, section_title
+from .printer import CLAIM_COLUMNS, ParagraphStory, ReportPrinter, section_title
 from .section import Figure, Table, TheoryOutcome
 
 
@@ -48,7 +48,7 @@ def step_check_markdown(check: StepCheck) -> str:
     return f"**✗ {text}**" if check.failed else f"*{text}*"
 
 
-class MarkdownPrinter(ReportPrinter):
+class MarkdownPrinter(ParagraphStory, ReportPrinter):
     """The report as Markdown: equations as ``$$ … $$`` LaTeX, tables as pipe tables, raw HTML escaped."""
 
     def document(self, parts: list[str]) -> str:
@@ -107,13 +107,10 @@ class MarkdownPrinter(ReportPrinter):
     # ------------------------------------------------------------------ a claim's story
 
     def story_block(self, story: ClaimStory, parts: list[str]) -> str:
-        return "\n\n".join(parts)
+        return self.joined(parts)
 
     def story_heading(self, story: ClaimStory) -> str:
         return f"#### `{story.name}` — {story.status} (expected {story.expect}): {story.verdict}"
-
-    def statement(self, text: str) -> str:
-        return _md_text(text)
 
     def source(self, text: str) -> str:
         return f"*Source: {_md_text(text)}*"
@@ -121,30 +118,14 @@ class MarkdownPrinter(ReportPrinter):
     def examples(self, story: ClaimStory) -> str:
         return markdown_table(story.example_header, story.example_rows) if story.example_rows else ""
 
-    def drawn(self, text: str) -> str:
-        return f"Drawn: {_md_text(text)}"
+    def paragraph(self, text: str, css: str = "") -> str:
+        return _md_text(text)
 
-    def counterexample(self, story: ClaimStory) -> str:
-        parts = []
-        if story.counterexample_note:
-            parts.append(f"Counterexample note: {_md_text(story.counterexample_note)}")
-        if story.counterexample_standard_error is not None:
-            parts.append(f"Standard error: {format_value(story.counterexample_standard_error)}")
-        parts.append(f"Shrink trials: {story.shrink_trials}")
+    def preformatted(self, text: str, css: str = "") -> str:
+        return "```\n" + text.rstrip() + "\n```"
+
+    def joined(self, parts: list[str]) -> str:
         return "\n\n".join(parts)
-
-    def failure(self, story: ClaimStory) -> str:
-        failed = story.failure
-        return (f"Error in the claim's code (not a counterexample) at "
-                f"{_md_text(format_parameters(failed.get('parameters') or {}))}, seed {failed.get('seed')}:\n\n"
-                "```\n" + failed["error"].rstrip() + "\n```")
-
-    def undecided(self, story: ClaimStory) -> str:
-        return (f"Inconclusive: {UNDECIDED}" + (f"; deciding them all would take {story.needed}" if story.needed
-                                                else "") + ".")
-
-    def note(self, text: str) -> str:
-        return f"Note: {_md_text(text)}"
 
     def replay(self, story: ClaimStory) -> str:
         return f"Replay: `{story.replay}`"

@@ -9,7 +9,8 @@ overrides only the leaves: `attnverify.report.render.HtmlPrinter`, `attnverify.r
 
 from __future__ import annotations
 
-from ..checks.story import ClaimStory, StoryPrinter, claim_story, summary_line, verdict
+from ..checks.story import UNDECIDED, ClaimStory, StoryPrinter, claim_story, format_parameters, format_value, \
+    summary_line, verdict
 from ..derivations.derivation import Derivation
 from ..derivations.steps import StepCheck, counts, counts_text
 from .section import Figure, Table, TheoryOutcome
@@ -147,3 +148,51 @@ class ReportPrinter(StoryPrinter):
     def stories(self, parts: list[str]) -> str:
         """The theory's claims' stories, each told by `story`."""
         raise NotImplementedError
+
+
+class ParagraphStory:
+    """A claim's story as a report page tells it (HTML, Markdown): its sentences are written here once, and a format
+    gives only a paragraph, a preformatted block and how parts are joined. Put it before `ReportPrinter` among a
+    printer's bases: it replaces the terminal's leaves of `StoryPrinter` that tell the shown example."""
+
+    def paragraph(self, text: str, css: str = "") -> str:
+        """``text`` as a paragraph (escaped for the format); ``css``: a class where the format has classes."""
+        raise NotImplementedError
+
+    def preformatted(self, text: str, css: str = "") -> str:
+        """``text`` kept as it is (a traceback), in a block of its own."""
+        raise NotImplementedError
+
+    def joined(self, parts: list[str]) -> str:
+        raise NotImplementedError
+
+    def statement(self, text: str) -> str:
+        return self.paragraph(text)
+
+    def drawn(self, text: str) -> str:
+        return self.paragraph(f"Drawn: {text}", "drawn")
+
+    def counterexample(self, story: ClaimStory) -> str:
+        """Its note, its standard error and the shrink trials it took."""
+        parts = []
+        if story.counterexample_note:
+            parts.append(self.paragraph(f"Counterexample note: {story.counterexample_note}"))
+        if story.counterexample_standard_error is not None:
+            parts.append(self.paragraph(f"Standard error: {format_value(story.counterexample_standard_error)}"))
+        parts.append(self.paragraph(f"Shrink trials: {story.shrink_trials}"))
+        return self.joined(parts)
+
+    def failure(self, story: ClaimStory) -> str:
+        """The example the claim's code failed on, and its traceback."""
+        failed = story.failure
+        return self.joined([self.paragraph(f"Error in the claim's code (not a counterexample) at "
+                                           f"{format_parameters(failed.get('parameters') or {})}, "
+                                           f"seed {failed.get('seed')}:"),
+                            self.preformatted(failed["error"], "error")])
+
+    def undecided(self, story: ClaimStory) -> str:
+        return self.paragraph(f"Inconclusive: {UNDECIDED}"
+                              + (f"; deciding them all would take {story.needed}" if story.needed else "") + ".")
+
+    def note(self, text: str) -> str:
+        return self.paragraph(f"Note: {text}")

@@ -16,11 +16,11 @@ import latex2mathml.converter
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-from ..checks.story import UNDECIDED, ClaimStory, claim_story, format_parameters, format_value
+from ..checks.story import ClaimStory, claim_story, format_value
 from ..derivations.derivation import Derivation
 from ..derivations.steps import StepCheck
 from .equations import equation_html
-from .printer import CLAIM_COLUMNS, TITLE, ReportPrinter, section_title
+from .printer import CLAIM_COLUMNS, TITLE, ParagraphStory, ReportPrinter, section_title
 from .section import Figure, Table, TheoryOutcome
 
 # ----------------------------------------------------------------------------- Markdown text
@@ -144,12 +144,17 @@ def step_check_html(check: StepCheck) -> str:
     return f'<p class="check {check.outcome}">{mark}Check: {html.escape(check.label())}</p>'
 
 
+def _css(name: str) -> str:
+    """`` class="name"`` for a tag, or nothing."""
+    return f' class="{name}"' if name else ""
+
+
 def _verdict_html(verdict: str) -> str:
     css = {"OK": "ok", "UNDECIDED": "undecided"}.get(verdict, "unexpected")
     return f'<span class="{css}">{verdict}</span>'
 
 
-class HtmlPrinter(ReportPrinter):
+class HtmlPrinter(ParagraphStory, ReportPrinter):
     """The report as one self-contained HTML page: equations as MathML, figures by relative path, no network
     resources."""
 
@@ -241,14 +246,11 @@ class HtmlPrinter(ReportPrinter):
 
     def story_block(self, story: ClaimStory, parts: list[str]) -> str:
         anchor = html.escape("claim-" + story.name, quote=True)
-        return "\n".join([f'<div class="claim" id="{anchor}">', *parts, "</div>"])
+        return self.joined([f'<div class="claim" id="{anchor}">', *parts, "</div>"])
 
     def story_heading(self, story: ClaimStory) -> str:
         return (f"<h4><code>{html.escape(story.name)}</code> — {html.escape(story.status)} "
                 f"(expected {html.escape(story.expect)}) {_verdict_html(story.verdict)}</h4>")
-
-    def statement(self, text: str) -> str:
-        return f"<p>{html.escape(text)}</p>"
 
     def source(self, text: str) -> str:
         return f'<p class="source">Source: {html.escape(text)}</p>'
@@ -259,30 +261,14 @@ class HtmlPrinter(ReportPrinter):
         return _html_table(story.example_header, story.example_rows, row_classes=story.row_classes) \
             if story.example_rows else ""
 
-    def drawn(self, text: str) -> str:
-        return f'<p class="drawn">Drawn: {html.escape(text)}</p>'
+    def paragraph(self, text: str, css: str = "") -> str:
+        return f"<p{_css(css)}>{html.escape(text)}</p>"
 
-    def counterexample(self, story: ClaimStory) -> str:
-        parts = []
-        if story.counterexample_note:
-            parts.append(f"<p>Counterexample note: {html.escape(story.counterexample_note)}</p>")
-        if story.counterexample_standard_error is not None:
-            parts.append(f"<p>Standard error: {html.escape(format_value(story.counterexample_standard_error))}</p>")
-        parts.append(f"<p>Shrink trials: {story.shrink_trials}</p>")
+    def preformatted(self, text: str, css: str = "") -> str:
+        return f"<pre{_css(css)}>{html.escape(text)}</pre>"
+
+    def joined(self, parts: list[str]) -> str:
         return "\n".join(parts)
-
-    def failure(self, story: ClaimStory) -> str:
-        failed = story.failure
-        return (f"<p>Error in the claim's code (not a counterexample) at "
-                f"{html.escape(format_parameters(failed.get('parameters') or {}))}, seed {failed.get('seed')}:</p>\n"
-                f'<pre class="error">{html.escape(failed["error"])}</pre>')
-
-    def undecided(self, story: ClaimStory) -> str:
-        return (f"<p>Inconclusive: {UNDECIDED}"
-                + (f"; deciding them all would take {html.escape(story.needed)}" if story.needed else "") + ".</p>")
-
-    def note(self, text: str) -> str:
-        return f"<p>Note: {html.escape(text)}</p>"
 
     def replay(self, story: ClaimStory) -> str:
         return f"<p>Replay: <code>{html.escape(story.replay)}</code></p>"
