@@ -38,12 +38,16 @@ class DerivedFunction:
 
     @functools.cached_property
     def _evaluate(self):
-        import sympy
-
         from ..derivations.codegen import evaluator
 
-        expression = self.expression
-        return evaluator(list(expression) if isinstance(expression, sympy.Tuple) else expression, list(self.symbols))
+        return evaluator(self._evaluated, list(self.symbols))
+
+    @property
+    def _evaluated(self):
+        """What the generator is given: the expression, or the list of a tuple's (one array each)."""
+        import sympy
+
+        return list(self.expression) if isinstance(self.expression, sympy.Tuple) else self.expression
 
     @functools.cached_property
     def _scale(self):
@@ -107,9 +111,7 @@ class DerivedFunction:
             raise TypeError(f"{self.derivation_name}.{self.result} is a function of {', '.join(self.names)}"
                             + (f"; missing {', '.join(missing)}" if missing else "; a name given twice"))
         by_name = {n: sympy.Symbol(n) for n in order} | dict(zip(self.names, self.symbols))
-        expression = self.expression
-        expressions = list(expression) if isinstance(expression, sympy.Tuple) else expression
-        made = evaluator(expressions, [by_name[n] for n in order], backend, rounding=False)
+        made = evaluator(self._evaluated, [by_name[n] for n in order], backend, rounding=False)
         self._array_functions[asked] = made
         return made
 

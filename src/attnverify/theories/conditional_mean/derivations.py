@@ -589,4 +589,5 @@ def conjugate_posterior(length, xbar, prior_sd, token_sd, backend=None):
               "prior_sd": _reals("prior_sd", prior_sd, be, low=0.0, open_low=True),
               "token_sd": _reals("token_sd", token_sd, be, low=0.0, open_low=True)}
     results = tuple(conjugate_posterior_derivation.evaluator(name) for name in ("mu_L", "s_L"))
-    return _evaluate("conjugate_posterior", results, CONJUGATE_ARGUMENTS, be, values, "length·prior_sd², token_sd² and their product with xbar must stay below 1e308")
+    return _evaluate("conjugate_posterior", results, CONJUGATE_ARGUMENTS, be, values,
+                     "length·prior_sd², token_sd² and their product with xbar must stay below 1e308")

@@ -36,10 +36,10 @@ OVERLAPS = (kappa, nu, theta, eta, rho)
 lam_symbol, gamma_symbol, d_symbol, L_symbol, eps_symbol = lam, gamma, d, L, eps  # unshadowed aliases
 PARAMETERS = (lam, gamma, d, L, eps)
 OVERLAP_NAMES = tuple(s.name for s in OVERLAPS)
+PARAMETER_NAMES = tuple(s.name for s in PARAMETERS)
 NOISE_TOKENS = sympy.Symbol("L_minus_1", nonnegative=True)
 """m = L − 1, the uninformative tokens: the linear risk's denominator γ² + m is exact in float64 where γ² + L − 1
 would lose a small γ² to round-off."""
-PARAMETER_NAMES = tuple(s.name for s in PARAMETERS)
 
 # Gaussian coordinates: g_k, w_1, w_2, ξ standard normal and independent.
 g_k, w_1, w_2, xi = sympy.symbols("g_k w_1 w_2 xi", real=True)
@@ -372,8 +372,8 @@ def population_risk(k, v, k_star, v_star, lam, gamma, d, L, eps, backend=None):
     cross = float(arrays["k_star"] @ arrays["v_star"])
     if abs(cross) > UNIT_TOLERANCE:
         raise ValueError(f"k_star and v_star must be orthogonal (within {UNIT_TOLERANCE:g}), got ⟨k*, v*⟩ = {cross:.3g}")
-    return population_risk_from_overlaps(*unchecked_overlaps(*arrays.values(), be.xp), lam=lam, gamma=gamma, d=size, L=L,
-                                         eps=eps, backend=be)
+    return population_risk_from_overlaps(*unchecked_overlaps(*arrays.values(), be.xp), lam=lam, gamma=gamma, d=size,
+                                         L=L, eps=eps, backend=be)
 
 
 def oracle_risk(lam, d, L, gamma, eps, backend=None):
