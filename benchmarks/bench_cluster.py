@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from attnverify.execution.scheduler import Task, run_tasks
+from attnverify.execution.settings import RunSettings
 from attnverify.execution.store import Store
 from attnverify.base import blas
 from attnverify.base.cache import ENVIRONMENT_VARIABLE as CACHE_VARIABLE
@@ -79,8 +80,8 @@ def plans(seeds: int):
 
 
 def seed_tasks(theory, chosen, store: str) -> list[Task]:
-    return [Task(p.label, experiment_task, dict(theory=theory, label=p.label, profile="thorough", backend="numpy",
-                                                 seed=0, store=store),
+    return [Task(p.label, experiment_task, dict(theory=theory, label=p.label,
+                                                 settings=RunSettings(profile="thorough", store=store)),
                  after=tuple(a.label for a in p.after if a in chosen)) for p in chosen]
 
 
@@ -266,15 +267,14 @@ def sampled_networks(theory) -> None:
 def claim_sweep(name: str, examples: int) -> None:
     """One thorough claim's hypothesis examples: serially, then as batches on local:2 (what ``check`` runs)."""
     from attnverify.run.claims import run_claims_as_tasks
-    from attnverify.base.backend import get_backend
 
     (theory,) = [t for t in builtin() if name.startswith(t.name + ".")]
     claim = theory.claim_named(name)
-    options = dict(profile="thorough", backend=get_backend("numpy"), seed=0, examples=examples)
     seconds, results = {}, {}
     for scheduler in (None, "local:2"):
         start = time.perf_counter()
-        (results[scheduler],) = run_claims_as_tasks([claim], [theory], scheduler=scheduler, **options)
+        settings = RunSettings(profile="thorough", examples=examples, scheduler=scheduler)
+        (results[scheduler],) = run_claims_as_tasks([claim], [theory], settings)
         seconds[scheduler] = time.perf_counter() - start
     same = _differences(*(json_without_seconds(results[s]) for s in (None, "local:2")))[0] == []
     work = {s: sum(e["seconds"] for e in results[s]["examples"]) for s in (None, "local:2")}

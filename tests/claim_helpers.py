@@ -29,9 +29,7 @@ def assert_comes_out_as_expected(claim, profile: str = "quick", **options) -> No
 def quick_section(build_section, out_dir, *, seed: int, store):
     """``(out_dir, section, progress messages)`` of ``build_section`` (a theory's) in the quick profile on numpy, at
     the run seed ``seed``, its experiments in ``store`` (which the module's claim tests share)."""
-    from attnverify.base.backend import get_backend
-
     messages: list[str] = []
-    section = build_section(out_dir, profile="quick", backend=get_backend("numpy"), seed=seed, store=store,
+    section = build_section(out_dir, profile="quick", backend="numpy", seed=seed, store=store,
                             progress=messages.append)
     return out_dir, section, messages

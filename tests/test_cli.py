@@ -99,6 +99,7 @@ def test_check_fails_on_an_unexpected_refutation_and_shows_the_counterexample(ca
     assert "UNEXPECTED" in out and "counterexample" in out
     assert "parameters: x=" in out and "tolerance:" in out and "squares are not the identity" in out
     assert "--seed 7" in out and "this example alone: attnverify.checks.runner.evaluate" in out
+    assert out.split("this example alone: ")[1].splitlines()[0].endswith(", seed=7)")  # the run's seed, as ctx had it
 
 
 def test_a_crash_while_drawing_parameters_is_an_error_result(capsys):
@@ -227,7 +228,7 @@ def test_verify_usage_errors(tmp_path, capsys):
 @pytest.fixture
 def fake_section(monkeypatch):
     module = types.ModuleType("attnverify_test_fake")
-    module.build_section = lambda out_dir, **kw: Section("fake", "A fake theory", "Nothing to derive.")
+    module.build_section = lambda out_dir, settings, progress: Section("fake", "A fake theory", "Nothing to derive.")
     module.square_is_product, module.square_is_two = square_is_product, square_is_two
     monkeypatch.setattr(builder, "THEORIES", (of_module(module, "fake"),))
 
@@ -333,10 +334,10 @@ def test_an_interrupted_run_says_which_claims_did_not_run(tmp_path, capsys, monk
 
     real = run_claims.run_claim_or_error
 
-    def interrupt_second(claim, **kwargs):
+    def interrupt_second(claim, settings, **kwargs):
         if claim.name == "fake.square_is_two":
             raise KeyboardInterrupt
-        return real(claim, **kwargs)
+        return real(claim, settings, **kwargs)
 
     monkeypatch.setattr(run_claims, "run_claim_or_error", interrupt_second)
     assert cli.main(["check", "--only", "fake", "--json", str(path)]) == 130
@@ -450,9 +451,9 @@ def test_check_hands_its_claims_to_the_one_run_path(monkeypatch, capsys):
     seen = []
     real = commands.run_claims_as_tasks
 
-    def spy(claims, theories, **options):
-        seen.append(([c.name for c in claims], options["scheduler"], options.get("workers", 1)))
-        return real(claims, theories, **options)
+    def spy(claims, theories, settings, **options):
+        seen.append(([c.name for c in claims], settings.scheduler, settings.workers))
+        return real(claims, theories, settings, **options)
 
     monkeypatch.setattr(commands, "run_claims_as_tasks", spy)
     assert cli.main(["check", "--only", "fake"]) == 0

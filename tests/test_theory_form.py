@@ -287,8 +287,8 @@ def test_a_section_that_draws_only_gets_the_title_derivations_and_figures_from_i
     theory = Theory("drawn", title="Drawn", introduction="what the section is about")
 
     @theory.section
-    def section(out_dir, *, profile, backend, seed, progress, store):
-        assert out_dir.is_dir() and backend.name == "numpy"  # checked and resolved by the theory
+    def section(out_dir, settings, progress):
+        assert out_dir.is_dir() and settings.array_backend.name == "numpy"  # checked and resolved by the theory
         return Section(tables=[Table("one row", ["x"], [[1.0]])])
 
     @theory.figure
@@ -454,13 +454,13 @@ def squares(*, count: int) -> tuple:
 
 
 @theory.experiments
-def plan(*, profile, seed, backend):
+def plan(settings):
     return [planned(squares, count=4)]
 
 
 @theory.section
-def section(out_dir, *, profile, backend, seed, progress, store):
-    values = store.get(squares, count=4)
+def section(out_dir, settings, progress):
+    values = settings.store.get(squares, count=4)
     return Section(theory="larger", title="Larger", introduction="drawn from the store",
                    tables=[Table("squares", ["k", "k²"], [[k, v] for k, v in enumerate(values)])])
 

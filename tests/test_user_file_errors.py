@@ -129,16 +129,16 @@ def test_the_users_frames_end_in_the_users_code(tmp_path, capsys):
 
 
 PLAN_42 = LONG + '@claim("scratch.ok", parameters={"x": st.floats(0, 1)}, examples={"quick": 1, "thorough": 1})\n' \
-    + LONG_CHECK + "\n\ndef plan_experiments(*, profile, seed, backend):\n    return [42]\n"
+    + LONG_CHECK + "\n\ndef plan_experiments(settings):\n    return [42]\n"
 PLAN_42_CONCISE = CONCISE + "@theory.claim(x=st.floats(0, 1), examples={'quick': 1, 'thorough': 1})\n" + CHECK \
-    + "\n\n@theory.experiments\ndef plan(*, profile, seed, backend):\n    return [42]\n"
+    + "\n\n@theory.experiments\ndef plan(settings):\n    return [42]\n"
 PLAN_RAISES = CONCISE + "@theory.claim(x=st.floats(0, 1), examples={'quick': 1, 'thorough': 1})\n" + CHECK \
-    + "\n\n@theory.experiments\ndef plan(*, profile, seed, backend):\n    return [1 / 0]\n"
+    + "\n\n@theory.experiments\ndef plan(settings):\n    return [1 / 0]\n"
 SECTION_RAISES = CONCISE + "@theory.claim(x=st.floats(0, 1), examples={'quick': 1, 'thorough': 1})\n" + CHECK \
-    + "\n\n@theory.section\ndef section(out_dir, *, profile, backend, seed, progress, store):\n" \
+    + "\n\n@theory.section\ndef section(out_dir, settings, progress):\n" \
       "    raise RuntimeError('my section is broken')\n"
 SECTION_RETURNS_NONE = CONCISE + "@theory.claim(x=st.floats(0, 1), examples={'quick': 1, 'thorough': 1})\n" + CHECK \
-    + "\n\n@theory.section\ndef section(out_dir, *, profile, backend, seed, progress, store):\n    return None\n"
+    + "\n\n@theory.section\ndef section(out_dir, settings, progress):\n    return None\n"
 
 
 @pytest.mark.parametrize("command", ["verify --report", "report --with"])

@@ -16,7 +16,7 @@ _PUBLIC = {
     "within_error": "attnverify.checks", "close": "attnverify.checks", "at_most": "attnverify.checks",
     "exceeds": "attnverify.checks", "run_claim": "attnverify.checks",
     "sized_mean": "attnverify.numerics.sized", "mean_estimate": "attnverify.numerics.statistics",
-    "Estimate": "attnverify.numerics.statistics",
+    "Estimate": "attnverify.numerics.statistics", "RunSettings": "attnverify.execution.settings",
 }
 
 __all__ = sorted(_PUBLIC)

@@ -17,7 +17,8 @@ from .checks.claim import Claim, select
 from .checks.runner import results_document, write_json
 from .progress import Progress
 from .run.claims import exit_status, run_claims_as_tasks, verify_command
-from .base.backend import ENVIRONMENT_VARIABLE, Backend, backend_from_environment
+from .base.backend import ENVIRONMENT_VARIABLE, backend_from_environment
+from .execution.settings import RunSettings
 from .report.results import needs_details, result_details, results_table, text_table
 from .checks.story import summary_line
 
@@ -37,25 +38,20 @@ class UserFileMistake(Exception):
 
 def run_and_report(
     claims: list[Claim],
+    settings: RunSettings,
     *,
-    profile: str,
-    backend: Backend,
-    seed: int,
     json_path: str | None = None,
     command: str | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
-    examples: int | None = None,
-    scheduler: str | None = None,
     theories: list | None = None,
-    store: str | None = None,
-    workers: int = 1,
 ) -> int:
     """Run ``claims`` (each of one of ``theories``, default the built-in ones) through the one run path,
-    `attnverify.run.claims.run_claims_as_tasks`: one after another in this process, on ``workers`` local
-    processes, or as tasks on the Dask cluster ``scheduler``; print the results table and the detail of every surprise
-    or refutation; with ``json_path`` rewrite the results after each claim. With a ``store`` folder, the run's
-    experiments and its finished examples and claims are kept there, and a rerun takes them from there.
+    `attnverify.run.claims.run_claims_as_tasks`, with ``settings``: one after another in this process, on their
+    ``workers`` local processes, or as tasks on their Dask cluster ``scheduler``; print the results table and the
+    detail of every surprise or refutation; with ``json_path`` rewrite the results after each claim. With a store
+    folder, the run's experiments and its finished examples and claims are kept there, and a rerun takes them from
+    there.
 
     ``command`` (default ``attnverify check``) is what the replay lines run. The JSON says which
     claims have not run yet (``"complete": false``) until the last one is done. Returns the exit status.
@@ -68,9 +64,8 @@ def run_and_report(
             write_json(results_document(finished, not_run), json_path)
 
     try:
-        results = run_claims_as_tasks(claims, theories or builtin_theories(), profile=profile, backend=backend, seed=seed,
-                                      examples=examples, scheduler=scheduler, workers=workers, say=progress,
-                                      on_result=write, command=command, store=store)
+        results = run_claims_as_tasks(claims, theories or builtin_theories(), settings, say=progress,
+                                      on_result=write, command=command)
     finally:
         progress.close()
     return _print_results(results, out=out, json_path=json_path)
@@ -87,13 +82,20 @@ def _print_results(results: list[dict], *, out: TextIO, json_path: str | None) -
     return exit_status(results)
 
 
-def _backend(name: str | None) -> Backend:
-    """The run's backend, chosen here at the edge (``--backend``, else ``$ATTNVERIFY_BACKEND``, else numpy)
-    and passed down explicitly: nothing below the command line reads the environment."""
+def _settings(args: argparse.Namespace, *, report: bool) -> RunSettings:
+    """The run's settings from the command line, made and checked here, once: the backend chosen at the edge
+    (``--backend``, else ``$ATTNVERIFY_BACKEND``, else numpy; nothing below the command line reads the environment),
+    ``--workers`` or its default (`default_workers`)."""
     try:
-        return backend_from_environment(name)
+        backend = backend_from_environment(args.backend)
     except ValueError as error:  # e.g. a bad ATTNVERIFY_BACKEND
         raise UsageError(f"{error} (from --backend or {ENVIRONMENT_VARIABLE})") from None
+    try:
+        return RunSettings(profile=args.profile, backend=backend, seed=args.seed, examples=args.examples,
+                           store=args.store, workers=default_workers(args.workers, report=report),
+                           scheduler=args.scheduler)
+    except (TypeError, ValueError) as error:
+        raise UsageError(str(error)) from None
 
 
 def _prepare_json(path: str | None, claims: list[Claim]) -> None:
@@ -153,16 +155,14 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    backend = _backend(args.backend)
+    settings = _settings(args, report=False)
     claims = _chosen(theories.builtin_claims(), args.only, "built in (run `attnverify list` to see them)")
     _prepare_json(args.json, claims)
-    return run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
-                          examples=args.examples, scheduler=args.scheduler, store=args.store,
-                          workers=default_workers(args.workers, report=False))
+    return run_and_report(claims, settings, json_path=args.json)
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    backend = _backend(args.backend)
+    settings = _settings(args, report=bool(args.report))
     from .theories import from_file
 
     try:
@@ -190,16 +190,12 @@ def run_verify(args: argparse.Namespace) -> int:
                              f"file and writes their results to {args.report}/results.json (run verify without "
                              "--report for a subset or another results file)")
         (theory,) = _user_theories([args.file], args.debug)
-        return _build_and_print(args.report, debug=args.debug, theories=[theory], only=None, profile=args.profile,
-                                backend=backend, seed=args.seed, examples=args.examples,
-                                workers=default_workers(args.workers, report=True), scheduler=args.scheduler,
-                                store=args.store, latex=args.latex)
+        return _build_and_print(args.report, settings, debug=args.debug, theories=[theory], only=None,
+                                latex=args.latex)
     claims = _chosen(claims, args.only, f"defined in {args.file}")
     _prepare_json(args.json, claims)
-    status = run_and_report(claims, profile=args.profile, backend=backend, seed=args.seed, json_path=args.json,
-                            command=verify_command(args.file), examples=args.examples, scheduler=args.scheduler,
-                            theories=_user_theories([args.file], args.debug), store=args.store,
-                            workers=default_workers(args.workers, report=False))
+    status = run_and_report(claims, settings, json_path=args.json, command=verify_command(args.file),
+                            theories=_user_theories([args.file], args.debug))
     _say_derivation_cost(module)
     return status
 
@@ -237,19 +233,17 @@ def _user_theories(files: list[str] | None, debug: bool = False) -> list:
 def run_report(args: argparse.Namespace) -> int:
     from .run import report as builder
 
-    backend = _backend(args.backend)
+    settings = _settings(args, report=True)
     theories = [*builder.default_theories(), *_user_theories(args.with_files, args.debug)]
     try:
         builder.chosen_theories(args.only, theories)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    return _build_and_print(args.out, debug=args.debug, theories=theories, only=args.only, profile=args.profile,
-                            backend=backend, seed=args.seed, examples=args.examples,
-                            workers=default_workers(args.workers, report=True), scheduler=args.scheduler, store=args.store,
+    return _build_and_print(args.out, settings, debug=args.debug, theories=theories, only=args.only,
                             latex=args.latex)
 
 
-def _build_and_print(out: str, *, debug: bool = False, **options) -> int:
+def _build_and_print(out: str, settings: RunSettings, *, debug: bool = False, **options) -> int:
     """Build the report into ``out`` and print its claims; 2 when a user's section failed (its first line names the
     file and line), 1 when a built-in's did, else the claims' exit status."""
     from .run import report as builder
@@ -257,7 +251,7 @@ def _build_and_print(out: str, *, debug: bool = False, **options) -> int:
     _prepare_out(out)
     progress = Progress(sys.stderr)
     try:
-        document = builder.build_report(out, progress=progress, **options)
+        document = builder.build_report(out, settings, progress=progress, **options)
     except catalogue.UserFileError as error:  # the plan or the claims of a user's file, before any task ran
         raise UserFileMistake(error, debug) from None
     finally:

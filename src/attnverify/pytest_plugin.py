@@ -26,11 +26,14 @@ def pytest_addoption(parser) -> None:
 
 
 def pytest_configure(config) -> None:
-    examples = config.getoption("--attnverify-examples")
-    if examples is not None and examples < 1:
-        raise pytest.UsageError(f"--attnverify-examples must be a positive integer, got {examples}")
-    if config.getoption("--attnverify-seed") < 0:
-        raise pytest.UsageError("--attnverify-seed must be an integer ≥ 0")
+    from .execution.settings import RunSettings
+
+    try:  # the session's settings, checked once: every claim item runs with them
+        config.attnverify_settings = RunSettings(profile=config.getoption("--attnverify-profile"),
+                                                 seed=config.getoption("--attnverify-seed"),
+                                                 examples=config.getoption("--attnverify-examples"))
+    except (TypeError, ValueError) as error:
+        raise pytest.UsageError(f"--attnverify-{error}") from None
     from .checks.runner import use_cache_for_hypothesis
 
     use_cache_for_hypothesis()  # every test of the session: hypothesis writes nothing where pytest runs
@@ -49,14 +52,10 @@ class ClaimItem(pytest.Item):
         self.user_properties.append(("expect", claim.expect))
 
     def runtest(self) -> None:
-        from .base.backend import get_backend
         from .report.results import result_details
         from .run.claims import run_claims_as_tasks
 
-        config = self.config
-        (result,) = run_claims_as_tasks([self.claim], [], profile=config.getoption("--attnverify-profile"),
-                                        backend=get_backend("numpy"), seed=config.getoption("--attnverify-seed"),
-                                        examples=config.getoption("--attnverify-examples"), scheduler=None)
+        (result,) = run_claims_as_tasks([self.claim], [], self.config.attnverify_settings)
         self.user_properties.append(("status", result["status"]))
         if not result["ok"]:
             raise ClaimFailed(result_details(result))

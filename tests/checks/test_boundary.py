@@ -61,7 +61,8 @@ ENTRY_POINTS = [
                {"claim": P("object"), "profile": P("choice", choices=("quick", "thorough")),
                 "backend": P("backend"), "seed": P("natural")}),
     EntryPoint("checks.evaluate", evaluate,
-               lambda: dict(claim=identity, parameters={"x": 1}, seed=seeded(3), profile="quick", backend="numpy"),
+               lambda: dict(claim=identity, parameters={"x": 1}, monte_carlo_seed=seeded(3), profile="quick",
+                            backend="numpy"),
                {"backend": P("backend")}),
     # broadcasting is the point of an evaluator: any number of axes, and empty arrays, are valid
     EntryPoint("codegen.Evaluator", lambda x, y: GENERATED(x, y), lambda: dict(x=[0.5, 1.5, 3.0], y=[2.0, -1.0, 0.0]),

@@ -12,6 +12,7 @@ from attnverify.checks import at_most, claim, run_claim, st, within_error
 from attnverify.checks.runner import drawn_examples, evaluate, example_key
 from attnverify.checks.saved import SavedChecks
 from attnverify.run.claims import _batches, run_claims_as_tasks
+from attnverify.execution.settings import RunSettings
 from attnverify.base.backend import get_backend
 from attnverify.numerics.statistics import mean_estimate
 from attnverify.theories import from_file
@@ -49,7 +50,7 @@ def test_the_drawn_examples_are_those_a_serial_run_checks():
 @pytest.mark.parametrize("chosen", [sample_mean, square_below_fifty])
 def test_examples_checked_ahead_give_the_serial_result_and_are_not_checked_again(chosen):
     serial = run_claim(chosen, seed=3)
-    ahead = {example_key(p, s): evaluate(chosen, p, s, run_seed=3) for p, s in drawn_examples(chosen, seed=3)}
+    ahead = {example_key(p, s): evaluate(chosen, p, s, seed=3) for p, s in drawn_examples(chosen, seed=3)}
     checked_again = []
     result = run_claim(chosen, seed=3, evaluated=ahead, on_evaluated=checked_again.append)
     assert _without_timings(result.as_dict()) == _without_timings(serial.as_dict())
@@ -139,9 +140,9 @@ def test_an_interrupted_run_on_a_local_cluster_reruns_only_what_is_missing(tmp_p
     path, log = _counted(tmp_path)
     theory = from_file(path)
     claims, store = theory.claim_list(), str(tmp_path / "store")
-    options = dict(profile="quick", backend=get_backend("numpy"), seed=0, examples=None)
+    settings = RunSettings()
     monkeypatch.setenv("COUNTED_RUN", "serial")
-    serial = run_claims_as_tasks(claims, [theory], scheduler=None, **options)
+    serial = run_claims_as_tasks(claims, [theory], settings)
 
     done_before = []
 
@@ -152,12 +153,12 @@ def test_an_interrupted_run_on_a_local_cluster_reruns_only_what_is_missing(tmp_p
 
     monkeypatch.setenv("COUNTED_RUN", "first")
     with pytest.raises(KeyboardInterrupt):
-        run_claims_as_tasks(claims, [theory], scheduler="local:2", store=store, on_result=interrupt, **options)
-    saved, run = SavedChecks(store), dict(profile="quick", backend="numpy", seed=0)
-    kept = {c.name: {(e.parameters["x"], e.seed) for e in saved.examples(c, **run).values()} for c in claims}
-    assert [c.name for c in claims if saved.result(c, examples=None, **run) is not None] == done_before
+        run_claims_as_tasks(claims, [theory], settings.but(scheduler="local:2", store=store), on_result=interrupt)
+    saved, run = SavedChecks(store), settings
+    kept = {c.name: {(e.parameters["x"], e.seed) for e in saved.examples(c, run).values()} for c in claims}
+    assert [c.name for c in claims if saved.result(c, run) is not None] == done_before
     monkeypatch.setenv("COUNTED_RUN", "rerun")
-    resumed = run_claims_as_tasks(claims, [theory], scheduler="local:2", store=store, **options)
+    resumed = run_claims_as_tasks(claims, [theory], settings.but(scheduler="local:2", store=store))
     assert [_without_timings(r) for r in resumed] == [_without_timings(r) for r in serial]
     for c in claims:
         name = c.name.split(".")[1]
@@ -175,8 +176,8 @@ def test_kept_examples_of_an_edited_claims_file_are_not_used(tmp_path):
     (chosen,) = [c for c in from_file(path).claim_list() if c.name == "counted.first"]
     saved = SavedChecks(tmp_path / "store")
     example = evaluate(chosen, {"x": 3}, 11)
-    saved.add_examples(chosen, [example], profile="quick", backend="numpy", seed=0)
-    assert list(saved.examples(chosen, profile="quick", backend="numpy", seed=0)) == [example_key({"x": 3}, 11)]
-    assert saved.examples(chosen, profile="quick", backend="numpy", seed=1) == {}
+    saved.add_examples(chosen, [example], RunSettings())
+    assert list(saved.examples(chosen, RunSettings())) == [example_key({"x": 3}, 11)]
+    assert saved.examples(chosen, RunSettings(seed=1)) == {}
     path.write_text(path.read_text() + "\n# edited\n")
-    assert saved.examples(chosen, profile="quick", backend="numpy", seed=0) == {}
+    assert saved.examples(chosen, RunSettings()) == {}

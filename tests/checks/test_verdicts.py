@@ -183,12 +183,12 @@ def _point(width, converged, shift=0.0):
 def test_an_unconverged_sampler_is_a_reason_to_draw_more_not_evidence(monkeypatch, converged, shift, status):
     from attnverify.theories.attention_paths import claims as attention_paths
     from attnverify.checks.claim import Context
-    from attnverify.base.backend import get_backend
+    from attnverify.execution.settings import RunSettings
 
     monkeypatch.setattr(attention_paths, "_point_figures", lambda q: {})
     monkeypatch.setattr(attention_paths, "sampled_points",
                         lambda data, ctx: ([_point(10, True), _point(30, converged, shift)], "test"))
-    ctx = Context(profile="quick", backend=get_backend("numpy"), rng=np.random.default_rng(0), seed=0)
+    ctx = Context(RunSettings(), np.random.default_rng(0), 0)
     evidence = attention_paths.sampled_networks_match_theory.check({"data": "authors"}, ctx)
     assert evidence.status == status
     if status == "inconclusive":
@@ -202,12 +202,12 @@ def test_the_approach_to_the_gp_is_a_one_sided_bound_with_three_verdicts(monkeyp
     so 0.9 is a drop of 18 SE and 0.07 one of 1.4 SE)."""
     from attnverify.theories.attention_paths import claims as attention_paths
     from attnverify.checks.claim import Context
-    from attnverify.base.backend import get_backend
+    from attnverify.execution.settings import RunSettings
 
     far, near = _point(10, True, 0.0), _point(30, True, 0.0)
     near = dataclasses.replace(near, order_parameter=np.eye(2) + (far.order_parameter - np.eye(2)) * (1 - closer))
     monkeypatch.setattr(attention_paths, "sampled_points", lambda data, ctx: ([far, near], "test"))
-    ctx = Context(profile="quick", backend=get_backend("numpy"), rng=np.random.default_rng(0), seed=0)
+    ctx = Context(RunSettings(), np.random.default_rng(0), 0)
     evidence = attention_paths.sampled_networks_approach_gp.check({"data": "authors"}, ctx)
     assert evidence.status == status
     if status == "inconclusive":

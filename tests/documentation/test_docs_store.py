@@ -46,8 +46,8 @@ def square_is_two(params, ctx):
     return close(float(params["x"] ** 2), 2.0)
 
 
-def _section(out_dir, *, profile, backend, seed, progress, store=None):
-    store.get(offset, seed=seed)
+def _section(out_dir, settings, progress):
+    settings.store.get(offset, seed=settings.seed)
     return Section(theory="storetiny", title="A tiny theory", introduction="", derivations=[], figures=[], tables=[])
 
 
@@ -55,7 +55,7 @@ def _section(out_dir, *, profile, backend, seed, progress, store=None):
 def theory():
     module = types.ModuleType("attnverify_test_storetiny")
     module.build_section = _section
-    module.plan_experiments = lambda *, profile, seed, backend: [planned(offset, seed=seed)]
+    module.plan_experiments = lambda settings: [planned(offset, seed=settings.seed)]
     module.square_is_product, module.square_is_two = square_is_product, square_is_two
     return of_module(module, "storetiny")
 

@@ -16,6 +16,7 @@ import pytest
 from attnverify.base import files
 from attnverify.checks import claim, close, st
 from attnverify.checks.runner import Example, example_key, run_claim
+from attnverify.execution.settings import RunSettings
 from attnverify.checks.saved import SavedChecks
 from attnverify.execution import Store
 from attnverify.saddle import SolutionStore
@@ -202,12 +203,12 @@ def test_a_full_disk_keeps_the_result_in_memory_and_the_earlier_files(tmp_path, 
 
 def test_a_failing_rewrite_leaves_the_earlier_file_whole(tmp_path, caplog, monkeypatch):
     """Adding examples rewrites their file: on a full disk the examples kept before stay readable."""
-    saved, run = SavedChecks(tmp_path), dict(profile="quick", backend="numpy", seed=0)
+    saved, run = SavedChecks(tmp_path), RunSettings()
     first = Example(parameters={"x": 1}, seed=11)
-    saved.add_examples(tiny_claim, [first], **run)
+    saved.add_examples(tiny_claim, [first], run)
     monkeypatch.setattr(files, "_open_temporary", _full_disk(after=0))
-    saved.add_examples(tiny_claim, [Example(parameters={"x": 2}, seed=12)], **run)
-    assert SavedChecks(tmp_path).examples(tiny_claim, **run) == {example_key({"x": 1}, 11): first}
+    saved.add_examples(tiny_claim, [Example(parameters={"x": 2}, seed=12)], run)
+    assert SavedChecks(tmp_path).examples(tiny_claim, run) == {example_key({"x": 1}, 11): first}
     assert not list((tmp_path / "checks").glob(".*.part"))
     assert "No space left on device" in _reports(caplog)[0]
 
@@ -230,15 +231,15 @@ def tiny_claim(params, ctx):
     return close(params["x"] ** 2, params["x"] * params["x"])
 
 
-RUN = dict(profile="quick", backend="numpy", seed=0)
+RUN = RunSettings()
 
 
 def _saved_run(tmp_path):
     """A store folder holding tiny_claim's examples and result; (saved checks, result file, examples file)."""
     saved = SavedChecks(tmp_path)
     result = run_claim(tiny_claim, profile="quick", seed=0)
-    saved.add_examples(tiny_claim, result.examples, **RUN)
-    saved.save_result(tiny_claim, result.as_dict(), examples=None, **RUN)
+    saved.add_examples(tiny_claim, result.examples, RUN)
+    saved.save_result(tiny_claim, result.as_dict(), RUN)
     (result_file,) = (tmp_path / "checks").glob("*.result.*.pickle")
     (examples_file,) = (tmp_path / "checks").glob("*.examples.*.pickle")
     return saved, result.as_dict(), result_file, examples_file
@@ -246,14 +247,14 @@ def _saved_run(tmp_path):
 
 def test_kept_examples_and_results_are_read_back(tmp_path):
     saved, result, _, _ = _saved_run(tmp_path)
-    assert SavedChecks(tmp_path).result(tiny_claim, examples=None, **RUN) == result
-    assert len(SavedChecks(tmp_path).examples(tiny_claim, **RUN)) == 3
+    assert SavedChecks(tmp_path).result(tiny_claim, RUN) == result
+    assert len(SavedChecks(tmp_path).examples(tiny_claim, RUN)) == 3
 
 
 def test_a_claim_result_cut_to_zero_bytes_is_set_aside(tmp_path, caplog):
     _, _, result_file, _ = _saved_run(tmp_path)
     result_file.write_bytes(b"")
-    assert SavedChecks(tmp_path).result(tiny_claim, examples=None, **RUN) is None  # the claim runs again
+    assert SavedChecks(tmp_path).result(tiny_claim, RUN) is None  # the claim runs again
     assert result_file.with_name(result_file.name + ".damaged-1").exists() and not result_file.exists()
     (report,) = _reports(caplog)
     assert str(result_file) in report and "empty (0 bytes)" in report
@@ -262,7 +263,7 @@ def test_a_claim_result_cut_to_zero_bytes_is_set_aside(tmp_path, caplog):
 def test_a_garbled_examples_file_is_set_aside(tmp_path, caplog):
     _, _, _, examples_file = _saved_run(tmp_path)
     examples_file.write_bytes(b"\x80\x05garbled" + examples_file.read_bytes()[40:])
-    assert SavedChecks(tmp_path).examples(tiny_claim, **RUN) == {}
+    assert SavedChecks(tmp_path).examples(tiny_claim, RUN) == {}
     assert str(examples_file) in _reports(caplog)[0]
 
 
@@ -276,12 +277,12 @@ def test_a_file_holding_the_wrong_object_is_set_aside(tmp_path, caplog, kind, wr
     """A whole entry under the right identity and with a right checksum, but not what it must hold."""
     saved, _, result_file, examples_file = _saved_run(tmp_path)
     path = result_file if kind == "result" else examples_file
-    identity = saved._entry(kind, tiny_claim, *RUN.values(), *([None] if kind == "result" else []))[1]
+    identity = saved._entry(kind, tiny_claim, *RUN.computed, *([None] if kind == "result" else []))[1]
     path.write_bytes(files.pack_entry(identity, pickle.dumps(wrong)))
     if kind == "result":
-        assert SavedChecks(tmp_path).result(tiny_claim, examples=None, **RUN) is None
+        assert SavedChecks(tmp_path).result(tiny_claim, RUN) is None
     else:
-        assert SavedChecks(tmp_path).examples(tiny_claim, **RUN) == {}
+        assert SavedChecks(tmp_path).examples(tiny_claim, RUN) == {}
     (report,) = _reports(caplog)
     assert f"holding the wrong object ({what}" in report and str(path) in report
 
@@ -290,9 +291,9 @@ def test_a_folder_in_place_of_a_result_file_is_set_aside_and_written_again(tmp_p
     saved, result, result_file, _ = _saved_run(tmp_path)
     result_file.unlink()
     result_file.mkdir()
-    assert saved.result(tiny_claim, examples=None, **RUN) is None
-    saved.save_result(tiny_claim, result, examples=None, **RUN)
-    assert SavedChecks(tmp_path).result(tiny_claim, examples=None, **RUN) == result
+    assert saved.result(tiny_claim, RUN) is None
+    saved.save_result(tiny_claim, result, RUN)
+    assert SavedChecks(tmp_path).result(tiny_claim, RUN) == result
     assert "a folder where a file belongs" in _reports(caplog)[0]
 
 

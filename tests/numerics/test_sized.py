@@ -13,7 +13,7 @@ from seeds import rng as seeded_rng, seeded
 
 from attnverify.checks import claim, evaluate, run_claim, st, within_error
 from attnverify.checks.claim import Context
-from attnverify.base.backend import get_backend
+from attnverify.execution.settings import RunSettings
 
 from attnverify.numerics.sized import GROWTH, MARGIN, SizedEstimate, draws_needed, sized_mean
 from attnverify.numerics.statistics import Estimate, mean_estimate
@@ -242,11 +242,10 @@ def test_a_sized_claim_whose_budget_is_spent_is_inconclusive_with_the_draws_it_n
     """4,000 draws of 40,000 needed: inconclusive, not refuted (false alarm of a refutation: 5 SE, 6e-7), with
     draws needed within 5 SD of 40,000 (s² from 4,000 Gaussian draws: relative SD √(2/4000))."""
     check = _sized_gaussian_mean(budget=4_000)
-    evidence = check.check({"mu": 0.5}, Context(profile="quick", backend=get_backend("numpy"),
-                                                rng=seeded_rng(2), seed=seeded(2)))
+    evidence = check.check({"mu": 0.5}, Context(RunSettings(), seeded_rng(2), seeded(2)))
     assert evidence.status == "inconclusive" and not evidence.figures["reached"]
     assert abs(evidence.needed["draws"] / 40_000 - 1) <= 5 * math.sqrt(2 / 4_000)
-    example = evaluate(check, {"mu": 0.5}, seed=seeded(2))  # the same through the runner
+    example = evaluate(check, {"mu": 0.5}, monte_carlo_seed=seeded(2))  # the same through the runner
     assert example.evidence.status == "inconclusive" and example.evidence.needed == evidence.needed
 
 
@@ -255,7 +254,7 @@ def test_the_built_in_risk_claim_is_sized_to_its_stated_resolution():
     from attnverify.theories.single_location.claims import closed_form_risk
 
     p = {"k": [1.0, 0.5, 0.0, 0.2], "v": [0.3, 1.0, 0.1, 0.0], "lam": 0.5, "gamma": 0.7, "d": 50, "L": 5, "eps": 0.2}
-    evidence = evaluate(closed_form_risk, p, seed=seeded(3)).evidence
+    evidence = evaluate(closed_form_risk, p, monte_carlo_seed=seeded(3)).evidence
     figures = evidence.figures
     assert evidence.status == "holds" and figures["reached"]
     assert figures["resolution"] == pytest.approx(0.01 * evidence.theory + 1e-3 * (0.7**2 + 0.2**2), rel=1e-12)

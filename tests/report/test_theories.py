@@ -33,15 +33,15 @@ THEORY_FILE = textwrap.dedent('''
         return sum(store.get(squares, n=n, marks=marks))
 
 
-    def plan_experiments(*, profile, seed, backend):
-        marks = str(Path(__file__).with_name("marks.txt"))
+    def plan_experiments(settings):
+        marks, seed = str(Path(__file__).with_name("marks.txt")), settings.seed
         first = planned(squares, n=4 + seed, marks=marks)
         return [first, planned(total, n=4 + seed, marks=marks, after=(first,))]
 
 
-    def build_section(out_dir, *, profile, backend, seed, progress, store):
-        marks = str(Path(__file__).with_name("marks.txt"))
-        value = store.get(total, n=4 + seed, marks=marks)
+    def build_section(out_dir, settings, progress):
+        marks, seed = str(Path(__file__).with_name("marks.txt")), settings.seed
+        value = settings.store.get(total, n=4 + seed, marks=marks)
         return Section(theory=THEORY, title="Counting", introduction="Squares.",
                        tables=[Table("Sum of squares", ["n", "sum"], [[4 + seed, value]])])
 ''')

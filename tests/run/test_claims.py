@@ -11,6 +11,7 @@ from attnverify.base.backend import get_backend
 from attnverify.checks import at_most, claim, st
 from attnverify.checks.story import verdict
 from attnverify.execution.tasks import Task
+from attnverify.execution.settings import RunSettings
 from attnverify.run.claims import (_in_run_order, exit_status, run_claim_or_error, run_claims_as_tasks, run_store,
                                    verify_command)
 
@@ -38,24 +39,26 @@ def test_a_strategy_that_crashes_is_an_error_result_not_an_exception():
     def crashes(p, ctx):
         return at_most(0.0, 1.0)
 
-    result = run_claim_or_error(crashes, profile="quick", backend=get_backend("numpy"), seed=0)
+    result = run_claim_or_error(crashes, RunSettings())
     assert result.status == "error" and not result.ok and result.examples == []
     assert "no parameters today" in result.error.error
     assert verdict(result.as_dict()) == "UNEXPECTED"
 
 
 def test_a_temporary_store_is_removed_and_a_given_one_kept(tmp_path):
-    with run_store(None) as folder:
+    with run_store(RunSettings()) as settings:
+        folder = settings.folder
         assert Path(folder).is_dir()
         (Path(folder) / "x").write_text("kept until the end of the run")
     assert not Path(folder).exists()
     with pytest.raises(KeyboardInterrupt):
-        with run_store(None) as folder:
+        with run_store(RunSettings()) as settings:
+            folder = settings.folder
             raise KeyboardInterrupt
     assert not Path(folder).exists()
     given = tmp_path / "a" / "store"
-    with run_store(given) as folder:
-        assert folder == str(given.resolve()) and given.is_dir()
+    with run_store(RunSettings(store=given)) as settings:
+        assert settings.folder == str(given.resolve()) and given.is_dir()
     assert given.is_dir()
 
 
@@ -85,8 +88,7 @@ def test_a_serial_run_tells_each_result_and_what_is_still_to_come(tmp_path):
         return at_most(p["x"], 2.0)
 
     seen = []
-    options = dict(profile="quick", backend=get_backend("numpy"), seed=0, examples=None, scheduler=None)
-    results = run_claims_as_tasks([first, second], [], **options,
+    results = run_claims_as_tasks([first, second], [], RunSettings(),
                                   on_result=lambda finished, not_run: seen.append(([r["name"] for r in finished],
                                                                                    not_run)))
     assert [(r["name"], r["status"], verdict(r)) for r in results] == [("demo.first", "holds", "OK"),
@@ -94,11 +96,11 @@ def test_a_serial_run_tells_each_result_and_what_is_still_to_come(tmp_path):
     assert verify_command("my file.py") == "attnverify verify 'my file.py'"
     assert seen == [(["demo.first"], ["demo.second"]), (["demo.first", "demo.second"], [])]
     store = tmp_path / "store"
-    run_claims_as_tasks([first, second], [], **options, store=str(store))
-    again = run_claims_as_tasks([first, second], [], **options, store=str(store),
+    run_claims_as_tasks([first, second], [], RunSettings(store=str(store)))
+    again = run_claims_as_tasks([first, second], [], RunSettings(store=str(store)),
                                 on_result=lambda finished, not_run: seen.append(([r["name"] for r in finished],
                                                                                  not_run)))
-    assert again == run_claims_as_tasks([first, second], [], **options, store=str(store))
+    assert again == run_claims_as_tasks([first, second], [], RunSettings(store=str(store)))
     assert seen[-1] == (["demo.first", "demo.second"], [])  # kept from the first run with the folder: no task
 
 
@@ -158,9 +160,8 @@ def test_a_users_claims_run_on_worker_processes_as_in_this_one(tmp_path):
     path = tmp_path / "parallel.py"
     path.write_text(CONCISE)
     theory = from_file(path)
-    options = dict(profile="quick", backend=get_backend("numpy"), seed=0, examples=3, scheduler=None)
-    serial = run_claims_as_tasks(theory.claim_list(), [theory], workers=1, **options)
-    parallel = run_claims_as_tasks(theory.claim_list(), [theory], workers=2, **options)
+    serial = run_claims_as_tasks(theory.claim_list(), [theory], RunSettings(examples=3, workers=1))
+    parallel = run_claims_as_tasks(theory.claim_list(), [theory], RunSettings(examples=3, workers=2))
     assert [(r["name"], r["status"]) for r in parallel] == [(r["name"], r["status"]) for r in serial] == [
         ("parallel.square_is_product", "holds")]
     assert parallel[0]["replay"] == serial[0]["replay"]

@@ -38,7 +38,7 @@ def square_is_two(params, ctx):
     return close(float(params["x"] ** 2), 2.0)
 
 
-def fake_build_section(out_dir, *, profile, backend, seed, progress, store=None):
+def fake_build_section(out_dir, settings, progress):
     progress("fake: drawing")
     kappa, x = sympy.symbols("kappa x", positive=True)
     rec = DerivationRecorder("fake.gaussian", "A Gaussian integral <with markup>", "Fake et al., eq. (1)")
@@ -127,7 +127,7 @@ def test_results_are_written_after_each_claim(tmp_path, fake_theory, monkeypatch
 
 
 def test_a_broken_section_is_reported_not_fatal(tmp_path, fake_theory):
-    def broken(out_dir, **kwargs):
+    def broken(out_dir, settings, progress):
         raise RuntimeError("the saddle point did not converge")
 
     fake_theory.section(broken)
@@ -139,7 +139,7 @@ def test_a_broken_section_is_reported_not_fatal(tmp_path, fake_theory):
 
 
 def test_missing_figure_file_is_a_warning(tmp_path, fake_theory):
-    def no_file(out_dir, **kwargs):
+    def no_file(out_dir, settings, progress):
         return Section("fake", "Fake", "", figures=[Figure("absent.png", "never drawn", {})])
 
     fake_theory.section(no_file)

@@ -123,6 +123,7 @@ def test_the_figures_and_the_width_claim_sample_the_networks_once_a_run(monkeypa
     one run seed) the networks are sampled once at each of the figure's widths, whoever asks first; another run
     samples afresh, at its own seed. (A converged stand-in draw in place of the sampler, which is counted.)"""
     from attnverify.execution import Store
+    from attnverify.execution.settings import RunSettings
     from attnverify.saddle import width_claims
 
     seeds = []
@@ -140,10 +141,10 @@ def test_the_figures_and_the_width_claim_sample_the_networks_once_a_run(monkeypa
     (claim,) = [c for c in theory.claim_list() if c.name.endswith("sampled_gap_closes_at_the_theory_order")]
     run_claim(claim, profile="quick", seed=seed, store=store)
     assert len(seeds) == 2
-    drawn = [figure.shared(store, seed) for figure in theory.figures]
+    drawn = [figure.shared(RunSettings(seed=seed, store=store)) for figure in theory.figures]
     assert len(seeds) == 2, seeds  # the two figures (Q1, Q2) read the claim's sweep
     assert [len(figure.estimates) for figure in drawn] == [2, 2]
-    theory.figures[1].shared(Store(), seed + 1)  # another run: sampled afresh, at its own seed
+    theory.figures[1].shared(RunSettings(seed=seed + 1))  # another run: sampled afresh, at its own seed
     assert len(seeds) == 4 and seeds[2:] != seeds[:2]
 
 

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Literal
 import numpy as np
 from hypothesis import strategies as st
 
+from ..execution.settings import RunSettings
 from ..execution.store import Store
 from ..base import PROFILES
 from ..base.backend import Backend
@@ -162,16 +163,30 @@ def _origin(check: Callable) -> str:
 
 @dataclass(frozen=True)
 class Context:
-    """What a check may use besides its parameters: profile, backend, its random generator (seeded by
-    the example's ``seed``), the run's seed and the run's store of experiment results (shared by the
-    claims and report sections of one run: ``ctx.store.get(experiment, **parameters)``)."""
+    """What a check may use besides its parameters: the run's settings (``ctx.settings``, a
+    [`RunSettings`][attnverify.execution.settings.RunSettings]: ``ctx.profile``, ``ctx.backend`` (a Backend),
+    ``ctx.run_seed`` and the run's store of experiment results, shared by the claims and report sections of one run:
+    ``ctx.store.get(experiment, **parameters)``) and the example's random generator ``rng``, seeded by its ``seed``."""
 
-    profile: str
-    backend: Backend
+    settings: RunSettings
     rng: np.random.Generator
     seed: int
-    run_seed: int = 0
-    store: Store = field(default_factory=Store, compare=False, repr=False)
+
+    @property
+    def profile(self) -> str:
+        return self.settings.profile
+
+    @property
+    def backend(self) -> Backend:
+        return self.settings.array_backend
+
+    @property
+    def run_seed(self) -> int:
+        return self.settings.seed
+
+    @property
+    def store(self) -> Store:
+        return self.settings.store
 
     def backend_rng(self) -> Any:
         """A random Generator of the run's backend: ``rng`` itself on numpy; on cupy, cupy's Generator seeded by a
@@ -182,7 +197,7 @@ class Context:
 
     def choose(self, *, quick: Any, thorough: Any) -> Any:
         """The value for the current profile (sample sizes, grid sizes, numbers of seeds)."""
-        return quick if self.profile == "quick" else thorough
+        return self.settings.choose(quick=quick, thorough=thorough)
 
 
 @dataclass(frozen=True)

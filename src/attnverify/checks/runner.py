@@ -40,12 +40,11 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
-from ..execution.store import Store
+from ..execution.settings import RunSettings
 from ..base.files import write_atomically
-from ..base.arguments import backend as checked_backend, integer
-from ..base.backend import Backend, to_numpy
+from ..base.backend import to_numpy
 from ..base.cache import cache_directory
-from .claim import PROFILES, Claim, Context, in_package
+from .claim import Claim, Context, in_package
 from .drawn import drawn_ranges, unbounded_draws
 from .evidence import Evidence
 from .strategies import declared_ranges, drawing_ends
@@ -216,22 +215,21 @@ def jsonable(value: Any) -> Any:
     return number if math.isfinite(number) else None
 
 
-def evaluate(claim: Claim, parameters: dict, seed: int, *, profile: str = "quick", backend: Any = None,
-             run_seed: int = 0, store: Store | None = None) -> Example:
-    """Run the check of ``claim`` on one example (its Monte Carlo ``seed``) in a run of seed ``run_seed``
-    whose experiments ``store`` holds (a fresh one when None). A check that raises, calls ``sys.exit`` or
+def evaluate(claim: Claim, parameters: dict, monte_carlo_seed: int, settings: RunSettings | None = None,
+             **options: Any) -> Example:
+    """Run the check of ``claim`` on one example (``parameters`` and ``monte_carlo_seed``) in the run of ``settings``
+    (or of the settings named as keywords, ``seed=`` the run's: `RunSettings.given`), whose experiments their store
+    holds. A check that raises, calls ``sys.exit`` or
     returns something other than [`Evidence`][attnverify.checks.Evidence] gives an example with an ``error`` (the
     claim's own frames first, then the whole traceback), never a crash of the run; Ctrl-C still stops the run. What the
     check warns is kept in the example, not printed (`warned`): the claim's result notes it."""
-    example, texts = warned(lambda: _evaluate(claim, parameters, seed, profile, backend, run_seed, store))
+    settings = RunSettings.given(settings, **options)
+    example, texts = warned(lambda: _evaluate(claim, parameters, monte_carlo_seed, settings))
     return replace(example, warnings=texts) if texts else example
 
 
-def _evaluate(claim: Claim, parameters: dict, seed: int, profile: str, backend: Any, run_seed: int,
-              store: Store | None) -> Example:
-    backend = checked_backend(backend)
-    ctx = Context(profile=profile, backend=backend, rng=np.random.default_rng(seed), seed=seed,
-                  run_seed=run_seed, store=Store() if store is None else store)
+def _evaluate(claim: Claim, parameters: dict, seed: int, settings: RunSettings) -> Example:
+    ctx = Context(settings, np.random.default_rng(seed), seed)
     start = time.perf_counter()
     try:
         evidence = claim.check(dict(parameters), ctx)
@@ -371,27 +369,25 @@ def _searches(claim: Claim, total: int, seed: int) -> list[tuple[str | None, int
     return first + [(None, total - len(ends), skip)] + last
 
 
-def _checked_run(claim: Claim, profile: str, seed: int, examples: int | None) -> tuple[int, int | None]:
+def _checked_run(claim: Claim, settings: RunSettings) -> int:
+    """The number of examples of ``claim`` in the run of ``settings``."""
     if not isinstance(claim, Claim):
         raise TypeError(f"claim must be a Claim (made with @claim), got {type(claim).__name__}")
-    if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
-    seed = integer("seed", seed, 0)
-    requested = None if examples is None else integer("examples", examples, 1)
     use_cache_for_hypothesis()
     draw_independently_of_loaded_modules()
-    return seed, requested
+    return claim.examples[settings.profile] if settings.examples is None else settings.examples
 
 
-def drawn_examples(claim: Claim, *, profile: str = "quick", seed: int = 0,
-                   examples: int | None = None) -> list[tuple[dict, int]]:
-    """The examples [`run_claim`][attnverify.checks.runner.run_claim] checks, in its order: (parameters, Monte Carlo
-    seed). hypothesis draws the same sequence whatever the checks show until one fails (a run stops there and shrinks),
-    so these can be checked ahead, in parallel, and handed to [`run_claim`][attnverify.checks.runner.run_claim] as
-    ``evaluated``: its result is the same."""
-    seed, requested = _checked_run(claim, profile, seed, examples)
+def drawn_examples(claim: Claim, settings: RunSettings | None = None, **options: Any) -> list[tuple[dict, int]]:
+    """The examples [`run_claim`][attnverify.checks.runner.run_claim] checks in the run of ``settings`` (or of the
+    settings named as keywords), in its order: (parameters, Monte Carlo seed). hypothesis draws the same sequence
+    whatever the checks show until one fails (a run stops there and shrinks), so these can be checked ahead, in
+    parallel, and handed to [`run_claim`][attnverify.checks.runner.run_claim] as ``evaluated``: its result is the
+    same."""
+    settings = RunSettings.given(settings, **options)
+    total, seed = _checked_run(claim, settings), settings.seed
     drawn: list[tuple[dict, int]] = []
-    for end, count, skip in _searches(claim, claim.examples[profile] if requested is None else requested, seed):
+    for end, count, skip in _searches(claim, total, seed):
         if count:
             _hypothesis_search(claim, count, seed, lambda parameters, monte_carlo_seed: drawn.append(
                 (dict(parameters), monte_carlo_seed)), end=end, skip=skip)()
@@ -400,30 +396,23 @@ def drawn_examples(claim: Claim, *, profile: str = "quick", seed: int = 0,
 
 def run_claim(
     claim: Claim,
+    settings: RunSettings | None = None,
     *,
-    profile: str = "quick",
-    backend: str | Backend | None = None,
-    seed: int = 0,
     progress: Callable[[Claim, int, int], None] | None = None,
-    examples: int | None = None,
-    store: Store | None = None,
     evaluated: Mapping[str, Example] | None = None,
     on_evaluated: Callable[[Example], None] | None = None,
+    **options: Any,
 ) -> ClaimResult:
-    """Check ``claim`` on hypothesis-drawn examples; shrink the first failure to a minimal one.
-    ``examples`` overrides the claim's number for the profile (``claim.examples[profile]``); a run replays
-    from its seed and that number. ``store`` holds the run's experiment results (shared by the claims of a
-    run; a fresh one when None). ``evaluated`` holds examples already checked (by `example_key`: checked
-    ahead as tasks, or saved by an interrupted run), which are taken instead of checked again; their seconds
-    count in the result's. ``on_evaluated`` sees each example this call checks itself (to save it)."""
-    seed, requested = _checked_run(claim, profile, seed, examples)
-    backend = checked_backend(backend)
-    if store is None:
-        store = Store()
-    elif not isinstance(store, Store):
-        raise TypeError(f"store must be an attnverify.execution.Store or None, got {type(store).__name__}")
+    """Check ``claim`` on hypothesis-drawn examples in the run of ``settings`` (default `RunSettings()`, changed by
+    the settings named as keywords: ``run_claim(claim, profile="thorough", seed=3)``); shrink the first failure to a
+    minimal one. The settings' ``examples`` overrides the claim's number for the profile
+    (``claim.examples[profile]``); a run replays from its seed and that number. Their ``store`` holds the run's
+    experiment results (shared by the claims of a run). ``evaluated`` holds examples already checked (by
+    `example_key`: checked ahead as tasks, or saved by an interrupted run), which are taken instead of checked again;
+    their seconds count in the result's. ``on_evaluated`` sees each example this call checks itself (to save it)."""
+    settings = RunSettings.given(settings, **options)
+    total, seed = _checked_run(claim, settings), settings.seed
     evaluated = dict(evaluated or {})
-    total = claim.examples[profile] if requested is None else requested
     checked: list[Example] = []
     failing: dict[str, Example] = {}
     state = {"failed": False, "shrink_trials": 0, "last": None, "reused_seconds": 0.0, "error": None,
@@ -442,8 +431,7 @@ def run_claim(
                 state["shrink_trials"] += 1
             example = evaluated.get(key)
             if example is None:
-                example = evaluate(claim, parameters, monte_carlo_seed, profile=profile, backend=backend,
-                                   run_seed=seed, store=store)
+                example = evaluate(claim, parameters, monte_carlo_seed, settings)
                 evaluated[key] = example
                 if on_evaluated is not None:
                     on_evaluated(example)
@@ -504,13 +492,13 @@ def run_claim(
         status=status,
         examples=checked,
         counterexample=counterexample,
-        profile=profile,
-        backend=backend.name,
+        profile=settings.profile,
+        backend=settings.backend,
         seed=seed,
         seconds=time.perf_counter() - start + state["reused_seconds"],
         shrink_trials=state["shrink_trials"],
         notes=notes,
-        requested_examples=requested,
+        requested_examples=settings.examples,
         error=state["error"],
     )
 

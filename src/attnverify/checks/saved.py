@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 
 from ..base.files import fingerprint, read_entry, subfolder, write_entry
+from ..execution.settings import RunSettings
 from .claim import Claim
 from .runner import Example, example_key
 
@@ -61,27 +62,26 @@ class SavedChecks:
         name = f"{claim.name}.{kind}.{fingerprint(identity)}.pickle"
         return self.directory / name, f"{kind} {identity}"
 
-    def examples(self, claim: Claim, *, profile: str, backend: str, seed: int) -> dict[str, Example]:
-        """The examples of ``claim`` kept for this run, by `example_key`."""
-        path, identity = self._entry("examples", claim, profile, backend, seed)
+    def examples(self, claim: Claim, settings: RunSettings) -> dict[str, Example]:
+        """The examples of ``claim`` kept for the run of ``settings``, by `example_key`."""
+        path, identity = self._entry("examples", claim, *settings.computed)
         kept = read_entry(path, identity, pickle.loads, _examples_problem)
         return {} if kept is None else kept
 
-    def add_examples(self, claim: Claim, examples: list[Example], *, profile: str, backend: str, seed: int) -> None:
+    def add_examples(self, claim: Claim, examples: list[Example], settings: RunSettings) -> None:
         """Keep ``examples`` of ``claim`` with those kept already."""
         with self._lock:
-            kept = self.examples(claim, profile=profile, backend=backend, seed=seed)
+            kept = self.examples(claim, settings)
             kept.update({example_key(e.parameters, e.seed): e for e in examples})
-            path, identity = self._entry("examples", claim, profile, backend, seed)
+            path, identity = self._entry("examples", claim, *settings.computed)
             write_entry(path, identity, pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL))
 
-    def result(self, claim: Claim, *, profile: str, backend: str, seed: int, examples: int | None) -> dict | None:
-        """The finished result (``ClaimResult.as_dict()``) of ``claim`` in this run, or None."""
-        path, identity = self._entry("result", claim, profile, backend, seed, examples)
+    def result(self, claim: Claim, settings: RunSettings) -> dict | None:
+        """The finished result (``ClaimResult.as_dict()``) of ``claim`` in the run of ``settings``, or None."""
+        path, identity = self._entry("result", claim, *settings.computed, settings.examples)
         return read_entry(path, identity, pickle.loads, _result_problem(claim))
 
-    def save_result(self, claim: Claim, result: dict, *, profile: str, backend: str, seed: int,
-                    examples: int | None) -> None:
+    def save_result(self, claim: Claim, result: dict, settings: RunSettings) -> None:
         """Keep the finished ``result`` of ``claim`` (not one whose task itself failed: that one runs again)."""
-        path, identity = self._entry("result", claim, profile, backend, seed, examples)
+        path, identity = self._entry("result", claim, *settings.computed, settings.examples)
         write_entry(path, identity, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))

@@ -229,6 +229,7 @@ class ClaimStory:
     profile: str | None
     backend: str | None
     claim_call: str = "claim"  # Python that gives the claim in a fresh session (results written before it: "claim")
+    run_seed: int = 0  # the run's seed (ctx.run_seed of every example)
 
     @property
     def inconclusive(self) -> bool:
@@ -259,7 +260,8 @@ def claim_story(result: dict) -> ClaimStory:
         shrink_trials=int(result.get("shrink_trials", 0)) if counter is not None else None,
         failure=failed if isinstance(failed, dict) and failed.get("error") else None,
         needed=needed_text(result.get("needed")), notes=tuple(result.get("notes") or ()), replay=result["replay"],
-        profile=result.get("profile"), backend=result.get("backend"), claim_call=result.get("claim_call") or "claim")
+        profile=result.get("profile"), backend=result.get("backend"), claim_call=result.get("claim_call") or "claim",
+        run_seed=result.get("seed") or 0)
 
 
 def summary_line(results: list[dict]) -> str:
@@ -375,7 +377,8 @@ class StoryPrinter:
         shown = story.shown
         if shown is not None:
             text += (f"\n  this example alone: attnverify.checks.runner.evaluate({story.claim_call}, "
-                     f"{shown.parameters!r}, {shown.seed}, profile={story.profile!r}, backend={story.backend!r})")
+                     f"{shown.parameters!r}, {shown.seed}, profile={story.profile!r}, backend={story.backend!r}"
+                     + (f", seed={story.run_seed}" if story.run_seed else "") + ")")
         return text
 
 

@@ -127,6 +127,13 @@ class Store:
             write_entry(self._path(key), key, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
         return result
 
+    def __reduce__(self):
+        """A store with a folder goes to another process as its folder (the results there are read back); one in
+        memory cannot go at all: a run on worker processes keeps its store in a folder (`attnverify.run.claims`)."""
+        if self.directory is None:
+            raise TypeError("a Store in memory cannot be sent to another process: give the run a store folder")
+        return Store, (str(self.directory),)
+
     def __contains__(self, key: str) -> bool:
         return key in self._results or (self.directory is not None and self._path(key).is_file())
 

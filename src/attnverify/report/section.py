@@ -1,14 +1,13 @@
 """What a theory contributes to the report: a section of derivations, figures and tables.
 
-A theory's report module ``attnverify.report.<theory>`` exposes::
+A theory's section function (registered with ``Theory.section``) is called as::
 
-    build_section(out_dir: pathlib.Path, *, profile: str, backend: Backend, seed: int,
-                  progress: Callable[[str], None], store: Store | None = None) -> Section
+    build_section(out_dir: pathlib.Path, settings: RunSettings, progress: Callable[[str], None]) -> Section
 
 It writes its PNG files into ``out_dir`` and returns `Figure` objects naming them (file
-names relative to ``out_dir``); ``progress`` takes one short status line and is never None; ``store``
-is the run's store of experiment results ([`attnverify.execution.Store`][attnverify.execution.Store]), which the
-theory's claims see too, so an experiment both need runs once (a fresh store when None).
+names relative to ``out_dir``); ``settings`` are the run's checked
+[`RunSettings`][attnverify.execution.settings.RunSettings], whose ``store`` holds the run's experiment results, which
+the theory's claims see too, so an experiment both need runs once; ``progress`` takes one short status line.
 The builder adds the theory's claims; rendering lives in `attnverify.report.render`.
 """
 
@@ -16,24 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..checks.claim import PROFILES
 from ..derivations.derivation import Derivation
-from ..execution.store import Store
-
-
-def check_section_arguments(profile: str, seed: int, progress, store: Store | None = None) -> Store:
-    """Validate the common arguments of every ``build_section`` (the contract above); returns the store."""
-    if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an integer ≥ 0 (it seeds numpy's SeedSequence), got {seed!r}")
-    if not callable(progress):
-        raise TypeError(f"progress must be callable (str) -> None, got {progress!r}")
-    if store is None:
-        return Store()
-    if not isinstance(store, Store):
-        raise TypeError(f"store must be an attnverify.execution.Store or None, got {type(store).__name__}")
-    return store
 
 
 @dataclass

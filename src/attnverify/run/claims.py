@@ -29,8 +29,7 @@ from typing import Callable, Iterator, Mapping, Protocol, Sequence
 
 from ..execution.scheduler import run_tasks
 from ..execution.tasks import ClaimFinished, ClaimStarted, ExampleChecked, Outcome, Task, progress
-from ..execution.store import Store
-from ..base.backend import Backend, get_backend
+from ..execution.settings import RunSettings
 from ..checks.claim import Claim
 from ..checks.runner import ClaimResult, Example, drawn_examples, evaluate, example_key, run_claim
 from ..checks.story import verdict
@@ -42,22 +41,26 @@ BATCHES = 8
 enough that the per-task cost of a cluster (milliseconds, ``benchmarks/bench_cluster.py``) stays small."""
 
 
-def run_claim_or_error(claim: Claim, *, profile: str, backend: Backend, seed: int,
-                       progress: Callable[[Claim, int, int], None] | None = None, examples: int | None = None,
-                       store: Store | None = None, **ahead) -> ClaimResult:
-    """``run_claim``, except that a crash outside the check (e.g. in the parameter strategy) becomes a result with
+def run_claim_or_error(claim: Claim, settings: RunSettings, *,
+                       progress: Callable[[Claim, int, int], None] | None = None, **ahead) -> ClaimResult:
+    """``run_claim`` in the run of ``settings``, except that a crash outside the check (e.g. in the parameter strategy) becomes a result with
     status ``"error"`` and its traceback, so one claim never ends a run. ``ahead``: ``evaluated`` and
     ``on_evaluated`` of [`run_claim`][attnverify.checks.runner.run_claim]."""
     start = time.perf_counter()
     try:
-        return run_claim(claim, profile=profile, backend=backend, seed=seed, progress=progress, examples=examples,
-                         store=store, **ahead)
+        return run_claim(claim, settings, progress=progress, **ahead)
     except Exception as error:
         detail = "".join(traceback.format_exception_only(type(error), error)).strip()
-        failure = Example(parameters={}, seed=seed, error=f"{detail}\n{traceback.format_exc()}")
-        return ClaimResult(claim=claim, status="error", examples=[], counterexample=None, error=failure,
-                           profile=profile, backend=backend.name, seed=seed, seconds=time.perf_counter() - start,
-                           notes=["the run itself failed before or while drawing examples"])
+        return _failed(claim, settings, f"{detail}\n{traceback.format_exc()}", time.perf_counter() - start,
+                       "the run itself failed before or while drawing examples")
+
+
+def _failed(claim: Claim, settings: RunSettings, error: str, seconds: float, note: str) -> ClaimResult:
+    """The result of ``claim`` whose run failed outside its check: status "error", the traceback kept."""
+    return ClaimResult(claim=claim, status="error", examples=[], counterexample=None,
+                       error=Example(parameters={}, seed=settings.seed, error=error), profile=settings.profile,
+                       backend=settings.backend, seed=settings.seed, seconds=seconds,
+                       requested_examples=settings.examples, notes=[note])
 
 
 def exit_status(results: list[dict]) -> int:
@@ -74,43 +77,41 @@ def verify_command(path: str) -> str:
 
 
 @contextmanager
-def run_store(store: str | Path | None) -> Iterator[str]:
-    """The run's store folder, absolute: ``store`` (made if missing and kept, so that a rerun reads what is
-    there), or a temporary folder, removed when the run ends however it ends."""
-    if store is not None:
-        Path(store).mkdir(parents=True, exist_ok=True)
-        yield str(Path(store).resolve())
+def run_store(settings: RunSettings) -> Iterator[RunSettings]:
+    """``settings`` with their store in a folder, absolute: the settings' own folder (kept, so that a rerun reads
+    what is there), or, for a store in memory, a temporary folder, removed when the run ends however it ends."""
+    if settings.folder is not None:
+        yield settings.but(store=str(Path(settings.folder).resolve()))
         return
     folder = tempfile.mkdtemp(prefix="attnverify-store-")
     try:
-        yield folder
+        yield settings.but(store=folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def batches_for(workers: int, scheduler: str | None) -> int:
+def batches_for(settings: RunSettings) -> int:
     """The batch tasks a claim's examples are split into: ``BATCHES`` when the run is parallel (worker processes or
     a cluster), none when it is serial (the claim's own task checks them in order, as ``run_claim`` does)."""
-    return BATCHES if scheduler is not None or workers > 1 else 0
+    return BATCHES if settings.parallel else 0
 
 
-def example_batch_task(theory, name: str, examples: list[tuple[dict, int]], first: int, total: int, profile: str,
-                       backend: str, seed: int, store: str) -> list[Example]:
+def example_batch_task(theory, name: str, examples: list[tuple[dict, int]], first: int, total: int,
+                       settings: RunSettings) -> list[Example]:
     """A task of the run: check the examples ``(parameters, Monte Carlo seed)`` of ``theory``'s claim ``name``
     (numbered from ``first`` of ``total``) in order, up to the first that fails (a serial run stops there too)."""
-    claim, checked, shared = theory.claim_named(name), [], Store(store)
+    claim, checked = theory.claim_named(name), []
     for k, (parameters, monte_carlo_seed) in enumerate(examples, first):
-        checked.append(evaluate(claim, parameters, monte_carlo_seed, profile=profile, backend=get_backend(backend),
-                                run_seed=seed, store=shared))
+        checked.append(evaluate(claim, parameters, monte_carlo_seed, settings))
         progress(ExampleChecked(name, k, total))
         if not checked[-1].holds:
             break
     return checked
 
 
-def claim_task(theory, name: str, profile: str, backend: str, seed: int, examples: int | None, store: str,
-               command: str | None = None, evaluated: dict | None = None, inputs: dict | None = None) -> dict:
-    """A task of the run: check ``theory``'s claim ``name``; its experiments come from the store folder. The
+def claim_task(theory, name: str, settings: RunSettings, command: str | None = None, evaluated: dict | None = None,
+               inputs: dict | None = None) -> dict:
+    """A task of the run of ``settings``: check ``theory``'s claim ``name``; its experiments come from the store. The
     examples in ``evaluated`` (kept from an earlier run) and those the ``inputs`` batches checked are taken as
     they are; each example it checks itself is kept in the store folder as soon as it is checked (an interrupted
     run loses none). ``command`` is what its replay line runs (default: ``attnverify check``, or ``verify FILE``)."""
@@ -119,12 +120,10 @@ def claim_task(theory, name: str, profile: str, backend: str, seed: int, example
     for outcome in (inputs or {}).values():
         if outcome.error is None:
             ahead.update({example_key(e.parameters, e.seed): e for e in outcome.result})
-    saved = SavedChecks(store)
-    result = run_claim_or_error(claim, profile=profile, backend=get_backend(backend), seed=seed,
-                                examples=examples, store=Store(store), evaluated=ahead,
+    saved = SavedChecks(settings.folder)
+    result = run_claim_or_error(claim, settings, evaluated=ahead,
                                 progress=lambda c, i, n: progress(ExampleChecked(c.name, i, n)),
-                                on_evaluated=lambda example: saved.add_examples(claim, [example], profile=profile,
-                                                                                 backend=backend, seed=seed))
+                                on_evaluated=lambda example: saved.add_examples(claim, [example], settings))
     if command is not None:
         result.command = command
     elif user_file(theory) is not None:  # a user's file: its claims replay through verify
@@ -132,17 +131,14 @@ def claim_task(theory, name: str, profile: str, backend: str, seed: int, example
     return result.as_dict()
 
 
-def crashed_claim(claim: Claim, outcome: Outcome, profile: str, backend: Backend, seed: int) -> dict:
+def crashed_claim(claim: Claim, outcome: Outcome, settings: RunSettings) -> dict:
     """The result of a claim whose task itself failed (e.g. its worker died): status "error", traceback kept."""
-    failure = Example(parameters={}, seed=seed, error=outcome.error)
-    return ClaimResult(claim=claim, status="error", examples=[], counterexample=None, error=failure, profile=profile,
-                       backend=backend.name, seed=seed, seconds=0.0,
-                       notes=["the claim's task failed outside its check"]).as_dict()
+    return _failed(claim, settings, outcome.error, 0.0, "the claim's task failed outside its check").as_dict()
 
 
-def claim_started(position: int, total: int, claim: Claim, examples: int | None, profile: str) -> ClaimStarted:
+def claim_started(position: int, total: int, claim: Claim, settings: RunSettings) -> ClaimStarted:
     """The event of a claim that starts (its line: ``[k/n] name: checking (N examples)``)."""
-    return ClaimStarted(position, total, claim.name, examples or claim.examples[profile])
+    return ClaimStarted(position, total, claim.name, settings.examples or claim.examples[settings.profile])
 
 
 def claim_finished(position: int, total: int, result: dict, kept: bool = False) -> ClaimFinished:
@@ -164,11 +160,7 @@ class ClaimTasks:
     in ``store`` (an earlier run with the same folder) is no task: it is in ``results`` from the start."""
 
     claims: Sequence[tuple]
-    profile: str
-    backend: Backend
-    seed: int
-    examples: int | None
-    store: str
+    settings: RunSettings  # the run's, its store in a folder
     positions: dict
     after: dict = field(default_factory=dict)
     command: str | None = None
@@ -178,28 +170,23 @@ class ClaimTasks:
     results: dict = field(init=False)
 
     def __post_init__(self) -> None:
-        self.saved = SavedChecks(self.store)
+        self.saved = SavedChecks(self.settings.folder)
         self._claim = {c.name: c for _, c in self.claims}
         self._batch_of: dict[str, str] = {}  # batch task → its claim
         self._announced: set[str] = set()
         self.tasks, self.results = [], {}
         for theory, claim in self.claims:
-            kept = self.saved.result(claim, **self._run)
+            kept = self.saved.result(claim, self.settings)
             if kept is not None:
                 self.results[claim.name] = kept
             else:
                 self.tasks.extend(self._tasks(theory, claim))
 
-    @property
-    def _run(self) -> dict:
-        return dict(profile=self.profile, backend=self.backend.name, seed=self.seed, examples=self.examples)
-
     def _tasks(self, theory, claim: Claim) -> list[Task]:
-        common = dict(profile=self.profile, backend=self.backend.name, seed=self.seed, store=self.store)
         after = tuple(self.after.get(claim.name, ()))
-        evaluated = self.saved.examples(claim, profile=self.profile, backend=self.backend.name, seed=self.seed)
+        evaluated = self.saved.examples(claim, self.settings)
         try:
-            drawn = drawn_examples(claim, profile=self.profile, seed=self.seed, examples=self.examples)
+            drawn = drawn_examples(claim, self.settings)
         except Exception:  # a strategy that fails: the claim's own task reports it
             drawn = []
         missing = [(k, e) for k, e in enumerate(drawn, 1) if example_key(*e) not in evaluated]
@@ -210,9 +197,9 @@ class ClaimTasks:
             self._batch_of[name] = claim.name
             batches.append(Task(name, example_batch_task, dict(
                 theory=theory, name=claim.name, examples=[missing[i][1] for i in piece], first=numbers[0],
-                total=len(drawn), **common), after=after))
-        own = Task(claim.name, claim_task, dict(theory=theory, name=claim.name, examples=self.examples,
-                                                command=self.command, evaluated=evaluated, **common),
+                total=len(drawn), settings=self.settings), after=after))
+        own = Task(claim.name, claim_task, dict(theory=theory, name=claim.name, settings=self.settings,
+                                                command=self.command, evaluated=evaluated),
                    after=after, inputs=tuple(t.name for t in batches))
         return [*batches, own]
 
@@ -230,21 +217,20 @@ class ClaimTasks:
         if name not in self._announced:
             self._announced.add(name)
             k, n = self.positions[name]
-            self.say(claim_started(k, n, self._claim[name], self.examples, self.profile))
+            self.say(claim_started(k, n, self._claim[name], self.settings))
 
     def finished(self, outcome: Outcome) -> dict | None:
         """Keep what ``outcome`` (one of these tasks) brought; the claim's result when it is the claim's own task."""
         if outcome.name in self._batch_of:
             if outcome.error is None:
-                self.saved.add_examples(self._claim[self._batch_of[outcome.name]], outcome.result,
-                                        profile=self.profile, backend=self.backend.name, seed=self.seed)
+                self.saved.add_examples(self._claim[self._batch_of[outcome.name]], outcome.result, self.settings)
             return None
         claim = self._claim[outcome.name]
         if outcome.error is None:
             result = outcome.result
-            self.saved.save_result(claim, result, **self._run)
+            self.saved.save_result(claim, result, self.settings)
         else:
-            result = crashed_claim(claim, outcome, self.profile, self.backend, self.seed)
+            result = crashed_claim(claim, outcome, self.settings)
         self.results[claim.name] = result
         k, n = self.positions[claim.name]
         self.say(claim_finished(k, n, result))
@@ -294,17 +280,16 @@ def _in_run_order(ahead: Sequence[Task], claims: Sequence[Task], workers: int) -
     return ordered
 
 
-def run_claims_as_tasks(claims: Sequence[Claim], theories: Sequence, *, profile: str, backend: Backend, seed: int,
-                        examples: int | None, scheduler: str | None, workers: int = 1,
+def run_claims_as_tasks(claims: Sequence[Claim], theories: Sequence, settings: RunSettings, *,
                         say: Callable[[str], None] = lambda message: None, command: str | None = None,
                         on_result: Callable[[list[dict], list[str]], None] | None = None,
-                        store: str | None = None, batches: int | None = None, ahead: Ahead | None = None,
+                        batches: int | None = None, ahead: Ahead | None = None,
                         after: Mapping[str, tuple[str, ...]] | None = None,
                         positions: Mapping[str, tuple[int, int]] | None = None) -> list[dict]:
-    """Check ``claims`` (each of one of ``theories``) as tasks: in this process, one after another (``workers`` 1,
-    no ``scheduler``: the run of ``check`` and ``verify``), on ``workers`` local processes, or on the Dask cluster
-    ``scheduler``, sharing one store folder (``store``, kept for a rerun; default a temporary one:
-    `run_store`); returns the results in the claims' order.
+    """Check ``claims`` (each of one of ``theories``) as tasks of the run of ``settings``: in this process, one after
+    another (``workers`` 1, no ``scheduler``: the run of ``check`` and ``verify``), on ``workers`` local processes, or
+    on the Dask cluster ``scheduler``, sharing one store folder (the settings' own, kept for a rerun; for a store in
+    memory a temporary one: `run_store`); returns the results in the claims' order.
 
     ``ahead``: the run's other tasks (a report's experiments and sections), run with the claims; a claim waits for
     the tasks ``after[claim name]``. ``on_result(finished, not_run)`` sees the finished results (in the claims'
@@ -313,27 +298,27 @@ def run_claims_as_tasks(claims: Sequence[Claim], theories: Sequence, *, profile:
     tasks a claim's examples are split into ahead of its own task (default ``BATCHES`` when the run is parallel,
     none when it is serial: there the claim's task checks them in order)."""
     if batches is None:
-        batches = batches_for(workers, scheduler)
-    serial = scheduler is None and workers == 1
+        batches = batches_for(settings)
+    serial = not settings.parallel
     owner = {}
     for c in claims:
         matches = [t for t in theories if c.name.startswith(t.name + ".")]
         if not matches and not serial:  # a worker loads the claim again from its theory's module or file
             raise ValueError(f"claim {c.name!r} belongs to none of the theories {[t.name for t in theories]}")
         owner[c.name] = matches[0] if matches else InProcess(c)
-    with run_store(store) as folder:
-        plan = ClaimTasks([(owner[c.name], c) for c in claims], profile=profile, backend=backend, seed=seed,
-                          examples=examples, store=folder, command=command, say=say, batches=batches,
+    with run_store(settings) as settings:
+        plan = ClaimTasks([(owner[c.name], c) for c in claims], settings, command=command, say=say, batches=batches,
                           positions=dict(positions or {c.name: (k, len(claims)) for k, c in enumerate(claims, 1)}),
                           after=dict(after or {}))
-        run = _Run(plan, claims, _in_run_order(ahead.tasks if ahead else [], plan.tasks, workers), ahead, on_result)
+        run = _Run(plan, claims, _in_run_order(ahead.tasks if ahead else [], plan.tasks, settings.workers), ahead,
+                   on_result)
         for c in claims:
             if c.name in plan.results:
                 say(claim_finished(*plan.positions[c.name], plan.results[c.name], kept=True))
         if plan.results:  # kept from an earlier run: written down before the first task
             run.report()
-        run_tasks(run.tasks, workers=workers, scheduler=scheduler, on_start=run.started, on_done=run.finished,
-                  say=say)
+        run_tasks(run.tasks, workers=settings.workers, scheduler=settings.scheduler, on_start=run.started,
+                  on_done=run.finished, say=say)
     return [plan.results[c.name] for c in claims]
 
 

@@ -22,16 +22,14 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..base import __version__
-from ..checks.claim import PROFILES, Claim, select
+from ..checks.claim import Claim, select
 from ..checks.runner import jsonable, write_json
 from .claims import exit_status, run_claims_as_tasks, run_store
 from ..execution import tasks as run_state
 from ..execution.tasks import ClaimFinished, Outcome, Task
-from ..execution.store import Store
+from ..execution.settings import RunSettings
 from ..base.files import fingerprint, write_atomically
 from ..checks.story import summary_line
-from ..base.arguments import backend as checked_backend, integer
-from ..base.backend import Backend, get_backend
 from ..report.markdown import render_markdown
 from ..report.render import render_html
 from ..report.results import derivation_dict, render_text
@@ -90,15 +88,17 @@ def store_key(*files: str | Path, package: Path = PACKAGE) -> str:
                        *(part for f in files for part in (str(f), Path(f).read_bytes())))
 
 
-def _metadata(profile: str, backend: Backend, seed: int, only: str | None) -> dict:
+def _metadata(settings: RunSettings, only: str | None) -> dict:
     return {
         "generator": "attnverify report",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "profile": profile,
-        "backend": backend.name,
-        "seed": seed,
+        "profile": settings.profile,
+        "backend": settings.backend,
+        "seed": settings.seed,
         "only": only,
         "versions": _versions(),
+        **({} if settings.examples is None else {"examples": settings.examples}),
+        "store": settings.folder,
     }
 
 
@@ -146,11 +146,10 @@ def _write_results(out_dir: Path, outcomes: list[TheoryOutcome], metadata: dict,
     return document
 
 
-def _build_section(outcome: TheoryOutcome, theory, out_dir: Path, *, profile: str, backend: Backend,
-                   seed: int, progress: Callable[[str], None], store: Store) -> None:
+def _build_section(outcome: TheoryOutcome, theory, out_dir: Path, settings: RunSettings,
+                   progress: Callable[[str], None]) -> None:
     try:  # Theory.build_section refuses a section function that returns no Section
-        section = theory.build_section(out_dir, profile=profile, backend=backend, seed=seed, progress=progress,
-                                       store=store)
+        section = theory.build_section(out_dir, settings, progress=progress)
     except Exception as error:
         where = user_file(theory)
         located = "" if where is None else UserFileError(where, error, fallback=theory._section)
@@ -162,26 +161,25 @@ def _build_section(outcome: TheoryOutcome, theory, out_dir: Path, *, profile: st
             outcome.warnings.append(f"figure file {figure.filename!r} was not written into the report directory")
 
 
-def section_task(theory, out_dir: str, profile: str, backend: str, seed: int, store: str) -> TheoryOutcome:
-    """A task of the run (`attnverify.execution.scheduler`): build ``theory``'s section into
-    ``out_dir``, its experiments in the run's store folder ``store``, and print its derivations once."""
+def section_task(theory, out_dir: str, settings: RunSettings) -> TheoryOutcome:
+    """A task of the run of ``settings`` (`attnverify.execution.scheduler`): build ``theory``'s section into
+    ``out_dir``, its experiments in the run's store, and print its derivations once."""
     outcome = TheoryOutcome(theory.name)
     start = time.perf_counter()
-    _build_section(outcome, theory, Path(out_dir), profile=profile, backend=get_backend(backend), seed=seed,
-                   progress=run_state.progress, store=Store(store))
+    _build_section(outcome, theory, Path(out_dir), settings, run_state.progress)
     if outcome.section is not None:
         outcome.rendered = _rendered_section(outcome.section)
     outcome.seconds = time.perf_counter() - start
     return outcome
 
 
-def experiment_task(theory, label: str, profile: str, backend: str, seed: int, store: str) -> float:
-    """A task of the run: compute the planned experiment ``label`` of ``theory`` into the store folder ``store``
+def experiment_task(theory, label: str, settings: RunSettings) -> float:
+    """A task of the run of ``settings``: compute the planned experiment ``label`` of ``theory`` into the run's store
     (planned again here, so that a user's file needs no pickling); returns the seconds it took."""
     start = time.perf_counter()
-    plans = {p.label: p for p in theory.plan_experiments(profile=profile, seed=seed, backend=backend)}
+    plans = {p.label: p for p in theory.plan_experiments(settings)}
     plan = plans[label]
-    Store(store).get(plan.experiment, **dict(plan.parameters))
+    settings.store.get(plan.experiment, **dict(plan.parameters))
     return time.perf_counter() - start
 
 
@@ -208,8 +206,7 @@ class Sections:
     plans: dict[str, list]
     out_dir: Path
     metadata: dict
-    settings: dict  # profile, backend (its name), seed and store folder of every task
-    workers: int
+    settings: RunSettings  # the run's, its store in a folder
     say: Callable[[str], None]
     outcomes: dict[str, TheoryOutcome] = field(init=False)
     tasks: list[Task] = field(init=False)
@@ -219,14 +216,14 @@ class Sections:
         self.outcomes = {t: TheoryOutcome(t) for t in names}
         self._section_seconds: dict[str, float] = {}
         experiments = {t.name: [Task(_experiment_name(t.name, plan), experiment_task,
-                                     dict(theory=t, label=plan.label, **self.settings),
+                                     dict(theory=t, label=plan.label, settings=self.settings),
                                      after=tuple(_experiment_name(t.name, a) for a in plan.after))
                                 for plan in self.plans[t.name]] for t in self.theories}
         self._experiment_of = {task.name: t for t in names for task in experiments[t]}
         sections = {t.name: Task(_section_name(t.name), section_task,
-                                 dict(theory=t, out_dir=str(self.out_dir), **self.settings),
+                                 dict(theory=t, out_dir=str(self.out_dir), settings=self.settings),
                                  after=tuple(task.name for task in experiments[t.name])) for t in self.theories}
-        if self.workers == 1:  # theory by theory: the first theory's results are complete first
+        if self.settings.workers == 1:  # theory by theory: the first theory's results are complete first
             self.tasks = [task for t in names for task in (*experiments[t], sections[t])]
         else:  # every experiment first (the longest tasks), then the sections, each unlocking its claims
             self.tasks = [task for t in names for task in experiments[t]] + [sections[t] for t in names]
@@ -288,29 +285,25 @@ PAGES = "index.html, report.md and report.txt"
 
 def build_report(
     out_dir: str | Path,
+    settings: RunSettings | None = None,
     *,
-    profile: str = "quick",
-    backend: str | Backend | None = None,
-    seed: int = 0,
     only: str | None = None,
     progress: Callable[[str], None] | None = None,
-    examples: int | None = None,
-    workers: int = 1,
     theories: Sequence | None = None,
-    scheduler: str | None = None,
-    store: str | Path | None = None,
     latex: bool = False,
+    **options,
 ) -> dict:
     """Write the report of every theory of ``theories`` (default `THEORIES`; those ``only`` names)
-    into ``out_dir`` and return the results.json document. A user's theory
-    (``attnverify.theories.from_file("mine.py")``) goes through the same pipeline as the built-in ones. ``examples``
-    overrides every claim's number of examples for the profile. ``workers`` > 1 runs the sections and claims on that
-    many worker processes (a theory's claims start after its section, whose experiments they share through the run's
-    store); the results are the same as with one. ``scheduler`` (``"local:N"`` or a Dask scheduler's address) runs them
-    on a Dask cluster instead (`attnverify.execution.cluster`), with the same results. ``store`` is the
-    folder of the run's experiments (default: a temporary folder, removed at the end): one that every worker can
-    reach on a cluster, and one a rerun reuses (every experiment already there is read, not computed again);
-    results.json's metadata names it (``store``) and the claims read back from it (``kept_claims``).
+    into ``out_dir`` and return the results.json document, in the run of ``settings`` (default `RunSettings()`,
+    changed by the settings named as keywords: ``build_report("report", profile="thorough", workers=4)``). A user's
+    theory (``attnverify.theories.from_file("mine.py")``) goes through the same pipeline as the built-in ones. The
+    settings' ``examples`` overrides every claim's number of examples for the profile. ``workers`` > 1 runs the
+    sections and claims on that many worker processes (a theory's claims start after its section, whose experiments
+    they share through the run's store); the results are the same as with one. ``scheduler`` (``"local:N"`` or a Dask
+    scheduler's address) runs them on a Dask cluster instead (`attnverify.execution.cluster`), with the same results.
+    ``store`` is the folder of the run's experiments (default: a temporary folder, removed at the end): one that
+    every worker can reach on a cluster, and one a rerun reuses (every experiment already there is read, not computed
+    again); results.json's metadata names it (``store``) and the claims read back from it (``kept_claims``).
     ``latex`` also writes ``report.tex`` (`.latex`; figures as the PDFs beside their PNGs).
 
     The run is `run_claims_as_tasks` with the sections' tasks (`Sections`) ahead of the
@@ -318,27 +311,14 @@ def build_report(
     traceback) and the build goes on; ``document["ok"]`` is True only when nothing failed and
     every claim came out as expected.
     """
-    if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
-    seed = integer("seed", seed, 0)
-    if examples is not None:
-        examples = integer("examples", examples, 1)
-    workers = integer("workers", workers, 1)
-    if scheduler is not None:
-        from ..execution.cluster import parse_scheduler
-
-        parse_scheduler(scheduler)  # a bad address is refused before any work
+    settings = RunSettings.given(settings, **options)
     chosen = chosen_theories(only, theories)
-    backend = checked_backend(backend)
     say = progress or (lambda message: None)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    metadata = _metadata(profile, backend, seed, only)
-    if examples is not None:
-        metadata["examples"] = examples
-    # the claims whose results this run read back from ``store`` instead of checking them (announced before the
+    metadata = _metadata(settings, only)
+    # the claims whose results this run read back from the store instead of checking them (announced before the
     # first task, so results.json says so from its first writing)
-    metadata["store"] = None if store is None else str(store)
     metadata["kept_claims"] = kept = []
 
     def noted(message: str) -> None:
@@ -352,14 +332,12 @@ def build_report(
             claims[t.name] = t.claim_list()
     for t in chosen:  # a user's plan is refused here, at its line, before any task runs
         with user_file_errors(user_file(t), fallback=lambda: t._plan):  # the user's function, to point at
-            plans[t.name] = t.plan_experiments(profile=profile, seed=seed, backend=backend.name)
-    with run_store(store) as folder:
-        sections = Sections(chosen, claims, plans, out_dir, metadata, workers=workers, say=say,
-                            settings=dict(profile=profile, backend=backend.name, seed=seed, store=folder))
-        finished = run_claims_as_tasks([c for t in chosen for c in claims[t.name]], chosen, profile=profile,
-                                       backend=backend, seed=seed, examples=examples, scheduler=scheduler,
-                                       workers=workers, say=noted, on_result=sections.write, store=folder,
-                                       ahead=sections, after=sections.after, positions=sections.positions)
+            plans[t.name] = t.plan_experiments(settings)
+    with run_store(settings) as settings:
+        sections = Sections(chosen, claims, plans, out_dir, metadata, settings, say=say)
+        finished = run_claims_as_tasks([c for t in chosen for c in claims[t.name]], chosen, settings, say=noted,
+                                       on_result=sections.write, ahead=sections, after=sections.after,
+                                       positions=sections.positions)
     final = sections.listed(finished)
     say(f"writing {PAGES}")
     write_atomically(out_dir / "index.html", render_html(final, metadata))

@@ -121,9 +121,10 @@ class NetworkSweep:
             raise ValueError(f"sweep must be this sweep's key {self.key!r}, got {sweep!r}")
         return self.measure(np.random.default_rng([seed, zlib.crc32(sweep.encode())]))
 
-    def in_store(self, store, seed: int) -> dict:
-        """`measured` through the run's ``store``: computed once per run, whoever asks first."""
-        return store.get(self.measured, sweep=self.key, seed=seed)
+    def in_store(self, settings) -> dict:
+        """`measured` at the run's seed through the run's store (of its ``settings``): computed once per run, whoever
+        asks first."""
+        return settings.store.get(self.measured, sweep=self.key, seed=settings.seed)
 
 
 def _scalar(value) -> float:
@@ -136,7 +137,7 @@ def sampled_networks_figure(sweep: NetworkSweep, name: str) -> Callable:
     [`attnverify.theory_form.TheoryVsSimulation`][attnverify.theory_form.TheoryVsSimulation], which the theory wraps it
     in): the order parameter ``name`` (its trace when it is a matrix) against 1/n from ``sweep``'s numbers, the saddle
     point's curve, the action's prediction and the sampled networks (none where the network estimates no ``name``: the
-    caption says so); ``figure.in_store(store, seed)`` the same from the run's store. The theory registers one per order
+    caption says so); ``figure.in_store(settings)`` the same from the run's store. The theory registers one per order
     parameter."""
     if name not in [op.name for op in sweep.s.declaration.order_parameters]:
         raise ValueError(f"name must be an order parameter of the action "
@@ -168,7 +169,7 @@ def sampled_networks_figure(sweep: NetworkSweep, name: str) -> Callable:
     def figure(rng: np.random.Generator) -> dict:
         return draw(sweep.measure(rng)[name])
 
-    figure.in_store = lambda store, seed: draw(sweep.in_store(store, seed)[name])
+    figure.in_store = lambda settings: draw(sweep.in_store(settings)[name])
     return figure
 
 
@@ -213,7 +214,7 @@ def gap_closes_at_the_theory_order(sweep: NetworkSweep) -> Callable:
     kernel = sweep.s.declaration.kernel.name
 
     def check(p, ctx) -> Evidence:
-        m = sweep.in_store(ctx.store, ctx.run_seed)[kernel]
+        m = sweep.in_store(ctx.settings)[kernel]
         if len(m["widths"]) < 2:
             return Evidence(holds=False, relation="custom",
                             inconclusive=f"the network estimates {m['label']} at fewer than two widths")

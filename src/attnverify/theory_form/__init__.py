@@ -41,6 +41,7 @@ from hypothesis import strategies as st
 from ..base.files import fingerprint
 from ..checks.claim import PROFILES, Claim, claim_parameters
 from ..checks.evidence import Evidence
+from ..execution.settings import RunSettings
 from .derived import DerivationHandle, DerivedFunction
 from .figures import FigureMaker, TheoryVsSimulation
 from .monte_carlo import checked_option, compare, figure_axis, finite_expected, simulator, sweep
@@ -383,8 +384,8 @@ class Theory:
                 suffix = "" if op_name == kernel else f"_{op_name}"
                 figures.append(FigureMaker(prefix + "sampled_networks_vs_theory" + suffix,
                                            lambda rng, fields=fields: TheoryVsSimulation(**fields(rng)),
-                                           lambda store, seed, fields=fields: TheoryVsSimulation(
-                                               **fields.in_store(store, seed))))
+                                           lambda settings, fields=fields: TheoryVsSimulation(
+                                               **fields.in_store(settings))))
             if network is not None:  # last: it calls the theorist's data function
                 network_claims.check_network_data(s, strategies, test_error)
             for claim_name, check, statement in made:
@@ -454,11 +455,11 @@ class Theory:
         return found[0]
 
     def section(self, function: Callable) -> Callable:
-        """Register ``function(out_dir, *, profile, backend, seed, progress, store) -> Section`` as the theory's
-        report section, in place of the default one (title, docstring, derivations and
-        [`figure`][attnverify.theory_form.Theory.figure] figures). It only draws: it gets checked arguments (``out_dir``
-        a folder that exists, ``backend`` a Backend, ``store`` the run's store, whose experiments it reads) and returns
-        ``Section(figures=…, tables=…)``; the theory fills in its name, title, introduction and derivations
+        """Register ``function(out_dir, settings, progress) -> Section`` as the theory's report section, in place of the
+        default one (title, docstring, derivations and [`figure`][attnverify.theory_form.Theory.figure] figures). It
+        only draws: it gets ``out_dir``, a folder that exists, the run's checked
+        [`RunSettings`][attnverify.execution.settings.RunSettings] (``settings.store`` holds the experiments it reads)
+        and ``progress``, which takes one short line, and returns ``Section(figures=…, tables=…)``; the theory fills in its name, title, introduction and derivations
         ([`build_section`][attnverify.theory_form.Theory.build_section])."""
         if not callable(function):
             raise TypeError(f"section must be a function returning a Section, got {function!r}")
@@ -466,8 +467,9 @@ class Theory:
         return function
 
     def experiments(self, function: Callable) -> Callable:
-        """Register ``function(*, profile, seed, backend) -> list`` of
-        [`attnverify.execution.store.planned`][attnverify.execution.store.planned] experiments, which a run computes as
+        """Register ``function(settings) -> list`` of
+        [`attnverify.execution.store.planned`][attnverify.execution.store.planned] experiments for the run of ``settings``
+        (a [`RunSettings`][attnverify.execution.settings.RunSettings]: its profile, seed, backend), which a run computes as
         tasks ahead of the section (in parallel with ``--workers``); the section and the claims then find them in the
         run's store."""
         if not callable(function):
@@ -480,14 +482,16 @@ class Theory:
         """Whether [`experiments`][attnverify.theory_form.Theory.experiments] registered a plan."""
         return self._plan is not None
 
-    def plan_experiments(self, *, profile: str, seed: int, backend: str) -> list:
-        """The experiments [`experiments`][attnverify.theory_form.Theory.experiments] plans (none without it): each a
-        planned experiment, each label once, else a TypeError or ValueError naming the theory."""
+    def plan_experiments(self, settings: RunSettings | None = None, **options) -> list:
+        """The experiments [`experiments`][attnverify.theory_form.Theory.experiments] plans for the run of ``settings``
+        (or of the settings named as keywords) (none without a plan): each a planned experiment, each label once, else
+        a TypeError or ValueError naming the theory."""
         from ..execution.store import Planned
 
+        settings = RunSettings.given(settings, **options)
         if self._plan is None:
             return []
-        plans = list(self._plan(profile=profile, seed=seed, backend=backend))
+        plans = list(self._plan(settings))
         for item in plans:
             if not isinstance(item, Planned):
                 raise TypeError(f"plan_experiments of {self.name} must return planned experiments "
@@ -497,19 +501,20 @@ class Theory:
             raise ValueError(f"plan_experiments of {self.name} plans an experiment twice: {labels}")
         return plans
 
-    def build_section(self, out_dir, *, profile, backend, seed, progress, store=None):
-        """The section, its arguments checked here (`check_section_arguments`,
-        ``backend`` a name or a Backend, ``out_dir`` created): the function
+    def build_section(self, out_dir, settings: RunSettings | None = None, *, progress=None, **options):
+        """The section for the run of ``settings`` (or of the settings named as keywords: ``profile``, ``backend``,
+        ``seed``, ``store``), drawn into ``out_dir`` (created), ``progress`` (one short line at a time) told what it
+        does: the function
         [`section`][attnverify.theory_form.Theory.section] registered draws its figures and tables, and the theory fills
         in its name, title, introduction (unless the section gives one) and derivations; without one, the section is the
         title, the file's docstring and the derivations. Either way the [`figure`][attnverify.theory_form.Theory.figure]
         figures (and those of [`monte_carlo`][attnverify.theory_form.Theory.monte_carlo] claims) follow the section's
         own."""
-        from ..base.backend import get_backend
-        from ..report.section import Section, check_section_arguments
+        from ..base.arguments import function
+        from ..report.section import Section
 
-        store = check_section_arguments(profile, seed, progress, store)
-        backend = get_backend(backend)
+        settings = RunSettings.given(settings, **options)
+        progress = (lambda message: None) if progress is None else function("progress", progress)
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         derivations = [d() for d in self.derivations]  # the derived() ones only where the section has none
@@ -518,17 +523,16 @@ class Theory:
             progress(cost)
         drawn = Section()
         if self._section is not None:
-            drawn = self._section(out_dir, profile=profile, backend=backend, seed=seed, progress=progress,
-                                  store=store)
+            drawn = self._section(out_dir, settings, progress)
             if not isinstance(drawn, Section):
                 raise TypeError(f"build_section of {self.name} returned {type(drawn).__name__}, not Section")
         return dataclasses.replace(drawn, theory=drawn.theory or self.name, title=drawn.title or self.title,
                                    introduction=drawn.introduction or self.introduction,
                                    derivations=drawn.derivations or derivations + (
                                        list(self._derived()) if self._derived is not None else []),
-                                   figures=[*drawn.figures, *self._draw_figures(out_dir, seed, progress, store)])
+                                   figures=[*drawn.figures, *self._draw_figures(out_dir, settings, progress)])
 
-    def _draw_figures(self, out_dir: Path, seed: int, progress, store) -> list:
+    def _draw_figures(self, out_dir: Path, settings: RunSettings, progress) -> list:
         """The [`figure`][attnverify.theory_form.Theory.figure] figures, each drawn from a random generator seeded by
         the run's seed and its place, or (``figure=``'s) from the numbers it shares with a claim in the run's
         ``store``."""
@@ -537,8 +541,8 @@ class Theory:
         figures = []
         for number, item in enumerate(self.figures):
             progress(f"{self.name}: figure {item.name}")
-            data = (item.make(np.random.default_rng([seed, number])) if item.shared is None
-                    else item.shared(store, seed))
+            data = (item.make(np.random.default_rng([settings.seed, number])) if item.shared is None
+                    else item.shared(settings))
             if not isinstance(data, TheoryVsSimulation):
                 raise TypeError(f"figure {item.name} of theory {self.name} must return a TheoryVsSimulation, got "
                                 f"{type(data).__name__}")

@@ -36,10 +36,10 @@ class TheoryVsSimulation:
 
 @dataclass
 class FigureMaker:
-    """A registered figure: ``make(rng)``, and for one whose numbers a claim also reads, ``shared(store, seed)``,
+    """A registered figure: ``make(rng)``, and for one whose numbers a claim also reads, ``shared(settings)``,
     the same figure from the run's store at the run's seed (the report draws it so; the numbers computed once)."""
 
     name: str
     make: Callable[[np.random.Generator], TheoryVsSimulation]
-    shared: Callable[[Any, int], TheoryVsSimulation] | None = None
+    shared: Callable[[Any], TheoryVsSimulation] | None = None
 

@@ -67,7 +67,7 @@ def test_learning_data(built):
 
 
 @pytest.mark.parametrize("kwargs, error", [({"profile": "fast"}, ValueError), ({"seed": -1}, ValueError),
-                                           ({"progress": None}, TypeError)])
+                                           ({"progress": "print"}, TypeError)])
 def test_bad_arguments_are_refused(tmp_path, kwargs, error):
     arguments = {"profile": "quick", "backend": "numpy", "seed": 0, "progress": print, **kwargs}
     with pytest.raises(error):

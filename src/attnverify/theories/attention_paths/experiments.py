@@ -24,6 +24,7 @@ from ...base.backend import get_backend
 from ...execution import tasks
 from ...execution.tasks import integer_seed
 from ...execution.store import Planned, Store, planned
+from ...execution.settings import RunSettings
 from ...saddle.sampling import sampler_size
 
 TEMPERATURE = 0.01
@@ -213,12 +214,12 @@ def sampled_markov_networks(*, profile: str, seed: int, backend: str = "numpy",
 
 
 @theory.experiments
-def plan_experiments(*, profile: str, seed: int, backend: str = "numpy") -> list[Planned]:
+def plan_experiments(settings: RunSettings) -> list[Planned]:
     """Every experiment of the attention-paths section and claims, longest chains first (the run computes them
     as tasks ahead of the section: `attnverify.theories`)."""
     from .one_shot import experiments as one_shot
 
-    one_of("profile", profile, tuple(WIDTHS))
+    profile, seed, backend = settings.profile, settings.seed, settings.backend
     networks = {s: planned(one_shot.one_shot_network, training_seed=s) for s in one_shot.training_seeds(profile)}
     first = networks[min(networks)]
     figure3 = planned(one_shot.one_shot_width_sweep, profile=profile, after=(first,))

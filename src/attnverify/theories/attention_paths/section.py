@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
@@ -31,12 +31,11 @@ from .experiments import (ALIGNMENT_WIDTH, DENOISING, FOUR_PATH_HEADS, GOOD, OUT
                           SUBNETWORKS, TEMPERATURE, TEST_SIZE, TWO_PATH_HEADS, WIDTHS, Alignment, MarkovWidthSweep,
                           four_path_markov_data, markov_alignment, markov_width_sweep, sampled_markov_networks,
                           two_path_markov_data)
-from ...execution.store import Store
+from ...execution.settings import RunSettings
 from . import theory_points as experiments
 from .theory_points import TheoryPoint
-from ...base.backend import get_backend
 from ...report.figures import pyplot, save_figure
-from ...report.section import Figure, Section, Table, check_section_arguments
+from ...report.section import Figure, Section, Table
 
 
 FOUR_PATH_NAMES = ("g", "a1", "d", "a2")
@@ -366,20 +365,16 @@ numbers are in the captions and tables.
 
 
 @theory.section
-def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
-                  progress: Callable[[str], None], store: Store | None = None) -> Section:
+def build_section(out_dir: Path, settings: RunSettings, progress: Callable[[str], None]) -> Section:
     """The attention-paths section: derivations, figures 2c, 2d and 2e, and tables of the accuracies
     against N, of U at N = 10 and of the solver's time.
 
-    Writes ``attention_paths_fig2{c,d,e}.png`` into ``out_dir``. ``backend`` (a Backend or a name)
-    computes the attention and path features of the data drawn here, the saddle points, the predictor and the
-    sampled networks (the trust-region steps over U on the host). ``seed`` (an integer ≥ 0) fixes every random draw
-    through SeedSequence(seed).spawn; the authors' 4-path features, when present, do not depend on it.
+    Writes ``attention_paths_fig2{c,d,e}.png`` into ``out_dir``. The settings' backend computes the attention and
+    path features of the data drawn here, the saddle points, the predictor and the sampled networks (the trust-region
+    steps over U on the host). Their seed fixes every random draw through SeedSequence(seed).spawn; the authors'
+    4-path features, when present, do not depend on it.
     """
-    store = check_section_arguments(profile, seed, progress, store)
-    backend = get_backend(backend).name
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    profile, seed, backend, store = settings.profile, settings.seed, settings.backend, settings.store
 
     progress("attention_paths: deriving the action, saddle-point equations and GP limit (sympy)")
     derivations = theory.derivation_list()
@@ -399,7 +394,7 @@ def build_section(out_dir: Path, *, profile: str, backend: Any, seed: int,
 
     from .one_shot.section import figure3
 
-    figures_3, tables_3 = figure3(out_dir, profile=profile, seed=seed, progress=progress, store=store, backend=backend)
+    figures_3, tables_3 = figure3(out_dir, settings, progress)
 
     timing = Table(
         "Saddle-point solver time per width N (seconds, one solve each, started at the GP point)",

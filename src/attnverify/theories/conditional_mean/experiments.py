@@ -16,6 +16,7 @@ from . import learning
 from ...numerics.statistics import fit_line
 from ...execution import tasks
 from ...execution.store import Planned, planned
+from ...execution.settings import RunSettings
 
 G2 = dict(key_mean=[0.5, -0.5], key_covariance=[[1.0, 0.3], [0.3, 0.5]], value_map=[[1.0, -2.0]],
           value_offset=[0.5], noise_sd=0.5)
@@ -109,7 +110,8 @@ def generalisation_gaps(*, profile: str, seed: int) -> dict:
 
 
 @theory.experiments
-def plan_experiments(*, profile: str, seed: int, backend: str = "numpy") -> list[Planned]:
+def plan_experiments(settings: RunSettings) -> list[Planned]:
     """The conditional-mean section's experiments (computed as tasks ahead of the section; numpy only)."""
+    profile, seed = settings.profile, settings.seed
     return [planned(generalisation_gaps, profile=profile, seed=seed), planned(rate_errors, profile=profile, seed=seed),
             planned(bandwidth_errors, profile=profile, seed=seed)]

@@ -26,13 +26,12 @@ from .theory import theory
 from .. import conditional_mean as sim
 from .experiments import (BANDWIDTHS, G2_QUERY, LEARNING, LENGTHS, REPLICATES, SINE, bandwidth_errors, g2_model,
                           generalisation_gaps, rate_errors)
-from ...base.backend import Backend
 from ...report.figures import pyplot, save_figure
-from ...execution.store import Store
+from ...execution.settings import RunSettings
 from ...report.section import Figure, Section, Table
 
 
-def _rate_figures(out_dir: Path, *, profile: str, seed: int, store: Store, progress) -> tuple[list[Figure], Table]:
+def _rate_figures(out_dir: Path, settings: RunSettings, progress) -> tuple[list[Figure], Table]:
     model = g2_model()
     query = np.array(G2_QUERY)
     desired = model.desired_score(query)
@@ -40,8 +39,8 @@ def _rate_figures(out_dir: Path, *, profile: str, seed: int, store: Store, progr
     naive = gaussian_constants(model, query)
     target = model.conditional_mean(query)
     lengths = np.array(LENGTHS, dtype=float)
-    progress(f"conditional_mean: Monte Carlo error at L = {LENGTHS} ({REPLICATES[profile]} sequences each)")
-    measured = store.get(rate_errors, profile=profile, seed=seed)
+    progress(f"conditional_mean: Monte Carlo error at L = {LENGTHS} ({REPLICATES[settings.profile]} sequences each)")
+    measured = settings.store.get(rate_errors, profile=settings.profile, seed=settings.seed)
     errors, naive_errors = measured["errors"], measured["naive_errors"]
     rmse = np.sqrt([e.mse.mean for e in errors])
     rmse_se = np.array([e.mse.standard_error for e in errors]) / (2 * rmse)
@@ -102,7 +101,7 @@ def _rate_figures(out_dir: Path, *, profile: str, seed: int, store: Store, progr
     return [rate, constant_figure], table
 
 
-def _bandwidth_figure(out_dir: Path, *, profile: str, seed: int, store: Store, progress) -> tuple[Figure, Table]:
+def _bandwidth_figure(out_dir: Path, settings: RunSettings, progress) -> tuple[Figure, Table]:
     model = sim.SineValueModel(SINE["key_sd"], SINE["frequency"], SINE["noise_sd"])
     q = SINE["query"]
     lengths = np.array(LENGTHS)
@@ -110,7 +109,7 @@ def _bandwidth_figure(out_dir: Path, *, profile: str, seed: int, store: Store, p
     fig, ax = plt.subplots(figsize=(6.2, 4.2))
     data, rows = {"lengths": lengths.tolist()}, []
     progress(f"conditional_mean: fixed bandwidths h = {BANDWIDTHS}")
-    for i, point in enumerate(store.get(bandwidth_errors, profile=profile, seed=seed)):
+    for i, point in enumerate(settings.store.get(bandwidth_errors, profile=settings.profile, seed=settings.seed)):
         h, constants, means, ses = point["h"], point["constants"], point["mean"], point["standard_error"]
         ax.errorbar(lengths, means, yerr=2 * ses, fmt="o", color=f"C{i}", label=f"h = {h}: Monte Carlo")
         ax.axhline(constants["limit"], color=f"C{i}", lw=1, ls="--", label=f"m_h = {constants['limit']:.4f} (derived)")
@@ -131,12 +130,12 @@ def _bandwidth_figure(out_dir: Path, *, profile: str, seed: int, store: Store, p
     return figure, table
 
 
-def _learning_figure(out_dir: Path, *, profile: str, seed: int, store: Store, progress) -> tuple[Figure, Table]:
+def _learning_figure(out_dir: Path, settings: RunSettings, progress) -> tuple[Figure, Table]:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.2, 4.0))
     data, rows = {}, []
     progress(f"conditional_mean: ERM of W at L = {LEARNING['lengths']}")
-    measured = store.get(generalisation_gaps, profile=profile, seed=seed)
+    measured = settings.store.get(generalisation_gaps, profile=settings.profile, seed=settings.seed)
     target = measured["desired_parameter"]  # the desired W = Σ⁻¹, shown in the data
     for i, objective in enumerate(("supervised", "masked")):
         gaps = measured[objective]["gap"]
@@ -164,15 +163,12 @@ def _learning_figure(out_dir: Path, *, profile: str, seed: int, store: Store, pr
 
 
 @theory.section
-def build_section(out_dir: Path, *, profile: str, backend: Backend, seed: int,
-                  progress: Callable[[str], None], store: Store) -> Section:
+def build_section(out_dir: Path, settings: RunSettings, progress: Callable[[str], None]) -> Section:
     """The rate, constant, bandwidth and learning figures and their tables, written as ``conditional_mean_*.png``
     into ``out_dir``; every draw comes from ``seed`` through SeedSequence(seed).spawn (these simulations are
     small and run on numpy)."""
-    figures, rate_table = _rate_figures(out_dir, profile=profile, seed=seed, store=store, progress=progress)
-    bandwidth_figure, bandwidth_table = _bandwidth_figure(out_dir, profile=profile, seed=seed, store=store,
-                                                          progress=progress)
-    learning_figure, learning_table = _learning_figure(out_dir, profile=profile, seed=seed, store=store,
-                                                      progress=progress)
+    figures, rate_table = _rate_figures(out_dir, settings, progress)
+    bandwidth_figure, bandwidth_table = _bandwidth_figure(out_dir, settings, progress)
+    learning_figure, learning_table = _learning_figure(out_dir, settings, progress)
     return Section(figures=[*figures, bandwidth_figure, learning_figure],
                    tables=[rate_table, bandwidth_table, learning_table])

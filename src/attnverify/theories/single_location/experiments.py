@@ -20,6 +20,7 @@ from ...base.backend import Backend, get_backend
 from ...execution import tasks
 from ...execution.tasks import integer_seed
 from ...execution.store import Planned, planned
+from ...execution.settings import RunSettings
 
 GAMMA = math.sqrt(0.5)  # the paper's γ² = 1/2 in every experiment (spec §1)
 
@@ -295,8 +296,9 @@ def sgd_run(*, seed: int, backend: str = "numpy") -> dict:
 
 
 @theory.experiments
-def plan_experiments(*, profile: str, seed: int, backend: str = "numpy") -> list[Planned]:
+def plan_experiments(settings: RunSettings) -> list[Planned]:
     """The single-location section's experiments, longest first (computed as tasks ahead of the section)."""
+    profile, seed, backend = settings.profile, settings.seed, settings.backend
     plan = [planned(pgd_runs, profile=profile, seed=seed, backend=backend),
             planned(risks_against_length, profile=profile, seed=seed, backend=backend),
             planned(oracle_excess_against_dimension)]

@@ -27,8 +27,7 @@ from .experiments import (ALIGNED, ON_MANIFOLD, DISTANCE_FLOOR, EPS, EXCESS_SCAL
                           LENGTHS, MONTE_CARLO_SAMPLES, PGD_CONFIGS, PGD_SECTION_CONFIGS, RISK_DIMENSION, SGD_CONFIG,
                           GAMMA, PGD_DIMENSION, PGD_LENGTH, oracle_excess_against_dimension, pgd_runs,
                           risks_against_length, sgd_run)
-from ...execution.store import Store
-from ...base.backend import Backend
+from ...execution.settings import RunSettings
 from ...report.figures import pyplot, save_figure
 from ...report.section import Figure, Section, Table
 
@@ -45,11 +44,11 @@ from ...report.section import Figure, Section, Table
 # ---------------------------------------------------------------------------------------------
 
 
-def _risk_vs_length(out_dir: Path, *, profile: str, be: Backend, seed: int, store: Store,
-                    progress: Callable[[str], None]) -> tuple[Figure, Table]:
-    d, n = RISK_DIMENSION, MONTE_CARLO_SAMPLES[profile]
-    progress(f"single_location: risks against L at d = {d} ({MONTE_CARLO_SAMPLES[profile]:,} Monte Carlo sequences each)")
-    risks = store.get(risks_against_length, profile=profile, seed=seed, backend=be.name)
+def _risk_vs_length(out_dir: Path, settings: RunSettings, progress: Callable[[str], None]) -> tuple[Figure, Table]:
+    d, n = RISK_DIMENSION, MONTE_CARLO_SAMPLES[settings.profile]
+    progress(f"single_location: risks against L at d = {d} ({n:,} Monte Carlo sequences each)")
+    risks = settings.store.get(risks_against_length, profile=settings.profile, seed=settings.seed,
+                               backend=settings.backend)
     data = risks["points"]
     curve_L, curve_lam = risks["curve_L"], risks["curve_lambda"]
     curve_oracle, curve_linear = risks["curve_oracle"], risks["curve_linear"]
@@ -229,7 +228,7 @@ def _panel_data(run: dict) -> dict:
     return {key: run[key] for key in keys}
 
 
-def _pgd_figure(out_dir: Path, runs: list[dict], *, profile: str) -> Figure:
+def _pgd_figure(out_dir: Path, runs: list[dict], settings: RunSettings) -> Figure:
     plt = pyplot()
     fig, axes = plt.subplots(len(runs), 4, figsize=(19, 3.9 * len(runs)), squeeze=False)
     for row, run in zip(axes, runs):
@@ -253,7 +252,7 @@ def _pgd_figure(out_dir: Path, runs: list[dict], *, profile: str) -> Figure:
         f"(|κ|, |ν| ≥ {ALIGNED}, κν > 0, distance ≤ {ON_MANIFOLD}): {reached}."
         + (" Quick profile: only the 'small_lambda' configuration (2·10⁴ steps), 10 runs per start; the "
            "thorough profile adds 'schedule' and 'large_lambda' (1.2·10⁵ steps) with 30 runs, and the SGD figure."
-           if profile == "quick" else "")
+           if settings.profile == "quick" else "")
     )
     return save_figure(fig, out_dir, "single_location_pgd.png", caption,
                        {"d": PGD_DIMENSION, "L": PGD_LENGTH, "gamma": GAMMA, "eps": EPS,
@@ -295,11 +294,10 @@ def _endpoint_tables(runs: list[dict]) -> list[Table]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _sgd_figure(out_dir: Path, *, be: Backend, seed: int, store: Store,
-                progress: Callable[[str], None]) -> tuple[Figure, dict]:
+def _sgd_figure(out_dir: Path, settings: RunSettings, progress: Callable[[str], None]) -> tuple[Figure, dict]:
     c = SGD_CONFIG
     progress(f"single_location: SGD ({c['steps']:,} steps, {c['runs']} runs)")
-    run = store.get(sgd_run, seed=seed, backend=be.name)
+    run = settings.store.get(sgd_run, seed=settings.seed, backend=settings.backend)
     # the first panel shows the test excess risk of the authors' SGD plot, not the population one
     shown = dict(run, excess_risk=run["test_excess_risk"])
     plt = pyplot()
@@ -329,21 +327,20 @@ def _sgd_figure(out_dir: Path, *, be: Backend, seed: int, store: Store,
 
 
 @theory.section
-def build_section(out_dir: Path, *, profile: str, backend: Backend, seed: int,
-                  progress: Callable[[str], None], store: Store) -> Section:
+def build_section(out_dir: Path, settings: RunSettings, progress: Callable[[str], None]) -> Section:
     """Four figures (three in the quick profile: no SGD) and tables of the risks against L and of the descent end
-    points, written as ``single_location_*.png`` into ``out_dir``; every simulation runs on ``backend`` and every
-    random draw comes from ``seed`` through SeedSequence(seed).spawn."""
-    risk_figure, risk_table = _risk_vs_length(out_dir, profile=profile, be=backend, seed=seed, store=store,
-                                              progress=progress)
-    excess_figure = _oracle_excess(out_dir, progress=progress, store=store)
+    points, written as ``single_location_*.png`` into ``out_dir``; every simulation runs on the settings' backend and
+    every random draw comes from their seed through SeedSequence(seed).spawn."""
+    profile = settings.profile
+    risk_figure, risk_table = _risk_vs_length(out_dir, settings, progress)
+    excess_figure = _oracle_excess(out_dir, progress=progress, store=settings.store)
     progress(f"single_location: population PGD, configurations {', '.join(PGD_SECTION_CONFIGS[profile])}")
-    runs = store.get(pgd_runs, profile=profile, seed=seed, backend=backend.name)
+    runs = settings.store.get(pgd_runs, profile=profile, seed=settings.seed, backend=settings.backend)
     progress("single_location: drawing the PGD figure")
-    figures = [risk_figure, excess_figure, _pgd_figure(out_dir, list(runs), profile=profile)]
+    figures = [risk_figure, excess_figure, _pgd_figure(out_dir, list(runs), settings)]
     endpoint_runs = list(runs)
     if profile == "thorough":
-        sgd_figure, sgd = _sgd_figure(out_dir, be=backend, seed=seed, store=store, progress=progress)
+        sgd_figure, sgd = _sgd_figure(out_dir, settings, progress)
         figures.append(sgd_figure)
         endpoint_runs.append(sgd)
     quick = ("\nThis is the quick profile: the SGD figure (2·10⁵ steps on sampled batches) and the PGD "

@@ -17,7 +17,7 @@ import numpy as np
 from .experiments import (COMPONENTS, SAMPLED_WIDTH, one_shot_analyses, one_shot_network,
                                    one_shot_sampled_comparison,
                                    one_shot_sampled_networks, one_shot_width_sweep)
-from ....execution.store import Store
+from ....execution.settings import RunSettings
 from . import analysis as experiment
 from ..heads import path_index
 from ....report.figures import pyplot, save_figure
@@ -28,10 +28,10 @@ def _label(head) -> str:
     return f"{head[0] + 1}-{head[1] + 1}"
 
 
-def figure3(out_dir: Path, *, profile: str, seed: int, progress: Callable[[str], None], store: Store,
-            backend: str = "numpy") -> tuple[list[Figure], list[Table]]:
+def figure3(out_dir: Path, settings: RunSettings, progress: Callable[[str], None]) -> tuple[list[Figure], list[Table]]:
     """Figures 3b–3f and their tables, for the first cached network (3e–3f: every seed); the networks and their
-    analyses come from the run's ``store`` (the one-shot claims read the same)."""
+    analyses come from the run's store (the one-shot claims read the same)."""
+    profile, seed, backend, store = settings.profile, settings.seed, settings.backend, settings.store
     progress("attention_paths: figures 3b-f, the one-shot theory, sampled networks, head scores and pruning")
     theory = store.get(one_shot_width_sweep, profile=profile)
     sampled = store.get(one_shot_sampled_networks, profile=profile, seed=seed)
