@@ -50,7 +50,7 @@ MISTAKES = {
         "x=0.5 is not a strategy (st.just(0.5) for a constant)"),
     "shrink_budget=-1": (
         CONCISE + "@theory.claim(x=st.floats(0, 1), shrink_budget=-1)\n" + CHECK, 7,
-        "claim 'scratch.ok': shrink_budget must be an int ≥ 0"),
+        "claim 'scratch.ok': shrink_budget (checks spent shrinking a failure) must be an integer ≥ 0"),
     'expect="maybe"': (
         CONCISE + '@theory.claim(x=st.floats(0, 1), expect="maybe")\n' + CHECK, 7,
         "claim 'scratch.ok': expect must be one of ('holds', 'refuted', 'inconclusive'), got 'maybe'"),
@@ -116,7 +116,7 @@ def test_debug_adds_the_tools_frames(tmp_path, capsys):
     assert cli.main(["verify", str(path), "--debug"]) == 2
     err = capsys.readouterr().err
     assert _first_line(err).startswith(f"attnverify: error: {path}:7: claim 'scratch.ok': shrink_budget")
-    assert re.search(r"attnverify/checks/claim\.py\", line \d+, in __post_init__", err)
+    assert re.search(r"attnverify/base/arguments\.py\", line \d+, in integer", err)  # the rule that refused
 
 
 def test_the_users_frames_end_in_the_users_code(tmp_path, capsys):

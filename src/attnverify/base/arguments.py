@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import MISSING, field, fields, is_dataclass
 from numbers import Integral, Real
 from typing import Any, Callable, Sequence
@@ -205,17 +206,33 @@ def flag(name: str, value: Any) -> bool:
 _CHECK = "attnverify.check"
 
 
-def checked(rule: Callable[..., Any], *args: Any, default: Any = MISSING, named: str | None = None,
-            optional: bool = False, **kwargs: Any) -> Any:
+def checked(rule: Callable[..., Any], *args: Any, default: Any = MISSING, default_factory: Any = MISSING,
+            named: str | None = None, optional: bool = False, compare: bool = True, **kwargs: Any) -> Any:
     """A dataclass field checked by ``rule(name, value, *args, **kwargs)``, a check of this module (`integer`,
-    `real`, `one_of`, …) whose result becomes the field's value; ``named``: the name a refusal gives (the field's
-    by default); ``optional``: None passes unchecked. A `Checked` dataclass runs the rules."""
-    return field(default=default, metadata={_CHECK: (rule, args, kwargs, named, optional)})
+    `real`, `one_of`, …) or of the class's own module, whose result becomes the field's value; ``named``: the name a
+    refusal gives (the field's by default); ``optional``: None passes unchecked; ``default``, ``default_factory`` and
+    ``compare`` as `dataclasses.field` takes them. A `Checked` dataclass runs the rules."""
+    return field(default=default, default_factory=default_factory, compare=compare,
+                 metadata={_CHECK: (rule, args, kwargs, named, optional)})
+
+
+@contextmanager
+def refusals_about(subject: str) -> Iterator[None]:
+    """A refusal (``TypeError`` or ``ValueError``) raised inside, its message led by ``subject: `` (what the refused
+    value belongs to, e.g. ``claim 'theory.name'``); nothing changes for an empty ``subject``."""
+    try:
+        yield
+    except (TypeError, ValueError) as error:
+        if not subject:
+            raise
+        raise type(error)(f"{subject}: {error}").with_traceback(error.__traceback__) from None
 
 
 class Checked:
     """A dataclass (frozen or not) whose `checked` fields are checked once, when it is made, in their order, each
-    replaced by what its rule returns; then ``_check_fields``, where a class defines what relates its fields."""
+    replaced by what its rule returns; then ``_check_fields``, where a class defines what relates its fields. A
+    refusal is led by the class's ``_subject()`` where it gives one (what the object is, by the fields checked
+    before)."""
 
     def __post_init__(self) -> None:
         for declared in fields(self):
@@ -225,8 +242,14 @@ class Checked:
             rule, args, kwargs, named, optional = check
             value = getattr(self, declared.name)
             if not (optional and value is None):
-                object.__setattr__(self, declared.name, rule(named or declared.name, value, *args, **kwargs))
-        self._check_fields()
+                with refusals_about(self._subject()):
+                    object.__setattr__(self, declared.name, rule(named or declared.name, value, *args, **kwargs))
+        with refusals_about(self._subject()):
+            self._check_fields()
+
+    def _subject(self) -> str:
+        """What leads every refusal of a field (nothing, unless a class says)."""
+        return ""
 
     def _check_fields(self) -> None:
         """What relates the fields, checked after each field's own rule (nothing, unless a class says)."""

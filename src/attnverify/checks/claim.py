@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from ..execution.settings import RunSettings
 from ..execution.store import Store
 from ..base import PROFILES
+from ..base.arguments import Checked, checked, function, integer, one_of, refusals_about
 from ..base.backend import Backend
 from .evidence import Evidence
 
@@ -101,15 +102,21 @@ def _line_in(origin: str) -> int:
 def claim_examples(examples: Any, name: str) -> dict[str, int]:
     """A claim's examples per profile: a dict with a positive int for each of `PROFILES` (None: the
     defaults); anything else is refused here, naming the claim."""
+    with refusals_about(f"claim {name!r}"):
+        return _examples("examples", examples)
+
+
+def _examples(name: str, examples: Any) -> dict[str, int]:
+    """The rule of `claim_examples` (``name``: the field's)."""
     if examples is None:
         return dict(DEFAULT_EXAMPLES)
     if not isinstance(examples, dict):
-        raise TypeError(f"claim {name!r}: examples must be a dict of profile → count, e.g. "
+        raise TypeError(f"{name} must be a dict of profile → count, e.g. "
                         f"{{'quick': 21, 'thorough': 90}}, got {examples!r} ({type(examples).__name__})")
     for profile in PROFILES:
         count = examples.get(profile)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ValueError(f"claim {name!r}: examples[{profile!r}] must be an int ≥ 1, got {count!r}")
+            raise ValueError(f"{name}[{profile!r}] must be an int ≥ 1, got {count!r}")
     return dict(examples)
 
 
@@ -128,27 +135,38 @@ def check_name(name: Any) -> str:
     return name
 
 
+def _claim_name(field: str, name: Any) -> str:
+    """The rule of a claim's name (`check_name`, whose message says what a name is)."""
+    return check_name(name)
+
+
 def claim_parameters(parameters: Any, name: str) -> st.SearchStrategy:
     """A claim's parameter strategy: a dict of name → strategy (as ``st.fixed_dictionaries`` takes it, keys the
     check's parameter names), or a strategy that draws such dicts. A strategy that can only draw scalars, a dict
     entry that is not a strategy, or anything else is refused here, at definition, naming the claim."""
+    with refusals_about(f"claim {name!r}"):
+        return _parameters("parameters", parameters)
+
+
+def _parameters(name: str, parameters: Any) -> st.SearchStrategy:
+    """The rule of `claim_parameters` (``name``: the field's)."""
     if isinstance(parameters, dict):
         bad = {k: v for k, v in parameters.items() if not isinstance(v, st.SearchStrategy)}
         keys = [k for k in parameters if not isinstance(k, str) or not k.isidentifier()]
         if keys:
-            raise ValueError(f"claim {name!r}: parameter names must be identifiers, got {keys}")
+            raise ValueError(f"parameter names must be identifiers, got {keys}")
         if bad:
-            raise TypeError(f"claim {name!r}: every parameter needs a hypothesis strategy; "
+            raise TypeError("every parameter needs a hypothesis strategy; "
                             + "; ".join(f"{k}={v!r} is not a strategy (st.just({v!r}) for a constant)"
                                         for k, v in bad.items()))
         return st.fixed_dictionaries(parameters)
     if not isinstance(parameters, st.SearchStrategy):
-        raise TypeError(f"claim {name!r}: parameters must be a dict of name → hypothesis strategy (or "
+        raise TypeError(f"{name} must be a dict of name → hypothesis strategy (or "
                         f"st.fixed_dictionaries({{...}})), got {type(parameters).__name__}")
     maker = getattr(getattr(parameters, "function", None), "__name__", None)
     if maker in _SCALAR_STRATEGIES and not getattr(parameters, "_transformations", ()):  # .map may make a dict
-        raise TypeError(f"claim {name!r}: parameters=st.{maker}(...) draws one value with no name; give a dict "
-                        f"of named strategies, e.g. parameters={{'x': st.{maker}(...)}}")
+        raise TypeError(f"{name}=st.{maker}(...) draws one value with no name; give a dict "
+                        f"of named strategies, e.g. {name}={{'x': st.{maker}(...)}}")
     return parameters
 
 
@@ -201,7 +219,7 @@ class Context:
 
 
 @dataclass(frozen=True)
-class Claim:
+class Claim(Checked):
     """A checkable statement about a theory.
 
     ``name`` is namespaced by theory (``single_location.oracle_risk``). ``expect`` is
@@ -212,29 +230,21 @@ class Claim:
     line of ORIGIN that defined it (found at definition; 0 when unknown).
     """
 
-    name: str
+    name: str = checked(_claim_name)
     statement: str
-    parameters: st.SearchStrategy
-    check: Callable[[dict, Context], Evidence]
+    parameters: st.SearchStrategy = checked(_parameters)
+    check: Callable[[dict, Context], Evidence] = checked(function, named="check (params, ctx) -> Evidence")
     source: str = ""
-    expect: Literal["holds", "refuted", "inconclusive"] = "holds"
-    examples: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_EXAMPLES))
-    shrink_budget: int = 40
+    expect: Literal["holds", "refuted", "inconclusive"] = checked(one_of, EXPECTATIONS, default="holds")
+    examples: dict[str, int] = checked(_examples, default_factory=lambda: dict(DEFAULT_EXAMPLES))
+    shrink_budget: int = checked(integer, 0, default=40, named="shrink_budget (checks spent shrinking a failure)")
     origin: str = ""
     origin_line: int = field(default=0, compare=False)
 
-    def __post_init__(self) -> None:
-        check_name(self.name)
-        if self.expect not in EXPECTATIONS:
-            raise ValueError(f"claim {self.name!r}: expect must be one of {EXPECTATIONS}, got {self.expect!r}")
-        if isinstance(self.shrink_budget, bool) or not isinstance(self.shrink_budget, int) or self.shrink_budget < 0:
-            raise ValueError(f"claim {self.name!r}: shrink_budget must be an int ≥ 0 (checks spent shrinking a "
-                             f"failure), got {self.shrink_budget!r}")
-        object.__setattr__(self, "examples", claim_examples(self.examples, self.name))
-        if not callable(self.check):
-            raise TypeError(f"claim {self.name!r}: check must be callable (params, ctx) -> Evidence, "
-                            f"got {self.check!r}")
-        object.__setattr__(self, "parameters", claim_parameters(self.parameters, self.name))
+    def _subject(self) -> str:
+        return f"claim {self.name!r}" if is_claim_name(self.name) else ""
+
+    def _check_fields(self) -> None:
         if self.origin and not self.origin_line:
             object.__setattr__(self, "origin_line", _line_in(self.origin))
 

@@ -10,12 +10,13 @@ verdict from its *relation* and named *conditions*: a ``holds`` that disagrees w
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from numbers import Real
 from typing import Any, Mapping
 
 import numpy as np
 
+from ..base.arguments import Checked, checked
 from ..base.backend import to_numpy
 from ..numerics.sized import draws_needed
 from ..numerics.statistics import TAIL_DRAWS, Estimate, unseen_probability
@@ -67,6 +68,43 @@ def _bool(name: str, value: Any) -> bool:
     return bool(value)
 
 
+def _text(name: str, value: Any, *, why: bool = False) -> str:
+    if not isinstance(value, str):
+        shown = repr(value) if why else type(value).__name__
+        raise EvidenceError(f"{name} must be a string{' (why it is)' if why else ''}, got {shown}")
+    return value
+
+
+def _figures(name: str, value: Any) -> dict:
+    if not isinstance(value, Mapping):
+        raise EvidenceError(f"{name} must be a dict, got {type(value).__name__}")
+    return value
+
+
+def _conditions(name: str, value: Any) -> dict[str, bool]:
+    if not isinstance(value, Mapping):
+        raise EvidenceError(f"{name} must be a dict of name → bool, got {value!r}")
+    return {str(k): _bool(f"{name}[{k!r}]", v) for k, v in value.items()}
+
+
+def _counts(name: str, value: Any) -> dict[str, int]:
+    if not isinstance(value, Mapping):
+        raise EvidenceError(f"{name} must be a dict of name → count, got {value!r}")
+    counts = {}
+    for key, count in value.items():
+        if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) or count < 1:
+            raise EvidenceError(f"{name}[{key!r}] must be a positive int, got {count!r}")
+        counts[str(key)] = int(count)
+    return counts
+
+
+def _labels(name: str, value: Any) -> tuple[str, str]:
+    labels = tuple(value) if isinstance(value, (tuple, list)) else ()
+    if len(labels) != 2 or not all(isinstance(x, str) and x.strip() for x in labels):
+        raise EvidenceError(f"{name} must be two non-empty strings (the sides' names), got {value!r}")
+    return labels
+
+
 def relation_holds(relation: str, theory: float, observed: float, tolerance: float) -> bool:
     """The verdict of ``relation`` (a key of `RELATIONS` other than ``custom``) on the two sides."""
     if relation == "equal":
@@ -81,7 +119,7 @@ def relation_holds(relation: str, theory: float, observed: float, tolerance: flo
 
 
 @dataclass(frozen=True)
-class Evidence:
+class Evidence(Checked):
     """One example's verdict: the two sides, the tolerance, and the figures behind them.
 
     ``relation`` says how the sides compare when the claim holds (`RELATIONS`); left as
@@ -100,65 +138,38 @@ class Evidence:
     ([`run_claim`][attnverify.checks.runner.run_claim]).
     """
 
-    holds: bool
-    theory: float | None = None
-    observed: float | None = None
-    tolerance: float | None = None
-    standard_error: float | None = None
-    note: str = ""
-    figures: dict[str, Any] = field(default_factory=dict)
+    holds: bool = checked(_bool, named="Evidence.holds")
+    theory: float | None = checked(_number, default=None, named="Evidence.theory")
+    observed: float | None = checked(_number, default=None, named="Evidence.observed")
+    tolerance: float | None = checked(_number, default=None, nonnegative=True, named="Evidence.tolerance")
+    standard_error: float | None = checked(_number, default=None, nonnegative=True, named="Evidence.standard_error")
+    note: str = checked(_text, default="", named="Evidence.note")
+    figures: dict[str, Any] = checked(_figures, default_factory=dict, named="Evidence.figures")
     relation: str | None = None
-    conditions: Mapping[str, bool] = field(default_factory=dict)
-    inconclusive: str = ""
-    needed: Mapping[str, int] = field(default_factory=dict)
-    labels: tuple[str, str] | None = None
+    conditions: Mapping[str, bool] = checked(_conditions, default_factory=dict, named="Evidence.conditions")
+    inconclusive: str = checked(_text, default="", named="Evidence.inconclusive", why=True)
+    needed: Mapping[str, int] = checked(_counts, default_factory=dict, named="Evidence.needed")
+    labels: tuple[str, str] | None = checked(_labels, default=None, optional=True, named="Evidence.labels")
     vacuous: str = ""
 
-    def __post_init__(self) -> None:
-        set_ = object.__setattr__
-        if self.labels is not None:
-            labels = tuple(self.labels) if isinstance(self.labels, (tuple, list)) else ()
-            if len(labels) != 2 or not all(isinstance(x, str) and x.strip() for x in labels):
-                raise EvidenceError(f"Evidence.labels must be two non-empty strings (the sides' names), got "
-                                    f"{self.labels!r}")
-            set_(self, "labels", labels)
-        set_(self, "holds", _bool("Evidence.holds", self.holds))
-        set_(self, "theory", _number("Evidence.theory", self.theory))
-        set_(self, "observed", _number("Evidence.observed", self.observed))
-        set_(self, "tolerance", _number("Evidence.tolerance", self.tolerance, nonnegative=True))
-        set_(self, "standard_error", _number("Evidence.standard_error", self.standard_error, nonnegative=True))
-        if not isinstance(self.note, str):
-            raise EvidenceError(f"Evidence.note must be a string, got {type(self.note).__name__}")
-        if not isinstance(self.figures, Mapping):
-            raise EvidenceError(f"Evidence.figures must be a dict, got {type(self.figures).__name__}")
-        if not isinstance(self.conditions, Mapping):
-            raise EvidenceError(f"Evidence.conditions must be a dict of name → bool, got {self.conditions!r}")
-        set_(self, "conditions", {str(k): _bool(f"Evidence.conditions[{k!r}]", v) for k, v in self.conditions.items()})
+    def _check_fields(self) -> None:
+        """The relation (``equal`` when all three sides are given, else ``custom``, unless given), a vacuous note
+        only where the evidence holds, and the verdict its figures give equal to ``holds``."""
         sides = (self.theory, self.observed, self.tolerance)
         relation = self.relation
         if relation is None:
-            relation = "equal" if all(s is not None for s in sides) else "custom"
+            relation = "equal" if all(side is not None for side in sides) else "custom"
         if relation not in RELATIONS:
             raise EvidenceError(f"Evidence.relation must be one of {tuple(RELATIONS)}, got {relation!r}")
-        if relation != "custom" and any(s is None for s in sides):
+        if relation != "custom" and any(side is None for side in sides):
             raise EvidenceError(f"Evidence.relation {relation!r} needs theory, observed and tolerance")
-        set_(self, "relation", relation)
-        if not isinstance(self.inconclusive, str):
-            raise EvidenceError(f"Evidence.inconclusive must be a string (why it is), got {self.inconclusive!r}")
+        object.__setattr__(self, "relation", relation)
         if not isinstance(self.vacuous, str) or (self.vacuous and not self.holds):
             raise EvidenceError(f"Evidence.vacuous must be a string (why), and given only where it holds, got "
                                 f"{self.vacuous!r} with holds={self.holds}")
         if self.inconclusive and self.holds:
             raise EvidenceError("Evidence cannot both hold and be inconclusive: holds must be False when "
                                 f"inconclusive is given ({self.inconclusive!r})")
-        if not isinstance(self.needed, Mapping):
-            raise EvidenceError(f"Evidence.needed must be a dict of name → count, got {self.needed!r}")
-        needed = {}
-        for key, count in self.needed.items():
-            if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) or count < 1:
-                raise EvidenceError(f"Evidence.needed[{key!r}] must be a positive int, got {count!r}")
-            needed[str(key)] = int(count)
-        set_(self, "needed", needed)
         verdict = self.verdict()
         if self.inconclusive:  # holds is False; an equality or bound the figures contradict is refuted, not undecided
             if verdict is False and relation in ("equal", "at_most"):

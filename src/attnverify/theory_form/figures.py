@@ -7,9 +7,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..base.arguments import Checked
+
 
 @dataclass(frozen=True)
-class TheoryVsSimulation:
+class TheoryVsSimulation(Checked):
     r"""What a figure function returns: a theory curve (``theory`` at ``theory_x``, default ``x``) against Monte
     Carlo estimates ($\text{mean} \pm \mathrm{SE}$, [`Estimate`][attnverify.numerics.statistics.Estimate]) at ``x``.
     The report draws it (error bars $\pm 2\,\mathrm{SE}$) and puts every number in results.json. Non-finite values
@@ -27,7 +29,8 @@ class TheoryVsSimulation:
     """More theory curves beside the first, each ``(label, x, values)`` (e.g. a prediction beyond the saddle point
     at the sampled widths), drawn as markers and kept in results.json."""
 
-    def __post_init__(self) -> None:
+    def _check_fields(self) -> None:
+        """The curves by the report's rules (finite numbers, matching lengths), named by the caption."""
         from ..report.figures import curve_data, extra_curves
 
         curve_data(repr(self.caption[:40]), self.x, self.theory, self.theory_x, self.estimates)
