@@ -569,6 +569,25 @@ def test_a_derived_function_as_an_array_function_is_called_by_position_in_the_or
     assert np.array_equal(x.array_function("phi", "y", "r")(phi, 7.0, r), by_position)
 
 
+def test_a_derived_family_makes_one_result_per_structure_in_the_symbols_order_given():
+    """A family's member ``at(L)`` is the expression ``make(L)`` gives, a function of its symbols in the order given
+    (not sorted), made once per structure; a list of expressions gives a tuple of results."""
+    import sympy
+
+    from attnverify.theory_form.derived import DerivedFamily
+
+    def power_sums(L):
+        xs = sympy.symbols(f"x1:{L + 1}", real=True)
+        return [sum(x**k for x in xs) for k in (1, 2)], tuple(reversed(xs))
+
+    family = DerivedFamily("demo.sums", "power_sums", power_sums)
+    member = family.at(3)
+    assert member is family.at(3) and member is not family.at(2) and member.names == ("x3", "x2", "x1")
+    first, second = member.array_function()(np.array([3.0]), 2.0, 1.0)  # x3, x2, x1
+    assert first.tolist() == [6.0] and second.tolist() == [14.0]
+    assert [float(v) for v in family.at(2).array_function(backend="numpy")(0.5, 2.0)] == [2.5, 4.25]
+
+
 def test_a_derived_functions_derivative_is_sympys_and_agrees_with_finite_differences(polar):
     x = polar.cartesian.evaluator("x")
     gradient = x.derivative("r", "phi")

@@ -21,6 +21,8 @@ from .store import Store
 
 def _backend_name(name: str, value: Any) -> str:
     """The name of the backend ``value`` (a name, a `Backend` or None for numpy), refused when it cannot run here."""
+    if value is None or isinstance(value, (str, Backend)):
+        return get_backend(value).name  # its refusal names the backend and the valid ones
     return checked_backend(value, name).name
 
 

@@ -147,6 +147,34 @@ class DerivedFunction:
         return f"<{self.derivation_name}.{self.result}({', '.join(self.names)}) = {self.expression}>"
 
 
+class DerivedFamily:
+    """A result whose expression depends on integers that fix its structure (a depth, the heads per layer, a number
+    of inputs, an entry of a table): ``make(*structure) -> (expression, symbols)``, a sympy expression (a list of them
+    for several results) and the symbols its array function takes, in order. Each member, ``at(*structure)``, is a
+    `DerivedFunction`, made once per process, whose ``array_function(backend=…)`` is generated once per backend."""
+
+    def __init__(self, derivation_name: str, result: str, make: Callable[..., tuple]):
+        self.derivation_name, self.result, self._make = derivation_name, result, make
+        self._members: dict[tuple, DerivedFunction] = {}
+
+    def at(self, *structure) -> DerivedFunction:
+        """The member of ``structure`` (hashable values: integers, tuples of them, names)."""
+        member = self._members.get(structure)
+        if member is None:
+            import sympy
+
+            expression, symbols = self._make(*structure)
+            if isinstance(expression, (list, tuple)):
+                expression = sympy.Tuple(*expression)
+            shown = ", ".join(map(str, structure))
+            member = DerivedFunction(self.derivation_name, f"{self.result}[{shown}]", expression, symbols=tuple(symbols))
+            self._members[structure] = member
+        return member
+
+    def __repr__(self) -> str:
+        return f"<family {self.derivation_name}.{self.result}: {len(self._members)} member(s) made>"
+
+
 class DerivationHandle:
     """A derivation registered with [`Theory.derivation`][attnverify.theory_form.Theory.derivation]: call it for the
     [`Derivation`][attnverify.derivations.derivation.Derivation] (derived once per process, kept on disk per file

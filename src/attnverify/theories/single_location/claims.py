@@ -18,7 +18,7 @@ from scipy.optimize import minimize
 from ...derivations import gaussian
 from . import derivations as derived
 from .theory import theory
-from ...derivations.codegen import evaluator
+from ...theory_form.derived import DerivedFamily
 from .. import single_location as sim
 from ...numerics.sized import sized_mean
 from ...numerics.statistics import Estimate, fit_line, mean_estimate
@@ -105,6 +105,15 @@ def _squared_residuals(task: sim.RegressionTask, k: np.ndarray, v: np.ndarray, l
 # ---------------------------------------------------------------------------------------------
 
 
+def _identity(name: str) -> tuple:
+    (identity,) = [entry for entry in gaussian.identity_table() if entry["name"] == name]
+    return identity["closed_form"], identity["parameters"]
+
+
+IDENTITIES = DerivedFamily("single_location.gaussian", "identity", _identity)
+"""Each closed form of `gaussian.identity_table`, by its name, a function of its two parameters."""
+
+
 @theory.claim(
     source=f"{SOURCE}, spec §5 (Gaussian/erf identities used by the risk)",
     examples={"quick": 6, "thorough": 40},
@@ -117,7 +126,7 @@ def gaussian_identities(ctx: Context, first, second) -> Evidence:
     for identity in gaussian.identity_table():
         values = dict(zip(identity["parameters"], (first, second)))
         quadrature = gaussian.gaussian_quadrature(identity["integrand"], values)
-        generated = float(evaluator(identity["closed_form"], identity["parameters"], ctx.backend, rounding=False)(first, second))
+        generated = float(IDENTITIES.at(identity["name"]).array_function(backend=ctx.backend)(first, second))
         # float64 evaluation of O(1) special functions: 1e-12 relative, 1e-14 absolute near zeros
         evidence = close(generated, quadrature, rtol=1e-12, atol=1e-14)
         rows.append({"identity": identity["name"], "closed_form": generated, "quadrature": quadrature})

@@ -13,7 +13,7 @@ import sympy
 from sympy import ImmutableMatrix, Symbol, log
 
 from ....base import arguments
-from ....derivations.codegen import evaluator
+from ....theory_form.derived import DerivedFamily
 
 from ._common import T, U_a, checked_heads, dimensions, partial_trace, variance_symbols, width_symbols
 
@@ -163,8 +163,17 @@ def symbolic_action(heads: Sequence[int], P: int) -> SymbolicAction:
 def action_evaluator(heads: Sequence[int], P: int, backend=None):
     """Generated evaluator of S over ``variables + data_symbols + parameters`` of
     `symbolic_action` (small configurations only, as there)."""
+    return ACTION.at(checked_heads(heads), int(P)).array_function(backend=backend)
+
+
+def _action_and_symbols(heads: tuple, P: int) -> tuple:
     sym = symbolic_action(heads, P)
-    return evaluator(sym.action, sym.variables + sym.data_symbols + sym.parameters, backend, rounding=False)
+    return sym.action, sym.variables + sym.data_symbols + sym.parameters
+
+
+ACTION = DerivedFamily("attention_paths.action", "S", _action_and_symbols)
+"""The explicit symbolic action S of `symbolic_action` for (heads, P), a function of its variables, data symbols and
+parameters."""
 
 
 def evaluate_action(heads, order_parameters, readout, path_kernels, labels, *, widths, variances, temperature,

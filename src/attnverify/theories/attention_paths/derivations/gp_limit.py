@@ -12,7 +12,7 @@ import sympy
 from sympy import ImmutableMatrix, Symbol
 
 from ....base import arguments
-from ....derivations.codegen import evaluator
+from ....theory_form.derived import DerivedFamily
 
 from ._common import checked_heads, dimensions, sigma_a2, variance_symbol, variance_symbols
 from .action import SymbolicAction, symbolic_action
@@ -105,6 +105,11 @@ def prior_variances(prior_var, depth: int) -> tuple[float, ...]:
     return arguments.positives("prior_var", prior_var, depth + 1, "(σ_1², …, σ_L², σ_a²)")
 
 
+GP_SCALES = DerivedFamily("attention_paths.gp_limit", "order_parameter_scales", lambda L: (
+    [gp_order_parameter_scale(level, L) for level in range(1, L + 2)], variance_symbols(L)))
+"""The GP point's scales (`gp_order_parameter_scale` of U_1, …, U_L, U_a) at depth L, functions of σ_1², …, σ_a²."""
+
+
 def gp_order_parameters(heads: Sequence[int], prior_var=1.0, backend=None) -> tuple:
     """(U_1, …, U_L, U_a) at the GP point: U_ℓ = σ_a² Π_{k≥ℓ} σ_k² I_{D_ℓ}, U_a = σ_a² (§3).
 
@@ -114,8 +119,7 @@ def gp_order_parameters(heads: Sequence[int], prior_var=1.0, backend=None) -> tu
     heads = checked_heads(heads)
     L = len(heads)
     variances = prior_variances(prior_var, L)
-    f = evaluator([gp_order_parameter_scale(level, L) for level in range(1, L + 2)], variance_symbols(L),
-                  backend, rounding=False)
+    f = GP_SCALES.at(L).array_function(backend=backend)
     scales = f(*variances)
     xp = f.xp
     dims = dimensions(heads)

@@ -10,7 +10,7 @@ import sympy
 from sympy import Eq, Symbol, log
 
 from ....base import arguments
-from ....derivations.codegen import evaluator
+from ....theory_form.derived import DerivedFamily
 from ..theory import theory
 
 from ._common import SOURCE, T, U_a, sigma_a2, variance_symbol, variance_symbols, width_symbol, width_symbols
@@ -80,8 +80,8 @@ def bpkr_arguments(depth: int) -> tuple[Symbol, ...]:
 
 
 def bpkr_fixed_point_evaluator(depth: int, backend=None):
-    """Generated evaluator of `bpkr_fixed_point_residual` over `bpkr_arguments`."""
-    return evaluator(bpkr_fixed_point_residual(depth), bpkr_arguments(depth), backend, rounding=False)
+    """Generated evaluator of `bpkr_fixed_point_residual` over `bpkr_arguments` (`BPKR_RESIDUAL`)."""
+    return BPKR_RESIDUAL.at(depth).array_function(backend=backend)
 
 
 def bpkr_mode_slope() -> sympy.Expr:
@@ -101,7 +101,7 @@ def bpkr_energy_slope(kernel_scale_value, eigenvalues, label_projections, temper
     ``kernel_scale_value`` U broadcasts against the leading axes. From `bpkr_mode_slope`.
     """
     temperature = arguments.nonnegative("temperature", temperature)
-    mode = evaluator(bpkr_mode_slope(), (kernel_scale, eigenvalue, label_projection_sq, T), backend, rounding=False)
+    mode = MODE_SLOPE.at().array_function(backend=backend)
     xp = mode.xp
     U = xp.asarray(kernel_scale_value, dtype=xp.float64)
     lam = xp.asarray(eigenvalues, dtype=xp.float64)
@@ -109,6 +109,15 @@ def bpkr_energy_slope(kernel_scale_value, eigenvalues, label_projections, temper
     if lam.shape[-1:] != y2.shape[-1:]:
         raise ValueError(f"eigenvalues and label_projections must have the same number of modes, got {lam.shape} and {y2.shape}")
     return xp.sum(mode(U[..., None], lam, y2, temperature), axis=-1)
+
+
+BPKR_RESIDUAL = DerivedFamily("attention_paths.single_head", "fixed_point_residual",
+                              lambda depth: (bpkr_fixed_point_residual(depth), bpkr_arguments(depth)))
+"""`bpkr_fixed_point_residual` at each depth, a function of `bpkr_arguments`."""
+
+MODE_SLOPE = DerivedFamily("attention_paths.single_head", "mode_slope",
+                           lambda: (bpkr_mode_slope(), (kernel_scale, eigenvalue, label_projection_sq, T)))
+"""`bpkr_mode_slope`, a function of (U, λ, y², T)."""
 
 
 def bpkr_residual(kernel_scale_value, eigenvalues, label_projections, temperature, widths, prior_var=1.0, backend=None):

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import derivations as derived
 from ..theory import theory
-from ....derivations.codegen import evaluator
+from ....theory_form.derived import DerivedFamily
 from ... import conditional_mean as sim
 from ....checks import st
 from ....checks.claim import Context
@@ -179,10 +179,15 @@ def _ratio_moments(weight: np.ndarray, error: np.ndarray, error_sq: np.ndarray, 
     }
 
 
+RATIO_CONSTANTS = DerivedFamily("conditional_mean.ratio_expansion", "constants_in_moments",
+                                lambda: derived.ratio_constants_in_moments()[::-1])
+"""C, D, B, B₂ of the ratio's expansion as functions of the weight moments (μ_uu, μ_uus, μ_ss, μ_us, μ_uss)."""
+
+
 def _constants_from_moments(moments: dict[str, float], backend) -> dict[str, float]:
     """C, D, B, B₂ from the weight moments through the generated evaluator of the expansion."""
-    symbols, expressions = derived.ratio_constants_in_moments()
-    values = evaluator(expressions, symbols, backend, rounding=False)(*[moments[str(s)] for s in symbols])
+    member = RATIO_CONSTANTS.at()
+    values = member.array_function(backend=backend)(*[moments[name] for name in member.names])
     return dict(zip(("constant", "second_order", "bias", "second_order_bias"), (float(v) for v in values)))
 
 
