@@ -494,3 +494,13 @@ def test_help_and_a_usage_error_import_none_of_the_machinery():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout[-500:]
+
+
+def test_a_theorys_own_command_is_listed_and_parsed_by_its_theory(capsys):
+    """train-one-shot is listed by ``--help`` (which imports no theory: above) and run by its theory's module, which
+    says its options and refuses a bad seed by name, before looking for the [train] extra."""
+    assert cli.main(["train-one-shot", "--help"]) == 0
+    assert "--update-package-data" in capsys.readouterr().out
+    assert cli.main(["train-one-shot", "--seeds", "2", "-1"]) == 2
+    assert "--seeds must be integers ≥ 0, got [2, -1]" in capsys.readouterr().err
+    assert cli.main(["train-one-shot", "--out"]) == 2 and "expected one argument" in capsys.readouterr().err

@@ -1,5 +1,6 @@
-"""The ``attnverify`` command line: list, check, verify, report and train-one-shot, parsed here and run by
-`attnverify.commands` (imported only to run one, so that ``--help`` and a usage error stay quick).
+"""The ``attnverify`` command line: list, check, verify and report, parsed here and run by `attnverify.commands`
+(imported only to run one, so that ``--help`` and a usage error stay quick), and the theories' own commands
+(`THEORY_COMMANDS`: train-one-shot), which their theory parses and runs.
 
 Exit status: 0 when every claim came out as expected; 1 when any came out against its expectation (a refutation of a
 claim expected to hold, a claim expected refuted that holds) or its check failed to run; 3 when none did but some were
@@ -138,21 +139,26 @@ def build_parser() -> argparse.ArgumentParser:
                              "claims as tables, figures as PDF (compile it with pdflatex)")
     report.set_defaults(handler="run_report")
 
-    train = commands.add_parser("train-one-shot",
-                                help="train the figure-3 attention networks by gradient descent and cache them (needs [train])")
-    train.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], metavar="SEED",
-                       help="training seeds (default 0 1 2 3 4); seeds already in the file are kept")
-    target = train.add_mutually_exclusive_group()
-    target.add_argument("--out", metavar="FILE", default="one_shot_digits.npz",
-                        help="the .npz to write (default: one_shot_digits.npz in the current directory)")
-    target.add_argument("--update-package-data", action="store_true",
-                        help="write the networks the claims and the report read, inside the installed package")
-    train.set_defaults(handler="run_train_one_shot")
+    for name, (_, summary) in THEORY_COMMANDS.items():  # listed here; their options are their theory's
+        commands.add_parser(name, help=summary, add_help=False)
     return parser
+
+
+THEORY_COMMANDS = {
+    "train-one-shot": ("attnverify.theories.attention_paths.one_shot.command",
+                       "train the figure-3 attention networks by gradient descent and cache them (needs [train])"),
+}
+"""A theory's own commands: name → (the theory's module whose ``main(argv)`` runs it, one line of help). The module
+parses the arguments after the name itself (``attnverify train-one-shot --help`` says its options)."""
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in THEORY_COMMANDS:
+        import importlib
+
+        return importlib.import_module(THEORY_COMMANDS[argv[0]][0]).main(argv[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

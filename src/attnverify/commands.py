@@ -1,5 +1,5 @@
 """What the commands of the ``attnverify`` command line do (`attnverify.cli` parses them and comes here only
-to run one): ``list``, ``check``, ``verify``, ``report`` and ``train-one-shot``. ``check`` runs the built-in claims,
+to run one): ``list``, ``check``, ``verify`` and ``report``. ``check`` runs the built-in claims,
 ``verify FILE.py`` a theorist's own, both through `run_and_report`; ``report`` builds the HTML/Markdown report.
 Kept apart from the parser so that ``attnverify --help`` and a usage error import none of the machinery."""
 
@@ -274,20 +274,6 @@ def _build_and_print(out: str, settings: RunSettings, *, debug: bool = False, **
     if any(section["errors"] for section in document["sections"] if section["theory"] in users):
         return 2
     return 1 if any(section["errors"] for section in document["sections"]) else status
-
-
-def run_train_one_shot(args: argparse.Namespace) -> int:
-    try:
-        from .theories.attention_paths.one_shot.training import train_and_cache
-        import torch  # noqa: F401
-    except ImportError:
-        raise UsageError("train-one-shot needs PyTorch and tqdm: pip install -e '.[train]'") from None
-    from .theories.attention_paths.one_shot.analysis import CACHE
-
-    if any(seed < 0 for seed in args.seeds):
-        raise UsageError(f"--seeds must be integers ≥ 0, got {args.seeds}")
-    train_and_cache(CACHE if args.update_package_data else args.out, args.seeds, progress=lambda message: print(message, file=sys.stderr))
-    return 0
 
 
 # ----------------------------------------------------------------------------- parser
