@@ -18,8 +18,8 @@ import argparse
 import tempfile
 import time
 
-from attnverify.base.backend import cupy_works, get_backend
-from attnverify.execution.store import Store
+from attnverify.base.backend import cupy_works
+from attnverify.execution.settings import RunSettings
 from attnverify.run.claims import run_claim_or_error
 from attnverify.theories import builtin_claims
 
@@ -49,8 +49,7 @@ def timed(claim, backend: str, profile: str, seed: int):
     """(result, seconds) of one run of ``claim`` in this process, its experiments in a fresh store."""
     with tempfile.TemporaryDirectory() as folder:
         begun = time.perf_counter()
-        result = run_claim_or_error(claim, profile=profile, backend=get_backend(backend), seed=seed,
-                                    store=Store(folder))
+        result = run_claim_or_error(claim, RunSettings(profile=profile, backend=backend, seed=seed, store=folder))
         if backend == "cupy":
             import cupy
 

@@ -504,3 +504,16 @@ def test_a_theorys_own_command_is_listed_and_parsed_by_its_theory(capsys):
     assert cli.main(["train-one-shot", "--seeds", "2", "-1"]) == 2
     assert "--seeds must be integers ≥ 0, got [2, -1]" in capsys.readouterr().err
     assert cli.main(["train-one-shot", "--out"]) == 2 and "expected one argument" in capsys.readouterr().err
+
+
+def test_a_theorys_command_gets_the_command_lines_error_handling(monkeypatch, capsys):
+    """Ctrl-C in a theory's command exits 130 with the one line every command gives, and an unwritable file is one
+    line too (not a traceback)."""
+    for raised, status, said in ((KeyboardInterrupt(), 130, "interrupted"),
+                                 (PermissionError(13, "Permission denied", "/x.npz"), 1, "cannot write /x.npz")):
+        module = types.ModuleType("attnverify_test_theory_command")
+        module.main = lambda argv, raised=raised: (_ for _ in ()).throw(raised)
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+        monkeypatch.setitem(cli.THEORY_COMMANDS, "fake-command", (module.__name__, "a fake"))
+        assert cli.main(["fake-command", "--seeds", "1"]) == status
+        assert said in capsys.readouterr().err

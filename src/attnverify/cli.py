@@ -155,10 +155,11 @@ parses the arguments after the name itself (``attnverify train-one-shot --help``
 def main(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] in THEORY_COMMANDS:
+    if argv and argv[0] in THEORY_COMMANDS:  # the theory's own parser reads the rest
         import importlib
 
-        return importlib.import_module(THEORY_COMMANDS[argv[0]][0]).main(argv[1:])
+        module = THEORY_COMMANDS[argv[0]][0]
+        return _handled(lambda: importlib.import_module(module).main(argv[1:]), (BackendUnavailable,))
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -170,9 +171,16 @@ def main(argv: list[str] | None = None) -> int:
     from . import commands  # the machinery, imported only to run a command
     from .execution.cluster import SchedulerUnavailable
 
+    return _handled(lambda: getattr(commands, args.handler)(args),
+                    (commands.UsageError, commands.UserFileMistake, BackendUnavailable, SchedulerUnavailable))
+
+
+def _handled(run, usage: tuple) -> int:
+    """``run()``'s exit status, every command's errors said in one line: ``usage`` ones (2), a reader that left (a
+    broken pipe), a file that cannot be written, Ctrl-C (130)."""
     try:
-        return getattr(commands, args.handler)(args)
-    except (commands.UsageError, commands.UserFileMistake, BackendUnavailable, SchedulerUnavailable) as error:
+        return run()
+    except usage as error:
         print(f"attnverify: error: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `attnverify list | head`: the reader left, nothing is wrong

@@ -223,9 +223,9 @@ def refusals_about(subject: str) -> Iterator[None]:
     try:
         yield
     except (TypeError, ValueError) as error:
-        if not subject:
-            raise
-        raise type(error)(f"{subject}: {error}").with_traceback(error.__traceback__) from None
+        if subject and len(error.args) == 1 and isinstance(error.args[0], str) and str(error) == error.args[0]:
+            error.args = (f"{subject}: {error.args[0]}",)  # the same error, its type, cause and notes kept
+        raise
 
 
 class Checked:

@@ -3,7 +3,8 @@ plugin, a notebook's or a script's call of the API) and passed whole to everythi
 
 What a run computes with: its ``profile``, array ``backend``, ``seed`` and the ``examples`` that override each
 claim's number; where it keeps what it computes: ``store``, the run's [`Store`][attnverify.execution.store.Store]
-of experiments (a folder's, shared by the run's processes, or one in this process's memory); how it runs:
+of experiments (a folder's, shared by the run's processes and tasks, or, for one call of the API, one in this
+process's memory: a run of tasks keeps its store in a folder, `attnverify.run.claims.run_store`); how it runs:
 ``workers`` local processes or the Dask ``scheduler``. Every refusal names the setting and its valid values.
 """
 
@@ -78,6 +79,12 @@ class RunSettings(Checked):
     def computed(self) -> tuple[str, str, int]:
         """What a claim's examples depend on besides their own parameters and seeds: (profile, backend, seed)."""
         return self.profile, self.backend, self.seed
+
+    def of_task(self) -> RunSettings:
+        """These settings with a `Store` of their folder of its own: what a task of the run computes with, in this
+        process as in a worker (each task reads the folder afresh and holds its results only while it runs, and no
+        two tasks share an object). The settings themselves for a store in memory."""
+        return self if self.folder is None else self.but(store=self.folder)
 
     def choose(self, *, quick: Any, thorough: Any) -> Any:
         """The value for the run's profile (sample sizes, grid sizes, numbers of seeds)."""

@@ -134,6 +134,12 @@ class Store:
             raise TypeError("a Store in memory cannot be sent to another process: give the run a store folder")
         return Store, (str(self.directory),)
 
+    def __copy__(self) -> Store:
+        return self  # a handle on the run's results: a copy of settings that hold it holds the same store
+
+    def __deepcopy__(self, memo: dict) -> Store:
+        return self
+
     def __contains__(self, key: str) -> bool:
         return key in self._results or (self.directory is not None and self._path(key).is_file())
 

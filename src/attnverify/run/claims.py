@@ -79,9 +79,12 @@ def verify_command(path: str) -> str:
 @contextmanager
 def run_store(settings: RunSettings) -> Iterator[RunSettings]:
     """``settings`` with their store in a folder, absolute: the settings' own folder (kept, so that a rerun reads
-    what is there), or, for a store in memory, a temporary folder, removed when the run ends however it ends."""
+    what is there; the settings themselves when it is absolute already), or, for a store in memory, a temporary
+    folder, removed when the run ends however it ends (a run's tasks share their results through a folder: what a
+    store in memory holds is not read, and the run's results are not put in it)."""
     if settings.folder is not None:
-        yield settings.but(store=str(Path(settings.folder).resolve()))
+        folder = str(Path(settings.folder).resolve())
+        yield settings if folder == settings.folder else settings.but(store=folder)
         return
     folder = tempfile.mkdtemp(prefix="attnverify-store-")
     try:
@@ -100,7 +103,7 @@ def example_batch_task(theory, name: str, examples: list[tuple[dict, int]], firs
                        settings: RunSettings) -> list[Example]:
     """A task of the run: check the examples ``(parameters, Monte Carlo seed)`` of ``theory``'s claim ``name``
     (numbered from ``first`` of ``total``) in order, up to the first that fails (a serial run stops there too)."""
-    claim, checked = theory.claim_named(name), []
+    claim, checked, settings = theory.claim_named(name), [], settings.of_task()
     for k, (parameters, monte_carlo_seed) in enumerate(examples, first):
         checked.append(evaluate(claim, parameters, monte_carlo_seed, settings))
         progress(ExampleChecked(name, k, total))
@@ -115,7 +118,7 @@ def claim_task(theory, name: str, settings: RunSettings, command: str | None = N
     examples in ``evaluated`` (kept from an earlier run) and those the ``inputs`` batches checked are taken as
     they are; each example it checks itself is kept in the store folder as soon as it is checked (an interrupted
     run loses none). ``command`` is what its replay line runs (default: ``attnverify check``, or ``verify FILE``)."""
-    claim = theory.claim_named(name)
+    claim, settings = theory.claim_named(name), settings.of_task()
     ahead = dict(evaluated or {})
     for outcome in (inputs or {}).values():
         if outcome.error is None:

@@ -166,7 +166,7 @@ def section_task(theory, out_dir: str, settings: RunSettings) -> TheoryOutcome:
     ``out_dir``, its experiments in the run's store, and print its derivations once."""
     outcome = TheoryOutcome(theory.name)
     start = time.perf_counter()
-    _build_section(outcome, theory, Path(out_dir), settings, run_state.progress)
+    _build_section(outcome, theory, Path(out_dir), settings.of_task(), run_state.progress)
     if outcome.section is not None:
         outcome.rendered = _rendered_section(outcome.section)
     outcome.seconds = time.perf_counter() - start
@@ -179,7 +179,7 @@ def experiment_task(theory, label: str, settings: RunSettings) -> float:
     start = time.perf_counter()
     plans = {p.label: p for p in theory.plan_experiments(settings)}
     plan = plans[label]
-    settings.store.get(plan.experiment, **dict(plan.parameters))
+    settings.of_task().store.get(plan.experiment, **dict(plan.parameters))
     return time.perf_counter() - start
 
 

@@ -6,8 +6,8 @@ file does, and loaded through its ``section`` module, which imports the rest); `
 objects, `from_file` a user's. A theory crosses a process boundary (a worker process, a Dask worker) as a
 reference, its name and its file, and the worker loads the built-in package or the file again
 (`by_reference`). A user's file in the long form (no ``Theory``) becomes one through `of_module`: its
-``build_section(out_dir, *, profile, backend, seed, progress, store) -> Section`` (else its section is its docstring
-and the derivations ``derivations()`` returns), ``plan_experiments(*, profile, seed, backend)`` and top-level
+``build_section(out_dir, settings, progress) -> Section`` (else its section is its docstring and the derivations
+``derivations()`` returns), ``plan_experiments(settings)`` (``settings`` the run's `RunSettings`) and top-level
 ``@claim``s; a theory with derivations also gets ``<theory>.derivation_steps`` (every recorded step holds,
 `attnverify.derivations.steps`). Such a file names its theory with ``THEORY = "name"`` (else the first part of
 its claims' names) and may set ``TITLE``; its claims must be named ``name.something``.

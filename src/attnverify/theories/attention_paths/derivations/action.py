@@ -163,6 +163,7 @@ def symbolic_action(heads: Sequence[int], P: int) -> SymbolicAction:
 def action_evaluator(heads: Sequence[int], P: int, backend=None):
     """Generated evaluator of S over ``variables + data_symbols + parameters`` of
     `symbolic_action` (small configurations only, as there)."""
+    symbolic_action(heads, P)  # heads and P checked as there (cached)
     return ACTION.at(checked_heads(heads), int(P)).array_function(backend=backend)
 
 
