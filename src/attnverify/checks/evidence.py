@@ -70,8 +70,8 @@ def _bool(name: str, value: Any) -> bool:
 
 def _text(name: str, value: Any, *, why: bool = False) -> str:
     if not isinstance(value, str):
-        shown = repr(value) if why else type(value).__name__
-        raise EvidenceError(f"{name} must be a string{' (why it is)' if why else ''}, got {shown}")
+        raise EvidenceError(f"{name} must be a string{' (why it is)' if why else ''}, got "
+                            + (repr(value) if why else type(value).__name__))
     return value
 
 
@@ -81,21 +81,17 @@ def _figures(name: str, value: Any) -> dict:
     return value
 
 
-def _conditions(name: str, value: Any) -> dict[str, bool]:
+def _entries(name: str, value: Any, what: str, entry) -> dict:
+    """``value`` as a dict of name (a string) → ``entry(f"{name}[key]", item)`` (a dict of name → ``what``)."""
     if not isinstance(value, Mapping):
-        raise EvidenceError(f"{name} must be a dict of name → bool, got {value!r}")
-    return {str(k): _bool(f"{name}[{k!r}]", v) for k, v in value.items()}
+        raise EvidenceError(f"{name} must be a dict of name → {what}, got {value!r}")
+    return {str(k): entry(f"{name}[{k!r}]", v) for k, v in value.items()}
 
 
-def _counts(name: str, value: Any) -> dict[str, int]:
-    if not isinstance(value, Mapping):
-        raise EvidenceError(f"{name} must be a dict of name → count, got {value!r}")
-    counts = {}
-    for key, count in value.items():
-        if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) or count < 1:
-            raise EvidenceError(f"{name}[{key!r}] must be a positive int, got {count!r}")
-        counts[str(key)] = int(count)
-    return counts
+def _count(name: str, value: Any) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise EvidenceError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
 
 
 def _labels(name: str, value: Any) -> tuple[str, str]:
@@ -146,15 +142,14 @@ class Evidence(Checked):
     note: str = checked(_text, default="", named="Evidence.note")
     figures: dict[str, Any] = checked(_figures, default_factory=dict, named="Evidence.figures")
     relation: str | None = None
-    conditions: Mapping[str, bool] = checked(_conditions, default_factory=dict, named="Evidence.conditions")
+    conditions: Mapping[str, bool] = checked(_entries, "bool", _bool, default_factory=dict, named="Evidence.conditions")
     inconclusive: str = checked(_text, default="", named="Evidence.inconclusive", why=True)
-    needed: Mapping[str, int] = checked(_counts, default_factory=dict, named="Evidence.needed")
+    needed: Mapping[str, int] = checked(_entries, "count", _count, default_factory=dict, named="Evidence.needed")
     labels: tuple[str, str] | None = checked(_labels, default=None, optional=True, named="Evidence.labels")
     vacuous: str = ""
 
     def _check_fields(self) -> None:
-        """The relation (``equal`` when all three sides are given, else ``custom``, unless given), a vacuous note
-        only where the evidence holds, and the verdict its figures give equal to ``holds``."""
+        """The relation (given, else equal with three sides, else custom); vacuous only if it holds; verdict = holds."""
         sides = (self.theory, self.observed, self.tolerance)
         relation = self.relation
         if relation is None:
@@ -175,9 +170,7 @@ class Evidence(Checked):
             if verdict is False and relation in ("equal", "at_most"):
                 raise EvidenceError(f"Evidence says inconclusive, but its figures contradict the claim: {self.explain()}")
         elif verdict is not None and verdict != self.holds:
-            raise EvidenceError(
-                f"Evidence says holds={self.holds}, but its figures say {verdict}: {self.explain()}"
-            )
+            raise EvidenceError(f"Evidence says holds={self.holds}, but its figures say {verdict}: {self.explain()}")
 
     @property
     def status(self) -> str:

@@ -10,7 +10,7 @@ process's memory: a run of tasks keeps its store in a folder, `attnverify.run.cl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,7 @@ class RunSettings(Checked):
     backend: str = checked(_backend_name, default="numpy")
     seed: int = checked(integer, 0, default=0)
     examples: int | None = checked(integer, 1, default=None, optional=True)
-    store: Store = field(default=None, compare=False, metadata=checked(_store).metadata)
+    store: Store = checked(_store, default=None, compare=False)
     workers: int = checked(integer, 1, default=1)
     scheduler: str | None = checked(_scheduler, default=None, optional=True)
 

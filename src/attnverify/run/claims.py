@@ -43,9 +43,9 @@ enough that the per-task cost of a cluster (milliseconds, ``benchmarks/bench_clu
 
 def run_claim_or_error(claim: Claim, settings: RunSettings, *,
                        progress: Callable[[Claim, int, int], None] | None = None, **ahead) -> ClaimResult:
-    """``run_claim`` in the run of ``settings``, except that a crash outside the check (e.g. in the parameter strategy) becomes a result with
-    status ``"error"`` and its traceback, so one claim never ends a run. ``ahead``: ``evaluated`` and
-    ``on_evaluated`` of [`run_claim`][attnverify.checks.runner.run_claim]."""
+    """``run_claim`` in the run of ``settings``, except that a crash outside the check (e.g. in the parameter
+    strategy) becomes a result with status ``"error"`` and its traceback, so one claim never ends a run. ``ahead``:
+    ``evaluated`` and ``on_evaluated`` of [`run_claim`][attnverify.checks.runner.run_claim]."""
     start = time.perf_counter()
     try:
         return run_claim(claim, settings, progress=progress, **ahead)

@@ -459,8 +459,8 @@ class Theory:
         default one (title, docstring, derivations and [`figure`][attnverify.theory_form.Theory.figure] figures). It
         only draws: it gets ``out_dir``, a folder that exists, the run's checked
         [`RunSettings`][attnverify.execution.settings.RunSettings] (``settings.store`` holds the experiments it reads)
-        and ``progress``, which takes one short line, and returns ``Section(figures=…, tables=…)``; the theory fills in its name, title, introduction and derivations
-        ([`build_section`][attnverify.theory_form.Theory.build_section])."""
+        and ``progress``, which takes one short line, and returns ``Section(figures=…, tables=…)``; the theory fills in
+        its name, title, introduction and derivations ([`build_section`][attnverify.theory_form.Theory.build_section])."""
         if not callable(function):
             raise TypeError(f"section must be a function returning a Section, got {function!r}")
         self._section = function
@@ -468,10 +468,10 @@ class Theory:
 
     def experiments(self, function: Callable) -> Callable:
         """Register ``function(settings) -> list`` of
-        [`attnverify.execution.store.planned`][attnverify.execution.store.planned] experiments for the run of ``settings``
-        (a [`RunSettings`][attnverify.execution.settings.RunSettings]: its profile, seed, backend), which a run computes as
-        tasks ahead of the section (in parallel with ``--workers``); the section and the claims then find them in the
-        run's store."""
+        [`attnverify.execution.store.planned`][attnverify.execution.store.planned] experiments for the run of
+        ``settings`` (a [`RunSettings`][attnverify.execution.settings.RunSettings]: its profile, seed, backend), which a
+        run computes as tasks ahead of the section (in parallel with ``--workers``); the section and the claims then
+        find them in the run's store."""
         if not callable(function):
             raise TypeError(f"experiments must be a function returning planned experiments, got {function!r}")
         self._plan = function

@@ -167,7 +167,8 @@ class DerivedFamily:
             if isinstance(expression, (list, tuple)):
                 expression = sympy.Tuple(*expression)
             shown = ", ".join(map(str, structure))
-            member = DerivedFunction(self.derivation_name, f"{self.result}[{shown}]", expression, symbols=tuple(symbols))
+            member = DerivedFunction(self.derivation_name, f"{self.result}[{shown}]", expression,
+                                     symbols=tuple(symbols))
             self._members[structure] = member
         return member
 
