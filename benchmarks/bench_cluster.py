@@ -93,7 +93,7 @@ def features(theory, chosen) -> None:
     with tempfile.TemporaryDirectory() as folder:
         inputs = next(p for p in chosen if p.experiment.__name__ == "one_shot_network")
         start = time.perf_counter()
-        Store(folder).get(inputs.experiment, **dict(inputs.parameters))
+        Store(folder).result(inputs)
         computed = time.perf_counter() - start
         (path,) = Path(folder).glob("*.pickle")
         start = time.perf_counter()
@@ -252,7 +252,7 @@ def sampled_networks(theory) -> None:
         with blas.threads(1):
             start = time.perf_counter()
             for plan in prerequisites:
-                Store(ready).get(plan.experiment, **dict(plan.parameters))
+                Store(ready).result(plan)
         print(f"5. figure 3's sampled networks (thorough; {len(chosen) - 1} chain groups, then pooled; each run in a "
               f"new process); prerequisites {', '.join(p.experiment.__name__ for p in prerequisites)} computed once "
               f"in {time.perf_counter() - start:.0f} s:")

@@ -59,3 +59,23 @@ def test_parameters_must_be_plain_values(value):
 def test_experiment_must_be_callable():
     with pytest.raises(TypeError, match="experiment must be callable"):
         Store().get(3)
+
+
+def test_a_planned_experiment_is_read_by_the_value_the_plan_made():
+    """``store.result(plan)`` is ``store.get`` of the planned call: one computation for the plan and its readers;
+    what is not a plan is refused by name."""
+    from attnverify.execution.store import planned
+
+    calls = []
+
+    def sized(*, replicates, seed):
+        calls.append((replicates, seed))
+        return replicates + seed
+
+    store = Store()
+    plan = planned(sized, replicates=4, seed=1)
+    assert store.result(plan) == 5 == store.get(sized, replicates=4, seed=1) == store.result(planned(sized, seed=1,
+                                                                                               replicates=4))
+    assert calls == [(4, 1)]
+    with pytest.raises(TypeError, match="plan must be a planned experiment"):
+        store.result(sized)

@@ -49,7 +49,7 @@ def test_the_attention_path_experiments_take_the_rule():
     from attnverify.theories.attention_paths.experiments import SAMPLER_CHAINS, SAMPLER_STEPS, sampler_settings
 
     for profile, (warmup, draws) in SAMPLER_STEPS.items():
-        host, device = sampler_settings(profile), sampler_settings(profile, "cupy")
+        host, device = sampler_settings(warmup, draws), sampler_settings(warmup, draws, "cupy")
         assert (host.chains, host.warmup, host.draws) == (SAMPLER_CHAINS, warmup, draws)
         assert (device.chains, device.warmup, device.draws) == tuple(
             sampler_size("cupy", chains=SAMPLER_CHAINS, warmup=warmup, draws=draws).values())

@@ -1,6 +1,7 @@
 """The run-scoped store of experiment results (no module-level caches).
 
-``store.get(experiment, **parameters)`` returns ``experiment(**parameters)``, computed once per store.
+``store.get(experiment, **parameters)`` returns ``experiment(**parameters)``, computed once per store
+(``store.result(plan)`` that of a [`planned`][attnverify.execution.store.planned] one).
 Parameters must be plain values (str, int, float, bool, None, or tuples of them): they make the key,
 together with the experiment's module and name, so a result is found again only for the same call.
 An experiment with a parameter named ``store`` is given the store itself (not part of the key), so that
@@ -126,6 +127,13 @@ class Store:
         if self.directory is not None:
             write_entry(self._path(key), key, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
         return result
+
+    def result(self, plan: Planned) -> Any:
+        """The result of a planned experiment (`planned`): ``get(plan.experiment, **plan.parameters)``, so that a
+        section or claim asks for what the theory's plan computed ahead by the same value."""
+        if not isinstance(plan, Planned):
+            raise TypeError(f"plan must be a planned experiment (attnverify.execution.store.planned), got {plan!r}")
+        return self.get(plan.experiment, **dict(plan.parameters))
 
     def __reduce__(self):
         """A store with a folder goes to another process as its folder (the results there are read back); one in

@@ -179,7 +179,7 @@ def experiment_task(theory, label: str, settings: RunSettings) -> float:
     start = time.perf_counter()
     plans = {p.label: p for p in theory.plan_experiments(settings)}
     plan = plans[label]
-    settings.of_task().store.get(plan.experiment, **dict(plan.parameters))
+    settings.of_task().store.result(plan)
     return time.perf_counter() - start
 
 

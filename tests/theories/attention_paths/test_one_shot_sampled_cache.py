@@ -46,17 +46,17 @@ def test_the_chain_groups_are_tasks_of_their_own_and_pool_to_the_direct_result(t
 
     paths, tiny = _tiny_paths(4), TINY
     monkeypatch.setattr(one_shot, "SAMPLER", tiny)
-    monkeypatch.setattr(one_shot, "_sampling_inputs", lambda profile, store: (paths, 0.5))
+    monkeypatch.setattr(one_shot, "_sampling_inputs", lambda sweep, store: (paths, 0.5))
     kept = SolutionStore(tmp_path / "kept")
     monkeypatch.setattr(one_shot, "solution_store", lambda store: kept)
     store = Store(tmp_path / "run")
-    groups = [store.get(one_shot.one_shot_chain_group, profile="thorough", seed=7, group=g) for g in range(2)]
-    pooled = store.get(one_shot.one_shot_sampled_networks, profile="thorough", seed=7)
+    sweep = dict(training_seed=0, P=8, widths=(10,), temperatures=(0.5,))  # the inputs _sampling_inputs gives
+    groups = [store.get(one_shot.one_shot_chain_group, seed=7, group=g, **sweep) for g in range(2)]
+    pooled = store.get(one_shot.one_shot_sampled_networks, seed=7, **sweep)
     direct = one_shot.sampled_networks(paths, 0.5, 7, SolutionStore(tmp_path / "direct"), settings=tiny)
     np.testing.assert_array_equal(pooled.order_parameter.mean, direct.order_parameter.mean)
     assert pooled.diagnostics == direct.diagnostics | {"seconds": pooled.diagnostics["seconds"]}
     assert [g.seed for g in groups] == [sampling.chain_group_seed(7, g) for g in range(2)] == pooled.diagnostics["seed"]
-    assert one_shot.one_shot_chain_group(profile="thorough", seed=7, group=0, store=Store(tmp_path / "rerun")) is None
-    assert one_shot.one_shot_chain_group(profile="quick", seed=7, group=0, store=store) is None
+    assert one_shot.one_shot_chain_group(seed=7, group=0, **sweep, store=Store(tmp_path / "rerun")) is None
     with pytest.raises(ValueError, match="group must be an integer"):
-        one_shot.one_shot_chain_group(profile="thorough", seed=7, group=2, store=store)
+        one_shot.one_shot_chain_group(seed=7, group=2, **sweep, store=store)

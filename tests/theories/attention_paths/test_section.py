@@ -19,7 +19,8 @@ from attnverify.theories.attention_paths import predictor_statistics
 from attnverify.report import Figure, Section, Table
 from attnverify.theories.attention_paths import section as section_module
 from attnverify.execution import Store
-from attnverify.theories.attention_paths.experiments import four_path_markov_data
+from attnverify.execution.settings import RunSettings
+from attnverify.theories.attention_paths.experiments import WIDTHS, four_path_markov_data
 from claim_helpers import quick_section
 from seeds import seeded
 
@@ -104,7 +105,7 @@ def test_every_plotted_number_is_finite_and_accuracies_are_fractions(built):
         accuracies = [*data["theory_accuracy"], *(line["accuracy"] for line in data["gp"].values())]
         assert all(0.0 <= a <= 1.0 for a in accuracies), name
         assert np.all(np.asarray(data["theory_standard_error"]) > 0)
-        assert list(data["widths"]) == list(section_module.WIDTHS["quick"])
+        assert list(data["widths"]) == list(WIDTHS["quick"])
         # 1000 test sequences: accuracies are multiples of 1/1000
         assert_allclose(np.asarray(data["theory_accuracy"]) * data["test_size"],
                         np.round(np.asarray(data["theory_accuracy"]) * data["test_size"]), atol=1e-9)
@@ -176,7 +177,7 @@ def test_alignment_data(built):
 
 def test_tables(built):
     _, section, _ = built
-    widths = section_module.WIDTHS["quick"]
+    widths = WIDTHS["quick"]
     assert all(isinstance(t, Table) and all(len(r) == len(t.header) for r in t.rows) for t in section.tables)
     accuracy_c, u_table, sampled, accuracy_e, timing, *figure_3 = section.tables
     assert len(figure_3) == 2  # figure 3's accuracy and pruning tables
@@ -240,24 +241,31 @@ def test_one_shot_claims_have_power(built, monkeypatch):
     from attnverify.theories.attention_paths.one_shot import claims as one_shot
     from attnverify.checks import run_claim
 
-    analyses = STORE.get(one_shot.one_shot_analyses, profile="quick")
+    from attnverify.execution.store import planned
+
+    built_here = RunSettings(seed=SEED, store=STORE)
+    analyses = STORE.result(one_shot.one_shot_analyses_of(built_here))
+
+    def read(given):  # the claim's planned analyses, replaced by ``given``
+        return lambda settings: planned(lambda: given)
+
     perfect = [dataclasses.replace(a, pruning=dataclasses.replace(
         a.pruning, scores={h: e.mean for h, e in a.pruning.drops.items()})) for a in analyses]
-    monkeypatch.setattr(one_shot, "one_shot_analyses", lambda *, profile, backend="numpy": perfect)
+    monkeypatch.setattr(one_shot, "one_shot_analyses_of", read(perfect))
     result = run_claim(claims.one_shot_head_scores_predict_pruning, profile="quick", seed=0)
     assert result.status == "holds" and not result.ok  # expected inconclusive: a perfect theory decides it
     backwards = [dataclasses.replace(a, pruning=dataclasses.replace(
         a.pruning, scores={h: -e.mean for h, e in a.pruning.drops.items()})) for a in analyses]
-    monkeypatch.setattr(one_shot, "one_shot_analyses", lambda *, profile, backend="numpy": backwards)
+    monkeypatch.setattr(one_shot, "one_shot_analyses_of", read(backwards))
     result = run_claim(claims.one_shot_head_scores_predict_pruning, profile="quick", seed=0)
     assert result.status == "refuted"  # scores that order the drops backwards contradict the statement
 
-    networks = {n.seed: n for n in one_shot.one_shot_networks("quick", STORE)}
+    networks = {n.seed: n for n in one_shot.one_shot_networks(built_here)}
     first = min(networks)
     trained = networks[first].network
     shifted = dataclasses.replace(networks[first], network=dataclasses.replace(trained, metadata={
         **trained.metadata, "test_accuracy": trained.metadata["test_accuracy"] + 0.01}))
-    monkeypatch.setattr(one_shot, "one_shot_networks", lambda profile, store: (shifted, *[
+    monkeypatch.setattr(one_shot, "one_shot_networks", lambda settings: (shifted, *[
         n for s, n in sorted(networks.items()) if s != first]))
     assert run_claim(claims.one_shot_cache_is_the_trained_network, profile="quick", seed=0).status == "refuted"
 

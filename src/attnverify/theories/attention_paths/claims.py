@@ -16,7 +16,7 @@ from . import predictor_statistics, scalar_renormalization
 from .action import ActionConfig, solve_paths
 from ...saddle import data_energy
 from ...saddle.action import NumericAction
-from .experiments import DENOISING, GOOD, TEMPERATURE, four_path_markov_data, sampled_markov_networks
+from .experiments import DENOISING, GOOD, TEMPERATURE, markov_data_of, sampled_markov_networks_of
 from . import theory_points as experiments
 from .markov_chain import MarkovChainTask, markov_dataset
 from .synthetic import synthetic_problem
@@ -214,13 +214,13 @@ def markov_accuracy_between_gp_lines(ctx: Context, data) -> Evidence:
 
 def sampled_points(data, ctx: Context) -> tuple[tuple, str]:
     """Sampled networks and theory at each width of the profile, from the run's store: claims 7 and 8 and
-    figure 2c share one sampling (``experiments.attention_paths.sampled_markov_networks``, seeded by the
+    figure 2c share one sampling (``experiments.sampled_markov_networks_of(settings)``, seeded by the
     run's seed). Only the report's data is sampled: ``data`` must be "authors" (the authors' features when
     present, else the report's own draw)."""
     if data != "authors":
         raise ValueError(f"data must be 'authors' (the data figure 2c samples), got {data!r}")
-    points = ctx.store.get(sampled_markov_networks, profile=ctx.profile, seed=ctx.run_seed, backend=ctx.backend.name)
-    source = ctx.store.get(four_path_markov_data, seed=ctx.run_seed, backend=ctx.backend.name)
+    points = ctx.store.result(sampled_markov_networks_of(ctx.settings))
+    source = ctx.store.result(markov_data_of(ctx.settings, "4paths"))
     origin = ("authors' features (package data)" if source.source == "authors"
               else f"generated from the run's seed {ctx.run_seed}")
     return points, origin

@@ -2,8 +2,8 @@
 §4.1) that claims and the report share: the data of figures 2c and 2e, the theory against the width N with
 its GP lines, the kernel–task alignment (2d) and the networks sampled from the posterior at finite width.
 
-Each is a pure function of plain parameters, asked for through the run's store
-(``store.get(sampled_markov_networks, profile="quick", seed=0)``), so that figure 2c and the claims
+Each is a pure function of its sizes, seed and backend, asked for through the run's store by the value the
+theory's plan makes (``store.result(sampled_markov_networks_of(settings))``), so that figure 2c and the claims
 ``sampled_networks_match_theory`` / ``sampled_networks_approach_gp`` use one sampling. Every random seed
 comes from ``seed`` through ``numpy.random.SeedSequence(seed).spawn(4)``: children 0–1 draw the 4-path data
 and heads, 2–3 the 2-path data and heads.
@@ -19,7 +19,7 @@ import numpy as np
 from . import theory_points as experiments, kernel_task_alignment
 from .theory_points import SampledPoint, TheoryPoint
 from .markov_chain import MarkovChainTask, markov_dataset
-from ...base.arguments import integer, one_of
+from ...base.arguments import integer, integers, one_of
 from ...base.backend import get_backend
 from ...execution import tasks
 from ...execution.tasks import integer_seed
@@ -101,12 +101,12 @@ def four_path_markov_data(*, seed: int, backend: str = "numpy") -> MarkovData:
         "than the paper's")
 
 
-def sampler_settings(profile: str, backend: str = "numpy"):
-    """The sampler's settings for ``profile`` ("quick" or "thorough") on ``backend``: `SAMPLER_CHAINS` ×
-    `SAMPLER_STEPS` on numpy, many short chains on a device (`attnverify.saddle.sampling.sampler_size`)."""
+def sampler_settings(warmup: int, draws: int, backend: str = "numpy"):
+    """The sampler's settings for (``warmup``, ``draws``) per chain of the host's `SAMPLER_CHAINS` (a profile's
+    `SAMPLER_STEPS`) on ``backend``: as given on numpy, many short chains on a device
+    (`attnverify.saddle.sampling.sampler_size`)."""
     from .sampling import SamplerSettings
 
-    warmup, draws = SAMPLER_STEPS[one_of("profile", profile, tuple(SAMPLER_STEPS))]
     return SamplerSettings(**sampler_size(backend, chains=SAMPLER_CHAINS, warmup=warmup, draws=draws))
 
 
@@ -152,12 +152,12 @@ def gp_lines(X, y, X_test, y_test, subnetworks: dict, backend: str = "numpy") ->
     return lines
 
 
-def markov_width_sweep(*, network: str, profile: str, seed: int, backend: str = "numpy",
+def markov_width_sweep(*, network: str, widths: tuple[int, ...], seed: int, backend: str = "numpy",
                        store: Store) -> MarkovWidthSweep:
-    """The saddle point at every width of ``WIDTHS[profile]`` (continuation from the widest) and the GP lines
-    of ``SUBNETWORKS[network]``, on the data of ``network`` ("4paths": figure 2c, "2paths": figure 2e)."""
+    """The saddle point at every width of ``widths`` (a profile's ``WIDTHS``; continuation from the widest) and the
+    GP lines of ``SUBNETWORKS[network]``, on the data of ``network`` ("4paths": figure 2c, "2paths": figure 2e)."""
     make_data, heads = NETWORKS[one_of("network", network, tuple(NETWORKS))]
-    widths = WIDTHS[one_of("profile", profile, tuple(WIDTHS))]
+    widths = integers("widths", widths, 1)
     data = store.get(make_data, seed=seed, backend=backend)
     figure = {"4paths": "figure 2c", "2paths": "figure 2e"}[network]
     tasks.progress(f"attention_paths: {figure}, GP lines and the theory at N = {widths}")
@@ -181,10 +181,13 @@ class Alignment:
     gp_overlaps: np.ndarray
 
 
-def markov_alignment(*, profile: str, seed: int, backend: str = "numpy", store: Store) -> Alignment:
-    """Kernel–task alignment of the 4-path network at N = ALIGNMENT_WIDTH (U from figure 2c's sweep) and at U = I."""
+def markov_alignment(*, widths: tuple[int, ...], seed: int, backend: str = "numpy", store: Store) -> Alignment:
+    """Kernel–task alignment of the 4-path network at N = ALIGNMENT_WIDTH (U from figure 2c's sweep over ``widths``,
+    which hold it) and at U = I."""
+    if ALIGNMENT_WIDTH not in widths:
+        raise ValueError(f"widths must hold the alignment's width {ALIGNMENT_WIDTH}, got {widths!r}")
     data = store.get(four_path_markov_data, seed=seed, backend=backend)
-    sweep = store.get(markov_width_sweep, network="4paths", profile=profile, seed=seed, backend=backend)
+    sweep = store.get(markov_width_sweep, network="4paths", widths=widths, seed=seed, backend=backend)
     U = next(p.order_parameter for p in sweep.points if p.width == ALIGNMENT_WIDTH)
     theory_values, theory_overlaps = kernel_task_alignment(U, data.X, data.y)
     gp_values, gp_overlaps = kernel_task_alignment(np.eye(data.X.shape[2]), data.X, data.y)
@@ -192,12 +195,12 @@ def markov_alignment(*, profile: str, seed: int, backend: str = "numpy", store: 
                      gp_overlaps)
 
 
-def sampled_markov_network(*, profile: str, seed: int, width: int, backend: str = "numpy") -> SampledPoint:
+def sampled_markov_network(*, width: int, warmup: int, draws: int, seed: int, backend: str = "numpy") -> SampledPoint:
     """Networks sampled from the posterior of the 4-path network on `four_path_markov_data` (``seed``)
     at T = 0.01 and width N = ``width`` (chain seed ``seed + N``), with the theory at the same width
-    (``experiments.sampled_point``), on ``backend``, at `sampler_settings` for that backend (many short chains
-    on a device)."""
-    settings = sampler_settings(profile, backend)
+    (``experiments.sampled_point``), on ``backend``, at `sampler_settings` of (``warmup``, ``draws``) for that
+    backend (many short chains on a device)."""
+    settings = sampler_settings(warmup, draws, backend)
     data = four_path_markov_data(seed=seed, backend=backend)
     tasks.progress(f"attention_paths: sampling networks at N = {width}")
     return experiments.sampled_point(data.X, data.y, data.X_test, data.y_test, heads=FOUR_PATH_HEADS,
@@ -205,12 +208,43 @@ def sampled_markov_network(*, profile: str, seed: int, width: int, backend: str 
                                      backend=backend)
 
 
-def sampled_markov_networks(*, profile: str, seed: int, backend: str = "numpy",
+def sampled_markov_networks(*, widths: tuple[int, ...], warmup: int, draws: int, seed: int, backend: str = "numpy",
                             store: Store) -> tuple[SampledPoint, ...]:
-    """`sampled_markov_network` at each width of ``SAMPLED_WIDTHS[profile]``."""
-    widths = SAMPLED_WIDTHS[one_of("profile", profile, tuple(SAMPLED_WIDTHS))]
-    return tuple(store.get(sampled_markov_network, profile=profile, seed=seed, width=N, backend=backend)
-                 for N in widths)
+    """`sampled_markov_network` at each width of ``widths`` (a profile's ``SAMPLED_WIDTHS``)."""
+    return tuple(store.get(sampled_markov_network, width=N, warmup=warmup, draws=draws, seed=seed, backend=backend)
+                 for N in integers("widths", widths, 1))
+
+
+def markov_data_of(settings: RunSettings, network: str) -> Planned:
+    """The data of ``network`` ("4paths", "2paths") at the run's seed, on its backend."""
+    make_data, _ = NETWORKS[one_of("network", network, tuple(NETWORKS))]
+    return planned(make_data, seed=settings.seed, backend=settings.backend)
+
+
+def markov_width_sweep_of(settings: RunSettings, network: str) -> Planned:
+    """`markov_width_sweep` of ``network`` over the profile's ``WIDTHS``, after its data."""
+    return planned(markov_width_sweep, network=network, widths=settings.choose(**WIDTHS), seed=settings.seed,
+                   backend=settings.backend, after=(markov_data_of(settings, network),))
+
+
+def markov_alignment_of(settings: RunSettings) -> Planned:
+    """`markov_alignment` on the sweep of figure 2c, after it."""
+    return planned(markov_alignment, widths=settings.choose(**WIDTHS), seed=settings.seed, backend=settings.backend,
+                   after=(markov_data_of(settings, "4paths"), markov_width_sweep_of(settings, "4paths")))
+
+
+def _sampled_sizes(settings: RunSettings) -> dict:
+    warmup, draws = settings.choose(**SAMPLER_STEPS)
+    return dict(warmup=warmup, draws=draws, seed=settings.seed, backend=settings.backend)
+
+
+def sampled_markov_networks_of(settings: RunSettings) -> Planned:
+    """`sampled_markov_networks` at the profile's ``SAMPLED_WIDTHS`` and ``SAMPLER_STEPS``, after each width's
+    `sampled_markov_network` (widest first)."""
+    each = tuple(planned(sampled_markov_network, width=N, **_sampled_sizes(settings))
+                 for N in sorted(settings.choose(**SAMPLED_WIDTHS), reverse=True))
+    return planned(sampled_markov_networks, widths=settings.choose(**SAMPLED_WIDTHS), **_sampled_sizes(settings),
+                   after=each)
 
 
 @theory.experiments
@@ -219,24 +253,14 @@ def plan_experiments(settings: RunSettings) -> list[Planned]:
     as tasks ahead of the section: `attnverify.theories`)."""
     from .one_shot import experiments as one_shot
 
-    profile, seed, backend = settings.profile, settings.seed, settings.backend
-    networks = {s: planned(one_shot.one_shot_network, training_seed=s) for s in one_shot.training_seeds(profile)}
+    networks = {s: one_shot.one_shot_network_of(s) for s in one_shot.training_seeds(settings)}
     first = networks[min(networks)]
-    figure3 = planned(one_shot.one_shot_width_sweep, profile=profile, after=(first,))
-    plan = [first, figure3]
-    if profile == "thorough":  # the sampled one-shot networks: the run's longest tasks, a chain group each
-        groups = tuple(planned(one_shot.one_shot_chain_group, profile=profile, seed=seed, group=g,
-                               after=(first, figure3)) for g in range(one_shot.CHAIN_GROUPS))
-        plan += [*groups, planned(one_shot.one_shot_sampled_networks, profile=profile, seed=seed,
-                                  after=(first, figure3, *groups))]
-    plan += [planned(sampled_markov_network, profile=profile, seed=seed, width=N, backend=backend)
-             for N in sorted(SAMPLED_WIDTHS[profile], reverse=True)]
+    plan = [first, one_shot.one_shot_width_sweep_of(settings)]
+    sampled = one_shot.one_shot_sampled_networks_of(settings)
+    if sampled is not None:  # the sampled one-shot networks: the run's longest tasks, a chain group each
+        plan += [*one_shot.one_shot_chain_groups_of(settings), sampled]
+    plan += list(sampled_markov_networks_of(settings).after)
     for s, network in networks.items():  # each network's path features, then its analysis
-        plan += [network] * (network is not first) + [
-            planned(one_shot.one_shot_analysis, profile=profile, training_seed=s, backend=backend, after=(network,))]
-    four = planned(four_path_markov_data, seed=seed, backend=backend)
-    two = planned(two_path_markov_data, seed=seed, backend=backend)
-    sweep_c = planned(markov_width_sweep, network="4paths", profile=profile, seed=seed, backend=backend, after=(four,))
-    sweep_e = planned(markov_width_sweep, network="2paths", profile=profile, seed=seed, backend=backend, after=(two,))
-    alignment = planned(markov_alignment, profile=profile, seed=seed, backend=backend, after=(four, sweep_c))
-    return plan + [four, two, sweep_c, sweep_e, alignment]
+        plan += [network] * (network is not first) + [one_shot.one_shot_analysis_of(settings, s)]
+    sweep_c, sweep_e = markov_width_sweep_of(settings, "4paths"), markov_width_sweep_of(settings, "2paths")
+    return plan + [*sweep_c.after, *sweep_e.after, sweep_c, sweep_e, markov_alignment_of(settings)]

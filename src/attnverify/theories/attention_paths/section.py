@@ -27,10 +27,9 @@ import numpy as np
 
 from . import claims  # noqa: F401  (registers the theory's claims: the registry loads this module)
 from .theory import theory
-from .experiments import (ALIGNMENT_WIDTH, DENOISING, FOUR_PATH_HEADS, GOOD, OUT_OF_PLANE_NOISE, SAMPLED_WIDTHS,
-                          SUBNETWORKS, TEMPERATURE, TEST_SIZE, TWO_PATH_HEADS, WIDTHS, Alignment, MarkovWidthSweep,
-                          four_path_markov_data, markov_alignment, markov_width_sweep, sampled_markov_networks,
-                          two_path_markov_data)
+from .experiments import (ALIGNMENT_WIDTH, DENOISING, FOUR_PATH_HEADS, GOOD, OUT_OF_PLANE_NOISE,
+                          SUBNETWORKS, TEMPERATURE, TEST_SIZE, TWO_PATH_HEADS, Alignment, MarkovWidthSweep,
+                          markov_alignment_of, markov_data_of, markov_width_sweep_of, sampled_markov_networks_of)
 from ...execution.settings import RunSettings
 from . import theory_points as experiments
 from .theory_points import TheoryPoint
@@ -374,22 +373,22 @@ def build_section(out_dir: Path, settings: RunSettings, progress: Callable[[str]
     steps over U on the host). Their seed fixes every random draw through SeedSequence(seed).spawn; the authors'
     4-path features, when present, do not depend on it.
     """
-    profile, seed, backend, store = settings.profile, settings.seed, settings.backend, settings.store
+    profile, store = settings.profile, settings.store
 
     progress("attention_paths: deriving the action, saddle-point equations and GP limit (sympy)")
     derivations = theory.derivation_list()
 
     progress("attention_paths: figure 2c, the 4-path features, the theory against N and the sampled networks")
-    four = store.get(four_path_markov_data, seed=seed, backend=backend)
-    sweep_c = store.get(markov_width_sweep, network="4paths", profile=profile, seed=seed, backend=backend)
-    sampled = store.get(sampled_markov_networks, profile=profile, seed=seed, backend=backend)
+    four = store.result(markov_data_of(settings, "4paths"))
+    sweep_c = store.result(markov_width_sweep_of(settings, "4paths"))
+    sampled = store.result(sampled_markov_networks_of(settings))
     fig_c, tables_c = _four_path_figure(out_dir, four, sweep_c, sampled)
     progress(f"attention_paths: figure 2d, kernel PCs' overlap with Y (N = {ALIGNMENT_WIDTH} vs GP)")
-    alignment = store.get(markov_alignment, profile=profile, seed=seed, backend=backend)
+    alignment = store.result(markov_alignment_of(settings))
     fig_d = _alignment_figure(out_dir, alignment, four.source)
     progress(f"attention_paths: figure 2e, the 2-path data (σ⊥ = {OUT_OF_PLANE_NOISE:g}) and the theory against N")
-    two = store.get(two_path_markov_data, seed=seed, backend=backend)
-    sweep_e = store.get(markov_width_sweep, network="2paths", profile=profile, seed=seed, backend=backend)
+    two = store.result(markov_data_of(settings, "2paths"))
+    sweep_e = store.result(markov_width_sweep_of(settings, "2paths"))
     fig_e, table_e = _two_path_figure(out_dir, two, sweep_e)
 
     from .one_shot.section import figure3

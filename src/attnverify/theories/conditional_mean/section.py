@@ -24,8 +24,8 @@ from . import claims  # noqa: F401  (registers the theory's claims: the registry
 from .claims._common import gaussian_constants
 from .theory import theory
 from .. import conditional_mean as sim
-from .experiments import (BANDWIDTHS, G2_QUERY, LEARNING, LENGTHS, REPLICATES, SINE, bandwidth_errors, g2_model,
-                          generalisation_gaps, rate_errors)
+from .experiments import (BANDWIDTHS, G2_QUERY, LEARNING, LENGTHS, REPLICATES, SINE, bandwidth_errors_of, g2_model,
+                          generalisation_gaps_of, rate_errors_of)
 from ...report.figures import pyplot, save_figure
 from ...execution.settings import RunSettings
 from ...report.section import Figure, Section, Table
@@ -39,8 +39,8 @@ def _rate_figures(out_dir: Path, settings: RunSettings, progress) -> tuple[list[
     naive = gaussian_constants(model, query)
     target = model.conditional_mean(query)
     lengths = np.array(LENGTHS, dtype=float)
-    progress(f"conditional_mean: Monte Carlo error at L = {LENGTHS} ({REPLICATES[settings.profile]} sequences each)")
-    measured = settings.store.get(rate_errors, profile=settings.profile, seed=settings.seed)
+    progress(f"conditional_mean: Monte Carlo error at L = {LENGTHS} ({settings.choose(**REPLICATES)} sequences each)")
+    measured = settings.store.result(rate_errors_of(settings))
     errors, naive_errors = measured["errors"], measured["naive_errors"]
     rmse = np.sqrt([e.mse.mean for e in errors])
     rmse_se = np.array([e.mse.standard_error for e in errors]) / (2 * rmse)
@@ -109,7 +109,7 @@ def _bandwidth_figure(out_dir: Path, settings: RunSettings, progress) -> tuple[F
     fig, ax = plt.subplots(figsize=(6.2, 4.2))
     data, rows = {"lengths": lengths.tolist()}, []
     progress(f"conditional_mean: fixed bandwidths h = {BANDWIDTHS}")
-    for i, point in enumerate(settings.store.get(bandwidth_errors, profile=settings.profile, seed=settings.seed)):
+    for i, point in enumerate(settings.store.result(bandwidth_errors_of(settings))):
         h, constants, means, ses = point["h"], point["constants"], point["mean"], point["standard_error"]
         ax.errorbar(lengths, means, yerr=2 * ses, fmt="o", color=f"C{i}", label=f"h = {h}: Monte Carlo")
         ax.axhline(constants["limit"], color=f"C{i}", lw=1, ls="--", label=f"m_h = {constants['limit']:.4f} (derived)")
@@ -135,7 +135,7 @@ def _learning_figure(out_dir: Path, settings: RunSettings, progress) -> tuple[Fi
     fig, ax = plt.subplots(figsize=(6.2, 4.0))
     data, rows = {}, []
     progress(f"conditional_mean: ERM of W at L = {LEARNING['lengths']}")
-    measured = settings.store.get(generalisation_gaps, profile=settings.profile, seed=settings.seed)
+    measured = settings.store.result(generalisation_gaps_of(settings))
     target = measured["desired_parameter"]  # the desired W = Σ⁻¹, shown in the data
     for i, objective in enumerate(("supervised", "masked")):
         gaps = measured[objective]["gap"]

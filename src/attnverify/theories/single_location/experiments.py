@@ -16,6 +16,7 @@ from scipy.optimize import minimize_scalar
 from . import derivations as derived
 from .theory import theory
 from .. import single_location as sim
+from ...base.arguments import integer, one_of
 from ...base.backend import Backend, get_backend
 from ...execution import tasks
 from ...execution.tasks import integer_seed
@@ -98,13 +99,13 @@ def optimal_lambda(d: int, L: int, gamma: float = GAMMA, eps: float = EPS) -> fl
     return float(math.exp(chosen))
 
 
-def risks_against_length(*, profile: str, seed: int, backend: str = "numpy") -> dict:
+def risks_against_length(*, samples: int, seed: int, backend: str = "numpy") -> dict:
     """Risks against L at d = ``RISK_DIMENSION`` (Theorem 1, Proposition 3): per L of ``LENGTHS`` the optimal
     λ, the oracle's closed form and Monte Carlo, the Bayes risk by Monte Carlo, the best linear predictor's
-    closed form and Monte Carlo (``MONTE_CARLO_SAMPLES[profile]`` sequences each, with standard errors); and
-    the closed-form curves on 40 lengths between. Seeds: the first child of ``SeedSequence(seed)``."""
+    closed form and Monte Carlo (``samples`` sequences each, with standard errors); and the closed-form
+    curves on 40 lengths between. Seeds: the first child of ``SeedSequence(seed)``."""
     be = get_backend(backend)
-    d, n = RISK_DIMENSION, MONTE_CARLO_SAMPLES[profile]
+    d, n = RISK_DIMENSION, integer("samples", samples, 2)
     task_seed, *point_seeds = np.random.SeedSequence(seed).spawn(3)[0].spawn(1 + len(LENGTHS))
     task0 = sim.make_task(d, 1, gamma=GAMMA, eps=EPS, seed=integer_seed(task_seed), backend=be)
     rows: dict[str, list] = {key: [] for key in (
@@ -226,21 +227,23 @@ def _summarise_path(path, *, runs_slice: slice, k_star, v_star, d: int, L: int, 
     }
 
 
-def pgd_runs(*, profile: str, seed: int, backend: str = "numpy") -> tuple[dict, ...]:
-    """Population projected gradient descent from the authors' configurations of the profile
-    (``PGD_SECTION_CONFIGS``), ``PGD_RUNS`` starts on M and on the sphere each, in the exact 4-dimensional
-    reduction (spec §3.2, §4.2): one summary per (configuration, start) with everything figure 3 plots.
-    Seeds: the second child of ``SeedSequence(seed)`` (the report's), then one per configuration."""
+def pgd_runs(*, configs: tuple[str, ...], runs: int, seed: int, backend: str = "numpy") -> tuple[dict, ...]:
+    """Population projected gradient descent from the authors' configurations ``configs`` (names of
+    ``PGD_CONFIGS``), ``runs`` starts on M and on the sphere each, in the exact 4-dimensional reduction (spec
+    §3.2, §4.2): one summary per (configuration, start) with everything figure 3 plots. Seeds: the second child
+    of ``SeedSequence(seed)`` (the report's), then one per configuration of ``PGD_CONFIGS``, whichever run."""
     be = get_backend(backend)
     progress = tasks.progress
     seeds = np.random.SeedSequence(seed).spawn(3)[1]
-    runs = PGD_RUNS[profile]
+    runs = integer("runs", runs, 1)
+    for name in configs:
+        one_of("configs", name, tuple(PGD_CONFIGS))
     d, L = PGD_DIMENSION, PGD_LENGTH
     task_seed, *config_seeds = seeds.spawn(1 + len(PGD_CONFIGS))
     task = sim.make_task(d, L, gamma=GAMMA, eps=EPS, seed=integer_seed(task_seed), backend=be)
     results = []
     for name, config_seed in zip(PGD_CONFIGS, config_seeds):  # seeds fixed per config, whatever the profile
-        if name not in PGD_SECTION_CONFIGS[profile]:
+        if name not in configs:
             continue
         lam0, scheduled, step_size, steps = PGD_CONFIGS[name]
         s_manifold, s_sphere = (integer_seed(s) for s in config_seed.spawn(2))
@@ -295,13 +298,27 @@ def sgd_run(*, seed: int, backend: str = "numpy") -> dict:
     return run
 
 
+def risks_against_length_of(settings: RunSettings) -> Planned:
+    """`risks_against_length` with the profile's ``MONTE_CARLO_SAMPLES``, at the run's seed, on its backend."""
+    return planned(risks_against_length, samples=settings.choose(**MONTE_CARLO_SAMPLES), seed=settings.seed,
+                   backend=settings.backend)
+
+
+def pgd_runs_of(settings: RunSettings) -> Planned:
+    """`pgd_runs` of the profile's ``PGD_SECTION_CONFIGS`` and ``PGD_RUNS``, at the run's seed, on its backend."""
+    return planned(pgd_runs, configs=settings.choose(**PGD_SECTION_CONFIGS), runs=settings.choose(**PGD_RUNS),
+                   seed=settings.seed, backend=settings.backend)
+
+
+def sgd_run_of(settings: RunSettings) -> Planned:
+    """`sgd_run` at the run's seed, on its backend."""
+    return planned(sgd_run, seed=settings.seed, backend=settings.backend)
+
+
 @theory.experiments
 def plan_experiments(settings: RunSettings) -> list[Planned]:
     """The single-location section's experiments, longest first (computed as tasks ahead of the section)."""
-    profile, seed, backend = settings.profile, settings.seed, settings.backend
-    plan = [planned(pgd_runs, profile=profile, seed=seed, backend=backend),
-            planned(risks_against_length, profile=profile, seed=seed, backend=backend),
-            planned(oracle_excess_against_dimension)]
-    if profile == "thorough":  # the SGD figure (2·10⁵ steps) is in the thorough section only
-        plan.insert(0, planned(sgd_run, seed=seed, backend=backend))
+    plan = [pgd_runs_of(settings), risks_against_length_of(settings), planned(oracle_excess_against_dimension)]
+    if settings.profile == "thorough":  # the SGD figure (2·10⁵ steps) is in the thorough section only
+        plan.insert(0, sgd_run_of(settings))
     return plan

@@ -25,8 +25,8 @@ from . import claims  # noqa: F401  (registers the theory's claims: the registry
 from .theory import theory
 from .experiments import (ALIGNED, ON_MANIFOLD, DISTANCE_FLOOR, EPS, EXCESS_SCALE, LAMBDA_BOUNDS,
                           LENGTHS, MONTE_CARLO_SAMPLES, PGD_CONFIGS, PGD_SECTION_CONFIGS, RISK_DIMENSION, SGD_CONFIG,
-                          GAMMA, PGD_DIMENSION, PGD_LENGTH, oracle_excess_against_dimension, pgd_runs,
-                          risks_against_length, sgd_run)
+                          GAMMA, PGD_DIMENSION, PGD_LENGTH, oracle_excess_against_dimension, pgd_runs_of,
+                          risks_against_length_of, sgd_run_of)
 from ...execution.settings import RunSettings
 from ...report.figures import pyplot, save_figure
 from ...report.section import Figure, Section, Table
@@ -45,10 +45,9 @@ from ...report.section import Figure, Section, Table
 
 
 def _risk_vs_length(out_dir: Path, settings: RunSettings, progress: Callable[[str], None]) -> tuple[Figure, Table]:
-    d, n = RISK_DIMENSION, MONTE_CARLO_SAMPLES[settings.profile]
+    d, n = RISK_DIMENSION, settings.choose(**MONTE_CARLO_SAMPLES)
     progress(f"single_location: risks against L at d = {d} ({n:,} Monte Carlo sequences each)")
-    risks = settings.store.get(risks_against_length, profile=settings.profile, seed=settings.seed,
-                               backend=settings.backend)
+    risks = settings.store.result(risks_against_length_of(settings))
     data = risks["points"]
     curve_L, curve_lam = risks["curve_L"], risks["curve_lambda"]
     curve_oracle, curve_linear = risks["curve_oracle"], risks["curve_linear"]
@@ -297,7 +296,7 @@ def _endpoint_tables(runs: list[dict]) -> list[Table]:
 def _sgd_figure(out_dir: Path, settings: RunSettings, progress: Callable[[str], None]) -> tuple[Figure, dict]:
     c = SGD_CONFIG
     progress(f"single_location: SGD ({c['steps']:,} steps, {c['runs']} runs)")
-    run = settings.store.get(sgd_run, seed=settings.seed, backend=settings.backend)
+    run = settings.store.result(sgd_run_of(settings))
     # the first panel shows the test excess risk of the authors' SGD plot, not the population one
     shown = dict(run, excess_risk=run["test_excess_risk"])
     plt = pyplot()
@@ -334,8 +333,8 @@ def build_section(out_dir: Path, settings: RunSettings, progress: Callable[[str]
     profile = settings.profile
     risk_figure, risk_table = _risk_vs_length(out_dir, settings, progress)
     excess_figure = _oracle_excess(out_dir, progress=progress, store=settings.store)
-    progress(f"single_location: population PGD, configurations {', '.join(PGD_SECTION_CONFIGS[profile])}")
-    runs = settings.store.get(pgd_runs, profile=profile, seed=settings.seed, backend=settings.backend)
+    progress(f"single_location: population PGD, configurations {', '.join(settings.choose(**PGD_SECTION_CONFIGS))}")
+    runs = settings.store.result(pgd_runs_of(settings))
     progress("single_location: drawing the PGD figure")
     figures = [risk_figure, excess_figure, _pgd_figure(out_dir, list(runs), settings)]
     endpoint_runs = list(runs)

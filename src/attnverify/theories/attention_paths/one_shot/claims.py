@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .. import derivations as derived
 from ..theory import theory
-from .experiments import THEORY_SIZES, one_shot_analyses, one_shot_networks
+from .experiments import THEORY_SIZES, one_shot_analyses_of, one_shot_networks
 from . import analysis as experiment
 from ....numerics.statistics import mean_estimate
 from ....checks.claim import Context
@@ -32,7 +32,7 @@ def one_shot_cache_is_the_trained_network(ctx: Context):
     within round-off of 0 may flip)."""
     _, shared = experiment.cached_networks()
     gaps, test_sizes = {}, set()
-    for inputs in one_shot_networks(ctx.profile, ctx.store):
+    for inputs in one_shot_networks(ctx.settings):
         correct = inputs.network.correct(inputs.paths.X_test, inputs.paths.y_test, backend=ctx.backend)
         numpy_accuracy = float(correct.mean())
         gaps[inputs.seed] = (numpy_accuracy, float(inputs.network.metadata["test_accuracy"]))
@@ -52,7 +52,7 @@ def one_shot_network_generalises_to_new_classes(ctx: Context):
     """The gradient-descent network classifies one-shot episodes of digit classes it never saw better
     than chance: for every training seed, test accuracy − 1/2 > 5 standard errors (binomial, per episode)."""
     estimates = {n.seed: mean_estimate(n.network.correct(n.paths.X_test, n.paths.y_test, backend=ctx.backend))
-                 for n in one_shot_networks(ctx.profile, ctx.store)}
+                 for n in one_shot_networks(ctx.settings)}
     conditions = {f"seed {s}: accuracy − 1/2 > 5 SE": (e.mean - 0.5) / e.standard_error > 5
                   for s, e in sorted(estimates.items())}
     worst = min(estimates.values(), key=lambda e: e.mean)
@@ -79,13 +79,13 @@ def one_shot_head_scores_predict_pruning(ctx: Context):
     accuracy when pruned from the gradient-descent network than heads with a high score: the Spearman rank
     correlation between score and accuracy drop, averaged over training seeds, exceeds 0 by 5 standard
     errors (SE over seeds). Expected inconclusive at the cached seeds: positive, short of 5 SE."""
-    analyses = ctx.store.get(one_shot_analyses, profile=ctx.profile, backend=ctx.backend.name)
+    analyses = ctx.store.result(one_shot_analyses_of(ctx.settings))
     rho = experiment.rank_correlation_estimate(analyses)
     return exceeds(rho, 0.0, unit="seeds",
                    note=f"Spearman ρ = {rho.mean:.3f} ± {rho.standard_error:.3f} over {rho.samples} seeds: "
                         + ", ".join(f"{a.seed}: {a.pruning.rank_correlation:.2f} (T = {a.theory.temperature:g})"
                                     for a in analyses),
-                   figures={"rank_correlation": rho.as_dict(), "P": THEORY_SIZES[ctx.profile]["P"],
+                   figures={"rank_correlation": rho.as_dict(), "P": ctx.settings.choose(**THEORY_SIZES)["P"],
                             "seeds": {str(a.seed): {"temperature": a.theory.temperature,
                                                     "validation_accuracy": a.theory.validation_accuracy,
                                                     "theory_accuracy": a.theory.test.accuracy.as_dict(),

@@ -20,30 +20,28 @@ from .. import sampling
 from ..heads import head_scores
 from ..posterior import network_posterior
 from ....saddle.store import SolutionStore, fingerprint
-from ....base.arguments import integer, one_of
+from ....base.arguments import integer
 from ....numerics.diagnostics import ChainSummary
 from ....numerics.statistics import Estimate
 from ....execution import tasks
-from ....execution.store import Store
+from ....execution.settings import RunSettings
+from ....execution.store import Planned, Store, planned
 
 #: The theory's P and temperature grid per profile: the paper's P = 600 in both; the paper's ten
 #: temperatures in the thorough tier, three in the quick tier so that it fits CI. The three are the ones
 #: that validation accuracy picks from the full grid for the five first cached networks (0.25, 0.5 or 1.0
 #: at N = 10); at P = 200 the claim's outcome differed (ρ = 0.18 ± 0.22), so the quick tier keeps the
 #: paper's P. Networks: the quick tier uses the first five training seeds, the thorough tier every cached seed.
-THEORY_SIZES = {"quick": {"P": 600, "temperatures": (0.25, 0.5, 1.0), "seeds": 5},
-                "thorough": {"P": 600, "temperatures": experiment.TEMPERATURES, "seeds": None}}
+#: Networks sampled from the posterior (figure 3b–c): the thorough tier only (the collapsed sampler in 𝓗·N0 = 1024
+#: dimensions takes too long for CI).
+THEORY_SIZES = {"quick": {"P": 600, "temperatures": (0.25, 0.5, 1.0), "seeds": 5, "sampled": False},
+                "thorough": {"P": 600, "temperatures": experiment.TEMPERATURES, "seeds": None, "sampled": True}}
 
 
 def solution_store(store: Store) -> SolutionStore:
     """Where the saddle-point solutions and sampled-network summaries are kept: a folder of the run's store, so that
     a rerun with the same store (``--store DIR``) resumes an interrupted thorough run."""
     return SolutionStore(store.folder("one_shot_solutions"))
-
-
-def _profile_seeds(networks: dict, profile: str) -> list[int]:
-    """The first ``THEORY_SIZES[profile]["seeds"]`` training seeds of the cached ``networks`` (all: None)."""
-    return sorted(networks)[:THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]["seeds"]]
 
 
 @dataclass(frozen=True)
@@ -68,42 +66,38 @@ def one_shot_network(*, training_seed: int) -> OneShotNetwork:
     return OneShotNetwork(training_seed, network, experiment.path_data(network, experiment.one_shot_data(training=False)))
 
 
-def _theory_episodes(inputs: OneShotNetwork, profile: str) -> experiment.PathData:
-    """The first P theory episodes (the profile's P) of the network ``inputs``."""
-    return experiment.first_episodes(inputs.paths, THEORY_SIZES[profile]["P"])
+def _theory_episodes(inputs: OneShotNetwork, P: int) -> experiment.PathData:
+    """The first ``P`` theory episodes of the network ``inputs``."""
+    return experiment.first_episodes(inputs.paths, integer("P", P, 2))
 
 
-def one_shot_networks(profile: str, store: Store) -> tuple[OneShotNetwork, ...]:
-    """`one_shot_network` of each of the profile's training seeds (``THEORY_SIZES``), from ``store``."""
-    return tuple(store.get(one_shot_network, training_seed=s) for s in training_seeds(profile))
+def training_seeds(settings: RunSettings) -> tuple[int, ...]:
+    """The training seeds of the profile's networks (the first ``THEORY_SIZES[profile]["seeds"]`` cached ones, all
+    for None), without loading their features."""
+    networks, _ = experiment.cached_networks()
+    return tuple(sorted(networks)[:settings.choose(**THEORY_SIZES)["seeds"]])
 
 
-def one_shot_analysis(*, profile: str, training_seed: int, backend: str = "numpy",
+def one_shot_networks(settings: RunSettings) -> tuple[OneShotNetwork, ...]:
+    """`one_shot_network` of each of the profile's training seeds, from the settings' store."""
+    return tuple(settings.store.get(one_shot_network, training_seed=s) for s in training_seeds(settings))
+
+
+def one_shot_analysis(*, training_seed: int, P: int, temperatures: tuple[float, ...], backend: str = "numpy",
                       store: Store) -> experiment.SeedAnalysis:
-    """`experiment.analyse_network` of the cached network of ``training_seed``, at the profile's sizes, on
-    ``backend``."""
-    sizes = THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]
-    seeds = training_seeds(profile)
-    if training_seed not in seeds:
-        raise ValueError(f"training_seed must be one of the profile's cached networks {list(seeds)}, "
-                         f"got {training_seed!r}")
+    """`experiment.analyse_network` of the cached network of ``training_seed`` on its first ``P`` theory episodes,
+    T chosen on validation among ``temperatures``, on ``backend``."""
     inputs = store.get(one_shot_network, training_seed=training_seed)
     tasks.progress(f"attention_paths: one-shot network of seed {training_seed}, head scores and pruning")
-    return experiment.analyse_network(training_seed, inputs.network, _theory_episodes(inputs, profile),
-                                      temperatures=sizes["temperatures"], store=solution_store(store),
-                                      backend=backend)
+    return experiment.analyse_network(training_seed, inputs.network, _theory_episodes(inputs, P),
+                                      temperatures=temperatures, store=solution_store(store), backend=backend)
 
 
-def training_seeds(profile: str) -> tuple[int, ...]:
-    """The training seeds of the profile's networks (``THEORY_SIZES``), without loading their features."""
-    networks, _ = experiment.cached_networks()
-    return tuple(_profile_seeds(networks, profile))
-
-
-def one_shot_analyses(*, profile: str, backend: str = "numpy", store: Store) -> tuple:
-    """`one_shot_analysis` of every network of the profile, by training seed."""
-    return tuple(store.get(one_shot_analysis, profile=profile, training_seed=s, backend=backend)
-                 for s in training_seeds(profile))
+def one_shot_analyses(*, training_seeds: tuple[int, ...], P: int, temperatures: tuple[float, ...],
+                      backend: str = "numpy", store: Store) -> tuple:
+    """`one_shot_analysis` of the network of each of ``training_seeds``, in that order."""
+    return tuple(store.get(one_shot_analysis, training_seed=s, P=P, temperatures=temperatures, backend=backend)
+                 for s in training_seeds)
 
 
 FIGURE_WIDTHS = {"quick": (10, 1000), "thorough": experiment.WIDTHS}
@@ -137,23 +131,23 @@ class OneShotWidthSweep:
         return next(p for p in self.points if p.width == SAMPLED_WIDTH)
 
 
-def one_shot_width_sweep(*, profile: str, store: Store) -> OneShotWidthSweep:
-    """`OneShotWidthSweep` of the profile: the first network's first P theory episodes, one
-    `experiment.validated_sweep` over the widths × the profile's temperatures."""
-    sizes = THEORY_SIZES[one_of("profile", profile, tuple(THEORY_SIZES))]
-    first = training_seeds(profile)[0]
-    inputs = store.get(one_shot_network, training_seed=first)
-    paths = _theory_episodes(inputs, profile)
-    widths = FIGURE_WIDTHS[profile]
-    tasks.progress(f"attention_paths: figure 3b, theory at N = {widths} (P = {sizes['P']}, T chosen on validation)")
-    sweep = experiment.validated_sweep(paths, widths, sizes["temperatures"], store=solution_store(store),
+def one_shot_width_sweep(*, training_seed: int, P: int, widths: tuple[int, ...], temperatures: tuple[float, ...],
+                         store: Store) -> OneShotWidthSweep:
+    """`OneShotWidthSweep` of the network of ``training_seed`` (the first of a profile's): its first ``P`` theory
+    episodes, one `experiment.validated_sweep` over ``widths`` (which hold SAMPLED_WIDTH) × ``temperatures``."""
+    if SAMPLED_WIDTH not in widths:
+        raise ValueError(f"widths must hold the sampled networks' width {SAMPLED_WIDTH}, got {widths!r}")
+    inputs = store.get(one_shot_network, training_seed=training_seed)
+    paths = _theory_episodes(inputs, P)
+    tasks.progress(f"attention_paths: figure 3b, theory at N = {widths} (P = {P}, T chosen on validation)")
+    sweep = experiment.validated_sweep(paths, widths, temperatures, store=solution_store(store),
                                        progress=lambda m: tasks.progress(f"attention_paths: figure 3b, {m}"))
     gp = experiment.validated_point(paths, np.inf, experiment.GP_TEMPERATURES)
     gd = float(inputs.network.correct(paths.X_test, paths.y_test).mean())
     small = next(p for p in sweep if p.width == SAMPLED_WIDTH)
     alignment = kernel_task_alignment(small.test.order_parameter, paths.X, paths.y, COMPONENTS)
     gp_alignment = kernel_task_alignment(np.eye(paths.X.shape[2]), paths.X, paths.y, COMPONENTS)
-    return OneShotWidthSweep(first, sizes["P"], int(paths.y_test.size), tuple(sweep), gp, gd, alignment, gp_alignment)
+    return OneShotWidthSweep(training_seed, P, int(paths.y_test.size), tuple(sweep), gp, gd, alignment, gp_alignment)
 
 
 SAMPLER = sampling.SamplerSettings(chains=4, warmup=200, draws=400)
@@ -225,50 +219,116 @@ def sampled_networks(paths: experiment.PathData, temperature: float, seed: int, 
     return result
 
 
-def _sampling_inputs(profile: str, store: Store) -> tuple[experiment.PathData, float]:
-    """The first network's theory episodes and the temperature validated at N = SAMPLED_WIDTH (figure 3b)."""
-    inputs = store.get(one_shot_network, training_seed=training_seeds(profile)[0])
-    temperature = store.get(one_shot_width_sweep, profile=profile).small.temperature
-    return _theory_episodes(inputs, profile), temperature
+def _sampling_inputs(sweep: dict, store: Store) -> tuple[experiment.PathData, float]:
+    """The swept network's theory episodes and the temperature validated at N = SAMPLED_WIDTH (figure 3b), for
+    ``sweep``, the parameters of `one_shot_width_sweep`."""
+    inputs = store.get(one_shot_network, training_seed=sweep["training_seed"])
+    temperature = store.get(one_shot_width_sweep, **sweep).small.temperature
+    return _theory_episodes(inputs, sweep["P"]), temperature
 
 
-def one_shot_chain_group(*, profile: str, seed: int, group: int, store: Store) -> sampling.PosteriorSamples | None:
-    """`sampled_chain_group` ``group`` of `one_shot_sampled_networks` (a task of its own); None in the
-    quick profile, and when the pooled networks are already in the solution store (nothing to sample)."""
-    if one_of("profile", profile, tuple(THEORY_SIZES)) != "thorough":
-        return None
+def one_shot_chain_group(*, seed: int, group: int, training_seed: int, P: int, widths: tuple[int, ...],
+                         temperatures: tuple[float, ...], store: Store) -> sampling.PosteriorSamples | None:
+    """`sampled_chain_group` ``group`` of `one_shot_sampled_networks` (a task of its own), at the network and
+    temperature of the `one_shot_width_sweep` of (``training_seed``, ``P``, ``widths``, ``temperatures``); None when
+    the pooled networks are already in the solution store (nothing to sample)."""
     seed, group = integer("seed", seed, 0), integer("group", group, 0, CHAIN_GROUPS - 1)
-    paths, temperature = _sampling_inputs(profile, store)
+    paths, temperature = _sampling_inputs(dict(training_seed=training_seed, P=P, widths=widths,
+                                               temperatures=temperatures), store)
     if solution_store(store).load(_sampled_name(paths, temperature, seed, SAMPLER, CHAIN_GROUPS)) is not None:
         return None
     return sampled_chain_group(paths, temperature, seed, group, settings=SAMPLER, groups=CHAIN_GROUPS)
 
 
-def one_shot_sampled_networks(*, profile: str, seed: int, store: Store) -> SampledNetworks | None:
-    """`sampled_networks` of the thorough profile for figure 3b–c, on the first network's theory episodes at
-    the temperature validated at N = SAMPLED_WIDTH, its chain groups from `one_shot_chain_group` (None in the
-    quick profile: the collapsed sampler in 𝓗·N0 = 1024 dimensions takes too long for CI)."""
-    if one_of("profile", profile, tuple(THEORY_SIZES)) != "thorough":
-        return None
+def one_shot_sampled_networks(*, seed: int, training_seed: int, P: int, widths: tuple[int, ...],
+                              temperatures: tuple[float, ...], store: Store) -> SampledNetworks:
+    """`sampled_networks` for figure 3b–c, on the theory episodes of the `one_shot_width_sweep` of (``training_seed``,
+    ``P``, ``widths``, ``temperatures``) at the temperature it validated at N = SAMPLED_WIDTH, its chain groups from
+    `one_shot_chain_group`."""
     seed = integer("seed", seed, 0)
-    paths, temperature = _sampling_inputs(profile, store)
+    sweep = dict(training_seed=training_seed, P=P, widths=widths, temperatures=temperatures)
+    paths, temperature = _sampling_inputs(sweep, store)
     return sampled_networks(paths, temperature, seed, solution_store(store), settings=SAMPLER,
                             groups=CHAIN_GROUPS,
-                            chain_group=lambda g: store.get(one_shot_chain_group, profile=profile, seed=seed, group=g))
+                            chain_group=lambda g: store.get(one_shot_chain_group, seed=seed, group=g, **sweep))
 
 
-def one_shot_sampled_comparison(*, profile: str, seed: int, store: Store) -> dict | None:
+def one_shot_sampled_comparison(*, seed: int, training_seed: int, P: int, widths: tuple[int, ...],
+                                temperatures: tuple[float, ...], store: Store) -> dict:
     """Figure 3c's comparison of the sampled U with the theory's at N = SAMPLED_WIDTH: the largest entry gap, the
-    relative Frobenius distance, and the Spearman rank agreement of the head scores of the two (None where no
-    networks are sampled, the quick profile)."""
-    sampled = store.get(one_shot_sampled_networks, profile=profile, seed=seed)
-    if sampled is None:
-        return None
+    relative Frobenius distance, and the Spearman rank agreement of the head scores of the two."""
+    sweep = dict(training_seed=training_seed, P=P, widths=widths, temperatures=temperatures)
+    sampled = store.get(one_shot_sampled_networks, seed=seed, **sweep)
     U_sampled = sampled.order_parameter.mean
-    U_theory = store.get(one_shot_width_sweep, profile=profile).small.test.order_parameter
+    U_theory = store.get(one_shot_width_sweep, **sweep).small.test.order_parameter
     theory_scores = head_scores(U_theory, experiment.HEADS)
     sampled_scores = head_scores(U_sampled, experiment.HEADS)
     return {"gap": np.abs(U_sampled - U_theory),
             "relative": float(np.linalg.norm(U_sampled - U_theory) / np.linalg.norm(U_theory)),
             "score_agreement": float(spearmanr([theory_scores[h] for h in sorted(theory_scores)],
                                                [sampled_scores[h] for h in sorted(theory_scores)]).statistic)}
+
+
+# The experiments of a run, by its settings: what the plan computes ahead and the section and claims read
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _theory_sizes(settings: RunSettings) -> dict:
+    sizes = settings.choose(**THEORY_SIZES)
+    return dict(P=sizes["P"], temperatures=tuple(sizes["temperatures"]))
+
+
+def one_shot_network_of(training_seed: int) -> Planned:
+    """The path features of the cached network of ``training_seed``."""
+    return planned(one_shot_network, training_seed=training_seed)
+
+
+def _sweep(settings: RunSettings) -> dict:
+    return dict(training_seed=training_seeds(settings)[0], widths=settings.choose(**FIGURE_WIDTHS),
+                **_theory_sizes(settings))
+
+
+def one_shot_width_sweep_of(settings: RunSettings) -> Planned:
+    """`one_shot_width_sweep` of the profile's first network, widths and sizes (``FIGURE_WIDTHS``,
+    ``THEORY_SIZES``), after that network."""
+    sweep = _sweep(settings)
+    return planned(one_shot_width_sweep, **sweep, after=(one_shot_network_of(sweep["training_seed"]),))
+
+
+def one_shot_analysis_of(settings: RunSettings, training_seed: int) -> Planned:
+    """`one_shot_analysis` of the network of ``training_seed`` at the profile's sizes, on the run's backend, after
+    that network."""
+    return planned(one_shot_analysis, training_seed=training_seed, **_theory_sizes(settings), backend=settings.backend,
+                   after=(one_shot_network_of(training_seed),))
+
+
+def one_shot_analyses_of(settings: RunSettings) -> Planned:
+    """`one_shot_analyses` of the profile's networks, on the run's backend."""
+    return planned(one_shot_analyses, training_seeds=training_seeds(settings), **_theory_sizes(settings),
+                   backend=settings.backend)
+
+
+def one_shot_chain_groups_of(settings: RunSettings) -> tuple[Planned, ...]:
+    """The `one_shot_chain_group` tasks of the run (none where the profile samples no networks), after the sweep."""
+    if not settings.choose(**THEORY_SIZES)["sampled"]:
+        return ()
+    sweep = one_shot_width_sweep_of(settings)
+    return tuple(planned(one_shot_chain_group, seed=settings.seed, group=g, **_sweep(settings),
+                         after=(*sweep.after, sweep)) for g in range(CHAIN_GROUPS))
+
+
+def one_shot_sampled_networks_of(settings: RunSettings) -> Planned | None:
+    """`one_shot_sampled_networks` at the run's seed after its chain groups; None where the profile samples no
+    networks (``THEORY_SIZES``: the quick one)."""
+    groups = one_shot_chain_groups_of(settings)
+    if not groups:
+        return None
+    return planned(one_shot_sampled_networks, seed=settings.seed, **_sweep(settings),
+                   after=(*groups[0].after, *groups))
+
+
+def one_shot_sampled_comparison_of(settings: RunSettings) -> Planned | None:
+    """`one_shot_sampled_comparison` at the run's seed; None where the profile samples no networks."""
+    if one_shot_sampled_networks_of(settings) is None:
+        return None
+    return planned(one_shot_sampled_comparison, seed=settings.seed, **_sweep(settings))

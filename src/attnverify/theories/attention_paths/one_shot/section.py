@@ -14,9 +14,8 @@ from typing import Callable
 
 import numpy as np
 
-from .experiments import (COMPONENTS, SAMPLED_WIDTH, one_shot_analyses, one_shot_network,
-                                   one_shot_sampled_comparison,
-                                   one_shot_sampled_networks, one_shot_width_sweep)
+from .experiments import (COMPONENTS, SAMPLED_WIDTH, one_shot_analyses_of, one_shot_network_of,
+                          one_shot_sampled_comparison_of, one_shot_sampled_networks_of, one_shot_width_sweep_of)
 from ....execution.settings import RunSettings
 from . import analysis as experiment
 from ..heads import path_index
@@ -31,12 +30,13 @@ def _label(head) -> str:
 def figure3(out_dir: Path, settings: RunSettings, progress: Callable[[str], None]) -> tuple[list[Figure], list[Table]]:
     """Figures 3b–3f and their tables, for the first cached network (3e–3f: every seed); the networks and their
     analyses come from the run's store (the one-shot claims read the same)."""
-    profile, seed, backend, store = settings.profile, settings.seed, settings.backend, settings.store
+    store = settings.store
     progress("attention_paths: figures 3b-f, the one-shot theory, sampled networks, head scores and pruning")
-    theory = store.get(one_shot_width_sweep, profile=profile)
-    sampled = store.get(one_shot_sampled_networks, profile=profile, seed=seed)
+    theory = store.result(one_shot_width_sweep_of(settings))
+    sampled_plan = one_shot_sampled_networks_of(settings)  # None where the profile samples none
+    sampled = None if sampled_plan is None else store.result(sampled_plan)
     first, P = theory.seed, theory.P
-    network = store.get(one_shot_network, training_seed=first).network
+    network = store.result(one_shot_network_of(first)).network
     test_size = theory.test_size
     sweep, gp, gd, small = list(theory.points), theory.gp, theory.gradient_descent_accuracy, theory.small
     if sampled is None:
@@ -91,7 +91,7 @@ def figure3(out_dir: Path, settings: RunSettings, progress: Callable[[str], None
         fig.colorbar(image, ax=ax, fraction=0.046)
     fig.tight_layout()
     if U_sampled is not None:
-        compared = store.get(one_shot_sampled_comparison, profile=profile, seed=seed)
+        compared = store.result(one_shot_sampled_comparison_of(settings))
         gap, relative, score_agreement = compared["gap"], compared["relative"], compared["score_agreement"]
         sampled_text = (f"Largest |U_sampled − U_theory| = {gap.max():.3f} (largest MCSE {U_sampled.mcse.max():.3f}), "
                         f"‖U_sampled − U_theory‖_F/‖U_theory‖_F = {relative:.2f}: at N = {SAMPLED_WIDTH} < 𝓗 = "
@@ -125,7 +125,7 @@ def figure3(out_dir: Path, settings: RunSettings, progress: Callable[[str], None
         {"theory_overlap": theory_overlaps, "gp_overlap": gp_overlaps, "theory_eigenvalues": theory_values,
          "gp_eigenvalues": gp_values})
 
-    analyses = store.get(one_shot_analyses, profile=profile, backend=backend)
+    analyses = store.result(one_shot_analyses_of(settings))
     rho = experiment.rank_correlation_estimate(analyses)
     shown = analyses[0]
     heads = sorted(shown.scores, key=lambda h: shown.scores[h])
@@ -175,7 +175,7 @@ def figure3(out_dir: Path, settings: RunSettings, progress: Callable[[str], None
                round(sampled_accuracy.standard_error, 3)]])])
     pruning_rows = []
     for a in analyses:
-        meta = store.get(one_shot_network, training_seed=a.seed).network.metadata
+        meta = store.result(one_shot_network_of(a.seed)).network.metadata
         pruning_rows.append([a.seed, round(meta["validation_accuracy"][-1], 3), round(a.accuracy.mean, 3),
                              " ".join(f"{_label(h)}:{a.pruning.single[h].mean:.3f}" for h in sorted(a.scores, key=a.scores.get)),
                              round(a.pruning.rank_correlation, 2)])
