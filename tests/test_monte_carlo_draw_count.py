@@ -44,3 +44,29 @@ def test_a_wrong_shape_names_the_count_by_the_simulators_own_name():
                                        n=st.integers(1, 5), d=st.integers(2, 5))
     error = run_claim(made, examples=1).examples[0].error
     assert "must return its draws of one quantity, shape (draws,) = (" in error, error
+
+
+def test_chunk_caps_the_draws_one_call_is_asked_for_and_is_refused_by_name():
+    """``chunk=`` bounds the memory of one call (sequences of many tokens) and leaves the sizing alone: the same
+    number of draws in all, no call asked for more than the chunk."""
+    asked = []
+
+    def recorded(rng, draws, n, d):
+        """E[|Z|² / n] = d / n, each call's count recorded."""
+        asked.append(draws)
+        return chi_square_over_n(rng, draws, n, d)
+
+    theory = Theory("chunks")
+    whole = theory.monte_carlo(recorded, expected=lambda n, d: d / n, relative=0.05, name="whole", **SIZES)
+    chunked = theory.monte_carlo(recorded, expected=lambda n, d: d / n, relative=0.05, chunk=100, name="chunked",
+                                 **SIZES)
+    examples = {"n": 2, "d": 3}
+    from attnverify.checks.runner import evaluate
+
+    first = evaluate(whole, examples, 0)
+    calls_whole, asked[:] = list(asked), []
+    second = evaluate(chunked, examples, 0)
+    assert max(calls_whole) > 100 and max(asked) == 100
+    assert first.evidence.figures["samples"] == second.evidence.figures["samples"] == sum(calls_whole) == sum(asked)
+    with pytest.raises(ValueError, match=r"chunk must be a positive finite int"):
+        theory.monte_carlo(recorded, expected=lambda n, d: d / n, relative=0.05, chunk=0, name="bad", **SIZES)

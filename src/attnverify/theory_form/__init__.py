@@ -184,7 +184,8 @@ class Theory:
 
     def monte_carlo(self, function: Callable | None = None, *, expected: Callable, resolution: float | None = None,
                     relative: float | None = None, budget: int = 1_000_000, bounds: tuple | None = None,
-                    bias: float | Callable | None = None, figure: dict | None = None, xlabel: str | None = None,
+                    bias: float | Callable | None = None, chunk: int | None = None, figure: dict | None = None,
+                    xlabel: str | None = None,
                     ylabel: str = "value",
                     name: str | None = None, statement: str | None = None, source: str = "", expect: str = "holds",
                     examples: dict | None = None, shrink_budget: int = 40, **strategies: st.SearchStrategy):
@@ -210,9 +211,12 @@ class Theory:
         ``backend``: then it draws on the run's backend (numpy or cupy) from a Generator of that backend.
         ``bias``: a stated bias budget $b$ (a number, one per profile, or a function of the parameters, e.g.
         ``lambda L, **p: 3 / L**2`` for an $O(1/L^2)$ remainder the expected value leaves out): the draws still resolve
-        the resolution, and the comparison allows $5\,\mathrm{SE} + b$ + round-off."""
+        the resolution, and the comparison allows $5\,\mathrm{SE} + b$ + round-off. ``chunk``: the most draws one call
+        of ``function`` is asked for (default 65,536), where one draw holds many numbers (a sequence of $L$ tokens):
+        it bounds the memory, not the sizing."""
         options_not_strategies("monte_carlo", expected=expected, resolution=resolution, relative=relative,
-                                budget=budget, bounds=bounds, bias=bias, figure=figure, xlabel=xlabel, ylabel=ylabel,
+                                budget=budget, bounds=bounds, bias=bias, chunk=chunk, figure=figure, xlabel=xlabel,
+                                ylabel=ylabel,
                                 name=name, statement=statement, source=source, expect=expect, examples=examples,
                                 shrink_budget=shrink_budget)
         parameters = claim_parameters(strategies, f"{self.name}.{name or getattr(function, '__name__', '…')}")
@@ -225,6 +229,7 @@ class Theory:
         checked_option("relative", relative, PROFILES)
         checked_option("budget", budget, PROFILES, integer=True)
         checked_option("bias", bias, PROFILES, function=True)
+        checked_option("chunk", chunk, PROFILES, integer=True)
         from ..numerics.statistics import checked_bounds
 
         bounds = checked_bounds("bounds", bounds)
@@ -237,7 +242,7 @@ class Theory:
             axis = figure_axis(figure, names, function.__name__) if figure is not None else None
 
             def check(p: dict, ctx) -> Evidence:
-                return compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds, bias)
+                return compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds, bias, chunk)
 
             check.__wrapped__ = function  # inspect.unwrap(claim.check): the function the theory wrote
 
@@ -247,7 +252,7 @@ class Theory:
             if axis is not None:
                 self.figures.append(FigureMaker(made.name.split(".", 1)[1], functools.partial(
                     sweep, theory_side, simulate, figure, axis, resolution, relative, budget,
-                    xlabel or axis, ylabel, text, bounds=bounds, bias=bias)))
+                    xlabel or axis, ylabel, text, bounds=bounds, bias=bias, chunk=chunk)))
             return made
 
         return register if function is None else register(function)

@@ -169,15 +169,16 @@ def bias_at(bias, p: dict) -> float:
     return arguments.nonnegative(f"the bias budget bias({format_parameters(p)})", bias(**p))
 
 
-def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None, bias=None):
+def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None, bias=None, chunk=None):
     """The expected value at ``p``, its terms' round-off scale, and the Monte Carlo mean drawn until 5 SE resolve
     ``resolution`` + ``relative``·(the size of its terms, `size_of`) or ``budget`` draws are spent (each option
     per ``ctx.profile`` where given per profile; ``resolution`` and ``bias`` functions of the parameters where given
     one). The stated ``bias`` budget rides on top: the estimate carries it (``bias_budget``), and the draws resolve
-    the resolution itself, not what the bias leaves of it."""
+    the resolution itself, not what the bias leaves of it. ``chunk``: the most draws per call of the draw (memory)."""
     from ..numerics.sized import sized_mean
 
-    resolution, relative, budget, bias = (per_profile(v, ctx.profile) for v in (resolution, relative, budget, bias))
+    resolution, relative, budget, bias, chunk = (per_profile(v, ctx.profile)
+                                                 for v in (resolution, relative, budget, bias, chunk))
     if callable(resolution):
         resolution = float(resolution(**p))
     allowance = bias_at(bias, p)
@@ -191,15 +192,17 @@ def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=No
                          "sample resolves: state an absolute resolution= as well (the smallest discrepancy that "
                          "matters where the expected value vanishes)")
     estimate = sized_mean(draw, generator, resolution=(resolution or 0.0) + allowance, relative_resolution=relative,
-                          reference=reference, budget=budget, bounds=bounds, bias_budget=allowance)
+                          reference=reference, budget=budget, bounds=bounds, bias_budget=allowance,
+                          **({} if chunk is None else {"chunk": chunk}))
     return expected, scale, estimate, reference
 
 
-def compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None, bias=None) -> Evidence:
+def compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None, bias=None,
+            chunk=None) -> Evidence:
     """The example's evidence: ``within_error`` of the expected value and the sized mean, marked vacuous where a
     relative resolution, widened to the size of terms that cancel, exceeds both sides (`vacuity`)."""
     expected, scale, estimate, reference = sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds,
-                                                 bias)
+                                                 bias, chunk)
     evidence = within_error(expected, estimate, scale=scale, bias_budget=estimate.bias_budget,
                             figures=estimate.sizing())
     if not evidence.holds or reference is None or per_profile(resolution, ctx.profile):
@@ -222,7 +225,7 @@ def vacuity(expected: float, observed: float, reference: float, relative: float)
 
 
 def sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xlabel, ylabel, statement,
-           rng, bounds=None, bias=None) -> TheoryVsSimulation:
+           rng, bounds=None, bias=None, chunk=None) -> TheoryVsSimulation:
     """The theory-vs-simulation figure of a Monte Carlo claim along its axis (the others fixed)."""
     from types import SimpleNamespace
 
@@ -237,7 +240,7 @@ def sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xla
     def at(x) -> dict:
         return {**fixed, axis: int(x) if integer else float(x)}
 
-    estimates = [sized(theory_side, simulate, at(x), ctx, resolution, relative, budget, bounds, bias)[2]
+    estimates = [sized(theory_side, simulate, at(x), ctx, resolution, relative, budget, bounds, bias, chunk)[2]
                  for x in xs]
     theory_x = xs if integer else np.linspace(xs.min(), xs.max(), 100)
     theory = [float(theory_side(at(x), ctx)) for x in theory_x]

@@ -180,52 +180,47 @@ bandwidth_parameters = dict(query=st.one_of(st.floats(0.3, 1.5), st.floats(-1.5,
 BANDWIDTH_LENGTH = 2048
 
 
-def _bandwidth_case(ctx: Context, budget, query: float, key_sd: float, bandwidth: float, frequency: float,
-                    noise_sd: float) -> tuple[dict, object]:
-    """RBF attention's mean error against 0 at L = 2048, sized to resolve a tenth of its RMS error √(C/L)
-    beyond the claim's bias ``budget`` (a function of the constants; thorough: a twentieth)."""
-    model = sim.SineValueModel(key_sd, frequency, noise_sd)
-    constants = {k: float(v) for k, v in derived.fixed_bandwidth_constants(
+def _bandwidth(query: float, key_sd: float, bandwidth: float, frequency: float, noise_sd: float) -> dict:
+    """The derived constants of RBF attention with bandwidth h on the sine model at L = ∞ (limit m_h, B, B₂, C)."""
+    return {k: float(v) for k, v in derived.fixed_bandwidth_constants(
         query, key_sd, bandwidth, frequency, noise_sd).items()}
-    h2, L = bandwidth**2, BANDWIDTH_LENGTH
-    logits = lambda K: -((K[..., 0] - query) ** 2) / (2 * h2)  # noqa: E731
-    errors = attention_errors(lambda L, n, r: model.sample(L, n, r, ctx.backend), logits, [0.0], L, ctx.backend)
-    bias = budget(constants, L)
-    resolution = bias + ctx.choose(quick=0.1, thorough=0.05) * math.sqrt(constants["constant"] / L)
-    estimate = sized_mean(lambda rng, n: errors(rng, n)[:, 0], ctx.backend_rng(), resolution=resolution, bias_budget=bias,
-                          first_batch=500, budget=ctx.choose(quick=10_000, thorough=40_000), chunk=chunk(L))
-    return constants, estimate
 
 
-@theory.claim(
-    source=f"{SOURCE}; note §3.2 P6",
-    **bandwidth_parameters,
-    examples={"quick": 4, "thorough": 20},
-)
-def fixed_bandwidth_limit(ctx: Context, query, key_sd, bandwidth, frequency, noise_sd) -> Evidence:
-    """RBF attention with a fixed bandwidth h on k ~ N(0, s²), v = sin(ωk) + noise converges to the
-    derived m_h(q) = sin(ωqs²/(s² + h²))·exp(−ω²s²h²/(2(s² + h²))): at L = 2048 the measured mean
-    matches m_h + B/L within 5 standard errors plus |B₂|/L², drawn until it resolves a tenth of √(C/L)."""
-    budget = lambda c, L: abs(c["second_order_bias"]) / L**2  # noqa: E731
-    constants, estimate = _bandwidth_case(ctx, budget, query, key_sd, bandwidth, frequency, noise_sd)
-    L = BANDWIDTH_LENGTH
-    return within_error(constants["limit"] + constants["bias_constant"] / L, estimate, bias_budget=budget(constants, L),
-                        figures={"truth": math.sin(frequency * query), "limit": constants["limit"],
-                                 **estimate.sizing()})
+def _bandwidth_errors(rng, n, query, key_sd, bandwidth, frequency, noise_sd, backend):
+    """``n`` draws of RBF attention's output at ``query`` on sequences of ``BANDWIDTH_LENGTH`` tokens of the sine
+    model k ~ N(0, s²), v = sin(ωk) + σξ (its error against 0)."""
+    model = sim.SineValueModel(key_sd, frequency, noise_sd)
+    logits = lambda K: -((K[..., 0] - query) ** 2) / (2 * bandwidth**2)  # noqa: E731
+    errors = attention_errors(lambda L, m, r: model.sample(L, m, r, backend), logits, [0.0], BANDWIDTH_LENGTH, backend)
+    return errors(rng, n)[:, 0]
 
 
-@theory.claim(
-    source=f"{SOURCE}; note §3.2 P6 (a statement the tool should refute)",
-    **bandwidth_parameters,
-    expect="refuted",
-    examples={"quick": 3, "thorough": 15},
-)
-def fixed_bandwidth_is_consistent(ctx: Context, query, key_sd, bandwidth, frequency, noise_sd) -> Evidence:
-    """(False on purpose.) RBF attention with a fixed bandwidth converges to the conditional mean
-    sin(ωq): at L = 2048 its mean is sin(ωq) within 5 standard errors plus the derived O(1/L) bias."""
-    budget = lambda c, L: abs(c["bias_constant"]) / L + abs(c["second_order_bias"]) / L**2  # noqa: E731
-    constants, estimate = _bandwidth_case(ctx, budget, query, key_sd, bandwidth, frequency, noise_sd)
-    return within_error(math.sin(frequency * query), estimate, bias_budget=budget(constants, BANDWIDTH_LENGTH),
-                        figures=estimate.sizing())
+def _spread_resolution(fraction: float):
+    """A tenth (thorough: a twentieth) of attention's RMS error √(C/L) at L = ``BANDWIDTH_LENGTH``: the
+    resolution the draws reach beyond the claim's bias budget."""
+    return lambda **p: fraction * math.sqrt(_bandwidth(**p)["constant"] / BANDWIDTH_LENGTH)
+
+
+_BANDWIDTH_SIZING = dict(resolution={"quick": _spread_resolution(0.1), "thorough": _spread_resolution(0.05)},
+                         budget={"quick": 10_000, "thorough": 40_000}, chunk=chunk(BANDWIDTH_LENGTH))
+
+fixed_bandwidth_limit = theory.monte_carlo(
+    _bandwidth_errors, name="fixed_bandwidth_limit", source=f"{SOURCE}; note §3.2 P6",
+    statement="RBF attention with a fixed bandwidth h on k ~ N(0, s²), v = sin(ωk) + noise converges to the "
+              "derived m_h(q) = sin(ωqs²/(s² + h²))·exp(−ω²s²h²/(2(s² + h²))): at L = 2048 the measured mean "
+              "matches m_h + B/L within 5 standard errors plus |B₂|/L², drawn until it resolves a tenth of √(C/L).",
+    expected=lambda **p: (lambda c: c["limit"] + c["bias_constant"] / BANDWIDTH_LENGTH)(_bandwidth(**p)),
+    bias=lambda **p: abs(_bandwidth(**p)["second_order_bias"]) / BANDWIDTH_LENGTH**2,
+    examples={"quick": 4, "thorough": 20}, **_BANDWIDTH_SIZING, **bandwidth_parameters)
+
+fixed_bandwidth_is_consistent = theory.monte_carlo(
+    _bandwidth_errors, name="fixed_bandwidth_is_consistent", source=f"{SOURCE}; note §3.2 P6 (a statement the tool "
+    "should refute)", expect="refuted",
+    statement="(False on purpose.) RBF attention with a fixed bandwidth converges to the conditional mean sin(ωq): "
+              "at L = 2048 its mean is sin(ωq) within 5 standard errors plus the derived O(1/L) bias.",
+    expected=lambda query, frequency, **p: math.sin(frequency * query),
+    bias=lambda **p: (lambda c: abs(c["bias_constant"]) / BANDWIDTH_LENGTH
+                      + abs(c["second_order_bias"]) / BANDWIDTH_LENGTH**2)(_bandwidth(**p)),
+    examples={"quick": 3, "thorough": 15}, **_BANDWIDTH_SIZING, **bandwidth_parameters)
 
 # ---------------------------------------------------------------------------------------------
