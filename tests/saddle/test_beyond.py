@@ -25,7 +25,7 @@ from attnverify.saddle import (SaddlePointAction, positive, positive_definite, p
 from attnverify.saddle.beyond import action_derivatives, potential_each
 from attnverify.saddle.claims import against_differences
 from attnverify.saddle.solve import data_energy
-from attnverify.saddle.third_order import Term
+from attnverify.saddle.term import Term
 from attnverify.theories.attention_paths.action import attention_paths_action
 from attnverify.theories.attention_paths.synthetic import synthetic_problem
 

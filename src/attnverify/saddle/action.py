@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..numerics.kernel_energy import entry_gradient, symmetric_basis
-from .declaration import OrderParameter, SaddlePointAction, entry_slices
+from .declaration import OrderParameter, SaddlePointAction
+from .term import entry_slices
 from .matrix_functions import triangle
 
 
@@ -51,14 +52,8 @@ class Parametrisation:
         return R
 
     def entries(self, theta: np.ndarray) -> np.ndarray:
-        out = np.empty(self.size)
-        for op, part in self._blocks():
-            if op.size == 0:
-                out[part] = np.exp(theta[part])
-            else:
-                R = self.factor(op, theta[part])
-                out[part] = (R @ R.T)[triangle(op.size)]
-        return out
+        """u of one θ (`entries_each` of a batch of one)."""
+        return self.entries_each(np.asarray(theta, dtype=float)[None, :])[0][0]
 
     def entries_each(self, thetas: np.ndarray) -> tuple[np.ndarray, dict]:
         """(u (C, n), factors) for a batch of θ (C, n): the entries, as `entries` chain by chain, and each

@@ -23,7 +23,7 @@ default). Three ways, each with its error:
       E[u] − u* = H⁻¹ (∇m − ½ F : H⁻¹) + O(1/N²),   H = ∂²S/∂u∂u',  F = ∂³S/∂u∂u'∂u'',  (F : H⁻¹)_i = F_ijk H⁻¹_jk
 
   (the standard expansion: e^{−S+m} ≈ e^{−½xᵀHx}(1 + ∇m·x − F x³/6), and Isserlis' E₀[x_i x_j x_k x_l]; e.g. Tierney,
-  Kass & Kadane 1989), with F exact (`third_order` for 𝓛, ``entry_third_derivative`` of
+  Kass & Kadane 1989), with F exact (`term` for 𝓛, ``entry_third_derivative`` of
   `kernel_energy` for the energy). Its error, the O(1/N²) term, is estimated by the
   expansion's own scaling: that term is the O(1/N) one times the expansion parameter ε = max_k Var(u_k)/s_k² (the
   leading variance H⁻¹ in units of each entry's scale s_k: q for a scalar, √(U_ii U_jj) for U_ij; 2/N for a χ²).
@@ -42,10 +42,11 @@ from ..base import arguments, blas
 from ..numerics.kernel_energy import entry_gradient, symmetric_basis
 from ..derivations.gaussian.panels import BULK_CUTS, RULES, composite_rule
 from .action import NumericAction, Parametrisation
-from .declaration import SaddlePointAction, entry_slices
+from .declaration import SaddlePointAction
+from .term import entry_slices
 from .solve import Solution, data_energy, solve_energy
 from .matrix_functions import triangle
-from .third_order import Term
+from .term import Term
 
 METHODS = ("auto", "quadrature", "laplace", "hmc")
 
@@ -122,10 +123,10 @@ class Prediction:
 
 @functools.lru_cache(maxsize=16)
 def _terms(declaration: SaddlePointAction) -> tuple[Term, Term]:
-    """The entropy and the measure's log-density as generated terms (per declaration, once)."""
+    """The entropy (the declaration's own generated term) and the measure's log-density as a generated term (per
+    declaration, once)."""
     measure = sum(declaration.measure.values())
-    return (Term(declaration.entropy, declaration.order_parameters, declaration.parameters),
-            Term(measure, declaration.order_parameters, ()))
+    return declaration.entropy_term, Term(measure, declaration.order_parameters, (), what="the measure's log-density")
 
 
 def posterior_mean(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperature: float,

@@ -7,14 +7,13 @@ hidden layer; Tiberi et al. 2024 for attention paths) shares one action
 with order parameters that are positive scalars or small symmetric positive-definite matrices, kernels C_ab
 computed from the data, and an entropy 𝓛 that is a small sympy expression in the order parameters. The entropy's
 gradient and Hessian over the independent entries u (a scalar, or U_ij with i ≤ j, each entry standing for both
-U_ij and U_ji) are differentiated by sympy and generated as array evaluators
-([`evaluator`][attnverify.derivations.codegen.evaluator]); the energy's come from the matrix formulas of
+U_ij and U_ji) are differentiated by sympy and generated once, as the entropy's
+[`Term`][attnverify.saddle.term.Term]; the energy's come from the matrix formulas of
 `attnverify.numerics.kernel_energy`.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -23,9 +22,9 @@ import sympy
 
 from ..base import arguments
 from ..base.arguments import name_mismatch
-from ..derivations.codegen import evaluator
-from .matrix_functions import InverseEntry, LogDet, MatrixAtoms, triangle
+from .matrix_functions import triangle
 from .measure import measure_terms
+from .term import Term, entry_slices
 
 
 def positive(name: str) -> sympy.Symbol:
@@ -112,55 +111,6 @@ def _order_parameter(name: str, value) -> OrderParameter:
                     f"{type(value).__name__}")
 
 
-def finite_outputs(values: tuple, what: str) -> np.ndarray:
-    """The generated function's outputs as a float64 vector; ValueError where one is undefined (NaN: 𝓛 outside its
-    domain, which the solver treats as a rejected step)."""
-    with np.errstate(all="ignore"):
-        out = np.array(values, dtype=float)
-    if np.isnan(out).any():
-        raise ValueError(f"{what} is undefined (NaN) at these entries: outside the entropy's domain")
-    return out
-
-
-def entry_slices(order_parameters: tuple) -> dict[str, slice]:
-    """Each order parameter's slice of the flat entries u (its count of them, in declaration order): the one layout
-    the declaration, the solver's θ, the generated terms and HMC on the action all read."""
-    slices, start = {}, 0
-    for op in order_parameters:
-        slices[op.name] = slice(start, start + op.count)
-        start += op.count
-    return slices
-
-
-def entropy_atoms(entropy: sympy.Expr, order_parameters: tuple) -> tuple[sympy.Expr, tuple, tuple]:
-    """The entropy with each [`log_det`][attnverify.saddle.log_det] and [`inverse`][attnverify.saddle.inverse] atom
-    replaced by an auxiliary symbol, those symbols, and (order parameter, MatrixAtoms) for each matrix order parameter
-    that has atoms."""
-    found = sorted(entropy.atoms(LogDet, InverseEntry), key=sympy.default_sort_key)
-    by_name = {op.name: op for op in order_parameters}
-    replacements, auxiliaries, atoms = {}, [], []
-    for op in order_parameters:
-        mine = [f for f in found if tuple(f.entries) == op.symbols]
-        if not mine:
-            continue
-        log_det_used = any(isinstance(f, LogDet) for f in mine)
-        inverse_entries = sorted({f.index for f in mine if isinstance(f, InverseEntry)})
-        if log_det_used:
-            symbol = sympy.Symbol(f"_logdet_{op.name}", real=True)
-            auxiliaries.append(symbol)
-            replacements.update({f: symbol for f in mine if isinstance(f, LogDet)})
-        for i, j in inverse_entries:
-            symbol = sympy.Symbol(f"_inverse_{op.name}_{i}_{j}", real=True)
-            auxiliaries.append(symbol)
-            replacements.update({f: symbol for f in mine if isinstance(f, InverseEntry) and f.index == (i, j)})
-        atoms.append((op, MatrixAtoms(op.size, log_det_used, tuple(inverse_entries))))
-    stray = [f for f in found if f not in replacements]
-    if stray:
-        raise ValueError(f"log_det / inverse of {stray[0].matrix_name} in the entropy: it must be one of the declared "
-                         f"matrix order parameters ({', '.join(n for n, op in by_name.items() if op.size) or 'none'})")
-    return entropy.xreplace(replacements), tuple(auxiliaries), tuple(atoms)
-
-
 class SaddlePointAction:
     r"""The declaration: ``order_parameters`` (name → [`positive`][attnverify.saddle.declaration.positive] or
     [`positive_definite`][attnverify.saddle.declaration.positive_definite]), ``entropy`` $\mathcal{L}$ (a sympy
@@ -208,9 +158,10 @@ class SaddlePointAction:
         if not widths or not all(isinstance(w, sympy.Symbol) for w in widths) or len(set(widths)) != len(widths):
             raise TypeError(f"width must be the sympy symbol of the width N, or distinct symbols (n_0, …, n_L) of the "
                             f"layers' widths, got {width!r}")
-        self._expanded, self.auxiliaries, self.atoms = entropy_atoms(self.entropy, self.order_parameters)
-        free = self._expanded.free_symbols - set(self.auxiliaries)
-        self.parameters = tuple(sorted(free - set(self.entry_symbols), key=lambda s: s.name))
+        self.entropy_term = Term(self.entropy, self.order_parameters, what="the entropy")
+        self.auxiliaries, self.atoms, self.parameters = (self.entropy_term.auxiliaries, self.entropy_term.atoms,
+                                                         self.entropy_term.parameters)
+        free = self.entropy_term.expanded.free_symbols - set(self.auxiliaries)
         missing = [w.name for w in widths if w not in self.parameters]
         if missing:
             raise ValueError(f"width {', '.join(missing)} must appear in the entropy (𝓛 grows with N); its "
@@ -271,97 +222,15 @@ class SaddlePointAction:
                 raise ValueError(f"{w.name} must be a whole number ≥ 1 for a sampled network (a layer's width), "
                                  f"got {value!r}")
 
-    @functools.cached_property
-    def _variables(self) -> tuple:
-        return tuple(self.entry_symbols) + tuple(self.auxiliaries)
-
-    @functools.cached_property
-    def _value_and_gradient(self):
-        """The generated function (scalars in, a tuple of scalars out) of 𝓛 and its gradient over v = (u, a)."""
-        L, v = self._expanded, self._variables
-        return evaluator([L] + [sympy.diff(L, s) for s in v], list(v) + list(self.parameters),
-                         rounding=False).function
-
-    @functools.cached_property
-    def _hessian(self):
-        """The nonzero second derivatives over v = (u, a), i ≤ j, and their positions."""
-        v = self._variables
-        gradient = [sympy.diff(self._expanded, s) for s in v]
-        positions, expressions = [], []
-        for i, g in enumerate(gradient):
-            present = g.free_symbols
-            for j in range(i, len(v)):
-                if v[j] in present:
-                    h = sympy.diff(g, v[j])
-                    if h != 0:
-                        positions.append((i, j))
-                        expressions.append(h)
-        if not expressions:
-            return np.zeros((0, 2), dtype=int), None
-        return np.array(positions), evaluator(expressions, list(v) + list(self.parameters), rounding=False).function
-
-    def _atom_values(self, entries: np.ndarray):
-        """(a, [(slice of u, J, W, MatrixAtoms)]) at the entries u; LinAlgError outside the domain. The last entries'
-        are kept (the solver asks for the gradient and the Hessian at one point)."""
-        last = self.__dict__.get("_last_atoms")
-        if last is not None and np.array_equal(last[0], entries):
-            return last[1]
-        result = self._evaluate_atoms(entries)
-        self.__dict__["_last_atoms"] = (np.array(entries, dtype=float), result)
-        return result
-
-    def _evaluate_atoms(self, entries: np.ndarray):
-        values, blocks = [], []
-        slices = entry_slices(self.order_parameters)
-        for op, atoms in self.atoms:
-            part = slices[op.name]
-            a, J, W = atoms.evaluate(op.value(entries[part]))
-            values.append(a)
-            blocks.append((part, J, W, atoms))
-        return (np.concatenate(values) if values else np.zeros(0)), blocks
-
     def entropy_value_and_gradient(self, entries: np.ndarray, parameters: tuple) -> tuple[float, np.ndarray]:
-        r"""$\mathcal{L}$ and $\partial\mathcal{L}/\partial u$ at the entries $u$ (generated from sympy; the atoms'
-        chain rule of `matrix_functions`)."""
-        a, blocks = self._atom_values(entries)
-        with np.errstate(all="ignore"):
-            out = finite_outputs(self._value_and_gradient(*entries, *a, *parameters), "the entropy or its gradient")
-        g = out[1:]
-        n = self.size
-        gradient, start = g[:n].copy(), n
-        for part, J, _, atoms in blocks:
-            gradient[part] += J.T @ g[start:start + atoms.count]
-            start += atoms.count
-        return float(out[0]), gradient
+        r"""$\mathcal{L}$ and $\partial\mathcal{L}/\partial u$ at the entries $u$ (the entropy's generated
+        [`Term`][attnverify.saddle.term.Term])."""
+        return self.entropy_term.value_and_gradient(entries, parameters)
 
     def entropy_hessian(self, entries: np.ndarray, parameters: tuple) -> np.ndarray:
-        r"""$\partial^2\mathcal{L}/\partial u\,\partial u'$ at the entries $u$ (generated from sympy; the atoms'
-        chain rule of `matrix_functions`)."""
-        a, blocks = self._atom_values(entries)
-        n, m = self.size, len(self.auxiliaries)
-        positions, generated = self._hessian
-        H = np.zeros((n + m, n + m))
-        if generated is not None:
-            with np.errstate(all="ignore"):
-                values = finite_outputs(generated(*entries, *a, *parameters), "the entropy's Hessian")
-            H[positions[:, 0], positions[:, 1]] = values
-            H[positions[:, 1], positions[:, 0]] = values
-        if not blocks:
-            return H
-        J = np.zeros((m, n))
-        start = 0
-        for part, block, _, atoms in blocks:
-            J[start:start + atoms.count, part] = block
-            start += atoms.count
-        cross = H[:n, n:] @ J
-        out = H[:n, :n] + cross + cross.T + J.T @ H[n:, n:] @ J
-        with np.errstate(all="ignore"):
-            coefficients = finite_outputs(self._value_and_gradient(*entries, *a, *parameters), "the entropy's gradient")[n + 1:]
-        start = 0
-        for part, _, W, atoms in blocks:
-            out[part, part] += atoms.curvature(W, coefficients[start:start + atoms.count])
-            start += atoms.count
-        return 0.5 * (out + out.T)
+        r"""$\partial^2\mathcal{L}/\partial u\,\partial u'$ at the entries $u$ (the entropy's generated
+        [`Term`][attnverify.saddle.term.Term])."""
+        return self.entropy_term.hessian(entries, parameters)
 
     def split(self, entries: np.ndarray) -> dict[str, Any]:
         """name → value (a float or a symmetric matrix) from the flat entries."""

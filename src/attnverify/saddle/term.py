@@ -1,6 +1,6 @@
-"""A sympy term of a declared action (its entropy 𝓛, a measure's log-density m) evaluated with its gradient and its
-third derivatives over the independent entries u, exactly: what the next order of the Laplace expansion needs
-beyond the declaration's gradient and Hessian.
+"""A sympy term of a declared action (its entropy 𝓛, a measure's log-density m), generated once and evaluated with
+its derivatives over the independent entries u, exactly: the value and gradient (one point, and a batch of chains),
+the Hessian the solver's Newton steps use, and the third derivatives the next order of the Laplace expansion needs.
 
 The term is a sympy expression in the entries u and in the Cholesky atoms a(u) of the matrix order parameters
 (ln det U, entries of W = U⁻¹; `matrix_functions`). sympy differentiates it over
@@ -14,7 +14,8 @@ and the chain rule to third order (Faà di Bruno) gives, with 𝓛_p, 𝓛_pq, �
 
     ∂³𝓛/∂u_i∂u_j∂u_k = 𝓛_pqr v_p,i v_q,j v_r,k + 𝓛_pq (v_p,ij v_q,k + v_p,ik v_q,j + v_p,jk v_q,i) + 𝓛_p v_p,ijk,
 
-where only the atoms' rows of v_,ij and v_,ijk are nonzero. No finite differences anywhere.
+where only the atoms' rows of v_,ij and v_,ijk are nonzero (to second order: `MatrixAtoms.curvature`). No finite
+differences anywhere.
 """
 
 from __future__ import annotations
@@ -27,8 +28,56 @@ import sympy
 
 from ..derivations.codegen import evaluator
 from ..numerics.kernel_energy import symmetric_basis
-from .declaration import entropy_atoms, finite_outputs, entry_slices
-from .matrix_functions import MatrixAtoms
+from .matrix_functions import InverseEntry, LogDet, MatrixAtoms
+
+
+def finite_outputs(values: tuple, what: str) -> np.ndarray:
+    """The generated function's outputs as a float64 vector; ValueError where one is undefined (NaN: 𝓛 outside its
+    domain, which the solver treats as a rejected step)."""
+    with np.errstate(all="ignore"):
+        out = np.array(values, dtype=float)
+    if np.isnan(out).any():
+        raise ValueError(f"{what} is undefined (NaN) at these entries: outside the entropy's domain")
+    return out
+
+
+def entry_slices(order_parameters: tuple) -> dict[str, slice]:
+    """Each order parameter's slice of the flat entries u (its count of them, in declaration order): the one layout
+    the declaration, the solver's θ, the generated terms and HMC on the action all read."""
+    slices, start = {}, 0
+    for op in order_parameters:
+        slices[op.name] = slice(start, start + op.count)
+        start += op.count
+    return slices
+
+
+def entropy_atoms(entropy: sympy.Expr, order_parameters: tuple) -> tuple[sympy.Expr, tuple, tuple]:
+    """The entropy with each [`log_det`][attnverify.saddle.log_det] and [`inverse`][attnverify.saddle.inverse] atom
+    replaced by an auxiliary symbol, those symbols, and (order parameter, MatrixAtoms) for each matrix order parameter
+    that has atoms."""
+    found = sorted(entropy.atoms(LogDet, InverseEntry), key=sympy.default_sort_key)
+    by_name = {op.name: op for op in order_parameters}
+    replacements, auxiliaries, atoms = {}, [], []
+    for op in order_parameters:
+        mine = [f for f in found if tuple(f.entries) == op.symbols]
+        if not mine:
+            continue
+        log_det_used = any(isinstance(f, LogDet) for f in mine)
+        inverse_entries = sorted({f.index for f in mine if isinstance(f, InverseEntry)})
+        if log_det_used:
+            symbol = sympy.Symbol(f"_logdet_{op.name}", real=True)
+            auxiliaries.append(symbol)
+            replacements.update({f: symbol for f in mine if isinstance(f, LogDet)})
+        for i, j in inverse_entries:
+            symbol = sympy.Symbol(f"_inverse_{op.name}_{i}_{j}", real=True)
+            auxiliaries.append(symbol)
+            replacements.update({f: symbol for f in mine if isinstance(f, InverseEntry) and f.index == (i, j)})
+        atoms.append((op, MatrixAtoms(op.size, log_det_used, tuple(inverse_entries))))
+    stray = [f for f in found if f not in replacements]
+    if stray:
+        raise ValueError(f"log_det / inverse of {stray[0].matrix_name} in the entropy: it must be one of the declared "
+                         f"matrix order parameters ({', '.join(n for n, op in by_name.items() if op.size) or 'none'})")
+    return entropy.xreplace(replacements), tuple(auxiliaries), tuple(atoms)
 
 
 def atom_derivatives(atoms: MatrixAtoms, U: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -88,13 +137,19 @@ def _symmetric(positions: list, values: np.ndarray, size: int, order: int) -> np
 
 class Term:
     """A sympy term over the order parameters' entries (and their Cholesky atoms) and the named ``parameters``:
-    ``value_and_gradient(u, p)``, ``third(u, p)`` = ∂³/∂u_i∂u_j∂u_k (the module docstring's chain rule), and
-    ``values(columns, p)``, the value on arrays of entries (a grid) where the term has no matrix atoms."""
+    ``value_and_gradient(u, p)``, ``hessian(u, p)``, ``third(u, p)`` = ∂³/∂u_i∂u_j∂u_k (the module docstring's chain
+    rule), ``values_and_gradients(u, factors, p)`` for a batch of chains, and ``values(columns, p)``, the value on
+    arrays of entries (a grid) where the term has no matrix atoms. ``what`` names it in a refusal ("the entropy")."""
 
-    def __init__(self, expression: sympy.Expr, order_parameters: tuple, parameters: tuple):
-        self.order_parameters, self.parameters = order_parameters, tuple(parameters)
+    def __init__(self, expression: sympy.Expr, order_parameters: tuple, parameters: tuple | None = None,
+                 what: str = "the term"):
+        self.order_parameters, self.what = order_parameters, what
         self.entries = tuple(s for op in order_parameters for s in op.symbols)
         self.expanded, self.auxiliaries, self.atoms = entropy_atoms(sympy.sympify(expression), order_parameters)
+        if parameters is None:  # every other symbol, by name (a declaration's entropy: N, σ², …)
+            free = self.expanded.free_symbols - set(self.auxiliaries) - set(self.entries)
+            parameters = sorted(free, key=lambda s: s.name)
+        self.parameters = tuple(parameters)
         self.variables = self.entries + self.auxiliaries
         self.n, self.m = len(self.entries), len(self.auxiliaries)
 
@@ -157,22 +212,89 @@ class Term:
         function, second, third = self._generated
         a, blocks = self._atoms_at(np.asarray(u, dtype=float))
         with np.errstate(all="ignore"):
-            out = finite_outputs(function(*u, *a, *parameters), "the term or its derivatives")
+            out = finite_outputs(function(*u, *a, *parameters), f"{self.what} or its derivatives")
         size = self.n + self.m
         first = out[1:1 + size]
         H = _symmetric(second, out[1 + size:1 + size + len(second)], size, 2)
         T = _symmetric(third, out[1 + size + len(second):], size, 3)
         return float(out[0]), first, H, T, blocks
 
+    @functools.cached_property
+    def _second(self):
+        """The nonzero second derivatives over v (i ≤ j) and their positions; None for the function where there
+        are none."""
+        v = self.variables
+        gradient = [sympy.diff(self.expanded, s) for s in v]
+        positions, expressions = [], []
+        for i, g in enumerate(gradient):
+            present = g.free_symbols
+            for j in range(i, len(v)):
+                if v[j] in present:
+                    h = sympy.diff(g, v[j])
+                    if h != 0:
+                        positions.append((i, j))
+                        expressions.append(h)
+        if not expressions:
+            return np.zeros((0, 2), dtype=int), None
+        return np.array(positions), evaluator(expressions, list(v) + list(self.parameters), rounding=False).function
+
+    def _atom_values(self, u: np.ndarray):
+        """(a, [(slice of u, J, W, MatrixAtoms)]) at the entries u; LinAlgError outside the domain. The last entries'
+        are kept (the solver asks for the gradient and the Hessian at one point)."""
+        last = self.__dict__.get("_last_atoms")
+        if last is not None and np.array_equal(last[0], u):
+            return last[1]
+        values, blocks, slices = [], [], entry_slices(self.order_parameters)
+        for op, atoms in self.atoms:
+            part = slices[op.name]
+            a, J, W = atoms.evaluate(op.value(u[part]))
+            values.append(a)
+            blocks.append((part, J, W, atoms))
+        result = (np.concatenate(values) if values else np.zeros(0)), blocks
+        self.__dict__["_last_atoms"] = (np.array(u, dtype=float), result)
+        return result
+
+    def _first_at(self, u: np.ndarray, a: np.ndarray, parameters: tuple, what: str) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return finite_outputs(self._first(*u, *a, *parameters), what)
+
     def value_and_gradient(self, u: np.ndarray, parameters: tuple = ()) -> tuple[float, np.ndarray]:
         """The term and ∂/∂u at the entries u (𝓛_u + Jᵀ𝓛_a)."""
-        value, first, _, _, blocks = self._derivatives(u, parameters)
-        gradient = first[:self.n].copy()
-        start = self.n
-        for part, J, _, _ in blocks:
-            gradient[part] += J.T @ first[start:start + J.shape[0]]
-            start += J.shape[0]
-        return value, gradient
+        a, blocks = self._atom_values(u)
+        out = self._first_at(u, a, parameters, f"{self.what} or its gradient")
+        g = out[1:]
+        gradient, start = g[:self.n].copy(), self.n
+        for part, J, _, atoms in blocks:
+            gradient[part] += J.T @ g[start:start + atoms.count]
+            start += atoms.count
+        return float(out[0]), gradient
+
+    def hessian(self, u: np.ndarray, parameters: tuple = ()) -> np.ndarray:
+        """∂²/∂u∂u' at the entries u: 𝓛_uu + 𝓛_ua J + Jᵀ𝓛_au + Jᵀ𝓛_aa J and the atoms' curvature weighted by 𝓛_a."""
+        a, blocks = self._atom_values(u)
+        n, m = self.n, self.m
+        positions, generated = self._second
+        H = np.zeros((n + m, n + m))
+        if generated is not None:
+            with np.errstate(all="ignore"):
+                values = finite_outputs(generated(*u, *a, *parameters), f"{self.what}'s Hessian")
+            H[positions[:, 0], positions[:, 1]] = values
+            H[positions[:, 1], positions[:, 0]] = values
+        if not blocks:
+            return H
+        J = np.zeros((m, n))
+        start = 0
+        for part, block, _, atoms in blocks:
+            J[start:start + atoms.count, part] = block
+            start += atoms.count
+        cross = H[:n, n:] @ J
+        out = H[:n, :n] + cross + cross.T + J.T @ H[n:, n:] @ J
+        coefficients = self._first_at(u, a, parameters, f"{self.what}'s gradient")[n + 1:]
+        start = 0
+        for part, _, W, atoms in blocks:
+            out[part, part] += atoms.curvature(W, coefficients[start:start + atoms.count])
+            start += atoms.count
+        return 0.5 * (out + out.T)
 
     def third(self, u: np.ndarray, parameters: tuple = ()) -> np.ndarray:
         """∂³/∂u_i∂u_j∂u_k at the entries u (n, n, n): the module docstring's chain rule, exact."""
