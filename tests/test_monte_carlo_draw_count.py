@@ -1,5 +1,7 @@
 """Theory.monte_carlo passes the number of draws by position, after rng: every other name is a parameter's."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -70,3 +72,43 @@ def test_chunk_caps_the_draws_one_call_is_asked_for_and_is_refused_by_name():
     assert first.evidence.figures["samples"] == second.evidence.figures["samples"] == sum(calls_whole) == sum(asked)
     with pytest.raises(ValueError, match=r"chunk must be a positive finite int"):
         theory.monte_carlo(recorded, expected=lambda n, d: d / n, relative=0.05, chunk=0, name="bad", **SIZES)
+
+
+def shifted_normals(rng, draws, mu, d):
+    """E[Z + (μ, 2μ, …, dμ)] for Z ~ N(0, I_d): a vector of d means."""
+    return rng.standard_normal((draws, d)) + mu * np.arange(1, d + 1)
+
+
+VECTOR = dict(mu=st.floats(-1.0, 1.0), d=st.integers(1, 4))
+
+
+def test_a_vector_of_means_is_compared_component_by_component():
+    """expected giving d values asks for draws of shape (n, d): each mean sized and compared, the component closest
+    to failing decides; one wrong component refutes and is named."""
+    theory = Theory("vectors")
+    true = theory.monte_carlo(shifted_normals, expected=lambda mu, d: mu * np.arange(1, d + 1), resolution=0.1,
+                              **VECTOR)
+    last_off = theory.monte_carlo(
+        shifted_normals, expected=lambda mu, d: mu * np.arange(1, d + 1) + (np.arange(d) == d - 1), resolution=0.1,
+        expect="refuted", name="last_off", statement="(False.) the last mean is one more.", **VECTOR)
+    assert run_claim(true, examples=4).status == "holds"
+    result = run_claim(last_off, examples=4)
+    assert result.status == "refuted"
+    evidence = result.counterexample.evidence
+    assert "worst case component" in evidence.note and set(evidence.figures["cases"]) == {
+        f"component {j}" for j in range(result.counterexample.parameters["d"])}
+
+
+def test_a_vector_of_means_refuses_a_wrong_width_a_relative_resolution_and_a_figure():
+    theory = Theory("vectors")
+    narrow = theory.monte_carlo(lambda rng, n, mu, d: rng.standard_normal((n, d + 1)), name="narrow",
+                                statement="s", expected=lambda mu, d: np.zeros(d), resolution=0.1, **VECTOR)
+    error = run_claim(narrow, examples=1).examples[0].error
+    assert re.search(r"must return its draws of \d quantities \(one per entry of expected\), shape \(n, \d\)", error)
+    relative = theory.monte_carlo(shifted_normals, expected=lambda mu, d: np.ones(d), relative=0.1, name="relative",
+                                  statement="s", **VECTOR)
+    assert "relative= sizes one quantity by its terms" in run_claim(relative, examples=1).examples[0].error
+    theory.monte_carlo(shifted_normals, expected=lambda mu, d: np.ones(d), resolution=0.1, name="drawn",
+                       statement="s", figure=dict(mu=np.array([0.0, 1.0]), d=2), **VECTOR)
+    with pytest.raises(ValueError, match="figure= draws one quantity against mu; expected gives a vector of 2"):
+        theory.figures[0].make(np.random.default_rng(0))

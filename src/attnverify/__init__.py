@@ -14,7 +14,7 @@ _PUBLIC = {
     "Theory": "attnverify.theory_form", "TheoryVsSimulation": "attnverify.theory_form",
     "st": "attnverify.checks", "claim": "attnverify.checks", "Evidence": "attnverify.checks",
     "within_error": "attnverify.checks", "close": "attnverify.checks", "at_most": "attnverify.checks",
-    "exceeds": "attnverify.checks", "run_claim": "attnverify.checks",
+    "exceeds": "attnverify.checks", "worst_case": "attnverify.checks", "run_claim": "attnverify.checks",
     "sized_mean": "attnverify.numerics.sized", "mean_estimate": "attnverify.numerics.statistics",
     "Estimate": "attnverify.numerics.statistics", "RunSettings": "attnverify.execution.settings",
 }

@@ -7,6 +7,7 @@ A theorist's own file uses the same pieces as the built-in claims::
 
 from . import strategies as st
 from .claim import DEFAULT_EXAMPLES, Claim, Context, claim, examples_needed
+from .cases import worst_case
 from .evidence import Evidence, at_most, close, exceeds, within_error
 from .roundoff import roundoff_floor
 from .runner import ClaimResult, evaluate, run_claim
@@ -14,5 +15,5 @@ from .runner import ClaimResult, evaluate, run_claim
 __all__ = [
     "DEFAULT_EXAMPLES", "Claim", "ClaimResult", "Context", "Evidence", "at_most", "claim", "close", "evaluate",
     "examples_needed", "exceeds", "roundoff_floor",
-    "run_claim", "st", "within_error",
+    "run_claim", "st", "within_error", "worst_case",
 ]

@@ -213,7 +213,9 @@ class Theory:
         ``lambda L, **p: 3 / L**2`` for an $O(1/L^2)$ remainder the expected value leaves out): the draws still resolve
         the resolution, and the comparison allows $5\,\mathrm{SE} + b$ + round-off. ``chunk``: the most draws one call
         of ``function`` is asked for (default 65,536), where one draw holds many numbers (a sequence of $L$ tokens):
-        it bounds the memory, not the sizing."""
+        it bounds the memory, not the sizing. ``expected`` may give a vector of $k$ numbers: ``function`` then returns
+        draws of shape $(n, k)$, each mean is sized and compared, and the component closest to failing decides
+        ([`worst_case`][attnverify.checks.cases.worst_case]); ``relative`` and ``figure`` are for one quantity."""
         options_not_strategies("monte_carlo", expected=expected, resolution=resolution, relative=relative,
                                 budget=budget, bounds=bounds, bias=bias, chunk=chunk, figure=figure, xlabel=xlabel,
                                 ylabel=ylabel,

@@ -21,11 +21,11 @@ from .figures import TheoryVsSimulation
 
 
 def simulator(function: Callable, names: tuple[str, ...]) -> Callable:
-    """``prepare(p, ctx) -> (draw(rng, size), generator)`` for ``function(rng, count, **p)``: ``count`` draws at the
-    parameters ``p`` from numpy's ``ctx.rng``, or, when ``function`` also takes ``backend``, on the run's backend
-    (``backend=ctx.backend``) from a Generator of it (``ctx.backend_rng()``). The count is the argument after
-    ``rng``, passed by position whatever its name, so that every other name (``n``, ``d``, ``L``) is free for the
-    theory's parameters."""
+    """``prepare(p, ctx, components) -> (draw(rng, size), generator)`` for ``function(rng, count, **p)``: ``count``
+    draws at the parameters ``p`` (shape (count,), or (count, components) for a vector of means) from numpy's
+    ``ctx.rng``, or, when ``function`` also takes ``backend``, on the run's backend (``backend=ctx.backend``) from a
+    Generator of it (``ctx.backend_rng()``). The count is the argument after ``rng``, passed by position whatever its
+    name, so that every other name (``n``, ``d``, ``L``) is free for the theory's parameters."""
     signature = inspect.signature(function).parameters
     parameters = list(signature)
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -39,35 +39,48 @@ def simulator(function: Callable, names: tuple[str, ...]) -> Callable:
                         f"backend, to draw on the run's backend); it takes ({', '.join(parameters)})")
     on_backend = "backend" in parameters[2:]
 
-    def one_quantity(draws, size: int):
+    def quantities(draws, size: int, components: int | None):
         shape = getattr(draws, "shape", None)
         shape = np.shape(draws) if shape is None else tuple(shape)
-        if shape != (size,):
-            raise ValueError(f"monte_carlo {function.__name__} must return its draws of one quantity, shape "
-                             f"({count},) = ({size},), to compare their mean with expected; got shape {shape}")
+        wanted = (size,) if components is None else (size, components)
+        if shape != wanted:
+            what = ("of one quantity, shape ({count},)" if components is None else
+                    f"of {components} quantities (one per entry of expected), shape ({count}, {components})")
+            raise ValueError(f"monte_carlo {function.__name__} must return its draws {what.format(count=count)} = "
+                             f"{wanted}, to compare their mean with expected; got shape {shape}")
         return draws
 
-    def prepare(p: dict, ctx) -> tuple[Callable, object]:
+    def prepare(p: dict, ctx, components: int | None = None) -> tuple[Callable, object]:
         if on_backend:
-            return (lambda rng, size: one_quantity(function(rng, size, backend=ctx.backend, **p), size),
+            return (lambda rng, size: quantities(function(rng, size, backend=ctx.backend, **p), size, components),
                     ctx.backend_rng())
-        return (lambda rng, size: one_quantity(function(rng, size, **p), size)), ctx.rng
+        return (lambda rng, size: quantities(function(rng, size, **p), size, components)), ctx.rng
 
     return prepare
 
 
 def finite_expected(expected: Callable, call: Callable) -> Callable:
-    """``call`` (the theory side ``(p, ctx) -> expected(**p)``), refusing a value that is not a finite number in
-    one line naming ``expected`` and the parameters (an overflow at the drawn values, say)."""
+    """``call`` (the theory side ``(p, ctx) -> expected(**p)``), refusing a value that is not a finite number, or a
+    vector of them (one per component of the draws), in one line naming ``expected`` and the parameters (an
+    overflow at the drawn values, say)."""
     from ..checks.story import format_parameters
 
     def theory_side(p: dict, ctx):
         value = call(p, ctx)
-        number = float(value)
-        if not math.isfinite(number):
-            named = getattr(expected, "__name__", "<lambda>")
-            raise ValueError(f"expected{'' if named == '<lambda>' else ' ' + named}({format_parameters(p)}) = "
-                             f"{number}: the expected value must be a finite number (narrow the parameters' "
+        named = getattr(expected, "__name__", "<lambda>")
+        said = f"expected{'' if named == '<lambda>' else ' ' + named}({format_parameters(p)})"
+        if np.ndim(value) == 0:
+            number = float(value)
+            finite = math.isfinite(number)
+        else:
+            number = np.asarray(value, dtype=float)
+            if number.ndim != 1 or number.size == 0:
+                raise ValueError(f"{said} has shape {number.shape}: the expected value must be a number or a vector of "
+                                 "numbers (one per column of the draws)")
+            finite = bool(np.all(np.isfinite(number)))
+        if not finite:
+            raise ValueError(f"{said} = {number}: the expected value must be a finite number"
+                             f"{'' if np.ndim(number) == 0 else ' in every component'} (narrow the parameters' "
                              "strategies where it overflows)")
         return value
 
@@ -126,18 +139,21 @@ def expected_value(theory_side: Callable, p: dict, ctx, *, relative: bool) -> tu
     try:
         raw = theory_side(p, ctx)
         carried = carried_scale(raw)
-        value = float(raw)
+        value = float(raw) if np.ndim(raw) == 0 else np.asarray(raw, dtype=float)
         used = SCALES.get()
     finally:
         SCALES.reset(token)
+    if relative and np.ndim(value):
+        raise ValueError(f"relative= sizes one quantity by its terms; expected gives {np.size(value)} values: state "
+                         "resolution= for a vector of means (a number, or one per component)")
     if not used and carried is None:
         return value, None, None
     tiny = np.finfo(float).tiny
     largest = [(float(np.max(np.abs(inner))), float(np.max(np.abs(m))), terms) for inner, m, terms in used]
     if carried is not None:  # a generated value carried its terms' size through the user's arithmetic
         scale = float(np.max(carried))
-    else:
-        scale = max(m * max(1.0, abs(value) / max(inner, m, tiny)) for inner, m, _ in largest)
+    else:  # one scale for every component of a vector: its largest
+        scale = max(m * max(1.0, float(np.max(np.abs(value))) / max(inner, m, tiny)) for inner, m, _ in largest)
     if not relative:
         return value, scale, None
     sizes = sum(float(np.max(np.abs(terms()))) for _, _, terms in largest)
@@ -166,7 +182,11 @@ def bias_at(bias, p: dict) -> float:
         return 0.0
     if not callable(bias):
         return float(bias)
-    return arguments.nonnegative(f"the bias budget bias({format_parameters(p)})", bias(**p))
+    value = bias(**p)
+    if np.ndim(value) == 0:
+        return arguments.nonnegative(f"the bias budget bias({format_parameters(p)})", value)
+    return np.array([arguments.nonnegative(f"the bias budget bias({format_parameters(p)})[{j}]", v)
+                     for j, v in enumerate(np.ravel(value))])
 
 
 def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None, bias=None, chunk=None):
@@ -180,10 +200,11 @@ def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=No
     resolution, relative, budget, bias, chunk = (per_profile(v, ctx.profile)
                                                  for v in (resolution, relative, budget, bias, chunk))
     if callable(resolution):
-        resolution = float(resolution(**p))
+        resolution = resolution(**p)
+        resolution = float(resolution) if np.ndim(resolution) == 0 else np.asarray(resolution, dtype=float)
     allowance = bias_at(bias, p)
     expected, scale, terms = expected_value(theory_side, p, ctx, relative=bool(relative))
-    draw, generator = simulate(p, ctx)
+    draw, generator = simulate(p, ctx, None if np.ndim(expected) == 0 else np.size(expected))
     reference = size_of(expected, terms, bounds) if relative else None
     if relative and reference == 0 and not resolution:
         from ..checks.story import format_parameters
@@ -191,7 +212,8 @@ def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=No
         raise ValueError(f"relative={relative:g} of expected({format_parameters(p)}) = {expected:g} is 0, which no "
                          "sample resolves: state an absolute resolution= as well (the smallest discrepancy that "
                          "matters where the expected value vanishes)")
-    estimate = sized_mean(draw, generator, resolution=(resolution or 0.0) + allowance, relative_resolution=relative,
+    estimate = sized_mean(draw, generator, resolution=(0.0 if resolution is None else resolution) + allowance,
+                          relative_resolution=relative,
                           reference=reference, budget=budget, bounds=bounds, bias_budget=allowance,
                           **({} if chunk is None else {"chunk": chunk}))
     return expected, scale, estimate, reference
@@ -203,6 +225,12 @@ def compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=
     relative resolution, widened to the size of terms that cancel, exceeds both sides (`vacuity`)."""
     expected, scale, estimate, reference = sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds,
                                                  bias, chunk)
+    if np.ndim(expected):  # a vector of means: each component compared, the one closest to failing decides
+        from ..checks.cases import worst_case
+
+        return worst_case([(f"component {j}", within_error(float(e), s, scale=scale, bias_budget=s.bias_budget,
+                                                            figures=s.sizing()))
+                           for j, (e, s) in enumerate(zip(expected, estimate))])
     evidence = within_error(expected, estimate, scale=scale, bias_budget=estimate.bias_budget,
                             figures=estimate.sizing())
     if not evidence.holds or reference is None or per_profile(resolution, ctx.profile):
@@ -242,6 +270,9 @@ def sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xla
 
     estimates = [sized(theory_side, simulate, at(x), ctx, resolution, relative, budget, bounds, bias, chunk)[2]
                  for x in xs]
+    if isinstance(estimates[0], tuple):
+        raise ValueError(f"figure= draws one quantity against {axis}; expected gives a vector of {len(estimates[0])}: "
+                         "leave figure= out, or make a claim of one component")
     theory_x = xs if integer else np.linspace(xs.min(), xs.max(), 100)
     theory = [float(theory_side(at(x), ctx)) for x in theory_x]
     draws = [e.samples for e in estimates]

@@ -5,13 +5,11 @@ Part of `attnverify.theories.conditional_mean.claims` (see its docstring for the
 
 from __future__ import annotations
 
-import math
 import numpy as np
 
 from .. import derivations as derived
 from ... import conditional_mean as sim
 from ....checks import st
-from ....checks.evidence import Evidence
 
 
 SOURCE = derived.SOURCE
@@ -63,37 +61,6 @@ def gaussian_constants(model: sim.GaussianKeyValueModel, score: np.ndarray) -> d
     constants.update(bias=norm * constants["bias_factor"], second_order_bias=norm * constants["second_order_bias_factor"],
                      direction=direction)
     return constants
-
-
-def worst_evidence(evidences: list[tuple[str, Evidence]]) -> Evidence:
-    """The evidence closest to failing, labelled with its case: refuted if any case is, else inconclusive
-    if any case is (needing the most any case needs), else holds. The conditions say which cases are not
-    refuted; the statuses of all cases are in the figures."""
-    def ratio(e: Evidence) -> float:
-        gap = abs((e.theory or 0.0) - (e.observed or 0.0))
-        return gap / e.tolerance if e.tolerance else math.inf
-
-    rank = {"refuted": 2, "inconclusive": 1, "holds": 0}
-    label, worst = max(evidences, key=lambda item: (rank[item[1].status], ratio(item[1])))
-    undecided = [e for _, e in evidences if e.status == "inconclusive"]
-    needed: dict[str, int] = {}
-    for e in undecided:
-        for key, count in e.needed.items():
-            needed[key] = max(needed.get(key, 0), count)
-    return Evidence(
-        all(e.holds for _, e in evidences),
-        worst.theory,
-        worst.observed,
-        worst.tolerance,
-        worst.standard_error,
-        relation=worst.relation,
-        conditions={lab: e.status != "refuted" for lab, e in evidences},
-        note=f"worst case {label}: {worst.note}",
-        figures={"cases": {lab: e.as_dict() for lab, e in evidences},
-                 "statuses": {lab: e.status for lab, e in evidences}},
-        inconclusive=(f"{label}: {worst.inconclusive}" if worst.status == "inconclusive" else ""),
-        needed=needed if worst.status == "inconclusive" else {},
-    )
 
 
 def attention_errors(sample, logits, target, length: int, backend):

@@ -15,9 +15,10 @@ from ....numerics.sized import sized_mean
 from ....numerics.statistics import Estimate, fit_line
 from ....checks import st
 from ....checks.claim import Context
+from ....checks.cases import worst_case
 from ....checks.evidence import Evidence, within_error
 
-from ._common import (SOURCE, worst_evidence, attention_errors, chunk, gaussian_constants, gaussian_model,
+from ._common import (SOURCE, attention_errors, chunk, gaussian_constants, gaussian_model,
                       gaussian_model_parameters, score_with_spread)
 
 
@@ -34,11 +35,11 @@ def _desired_case(d: int, d_v: int, model_seed: int, noise_sd: float, score_sd: 
     return model, a, model.key_mean + model.key_covariance @ a, gaussian_constants(model, a)
 
 
-def _score_errors(model: sim.GaussianKeyValueModel, score: np.ndarray, target: np.ndarray, length: int, ctx: Context):
+def _score_errors(model: sim.GaussianKeyValueModel, score: np.ndarray, target: np.ndarray, length: int, backend):
     """``draw(rng, n)``: errors of softmax attention with logits aᵀk_ℓ against ``target``, shape (n, d_v)."""
-    a = ctx.backend.asarray(score)
-    return attention_errors(lambda L, n, r: model.sample(L, n, r, ctx.backend), lambda keys: keys @ a, target, length,
-                            ctx.backend)
+    a = backend.asarray(score)
+    return attention_errors(lambda L, n, r: model.sample(L, n, r, backend), lambda keys: keys @ a, target, length,
+                            backend)
 
 
 @theory.claim(
@@ -57,14 +58,14 @@ def error_constant(ctx: Context, d, d_v, model_seed, noise_sd, score_sd) -> Evid
     evidences = []
     for L in (64, 512):
         value, budget = constants["constant"] + constants["second_order"] / L, abs(constants["second_order"]) / L
-        errors = _score_errors(model, a, target, L, ctx)
+        errors = _score_errors(model, a, target, L, ctx.backend)
         estimate = sized_mean(lambda rng, n: L * (errors(rng, n) ** 2).sum(axis=-1), ctx.backend_rng(), resolution=budget,
                               relative_resolution=relative, reference=value, bias_budget=budget,
                               budget=ctx.choose(quick=100_000, thorough=500_000), chunk=chunk(L))
         evidences.append((f"L={L}", within_error(value, estimate, bias_budget=budget, figures=estimate.sizing(),
                                                   note=f"L = {L}: L·MSE vs C + D/L; budget |D|/L; resolution "
                                                        f"{relative:.0%} of C + D/L beyond it, {estimate.samples:,} draws")))
-    return worst_evidence(evidences)
+    return worst_case(evidences)
 
 
 @theory.claim(
@@ -83,7 +84,7 @@ def bias_constant(ctx: Context, d, d_v, model_seed, noise_sd, score_sd) -> Evide
     for L in (16, 64):
         theory_value = constants["bias"] + constants["second_order_bias"] / L
         budget = abs(constants["second_order_bias"]) / L
-        errors = _score_errors(model, a, target, L, ctx)
+        errors = _score_errors(model, a, target, L, ctx.backend)
         # the scaled error along β, draw by draw (its spread is about √(L·C): about 2,500·L draws)
         estimate = sized_mean(lambda rng, n: L * (errors(rng, n) @ direction), ctx.backend_rng(),
                               resolution=budget + relative * math.sqrt(constants["constant"]), bias_budget=budget,
@@ -91,7 +92,7 @@ def bias_constant(ctx: Context, d, d_v, model_seed, noise_sd, score_sd) -> Evide
         evidences.append((f"L={L}", within_error(theory_value, estimate, bias_budget=budget, figures=estimate.sizing(),
                                                   note=f"L = {L}: L·bias vs B + B₂/L; budget |B₂|/L; resolution "
                                                        f"{relative:.0%} of √C beyond it, {estimate.samples:,} draws")))
-    return worst_evidence(evidences)
+    return worst_case(evidences)
 
 
 from ..experiments import RATE_LENGTHS
@@ -119,53 +120,57 @@ def error_rate_slope(ctx: Context, d, d_v, model_seed, noise_sd, score_sd) -> Ev
                         figures={"fit": fit.as_dict(), "lengths": lengths.tolist()})
 
 
-def _identity_case(ctx: Context, length: int, d: int, d_v: int, model_seed: int, noise_sd: float, score_sd: float):
-    """Attention with W = I (score a = q) at length L: the mean error against E[v | k = q], one sized estimate
-    per value component, each resolved to a tenth of attention's RMS error √(C/L) beyond the derived bias
-    budget |B|/L + |B₂|/L² (thorough: a twentieth)."""
+IDENTITY_LENGTH = 4096
+
+
+def _identity(d: int, d_v: int, model_seed: int, noise_sd: float, score_sd: float):
+    """The drawn model, the query q with qᵀΣq = s² (so that the weights stay well-behaved), whose score with W = I
+    is a = q, and the derived constants at a."""
     model, u = gaussian_model(d, d_v, model_seed, noise_sd)
-    # a query with qᵀΣq = s² so that the weights stay well-behaved
     query = score_with_spread(model, u, score_sd)
-    constants = gaussian_constants(model, query)
-    budget = (abs(constants["bias"]) + abs(constants["second_order_bias"]) / length) / length
-    resolution = budget + ctx.choose(quick=0.1, thorough=0.05) * math.sqrt(constants["constant"] / length)
-    estimates = sized_mean(_score_errors(model, query, model.conditional_mean(query), length, ctx), ctx.backend_rng(),
-                           resolution=resolution, bias_budget=budget, first_batch=500,
-                           budget=ctx.choose(quick=10_000, thorough=40_000), chunk=chunk(length))
-    return model, query, budget, estimates
+    return model, query, gaussian_constants(model, query)
 
 
-def _component_evidence(theory_values, estimates, budget: float, note: str) -> Evidence:
-    return worst_evidence([(f"component {j}", within_error(float(t), e, bias_budget=budget, figures=e.sizing(),
-                                                    note=f"{note}; {e.samples:,} draws resolve {e.resolution:.3g}"))
-                   for j, (t, e) in enumerate(zip(theory_values, estimates))])
+def _identity_errors(rng, n, d, d_v, model_seed, noise_sd, score_sd, backend):
+    """``n`` draws of attention's error against E[v | k = q] with the naive parameter W = I (score a = q) at
+    L = ``IDENTITY_LENGTH``, shape (n, d_v)."""
+    model, query, _ = _identity(d, d_v, model_seed, noise_sd, score_sd)
+    return _score_errors(model, query, model.conditional_mean(query), IDENTITY_LENGTH, backend)(rng, n)
 
 
-@theory.claim(
+def _identity_bias(**p) -> float:
+    """The derived O(1/L) bias of attention at L = ``IDENTITY_LENGTH``: (|B| + |B₂|/L)/L."""
+    c = _identity(**p)[2]
+    return (abs(c["bias"]) + abs(c["second_order_bias"]) / IDENTITY_LENGTH) / IDENTITY_LENGTH
+
+
+def _identity_resolution(fraction: float):
+    """A tenth (thorough: a twentieth) of attention's RMS error √(C/L) at L = ``IDENTITY_LENGTH``, resolved in
+    each component beyond the bias budget."""
+    return lambda **p: fraction * math.sqrt(_identity(**p)[2]["constant"] / IDENTITY_LENGTH)
+
+
+_IDENTITY_SIZING = dict(resolution={"quick": _identity_resolution(0.1), "thorough": _identity_resolution(0.05)},
+                        bias=_identity_bias, budget={"quick": 10_000, "thorough": 40_000}, chunk=chunk(IDENTITY_LENGTH))
+
+identity_parameter_limit = theory.monte_carlo(
+    _identity_errors, name="identity_parameter_limit",
     source=f"{SOURCE}; note §3.2 P3 ('the desired parameter matters')",
-    **gaussian_model_parameters(),
-    examples={"quick": 3, "thorough": 15},
-)
-def identity_parameter_limit(ctx: Context, d, d_v, model_seed, noise_sd, score_sd) -> Evidence:
-    """With the naive parameter W = I (score a = q), attention converges to A(μ + Σq) + b, not to
-    E[v | k = q] = Aq + b: the measured mean at L = 4096 matches the derived limit within 5 standard
-    errors plus the derived bias |B|/L + |B₂|/L², drawn until it resolves a tenth of √(C/L)."""
-    model, query, budget, estimates = _identity_case(ctx, 4096, d, d_v, model_seed, noise_sd, score_sd)
-    offset = model.attention_limit(query) - model.conditional_mean(query)
-    return _component_evidence(offset, estimates, budget, "mean error vs A(μ + Σq) − Aq")
+    statement="With the naive parameter W = I (score a = q), attention converges to A(μ + Σq) + b, not to "
+              "E[v | k = q] = Aq + b: the measured mean error at L = 4096 matches the derived limit's offset "
+              "A(μ + Σq) − Aq in every component within 5 standard errors plus the derived bias "
+              "|B|/L + |B₂|/L², drawn until it resolves a tenth of √(C/L).",
+    expected=lambda **p: (lambda model, query, _: model.attention_limit(query) - model.conditional_mean(query))(
+        *_identity(**p)),
+    examples={"quick": 3, "thorough": 15}, **_IDENTITY_SIZING, **gaussian_model_parameters())
 
-
-@theory.claim(
+identity_parameter_is_consistent = theory.monte_carlo(
+    _identity_errors, name="identity_parameter_is_consistent", expect="refuted",
     source=f"{SOURCE}; note §3.2 P3 (a statement the tool should refute)",
-    **gaussian_model_parameters(),
-    expect="refuted",
-    examples={"quick": 3, "thorough": 15},
-)
-def identity_parameter_is_consistent(ctx: Context, d, d_v, model_seed, noise_sd, score_sd) -> Evidence:
-    """(False on purpose.) Attention with W = I also converges to E[v | k = q]: its mean error at
-    L = 4096 is zero within 5 standard errors plus the derived O(1/L) bias."""
-    model, query, budget, estimates = _identity_case(ctx, 4096, d, d_v, model_seed, noise_sd, score_sd)
-    return _component_evidence(np.zeros(model.d_v), estimates, budget, "mean error vs 0")
+    statement="(False on purpose.) Attention with W = I also converges to E[v | k = q]: its mean error at L = 4096 is "
+              "zero in every component within 5 standard errors plus the derived O(1/L) bias.",
+    expected=lambda d_v, **p: np.zeros(d_v),
+    examples={"quick": 3, "thorough": 15}, **_IDENTITY_SIZING, **gaussian_model_parameters())
 
 
 # ---------------------------------------------------------------------------------------------
