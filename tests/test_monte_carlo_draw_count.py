@@ -112,3 +112,20 @@ def test_a_vector_of_means_refuses_a_wrong_width_a_relative_resolution_and_a_fig
                        statement="s", figure=dict(mu=np.array([0.0, 1.0]), d=2), **VECTOR)
     with pytest.raises(ValueError, match="figure= draws one quantity against mu; expected gives a vector of 2"):
         theory.figures[0].make(np.random.default_rng(0))
+
+
+def test_the_components_of_a_vector_are_named_as_the_theory_names_them():
+    theory = Theory("vectors")
+    named = theory.monte_carlo(lambda rng, n, mu: rng.standard_normal((n, 2)) + mu, expected=lambda mu: [mu, mu + 1],
+                               resolution=0.1, components=("L=16", "L=64"), name="named", statement="s", expect="refuted",
+                               mu=st.floats(-1.0, 1.0))
+    result = run_claim(named, examples=1)
+    assert result.status == "refuted" and result.counterexample.evidence.note.startswith("worst case L=64:")
+    three = theory.monte_carlo(lambda rng, n, mu: rng.standard_normal((n, 2)), expected=lambda mu: [0.0, 0.0],
+                               resolution=0.1, components=("a", "b", "c"), name="three", statement="s",
+                               mu=st.floats(-1.0, 1.0))
+    assert "components names 3 entries (a, b, c), expected gives 2" in run_claim(three, examples=1).examples[0].error
+    for bad in (["a"], ("a", "a"), ("",)):
+        with pytest.raises(ValueError, match="components must be a tuple of distinct names"):
+            theory.monte_carlo(shifted_normals, expected=lambda mu, d: np.ones(d), resolution=0.1, components=bad,
+                               name="bad", statement="s", **VECTOR)

@@ -184,7 +184,8 @@ class Theory:
 
     def monte_carlo(self, function: Callable | None = None, *, expected: Callable, resolution: float | None = None,
                     relative: float | None = None, budget: int = 1_000_000, bounds: tuple | None = None,
-                    bias: float | Callable | None = None, chunk: int | None = None, figure: dict | None = None,
+                    bias: float | Callable | None = None, chunk: int | None = None,
+                    components: tuple[str, ...] | None = None, figure: dict | None = None,
                     xlabel: str | None = None,
                     ylabel: str = "value",
                     name: str | None = None, statement: str | None = None, source: str = "", expect: str = "holds",
@@ -215,9 +216,11 @@ class Theory:
         of ``function`` is asked for (default 65,536), where one draw holds many numbers (a sequence of $L$ tokens):
         it bounds the memory, not the sizing. ``expected`` may give a vector of $k$ numbers: ``function`` then returns
         draws of shape $(n, k)$, each mean is sized and compared, and the component closest to failing decides
-        ([`worst_case`][attnverify.checks.cases.worst_case]); ``relative`` and ``figure`` are for one quantity."""
+        ([`worst_case`][attnverify.checks.cases.worst_case]), each named by ``components`` (default "component j");
+        ``relative`` and ``figure`` are for one quantity."""
         options_not_strategies("monte_carlo", expected=expected, resolution=resolution, relative=relative,
-                                budget=budget, bounds=bounds, bias=bias, chunk=chunk, figure=figure, xlabel=xlabel,
+                                budget=budget, bounds=bounds, bias=bias, chunk=chunk, components=components,
+                                figure=figure, xlabel=xlabel,
                                 ylabel=ylabel,
                                 name=name, statement=statement, source=source, expect=expect, examples=examples,
                                 shrink_budget=shrink_budget)
@@ -232,6 +235,10 @@ class Theory:
         checked_option("budget", budget, PROFILES, integer=True)
         checked_option("bias", bias, PROFILES, function=True)
         checked_option("chunk", chunk, PROFILES, integer=True)
+        if components is not None and (not isinstance(components, tuple) or not components or len(set(components))
+                                       != len(components) or not all(isinstance(c, str) and c for c in components)):
+            raise ValueError(f"components must be a tuple of distinct names, one per entry of expected's vector "
+                             f"(\"L=64\", \"L=512\"), got {components!r}")
         from ..numerics.statistics import checked_bounds
 
         bounds = checked_bounds("bounds", bounds)
@@ -244,7 +251,8 @@ class Theory:
             axis = figure_axis(figure, names, function.__name__) if figure is not None else None
 
             def check(p: dict, ctx) -> Evidence:
-                return compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds, bias, chunk)
+                return compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds, bias, chunk,
+                               components)
 
             check.__wrapped__ = function  # inspect.unwrap(claim.check): the function the theory wrote
 

@@ -220,7 +220,7 @@ def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=No
 
 
 def compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None, bias=None,
-            chunk=None) -> Evidence:
+            chunk=None, components=None) -> Evidence:
     """The example's evidence: ``within_error`` of the expected value and the sized mean, marked vacuous where a
     relative resolution, widened to the size of terms that cancel, exceeds both sides (`vacuity`)."""
     expected, scale, estimate, reference = sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds,
@@ -228,9 +228,13 @@ def compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=
     if np.ndim(expected):  # a vector of means: each component compared, the one closest to failing decides
         from ..checks.cases import worst_case
 
-        return worst_case([(f"component {j}", within_error(float(e), s, scale=scale, bias_budget=s.bias_budget,
-                                                            figures=s.sizing()))
-                           for j, (e, s) in enumerate(zip(expected, estimate))])
+        labels = components or tuple(f"component {j}" for j in range(np.size(expected)))
+        if len(labels) != np.size(expected):
+            raise ValueError(f"components names {len(labels)} entries ({', '.join(labels)}), expected gives "
+                             f"{np.size(expected)}")
+        return worst_case([(label, within_error(float(e), s, scale=scale, bias_budget=s.bias_budget,
+                                                figures=s.sizing()))
+                           for label, e, s in zip(labels, expected, estimate)])
     evidence = within_error(expected, estimate, scale=scale, bias_budget=estimate.bias_budget,
                             figures=estimate.sizing())
     if not evidence.holds or reference is None or per_profile(resolution, ctx.profile):

@@ -11,11 +11,9 @@ import numpy as np
 from .. import derivations as derived
 from ..theory import theory
 from ... import conditional_mean as sim
-from ....numerics.sized import sized_mean
 from ....numerics.statistics import Estimate, fit_line
 from ....checks import st
 from ....checks.claim import Context
-from ....checks.cases import worst_case
 from ....checks.evidence import Evidence, within_error
 
 from ._common import (SOURCE, attention_errors, chunk, gaussian_constants, gaussian_model,
@@ -42,57 +40,66 @@ def _score_errors(model: sim.GaussianKeyValueModel, score: np.ndarray, target: n
                             backend)
 
 
-@theory.claim(
+ERROR_LENGTHS, BIAS_LENGTHS = (64, 512), (16, 64)
+"""The lengths at which the error constant and the bias constant are checked, one column of draws each."""
+
+
+def _scaled(lengths: tuple[int, ...], statistic):
+    """The simulator of L·statistic(errors of attention with the desired parameter against E[v | k = q]) at each of
+    ``lengths``: n draws of each, independent sequences, shape (n, len(lengths))."""
+    def draws(rng, n, d, d_v, model_seed, noise_sd, score_sd, backend):
+        model, a, query, constants = _desired_case(d, d_v, model_seed, noise_sd, score_sd)
+        target = model.conditional_mean(query)
+        return backend.xp.stack([L * statistic(_score_errors(model, a, target, L, backend)(rng, n), constants, backend)
+                                 for L in lengths], axis=1)
+
+    return draws
+
+
+def _at_lengths(lengths: tuple[int, ...], value):
+    """``value(constants, L)`` at each of ``lengths`` as a function of the claim's parameters."""
+    return lambda **p: np.array([value(_desired_case(**p)[3], L) for L in lengths])
+
+
+def _squared_norm(errors, constants, backend):
+    return (errors**2).sum(axis=-1)
+
+
+def _along_shift(errors, constants, backend):
+    """The error along β = AΣa (its unit vector), where the O(1/L) bias lies."""
+    return errors @ backend.asarray(constants["direction"])
+
+
+_ERROR_VALUE = lambda c, L: c["constant"] + c["second_order"] / L  # noqa: E731
+
+error_constant = theory.monte_carlo(
+    _scaled(ERROR_LENGTHS, _squared_norm), name="error_constant",
     source=f"{SOURCE}; abstract ('error decreasing in input sizes'), note §3.2 P2",
-    **gaussian_model_parameters(),
-    examples={"quick": 4, "thorough": 20},
-)
-def error_constant(ctx: Context, d, d_v, model_seed, noise_sd, score_sd) -> Evidence:
-    """Softmax attention with the desired parameter a = Σ⁻¹(q − μ) on Gaussian keys with linear
-    values has L·E‖attn − E[v | k = q]‖² = C + D/L + O(L⁻²), with C = e^{s²}(‖AΣa‖² + tr(AΣAᵀ) + d_vσ²)
-    and D derived symbolically (checked at L = 64 and 512): beyond the budget |D|/L for the remainder, an
-    error of 5 % in C + D/L is resolved (thorough: 2 %)."""
-    model, a, query, constants = _desired_case(d, d_v, model_seed, noise_sd, score_sd)
-    target = model.conditional_mean(query)
-    relative = ctx.choose(quick=0.05, thorough=0.02)
-    evidences = []
-    for L in (64, 512):
-        value, budget = constants["constant"] + constants["second_order"] / L, abs(constants["second_order"]) / L
-        errors = _score_errors(model, a, target, L, ctx.backend)
-        estimate = sized_mean(lambda rng, n: L * (errors(rng, n) ** 2).sum(axis=-1), ctx.backend_rng(), resolution=budget,
-                              relative_resolution=relative, reference=value, bias_budget=budget,
-                              budget=ctx.choose(quick=100_000, thorough=500_000), chunk=chunk(L))
-        evidences.append((f"L={L}", within_error(value, estimate, bias_budget=budget, figures=estimate.sizing(),
-                                                  note=f"L = {L}: L·MSE vs C + D/L; budget |D|/L; resolution "
-                                                       f"{relative:.0%} of C + D/L beyond it, {estimate.samples:,} draws")))
-    return worst_case(evidences)
+    statement="Softmax attention with the desired parameter a = Σ⁻¹(q − μ) on Gaussian keys with linear values has "
+              "L·E‖attn − E[v | k = q]‖² = C + D/L + O(L⁻²), with C = e^{s²}(‖AΣa‖² + tr(AΣAᵀ) + d_vσ²) and D derived "
+              "symbolically (checked at L = 64 and 512): beyond the budget |D|/L for the remainder, an error of 5 % "
+              "in C + D/L is resolved (thorough: 2 %).",
+    expected=_at_lengths(ERROR_LENGTHS, _ERROR_VALUE),
+    bias=_at_lengths(ERROR_LENGTHS, lambda c, L: abs(c["second_order"]) / L),
+    resolution={"quick": _at_lengths(ERROR_LENGTHS, lambda c, L: 0.05 * abs(_ERROR_VALUE(c, L))),
+                "thorough": _at_lengths(ERROR_LENGTHS, lambda c, L: 0.02 * abs(_ERROR_VALUE(c, L)))},
+    budget={"quick": 100_000, "thorough": 500_000}, chunk=chunk(sum(ERROR_LENGTHS)),
+    components=tuple(f"L={L}" for L in ERROR_LENGTHS), examples={"quick": 4, "thorough": 20},
+    **gaussian_model_parameters())
 
-
-@theory.claim(
-    source=f"{SOURCE}; note §3.2 P2 (bias O(1/L))",
-    **gaussian_model_parameters(),
-    examples={"quick": 4, "thorough": 20},
-)
-def bias_constant(ctx: Context, d, d_v, model_seed, noise_sd, score_sd) -> Evidence:
-    """The bias of attention with the desired parameter is O(1/L): L·E[attn − E[v | k = q]] along
-    β = AΣa equals B + B₂/L + O(L⁻²) with B = −e^{s²}‖β‖ (checked at L = 16 and 64): beyond the budget
-    |B₂|/L for the remainder, B is resolved to 10 % of √C, the RMS error constant (thorough: 5 %)."""
-    model, a, query, constants = _desired_case(d, d_v, model_seed, noise_sd, score_sd)
-    target, direction = model.conditional_mean(query), ctx.backend.asarray(constants["direction"])
-    relative = ctx.choose(quick=0.1, thorough=0.05)
-    evidences = []
-    for L in (16, 64):
-        theory_value = constants["bias"] + constants["second_order_bias"] / L
-        budget = abs(constants["second_order_bias"]) / L
-        errors = _score_errors(model, a, target, L, ctx.backend)
-        # the scaled error along β, draw by draw (its spread is about √(L·C): about 2,500·L draws)
-        estimate = sized_mean(lambda rng, n: L * (errors(rng, n) @ direction), ctx.backend_rng(),
-                              resolution=budget + relative * math.sqrt(constants["constant"]), bias_budget=budget,
-                              budget=ctx.choose(quick=400_000, thorough=2_000_000), chunk=chunk(L))
-        evidences.append((f"L={L}", within_error(theory_value, estimate, bias_budget=budget, figures=estimate.sizing(),
-                                                  note=f"L = {L}: L·bias vs B + B₂/L; budget |B₂|/L; resolution "
-                                                       f"{relative:.0%} of √C beyond it, {estimate.samples:,} draws")))
-    return worst_case(evidences)
+# the scaled error along β spreads like √(L·C): about 2,500·L draws resolve a tenth of √C
+bias_constant = theory.monte_carlo(
+    _scaled(BIAS_LENGTHS, _along_shift), name="bias_constant", source=f"{SOURCE}; note §3.2 P2 (bias O(1/L))",
+    statement="The bias of attention with the desired parameter is O(1/L): L·E[attn − E[v | k = q]] along β = AΣa "
+              "equals B + B₂/L + O(L⁻²) with B = −e^{s²}‖β‖ (checked at L = 16 and 64): beyond the budget |B₂|/L for "
+              "the remainder, B is resolved to 10 % of √C, the RMS error constant (thorough: 5 %).",
+    expected=_at_lengths(BIAS_LENGTHS, lambda c, L: c["bias"] + c["second_order_bias"] / L),
+    bias=_at_lengths(BIAS_LENGTHS, lambda c, L: abs(c["second_order_bias"]) / L),
+    resolution={"quick": lambda **p: 0.1 * math.sqrt(_desired_case(**p)[3]["constant"]),
+                "thorough": lambda **p: 0.05 * math.sqrt(_desired_case(**p)[3]["constant"])},
+    budget={"quick": 400_000, "thorough": 2_000_000}, chunk=chunk(sum(BIAS_LENGTHS)),
+    components=tuple(f"L={L}" for L in BIAS_LENGTHS), examples={"quick": 4, "thorough": 20},
+    **gaussian_model_parameters())
 
 
 from ..experiments import RATE_LENGTHS
