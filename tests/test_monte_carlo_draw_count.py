@@ -129,3 +129,19 @@ def test_the_components_of_a_vector_are_named_as_the_theory_names_them():
         with pytest.raises(ValueError, match="components must be a tuple of distinct names"):
             theory.monte_carlo(shifted_normals, expected=lambda mu, d: np.ones(d), resolution=0.1, components=bad,
                                name="bad", statement="s", **VECTOR)
+
+
+def test_resolution_and_bias_may_be_given_one_per_component():
+    theory = Theory("vectors")
+    made = theory.monte_carlo(lambda rng, n, mu: rng.standard_normal((n, 2)) * (1, 10) + mu,
+                              expected=lambda mu: [mu, mu], resolution=(0.1, 1.0), bias=(0.0, 0.01),
+                              components=("narrow", "wide"), name="per_component", statement="s",
+                              mu=st.floats(-1.0, 1.0))
+    result = run_claim(made, examples=2)
+    assert result.status == "holds"
+    cases = result.examples[0].evidence.figures["cases"]
+    assert cases["narrow"]["figures"]["resolution"] == pytest.approx(0.1)
+    assert cases["wide"]["figures"]["resolution"] == pytest.approx(1.01)
+    with pytest.raises(ValueError, match=r"resolution must be a positive .*one per component.*got \(0.1, -1.0\)"):
+        theory.monte_carlo(shifted_normals, expected=lambda mu, d: np.ones(d), resolution=(0.1, -1.0), name="bad",
+                           statement="s", **VECTOR)

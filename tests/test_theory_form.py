@@ -198,9 +198,12 @@ def test_a_stated_bias_budget_rides_on_the_resolution_and_widens_only_the_compar
     result = run_claim(negative, profile="quick", examples=1)
     assert result.status == "error" and "the bias budget bias(mu=" in result.examples[0].error and \
         "must be a finite number in [0, inf), got -1.0" in result.examples[0].error
-    with pytest.raises(ValueError, match="bias must be a positive finite number or a function of the parameters"):
+    with pytest.raises(ValueError, match="bias must be a non-negative finite number or a function of the parameters"):
         theory.monte_carlo(mean_squared, expected=lambda mu, L: mu**2, resolution=0.02, bias=-0.1, name="x",
                            statement="s", **strategies)
+    no_bias = theory.monte_carlo(mean_squared, expected=lambda mu, L: mu**2 + 1 / L, resolution=0.02, bias=0,
+                                 name="unbiased", statement="E[x̄²] = μ² + 1/L, no bias stated", **strategies)
+    assert run_claim(no_bias, examples=2).status == "holds"
 
 
 def test_a_relative_claim_whose_terms_cancel_on_every_example_is_inconclusive_not_held():

@@ -230,10 +230,10 @@ class Theory:
         if resolution is None and relative is None:
             raise ValueError("monte_carlo needs the smallest error it must resolve: resolution= (absolute) and/or "
                              "relative= (a fraction of |expected|)")
-        checked_option("resolution", resolution, PROFILES, function=True)
+        checked_option("resolution", resolution, PROFILES, function=True, per_component=True)
         checked_option("relative", relative, PROFILES)
         checked_option("budget", budget, PROFILES, integer=True)
-        checked_option("bias", bias, PROFILES, function=True)
+        checked_option("bias", bias, PROFILES, function=True, per_component=True, zero=True)
         checked_option("chunk", chunk, PROFILES, integer=True)
         if components is not None and (not isinstance(components, tuple) or not components or len(set(components))
                                        != len(components) or not all(isinstance(c, str) and c for c in components)):

@@ -92,9 +92,11 @@ def per_profile(value, profile: str):
     return value[profile] if isinstance(value, dict) else value
 
 
-def checked_option(label: str, value, profiles: tuple[str, ...], *, function: bool = False, integer: bool = False):
-    """``value`` if it is a positive finite number (an int ≥ 1 with ``integer``; a function of the parameters too,
-    with ``function``), or a dict giving one for each of ``profiles``; else a ValueError naming ``label``."""
+def checked_option(label: str, value, profiles: tuple[str, ...], *, function: bool = False, integer: bool = False,
+                   per_component: bool = False, zero: bool = False):
+    """``value`` if it is a positive finite number (≥ 0 with ``zero``; an int ≥ 1 with ``integer``; a function of the
+    parameters too, with ``function``; a tuple or list of such numbers, one per component of a vector of means, with
+    ``per_component``), or a dict giving one for each of ``profiles``; else a ValueError naming ``label``."""
     if value is None:
         return None
     values = value.values() if isinstance(value, dict) else [value]
@@ -103,11 +105,15 @@ def checked_option(label: str, value, profiles: tuple[str, ...], *, function: bo
     for v in values:
         if function and callable(v):
             continue
-        number = isinstance(v, int) if integer else isinstance(v, (int, float))
-        if isinstance(v, bool) or not number or not math.isfinite(v) or v <= 0:
-            raise ValueError(f"{label} must be a positive finite {'int' if integer else 'number'}"
-                             f"{' or a function of the parameters' if function else ''} (or one per profile: "
-                             f"{{'quick': …, 'thorough': …}}), got {v!r}")
+        numbers = list(v) if per_component and isinstance(v, (tuple, list)) and v else [v]
+        for number in numbers:
+            kind = isinstance(number, int) if integer else isinstance(number, (int, float))
+            if (isinstance(number, bool) or not kind or not math.isfinite(number) or number < 0
+                    or (number == 0 and not zero)):
+                raise ValueError(f"{label} must be a {'non-negative' if zero else 'positive'} finite "
+                                 f"{'int' if integer else 'number'}{' or a function of the parameters' if function else ''}"
+                                 f"{' (or a tuple of them, one per component)' if per_component else ''} (or one per "
+                                 f"profile: {{'quick': …, 'thorough': …}}), got {v!r}")
     return value
 
 
@@ -180,9 +186,7 @@ def bias_at(bias, p: dict) -> float:
 
     if bias is None:
         return 0.0
-    if not callable(bias):
-        return float(bias)
-    value = bias(**p)
+    value = bias(**p) if callable(bias) else bias
     if np.ndim(value) == 0:
         return arguments.nonnegative(f"the bias budget bias({format_parameters(p)})", value)
     return np.array([arguments.nonnegative(f"the bias budget bias({format_parameters(p)})[{j}]", v)
@@ -201,6 +205,7 @@ def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=No
                                                  for v in (resolution, relative, budget, bias, chunk))
     if callable(resolution):
         resolution = resolution(**p)
+    if resolution is not None:  # a number, or one per component of a vector of means
         resolution = float(resolution) if np.ndim(resolution) == 0 else np.asarray(resolution, dtype=float)
     allowance = bias_at(bias, p)
     expected, scale, terms = expected_value(theory_side, p, ctx, relative=bool(relative))
