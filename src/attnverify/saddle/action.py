@@ -160,18 +160,20 @@ class NumericAction:
         return np.array([[np.sqrt(value)]]) if op.size == 0 else np.linalg.cholesky(value)
 
     def parts(self, theta: np.ndarray):
-        """(E, 𝓛, u, g = ∂S/∂u) at θ (S = ½E + 𝓛; the last θ's are kept)."""
+        """(E, 𝓛, u, g = ∂S/∂u, factors) at θ (S = ½E + 𝓛; the factors of the order parameters, as
+        `Parametrisation.entries_each` gives them; the last θ's are kept)."""
         if self._last is not None and np.array_equal(self._last[0], theta):
             return self._last[1]
         self.evaluations += 1
-        u = self.parametrisation.entries(theta)
+        entries, factors = self.parametrisation.entries_each(np.asarray(theta, dtype=float)[None, :])
+        u = entries[0]
         L, g = self.declaration.entropy_value_and_gradient(u, self.parameters)
         E = 0.0
         if self.with_energy:
             E, G = self.energy(self.kernel_factor(u))
             g = g.copy()
             g[self.kernel_part] += 0.5 * entry_gradient(G, self._rows, self._cols)
-        parts = (E, L, u, g)
+        parts = (E, L, u, g, factors)
         self._last = (np.array(theta, dtype=float), parts)
         return parts
 
@@ -180,10 +182,10 @@ class NumericAction:
             if not np.all(np.isfinite(np.exp(theta))):
                 return np.inf, np.zeros_like(theta)
         try:
-            E, L, u, g = self.parts(theta)
+            E, L, u, g, factors = self.parts(theta)
         except (np.linalg.LinAlgError, ValueError):  # K + T·I without a factor, or 𝓛 undefined (NaN): S undefined
             return np.inf, np.zeros_like(theta)
-        gradient, _ = self.parametrisation.chain(theta, g)
+        gradient = self.parametrisation.gradient_each(np.asarray(theta, dtype=float)[None, :], g[None, :], factors)[0]
         return (0.5 * E + L) / self.scale, gradient / self.scale
 
     def residual(self, theta: np.ndarray) -> float:
@@ -194,7 +196,7 @@ class NumericAction:
         the energy's Hessian costs O(𝓗² P³) in the kernel space)."""
         if self._last_hessian is not None and np.array_equal(self._last_hessian[0], theta):
             return self._last_hessian[1].copy()
-        _, _, u, _ = self.parts(theta)
+        u = self.parts(theta)[2]
         H = self.declaration.entropy_hessian(u, self.parameters)
         if self.with_energy:
             HE = self.energy.hessian(self.kernel_factor(u))
@@ -206,5 +208,5 @@ class NumericAction:
         return H.copy()
 
     def hessian(self, theta: np.ndarray) -> np.ndarray:
-        _, _, _, g = self.parts(theta)
+        g = self.parts(theta)[3]
         return self.parametrisation.chain(theta, g / self.scale, self.entries_hessian(theta))[1]

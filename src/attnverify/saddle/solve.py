@@ -98,7 +98,7 @@ def _minimise(action: NumericAction, theta: np.ndarray, tolerance: float, max_it
 def _solution(action: NumericAction, theta: np.ndarray, result, tolerance: float, t0: float,
               temperature) -> Solution:
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # where an unbounded action overflowed
-        E, L, u, g = action.parts(theta)
+        E, L, u, g = action.parts(theta)[:4]
         H = action.entries_hessian(theta)
         residual = action.residual(theta)
     finite = bool(np.all(np.isfinite(H)))  # an action unbounded below sends the iterate where it overflows

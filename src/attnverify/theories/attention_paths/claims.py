@@ -132,7 +132,7 @@ def generated_action(ctx: Context, heads, P, width, variances, temperature, seed
     action = NumericAction(declaration, data_energy(dict(X=X, y=y), config.temperature, backend=ctx.backend),
                            declaration.parameter_values(config.parameters()))
     theta = rng.normal(scale=0.4, size=action.parametrisation.size)
-    E, entropy, u, _ = action.parts(theta)
+    E, entropy, u = action.parts(theta)[:3]
     direct = E + 2 * entropy  # the derivation's S = E + 𝓛 is twice the engine's ½E + 𝓛
     order = declaration.split(u)
     C = np.einsum("pia,qib->abpq", X, X)
