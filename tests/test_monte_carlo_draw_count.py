@@ -145,3 +145,12 @@ def test_resolution_and_bias_may_be_given_one_per_component():
     with pytest.raises(ValueError, match=r"resolution must be a positive .*one per component.*got \(0.1, -1.0\)"):
         theory.monte_carlo(shifted_normals, expected=lambda mu, d: np.ones(d), resolution=(0.1, -1.0), name="bad",
                            statement="s", **VECTOR)
+
+
+@pytest.mark.parametrize("option, words", [(dict(relative=0.1), "relative= is for one quantity"),
+                                           (dict(resolution=0.1, figure=dict(mu=np.array([0.0, 1.0]), d=2)),
+                                            "figure= is for one quantity")])
+def test_a_declared_vector_refuses_one_quantitys_options_at_definition(option, words):
+    with pytest.raises(ValueError, match=words + ", and components= declares a vector of 2 means"):
+        Theory("vectors").monte_carlo(shifted_normals, expected=lambda mu, d: np.ones(d), components=("a", "b"),
+                                      name="declared", statement="s", **option, **VECTOR)

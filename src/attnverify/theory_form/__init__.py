@@ -239,6 +239,10 @@ class Theory:
                                        != len(components) or not all(isinstance(c, str) and c for c in components)):
             raise ValueError(f"components must be a tuple of distinct names, one per entry of expected's vector "
                              f"(\"L=64\", \"L=512\"), got {components!r}")
+        if components is not None and (relative is not None or figure is not None):
+            raise ValueError(f"{'relative=' if relative is not None else 'figure='} is for one quantity, and "
+                             f"components= declares a vector of {len(components)} means: state resolution= (a number "
+                             "or one per component) and leave figure= out")
         from ..numerics.statistics import checked_bounds
 
         bounds = checked_bounds("bounds", bounds)
