@@ -25,7 +25,7 @@ from ..heads import head_scores
 from ....numerics.kernel_predictor import predictor_statistics
 from ....saddle import SolutionStore, sweep as saddle_sweep
 from ..action import ActionConfig
-from .trained_heads import Head, TrainedHeads, load_networks
+from .trained_heads import Head, TrainedHeads, load_networks, stored_seeds
 
 #: The paper's grids (spec §4.2): widths, temperatures, and the temperatures of its GP line.
 WIDTHS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
@@ -291,16 +291,28 @@ def cache_settings(setup: OneShotSetup, architecture: dict, training: dict) -> d
             "training": {k: v for k, v in training.items() if k != "seed"}}
 
 
-def cached_networks(path: str | Path | None = None, setup: OneShotSetup = OneShotSetup()) -> tuple[dict[int, TrainedHeads], dict]:
-    """The cached trained networks by seed (and the file's metadata); they must have been trained on
-    the episodes of ``setup``, else the numbers would not belong to this experiment."""
+def _cache_file(path: str | Path | None, setup: OneShotSetup) -> Path:
+    """The file of cached networks, checked to hold networks trained on the episodes of ``setup`` (else the numbers
+    would not belong to this experiment)."""
     path = Path(path) if path is not None else CACHE
     if not path.is_file():
         raise FileNotFoundError(f"no trained networks at {path}: run `attnverify train-one-shot --update-package-data` "
                                 "(needs the [train] extra)")
-    networks, shared = load_networks(path)
+    _, shared = stored_seeds(path)
     trained_on = shared.get("settings", {}).get("setup")
     if trained_on != setup.as_dict():
         raise ValueError(f"the networks in {path} were trained on episodes {trained_on}, not {setup.as_dict()}: "
                          "run `attnverify train-one-shot --update-package-data` again")
-    return networks, shared
+    return path
+
+
+def cached_networks(path: str | Path | None = None, setup: OneShotSetup = OneShotSetup()) -> tuple[dict[int, TrainedHeads], dict]:
+    """The cached trained networks by seed (and the file's metadata); they must have been trained on
+    the episodes of ``setup``, else the numbers would not belong to this experiment."""
+    return load_networks(_cache_file(path, setup))
+
+
+def cached_seeds(path: str | Path | None = None, setup: OneShotSetup = OneShotSetup()) -> tuple[int, ...]:
+    """The training seeds of the cached networks (the file checked as `cached_networks` checks it), without
+    reading the networks."""
+    return stored_seeds(_cache_file(path, setup))[0]

@@ -74,8 +74,7 @@ def _theory_episodes(inputs: OneShotNetwork, P: int) -> experiment.PathData:
 def training_seeds(settings: RunSettings) -> tuple[int, ...]:
     """The training seeds of the profile's networks (the first ``THEORY_SIZES[profile]["seeds"]`` cached ones, all
     for None), without loading their features."""
-    networks, _ = experiment.cached_networks()
-    return tuple(sorted(networks)[:settings.choose(**THEORY_SIZES)["seeds"]])
+    return experiment.cached_seeds()[:settings.choose(**THEORY_SIZES)["seeds"]]
 
 
 def one_shot_networks(settings: RunSettings) -> tuple[OneShotNetwork, ...]:
@@ -313,7 +312,7 @@ def one_shot_chain_groups_of(settings: RunSettings) -> tuple[Planned, ...]:
     if not settings.choose(**THEORY_SIZES)["sampled"]:
         return ()
     sweep = one_shot_width_sweep_of(settings)
-    return tuple(planned(one_shot_chain_group, seed=settings.seed, group=g, **_sweep(settings),
+    return tuple(planned(one_shot_chain_group, seed=settings.seed, group=g, **dict(sweep.parameters),
                          after=(*sweep.after, sweep)) for g in range(CHAIN_GROUPS))
 
 

@@ -115,6 +115,12 @@ def save_networks(path: str | Path, networks: dict[int, TrainedHeads], **shared:
     np.savez_compressed(path, **arrays)
 
 
+def stored_seeds(path: str | Path) -> tuple[tuple[int, ...], dict]:
+    """(the training seeds, shared metadata) written by `save_networks`, without reading the networks."""
+    with np.load(path) as data:
+        return tuple(sorted(int(s) for s in data["seeds"])), json.loads(str(data["shared"]))
+
+
 def load_networks(path: str | Path) -> tuple[dict[int, TrainedHeads], dict]:
     """(networks by training seed, shared metadata) written by `save_networks`."""
     with np.load(path) as data:
