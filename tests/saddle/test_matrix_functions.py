@@ -25,7 +25,7 @@ def _declared(expand: bool):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_atoms_equal_the_expanded_expressions(seed):
     atoms, expanded = _declared(False), _declared(True)
-    assert atoms.auxiliaries and not expanded.auxiliaries
+    assert atoms.entropy_term.auxiliaries and not expanded.entropy_term.auxiliaries
     rng = np.random.default_rng(seed)
     A, B = rng.normal(size=(3, 3)), rng.normal(size=(3, 3))
     u = atoms.join({"U": A @ A.T + np.eye(3), "V": B @ B.T + 0.5 * np.eye(3)})

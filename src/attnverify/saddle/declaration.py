@@ -158,17 +158,16 @@ class SaddlePointAction:
         if not widths or not all(isinstance(w, sympy.Symbol) for w in widths) or len(set(widths)) != len(widths):
             raise TypeError(f"width must be the sympy symbol of the width N, or distinct symbols (n_0, …, n_L) of the "
                             f"layers' widths, got {width!r}")
-        self.entropy_term = Term(self.entropy, self.order_parameters, what="the entropy")
-        self.auxiliaries, self.atoms, self.parameters = (self.entropy_term.auxiliaries, self.entropy_term.atoms,
-                                                         self.entropy_term.parameters)
-        free = self.entropy_term.expanded.free_symbols - set(self.auxiliaries)
+        self.entropy_term = term = Term(self.entropy, self.order_parameters, what="the entropy")
+        self.parameters = term.parameters
+        free = term.expanded.free_symbols - set(term.auxiliaries)
         missing = [w.name for w in widths if w not in self.parameters]
         if missing:
             raise ValueError(f"width {', '.join(missing)} must appear in the entropy (𝓛 grows with N); its "
                              f"parameters: {', '.join(s.name for s in self.parameters) or 'none'}")
         self.widths, self.width = widths, widths[0]
         self._width_indices = [self.parameters.index(w) for w in widths]
-        used = free | {s for op, _ in self.atoms for s in op.symbols}
+        used = free | {s for op, _ in term.atoms for s in op.symbols}
         unused = [op.name for op in self.order_parameters if not set(op.symbols) & used and op is not self.kernel]
         if unused:
             raise ValueError(f"order parameter(s) {', '.join(unused)} appear neither in the entropy nor as the kernel's")

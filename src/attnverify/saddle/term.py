@@ -103,12 +103,13 @@ def atom_derivatives(atoms: MatrixAtoms, U: np.ndarray) -> tuple[np.ndarray, np.
         np.array(A3).reshape(atoms.count, *(X.shape[0],) * 3)
 
 
-def _nonzero(expression: sympy.Expr, variables: tuple):
-    """(positions, expressions) of the nonzero second and of the nonzero third derivatives of ``expression`` over
-    ``variables``, positions sorted (i ≤ j, i ≤ j ≤ k): the symmetric tensors' independent entries. Each derivative
-    is taken only along the variables still present in the one before (an entropy is linear in most entries)."""
+def _nonzero(expression: sympy.Expr, variables: tuple, third: bool = True):
+    """(positions, expressions) of the nonzero second and (with ``third``) of the nonzero third derivatives of
+    ``expression`` over ``variables``, positions sorted (i ≤ j, i ≤ j ≤ k): the symmetric tensors' independent entries.
+    Each derivative is taken only along the variables still present in the one before (an entropy is linear in most
+    entries)."""
     index = {s: k for k, s in enumerate(variables)}
-    second, third = ([], []), ([], [])
+    second, thirds = ([], []), ([], [])
     for i, s in enumerate(variables):
         first = sympy.diff(expression, s)
         for j in sorted(index[t] for t in first.free_symbols if t in index and index[t] >= i):
@@ -117,12 +118,14 @@ def _nonzero(expression: sympy.Expr, variables: tuple):
                 continue
             second[0].append((i, j))
             second[1].append(h)
+            if not third:
+                continue
             for k in sorted(index[t] for t in h.free_symbols if t in index and index[t] >= j):
                 t = sympy.diff(h, variables[k])
                 if t != 0:
-                    third[0].append((i, j, k))
-                    third[1].append(t)
-    return second, third
+                    thirds[0].append((i, j, k))
+                    thirds[1].append(t)
+    return second, thirds
 
 
 def _symmetric(positions: list, values: np.ndarray, size: int, order: int) -> np.ndarray:
@@ -223,20 +226,11 @@ class Term:
     def _second(self):
         """The nonzero second derivatives over v (i ≤ j) and their positions; None for the function where there
         are none."""
-        v = self.variables
-        gradient = [sympy.diff(self.expanded, s) for s in v]
-        positions, expressions = [], []
-        for i, g in enumerate(gradient):
-            present = g.free_symbols
-            for j in range(i, len(v)):
-                if v[j] in present:
-                    h = sympy.diff(g, v[j])
-                    if h != 0:
-                        positions.append((i, j))
-                        expressions.append(h)
+        positions, expressions = _nonzero(self.expanded, self.variables, third=False)[0]
         if not expressions:
             return np.zeros((0, 2), dtype=int), None
-        return np.array(positions), evaluator(expressions, list(v) + list(self.parameters), rounding=False).function
+        return np.array(positions), evaluator(expressions, list(self.variables) + list(self.parameters),
+                                              rounding=False).function
 
     def _atom_values(self, u: np.ndarray):
         """(a, [(slice of u, J, W, MatrixAtoms)]) at the entries u; LinAlgError outside the domain. The last entries'
