@@ -121,10 +121,12 @@ def test_the_components_of_a_vector_are_named_as_the_theory_names_them():
                                mu=st.floats(-1.0, 1.0))
     result = run_claim(named, examples=1)
     assert result.status == "refuted" and result.counterexample.evidence.note.startswith("worst case L=64:")
-    three = theory.monte_carlo(lambda rng, n, mu: rng.standard_normal((n, 2)), expected=lambda mu: [0.0, 0.0],
-                               resolution=0.1, components=("a", "b", "c"), name="three", statement="s",
-                               mu=st.floats(-1.0, 1.0))
+    drawn = []
+    three = theory.monte_carlo(lambda rng, n, mu: drawn.append(n) or rng.standard_normal((n, 2)),
+                               expected=lambda mu: [0.0, 0.0], resolution=0.1, components=("a", "b", "c"),
+                               name="three", statement="s", mu=st.floats(-1.0, 1.0))
     assert "components names 3 entries (a, b, c), expected gives 2" in run_claim(three, examples=1).examples[0].error
+    assert drawn == []  # refused before anything is drawn
     for bad in (["a"], ("a", "a"), ("",)):
         with pytest.raises(ValueError, match="components must be a tuple of distinct names"):
             theory.monte_carlo(shifted_normals, expected=lambda mu, d: np.ones(d), resolution=0.1, components=bad,

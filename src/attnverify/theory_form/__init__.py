@@ -44,7 +44,7 @@ from ..checks.evidence import Evidence
 from ..execution.settings import RunSettings
 from .derived import DerivationHandle, DerivedFunction
 from .figures import FigureMaker, TheoryVsSimulation
-from .monte_carlo import checked_option, compare, figure_axis, finite_expected, simulator, sweep
+from .monte_carlo import Sizing, checked_option, compare, figure_axis, finite_expected, simulator, sweep
 from .signatures import accepts_the_drawn, options_not_strategies, signature_call, statement_of
 
 __all__ = ["DerivationHandle", "DerivedFunction", "Theory", "TheoryVsSimulation"]
@@ -245,7 +245,7 @@ class Theory:
                              "or one per component) and leave figure= out")
         from ..numerics.statistics import checked_bounds
 
-        bounds = checked_bounds("bounds", bounds)
+        sizing = Sizing(resolution, relative, budget, checked_bounds("bounds", bounds), bias, chunk, components)
 
         def register(function: Callable) -> Claim:
             names = tuple(strategies)
@@ -255,8 +255,7 @@ class Theory:
             axis = figure_axis(figure, names, function.__name__) if figure is not None else None
 
             def check(p: dict, ctx) -> Evidence:
-                return compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds, bias, chunk,
-                               components)
+                return compare(theory_side, simulate, p, ctx, sizing)
 
             check.__wrapped__ = function  # inspect.unwrap(claim.check): the function the theory wrote
 
@@ -265,8 +264,7 @@ class Theory:
                                    shrink_budget)
             if axis is not None:
                 self.figures.append(FigureMaker(made.name.split(".", 1)[1], functools.partial(
-                    sweep, theory_side, simulate, figure, axis, resolution, relative, budget,
-                    xlabel or axis, ylabel, text, bounds=bounds, bias=bias, chunk=chunk)))
+                    sweep, theory_side, simulate, figure, axis, sizing, xlabel or axis, ylabel, text)))
             return made
 
         return register if function is None else register(function)

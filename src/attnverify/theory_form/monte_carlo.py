@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -90,6 +90,21 @@ def finite_expected(expected: Callable, call: Callable) -> Callable:
 def per_profile(value, profile: str):
     """``value[profile]`` for an option given per profile (``{"quick": …, "thorough": …}``), else ``value``."""
     return value[profile] if isinstance(value, dict) else value
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizing:
+    """The options of a Monte Carlo claim that size its draws and compare their mean, as `Theory.monte_carlo`
+    checked them: each a value, one per profile, or (resolution, bias) a function of the parameters; ``components``
+    names the entries of a vector of means."""
+
+    resolution: Any = None
+    relative: Any = None
+    budget: Any = 1_000_000
+    bounds: tuple | None = None
+    bias: Any = None
+    chunk: Any = None
+    components: tuple[str, ...] | None = None
 
 
 def checked_option(label: str, value, profiles: tuple[str, ...], *, function: bool = False, integer: bool = False,
@@ -193,22 +208,27 @@ def bias_at(bias, p: dict) -> float:
                      for j, v in enumerate(np.ravel(value))])
 
 
-def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None, bias=None, chunk=None):
+def sized(theory_side, simulate, p, ctx, sizing: Sizing):
     """The expected value at ``p``, its terms' round-off scale, and the Monte Carlo mean drawn until 5 SE resolve
     ``resolution`` + ``relative``·(the size of its terms, `size_of`) or ``budget`` draws are spent (each option
     per ``ctx.profile`` where given per profile; ``resolution`` and ``bias`` functions of the parameters where given
     one). The stated ``bias`` budget rides on top: the estimate carries it (``bias_budget``), and the draws resolve
-    the resolution itself, not what the bias leaves of it. ``chunk``: the most draws per call of the draw (memory)."""
+    the resolution itself, not what the bias leaves of it. ``chunk``: the most draws per call of the draw (memory).
+    A vector of means is checked against ``components`` before anything is drawn."""
     from ..numerics.sized import sized_mean
 
-    resolution, relative, budget, bias, chunk = (per_profile(v, ctx.profile)
-                                                 for v in (resolution, relative, budget, bias, chunk))
+    resolution, relative, budget, bias, chunk = (per_profile(v, ctx.profile) for v in (
+        sizing.resolution, sizing.relative, sizing.budget, sizing.bias, sizing.chunk))
+    bounds = sizing.bounds
     if callable(resolution):
         resolution = resolution(**p)
     if resolution is not None:  # a number, or one per component of a vector of means
         resolution = float(resolution) if np.ndim(resolution) == 0 else np.asarray(resolution, dtype=float)
     allowance = bias_at(bias, p)
     expected, scale, terms = expected_value(theory_side, p, ctx, relative=bool(relative))
+    if np.ndim(expected) and sizing.components is not None and len(sizing.components) != np.size(expected):
+        raise ValueError(f"components names {len(sizing.components)} entries ({', '.join(sizing.components)}), "
+                         f"expected gives {np.size(expected)}")
     draw, generator = simulate(p, ctx, None if np.ndim(expected) == 0 else np.size(expected))
     reference = size_of(expected, terms, bounds) if relative else None
     if relative and reference == 0 and not resolution:
@@ -224,27 +244,23 @@ def sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=No
     return expected, scale, estimate, reference
 
 
-def compare(theory_side, simulate, p, ctx, resolution, relative, budget, bounds=None, bias=None,
-            chunk=None, components=None) -> Evidence:
+def compare(theory_side, simulate, p, ctx, sizing: Sizing) -> Evidence:
     """The example's evidence: ``within_error`` of the expected value and the sized mean, marked vacuous where a
-    relative resolution, widened to the size of terms that cancel, exceeds both sides (`vacuity`)."""
-    expected, scale, estimate, reference = sized(theory_side, simulate, p, ctx, resolution, relative, budget, bounds,
-                                                 bias, chunk)
-    if np.ndim(expected):  # a vector of means: each component compared, the one closest to failing decides
+    relative resolution, widened to the size of terms that cancel, exceeds both sides (`vacuity`); for a vector of
+    means, each component's, the one closest to failing deciding (`worst_case`)."""
+    expected, scale, estimate, reference = sized(theory_side, simulate, p, ctx, sizing)
+    if np.ndim(expected):
         from ..checks.cases import worst_case
 
-        labels = components or tuple(f"component {j}" for j in range(np.size(expected)))
-        if len(labels) != np.size(expected):
-            raise ValueError(f"components names {len(labels)} entries ({', '.join(labels)}), expected gives "
-                             f"{np.size(expected)}")
+        labels = sizing.components or tuple(f"component {j}" for j in range(np.size(expected)))
         return worst_case([(label, within_error(float(e), s, scale=scale, bias_budget=s.bias_budget,
                                                 figures=s.sizing()))
                            for label, e, s in zip(labels, expected, estimate)])
     evidence = within_error(expected, estimate, scale=scale, bias_budget=estimate.bias_budget,
                             figures=estimate.sizing())
-    if not evidence.holds or reference is None or per_profile(resolution, ctx.profile):
+    if not evidence.holds or reference is None or per_profile(sizing.resolution, ctx.profile):
         return evidence
-    why = vacuity(expected, estimate.mean, reference, per_profile(relative, ctx.profile))
+    why = vacuity(expected, estimate.mean, reference, per_profile(sizing.relative, ctx.profile))
     return dataclasses.replace(evidence, vacuous=why) if why else evidence
 
 
@@ -261,8 +277,7 @@ def vacuity(expected: float, observed: float, reference: float, relative: float)
             "value without the cancellation, or state an absolute resolution=)")
 
 
-def sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xlabel, ylabel, statement,
-           rng, bounds=None, bias=None, chunk=None) -> TheoryVsSimulation:
+def sweep(theory_side, simulate, figure, axis, sizing: Sizing, xlabel, ylabel, statement, rng) -> TheoryVsSimulation:
     """The theory-vs-simulation figure of a Monte Carlo claim along its axis (the others fixed)."""
     from types import SimpleNamespace
 
@@ -271,17 +286,17 @@ def sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xla
     xs = np.asarray(figure[axis], dtype=float)
     fixed = {n: v for n, v in figure.items() if n != axis}
     ctx = SimpleNamespace(rng=rng, profile="quick", backend=get_backend("numpy"), backend_rng=lambda: rng)
-    resolution, relative = per_profile(resolution, "quick"), per_profile(relative, "quick")
+    resolution, relative = per_profile(sizing.resolution, "quick"), per_profile(sizing.relative, "quick")
     integer = isinstance(figure[axis][0], (int, np.integer))
 
     def at(x) -> dict:
         return {**fixed, axis: int(x) if integer else float(x)}
 
-    estimates = [sized(theory_side, simulate, at(x), ctx, resolution, relative, budget, bounds, bias, chunk)[2]
-                 for x in xs]
-    if isinstance(estimates[0], tuple):
-        raise ValueError(f"figure= draws one quantity against {axis}; expected gives a vector of {len(estimates[0])}: "
+    first = theory_side(at(xs[0]), ctx)
+    if np.ndim(first):  # refused before anything is drawn
+        raise ValueError(f"figure= draws one quantity against {axis}; expected gives a vector of {np.size(first)}: "
                          "leave figure= out, or make a claim of one component")
+    estimates = [sized(theory_side, simulate, at(x), ctx, sizing)[2] for x in xs]
     theory_x = xs if integer else np.linspace(xs.min(), xs.max(), 100)
     theory = [float(theory_side(at(x), ctx)) for x in theory_x]
     draws = [e.samples for e in estimates]
@@ -292,5 +307,5 @@ def sweep(theory_side, simulate, figure, axis, resolution, relative, budget, xla
         x=xs, estimates=estimates, theory=theory, theory_x=theory_x, xlabel=xlabel, ylabel=ylabel,
         caption=f"{statement} Line: theory; points: Monte Carlo{fixed_text}, drawn until 5 SE ≤ {size} "
                 f"({min(draws):,}–{max(draws):,} draws per point)."
-                + (" The verdict also allows the stated bias budget, which the ± 2 SE bars leave out." if bias
+                + (" The verdict also allows the stated bias budget, which the ± 2 SE bars leave out." if sizing.bias
                    else ""))
