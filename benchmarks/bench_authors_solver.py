@@ -16,9 +16,9 @@ and are replaced by empty stand-ins where they are not installed.
 Their run, as their TRAIN script and LOOP_RUN settings do it: ``ConvergentSummationHeads`` with heads (2, 2),
 widths N, unit variances, last-token readout, T = 0.01, the order parameters at the GP point, the path features
 given as its ``attentioned_input`` (the authors' own, ``markov_4paths_authors.npz``), then Adam (lr 0.1) with a
-ReduceLROnPlateau scheduler on the max gradient (patience 100,000), the energy's and the entropy's gradients by two backward passes,
-stopping when max |∂(S/n)/∂U| < 1e-5 or after 50,000 steps; their script's bookkeeping (histories every 500
-steps, prints every 50) is left out. One torch thread, as ours uses one BLAS thread.
+ReduceLROnPlateau scheduler on the max gradient (patience 100,000), the energy's and the entropy's gradients by two
+backward passes, stopping when max |∂(S/n)/∂U| < 1e-5 or after 50,000 steps; their script's bookkeeping
+(histories every 500 steps, prints every 50) is left out. One torch thread, as ours uses one BLAS thread.
 
 Ours: ``solve_paths(dict(C=C, y=y), heads=(2, 2), width=N, temperature=0.01, tolerance=1e-7)`` (the public call,
 its input checks included), and the same solve on an energy prepared once (``solve_energy``: their loop takes its
@@ -26,6 +26,10 @@ input as given). At the engine's tolerance of 1e-7 on max |∂(S/N)/∂u| their 
 their 1e-5 (checked by their code at every turn; at 1e-5 it is not at N = 10, where U_a, which they eliminate in
 closed form, enters their gradient). The solvers take turns, ``--repeats`` times, and the least CPU time of each is
 kept: the process's CPU time (all its threads), their cost without the time other jobs of a shared machine take.
+
+The arithmetic of one call (``arithmetic_floor``): the exact Hessians and factorisations the call makes, counted as
+it runs, their flops, and the time of that work alone as bare numpy/scipy calls on the call's own matrices; the
+call's time over it is what the rest of the call adds.
 """
 
 from __future__ import annotations
@@ -159,6 +163,87 @@ def their_gradient_at(lib, X, y, width, solution) -> float:
     return their_gradient(model, torch.as_tensor(y))
 
 
+def counted_call(call):
+    """``call()`` once, counting the kernel-space energy's exact Hessians and its factorisations at new points (the
+    work that grows as P³): (its result, Hessians, factorisations)."""
+    from attnverify.numerics.kernel_energy import KernelEnergy
+
+    counts = dict(hessian=0, factorise=0)
+    originals = {name: getattr(KernelEnergy, f"_{name}" if name == "factorise" else name) for name in counts}
+
+    def counting(name):
+        def method(self, *args, **kwargs):
+            counts[name] += 1
+            return originals[name](self, *args, **kwargs)
+        return method
+
+    KernelEnergy.hessian, KernelEnergy._factorise = counting("hessian"), counting("factorise")
+    try:
+        result = call()
+    finally:
+        KernelEnergy.hessian, KernelEnergy._factorise = originals["hessian"], originals["factorise"]
+    return result, counts["hessian"], counts["factorise"]
+
+
+def least_seconds(work, calls: int = 20, turns: int = 7) -> float:
+    """The least CPU seconds of one ``work()`` over ``turns`` batches of ``calls`` (one BLAS thread)."""
+    best = float("inf")
+    for _ in range(turns):
+        start = time.process_time()
+        for _ in range(calls):
+            work()
+        best = min(best, (time.process_time() - start) / calls)
+    return best
+
+
+def arithmetic_floor(C: np.ndarray, y: np.ndarray, solution, hessians: int, factorisations: int) -> dict:
+    """The floating-point work of one public call and its time at this machine's BLAS/LAPACK speed, nothing else.
+
+    The call's P³-sized work, counted by `counted_call`, on the kernel space's m = 𝓗(𝓗+1)/2 symmetric kernels S_k:
+    per exact Hessian the products A S_k (2mP³ flops) and the trace Gram matrix Σ (A S_k)∘(A S_l)ᵀ (2m²P²); per
+    factorisation K = Σ w_k u_k S_k (2mP²), its Cholesky factor (P³/3), r and A = (K + T·I)⁻¹ by triangular solves
+    (2P² + 2P³) and the gradient ⟨S_k, A − r rᵀ⟩ (2mP²); once per call the check of C, the Cholesky factor of the
+    (𝓗P × 𝓗P) Gram matrix ((𝓗P)³/3; shifted by its round-off allowance, as the check does). Each is timed as the
+    bare numpy/scipy calls on the call's own matrices (at the solution), least of several turns; the floor is their
+    counts times their times."""
+    from scipy.linalg import cho_solve, cholesky
+
+    paths, P = C.shape[0], C.shape[2]
+    rows, cols = np.triu_indices(paths)
+    m = rows.size
+    S = 0.5 * (C[rows, cols] + C[cols, rows])
+    flat = S.reshape(m, P * P)
+    U = solution.matrix("U1")
+    weights = np.where(rows == cols, 1.0, 2.0) * U[rows, cols]
+    G = (weights @ flat).reshape(P, P) + TEMPERATURE * np.eye(P)
+    L = cholesky(G, lower=True)
+    A = cho_solve((L, True), np.eye(P))
+    gram = C.transpose(0, 2, 1, 3).reshape(paths * P, paths * P)
+    gram = 0.5 * (gram + gram.T)
+    gram[np.diag_indices(paths * P)] += 2e-10 * np.sum(np.clip(np.diag(gram), 0.0, None))  # the check's round-off
+
+    def hessian():
+        AS = A @ S
+        return AS.reshape(m, -1) @ AS.transpose(0, 2, 1).reshape(m, -1).T
+
+    def factorise():
+        K = (weights @ flat).reshape(P, P)
+        K[np.diag_indices(P)] += TEMPERATURE
+        factor = cholesky(K, lower=True, overwrite_a=True, check_finite=False)
+        r = cho_solve((factor, True), y, check_finite=False)
+        inverse = cho_solve((factor, True), np.eye(P), check_finite=False)
+        return flat @ (inverse - np.outer(r, r)).ravel()
+
+    def check():
+        return cholesky(gram, lower=True, check_finite=False)
+
+    flops = (hessians * (2 * m * P**3 + 2 * m * m * P * P) + factorisations * (4 * m * P * P + P**3 / 3 + 2 * P * P
+                                                                                + 2 * P**3) + (paths * P) ** 3 / 3)
+    seconds = (hessians * least_seconds(hessian) + factorisations * least_seconds(factorise)
+               + least_seconds(check, calls=5))
+    return dict(hessians=hessians, factorisations=factorisations, gigaflops=flops / 1e9, floor_ms=1e3 * seconds)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--authors-lib", type=Path, required=True, help="their LIB_convergent_summation_heads.py")
@@ -171,6 +256,7 @@ def main() -> None:
 
     import torch
 
+    from attnverify.base import blas
     from attnverify.numerics.kernel_energy import energy_for
     from attnverify.saddle.solve import solve_energy
     from attnverify.theories.attention_paths.action import ActionConfig, solve_paths
@@ -215,24 +301,38 @@ def main() -> None:
             solves.append(time.process_time() - start)
             gradients.append(their_gradient_at(lib, X, y, N, solution))
         gap = float(np.max(np.abs(U1 - solution.matrix("U1"))))
+        _, hessians, factorisations = counted_call(lambda: ours(N))
+        with blas.threads(1):
+            floor = arithmetic_floor(C, y, solution, hessians, factorisations)
         row = dict(width=N, their_seconds=min(theirs), their_steps=steps, their_final_gradient=residual,
                    call_ms=1e3 * min(calls), call_ratio=min(theirs) / min(calls),
                    solve_ms=1e3 * min(solves), solve_ratio=min(theirs) / min(solves),
                    their_gradient_at_ours=max(gradients), max_U1_difference=gap,
-                   our_newton_iterations=solution.iterations)
+                   our_newton_iterations=solution.iterations, **floor,
+                   call_over_floor=1e3 * min(calls) / floor["floor_ms"],
+                   floor_ratio=1e3 * min(theirs) / floor["floor_ms"])
         rows.append(row)
         print(f"{N:>6} {row['their_seconds']:>9.3g} {steps:>6} {row['call_ms']:>8.3g} {row['call_ratio']:>6.0f}x "
               f"{row['solve_ms']:>9.3g} {row['solve_ratio']:>6.0f}x {row['their_gradient_at_ours']:>18.2e} "
               f"{gap:>9.1e}", flush=True)
+        print(f"{'':>6} arithmetic of one call: {hessians} exact Hessians, {factorisations} factorisations, "
+              f"{floor['gigaflops']:.3f} Gflop, {floor['floor_ms']:.3g} ms at this BLAS's speed; the call takes "
+              f"{row['call_over_floor']:.2g}× that; their time is {row['floor_ratio']:,.0f}× it", flush=True)
     write_record("authors_solver", rows, path=args.json, timed=code_that_runs(lambda: ours(WIDTHS[1])),
                  columns=[("width", "N", "{:d}"), ("their_seconds", "their solver, CPU s", "{:.3g}"),
                           ("their_steps", "their Adam steps", "{:,d}"),
-                          ("call_ms", "solve_paths, checks included, CPU ms", "{:.3g}"), ("call_ratio", "ratio", "{:,.0f}×"),
+                          ("call_ms", "solve_paths, checks included, CPU ms", "{:.3g}"),
+                          ("call_ratio", "ratio", "{:,.0f}×"),
                           ("solve_ms", "the solve on prepared data, CPU ms", "{:.3g}"),
                           ("solve_ratio", "ratio", "{:,.0f}×"),
                           ("their_gradient_at_ours", "their max abs gradient at our U", "{:.1e}"),
                           ("our_newton_iterations", "our Newton iterations", "{:d}"),
-                          ("max_U1_difference", "max abs difference of U₁", "{:.1e}")],
+                          ("max_U1_difference", "max abs difference of U₁", "{:.1e}"),
+                          ("hessians", "exact Hessians per call", "{:d}"),
+                          ("gigaflops", "the call's arithmetic, Gflop", "{:.3f}"),
+                          ("floor_ms", "its time at this BLAS's speed, ms", "{:.3g}"),
+                          ("call_over_floor", "call / arithmetic", "{:.2g}×"),
+                          ("floor_ratio", "their time / arithmetic", "{:,.0f}×")],
                  settings=dict(repeats=args.repeats, our_tolerance=OUR_TOLERANCE, their_tolerance=THEIR_TOLERANCE,
                                temperature=TEMPERATURE, authors_md5=AUTHORS_MD5, torch=torch.__version__,
                                torch_threads=torch.get_num_threads()))
