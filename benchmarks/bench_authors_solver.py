@@ -22,7 +22,7 @@ backward passes, stopping when max |∂(S/n)/∂U| < 1e-5 or after 50,000 steps;
 
 Ours: ``solve_paths(dict(C=C, y=y), heads=(2, 2), width=N, temperature=0.01, tolerance=1e-7)`` (the public call,
 its input checks included), and the same solve on an energy prepared once (``solve_energy``: their loop takes its
-input as given). At the engine's tolerance of 1e-7 on max |∂(S/N)/∂u| their own gradient at our answer is below
+input as given). At the engine's tolerance of 1e-7 on max |∂(S/N)/∂e| their own gradient at our answer is below
 their 1e-5 (checked by their code at every turn; at 1e-5 it is not at N = 10, where U_a, which they eliminate in
 closed form, enters their gradient). The solvers take turns, ``--repeats`` times, and the least CPU time of each is
 kept: the process's CPU time (all its threads), their cost without the time other jobs of a shared machine take.

@@ -148,7 +148,7 @@ def test_the_next_order_gives_the_wishart_mean_of_a_matrix(measure, factor):
     """A 2 × 2 Wishart U (n degrees of freedom, mean V) without data: under det(U)^{−3/2} dU its mean is V, under dU
     the density is a Wishart of n + 3 degrees of freedom and its mean V(1 + 3/n). The Laplace expansion's O(1/N)
     term is exact for this family (as for the χ²), so the matrix third derivatives (ln det U by matrix calculus)
-    and the measure's gradient must give it to rounding: 1e-12 relative, the solver's tolerance 1e-9 on ∂(S/N)/∂u
+    and the measure's gradient must give it to rounding: 1e-12 relative, the solver's tolerance 1e-9 on ∂(S/N)/∂e
     times the Hessian's inverse (here 2/n·V²) being below it."""
     U = positive_definite("U", 2)
     V = sympy.Matrix([[1.2, 0.3], [0.3, 0.8]])

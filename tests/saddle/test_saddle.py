@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import sympy
 
-from attnverify.saddle import SaddlePointAction, SaddlePointError, gp_point, positive, positive_definite, solve
+from attnverify.saddle import (SaddlePointAction, SaddlePointError, gp_point, positive, positive_definite, solve,
+                               wishart_entropy)
 from attnverify.saddle.action import NumericAction
 from attnverify.saddle.claims import against_differences
 from attnverify.saddle.solve import data_energy
@@ -81,6 +82,31 @@ def test_the_gp_point_is_the_entropys_minimum():
     np.testing.assert_allclose(point["U1"], np.asarray(expected[0], dtype=float), atol=1e-12)
     np.testing.assert_allclose(point["U2"], np.asarray(expected[1], dtype=float), atol=1e-12)
     assert point["Ua"] == pytest.approx(float(expected[2]), abs=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1e-6, 1e-3, 1e3, 1e6, 1e8])
+def test_the_solution_rescales_with_its_order_parameter(scale):
+    """U → cU, σ² → cσ², C → C/c leave K(U) and S (up to a constant) unchanged, so the solution is c times the one at
+    c = 1: the solver's test on the equations must not depend on the order parameter's scale (an absolute test on
+    ∂S/∂u, which scales as 1/c, passes at the GP point for large c and is out of reach for small c). A 2 × 2 Wishart
+    order parameter and a scalar one; their kernel full rank (K well conditioned whatever c)."""
+    rng = np.random.default_rng(5)
+    P = 12
+    X = rng.standard_normal((P, 2 * P))
+    y = np.tanh(X[:, 0])
+    U, q = positive_definite("U", 2), positive("q")
+    N, s = sympy.symbols("N sigma2", positive=True)
+    matrix = SaddlePointAction(order_parameters={"U": U}, entropy=wishart_entropy(U, N, s), kernel="U", width=N)
+    scalar = SaddlePointAction(order_parameters={"q": q}, entropy=wishart_entropy(q, N, s), kernel="q", width=N)
+    halves = X.reshape(P, 2, P)
+    C = np.einsum("pai,qbi->abpq", halves, halves) / P
+    for declaration, kernels in ((matrix, C), (scalar, C.sum(axis=(0, 1)))):
+        name = declaration.kernel.name
+        at_one = solve(declaration, dict(C=kernels, y=y), temperature=0.05, N=8.0, sigma2=0.7)
+        rescaled = solve(declaration, dict(C=kernels / scale, y=y), temperature=0.05, N=8.0, sigma2=0.7 * scale)
+        assert rescaled.converged and rescaled.iterations > 0
+        np.testing.assert_allclose(rescaled.matrix(name) / scale, at_one.matrix(name), rtol=1e-7)
+        assert rescaled.residual <= 1e-9 and abs(rescaled.residual - at_one.residual) <= 1e-9
 
 
 def test_a_wrong_sign_leaves_no_minimum_and_is_refused():

@@ -96,6 +96,24 @@ class Parametrisation:
             out[:, part] = np.where(rows == cols, dR * R[:, rows, cols], dR)
         return out
 
+    def relative_gradient(self, gradient: np.ndarray, factors: dict) -> np.ndarray:
+        """∂S/∂e from g = ∂S/∂u at one point (its factors as `entries_each` gives them): the gradient over the
+        independent entries e of a relative change of each order parameter, U → R(I + E)Rᵀ with E symmetric
+        (q → q(1 + e) for a scalar), that is the entries of RᵀGR (G the symmetric matrix of g), an off-diagonal
+        one counted twice as in g. It does not change when an order parameter is rescaled (U → cU sends g to
+        g/c), so a tolerance on it means the same at U ~ 10⁸ as at U ~ 10⁻⁸; at U = I it is g."""
+        out = np.empty_like(gradient)
+        for op, part in self._blocks():
+            d = max(op.size, 1)
+            R = factors[op.name][0]
+            rows, cols = triangle(d)
+            g = gradient[part]
+            G = np.zeros((d, d))
+            G[rows, cols] = np.where(rows == cols, g, 0.5 * g)
+            G[cols, rows] = G[rows, cols]
+            out[part] = (R.T @ G @ R)[rows, cols] * np.where(rows == cols, 1.0, 2.0)
+        return out
+
     def chain(self, theta: np.ndarray, gradient: np.ndarray, hessian: np.ndarray | None = None):
         """(∂S/∂θ, ∂²S/∂θ∂θ' or None) from g = ∂S/∂u and H = ∂²S/∂u∂u' at θ.
 
@@ -140,7 +158,7 @@ class Parametrisation:
 class NumericAction:
     """S/N over θ for one declaration, one data set, parameter values and temperature: ``(value, gradient)`` on
     call (+inf where θ leaves float64 or K + T·I has no Cholesky factor), ``hessian(θ)``, ``residual(θ)`` =
-    max |∂(S/N)/∂u| (the saddle-point equations), and ``parts(θ)``."""
+    max |∂(S/N)/∂e| (the saddle-point equations in the order parameters' relative entries), and ``parts(θ)``."""
 
     def __init__(self, declaration: SaddlePointAction, energy, parameters: tuple, *, with_energy: bool = True):
         self.declaration, self.energy, self.parameters = declaration, energy, parameters
@@ -189,7 +207,10 @@ class NumericAction:
         return (0.5 * E + L) / self.scale, gradient / self.scale
 
     def residual(self, theta: np.ndarray) -> float:
-        return float(np.max(np.abs(self.parts(theta)[3])) / self.scale)
+        """max |∂(S/N)/∂e|: the saddle-point equations in the relative entries e of the order parameters
+        (`Parametrisation.relative_gradient`), which no rescaling of an order parameter changes."""
+        _, _, _, g, factors = self.parts(theta)
+        return float(np.max(np.abs(self.parametrisation.relative_gradient(g, factors))) / self.scale)
 
     def entries_hessian(self, theta: np.ndarray) -> np.ndarray:
         """∂²(S/N)/∂u∂u' at θ (the last θ's is kept: a rejected trust-region step asks again at the same point, and

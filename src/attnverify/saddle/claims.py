@@ -26,7 +26,7 @@ from .declaration import SaddlePointAction
 from .solve import SaddlePointError, data_energy, domain_point, gp_point, solve
 
 TOLERANCE = 1e-9
-"""The saddle-point equations' tolerance, max |∂(S/N)/∂u|."""
+"""The saddle-point equations' tolerance, max |∂(S/N)/∂e| (the relative entries, `NumericAction.residual`)."""
 
 RATE_TOLERANCE = 0.05
 """How far the log-log slope of max |u(N) − u_GP| over the last decade N → 10N may lie from −1."""
@@ -167,7 +167,7 @@ def is_a_minimum(s: SaddleSetting) -> Callable:
                                    "solved at the drawn width": solution.parameters == action},
                        figures={"residual": solution.residual, "smallest_hessian_eigenvalue": smallest,
                                 "iterations": solution.iterations, "error_estimate": solution.error_estimate},
-                       labels=("max |∂(S/N)/∂u|", "tolerance"))
+                       labels=("max |∂(S/N)/∂e|", "tolerance"))
     return check
 
 

@@ -124,7 +124,7 @@ def approach_to_gp(declaration: SaddlePointAction, data: Mapping[str, Any], temp
     solves' error estimates plus the GP point's, relative to max|u_GP|), the decades tried for the window
     (``window_factors``, ``window_ratios``, ``window_moves``, ``first_order``: `choose_window`), ``minima``
     (each solve reached a minimum), ``decreasing`` and ``inconclusive`` (why nothing is decided, with what would
-    decide it; "" where the slope decides). ``tolerance``: the largest residual max|∂(S/N)/∂u| of a solve, tightened
+    decide it; "" where the slope decides). ``tolerance``: the largest residual max|∂(S/N)/∂e| of a solve, tightened
     to 10⁻⁴ of the residual at u_GP (the first-order force)."""
     width = declaration.width.name
     gp = gp_point(declaration, **action_values)

@@ -1,7 +1,8 @@
 r"""The minimum of a declared saddle-point action: from the GP point (the entropy's own minimum, the $N \to \infty$
 limit) or a given start, by the trust-region Newton method on the exact Hessian (`attnverify.numerics.trust_region`),
-accepted only where the saddle-point equations hold ($\max \lvert\partial(S/N)/\partial u\rvert \le \text{tolerance}$)
-and the Hessian over the entries is positive definite. Where the Newton iteration from the GP point fails,
+accepted only where the saddle-point equations hold, $\max \lvert\partial(S/N)/\partial e\rvert \le \text{tolerance}$
+over the relative entries $e$ of the order parameters ($U \to R(I + E)R^\top$ for $U = RR^\top$, $q \to q(1 + e)$:
+a tolerance no rescaling of an order parameter changes), and the Hessian over the entries is positive definite. Where the Newton iteration from the GP point fails,
 continuation in $N$ brings the solution down from a width near the GP limit, and, where that fails too, continuation
 in $T$ from a temperature near it (both limits leave the entropy alone: the GP point).
 """
@@ -30,9 +31,9 @@ class SaddlePointError(RuntimeError):
 @dataclass(frozen=True)
 class Solution:
     r"""A minimum of $S$: ``order_parameters`` (name → float or symmetric matrix), the action $S$, its energy part
-    $\tfrac12 E$ and entropy $\mathcal{L}$, the ``residual`` $\max \lvert\partial(S/N)/\partial u\rvert$, the
-    eigenvalues of $\partial^2(S/N)/\partial u\,\partial u'$, the size of one more Newton step in $u$
-    (``error_estimate``), and how the solver got there."""
+    $\tfrac12 E$ and entropy $\mathcal{L}$, the ``residual`` $\max \lvert\partial(S/N)/\partial e\rvert$ over the
+    relative entries, the eigenvalues of $\partial^2(S/N)/\partial u\,\partial u'$, the size of one more Newton step
+    in $u$ (``error_estimate``), and how the solver got there."""
 
     order_parameters: dict
     action: float
@@ -111,7 +112,7 @@ def _solution(action: NumericAction, theta: np.ndarray, result, tolerance: float
     converged = residual <= tolerance
     lowest = (f"smallest Hessian eigenvalue {eigenvalues.min():.3g}" if finite else
               "the Hessian is not finite at the last iterate (is the action bounded below?)")
-    message = (f"max |∂(S/N)/∂u| = {residual:.3g} (tolerance {tolerance:g}) after {result.iterations} trust-region "
+    message = (f"max |∂(S/N)/∂e| = {residual:.3g} (tolerance {tolerance:g}) after {result.iterations} trust-region "
                f"Newton iterations ({result.stopped}); {lowest}; estimated error of u {error:.2g}")
     return Solution(order_parameters=declaration.split(u), action=0.5 * E + L, energy=0.5 * E, entropy=L,
                     residual=residual, hessian_eigenvalues=eigenvalues, error_estimate=error, converged=converged,

@@ -64,7 +64,7 @@ def _grid(name: str, values) -> tuple[float, ...]:
 
 
 def _closest_start(action: NumericAction, gp_entries: np.ndarray, candidates: list) -> np.ndarray:
-    """Of the solved neighbours' entries and the GP point's, the one where the residual max |∂(S/N)/∂u| is
+    """Of the solved neighbours' entries and the GP point's, the one where the residual max |∂(S/N)/∂e| is
     smallest (a neighbour is usually closer, but a far one can take more Newton steps than the GP point)."""
     best, best_residual = gp_entries, np.inf
     for entries in [gp_entries] + candidates:

@@ -332,8 +332,8 @@ class Theory:
             made = [
                 ("saddle_point_is_a_minimum", each(saddle_claims.is_a_minimum),
                  "The action has a minimum the solver reaches at the drawn parameters and data: the saddle-point "
-                 "equations hold (max |∂(S/N)/∂u| ≤ 1e-9) and the Hessian over the order parameters' entries is "
-                 "positive definite."),
+                 "equations hold (max |∂(S/N)/∂e| ≤ 1e-9 over the order parameters' relative entries e) and the "
+                 "Hessian over the order parameters' entries is positive definite."),
                 ("saddle_gradient_matches_finite_differences", each(saddle_claims.gradient_matches_finite_differences),
                  "The generated gradient and Hessian of S/N (entropy differentiated by sympy, energy by the matrix "
                  "formulas, chained to the Cholesky coordinates) equal central differences at a random point near "
