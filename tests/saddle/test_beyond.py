@@ -262,6 +262,35 @@ def test_the_quadrature_gives_a_gamma_function_mean():
         assert abs(prediction["Q"] - _squared_mean(n)) <= prediction.error["Q"] + 8 * np.spacing(1.0), n
 
 
+def test_the_quadrature_stops_at_the_rounding_of_its_weights_and_within_its_budget(monkeypatch):
+    """At N = 10⁹ the entropy's terms are ~10⁹ and the weights e^{−(S − S*)} are known to ~10⁻⁷ relative only, a
+    rounding common to the normaliser and the moments that cancels in the mean and variance: the rules agree on those
+    at once (asked to agree on the normaliser they halve their panels towards 3·10⁷ energy evaluations). Asked to
+    agree more closely than ever possible, the quadrature stops at its budget of kernel nodes, each an energy
+    evaluation, and says so."""
+    from attnverify.saddle import beyond
+
+    X, y = _teacher()
+    data = dict(C=X @ X.T / X.shape[1], y=y)
+    calls, original = [], KernelEnergy.__call__
+
+    def counted(self, R):
+        calls.append(1)
+        return original(self, R)
+
+    monkeypatch.setattr(KernelEnergy, "__call__", counted)
+    wide = posterior_mean(CHI_SQUARE, data, temperature=0.1, N=1e9, sigma2=1.5, method="quadrature")
+    assert "did not agree" not in wide.notes and len(calls) <= beyond.KERNEL_NODES // 2
+    laplace = posterior_mean(CHI_SQUARE, data, temperature=0.1, N=1e9, sigma2=1.5, method="laplace")
+    assert abs(wide["Q"] - laplace["Q"]) <= wide.error["Q"] + laplace.error["Q"]
+    monkeypatch.setattr(beyond, "TOLERANCE", 0.0)  # no agreement is close enough
+    monkeypatch.setattr(beyond, "KERNEL_NODES", 2048)
+    calls.clear()
+    spent = posterior_mean(SQUARED, NO_DATA, temperature=0.1, N=5.0, sigma2=1.5, method="quadrature")
+    assert "did not agree" in spent.notes and "2048 kernel nodes" in spent.notes
+    assert len(calls) <= 4 * 2048
+
+
 def _low_rank_inputs():
     """Four inputs in two dimensions, features X/√2: the linear kernel C = XXᵀ/2 has rank 2, and computed in float64
     its null space's eigenvalues are round-off (−3e-16 here), so K(Q) + T·I = Q·C + T·I has no float64 factor from
@@ -492,7 +521,7 @@ def test_an_explicit_measure_matches_the_named_one():
 def test_the_quadrature_is_refused_for_a_matrix_by_name():
     declaration = attention_paths_action((2,), equal_widths=True)
     X, y = synthetic_problem(6, heads=(2,), input_width=3, tokens=3, seed=1)
-    with pytest.raises(ValueError, match="^method must be 'laplace' or 'auto' for this declaration"):
+    with pytest.raises(ValueError, match="^method must be 'laplace', 'hmc' or 'auto' for this declaration"):
         posterior_mean(declaration, dict(X=X, y=y), temperature=0.1, method="quadrature", N=5.0, sigma1=1.0,
                        sigma_a=1.0)
 

@@ -54,11 +54,15 @@ CUTOFF = math.log(1e300)
 """The grid reaches where e^{−(S − S*)} < 1e-300 of its peak: S − S* > ln 10³⁰⁰ ≈ 690.8 on every face."""
 
 TOLERANCE = 1e-10
-"""The two rules must agree to this relative accuracy on the normaliser and every moment, else every panel is
-halved (while the finer rule's grid stays within `POINTS`)."""
+"""The two rules must agree to this relative accuracy on every mean and variance, else every panel is halved (while
+the finer rule stays within `POINTS` and `KERNEL_NODES`)."""
 
 POINTS = 3e7
 """The most grid points the finer rule may use (a 3-D grid of 300 nodes per axis)."""
+
+KERNEL_NODES = 2**14
+"""The most nodes the finer rule may put on the kernel order parameter's axis: each is an energy evaluation (a
+Cholesky factorisation of the P × P kernel), the quadrature's dearest work."""
 
 CHUNK = 1e6
 """Grid points evaluated at once (the first axis is taken in slices of about this many)."""
@@ -148,8 +152,8 @@ def posterior_mean(declaration: SaddlePointAction, data: Mapping[str, Any], *, t
     values = declaration.parameter_values(parameters)
     scalars = all(op.size == 0 for op in declaration.order_parameters)
     if method == "quadrature" and not (scalars and declaration.size <= 3):
-        raise ValueError(f"method must be 'laplace' or 'auto' for this declaration: the quadrature takes at most "
-                         f"three positive scalar order parameters, got {declaration!r}"[:300])
+        raise ValueError(f"method must be 'laplace', 'hmc' or 'auto' for this declaration: the quadrature takes at "
+                         f"most three positive scalar order parameters, got {declaration!r}"[:300])
     if method == "auto":
         method = "quadrature" if scalars and declaration.size <= 3 else "laplace"
     energy = data_energy(data, temperature, space=space, backend=backend)
@@ -528,8 +532,13 @@ def _quadrature(declaration, energy, values, solution):
         _factorised_where_it_weighs(declaration, phi_of, min(reference, fine[3]))
         (mean_c, covariance_c), (mean_f, covariance_f) = _mean_and_covariance(coarse), _mean_and_covariance(fine)
         difference = np.abs(mean_f - mean_c)
-        agreed = abs(fine[0] - coarse[0]) <= TOLERANCE * fine[0] and np.all(difference <= TOLERANCE * np.abs(mean_f))
-        if agreed or math.prod(x.size for x, _ in rule) * 2 ** d > POINTS:
+        spread = np.abs(np.diag(covariance_f) - np.diag(covariance_c))
+        # what is reported, the means and variances: a rounding of the weights common to Z and the moments (S ~ N
+        # far from 1) cancels in them
+        agreed = np.all(difference <= TOLERANCE * np.abs(mean_f)) and \
+            np.all(spread <= TOLERANCE * np.abs(np.diag(covariance_f)))
+        spent = math.prod(x.size for x, _ in rule) * 2 ** d > POINTS or rule[phi_of.kernel][0].size * 2 > KERNEL_NODES
+        if agreed or spent:
             break
         halvings += 1
     # S is computed to a few units of its last place: every weight's relative rounding is ε·|S| at most that
@@ -542,7 +551,8 @@ def _quadrature(declaration, energy, values, solution):
              f"{[[round(b, 1) for b in bound] for bound in bounds]}); error = the two rules' difference + rounding; "
              f"variance exact (the two rules differ by "
              f"{float(np.max(np.abs(np.diag(covariance_f) - np.diag(covariance_c)))):.2g})"
-             + ("" if agreed else f"; the rules did not agree to {TOLERANCE:g} within {POINTS:g} points")
+             + ("" if agreed else f"; the rules did not agree to {TOLERANCE:g} within {POINTS:g} points and "
+                                  f"{KERNEL_NODES} kernel nodes")
              + ("" if cleared else "; a face of the box still carries more than 1e-300 of the peak"))
     kernel = phi_of.kernel
     marginals = tuple(KernelMarginal(np.exp(centre[kernel] + widths[kernel] * axis[kernel]), moments[4] / moments[0])
