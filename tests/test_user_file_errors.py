@@ -63,6 +63,17 @@ MISTAKES = {
     'examples="x"': (
         CONCISE + '@theory.claim(x=st.floats(0, 1), examples="x")\n' + CHECK, 7,
         "claim 'scratch.ok': examples must be a dict of profile → count"),
+    'examples={"quik": 2}': (
+        CONCISE + '@theory.claim(x=st.floats(0, 1), examples={"quik": 2, "thorough": 5})\n' + CHECK, 7,
+        "claim 'scratch.ok': examples names 'quik', which is not a profile: give a count for each of 'quick', "
+        "'thorough'"),
+    "examples=5 (saddle_point)": (
+        CONCISE + "import sympy\nfrom attnverify.saddle import SaddlePointAction, positive, wishart_entropy\n"
+        "Q, N, s = positive('Q'), *sympy.symbols('N s', positive=True)\n"
+        "action = SaddlePointAction(order_parameters={'Q': Q}, entropy=wishart_entropy(Q, N, s), kernel='Q', width=N)\n"
+        "theory.saddle_point(action, N=st.just(10), s=st.just(1.0), temperature=st.just(0.1), examples=5)(\n"
+        "    lambda: dict(C=[[1.0]], y=[1.0]))\n", 11,
+        "claim 'scratch.saddle_point': examples must be a dict of profile → count"),
     "a syntax error": (CONCISE + 'theory.claim(x=st.floats(0, 1)\n', 7, "SyntaxError: '(' was never closed"),
     "an import error": (CONCISE + "import no_such_module_of_the_user\n", 7,
                         "ModuleNotFoundError: No module named 'no_such_module_of_the_user'"),

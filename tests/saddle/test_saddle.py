@@ -206,6 +206,8 @@ def test_the_prediction_equals_the_built_in_predictor_from_features_and_from_ker
         predict(declaration, solution, dict(C=C, y=y), dict(C_test=C_test[..., :-1], C_test_diagonal=C_diagonal))
     with pytest.raises(ValueError, match=r"test must be a dict with X_test"):
         predict(declaration, solution, dict(X=X, y=y), dict(C_test=C_test, C_test_diagonal=C_diagonal))
+    with pytest.raises(ValueError, match=r"and nothing else .*got \['X_test', 'y_test'\] \(the test labels go to"):
+        predict(declaration, solution, dict(X=X, y=y), dict(X_test=X_test, y_test=y_test))
 
 
 def test_the_wishart_entropy_is_the_hand_written_one_and_vanishes_with_its_gradient_at_its_mean():
@@ -227,6 +229,13 @@ def test_the_wishart_entropy_is_the_hand_written_one_and_vanishes_with_its_gradi
     assert all(sympy.simplify(sympy.diff(entropy, u).subs(at_mean)) == 0 for u in at_mean)
     with pytest.raises(ValueError, match="mean must be a scalar or a 2 × 2 matrix"):
         wishart_entropy(U, N, sympy.eye(3))
+    with pytest.raises(ValueError, match="^mean must be symmetric"):
+        wishart_entropy(U, N, sympy.Matrix([[1, sympy.Rational(1, 2)], [0, 1]]))
+    with pytest.raises(TypeError, match="^mean must be a scalar expression or a sympy matrix"):
+        wishart_entropy(U, N, object())
+    # a numpy mean is the sympy matrix of its entries
+    assert sympy.simplify(wishart_entropy(U, N, np.array([[2.0, 0.5], [0.5, 1.0]])).doit()
+                          - wishart_entropy(U, N, V.evalf()).doit()) == 0
 
 
 def test_one_width_per_layer_is_scaled_together_and_checked_as_integers_for_networks():

@@ -113,6 +113,10 @@ def _examples(name: str, examples: Any) -> dict[str, int]:
     if not isinstance(examples, dict):
         raise TypeError(f"{name} must be a dict of profile → count, e.g. "
                         f"{{'quick': 21, 'thorough': 90}}, got {examples!r} ({type(examples).__name__})")
+    unknown = [key for key in examples if key not in PROFILES]
+    if unknown:
+        raise ValueError(f"{name} names {unknown[0]!r}, which is not a profile: give a count for each of "
+                         f"{', '.join(map(repr, PROFILES))}")
     for profile in PROFILES:
         count = examples.get(profile)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:

@@ -216,7 +216,9 @@ class KernelEnergy(_Energy):
         asymmetry = np.max(np.abs(difference))
         # the diagonal bounds every entry of a positive semi-definite matrix (one that is not fails below)
         if asymmetry > 1e-10 * max(1.0, float(np.max(np.abs(np.diag(gram))))):
-            raise ValueError(f"C must satisfy C[π,π',μ,ν] = C[π',π,ν,μ] (path-path kernels); asymmetry {asymmetry:.3g}")
+            condition = "be symmetric, C[μ,ν] = C[ν,μ]" if paths == 1 else \
+                "satisfy C[π,π',μ,ν] = C[π',π,ν,μ] (path-path kernels)"
+            raise ValueError(f"C must {condition}; asymmetry {asymmetry:.3g}")
         difference *= 0.5
         gram -= difference  # (gram + gramᵀ)/2
         arguments.positive_semidefinite("C", gram, symmetrised=True, scratch=True)

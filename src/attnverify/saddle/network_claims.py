@@ -28,6 +28,11 @@ short chains instead, `attnverify.saddle.sampling.sampler_size`)."""
 
 
 TEST_KEYS = ("test_inputs", "y_test")
+
+
+def prediction_inputs(data: Mapping) -> dict:
+    """The test inputs of a data dict as `predict` takes them: X_test, or C_test and C_test_diagonal."""
+    return {key: data[key] for key in ("X_test", "C_test", "C_test_diagonal") if key in data}
 """What the data adds for the sampled networks' generalisation error: the raw test inputs and their labels (with the
 theory's ``C_test`` and ``C_test_diagonal``, or ``X_test``, as
 [`attnverify.saddle.predict.predict`][attnverify.saddle.predict.predict] reads them)."""
@@ -65,7 +70,7 @@ def theory_at(s: SaddleSetting, action_values: dict, temperature: float, data: M
     values = {name: np.asarray(value, dtype=float) for name, value in solution.order_parameters.items()}
     if not _missing_test_data(data):
         values[GENERALISATION_ERROR] = np.asarray(
-            predict(s.declaration, solution, data, data).generalisation_error(data["y_test"]).mean)
+            predict(s.declaration, solution, data, prediction_inputs(data)).generalisation_error(data["y_test"]).mean)
     return values
 
 
@@ -190,7 +195,8 @@ def generalisation_prediction(s: SaddleSetting, prediction, temperature: float, 
     from .predict import predict_at
 
     def error_at(q: float) -> float:
-        return float(predict_at(q, temperature, data, data).generalisation_error(data["y_test"]).mean)
+        predictor = predict_at(q, temperature, data, prediction_inputs(data))
+        return float(predictor.generalisation_error(data["y_test"]).mean)
 
     mean, error = prediction.kernel_average(error_at)
     saddle = error_at(float(prediction.saddle[s.declaration.kernel.name]))

@@ -9,8 +9,8 @@ $$
 \langle \delta f(x)^2\rangle = \kappa(x) - k(x)^\top (K + T \cdot I)^{-1} k(x),
 $$
 
-by Cholesky solves (never an inverse), returned as `PredictorStatistics`
-(with the accuracy and the generalisation error). The kernels are given as arrays: ``C``
+by Cholesky solves (never an inverse), returned as `PredictorStatistics`, whose ``accuracy(y_test)`` and
+``generalisation_error(y_test)`` take the test labels. The kernels are given as arrays: ``C``
 $(\mathcal{H}, \mathcal{H}, P, P)$ on the training inputs, ``C_test`` $(\mathcal{H}, \mathcal{H}, Q, P)$ between test
 and training inputs and ``C_test_diagonal`` $(\mathcal{H}, \mathcal{H}, Q)$; for a scalar kernel order parameter
 $(P, P)$, $(Q, P)$ and $(Q,)$. With features instead (``X``, ``X_test``: $(P, N_0, \mathcal{H})$ or $(P, N_0)$),
@@ -80,10 +80,12 @@ def predict_at(U, temperature: float, data: Mapping[str, Any], test: Mapping[str
 def _predict_at(U: np.ndarray, temperature: float, data: Mapping[str, Any],
                 test: Mapping[str, Any]) -> PredictorStatistics:
     wanted = ("X_test",) if "X" in data else ("C_test", "C_test_diagonal")
-    if not isinstance(test, Mapping) or any(key not in test for key in wanted):
-        raise ValueError(f"test must be a dict with {' and '.join(wanted)} (the training data have "
+    if not isinstance(test, Mapping) or sorted(test) != sorted(wanted):
+        labels = (" (the test labels go to the result's generalisation_error(y) and accuracy(y))"
+                  if isinstance(test, Mapping) and any(str(key).startswith("y") for key in test) else "")
+        raise ValueError(f"test must be a dict with {' and '.join(wanted)} and nothing else (the training data have "
                          f"{'features X' if 'X' in data else 'kernels C'}), got "
-                         f"{sorted(test) if isinstance(test, Mapping) else type(test).__name__}")
+                         f"{sorted(map(str, test)) if isinstance(test, Mapping) else type(test).__name__}{labels}")
     if "X" in data:
         X = _features(data["X"])
         X_test = arguments.array("X_test", _features(test["X_test"], "X_test"), shape=(None, *X.shape[1:]))

@@ -25,11 +25,21 @@ def wishart_entropy(U, width, mean) -> sympy.Expr:
     docstring's saddle-point entropy of a Gaussian weight's squared norm. $\ln\det$ and $V^{-1}$ of matrix order
     parameters are the solver's Cholesky atoms ([`log_det`][attnverify.saddle.log_det],
     [`inverse`][attnverify.saddle.inverse]), so the entropy stays small for any $n$."""
+    if not isinstance(mean, sympy.MatrixBase):
+        if getattr(mean, "ndim", 0) or isinstance(mean, (list, tuple)):  # a numpy array or a nested list
+            mean = sympy.ImmutableMatrix(mean)
+        else:
+            try:
+                mean = sympy.sympify(mean, strict=True)
+            except sympy.SympifyError:
+                raise TypeError(f"mean must be a scalar expression or a sympy matrix, got {mean!r}"[:200]) from None
     if isinstance(U, sympy.MatrixBase):
         n = U.shape[0]
         if isinstance(mean, sympy.MatrixBase):
             if mean.shape != U.shape:
                 raise ValueError(f"mean must be a scalar or a {n} × {n} matrix like U, got shape {mean.shape}")
+            if mean != mean.T:
+                raise ValueError(f"mean must be symmetric (a Wishart mean is a covariance), got {mean.tolist()}"[:200])
             if is_matrix_order_parameter(mean):
                 V_inverse, log_det_V = inverse(mean), log_det(mean)
             elif mean.is_diagonal():

@@ -2,9 +2,10 @@ r"""The minimum of a declared saddle-point action: from the GP point (the entrop
 limit) or a given start, by the trust-region Newton method on the exact Hessian (`attnverify.numerics.trust_region`),
 accepted only where the saddle-point equations hold, $\max \lvert\partial(S/N)/\partial e\rvert \le \text{tolerance}$
 over the relative entries $e$ of the order parameters ($U \to R(I + E)R^\top$ for $U = RR^\top$, $q \to q(1 + e)$:
-a tolerance no rescaling of an order parameter changes), and the Hessian over the entries is positive definite. Where the Newton iteration from the GP point fails,
-continuation in $N$ brings the solution down from a width near the GP limit, and, where that fails too, continuation
-in $T$ from a temperature near it (both limits leave the entropy alone: the GP point).
+a tolerance no rescaling of an order parameter changes), and the Hessian over the entries is positive definite.
+Where the Newton iteration from the GP point fails, continuation in $N$ brings the solution down from a width near
+the GP limit, and, where that fails too, continuation in $T$ from a temperature near it (both limits leave the
+entropy alone: the GP point).
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ def data_energy(data: Mapping[str, Any], temperature: float, *, space: str = "au
         inputs, y = to_numpy(inputs), to_numpy(y)
     with blas.threads(1):  # the checks' factorisations are P × P, small as the solver's (base.blas)
         if key == "C":
+            if inputs.ndim == 2 and inputs.shape[0] != inputs.shape[1]:
+                raise ValueError(f"C must be a P × P kernel (or the path kernels, (𝓗, 𝓗, P, P)), got shape "
+                                 f"{tuple(inputs.shape)}")
             C = inputs[None, None] if inputs.ndim == 2 else inputs
             return energy_for(C=C, y=y, temperature=temperature, backend=backend)
         X = inputs[:, :, None] if inputs.ndim == 2 else inputs

@@ -39,7 +39,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ..base.files import fingerprint
-from ..checks.claim import PROFILES, Claim, claim_parameters
+from ..checks.claim import PROFILES, Claim, claim_examples, claim_parameters
 from ..checks.evidence import Evidence
 from ..execution.settings import RunSettings
 from .derived import DerivationHandle, DerivedFunction
@@ -316,7 +316,8 @@ class Theory:
                 raise TypeError(f"saddle_point {option}= compares sampled networks with the theory: it needs network=")
         parameters = claim_parameters(strategies, f"{self.name}.{name or 'saddle_point'}")
         prefix = f"{name}_" if name else ""
-        counts = dict(examples or {"quick": 3, "thorough": 20})
+        counts = {"quick": 3, "thorough": 20} if examples is None else \
+            claim_examples(examples, f"{self.name}.{name or 'saddle_point'}")
 
         def register(function: Callable) -> Callable:
             member, simplest = saddle_claims.family_member(declaration, strategies)
