@@ -189,6 +189,7 @@ def test_kernels_by_quadrature_are_symmetric_and_agree_between_their_two_calls()
     np.testing.assert_allclose(K, nngp_kernel(X, X.copy(), activation=HARD_TANH), rtol=1e-13, atol=1e-16)
 
 
+U_NONNEGATIVE = sympy.Symbol("u", nonnegative=True)
 BAD = [(3, "int"), (None, "NoneType"), ("softplus", "the string 'softplus'"),
        (lambda x, y: x * y, "2 required arguments"),
        (sympy.Lambda(sympy.symbols("x y"), sympy.Symbol("x") * sympy.Symbol("y")), "2 variables"),
@@ -198,6 +199,10 @@ BAD = [(3, "int"), (None, "NoneType"), ("softplus", "the string 'softplus'"),
        (lambda z: 2, "the constant 2"),
        (sympy.sqrt, "real and finite at real points"),
        (sympy.sign, "jumps"),
+       (sympy.Heaviside, "which jumps at z = 0"),
+       (lambda z: sympy.Piecewise((z - 1, z < 2), (z, True)), "which jumps at z = 2"),
+       (sympy.Abs(sympy.Symbol("z", positive=True)), "sympy takes to be of one sign"),
+       (sympy.Lambda(U_NONNEGATIVE, sympy.tanh(U_NONNEGATIVE)), "of one sign"),
        (lambda z: sympy.exp(z**2), "grows like exp(2·z²)"),
        (lambda z: 1 / z, "not integrable at z = 0")]
 """Activations that cannot be: what each refusal must say."""

@@ -132,12 +132,14 @@ def _expression_of(spec: Any) -> sympy.Expr:
     if isinstance(spec, sympy.Lambda):
         if len(spec.variables) != 1:
             raise ValueError(f"{VALID}; got {spec}, a function of {len(spec.variables)} variables")
+        _real_variable(spec.variables[0], spec)
         return spec(Z)
     if isinstance(spec, sympy.Expr):
         free = sorted(spec.free_symbols, key=str)
         if len(free) != 1:
             raise ValueError(f"{VALID}; got the expression {spec}, in {len(free)} symbols "
                              f"({', '.join(map(str, free)) or 'none'})")
+        _real_variable(free[0], spec)
         return spec.xreplace({free[0]: Z})
     if not callable(spec):
         raise TypeError(f"{VALID}; got {type(spec).__name__} {spec!r}")
@@ -156,6 +158,15 @@ def _expression_of(spec: Any) -> sympy.Expr:
     except (sympy.SympifyError, TypeError):
         raise ValueError(f"{VALID}; calling it on a sympy symbol returned {type(value).__name__}, not a sympy "
                          "expression") from None
+
+
+def _real_variable(variable: sympy.Symbol, spec) -> None:
+    """Refuse a variable sympy takes to be of one sign: a preactivation ranges over the reals, and sympy has already
+    simplified the function for the sign it was told (Abs(z) → z for a positive z)."""
+    if variable.is_positive or variable.is_negative or variable.is_nonnegative or variable.is_nonpositive:
+        raise ValueError(f"{VALID}, of a real variable; got {spec}, whose variable {variable} sympy takes to be of one "
+                         f"sign (so it may already have simplified, e.g. Abs({variable}) to {variable}): declare it "
+                         f"sympy.Symbol({str(variable)!r}, real=True)")
 
 
 def _required_arguments(spec: Callable) -> int | None:
@@ -191,6 +202,10 @@ def _checked(expression: sympy.Expr) -> Activation:
     if found.derivative.has(sympy.DiracDelta):
         raise ValueError(f"{VALID}, continuous; got {expression}, which jumps (its derivative {found.derivative} "
                          "holds a DiracDelta): the sampler follows φ'")
+    jump = _jump(expression)
+    if jump is not None:
+        raise ValueError(f"{VALID}, continuous; got {expression}, which jumps at z = {jump:.6g}: the sampler "
+                         "follows φ'")
     for part in (expression, found.derivative):
         try:
             evaluator(part, [Z], rounding=False)
@@ -206,6 +221,27 @@ def _checked(expression: sympy.Expr) -> Activation:
         raise ValueError(f"{VALID}, whose kernel E[φ(u)φ(v)] is finite for Gaussian u, v; got {expression}: "
                          f"{diverges}")
     return found
+
+
+def _jump(expression: sympy.Expr) -> float | None:
+    """A point where φ jumps, or None: at each switch of its Piecewise (a Heaviside, a Max, … rewritten so), φ on
+    either side 10⁻³⁰ away, in 60 digits, must agree to 10⁻²⁰ of its size (a finite slope moves it by ~10⁻³⁰; a
+    jump, by the jump). Switches that cannot be placed are refused elsewhere (no array code or no derivative)."""
+    try:
+        lines = jump_lines(expression, [Z])
+    except QuadratureShort:
+        return None
+    step = sympy.Float("1e-30", 60)
+    for offset, slopes in lines:
+        if slopes[0] == 0:
+            continue
+        point = sympy.Float(-offset / slopes[0], 60)
+        left, right = (sympy.N(expression.xreplace({Z: point + sign * step}), 60) for sign in (-1, 1))
+        if not (left.is_finite and right.is_finite):
+            continue  # not finite near the switch: refused by the probes or the kernel's divergence
+        if abs(right - left) > sympy.Float("1e-20", 60) * (1 + abs(left) + abs(right)):
+            return float(point)
+    return None
 
 
 def _equal(expression: sympy.Expr, built_in: sympy.Expr) -> bool:
