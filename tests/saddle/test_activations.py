@@ -218,6 +218,26 @@ def test_a_bad_activation_is_refused_in_one_line_naming_what_is_valid(spec, says
     assert says in message, message
 
 
+@pytest.mark.parametrize("activation, scale", [("relu", 1e200), ("tanh", 1e200), (lambda z: z**3, 1e150),
+                                               (lambda z: z**3 + sympy.tanh(z), 1e150)])
+def test_inputs_whose_kernel_overflows_are_refused_by_name(activation, scale):
+    """|x|²/d or the kernel itself beyond float64 (z³'s E[u³v³] ~ |x|⁶ at |x| ~ 10¹⁵⁰, by its closed form or by the
+    quadrature): one line naming X, not a matrix of ±inf or a message about an internal argument."""
+    X = scale * np.ones((3, 2))
+    with pytest.raises(ValueError, match=r"^X is too large"):
+        nngp_kernel(X, activation=activation)
+
+
+@pytest.mark.parametrize("a, b, r, says", [([1.0], [1.0], [2.0], "r must be finite and in [-1, 1], got 2.0"),
+                                           ([-1.0], [1.0], [0.5], "a must be finite and in [0, inf), got -1.0"),
+                                           ([1.0], [np.nan], [0.5], "b must be finite and in [0, inf), got nan"),
+                                           ([1.0, 2.0], [1.0, 2.0, 3.0], [0.5], "must be numbers or arrays of one")])
+def test_the_kernel_quadrature_refuses_points_outside_its_domain(a, b, r, says):
+    with pytest.raises(ValueError) as refused:
+        kernel_quadrature("tanh", a, b, r)
+    assert says in str(refused.value)
+
+
 def test_a_kernel_the_quadrature_cannot_resolve_is_refused_by_name():
     """|z² − 1| bends at ±1 where no affine switch says so (the rays are not cut there), and exp(z² sin² z) grows
     past every Gaussian where sympy finds no limit: the quadrature's error estimate refuses both, by name."""

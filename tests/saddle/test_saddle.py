@@ -208,6 +208,17 @@ def test_the_prediction_equals_the_built_in_predictor_from_features_and_from_ker
         predict(declaration, solution, dict(X=X, y=y), dict(C_test=C_test, C_test_diagonal=C_diagonal))
     with pytest.raises(ValueError, match=r"and nothing else .*got \['X_test', 'y_test'\] \(the test labels go to"):
         predict(declaration, solution, dict(X=X, y=y), dict(X_test=X_test, y_test=y_test))
+    # float64's edges: an overflowing predictor and a negative prior variance are refused, not returned as inf or 0
+    with pytest.raises(ValueError, match="^X_test is too large: the predictor's mean or variance overflows"):
+        predict(declaration, solution, dict(X=X, y=y), dict(X_test=1e200 * X_test))
+    with pytest.raises(ValueError, match="^C_test is too large"):
+        predict(declaration, solution, dict(C=C, y=y), dict(C_test=1e300 * C_test, C_test_diagonal=1e300 * C_diagonal))
+    with pytest.raises(ValueError, match=r"^C_test_diagonal must be a kernel's diagonal: .* of test input 0 is"):
+        predict(declaration, solution, dict(C=C, y=y), dict(C_test=C_test, C_test_diagonal=-C_diagonal))
+    # the labels' weights do not depend on their scale, at any scale float64 holds
+    for scale in (1e-170, 1e200):
+        np.testing.assert_allclose(kernel_alignment(declaration, solution, dict(X=X, y=scale * y))[1], overlaps,
+                                   rtol=1e-12)
 
 
 def test_the_wishart_entropy_is_the_hand_written_one_and_vanishes_with_its_gradient_at_its_mean():

@@ -78,15 +78,27 @@ def predictor_statistics(U, X_train, y_train, X_test, temperature: float, *, spa
     R = be.asarray(R)
     Phi, phi = _lifted(X_train, R), _lifted(X_test, R)
     P, D = Phi.shape
-    if space == "feature" or (space == "auto" and D < P):
-        LB = lower_cholesky(be, add_to_diagonal(be, Phi.T @ Phi, temperature))
-        mean = phi @ cholesky_solve(be, LB, Phi.T @ y)
-        W = be.solve_triangular(LB, phi.T, lower=True, check_finite=False)
-        variance = temperature * xp.sum(W * W, axis=0)
-    else:
-        L = lower_cholesky(be, add_to_diagonal(be, Phi @ Phi.T, temperature))
-        k = Phi @ phi.T  # (P, Q)
-        mean = k.T @ cholesky_solve(be, L, y)
-        W = be.solve_triangular(L, k, lower=True, check_finite=False)
-        variance = xp.sum(phi * phi, axis=1) - xp.sum(W * W, axis=0)
-    return PredictorStatistics(mean=be.to_numpy(mean), variance=np.clip(be.to_numpy(variance), 0.0, None))
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused by `statistics`, in one line
+        if space == "feature" or (space == "auto" and D < P):
+            LB = lower_cholesky(be, add_to_diagonal(be, Phi.T @ Phi, temperature))
+            mean = phi @ cholesky_solve(be, LB, Phi.T @ y)
+            W = be.solve_triangular(LB, phi.T, lower=True, check_finite=False)
+            variance = temperature * xp.sum(W * W, axis=0)
+        else:
+            L = lower_cholesky(be, add_to_diagonal(be, Phi @ Phi.T, temperature))
+            k = Phi @ phi.T  # (P, Q)
+            mean = k.T @ cholesky_solve(be, L, y)
+            W = be.solve_triangular(L, k, lower=True, check_finite=False)
+            variance = xp.sum(phi * phi, axis=1) - xp.sum(W * W, axis=0)
+    return statistics(be.to_numpy(mean), be.to_numpy(variance), "X_test")
+
+
+def statistics(mean: np.ndarray, variance: np.ndarray, inputs: str) -> PredictorStatistics:
+    """`PredictorStatistics` of a computed mean and variance (the variance's round-off below 0 clipped), refused in
+    one line naming the test ``inputs`` where float64 overflowed (an infinite variance, or ∞ − ∞ that clipping
+    would turn into 0)."""
+    with np.errstate(invalid="ignore"):
+        if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(variance))):
+            raise ValueError(f"{inputs} is too large: the predictor's mean or variance overflows float64 there "
+                             f"(rescale the inputs)")
+    return PredictorStatistics(mean=mean, variance=np.clip(variance, 0.0, None))

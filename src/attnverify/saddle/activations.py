@@ -482,7 +482,15 @@ def kernel_quadrature(unit: Any, a, b, r) -> tuple[np.ndarray, np.ndarray, np.nd
     unit = activation(unit)
     code, points = _unit_code(unit.expression, False), kinks(unit)
     phi = lambda u: code(u)[0]  # noqa: E731
-    a, b, r = (np.ascontiguousarray(np.ravel(v), dtype=np.float64) for v in np.broadcast_arrays(a, b, r))
+    try:
+        a, b, r = (np.ascontiguousarray(np.ravel(v), dtype=np.float64) for v in np.broadcast_arrays(a, b, r))
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"a, b and r must be numbers or arrays of one shape (broadcast together): {error}") from None
+    for name, values, low, high in (("a", a, 0.0, np.inf), ("b", b, 0.0, np.inf), ("r", r, -1.0, 1.0)):
+        outside = ~((values >= low) & (values <= high) & np.isfinite(values))
+        if outside.any():
+            span = "[0, inf)" if high == np.inf else "[-1, 1]"
+            raise ValueError(f"{name} must be finite and in {span}, got {float(values[outside][0])!r}")
     values, errors, sizes = (np.empty(a.size) for _ in range(3))
     with np.errstate(all="ignore"):  # an overflow is reported as an infinite error estimate, below
         for low in range(0, a.size, CHUNK):
@@ -512,10 +520,21 @@ def nngp_kernel(X, Y=None, *, activation: Any = "relu") -> np.ndarray:
     if Y.shape[1] != X.shape[1]:
         raise ValueError(f"Y must have X's {X.shape[1]} columns, got {Y.shape[1]}")
     d = X.shape[1]
-    a, b = np.sum(X * X, axis=1) / d, np.sum(Y * Y, axis=1) / d
-    r = _correlations(X @ Y.T / d, a, b)
+    with np.errstate(over="ignore", invalid="ignore"):
+        a, b = np.sum(X * X, axis=1) / d, np.sum(Y * Y, axis=1) / d
+        for name, norms in (("X", a), ("Y", b)):
+            if not np.all(np.isfinite(norms)):
+                raise ValueError(f"{name} is too large: |{name.lower()}|²/d of its row "
+                                 f"{int(np.argmin(np.isfinite(norms)))} overflows float64 (rescale the inputs)")
+        r = _correlations(X @ Y.T / d, a, b)
     if unit.closed_form is not None:
-        return np.asarray(closed_form_kernel(unit, a[:, None], b[None, :], r), dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            kernel = np.asarray(closed_form_kernel(unit, a[:, None], b[None, :], r), dtype=np.float64)
+        if not np.all(np.isfinite(kernel)):
+            i, j = np.argwhere(~np.isfinite(kernel))[0]
+            raise ValueError(f"X is too large for activation {unit.name}: its kernel overflows float64 at x_{i}, y_{j} "
+                             f"(|x|²/d = {a[i]:.3g}, |y|²/d = {b[j]:.3g}); rescale the inputs")
+        return kernel
     return _kernel_by_quadrature(unit, a, b, r, symmetric=Y is X)
 
 
@@ -540,6 +559,11 @@ def _kernel_by_quadrature(unit: Activation, a, b, r, *, symmetric: bool) -> np.n
     on the kernel's own scale)."""
     rows, cols = np.triu_indices(len(a)) if symmetric else np.indices(r.shape).reshape(2, -1)
     values, errors, sizes = kernel_quadrature(unit, a[rows], b[cols], r[rows, cols])
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(sizes))):
+        worst = int(np.argmin(np.isfinite(values) & np.isfinite(sizes)))
+        raise ValueError(f"X is too large for activation {unit.name}: its kernel overflows float64 at x_{rows[worst]}, "
+                         f"y_{cols[worst]} (|x|²/d = {a[rows[worst]]:.3g}, |y|²/d = {b[cols[worst]]:.3g}); rescale "
+                         "the inputs")
     if symmetric:
         diagonal = values[rows == cols]
         own_x = own_y = np.abs(diagonal)

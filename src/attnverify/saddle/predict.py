@@ -25,7 +25,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
 from ..base import arguments, blas
-from ..numerics.kernel_predictor import PredictorStatistics, predictor_statistics
+from ..numerics.kernel_predictor import PredictorStatistics, predictor_statistics, statistics
 from .declaration import SaddlePointAction
 from .solve import Solution
 
@@ -97,11 +97,17 @@ def _predict_at(U: np.ndarray, temperature: float, data: Mapping[str, Any],
     Q = Ct.shape[-2]
     Cd = arguments.array("C_test_diagonal", test["C_test_diagonal"], shape=(Q,) if plain else (H, H, Q))
     Ct, Cd = (Ct[None, None], Cd[None, None]) if plain else (Ct, Cd)
-    k, kappa = np.einsum("ab,abqp->qp", U, Ct), np.einsum("ab,abq->q", U, Cd)
+    with np.errstate(over="ignore", invalid="ignore"):
+        k, kappa = np.einsum("ab,abqp->qp", U, Ct), np.einsum("ab,abq->q", U, Cd)
+    negative = np.flatnonzero(kappa < -1e-12 * np.max(np.abs(kappa), initial=0.0))
+    if negative.size:
+        raise ValueError(f"C_test_diagonal must be a kernel's diagonal: the prior variance Σ U_ab C_ab(x, x) of test "
+                         f"input {int(negative[0])} is {kappa[negative[0]]:.3g} < 0")
     y = arguments.array("y", data["y"], shape=(K.shape[0],))
     factor = cho_factor(K + temperature * np.eye(K.shape[0]), lower=True)
-    W = solve_triangular(factor[0], k.T, lower=True, check_finite=False)
-    return PredictorStatistics(mean=k @ cho_solve(factor, y), variance=np.clip(kappa - np.sum(W * W, axis=0), 0.0, None))
+    with np.errstate(over="ignore", invalid="ignore"):
+        W = solve_triangular(factor[0], k.T, lower=True, check_finite=False)
+        return statistics(k @ cho_solve(factor, y), kappa - np.sum(W * W, axis=0), "C_test")
 
 
 def kernel_alignment(declaration: SaddlePointAction, solution: Solution,
@@ -111,7 +117,11 @@ def kernel_alignment(declaration: SaddlePointAction, solution: Solution,
     al.: the renormalisation moves the label's weight onto the leading components)."""
     K = _kernels(data, _matrix(declaration, solution))
     y = arguments.array("y", data["y"], shape=(K.shape[0],))
+    largest = float(np.max(np.abs(y)))
+    if largest == 0.0:
+        raise ValueError("y must not be all zeros: the fractions of |Y|² along the kernel's eigenvectors need |Y| > 0")
+    unit = y / largest  # (vᵀY)²/|Y|² is unchanged by Y's scale; rescaled, neither overflows nor underflows
     values, vectors = np.linalg.eigh(0.5 * (K + K.T))
     order = np.argsort(values)[::-1]
-    overlaps = (vectors[:, order].T @ y) ** 2 / float(y @ y)
+    overlaps = (vectors[:, order].T @ unit) ** 2 / float(unit @ unit)
     return values[order], overlaps
