@@ -244,6 +244,12 @@ def test_the_wishart_entropy_is_the_hand_written_one_and_vanishes_with_its_gradi
         wishart_entropy(U, N, sympy.Matrix([[1, sympy.Rational(1, 2)], [0, 1]]))
     with pytest.raises(TypeError, match="^mean must be a scalar expression or a sympy matrix"):
         wishart_entropy(U, N, object())
+    for mean, says in ((0, "positive"), (-2, "positive"), (sympy.Matrix([[1, 2], [2, 1]]), "positive definite"),
+                       (-np.eye(2), "positive definite"), (np.full((2, 2), np.nan), "finite")):
+        with pytest.raises(ValueError, match=f"^mean must be {says}"):
+            wishart_entropy(Q if np.ndim(mean) == 0 else U, N, mean)
+    with pytest.raises(ValueError, match="^width must be positive"):
+        wishart_entropy(Q, -3, s)
     # a numpy mean is the sympy matrix of its entries
     assert sympy.simplify(wishart_entropy(U, N, np.array([[2.0, 0.5], [0.5, 1.0]])).doit()
                           - wishart_entropy(U, N, V.evalf()).doit()) == 0

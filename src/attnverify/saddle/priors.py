@@ -33,6 +33,19 @@ def wishart_entropy(U, width, mean) -> sympy.Expr:
                 mean = sympy.sympify(mean, strict=True)
             except sympy.SympifyError:
                 raise TypeError(f"mean must be a scalar expression or a sympy matrix, got {mean!r}"[:200]) from None
+    width = sympy.sympify(width)
+    if width.is_positive is False:
+        raise ValueError(f"width must be positive (the number of the weight's entries), got {width}")
+    if not isinstance(mean, sympy.MatrixBase) and mean.is_positive is False:
+        raise ValueError(f"mean must be positive (a variance), got {mean}")
+    entries = list(mean) if isinstance(mean, sympy.MatrixBase) else [mean]
+    if any(entry.has(sympy.nan, sympy.oo, -sympy.oo, sympy.zoo) for entry in entries):
+        raise ValueError(f"mean must be finite, got {mean}"[:200])
+    if isinstance(mean, sympy.MatrixBase) and all(entry.is_number for entry in mean) and mean == mean.T:
+        lowest = min(float(sympy.re(value)) for value in sympy.Matrix(mean).evalf().eigenvals())
+        if lowest <= 0:
+            raise ValueError(f"mean must be positive definite (a covariance), got {mean.tolist()} with eigenvalue "
+                             f"{lowest:.3g}"[:200])
     if isinstance(U, sympy.MatrixBase):
         n = U.shape[0]
         if isinstance(mean, sympy.MatrixBase):
