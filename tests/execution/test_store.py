@@ -56,6 +56,30 @@ def test_parameters_must_be_plain_values(value):
         Store().get(square, x=value)
 
 
+def test_lambdas_and_closures_of_one_name_keep_their_own_results(tmp_path):
+    """Two lambdas, or two closures made by one function, share a module and a qualified name: each keeps its own
+    result in an in-memory store; a store with a directory, whose results outlive the run under that name, refuses
+    them in one line. A result that cannot be pickled is refused there too, naming the experiment."""
+    store = Store()
+    assert (store.get(lambda n: n, n=3), store.get(lambda n: 100 * n, n=3)) == (3, 300)
+
+    def scaled_by(k):
+        def scaled(n):
+            return k * n
+        return scaled
+
+    assert (store.get(scaled_by(1), n=3), store.get(scaled_by(7), n=3)) == (3, 21)
+    kept = Store(tmp_path)
+    with pytest.raises(TypeError, match="^experiment must be a function defined at the top level of a module"):
+        kept.get(lambda n: n, n=1)
+    with pytest.raises(TypeError, match="^experiment unpicklable returned a function that cannot be pickled"):
+        kept.get(unpicklable, n=1)
+
+
+def unpicklable(n):
+    return lambda: n
+
+
 def test_experiment_must_be_callable():
     with pytest.raises(TypeError, match="experiment must be callable"):
         Store().get(3)

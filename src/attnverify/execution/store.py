@@ -48,6 +48,14 @@ def _unpickled(payload: bytes) -> tuple:
     return (pickle.loads(payload),)
 
 
+def anonymous(experiment: Callable) -> bool:
+    """Whether ``experiment`` has no name of its own: a lambda, a function defined inside another, a callable object
+    (its module and qualified name are shared with others made alike)."""
+    if not (inspect.isfunction(experiment) or inspect.ismethod(experiment) or inspect.isbuiltin(experiment)):
+        return True
+    return "<" in experiment.__qualname__
+
+
 class Store:
     """Results of experiments for one run, keyed by (experiment, parameters)."""
 
@@ -63,6 +71,7 @@ class Store:
         self._results: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._scratch: dict[str, tempfile.TemporaryDirectory] = {}
+        self._anonymous: list[Callable] = []  # lambdas and local functions whose results are here (`anonymous`)
 
     def folder(self, name: str) -> Path:
         """A folder of the run for files an experiment keeps (e.g. saddle-point solutions): inside the store's
@@ -97,7 +106,11 @@ class Store:
         for name, value in parameters.items():
             _check_plain(name, value)
         arguments = ", ".join(f"{k}={parameters[k]!r}" for k in sorted(parameters))
-        return f"{experiment.__module__}.{experiment.__qualname__}({arguments})"
+        # a lambda or a function made inside another shares its name with every other made there: the object itself
+        # tells them apart (the store keeps it alive while it holds its results, so its id is not reused)
+        unique = f"@{id(experiment):x}" if anonymous(experiment) else ""
+        return f"{experiment.__module__}.{getattr(experiment, '__qualname__', type(experiment).__qualname__)}" \
+               f"{unique}({arguments})"
 
     def _path(self, key: str) -> Path:
         return self.directory / (fingerprint(key) + ".pickle")
@@ -108,10 +121,16 @@ class Store:
             raise TypeError(f"experiment must be callable, got {experiment!r}")
         if "store" in parameters:
             raise TypeError("experiment parameter 'store' is not given: the store passes itself")
+        if anonymous(experiment) and self.directory is not None:
+            raise TypeError(f"experiment must be a function defined at the top level of a module for a store with a "
+                            f"directory, whose results outlive the run under the experiment's module and name; got "
+                            f"{experiment!r}, which has no name of its own")
         key = self.key(experiment, parameters)
         with self._lock:
             if key in self._results:
                 return self._results[key]
+            if anonymous(experiment):
+                self._anonymous.append(experiment)
         if self.directory is not None:
             found = read_entry(self._path(key), key, _unpickled)
             if found is not None:
@@ -125,7 +144,12 @@ class Store:
         with self._lock:
             self._results[key] = result
         if self.directory is not None:
-            write_entry(self._path(key), key, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+            try:
+                pickled = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+            except (pickle.PicklingError, AttributeError, TypeError) as error:
+                raise TypeError(f"experiment {experiment.__qualname__} returned a {type(result).__name__} that cannot "
+                                f"be pickled ({error}): a store with a directory keeps results on disk") from None
+            write_entry(self._path(key), key, pickled)
         return result
 
     def result(self, plan: Planned) -> Any:
