@@ -166,7 +166,11 @@ def test_a_monte_carlo_claim_names_a_wrong_draw_shape_and_an_infinite_expected_v
                                      r"\(\d+,\), to compare their mean with expected; got shape \(\d+, 2\)"),
             (one_short, lambda x: 0.0, r"monte_carlo one_short must return .* got shape \(\d+,\)"),
             (lambda rng, n, x: rng.standard_normal(n), log_partition,
-             r"expected log_partition\(x=0.7\d*\) = inf: the expected value must be a finite number")):
+             r"expected log_partition\(x=0.7\d*\) = inf: the expected value must be a finite number"),
+            (lambda rng, n, x: rng.standard_normal(n), lambda x: "0",
+             r"expected\(x=0.7\d*\) returned '0' \(str\): the expected value must be a number"),
+            (lambda rng, n, x: rng.standard_normal(n), lambda x: 1j,
+             r"expected\(x=0.7\d*\) returned 1j \(complex\)")):
         made = theory.monte_carlo(draws, expected=expected, resolution=0.1, name=f"shape_{len(theory.claims)}",
                                   statement="E[draws] = expected", x=st.floats(0.7, 0.8))
         result = run_claim(made, profile="quick", examples=1)

@@ -136,6 +136,18 @@ def test_bad_declarations_and_values_are_refused_by_name():
         action.join({"U": np.diag([1.0, -1.0])})
     with pytest.raises(ValueError, match="2 × 2 but the data have 3 paths: give C of shape \\(2, 2, P, P\\)"):
         solve(action, dict(X=np.ones((4, 2, 3)), y=np.ones(4)), temperature=0.1, N=10.0)
+    with pytest.raises(TypeError, match="^U must be a finite 2 × 2 matrix of numbers, got 'a'"):
+        action.join({"U": "a"})
+    data = dict(C=np.ones((2, 2, 3, 3)) + np.eye(3), y=np.ones(3))
+    for option, value, error, says in (("space", "foo", ValueError, "space must be one of"),
+                                       ("raise_on_failure", "no", TypeError, "raise_on_failure must be True or False"),
+                                       ("tolerance", "a", TypeError, "tolerance must be a real number"),
+                                       ("max_iterations", None, TypeError, "max_iterations must be an integer ≥ 1")):
+        with pytest.raises(error, match=f"^{says}"):
+            solve(action, data, temperature=0.1, N=10.0, **{option: value})
+        if option != "space":
+            with pytest.raises(error, match=f"^{says}"):
+                gp_point(action, N=10.0, **{option: value})
 
 
 def test_a_failed_solve_says_where_it_stopped(problem):

@@ -73,11 +73,18 @@ class OrderParameter:
     def entries(self, value) -> np.ndarray:
         """The independent entries of a value (a positive number, or a symmetric positive-definite matrix)."""
         if self.size == 0:
-            number = float(value)
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                raise TypeError(f"{self.name} must be a positive number, got {value!r}"[:200]) from None
             if not (np.isfinite(number) and number > 0):
                 raise ValueError(f"{self.name} must be a positive number, got {value!r}")
             return np.array([number])
-        U = np.asarray(value, dtype=float)
+        try:
+            U = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise TypeError(f"{self.name} must be a finite {self.size} × {self.size} matrix of numbers, got "
+                            f"{value!r}"[:200]) from None
         if U.shape != (self.size, self.size) or not np.all(np.isfinite(U)):
             raise ValueError(f"{self.name} must be a finite {self.size} × {self.size} matrix, got shape {U.shape}")
         if not np.allclose(U, U.T, rtol=0, atol=1e-12 * max(1.0, float(np.max(np.abs(U))))):

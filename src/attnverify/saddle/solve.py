@@ -20,7 +20,7 @@ import numpy as np
 from ..base import arguments, blas
 from ..base.backend import for_size, get_backend, on_device, to_numpy
 from ..numerics import trust_region
-from ..numerics.kernel_energy import energy_for
+from ..numerics.kernel_energy import SPACES, energy_for
 from .action import NumericAction
 from .declaration import SaddlePointAction
 
@@ -72,6 +72,7 @@ def data_energy(data: Mapping[str, Any], temperature: float, *, space: str = "au
     data moved there once."""
     if not isinstance(data, Mapping) or "y" not in data or ("C" in data) == ("X" in data):
         raise ValueError("data must be a dict with the labels y and either the kernels C or the features X")
+    space = arguments.one_of("space", space, SPACES)
     key = "C" if "C" in data else "X"
     # checked before any cast: numpy's cast of a complex array to float drops the imaginary part
     inputs = data[key] if on_device(data[key]) else arguments.array(key, data[key], allow_empty=True)
@@ -146,7 +147,10 @@ def gp_point(declaration: SaddlePointAction, *, tolerance: float = 1e-12, max_it
     $O(P)$ as $N \to \infty$). It depends on the parameter values only; the last few are kept (each solve and sweep
     point starts here)."""
     values = declaration.parameter_values(parameters)
-    solution = _entropy_minimum(declaration, values, float(tolerance), int(max_iterations))
+    tolerance = arguments.positive("tolerance", tolerance)
+    max_iterations = arguments.integer("max_iterations", max_iterations, 1)
+    raise_on_failure = arguments.flag("raise_on_failure", raise_on_failure)
+    solution = _entropy_minimum(declaration, values, tolerance, max_iterations)
     if not (solution.converged and solution.is_minimum):
         message = f"the entropy has no minimum the solver could reach (the GP point): {solution.message}"
         if raise_on_failure:
@@ -193,6 +197,7 @@ def solve_energy(declaration: SaddlePointAction, energy, values: tuple, *, tempe
     what a sweep calls per grid point."""
     tolerance = arguments.positive("tolerance", tolerance)
     max_iterations = arguments.integer("max_iterations", max_iterations, 1)
+    raise_on_failure = arguments.flag("raise_on_failure", raise_on_failure)
     if continuation not in (True, False, "width", "temperature"):
         raise ValueError(f"continuation must be True, False, 'width' or 'temperature', got {continuation!r}")
     size = max(declaration.kernel.size, 1)

@@ -69,6 +69,10 @@ def finite_expected(expected: Callable, call: Callable) -> Callable:
         value = call(p, ctx)
         named = getattr(expected, "__name__", "<lambda>")
         said = f"expected{'' if named == '<lambda>' else ' ' + named}({format_parameters(p)})"
+        # text, booleans and complex numbers convert to float (or to its real part) without meaning one
+        if isinstance(value, (str, bytes)) or np.asarray(value).dtype.kind in "USbc":
+            raise TypeError(f"{said} returned {value!r} ({type(value).__name__}): the expected value must be a "
+                            "number or a vector of numbers"[:300])
         if np.ndim(value) == 0:
             number = float(value)
             finite = math.isfinite(number)
