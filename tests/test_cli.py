@@ -117,6 +117,20 @@ def test_usage_errors_exit_2(capsys):
     assert cli.main(["--help"]) == 0
 
 
+@pytest.mark.parametrize("option, value, says", [
+    ("--workers", "99999999999999999999999", "--workers: must be an integer in [1, "),
+    ("--workers", "1000000000", "8 processes per CPU at most"),
+    ("--scheduler", "local:100000", "--scheduler: local:N needs a number of workers N in [1, "),
+    ("--examples", "1000000000000", "--examples: must be an integer in [1, 1,000,000]"),
+    ("--json", "", "--json: must name a folder or file, got ''")])
+def test_sizes_beyond_what_a_machine_runs_and_empty_paths_are_usage_errors(capsys, option, value, says):
+    """A count of processes or examples no run could finish (or OverflowError from multiprocessing), and an empty
+    path (read as not given), are refused before anything starts."""
+    assert cli.main(["check", "--only", "gp_limit", option, value]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err, err
+
+
 def test_bad_backend_from_the_environment_is_a_usage_error(capsys, monkeypatch):
     monkeypatch.setenv("ATTNVERIFY_BACKEND", "tpu")
     assert cli.main(["check", "--only", "fake"]) == 2

@@ -69,6 +69,16 @@ _FORMS = ("local, local:N or a scheduler address SCHEME://HOST[:PORT] or HOST:PO
           f"(SCHEME one of {', '.join(SCHEMES)}; PORT in 1–65535)")
 
 
+MOST_EXAMPLES = 10**6
+"""The most examples one claim may be asked for on the command line (``--examples``)."""
+
+
+def most_workers() -> int:
+    """The most worker processes a run may start on this machine: 8 per CPU (more only wait their turn, each with
+    its own memory)."""
+    return 8 * (os.cpu_count() or 1)
+
+
 def parse_scheduler(text: str) -> tuple[str, Any]:
     """``"local"`` or ``"local:N"`` → ("local", N workers; N = the CPU count when left out); an address
     (``tcp://host:8786``, ``host:8786``) → ("address", text). Anything else is refused by name, an address
@@ -80,8 +90,9 @@ def parse_scheduler(text: str) -> tuple[str, Any]:
         return "local", os.cpu_count() or 1
     if text.startswith("local:"):
         count = text.split(":", 1)[1]
-        if not count.isdigit() or int(count) < 1:
-            raise ValueError(f"--scheduler local:N needs a number of workers N ≥ 1, got {text!r}")
+        if not count.isdigit() or not 1 <= int(count) <= most_workers():
+            raise ValueError(f"--scheduler local:N needs a number of workers N in [1, {most_workers()}] (8 per CPU "
+                             f"at most), got {text!r}")
         return "local", int(count)
     if "://" in text or (":" in text and text.rsplit(":", 1)[1].isdigit()):
         if problem := _address_problem(text):
