@@ -296,3 +296,14 @@ def test_chees_synchronises_once_an_iteration_on_the_device(cupy, host_synchroni
         counts[warmup, draws] = syncs[0] - before
     assert counts[10, 10] - counts[10, 4] == 6, counts
     assert counts[20, 4] - counts[10, 4] == 10, counts
+
+
+@pytest.mark.parametrize("warmup, draws, named", [(10**12, 10, "warmup"), (10, 10**8, "draws")])
+def test_a_chain_longer_than_any_run_finishes_is_refused_before_the_first_transition(warmup, draws, named):
+    """More than MOST_TRANSITIONS transitions a chain: refused in one line naming the longer part, before any
+    evaluation of the potential."""
+    def never(x):
+        raise AssertionError("the potential was evaluated")
+
+    with pytest.raises(ValueError, match=f"^{named} = .* transitions a chain .* give a smaller {named}$"):
+        sample(never, np.zeros((2, 3)), seed=0, warmup=warmup, draws=draws)

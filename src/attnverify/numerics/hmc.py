@@ -492,13 +492,23 @@ def run_chains(potential_and_gradient: PotentialAndGradient, x, *, rng, warmup: 
                     evaluations, state.length * float(step[0]))
 
 
+MOST_TRANSITIONS = 10**7
+"""The most transitions one chain may be asked for, warm-up and draws together (each takes at least one evaluation
+of the potential and its gradient: hours at a millisecond each)."""
+
+
 def refuse_what_cannot_fit(chains: int, dimension: int, *, warmup: int, draws: int, record_bytes: int,
                            mass_matrix: str = "identity", backend: Backend | None = None) -> None:
     """Refuse, before the first transition, a run of [`run_chains`][attnverify.numerics.hmc.run_chains] whose kept draws
     cannot fit in memory: ``draws`` kept records of ``record_bytes`` bytes each (all chains together) plus the (chains,
     draws) float64 acceptance and bool divergences, counted twice (the list of draws and the array they are stacked
     into), on the host; with ``mass_matrix="diagonal"`` also the longest slow window of ``warmup`` draws (chains ×
-    dimension float64, counted twice for its concatenation) on ``backend``'s device. Named ``draws`` and ``warmup``."""
+    dimension float64, counted twice for its concatenation) on ``backend``'s device. Named ``draws`` and ``warmup``.
+    Also refused: more than `MOST_TRANSITIONS` transitions a chain (warm-up and draws), work no run finishes."""
+    if warmup + draws > MOST_TRANSITIONS:
+        name, value = ("warmup", warmup) if warmup >= draws else ("draws", draws)
+        raise ValueError(f"{name} = {value:,} makes {warmup + draws:,} transitions a chain (warm-up and draws), more "
+                         f"than the {MOST_TRANSITIONS:,} a run may ask for; give a smaller {name}")
     kept = 2 * draws * (record_bytes + 9 * chains)
     arguments.fits_in_memory("draws", kept, f"{draws} kept draws of {chains} chains ({record_bytes} bytes a draw, "
                              "and their acceptances; stored, then stacked)", value=draws)
