@@ -505,10 +505,6 @@ def refuse_what_cannot_fit(chains: int, dimension: int, *, warmup: int, draws: i
     into), on the host; with ``mass_matrix="diagonal"`` also the longest slow window of ``warmup`` draws (chains ×
     dimension float64, counted twice for its concatenation) on ``backend``'s device. Named ``draws`` and ``warmup``.
     Also refused: more than `MOST_TRANSITIONS` transitions a chain (warm-up and draws), work no run finishes."""
-    if warmup + draws > MOST_TRANSITIONS:
-        name, value = ("warmup", warmup) if warmup >= draws else ("draws", draws)
-        raise ValueError(f"{name} = {value:,} makes {warmup + draws:,} transitions a chain (warm-up and draws), more "
-                         f"than the {MOST_TRANSITIONS:,} a run may ask for; give a smaller {name}")
     kept = 2 * draws * (record_bytes + 9 * chains)
     arguments.fits_in_memory("draws", kept, f"{draws} kept draws of {chains} chains ({record_bytes} bytes a draw, "
                              "and their acceptances; stored, then stacked)", value=draws)
@@ -517,6 +513,10 @@ def refuse_what_cannot_fit(chains: int, dimension: int, *, warmup: int, draws: i
         arguments.fits_in_memory("warmup", 2 * 8 * window * chains * dimension,
                                  f"the {window} draws of warm-up's longest mass window ({chains} chains × {dimension} "
                                  "float64, kept, then concatenated)", value=warmup, backend=backend)
+    if warmup + draws > MOST_TRANSITIONS:
+        name, value = ("warmup", warmup) if warmup >= draws else ("draws", draws)
+        raise ValueError(f"{name} = {value:,} makes {warmup + draws:,} transitions a chain (warm-up and draws), more "
+                         f"than the {MOST_TRANSITIONS:,} a run may ask for; give a smaller {name}")
 
 
 def sample(potential_and_gradient: PotentialAndGradient, x0, *, seed: int, warmup: int, draws: int,
