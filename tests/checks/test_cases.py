@@ -20,6 +20,8 @@ def test_the_case_closest_to_failing_decides_and_every_case_is_kept():
 
 @pytest.mark.parametrize("cases, error, words", [
     ([], TypeError, "non-empty sequence of \\(label, Evidence\\) pairs"),
+    (None, TypeError, "non-empty sequence of \\(label, Evidence\\) pairs, got None"),
+    (5, TypeError, "non-empty sequence of \\(label, Evidence\\) pairs, got 5"),
     ([("a", 1.0)], TypeError, "non-empty sequence of \\(label, Evidence\\) pairs"),
     ([("a", _case(0.0)), ("a", _case(0.1))], ValueError, "distinct labels"),
 ])

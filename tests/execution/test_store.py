@@ -80,6 +80,11 @@ def unpicklable(n):
     return lambda: n
 
 
+def test_a_directory_that_is_no_path_is_refused_by_name():
+    with pytest.raises(TypeError, match="^directory must be a path"):
+        Store(5)
+
+
 def test_experiment_must_be_callable():
     with pytest.raises(TypeError, match="experiment must be callable"):
         Store().get(3)

@@ -15,6 +15,7 @@ from attnverify.saddle import (SaddlePointAction, SaddlePointError, gp_point, po
 from attnverify.saddle.action import NumericAction
 from attnverify.saddle.claims import against_differences
 from attnverify.saddle.solve import data_energy
+from attnverify.saddle.store import SolutionStore
 from attnverify.theories.attention_paths.derivations import gp_order_parameters
 from attnverify.theories.attention_paths.action import attention_paths_action as _per_layer
 from attnverify.theories.attention_paths.single_head import scalar_renormalization
@@ -138,6 +139,10 @@ def test_bad_declarations_and_values_are_refused_by_name():
         solve(action, dict(X=np.ones((4, 2, 3)), y=np.ones(4)), temperature=0.1, N=10.0)
     with pytest.raises(TypeError, match="^U must be a finite 2 × 2 matrix of numbers, got 'a'"):
         action.join({"U": "a"})
+    with pytest.raises(ValueError, match=r"^heads must make at most 32 attention paths .* got \(6, 6\): 36 paths"):
+        _per_layer((6, 6))
+    with pytest.raises(TypeError, match="^folder must be a path"):
+        SolutionStore(None)
     data = dict(C=np.ones((2, 2, 3, 3)) + np.eye(3), y=np.ones(3))
     for option, value, error, says in (("space", "foo", ValueError, "space must be one of"),
                                        ("raise_on_failure", "no", TypeError, "raise_on_failure must be True or False"),
@@ -227,6 +232,17 @@ def test_the_prediction_equals_the_built_in_predictor_from_features_and_from_ker
         predict(declaration, solution, dict(C=C, y=y), dict(C_test=1e300 * C_test, C_test_diagonal=1e300 * C_diagonal))
     with pytest.raises(ValueError, match=r"^C_test_diagonal must be a kernel's diagonal: .* of test input 0 is"):
         predict(declaration, solution, dict(C=C, y=y), dict(C_test=C_test, C_test_diagonal=-C_diagonal))
+    # what is not a solution of this declaration, or not training data, is named
+    with pytest.raises(TypeError, match="^solution must be a Solution"):
+        predict(declaration, "solution", dict(X=X, y=y), dict(X_test=X_test))
+    width = sympy.Symbol("N", positive=True)
+    other = SaddlePointAction(order_parameters={"q": positive("q")}, entropy=wishart_entropy(positive("q"), width, 1.0),
+                              kernel="q", width=width)
+    with pytest.raises(ValueError, match="^solution must be of this declaration, whose kernel order parameter is q"):
+        predict(other, solution, dict(X=X, y=y), dict(X_test=X_test))
+    for data in (dict(X=X), [X, y]):
+        with pytest.raises(ValueError, match="^data must be a dict with the labels y"):
+            kernel_alignment(declaration, solution, data)
     # the labels' weights do not depend on their scale, at any scale float64 holds
     for scale in (1e-170, 1e200):
         np.testing.assert_allclose(kernel_alignment(declaration, solution, dict(X=X, y=scale * y))[1], overlaps,

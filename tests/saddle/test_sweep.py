@@ -63,6 +63,8 @@ def test_the_grid_is_checked_by_name():
         sweep(action, dict(X=X, y=y), widths=[10], temperatures=[], **priors)
     with pytest.raises(KeyError, match="not on the grid"):
         sweep(action, dict(X=X, y=y), widths=[10], temperatures=[0.1], **priors).at(11, 0.1)
+    with pytest.raises(TypeError, match="^progress must be a function of one line of text"):
+        sweep(action, dict(X=X, y=y), widths=[10], temperatures=[0.1], progress=3, **priors)
     with pytest.raises(ValueError, match=r"U1 is 3 × 3 but the data have 2 paths: give C of shape \(3, 3, P, P\) or X of shape \(P, N0, 3\)"):
         sweep(attention_paths_action((3,), equal_widths=True), dict(X=X, y=y), widths=[10], temperatures=[0.1],
               **priors)

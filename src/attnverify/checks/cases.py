@@ -13,6 +13,8 @@ def worst_case(cases: Sequence[tuple[str, Evidence]]) -> Evidence:
     case is (needing the most draws any case needs), else holds; among cases of one status, the largest gap over its
     tolerance. The conditions say which cases are not refuted; every case's evidence and status are in the figures
     (``worst_case([("L=64", within_error(…)), ("L=512", within_error(…))])``)."""
+    if isinstance(cases, (str, bytes)) or not hasattr(cases, "__iter__"):
+        raise TypeError(f"cases must be a non-empty sequence of (label, Evidence) pairs, got {cases!r}"[:200])
     cases = list(cases)
     if not cases or not all(isinstance(c, tuple) and len(c) == 2 and isinstance(c[0], str) and
                             isinstance(c[1], Evidence) for c in cases):

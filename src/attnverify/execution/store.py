@@ -60,6 +60,8 @@ class Store:
     """Results of experiments for one run, keyed by (experiment, parameters)."""
 
     def __init__(self, directory: str | Path | None = None) -> None:
+        if directory is not None and (not isinstance(directory, (str, Path)) or not str(directory).strip()):
+            raise TypeError(f"directory must be a path (str or pathlib.Path) or None, got {directory!r}"[:200])
         self.directory = None if directory is None else Path(directory)
         if self.directory is not None:
             if self.directory.exists() and not self.directory.is_dir():

@@ -60,8 +60,28 @@ def predict(declaration: SaddlePointAction, solution: Solution, data: Mapping[st
         return _predict(declaration, solution, data, test)
 
 
+def _solved(declaration: SaddlePointAction, solution: Solution) -> None:
+    """Refuse a declaration that is not one or a solution that is not of it, by name."""
+    if not isinstance(declaration, SaddlePointAction):
+        raise TypeError(f"declaration must be a SaddlePointAction, got {type(declaration).__name__}")
+    if not isinstance(solution, Solution):
+        raise TypeError(f"solution must be a Solution (from attnverify.saddle.solve), got {type(solution).__name__}")
+    if declaration.kernel.name not in solution.order_parameters:
+        raise ValueError(f"solution must be of this declaration, whose kernel order parameter is "
+                         f"{declaration.kernel.name}; the solution has {', '.join(solution.order_parameters)}")
+
+
+def _training(data: Mapping[str, Any]) -> None:
+    """Refuse training data that are not a dict with y and C or X, by name."""
+    if not isinstance(data, Mapping) or "y" not in data or ("C" in data) == ("X" in data):
+        raise ValueError("data must be a dict with the labels y and either the kernels C or the features X, got "
+                         f"{sorted(map(str, data)) if isinstance(data, Mapping) else type(data).__name__}")
+
+
 def _predict(declaration: SaddlePointAction, solution: Solution, data: Mapping[str, Any],
              test: Mapping[str, Any]) -> PredictorStatistics:
+    _solved(declaration, solution)
+    _training(data)
     if solution.temperature is None:
         raise ValueError("solution must be a solve's (with a temperature), not the GP point's")
     return _predict_at(_matrix(declaration, solution), solution.temperature, data, test)
@@ -79,6 +99,7 @@ def predict_at(U, temperature: float, data: Mapping[str, Any], test: Mapping[str
 
 def _predict_at(U: np.ndarray, temperature: float, data: Mapping[str, Any],
                 test: Mapping[str, Any]) -> PredictorStatistics:
+    _training(data)
     wanted = ("X_test",) if "X" in data else ("C_test", "C_test_diagonal")
     if not isinstance(test, Mapping) or sorted(test) != sorted(wanted):
         labels = (" (the test labels go to the result's generalisation_error(y) and accuracy(y))"
@@ -115,6 +136,8 @@ def kernel_alignment(declaration: SaddlePointAction, solution: Solution,
     r"""The renormalised kernel's principal components against the labels: its eigenvalues (descending) and the
     fraction of $\lvert Y\rvert^2$ along each eigenvector, $(v^\top Y)^2/\lvert Y\rvert^2$ (figure 2d of Tiberi et
     al.: the renormalisation moves the label's weight onto the leading components)."""
+    _solved(declaration, solution)
+    _training(data)
     K = _kernels(data, _matrix(declaration, solution))
     y = arguments.array("y", data["y"], shape=(K.shape[0],))
     largest = float(np.max(np.abs(y)))

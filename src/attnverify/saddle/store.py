@@ -52,6 +52,8 @@ class SolutionStore:
     """Named records of float64 arrays plus metadata; saddle-point solutions keyed by data, action and settings."""
 
     def __init__(self, folder: str | Path):
+        if not isinstance(folder, (str, Path)) or not str(folder).strip():
+            raise TypeError(f"folder must be a path (str or pathlib.Path), got {folder!r}"[:200])
         self.folder = Path(folder)
 
     def _path(self, name: str) -> Path:

@@ -37,7 +37,11 @@ def attention_paths_action(heads: Sequence[int], *, equal_widths: bool = False,
     N for all with ``equal_widths``), sigma1…sigmaL (σ_ℓ²; one sigma for all layers with ``equal_variances``)
     and sigma_a (σ_a²). With both, every depth declares the same parameters (N, sigma, sigma_a): one family over
     the heads."""
-    return _declared(arguments.integers("heads", heads, 1), bool(equal_widths), bool(equal_variances))
+    heads = arguments.integers("heads", heads, 1)
+    if int(np.prod(heads)) > 32:
+        raise ValueError(f"heads must make at most 32 attention paths (Π H_ℓ, the size of U_1, a small matrix the "
+                         f"solver works with), got {heads}: {int(np.prod(heads))} paths")
+    return _declared(heads, bool(equal_widths), bool(equal_variances))
 
 
 @functools.lru_cache(maxsize=None)
