@@ -225,3 +225,19 @@ def test_ridge_attention_is_scale_free_far_beyond_the_range_where_KKT_fits_in_fl
     reference = ridge_attention(q, K, V, 0.7)
     for c in (1e-150, 1e150):
         np.testing.assert_allclose(ridge_attention(c * q, c * K, V, c * c * 0.7), reference, rtol=1e-13)
+
+
+def test_the_rate_fit_takes_whole_lengths_it_can_fit():
+    """The fit is over the lengths simulated: a fractional length (simulated at int(L), fitted at L), one length
+    alone, a number, and an exact model (MSE 0, log 0) are refused in one line."""
+    from attnverify.theories.conditional_mean import rate_fit
+
+    model = GaussianKeyValueModel([0.0, 0.0], np.eye(2), [[1.0, 1.0]], [0.0], 0.3)
+    exact = GaussianKeyValueModel([0.0, 0.0], np.eye(2), [[0.0, 0.0]], [0.0], 0.0)
+    for lengths, error, says in (([10.2, 10.9], ValueError, r"lengths\[0\] must be an integer"),
+                                 ([10, 10], ValueError, "at least two different lengths"),
+                                 (10, TypeError, "lengths must be a sequence")):
+        with pytest.raises(error, match=says):
+            rate_fit(model, [0.5, 0.5], [0.0], lengths, 100, 0)
+    with pytest.raises(ValueError, match="mean squared error is 0 at L = 4"):
+        rate_fit(exact, [0.5, 0.5], [0.0], [4, 8], 100, 0)

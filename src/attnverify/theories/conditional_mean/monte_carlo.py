@@ -111,9 +111,19 @@ def score_attention_error(model: Any, score: Any, target: Any, length: int, repl
 
 
 def rate_fit(model, score, target, lengths, replicates, rng, backend=None) -> tuple[list[AttentionError], object]:
-    """MSE at each length and the weighted fit of log RMSE against log L (SE of log RMSE = SE/(2 MSE))."""
-    errors = [score_attention_error(model, score, target, int(L), replicates, rng, backend=backend) for L in lengths]
+    """MSE at each length and the weighted fit of log RMSE against log L (SE of log RMSE = SE/(2 MSE)); ``lengths`` at
+    least two distinct whole numbers ≥ 1."""
+    if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__iter__"):
+        raise TypeError(f"lengths must be a sequence of sequence lengths L ≥ 1, got {lengths!r}"[:200])
+    lengths = [integer(f"lengths[{i}]", L, 1) for i, L in enumerate(lengths)]
+    if len(set(lengths)) < 2:
+        raise ValueError(f"lengths must hold at least two different lengths for the fit of log RMSE against log L, "
+                         f"got {lengths}"[:200])
+    errors = [score_attention_error(model, score, target, L, replicates, rng, backend=backend) for L in lengths]
     mse = np.array([e.mse.mean for e in errors])
     se = np.array([e.mse.standard_error for e in errors])
+    if not np.all(mse > 0):
+        raise ValueError(f"the attention's mean squared error is 0 at L = {lengths[int(np.argmin(mse > 0))]}: log RMSE "
+                         "has no fit (the model's values are exact there)")
     fit = fit_line(np.log(lengths), 0.5 * np.log(mse), standard_errors=se / (2 * mse))
     return errors, fit
