@@ -131,6 +131,19 @@ def test_sizes_beyond_what_a_machine_runs_and_empty_paths_are_usage_errors(capsy
     assert says in err and "Traceback" not in err, err
 
 
+@pytest.mark.parametrize("variable, value, says", [
+    ("ATTNVERIFY_STEP_BUDGET", "abc", "ATTNVERIFY_STEP_BUDGET must be a positive number of CPU seconds"),
+    ("ATTNVERIFY_STEP_BUDGET", "-5", "got '-5'"),
+    ("ATTNVERIFY_KEEP_DERIVATIONS", "maybe", "ATTNVERIFY_KEEP_DERIVATIONS must be 0 (derive afresh")])
+def test_bad_settings_from_the_environment_are_usage_errors(capsys, monkeypatch, variable, value, says):
+    """Read further down (by each step's check, by the caches), a bad value is one usage line before the run, not an
+    error in every claim that reads it."""
+    monkeypatch.setenv(variable, value)
+    assert cli.main(["check", "--only", "gp_limit"]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err, err
+
+
 def test_bad_backend_from_the_environment_is_a_usage_error(capsys, monkeypatch):
     monkeypatch.setenv("ATTNVERIFY_BACKEND", "tpu")
     assert cli.main(["check", "--only", "fake"]) == 2

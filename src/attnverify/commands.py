@@ -82,6 +82,22 @@ def _print_results(results: list[dict], *, out: TextIO, json_path: str | None) -
     return exit_status(results)
 
 
+def _check_environment() -> None:
+    """The environment variables a run reads further down, checked before it starts: a bad one is one usage line,
+    not an error in every claim that reads it."""
+    from .base.cache import KEEP_VARIABLE
+    from .derivations.steps.budget import step_budget
+
+    try:
+        step_budget()
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    keep = os.environ.get(KEEP_VARIABLE)
+    if keep is not None and keep not in ("0", "1"):
+        raise UsageError(f"{KEEP_VARIABLE} must be 0 (derive afresh in every process) or 1 (keep derivations on "
+                         f"disk, the default), got {keep!r}")
+
+
 def _settings(args: argparse.Namespace, *, report: bool) -> RunSettings:
     """The run's settings from the command line, made and checked here, once: the backend chosen at the edge
     (``--backend``, else ``$ATTNVERIFY_BACKEND``, else numpy; nothing below the command line reads the environment),
@@ -90,6 +106,7 @@ def _settings(args: argparse.Namespace, *, report: bool) -> RunSettings:
         backend = backend_from_environment(args.backend)
     except ValueError as error:  # e.g. a bad ATTNVERIFY_BACKEND
         raise UsageError(f"{error} (from --backend or {ENVIRONMENT_VARIABLE})") from None
+    _check_environment()
     try:
         return RunSettings(profile=args.profile, backend=backend, seed=args.seed, examples=args.examples,
                            store=args.store, workers=default_workers(args.workers, report=report),
