@@ -139,6 +139,20 @@ def test_bad_declarations_and_values_are_refused_by_name():
         solve(action, dict(X=np.ones((4, 2, 3)), y=np.ones(4)), temperature=0.1, N=10.0)
     with pytest.raises(TypeError, match="^U must be a finite 2 × 2 matrix of numbers, got 'a'"):
         action.join({"U": "a"})
+    with pytest.raises(ValueError, match="^entropy must be real"):
+        SaddlePointAction(order_parameters={"U": U}, entropy=N * U.trace() + sympy.I * U[0, 0], kernel="U", width=N)
+    # a start where the action is not finite: the part that is not is named (not the minimiser's "objective")
+    with pytest.raises(ValueError, match=r"^the action S = ½E \+ 𝓛 or its gradient is not finite at the solver's "
+                                         r"start \(the GP point\): the data's energy ½E = (nan|inf)"):
+        solve(action, dict(C=np.ones((2, 2, 3, 3)) + np.eye(3), y=1e160 * np.ones(3)), temperature=0.1, N=10.0)
+    Q = positive("Q")
+    rooted = SaddlePointAction(order_parameters={"Q": Q}, entropy=N * (sympy.sqrt(1 - Q) + Q), kernel="Q", width=N)
+    with pytest.raises(ValueError, match="^the entropy 𝓛 or its gradient is not finite at identity matrices"):
+        gp_point(rooted, N=10.0)
+    # data with the wrong number of paths: said first, before the checks of C's symmetry
+    with pytest.raises(ValueError, match="U is 2 × 2 but the data have 3 paths"):
+        solve(action, dict(C=np.random.default_rng(0).standard_normal((3, 3, 4, 4)), y=np.ones(4)), temperature=0.1,
+              N=10.0)
     with pytest.raises(ValueError, match=r"^heads must make at most 32 attention paths .* got \(6, 6\): 36 paths"):
         _per_layer((6, 6))
     with pytest.raises(TypeError, match="^folder must be a path"):

@@ -157,6 +157,9 @@ class SaddlePointAction:
             raise TypeError(f"entropy must be a sympy expression, got {entropy!r}") from None
         if not isinstance(self.entropy, sympy.Expr) or self.entropy.is_Matrix:
             raise TypeError(f"entropy must be a scalar sympy expression, got {type(self.entropy).__name__}")
+        if self.entropy.has(sympy.I):
+            raise ValueError(f"entropy must be real: the action e^{{-S}} weighs the order parameters, got "
+                             f"{self.entropy} (it holds the imaginary unit I)"[:300])
         names = [op.name for op in self.order_parameters]
         if kernel not in names:
             raise ValueError(f"kernel must name an order parameter ({', '.join(names)}), got {kernel!r}")

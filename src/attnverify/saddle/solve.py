@@ -11,6 +11,7 @@ entropy alone: the GP point).
 from __future__ import annotations
 
 import functools
+import math
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
@@ -164,6 +165,8 @@ def _entropy_minimum(declaration: SaddlePointAction, values: tuple, tolerance: f
     action = NumericAction(declaration, None, values, with_energy=False)
     t0 = time.perf_counter()
     theta = action.parametrisation.theta(_start(declaration, None))
+    _check_start(action, theta, "identity matrices and unit scalars, where the search for its minimum (the GP point) "
+                                "starts")
     result = _minimise(action, theta, tolerance, max_iterations)
     return _solution(action, result.x, result, tolerance, t0, None)
 
@@ -183,6 +186,9 @@ def solve(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperatur
         raise TypeError(f"declaration must be a SaddlePointAction, got {type(declaration).__name__}")
     temperature = arguments.positive("temperature", temperature)
     values = declaration.parameter_values(parameters)
+    given = data.get("C") if isinstance(data, Mapping) else None
+    if np.ndim(given) == 4:  # the paths first: the checks of C's symmetry read them as given
+        _same_paths(declaration, int(np.shape(given)[0]))
     energy = data_energy(data, temperature, space=space, backend=backend)
     return solve_energy(declaration, energy, values, temperature=temperature, start=start, tolerance=tolerance,
                         max_iterations=max_iterations, raise_on_failure=raise_on_failure, continuation=continuation)
@@ -200,11 +206,7 @@ def solve_energy(declaration: SaddlePointAction, energy, values: tuple, *, tempe
     raise_on_failure = arguments.flag("raise_on_failure", raise_on_failure)
     if continuation not in (True, False, "width", "temperature"):
         raise ValueError(f"continuation must be True, False, 'width' or 'temperature', got {continuation!r}")
-    size = max(declaration.kernel.size, 1)
-    if energy.paths != size:
-        raise ValueError(f"the kernel order parameter {declaration.kernel.name} is {size} × {size} but the data have "
-                         f"{energy.paths} path{'s' * (energy.paths != 1)}: give C of shape ({size}, {size}, P, P) "
-                         f"or X of shape (P, N0, {size})" + ("" if size > 1 else " (or C (P, P), X (P, N0))"))
+    _same_paths(declaration, energy.paths)
     t0 = time.perf_counter()
     with blas.threads(1):
         if start is None:
@@ -218,6 +220,7 @@ def solve_energy(declaration: SaddlePointAction, energy, values: tuple, *, tempe
         action = NumericAction(declaration, energy, values)
         theta = action.parametrisation.theta(start_entries)
         _check_temperature(action, start_entries, temperature)
+        _check_start(action, theta, "the GP point" if start is None else "the start given")
         result = _minimise(action, theta, tolerance, max_iterations)
         solution = _solution(action, result.x, result, tolerance, t0, temperature)
         failed = start is None and not (solution.converged and solution.is_minimum)
@@ -233,6 +236,34 @@ def solve_energy(declaration: SaddlePointAction, energy, values: tuple, *, tempe
         what = "did not converge" if not solution.converged else "is not a minimum (Hessian not positive definite)"
         raise SaddlePointError(f"the saddle point {what}: {solution.message}")
     return solution
+
+
+def _same_paths(declaration: SaddlePointAction, paths: int) -> None:
+    """Refuse data with another number of paths than the kernel order parameter's size."""
+    size = max(declaration.kernel.size, 1)
+    if paths != size:
+        raise ValueError(f"the kernel order parameter {declaration.kernel.name} is {size} × {size} but the data have "
+                         f"{paths} path{'s' * (paths != 1)}: give C of shape ({size}, {size}, P, P) "
+                         f"or X of shape (P, N0, {size})" + ("" if size > 1 else " (or C (P, P), X (P, N0))"))
+
+
+def _check_start(action: NumericAction, theta: np.ndarray, where: str) -> None:
+    """Refuse a start where S/N or its gradient is not finite, naming the part that is not (the data's energy, too
+    large for float64; the entropy, undefined there), instead of the minimiser's refusal of its objective."""
+    with np.errstate(all="ignore"):
+        value, gradient = action(theta)
+        if np.isfinite(value) and np.all(np.isfinite(gradient)):
+            return
+        try:
+            E, L = action.parts(theta)[:2]
+        except (np.linalg.LinAlgError, ValueError):
+            E, L = math.nan, math.nan
+    if not action.with_energy:
+        raise ValueError(f"the entropy 𝓛 or its gradient is not finite at {where}: 𝓛 = {L:.3g} (undefined there, or "
+                         "its gradient infinite?)")
+    raise ValueError(f"the action S = ½E + 𝓛 or its gradient is not finite at the solver's start ({where}): the data's "
+                     f"energy ½E = {0.5 * E:.3g} (labels y or kernels too large for float64?), the entropy 𝓛 = {L:.3g} "
+                     f"(undefined there, or its gradient infinite?)")
 
 
 def _check_temperature(action: NumericAction, entries: np.ndarray, temperature: float) -> None:
