@@ -241,3 +241,12 @@ def test_the_rate_fit_takes_whole_lengths_it_can_fit():
             rate_fit(model, [0.5, 0.5], [0.0], lengths, 100, 0)
     with pytest.raises(ValueError, match="mean squared error is 0 at L = 4"):
         rate_fit(exact, [0.5, 0.5], [0.0], [4, 8], 100, 0)
+
+
+def test_callbacks_that_return_no_numbers_are_named():
+    keys_and_values = lambda L, n, rng: (np.zeros((n, L)), np.ones((n, L, 1)))  # noqa: E731
+    with pytest.raises(TypeError, match=r"^sample\(4, 10, rng\) must return the pair \(keys, values\), got NoneType"):
+        attention_error(lambda L, n, rng: None, lambda keys: keys, [0.0], 4, 10, 0)
+    with pytest.raises(TypeError, match="^logits\\(keys\\) must return an array of real numbers, got str 'x'"):
+        attention_error(keys_and_values, lambda keys: "x", [0.0], 4, 10, 0)
+    assert attention_error(keys_and_values, lambda keys: keys, [1.0], 4, 10, 0).mse.mean == 0.0

@@ -76,12 +76,16 @@ def attention_error(
     done = 0
     while done < R:
         n = min(chunk, R - done)
-        keys, values = sample(L, n, rng)
-        values = be.asarray(values)
-        if values.shape[:-1] != (n, L) or values.shape[-1] != target.shape[0]:
+        drawn = sample(L, n, rng)
+        if not (isinstance(drawn, tuple) and len(drawn) == 2):
+            raise TypeError(f"sample({L}, {n}, rng) must return the pair (keys, values), got "
+                            f"{type(drawn).__name__}")
+        keys, values = drawn
+        values = _numbers(be, values, f"the values from sample({L}, {n}, rng)")
+        if values.ndim != 3 or values.shape[:-1] != (n, L) or values.shape[-1] != target.shape[0]:
             raise ValueError(f"sample({L}, {n}, rng) must return values of shape ({n}, {L}, d_v) with d_v = "
                              f"{target.shape[0]} components like target, got {tuple(values.shape)}")
-        weights = be.asarray(logits(keys))
+        weights = _numbers(be, logits(keys), "logits(keys)")
         if weights.shape != (n, L):
             raise ValueError(f"logits(keys) must return shape ({n}, {L}), got {tuple(weights.shape)}")
         if not (bool(xp.all(xp.isfinite(weights))) and bool(xp.all(xp.isfinite(values)))):
@@ -92,6 +96,17 @@ def attention_error(
         squared.add((error**2).sum(axis=-1), xp)
         done += n
     return AttentionError(L, tuple(acc.estimate() for acc in components), squared.estimate())
+
+
+def _numbers(be: Backend, value: Any, what: str):
+    """``value`` as a float array of the backend, or a TypeError naming ``what`` returned it (text, None, …)."""
+    try:
+        array_ = be.asarray(value)
+    except (TypeError, ValueError):
+        array_ = None
+    if array_ is None or array_.dtype.kind not in "iuf":
+        raise TypeError(f"{what} must return an array of real numbers, got {type(value).__name__} {value!r}"[:200])
+    return array_
 
 
 def score_attention_error(model: Any, score: Any, target: Any, length: int, replicates: int, rng: Any, *,
