@@ -8,10 +8,12 @@ of integers (``heads``) skip the ``wrong_type`` category: it draws ``[1.0, 2.0]`
 for them. Their wrong types are listed as extras instead.
 """
 
+import re
 import tempfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from boundary_harness import EntryPoint, Parameter as P, boundary_tests
@@ -302,3 +304,35 @@ ENTRY_POINTS = [
 
 
 test_refuses_bad_input, test_valid_input_gives_no_nan = boundary_tests(ENTRY_POINTS)
+
+
+# --------------------------------------------------------------------------- sizes that cannot fit
+
+_OMEGA = np.full((2, 2, 2), 0.5)  # the attention matrices of 2 sequences of 2 tokens
+_FOUR_HEADS = ["good", "random", "uniform", "blank"]
+
+
+@pytest.mark.parametrize("call, named", [
+    (lambda: features.path_kernels(np.zeros((10**6, 1, 4))), "P = 1000000"),
+    (lambda: features.gp_kernel(np.zeros((2 * 10**6, 1, 1))), "P = 2000000"),
+    (lambda: features.renormalized_kernel(np.eye(1), np.zeros((2 * 10**6, 1, 1))), "P = 2000000"),
+    (lambda: features.path_features(np.ones((2, 3, 2)), [[_OMEGA] * 10] * 13), "layers"),
+    (lambda: markov_chain.markov_dataset(markov_chain.MarkovChainTask(tokens=10**6, features=10), "4paths", 2, 2),
+     "tokens = 1000000"),
+    (lambda: markov_chain.markov_dataset(markov_chain.MarkovChainTask(features=10**8), "4paths", 2, 2),
+     "features = 100000000"),
+    (lambda: markov_chain.markov_dataset(markov_chain.MarkovChainTask(tokens=5, features=10), [_FOUR_HEADS] * 20, 4, 4),
+     "network"),
+    (lambda: markov_chain.markov_dataset(markov_chain.MarkovChainTask(), "4paths", 2, 10**12),
+     "P_test = 1000000000000"),
+    (lambda: markov_chain.good_head(markov_chain.MarkovChainTask(tokens=10**6, features=10)), "tokens = 1000000"),
+    (lambda: scalar_renormalization(np.eye(5), np.ones(5), depth=10**12, width=10, temperature=0.1),
+     "depth = 1000000000000"),
+], ids=["path_kernels P", "gp_kernel P", "renormalized_kernel P", "path_features layers", "markov tokens",
+        "markov features", "markov network", "markov P_test", "good_head tokens", "scalar_renormalization depth"])
+def test_a_size_that_cannot_fit_is_refused_by_name_before_allocating(call, named):
+    with pytest.raises(ValueError, match=rf"^{re.escape(named)} needs .* more than the .* of memory available; "
+                                         r"give a smaller") as refusal:
+        call()
+    size, unit = re.search(r" needs ([0-9.]+) (\w+) for ", str(refusal.value)).groups()
+    assert unit in ("PiB", "EiB") or (unit == "TiB" and float(size) >= 10), "not beyond every machine's memory"

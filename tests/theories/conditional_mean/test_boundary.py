@@ -15,7 +15,10 @@ Skips, with their reasons:
   axes is the extra instead.
 """
 
+import re
+
 import numpy as np
+import pytest
 from hypothesis import strategies as st
 
 from boundary_harness import EntryPoint, Parameter as P, boundary_tests
@@ -225,3 +228,19 @@ ENTRY_POINTS = [
 
 
 test_refuses_bad_input, test_valid_input_gives_no_nan = boundary_tests(ENTRY_POINTS)
+
+
+# --------------------------------------------------------------------------- sizes that cannot fit
+
+
+@pytest.mark.parametrize("call, named", [
+    (lambda: ridge_attention([1.0], np.ones((10**6, 1)), np.ones((10**6, 1)), 1.0), "L = 1000000"),
+    (lambda: ridge_attention([1.0, 0.0], np.ones((2 * 10**6, 2)), np.ones((2 * 10**6, 1)), 1e-3, backend="numpy"),
+     "L = 2000000"),
+], ids=["ridge_attention L", "ridge_attention L, d = 2"])
+def test_a_size_that_cannot_fit_is_refused_by_name_before_allocating(call, named):
+    with pytest.raises(ValueError, match=rf"^{re.escape(named)} needs .* more than the .* of memory available; "
+                                         r"give a smaller") as refusal:
+        call()
+    size, unit = re.search(r" needs ([0-9.]+) (\w+) for ", str(refusal.value)).groups()
+    assert unit in ("PiB", "EiB") or (unit == "TiB" and float(size) >= 10), "not beyond every machine's memory"

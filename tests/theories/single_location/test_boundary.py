@@ -12,8 +12,10 @@ Optional parameters whose valid values include None (``batch``, ``dps``, ``k`` o
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
+import pytest
 from hypothesis import strategies as st
 
 from attnverify.theories.single_location import derivations as theory, tail_derivations as tails
@@ -246,3 +248,29 @@ ENTRY_POINTS = [
 
 
 test_refuses_bad_input, test_valid_input_gives_no_nan = boundary_tests(ENTRY_POINTS)
+
+
+# --------------------------------------------------------------------------- sizes that cannot fit
+
+SGD = dict(lam_schedule=1.0, step_size=0.01, batch_size=2, steps=2, rng=0, test_size=5, record_every=1)
+
+
+@pytest.mark.parametrize("call, named", [
+    (lambda: sim.linear_oracle_coefficients(sim.RegressionTask(D, 10**12, math.sqrt(0.5), 0.1, E[0].copy(),
+                                                               E[1].copy())), "L = 1000000000000"),
+    (lambda: sim.projected_gradient_descent(runs_of(k_vec()), runs_of(v_vec()), zero_gradient, steps=10**12,
+                                            step_size=0.1, lam_schedule=1.0, record_every=1), "steps = 1000000000000"),
+    (lambda: sim.stochastic_gradient_descent(task(), runs_of(k_vec()), runs_of(v_vec()), **(SGD | dict(
+        batch_size=10**12))), "batch_size = 1000000000000"),
+    (lambda: sim.stochastic_gradient_descent(task(), runs_of(k_vec()), runs_of(v_vec()), **(SGD | dict(
+        test_size=10**12))), "test_size = 1000000000000"),
+    (lambda: sim.stochastic_gradient_descent(task(), runs_of(k_vec()), runs_of(v_vec()), **(SGD | dict(
+        steps=10**12))), "steps = 1000000000000"),
+], ids=["linear_oracle_coefficients L", "projected_gradient_descent steps", "sgd batch_size", "sgd test_size",
+        "sgd steps"])
+def test_a_size_that_cannot_fit_is_refused_by_name_before_allocating(call, named):
+    with pytest.raises(ValueError, match=rf"^{re.escape(named)} needs .* more than the .* of memory available; "
+                                         r"give a smaller") as refusal:
+        call()
+    size, unit = re.search(r" needs ([0-9.]+) (\w+) for ", str(refusal.value)).groups()
+    assert unit in ("PiB", "EiB") or (unit == "TiB" and float(size) >= 10), "not beyond every machine's memory"

@@ -60,6 +60,12 @@ def _readout(readout: Any) -> str:
     return arguments.one_of("readout", readout, READOUTS)
 
 
+def _fits(named: Sequence[tuple[str, int]], nbytes: int, what: str, be: Backend) -> None:
+    """Refuse ``nbytes`` that cannot fit, naming the largest of the sizes ``named`` ((name, value) pairs)."""
+    name, value = max(named, key=lambda pair: pair[1])
+    arguments.fits_in_memory(name, nbytes, what, value=value, backend=be)
+
+
 def _finite_scores(scores: Any, weights: str, xp: Any) -> Any:
     """The scores, unless a product of finite inputs overflowed float64 (then no softmax is defined)."""
     if not bool(xp.all(xp.isfinite(scores))):
@@ -238,10 +244,13 @@ def path_features(
         raise ValueError(f"x must have shape (B, N0, S) with every axis ≥ 1, got {tuple(x.shape)}")
     checked = _check_layers(layers, batch, tokens, be)
     paths = math.prod(len(heads) for heads in checked)
+    batch_size_given = batch_size is not None
     if batch_size is None:
-        batch_size = max(1, _NUMBERS_PER_CHUNK // (paths * max(tokens, n0)))
+        batch_size = _default_chunk(paths, n0, tokens)
     else:
         batch_size = arguments.integer("batch_size", batch_size, 1)
+    _refuse_features(batch, n0, tokens, [len(heads) for heads in checked], min(batch, int(batch_size)),
+                     batch_size_given, be)
 
     scale = math.sqrt(prior_var0 / (n0 * paths))
     out = xp.empty((batch, n0, paths), dtype=xp.float64)
@@ -250,6 +259,36 @@ def path_features(
         vectors = _attention_vectors(checked, chunk, readout, xp)  # (b, 𝓗, S)
         out[chunk] = scale * xp.matmul(x[chunk], xp.swapaxes(vectors, 1, 2))
     return out
+
+
+def _default_chunk(paths: int, n0: int, tokens: int) -> int:
+    """`path_features`'s default batch chunk: about `_NUMBERS_PER_CHUNK` numbers per intermediate."""
+    return max(1, _NUMBERS_PER_CHUNK // (paths * max(tokens, n0)))
+
+
+def _chunk_numbers(paths: int, n0: int, tokens: int) -> int:
+    """float64 numbers per example that `path_features` holds for a chunk besides its output, at the larger of two
+    moments: the last layer's attention vectors, their parts and the layer below (at most 3 × 𝓗 × S), or the vectors
+    with the product x·a and its scaled copy (𝓗 × (S + 2N0))."""
+    return paths * max(3 * tokens, tokens + 2 * n0)
+
+
+def _refuse_features(batch: int, n0: int, tokens: int, heads: list[int], chunk: int, chunk_given: bool,
+                     be: Backend) -> None:
+    """Refuse, before allocating, path features that cannot fit: the output X (B × N0 × 𝓗 float64) and the
+    intermediates of a chunk of b examples (`_chunk_numbers`). One example that cannot fit names ``layers``
+    (𝓗 = Π H_ℓ); the whole batch names B (x's first axis), or ``batch_size`` when the chunk it gives is the larger
+    part."""
+    paths = math.prod(heads)
+    per_example = 8 * _chunk_numbers(paths, n0, tokens)
+    shapes = f"𝓗 = {paths} paths of {len(heads)} layers, N0 = {n0}, S = {tokens}"
+    arguments.fits_in_memory("layers", 8 * paths * n0 + per_example, "one example's path features and attention "
+                             f"vectors (𝓗 × (N0 + max(3S, S + 2N0)) float64, {shapes})", backend=be)
+    output, chunks = 8 * batch * n0 * paths, chunk * per_example
+    name, value = ("batch_size", chunk) if chunk_given and chunks > output else ("B", batch)
+    arguments.fits_in_memory(name, output + chunks, f"the path features X (B × N0 × 𝓗 float64, B = {batch}) and a "
+                             f"chunk's attention vectors (b × 𝓗 × max(3S, S + 2N0) float64, b = {chunk}; {shapes})",
+                             value=value, backend=be)
 
 
 def fixed_head_path_features(
@@ -294,6 +333,11 @@ def _features(name: str, X: Any, be: Backend) -> Any:
     return arr
 
 
+def _sizes(X: Any, X_other: Any, other: Any) -> list[tuple[str, int]]:
+    """The sizes a kernel grows with, by name: P (X's first axis) and, when given, P' (X_other's)."""
+    return [("P", int(X.shape[0]))] + ([] if X_other is None else [("P'", int(other.shape[0]))])
+
+
 def _pair(X: Any, X_other: Any, be: Backend) -> tuple[Any, Any]:
     X = _features("X", X, be)
     if X_other is None:
@@ -317,6 +361,11 @@ def path_kernels(X: Any, X_other: Any = None, *, backend: Any = None) -> Any:
     be = arguments.backend(backend)
     xp = be.xp
     X, other = _pair(X, X_other, be)
+    (P, n0, paths), P_other = X.shape, other.shape[0]
+    nbytes = 8 * (paths * paths * P * P_other + (P + P_other) * n0 * paths)
+    _fits(_sizes(X, X_other, other) + [("𝓗", int(paths))], nbytes,
+          f"the path-path kernels C (𝓗 × 𝓗 × P × P' float64, 𝓗 = {paths}, P = {P}, P' = {P_other}) and contiguous "
+          "copies of X and X_other", be)
     left = xp.transpose(X, (2, 0, 1))  # (𝓗, P, N0)
     right = xp.transpose(other, (2, 1, 0))  # (𝓗, N0, P')
     return xp.matmul(left[:, None, :, :], right[None, :, :, :])
@@ -336,6 +385,10 @@ def renormalized_kernel(U: Any, X: Any, X_other: Any = None, *, backend: Any = N
     u = _array("U", U, be, 2)
     if u.shape != (paths, paths):
         raise ValueError(f"U must have shape (𝓗, 𝓗) = ({paths}, {paths}) to match X, got {tuple(u.shape)}")
+    P, P_other, n0 = X.shape[0], other.shape[0], X.shape[1]
+    _fits(_sizes(X, X_other, other), 8 * (P * P_other + P_other * n0 * paths),
+          f"the kernel K (P × P' float64, P = {P}, P' = {P_other}) and Z (P' × N0 × 𝓗 float64, N0 = {n0}, "
+          f"𝓗 = {paths})", be)
     z = xp.matmul(other, u.T)  # z[ν, i, π] = Σ_π' U_{ππ'} X_other[ν, i, π']
     return xp.matmul(X.reshape(X.shape[0], -1), z.reshape(z.shape[0], -1).T)
 
@@ -349,4 +402,8 @@ def gp_kernel(X: Any, scale: float = 1.0, *, X_other: Any = None, backend: Any =
     xp = be.xp
     scale = arguments.positive("scale", scale)
     X, other = _pair(X, X_other, be)
-    return scale * xp.matmul(X.reshape(X.shape[0], -1), other.reshape(other.shape[0], -1).T)
+    P, P_other = X.shape[0], other.shape[0]
+    _fits(_sizes(X, X_other, other), 8 * P * P_other, f"the kernel K (P × P' float64, P = {P}, P' = {P_other})", be)
+    kernel = xp.matmul(X.reshape(X.shape[0], -1), other.reshape(other.shape[0], -1).T)
+    kernel *= scale  # in place: the one P × P' array the check above counts
+    return kernel

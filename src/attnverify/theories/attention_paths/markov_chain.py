@@ -33,7 +33,7 @@ import numpy as np
 from ...base import arguments
 from ...base.arguments import Checked, checked
 from ...base.arguments import integer as _integer
-from .features import attention_matrix, path_features
+from .features import _chunk_numbers, _default_chunk, attention_matrix, path_features
 
 __all__ = [
     "MarkovChainTask",
@@ -84,6 +84,48 @@ def _generator(name: str, seed: Any) -> np.random.Generator:
         f"{name} must be an integer ≥ 0, a numpy SeedSequence or a numpy Generator, got {seed!r}; "
         "randomness must be explicit"
     )
+
+
+def _one_head_fits(task: MarkovChainTask) -> None:
+    """Refuse a task whose N0 × N0 head weights cannot be built, naming the larger of ``tokens`` and ``features``."""
+    name, value = ("tokens", task.tokens) if task.tokens >= task.features else ("features", task.features)
+    n0 = task.input_width
+    arguments.fits_in_memory(name, 4 * 8 * n0 * n0, f"one head W (N0 × N0 float64 with its temporaries, "
+                             f"N0 = F + S + 1 = {n0})", value=value)
+
+
+def _data_set_bytes(task: MarkovChainTask, heads: int, paths: int, P: int) -> int:
+    """Peak bytes of `markov_path_features` on P sequences besides the head weights: the sampling
+    (P × (S + 1) × (N0 + 3F) float64), then the sequences x with the attention matrices of all ``heads``
+    (P × (S + 1)² float64 each), and with the larger of one head's score products (2 P × (S + 1) × N0) and the path
+    features (P × N0 × 𝓗, with `features.path_features`'s chunk of attention vectors)."""
+    S1, n0, F = task.sequence_length, task.input_width, task.features
+    features = P * n0 * paths + min(P, _default_chunk(paths, n0, S1)) * _chunk_numbers(paths, n0, S1)
+    held = P * n0 * S1 + heads * P * S1 * S1
+    return 8 * max(P * S1 * (n0 + 3 * F), held + max(2 * P * S1 * n0, features))
+
+
+def _refuse_what_cannot_fit(task: MarkovChainTask, layers: tuple[tuple[str, ...], ...],
+                            sets: tuple[tuple[str, int], ...]) -> None:
+    """Refuse, before any work, data sets of ``network`` that cannot fit: one head by ``tokens`` or ``features``;
+    the weights of all heads (with one head's temporaries) and two sequences' features by ``network``; then the
+    data sets ``sets`` ((name, P) pairs, made in order, each one's features X (P × N0 × 𝓗) kept while the next is
+    made) by the larger P."""
+    _one_head_fits(task)
+    n0 = task.input_width
+    heads, paths = sum(len(layer) for layer in layers), math.prod(len(layer) for layer in layers)
+    weights = 8 * (heads + 3) * n0 * n0
+    shapes = f"ΣH = {heads} heads of N0 × N0 float64, N0 = {n0}; 𝓗 = {paths} paths"
+    arguments.fits_in_memory("network", weights + _data_set_bytes(task, heads, paths, 2),
+                             f"the head weights and two sequences' path features ({shapes})")
+    kept = peak = 0
+    for _, P in sets:
+        peak = max(peak, kept + _data_set_bytes(task, heads, paths, P))
+        kept += 8 * P * (n0 * paths + 1)
+    name, value = max(sets, key=lambda pair: pair[1])
+    arguments.fits_in_memory(name, weights + peak, f"{' and '.join(f'{n} = {P}' for n, P in sets)} sequences, their "
+                             f"attention matrices and path features with the head weights ({shapes}, "
+                             f"S = {task.tokens})", value=value)
 
 
 # --------------------------------------------------------------------------- task
@@ -205,6 +247,7 @@ def good_head(task: MarkovChainTask) -> np.ndarray:
     its state is the same, otherwise mostly to the BOS, whose features are zero.
     """
     task = _check_task(task)
+    _one_head_fits(task)
     F, S = task.features, task.tokens
     v_plus, v_minus = task.states()
     q = (v_plus - v_minus) / (np.dot(v_plus - v_minus, v_plus - v_minus) / 2.0)
@@ -224,6 +267,7 @@ def uniform_head(task: MarkovChainTask) -> np.ndarray:
     Every score equals β (one-hot positions), so Ω_{st} = 1/(S+1) exactly, BOS included.
     """
     task = _check_task(task)
+    _one_head_fits(task)
     F = task.features
     w = np.zeros((task.input_width, task.input_width))
     w[F:, F:] = 1.0
@@ -239,6 +283,7 @@ def random_head(task: MarkovChainTask, perturbation: float | None, seed: Any) ->
     quirk 1); all perturbations are equal here, so that is the same p.
     """
     task = _check_task(task)
+    _one_head_fits(task)
     p = task.perturbation if perturbation is None else arguments.nonnegative("perturbation", perturbation)
     rng = _generator("seed", seed)
     F, n0 = task.features, task.input_width
@@ -276,6 +321,10 @@ def network_heads(task: MarkovChainTask, network: Any, head_seed: int = 0) -> li
     task = _check_task(task)
     layers = _network(network)
     head_seed = _integer("head_seed", head_seed, 0)
+    _one_head_fits(task)
+    heads_total, n0 = sum(len(layer) for layer in layers), task.input_width
+    arguments.fits_in_memory("network", 8 * (heads_total + 3) * n0 * n0, f"the weights of its {heads_total} heads "
+                             f"(N0 × N0 float64, N0 = {n0}, with one head's temporaries)")
     heads = []
     for ell, layer in enumerate(layers):
         row = []
@@ -316,6 +365,8 @@ def markov_path_features(
     seeds share their heads. X lives on ``backend`` (numpy by default); y is numpy.
     """
     task = _check_task(task)
+    P = _integer("P", P, 2)
+    _refuse_what_cannot_fit(task, _network(network), (("P", P),))
     heads = network_heads(task, network, head_seed)
     x, y = sample_sequences(task, P, seed)
     layers = [[attention_matrix(x, w, backend=backend) for w in layer] for layer in heads]
@@ -346,6 +397,8 @@ def markov_dataset(
     for name, value in (("P_train", P_train), ("P_test", P_test)):
         if _integer(name, value, 2) % 2:
             raise ValueError(f"{name} must be even (balanced classes, half each), got {value}")
+    _refuse_what_cannot_fit(_check_task(task), _network(network),
+                            (("P_train", _integer("P_train", P_train, 2)), ("P_test", _integer("P_test", P_test, 2))))
     kwargs = dict(head_seed=head_seed, prior_var0=prior_var0, backend=backend)
     X_train, y_train = markov_path_features(task, network, P_train, train_seed, **kwargs)
     X_test, y_test = markov_path_features(task, network, P_test, test_seed, **kwargs)

@@ -52,6 +52,8 @@ def scalar_renormalization(K0, y, *, depth: int, width, temperature: float, prio
 
     width = N or (n_0, …, n_L); prior_var = σ² or (σ_1², …, σ_L², σ_a²)."""
     depth = arguments.integer("depth", depth, 1)
+    arguments.fits_in_memory("depth", 10 * 8 * (depth + 1), "the widths, prior variances and ratios of its "
+                             "depth + 1 layers (about 10 arrays of depth + 1 float64 at once)", value=depth)
     n = np.array(arguments.positives("width", width, depth + 1, "(n_0, …, n_L)"))
     s2 = np.array(arguments.positives("prior_var", prior_var, depth + 1, "(σ_1², …, σ_L², σ_a²)"))
     temperature = arguments.positive("temperature", temperature)

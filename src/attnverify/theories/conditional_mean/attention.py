@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ...base.arguments import array, backend as backend_argument, integer, positive
+from ...base.arguments import array, backend as backend_argument, fits_in_memory, integer, positive
 from ...base.backend import Backend, array_module
 from ._stable import backend_of, exponent, finite_result
 
@@ -148,6 +148,10 @@ def ridge_attention(query: Any, keys: Any, values: Any, ridge: float, backend: B
         if math.isinf(mu):  # λ ≫ ‖K‖²: (KKᵀ + λI)⁻¹ = I/λ to float64 precision
             out = xp.ldexp(Vs.T @ (Ks @ qs) / lam, g + f + e)
             return finite_result(xp, out, "ridge_attention", "keys, values and query")
+        L, d, d_v = (int(n) for n in (K.shape[0], K.shape[1], V.shape[1]))
+        fits_in_memory("L", 8 * (3 * L * L + L * (d + d_v)), f"the L × L matrix KKᵀ + ridge·I with a temporary and "
+                       f"its Cholesky factor (float64), and the scaled keys and values (d = {d}, d_v = {d_v})",
+                       value=L, backend=be)
         try:
             factor = be.cholesky(Ks @ Ks.T + mu * xp.eye(K.shape[0]))
         except np.linalg.LinAlgError:

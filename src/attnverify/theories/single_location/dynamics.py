@@ -133,13 +133,32 @@ def _trajectory_on(path: Trajectory, source: Backend, target: Backend) -> Trajec
                       _moved(path.test_risk, source, target))
 
 
+def _refuse_records(steps: int, record_every: int, runs: int, dim: int, risks: bool, be: Backend,
+                    held: int = 0) -> None:
+    """Refuse, before the first step, records that cannot fit, naming ``steps``: per record the step index (a Python
+    int in a list, then in an array) and λ_t on the host, k_t and v_t (runs × dim float64 each) and with ``risks``
+    the test risks (runs float64) on ``be``, besides ``held`` bytes there."""
+    records = steps // record_every + 1 + (steps % record_every != 0)
+    host, arrays = 52 * records, 8 * records * runs * (2 * dim + risks)
+    what = (f"{records} records (one every record_every = {record_every} steps) of k_t and v_t (runs × dim float64, "
+            f"runs = {runs}, dim = {dim})")
+    if be.name == "numpy":
+        arguments.fits_in_memory("steps", held + host + arrays, what, value=steps)
+    else:
+        arguments.fits_in_memory("steps", host, what, value=steps)
+        arguments.fits_in_memory("steps", held + arrays, what, value=steps, backend=be)
+
+
 def _checked_descent(k, v, gradient, be: Backend, steps, step_size, lam_schedule, record_every, progress, *,
                      extra=None) -> Trajectory:
     """`_descend` after checking the descent's own arguments (steps, step size, λ schedule, records)."""
-    return _descend(k, v, gradient, steps=_integer("steps", steps, 0),
-                    step_size=arguments.nonnegative("step_size", step_size), schedule=_schedule(lam_schedule),
-                    record_every=_integer("record_every", record_every, 1), be=be, progress=progress_callback(progress),
-                    extra=extra)
+    steps = _integer("steps", steps, 0)
+    step_size = arguments.nonnegative("step_size", step_size)
+    schedule = _schedule(lam_schedule)
+    record_every = _integer("record_every", record_every, 1)
+    _refuse_records(steps, record_every, int(k.shape[0]), int(k.shape[1]), extra is not None, be)
+    return _descend(k, v, gradient, steps=steps, step_size=step_size, schedule=schedule, record_every=record_every,
+                    be=be, progress=progress_callback(progress), extra=extra)
 
 
 def projected_gradient_descent(
@@ -323,6 +342,17 @@ def stochastic_gradient_descent(
     # batches come from a seed (a Generator draws where it lives: on the caller's backend)
     seeded = isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_))
     run_on = for_size(be, runs * batch_size * L * d) if seeded else be
+    # draws of n samples: X (n × L × d), the informative tokens and their temporaries (3 n × d), y, J0 and the rows;
+    # a step's gradient adds about 8 numbers per token (scores, erf and their products)
+    test = 8 * test_size * (L * d + 3 * d + 3)
+    arguments.fits_in_memory("test_size", test, f"the test set (n × L × d float64 with its temporaries, L = {L}, "
+                             f"d = {d})", value=test_size, backend=run_on)
+    batch = 8 * runs * batch_size * (L * d + 3 * d + 3 + 8 * L)
+    arguments.fits_in_memory("batch_size", test + batch, f"one step's batches (runs × batch_size × L × d float64 "
+                             f"with the gradient's temporaries, runs = {runs}, L = {L}, d = {d}) and the test set",
+                             value=batch_size, backend=run_on)
+    _refuse_records(_integer("steps", steps, 0), _integer("record_every", record_every, 1), runs, d, True, run_on,
+                    held=test + batch)
     rng = _generator(rng, run_on)
     k, v = _moved(k, be, run_on), _moved(v, be, run_on)
     X_test, y_test, _ = draw_full(task, test_size, rng, run_on)

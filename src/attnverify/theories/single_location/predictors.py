@@ -228,6 +228,9 @@ def linear_risk_monte_carlo(
 def linear_oracle_coefficients(task: RegressionTask, *, backend: Any = None) -> Any:
     """Best linear predictor β*_ℓ = γ²/(γ² + L − 1)·v* for every ℓ (spec §2.4, Prop. 3), shape (L, d)."""
     be = arguments.backend(backend)
-    _, v_star = task_vectors(checked_task(task), be)
+    task = checked_task(task)
+    arguments.fits_in_memory("L", 8 * task.L * task.d, f"β* (L × d float64, d = {task.d})", value=task.L,
+                             backend=be)
+    _, v_star = task_vectors(task, be)
     g2 = task.gamma**2
     return be.xp.tile((g2 / (g2 + task.L - 1)) * v_star, (task.L, 1))
