@@ -14,6 +14,8 @@ Everything is divided by the width N (S = O(N)), as the saddle-point equations a
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..numerics.kernel_energy import entry_gradient, symmetric_basis
@@ -103,16 +105,29 @@ class Parametrisation:
         one counted twice as in g. It does not change when an order parameter is rescaled (U → cU sends g to
         g/c), so a tolerance on it means the same at U ~ 10⁸ as at U ~ 10⁻⁸; at U = I it is g."""
         out = np.empty_like(gradient)
-        for op, part in self._blocks():
-            d = max(op.size, 1)
-            R = factors[op.name][0]
-            rows, cols = triangle(d)
-            g = gradient[part]
-            G = np.zeros((d, d))
-            G[rows, cols] = np.where(rows == cols, g, 0.5 * g)
-            G[cols, rows] = G[rows, cols]
-            out[part] = (R.T @ G @ R)[rows, cols] * np.where(rows == cols, 1.0, 2.0)
+        for name, part, rows, cols, half, double in self._relative_layout:
+            R = factors[name][0]
+            if rows is None:  # a scalar q = R²: q·g
+                out[part] = R[0, 0] ** 2 * gradient[part]
+                continue
+            G = np.zeros((R.shape[0], R.shape[0]))
+            G[rows, cols] = G[cols, rows] = half * gradient[part]
+            out[part] = (R.T @ G @ R)[rows, cols] * double
         return out
+
+    @functools.cached_property
+    def _relative_layout(self) -> list:
+        """Per order parameter: its name, slice, and for a matrix its triu indices with the weights ½ off the
+        diagonal (G from g) and 2 off it (the entries of RᵀGR as g's); None for a scalar."""
+        layout = []
+        for op, part in self._blocks():
+            if op.size == 0:
+                layout.append((op.name, part, None, None, None, None))
+                continue
+            rows, cols = triangle(op.size)
+            diagonal = rows == cols
+            layout.append((op.name, part, rows, cols, np.where(diagonal, 1.0, 0.5), np.where(diagonal, 1.0, 2.0)))
+        return layout
 
     def chain(self, theta: np.ndarray, gradient: np.ndarray, hessian: np.ndarray | None = None):
         """(∂S/∂θ, ∂²S/∂θ∂θ' or None) from g = ∂S/∂u and H = ∂²S/∂u∂u' at θ.

@@ -594,3 +594,24 @@ def test_cupy_backend_estimates_the_same_risk():
     assert_agree(cpu, est)
     bayes_cpu = sl.bayes_risk_monte_carlo(task, 100_000, 2)
     assert_agree(bayes_cpu, sl.bayes_risk_monte_carlo(on_gpu, 100_000, 2, backend=gpu))
+
+
+def test_the_manifold_start_needs_the_models_orthogonal_pair_and_a_huge_start_names_its_larger_size():
+    """⟨k*, v*⟩ = 0 in the model: a pair that is not is refused (the manifold θ = η = ρ = 0 is built on it); a
+    start too large to hold names d when d is the larger of its two sizes."""
+    e = np.eye(4)
+    with pytest.raises(ValueError, match=r"^k_star and v_star must be orthogonal, .* got ⟨k\*, v\*⟩ = 1"):
+        sl.initialize_on_manifold(2, e[0], e[0], 0)
+    with pytest.raises(ValueError, match=r"^d = 1000000000000 needs .* \(runs × d float64, runs = 2\)"):
+        sl.initialize_on_sphere(2, 10**12, 0)
+
+
+@pytest.mark.parametrize("returned, error, says", [
+    (None, TypeError, r"^gradient\(k, v, lam\) must return the pair \(∂/∂k, ∂/∂v\), got NoneType"),
+    ((1.0, 2.0), ValueError, r"^gradient must return arrays shaped like k and v \(2, 8\), got float and float"),
+    ((np.zeros((2, 3)), np.zeros((2, 8))), ValueError, r"got \(2, 3\) and \(2, 8\)")])
+def test_a_gradient_that_returns_no_pair_of_arrays_is_named(returned, error, says):
+    k0, v0 = sl.initialize_on_sphere(2, 8, 0)
+    with pytest.raises(error, match=says):
+        sl.projected_gradient_descent(k0, v0, lambda k, v, lam: returned, steps=3, step_size=0.1, lam_schedule=1.0,
+                                      record_every=1)

@@ -108,14 +108,25 @@ def _descend(
                 progress(t, steps)
         if t == steps:
             break
-        g_k, g_v = gradient(k, v, lam)
-        if t == 0 and (tuple(g_k.shape) != tuple(k.shape) or tuple(g_v.shape) != tuple(v.shape)):
-            raise ValueError(
-                f"gradient must return arrays shaped like k and v {tuple(k.shape)}, "
-                f"got {tuple(g_k.shape)} and {tuple(g_v.shape)}"
-            )
+        if t == 0:
+            g_k, g_v = _first_gradient(gradient(k, v, lam), k, v)
+        else:
+            g_k, g_v = gradient(k, v, lam)
         k, v = _projected_step(k, g_k, step_size, xp), _projected_step(v, g_v, step_size, xp)
     return Trajectory(np.asarray(recorded), K, V, lams, risks)
+
+
+def _first_gradient(returned: Any, k: Any, v: Any) -> tuple[Any, Any]:
+    """The gradient's first value, checked: a pair of arrays shaped like k and v (the later ones are trusted)."""
+    if not (isinstance(returned, tuple) and len(returned) == 2):
+        raise TypeError(f"gradient(k, v, lam) must return the pair (∂/∂k, ∂/∂v), got {type(returned).__name__}")
+    shapes = tuple(getattr(g, "shape", None) for g in returned)
+    if shapes[0] is None or shapes[1] is None or tuple(shapes[0]) != tuple(k.shape) or \
+            tuple(shapes[1]) != tuple(v.shape):
+        given = " and ".join(type(g).__name__ if shape is None else str(tuple(shape))
+                             for g, shape in zip(returned, shapes))
+        raise ValueError(f"gradient must return arrays shaped like k and v {tuple(k.shape)}, got {given}")
+    return returned
 
 
 def _start(k0: Any, v0: Any, be: Backend, dim: int | None = None) -> tuple[Any, Any]:
@@ -200,7 +211,8 @@ def initialize_on_sphere(runs: int, d: int, rng: Any, *, backend: Any = None) ->
     be = arguments.backend(backend)
     runs = _integer("runs", runs, 1)
     d = _integer("d", d, 2, derived.COUNT_MAX)
-    arguments.fits_in_memory("runs", 3 * 8 * runs * d, f"k0 and v0 (runs × d float64, d = {d})", value=runs,
+    name, value, other = ("runs", runs, f"d = {d}") if runs >= d else ("d", d, f"runs = {runs}")
+    arguments.fits_in_memory(name, 3 * 8 * runs * d, f"k0 and v0 (runs × d float64, {other})", value=value,
                              backend=be)
     rng = _generator(rng, be)
     k0 = _normalise_rows(normal_draws(rng, (runs, d), be), be.xp)
@@ -221,6 +233,10 @@ def initialize_on_manifold(runs: int, k_star: Any, v_star: Any, rng: Any, *, bac
     d = int(k_star.shape[0])
     if d < 3:
         raise ValueError(f"k_star must have dimension d ≥ 3 for the manifold initialisation, got {d}")
+    overlap = float(k_star @ v_star)
+    if abs(overlap) > 1e-10:
+        raise ValueError(f"k_star and v_star must be orthogonal, as the model's are (⟨k*, v*⟩ = 0), got "
+                         f"⟨k*, v*⟩ = {overlap:.3g}")
     rng = _generator(rng, be)
     g = normal_draws(rng, (runs, d), be)
     k0 = _normalise_rows(g - (g @ v_star)[:, None] * v_star, xp)
