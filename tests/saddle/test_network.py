@@ -5,6 +5,7 @@ and the sampler's estimate of Q = Σ a_i² against quadrature of a one-unit netw
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scipy import integrate
 from seeds import seeded
 
@@ -79,3 +80,16 @@ def test_the_sampled_readout_norm_of_a_one_unit_network_equals_quadrature():
     Q = sampled.summaries["Q"]
     assert Q.converged, Q.worst()
     assert abs(float(Q.mean) - expected) <= float(Q.mcse_z()) * float(Q.mcse)
+
+
+def test_inputs_the_network_cannot_read_and_a_test_that_is_no_pair_are_named():
+    """X with the wrong number of columns for the network's hidden weights is named at once (not by numpy's matmul
+    inside the sampler), and test= must be the pair (X_test, y_test)."""
+    from attnverify.saddle.network import one_hidden_layer, sample_order_parameters
+
+    X, y = np.ones((6, 3)), np.linspace(-1.0, 1.0, 6)
+    with pytest.raises(ValueError, match=r"^X of shape \(6, 3\) does not fit the network \(hidden weights \(4, 2\)"):
+        sample_order_parameters(one_hidden_layer(4, 2), X, y, temperature=0.1, chains=2, warmup=4, draws=4)
+    with pytest.raises(ValueError, match=r"^test must be the pair \(X_test, y_test\), got tuple of 1 items"):
+        sample_order_parameters(one_hidden_layer(4, 3), X, y, temperature=0.1, chains=2, warmup=4, draws=4,
+                                test=(X,))

@@ -210,7 +210,8 @@ def _checked(expression: sympy.Expr) -> Activation:
         try:
             evaluator(part, [Z], rounding=False)
         except NotImplementedError as error:
-            raise ValueError(f"{VALID}, with array code; got {expression}: {error}") from None
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__  # not the printer's advice
+            raise ValueError(f"{VALID}, with array code; got {expression}: {reason}") from None
     for point in PROBES:
         value = sympy.N(expression.xreplace({Z: sympy.Float(point)}))
         if not (value.is_real and value.is_finite):

@@ -193,6 +193,13 @@ class CollapsedNetworkPosterior:
         self.identity = be.xp.eye(self.P)
         self.shift = self.temperature * self.identity
         self.inputs = self.prepared(self.X)
+        try:  # one chain of zero weights: inputs the network cannot read are named here, not in the sampler
+            network.features(be.xp.zeros((1, *network.weight_shape)), self.inputs)
+        except (ValueError, TypeError, IndexError) as error:
+            text = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise ValueError(f"X of shape {tuple(X.shape)} does not fit the network (hidden weights "
+                             f"{tuple(network.weight_shape)}: X's columns must be its input width); its features "
+                             f"raised {type(error).__name__}: {text}"[:300]) from None
 
     def chain_bytes(self, tests: int = 0) -> tuple[int, int]:
         """One chain's working memory in bytes, (weights, data), ``tests`` the test inputs: the weights with their
@@ -342,6 +349,9 @@ def sample_order_parameters(network: Network, X, y, *, temperature: float, chain
     be = posterior.backend
     X_test = y_test = None
     if test is not None:
+        if not (isinstance(test, (tuple, list)) and len(test) == 2):
+            raise ValueError(f"test must be the pair (X_test, y_test), got {type(test).__name__} of "
+                             f"{len(test) if hasattr(test, '__len__') else 'no'} items")
         X_test = be.asarray(arguments.array("X_test", test[0], ndim=2))
         if X_test.shape[1] != posterior.X.shape[1]:
             raise ValueError(f"X_test must have the training inputs' {posterior.X.shape[1]} columns, got "

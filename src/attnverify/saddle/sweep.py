@@ -50,6 +50,11 @@ class Sweep:
                            f"temperatures {self.temperatures}")
         return self.solutions[key]
 
+    def __repr__(self) -> str:
+        return (f"Sweep({len(self.widths)} widths × {len(self.temperatures)} temperatures, {len(self.solutions)} "
+                f"solutions, {self.space} space, {len(self.stored)} from the store, {self.seconds:.3g} s; .at(N, T) "
+                "for one)")
+
     @property
     def iterations(self) -> int:
         """Trust-region Newton iterations over the whole grid."""

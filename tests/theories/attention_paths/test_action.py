@@ -202,3 +202,15 @@ def test_a_tiny_temperature_is_taken_where_the_kernel_is_definite_by_itself(temp
     limit = solve_paths(dict(X=X, y=y), heads=(2,), width=5, temperature=1e-12)
     assert solution.converged and solution.is_minimum
     assert_allclose(solution.matrix("U1"), limit.matrix("U1"), rtol=1e-8)
+
+
+def test_the_scalar_renormalization_of_a_kernel_near_floats_end_is_its_limit_without_warnings():
+    """K0 = 10³⁰⁰·I: U·λ overflows on the upper part of the bracketing grid (no valid ratio there) and d² everywhere,
+    where its term's limit is 0; the saddle point is the wide-kernel limit U = σ²·Π(1 − P/n) = 1·(1 − 5/10)², with no
+    RuntimeWarning."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = scalar_renormalization(1e300 * np.eye(5), np.ones(5), depth=1, width=10, temperature=0.1)
+    assert abs(result.order_parameter - 0.25) <= 1e-12

@@ -250,3 +250,11 @@ def test_callbacks_that_return_no_numbers_are_named():
     with pytest.raises(TypeError, match="^logits\\(keys\\) must return an array of real numbers, got str 'x'"):
         attention_error(keys_and_values, lambda keys: "x", [0.0], 4, 10, 0)
     assert attention_error(keys_and_values, lambda keys: keys, [1.0], 4, 10, 0).mse.mean == 0.0
+
+
+def test_softmax_of_logits_spread_beyond_float64_is_exact_and_silent():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(softmax(np.array([1e308, -1e308, 3.0])), [1.0, 0.0, 0.0])

@@ -60,9 +60,10 @@ def scalar_renormalization(K0, y, *, depth: int, width, temperature: float, prio
     lam, z2 = _energy_terms(K0, y, temperature)
     T, scale = float(temperature), float(np.prod(s2))
 
-    def slope(U):  # U E'(U)
+    def slope(U):  # U E'(U); d² beyond float64 (huge eigenvalues of K0) makes its term 0, its limit
         d = U * lam + T
-        return float(np.sum(U * lam / d) - np.sum(z2 * U * lam / d**2))
+        with np.errstate(over="ignore"):
+            return float(np.sum(U * lam / d) - np.sum(z2 * U * lam / d**2))
 
     def ratios(U):
         return 1.0 - slope(U) / n
@@ -78,10 +79,11 @@ def scalar_renormalization(K0, y, *, depth: int, width, temperature: float, prio
     # Bracket the roots on a logarithmic grid where every ratio stays positive; keep the one of
     # smallest action (the saddle point is the minimum of S).
     grid = scale * np.logspace(-12, 12, 2401)
-    valid = [U for U in grid if np.all(ratios(U) > 0)]
-    if len(valid) < 2:
-        raise ValueError("no order parameter keeps every ratio 1 − s/n_m positive; widths too small for this task")
-    values = [residual(U) for U in valid]
+    with np.errstate(over="ignore", invalid="ignore"):  # where U·λ overflows the ratios are NaN: not valid
+        valid = [U for U in grid if np.all(ratios(U) > 0)]
+        if len(valid) < 2:
+            raise ValueError("no order parameter keeps every ratio 1 − s/n_m positive; widths too small for this task")
+        values = [residual(U) for U in valid]
     roots = [brentq(residual, a, b, xtol=1e-15 * b, rtol=1e-15, maxiter=500)
              for a, b, fa, fb in zip(valid, valid[1:], values, values[1:])
              if np.sign(fa) != np.sign(fb) and b / a < 1.1]
@@ -90,7 +92,8 @@ def scalar_renormalization(K0, y, *, depth: int, width, temperature: float, prio
     best = min(roots, key=action)
     u = ratios(best)
     d = best * lam + T
-    magnitude = np.sum(best * lam / d) + np.sum(z2 * best * lam / d**2)  # terms cancelling in U E'(U)
+    with np.errstate(over="ignore"):
+        magnitude = np.sum(best * lam / d) + np.sum(z2 * best * lam / d**2)  # terms cancelling in U E'(U)
     noise = 4 * np.finfo(float).eps * (abs(np.log(best)) + np.sum(magnitude / (n * u)) + np.sum(np.abs(np.log(u))))
     h = 1e-6 * best
     slope_of_residual = abs(residual(best + h) - residual(best - h)) / (2 * h)

@@ -30,7 +30,9 @@ def softmax_weights(logits: Any, axis: int = -1) -> Any:
 def softmax(logits: Any, axis: int = -1) -> Any:
     """exp(logits − max)/Σ exp(logits − max) along ``axis`` (log-sum-exp stable)."""
     z = array("logits", logits, backend_of(logits), min_ndim=1)
-    return softmax_weights(z, integer("axis", axis, -z.ndim, z.ndim - 1))
+    axis = integer("axis", axis, -z.ndim, z.ndim - 1)
+    with np.errstate(over="ignore"):  # logits − max below −1.8e308 is −inf: a weight of exactly 0, as it should be
+        return softmax_weights(z, axis)
 
 
 def unchecked_weighted_mean(logits: Any, values: Any) -> Any:
