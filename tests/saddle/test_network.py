@@ -90,6 +90,9 @@ def test_inputs_the_network_cannot_read_and_a_test_that_is_no_pair_are_named():
     X, y = np.ones((6, 3)), np.linspace(-1.0, 1.0, 6)
     with pytest.raises(ValueError, match=r"^X of shape \(6, 3\) does not fit the network \(hidden weights \(4, 2\)"):
         sample_order_parameters(one_hidden_layer(4, 2), X, y, temperature=0.1, chains=2, warmup=4, draws=4)
+    for name, X_, y_ in (("X", 1e200 * X, y), ("y", X, 1e200 * y)):
+        with pytest.raises(ValueError, match=f"^{name} is too large: the sum of its squares overflows float64"):
+            sample_order_parameters(one_hidden_layer(4, 3), X_, y_, temperature=0.1, chains=2, warmup=4, draws=4)
     with pytest.raises(ValueError, match=r"^test must be the pair \(X_test, y_test\), got tuple of 1 items"):
         sample_order_parameters(one_hidden_layer(4, 3), X, y, temperature=0.1, chains=2, warmup=4, draws=4,
                                 test=(X,))

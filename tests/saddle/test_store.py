@@ -1,6 +1,7 @@
 """The folder of finished saddle-point solutions: round trip, keys, and reuse by a sweep and the one-shot experiment."""
 
 import numpy as np
+import pytest
 
 from attnverify.saddle import SolutionStore, sweep
 from attnverify.saddle.store import fingerprint
@@ -58,3 +59,8 @@ def test_validated_point_reuses_stored_solutions(tmp_path):
     assert grid.stored == {(5.0, 0.1), (5.0, 1.0)} and grid.iterations == 0
     experiment.validated_point(paths, 6, (0.1,), heads=(2,), store=store)
     assert len(store) == 3
+
+
+def test_a_record_of_what_is_no_array_is_refused_by_name(tmp_path):
+    with pytest.raises(TypeError, match=r"^arrays\['a'\] must be an array of numbers"):
+        SolutionStore(tmp_path).save("x", {"a": "not an array"}, {})

@@ -184,6 +184,10 @@ class CollapsedNetworkPosterior:
         if y.shape[-1:] != (self.P,) or y.ndim > 2:
             raise ValueError(f"y must be shaped (P,) = ({self.P},), or (chains, P) for one data set per chain, "
                              f"got {y.shape}")
+        with np.errstate(over="ignore"):
+            for name, values in (("X", X), ("y", y)):
+                if not np.isfinite(np.sum(values * values)):
+                    raise ValueError(f"{name} is too large: the sum of its squares overflows float64 (rescale it)")
         self.X, self.y = be.asarray(X), be.asarray(y)
         self.labels = self.y if y.ndim == 2 else self.y[None, :]  # (1 or C, P)
         self.temperature = arguments.positive("temperature", temperature)

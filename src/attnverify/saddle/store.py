@@ -68,7 +68,13 @@ class SolutionStore:
         (reported once) when it cannot be written, e.g. on a full disk: the records written before stay."""
         if "metadata" in arrays:
             raise ValueError("arrays must not contain the key 'metadata' (it holds the record's metadata)")
-        content = {key: np.asarray(value, dtype=np.float64) for key, value in arrays.items()}
+        content = {}
+        for key, value in arrays.items():
+            try:
+                content[key] = np.asarray(value, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise TypeError(f"arrays[{key!r}] must be an array of numbers (a record holds float64 arrays), got "
+                                f"{type(value).__name__} {value!r}"[:200]) from None
         path = self._path(name)
         try:
             subfolder(self.folder)
