@@ -246,7 +246,7 @@ def path_features(
     paths = math.prod(len(heads) for heads in checked)
     batch_size_given = batch_size is not None
     if batch_size is None:
-        batch_size = _default_chunk(paths, n0, tokens)
+        batch_size = default_chunk(paths, n0, tokens)
     else:
         batch_size = arguments.integer("batch_size", batch_size, 1)
     _refuse_features(batch, n0, tokens, [len(heads) for heads in checked], min(batch, int(batch_size)),
@@ -261,12 +261,12 @@ def path_features(
     return out
 
 
-def _default_chunk(paths: int, n0: int, tokens: int) -> int:
+def default_chunk(paths: int, n0: int, tokens: int) -> int:
     """`path_features`'s default batch chunk: about `_NUMBERS_PER_CHUNK` numbers per intermediate."""
     return max(1, _NUMBERS_PER_CHUNK // (paths * max(tokens, n0)))
 
 
-def _chunk_numbers(paths: int, n0: int, tokens: int) -> int:
+def chunk_numbers(paths: int, n0: int, tokens: int) -> int:
     """float64 numbers per example that `path_features` holds for a chunk besides its output, at the larger of two
     moments: the last layer's attention vectors, their parts and the layer below (at most 3 × 𝓗 × S), or the vectors
     with the product x·a and its scaled copy (𝓗 × (S + 2N0))."""
@@ -276,11 +276,11 @@ def _chunk_numbers(paths: int, n0: int, tokens: int) -> int:
 def _refuse_features(batch: int, n0: int, tokens: int, heads: list[int], chunk: int, chunk_given: bool,
                      be: Backend) -> None:
     """Refuse, before allocating, path features that cannot fit: the output X (B × N0 × 𝓗 float64) and the
-    intermediates of a chunk of b examples (`_chunk_numbers`). One example that cannot fit names ``layers``
+    intermediates of a chunk of b examples (`chunk_numbers`). One example that cannot fit names ``layers``
     (𝓗 = Π H_ℓ); the whole batch names B (x's first axis), or ``batch_size`` when the chunk it gives is the larger
     part."""
     paths = math.prod(heads)
-    per_example = 8 * _chunk_numbers(paths, n0, tokens)
+    per_example = 8 * chunk_numbers(paths, n0, tokens)
     shapes = f"𝓗 = {paths} paths of {len(heads)} layers, N0 = {n0}, S = {tokens}"
     arguments.fits_in_memory("layers", 8 * paths * n0 + per_example, "one example's path features and attention "
                              f"vectors (𝓗 × (N0 + max(3S, S + 2N0)) float64, {shapes})", backend=be)

@@ -33,7 +33,7 @@ import numpy as np
 from ...base import arguments
 from ...base.arguments import Checked, checked
 from ...base.arguments import integer as _integer
-from .features import _chunk_numbers, _default_chunk, attention_matrix, path_features
+from .features import attention_matrix, chunk_numbers, default_chunk, path_features
 
 __all__ = [
     "MarkovChainTask",
@@ -100,7 +100,7 @@ def _data_set_bytes(task: MarkovChainTask, heads: int, paths: int, P: int) -> in
     (P × (S + 1)² float64 each), and with the larger of one head's score products (2 P × (S + 1) × N0) and the path
     features (P × N0 × 𝓗, with `features.path_features`'s chunk of attention vectors)."""
     S1, n0, F = task.sequence_length, task.input_width, task.features
-    features = P * n0 * paths + min(P, _default_chunk(paths, n0, S1)) * _chunk_numbers(paths, n0, S1)
+    features = P * n0 * paths + min(P, default_chunk(paths, n0, S1)) * chunk_numbers(paths, n0, S1)
     held = P * n0 * S1 + heads * P * S1 * S1
     return 8 * max(P * S1 * (n0 + 3 * F), held + max(2 * P * S1 * n0, features))
 
