@@ -110,6 +110,22 @@ def test_the_solution_rescales_with_its_order_parameter(scale):
         assert rescaled.residual <= 1e-9 and abs(rescaled.residual - at_one.residual) <= 1e-9
 
 
+def test_a_parameter_declared_real_takes_any_finite_number():
+    """𝓛 = N(Q/σ² − ln Q)/2 − N·b·Q with b declared real: its GP point is Q = σ²/(1 − 2bσ²), for b < 0 as for b > 0; a
+    parameter declared positive (or without assumptions) stays positive, and says how to declare it otherwise."""
+    Q, N, s = positive("Q"), *sympy.symbols("N sigma2", positive=True)
+    b = sympy.Symbol("b", real=True)
+    tilted = SaddlePointAction(order_parameters={"Q": Q}, entropy=N / 2 * (Q / s - sympy.log(Q)) - N * b * Q,
+                               kernel="Q", width=N)
+    assert tilted.real_parameters == {"b"}
+    for value in (-0.7, 0.0, 0.2):
+        assert gp_point(tilted, N=10.0, sigma2=1.5, b=value)["Q"] == pytest.approx(1.5 / (1 - 3.0 * value), rel=1e-12)
+    with pytest.raises(ValueError, match=r"^sigma2 must be a positive finite number \(declare its symbol real=True"):
+        gp_point(tilted, N=10.0, sigma2=-1.0, b=0.1)
+    with pytest.raises(ValueError, match="^b must be a finite number"):
+        gp_point(tilted, N=10.0, sigma2=1.0, b=float("nan"))
+
+
 def test_a_wrong_sign_leaves_no_minimum_and_is_refused():
     """The entropy with its log term's sign flipped, N(Q/σ² + ln Q)/2, has no minimum: the solver refuses it."""
     Q, N, s = positive("Q"), *sympy.symbols("N sigma2", positive=True)

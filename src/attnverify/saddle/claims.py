@@ -310,8 +310,8 @@ def check_positive_strategies(s: SaddleSetting, strategies: Mapping[str, Any]) -
     numbers (`simplest_wrong_draw`), so that a range reaching 0 is refused where it is written, not at its
     first example."""
     for name in (*s.declaration.parameter_names, "temperature"):
-        if name not in strategies:
-            continue  # the missing strategy is refused by name with the others
+        if name not in strategies or name in s.declaration.real_parameters:
+            continue  # the missing strategy is refused by name with the others; a real parameter takes any number
         try:
             found = simplest_wrong_draw(strategies[name], _not_positive)
         except Exception:  # a strategy hypothesis cannot draw from is refused by name with the others

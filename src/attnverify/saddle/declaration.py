@@ -14,6 +14,7 @@ U_ij and U_ji) are differentiated by sympy and generated once, as the entropy's
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -121,7 +122,8 @@ def _order_parameter(name: str, value) -> OrderParameter:
 class SaddlePointAction:
     r"""The declaration: ``order_parameters`` (name → [`positive`][attnverify.saddle.declaration.positive] or
     [`positive_definite`][attnverify.saddle.declaration.positive_definite]), ``entropy`` $\mathcal{L}$ (a sympy
-    expression in them and in named parameters; [`log_det`][attnverify.saddle.log_det] and
+    expression in them and in named parameters, positive unless a symbol is declared ``real=True``;
+    [`log_det`][attnverify.saddle.log_det] and
     [`inverse`][attnverify.saddle.inverse] of a matrix order parameter are evaluated by Cholesky), ``kernel`` (the name
     of the order parameter the kernel is linear in, $K(U) = \sum_{ab} U_{ab} C_{ab}$; a scalar $Q$ gives
     $K = Q \cdot C$) and ``width`` (the symbol $N$ of the large-width expansion, or one symbol per layer
@@ -203,17 +205,31 @@ class SaddlePointAction:
         $S/\max n$)."""
         return max(parameters[i] for i in self._width_indices)
 
+    @functools.cached_property
+    def real_parameters(self) -> frozenset:
+        """The names of the parameters declared real and not positive (``sympy.Symbol("b", real=True)``): any finite
+        number; every other parameter (the widths, variances, any symbol declared positive or left without
+        assumptions) is a positive one."""
+        widths = {w.name for w in self.widths}
+        return frozenset(s.name for s in self.parameters
+                         if s.is_real and not s.is_positive and s.name not in widths)
+
     def parameter_values(self, values: Mapping[str, float]) -> tuple[float, ...]:
-        """The parameters' values in declaration order, each a positive finite number, checked by name."""
+        """The parameters' values in declaration order, checked by name: each a positive finite number, or any finite
+        number for a parameter declared real (`real_parameters`)."""
         wrong = name_mismatch(list(values), self.parameter_names)
         if wrong:
             raise TypeError(f"the action's parameters are {', '.join(self.parameter_names)}" + wrong)
-        out = []
+        out, real = [], self.real_parameters
         for name in self.parameter_names:
+            if name in real:
+                out.append(arguments.real(name, values[name]))
+                continue
             try:
                 out.append(arguments.positive(name, values[name]))
             except (TypeError, ValueError):
-                raise ValueError(f"{name} must be a positive finite number, got {values[name]!r}") from None
+                raise ValueError(f"{name} must be a positive finite number (declare its symbol real=True for any "
+                                 f"finite number), got {values[name]!r}") from None
         return tuple(out)
 
     def with_widths(self, values: Mapping[str, Any], change: Callable[[float], float]) -> dict:
