@@ -96,3 +96,19 @@ def test_inputs_the_network_cannot_read_and_a_test_that_is_no_pair_are_named():
     with pytest.raises(ValueError, match=r"^test must be the pair \(X_test, y_test\), got tuple of 1 items"):
         sample_order_parameters(one_hidden_layer(4, 3), X, y, temperature=0.1, chains=2, warmup=4, draws=4,
                                 test=(X,))
+
+
+def test_a_network_function_may_keep_defaults_of_its_own():
+    """``network=lambda N, act=act: …`` (a loop's closure over an activation): a parameter with a default that the
+    theory does not draw keeps its default; one without a default that the theory does not know is named."""
+    from types import SimpleNamespace
+
+    from attnverify.saddle.network_claims import _network_arguments
+
+    setting = SimpleNamespace(declaration=SimpleNamespace(parameter_names=("N", "sigma2")),
+                              data=SimpleNamespace(__name__="teacher"), data_parameters=("P",), structure=())
+    values = dict(N=10, sigma2=1.0, P=5)
+    assert _network_arguments(setting, lambda N, act="tanh": None, values) == dict(N=10)
+    assert _network_arguments(setting, lambda N, P=3: None, values) == dict(N=10, P=5)
+    with pytest.raises(TypeError, match="^network names act, which is not a parameter of the action"):
+        _network_arguments(setting, lambda N, act: None, values)

@@ -101,8 +101,11 @@ def check_width_strategies(s: SaddleSetting, strategies: Mapping[str, Any]) -> N
 
 
 def _network_arguments(s: SaddleSetting, network: Callable, values: dict) -> dict:
-    """The parameters the theorist's ``network`` names (any of the action's and the data function's), by name."""
-    wants = list(inspect.signature(network).parameters)
+    """The parameters the theorist's ``network`` names (any of the action's and the data function's), by name; one
+    with a default that no parameter has keeps its default (``lambda N, act=act: …`` in a loop)."""
+    parameters = inspect.signature(network).parameters
+    wants = [n for n, p in parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+             and (n in values or p.default is inspect.Parameter.empty)]
     unknown = [n for n in wants if n not in values]
     if unknown:
         raise TypeError(f"network names {', '.join(unknown)}, which is not a parameter of the action "
