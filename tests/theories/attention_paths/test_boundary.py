@@ -317,6 +317,8 @@ _FOUR_HEADS = ["good", "random", "uniform", "blank"]
     (lambda: features.gp_kernel(np.zeros((2 * 10**6, 1, 1))), "P = 2000000"),
     (lambda: features.renormalized_kernel(np.eye(1), np.zeros((2 * 10**6, 1, 1))), "P = 2000000"),
     (lambda: features.path_features(np.ones((2, 3, 2)), [[_OMEGA] * 10] * 13), "layers"),
+    (lambda: features.fixed_head_path_features(np.ones((10**3, 3, 2)), [[np.eye(3)] * 10] * 13), "layers"),
+    (lambda: features.fixed_head_path_features(np.ones((10**4, 3, 300)), [[np.eye(3)] * 10**4]), "B = 10000"),
     (lambda: markov_chain.markov_dataset(markov_chain.MarkovChainTask(tokens=10**6, features=10), "4paths", 2, 2),
      "tokens = 1000000"),
     (lambda: markov_chain.markov_dataset(markov_chain.MarkovChainTask(features=10**8), "4paths", 2, 2),
@@ -328,7 +330,8 @@ _FOUR_HEADS = ["good", "random", "uniform", "blank"]
     (lambda: markov_chain.good_head(markov_chain.MarkovChainTask(tokens=10**6, features=10)), "tokens = 1000000"),
     (lambda: scalar_renormalization(np.eye(5), np.ones(5), depth=10**12, width=10, temperature=0.1),
      "depth = 1000000000000"),
-], ids=["path_kernels P", "gp_kernel P", "renormalized_kernel P", "path_features layers", "markov tokens",
+], ids=["path_kernels P", "gp_kernel P", "renormalized_kernel P", "path_features layers",
+        "fixed_head_path_features layers", "fixed_head_path_features B", "markov tokens",
         "markov features", "markov network", "markov P_test", "good_head tokens", "scalar_renormalization depth"])
 def test_a_size_that_cannot_fit_is_refused_by_name_before_allocating(call, named):
     with pytest.raises(ValueError, match=rf"^{re.escape(named)} needs .* more than the .* of memory available; "

@@ -313,6 +313,12 @@ def fixed_head_path_features(
             or any(isinstance(layer, (str, bytes)) or not hasattr(layer, "__len__") or len(layer) < 1
                    for layer in weights):
         raise ValueError("weights must be a sequence of L ≥ 1 layers, each a sequence of H_ℓ ≥ 1 matrices (N0, N0)")
+    batch, n0, tokens = (int(n) for n in x.shape)
+    heads = [len(layer) for layer in weights]
+    # the scores of every head of every layer (B × ΣH × S × S, with the softmax's copy), then as path_features
+    _fits([("B", batch)], 8 * batch * 2 * sum(heads) * tokens * tokens, f"the attention matrices of all "
+          f"{sum(heads)} heads (B × ΣH × S × S float64 and a copy, S = {tokens})", be)
+    _refuse_features(batch, n0, tokens, heads, batch, False, be)
     flat = attention_matrices(x, [W for layer in weights for W in layer], backend=be)
     layers, start = [], 0
     for layer in weights:
