@@ -615,3 +615,17 @@ def test_a_gradient_that_returns_no_pair_of_arrays_is_named(returned, error, say
     with pytest.raises(error, match=says):
         sl.projected_gradient_descent(k0, v0, lambda k, v, lam: returned, steps=3, step_size=0.1, lam_schedule=1.0,
                                       record_every=1)
+
+
+def test_a_step_size_that_overflows_the_descent_is_named_by_step():
+    """step_size = 10³⁰⁸ sends k and v beyond float64 at the first step: the descent says so by step, without a
+    RuntimeWarning, not the risk's refusal of an internal overlap."""
+    import warnings
+
+    gradient = sl.population_gradient(d=8, L=3, gamma=0.5, eps=0.1)
+    k0, v0 = sl.initialize_on_sphere(2, 4, 0)
+    for record_every in (1, 5):
+        with warnings.catch_warnings(), pytest.raises(ValueError, match="^the descent produced NaN or infinity by step"):
+            warnings.simplefilter("error")
+            sl.projected_gradient_descent(k0, v0, gradient, steps=5, step_size=1e308, lam_schedule=1.0,
+                                          record_every=record_every)

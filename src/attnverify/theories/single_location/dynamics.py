@@ -95,24 +95,30 @@ def _descend(
     lams = np.empty(len(recorded))
     risks = xp.empty((len(recorded), k.shape[0]), dtype=xp.float64) if extra is not None else None
     slot = 0
-    for t in range(steps + 1):
-        lam = _lam_at(schedule, t)
-        if t == recorded[slot]:
-            if not (bool(xp.all(xp.isfinite(k))) and bool(xp.all(xp.isfinite(v)))):
-                raise ValueError(f"the descent produced NaN or infinity by step {t}; check gradient and step_size")
-            K[slot], V[slot], lams[slot] = k, v, lam
-            if extra is not None:
-                risks[slot] = extra(k, v, lam)
-            slot += 1
-            if progress is not None:
-                progress(t, steps)
-        if t == steps:
-            break
-        if t == 0:
-            g_k, g_v = _first_gradient(gradient(k, v, lam), k, v)
-        else:
-            g_k, g_v = gradient(k, v, lam)
-        k, v = _projected_step(k, g_k, step_size, xp), _projected_step(v, g_v, step_size, xp)
+    # a step too large overflows k or v: the check at the next record (or the gradient's refusal) names it
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps + 1):
+            lam = _lam_at(schedule, t)
+            if t == recorded[slot]:
+                if not (bool(xp.all(xp.isfinite(k))) and bool(xp.all(xp.isfinite(v)))):
+                    raise ValueError(f"the descent produced NaN or infinity by step {t}; check gradient and step_size")
+                K[slot], V[slot], lams[slot] = k, v, lam
+                if extra is not None:
+                    risks[slot] = extra(k, v, lam)
+                slot += 1
+                if progress is not None:
+                    progress(t, steps)
+            if t == steps:
+                break
+            try:
+                returned = gradient(k, v, lam)
+            except ValueError:  # a gradient refusing non-finite vectors: say which step made them (too large a step)
+                if not (bool(xp.all(xp.isfinite(k))) and bool(xp.all(xp.isfinite(v)))):
+                    raise ValueError(f"the descent produced NaN or infinity by step {t}; check gradient and step_size "
+                                     f"(= {step_size:g})") from None
+                raise
+            g_k, g_v = _first_gradient(returned, k, v) if t == 0 else returned
+            k, v = _projected_step(k, g_k, step_size, xp), _projected_step(v, g_v, step_size, xp)
     return Trajectory(np.asarray(recorded), K, V, lams, risks)
 
 
