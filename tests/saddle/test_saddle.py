@@ -174,6 +174,11 @@ def test_bad_declarations_and_values_are_refused_by_name():
     with pytest.raises(TypeError, match="^folder must be a path"):
         SolutionStore(None)
     data = dict(C=np.ones((2, 2, 3, 3)) + np.eye(3), y=np.ones(3))
+    with pytest.raises(TypeError, match=r"^temperature must be given \(temperature=T, T > 0\); temprature=0.1 is no "
+                                        r"parameter: did you mean temperature=\?"):
+        solve(action, data, temprature=0.1, N=10.0)
+    with pytest.raises(TypeError, match=r"^temperature must be given \(temperature=T, T > 0\)$"):
+        solve(action, data, N=10.0)
     for option, value, error, says in (("space", "foo", ValueError, "space must be one of"),
                                        ("raise_on_failure", "no", TypeError, "raise_on_failure must be True or False"),
                                        ("tolerance", "a", TypeError, "tolerance must be a real number"),

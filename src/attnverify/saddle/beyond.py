@@ -44,7 +44,7 @@ from ..derivations.gaussian.panels import BULK_CUTS, RULES, composite_rule
 from .action import NumericAction, Parametrisation
 from .declaration import SaddlePointAction
 from .term import entry_slices
-from .solve import Solution, data_energy, solve_energy
+from .solve import Solution, data_energy, given_temperature, solve_energy
 from .matrix_functions import triangle
 from .term import Term
 
@@ -133,7 +133,7 @@ def _terms(declaration: SaddlePointAction) -> tuple[Term, Term]:
     return declaration.entropy_term, Term(measure, declaration.order_parameters, (), what="the measure's log-density")
 
 
-def posterior_mean(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperature: float,
+def posterior_mean(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperature: float | None = None,
                    method: str = "auto", saddle: Solution | None = None, space: str = "auto", backend=None,
                    seed: int = 0, sampler: Mapping[str, int] | None = None, **parameters) -> Prediction:
     r"""$\mathbb{E}[u]$ under $e^{-S}\,d\mu$ for ``data`` (as [`solve`][attnverify.saddle.solve]: kernels ``C`` or
@@ -148,7 +148,7 @@ def posterior_mean(declaration: SaddlePointAction, data: Mapping[str, Any], *, t
     method = arguments.one_of("method", method, METHODS)
     seed = arguments.integer("seed", seed, 0)
     sampler = _sampler_size(sampler)
-    temperature = arguments.positive("temperature", temperature)
+    temperature = given_temperature(temperature, parameters)
     values = declaration.parameter_values(parameters)
     scalars = all(op.size == 0 for op in declaration.order_parameters)
     if method == "quadrature" and not (scalars and declaration.size <= 3):

@@ -171,7 +171,18 @@ def _entropy_minimum(declaration: SaddlePointAction, values: tuple, tolerance: f
     return _solution(action, result.x, result, tolerance, t0, None)
 
 
-def solve(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperature: float, start=None,
+def given_temperature(temperature, parameters: Mapping[str, Any]) -> float:
+    """The temperature T > 0, or, where it is missing, a TypeError that names a misspelt keyword among the others."""
+    if temperature is None:
+        import difflib
+
+        close = difflib.get_close_matches("temperature", list(parameters), n=1, cutoff=0.6)
+        hint = f"; {close[0]}={parameters[close[0]]!r} is no parameter: did you mean temperature=?" if close else ""
+        raise TypeError(f"temperature must be given (temperature=T, T > 0){hint}")
+    return arguments.positive("temperature", temperature)
+
+
+def solve(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperature: float | None = None, start=None,
           tolerance: float = 1e-9, max_iterations: int = 500, space: str = "auto", backend=None,
           raise_on_failure: bool = True, continuation: bool = True, **parameters) -> Solution:
     r"""The minimum of $S = \tfrac12 \ln\det(K + T \cdot I) + \tfrac12 Y^\top (K + T \cdot I)^{-1} Y + \mathcal{L}$ for
@@ -184,7 +195,7 @@ def solve(declaration: SaddlePointAction, data: Mapping[str, Any], *, temperatur
     (``continuation``: True for both, "width" or "temperature" for one, False for none)."""
     if not isinstance(declaration, SaddlePointAction):
         raise TypeError(f"declaration must be a SaddlePointAction, got {type(declaration).__name__}")
-    temperature = arguments.positive("temperature", temperature)
+    temperature = given_temperature(temperature, parameters)
     values = declaration.parameter_values(parameters)
     given = data.get("C") if isinstance(data, Mapping) else None
     if np.ndim(given) == 4:  # the paths first: the checks of C's symmetry read them as given
