@@ -13,10 +13,12 @@ them into one pytest case per (entry point, parameter, category).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Callable
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -234,3 +236,14 @@ def boundary_tests(entry_points: list[EntryPoint]) -> tuple[Callable, Callable]:
         assert_valid_call_is_nan_free(entry)
 
     return test_refuses_bad_input, test_valid_input_gives_no_nan
+
+
+def assert_refused_for_memory(call: Callable[[], Any], named: str) -> None:
+    """``call()`` refuses, before allocating, a size no machine's memory holds: a ValueError starting with ``named``
+    ("P = 1000000", the argument and its value) that says how much it needs, at least 10 TiB (so the refusal does
+    not depend on this machine's memory)."""
+    with pytest.raises(ValueError, match=rf"^{re.escape(named)} needs .* more than the .* of memory available; "
+                                         r"give a smaller") as refusal:
+        call()
+    size, unit = re.search(r" needs ([0-9.]+) (\w+) for ", str(refusal.value)).groups()
+    assert unit in ("PiB", "EiB") or (unit == "TiB" and float(size) >= 10), "not beyond every machine's memory"
