@@ -49,7 +49,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from record import code_that_runs, write_record  # noqa: E402
+from record import code_that_runs, record_options, write_record  # noqa: E402
 
 AUTHORS_MD5 = "0dc4236f9c56d9f9f02e94598d3b05bc"
 STAND_INS = ("torchvision", "matplotlib", "mpl_toolkits", "jax", "numpyro", "arviz")
@@ -247,12 +247,8 @@ def arithmetic_floor(C: np.ndarray, y: np.ndarray, solution, hessians: int, fact
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--authors-lib", type=Path, required=True, help="their LIB_convergent_summation_heads.py")
-    parser.add_argument("--repeats", type=int, default=5, help="turns each solver takes (default 5)")
-    parser.add_argument("--json", type=Path, default=None, help="the record (default benchmarks/results/"
-                        "authors_solver.json)")
+    record_options(parser, "authors_solver", repeats=5, what="solver")
     args = parser.parse_args()
-    if args.repeats < 1:
-        raise SystemExit(f"--repeats must be ≥ 1, got {args.repeats}")
 
     import torch
 

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from record import ROOT, code_that_runs, write_record  # noqa: E402
+from record import ROOT, code_that_runs, record_options, write_record  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "relu_kernel.py"
 BIN = Path(sys.executable).parent
@@ -71,12 +71,8 @@ def heavy_modules_of_import() -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5, help="turns each command takes (default 5)")
-    parser.add_argument("--json", type=Path, default=None, help="the record (default benchmarks/results/"
-                        "startup.json)")
+    record_options(parser, "startup", repeats=5, what="command")
     args = parser.parse_args()
-    if args.repeats < 1:
-        raise SystemExit(f"--repeats must be ≥ 1, got {args.repeats}")
     folder = Path(tempfile.mkdtemp(prefix="attnverify-startup-"))
     try:
         shutil.copy(EXAMPLE, folder / EXAMPLE.name)

@@ -11,6 +11,7 @@ tests/documentation/test_performance_page.py fails when a record is stale.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import datetime
 import hashlib
@@ -28,6 +29,20 @@ from typing import Any, Callable, Iterable, Sequence
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "src" / "attnverify"
 RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def record_options(parser, name: str, *, repeats: int, what: str) -> None:
+    """The options every benchmark that keeps a record takes: ``--repeats`` (turns each ``what`` takes, a whole
+    number ≥ 1; ``repeats`` by default) and ``--json`` (where the record goes; benchmarks/results/NAME.json by
+    default)."""
+    def turns(text: str) -> int:
+        value = int(text) if text.strip().lstrip("-").isdigit() else 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"must be a whole number ≥ 1, got {text!r}")
+        return value
+
+    parser.add_argument("--repeats", type=turns, default=repeats, help=f"turns each {what} takes (default {repeats})")
+    parser.add_argument("--json", type=Path, default=None, help=f"the record (default benchmarks/results/{name}.json)")
 
 
 def code_that_runs(work: Callable[[], Any]) -> list[tuple[str, str]]:
