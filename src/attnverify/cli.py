@@ -41,15 +41,18 @@ class _Once(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def _integer_at_least(minimum: int, what: str):
-    """An argparse type: an integer ≥ ``minimum``."""
+def _integer_at_least(minimum: int, what: str, maximum: int | None = None, meaning: str = ""):
+    """An argparse type: an integer ≥ ``minimum``, and ≤ ``maximum`` where one is given (``meaning`` says why)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = minimum - 1
-        if value < minimum:
+        if maximum is None and value < minimum:
             raise argparse.ArgumentTypeError(f"must be an integer ≥ {minimum}, got {text!r}")
+        if maximum is not None and not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"must be an integer in [{minimum}, {maximum:,}] ({meaning}), "
+                                             f"got {text!r}"[:200])
         return value
 
     parse.__name__ = what  # argparse names the type in its messages
@@ -57,22 +60,6 @@ def _integer_at_least(minimum: int, what: str):
 
 
 _seed = _integer_at_least(0, "seed")
-
-
-def _integer_in(minimum: int, maximum: int, what: str, meaning: str):
-    """An argparse type: an integer in [``minimum``, ``maximum``] (``meaning`` says why the bound)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = minimum - 1
-        if not minimum <= value <= maximum:
-            raise argparse.ArgumentTypeError(f"must be an integer in [{minimum}, {maximum:,}] ({meaning}), "
-                                             f"got {text!r}"[:200])
-        return value
-
-    parse.__name__ = what
-    return parse
 
 
 def _not_empty(text: str) -> str:
@@ -95,10 +82,10 @@ def _add_run_options(parser: argparse.ArgumentParser, only_help: str, *, only_me
     group.add_argument("--seed", type=_seed, default=0, help="seed of the whole run (default 0); replays exactly")
     from .execution.cluster import MOST_EXAMPLES, most_workers
 
-    group.add_argument("--examples", type=_integer_in(1, MOST_EXAMPLES, "count", "examples per claim"), default=None,
-                       metavar="N",
+    group.add_argument("--examples", type=_integer_at_least(1, "count", MOST_EXAMPLES, "examples per claim"),
+                       default=None, metavar="N",
                        help="examples per claim, instead of each claim's own number for the profile")
-    group.add_argument("--workers", type=_integer_in(1, most_workers(), "count", "8 processes per CPU at most"),
+    group.add_argument("--workers", type=_integer_at_least(1, "count", most_workers(), "8 processes per CPU at most"),
                        default=None, metavar="N",
                        help="worker processes running the run's tasks side by side (default: one per CPU, here "
                             f"{os.cpu_count() or 1}, for a report; 1 for checking claims alone); 1 runs everything "
@@ -141,13 +128,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="check the built-in claims")
     _add_run_options(check, "only the claim named PATTERN, else the claims whose name contains it")
-    check.add_argument("--json", metavar="FILE", type=_not_empty, help="write the results as JSON (rewritten after each claim)")
+    check.add_argument("--json", metavar="FILE", type=_not_empty,
+                       help="write the results as JSON (rewritten after each claim)")
     check.set_defaults(handler="run_check")
 
     verify = commands.add_parser("verify", help="check the claims defined in your own FILE.py")
     verify.add_argument("file", metavar="FILE.py", help="a Python file defining claims with @claim")
     _add_run_options(verify, "only the claim named PATTERN, else the claims whose name contains it")
-    verify.add_argument("--json", metavar="FILE", type=_not_empty, help="write the results as JSON (rewritten after each claim)")
+    verify.add_argument("--json", metavar="FILE", type=_not_empty,
+                        help="write the results as JSON (rewritten after each claim)")
     verify.add_argument("--report", metavar="DIR", default=None, type=_not_empty,
                         help="also build the file's report (its section, derivations, figures and claims) into DIR")
     verify.add_argument("--latex", action="store_true",
@@ -155,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify.set_defaults(handler="run_verify")
 
     report = commands.add_parser("report", help="build the derivation report (HTML, Markdown, JSON)")
-    report.add_argument("--out", metavar="DIR", required=True, type=_not_empty, help="directory to write the report into")
+    report.add_argument("--out", metavar="DIR", required=True, type=_not_empty,
+                        help="directory to write the report into")
     _add_run_options(report, "only the theory named THEORY", only_metavar="THEORY")
     report.add_argument("--with", dest="with_files", metavar="FILE.py", action="append", default=[],
                         help="add the theory of your own FILE.py (its claims, and its build_section or docstring "

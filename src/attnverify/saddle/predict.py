@@ -81,7 +81,6 @@ def _training(data: Mapping[str, Any]) -> None:
 def _predict(declaration: SaddlePointAction, solution: Solution, data: Mapping[str, Any],
              test: Mapping[str, Any]) -> PredictorStatistics:
     _solved(declaration, solution)
-    _training(data)
     if solution.temperature is None:
         raise ValueError("solution must be a solve's (with a temperature), not the GP point's")
     return _predict_at(_matrix(declaration, solution), solution.temperature, data, test)
