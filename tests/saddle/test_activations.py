@@ -189,6 +189,38 @@ def test_kernels_by_quadrature_are_symmetric_and_agree_between_their_two_calls()
     np.testing.assert_allclose(K, nngp_kernel(X, X.copy(), activation=HARD_TANH), rtol=1e-13, atol=1e-16)
 
 
+@pytest.mark.parametrize("spec, symmetric", [("tanh", True), ("erf", True), (lambda z: z**3, True),
+                                             (lambda z: sympy.tanh(z) + z / 4, True), (lambda z: sympy.Abs(z), True),
+                                             (lambda z: sympy.cosh(z / 3), True), ("relu", False),
+                                             (USER["softplus"], False), (lambda z: sympy.tanh(z + 1), False)])
+def test_half_the_circle_serves_an_odd_or_even_activation_as_the_whole(spec, symmetric):
+    """φ odd or even: φ(−u)φ(−v) = φ(u)φ(v), so the integrand has period π in ψ and half the circle, twice weighted, is
+    the whole integral. Both on the same grid (|z|'s kink at 0 on a sector's edge): within the whole circle's error
+    estimate plus 8 ulps of E|φφ| (measured: ≤ 0.18 of the estimate, 2.7e-15 of E|φφ|). Neither odd nor even: the
+    whole circle."""
+    unit = activation(spec)
+    assert activations._flip_symmetric(unit) is symmetric
+    if not symmetric:
+        return
+    a, b, r = (v.ravel() for v in np.meshgrid(GRID["a"], GRID["b"], GRID["r"], indexing="ij"))
+    phi, points = (lambda u: activations._unit_code(unit.expression, False)(u)[0]), activations.kinks(unit)
+    with np.errstate(all="ignore"):
+        whole, size, _ = activations._sector_sums(phi, points, a, b, r, activations.RULE, False)
+        half = activations._sector_sums(phi, points, a, b, r, activations.RULE, True)[0]
+    _, errors, _ = kernel_quadrature(unit, a, b, r)
+    assert np.all(np.abs(half - whole) <= errors + 8 * np.finfo(float).eps * size)
+
+
+def test_the_quadrature_tells_its_progress_in_pairs():
+    """Told at every twentieth of the chunks, the last line naming every pair; a progress that is no function is
+    refused by name before any work."""
+    lines = []
+    nngp_kernel(_inputs(P=4), activation="tanh", progress=lines.append)
+    assert lines and lines[-1].endswith("10 of 10 pairs")
+    with pytest.raises(TypeError, match="^progress must be a function"):
+        nngp_kernel(_inputs(P=4), activation="tanh", progress="yes")
+
+
 U_NONNEGATIVE = sympy.Symbol("u", nonnegative=True)
 BAD = [(3, "int"), (None, "NoneType"), ("softplus", "the string 'softplus'"),
        (lambda x, y: x * y, "2 required arguments"),

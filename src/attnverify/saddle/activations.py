@@ -410,14 +410,18 @@ def _radial_rule(scales: list, points: tuple, nodes: int) -> tuple[np.ndarray, n
     return rho, weights * rho * np.exp(-rho**2 / 2) / (2 * np.pi)
 
 
-def _pieces(a, b, r, points: tuple) -> tuple[np.ndarray, np.ndarray]:
+def _pieces(a, b, r, points: tuple, half: bool) -> tuple[np.ndarray, np.ndarray]:
     """(start, width) of the angular pieces (n, pieces) over which the integral of each ray is smooth in ψ: the four
     sectors between the rays where u ∝ cos ψ or v ∝ cos(ψ − θ) vanishes (ψ = π/2, π/2 + θ, 3π/2, 3π/2 + θ for
     θ = arccos r ∈ [0, π]), cut again at the ray through each corner where the lines u = z_j and v = z_k of two
-    kinks cross (there the first cut of a ray passes from one line to the other, and the ray's integral bends)."""
+    kinks cross (there the first cut of a ray passes from one line to the other, and the ray's integral bends).
+    ``half``: the first two sectors only, ψ ∈ [π/2, 3π/2), each cut taken modulo π (for an integrand of period π in
+    ψ, `_flip_symmetric`)."""
     theta = np.arccos(r)
-    cuts = [np.full_like(theta, np.pi / 2), np.pi / 2 + theta, np.full_like(theta, 1.5 * np.pi), 1.5 * np.pi + theta,
-            np.full_like(theta, 2.5 * np.pi)]
+    end = 1.5 * np.pi if half else 2.5 * np.pi
+    cuts = [np.full_like(theta, np.pi / 2), np.pi / 2 + theta, np.full_like(theta, 1.5 * np.pi)]
+    if not half:
+        cuts += [1.5 * np.pi + theta, np.full_like(theta, end)]
     across = np.sqrt(1 - r**2)
     crossing = (a > 0) & (b > 0) & (across > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -425,27 +429,41 @@ def _pieces(a, b, r, points: tuple) -> tuple[np.ndarray, np.ndarray]:
             for second in points:
                 z1 = first / np.sqrt(a)
                 z2 = (second / np.sqrt(b) - r * z1) / across
-                angle = np.mod(np.arctan2(z2, z1) - np.pi / 2, 2 * np.pi) + np.pi / 2  # into [π/2, 5π/2)
+                angle = np.mod(np.arctan2(z2, z1) - np.pi / 2, end - np.pi / 2) + np.pi / 2  # into [π/2, end)
                 cuts.append(np.where(crossing, angle, np.pi / 2))  # none: a piece of width 0, which adds nothing
     cuts = np.sort(np.stack(cuts, axis=1), axis=1)
     return cuts[:, :-1], np.diff(cuts, axis=1)
 
 
-def _sector_sums(phi: Callable, points: tuple, a, b, r, nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _sector_sums(phi: Callable, points: tuple, a, b, r, nodes: int, half: bool, *, bounds: bool = True
+                 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """(Σ w φ(u)φ(v), Σ w |φ(u)φ(v)|, the tail's estimate beyond RADIUS (`_tail`)) for one rule, pairs (n,):
-    u = √a ρ cos ψ, v = √b ρ cos(ψ − θ), cos(ψ − θ) = r cos ψ + √(1 − r²) sin ψ; ``points``: φ's kinks."""
+    u = √a ρ cos ψ, v = √b ρ cos(ψ − θ), cos(ψ − θ) = r cos ψ + √(1 − r²) sin ψ; ``points``: φ's kinks. ``half``:
+    over ψ ∈ [π/2, 3π/2) with twice the weights, exact where φ(−u)φ(−v) = φ(u)φ(v) (`_flip_symmetric`).
+    ``bounds=False``: the sum alone (None for the other two), for the rule whose difference is the error estimate."""
     fractions, angular = composite_rule(ANGULAR_BREAKS, nodes)
-    start, width = _pieces(a, b, r, points)
+    start, width = _pieces(a, b, r, points, half)
     psi = (start[:, :, None] + width[:, :, None] * fractions).reshape(len(r), -1)  # (n, angles)
-    weight = (width[:, :, None] * angular).reshape(len(r), -1)
+    weight = ((2 if half else 1) * width[:, :, None] * angular).reshape(len(r), -1)
     along_u = np.sqrt(a)[:, None] * np.cos(psi)
     along_v = np.sqrt(b)[:, None] * (r[:, None] * np.cos(psi) + np.sqrt(1 - r**2)[:, None] * np.sin(psi))
     rho, radial = _radial_rule([along_u, along_v], points, nodes)  # (n or 1, angles or 1, radii)
     product = phi(along_u[:, :, None] * rho) * phi(along_v[:, :, None] * rho)
+    if not bounds:
+        return np.einsum("na,nar->n", weight, product * radial), None, None
     size = np.einsum("na,nar->n", weight, np.abs(product) * radial)
     product *= radial
     value = np.einsum("na,nar->n", weight, product)
     return value, size, _tail(phi, along_u, along_v)
+
+
+def _flip_symmetric(unit: Activation) -> bool:
+    """Whether φ is odd or even as sympy writes it (φ(−z) ∓ φ(z) adds up to 0 term by term: tanh, erf, z³, |z|), so
+    that φ(−u)φ(−v) = φ(u)φ(v): the integrand of (1) in polar coordinates then has period π in ψ. False where sympy's
+    automatic simplification does not show it (a Piecewise such as hard tanh): the quadrature then takes the whole
+    circle, the same integral at twice the work."""
+    flipped = unit.expression.subs(Z, -Z)
+    return (flipped - unit.expression) == 0 or (flipped + unit.expression) == 0
 
 
 def _tail(phi: Callable, along_u, along_v) -> np.ndarray:
@@ -462,7 +480,8 @@ def _tail(phi: Callable, along_u, along_v) -> np.ndarray:
     return np.einsum("i,in->n", weights[:-1], largest[1:]) + 2 * weights[-1] * largest[-1]
 
 
-def kernel_quadrature(unit: Any, a, b, r) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def kernel_quadrature(unit: Any, a, b, r, *, progress: Callable[[str], None] | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""($K$, its error estimate, $\mathbb{E}\lvert\varphi(u)\varphi(v)\rvert$) at variances $a, b \ge 0$ and
     correlation $r \in [-1, 1]$ (1-D, one entry per pair), by (1) in polar coordinates
     $(z_1, z_2) = \rho(\cos\psi, \sin\psi)$:
@@ -479,9 +498,13 @@ def kernel_quadrature(unit: Any, a, b, r) -> tuple[np.ndarray, np.ndarray, np.nd
     estimate is the sum of: $\lvert\text{RULE-node rule} - \text{COARSE-node rule}\rvert$ (the coarser rule's error,
     which bounds the finer one's generously); the tail beyond $\rho =$ `RADIUS` (`_tail`); and 64 ulps of
     $\mathbb{E}\lvert\varphi\varphi\rvert$ for the summation. Non-finite values (an overflow, a divergent $\varphi$)
-    give an infinite estimate."""
+    give an infinite estimate. Where $\varphi$ is odd or even (`_flip_symmetric`) the integrand has period $\pi$ in
+    $\psi$, and half the circle, twice weighted, is the same integral at half the work. ``progress``: a function of
+    one line of text, told the pairs done at every twentieth of them."""
     unit = activation(unit)
-    code, points = _unit_code(unit.expression, False), kinks(unit)
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be a function of one line of text, or None, got {type(progress).__name__}")
+    code, points, half = _unit_code(unit.expression, False), kinks(unit), _flip_symmetric(unit)
     phi = lambda u: code(u)[0]  # noqa: E731
     try:
         a, b, r = (np.ascontiguousarray(np.ravel(v), dtype=np.float64) for v in np.broadcast_arrays(a, b, r))
@@ -493,29 +516,36 @@ def kernel_quadrature(unit: Any, a, b, r) -> tuple[np.ndarray, np.ndarray, np.nd
             span = "[0, inf)" if high == np.inf else "[-1, 1]"
             raise ValueError(f"{name} must be finite and in {span}, got {float(values[outside][0])!r}")
     values, errors, sizes = (np.empty(a.size) for _ in range(3))
+    chunks = -(-a.size // CHUNK)
     with np.errstate(all="ignore"):  # an overflow is reported as an infinite error estimate, below
-        for low in range(0, a.size, CHUNK):
+        for index, low in enumerate(range(0, a.size, CHUNK)):
             part = slice(low, low + CHUNK)
-            fine, size, tail = _sector_sums(phi, points, a[part], b[part], r[part], RULE)
-            coarse = _sector_sums(phi, points, a[part], b[part], r[part], COARSE)[0]
+            fine, size, tail = _sector_sums(phi, points, a[part], b[part], r[part], RULE, half)
+            coarse = _sector_sums(phi, points, a[part], b[part], r[part], COARSE, half, bounds=False)[0]
             error = np.abs(fine - coarse) + tail + 64 * np.finfo(float).eps * size
             finite = np.isfinite(fine) & np.isfinite(error)
             values[part], errors[part], sizes[part] = fine, np.where(finite, error, np.inf), size
+            if progress is not None and (20 * (index + 1) // chunks > 20 * index // chunks):
+                progress(f"the NNGP kernel of {unit.name} by quadrature: {min(low + CHUNK, a.size):,} of "
+                         f"{a.size:,} pairs")
     return values, errors, sizes
 
 
 # --- the kernel of inputs ---------------------------------------------------------------------------------------
 
 
-def nngp_kernel(X, Y=None, *, activation: Any = "relu") -> np.ndarray:
+def nngp_kernel(X, Y=None, *, activation: Any = "relu", progress: Callable[[str], None] | None = None) -> np.ndarray:
     """K(x_i, y_j) = E_w[φ(w·x_i) φ(w·y_j)] for w ~ N(0, I/d) (P × Q; Y = X when not given), d the inputs' columns:
     the kernel of one hidden layer of units φ at infinite width, per unit of readout variance (the network of
     [`one_hidden_layer`][attnverify.saddle.network.one_hidden_layer] has σ² times it). By the closed form of
     `kernel_derivation` where there is one (ReLU: |x||y|(sin θ + (π − θ) cos θ)/(2πd); erf:
     (2/π) arcsin(2x·y/d / √((1 + 2|x|²/d)(1 + 2|y|²/d))); linear: x·y/d), else by
     [`kernel_quadrature`][attnverify.saddle.activations.kernel_quadrature], whose error estimate must stay within
-    `QUADRATURE_TOLERANCE` of E|φφ| at every pair (else ValueError)."""
+    `QUADRATURE_TOLERANCE` of E|φφ| at every pair (else ValueError); ``progress`` (a function of one line of text)
+    is told the quadrature's pairs done, at every twentieth of them."""
     unit = _resolve(activation)
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be a function of one line of text, or None, got {type(progress).__name__}")
     X = arguments.array("X", X, ndim=2)
     Y = X if Y is None else arguments.array("Y", Y, ndim=2)
     if Y.shape[1] != X.shape[1]:
@@ -536,7 +566,7 @@ def nngp_kernel(X, Y=None, *, activation: Any = "relu") -> np.ndarray:
             raise ValueError(f"X is too large for activation {unit.name}: its kernel overflows float64 at x_{i}, y_{j} "
                              f"(|x|²/d = {a[i]:.3g}, |y|²/d = {b[j]:.3g}); rescale the inputs")
         return kernel
-    return _kernel_by_quadrature(unit, a, b, r, symmetric=Y is X)
+    return _kernel_by_quadrature(unit, a, b, r, symmetric=Y is X, progress=progress)
 
 
 def _resolve(spec: Any) -> Activation:
@@ -553,13 +583,13 @@ def _correlations(dot: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.clip(r, -1.0, 1.0)
 
 
-def _kernel_by_quadrature(unit: Activation, a, b, r, *, symmetric: bool) -> np.ndarray:
+def _kernel_by_quadrature(unit: Activation, a, b, r, *, symmetric: bool, progress: Callable | None) -> np.ndarray:
     """[`kernel_quadrature`][attnverify.saddle.activations.kernel_quadrature] at every pair (the upper triangle only
     when Y is X), each error estimate checked against `QUADRATURE_TOLERANCE` of the pair's scale, the larger of
     E|φ(u)φ(v)| and √(K(x, x) K(y, y)) (the bound on |K| by Cauchy–Schwarz: a pair whose kernel is 0 or tiny is judged
     on the kernel's own scale)."""
     rows, cols = np.triu_indices(len(a)) if symmetric else np.indices(r.shape).reshape(2, -1)
-    values, errors, sizes = kernel_quadrature(unit, a[rows], b[cols], r[rows, cols])
+    values, errors, sizes = kernel_quadrature(unit, a[rows], b[cols], r[rows, cols], progress=progress)
     if not (np.all(np.isfinite(values)) and np.all(np.isfinite(sizes))):
         worst = int(np.argmin(np.isfinite(values) & np.isfinite(sizes)))
         raise ValueError(f"X is too large for activation {unit.name}: its kernel overflows float64 at x_{rows[worst]}, "

@@ -162,11 +162,12 @@ def one_hidden_layer(width: int, input_dimension: int, *, readout_variance_total
     return Network(features, features_vjp, (width, d), sigma2 / width, order_parameters)
 
 
-def nngp_kernel(X, Y=None, *, activation: Any = "relu"):
+def nngp_kernel(X, Y=None, *, activation: Any = "relu", progress: Callable[[str], None] | None = None):
     r"""$K_0(x_i, y_j) = \mathbb{E}_w[\varphi(w \cdot x_i)\, \varphi(w \cdot y_j)]$ for $w \sim \mathcal{N}(0, I/d)$:
     the kernel of [`one_hidden_layer`][attnverify.saddle.network.one_hidden_layer]'s units per unit of readout variance
-    (`attnverify.saddle.activations.nngp_kernel`, closed forms where they exist)."""
-    return activations.nngp_kernel(X, Y, activation=activation)
+    (`attnverify.saddle.activations.nngp_kernel`, closed forms where they exist; ``progress``, a function of one line
+    of text, is told the quadrature's pairs done where there is none)."""
+    return activations.nngp_kernel(X, Y, activation=activation, progress=progress)
 
 
 class CollapsedNetworkPosterior:
