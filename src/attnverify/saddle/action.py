@@ -21,7 +21,7 @@ import numpy as np
 from ..numerics.kernel_energy import entry_gradient, symmetric_basis
 from .declaration import OrderParameter, SaddlePointAction
 from .term import entry_slices
-from .matrix_functions import triangle
+from .matrix_functions import gradient_matrix, triangle
 
 
 class Parametrisation:
@@ -88,11 +88,7 @@ class Parametrisation:
                 out[:, part] = np.exp(thetas[:, part]) * gradients[:, part]
                 continue
             d, R = op.size, factors[op.name]
-            upper_rows, upper_cols = triangle(d)
-            g = gradients[:, part]
-            G = np.zeros((g.shape[0], d, d))
-            G[:, upper_rows, upper_cols] = np.where(upper_rows == upper_cols, g, 0.5 * g)
-            G[:, upper_cols, upper_rows] = G[:, upper_rows, upper_cols]
+            G = gradient_matrix(gradients[:, part], d)
             rows, cols = triangle(d, upper=False)
             dR = 2.0 * (G @ R)[:, rows, cols]
             out[:, part] = np.where(rows == cols, dR * R[:, rows, cols], dR)
@@ -105,28 +101,25 @@ class Parametrisation:
         one counted twice as in g. It does not change when an order parameter is rescaled (U → cU sends g to
         g/c), so a tolerance on it means the same at U ~ 10⁸ as at U ~ 10⁻⁸; at U = I it is g."""
         out = np.empty_like(gradient)
-        for name, part, rows, cols, half, double in self._relative_layout:
+        for name, part, rows, cols, double in self._relative_layout:
             R = factors[name][0]
             if rows is None:  # a scalar q = R²: q·g
                 out[part] = R[0, 0] ** 2 * gradient[part]
                 continue
-            G = np.zeros((R.shape[0], R.shape[0]))
-            G[rows, cols] = G[cols, rows] = half * gradient[part]
-            out[part] = (R.T @ G @ R)[rows, cols] * double
+            out[part] = (R.T @ gradient_matrix(gradient[part], R.shape[0]) @ R)[rows, cols] * double
         return out
 
     @functools.cached_property
     def _relative_layout(self) -> list:
-        """Per order parameter: its name, slice, and for a matrix its triu indices with the weights ½ off the
-        diagonal (G from g) and 2 off it (the entries of RᵀGR as g's); None for a scalar."""
+        """Per order parameter: its name, slice, and for a matrix its triu indices with the weights 2 off the
+        diagonal (the entries of RᵀGR as g's); None for a scalar."""
         layout = []
         for op, part in self._blocks():
             if op.size == 0:
-                layout.append((op.name, part, None, None, None, None))
+                layout.append((op.name, part, None, None, None))
                 continue
             rows, cols = triangle(op.size)
-            diagonal = rows == cols
-            layout.append((op.name, part, rows, cols, np.where(diagonal, 1.0, 0.5), np.where(diagonal, 1.0, 2.0)))
+            layout.append((op.name, part, rows, cols, np.where(rows == cols, 1.0, 2.0)))
         return layout
 
     def chain(self, theta: np.ndarray, gradient: np.ndarray, hessian: np.ndarray | None = None):
@@ -155,10 +148,8 @@ class Parametrisation:
             dU = E @ R.T
             dU = dU + dU.transpose(0, 2, 1)
             J[part, part] = dU[:, urows, ucols].T
-            G = np.zeros((d, d))
             g = gradient[part]
-            G[urows, ucols] = np.where(urows == ucols, g, 0.5 * g)
-            G[ucols, urows] = G[urows, ucols]
+            G = gradient_matrix(g, d)
             term = 2.0 * np.outer(scale, scale) * (lcols[:, None] == lcols[None, :]) * G[lrows[:, None], lrows[None, :]]
             diagonal = lrows == lcols
             term[diagonal, diagonal] += (g @ J[part, part])[diagonal]

@@ -32,6 +32,25 @@ def triangle(n: int, upper: bool = True) -> tuple[np.ndarray, np.ndarray]:
     return rows, cols
 
 
+@functools.lru_cache(maxsize=None)
+def _entry_halves(n: int) -> np.ndarray:
+    """1 on the diagonal, ½ off it, over the triu entries of an n × n matrix (read-only)."""
+    rows, cols = triangle(n)
+    halves = np.where(rows == cols, 1.0, 0.5)
+    halves.flags.writeable = False
+    return halves
+
+
+def gradient_matrix(g: np.ndarray, n: int) -> np.ndarray:
+    """G (…, n, n), the symmetric matrix of a gradient g (…, n(n+1)/2) over a symmetric U's independent entries (triu
+    order): g_k on the diagonal, g_k/2 off it, so that tr(G dU) = Σ_k g_k du_k for every symmetric dU."""
+    rows, cols = triangle(n)
+    G = np.zeros(g.shape[:-1] + (n, n))
+    G[..., rows, cols] = g * _entry_halves(n)
+    G[..., cols, rows] = G[..., rows, cols]
+    return G
+
+
 def _name_and_entries(U) -> tuple[str, int, tuple]:
     if not isinstance(U, sympy.MatrixBase) or U.shape[0] != U.shape[1] or U.shape[0] < 1:
         raise TypeError(f"U must be a matrix order parameter (positive_definite(name, n)), got {U!r}"[:200])
@@ -216,7 +235,7 @@ class MatrixAtoms:
         (C, n, n), as `evaluate` matrix by matrix (W = R⁻ᵀR⁻¹ from the factors: `Backend.cholesky_inverse`); NaN for
         a factor that is not finite or whose diagonal is not above 1e-150 (U there is singular to float64's range:
         what uses this, HMC on the action, gives such a chain no weight)."""
-        chains, n = R.shape[0], self.size
+        chains = R.shape[0]
         diagonal = np.diagonal(R, axis1=1, axis2=2)
         outside = ~(np.all(np.isfinite(R), axis=(1, 2)) & np.all(diagonal > 1e-150, axis=1))
         R = np.where(outside[:, None, None], self._identity, R)
