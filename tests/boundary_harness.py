@@ -247,3 +247,22 @@ def assert_refused_for_memory(call: Callable[[], Any], named: str) -> None:
         call()
     size, unit = re.search(r" needs ([0-9.]+) (\w+) for ", str(refusal.value)).groups()
     assert unit in ("PiB", "EiB") or (unit == "TiB" and float(size) >= 10), "not beyond every machine's memory"
+
+
+def assert_refused_as_endless(call: Callable[[], Any], named: str) -> None:
+    """``call()`` refuses work that no run finishes: a ValueError starting with ``named`` ("steps = 1,000,000,000,000",
+    the argument and its value) that says the most a run may ask for and to give a smaller value of that argument.
+    The call must also fail fast where nothing refuses it (its first unit of work raising, as `NeverDraws` does)."""
+    name = named.split(" = ")[0]
+    with pytest.raises(ValueError, match=rf"^{re.escape(named)} (is more than|makes) .* a run may ask for; "
+                                         rf"give a smaller {re.escape(name)}$"):
+        call()
+
+
+class NeverDraws:
+    """A random Generator whose every draw fails the test: work refused before its first draw never reaches it."""
+
+    def _drew(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a number was drawn before the refusal")
+
+    standard_normal = normal = integers = chisquare = random = uniform = choice = _drew

@@ -67,6 +67,9 @@ MISTAKES = {
         CONCISE + '@theory.claim(x=st.floats(0, 1), examples={"quik": 2, "thorough": 5})\n' + CHECK, 7,
         "claim 'scratch.ok': examples names 'quik', which is not a profile: give a count for each of 'quick', "
         "'thorough'"),
+    "examples beyond a run": (
+        CONCISE + '@theory.claim(x=st.floats(0, 1), examples={"quick": 2, "thorough": 10**9})\n' + CHECK, 7,
+        "claim 'scratch.ok': examples['thorough'] must be an int in [1, 1,000,000], got 1000000000"),
     "examples=5 (saddle_point)": (
         CONCISE + "import sympy\nfrom attnverify.saddle import SaddlePointAction, positive, wishart_entropy\n"
         "Q, N, s = positive('Q'), *sympy.symbols('N s', positive=True)\n"

@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 
-from .base import PROFILES, __version__
+from .base import MOST_EXAMPLES, PROFILES, __version__
 from .base.backend import BACKEND_NAMES, ENVIRONMENT_VARIABLE, BackendUnavailable
 
 
@@ -80,7 +80,7 @@ def _add_run_options(parser: argparse.ArgumentParser, only_help: str, *, only_me
     group.add_argument("--backend", choices=BACKEND_NAMES, default=None,
                        help=f"array backend (default: ${ENVIRONMENT_VARIABLE}, else numpy); cupy needs a GPU")
     group.add_argument("--seed", type=_seed, default=0, help="seed of the whole run (default 0); replays exactly")
-    from .execution.cluster import MOST_EXAMPLES, most_workers
+    from .execution.cluster import most_workers
 
     group.add_argument("--examples", type=_integer_at_least(1, "count", MOST_EXAMPLES, "examples per claim"),
                        default=None, metavar="N",

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from boundary_harness import assert_refused_as_endless
 from seeds import rng as seeded_rng, seeded
 
 from attnverify.checks import claim, evaluate, run_claim, st, within_error
@@ -267,3 +268,13 @@ def test_a_chunk_that_cannot_fit_is_refused_by_name_before_any_draw():
         sized_mean(lambda rng, n: calls.append(n) or np.zeros(n), _seed(63), resolution=0.1, chunk=10**14,
                    budget=10**14, first_batch=10**14)
     assert calls == []
+
+
+def test_a_budget_no_run_spends_is_refused_before_any_draw():
+    """The budget is what ends a run whose resolution is out of reach (here 10⁻¹², for draws of spread 2): a budget
+    of 10¹⁸ draws ends none, so it is refused in one line before the first draw."""
+    def never(rng, n):
+        raise AssertionError("a draw was made before the refusal")
+
+    assert_refused_as_endless(lambda: sized_mean(never, _seed(64), resolution=1e-12, budget=10**18),
+                              "budget = 1,000,000,000,000,000,000")

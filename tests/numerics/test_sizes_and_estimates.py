@@ -29,6 +29,17 @@ def test_fits_in_memory_names_the_argument_the_bytes_and_what_is_available(monke
         arguments.fits_in_memory("n", 3 * 1024**3, "the draws", value=1000)
 
 
+def test_at_most_work_names_the_argument_the_work_and_the_most_a_run_may_ask_for():
+    arguments.at_most_work("steps", 100, 100, "steps")  # exactly the most: accepted
+    arguments.at_most_work("n", 10, 100, "numbers drawn", work=100)
+    with pytest.raises(ValueError, match=r"^steps = 1,001 is more than the 1,000 steps a run may ask for; give a "
+                                         r"smaller steps$"):
+        arguments.at_most_work("steps", 1001, 1000, "steps")
+    with pytest.raises(ValueError, match=r"^n = 11 makes 110 numbers drawn \(10 a sample\), more than the 100 a run "
+                                         r"may ask for; give a smaller n$"):
+        arguments.at_most_work("n", 11, 100, "numbers drawn (10 a sample)", work=110)
+
+
 @pytest.mark.parametrize("call, name", [
     (lambda task: make_task(10**15, 3, seed=0), "d = 1000000000000000"),
     (lambda task: sample(task, 10**13, 0), "n = 10000000000000"),

@@ -8,6 +8,7 @@ from theories.attention_paths.problems import random_features
 
 from attnverify.saddle import solve, sweep
 from attnverify.theories.attention_paths.action import ActionConfig, attention_paths_action
+from boundary_harness import assert_refused_as_endless
 from seeds import seeded
 
 WIDTHS = (1000, 50, 10)
@@ -68,3 +69,21 @@ def test_the_grid_is_checked_by_name():
     with pytest.raises(ValueError, match=r"U1 is 3 × 3 but the data have 2 paths: give C of shape \(3, 3, P, P\) or X of shape \(P, N0, 3\)"):
         sweep(attention_paths_action((3,), equal_widths=True), dict(X=X, y=y), widths=[10], temperatures=[0.1],
               **priors)
+
+
+@pytest.mark.parametrize("widths, temperatures, named", [
+    (np.arange(1, 10**4 + 1), np.logspace(-3, 0, 10**4), "len(widths) = 10,000"),
+    ([10], np.logspace(-3, 0, 2 * 10**6), "len(temperatures) = 2,000,000"),
+], ids=["10⁴ × 10⁴", "1 × 2·10⁶"])
+def test_a_grid_no_run_finishes_is_refused_before_the_energy_is_built(widths, temperatures, named, monkeypatch):
+    """More grid points than MOST_GRID_POINTS (a saddle-point solve each) are refused in one line naming the longer
+    axis, before the energy is built or any solve starts."""
+    import importlib
+
+    def never(*args, **kwargs):
+        raise AssertionError("the energy was built before the refusal")
+
+    monkeypatch.setattr(importlib.import_module("attnverify.saddle.sweep"), "data_energy", never)
+    X, y = random_features(30, 2, 2, seed=seeded(1))
+    assert_refused_as_endless(lambda: sweep(attention_paths_action((2,), equal_widths=True), dict(X=X, y=y),
+                                            widths=widths, temperatures=temperatures, sigma1=1.0, sigma_a=1.0), named)

@@ -159,6 +159,24 @@ def fits_in_memory(name: str, nbytes: int | float, what: str, *, value: Any = No
                          f"give a smaller {name}")
 
 
+MOST_NUMBERS_DRAWN = 10**13
+"""The most random numbers one run may ask to draw (a Monte Carlo draw, a sample, a batch of SGD tokens, each one or
+more): numpy makes 4·10⁷–10⁸ normals a second on one core, so 10¹³ take one to three days before any use of them."""
+
+
+def at_most_work(name: str, value: int, most: int, what: str, *, work: int | None = None) -> None:
+    """Refuse, before any of it starts, work that no run finishes: more than ``most`` ``what`` (steps, fits, numbers
+    drawn), counted by the checked integer ``value`` of the argument ``name`` or, given, by ``work`` (what ``value``
+    makes: draws times the numbers of one). A ValueError naming ``name``, its value, the work and the most allowed.
+
+    Each cap (a ``MOST_…`` constant) states its arithmetic: the work it allows takes hours to days on one core, far
+    beyond any run of the project's claims, examples and benchmarks."""
+    if (value if work is None else work) > most:
+        asked = (f"makes {work:,} {what}, more than the {most:,}" if work is not None
+                 else f"is more than the {most:,} {what}")
+        raise ValueError(f"{name} = {value:,} {asked} a run may ask for; give a smaller {name}")
+
+
 def integers(name: str, values: Any, minimum: int | None = None, *, length: int | None = None) -> tuple[int, ...]:
     """A non-empty sequence of integers ≥ ``minimum`` as a tuple (``heads=(4, 4)``)."""
     if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from ..execution.settings import RunSettings
 from ..execution.store import Store
-from ..base import PROFILES
+from ..base import MOST_EXAMPLES, PROFILES
 from ..base.arguments import Checked, checked, function, integer, one_of, refusals_about
 from ..base.backend import Backend
 from .evidence import Evidence
@@ -119,8 +119,8 @@ def _examples(name: str, examples: Any) -> dict[str, int]:
                          f"{', '.join(map(repr, PROFILES))}")
     for profile in PROFILES:
         count = examples.get(profile)
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ValueError(f"{name}[{profile!r}] must be an int ≥ 1, got {count!r}")
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MOST_EXAMPLES:
+            raise ValueError(f"{name}[{profile!r}] must be an int in [1, {MOST_EXAMPLES:,}], got {count!r}")
     return dict(examples)
 
 

@@ -69,10 +69,6 @@ _FORMS = ("local, local:N or a scheduler address SCHEME://HOST[:PORT] or HOST:PO
           f"(SCHEME one of {', '.join(SCHEMES)}; PORT in 1–65535)")
 
 
-MOST_EXAMPLES = 10**6
-"""The most examples one claim may be asked for on the command line (``--examples``)."""
-
-
 def most_workers() -> int:
     """The most worker processes a run may start on this machine: 8 per CPU (more only wait their turn, each with
     its own memory)."""

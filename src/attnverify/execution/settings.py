@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..base import PROFILES
+from ..base import MOST_EXAMPLES, PROFILES
 from ..base.arguments import Checked, backend as checked_backend, checked, integer, one_of
 from ..base.backend import Backend, get_backend
 from .store import Store
@@ -55,7 +55,7 @@ class RunSettings(Checked):
     profile: str = checked(one_of, PROFILES, default="quick")
     backend: str = checked(_backend_name, default="numpy")
     seed: int = checked(integer, 0, default=0)
-    examples: int | None = checked(integer, 1, default=None, optional=True)
+    examples: int | None = checked(integer, 1, MOST_EXAMPLES, default=None, optional=True)
     store: Store = checked(_store, default=None, compare=False)
     workers: int = checked(integer, 1, default=1)
     scheduler: str | None = checked(_scheduler, default=None, optional=True)

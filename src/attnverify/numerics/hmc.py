@@ -513,10 +513,9 @@ def refuse_what_cannot_fit(chains: int, dimension: int, *, warmup: int, draws: i
         arguments.fits_in_memory("warmup", 2 * 8 * window * chains * dimension,
                                  f"the {window} draws of warm-up's longest mass window ({chains} chains × {dimension} "
                                  "float64, kept, then concatenated)", value=warmup, backend=backend)
-    if warmup + draws > MOST_TRANSITIONS:
-        name, value = ("warmup", warmup) if warmup >= draws else ("draws", draws)
-        raise ValueError(f"{name} = {value:,} makes {warmup + draws:,} transitions a chain (warm-up and draws), more "
-                         f"than the {MOST_TRANSITIONS:,} a run may ask for; give a smaller {name}")
+    name, value = ("warmup", warmup) if warmup >= draws else ("draws", draws)
+    arguments.at_most_work(name, value, MOST_TRANSITIONS, "transitions a chain (warm-up and draws)",
+                           work=warmup + draws)
 
 
 def sample(potential_and_gradient: PotentialAndGradient, x0, *, seed: int, warmup: int, draws: int,

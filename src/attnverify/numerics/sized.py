@@ -169,6 +169,12 @@ def _checked_draws(values: Any, n: int, columns: int | None) -> tuple[Any, Any]:
     return values, xp
 
 
+def refuse_endless_budget(budget: int, name: str = "budget") -> None:
+    """Refuse a ``budget`` of draws that no run spends: more than ``arguments.MOST_NUMBERS_DRAWN`` draws (each one
+    number or more)."""
+    arguments.at_most_work(name, budget, arguments.MOST_NUMBERS_DRAWN, "draws (one number or more each)")
+
+
 def sized_mean(
     draw: Callable[[Any, int], Any],
     rng: Any,
@@ -196,7 +202,8 @@ def sized_mean(
 
     What was not seen is not taken as absent: while every draw is identical, or (without finite bounds) the spread
     rests on fewer than `TAIL_DRAWS` draws ($n/\text{kurtosis}$: a few rare draws carry it), the sample is not
-    sized yet and the drawing goes on, to the budget if need be.
+    sized yet and the drawing goes on, to the budget if need be. A budget that no run spends (more than
+    ``arguments.MOST_NUMBERS_DRAWN``, 10¹³ draws) is refused before the first draw.
 
     Batches: the first has ``first_batch`` draws; after each, with $n$ draws so far and $n^*$ the draws needed
     at the measured spread (`draws_needed`, the largest over the means), the total goes to
@@ -225,6 +232,7 @@ def sized_mean(
     chunk = arguments.integer("chunk", chunk, 1)
     # a call of draw(rng, n) holds at least n float64 draws, and the folding a few more arrays of them
     arguments.fits_in_memory("chunk", 4 * 8 * min(chunk, budget), "one call's draws and their moments", value=chunk)
+    refuse_endless_budget(budget)
     if resolution is None and relative_resolution is None:
         raise ValueError("state the smallest discrepancy to resolve: resolution (absolute) and/or "
                          "relative_resolution with a reference")

@@ -61,9 +61,21 @@ class Sweep:
         return sum(s.iterations for s in self.solutions.values())
 
 
-def _grid(name: str, values) -> tuple[float, ...]:
+MOST_GRID_POINTS = 10**6
+"""The most grid points (widths × temperatures) one sweep may ask for, each a trust-region Newton solve: 1.5 ms
+measured on one core for the smallest action (one layer, two paths, P = 30), 0.2–0.8 s at the paper's sizes (16
+paths, P = 600), so 10⁶ points take 25 minutes at the least and days at those sizes, and keep 2.4 GB of solutions or
+more."""
+
+
+def _length(name: str, values) -> int:
+    """The length of a grid axis: a non-empty sequence (its entries are checked by `_grid`)."""
     if isinstance(values, (str, bytes)) or np.ndim(values) != 1 or len(values) == 0:
         raise ValueError(f"{name} must be a non-empty sequence of positive numbers, got {values!r}"[:300])
+    return len(values)
+
+
+def _grid(name: str, values) -> tuple[float, ...]:
     out = tuple(arguments.positive(f"{name}[{k}]", v) for k, v in enumerate(values))
     return tuple(dict.fromkeys(out))
 
@@ -89,9 +101,15 @@ def sweep(declaration: SaddlePointAction, data: Mapping[str, Any], *, widths, te
     [`data_energy`][attnverify.saddle.solve.data_energy]), the other parameters given by name. $N$ sets the largest
     width; an action with one width per layer gives its widths by name too, and each grid point scales them all by
     $N/\max n$ (equal widths when they are given equal). Raises
-    [`SaddlePointError`][attnverify.saddle.solve.SaddlePointError] for the first grid point whose solve fails."""
+    [`SaddlePointError`][attnverify.saddle.solve.SaddlePointError] for the first grid point whose solve fails. A grid
+    of more than `MOST_GRID_POINTS` points is refused before any solve."""
     if not isinstance(declaration, SaddlePointAction):
         raise TypeError(f"declaration must be a SaddlePointAction, got {type(declaration).__name__}")
+    n_widths, n_temperatures = _length("widths", widths), _length("temperatures", temperatures)
+    longer = "widths" if n_widths >= n_temperatures else "temperatures"
+    arguments.at_most_work(f"len({longer})", max(n_widths, n_temperatures), MOST_GRID_POINTS,
+                           f"grid points (len(widths) × len(temperatures) = {n_widths:,} × {n_temperatures:,}, a "
+                           "saddle-point solve each)", work=n_widths * n_temperatures)
     widths, temperatures = _grid("widths", widths), _grid("temperatures", temperatures)
     tolerance = arguments.positive("tolerance", tolerance)
     if store is not None and not isinstance(store, SolutionStore):

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 from hypothesis import strategies as st
 
-from boundary_harness import assert_refused_for_memory, EntryPoint, Parameter as P, boundary_tests
+from boundary_harness import assert_refused_as_endless, assert_refused_for_memory, EntryPoint, NeverDraws, \
+    Parameter as P, boundary_tests
 
 from attnverify.base.backend import on_device
 from attnverify.theories.conditional_mean import derivations as theory
@@ -239,3 +240,28 @@ test_refuses_bad_input, test_valid_input_gives_no_nan = boundary_tests(ENTRY_POI
 ], ids=["ridge_attention L", "ridge_attention L, d = 2"])
 def test_a_size_that_cannot_fit_is_refused_by_name_before_allocating(call, named):
     assert_refused_for_memory(call, named)
+
+
+# --------------------------------------------------------------------------- work that no run finishes
+
+
+def _never(*args, **kwargs):
+    raise AssertionError("work began before the refusal")
+
+
+@pytest.mark.parametrize("call, named", [
+    (lambda: attention_error(_never, _never, [0.5], 3, 10**15, 0), "replicates = 1,000,000,000,000,000"),
+    (lambda: score_attention_error(_gaussian(), np.array([0.3, -0.2]), np.array([0.5]), 3, 10**15, NeverDraws()),
+     "replicates = 1,000,000,000,000,000"),
+], ids=["attention_error replicates", "score_attention_error replicates"])
+def test_work_that_no_run_finishes_is_refused_by_name_before_it_starts(call, named):
+    """Replicates drawn in chunks fit in memory at any count, but 10¹⁵ of them would run for years: refused in one
+    line before the first draw (each call here fails at once where nothing refuses it)."""
+    assert_refused_as_endless(call, named)
+
+
+def test_more_replicates_than_any_run_fits_are_refused_before_the_first_is_seeded(monkeypatch):
+    """10¹² replicates, each an L-BFGS-B fit: refused before the first replicate's seed is made."""
+    monkeypatch.setattr(np.random, "SeedSequence", _never)
+    assert_refused_as_endless(lambda: learning.generalization_gap(_task(), "supervised", 2, 3, 3, 10**12, seeded(0)),
+                              "replicates = 1,000,000,000,000")

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from attnverify.theories.single_location import derivations as theory, tail_derivations as tails
 from attnverify.theories import single_location as sim
-from boundary_harness import assert_refused_for_memory, EntryPoint, Parameter as P, boundary_tests
+from boundary_harness import assert_refused_as_endless, assert_refused_for_memory, EntryPoint, NeverDraws, \
+    Parameter as P, boundary_tests
 from seeds import seeded
 
 D, L_, RUNS, B = 4, 3, 2, 5
@@ -269,3 +270,43 @@ SGD = dict(lam_schedule=1.0, step_size=0.01, batch_size=2, steps=2, rng=0, test_
         "sgd steps"])
 def test_a_size_that_cannot_fit_is_refused_by_name_before_allocating(call, named):
     assert_refused_for_memory(call, named)
+
+
+# --------------------------------------------------------------------------- work that no run finishes
+
+
+def never_steps(*args):
+    raise AssertionError("a step was taken before the refusal")
+
+
+MANY_RUNS = 1_000  # runs_of(…) repeated: 2,000 runs of 4 coordinates
+
+
+@pytest.mark.parametrize("call, named", [
+    (lambda: sim.risk_monte_carlo(task(), k_vec(), v_vec(), 0.7, 10**15, NeverDraws()), "n = 1,000,000,000,000,000"),
+    (lambda: sim.risk_monte_carlo_full(task(), k_vec(), v_vec(), 0.7, 10**15, NeverDraws()),
+     "n = 1,000,000,000,000,000"),
+    (lambda: sim.bayes_risk_monte_carlo(task(), 10**15, NeverDraws()), "n = 1,000,000,000,000,000"),
+    (lambda: sim.linear_risk_monte_carlo(task(), sim.linear_oracle_coefficients(task()), 10**15, NeverDraws()),
+     "n = 1,000,000,000,000,000"),
+    (lambda: sim.projected_gradient_descent(runs_of(k_vec()), runs_of(v_vec()), never_steps, steps=10**12,
+                                            step_size=0.1, lam_schedule=1.0, record_every=10**11),
+     "steps = 1,000,000,000,000"),
+    (lambda: sim.projected_gradient_descent(np.tile(runs_of(k_vec()), (MANY_RUNS, 1)),
+                                            np.tile(runs_of(v_vec()), (MANY_RUNS, 1)), never_steps, steps=10**10,
+                                            step_size=0.1, lam_schedule=1.0, record_every=10**10),
+     "steps = 10,000,000,000"),
+    (lambda: sim.population_projected_gradient_descent(
+        *(np.stack([E[0], E[1]]),) * 2, lam0=1.0, scheduled=False, step_size=0.1, steps=10**12, d=20, L=3, gamma=0.7,
+        eps=0.1, record_every=10**11, progress=never_steps), "steps = 1,000,000,000,000"),
+    (lambda: sim.stochastic_gradient_descent(task(), runs_of(k_vec()), runs_of(v_vec()), **(SGD | dict(
+        steps=10**12, record_every=10**11, rng=NeverDraws()))), "steps = 1,000,000,000,000"),
+    (lambda: sim.stochastic_gradient_descent(task(), runs_of(k_vec()), runs_of(v_vec()), **(SGD | dict(
+        steps=10**9, batch_size=10**4, record_every=10**9, rng=NeverDraws()))), "steps = 1,000,000,000"),
+], ids=["risk_monte_carlo n", "risk_monte_carlo_full n", "bayes_risk_monte_carlo n", "linear_risk_monte_carlo n",
+        "projected_gradient_descent steps", "projected_gradient_descent coordinate updates",
+        "population_projected_gradient_descent steps", "sgd steps", "sgd numbers drawn"])
+def test_work_that_no_run_finishes_is_refused_by_name_before_it_starts(call, named):
+    """Counts whose work fits in memory (batched draws, sparse records) but would run for days: refused in one line
+    before the first draw or step (each call here fails at once where nothing refuses it)."""
+    assert_refused_as_endless(call, named)

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 from typing import Any, Callable
 
-from ...base.arguments import array, backend as backend_argument, fits_in_memory, generator, integer
+from ...base.arguments import MOST_NUMBERS_DRAWN, array, at_most_work, backend as backend_argument, fits_in_memory
+from ...base.arguments import generator, integer
 from ...base.backend import Backend
 from ...numerics.statistics import Estimate, RunningMoments, fit_line
 from .attention import unchecked_weighted_mean
@@ -58,7 +59,8 @@ def attention_error(
 
     ``sample(L, n, rng)`` returns keys (n, L, d) and values (n, L, d_v) on the backend;
     ``logits(keys)`` returns the attention logits (n, L), finite. ``rng`` is a Generator or an
-    integer seed (a Generator of the backend is made from it).
+    integer seed (a Generator of the backend is made from it). More than ``MOST_NUMBERS_DRAWN`` numbers (replicates ×
+    length × (1 + d_v)) are refused before the first draw.
     """
     be = backend_argument(backend)
     for name, f in (("sample", sample), ("logits", logits)):
@@ -68,10 +70,12 @@ def attention_error(
     L, R = integer("length", length, 1), integer("replicates", replicates, 2)
     rng = generator(rng, be)
     xp = be.xp
-    chunk = max(1, CHUNK_NUMBERS // (4 * L))
-    fits_in_memory("length", 8 * 4 * min(chunk, R) * L * (1 + int(target.shape[0])),
+    chunk, d_v = max(1, CHUNK_NUMBERS // (4 * L)), int(target.shape[0])
+    fits_in_memory("length", 8 * 4 * min(chunk, R) * L * (1 + d_v),
                    f"one chunk of {min(chunk, R)} sequences (keys, values and weights in float64)", value=L, backend=be)
-    components = [RunningMoments() for _ in range(int(target.shape[0]))]
+    at_most_work("replicates", R, MOST_NUMBERS_DRAWN, f"numbers drawn (replicates × length × (1 + d_v) at the least: "
+                 f"a key and d_v values a token, length = {L:,}, d_v = {d_v:,})", work=R * L * (1 + d_v))
+    components = [RunningMoments() for _ in range(d_v)]
     squared = RunningMoments()
     done = 0
     while done < R:

@@ -5,7 +5,7 @@ Part of `attnverify.theories.single_location` (see its docstring for the spec an
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import contextlib
 import itertools
@@ -115,9 +115,10 @@ def chisquare_draws(rng: Any, df: int, shape: tuple[int, ...], be: Backend) -> A
     return be.asarray(rng.chisquare(df, size=shape))
 
 
-def batch_sizes(n: int, batch: int | None, numbers_per_sample: int):
+def batch_sizes(n: int, batch: int | None, numbers_per_sample: int) -> Iterator[int]:
     """The sizes of the batches n draws are made in (each of ``numbers_per_sample`` float64 numbers per draw), one
-    at a time; a batch that the memory cannot hold is refused first, naming ``batch`` or the task's ``L``."""
+    at a time. Refused here, when called: a batch that the memory cannot hold, naming ``batch`` or the task's ``L``,
+    then more numbers than ``arguments.MOST_NUMBERS_DRAWN``, naming ``n``."""
     if batch is None:
         batch, name = max(256, _NUMBERS_PER_BATCH // max(1, numbers_per_sample)), "L"
         value = None
@@ -127,10 +128,10 @@ def batch_sizes(n: int, batch: int | None, numbers_per_sample: int):
     arguments.fits_in_memory(name, 4 * 8 * min(n, batch) * numbers_per_sample,
                              f"one batch of {min(n, batch)} draws of {numbers_per_sample} float64 numbers (with its "
                              "temporaries)", value=value)
+    arguments.at_most_work("n", n, arguments.MOST_NUMBERS_DRAWN, f"numbers drawn ({numbers_per_sample:,} a sample)",
+                           work=n * numbers_per_sample)
     full, rest = divmod(n, batch)
-    yield from itertools.repeat(batch, full)
-    if rest:
-        yield rest
+    return itertools.chain(itertools.repeat(batch, full), [rest] if rest else [])
 
 
 Moments = RunningMoments

@@ -150,11 +150,23 @@ def _trajectory_on(path: Trajectory, source: Backend, target: Backend) -> Trajec
                       _moved(path.test_risk, source, target))
 
 
-def _refuse_records(steps: int, record_every: int, runs: int, dim: int, risks: bool, be: Backend,
-                    held: int = 0) -> None:
-    """Refuse, before the first step, records that cannot fit, naming ``steps``: per record the step index (a Python
-    int in a list, then in an array) and λ_t on the host, k_t and v_t (runs × dim float64 each) and with ``risks``
-    the test risks (runs float64) on ``be``, besides ``held`` bytes there."""
+MOST_STEPS = 10**10
+"""The most steps one descent may ask for: a step calls the gradient and makes eight array operations, 16 μs measured
+on one core (one run in R⁴, a gradient of zeros), so 10¹⁰ steps take two days (half a day on a core three times as
+fast) before the gradient's own work."""
+
+MOST_UPDATES = 10**13
+"""The most coordinate updates (steps × runs × dim) one descent may ask for: a step updates k and v, runs × dim
+numbers each, and one core makes 9·10⁷ such updates a second (a gradient of zeros, runs = dim = 1,000), so 10¹³ take
+over a day before the gradient's own work."""
+
+
+def _refuse_steps(steps: int, record_every: int, runs: int, dim: int, risks: bool, be: Backend,
+                  held: int = 0) -> None:
+    """Refuse, before the first step, naming ``steps``, a descent whose records cannot fit (per record the step index,
+    a Python int in a list, then in an array, and λ_t on the host, k_t and v_t, runs × dim float64 each, and with
+    ``risks`` the test risks, runs float64, on ``be``, besides ``held`` bytes there), then one that no run finishes:
+    more than `MOST_STEPS` steps or `MOST_UPDATES` coordinate updates."""
     records = steps // record_every + 1 + (steps % record_every != 0)
     host, arrays = 52 * records, 8 * records * runs * (2 * dim + risks)
     what = (f"{records} records (one every record_every = {record_every} steps) of k_t and v_t (runs × dim float64, "
@@ -164,6 +176,9 @@ def _refuse_records(steps: int, record_every: int, runs: int, dim: int, risks: b
     else:
         arguments.fits_in_memory("steps", host, what, value=steps)
         arguments.fits_in_memory("steps", held + arrays, what, value=steps, backend=be)
+    arguments.at_most_work("steps", steps, MOST_STEPS, "steps")
+    arguments.at_most_work("steps", steps, MOST_UPDATES, f"coordinate updates (steps × runs × dim, runs = {runs:,}, "
+                           f"dim = {dim:,})", work=steps * runs * dim)
 
 
 def _checked_descent(k, v, gradient, be: Backend, steps, step_size, lam_schedule, record_every, progress, *,
@@ -173,7 +188,7 @@ def _checked_descent(k, v, gradient, be: Backend, steps, step_size, lam_schedule
     step_size = arguments.nonnegative("step_size", step_size)
     schedule = _schedule(lam_schedule)
     record_every = _integer("record_every", record_every, 1)
-    _refuse_records(steps, record_every, int(k.shape[0]), int(k.shape[1]), extra is not None, be)
+    _refuse_steps(steps, record_every, int(k.shape[0]), int(k.shape[1]), extra is not None, be)
     return _descend(k, v, gradient, steps=steps, step_size=step_size, schedule=schedule, record_every=record_every,
                     be=be, progress=progress_callback(progress), extra=extra)
 
@@ -196,7 +211,8 @@ def projected_gradient_descent(
     k_{t+1} = (k_t − α(g_k − ⟨k_t, g_k⟩k_t))/‖·‖, and the same for v. k0, v0 of shape (runs, dim) (or
     (dim,) for one run), unit rows; ``gradient`` takes and returns (runs, dim) arrays; λ_t =
     ``lam_schedule(t)`` (a number means a constant λ). Records t = 0, record_every, 2·record_every, …
-    and the last step; ``progress(t, steps)`` is called at each record.
+    and the last step; ``progress(t, steps)`` is called at each record. Refused before the first step: more than
+    `MOST_STEPS` steps or `MOST_UPDATES` coordinate updates (steps × runs × dim).
     """
     be = arguments.backend(backend)
     k, v = _start(k0, v0, be)
@@ -353,6 +369,8 @@ def stochastic_gradient_descent(
     test MSE − ε², and evaluate it at the λ of the step just taken). With an integer seed ``rng`` the batches
     are drawn and the steps taken where `for_size` puts runs·B·L·d elements (the
     host below 10⁵: the same draws and bits as the numpy backend); the trajectory comes back on ``backend``.
+    Refused before any draw: the steps `projected_gradient_descent` refuses, and more than
+    ``arguments.MOST_NUMBERS_DRAWN`` numbers drawn (steps × runs × batch_size × L × d).
     """
     be = arguments.backend(backend)
     task = checked_task(task)
@@ -373,8 +391,11 @@ def stochastic_gradient_descent(
     arguments.fits_in_memory("batch_size", test + batch, f"one step's batches (runs × batch_size × L × d float64 "
                              f"with the gradient's temporaries, runs = {runs}, L = {L}, d = {d}) and the test set",
                              value=batch_size, backend=run_on)
-    _refuse_records(_integer("steps", steps, 0), _integer("record_every", record_every, 1), runs, d, True, run_on,
-                    held=test + batch)
+    steps = _integer("steps", steps, 0)
+    _refuse_steps(steps, _integer("record_every", record_every, 1), runs, d, True, run_on, held=test + batch)
+    arguments.at_most_work("steps", steps, arguments.MOST_NUMBERS_DRAWN, f"numbers drawn (steps × runs × batch_size × "
+                           f"L × d, runs = {runs:,}, batch_size = {batch_size:,}, L = {L:,}, d = {d:,})",
+                           work=steps * runs * batch_size * L * d)
     rng = _generator(rng, run_on)
     k, v = _moved(k, be, run_on), _moved(v, be, run_on)
     X_test, y_test, _ = draw_full(task, test_size, rng, run_on)
