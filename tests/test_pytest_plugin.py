@@ -58,8 +58,9 @@ def test_a_failure_reads_as_the_counterexample_and_its_replay_and_an_expected_re
            "--examples 5" in run.stdout
 
 
-@pytest.mark.parametrize("option, value, message", [("--attnverify-examples", "0", "--attnverify-examples must be an integer in [1, "),
-                                                    ("--attnverify-profile", "slow", "invalid choice")])
+@pytest.mark.parametrize("option, value, message", [
+    ("--attnverify-examples", "0", "--attnverify-examples must be an integer in [1, "),
+    ("--attnverify-profile", "slow", "invalid choice")])
 def test_bad_options_are_usage_errors(tmp_path, option, value, message):
     run = pytest_in(tmp_path, option, value, str(EXAMPLES / "relu_kernel.py"))
     assert run.returncode == 4 and message in run.stderr
