@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from boundary_harness import assert_refused_as_endless
 from attnverify import Theory, TheoryVsSimulation, cli, st, within_error
 from attnverify.checks import claim, run_claim
 from attnverify.theories.catalogue import load_user_module
@@ -286,6 +287,18 @@ def test_a_monte_carlo_claim_takes_options_per_profile_a_resolution_of_its_param
     with pytest.raises(ValueError, match="budget must be a positive finite int"):
         theory.monte_carlo(lambda rng, n, x: None, expected=lambda x: 0.0, relative=0.1, budget=0.5, statement="s",
                            x=st.floats(0, 1))
+
+
+@pytest.mark.parametrize("budget, named", [
+    (10**18, "budget = 1,000,000,000,000,000,000"),
+    ({"quick": 10**5, "thorough": 10**14}, "budget['thorough'] = 100,000,000,000,000"),
+], ids=["one budget", "per profile"])
+def test_a_monte_carlo_budget_no_run_spends_is_refused_at_definition(budget, named):
+    """The budget of draws is what bounds a claim's run: one that no run spends bounds nothing, and is refused in one
+    line where the claim is declared."""
+    assert_refused_as_endless(lambda: Theory("mine").monte_carlo(
+        lambda rng, n, x: rng.standard_normal(n), expected=lambda x: 0.0, resolution=0.1, budget=budget,
+        statement="s", x=st.floats(0, 1)), named)
 
 
 def test_a_section_that_draws_only_gets_the_title_derivations_and_figures_from_its_theory(tmp_path):

@@ -235,20 +235,34 @@ def test_saddle_point_options_are_checked():
         theory.saddle_point(action, network=lambda N: None, figure=dict(N=(10, 20)), **strategies)(lambda rng: {})
 
 
+def test_each_declared_action_has_its_own_saddle_point_equations():
+    """linear_network.py registers one action twice and a second action (the entropy's ½ dropped) once: two
+    derivations, the first heading naming both of its registrations, each with its own action."""
+    module = load_user_module(EXAMPLE.with_name("linear_network.py"))
+    derivations = module.theory.derivation_list()
+    assert [(d.name, d.title) for d in derivations] == [
+        ("linear_network.saddle_point_equations",
+         "The declared action and its saddle-point equations (saddle_point, networks)"),
+        ("linear_network.without_half_saddle_point_equations",
+         "The declared action and its saddle-point equations (without_half)")]
+    first, second = (d.steps[0].expression.rhs for d in derivations)
+    assert sympy.simplify(first - second) != 0
+
+
 def test_the_report_shows_the_declared_action_and_its_saddle_point_equations():
     """@theory.saddle_point registers the derivation <name>saddle_point_equations: S = ½E + 𝓛 with the declared 𝓛,
     then ∂S/∂u = 0 for each entry (sympy's ∂𝓛/∂u, and ½∂E/∂u for the kernel's), printed by the report's equation
-    printer; for matrix order parameters ln det and U⁻¹ print as such."""
+    printer, once per declared action (a second saddle_point of it adds its name to the heading); for matrix order
+    parameters ln det and U⁻¹ print as such."""
     import sympy
 
     from attnverify.report.equations import equation_latex
 
     module = load_user_module(EXAMPLE)
     names = [d.name for d in module.theory.derivation_list()]
-    assert names == ["relu_renormalisation.saddle_point_equations", "relu_renormalisation.networks_saddle_point_equations"]
-    assert [d.title for d in module.theory.derivation_list()] == [  # two actions, two headings
-        "The declared action and its saddle-point equations",
-        "The declared action and its saddle-point equations (networks)"]
+    assert names == ["relu_renormalisation.saddle_point_equations"]  # one action, registered twice: printed once
+    assert [d.title for d in module.theory.derivation_list()] == [
+        "The declared action and its saddle-point equations (saddle_point, networks)"]
     derivation = module.theory.derivation_list()[0]
     action, equation = derivation.steps[0].expression, derivation.steps[1].expression
     S, E = sympy.symbols("S E")

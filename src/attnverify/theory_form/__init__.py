@@ -82,6 +82,9 @@ class Theory:
         self.derivations: list[DerivationHandle] = []
         self.claims: list[Claim] = []
         self.figures: list[FigureMaker] = []
+        # each declared action's derivation, once: (its member, the family's simplest draw, the handle, the names
+        # of the saddle_point registrations it serves)
+        self._saddle_equations: list[tuple[Any, dict, DerivationHandle, list[str]]] = []
         self._section: Callable | None = None
         self._plan: Callable | None = None
         self._derived: Callable | None = None
@@ -196,8 +199,8 @@ class Theory:
         so that ``n`` may name a parameter); they are drawn in batches until 5 SE resolve an error of
         ``resolution`` + ``relative`` $\cdot$ (the size of the expected value's terms: $\lvert\text{expected}\rvert$
         unless they cancel)
-        ([`sized_mean`][attnverify.numerics.sized.sized_mean], at most ``budget`` draws; short of it the example is
-        inconclusive), then compared within 5 SE and the round-off of the derivations' terms
+        ([`sized_mean`][attnverify.numerics.sized.sized_mean], at most ``budget`` draws, itself at most 10¹³; short of
+        it the example is inconclusive), then compared within 5 SE and the round-off of the derivations' terms
         ([`within_error`][attnverify.checks.evidence.within_error] with their rounding scale).
         ``bounds=(low, high)``: the range every draw lies in
         ($\lvert\operatorname{erf} \cdot \operatorname{erf}\rvert \le 1$), where it is known: every draw is
@@ -243,8 +246,12 @@ class Theory:
             raise ValueError(f"{'relative=' if relative is not None else 'figure='} is for one quantity, and "
                              f"components= declares a vector of {len(components)} means: state resolution= (a number "
                              "or one per component) and leave figure= out")
+        from ..numerics.sized import refuse_endless_budget
         from ..numerics.statistics import checked_bounds
 
+        for profile, given in budget.items() if isinstance(budget, dict) else [(None, budget)]:
+            if given is not None:
+                refuse_endless_budget(given, "budget" if profile is None else f"budget[{profile!r}]")
         sizing = Sizing(resolution, relative, budget, checked_bounds("bounds", bounds), bias, chunk, components)
 
         def register(function: Callable) -> Claim:
@@ -417,15 +424,36 @@ class Theory:
                     check.__wrapped__ = function
                     self._new_claim(prefix + claim_name, statement, at_figure, check, source,
                                     (expect or {}).get(claim_name, "holds"), {"quick": 1, "thorough": 1}, 1)
-            self.derivation(name=prefix + "saddle_point_equations", source=source or self.source,
-                            title="The declared action and its saddle-point equations" + (f" ({name})" if name else "")
-                            + (f"; the family's member at {', '.join(f'{n} = {v!r}' for n, v in simplest.items())}"
-                               " (each claim checks its draw's)" if simplest else ""))(
-                saddle_claims.action_derivation(member))
+            self._saddle_equations_of(member, simplest, name, source)
             self.figures.extend(figures)
             return function
 
         return register
+
+    def _saddle_equations_of(self, member, simplest: dict, name: str, source: str) -> None:
+        """The derivation of ``member``'s action and saddle-point equations, registered with the first saddle_point of
+        that declaration (and family draw); a later one of the same adds only its name to the title."""
+        from ..saddle.claims import action_derivation
+
+        label = name or "saddle_point"
+        for declared, drawn, handle, names in self._saddle_equations:
+            if declared is member and drawn == simplest:
+                names.append(label)
+                handle.title = self._saddle_title(names, simplest)
+                return
+        handle = self.derivation(name=(f"{name}_" if name else "") + "saddle_point_equations",
+                                 source=source or self.source,
+                                 title=self._saddle_title([label], simplest))(action_derivation(member))
+        self._saddle_equations.append((member, simplest, handle, [label]))
+
+    @staticmethod
+    def _saddle_title(names: list[str], simplest: dict) -> str:
+        """The derivation's title: the saddle_point registrations it serves, where one is named, and a family's
+        member."""
+        served = "" if names == ["saddle_point"] else f" ({', '.join(names)})"
+        member = (f"; the family's member at {', '.join(f'{n} = {v!r}' for n, v in simplest.items())} (each claim "
+                  "checks its draw's)" if simplest else "")
+        return f"The declared action and its saddle-point equations{served}{member}"
 
     def figure(self, function: Callable[..., TheoryVsSimulation]) -> Callable:
         """Register ``function(rng) -> TheoryVsSimulation`` as a figure of the section (the report draws it)."""
