@@ -327,10 +327,12 @@ _FOUR_HEADS = ["good", "random", "uniform", "blank"]
     (lambda: markov_chain.markov_dataset(markov_chain.MarkovChainTask(), "4paths", 2, 10**12),
      "P_test = 1000000000000"),
     (lambda: markov_chain.good_head(markov_chain.MarkovChainTask(tokens=10**6, features=10)), "tokens = 1000000"),
+    (lambda: one_shot.draw_episodes(_images(), [0, 1, 2], 10**12, seed=0), "count = 1000000000000"),
     (lambda: scalar_renormalization(np.eye(5), np.ones(5), depth=10**12, width=10, temperature=0.1),
      "depth = 1000000000000"),
 ], ids=["path_kernels P", "gp_kernel P", "renormalized_kernel P", "path_features layers",
         "fixed_head_path_features layers", "fixed_head_path_features B", "markov tokens",
-        "markov features", "markov network", "markov P_test", "good_head tokens", "scalar_renormalization depth"])
+        "markov features", "markov network", "markov P_test", "good_head tokens", "draw_episodes count",
+        "scalar_renormalization depth"])
 def test_a_size_that_cannot_fit_is_refused_by_name_before_allocating(call, named):
     assert_refused_for_memory(call, named)

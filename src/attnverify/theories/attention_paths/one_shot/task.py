@@ -227,6 +227,9 @@ def draw_episodes(data: LabelledImages, classes: Any, count: int, seed: int, *, 
     ``balanced``: exactly ⌊count/2⌋ queries of class B, in random order (the paper's P = 600 is 300 per class)."""
     data = _check_data(data)
     count = integer("count", count, 1)
+    tokens_each = 3 * (IMAGE_SIZE // PATCH_SIZE) ** 2 * PATCH_SIZE**2
+    arguments.fits_in_memory("count", 8 * 3 * count * tokens_each, f"the tokens of {count:,} episodes (3 images of "
+                             f"{tokens_each // 3:,} float64 each, with the patches and their sum)", value=count)
     label_seed = integer("label_seed", label_seed, 0)
     balanced = arguments.flag("balanced", balanced)
     classes = np.unique(_class_labels(classes))
