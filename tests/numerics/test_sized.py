@@ -164,7 +164,7 @@ def _shape_changes():
 
 
 BAD = [
-    (dict(draw="not callable"), TypeError, "draw must be a callable"),
+    (dict(draw="not callable"), TypeError, r"draw must be a function draw\(rng, n\) returning n i.i.d. draws, got str"),
     (dict(resolution=0.1, bias_budget=0.1), ValueError, "resolution must exceed bias_budget"),
     (dict(resolution=None, relative_resolution=0.01, reference=0.0), ValueError, "add an absolute resolution"),
     (dict(resolution=None), ValueError, "state the smallest discrepancy"),

@@ -205,10 +205,12 @@ def one_of(name: str, value: Any, choices: Sequence[Any]) -> Any:
     raise ValueError(f"{name} must be one of {tuple(choices)}, got {_shown(value)}")
 
 
-def function(name: str, value: Any) -> Callable:
-    """``value`` when it is callable, else TypeError naming its type."""
-    if not callable(value):
-        raise TypeError(f"{name} must be callable, got {type(value).__name__}")
+def function(name: str, value: Any, shape: str = "", *, optional: bool = False) -> Callable | None:
+    """``value`` when it is callable (or None, with ``optional``), else TypeError naming its type and what it must
+    be: ``shape`` ("a function of one line of text"), else callable."""
+    if not callable(value) and not (optional and value is None):
+        raise TypeError(f"{name} must be {shape or 'callable'}{', or None' if optional else ''}, got "
+                        f"{type(value).__name__}")
     return value
 
 

@@ -119,8 +119,9 @@ class Store:
 
     def get(self, experiment: Callable[..., T], **parameters: Any) -> T:
         """``experiment(**parameters)``, computed at most once per store (and per directory)."""
-        if not callable(experiment):
-            raise TypeError(f"experiment must be callable, got {experiment!r}")
+        from ..base.arguments import function  # the store's import stays light: the CLI's --help reads it
+
+        function("experiment", experiment)
         if "store" in parameters:
             raise TypeError("experiment parameter 'store' is not given: the store passes itself")
         if anonymous(experiment) and self.directory is not None:
@@ -208,8 +209,9 @@ class Planned:
 
 def planned(experiment: Callable, *, after: tuple = (), **parameters: Any) -> Planned:
     """An experiment a theory asks the run to compute ahead (checked now: a bad parameter fails at planning)."""
-    if not callable(experiment):
-        raise TypeError(f"experiment must be callable, got {experiment!r}")
+    from ..base.arguments import function
+
+    function("experiment", experiment)
     for item in after:
         if not isinstance(item, Planned):
             raise TypeError(f"after must hold planned experiments, got {item!r}")

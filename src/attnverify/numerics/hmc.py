@@ -526,9 +526,7 @@ def sample(potential_and_gradient: PotentialAndGradient, x0, *, seed: int, warmu
     target_acceptance, max_steps, jitter, mass_matrix, adapt). Everything is checked here, once;
     [`run_chains`][attnverify.numerics.hmc.run_chains] trusts it.
     """
-    if not callable(potential_and_gradient):
-        raise TypeError(f"potential_and_gradient must be a callable x (C, d) -> (Φ (C,), ∇Φ (C, d)), "
-                        f"got {type(potential_and_gradient).__name__}")
+    arguments.function("potential_and_gradient", potential_and_gradient, "a function x (C, d) -> (Φ (C,), ∇Φ (C, d))")
     backend = arguments.backend(backend)
     seed = arguments.integer("seed", seed, 0)
     warmup = arguments.integer("warmup", warmup, 1)

@@ -223,8 +223,7 @@ def sized_mean(
     0.26 % and 0.42 % (normal: 0.27 %), none beyond 5 SE.
     The stopping rule thus moves the mean by a few hundredths of an SE: negligible against $z = 5$.
     """
-    if not callable(draw):
-        raise TypeError(f"draw must be a callable draw(rng, n) returning n i.i.d. draws, got {draw!r}")
+    arguments.function("draw", draw, "a function draw(rng, n) returning n i.i.d. draws")
     rng = arguments.generator(rng, any_backend=True)  # only handed on to draw(rng, n)
     z = arguments.real("z", z, low=0.0, open_low=True)
     budget = arguments.integer("budget", budget, 2)

@@ -502,8 +502,7 @@ def kernel_quadrature(unit: Any, a, b, r, *, progress: Callable[[str], None] | N
     $\psi$, and half the circle, twice weighted, is the same integral at half the work. ``progress``: a function of
     one line of text, told the pairs done at every twentieth of them."""
     unit = activation(unit)
-    if progress is not None and not callable(progress):
-        raise TypeError(f"progress must be a function of one line of text, or None, got {type(progress).__name__}")
+    arguments.function("progress", progress, "a function of one line of text", optional=True)
     code, points, half = _unit_code(unit.expression, False), kinks(unit), _flip_symmetric(unit)
     phi = lambda u: code(u)[0]  # noqa: E731
     try:
@@ -544,8 +543,7 @@ def nngp_kernel(X, Y=None, *, activation: Any = "relu", progress: Callable[[str]
     `QUADRATURE_TOLERANCE` of E|φφ| at every pair (else ValueError); ``progress`` (a function of one line of text)
     is told the quadrature's pairs done, at every twentieth of them."""
     unit = _resolve(activation)
-    if progress is not None and not callable(progress):
-        raise TypeError(f"progress must be a function of one line of text, or None, got {type(progress).__name__}")
+    arguments.function("progress", progress, "a function of one line of text", optional=True)
     X = arguments.array("X", X, ndim=2)
     Y = X if Y is None else arguments.array("Y", Y, ndim=2)
     if Y.shape[1] != X.shape[1]:

@@ -114,8 +114,7 @@ def sweep(declaration: SaddlePointAction, data: Mapping[str, Any], *, widths, te
     tolerance = arguments.positive("tolerance", tolerance)
     if store is not None and not isinstance(store, SolutionStore):
         raise TypeError(f"store must be a SolutionStore or None, got {type(store).__name__}")
-    if progress is not None and not callable(progress):
-        raise TypeError(f"progress must be a function of one line of text, or None, got {type(progress).__name__}")
+    arguments.function("progress", progress, "a function of one line of text", optional=True)
     given = {w.name: parameters.get(w.name, 1.0) for w in declaration.widths}
     values = declaration.parameter_values({**parameters, **given})
     t0 = time.perf_counter()

@@ -38,6 +38,7 @@ from typing import Any, Callable
 import numpy as np
 from hypothesis import strategies as st
 
+from ..base import arguments
 from ..base.files import fingerprint
 from ..checks.claim import PROFILES, Claim, claim_examples, claim_parameters
 from ..checks.evidence import Evidence
@@ -140,8 +141,7 @@ class Theory:
         [`derivation`][attnverify.theory_form.Theory.derivation] (a long-form file's ``derivations()``); they follow the
         registered ones in [`derivation_list`][attnverify.theory_form.Theory.derivation_list] and are checked step by
         step by the same ``<theory>.derivation_steps`` claim."""
-        if not callable(function):
-            raise TypeError(f"derived must be a function returning derivations, got {function!r}")
+        arguments.function("derived", function, "a function returning derivations")
         self._derived = function
         return function
 
@@ -228,8 +228,7 @@ class Theory:
                                 name=name, statement=statement, source=source, expect=expect, examples=examples,
                                 shrink_budget=shrink_budget)
         parameters = claim_parameters(strategies, f"{self.name}.{name or getattr(function, '__name__', '…')}")
-        if not callable(expected):
-            raise TypeError(f"expected must be a function of the parameters ({', '.join(strategies)}), got {expected!r}")
+        arguments.function("expected", expected, f"a function of the parameters ({', '.join(strategies)})")
         if resolution is None and relative is None:
             raise ValueError("monte_carlo needs the smallest error it must resolve: resolution= (absolute) and/or "
                              "relative= (a fraction of |expected|)")
@@ -507,8 +506,7 @@ class Theory:
         [`RunSettings`][attnverify.execution.settings.RunSettings] (``settings.store`` holds the experiments it reads)
         and ``progress``, which takes one short line, and returns ``Section(figures=…, tables=…)``; the theory fills in
         its name, title, introduction and derivations ([`build_section`][attnverify.theory_form.Theory.build_section])."""
-        if not callable(function):
-            raise TypeError(f"section must be a function returning a Section, got {function!r}")
+        arguments.function("section", function, "a function returning a Section")
         self._section = function
         return function
 
@@ -518,8 +516,7 @@ class Theory:
         ``settings`` (a [`RunSettings`][attnverify.execution.settings.RunSettings]: its profile, seed, backend), which a
         run computes as tasks ahead of the section (in parallel with ``--workers``); the section and the claims then
         find them in the run's store."""
-        if not callable(function):
-            raise TypeError(f"experiments must be a function returning planned experiments, got {function!r}")
+        arguments.function("experiments", function, "a function returning planned experiments")
         self._plan = function
         return function
 

@@ -181,9 +181,9 @@ def test_ridge_attention_takes_the_backend_by_name_and_refuses_a_ridge_too_small
 def test_monte_carlo_error_checks_its_callables_rng_and_backend():
     model = GaussianKeyValueModel([0.0], [[1.0]], [[2.0]], [0.5], 0.3)
     sample = lambda L, n, r: model.sample(L, n, r)  # noqa: E731
-    with pytest.raises(TypeError, match="sample must be a callable"):
+    with pytest.raises(TypeError, match="^sample must be callable, got"):
         attention_error(None, lambda K: K[..., 0], [0.0], 2, 10, 0)
-    with pytest.raises(TypeError, match="logits must be a callable"):
+    with pytest.raises(TypeError, match="^logits must be callable, got"):
         attention_error(sample, "K", [0.0], 2, 10, 0)
     with pytest.raises(ValueError, match="logits"):
         attention_error(sample, lambda K: K[..., 0] * np.inf, [0.0], 2, 10, 0)

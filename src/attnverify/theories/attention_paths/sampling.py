@@ -277,8 +277,7 @@ def sample_posterior(posterior: NetworkPosterior, *, seed: int, settings: Sample
     settings = arguments.settings("settings", settings, SamplerSettings)
     seed = _check_seed(seed)
     method = arguments.one_of("method", method, METHODS)
-    if progress is not None and not callable(progress):
-        raise TypeError(f"progress must be a callable taking a message, or None, got {progress!r}")
+    arguments.function("progress", progress, "a function of one line of text", optional=True)
     be = posterior.backend
     rng = be.random(seed)
     if X_test is not None:

@@ -17,7 +17,7 @@ from scipy.linalg import cho_solve
 from scipy.optimize import minimize
 
 from ...base.arguments import array, at_most_work, backend as backend_argument, generator, integer, nonnegative, one_of
-from ...base.arguments import Checked, checked, positive, positive_definite_factor
+from ...base.arguments import Checked, checked, function, positive, positive_definite_factor
 from ...base.backend import Backend, array_module, for_size, to_numpy
 from ...numerics.statistics import Estimate, mean_estimate
 from ._stable import backend_of, finite_result
@@ -284,8 +284,7 @@ def generalization_gap(task: LatentLinearTask, objective: str, length: int, trai
     at_most_work("replicates", R, MOST_FITS, "replicates (an L-BFGS-B fit of W each)")
     seed = integer("seed", seed, 0)
     integer("masked", masked, 1)
-    if progress is not None and not callable(progress):
-        raise TypeError(f"progress must be a callable taking a str, or None, got {progress!r}")
+    function("progress", progress, "a function of one line of text", optional=True)
     target = task.desired_parameter()
     rows, parent = [], np.random.SeedSequence(seed)
     for r in range(R):

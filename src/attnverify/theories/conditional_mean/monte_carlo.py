@@ -12,7 +12,7 @@ import numpy as np
 from typing import Any, Callable
 
 from ...base.arguments import MOST_NUMBERS_DRAWN, array, at_most_work, backend as backend_argument, fits_in_memory
-from ...base.arguments import generator, integer
+from ...base.arguments import function, generator, integer
 from ...base.backend import Backend
 from ...numerics.statistics import Estimate, RunningMoments, fit_line
 from .attention import unchecked_weighted_mean
@@ -64,8 +64,7 @@ def attention_error(
     """
     be = backend_argument(backend)
     for name, f in (("sample", sample), ("logits", logits)):
-        if not callable(f):
-            raise TypeError(f"{name} must be a callable, got {f!r}")
+        function(name, f)
     target = array("target", target, be, shape=(None,))
     L, R = integer("length", length, 1), integer("replicates", replicates, 2)
     rng = generator(rng, be)

@@ -90,9 +90,7 @@ def unit_pair(
 
 def progress_callback(progress: Any) -> Callable[[int, int], Any] | None:
     """``progress`` if it is None or callable as (t, steps); else a TypeError."""
-    if progress is not None and not callable(progress):
-        raise TypeError(f"progress must be None or a callable (t, steps), got {progress!r:.80}")
-    return progress
+    return arguments.function("progress", progress, "a function (t, steps)", optional=True)
 
 
 # --------------------------------------------------------------------------- random draws

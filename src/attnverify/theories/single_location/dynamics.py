@@ -216,8 +216,7 @@ def projected_gradient_descent(
     """
     be = arguments.backend(backend)
     k, v = _start(k0, v0, be)
-    if not callable(gradient):
-        raise TypeError(f"gradient must be callable (k, v, lam) -> (g_k, g_v), got {gradient!r}")
+    arguments.function("gradient", gradient, "a function (k, v, lam) -> (g_k, g_v)")
     return _checked_descent(k, v, gradient, be, steps, step_size, lam_schedule, record_every, progress)
 
 
