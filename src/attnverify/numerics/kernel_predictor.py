@@ -85,12 +85,21 @@ def predictor_statistics(U, X_train, y_train, X_test, temperature: float, *, spa
             W = be.solve_triangular(LB, phi.T, lower=True, check_finite=False)
             variance = temperature * xp.sum(W * W, axis=0)
         else:
-            L = lower_cholesky(be, add_to_diagonal(be, Phi @ Phi.T, temperature))
-            k = Phi @ phi.T  # (P, Q)
-            mean = k.T @ cholesky_solve(be, L, y)
-            W = be.solve_triangular(L, k, lower=True, check_finite=False)
-            variance = xp.sum(phi * phi, axis=1) - xp.sum(W * W, axis=0)
+            return kernel_statistics(be, Phi @ Phi.T, Phi @ phi.T, xp.sum(phi * phi, axis=1), y, temperature,
+                                     "X_test")
     return statistics(be.to_numpy(mean), be.to_numpy(variance), "X_test")
+
+
+def kernel_statistics(be, K, k, kappa, y, temperature: float, inputs: str) -> PredictorStatistics:
+    """The predictor from kernels: ⟨f(x)⟩ = kᵀ(K + T·I)⁻¹y and ⟨δf(x)²⟩ = κ − |L⁻¹k|² with L the Cholesky factor of
+    K + T·I, for the training kernel K (P, P; overwritten), k (P, Q) between training and test inputs and the test
+    inputs' prior variances κ (Q,), all on ``be``; `statistics` names ``inputs`` where float64 overflows."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        L = lower_cholesky(be, add_to_diagonal(be, K, temperature))
+        mean = k.T @ cholesky_solve(be, L, y)
+        W = be.solve_triangular(L, k, lower=True, check_finite=False)
+        variance = kappa - be.xp.sum(W * W, axis=0)
+    return statistics(be.to_numpy(mean), be.to_numpy(variance), inputs)
 
 
 def statistics(mean: np.ndarray, variance: np.ndarray, inputs: str) -> PredictorStatistics:

@@ -22,10 +22,10 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
 from ..base import arguments, blas
-from ..numerics.kernel_predictor import PredictorStatistics, predictor_statistics, statistics
+from ..base.backend import get_backend
+from ..numerics.kernel_predictor import PredictorStatistics, kernel_statistics, predictor_statistics
 from .declaration import SaddlePointAction
 from .solve import Solution
 
@@ -53,8 +53,8 @@ def predict(declaration: SaddlePointAction, solution: Solution, data: Mapping[st
             test: Mapping[str, Any]) -> PredictorStatistics:
     r"""$\langle f(x)\rangle$ and $\langle \delta f(x)^2\rangle$ at the solution's order parameters, on ``test``
     (``X_test``, or ``C_test`` and ``C_test_diagonal``), given the training ``data`` the solution was solved on: from
-    features by `attnverify.numerics.kernel_predictor.predictor_statistics` (in the feature space where it is
-    smaller).
+    kernels by `attnverify.numerics.kernel_predictor.kernel_statistics`, from features by
+    `attnverify.numerics.kernel_predictor.predictor_statistics` (in the feature space where it is smaller).
     Its factorisations are $P \times P$, small as the solver's: one BLAS thread (`attnverify.base.blas`)."""
     with blas.threads(1):
         return _predict(declaration, solution, data, test)
@@ -124,10 +124,7 @@ def _predict_at(U: np.ndarray, temperature: float, data: Mapping[str, Any],
         raise ValueError(f"C_test_diagonal must be a kernel's diagonal: the prior variance Σ U_ab C_ab(x, x) of test "
                          f"input {int(negative[0])} is {kappa[negative[0]]:.3g} < 0")
     y = arguments.array("y", data["y"], shape=(K.shape[0],))
-    factor = cho_factor(K + temperature * np.eye(K.shape[0]), lower=True)
-    with np.errstate(over="ignore", invalid="ignore"):
-        W = solve_triangular(factor[0], k.T, lower=True, check_finite=False)
-        return statistics(k @ cho_solve(factor, y), kappa - np.sum(W * W, axis=0), "C_test")
+    return kernel_statistics(get_backend("numpy"), K, k.T, kappa, y, temperature, "C_test")
 
 
 def kernel_alignment(declaration: SaddlePointAction, solution: Solution,
