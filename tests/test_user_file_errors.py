@@ -48,6 +48,22 @@ MISTAKES = {
         CONCISE + "def draws(rng, n, x):\n    return rng.standard_normal(n) + x\n\n"
         "theory.monte_carlo(draws, expected=lambda x: x, relative=0.1, x=0.5)\n", 10,
         "x=0.5 is not a strategy (st.just(0.5) for a constant)"),
+    "an option misspelt (monte_carlo)": (
+        CONCISE + "def draws(rng, n, x):\n    return rng.standard_normal(n) + x\n\n"
+        "theory.monte_carlo(draws, expected=lambda x: x, relativ=0.1, x=st.floats(0, 1))\n", 10,
+        "monte_carlo has no option relativ=: did you mean relative=?"),
+    "an option misspelt (saddle_point)": (
+        CONCISE + "import sympy\nfrom attnverify.saddle import SaddlePointAction, positive, wishart_entropy\n"
+        "from attnverify.saddle.network import one_hidden_layer\n"
+        "Q, N, s = positive('Q'), *sympy.symbols('N s', positive=True)\n"
+        "action = SaddlePointAction(order_parameters={'Q': Q}, entropy=wishart_entropy(Q, N, s), kernel='Q', width=N)\n"
+        "theory.saddle_point(action, netwrok=lambda N, s: one_hidden_layer(N, 1, readout_variance_total=s),\n"
+        "                    N=st.just(10), s=st.just(1.0), temperature=st.just(0.1))(\n"
+        "    lambda: dict(C=[[1.0]], y=[1.0]))\n", 12,
+        "saddle_point has no option netwrok=: did you mean network=?"),
+    "a function where a strategy belongs": (
+        CONCISE + "def f(x):\n    return x\n\n@theory.claim(x=f)\n" + CHECK, 10,
+        "x= got the function f, not a strategy"),
     "shrink_budget=-1": (
         CONCISE + "@theory.claim(x=st.floats(0, 1), shrink_budget=-1)\n" + CHECK, 7,
         "claim 'scratch.ok': shrink_budget (checks spent shrinking a failure) must be an integer ≥ 0"),
@@ -89,6 +105,10 @@ MISTAKES = {
         CONCISE + "import sympy\nm, a = sympy.symbols('m a')\n\n@theory.derivation\ndef d(step):\n"
         '    """A derivation"""\n    step("Its value", sympy.Eq(m, 2 * a), kind="defintion")\n', 13,
         "kind must be one of ('derived', 'definition', 'assumption', 'condition'), got 'defintion'"),
+    "a misspelt keyword of a derivation's step": (
+        CONCISE + "import sympy\nm, a = sympy.symbols('m a')\n\n@theory.derivation\ndef d(step):\n"
+        '    """A derivation"""\n    step("Its value", sympy.Eq(m, 2 * a), kin="definition")\n', 13,
+        "step takes name=, kind= and substitute=, not kin=: did you mean kind=?"),
     "a claim defined twice": (
         CONCISE + "@theory.claim(x=st.floats(0, 1))\n" + CHECK + "\n@theory.claim(x=st.floats(0, 1))\n" + CHECK, 12,
         "already has a claim named scratch.ok"),

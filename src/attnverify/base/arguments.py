@@ -195,6 +195,14 @@ def name_mismatch(given: Sequence[str], expected: Sequence[str], *, unknown: str
     return (f"; missing {', '.join(missing)}" if missing else "") + (f"; {unknown} {', '.join(extra)}" if extra else "")
 
 
+def closest(word: str, candidates: Sequence[str], cutoff: float = 0.75) -> str | None:
+    """The candidate ``word`` most likely misspells (difflib's ratio ≥ ``cutoff``), or None: for "did you mean"."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
 def one_of(name: str, value: Any, choices: Sequence[Any]) -> Any:
     """``value`` when it is one of ``choices``, else ValueError listing them."""
     try:

@@ -161,7 +161,9 @@ def _parameters(name: str, parameters: Any) -> st.SearchStrategy:
             raise ValueError(f"parameter names must be identifiers, got {keys}")
         if bad:
             raise TypeError("every parameter needs a hypothesis strategy; "
-                            + "; ".join(f"{k}={v!r} is not a strategy (st.just({v!r}) for a constant)"
+                            + "; ".join(f"{k}= got the function {getattr(v, '__name__', type(v).__name__)}, not a "
+                                        "strategy" if callable(v) else
+                                        f"{k}={v!r} is not a strategy (st.just({v!r}) for a constant)"
                                         for k, v in bad.items()))
         return st.fixed_dictionaries(parameters)
     if not isinstance(parameters, st.SearchStrategy):

@@ -74,11 +74,19 @@ class DerivationRecorder:
         self._steps: list[Step] = []
 
     def step(self, description: str, expression: sympy.Basic, *, name: str | None = None, kind: str = "derived",
-             substitute: dict | None = None) -> sympy.Basic:
+             substitute: dict | None = None, **unknown) -> sympy.Basic:
         """Record a step; ``name`` exports its expression as a result (unique within the derivation). ``kind``:
         "derived" (checked), "definition" or "assumption" (shown as such), "condition" (an equation to solve, held
         against the later steps that solve it). ``substitute``: the values at which the step holds (the earlier
-        form of its left side taken there: ``{κ: 1, ρ: 0}``)."""
+        form of its left side taken there: ``{κ: 1, ρ: 0}``). Any other keyword is refused, naming the one it
+        misspells."""
+        if unknown:
+            from ..base.arguments import closest
+
+            word = next(iter(unknown))
+            close = closest(word, ("name", "kind", "substitute"), cutoff=0.6)
+            raise TypeError(f"step takes name=, kind= and substitute=, not {word}="
+                            + (f": did you mean {close}=?" if close else ""))
         if name is not None:
             if not isinstance(name, str) or not name:
                 raise ValueError(f"name must be a non-empty string, got {name!r}")

@@ -174,10 +174,8 @@ def _entropy_minimum(declaration: SaddlePointAction, values: tuple, tolerance: f
 def given_temperature(temperature, parameters: Mapping[str, Any]) -> float:
     """The temperature T > 0, or, where it is missing, a TypeError that names a misspelt keyword among the others."""
     if temperature is None:
-        import difflib
-
-        close = difflib.get_close_matches("temperature", list(parameters), n=1, cutoff=0.6)
-        hint = f"; {close[0]}={parameters[close[0]]!r} is no parameter: did you mean temperature=?" if close else ""
+        close = arguments.closest("temperature", list(parameters), cutoff=0.6)
+        hint = f"; {close}={parameters[close]!r} is no parameter: did you mean temperature=?" if close else ""
         raise TypeError(f"temperature must be given (temperature=T, T > 0){hint}")
     return arguments.positive("temperature", temperature)
 

@@ -160,7 +160,7 @@ class Theory:
         dict of them (``st.integers(1, 40).flatmap(lambda L: st.fixed_dictionaries({"L": st.just(L), "order":
         st.permutations(range(L))}))``). The statement is the docstring. Returns the
         [`Claim`][attnverify.checks.claim.Claim]."""
-        options_not_strategies("claim", name=name, statement=statement, source=source, expect=expect,
+        options_not_strategies("claim", strategies, name=name, statement=statement, source=source, expect=expect,
                                 examples=examples, shrink_budget=shrink_budget)
         label = f"{self.name}.{name or '…'}"
         if parameters is not None and strategies:
@@ -221,7 +221,7 @@ class Theory:
         draws of shape $(n, k)$, each mean is sized and compared, and the component closest to failing decides
         ([`worst_case`][attnverify.checks.cases.worst_case]), each named by ``components`` (default "component j");
         ``relative`` and ``figure`` are for one quantity."""
-        options_not_strategies("monte_carlo", expected=expected, resolution=resolution, relative=relative,
+        options_not_strategies("monte_carlo", strategies, expected=expected, resolution=resolution, relative=relative,
                                 budget=budget, bounds=bounds, bias=bias, chunk=chunk, components=components,
                                 figure=figure, xlabel=xlabel,
                                 ylabel=ylabel,
@@ -315,7 +315,7 @@ class Theory:
         (``data_map(data, heads, layer)``, ``order_map(order, heads, layer)``), each with a strategy."""
         from ..saddle import claims as saddle_claims, network_claims, width_claims
 
-        options_not_strategies("saddle_point", name=name, symmetries=symmetries, network=network, figure=figure,
+        options_not_strategies("saddle_point", strategies, name=name, symmetries=symmetries, network=network, figure=figure,
                                 test_error=test_error, source=source, examples=examples, expect=expect)
         for option, given in (("figure", figure is not None), ("test_error", bool(test_error))):
             if given and network is None:

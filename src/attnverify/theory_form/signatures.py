@@ -9,9 +9,11 @@ refused by name, at definition where the names are known.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from hypothesis import strategies as st
+
+from ..base.arguments import closest
 
 
 def signature_call(function: Callable, names: tuple[str, ...] | None, what: str) -> Callable[[dict, Any], Any]:
@@ -69,12 +71,18 @@ def accepts_the_drawn(expected: Callable, names: tuple[str, ...]) -> None:
                         f"{', '.join(parameters) or 'none'}); add {', '.join(f'{n}=...' for n in refused)} or **p")
 
 
-def options_not_strategies(what: str, **options) -> None:
-    """An option given a strategy is a parameter that took an option's name: say so, by name."""
+def options_not_strategies(what: str, strategies: Mapping[str, Any] | None = None, /, **options) -> None:
+    """An option given a strategy is a parameter that took an option's name: say so, by name. A keyword among the
+    ``strategies`` that is no strategy and whose name is close to an option's is that option misspelt: say which."""
     taken = [n for n, v in options.items() if isinstance(v, st.SearchStrategy)]
     if taken:
         raise TypeError(f"{', '.join(taken)} {'is an option' if len(taken) == 1 else 'are options'} of {what}, not a "
                         f"parameter: rename the parameter")
+    for name, value in (strategies or {}).items():
+        close = closest(name, list(options))
+        if close and not isinstance(value, st.SearchStrategy):
+            raise TypeError(f"{what} has no option {name}=: did you mean {close}=? (a parameter of the claims takes a "
+                            "hypothesis strategy)")
 
 
 
