@@ -88,7 +88,8 @@ def test_inputs_the_network_cannot_read_and_a_test_that_is_no_pair_are_named():
     from attnverify.saddle.network import one_hidden_layer, sample_order_parameters
 
     X, y = np.ones((6, 3)), np.linspace(-1.0, 1.0, 6)
-    with pytest.raises(ValueError, match=r"^X of shape \(6, 3\) does not fit the network \(hidden weights \(4, 2\)"):
+    with pytest.raises(ValueError, match=r"^X of shape \(6, 3\) does not fit the network \(hidden weights \(4, 2\)"
+                                         r".*; X has 3 columns where they read 2$"):
         sample_order_parameters(one_hidden_layer(4, 2), X, y, temperature=0.1, chains=2, warmup=4, draws=4)
     for name, X_, y_ in (("X", 1e200 * X, y), ("y", X, 1e200 * y)):
         with pytest.raises(ValueError, match=f"^{name} is too large: the sum of its squares overflows float64"):

@@ -202,9 +202,12 @@ class CollapsedNetworkPosterior:
             network.features(be.xp.zeros((1, *network.weight_shape)), self.inputs)
         except (ValueError, TypeError, IndexError) as error:
             text = str(error).splitlines()[0] if str(error) else type(error).__name__
+            width = network.weight_shape[-1]
+            cause = (f"X has {X.shape[-1]} columns where they read {width}" if X.shape[-1] != width else
+                     f"its features raised {type(error).__name__}: {text}")
             raise ValueError(f"X of shape {tuple(X.shape)} does not fit the network (hidden weights "
-                             f"{tuple(network.weight_shape)}: X's columns must be its input width); its features "
-                             f"raised {type(error).__name__}: {text}"[:300]) from None
+                             f"{tuple(network.weight_shape)}: X's columns must be its input width); {cause}"[:300]
+                             ) from None
 
     def chain_bytes(self, tests: int = 0) -> tuple[int, int]:
         """One chain's working memory in bytes, (weights, data), ``tests`` the test inputs: the weights with their
