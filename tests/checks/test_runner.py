@@ -141,3 +141,29 @@ def test_the_examples_rule_and_the_default_that_follows_it():
         examples_needed(1.0)
     with pytest.raises(ValueError, match="miss_probability must be in"):
         examples_needed(0.5, 0.0)
+
+
+@claim("demo.square_below_fifty_away_from_zero", parameters=st.fixed_dictionaries({"x": st.floats(-10, 10)}),
+       examples={"quick": 60, "thorough": 60})
+def square_below_fifty_away_from_zero(p, ctx):
+    """x² ≤ 50 for every x in [−10, 10] (false), by a check that cannot run below |x| = 7.5 once a failure is seen
+    (the shrinking's candidates)."""
+    if p["x"] ** 2 > 50:
+        FAILURES_SEEN.append(p["x"])
+    elif FAILURES_SEEN and abs(p["x"]) < 7.5:
+        raise ValueError(f"no check at x = {p['x']}")
+    return at_most(p["x"] ** 2, 50.0)
+
+
+FAILURES_SEEN: list = []
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_shrink_candidates_the_check_cannot_run_are_counted_and_the_first_named(seed):
+    """Shrinking towards 0 meets x the check cannot run: not a smaller failure, and the note says what it raised,
+    where."""
+    FAILURES_SEEN.clear()
+    result = run_claim(square_below_fifty_away_from_zero, seed=seed)
+    assert result.status == "refuted" and result.counterexample.parameters["x"] ** 2 > 50
+    notes = [n for n in result.notes if "shrink candidates could not be checked" in n]
+    assert len(notes) == 1 and "ValueError: no check at x = " in notes[0] and "the first, at x=" in notes[0]

@@ -47,6 +47,7 @@ from ..base.cache import cache_directory
 from .claim import Claim, Context, in_package
 from .drawn import drawn_ranges, unbounded_draws
 from .evidence import Evidence
+from .story import first_line, format_parameters
 from .strategies import declared_ranges, drawing_ends
 from .warned import warned, warning_notes
 
@@ -416,7 +417,7 @@ def run_claim(
     checked: list[Example] = []
     failing: dict[str, Example] = {}
     state = {"failed": False, "shrink_trials": 0, "last": None, "reused_seconds": 0.0, "error": None,
-             "shrink_errors": 0}
+             "shrink_errors": 0, "shrink_error": None}
     start = time.perf_counter()
     searches = _searches(claim, total, seed)
 
@@ -444,6 +445,7 @@ def run_claim(
             if example.status == "error":
                 if state["failed"]:
                     state["shrink_errors"] += 1  # a shrink candidate the check cannot run is no smaller failure
+                    state["shrink_error"] = state["shrink_error"] or example
                 else:
                     state["error"] = example  # an error of the claim's code: not a counterexample, not shrunk
                 return
@@ -471,8 +473,10 @@ def run_claim(
     if counterexample is not None:
         status = "refuted"
         if state["shrink_errors"]:
-            notes.append(f"{state['shrink_errors']} shrink candidates could not be checked (their check raised); "
-                         "they were not counted as failures")
+            first = state["shrink_error"]
+            notes.append(f"{state['shrink_errors']} shrink candidates could not be checked (their check raised; the "
+                         f"first, at {format_parameters(first.parameters)}: {first_line(first.error)}); they were not "
+                         "counted as failures")
     elif state["error"] is not None:
         status = "error"
         notes.append("the claim's check failed to run (an error of its code, not a counterexample)")
