@@ -41,9 +41,10 @@ def _teacher(P, d, seed):
     return X, 3 * np.maximum(X @ draw.standard_normal(d) / np.sqrt(d), 0.0) - 1.2
 
 
-def _linear_claim(coefficient: float = 1.0):
+def _linear_claim(coefficient: float = 1.0, bias=None):
     """The one-scalar theory at the relu example's setting with LINEAR units (C = X Xᵀ/d, exact for them), the
-    entropy (N/2)(Q/σ² − c·ln Q): c = 1 is right, c = 1.1 plants a 10 % error in the coefficient of ln Q."""
+    entropy (N/2)(Q/σ² − c·ln Q): c = 1 is right, c = 1.1 plants a 10 % error in the coefficient of ln Q; ``bias``:
+    the saddle_point's stated bias budget."""
     from attnverify.saddle.network import one_hidden_layer
 
     theory = Theory("linear_at_relu_setting")
@@ -51,7 +52,7 @@ def _linear_claim(coefficient: float = 1.0):
     action = SaddlePointAction(order_parameters={"Q": Q}, entropy=N / 2 * (Q / sigma2 - coefficient * sympy.log(Q)),
                                kernel="Q", width=N)
 
-    @theory.saddle_point(action, **{name: st.just(value) for name, value in SETTING.items()},
+    @theory.saddle_point(action, **{name: st.just(value) for name, value in SETTING.items()}, bias=bias,
                          network=lambda N, sigma2, d: one_hidden_layer(N, d, readout_variance_total=sigma2,
                                                                        activation="linear"))
     def teacher(rng, P, d, seed):
@@ -86,6 +87,16 @@ def test_a_planted_ten_percent_error_in_the_coefficient_of_ln_q_is_refuted():
     result = run_claim(_linear_claim(1.1), profile="quick", seed=run_seed(0))
     assert result.status == "refuted", _note(result)
     assert "against the action's prediction 2.5367 (quadrature)" in _note(result)
+
+
+def test_a_stated_bias_budget_widens_the_allowance_by_itself_and_is_printed():
+    """The same planted 10 % error with a stated bias 5.7·σ²/N (0.225 at N = 38, σ² = 1.5), a function of the drawn
+    parameters: the gap 0.10 is within 5 MCSE + 0.225, and the story names the budget."""
+    result = run_claim(_linear_claim(1.1, bias=lambda N, sigma2, **p: 5.7 * sigma2 / N), profile="quick",
+                       seed=run_seed(0))
+    note = _note(result)
+    assert result.status == "holds", note
+    assert "+ stated bias 0.225 = " in note
 
 
 @pytest.mark.thorough  # 13–15 s of sampling: the quick tier's comparisons are examples/linear_network.py's claims
@@ -160,6 +171,14 @@ def test_the_allowance_is_z_mcse_plus_the_stated_error_at_its_edge():
     assert inside.holds and not outside.holds
     assert "allowance 5 MCSE = 0.0100 + prediction error 0.0100 (quadrature) = 0.0200" in inside.note
     assert inside.saddle_worst == pytest.approx((0.1 + 0.02) / 0.02, rel=1e-6)
+
+
+def test_the_allowance_with_a_stated_bias_is_z_mcse_plus_the_stated_error_plus_the_bias_at_its_edge():
+    prediction = SimpleNamespace(mean={"Q": 2.0}, error={"Q": 0.01}, saddle={"Q": 1.9}, method="quadrature")
+    inside = compare_with_prediction("Q", _summary(2.0 + 5 * 0.002 + 0.01 + 0.03 - 1e-9, 0.002), prediction, 0.03)
+    outside = compare_with_prediction("Q", _summary(2.0 + 5 * 0.002 + 0.01 + 0.03 + 1e-9, 0.002), prediction, 0.03)
+    assert inside.holds and not outside.holds
+    assert "+ prediction error 0.0100 (quadrature) + stated bias 0.03 = 0.0500" in inside.note
 
 
 def test_a_matrix_comparison_says_the_laplace_estimate_is_its_only_error_source():

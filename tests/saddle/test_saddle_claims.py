@@ -223,6 +223,10 @@ def test_saddle_point_options_are_checked():
     strategies = dict(N=st.just(10.0), temperature=st.just(0.1))
     with pytest.raises(TypeError, match="figure= compares sampled networks .* it needs network="):
         theory.saddle_point(action, figure=dict(N=(10, 20), temperature=0.1), **strategies)(lambda rng: {})
+    with pytest.raises(TypeError, match="bias= compares sampled networks .* it needs network="):
+        theory.saddle_point(action, bias=0.1, **strategies)(lambda rng: {})
+    with pytest.raises(ValueError, match="^bias must be a non-negative finite number or a function of the parameters"):
+        theory.saddle_point(action, bias=-0.1, network=lambda N: one_hidden_layer(N, 2), **strategies)(lambda rng: {})
     network = lambda N: one_hidden_layer(N, 2)  # noqa: E731
     with pytest.raises(ValueError, match=r"exactly one width \(N\) takes a sequence .* got sequences for N, temperature"):
         Theory("sweeps").saddle_point(action, network=network, figure=dict(N=(10, 20), temperature=(0.1, 0.2)),

@@ -240,12 +240,13 @@ class Comparison:
     figures: dict
 
 
-def compare_with_prediction(name: str, summary, prediction) -> Comparison:
+def compare_with_prediction(name: str, summary, prediction, bias: float = 0.0) -> Comparison:
     """``summary`` (a `ChainSummary` of the sampled order parameter) against
     the action's own prediction (a [`Prediction`][attnverify.saddle.beyond.Prediction]): holds where every entry's gap
-    |sampled − E[u]| is within z·MCSE + the prediction's stated error, z from `ChainSummary.mcse_z` (at least
-    5; Student's t with Bonferroni over the entries). The false-alarm rate where the action is exact is that of the
-    z·MCSE bound alone (the stated error covers the prediction's own), ≤ the project's FALSE_ALARM per summary."""
+    |sampled − E[u]| is within z·MCSE + the prediction's stated error + the theorist's stated ``bias`` budget (what
+    the action is known to leave out, 0 by default), z from `ChainSummary.mcse_z` (at least 5; Student's t with
+    Bonferroni over the entries). The false-alarm rate where the action is exact is that of the z·MCSE bound alone
+    (the stated error covers the prediction's own), ≤ the project's FALSE_ALARM per summary."""
     mean, error = np.asarray(prediction.mean[name], dtype=float), np.abs(np.asarray(prediction.error[name], float))
     saddle = np.asarray(prediction.saddle[name], dtype=float)
     sampled, mcse, z = np.asarray(summary.mean, dtype=float), np.asarray(summary.mcse, float), summary.mcse_z()
@@ -256,13 +257,13 @@ def compare_with_prediction(name: str, summary, prediction) -> Comparison:
     # the prediction's mean, error and saddle have the declaration's
     monte_carlo = np.reshape(z * mcse, mean.shape)  # z per entry (Student's t) or one
     sampled, mcse = sampled.reshape(mean.shape), mcse.reshape(mean.shape)
-    allowed = monte_carlo + error
+    allowed = monte_carlo + error + bias
     gap, saddle_gap = np.abs(sampled - mean), np.abs(sampled - saddle)
     worst, saddle_worst = float(np.max(gap / allowed)), float(np.max(saddle_gap / allowed))
     source = PREDICTION_SOURCE[prediction.method]
     note = (f"{name}: sampled {_shown(sampled)} ± {_shown(mcse)} against the action's prediction {_shown(mean)} "
             f"({source}), the saddle point {_shown(saddle)}; allowance {_one_z(z)} MCSE = {_shown(monte_carlo)} + "
-            f"prediction error {_shown(error)} ({source}) = {_shown(allowed)}; gap {_shown(gap)}, "
+            f"prediction error {_shown(error)} ({source}){_stated(bias)} = {_shown(allowed)}; gap {_shown(gap)}, "
             f"{worst:.3g}× the allowance (the saddle point alone: {saddle_worst:.3g}×)")
     if prediction.method == "laplace":
         note += ("; beyond the Monte Carlo error the allowance rests only on the next-order Laplace expansion's "
@@ -275,22 +276,29 @@ def compare_with_prediction(name: str, summary, prediction) -> Comparison:
     return Comparison(name, bool(np.all(gap <= allowed)), worst, saddle_worst, note, figures)
 
 
-def _compare_with_budget(name: str, summary, theory: Mapping, shifted: Mapping, D: int, width: int) -> Comparison:
+def _stated(bias: float) -> str:
+    """The stated bias budget as a term of an allowance's sum, "" where none is stated."""
+    return f" + stated bias {bias:.3g}" if bias else ""
+
+
+def _compare_with_budget(name: str, summary, theory: Mapping, shifted: Mapping, D: int, width: int,
+                         bias: float = 0.0) -> Comparison:
     """The generalisation error against the saddle point's within z MCSE + the O(1/N) budget of
-    `_finite_width_budget` (for order parameters beyond the quadrature's reach, where the action gives no
-    prediction of it here)."""
+    `_finite_width_budget` + the stated ``bias`` (for order parameters beyond the quadrature's reach, where the
+    action gives no prediction of it here)."""
     U = theory[name]
     budget = _finite_width_budget(U, shifted[name], D, width)
-    allowed = summary.mcse_z() * summary.mcse + budget
+    allowed = summary.mcse_z() * summary.mcse + budget + bias
     gap = np.abs(np.asarray(summary.mean) - U)
     worst = float(np.max(gap / allowed))
     note = (f"{name}: sampled {_shown(summary.mean)} ± {_shown(summary.mcse)}, the saddle point {_shown(U)}; "
-            f"allowance {_one_z(summary.mcse_z())} MCSE + the O(1/N) budget {_shown(budget)} = {_shown(allowed)}")
+            f"allowance {_one_z(summary.mcse_z())} MCSE + the O(1/N) budget {_shown(budget)}{_stated(bias)} = "
+            f"{_shown(allowed)}")
     return Comparison(name, bool(np.all(gap <= allowed)), worst, worst, note, {})
 
 
 def _comparisons(s: SaddleSetting, sampled, action_values: dict, temperature: float, data: Mapping, width: int,
-                 test_error: bool, backend) -> list[Comparison]:
+                 test_error: bool, backend, bias: float = 0.0) -> list[Comparison]:
     """Each recorded quantity the claim judges: the order parameters against the action's prediction
     (`compare_with_prediction`); with ``test_error`` the generalisation error against the action's prediction
     of it where the quadrature gives one (`generalisation_prediction`), else against the saddle point's
@@ -304,23 +312,25 @@ def _comparisons(s: SaddleSetting, sampled, action_values: dict, temperature: fl
         raise ValueError(f"the network estimates {unknown[0]!r}, which the action does not declare")
     prediction = prediction_at(s, action_values, temperature, data, backend)
     if not test_error:
-        return [compare_with_prediction(name, sampled.summaries[name], prediction) for name in names]
+        return [compare_with_prediction(name, sampled.summaries[name], prediction, bias) for name in names]
     if prediction.method == "quadrature":
         predicted = generalisation_prediction(s, prediction, temperature, data)
-        return [compare_with_prediction(name, sampled.summaries[name], predicted) for name in names]
+        return [compare_with_prediction(name, sampled.summaries[name], predicted, bias) for name in names]
     D = s.wishart_size
     theory = theory_at(s, action_values, temperature, data, backend)
     shifted = theory_at(s, s.declaration.with_widths(action_values, lambda n: n - D - 1), temperature, data, backend)
-    return [_compare_with_budget(name, sampled.summaries[name], theory, shifted, D, width) for name in names]
+    return [_compare_with_budget(name, sampled.summaries[name], theory, shifted, D, width, bias) for name in names]
 
 
-def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool = False) -> Callable:
+def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool = False,
+                           bias: Callable[[Mapping, Any], float] | None = None) -> Callable:
     """Networks sampled from the posterior (the readout integrated out, `attnverify.saddle.network`) have the
     action's own posterior mean of the order parameters (`prediction_at`: quadrature or next-order Laplace)
     within z MCSE + that prediction's stated error (`compare_with_prediction`), the saddle point printed
     beside it; with ``test_error``, their generalisation error on the data's test inputs (`TEST_KEYS`) the
-    saddle point's within z MCSE + the O(1/N) budget of `_finite_width_budget`. Unconverged chains (R-hat/ESS
-    gate, over every quantity recorded) make the example inconclusive."""
+    saddle point's within z MCSE + the O(1/N) budget of `_finite_width_budget`. ``bias(p, ctx)``: the theorist's
+    stated bias budget at the drawn parameters, added to each allowance. Unconverged chains (R-hat/ESS gate, over
+    every quantity recorded) make the example inconclusive."""
     from .sampling import sampler_size
 
     def check(p, ctx) -> Evidence:
@@ -331,8 +341,9 @@ def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool
                              f"networks, got {_widths_note(s.declaration, action_values)}")
         sampled = sample_networks(s, made, data, temperature, int(ctx.rng.integers(2**31)), ctx.backend,
                           sampler_size(ctx.backend, **ctx.choose(**SAMPLING)), test_error)
-        compared = _comparisons(s, sampled, action_values, temperature, data, width, test_error, ctx.backend)
-        within = "prediction error" if not test_error else "budget"
+        compared = _comparisons(s, sampled, action_values, temperature, data, width, test_error, ctx.backend,
+                                0.0 if bias is None else bias(p, ctx))
+        within = ("prediction error" if not test_error else "budget") + (" + stated bias" if bias else "")
         conditions = {f"{c.name} within z MCSE + {within}": c.holds for c in compared}
         converged = all(summary.converged for summary in sampled.summaries.values())
         conditions["the sampler converged (R-hat, ESS)"] = converged

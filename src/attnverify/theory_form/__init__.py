@@ -45,7 +45,8 @@ from ..checks.evidence import Evidence
 from ..execution.settings import RunSettings
 from .derived import DerivationHandle, DerivedFunction
 from .figures import FigureMaker, TheoryVsSimulation
-from .monte_carlo import Sizing, checked_option, compare, figure_axis, finite_expected, simulator, sweep
+from .monte_carlo import (Sizing, bias_at, checked_option, compare, figure_axis, finite_expected, per_profile,
+                          simulator, sweep)
 from .signatures import accepts_the_drawn, options_not_strategies, signature_call, statement_of
 
 __all__ = ["DerivationHandle", "DerivedFunction", "Theory", "TheoryVsSimulation"]
@@ -276,7 +277,7 @@ class Theory:
         return register if function is None else register(function)
 
     def saddle_point(self, declaration, *, name: str = "", symmetries: dict | None = None, network=None,
-                     test_error: bool = False, figure: dict | None = None, source: str = "",
+                     test_error: bool = False, figure: dict | None = None, bias=None, source: str = "",
                      examples: dict | None = None, expect: dict | None = None,
                      **strategies: st.SearchStrategy):
         r"""Register ``data(rng, **data_parameters) -> dict`` (the kernels ``C`` or features ``X`` and the labels
@@ -302,6 +303,10 @@ class Theory:
         each order parameter against $1/N$ (one figure each; a matrix by its trace): the saddle point, the action's
         own prediction and sampled networks, the caption giving the fitted slope of
         $\log\lvert\text{networks} - \text{saddle}\rvert$ against $\log N$ with its standard error.
+        ``bias`` (with ``network``): a stated bias budget $b$ for the sampled networks' comparisons (a number, one per
+        profile, or a function of the drawn parameters, e.g. ``lambda N, **p: 2 / N`` for an $O(1/N)$ effect the
+        action leaves out, such as the non-Gaussian fluctuations of a nonlinear unit's features): each allowance
+        becomes $z$ MCSE + the stated error + $b$, and the story prints $b$ beside them.
         ``expect``: a verdict other than "holds" for some of these claims, by name (e.g.
         ``{"sampled_networks_match_theory": "refuted"}`` for an approximation the networks are known to leave).
         Strategies for every action parameter, ``temperature`` and every data parameter; ``name`` prefixes the claims'
@@ -316,12 +321,23 @@ class Theory:
         from ..saddle import claims as saddle_claims, network_claims, width_claims
 
         options_not_strategies("saddle_point", strategies, name=name, symmetries=symmetries, network=network, figure=figure,
-                                test_error=test_error, source=source, examples=examples, expect=expect)
-        for option, given in (("figure", figure is not None), ("test_error", bool(test_error))):
+                                test_error=test_error, bias=bias, source=source, examples=examples, expect=expect)
+        checked_option("bias", bias, PROFILES, function=True, zero=True)
+        for option, given in (("figure", figure is not None), ("test_error", bool(test_error)),
+                              ("bias", bias is not None)):
             if given and network is None:
                 raise TypeError(f"saddle_point {option}= compares sampled networks with the theory: it needs network=")
         parameters = claim_parameters(strategies, f"{self.name}.{name or 'saddle_point'}")
         prefix = f"{name}_" if name else ""
+        bias_text = "" if bias is None else " + the stated bias budget"
+
+        def stated_bias(p, ctx) -> float:  # the bias budget at the drawn parameters, one number
+            value = bias_at(per_profile(bias, ctx.profile), p)
+            if np.ndim(value) != 0:
+                raise ValueError(f"bias must give one number (a budget for every entry of the order parameters), "
+                                 f"got {np.size(value)}")
+            return float(value)
+
         counts = {"quick": 3, "thorough": 20} if examples is None else \
             claim_examples(examples, f"{self.name}.{name or 'saddle_point'}")
 
@@ -364,20 +380,24 @@ class Theory:
                              f"equals central differences along {network_claims.DIRECTIONS} random directions, within "
                              "10× their own error "
                              "(steps h, h/2, h/4) plus round-off, at prior weights."))
-                made.append(("sampled_networks_match_theory", each(network_claims.sampled_networks_match, network),
+                made.append(("sampled_networks_match_theory",
+                             each(network_claims.sampled_networks_match, network, False,
+                                  None if bias is None else stated_bias),
                              "Networks sampled from the posterior (HMC, the readout integrated out exactly) have the "
                              "action's own posterior mean of the order parameters under e^{−S} (quadrature for at "
                              "most three scalars, else the next order of the Laplace expansion) within z MCSE "
-                             "(z ≥ 5) + that prediction's stated error; the saddle point is printed beside it; "
-                             "unconverged chains are inconclusive."))
+                             f"(z ≥ 5) + that prediction's stated error{bias_text}; the saddle point is printed beside "
+                             "it; unconverged chains are inconclusive."))
             if test_error:
                 made.append(("sampled_networks_generalise_as_theory",
-                             each(network_claims.sampled_networks_match, network, True),
+                             each(network_claims.sampled_networks_match, network, True,
+                                  None if bias is None else stated_bias),
                              "Networks sampled from the posterior have the theory's generalisation error on the test "
                              "inputs, ε_g = mean_t (⟨f(x_t)⟩ − y_t)² + ⟨δf(x_t)²⟩: the action's own posterior mean of "
                              "ε_g(q) under e^{−S} (quadrature, for at most three scalars) within z MCSE (z ≥ 5) + its "
                              "stated error, else the saddle point's within z MCSE + the O(1/N) budget "
-                             "max((D + 1)/N·ε, |ε(N) − ε(N − D − 1)|); unconverged chains are inconclusive."))
+                             f"max((D + 1)/N·ε, |ε(N) − ε(N − D − 1)|){bias_text}; unconverged chains are "
+                             "inconclusive."))
             single, sweeps, kernel = [], {}, None  # claims at the figure's one setting (one example each); its figures
             if figure is not None:
                 drawn = s.at(figure)  # a family's member at the figure's structure
