@@ -197,6 +197,17 @@ def test_arguments_are_refused_by_name(changes, error, message):
         sized_mean(draw, rng, **arguments)
 
 
+def test_a_bad_draw_is_named_by_the_function_that_drew_it():
+    """A named function's output is refused under its own name, a lambda's as draw(rng, n)."""
+    def products(rng, n):
+        return np.full(n, np.nan)
+
+    with pytest.raises(ValueError, match=r"^products\(rng, 1000\) returned nan at index \(0,\)"):
+        sized_mean(products, np.random.default_rng(0), resolution=0.1)
+    with pytest.raises(ValueError, match=r"^draw\(rng, 1000\) returned nan"):
+        sized_mean(lambda rng, n: products(rng, n), np.random.default_rng(0), resolution=0.1)
+
+
 def test_sized_estimate_checks_its_own_figures():
     good = dict(mean=1.0, standard_error=0.01, samples=300, resolution=0.1, reached=True, budget=1000,
                 batches=(100, 200), draws_needed=75)

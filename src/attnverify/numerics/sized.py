@@ -144,8 +144,9 @@ def _numbers(name: str, value: Any, *, nonnegative: bool = True) -> np.ndarray:
     return values
 
 
-def _checked_draws(values: Any, n: int, columns: int | None) -> tuple[Any, Any]:
-    """The draw's output as a float array (n,) or (n, k) of its own backend; refused by name otherwise."""
+def _checked_draws(values: Any, n: int, columns: int | None, who: str = "draw") -> tuple[Any, Any]:
+    """The draw's output as a float array (n,) or (n, k) of its own backend; refused otherwise, naming the function
+    ``who`` that drew it."""
     if getattr(values, "dtype", None) is None:
         try:
             values = np.asarray(values)
@@ -153,18 +154,18 @@ def _checked_draws(values: Any, n: int, columns: int | None) -> tuple[Any, Any]:
             values = np.asarray(None)
     xp = array_module(values)
     if getattr(values.dtype, "kind", "O") not in "biuf":
-        raise TypeError(f"draw(rng, {n}) must return an array of {n} real draws, got {type(values).__name__} "
+        raise TypeError(f"{who}(rng, {n}) must return an array of {n} real draws, got {type(values).__name__} "
                         f"of dtype {values.dtype}")
     values = values.astype(xp.float64)
     shapes = f"({n},) or ({n}, k)" if columns is None else (f"({n},)" if columns == 0 else f"({n}, {columns})")
     if values.ndim not in (1, 2) or values.shape[0] != n or (columns is not None and (values.ndim == 1) != (columns == 0)) \
             or (columns and values.shape[1] != columns) or (values.ndim == 2 and values.shape[1] == 0):
-        raise ValueError(f"draw(rng, {n}) must return shape {shapes} (the same in every call), "
+        raise ValueError(f"{who}(rng, {n}) must return shape {shapes} (the same in every call), "
                          f"got {tuple(values.shape)}")
     finite = xp.isfinite(values)
     if not bool(xp.all(finite)):
         where = tuple(int(i) for i in np.argwhere(~to_numpy(finite))[0])
-        raise ValueError(f"draw(rng, {n}) returned {float(values[where])} at index {where}: every draw must be "
+        raise ValueError(f"{who}(rng, {n}) returned {float(values[where])} at index {where}: every draw must be "
                          "finite (check the simulation's parameters)")
     return values, xp
 
@@ -224,6 +225,8 @@ def sized_mean(
     The stopping rule thus moves the mean by a few hundredths of an SE: negligible against $z = 5$.
     """
     arguments.function("draw", draw, "a function draw(rng, n) returning n i.i.d. draws")
+    who = getattr(draw, "__name__", "draw")  # the function its output's refusals name (a lambda: "draw")
+    who = who if who.isidentifier() else "draw"
     rng = arguments.generator(rng, any_backend=True)  # only handed on to draw(rng, n)
     z = arguments.real("z", z, low=0.0, open_low=True)
     budget = arguments.integer("budget", budget, 2)
@@ -265,7 +268,7 @@ def sized_mean(
         done = 0
         while done < size:
             n = min(chunk, size - done)
-            values, xp = _checked_draws(draw(rng, n), n, columns)
+            values, xp = _checked_draws(draw(rng, n), n, columns, who)
             if columns is None:
                 columns = 0 if values.ndim == 1 else int(values.shape[1])
                 if target.ndim and (columns == 0 or target.shape[0] != columns):

@@ -51,10 +51,12 @@ def simulator(function: Callable, names: tuple[str, ...]) -> Callable:
         return draws
 
     def prepare(p: dict, ctx, components: int | None = None) -> tuple[Callable, object]:
-        if on_backend:
-            return (lambda rng, size: quantities(function(rng, size, backend=ctx.backend, **p), size, components),
-                    ctx.backend_rng())
-        return (lambda rng, size: quantities(function(rng, size, **p), size, components)), ctx.rng
+        extra = {"backend": ctx.backend} if on_backend else {}
+
+        def draw(rng, size):
+            return quantities(function(rng, size, **extra, **p), size, components)
+        draw.__name__ = function.__name__  # the draws' refusals name the theory's function
+        return draw, ctx.backend_rng() if on_backend else ctx.rng
 
     return prepare
 
