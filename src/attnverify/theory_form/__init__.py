@@ -210,7 +210,8 @@ class Theory:
         within it could move, and the resolution asked of a relative ``relative`` is at most that fraction of the
         range's largest magnitude.
         ``figure``: the parameters of a theory-vs-simulation figure, one of them an array (the axis), the rest
-        fixed, e.g. ``dict(sigma=np.linspace(0.1, 1.5, 8), L=16)``. ``resolution``, ``relative`` and ``budget`` may
+        fixed, e.g. ``dict(sigma=np.linspace(0.1, 1.5, 8), L=16)``, its axes labelled ``xlabel`` (default: the
+        axis's name) and ``ylabel`` (default "value"). ``resolution``, ``relative`` and ``budget`` may
         be given per profile (``relative={"quick": 0.01, "thorough": 0.005}``), and ``resolution`` as a function of
         the parameters (``lambda gamma, eps, **p: 1e-3 * (gamma**2 + eps**2)``); ``function`` may also take
         ``backend``: then it draws on the run's backend (numpy or cupy) from a Generator of that backend.
