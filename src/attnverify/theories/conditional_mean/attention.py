@@ -17,6 +17,7 @@ import numpy as np
 
 from ...base.arguments import array, backend as backend_argument, fits_in_memory, integer, positive
 from ...base.backend import Backend, array_module
+from ...numerics.kernel_energy import cholesky_solve
 from ._stable import backend_of, exponent, finite_result
 
 
@@ -161,10 +162,6 @@ def ridge_attention(query: Any, keys: Any, values: Any, ridge: float, backend: B
             raise ValueError(f"ridge must be at least about 1e-15·‖K‖_F² = {10 ** (bound % 1):.3g}e{math.floor(bound):+d} "
                              f"for KKᵀ + ridge·I to be numerically positive definite with these keys (L > d makes KKᵀ "
                              f"singular; smaller keys lower the bound), got {lam!r}") from None
-        out = xp.ldexp(Vs.T @ _cholesky_solve(factor, Ks @ qs, be), g + f - e)
+        out = xp.ldexp(Vs.T @ cholesky_solve(be, factor, Ks @ qs), g + f - e)
     return finite_result(xp, out, "ridge_attention", "keys, values and query")
 
-
-def _cholesky_solve(factor: Any, rhs: Any, be: Backend) -> Any:
-    forward = be.solve_triangular(factor, rhs, lower=True)
-    return be.solve_triangular(factor.T, forward, lower=False)
