@@ -428,6 +428,17 @@ def positive_definite_factor(name: str, matrix: Any):
         raise ValueError(f"{name} must be positive definite, got smallest eigenvalue {eig:.3g}") from None
 
 
+def semidefinite_eigh(name: str, matrix: Any, *, rtol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
+    """(eigenvalues ascending, eigenvectors) of a symmetric positive-semidefinite ``matrix`` (`symmetric`, then
+    eigenvalues ≥ −rtol·λ_max, round-off, as `positive_semidefinite` allows), else ValueError naming ``name`` with
+    its smallest eigenvalue: for a factor or a spectrum of a matrix that may be singular (no Cholesky there)."""
+    arr = symmetric(name, matrix)
+    values, vectors = np.linalg.eigh(0.5 * (arr + arr.T))
+    if values.size and (values[0] < -rtol * max(float(values[-1]), 0.0) or (values[-1] <= 0 and values[0] < 0)):
+        raise ValueError(f"{name} must be positive semi-definite, got smallest eigenvalue {values[0]:.3g}")
+    return values, vectors
+
+
 def positive_semidefinite(name: str, matrix: Any, *, rtol: float = 1e-10, symmetrised: bool = False,
                           scratch: bool = False) -> np.ndarray:
     """``matrix`` when symmetric with eigenvalues ≥ −rtol·λ_max (round-off), else ValueError naming ``name``

@@ -43,16 +43,9 @@ class PredictorStatistics:
 
 
 def factor(U) -> np.ndarray:
-    """A square factor R with U = R Rᵀ for a symmetric positive-semidefinite U (eigenvalues
-    ≥ −1e-12·max are clipped to 0; pruned order parameters are singular, so no Cholesky here)."""
-    U = arguments.array("U", U, ndim=2)
-    if U.shape[0] != U.shape[1]:
-        raise ValueError(f"U must be a square (𝓗 × 𝓗) matrix, got shape {U.shape}")
-    if not np.allclose(U, U.T, rtol=0, atol=1e-12 * max(1.0, np.max(np.abs(U)))):
-        raise ValueError("U must be symmetric")
-    values, vectors = np.linalg.eigh(0.5 * (U + U.T))
-    if values.min() < -1e-10 * max(1.0, values.max()):
-        raise ValueError(f"U must be positive semidefinite; smallest eigenvalue {values.min():.3g}")
+    """A square factor R with U = R Rᵀ for a symmetric positive-semidefinite U (its eigenvalues within round-off
+    below 0 are clipped to 0; pruned order parameters are singular, so no Cholesky here)."""
+    values, vectors = arguments.semidefinite_eigh("U", U)
     return vectors * np.sqrt(np.clip(values, 0.0, None))
 
 

@@ -88,13 +88,7 @@ class OrderParameter:
                             f"{value!r}"[:200]) from None
         if U.shape != (self.size, self.size) or not np.all(np.isfinite(U)):
             raise ValueError(f"{self.name} must be a finite {self.size} × {self.size} matrix, got shape {U.shape}")
-        if not np.allclose(U, U.T, rtol=0, atol=1e-12 * max(1.0, float(np.max(np.abs(U))))):
-            raise ValueError(f"{self.name} must be symmetric")
-        try:
-            np.linalg.cholesky(U)
-        except np.linalg.LinAlgError:
-            raise ValueError(f"{self.name} must be positive definite; smallest eigenvalue "
-                             f"{np.linalg.eigvalsh(U)[0]:.3g}") from None
+        arguments.positive_definite_factor(self.name, U)
         return U[triangle(self.size)]
 
 

@@ -87,7 +87,7 @@ def test_bad_inputs_are_named():
     Xt[0, 0, 0] = np.nan
     with pytest.raises(ValueError, match="X_test must contain only finite numbers"):
         predictor_statistics(np.eye(2), X, y, Xt, 0.5)
-    with pytest.raises(ValueError, match="U must be positive semidefinite"):
+    with pytest.raises(ValueError, match="U must be positive semi-definite, got smallest eigenvalue"):
         predictor_statistics(-np.eye(2), X, y, X, 0.5)
     with pytest.raises(ValueError, match=r"heads\[0\] must be an integer ≥ 1, got 1.5"):
         head_scores(np.eye(2), (1.5,))
@@ -96,3 +96,15 @@ def test_bad_inputs_are_named():
     # scores are ratios: U at the edge of float64 still gives finite scores
     scores = head_scores(np.full((2, 2), 1e308), (2,))
     assert scores == {(0, 0): 1.0, (0, 1): 1.0}
+
+
+@pytest.mark.parametrize("scale", [1e-8, 1.0, 1e8])
+def test_the_factor_of_u_judges_its_definiteness_relative_to_its_scale(scale):
+    """U = c·diag(1, −δ): a round-off δ = 1e-12 is clipped to 0 and a real one, δ = 1e-6, refused, at every scale c
+    (an absolute floor would accept the second at c = 1e-8 and refuse the first at c = 1e8)."""
+    from attnverify.numerics.kernel_predictor import factor
+
+    R = factor(scale * np.diag([1.0, -1e-12]))
+    np.testing.assert_allclose(R @ R.T, scale * np.diag([1.0, 0.0]), rtol=0, atol=1e-15 * scale)
+    with pytest.raises(ValueError, match="^U must be positive semi-definite, got smallest eigenvalue"):
+        factor(scale * np.diag([1.0, -1e-6]))

@@ -34,13 +34,8 @@ class ScalarRenormalization:
 
 
 def _energy_terms(K0, y, temperature):
-    K0 = arguments.array("K0", K0, ndim=2)
-    if K0.shape[0] != K0.shape[1]:
-        raise ValueError(f"K0 must be a square P×P matrix, got shape {K0.shape}")
+    eigenvalues, vectors = arguments.semidefinite_eigh("K0", K0)
     y = arguments.array("y", y, shape=(K0.shape[0],))
-    eigenvalues, vectors = np.linalg.eigh(0.5 * (K0 + K0.T))
-    if eigenvalues.min() < -1e-10 * max(1.0, eigenvalues.max()):
-        raise ValueError(f"K0 must be positive semidefinite; smallest eigenvalue {eigenvalues.min():.3g}")
     # Eigenvalues within round-off of zero (|λ| ≤ P·eps·λ_max) are zero: K_0 = X Xᵀ has rank ≤ N0, and
     # the noise of a float64 null eigenvalue would enter U E'(U) amplified by 1/T².
     floor = K0.shape[0] * np.finfo(float).eps * max(eigenvalues.max(), 0.0)
