@@ -289,3 +289,19 @@ def test_a_budget_no_run_spends_is_refused_before_any_draw():
 
     assert_refused_as_endless(lambda: sized_mean(never, _seed(64), resolution=1e-12, budget=10**18),
                               "budget = 1,000,000,000,000,000,000")
+
+
+def test_a_long_batch_tells_its_progress_by_draws():
+    """A resolution no budget reaches (1e-5 of a unit spread): the batch that spends the budget of 2·10⁷ is told
+    before it starts, with the draws it needs, and its draws done at every twentieth of it, at least 10⁷ apart;
+    short batches say nothing."""
+    lines = []
+    estimate = sized_mean(lambda rng, n: rng.standard_normal(n), np.random.default_rng(0), resolution=1e-5,
+                          budget=2 * 10**7, chunk=2**20, progress=lines.append)
+    assert not estimate.reached and estimate.samples == 2 * 10**7
+    assert len(lines) == 2, lines  # the batch's start, and its draws once past 10⁷ of them
+    assert lines[0].startswith("draw: drawing 19,999,000 more (20,000,000 in all, of a budget of 20,000,000; ")
+    assert lines[0].endswith(" needed at the spread so far)")
+    assert lines[1].startswith("draw: 10,") and lines[1].endswith(" of 20,000,000 draws done")
+    with pytest.raises(TypeError, match="^progress must be a function of one line of text, or None"):
+        sized_mean(lambda rng, n: rng.standard_normal(n), np.random.default_rng(0), resolution=0.1, progress=3)

@@ -32,6 +32,10 @@ FIRST_BATCH = 1_000
 #: Draws handed to ``draw`` in one call at most (memory stays bounded whatever the batch).
 CHUNK = 65_536
 
+#: A batch of at least this many draws is told to ``progress`` before it starts, and its draws done at every
+#: twentieth of it, at least this many apart (a long example shows what it is doing).
+PROGRESS_DRAWS = 10**7
+
 #: Each further batch at least adds this fraction of the draws so far (bounds the number of batches) ...
 GROWTH = 1.25
 
@@ -189,6 +193,7 @@ def sized_mean(
     budget: int = 1_000_000,
     chunk: int = CHUNK,
     bounds: tuple[float, float] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> SizedEstimate | tuple[SizedEstimate, ...]:
     r"""The Monte Carlo mean of ``draw``, drawn in batches until $z \cdot \mathrm{SE}$ + ``bias_budget`` $\le$
     resolution or ``budget`` draws.
@@ -199,7 +204,9 @@ def sized_mean(
     one number per mean), and must exceed ``bias_budget``. ``bounds=(low, high)``: the range every draw lies in,
     where it is known (every draw is checked against it); where the spread is not trusted the error bar is then
     an empirical-Bernstein one, valid without the central limit theorem
-    ([`Estimate.error_bar`][attnverify.numerics.statistics.Estimate.error_bar]).
+    ([`Estimate.error_bar`][attnverify.numerics.statistics.Estimate.error_bar]). ``progress`` (a function of one
+    line of text) is told each batch of at least `PROGRESS_DRAWS` draws, and its draws done at every twentieth of it
+    (at least `PROGRESS_DRAWS` apart).
 
     What was not seen is not taken as absent: while every draw is identical, or (without finite bounds) the spread
     rests on fewer than `TAIL_DRAWS` draws ($n/\text{kurtosis}$: a few rare draws carry it), the sample is not
@@ -225,6 +232,7 @@ def sized_mean(
     The stopping rule thus moves the mean by a few hundredths of an SE: negligible against $z = 5$.
     """
     arguments.function("draw", draw, "a function draw(rng, n) returning n i.i.d. draws")
+    arguments.function("progress", progress, "a function of one line of text", optional=True)
     who = getattr(draw, "__name__", "draw")  # the function its output's refusals name (a lambda: "draw")
     who = who if who.isidentifier() else "draw"
     rng = arguments.generator(rng, any_backend=True)  # only handed on to draw(rng, n)
@@ -266,6 +274,9 @@ def sized_mean(
     def take(size: int) -> None:
         nonlocal columns, moments
         done = 0
+        if progress is not None and size >= PROGRESS_DRAWS:
+            progress(f"{who}: drawing {size:,} more ({total + size:,} in all, of a budget of {budget:,}; "
+                     f"{max(needed):,} needed at the spread so far)")
         while done < size:
             n = min(chunk, size - done)
             values, xp = _checked_draws(draw(rng, n), n, columns, who)
@@ -278,9 +289,12 @@ def sized_mean(
             for j, m in enumerate(moments):
                 m.add(values if columns == 0 else values[:, j], xp)
             done += n
+            step = max(PROGRESS_DRAWS, size // 20)  # a line per twentieth of the batch, at least PROGRESS_DRAWS apart
+            if progress is not None and size >= PROGRESS_DRAWS and done // step > (done - n) // step:
+                progress(f"{who}: {total + done:,} of {total + size:,} draws done")
 
     batches: list[int] = []
-    total, goal = 0, first_batch
+    total, goal, needed = 0, first_batch, [first_batch]
     while True:
         take(goal - total)
         batches.append(goal - total)

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..checks.evidence import Evidence, within_error
+from ..execution.tasks import progress as run_progress
 from .derived import SCALES
 from .figures import TheoryVsSimulation
 
@@ -246,7 +247,7 @@ def sized(theory_side, simulate, p, ctx, sizing: Sizing):
     estimate = sized_mean(draw, generator, resolution=(0.0 if resolution is None else resolution) + allowance,
                           relative_resolution=relative,
                           reference=reference, budget=budget, bounds=bounds, bias_budget=allowance,
-                          **({} if chunk is None else {"chunk": chunk}))
+                          progress=run_progress, **({} if chunk is None else {"chunk": chunk}))
     return expected, scale, estimate, reference
 
 
