@@ -211,6 +211,16 @@ def test_half_the_circle_serves_an_odd_or_even_activation_as_the_whole(spec, sym
     assert np.all(np.abs(half - whole) <= errors + 8 * np.finfo(float).eps * size)
 
 
+def test_nested_max_and_min_are_one_piecewise_with_its_kinks():
+    """Hard tanh written Max(−1, Min(1, z)): its kinks at ±1 are found (the rays are cut there) and its kernel is the
+    Piecewise form's, bit for bit; the clipped ReLU Min(Max(z, 0), 1) has its kink at 1 (0 is every sector's edge)."""
+    nested = activation(lambda z: sympy.Max(-1, sympy.Min(1, z)))
+    assert activations.kinks(nested) == (-1.0, 1.0)
+    assert activations.kinks(activation(lambda z: sympy.Min(sympy.Max(z, 0), 1))) == (1.0,)
+    X = 2 * _inputs(P=4)
+    assert np.array_equal(nngp_kernel(X, activation=nested), nngp_kernel(X, activation=HARD_TANH))
+
+
 def test_the_quadrature_tells_its_progress_in_pairs():
     """Told at every twentieth of the chunks, the last line naming every pair; a progress that is no function is
     refused by name before any work."""
@@ -236,6 +246,8 @@ BAD = [(3, "int"), (None, "NoneType"), ("softplus", "the string 'softplus'"),
        (sympy.Abs(sympy.Symbol("z", positive=True)), "sympy takes to be of one sign"),
        (sympy.Lambda(U_NONNEGATIVE, sympy.tanh(U_NONNEGATIVE)), "of one sign"),
        (lambda z: sympy.exp(z**2), "grows like exp(2·z²)"),
+       (lambda z: sympy.Max(-1, sympy.Min(1, z)) + sympy.Heaviside(z - 2), "which jumps at z = 2"),
+       (lambda z: sympy.Piecewise((z, z**2 < 1), (1, True)), "not affine in z"),
        (lambda z: 1 / z, "not integrable at z = 0")]
 """Activations that cannot be: what each refusal must say."""
 

@@ -193,8 +193,8 @@ def _checked(expression: sympy.Expr) -> Activation:
                          "variable (give them numbers)")
     if not expression.has(Z):
         raise ValueError(f"{VALID}; got the constant {expression}")
-    expression = expression.rewrite(Piecewise) if expression.has(sympy.Max, sympy.Min, sympy.Heaviside) \
-        else expression
+    if expression.has(sympy.Max, sympy.Min, sympy.Heaviside):  # one Piecewise of plain conditions: nested Max and
+        expression = sympy.piecewise_fold(expression.rewrite(Piecewise))  # Min leave ITE conditions unfolded
     for name, built_in in BUILT_IN.items():
         if _equal(expression, built_in):
             return _built_in(name)
@@ -202,7 +202,11 @@ def _checked(expression: sympy.Expr) -> Activation:
     if found.derivative.has(sympy.DiracDelta):
         raise ValueError(f"{VALID}, continuous; got {expression}, which jumps (its derivative {found.derivative} "
                          "holds a DiracDelta): the sampler follows φ'")
-    jump = _jump(expression)
+    try:
+        jump = _jump(expression)
+    except QuadratureShort as short:  # continuity cannot be checked where a switch cannot be placed
+        raise ValueError(f"{VALID}, with switches at points z = c; got {expression}: {short} (write each condition as "
+                         "z < c)") from None
     if jump is not None:
         raise ValueError(f"{VALID}, continuous; got {expression}, which jumps at z = {jump:.6g}: the sampler "
                          "follows φ'")
@@ -227,10 +231,13 @@ def _checked(expression: sympy.Expr) -> Activation:
 def _jump(expression: sympy.Expr) -> float | None:
     """A point where φ jumps, or None: at each switch of its Piecewise (a Heaviside, a Max, … rewritten so), φ on
     either side 10⁻³⁰ away, in 60 digits, must agree to 10⁻²⁰ of its size (a finite slope moves it by ~10⁻³⁰; a
-    jump, by the jump). Switches that cannot be placed are refused elsewhere (no array code or no derivative)."""
+    jump, by the jump). A Piecewise switch that cannot be placed (not affine in z) raises QuadratureShort; an Abs
+    of any argument is continuous and needs no placing."""
     try:
         lines = jump_lines(expression, [Z])
     except QuadratureShort:
+        if expression.has(Piecewise):
+            raise
         return None
     step = sympy.Float("1e-30", 60)
     for offset, slopes in lines:
