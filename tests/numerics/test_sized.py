@@ -293,15 +293,16 @@ def test_a_budget_no_run_spends_is_refused_before_any_draw():
 
 def test_a_long_batch_tells_its_progress_by_draws():
     """A resolution no budget reaches (1e-5 of a unit spread): the batch that spends the budget of 2·10⁷ is told
-    before it starts, with the draws it needs, and its draws done at every twentieth of it, at least 10⁷ apart;
-    short batches say nothing."""
+    before it starts, with the draws it needs, and its draws done at every twentieth of it, at least 10⁷ apart, and
+    at its end; short batches say nothing."""
     lines = []
     estimate = sized_mean(lambda rng, n: rng.standard_normal(n), np.random.default_rng(0), resolution=1e-5,
                           budget=2 * 10**7, chunk=2**20, progress=lines.append)
     assert not estimate.reached and estimate.samples == 2 * 10**7
-    assert len(lines) == 2, lines  # the batch's start, and its draws once past 10⁷ of them
+    assert len(lines) == 3, lines  # the batch's start, its draws once past 10⁷ of them, and at its end
     assert lines[0].startswith("draw: drawing 19,999,000 more (20,000,000 in all, of a budget of 20,000,000; ")
     assert lines[0].endswith(" needed at the spread so far)")
     assert lines[1].startswith("draw: 10,") and lines[1].endswith(" of 20,000,000 draws done")
+    assert lines[2] == "draw: 20,000,000 of 20,000,000 draws done"
     with pytest.raises(TypeError, match="^progress must be a function of one line of text, or None"):
         sized_mean(lambda rng, n: rng.standard_normal(n), np.random.default_rng(0), resolution=0.1, progress=3)

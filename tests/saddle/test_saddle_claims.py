@@ -227,6 +227,13 @@ def test_saddle_point_options_are_checked():
         theory.saddle_point(action, bias=0.1, **strategies)(lambda rng: {})
     with pytest.raises(ValueError, match="^bias must be a non-negative finite number or a function of the parameters"):
         theory.saddle_point(action, bias=-0.1, network=lambda N: one_hidden_layer(N, 2), **strategies)(lambda rng: {})
+    with pytest.raises(TypeError, match=r"^bias\['thorough'\] <lambda> must accept the drawn parameter 'temperature'"):
+        theory.saddle_point(action, bias={"quick": 0.1, "thorough": lambda N: 1 / N},
+                            network=lambda N: one_hidden_layer(N, 2), **strategies)(lambda rng: {})
+    numpy_scalars = Theory("numpy_scalars")  # numpy's numbers are numbers: accepted as options
+    numpy_scalars.saddle_point(action, bias=np.float32(0.01), network=lambda N: one_hidden_layer(N, 2),
+                               examples={"quick": np.int64(2), "thorough": np.int64(4)}, **strategies)(
+        lambda rng: dict(C=np.eye(2), y=np.ones(2), inputs=np.eye(2)))
     network = lambda N: one_hidden_layer(N, 2)  # noqa: E731
     with pytest.raises(ValueError, match=r"exactly one width \(N\) takes a sequence .* got sequences for N, temperature"):
         Theory("sweeps").saddle_point(action, network=network, figure=dict(N=(10, 20), temperature=(0.1, 0.2)),

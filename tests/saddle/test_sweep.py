@@ -74,7 +74,8 @@ def test_the_grid_is_checked_by_name():
 @pytest.mark.parametrize("widths, temperatures, named", [
     (np.arange(1, 10**4 + 1), np.logspace(-3, 0, 10**4), "len(widths) = 10,000"),
     ([10], np.logspace(-3, 0, 2 * 10**6), "len(temperatures) = 2,000,000"),
-], ids=["10⁴ × 10⁴", "1 × 2·10⁶"])
+    (range(1, 10**12), [0.1], "len(widths) = 999,999,999,999"),
+], ids=["10⁴ × 10⁴", "1 × 2·10⁶", "a range of 10¹² widths, never made an array"])
 def test_a_grid_no_run_finishes_is_refused_before_the_energy_is_built(widths, temperatures, named, monkeypatch):
     """More grid points than MOST_GRID_POINTS (a saddle-point solve each) are refused in one line naming the longer
     axis, before the energy is built or any solve starts."""

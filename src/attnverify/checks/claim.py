@@ -119,9 +119,10 @@ def _examples(name: str, examples: Any) -> dict[str, int]:
                          f"{', '.join(map(repr, PROFILES))}")
     for profile in PROFILES:
         count = examples.get(profile)
-        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MOST_EXAMPLES:
+        if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) \
+                or not 1 <= count <= MOST_EXAMPLES:
             raise ValueError(f"{name}[{profile!r}] must be an int in [1, {MOST_EXAMPLES:,}], got {count!r}")
-    return dict(examples)
+    return {profile: int(count) for profile, count in examples.items()}
 
 
 def is_claim_name(name: Any) -> bool:

@@ -290,7 +290,7 @@ def sized_mean(
                 m.add(values if columns == 0 else values[:, j], xp)
             done += n
             step = max(PROGRESS_DRAWS, size // 20)  # a line per twentieth of the batch, at least PROGRESS_DRAWS apart
-            if progress is not None and size >= PROGRESS_DRAWS and done // step > (done - n) // step:
+            if progress is not None and size >= PROGRESS_DRAWS and (done // step > (done - n) // step or done == size):
                 progress(f"{who}: {total + done:,} of {total + size:,} draws done")
 
     batches: list[int] = []

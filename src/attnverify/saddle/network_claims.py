@@ -341,9 +341,9 @@ def sampled_networks_match(s: SaddleSetting, network: Callable, test_error: bool
                              f"networks, got {_widths_note(s.declaration, action_values)}")
         sampled = sample_networks(s, made, data, temperature, int(ctx.rng.integers(2**31)), ctx.backend,
                           sampler_size(ctx.backend, **ctx.choose(**SAMPLING)), test_error)
-        compared = _comparisons(s, sampled, action_values, temperature, data, width, test_error, ctx.backend,
-                                0.0 if bias is None else bias(p, ctx))
-        within = ("prediction error" if not test_error else "budget") + (" + stated bias" if bias else "")
+        stated = 0.0 if bias is None else bias(p, ctx)
+        compared = _comparisons(s, sampled, action_values, temperature, data, width, test_error, ctx.backend, stated)
+        within = ("prediction error" if not test_error else "budget") + (" + stated bias" if stated else "")
         conditions = {f"{c.name} within z MCSE + {within}": c.holds for c in compared}
         converged = all(summary.converged for summary in sampled.summaries.values())
         conditions["the sampler converged (R-hat, ESS)"] = converged

@@ -70,9 +70,13 @@ more."""
 
 def _length(name: str, values) -> int:
     """The length of a grid axis: a non-empty sequence (its entries are checked by `_grid`)."""
-    if isinstance(values, (str, bytes)) or np.ndim(values) != 1 or len(values) == 0:
+    try:  # len first: np.ndim of a range of 10¹² would build its array
+        length = len(values)
+    except TypeError:
+        length = 0
+    if isinstance(values, (str, bytes)) or length == 0 or getattr(values, "ndim", 1) != 1:
         raise ValueError(f"{name} must be a non-empty sequence of positive numbers, got {values!r}"[:300])
-    return len(values)
+    return length
 
 
 def _grid(name: str, values) -> tuple[float, ...]:

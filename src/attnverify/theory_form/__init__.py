@@ -257,7 +257,8 @@ class Theory:
 
         def register(function: Callable) -> Claim:
             names = tuple(strategies)
-            accepts_the_drawn(expected, names)
+            for option, value in (("expected", expected), ("resolution", resolution), ("bias", bias)):
+                accepts_the_drawn(value, names, option)
             theory_side = finite_expected(expected, signature_call(expected, names, "expected"))
             simulate = simulator(function, names)
             axis = figure_axis(figure, names, function.__name__) if figure is not None else None
@@ -324,6 +325,7 @@ class Theory:
         options_not_strategies("saddle_point", strategies, name=name, symmetries=symmetries, network=network, figure=figure,
                                 test_error=test_error, bias=bias, source=source, examples=examples, expect=expect)
         checked_option("bias", bias, PROFILES, function=True, zero=True)
+        accepts_the_drawn(bias, tuple(strategies), "bias")
         for option, given in (("figure", figure is not None), ("test_error", bool(test_error)),
                               ("bias", bias is not None)):
             if given and network is None:

@@ -129,7 +129,8 @@ def checked_option(label: str, value, profiles: tuple[str, ...], *, function: bo
             continue
         numbers = list(v) if per_component and isinstance(v, (tuple, list)) and v else [v]
         for number in numbers:
-            kind = isinstance(number, int) if integer else isinstance(number, (int, float))
+            kind = isinstance(number, (int, np.integer)) if integer else isinstance(number, (int, float, np.integer,
+                                                                                             np.floating))
             if (isinstance(number, bool) or not kind or not math.isfinite(number) or number < 0
                     or (number == 0 and not zero)):
                 raise ValueError(f"{label} must be a {'non-negative' if zero else 'positive'} finite "

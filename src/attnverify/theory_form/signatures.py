@@ -53,10 +53,17 @@ def signature_call(function: Callable, names: tuple[str, ...] | None, what: str)
     return call
 
 
-def accepts_the_drawn(expected: Callable, names: tuple[str, ...]) -> None:
-    """A TypeError naming each drawn parameter that ``expected`` of
-    [`Theory.monte_carlo`][attnverify.theory_form.Theory.monte_carlo] cannot take by name (it is called with every one
-    of them), and the parameters it has."""
+def accepts_the_drawn(expected: Callable, names: tuple[str, ...], what: str = "expected") -> None:
+    """A TypeError naming each drawn parameter that the function ``expected``, the option ``what`` (``expected`` of
+    [`Theory.monte_carlo`][attnverify.theory_form.Theory.monte_carlo], a ``bias`` or ``resolution`` given as a
+    function), cannot take by name (it is called with every one of them), and the parameters it has; a value that
+    is no function, or is one per profile, is looked into for its functions."""
+    if isinstance(expected, dict):
+        for profile, value in expected.items():
+            accepts_the_drawn(value, names, f"{what}[{profile!r}]")
+        return
+    if not callable(expected):
+        return
     try:
         parameters = inspect.signature(expected).parameters
     except (TypeError, ValueError):  # a builtin without a signature: its call says what it refuses
@@ -66,7 +73,7 @@ def accepts_the_drawn(expected: Callable, names: tuple[str, ...]) -> None:
     takes = [n for n, p in parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     refused = [n for n in names if n not in takes]
     if refused:
-        raise TypeError(f"expected {getattr(expected, '__name__', repr(expected))} must accept the drawn parameter"
+        raise TypeError(f"{what} {getattr(expected, '__name__', repr(expected))} must accept the drawn parameter"
                         f"{'s' if len(refused) > 1 else ''} {', '.join(repr(n) for n in refused)} (its parameters: "
                         f"{', '.join(parameters) or 'none'}); add {', '.join(f'{n}=...' for n in refused)} or **p")
 
