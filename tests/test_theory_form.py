@@ -290,6 +290,9 @@ def test_a_monte_carlo_claim_takes_options_per_profile_a_resolution_of_its_param
     with pytest.raises(TypeError, match=r"^bias <lambda> must accept the drawn parameter 'x'"):
         theory.monte_carlo(lambda rng, n, x: None, expected=lambda x: 0.0, resolution=0.1, bias=lambda L: 0.01,
                            statement="s", x=st.floats(0, 1))
+    with pytest.raises(ValueError, match=r"^figure of <lambda> must give every parameter \(x, y\).*; missing y$"):
+        theory.monte_carlo(lambda rng, n, x, y: None, expected=lambda x, y: 0.0, resolution=0.1, statement="s",
+                           figure=dict(x=np.linspace(0, 1, 3)), x=st.floats(0, 1), y=st.floats(0, 1))
     theory.monte_carlo(lambda rng, n, x: None, expected=lambda x: 0.0, relative=np.float32(0.1),  # numpy's numbers
                        budget=np.int64(10**5), name="numpy_numbers", statement="s", x=st.floats(0, 1))
 

@@ -90,3 +90,14 @@ def test_the_example_shown_is_the_nearest_its_tolerance_and_custom_evidence_says
     assert shown_example({"examples": custom}) is custom[1]
     silent = [held({"relation": "custom"}) for _ in range(3)]
     assert shown_example({"examples": silent}) is silent[-1]
+
+
+def test_an_example_without_two_sides_shows_dashes_not_none():
+    """Evidence with no theory, observed or tolerance (a claim over derivation steps): the table shows "–" there,
+    in every printer, never Python's None."""
+    from attnverify.checks import Evidence
+
+    result = _run("sideless", lambda p, ctx: Evidence(holds=True, relation="custom", note="every step holds"))
+    story = claim_story(result)
+    assert story.example_rows[0][3:6] == ["–", "–", "–"]
+    assert "None" not in story_markdown(story) and "None" not in story_html(story)

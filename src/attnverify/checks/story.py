@@ -165,8 +165,9 @@ def _sides_text(evidence: dict) -> str:
 
 
 def _example_rows(result: dict) -> tuple[list[list], list[str]]:
-    """Every example (then the counterexample) as a row: label, parameters, seed, the two sides, tolerance,
-    outcome, seconds; and each row's CSS class (``counterexample`` or none)."""
+    """Every example (then the counterexample) as a row: label, parameters, seed, the two sides, tolerance ("–"
+    where the evidence has none, as a claim over derivation steps), outcome, seconds; and each row's CSS class
+    (``counterexample`` or none)."""
     rows, classes = [], []
     shown = [(str(k), e) for k, e in enumerate(result.get("examples") or [], 1)]
     if result.get("counterexample") is not None:
@@ -178,8 +179,9 @@ def _example_rows(result: dict) -> tuple[list[list], list[str]]:
             outcome = "error: " + first_line(e["error"])
         elif outcome == "inconclusive" and evidence.get("needed"):
             outcome += f" (would take {needed_text(evidence['needed'])})"
-        rows.append([label, format_parameters(e.get("parameters") or {}), e.get("seed"), evidence.get("theory"),
-                     evidence.get("observed"), evidence.get("tolerance"), outcome, e.get("seconds")])
+        sides = ("–" if evidence.get(k) is None else evidence[k] for k in ("theory", "observed", "tolerance"))
+        rows.append([label, format_parameters(e.get("parameters") or {}), e.get("seed"), *sides, outcome,
+                     e.get("seconds")])
         classes.append("counterexample" if label == "counterexample" else "")
     return rows, classes
 

@@ -142,8 +142,11 @@ def checked_option(label: str, value, profiles: tuple[str, ...], *, function: bo
 
 def figure_axis(figure: dict, names: tuple[str, ...], what: str) -> str:
     if not isinstance(figure, dict) or sorted(figure) != sorted(names):
+        from ..base.arguments import name_mismatch
+
+        which = name_mismatch(list(figure), names) if isinstance(figure, dict) else ""
         raise ValueError(f"figure of {what} must give every parameter ({', '.join(names)}): one as an array (the "
-                         f"axis), the rest as numbers; got {figure!r}")
+                         f"axis), the rest as numbers; got {figure!r}"[:300] + which)
     axes = [n for n, v in figure.items() if np.ndim(v) == 1]
     if len(axes) != 1 or len(figure[axes[0]]) < 2:
         raise ValueError(f"figure of {what}: exactly one parameter must be an array of ≥ 2 values (the axis), "
