@@ -41,6 +41,14 @@ def test_greek_letters_and_piecewise_read_as_mathematics():
     assert "otherwise" in mathml and "piecewise" not in mathml
 
 
+def test_eulers_number_reads_as_an_upright_e_as_in_the_latex():
+    """e and exp(x) in MathML: an upright e (the LaTeX's e), not sympy's double-struck ⅇ (U+2147)."""
+    mathml = equations.equation_mathml(sympy.E * sympy.exp(-x**2 / 2))
+    root = ET.fromstring(f"<math>{mathml}</math>")
+    assert [mi.text for mi in root.iter("mi") if mi.text in ("e", "\u2147")] == ["e", "e"]
+    assert "2147" not in mathml and "ExponentialE" not in mathml
+
+
 def test_an_expectation_reads_as_e_with_its_laws_in_every_format():
     """𝔼 over w ~ 𝒩(0, 1) of the integrand, in the HTML report's MathML as in the LaTeX and the text, never a
     function call named expectation; well-formed, its laws under the operator."""

@@ -62,6 +62,10 @@ class MathMLPrinter(MathMLPresentationPrinter):
             node.appendChild(child)
         return node
 
+    def _print_Exp1(self, e):
+        """e as the LaTeX beside it prints it, upright: sympy's MathML writes ⅇ (U+2147, double-struck)."""
+        return self._element("mi", text="e", mathvariant="normal")
+
     def _print_Piecewise(self, expr):
         rows = []
         for piece, condition in expr.args:
