@@ -27,6 +27,8 @@ def test_a_simulator_whose_count_has_another_name_leaves_n_and_d_to_the_theory()
     figure = theory.figures[0].make(np.random.default_rng(0))  # the figure draws through the same simulator
     # 5 SE each (about 1 % of the mean): a false alarm of 6e-7 per point, whatever the generator's seed
     assert all(abs(e.mean - truth) <= 5 * e.standard_error for e, truth in zip(figure.estimates, (3, 1.5, 0.75)))
+    # the theory along the integer axis at every integer between its ends, a curve rather than a line through 3 points
+    assert list(figure.theory_x) == [1, 2, 3, 4] and list(figure.theory) == [3.0, 1.5, 1.0, 0.75]
 
 
 def test_a_simulator_without_a_count_is_named_by_the_argument_after_rng():

@@ -288,6 +288,22 @@ def vacuity(expected: float, observed: float, reference: float, relative: float)
             "value without the cancellation, or state an absolute resolution=)")
 
 
+THEORY_POINTS = 200
+"""The most points the theory curve of an integer axis is evaluated at (every integer between the ends where they are
+fewer, else as many spread evenly in log, the sampled points always among them)."""
+
+
+def _integer_curve(xs: np.ndarray) -> np.ndarray:
+    """Integers along an integer axis for the theory's curve: every one from the least to the largest sampled where
+    they are at most `THEORY_POINTS`, else `THEORY_POINTS` spread evenly in log (evenly where the axis reaches 0),
+    with the sampled ones; the theory is then drawn as a curve, not kinked at the samples."""
+    low, high = int(xs.min()), int(xs.max())
+    if high - low < THEORY_POINTS:
+        return np.arange(low, high + 1, dtype=float)
+    spread = np.geomspace(low, high, THEORY_POINTS) if low > 0 else np.linspace(low, high, THEORY_POINTS)
+    return np.union1d(np.round(spread), xs)
+
+
 def sweep(theory_side, simulate, figure, axis, sizing: Sizing, xlabel, ylabel, statement, rng) -> TheoryVsSimulation:
     """The theory-vs-simulation figure of a Monte Carlo claim along its axis (the others fixed)."""
     from types import SimpleNamespace
@@ -308,7 +324,7 @@ def sweep(theory_side, simulate, figure, axis, sizing: Sizing, xlabel, ylabel, s
         raise ValueError(f"figure= draws one quantity against {axis}; expected gives a vector of {np.size(first)}: "
                          "leave figure= out, or make a claim of one component")
     estimates = [sized(theory_side, simulate, at(x), ctx, sizing)[2] for x in xs]
-    theory_x = xs if integer else np.linspace(xs.min(), xs.max(), 100)
+    theory_x = _integer_curve(xs) if integer else np.linspace(xs.min(), xs.max(), 100)
     theory = [float(theory_side(at(x), ctx)) for x in theory_x]
     draws = [e.samples for e in estimates]
     size = ("a resolution of the parameters" if callable(resolution) else f"{resolution:g}" if resolution else "") + (" + " if resolution and relative else "") + \
