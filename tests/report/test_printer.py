@@ -114,3 +114,17 @@ def test_a_ragged_table_prints_every_cell_in_text():
     printed = TextPrinter().table(Table("ragged", ["a", "b", "c"], [[1, 2], [1, 2, 3, 4]]))
     assert printed.splitlines()[0] == "ragged" and printed.splitlines()[-1].split() == ["1", "2", "3", "4"]
     assert TextPrinter().table(Table("empty", [], [])) == "empty"
+
+
+@pytest.mark.parametrize("form", ["html", "markdown", "text"])
+def test_a_claim_shown_in_a_figure_points_to_it_in_every_format_that_tells_its_notes(form):
+    """A figure that names the claims it shows (a Monte Carlo claim's own figure): that claim's story says which
+    figure, by the report's number; a claim no figure shows says nothing of figures. (LaTeX tells a claim as a row
+    of its table and its replay, without notes.)"""
+    shown = Figure("walk.png", "The claim's figure.", claims=("walk.three_at_most_two",))
+    section = Section(theory="walk", title="A walked theory", figures=[Figure("other.png", "Another."), shown])
+    result = run_claim(_refuted, seed=0).as_dict()
+    printed = PRINTERS[form].doprint([TheoryOutcome("walk", section=section, claims=[result])], {})
+    assert "shown in Figure 2" in printed and "shown in Figure 1" not in printed
+    alone = Section(theory="walk", title="A walked theory", figures=[Figure("other.png", "Another.")])
+    assert "shown in Figure" not in PRINTERS[form].doprint([TheoryOutcome("walk", section=alone, claims=[result])], {})

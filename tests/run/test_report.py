@@ -164,7 +164,7 @@ def test_jsonable_makes_strict_json():
              "e": sympy.Rational(1, 4), "f": Figure("x.png", "c", {})}
     assert json.loads(json.dumps(builder.jsonable(value), allow_nan=False)) == {
         "a": [0, 1, 2], "b": 0.5, "c": None, "d": [1, 2], "e": 0.25,
-        "f": {"filename": "x.png", "caption": "c", "data": {}},
+        "f": {"filename": "x.png", "caption": "c", "data": {}, "claims": []},
     }
 
 

@@ -9,6 +9,8 @@ overrides only the leaves: `attnverify.report.render.HtmlPrinter`, `attnverify.r
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..checks.story import UNDECIDED, ClaimStory, StoryPrinter, claim_story, format_parameters, format_value, \
     summary_line, verdict
 from ..derivations.derivation import Derivation
@@ -53,6 +55,14 @@ def section_title(outcome) -> str:
     return outcome.section.title if outcome.section is not None else outcome.theory
 
 
+def _pointing_to_figures(story: ClaimStory, numbers: list[int]) -> ClaimStory:
+    """``story`` with a note naming the report's figures that show its claim (none: as it is)."""
+    if not numbers:
+        return story
+    where = ", ".join(f"Figure {n}" for n in numbers)
+    return replace(story, notes=(*story.notes, f"shown in {where}"))
+
+
 class ReportPrinter(StoryPrinter):
     """The walk of a report and of a derivation; the leaves (every method below `derivation`) are the format's."""
 
@@ -61,6 +71,7 @@ class ReportPrinter(StoryPrinter):
         parts = [self.title(TITLE), self.settings(metadata_rows(metadata)), self.summary(*report_summary(outcomes)),
                  self.contents(outcomes)]
         figure_number = 0
+        shown_in: dict[str, list[int]] = {}  # claim name -> the figures that show it
         for outcome in outcomes:
             parts.append(self.section_heading(outcome))
             parts += [self.build_error(error) for error in outcome.errors]
@@ -73,10 +84,12 @@ class ReportPrinter(StoryPrinter):
                 for figure in section.figures:
                     figure_number += 1
                     figures.append(self.figure(figure, figure_number))
+                    for name in getattr(figure, "claims", ()):
+                        shown_in.setdefault(name, []).append(figure_number)
                 parts += self.group("Figures", figures)
                 parts += self.group("Tables", [self.table(t) for t in section.tables])
             if outcome.claims:
-                stories = [claim_story(c) for c in outcome.claims]
+                stories = [_pointing_to_figures(claim_story(c), shown_in.get(c["name"], [])) for c in outcome.claims]
                 parts += [self.heading("Claims"), self.claims_table(stories),
                           self.stories([self.story(s) for s in stories])]
             parts.append(self.section_end(outcome))

@@ -20,11 +20,13 @@ from ..derivations.derivation import Derivation
 
 @dataclass
 class Figure:
-    """A PNG in the report directory; ``data`` holds every number plotted (goes to results.json)."""
+    """A PNG in the report directory; ``data`` holds every number plotted (goes to results.json); ``claims``, the
+    names of the claims it shows (each claim's story points to the figure)."""
 
     filename: str
     caption: str
     data: dict = field(default_factory=dict)
+    claims: tuple[str, ...] = ()
 
 
 @dataclass

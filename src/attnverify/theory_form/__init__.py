@@ -273,7 +273,8 @@ class Theory:
                                    shrink_budget)
             if axis is not None:
                 self.figures.append(FigureMaker(made.name.split(".", 1)[1], functools.partial(
-                    sweep, theory_side, simulate, figure, axis, sizing, xlabel or axis, ylabel, text)))
+                    sweep, theory_side, simulate, figure, axis, sizing, xlabel or axis, ylabel, text),
+                    claims=(made.name,)))
             return made
 
         return register if function is None else register(function)
@@ -432,7 +433,8 @@ class Theory:
                 figures.append(FigureMaker(prefix + "sampled_networks_vs_theory" + suffix,
                                            lambda rng, fields=fields: TheoryVsSimulation(**fields(rng)),
                                            lambda settings, fields=fields: TheoryVsSimulation(
-                                               **fields.in_store(settings))))
+                                               **fields.in_store(settings)),
+                                           claims=(f"{self.name}.{prefix}sampled_gap_closes_at_the_theory_order",)))
             if network is not None:  # last: it calls the theorist's data function
                 network_claims.check_network_data(s, strategies, test_error)
             for claim_name, check, statement in made:
@@ -612,10 +614,12 @@ class Theory:
             if not isinstance(data, TheoryVsSimulation):
                 raise TypeError(f"figure {item.name} of theory {self.name} must return a TheoryVsSimulation, got "
                                 f"{type(data).__name__}")
-            figures.append(theory_vs_simulation(out_dir, f"{self.name}_{item.name}.png", x=data.x,
-                                                theory=data.theory, theory_x=data.theory_x, estimates=data.estimates,
-                                                xlabel=data.xlabel, ylabel=data.ylabel, caption=data.caption,
-                                                theory_label=data.theory_label, curves=data.curves))
+            drawn = theory_vs_simulation(out_dir, f"{self.name}_{item.name}.png", x=data.x, theory=data.theory,
+                                         theory_x=data.theory_x, estimates=data.estimates, xlabel=data.xlabel,
+                                         ylabel=data.ylabel, caption=data.caption, theory_label=data.theory_label,
+                                         curves=data.curves)
+            drawn.claims = item.claims
+            figures.append(drawn)
         return figures
 
     def __repr__(self) -> str:

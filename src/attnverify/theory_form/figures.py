@@ -45,4 +45,6 @@ class FigureMaker:
     name: str
     make: Callable[[np.random.Generator], TheoryVsSimulation]
     shared: Callable[[Any], TheoryVsSimulation] | None = None
+    claims: tuple[str, ...] = ()
+    """The claims the figure shows, by name (a Monte Carlo claim's own figure, a sweep's claim)."""
 
