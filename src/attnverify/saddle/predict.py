@@ -27,7 +27,7 @@ from ..base import arguments, blas
 from ..base.backend import get_backend
 from ..numerics.kernel_predictor import PredictorStatistics, kernel_statistics, predictor_statistics
 from .declaration import SaddlePointAction
-from .solve import Solution
+from .solve import Solution, training_data
 
 
 def _matrix(declaration: SaddlePointAction, solution: Solution) -> np.ndarray:
@@ -71,13 +71,6 @@ def _solved(declaration: SaddlePointAction, solution: Solution) -> None:
                          f"{declaration.kernel.name}; the solution has {', '.join(solution.order_parameters)}")
 
 
-def _training(data: Mapping[str, Any]) -> None:
-    """Refuse training data that are not a dict with y and C or X, by name."""
-    if not isinstance(data, Mapping) or "y" not in data or ("C" in data) == ("X" in data):
-        raise ValueError("data must be a dict with the labels y and either the kernels C or the features X, got "
-                         f"{sorted(map(str, data)) if isinstance(data, Mapping) else type(data).__name__}")
-
-
 def _predict(declaration: SaddlePointAction, solution: Solution, data: Mapping[str, Any],
              test: Mapping[str, Any]) -> PredictorStatistics:
     _solved(declaration, solution)
@@ -98,7 +91,7 @@ def predict_at(U, temperature: float, data: Mapping[str, Any], test: Mapping[str
 
 def _predict_at(U: np.ndarray, temperature: float, data: Mapping[str, Any],
                 test: Mapping[str, Any]) -> PredictorStatistics:
-    _training(data)
+    training_data(data)
     wanted = ("X_test",) if "X" in data else ("C_test", "C_test_diagonal")
     if not isinstance(test, Mapping) or sorted(test) != sorted(wanted):
         labels = (" (the test labels go to the result's generalisation_error(y) and accuracy(y))"
@@ -133,7 +126,7 @@ def kernel_alignment(declaration: SaddlePointAction, solution: Solution,
     fraction of $\lvert Y\rvert^2$ along each eigenvector, $(v^\top Y)^2/\lvert Y\rvert^2$ (figure 2d of Tiberi et
     al.: the renormalisation moves the label's weight onto the leading components)."""
     _solved(declaration, solution)
-    _training(data)
+    training_data(data)
     K = _kernels(data, _matrix(declaration, solution))
     y = arguments.array("y", data["y"], shape=(K.shape[0],))
     largest = float(np.max(np.abs(y)))

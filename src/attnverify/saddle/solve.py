@@ -65,14 +65,21 @@ class Solution:
         return np.atleast_2d(np.asarray(self.order_parameters[name], dtype=float))
 
 
+def training_data(data: Mapping[str, Any]) -> None:
+    """Refuse training data that are not a dict with the labels y and either the kernels C or the features X, by
+    what they hold."""
+    if not isinstance(data, Mapping) or "y" not in data or ("C" in data) == ("X" in data):
+        raise ValueError("data must be a dict with the labels y and either the kernels C or the features X, got "
+                         f"{sorted(map(str, data)) if isinstance(data, Mapping) else type(data).__name__}")
+
+
 def data_energy(data: Mapping[str, Any], temperature: float, *, space: str = "auto", backend=None):
     r"""$E = \ln\det(K + T \cdot I) + Y^\top (K + T \cdot I)^{-1} Y$ for ``data``: ``C`` (kernels,
     $(\mathcal{H}, \mathcal{H}, P, P)$, or $(P, P)$ for a scalar kernel order parameter) or ``X`` (features,
     $(P, N_0, \mathcal{H})$, or $(P, N_0)$), and the labels ``y``. On ``backend`` where its arrays are large enough to
     pay for the launches (`for_size` of the larger of the data and the $P \times P$ kernel), else on the host, the
     data moved there once."""
-    if not isinstance(data, Mapping) or "y" not in data or ("C" in data) == ("X" in data):
-        raise ValueError("data must be a dict with the labels y and either the kernels C or the features X")
+    training_data(data)
     space = arguments.one_of("space", space, SPACES)
     key = "C" if "C" in data else "X"
     # checked before any cast: numpy's cast of a complex array to float drops the imaginary part
