@@ -274,7 +274,9 @@ def sized_mean(
     def take(size: int) -> None:
         nonlocal columns, moments
         done = 0
-        if progress is not None and size >= PROGRESS_DRAWS:
+        told = progress is not None and size >= PROGRESS_DRAWS
+        step = max(PROGRESS_DRAWS, size // 20)  # a line per twentieth of the batch, at least PROGRESS_DRAWS apart
+        if told:
             progress(f"{who}: drawing {size:,} more ({total + size:,} in all, of a budget of {budget:,}; "
                      f"{max(needed):,} needed at the spread so far)")
         while done < size:
@@ -289,8 +291,7 @@ def sized_mean(
             for j, m in enumerate(moments):
                 m.add(values if columns == 0 else values[:, j], xp)
             done += n
-            step = max(PROGRESS_DRAWS, size // 20)  # a line per twentieth of the batch, at least PROGRESS_DRAWS apart
-            if progress is not None and size >= PROGRESS_DRAWS and (done // step > (done - n) // step or done == size):
+            if told and (done // step > (done - n) // step or done == size):
                 progress(f"{who}: {total + done:,} of {total + size:,} draws done")
 
     batches: list[int] = []
