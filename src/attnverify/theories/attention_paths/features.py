@@ -60,7 +60,7 @@ def _readout(readout: Any) -> str:
     return arguments.one_of("readout", readout, READOUTS)
 
 
-def _fits(named: Sequence[tuple[str, int]], nbytes: int, what: str, be: Backend) -> None:
+def fits_largest(named: Sequence[tuple[str, int]], nbytes: int, what: str, be: Backend | None) -> None:
     """Refuse ``nbytes`` that cannot fit, naming the largest of the sizes ``named`` ((name, value) pairs)."""
     name, value = max(named, key=lambda pair: pair[1])
     arguments.fits_in_memory(name, nbytes, what, value=value, backend=be)
@@ -316,7 +316,7 @@ def fixed_head_path_features(
     batch, n0, tokens = (int(n) for n in x.shape)
     heads = [len(layer) for layer in weights]
     # the scores of every head of every layer (B × ΣH × S × S, with the softmax's copy), then as path_features
-    _fits([("B", batch)], 8 * batch * 2 * sum(heads) * tokens * tokens, f"the attention matrices of all "
+    fits_largest([("B", batch)], 8 * batch * 2 * sum(heads) * tokens * tokens, f"the attention matrices of all "
           f"{sum(heads)} heads (B × ΣH × S × S float64 and a copy, S = {tokens})", be)
     _refuse_features(batch, n0, tokens, heads, batch, False, be)
     flat = attention_matrices(x, [W for layer in weights for W in layer], backend=be)
@@ -369,7 +369,7 @@ def path_kernels(X: Any, X_other: Any = None, *, backend: Any = None) -> Any:
     X, other = _pair(X, X_other, be)
     (P, n0, paths), P_other = X.shape, other.shape[0]
     nbytes = 8 * (paths * paths * P * P_other + (P + P_other) * n0 * paths)
-    _fits(_sizes(X, X_other, other) + [("𝓗", int(paths))], nbytes,
+    fits_largest(_sizes(X, X_other, other) + [("𝓗", int(paths))], nbytes,
           f"the path-path kernels C (𝓗 × 𝓗 × P × P' float64, 𝓗 = {paths}, P = {P}, P' = {P_other}) and contiguous "
           "copies of X and X_other", be)
     left = xp.transpose(X, (2, 0, 1))  # (𝓗, P, N0)
@@ -392,7 +392,7 @@ def renormalized_kernel(U: Any, X: Any, X_other: Any = None, *, backend: Any = N
     if u.shape != (paths, paths):
         raise ValueError(f"U must have shape (𝓗, 𝓗) = ({paths}, {paths}) to match X, got {tuple(u.shape)}")
     P, P_other, n0 = X.shape[0], other.shape[0], X.shape[1]
-    _fits(_sizes(X, X_other, other), 8 * (P * P_other + P_other * n0 * paths),
+    fits_largest(_sizes(X, X_other, other), 8 * (P * P_other + P_other * n0 * paths),
           f"the kernel K (P × P' float64, P = {P}, P' = {P_other}) and Z (P' × N0 × 𝓗 float64, N0 = {n0}, "
           f"𝓗 = {paths})", be)
     z = xp.matmul(other, u.T)  # z[ν, i, π] = Σ_π' U_{ππ'} X_other[ν, i, π']
@@ -409,7 +409,8 @@ def gp_kernel(X: Any, scale: float = 1.0, *, X_other: Any = None, backend: Any =
     scale = arguments.positive("scale", scale)
     X, other = _pair(X, X_other, be)
     P, P_other = X.shape[0], other.shape[0]
-    _fits(_sizes(X, X_other, other), 8 * P * P_other, f"the kernel K (P × P' float64, P = {P}, P' = {P_other})", be)
+    fits_largest(_sizes(X, X_other, other), 8 * P * P_other, f"the kernel K (P × P' float64, P = {P}, P' = {P_other})",
+                 be)
     kernel = xp.matmul(X.reshape(X.shape[0], -1), other.reshape(other.shape[0], -1).T)
     kernel *= scale  # in place: the one P × P' array the check above counts
     return kernel

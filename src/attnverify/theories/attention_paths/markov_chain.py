@@ -33,7 +33,7 @@ import numpy as np
 from ...base import arguments
 from ...base.arguments import Checked, checked
 from ...base.arguments import integer as _integer
-from .features import attention_matrix, chunk_numbers, default_chunk, path_features
+from .features import attention_matrix, chunk_numbers, default_chunk, fits_largest, path_features
 
 __all__ = [
     "MarkovChainTask",
@@ -88,10 +88,9 @@ def _generator(name: str, seed: Any) -> np.random.Generator:
 
 def _one_head_fits(task: MarkovChainTask) -> None:
     """Refuse a task whose N0 × N0 head weights cannot be built, naming the larger of ``tokens`` and ``features``."""
-    name, value = ("tokens", task.tokens) if task.tokens >= task.features else ("features", task.features)
     n0 = task.input_width
-    arguments.fits_in_memory(name, 4 * 8 * n0 * n0, f"one head W (N0 × N0 float64 with its temporaries, "
-                             f"N0 = F + S + 1 = {n0})", value=value)
+    fits_largest([("tokens", task.tokens), ("features", task.features)], 4 * 8 * n0 * n0,
+          f"one head W (N0 × N0 float64 with its temporaries, N0 = F + S + 1 = {n0})", None)
 
 
 def _data_set_bytes(task: MarkovChainTask, heads: int, paths: int, P: int) -> int:
@@ -122,10 +121,8 @@ def _refuse_what_cannot_fit(task: MarkovChainTask, layers: tuple[tuple[str, ...]
     for _, P in sets:
         peak = max(peak, kept + _data_set_bytes(task, heads, paths, P))
         kept += 8 * P * (n0 * paths + 1)
-    name, value = max(sets, key=lambda pair: pair[1])
-    arguments.fits_in_memory(name, weights + peak, f"{' and '.join(f'{n} = {P}' for n, P in sets)} sequences, their "
-                             f"attention matrices and path features with the head weights ({shapes}, "
-                             f"S = {task.tokens})", value=value)
+    fits_largest(sets, weights + peak, f"{' and '.join(f'{n} = {P}' for n, P in sets)} sequences, their attention "
+                 f"matrices and path features with the head weights ({shapes}, S = {task.tokens})", None)
 
 
 # --------------------------------------------------------------------------- task
