@@ -58,3 +58,17 @@ def test_a_line_through_two_points_with_known_errors_has_its_slope_and_error():
     assert fit.slope_standard_error == pytest.approx(0.25, rel=1e-12)
     with pytest.raises(ValueError, match="at least 3 points"):
         fit_line([1.0, 3.0], [2.0, 5.0])
+
+
+def test_a_line_fits_slope_is_its_weights_on_the_points():
+    """slope = Σ c_i y_i with c the fit's slope weights, for the fitted y and for any other y at the same x and
+    errors (the slope is linear in y); the weights sum to 0 (a constant shift of y leaves the slope) and Σ c_i x_i
+    = 1 (y = x has slope 1), and they stay out of the fit's recorded figures."""
+    x, errors = np.array([0.0, 1.0, 2.5, 4.0]), np.array([0.1, 0.3, 0.2, 0.5])
+    y, other = np.array([1.0, 2.2, 3.1, 5.3]), np.array([-2.0, 0.5, 0.1, 7.0])
+    fit = fit_line(x, y, standard_errors=errors)
+    c = np.array(fit.slope_weights)
+    assert c @ y == pytest.approx(fit.slope, abs=1e-12)
+    assert c @ other == pytest.approx(fit_line(x, other, standard_errors=errors).slope, abs=1e-12)
+    assert c.sum() == pytest.approx(0.0, abs=1e-12) and c @ x == pytest.approx(1.0, abs=1e-12)
+    assert "slope_weights" not in fit.as_dict()

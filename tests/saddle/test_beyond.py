@@ -19,7 +19,8 @@ from scipy.special import gammaln
 
 from claim_helpers import run_seed
 
-from attnverify.numerics.kernel_energy import FeatureKernelEnergy, FeatureSpaceEnergy, KernelEnergy, symmetric_basis
+from attnverify.numerics.kernel_energy import FeatureKernelEnergy, FeatureSpaceEnergy, KernelEnergy
+from attnverify.numerics.symmetric import symmetric_basis
 from attnverify.saddle import (SaddlePointAction, positive, positive_definite, posterior_mean, solve,
                                wishart_entropy)
 from attnverify.saddle.beyond import action_derivatives, potential_each

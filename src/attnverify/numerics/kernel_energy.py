@@ -29,6 +29,8 @@ from scipy.linalg import cho_solve, cholesky
 
 from ..base import arguments
 from ..base.backend import Backend, on_device
+from .kernel_solve import solve_each
+from .symmetric import entry_weights, symmetric_basis, triangle
 
 SPACES = ("auto", "kernel", "feature")
 
@@ -132,23 +134,6 @@ def feature_entry_kernels(N0: int, paths: int) -> np.ndarray:
     return np.stack([np.kron(np.eye(N0), b) for b in basis])
 
 
-def symmetric_basis(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rows, cols, basis) of the independent entries i ≤ j (numpy's triu order, as the symbolic actions):
-    basis[k] = E_ij + E_ji (E_ii on the diagonal), so that dU = Σ_k du_k basis[k]."""
-    rows, cols = np.triu_indices(size)
-    basis = np.zeros((rows.size, size, size))
-    k = np.arange(rows.size)
-    basis[k, rows, cols] = 1.0
-    basis[k, cols, rows] = 1.0
-    return rows, cols, basis
-
-
-def entry_gradient(matrices: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """Σ_ab M_ab (E_ij + E_ji)_ab for a batch of symmetric M: M_ij·(2 − δ_ij), per entry i ≤ j (a gradient ∂E/∂U_ab
-    over the full matrix as the gradient over the independent entries of a symmetric U)."""
-    return matrices[..., rows, cols] * np.where(rows == cols, 1.0, 2.0)
-
-
 class _Energy:
     """What the three representations share: ``at_temperature(T)``, the same energy at another temperature
     sharing every precomputed array (C, X, the Gram matrix Γ = XᵀX), so that a sweep over T pays for them
@@ -172,21 +157,6 @@ class _Energy:
         value, gradient, failed = be.to_numpy(value), be.to_numpy(gradient), be.to_numpy(failed)
         gradient = 0.5 * (gradient + gradient.transpose(0, 2, 1))
         return np.where(failed, np.inf, value), np.where(failed[:, None, None], 0.0, gradient)
-
-    def _factor_each(self, G):
-        """(lower factors, ½ ln det) of a batch of G (C, n, n) that the caller made positive definite where it can
-        be, and which failed (their factor the identity's)."""
-        be, xp = self.backend, self.backend.xp
-        identity = xp.eye(G.shape[-1])
-        L, failed = be.cholesky_each(G, identity)
-        return L, xp.sum(xp.log(xp.diagonal(L, axis1=1, axis2=2)), axis=1), failed
-
-    def _labels_each(self, L):
-        """(r = (K + T·I)⁻¹Y, Yᵀr) per chain from the lower factors L (C, P, P) of K + T·I."""
-        be, xp = self.backend, self.backend.xp
-        labels = xp.broadcast_to(self.y, L.shape[:2])
-        r = be.solve_lower(L, be.solve_lower(L, labels), transpose=True)
-        return r, xp.einsum("cp,p->c", r, self.y)
 
     def at_temperature(self, temperature: float):
         other = copy.copy(self)
@@ -228,9 +198,9 @@ class KernelEnergy(_Energy):
         # S_k = (C_ab + C_ba)/2 over the pairs k = (a ≤ b), and the pair index k of each (a, b): on symmetric U
         # only these enter the energy (K = Σ_k w_k U_k S_k, w = 1 on the diagonal and 2 off it), its gradient and
         # its Hessian
-        rows, cols = np.triu_indices(paths)
+        rows, cols = triangle(paths)
         self._rows, self._cols = be.xp.asarray(rows), be.xp.asarray(cols)
-        self._weights = be.asarray(np.where(rows == cols, 1.0, 2.0))
+        self._weights = be.asarray(entry_weights(paths))
         self.pair = np.zeros((paths, paths), dtype=int)
         self.pair[rows, cols] = self.pair[cols, rows] = np.arange(rows.size)
         symmetric = np.empty((rows.size, P, P))
@@ -270,13 +240,10 @@ class KernelEnergy(_Energy):
         U = R @ xp.swapaxes(R, 1, 2)
         G = ((self._weights * U[:, self._rows, self._cols]) @ self._flat_kernels).reshape(chains, P, P)
         G += self.temperature * xp.eye(P)
-        L, half_logdet, failed = self._factor_each(G)
-        r, fit = self._labels_each(L)
-        lower_inverse = be.solve_lower(L, xp.eye(P), shared=True)
-        A = xp.swapaxes(lower_inverse, 1, 2) @ lower_inverse
-        A -= r[:, :, None] * r[:, None, :]
-        pairs = A.reshape(chains, P * P) @ self._flat_kernels.T  # ⟨S_ab, A − r rᵀ⟩ per chain
-        return 2.0 * half_logdet + fit, pairs[:, self.pair], failed
+        solved = solve_each(be, G, self.y)
+        # ⟨S_ab, A − r rᵀ⟩ per chain, A − r rᵀ twice the solve's energy gradient
+        pairs = solved.energy_gradient(2.0).reshape(chains, P * P) @ self._flat_kernels.T
+        return 2.0 * solved.half_logdet + solved.quadratic, pairs[:, self.pair], solved.failed
 
     def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd (𝓗, 𝓗, 𝓗, 𝓗) at U = R Rᵀ: −Tr(A C_cd A C_ab) + rᵀC_dc A C_ab r + rᵀC_ab A C_cd r
@@ -341,7 +308,6 @@ class FeatureKernelEnergy(_Energy):
 
     def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
         logdet, fit, r, Z = self._at_point(R)
-        xp = self.backend.xp
         # Σ_{p,i} Z[p,i,a] Z[p,i,b] and Σ_p X[p,i,a] r[p], each one BLAS product on the flattened arrays
         Z = Z.reshape(-1, self.paths)
         Xr = (r @ self.X.reshape(self.P, -1)).reshape(self.N0, self.paths)
@@ -354,13 +320,12 @@ class FeatureKernelEnergy(_Energy):
         Phi = (self.X[None] @ R[:, None]).reshape(chains, P, -1)  # X(I ⊗ R) per chain
         G = Phi @ xp.swapaxes(Phi, 1, 2)
         G += self.temperature * xp.eye(P)
-        L, half_logdet, failed = self._factor_each(G)
-        r, fit = self._labels_each(L)
+        solved = solve_each(be, G, self.y)
         flat = self.X.reshape(P, -1)
-        Z = be.solve_lower(L, flat, shared=True).reshape(chains, -1, self.paths)  # L⁻¹X, rows (μ, i)
-        Xr = (r @ flat).reshape(chains, self.N0, self.paths)
+        Z = solved.whiten(flat, shared=True).reshape(chains, -1, self.paths)  # L⁻¹X, rows (μ, i)
+        Xr = (solved.alpha @ flat).reshape(chains, self.N0, self.paths)
         gradient = xp.swapaxes(Z, 1, 2) @ Z - xp.swapaxes(Xr, 1, 2) @ Xr
-        return 2.0 * half_logdet + fit, gradient, failed
+        return 2.0 * solved.half_logdet + solved.quadratic, gradient, solved.failed
 
     def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd at U = R Rᵀ from M = XᵀAX = ZᵀZ (Z = L^{-1}X) and x = Xᵀr
@@ -439,14 +404,14 @@ class FeatureSpaceEnergy(_Energy):
         Q = lift(self.gram)
         B = lift(xp.swapaxes(Q, 1, 2))
         B = 0.5 * (B + xp.swapaxes(B, 1, 2)) + T * xp.eye(D)
-        LB, half_logdet, failed = self._factor_each(B)
-        W = be.solve_lower(LB, Q)
-        w = be.solve_lower(LB, lift(self.Xy[:, None])[:, :, 0])
-        value = (self.P - D) * np.log(T) + 2.0 * half_logdet + (self.yy - xp.einsum("cd,cd->c", w, w)) / T
+        # Woodbury's labels c = (I ⊗ R)ᵀXᵀY per chain: the solve's whitened labels are w = L_B⁻¹c
+        solved = solve_each(be, B, lift(self.Xy[:, None])[:, :, 0])
+        W, w = solved.whiten(Q), solved.whitened
+        value = (self.P - D) * np.log(T) + 2.0 * solved.half_logdet + (self.yy - solved.quadratic) / T
         XAX = (self.gram - xp.swapaxes(W, 1, 2) @ W) / T
         Xr = ((self.Xy - xp.einsum("cdk,cd->ck", W, w)) / T).reshape(chains, N0, paths)
         blocks = xp.einsum("ciaib->cab", XAX.reshape(chains, N0, paths, N0, paths))
-        return value, blocks - xp.swapaxes(Xr, 1, 2) @ Xr, failed
+        return value, blocks - xp.swapaxes(Xr, 1, 2) @ Xr, solved.failed
 
     def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
         value, XAX, XAy = self._at_point(R)

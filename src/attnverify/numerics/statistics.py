@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -264,16 +264,20 @@ def combine(estimates: list[Estimate]) -> Estimate:
 
 @dataclass(frozen=True)
 class LineFit:
-    """y ≈ intercept + slope·x, with standard errors from the weights (or the residuals)."""
+    """y ≈ intercept + slope·x, with standard errors from the weights (or the residuals); ``slope_weights`` c, the
+    fit's weight on each point, slope = Σ_i c_i y_i (the slope the same fit gives any other y, and how far an
+    error in each y moves it)."""
 
     slope: float
     intercept: float
     slope_standard_error: float
     intercept_standard_error: float
     points: int
+    slope_weights: tuple = field(default=(), repr=False)
 
     def as_dict(self) -> dict:
-        return dict(self.__dict__)
+        """The fitted figures (without the weights)."""
+        return {k: v for k, v in self.__dict__.items() if k != "slope_weights"}
 
 
 def fit_line(x, y, standard_errors=None) -> LineFit:
@@ -308,4 +312,6 @@ def fit_line(x, y, standard_errors=None) -> LineFit:
         residual = y - design @ params
         covariance = covariance * float(residual @ residual) / (x.size - 2)
     errors = np.sqrt(np.diag(covariance))
-    return LineFit(float(params[1]), float(params[0]), float(errors[1]), float(errors[0]), int(x.size))
+    slope_weights = np.linalg.solve(chol.T, np.linalg.solve(chol, design.T * weights))[1]  # of (XᵀWX)⁻¹XᵀW
+    return LineFit(float(params[1]), float(params[0]), float(errors[1]), float(errors[0]), int(x.size),
+                   tuple(slope_weights.tolist()))

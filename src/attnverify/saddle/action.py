@@ -18,10 +18,9 @@ import functools
 
 import numpy as np
 
-from ..numerics.kernel_energy import entry_gradient, symmetric_basis
+from ..numerics.symmetric import entry_gradient, entry_weights, gradient_matrix, triangle
 from .declaration import OrderParameter, SaddlePointAction
 from .term import entry_slices
-from .matrix_functions import gradient_matrix, triangle
 
 
 class Parametrisation:
@@ -119,7 +118,7 @@ class Parametrisation:
                 layout.append((op.name, part, None, None, None))
                 continue
             rows, cols = triangle(op.size)
-            layout.append((op.name, part, rows, cols, np.where(rows == cols, 1.0, 2.0)))
+            layout.append((op.name, part, rows, cols, entry_weights(op.size)))
         return layout
 
     def chain(self, theta: np.ndarray, gradient: np.ndarray, hessian: np.ndarray | None = None):
@@ -172,8 +171,8 @@ class NumericAction:
         self.parametrisation = Parametrisation(declaration.order_parameters)
         self.scale = declaration.scale(parameters)
         self.kernel_part = entry_slices(declaration.order_parameters)[declaration.kernel.name]
-        self._rows, self._cols, _ = symmetric_basis(max(declaration.kernel.size, 1))
-        self._weight = np.where(self._rows == self._cols, 1.0, 2.0)
+        self._rows, self._cols = triangle(max(declaration.kernel.size, 1))
+        self._weight = entry_weights(max(declaration.kernel.size, 1))
         self.evaluations = 0
         self._last = self._last_hessian = None
 
@@ -196,7 +195,7 @@ class NumericAction:
         if self.with_energy:
             E, G = self.energy(self.kernel_factor(u))
             g = g.copy()
-            g[self.kernel_part] += 0.5 * entry_gradient(G, self._rows, self._cols)
+            g[self.kernel_part] += 0.5 * entry_gradient(G)
         parts = (E, L, u, g, factors)
         self._last = (np.array(theta, dtype=float), parts)
         return parts

@@ -39,13 +39,12 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..base import arguments, blas
-from ..numerics.kernel_energy import entry_gradient, symmetric_basis
+from ..numerics.symmetric import entry_gradient, triangle
 from ..derivations.gaussian.panels import BULK_CUTS, RULES, composite_rule
 from .action import NumericAction, Parametrisation
 from .declaration import SaddlePointAction
 from .term import entry_slices
 from .solve import Solution, data_energy, given_temperature, solve_energy
-from .matrix_functions import triangle
 from .term import Term
 
 METHODS = ("auto", "quadrature", "laplace", "hmc")
@@ -196,7 +195,7 @@ def _scales(declaration: SaddlePointAction, u: np.ndarray) -> np.ndarray:
             out.append(abs(u[start:start + 1]))
         else:
             diagonal = np.diag(op.value(u[start:start + op.count]))
-            rows, cols = np.triu_indices(op.size)
+            rows, cols = triangle(op.size)
             out.append(np.sqrt(diagonal[rows] * diagonal[cols]))
         start += op.count
     return np.concatenate(out)
@@ -300,15 +299,13 @@ def potential_each(declaration: SaddlePointAction, energy, values: tuple):
     weights = log_jacobian_weights(declaration)
     kernel = declaration.kernel.name
     part = entry_slices(declaration.order_parameters)[kernel]
-    rows, cols, _ = symmetric_basis(max(declaration.kernel.size, 1))
-
     def potential(thetas: np.ndarray):
         with np.errstate(all="ignore"):
             u, factors = parametrisation.entries_each(thetas)
             L, g = entropy.values_and_gradients(u, factors, values)
             m, m_gradient = measure.values_and_gradients(u, factors)
             E, G = energy.each(factors[kernel])
-            g[:, part] += 0.5 * entry_gradient(G, rows, cols)
+            g[:, part] += 0.5 * entry_gradient(G)
             phi = 0.5 * E + L - m - thetas @ weights
             gradient = parametrisation.gradient_each(thetas, g - m_gradient, factors) - weights
         bad = ~(np.isfinite(phi) & np.all(np.isfinite(gradient), axis=1))

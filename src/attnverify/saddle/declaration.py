@@ -23,7 +23,8 @@ import sympy
 
 from ..base import arguments
 from ..base.arguments import name_mismatch
-from .matrix_functions import triangle
+from ..numerics.symmetric import triangle
+from .matrix_functions import is_matrix_order_parameter
 from .measure import measure_terms
 from .term import Term, entry_slices
 
@@ -102,13 +103,10 @@ def _order_parameter(name: str, value) -> OrderParameter:
         n = value.shape[0]
         if value.shape != (n, n) or n == 0:
             raise ValueError(f"order parameter {name} must be a square matrix, got shape {value.shape}")
-        rows, cols = np.triu_indices(n)
-        symbols = tuple(value[i, j] for i, j in zip(rows, cols))
-        if not all(isinstance(s, sympy.Symbol) for s in symbols) or len(set(symbols)) != len(symbols) or \
-                any(value[i, j] != value[j, i] for i, j in zip(rows, cols)):
+        if not is_matrix_order_parameter(value):
             raise ValueError(f"order parameter {name} must be a symmetric matrix of distinct symbols, one per entry "
                              f"i ≤ j (positive_definite(\"{name}\", {n}))")
-        return OrderParameter(name, n, symbols)
+        return OrderParameter(name, n, tuple(value[i, j] for i, j in zip(*triangle(n))))
     raise TypeError(f"order parameter {name} must be positive(\"{name}\") or positive_definite(\"{name}\", n), got "
                     f"{type(value).__name__}")
 

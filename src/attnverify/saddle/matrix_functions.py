@@ -14,48 +14,20 @@ J = ∂a/∂u:  ∂𝓛/∂u = 𝓛_u + Jᵀ𝓛_a  and  ∂²𝓛/∂u∂u' = �
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import sympy
 from scipy.linalg import cho_solve
 from sympy.core.symbol import Str
 
 from ..base.backend import get_backend
-
-
-@functools.lru_cache(maxsize=None)
-def triangle(n: int, upper: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, cols) of numpy's triu (or tril) order for an n × n matrix, computed once per size (read-only)."""
-    rows, cols = np.triu_indices(n) if upper else np.tril_indices(n)
-    rows.flags.writeable = cols.flags.writeable = False
-    return rows, cols
-
-
-@functools.lru_cache(maxsize=None)
-def _entry_halves(n: int) -> np.ndarray:
-    """1 on the diagonal, ½ off it, over the triu entries of an n × n matrix (read-only)."""
-    rows, cols = triangle(n)
-    halves = np.where(rows == cols, 1.0, 0.5)
-    halves.flags.writeable = False
-    return halves
-
-
-def gradient_matrix(g: np.ndarray, n: int) -> np.ndarray:
-    """G (…, n, n), the symmetric matrix of a gradient g (…, n(n+1)/2) over a symmetric U's independent entries (triu
-    order): g_k on the diagonal, g_k/2 off it, so that tr(G dU) = Σ_k g_k du_k for every symmetric dU."""
-    rows, cols = triangle(n)
-    G = np.zeros(g.shape[:-1] + (n, n))
-    G[..., rows, cols] = g * _entry_halves(n)
-    G[..., cols, rows] = G[..., rows, cols]
-    return G
+from ..numerics.symmetric import triangle
 
 
 def _name_and_entries(U) -> tuple[str, int, tuple]:
     if not isinstance(U, sympy.MatrixBase) or U.shape[0] != U.shape[1] or U.shape[0] < 1:
         raise TypeError(f"U must be a matrix order parameter (positive_definite(name, n)), got {U!r}"[:200])
     n = U.shape[0]
-    rows, cols = np.triu_indices(n)
+    rows, cols = triangle(n)
     entries = tuple(U[i, j] for i, j in zip(rows, cols))
     if not all(isinstance(s, sympy.Symbol) for s in entries):
         raise TypeError("U must be a matrix order parameter (positive_definite(name, n)): one symbol per entry")
@@ -64,7 +36,7 @@ def _name_and_entries(U) -> tuple[str, int, tuple]:
 
 def _matrix(n: int, entries: tuple) -> sympy.Matrix:
     """The symmetric n × n matrix of the entries i ≤ j (numpy's triu order)."""
-    rows, cols = np.triu_indices(n)
+    rows, cols = triangle(n)
     at = {}
     for k, (i, j) in enumerate(zip(rows, cols)):
         at[(i, j)] = at[(j, i)] = entries[k]
@@ -72,7 +44,7 @@ def _matrix(n: int, entries: tuple) -> sympy.Matrix:
 
 
 def _position(n: int, entries: tuple, symbol) -> tuple[int, int]:
-    rows, cols = np.triu_indices(n)
+    rows, cols = triangle(n)
     k = list(entries).index(symbol)
     return int(rows[k]), int(cols[k])
 
@@ -277,7 +249,7 @@ def is_matrix_order_parameter(V) -> bool:
     [`positive_definite`][attnverify.saddle.positive_definite])."""
     if not isinstance(V, sympy.MatrixBase) or V.shape[0] != V.shape[1]:
         return False
-    rows, cols = np.triu_indices(V.shape[0])
+    rows, cols = triangle(V.shape[0])
     entries = [V[i, j] for i, j in zip(rows, cols)]
     return all(isinstance(s, sympy.Symbol) for s in entries) and len(set(entries)) == len(entries) and \
         all(V[i, j] == V[j, i] for i, j in zip(rows, cols))

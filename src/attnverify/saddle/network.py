@@ -25,9 +25,9 @@ import numpy as np
 
 from ..base import arguments
 from ..base.arguments import Checked, checked
-from ..base.backend import Backend
 from ..numerics.diagnostics import summarize
-from . import activations
+from ..numerics.kernel_solve import KernelSolve, solve_each
+from . import activations, nngp_quadrature
 from .sampling import run_sampler
 
 
@@ -74,47 +74,9 @@ class Network(Checked):
             object.__setattr__(self, "units", arguments.integer("units", int(self.weight_shape[0]), 1))
 
 
-@dataclass(frozen=True)
-class KernelSolve:
-    """K_Z + T·I of every chain, solved once: its lower Cholesky factors L (C, P, P) and α = (K_Z + T·I)⁻¹y (C, P),
-    from which a kernel VJP takes what it needs (module docstring)."""
-
-    factor: Any
-    alpha: Any
-    backend: Backend
-    identity: Any
-
-    def whiten(self, rhs, *, shared: bool = False):
-        """L⁻¹B per chain (B (C, P, k), or one B (P, k) for every chain when ``shared``)."""
-        return self.backend.solve_lower(self.factor, rhs, shared=shared)
-
-    def energy_gradient(self, scale: float = 1.0):
-        """``scale`` × G, G = ∂Ψ/∂K = ½[(K_Z + T·I)⁻¹ − ααᵀ] (C, P, P), the inverse from the factors
-        (`Backend.cholesky_inverse`): on a device one fused operation (one kernel), on numpy in place."""
-        inverse = self.backend.cholesky_inverse(self.factor, self.identity)
-        if self.backend.name == "numpy":
-            # in place in the inverse: the fused form's bits without its two (C, P, P) temporaries, which cost
-            # ~8 % of the gradient at P = 100 on one core
-            inverse -= self.alpha[:, :, None] * self.alpha[:, None, :]
-            inverse *= 0.5 * scale
-            return inverse
-        return self.backend.fused(_energy_gradient)(inverse, self.alpha[:, :, None], self.alpha[:, None, :],
-                                                    0.5 * scale)
-
-
-def _half_logdet(xp, pivots):
-    """½ ln det(K + T·I) = Σ_j ln L_jj per chain, from the factors' diagonals (C, P)."""
-    return xp.sum(xp.log(pivots), axis=1)
-
-
 def _potential(xp, quadratic, squared_norm, half_logdet, failed):
     """Ψ = ½(yᵀ(K + T·I)⁻¹y + |x|²) + ½ ln det(K + T·I) per chain, +∞ where K + T·I has no factor."""
     return xp.where(failed, xp.inf, (quadratic + squared_norm) * 0.5 + half_logdet)
-
-
-def _energy_gradient(xp, inverse, alpha_column, alpha_row, scale):
-    """``scale`` × ((K_Z + T·I)⁻¹ − ααᵀ) per chain (C, P, P)."""
-    return (inverse - alpha_column * alpha_row) * scale
 
 
 def one_hidden_layer(width: int, input_dimension: int, *, readout_variance_total: float = 1.0,
@@ -165,9 +127,9 @@ def one_hidden_layer(width: int, input_dimension: int, *, readout_variance_total
 def nngp_kernel(X, Y=None, *, activation: Any = "relu", progress: Callable[[str], None] | None = None):
     r"""$K_0(x_i, y_j) = \mathbb{E}_w[\varphi(w \cdot x_i)\, \varphi(w \cdot y_j)]$ for $w \sim \mathcal{N}(0, I/d)$:
     the kernel of [`one_hidden_layer`][attnverify.saddle.network.one_hidden_layer]'s units per unit of readout variance
-    (`attnverify.saddle.activations.nngp_kernel`, closed forms where they exist; ``progress``, a function of one line
-    of text, is told the quadrature's pairs done where there is none)."""
-    return activations.nngp_kernel(X, Y, activation=activation, progress=progress)
+    (`attnverify.saddle.nngp_quadrature.nngp_kernel`, closed forms where they exist; ``progress``, a function of one
+    line of text, is told the quadrature's pairs done where there is none)."""
+    return nngp_quadrature.nngp_kernel(X, Y, activation=activation, progress=progress)
 
 
 class CollapsedNetworkPosterior:
@@ -240,25 +202,20 @@ class CollapsedNetworkPosterior:
         Phi = self.network.features(Z, self.inputs)
         return self.network.readout_variance * Phi @ Phi.transpose(0, 2, 1), Phi
 
-    def solve(self, K):
-        """Factorise K + T·I per chain: (`KernelSolve`, ½ ln det(K + T·I), yᵀ(K + T·I)⁻¹y, chains without a
-        factor). On a diverging trajectory K + T·I stops being positive definite in floating point; such a chain
-        gets the identity's factor (so that every solve stays finite) and is reported in the last value."""
-        be, xp = self.backend, self.backend.xp
-        factor, failed = be.cholesky_each(K + self.shift, self.identity)
-        labels = xp.broadcast_to(self.labels, (K.shape[0], self.P))
-        half = be.solve_lower(factor, labels)
-        alpha = be.solve_lower(factor, half, transpose=True)
-        half_logdet = be.fused(_half_logdet)(xp.diagonal(factor, axis1=1, axis2=2))
-        return KernelSolve(factor, alpha, be, self.identity), half_logdet, xp.einsum("cp,cp->c", half, half), failed
+    def solve(self, K) -> KernelSolve:
+        """Factorise K + T·I per chain (`attnverify.numerics.kernel_solve.solve_each`). On a diverging trajectory
+        K + T·I stops being positive definite in floating point; such a chain gets the identity's factor (so that
+        every solve stays finite) and is marked ``failed``."""
+        return solve_each(self.backend, K + self.shift, self.labels, self.identity)
 
     def potential_and_gradient(self, x):
         """Ψ (C,) and ∇Ψ (C, size) at the whitened hidden weights x (C, size); Ψ = +∞ where K + T·I has no factor."""
         xp = self.backend.xp
         Z = self._weights(x)
         K, residuals = self._kernel(Z)
-        solved, half_logdet, quadratic, failed = self.solve(K)
-        potential = self.backend.fused(_potential)(quadratic, xp.einsum("cd,cd->c", x, x), half_logdet, failed)
+        solved = self.solve(K)
+        potential = self.backend.fused(_potential)(solved.quadratic, xp.einsum("cd,cd->c", x, x),
+                                                   solved.half_logdet, solved.failed)
         if self.network.kernel_vjp is not None:
             gradient = self.network.kernel_vjp(residuals, solved)
         else:
@@ -269,7 +226,7 @@ class CollapsedNetworkPosterior:
     def predictive_mean(self, x, X_test):
         """E[f(x_t) | Z, y] = Φ_t m = K_Z(X_test, X)α per chain (C, Q) (module docstring)."""
         Z = self._weights(x)
-        solved = self.solve(self._kernel(Z)[0])[0]
+        solved = self.solve(self._kernel(Z)[0])
         test = self.prepared(self.backend.asarray(X_test))
         if self.network.kernel_times is not None:
             return self.network.kernel_times(Z, test, self.inputs, solved.alpha)

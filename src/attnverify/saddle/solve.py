@@ -22,6 +22,7 @@ from ..base import arguments, blas
 from ..base.backend import for_size, get_backend, on_device, to_numpy
 from ..numerics import trust_region
 from ..numerics.kernel_energy import SPACES, energy_for
+from ..numerics.symmetric import triangle
 from .action import NumericAction
 from .declaration import SaddlePointAction
 
@@ -137,7 +138,7 @@ def _solution(action: NumericAction, theta: np.ndarray, result, tolerance: float
 def domain_point(declaration: SaddlePointAction) -> np.ndarray:
     """Identity matrices and unit scalars (their entries): a point of the domain, where the search for the
     entropy's own minimum starts."""
-    return np.concatenate([np.ones(1) if op.size == 0 else np.eye(op.size)[np.triu_indices(op.size)]
+    return np.concatenate([np.ones(1) if op.size == 0 else np.eye(op.size)[triangle(op.size)]
                            for op in declaration.order_parameters])
 
 

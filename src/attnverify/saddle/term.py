@@ -27,7 +27,7 @@ import numpy as np
 import sympy
 
 from ..derivations.codegen import evaluator
-from ..numerics.kernel_energy import symmetric_basis
+from ..numerics.symmetric import symmetric_basis
 from .matrix_functions import InverseEntry, LogDet, MatrixAtoms
 
 

@@ -20,9 +20,8 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from attnverify.theories import single_location as sl
-from attnverify.theories.single_location._common import Moments
 from attnverify.base.backend import cupy_works, get_backend
-from attnverify.numerics.statistics import Estimate, mean_estimate
+from attnverify.numerics.statistics import Estimate, RunningMoments, mean_estimate
 from seeds import rng, seeded
 
 Z = 5.0  # standard errors allowed in every Monte Carlo comparison (see module docstring)
@@ -182,7 +181,7 @@ def test_risk_at_vanishing_lambda_is_the_null_risk():
 
 def test_batched_moments_equal_one_pass_moments():
     values = rng(0).exponential(size=1001)
-    moments = Moments()
+    moments = RunningMoments()
     for chunk in np.array_split(values, [1, 300, 301, 999]):  # chunks of 1, 299, 1, 698, 2
         moments.add(chunk, np)
     whole = mean_estimate(values)

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from ...base import arguments
 from ...base.backend import array_module, get_backend, on_device
-from ...saddle.network import CollapsedNetworkPosterior, KernelSolve, Network
+from ...numerics.kernel_solve import KernelSolve
+from ...saddle.network import CollapsedNetworkPosterior, Network
 from .features import path_kernels
 from .posterior import NetworkPosterior, PathLayers
 

@@ -16,7 +16,7 @@ from ...base import arguments
 from . import derivations as derived
 from ...base.arguments import integer as _integer
 from ...base.backend import Backend, to_numpy
-from ...numerics.statistics import RunningMoments
+from ...numerics.statistics import Estimate, RunningMoments
 
 
 
@@ -132,4 +132,11 @@ def batch_sizes(n: int, batch: int | None, numbers_per_sample: int) -> Iterator[
     return itertools.chain(itertools.repeat(batch, full), [rest] if rest else [])
 
 
-Moments = RunningMoments
+def batched_mean(values_of: Callable[[int], Any], n: int, batch: int | None, numbers_per_sample: int,
+                 xp: Any) -> Estimate:
+    """The mean and standard error of n i.i.d. values, ``values_of(size)`` giving ``size`` of them at a time in the
+    batches of `batch_sizes`, folded into running moments (one pass, any n in bounded memory)."""
+    moments = RunningMoments()
+    for size in batch_sizes(n, batch, numbers_per_sample):
+        moments.add(values_of(size), xp)
+    return moments.estimate()

@@ -14,7 +14,7 @@ from ...base.arguments import generator as _generator, integer as _integer
 from ...base.backend import Backend
 from ...numerics.statistics import Estimate
 
-from ._common import Moments, SQRT_PI, batch_sizes, finite_result, checked_lam, unit_rows
+from ._common import SQRT_PI, batched_mean, finite_result, checked_lam, unit_rows
 from .task import RegressionTask, draw_full, draw_reduced, reduction_of, checked_task, task_vectors
 
 
@@ -58,15 +58,15 @@ def risk_monte_carlo(
     ``batch`` samples (default: about 2²² numbers per batch) so memory stays bounded for any n.
     """
     be, task, lam, n, k, v, rng = _risk_arguments(task, k, v, lam, n, rng, backend)
-    xp = be.xp
     reduction = reduction_of(task, [k, v], be)
     Q = reduction.basis
     k_q, v_q = Q.T @ k, Q.T @ v
-    moments = Moments()
-    for size in batch_sizes(n, batch, task.L * (reduction.r + 2)):
+
+    def squared_errors(size):
         Z, _, _, y = draw_reduced(task, reduction, size, rng, be, orthogonal=False)
-        moments.add((y - _predict(Z, k_q, v_q, lam, be)) ** 2, xp)
-    return moments.estimate()
+        return (y - _predict(Z, k_q, v_q, lam, be)) ** 2
+
+    return batched_mean(squared_errors, n, batch, task.L * (reduction.r + 2), be.xp)
 
 
 def risk_monte_carlo_full(
@@ -77,12 +77,12 @@ def risk_monte_carlo_full(
     The unreduced reference for `risk_monte_carlo`: cost O(n·L·d).
     """
     be, task, lam, n, k, v, rng = _risk_arguments(task, k, v, lam, n, rng, backend)
-    xp = be.xp
-    moments = Moments()
-    for size in batch_sizes(n, batch, task.L * (task.d + 2)):
+
+    def squared_errors(size):
         X, y, _ = draw_full(task, size, rng, be)
-        moments.add((y - _predict(X, k, v, lam, be)) ** 2, xp)
-    return moments.estimate()
+        return (y - _predict(X, k, v, lam, be)) ** 2
+
+    return batched_mean(squared_errors, n, batch, task.L * (task.d + 2), be.xp)
 
 
 # --------------------------------------------------------------------------- Bayes predictor
@@ -151,18 +151,17 @@ def bayes_risk_monte_carlo(
     rng = _generator(rng, be)
     conditional = arguments.flag("conditional", conditional)
     reduction = reduction_of(task, [], be)
-    moments = Moments()
-    for size in batch_sizes(n, batch, task.L * (reduction.r + 3)):
+
+    def squared_errors(size):
         Z, _, orth, y = draw_reduced(task, reduction, size, rng, be, orthogonal=True)
         p = _posterior(xp.sum(Z * Z, axis=-1) + orth, Z @ reduction.k_star, task, xp)
         u = Z @ reduction.v_star
         f = xp.sum(p * u, axis=-1)
         if conditional:
-            values = task.eps**2 + xp.maximum(xp.sum(p * u * u, axis=-1) - f * f, 0.0)
-        else:
-            values = (y - f) ** 2
-        moments.add(values, xp)
-    return moments.estimate()
+            return task.eps**2 + xp.maximum(xp.sum(p * u * u, axis=-1) - f * f, 0.0)
+        return (y - f) ** 2
+
+    return batched_mean(squared_errors, n, batch, task.L * (reduction.r + 3), xp)
 
 
 # --------------------------------------------------------------------------- linear predictors
@@ -218,11 +217,12 @@ def linear_risk_monte_carlo(
     rng = _generator(rng, be)
     reduction = reduction_of(task, [beta[l] for l in range(task.L)], be)
     beta_q = beta @ reduction.basis  # (L, r): row ℓ holds Qᵀβ_ℓ
-    moments = Moments()
-    for size in batch_sizes(n, batch, task.L * (reduction.r + 1)):
+
+    def squared_errors(size):
         Z, _, _, y = draw_reduced(task, reduction, size, rng, be, orthogonal=False)
-        moments.add((y - xp.sum(Z * beta_q, axis=(-2, -1))) ** 2, xp)
-    return moments.estimate()
+        return (y - xp.sum(Z * beta_q, axis=(-2, -1))) ** 2
+
+    return batched_mean(squared_errors, n, batch, task.L * (reduction.r + 1), xp)
 
 
 def linear_oracle_coefficients(task: RegressionTask, *, backend: Any = None) -> Any:
