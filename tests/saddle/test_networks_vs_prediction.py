@@ -26,7 +26,7 @@ from attnverify import Theory, st
 from attnverify.checks import run_claim
 from attnverify.saddle import SaddlePointAction, positive, positive_definite, posterior_mean
 from attnverify.saddle.network_claims import compare_with_prediction
-from attnverify.saddle.width_claims import gap_slope
+from attnverify.saddle.width_claims import gap_order_evidence, gap_order_sentence, gap_slope
 from attnverify.theories.catalogue import load_user_module
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -199,3 +199,24 @@ def test_the_gap_slope_recovers_a_planted_order_and_refuses_unresolved_gaps():
     assert slope == pytest.approx(-1.0, abs=1e-12)
     assert error == pytest.approx(0.01 / np.sqrt(np.sum((np.log(widths) - np.log(widths).mean()) ** 2)), rel=1e-12)
     assert gap_slope(widths, 1.0 + gaps, np.r_[0.01 * gaps[:1], gaps[1:]], np.ones(4)) is None
+
+
+def test_the_width_claim_refutes_a_correction_of_the_wrong_sign_at_the_right_order():
+    """Networks 0.5/N above the saddle point (SE 1 % of the gap) and a prediction 0.5/N from it with a small stated
+    error: on the networks' side the claim holds; mirrored to the other side, the same |gap| and the same order, it
+    is refuted (not inconclusive), and its note and the caption say on which side each lies."""
+    widths = np.array([10.0, 20.0, 40.0, 80.0])
+    gaps, saddles = 0.5 / widths, np.ones(4)
+    sampled, errors, stated = saddles + gaps, 0.01 * gaps, 0.01 * gaps
+
+    same = gap_order_evidence(widths, sampled, errors, saddles, saddles + gaps, stated, "N")
+    assert same.holds and all(same.conditions.values())
+    assert same.figures["sampled"] == pytest.approx(sampled.tolist()) and "wrong sign" not in same.note
+
+    mirrored = gap_order_evidence(widths, sampled, errors, saddles, saddles - gaps, stated, "N")
+    assert not mirrored.holds and not mirrored.inconclusive
+    assert mirrored.theory <= mirrored.observed + mirrored.tolerance  # the order alone would pass
+    assert "the networks lie above the saddle point at N = [10, 20, 40, 80]" in mirrored.note
+    assert "a correction of the wrong sign" in mirrored.note
+    caption = gap_order_sentence(widths, sampled, errors, saddles, "N", saddles - gaps)
+    assert "the networks lie above the saddle point, the action's prediction below it" in caption

@@ -162,7 +162,8 @@ def sampled_networks_figure(sweep: NetworkSweep, name: str) -> Callable:
                     f"{', '.join(map(str, sampled_widths))} (HMC, readout integrated out; Markov chain standard "
                     "errors, from the effective sample size). "
                     + gap_order_sentence(sampled_widths, [e.mean for e in estimates],
-                                         [e.standard_error for e in estimates], m["saddles"], width_name) + " "
+                                         [e.standard_error for e in estimates], m["saddles"], width_name,
+                                         m["predicted"]) + " "
                     + (f"Not converged (R-hat/ESS) at {width_name} = {unconverged}." if unconverged
                        else "Every width passed the R-hat/ESS gate."))
 
@@ -183,6 +184,12 @@ def gap_slope(widths, sampled, errors, saddle) -> tuple[float, float] | None:
     the linearised variance (SE/gap)² of each log gap (the saddle values exact): the order at which the theory's gap
     closes, −1 where the saddle point is right to O(1/N) and its O(1/N) term does not vanish. None where fewer than
     two gaps exceed `RESOLVED_GAP` standard errors (the slope is not resolved)."""
+    fit = _gap_fit(widths, sampled, errors, saddle)
+    return None if fit is None else (fit.slope, fit.slope_standard_error)
+
+
+def _gap_fit(widths, sampled, errors, saddle):
+    """`gap_slope`'s `LineFit` over the resolved gaps, or None."""
     from ..numerics.statistics import fit_line
 
     widths, sampled = np.asarray(widths, dtype=float), np.asarray(sampled, dtype=float)
@@ -190,21 +197,33 @@ def gap_slope(widths, sampled, errors, saddle) -> tuple[float, float] | None:
     kept = gaps > RESOLVED_GAP * errors
     if kept.sum() < 2:
         return None
-    fit = fit_line(np.log(widths[kept]), np.log(gaps[kept]), standard_errors=errors[kept] / gaps[kept])
-    return fit.slope, fit.slope_standard_error
+    return fit_line(np.log(widths[kept]), np.log(gaps[kept]), standard_errors=errors[kept] / gaps[kept])
 
 
-def gap_order_sentence(widths, sampled, errors, saddle, width_name: str) -> str:
-    """The caption's sentence on `gap_slope`: the fitted slope ± its standard error against the −1 of a
-    saddle point right to O(1/N), or why none is given."""
+def gap_order_sentence(widths, sampled, errors, saddle, width_name: str, predicted=None) -> str:
+    """The caption's sentences on `gap_slope`: the fitted slope ± its standard error against the −1 of a gap of
+    order 1/N, or why none is given; with ``predicted`` (the action's prediction at the widths), on which side of
+    the saddle point the networks and the prediction lie where the gap is resolved."""
     fitted = gap_slope(widths, sampled, errors, saddle)
     if fitted is None:
         return (f"The gap between networks and saddle point is resolved (> {RESOLVED_GAP:g} SE) at fewer than two "
                 f"widths: no slope is fitted.")
     slope, error = fitted
-    return (f"The gap between networks and saddle point falls as {width_name}^({slope:.3g} ± {error:.2g}) (fitted "
-            f"slope of ln|gap| against ln {width_name} ± its standard error; a saddle point right to O(1/{width_name}) "
-            f"gives −1, {abs(slope + 1) / error:.1f} SE away).")
+    text = (f"The gap between networks and saddle point falls as {width_name}^({slope:.3g} ± {error:.2g}) (fitted "
+            f"slope of ln|gap| against ln {width_name} ± its standard error; −1 for a gap of order 1/{width_name}, "
+            f"{abs(slope + 1) / error:.1f} SE away).")
+    if predicted is None:
+        return text
+    sampled, saddle, predicted = (np.asarray(v, dtype=float) for v in (sampled, saddle, predicted))
+    resolved = np.abs(sampled - saddle) > RESOLVED_GAP * np.asarray(errors, dtype=float)
+
+    def sides(values) -> str:
+        found = {"below" if v < s else "above" for v, s in zip(values[resolved], saddle[resolved]) if v != s}
+        return " and ".join(sorted(found)) or "at"
+
+    networks, prediction = sides(sampled), sides(predicted)
+    return text + (f" Where it is resolved the networks lie {networks} the saddle point, the action's prediction "
+                   f"{prediction} it.")
 
 
 def gap_closes_at_the_theory_order(sweep: NetworkSweep) -> Callable:
@@ -237,13 +256,16 @@ def gap_order_evidence(widths, sampled, errors, saddles, predicted, prediction_e
     carries). Holds where they differ by at most `WIDTH_Z` SE + the bias the prediction's stated error e_N
     allows (each log gap moved by up to −ln(1 − r_N), r_N = e_N/|E_N − u*_N|, through the fit's coefficients);
     inconclusive where fewer than two gaps are resolved, a width did not converge, or some r_N ≥ 1 (no order to
-    compare: the stated error is as large as the shift)."""
+    compare: the stated error is as large as the shift). The order is read on |gap|, so the side is checked too:
+    refuted where, at a width whose gap exceeds `WIDTH_Z` SE (its sign decided at the claim's z), the networks and
+    the prediction lie on opposite sides of the saddle point (a correction of the wrong sign, whatever its order)."""
     widths, sampled, errors = (np.asarray(v, dtype=float) for v in (widths, sampled, errors))
     saddles, predicted, prediction_errors = (np.asarray(v, dtype=float) for v in (saddles, predicted,
                                                                                   prediction_errors))
     gaps, shifts = np.abs(sampled - saddles), np.abs(predicted - saddles)
     kept = gaps > RESOLVED_GAP * errors
-    figures = {"widths": widths.tolist(), "gaps": gaps.tolist(), "standard_errors": errors.tolist(),
+    figures = {"widths": widths.tolist(), "sampled": sampled.tolist(), "saddles": saddles.tolist(),
+               "predicted": predicted.tolist(), "gaps": gaps.tolist(), "standard_errors": errors.tolist(),
                "predicted_shifts": shifts.tolist(), "prediction_errors": prediction_errors.tolist()}
     if unconverged:
         return Evidence(holds=False, relation="custom", figures=figures,
@@ -259,18 +281,26 @@ def gap_order_evidence(widths, sampled, errors, saddles, predicted, prediction_e
                         inconclusive="the prediction's stated error is as large as its shift from the saddle point at "
                                      f"{width_name} = {widths[kept][ratio >= 1].astype(int).tolist()}: no order to "
                                      "compare")
-    slope, se = gap_slope(widths, sampled, errors, saddles)
-    x, weights = np.log(widths[kept]), (gaps[kept] / errors[kept]) ** 2  # 1/(SE of ln|gap|)²
-    centred = x - np.sum(weights * x) / np.sum(weights)
-    coefficients = weights * centred / np.sum(weights * centred ** 2)  # slope = Σ c_i ln|gap_i|
+    fit = _gap_fit(widths, sampled, errors, saddles)
+    slope, se, coefficients = fit.slope, fit.slope_standard_error, np.array(fit.slope_weights)  # slope = Σ c_i y_i
     theory = float(coefficients @ np.log(shifts[kept]))
     bias = float(np.abs(coefficients) @ -np.log1p(-ratio))
     difference = abs(slope - theory)
+    # every kept shift exceeds its stated error (r_N < 1 above): the prediction's side is decided there
+    decided = kept & (gaps > WIDTH_Z * errors)
+    opposite = decided & (np.sign(sampled - saddles) != np.sign(predicted - saddles))
     figures.update(slope=slope, slope_standard_error=se, theory_slope=theory, bias=bias)
+    side = ""
+    if opposite.any():
+        below = sampled[opposite][0] < saddles[opposite][0]
+        side = (f"; the networks lie {'below' if below else 'above'} the saddle point at {width_name} = "
+                f"{widths[opposite].astype(int).tolist()} (> {WIDTH_Z:g} SE), the action's prediction "
+                f"{'above' if below else 'below'} it: a correction of the wrong sign")
     return at_most(difference, WIDTH_Z * se + bias,
-                   note=f"ln|networks − saddle| falls as {width_name}^({slope:.3g} ± {se:.2g}) over {width_name} = "
+                   note=f"|networks − saddle| falls as {width_name}^({slope:.3g} ± {se:.2g}) over {width_name} = "
                         f"{widths[kept].astype(int).tolist()}; the action's prediction less the saddle point as "
                         f"{width_name}^({theory:.3g}); allowed {WIDTH_Z:g} SE + the prediction's stated-error bias "
-                        f"{bias:.2g}",
-                   figures=figures, labels=("|networks' slope − theory's|", "allowance"))
+                        f"{bias:.2g}{side}",
+                   figures=figures, labels=("|networks' slope − theory's|", "allowance"),
+                   conditions={"networks on the prediction's side of the saddle point": not opposite.any()})
 

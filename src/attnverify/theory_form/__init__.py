@@ -40,13 +40,13 @@ from hypothesis import strategies as st
 
 from ..base import arguments
 from ..base.files import fingerprint
-from ..checks.claim import PROFILES, Claim, claim_examples, claim_parameters
+from ..checks.claim import PROFILES, Claim, claim_parameters
 from ..checks.evidence import Evidence
 from ..execution.settings import RunSettings
 from .derived import DerivationHandle, DerivedFunction
 from .figures import FigureMaker, TheoryVsSimulation
-from .monte_carlo import (Sizing, bias_at, checked_option, compare, figure_axis, finite_expected, per_profile,
-                          simulator, sweep)
+from .monte_carlo import Sizing, checked_option, compare, figure_axis, finite_expected, simulator, sweep
+from .saddle_point import SaddleEquations, SaddlePointOptions
 from .signatures import accepts_the_drawn, options_not_strategies, signature_call, statement_of
 
 __all__ = ["DerivationHandle", "DerivedFunction", "Theory", "TheoryVsSimulation"]
@@ -84,9 +84,7 @@ class Theory:
         self.derivations: list[DerivationHandle] = []
         self.claims: list[Claim] = []
         self.figures: list[FigureMaker] = []
-        # each declared action's derivation, once: (its member, the family's simplest draw, the handle, the names
-        # of the saddle_point registrations it serves)
-        self._saddle_equations: list[tuple[Any, dict, DerivationHandle, list[str]]] = []
+        self._saddle_equations = SaddleEquations()
         self._section: Callable | None = None
         self._plan: Callable | None = None
         self._derived: Callable | None = None
@@ -321,163 +319,24 @@ class Theory:
         and ``figure``; every claim then checks the member of its draw, and the report prints the member at their
         simplest draw. A symmetry's maps may name drawn parameters after their first argument
         (``data_map(data, heads, layer)``, ``order_map(order, heads, layer)``), each with a strategy."""
-        from ..saddle import claims as saddle_claims, network_claims, width_claims
-
-        options_not_strategies("saddle_point", strategies, name=name, symmetries=symmetries, network=network, figure=figure,
-                                test_error=test_error, bias=bias, source=source, examples=examples, expect=expect)
-        checked_option("bias", bias, PROFILES, function=True, zero=True)
-        accepts_the_drawn(bias, tuple(strategies), "bias")
-        for option, given in (("figure", figure is not None), ("test_error", bool(test_error)),
-                              ("bias", bias is not None)):
-            if given and network is None:
-                raise TypeError(f"saddle_point {option}= compares sampled networks with the theory: it needs network=")
-        parameters = claim_parameters(strategies, f"{self.name}.{name or 'saddle_point'}")
-        prefix = f"{name}_" if name else ""
-        bias_text = "" if bias is None else " + the stated bias budget"
-
-        def stated_bias(p, ctx) -> float:  # the bias budget at the drawn parameters, one number
-            value = bias_at(per_profile(bias, ctx.profile), p)
-            if np.ndim(value) != 0:
-                raise ValueError(f"bias must give one number (a budget for every entry of the order parameters), "
-                                 f"got {np.size(value)}")
-            return float(value)
-
-        counts = {"quick": 3, "thorough": 20} if examples is None else \
-            claim_examples(examples, f"{self.name}.{name or 'saddle_point'}")
+        options = SaddlePointOptions(self.name, declaration, name=name, symmetries=symmetries, network=network,
+                                     test_error=test_error, figure=figure, bias=bias, source=source, examples=examples,
+                                     expect=expect, strategies=strategies)
 
         def register(function: Callable) -> Callable:
-            member, simplest = saddle_claims.family_member(declaration, strategies)
-            mapped = tuple(n for maps in (symmetries or {}).values() for f in maps
-                           for n in saddle_claims.map_parameters(f))
-            s = saddle_claims.setting(member, function, tuple(strategies), None if member is declaration
-                                      else declaration, tuple(simplest), mapped)
-            saddle_claims.check_positive_strategies(s, strategies)
-
-            def each(factory, *args):  # a family's checks are built for each draw's member
-                return saddle_claims.for_each_draw(factory, s, *args)
-
-            made = [
-                ("saddle_point_is_a_minimum", each(saddle_claims.is_a_minimum),
-                 "The action has a minimum the solver reaches at the drawn parameters and data: the saddle-point "
-                 "equations hold (max |∂(S/N)/∂e| ≤ 1e-9 over the order parameters' relative entries e) and the "
-                 "Hessian over the order parameters' entries is positive definite."),
-                ("saddle_gradient_matches_finite_differences", each(saddle_claims.gradient_matches_finite_differences),
-                 "The generated gradient and Hessian of S/N (entropy differentiated by sympy, energy by the matrix "
-                 "formulas, chained to the Cholesky coordinates) equal central differences at a random point near "
-                 "the GP point, within 10× the differences' own error (h vs h/2 vs h/4) plus round-off."),
-                ("saddle_point_approaches_gp", each(saddle_claims.approaches_gp),
-                 "U(N) → U_GP at rate 1/N: max |u(N) − u_GP| falls with N, with log-log slope −1 ± 0.05 over "
-                 "the first decade N → 10N (from 10² times the drawn widths, all scaled alike) where the O(1/N²) "
-                 "term is below 10⁻² of the O(1/N) term at the GP point; inconclusive where the solves cannot "
-                 "resolve such a window."),
-            ]
-            for label, (data_map, order_map) in (symmetries or {}).items():
-                made.append((f"symmetric_under_{label}", each(saddle_claims.symmetric, data_map, order_map),
-                             f"Symmetry '{label}': the saddle point on the transformed data is the transformed saddle "
-                             f"point, within 10× the two solutions' error estimates."))
-            if network is not None:
-                network_claims.check_network(s, network)
-                network_claims.check_width_strategies(s, strategies)
-                made.append(("network_gradient_matches_finite_differences",
-                             each(network_claims.network_gradient_matches_finite_differences, network),
-                             "The collapsed potential's gradient through the network's vector–Jacobian product "
-                             f"equals central differences along {network_claims.DIRECTIONS} random directions, within "
-                             "10× their own error "
-                             "(steps h, h/2, h/4) plus round-off, at prior weights."))
-                made.append(("sampled_networks_match_theory",
-                             each(network_claims.sampled_networks_match, network, False,
-                                  None if bias is None else stated_bias),
-                             "Networks sampled from the posterior (HMC, the readout integrated out exactly) have the "
-                             "action's own posterior mean of the order parameters under e^{−S} (quadrature for at "
-                             "most three scalars, else the next order of the Laplace expansion) within z MCSE "
-                             f"(z ≥ 5) + that prediction's stated error{bias_text}; the saddle point is printed beside "
-                             "it; unconverged chains are inconclusive."))
-            if test_error:
-                made.append(("sampled_networks_generalise_as_theory",
-                             each(network_claims.sampled_networks_match, network, True,
-                                  None if bias is None else stated_bias),
-                             "Networks sampled from the posterior have the theory's generalisation error on the test "
-                             "inputs, ε_g = mean_t (⟨f(x_t)⟩ − y_t)² + ⟨δf(x_t)²⟩: the action's own posterior mean of "
-                             "ε_g(q) under e^{−S} (quadrature, for at most three scalars) within z MCSE (z ≥ 5) + its "
-                             "stated error, else the saddle point's within z MCSE + the O(1/N) budget "
-                             f"max((D + 1)/N·ε, |ε(N) − ε(N − D − 1)|){bias_text}; unconverged chains are "
-                             "inconclusive."))
-            single, sweeps, kernel = [], {}, None  # claims at the figure's one setting (one example each); its figures
-            if figure is not None:
-                drawn = s.at(figure)  # a family's member at the figure's structure
-                kernel = drawn.declaration.kernel.name
-                sweep = width_claims.NetworkSweep(drawn, network, figure, f"{self.name}.{prefix}saddle_point")
-                for op in sorted(drawn.declaration.order_parameters, key=lambda op: op.name != kernel):
-                    sweeps[op.name] = width_claims.sampled_networks_figure(sweep, op.name)
-                single.append(("sampled_gap_closes_at_the_theory_order",
-                               width_claims.gap_closes_at_the_theory_order(sweep),
-                               "Over the figure's widths, the gap between sampled networks and the saddle point closes "
-                               "at the order the theory states: the fitted slope of ln|networks − saddle| against "
-                               "ln N (± its standard error) equals that of the action's own prediction less the saddle "
-                               f"point within {width_claims.WIDTH_Z:g} SE + the bias the prediction's stated error "
-                               "allows; inconclusive where fewer than two gaps are resolved or the sampler has not "
-                               "converged."))
-            made_names = {claim_name for claim_name, _, _ in made + single}
-            unknown = sorted(set(expect or {}) - made_names)
-            if unknown:
-                raise ValueError(f"saddle_point expect= names {', '.join(unknown)}, not among its claims "
-                                 f"({', '.join(sorted(made_names))})")
-            taken = sorted({f"{self.name}.{prefix}{claim_name}" for claim_name in made_names}
-                           & {c.name for c in self.claims})
-            if taken:
-                raise ValueError(f"theory {self.name} already has {', '.join(taken)}: give this saddle_point a name= "
-                                 "(it prefixes its claims)")
-            figures = []  # every check above and the figures' below before anything registers: all or nothing
-            for op_name, fields in sweeps.items():  # one figure per order parameter, the kernel's under the plain name
-                suffix = "" if op_name == kernel else f"_{op_name}"
-                figures.append(FigureMaker(prefix + "sampled_networks_vs_theory" + suffix,
-                                           lambda rng, fields=fields: TheoryVsSimulation(**fields(rng)),
-                                           lambda settings, fields=fields: TheoryVsSimulation(
-                                               **fields.in_store(settings)),
-                                           claims=(f"{self.name}.{prefix}sampled_gap_closes_at_the_theory_order",)))
-            if network is not None:  # last: it calls the theorist's data function
-                network_claims.check_network_data(s, strategies, test_error)
-            for claim_name, check, statement in made:
-                check.__wrapped__ = function  # inspect.unwrap(claim.check): the function the theory wrote
-                self._new_claim(prefix + claim_name, statement, parameters, check, source,
-                                (expect or {}).get(claim_name, "holds"), counts, 20)
-            if single:
-                at_figure = claim_parameters({n: st.just(v) for n, v in figure.items()},
-                                             f"{self.name}.{name or 'saddle_point'} figure")
-                for claim_name, check, statement in single:
-                    check.__wrapped__ = function
-                    self._new_claim(prefix + claim_name, statement, at_figure, check, source,
-                                    (expect or {}).get(claim_name, "holds"), {"quick": 1, "thorough": 1}, 1)
-            self._saddle_equations_of(member, simplest, name, source)
-            self.figures.extend(figures)
+            built = options.build(function, {c.name for c in self.claims})
+            for claims, parameters, counts, shrink in ((built.drawn, options.parameters, options.counts, 20),
+                                                       (built.at_figure, built.figure_parameters,
+                                                        {"quick": 1, "thorough": 1}, 1)):
+                for claim_name, check, statement in claims:
+                    check.__wrapped__ = function  # inspect.unwrap(claim.check): the function the theory wrote
+                    self._new_claim(options.prefix + claim_name, statement, parameters, check, source,
+                                    options.expected(claim_name), counts, shrink)
+            self._saddle_equations.register(self, built.member, built.simplest, name, source)
+            self.figures.extend(built.figures)
             return function
 
         return register
-
-    def _saddle_equations_of(self, member, simplest: dict, name: str, source: str) -> None:
-        """The derivation of ``member``'s action and saddle-point equations, registered with the first saddle_point of
-        that declaration (and family draw); a later one of the same adds only its name to the title."""
-        from ..saddle.claims import action_derivation
-
-        label = name or "saddle_point"
-        for declared, drawn, handle, names in self._saddle_equations:
-            if declared is member and drawn == simplest:
-                names.append(label)
-                handle.title = self._saddle_title(names, simplest)
-                return
-        handle = self.derivation(name=(f"{name}_" if name else "") + "saddle_point_equations",
-                                 source=source or self.source,
-                                 title=self._saddle_title([label], simplest))(action_derivation(member))
-        self._saddle_equations.append((member, simplest, handle, [label]))
-
-    @staticmethod
-    def _saddle_title(names: list[str], simplest: dict) -> str:
-        """The derivation's title: the saddle_point registrations it serves, where one is named, and a family's
-        member."""
-        served = "" if names == ["saddle_point"] else f" ({', '.join(names)})"
-        member = (f"; the family's member at {', '.join(f'{n} = {v!r}' for n, v in simplest.items())} (each claim "
-                  "checks its draw's)" if simplest else "")
-        return f"The declared action and its saddle-point equations{served}{member}"
 
     def figure(self, function: Callable[..., TheoryVsSimulation]) -> Callable:
         """Register ``function(rng) -> TheoryVsSimulation`` as a figure of the section (the report draws it)."""
