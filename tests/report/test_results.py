@@ -41,6 +41,17 @@ def test_a_bound_is_shown_as_an_inequality_with_value_and_bound_labels():
     assert "| value | bound |" in claim_detail_markdown(result)
 
 
+def test_a_bound_names_the_sides_its_check_labels_and_the_conditions_that_fail():
+    """A bound whose check names its sides shows them beside the numbers; a condition the verdict needs that does
+    not hold is named after them (the sides alone would read as a pass)."""
+    labelled = _result(lambda: at_most(0.02, 0.05, labels=("|slope + 1|", "tolerance")))
+    assert key_figures(labelled).startswith("|slope + 1| 0.02 ≤ tolerance 0.05 + ")  # + its round-off floor
+    failing = _result(lambda: at_most(0.02, 0.05, labels=("|slope + 1|", "tolerance"),
+                                      conditions={"on the prediction's side": False}))
+    assert key_figures(failing).startswith("|slope + 1| 0.02 ≤ tolerance 0.05 + ")
+    assert key_figures(failing).endswith("; fails: on the prediction's side")
+
+
 def test_a_notebook_shows_results_evidence_derivations_claims_and_theories():
     """The report's renderings found from the object's class (report.notebook), handed to IPython by class name:
     no core object imports the report."""

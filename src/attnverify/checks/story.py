@@ -121,11 +121,13 @@ def key_figures(result: dict) -> str:
     or the first line of its error:
 
     - equal: ``theory T vs observed O (SE s), allowed gap τ``;
-    - at_most: ``T ≤ O + τ (SE s)`` (a bound: the left side is not a "theory" nor the right an "observation");
+    - at_most: ``T ≤ O + τ (SE s)`` (a bound: the left side is not a "theory" nor the right an "observation"),
+      each side named where the check labels it (``|slope + 1| 0.02 ≤ tolerance 0.05``);
     - above / below: ``observed − bound > τ: O − B > τ (SE s)`` and its mirror (the relation the claim
       needs, written with its numbers: false where the claim is refuted);
-    - any other relation: its sides by their labels (``no drop 0 vs least drop … 9.86 (SE 0.07), allowed gap 0.36``).
-    """
+    - any other relation: its sides by their labels (``no drop 0 vs least drop … 9.86 (SE 0.07), allowed gap 0.36``);
+
+    then each condition the verdict needs that does not hold (``; fails: <condition>``)."""
     example = shown_example(result)
     if example is None:
         return ""
@@ -133,6 +135,9 @@ def key_figures(result: dict) -> str:
         return "error: " + first_line(example["error"])
     evidence = example.get("evidence") or {}
     text = _sides_text(evidence)
+    failed = [name for name, value in (evidence.get("conditions") or {}).items() if not value]
+    if failed and (evidence.get("theory") is not None or evidence.get("observed") is not None):
+        text += "; fails: " + ", ".join(failed)
     if evidence.get("inconclusive"):
         needed = needed_text(evidence.get("needed"))
         text += f"; inconclusive: {evidence['inconclusive']}" + (
@@ -153,7 +158,9 @@ def _sides_text(evidence: dict) -> str:
         return f"{left} {v(theory)} vs {right} {v(observed)}{se_text}" + (
             f", allowed gap {v(tolerance)}" if tolerance is not None else "")
     if relation == "at_most":
-        return f"{v(theory)} ≤ {v(observed)}" + (f" + {v(tolerance)}" if tolerance else "") + se_text
+        named = (left, right) != ("value", "bound")
+        return (f"{left + ' ' if named else ''}{v(theory)} ≤ {right + ' ' if named else ''}{v(observed)}"
+                + (f" + {v(tolerance)}" if tolerance else "") + se_text)
     if relation == "above":  # the relation the claim needs, with its numbers (false when refuted)
         return f"{right} − {left} > τ: {v(observed)} − {v(theory)} > {v(tolerance)}{se_text}"
     if relation == "below":
