@@ -167,3 +167,18 @@ def test_shrink_candidates_the_check_cannot_run_are_counted_and_the_first_named(
     assert result.status == "refuted" and result.counterexample.parameters["x"] ** 2 > 50
     notes = [n for n in result.notes if "shrink candidates could not be checked" in n]
     assert len(notes) == 1 and "ValueError: no check at x = " in notes[0] and "the first, at x=" in notes[0]
+
+
+def test_every_example_lists_its_parameters_in_the_declared_order():
+    """hypothesis draws a fixed dictionary's entries in an order of its own, example by example; the examples (and
+    so --json and the report's tables) list them as the claim declares them."""
+
+    @claim("demo.ordered", parameters=st.fixed_dictionaries({"N": st.integers(1, 5), "sigma2": st.floats(0.1, 1.0),
+                                                            "P": st.integers(1, 3)}))
+    def ordered(p, ctx):
+        """A bound."""
+        return at_most(0.0, 1.0)
+
+    result = run_claim(ordered, seed=3)
+    assert len(result.examples) > 5
+    assert all(list(example.parameters) == ["N", "sigma2", "P"] for example in result.examples)
