@@ -221,3 +221,25 @@ def test_a_saddle_declaration_is_refused_whole_and_at_definition():
     with pytest.raises(ValueError, match="already has twice.saddle_gradient_.*, twice.saddle_point_is_a_minimum: give this saddle_point a name="):
         theory.saddle_point(action, **STRATEGIES)(_teacher)
     assert [c.name for c in theory.claim_list()] == before
+
+
+def test_the_width_claim_reads_the_stated_bias_at_each_of_the_figures_widths(monkeypatch):
+    """With bias= and figure=, the width claim's side check reads the stated budget at each width of the figure (the
+    drawn function of the width and the figure's other values), and keeps it with its figures. (A converged stand-in
+    draw in place of the sampler.)"""
+    from attnverify.execution import Store
+    from attnverify.saddle import width_claims
+
+    def sampled(s, made, data, temperature, seed, backend, sizes, test_error=False):
+        draws = 1.0 + 0.01 * np.random.default_rng(seed).standard_normal((4, 400))
+        return type("Sampled", (), dict(draws={"Q1": draws, "Q2": draws}, summaries={}))()
+
+    monkeypatch.setattr(width_claims, "sample_networks", sampled)
+    theory = Theory("biased")
+    theory.saddle_point(_two_widths(), network=lambda n1, n2, sigma2: None, **STRATEGIES,
+                        bias=lambda n2, sigma2, **p: 0.5 * sigma2 / n2,
+                        figure=dict(n1=30, n2=(20, 40), sigma2=1.0, temperature=0.2, P=12))(_teacher)
+    (claim,) = [c for c in theory.claim_list() if c.name.endswith("sampled_gap_closes_at_the_theory_order")]
+    result = run_claim(claim, profile="quick", seed=run_seed(5), store=Store())
+    (example,) = result.examples
+    assert example.evidence.figures["stated_biases"] == pytest.approx([0.5 / 20, 0.5 / 40], rel=1e-12)

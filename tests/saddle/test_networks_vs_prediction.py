@@ -220,3 +220,9 @@ def test_the_width_claim_refutes_a_correction_of_the_wrong_sign_at_the_right_ord
     assert "a correction of the wrong sign" in mirrored.note
     caption = gap_order_sentence(widths, sampled, errors, saddles, "N", saddles - gaps)
     assert "the networks lie above the saddle point, the action's prediction below it" in caption
+
+    # a stated bias budget as large as the gaps (what the action may leave out) leaves the side undecided
+    excused = gap_order_evidence(widths, sampled, errors, saddles, saddles - gaps, stated, "N", biases=gaps)
+    assert excused.holds and excused.figures["stated_biases"] == pytest.approx(gaps.tolist())
+    half = gap_order_evidence(widths, sampled, errors, saddles, saddles - gaps, stated, "N", biases=0.5 * gaps)
+    assert not half.holds and "(> 5 SE + the stated bias)" in half.note

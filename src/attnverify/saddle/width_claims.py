@@ -226,20 +226,24 @@ def gap_order_sentence(widths, sampled, errors, saddle, width_name: str, predict
                    f"{prediction} it.")
 
 
-def gap_closes_at_the_theory_order(sweep: NetworkSweep) -> Callable:
+def gap_closes_at_the_theory_order(sweep: NetworkSweep, stated_bias: Callable | None = None) -> Callable:
     """The width claim over ``figure=``'s widths (`gap_order_evidence`) for the kernel's order parameter (or
     its trace, for a matrix), from ``sweep``'s numbers in the run's store at the run's seed: the networks and
-    predictions the figure draws."""
+    predictions the figure draws. ``stated_bias(p, ctx)``: the theorist's bias budget per entry at parameters p,
+    read at each width (times the matrix's size, for its trace)."""
     kernel = sweep.s.declaration.kernel.name
+    size = max(sweep.s.declaration.kernel.size, 1)
 
     def check(p, ctx) -> Evidence:
         m = sweep.in_store(ctx.settings)[kernel]
         if len(m["widths"]) < 2:
             return Evidence(holds=False, relation="custom",
                             inconclusive=f"the network estimates {m['label']} at fewer than two widths")
+        biases = None if stated_bias is None else \
+            [size * stated_bias({**p, m["width_name"]: width}, ctx) for width in m["widths"]]
         return gap_order_evidence(m["widths"], [e.mean for e in m["estimates"]],
                                   [e.standard_error for e in m["estimates"]], m["saddles"], m["predicted"],
-                                  m["prediction_errors"], m["width_name"], m["unconverged"])
+                                  m["prediction_errors"], m["width_name"], m["unconverged"], biases)
     return check
 
 
@@ -248,7 +252,7 @@ WIDTH_Z = 5.0
 
 
 def gap_order_evidence(widths, sampled, errors, saddles, predicted, prediction_errors, width_name: str,
-                       unconverged=()) -> Evidence:
+                       unconverged=(), biases=None) -> Evidence:
     """The width claim: the gap between networks and saddle point closes at the order the theory states. Over the
     widths where the gap is resolved (> `RESOLVED_GAP` SE), the networks' slope of ln|gap| against ln N
     (`gap_slope`, weighted by the linearised variances) against the theory's: the same weighted fit of
@@ -257,8 +261,9 @@ def gap_order_evidence(widths, sampled, errors, saddles, predicted, prediction_e
     allows (each log gap moved by up to −ln(1 − r_N), r_N = e_N/|E_N − u*_N|, through the fit's coefficients);
     inconclusive where fewer than two gaps are resolved, a width did not converge, or some r_N ≥ 1 (no order to
     compare: the stated error is as large as the shift). The order is read on |gap|, so the side is checked too:
-    refuted where, at a width whose gap exceeds `WIDTH_Z` SE (its sign decided at the claim's z), the networks and
-    the prediction lie on opposite sides of the saddle point (a correction of the wrong sign, whatever its order)."""
+    refuted where, at a width whose gap exceeds `WIDTH_Z` SE (its sign decided at the claim's z) plus the stated
+    bias budget there (``biases``, one per width: what the action may leave out), the networks and the prediction
+    lie on opposite sides of the saddle point (a correction of the wrong sign, whatever its order)."""
     widths, sampled, errors = (np.asarray(v, dtype=float) for v in (widths, sampled, errors))
     saddles, predicted, prediction_errors = (np.asarray(v, dtype=float) for v in (saddles, predicted,
                                                                                   prediction_errors))
@@ -287,14 +292,18 @@ def gap_order_evidence(widths, sampled, errors, saddles, predicted, prediction_e
     bias = float(np.abs(coefficients) @ -np.log1p(-ratio))
     difference = abs(slope - theory)
     # every kept shift exceeds its stated error (r_N < 1 above): the prediction's side is decided there
-    decided = kept & (gaps > WIDTH_Z * errors)
+    stated = np.zeros_like(gaps) if biases is None else np.asarray(biases, dtype=float)
+    decided = kept & (gaps > WIDTH_Z * errors + stated)
     opposite = decided & (np.sign(sampled - saddles) != np.sign(predicted - saddles))
     figures.update(slope=slope, slope_standard_error=se, theory_slope=theory, bias=bias)
+    if biases is not None:
+        figures.update(stated_biases=stated.tolist())
     side = ""
     if opposite.any():
         below = sampled[opposite][0] < saddles[opposite][0]
         side = (f"; the networks lie {'below' if below else 'above'} the saddle point at {width_name} = "
-                f"{widths[opposite].astype(int).tolist()} (> {WIDTH_Z:g} SE), the action's prediction "
+                f"{widths[opposite].astype(int).tolist()} (> {WIDTH_Z:g} SE"
+                f"{'' if biases is None else ' + the stated bias'}), the action's prediction "
                 f"{'above' if below else 'below'} it: a correction of the wrong sign")
     return at_most(difference, WIDTH_Z * se + bias,
                    note=f"|networks − saddle| falls as {width_name}^({slope:.3g} ± {se:.2g}) over {width_name} = "

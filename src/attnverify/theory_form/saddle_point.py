@@ -139,13 +139,13 @@ class SaddlePointOptions:
             for op in sorted(drawn.declaration.order_parameters, key=lambda op: op.name != kernel):
                 sweeps[op.name] = width_claims.sampled_networks_figure(sweep, op.name)
             single.append(("sampled_gap_closes_at_the_theory_order",
-                           width_claims.gap_closes_at_the_theory_order(sweep),
+                           width_claims.gap_closes_at_the_theory_order(sweep, stated_bias),
                            "Over the figure's widths, the gap between sampled networks and the saddle point closes "
                            "at the order the theory states: the fitted slope of ln|networks − saddle| against "
                            "ln N (± its standard error) equals that of the action's own prediction less the saddle "
                            f"point within {width_claims.WIDTH_Z:g} SE + the bias the prediction's stated error "
-                           f"allows, and where a gap exceeds {width_claims.WIDTH_Z:g} SE the networks lie on the "
-                           "prediction's side of the saddle point; inconclusive where fewer than two gaps are "
+                           f"allows, and where a gap exceeds {width_claims.WIDTH_Z:g} SE{bias_text} the networks lie "
+                           "on the prediction's side of the saddle point; inconclusive where fewer than two gaps are "
                            "resolved or the sampler has not converged."))
         made_names = {claim_name for claim_name, _, _ in made + single}
         unknown = sorted(set(self.expect) - made_names)
