@@ -251,6 +251,10 @@ def test_the_prediction_equals_the_built_in_predictor_from_features_and_from_ker
     assert np.isfinite(error.mean) and error.standard_error > 0
     values, overlaps = kernel_alignment(declaration, solution, dict(X=X, y=y))
     assert np.all(np.diff(values) <= 1e-9 * values[0]) and abs(overlaps.sum() - 1.0) <= 1e-12
+    from_kernels = kernel_alignment(declaration, solution, dict(C=C, y=y))  # K(U) = ΦΦᵀ against Σ U_ab C_ab
+    assert np.max(np.abs(from_kernels[0] - values)) <= 1e-10 * values[0]
+    leading = values > 1e-6 * values[0]  # the overlaps of well-separated components, not of a degenerate null space
+    assert np.max(np.abs(from_kernels[1][leading] - overlaps[leading])) <= 1e-8
     with pytest.raises(ValueError, match=r"test must be a dict with C_test and C_test_diagonal .*got \['C_test'\]"):
         predict(declaration, solution, dict(C=C, y=y), dict(C_test=C_test))
     H, Q, P = C_test.shape[1:]

@@ -49,7 +49,9 @@ def factor(U) -> np.ndarray:
     return vectors * np.sqrt(np.clip(values, 0.0, None))
 
 
-def _lifted(X, R):
+def lifted_features(X, R):
+    """Φ = X(I ⊗ R) (P, N0·𝓗) from the path features X (P, N0, 𝓗) and a factor R of U = RRᵀ: the renormalised
+    kernel is K(U) = ΦΦᵀ, Σ_{i,ab} X^μ_{ia} U_ab X^ν_{ib}, by one product of BLAS size."""
     return (X @ R).reshape(X.shape[0], -1)
 
 
@@ -69,7 +71,7 @@ def predictor_statistics(U, X_train, y_train, X_test, temperature: float, *, spa
     if R.shape[0] != paths:
         raise ValueError(f"U is {R.shape[0]}×{R.shape[0]} but the features have {paths} paths")
     R = be.asarray(R)
-    Phi, phi = _lifted(X_train, R), _lifted(X_test, R)
+    Phi, phi = lifted_features(X_train, R), lifted_features(X_test, R)
     P, D = Phi.shape
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused by `statistics`, in one line
         if space == "feature" or (space == "auto" and D < P):

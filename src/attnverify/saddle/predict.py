@@ -25,7 +25,8 @@ import numpy as np
 
 from ..base import arguments, blas
 from ..base.backend import get_backend
-from ..numerics.kernel_predictor import PredictorStatistics, kernel_statistics, predictor_statistics
+from ..numerics.kernel_predictor import (PredictorStatistics, factor, kernel_statistics, lifted_features,
+                                         predictor_statistics)
 from .declaration import SaddlePointAction
 from .solve import Solution, training_data
 
@@ -43,8 +44,8 @@ def _features(X, name: str = "X") -> np.ndarray:
 def _kernels(data: Mapping[str, Any], U: np.ndarray):
     """K(U) on the training inputs, from the kernels C or the features X."""
     if "X" in data:
-        X = _features(data["X"])
-        return np.einsum("pia,ab,qib->pq", X, U, X)
+        Phi = lifted_features(_features(data["X"]), factor(U))  # K(U) = ΦΦᵀ, one product of BLAS size
+        return Phi @ Phi.T
     C = arguments.array("C", data["C"])
     return np.einsum("ab,abpq->pq", U, C[None, None] if C.ndim == 2 else C)
 
