@@ -6,6 +6,7 @@ for many chains share (`attnverify.saddle.network`, `attnverify.numerics.kernel_
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,19 +15,24 @@ from ..base.backend import Backend
 
 @dataclass(frozen=True)
 class KernelSolve:
-    """G = K + T·I of every chain, solved once: its lower Cholesky factors L (C, P, P), ``whitened`` = L⁻¹y and
-    α = G⁻¹y (C, P), ``half_logdet`` ½ ln det G and ``quadratic`` yᵀG⁻¹y (C,), and ``failed`` (C,): the chains whose
-    G has no factor in floating point (not finite, or not positive definite), which carry the identity's factor
-    so that every solve stays finite (`Backend.cholesky_each`)."""
+    """G = K + T·I of every chain, solved once: its lower Cholesky factors L (C, P, P), ``whitened`` = L⁻¹y (C, P),
+    ``half_logdet`` ½ ln det G and ``quadratic`` yᵀG⁻¹y (C,), and ``failed`` (C,): the chains whose G has no factor
+    in floating point (not finite, or not positive definite), which carry the identity's factor so that every solve
+    stays finite (`Backend.cholesky_each`); α = G⁻¹y (C, P) when first asked for."""
 
     factor: Any
     whitened: Any
-    alpha: Any
     half_logdet: Any
     quadratic: Any
     failed: Any
     backend: Backend
     identity: Any
+
+    @functools.cached_property
+    def alpha(self):
+        """α = G⁻¹y = L⁻ᵀ(L⁻¹y) per chain (C, P): one triangular solve, made once and only where it is read (the
+        Woodbury energy reads only L⁻¹y)."""
+        return self.backend.solve_lower(self.factor, self.whitened, transpose=True)
 
     def whiten(self, rhs, *, shared: bool = False):
         """L⁻¹B per chain (B (C, P, k), or one B (P, k) for every chain when ``shared``)."""
@@ -40,7 +46,8 @@ class KernelSolve:
             # in place in the inverse: the fused form's bits without its two (C, P, P) temporaries, which cost
             # ~8 % of the gradient at P = 100 on one core
             inverse -= self.alpha[:, :, None] * self.alpha[:, None, :]
-            inverse *= 0.5 * scale
+            if 0.5 * scale != 1.0:
+                inverse *= 0.5 * scale
             return inverse
         return self.backend.fused(_energy_gradient)(inverse, self.alpha[:, :, None], self.alpha[:, None, :],
                                                     0.5 * scale)
@@ -54,10 +61,9 @@ def solve_each(backend: Backend, G, labels, identity=None) -> KernelSolve:
     factor, failed = be.cholesky_each(G, identity)
     labels = xp.broadcast_to(labels, G.shape[:2])
     whitened = be.solve_lower(factor, labels)
-    alpha = be.solve_lower(factor, whitened, transpose=True)
     half_logdet = be.fused(_half_logdet)(xp.diagonal(factor, axis1=1, axis2=2))
     quadratic = xp.einsum("cp,cp->c", whitened, whitened)
-    return KernelSolve(factor, whitened, alpha, half_logdet, quadratic, failed, be, identity)
+    return KernelSolve(factor, whitened, half_logdet, quadratic, failed, be, identity)
 
 
 def _half_logdet(xp, pivots):
