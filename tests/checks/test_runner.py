@@ -182,3 +182,37 @@ def test_every_example_lists_its_parameters_in_the_declared_order():
     result = run_claim(ordered, seed=3)
     assert len(result.examples) > 5
     assert all(list(example.parameters) == ["N", "sigma2", "P"] for example in result.examples)
+
+
+def test_the_examples_are_distinct_points_and_a_small_space_is_checked_point_by_point():
+    """hypothesis repeats simple values; each example is a point not checked before, so n examples cover n points
+    (the coverage examples_needed counts on). A space of fewer points is checked once at each, and the notes say so;
+    a failure still shrinks and replays (its point is never set aside)."""
+
+    @claim("demo.repeats", parameters=st.fixed_dictionaries({"L": st.integers(1, 64),
+                                                             "b": st.sampled_from([0.5, 1.0])}),
+           examples={"quick": 21, "thorough": 90})
+    def repeats(p, ctx):
+        """A bound."""
+        return at_most(0.0, 1.0)
+
+    for profile, total in (("quick", 21), ("thorough", 90)):
+        result = run_claim(repeats, profile=profile, seed=1)
+        assert len({tuple(sorted(e.parameters.items())) for e in result.examples}) == len(result.examples) == total
+
+    @claim("demo.four_points", parameters=st.fixed_dictionaries({"L": st.integers(1, 4)}))
+    def four_points(p, ctx):
+        """L ≤ 4."""
+        return at_most(float(p["L"]), 4.0)
+
+    small = run_claim(four_points, seed=1)
+    assert small.status == "holds" and sorted(e.parameters["L"] for e in small.examples) == [1, 2, 3, 4]
+    assert "4 of the 21 examples asked for: the parameters take only 4 distinct values" in " ".join(small.notes)
+
+    @claim("demo.three_is_too_many", parameters=st.fixed_dictionaries({"L": st.integers(1, 4)}))
+    def three_is_too_many(p, ctx):
+        """L ≤ 2."""
+        return at_most(float(p["L"]), 2.0)
+
+    refuted = run_claim(three_is_too_many, seed=1)
+    assert refuted.status == "refuted" and refuted.counterexample.parameters == {"L": 3}

@@ -15,11 +15,13 @@ from attnverify.checks.story import story_text
 from attnverify.checks.story import UNDECIDED, claim_story
 
 ONE = st.fixed_dictionaries({"x": st.just(3.0)})
+TWO = st.fixed_dictionaries({"x": st.sampled_from([2.5, 3.0])})
+"""Parameter spaces of one point and of two (each point is one example)."""
 
 
-def _run(name: str, check, expect: str = "holds") -> dict:
-    made = claim(f"demo.{name}", parameters=ONE, examples={"quick": 2, "thorough": 2}, expect=expect,
-                 statement=f"The {name} claim.")(check)
+def _run(name: str, check, expect: str = "holds", parameters=None) -> dict:
+    made = claim(f"demo.{name}", parameters=ONE if parameters is None else parameters,
+                 examples={"quick": 2, "thorough": 2}, expect=expect, statement=f"The {name} claim.")(check)
     return run_claim(made, seed=0).as_dict()
 
 
@@ -67,10 +69,11 @@ def test_a_result_that_held_shows_the_example_nearest_its_tolerance():
     def check(p, ctx):
         return at_most(p["x"], 4.0)
 
-    story = claim_story(_run("held", check))
+    story = claim_story(_run("held", check, parameters=TWO))
     assert story.verdict == "OK" and story.shown.kind == "held" and story.failure is None
     assert story.shrink_trials is None and story.counterexample_note is None and not story.needed
     assert "held on all 2 examples; the nearest to its tolerance:" in story_text(story)
+    assert "held on its one example:" in story_text(claim_story(_run("held", check)))  # one point: one example
     assert story.key_figures.startswith("3 ≤ 4")  # a bound, with its round-off floor as tolerance
 
 

@@ -295,11 +295,15 @@ def _hypothesis_search(claim: Claim, total: int, seed: int, body: Callable[[dict
     """hypothesis' search over ``claim.parameters`` (``total`` examples, run seed ``seed``): ``body(parameters,
     monte_carlo_seed)`` for each draw. ``end`` ("low"/"high"): the search of that end example (its bounded numbers
     at that end, its Monte Carlo seed from `END_NUMBERS`). Draws whose `parameters_key` is in ``skip``
-    (the ends a run checks; emptied when a failure shrinks) are not examples: hypothesis draws another. The one
-    place the settings are made, so that `drawn_examples` and [`run_claim`][attnverify.checks.runner.run_claim] draw the
-    same sequence."""
+    (the ends a run checks, and every parameter point checked so far; emptied when a failure shrinks) are not
+    examples: hypothesis draws another, so that ``total`` examples are ``total`` distinct points of the parameter
+    space (hypothesis repeats simple values, and a repeated point adds nothing to the coverage `examples_needed`
+    counts on), or as many as the space holds. From the first failure on nothing is set aside: the shrinking may
+    come back to a point at another Monte Carlo seed, and hypothesis replays the minimal failure at the end. The
+    one place the settings are made, so that `drawn_examples` and [`run_claim`][attnverify.checks.runner.run_claim]
+    draw the same sequence."""
     number = st.integers(0, SEED_RANGE - 1) if end is None else st.just(END_NUMBERS[end])
-    skipped = [0]
+    skipped, failed = [0], [False]
     declared = list(declared_ranges(claim.parameters))  # hypothesis draws a dict's entries in varying order
 
     @settings(
@@ -318,10 +322,17 @@ def _hypothesis_search(claim: Claim, total: int, seed: int, body: Callable[[dict
         parameters, drawn_number = drawn
         if declared and sorted(declared) == sorted(parameters):  # every example's entries in the declared order
             parameters = {name: parameters[name] for name in declared}
-        if skip and parameters_key(parameters) in skip:
+        key = parameters_key(parameters)
+        if skip and not failed[0] and key in skip:
             skipped[0] += 1
             reject()
-        body(parameters, example_seed(seed, drawn_number))
+        try:
+            body(parameters, example_seed(seed, drawn_number))
+        except BaseException:
+            failed[0] = True  # the example failed (or the search is interrupted): shrinking sets nothing aside
+            raise
+        if skip is not None and not failed[0]:
+            skip.add(key)
 
     def run() -> None:
         with drawing_ends(end) if end is not None else contextlib.nullcontext():
@@ -330,7 +341,7 @@ def _hypothesis_search(claim: Claim, total: int, seed: int, body: Callable[[dict
             except Unsatisfiable:
                 if not skipped[0]:
                     raise
-                # every draw was an end the run checks apart: the space holds no further example
+                # every draw was an end the run checks apart, or a point checked: the space holds no further one
 
     return run
 
@@ -492,6 +503,9 @@ def run_claim(
         notes.append("every example held only where it could not tell the claim from a false one")
     else:
         status = "holds"
+    if status in ("holds", "inconclusive") and len(checked) < total:
+        notes.append(f"{len(checked)} of the {total} examples asked for: the parameters take only {len(checked)} "
+                     "distinct values, each checked once")
     shrunk = [counterexample] if counterexample is not None and all(e is not counterexample for e in checked) else []
     notes.extend(warning_notes(e.warnings for e in (*checked, *shrunk)))
     return ClaimResult(

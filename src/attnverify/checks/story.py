@@ -334,7 +334,8 @@ class StoryPrinter:
             lines = [f"inconclusive: {UNDECIDED}" + (f"; deciding them all would take {story.needed}" if story.needed
                                                      else "") + "; the first undecided example:"]
         elif shown is not None:
-            lines = [f"held on all {story.example_count} examples; the nearest to its tolerance:"]
+            lines = ["held on its one example:" if story.example_count == 1 else
+                     f"held on all {story.example_count} examples; the nearest to its tolerance:"]
         else:
             return "no example was run"
         if shown is None:
