@@ -50,6 +50,8 @@ def test_a_bound_names_the_sides_its_check_labels_and_the_conditions_that_fail()
                                       conditions={"on the prediction's side": False}))
     assert key_figures(failing).startswith("|slope + 1| 0.02 ≤ tolerance 0.05 + ")
     assert key_figures(failing).endswith("; fails: on the prediction's side")
+    broken = _result(lambda: at_most(0.3, 0.2, tolerance=0.01))  # the numbers in the relation they are in
+    assert key_figures(broken) == "0.3 > 0.2 + 0.01"
 
 
 def test_a_notebook_shows_results_evidence_derivations_claims_and_theories():

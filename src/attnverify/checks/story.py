@@ -122,7 +122,8 @@ def key_figures(result: dict) -> str:
 
     - equal: ``theory T vs observed O (SE s), allowed gap τ``;
     - at_most: ``T ≤ O + τ (SE s)`` (a bound: the left side is not a "theory" nor the right an "observation"),
-      each side named where the check labels it (``|slope + 1| 0.02 ≤ tolerance 0.05``);
+      ``T > O + τ`` where it is violated, each side named where the check labels it
+      (``|slope + 1| 0.02 ≤ tolerance 0.05``);
     - above / below: ``observed − bound > τ: O − B > τ (SE s)`` and its mirror (the relation the claim
       needs, written with its numbers: false where the claim is refuted);
     - any other relation: its sides by their labels (``no drop 0 vs least drop … 9.86 (SE 0.07), allowed gap 0.36``);
@@ -159,7 +160,8 @@ def _sides_text(evidence: dict) -> str:
             f", allowed gap {v(tolerance)}" if tolerance is not None else "")
     if relation == "at_most":
         named = (left, right) != ("value", "bound")
-        return (f"{left + ' ' if named else ''}{v(theory)} ≤ {right + ' ' if named else ''}{v(observed)}"
+        sign = "≤" if theory <= observed + (tolerance or 0.0) else ">"  # the relation the numbers are in
+        return (f"{left + ' ' if named else ''}{v(theory)} {sign} {right + ' ' if named else ''}{v(observed)}"
                 + (f" + {v(tolerance)}" if tolerance else "") + se_text)
     if relation == "above":  # the relation the claim needs, with its numbers (false when refuted)
         return f"{right} − {left} > τ: {v(observed)} − {v(theory)} > {v(tolerance)}{se_text}"
