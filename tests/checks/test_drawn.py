@@ -76,3 +76,19 @@ def test_an_expected_value_that_cannot_take_a_drawn_parameter_is_named_at_defini
         theory.monte_carlo(units, expected=lambda theta: 0.0, relative=0.02, **angles)
     made = theory.monte_carlo(units, expected=lambda theta, **p: 0.0, relative=0.02, **angles)
     assert made.name == "mine.units"
+
+
+def test_the_drawn_ranges_include_the_shrunk_counterexample():
+    """A refuted claim's counterexample was checked too: hypothesis shrinks a float to its simplest failing value
+    (1 for a flaw from 0.5 on), often beyond what the examples before it drew, and the ranges show it."""
+
+    @claim("demo.beyond_a_half", parameters={"beta": st.floats(0.05, 1.5)},
+           statement="beta ≤ 1/2 (false beyond it)", examples={"quick": 21, "thorough": 21})
+    def beyond_a_half(p, ctx):
+        return within_error(0.0, Estimate(0.0 if p["beta"] <= 0.5 else 10.0, 1.0, 2))
+
+    for seed in range(3):
+        result = run_claim(beyond_a_half, seed=seed)
+        assert result.status == "refuted"
+        low, high = result.drawn["beta"]["drawn"]
+        assert low <= result.counterexample.parameters["beta"] <= high

@@ -54,6 +54,18 @@ def test_a_bound_names_the_sides_its_check_labels_and_the_conditions_that_fail()
     assert key_figures(broken) == "0.3 > 0.2 + 0.01"
 
 
+def test_a_stated_bias_budget_is_named_inside_the_gap_allowed():
+    """A claim that holds mostly on its stated bias budget says so in the table, not only in its note."""
+    from attnverify.checks import within_error
+    from attnverify.numerics.statistics import Estimate
+
+    biased = _result(lambda: within_error(4.3, Estimate(3.8, 0.04, 1000), bias_budget=0.874))
+    assert key_figures(biased).startswith("theory 4.3 vs observed 3.8 (SE 0.04), allowed gap 1.07")
+    assert key_figures(biased).endswith("(bias budget 0.874)")
+    plain = _result(lambda: within_error(4.3, Estimate(4.25, 0.04, 1000)))
+    assert "bias budget" not in key_figures(plain)
+
+
 def test_a_notebook_shows_results_evidence_derivations_claims_and_theories():
     """The report's renderings found from the object's class (report.notebook), handed to IPython by class name:
     no core object imports the report."""

@@ -125,9 +125,10 @@ class ClaimResult:
 
     @property
     def drawn(self) -> dict[str, dict]:
-        """What the examples covered: per numeric parameter, the least and greatest value drawn against its declared
-        range (`drawn_ranges`)."""
-        return drawn_ranges(self.examples, declared_ranges(self.claim.parameters))
+        """What the examples covered, the shrunk counterexample among them: per numeric parameter, the least and
+        greatest value checked against its declared range (`drawn_ranges`)."""
+        shrunk = [] if self.counterexample is None else [self.counterexample]
+        return drawn_ranges([*self.examples, *shrunk], declared_ranges(self.claim.parameters))
 
     def __repr__(self) -> str:
         return (f"<ClaimResult {self.claim.name}: {self.status} (expected {self.claim.expect}), "

@@ -120,7 +120,8 @@ def key_figures(result: dict) -> str:
     evidence has one and the tolerance named as what it is (5 SE + a bias budget for a Monte Carlo claim),
     or the first line of its error:
 
-    - equal: ``theory T vs observed O (SE s), allowed gap τ``;
+    - equal: ``theory T vs observed O (SE s), allowed gap τ`` (``(bias budget b)`` after it where a stated budget is
+      part of τ);
     - at_most: ``T ≤ O + τ (SE s)`` (a bound: the left side is not a "theory" nor the right an "observation"),
       ``T > O + τ`` where it is violated, each side named where the check labels it
       (``|slope + 1| 0.02 ≤ tolerance 0.05``);
@@ -155,9 +156,11 @@ def _sides_text(evidence: dict) -> str:
     se_text = f" (SE {v(se)})" if se is not None else ""
     relation = evidence.get("relation") or "equal"
     left, right = side_labels(evidence)
+    bias = (evidence.get("figures") or {}).get("bias_budget")  # a stated budget inside the gap allowed: said
+    allowed = "" if tolerance is None else f", allowed gap {v(tolerance)}" + (
+        f" (bias budget {v(bias)})" if isinstance(bias, (int, float)) and bias > 0 else "")
     if relation == "equal" and (left, right) != ("theory", "observed"):
-        return f"{left} {v(theory)} vs {right} {v(observed)}{se_text}" + (
-            f", allowed gap {v(tolerance)}" if tolerance is not None else "")
+        return f"{left} {v(theory)} vs {right} {v(observed)}{se_text}{allowed}"
     if relation == "at_most":
         named = (left, right) != ("value", "bound")
         sign = "≤" if theory <= observed + (tolerance or 0.0) else ">"  # the relation the numbers are in
@@ -167,10 +170,7 @@ def _sides_text(evidence: dict) -> str:
         return f"{right} − {left} > τ: {v(observed)} − {v(theory)} > {v(tolerance)}{se_text}"
     if relation == "below":
         return f"{left} − {right} > τ: {v(theory)} − {v(observed)} > {v(tolerance)}{se_text}"
-    text = f"{left} {v(theory)} vs {right} {v(observed)}{se_text}"
-    if tolerance is not None:
-        text += f", allowed gap {v(tolerance)}"
-    return text
+    return f"{left} {v(theory)} vs {right} {v(observed)}{se_text}{allowed}"
 
 
 def _example_rows(result: dict) -> tuple[list[list], list[str]]:
