@@ -187,6 +187,19 @@ def test_a_step_is_checked_against_the_latest_earlier_form_of_its_left_side():
     assert "first value of R" in checks[0].detail and [c.against for c in checks[1:]] == [1, 2]
 
 
+def test_one_slip_is_one_failure_the_next_step_is_checked_against_the_last_that_held():
+    """A wrong form is not learnt: the step after it is compared with the last form that held, so a slip in step 2
+    followed by the right step 3 reads as one failure (step 3 agrees with step 1), for named forms and for plain
+    expressions alike."""
+    named = chain(Eq(R, (x + y) ** 2), Eq(R, x**2 + y**2), Eq(R, x**2 + 2 * x * y + y**2))
+    plain = chain((x + y) ** 2, x**2 + y**2, x**2 + 2 * x * y + y**2)
+    for derivation in (named, plain):
+        checks = derivation.checks()
+        assert [c.outcome for c in checks[1:]] == ["failed", "symbolic"] and checks[2].against == 1
+    wrong_twice = chain(Eq(R, (x + y) ** 2), Eq(R, x**2 + y**2), Eq(R, x**2 + y**2 + x * y))
+    assert outcomes(wrong_twice)[1:] == ["failed", "failed"]  # a second slip is a second failure
+
+
 def test_earlier_results_are_substituted_before_a_step_that_assembles_them():
     E = sympy.Function("E")
     derivation = chain((Eq(R, E(x) ** 2 + E(y)), {"kind": "definition"}), Eq(E(x), a + 1), Eq(E(y), a),

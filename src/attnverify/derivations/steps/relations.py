@@ -18,7 +18,8 @@ from .comparison import compare
 @dataclass
 class WalkState:
     """What the earlier steps established: each name's latest value and the step that gave it, the conditions
-    (step, f) with f = 0, and every symbol seen so far (matrices' dimensions included)."""
+    (step, f) with f = 0, every symbol seen so far (matrices' dimensions included), and the expression a plain next
+    step is compared with and its step (a failed step is not learnt: the last that held)."""
 
     env: dict = field(default_factory=dict)
     origin: dict = field(default_factory=dict)
@@ -28,10 +29,12 @@ class WalkState:
     solved: dict = field(default_factory=dict)  # condition step → the later steps whose solutions satisfy it
     skip: bool = False  # learn the steps without comparing (a step whose budget ran out)
     implicit: dict = field(default_factory=dict)  # step read as a condition → (its failed check, its only relation)
+    previous_step: int | None = None
 
     def copy(self) -> "WalkState":
         return WalkState(dict(self.env), dict(self.origin), list(self.conditions), set(self.seen), self.previous,
-                         {k: list(v) for k, v in self.solved.items()}, self.skip, dict(self.implicit))
+                         {k: list(v) for k, v in self.solved.items()}, self.skip, dict(self.implicit),
+                         self.previous_step)
 
     def restore(self, other: "WalkState") -> None:
         self.__dict__.update(other.copy().__dict__)
@@ -79,7 +82,7 @@ def check_step(step, number: int, context: WalkState) -> StepCheck:
             return _checked_step(step, number, context)
     except Exception as error:  # noqa: BLE001  (any sympy failure on a user's expression)
         context.see(step.expression)
-        context.previous = step.expression
+        context.previous, context.previous_step = step.expression, number
         return unchecked(f"the checker could not read this step ({type(error).__name__}: {error})")
 
 
@@ -103,6 +106,8 @@ def _checked_step(step, number: int, context: WalkState) -> StepCheck:
         outcome = _plain(expression, substitute, context)
         if isinstance(expression, sympy.FiniteSet):
             solves(context, number, outcome)
+        elif context.previous_step not in (None, number - 1):  # the step before failed: said against which
+            outcome = with_against(outcome, context.previous_step)
     else:  # relation by relation, each learnt before the next (a tuple may name s, then use it)
         parts = []
         for a, b in relations:
@@ -112,9 +117,15 @@ def _checked_step(step, number: int, context: WalkState) -> StepCheck:
             if role == "condition":
                 context.implicit.setdefault(number, (part, len(relations) == 1))
                 part = replace(unchecked("a condition: an equation to solve, not an identity"), cut=part.cut)
-            _learn_relation(context, number, a, b, role)
+            if role == "form" and part.failed:  # a slip: the name keeps its last form that held
+                context.see(a)
+            else:
+                _learn_relation(context, number, a, b, role)
             parts.append(part)
         outcome, relations = combined(parts), None
+    if step.kind == "derived" and relations is None and outcome.failed and not isinstance(expression, sympy.FiniteSet):
+        context.see(expression)  # a slip: the next plain step is compared with the last one that held
+        return outcome
     _learn(context, number, expression, relations)
     return outcome
 
@@ -229,7 +240,7 @@ def _learn(context: WalkState, number: int, expression, relations) -> None:
     for a, b in relations or []:
         _learn_relation(context, number, a, b, _marked_role(a, b, context))
     context.see(expression)
-    context.previous = expression
+    context.previous, context.previous_step = expression, number
 
 
 def _learn_relation(context: WalkState, number: int, a, b, role: str) -> None:
