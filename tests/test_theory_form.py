@@ -339,6 +339,24 @@ def test_a_figure_with_a_non_finite_number_is_refused_by_name():
         TheoryVsSimulation(x=[0, 1], estimates=estimates, theory=[1.0, 2.0], theory_x=[math.inf, 1], caption="c")
 
 
+def test_a_figure_on_log_axes_is_drawn_so_and_refuses_what_a_log_axis_cannot_show(tmp_path):
+    """xscale/yscale "log" draw a rate as a straight line (the axes and results.json say so); a value ≤ 0 on a log
+    axis, or a scale that is neither, is refused by name."""
+    from attnverify.report.figures import theory_vs_simulation
+
+    lengths = [16.0, 64.0, 256.0]
+    estimates = [Estimate(L**-0.5, 0.01 * L**-0.5, 100) for L in lengths]
+    made = TheoryVsSimulation(x=lengths, estimates=estimates, theory=[L**-0.5 for L in lengths], caption="a rate",
+                              xscale="log", yscale="log")
+    drawn = theory_vs_simulation(tmp_path, "rate.png", x=made.x, theory=made.theory, estimates=made.estimates,
+                                 caption=made.caption, xscale=made.xscale, yscale=made.yscale)
+    assert (drawn.data["xscale"], drawn.data["yscale"]) == ("log", "log") and (tmp_path / "rate.png").is_file()
+    with pytest.raises(ValueError, match=r"figure 'a rate': a log x axis needs positive values, got 0"):
+        TheoryVsSimulation(x=[0.0, 1.0], estimates=estimates[:2], theory=[1.0, 2.0], caption="a rate", xscale="log")
+    with pytest.raises(ValueError, match=r"yscale must be one of linear, log, got 'symlog'"):
+        TheoryVsSimulation(x=lengths, estimates=estimates, theory=[1.0, 2.0, 3.0], caption="c", yscale="symlog")
+
+
 def test_a_derived_function_is_called_by_keyword_and_names_its_symbols(tiny):
     module = load_user_module(tiny)
     m = module.moment.evaluator("m")

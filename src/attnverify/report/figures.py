@@ -87,16 +87,36 @@ def extra_curves(label: str, curves) -> list[dict]:
     return out
 
 
+SCALES = ("linear", "log")
+
+
+def axis_scales(label: str, xscale: str, yscale: str, x, theory, theory_x, estimates, curves) -> None:
+    """Refuse a scale other than `SCALES`, and a value a log axis cannot show (≤ 0: the x values, the theory, the
+    estimates' means and the extra curves), naming the figure."""
+    for name, scale in (("xscale", xscale), ("yscale", yscale)):
+        if scale not in SCALES:
+            raise ValueError(f"figure {label}: {name} must be one of {', '.join(SCALES)}, got {scale!r}")
+    x, theory, theory_x, means, _ = curve_data(label, x, theory, theory_x, estimates)
+    more = extra_curves(label, curves)
+    for axis, scale, values in (("x", xscale, [*x, *theory_x, *(v for c in more for v in c["x"])]),
+                                ("y", yscale, [*theory, *means, *(v for c in more for v in c["values"])])):
+        if scale == "log" and min(values, default=1.0) <= 0:
+            raise ValueError(f"figure {label}: a log {axis} axis needs positive values, got {min(values):.3g}")
+
+
 def theory_vs_simulation(out_dir: str | Path, filename: str, *, x, theory, estimates, caption: str,
                          xlabel: str = "x", ylabel: str = "value", title: str = "", z: float = 2.0,
-                         theory_x=None, theory_label: str = "theory", curves=()) -> Figure:
+                         theory_x=None, theory_label: str = "theory", curves=(), xscale: str = "linear",
+                         yscale: str = "linear") -> Figure:
     r"""The common figure of a claim: a theory curve against Monte Carlo points with $\pm z \cdot \mathrm{SE}$ error
     bars.
 
     ``estimates`` are [`Estimate`][attnverify.numerics.statistics.Estimate] (mean, standard error) at ``x``;
-    ``theory`` is the curve's values at ``theory_x`` (default ``x``). Every number plotted goes into the
-    figure's data (results.json), and the caption says what the error bars are.
+    ``theory`` is the curve's values at ``theory_x`` (default ``x``); ``xscale``/``yscale`` "linear" or "log"
+    (`axis_scales`). Every number plotted goes into the figure's data (results.json), and the caption says what the
+    error bars are.
     """
+    axis_scales(filename, xscale, yscale, x, theory, theory_x, estimates, curves)
     x, theory, theory_x, means, errors = curve_data(filename, x, theory, theory_x, estimates)
     more = extra_curves(filename, curves)
     plt = pyplot()
@@ -108,10 +128,13 @@ def theory_vs_simulation(out_dir: str | Path, filename: str, *, x, theory, estim
                 label=f"Monte Carlo (± {z:g} SE)")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
+    ax.set_xscale(xscale)
+    ax.set_yscale(yscale)
     if title:
         ax.set_title(title)
     ax.legend()
     ax.grid(True, alpha=0.3)
     return save_figure(fig, out_dir, filename, f"{caption} Error bars: ± {z:g} standard errors.",
                        {"x": x, "theory_x": theory_x, "theory": theory, "mean": means, "standard_error": errors,
-                        "error_bar_z": z, **({"theory_label": theory_label, "curves": more} if more else {})})
+                        "error_bar_z": z, **({"theory_label": theory_label, "curves": more} if more else {}),
+                        **({"xscale": xscale, "yscale": yscale} if (xscale, yscale) != ("linear", "linear") else {})})

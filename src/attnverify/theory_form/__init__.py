@@ -476,7 +476,7 @@ class Theory:
             drawn = theory_vs_simulation(out_dir, f"{self.name}_{item.name}.png", x=data.x, theory=data.theory,
                                          theory_x=data.theory_x, estimates=data.estimates, xlabel=data.xlabel,
                                          ylabel=data.ylabel, caption=data.caption, theory_label=data.theory_label,
-                                         curves=data.curves)
+                                         curves=data.curves, xscale=data.xscale, yscale=data.yscale)
             drawn.claims = item.claims
             figures.append(drawn)
         return figures

@@ -28,13 +28,20 @@ class TheoryVsSimulation(Checked):
     curves: tuple = ()
     """More theory curves beside the first, each ``(label, x, values)`` (e.g. a prediction beyond the saddle point
     at the sampled widths), drawn as markers and kept in results.json."""
+    xscale: str = "linear"
+    yscale: str = "linear"
+    """The axes' scales, ``"linear"`` or ``"log"`` (a rate L^(−1/2) as a straight line on log–log axes; every value on
+    a log axis must be positive)."""
 
     def _check_fields(self) -> None:
-        """The curves by the report's rules (finite numbers, matching lengths), named by the caption."""
-        from ..report.figures import curve_data, extra_curves
+        """The curves by the report's rules (finite numbers, matching lengths, positive on a log axis), named by the
+        caption."""
+        from ..report.figures import axis_scales, curve_data, extra_curves
 
         curve_data(repr(self.caption[:40]), self.x, self.theory, self.theory_x, self.estimates)
         extra_curves(repr(self.caption[:40]), self.curves)
+        axis_scales(repr(self.caption[:40]), self.xscale, self.yscale, self.x, self.theory, self.theory_x,
+                    self.estimates, self.curves)
 
 
 @dataclass
