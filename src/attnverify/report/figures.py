@@ -90,14 +90,14 @@ def extra_curves(label: str, curves) -> list[dict]:
 SCALES = ("linear", "log")
 
 
-def axis_scales(label: str, xscale: str, yscale: str, x, theory, theory_x, estimates, curves) -> None:
+def axis_scales(label: str, xscale: str, yscale: str, data: tuple, more: list[dict]) -> None:
     """Refuse a scale other than `SCALES`, and a value a log axis cannot show (≤ 0: the x values, the theory, the
-    estimates' means and the extra curves), naming the figure."""
+    estimates' means and the extra curves), naming the figure; ``data`` and ``more`` as `curve_data` and
+    `extra_curves` return them."""
     for name, scale in (("xscale", xscale), ("yscale", yscale)):
         if scale not in SCALES:
             raise ValueError(f"figure {label}: {name} must be one of {', '.join(SCALES)}, got {scale!r}")
-    x, theory, theory_x, means, _ = curve_data(label, x, theory, theory_x, estimates)
-    more = extra_curves(label, curves)
+    x, theory, theory_x, means, _ = data
     for axis, scale, values in (("x", xscale, [*x, *theory_x, *(v for c in more for v in c["x"])]),
                                 ("y", yscale, [*theory, *means, *(v for c in more for v in c["values"])])):
         if scale == "log" and min(values, default=1.0) <= 0:
@@ -116,9 +116,10 @@ def theory_vs_simulation(out_dir: str | Path, filename: str, *, x, theory, estim
     (`axis_scales`). Every number plotted goes into the figure's data (results.json), and the caption says what the
     error bars are.
     """
-    axis_scales(filename, xscale, yscale, x, theory, theory_x, estimates, curves)
-    x, theory, theory_x, means, errors = curve_data(filename, x, theory, theory_x, estimates)
+    data = curve_data(filename, x, theory, theory_x, estimates)
     more = extra_curves(filename, curves)
+    axis_scales(filename, xscale, yscale, data, more)
+    x, theory, theory_x, means, errors = data
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     ax.plot(theory_x, theory, "-", color="C0", label=theory_label)

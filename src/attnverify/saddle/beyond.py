@@ -299,6 +299,7 @@ def potential_each(declaration: SaddlePointAction, energy, values: tuple):
     weights = log_jacobian_weights(declaration)
     kernel = declaration.kernel.name
     part = entry_slices(declaration.order_parameters)[kernel]
+
     def potential(thetas: np.ndarray):
         with np.errstate(all="ignore"):
             u, factors = parametrisation.entries_each(thetas)

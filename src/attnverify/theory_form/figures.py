@@ -38,10 +38,10 @@ class TheoryVsSimulation(Checked):
         caption."""
         from ..report.figures import axis_scales, curve_data, extra_curves
 
-        curve_data(repr(self.caption[:40]), self.x, self.theory, self.theory_x, self.estimates)
-        extra_curves(repr(self.caption[:40]), self.curves)
-        axis_scales(repr(self.caption[:40]), self.xscale, self.yscale, self.x, self.theory, self.theory_x,
-                    self.estimates, self.curves)
+        label = repr(self.caption[:40])
+        axis_scales(label, self.xscale, self.yscale,
+                    curve_data(label, self.x, self.theory, self.theory_x, self.estimates),
+                    extra_curves(label, self.curves))
 
 
 @dataclass

@@ -123,7 +123,7 @@ def _checked_step(step, number: int, context: WalkState) -> StepCheck:
                 _learn_relation(context, number, a, b, role)
             parts.append(part)
         outcome, relations = combined(parts), None
-    if step.kind == "derived" and relations is None and outcome.failed and not isinstance(expression, sympy.FiniteSet):
+    if step.kind == "derived" and outcome.failed and not isinstance(expression, sympy.FiniteSet):
         context.see(expression)  # a slip: the next plain step is compared with the last one that held
         return outcome
     _learn(context, number, expression, relations)

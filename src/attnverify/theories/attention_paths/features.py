@@ -317,7 +317,7 @@ def fixed_head_path_features(
     heads = [len(layer) for layer in weights]
     # the scores of every head of every layer (B × ΣH × S × S, with the softmax's copy), then as path_features
     fits_largest([("B", batch)], 8 * batch * 2 * sum(heads) * tokens * tokens, f"the attention matrices of all "
-          f"{sum(heads)} heads (B × ΣH × S × S float64 and a copy, S = {tokens})", be)
+                 f"{sum(heads)} heads (B × ΣH × S × S float64 and a copy, S = {tokens})", be)
     _refuse_features(batch, n0, tokens, heads, batch, False, be)
     flat = attention_matrices(x, [W for layer in weights for W in layer], backend=be)
     layers, start = [], 0
@@ -370,8 +370,8 @@ def path_kernels(X: Any, X_other: Any = None, *, backend: Any = None) -> Any:
     (P, n0, paths), P_other = X.shape, other.shape[0]
     nbytes = 8 * (paths * paths * P * P_other + (P + P_other) * n0 * paths)
     fits_largest(_sizes(X, X_other, other) + [("𝓗", int(paths))], nbytes,
-          f"the path-path kernels C (𝓗 × 𝓗 × P × P' float64, 𝓗 = {paths}, P = {P}, P' = {P_other}) and contiguous "
-          "copies of X and X_other", be)
+                 f"the path-path kernels C (𝓗 × 𝓗 × P × P' float64, 𝓗 = {paths}, P = {P}, P' = {P_other}) and "
+                 "contiguous copies of X and X_other", be)
     left = xp.transpose(X, (2, 0, 1))  # (𝓗, P, N0)
     right = xp.transpose(other, (2, 1, 0))  # (𝓗, N0, P')
     return xp.matmul(left[:, None, :, :], right[None, :, :, :])
@@ -393,8 +393,8 @@ def renormalized_kernel(U: Any, X: Any, X_other: Any = None, *, backend: Any = N
         raise ValueError(f"U must have shape (𝓗, 𝓗) = ({paths}, {paths}) to match X, got {tuple(u.shape)}")
     P, P_other, n0 = X.shape[0], other.shape[0], X.shape[1]
     fits_largest(_sizes(X, X_other, other), 8 * (P * P_other + P_other * n0 * paths),
-          f"the kernel K (P × P' float64, P = {P}, P' = {P_other}) and Z (P' × N0 × 𝓗 float64, N0 = {n0}, "
-          f"𝓗 = {paths})", be)
+                 f"the kernel K (P × P' float64, P = {P}, P' = {P_other}) and Z (P' × N0 × 𝓗 float64, N0 = {n0}, "
+                 f"𝓗 = {paths})", be)
     z = xp.matmul(other, u.T)  # z[ν, i, π] = Σ_π' U_{ππ'} X_other[ν, i, π']
     return xp.matmul(X.reshape(X.shape[0], -1), z.reshape(z.shape[0], -1).T)
 

@@ -90,7 +90,7 @@ def _one_head_fits(task: MarkovChainTask) -> None:
     """Refuse a task whose N0 × N0 head weights cannot be built, naming the larger of ``tokens`` and ``features``."""
     n0 = task.input_width
     fits_largest([("tokens", task.tokens), ("features", task.features)], 4 * 8 * n0 * n0,
-          f"one head W (N0 × N0 float64 with its temporaries, N0 = F + S + 1 = {n0})", None)
+                 f"one head W (N0 × N0 float64 with its temporaries, N0 = F + S + 1 = {n0})", None)
 
 
 def _data_set_bytes(task: MarkovChainTask, heads: int, paths: int, P: int) -> int:
