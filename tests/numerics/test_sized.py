@@ -6,6 +6,7 @@ by a chosen seed.
 """
 
 import math
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -279,6 +280,29 @@ def test_a_chunk_that_cannot_fit_is_refused_by_name_before_any_draw():
         sized_mean(lambda rng, n: calls.append(n) or np.zeros(n), _seed(63), resolution=0.1, chunk=10**14,
                    budget=10**14, first_batch=10**14)
     assert calls == []
+
+
+def test_a_call_whose_draws_the_memory_cannot_hold_is_refused_by_chunk_before_it_runs(monkeypatch):
+    """Each draw holds a (1,000,) float64 row (8 KB) besides its value: the first call's 1,000 draws are measured
+    (about 8 MB), and with 50 MB said to be available the next batch's call (65,536 draws, 500 MiB) is refused
+    naming chunk and the bytes a draw held, before it runs; tracemalloc is left as it was. Calls of 500 draws fit."""
+    from attnverify.base import arguments
+
+    calls = []
+
+    def heavy(rng, n):
+        calls.append(n)
+        rows = rng.standard_normal((n, 1000))
+        return rows[:, 0]
+
+    monkeypatch.setattr(arguments, "available_memory", lambda: 50 * 2**20)
+    with pytest.raises(ValueError, match=r"^chunk = 65536 needs \S+ MiB for a call of heavy\(rng, [\d,]+\), at the "
+                                         r"7\.8\d KiB one draw held in its first call, more than the 50 MiB"):
+        sized_mean(heavy, _seed(65), resolution=1e-6, budget=10**7)
+    assert calls == [1000]
+    assert not tracemalloc.is_tracing()
+    estimate = sized_mean(heavy, _seed(65), resolution=1e-6, budget=3000, chunk=500)
+    assert estimate.samples == 3000  # calls of 500 draws fit: nothing refused
 
 
 def test_a_budget_no_run_spends_is_refused_before_any_draw():

@@ -15,6 +15,7 @@ where z·s_n/√n + bias ≤ resolution.
 from __future__ import annotations
 
 import math
+import tracemalloc
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -174,6 +175,27 @@ def _checked_draws(values: Any, n: int, columns: int | None, who: str = "draw") 
     return values, xp
 
 
+def _measured_call(draw: Callable[[Any, int], Any], rng: Any, n: int) -> tuple[Any, float]:
+    """(``draw(rng, n)``, the host bytes per draw at the call's peak): tracemalloc's peak over the call (numpy's
+    arrays included; a device's memory is not seen), so that a later call of many more draws is refused before it
+    runs where the memory cannot hold it, instead of failing inside the draw. Where something else is tracing
+    already, its trace is kept and only its peak is reset."""
+    tracing = tracemalloc.is_tracing()
+    if tracing:
+        start = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+    else:
+        start = 0
+        tracemalloc.start()
+    try:
+        output = draw(rng, n)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+    return output, max(peak - start, 0) / n
+
+
 def refuse_endless_budget(budget: int, name: str = "budget") -> None:
     """Refuse a ``budget`` of draws that no run spends: more than ``arguments.MOST_NUMBERS_DRAWN`` draws (each one
     number or more)."""
@@ -218,7 +240,8 @@ def sized_mean(
     $\min(\text{budget}, \max(\lceil 1.25 \cdot n\rceil, \lceil 1.1 \cdot n^*\rceil))$. Each batch is drawn in calls
     of at most ``chunk`` draws and folded into the moments exactly (`RunningMoments`, Chan's pairwise update), so the
     estimate is the one-pass mean and SE of all the draws, and the same ``rng`` state replays the same batches and the
-    same estimate bit for bit.
+    same estimate bit for bit. The first call's peak host memory is measured (tracemalloc): a later call whose draws,
+    at that much each, need more memory than is available is refused before it runs, naming ``chunk``.
 
     Effect of the stopping rule on the error bar: the rule looks at the variance, never at the mean. For
     Gaussian draws $\bar{x}$ and $s^2$ are independent, so stopping leaves the mean unbiased and its error bar exact.
@@ -271,8 +294,10 @@ def sized_mean(
     columns: int | None = None  # 0: draws of shape (n,); k: (n, k)
     moments: list[RunningMoments] = []
 
+    per_draw: float | None = None  # the host bytes one draw holds at the peak of the first call (`_measured_call`)
+
     def take(size: int) -> None:
-        nonlocal columns, moments
+        nonlocal columns, moments, per_draw
         done = 0
         told = progress is not None and size >= PROGRESS_DRAWS
         step = max(PROGRESS_DRAWS, size // 20)  # a line per twentieth of the batch, at least PROGRESS_DRAWS apart
@@ -281,7 +306,14 @@ def sized_mean(
                      f"{max(needed):,} needed at the spread so far)")
         while done < size:
             n = min(chunk, size - done)
-            values, xp = _checked_draws(draw(rng, n), n, columns, who)
+            if per_draw is None:
+                output, per_draw = _measured_call(draw, rng, n)
+            else:
+                arguments.fits_in_memory("chunk", per_draw * n, f"a call of {who}(rng, {n:,}), at the "
+                                         f"{arguments.size_text(per_draw)} one draw held in its first call",
+                                         value=chunk)
+                output = draw(rng, n)
+            values, xp = _checked_draws(output, n, columns, who)
             if columns is None:
                 columns = 0 if values.ndim == 1 else int(values.shape[1])
                 if target.ndim and (columns == 0 or target.shape[0] != columns):
