@@ -55,6 +55,21 @@ def lifted_features(X, R):
     return (X @ R).reshape(X.shape[0], -1)
 
 
+def principal_components(K=None, *, features=None) -> tuple[np.ndarray, np.ndarray]:
+    """(eigenvalues, descending; unit eigenvectors as columns), all P of them, of a kernel K = ΦΦᵀ (P × P): from the
+    SVD of the features Φ where they are given (K never formed, so its small eigenvalues keep Φ's precision instead of
+    K's; beyond Φ's rank they are 0), else from the symmetric K itself. Within a repeated eigenvalue (the null space
+    beyond Φ's rank) the eigenvectors are one basis of many: only sums over it are defined."""
+    if features is not None:
+        # all P left vectors: the complete ones only where Φ has fewer columns than rows (else they are all P)
+        vectors, singular, _ = np.linalg.svd(features, full_matrices=features.shape[1] < features.shape[0])
+        values = np.zeros(vectors.shape[0])
+        values[:singular.size] = singular**2
+        return values, vectors
+    values, vectors = np.linalg.eigh(0.5 * (K + K.T))
+    return values[::-1], vectors[:, ::-1]
+
+
 def predictor_statistics(U, X_train, y_train, X_test, temperature: float, *, space: str = "auto",
                          backend=None) -> PredictorStatistics:
     """⟨f(x)⟩ and ⟨δf(x)²⟩ on the test features X_test (Q, N0, 𝓗) given training X_train (P, N0, 𝓗), computed on

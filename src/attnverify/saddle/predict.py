@@ -26,7 +26,7 @@ import numpy as np
 from ..base import arguments, blas
 from ..base.backend import get_backend
 from ..numerics.kernel_predictor import (PredictorStatistics, factor, kernel_statistics, lifted_features,
-                                         predictor_statistics)
+                                         predictor_statistics, principal_components)
 from .declaration import SaddlePointAction
 from .solve import Solution, training_data
 
@@ -125,16 +125,18 @@ def kernel_alignment(declaration: SaddlePointAction, solution: Solution,
                      data: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     r"""The renormalised kernel's principal components against the labels: its eigenvalues (descending) and the
     fraction of $\lvert Y\rvert^2$ along each eigenvector, $(v^\top Y)^2/\lvert Y\rvert^2$ (figure 2d of Tiberi et
-    al.: the renormalisation moves the label's weight onto the leading components)."""
+    al.: the renormalisation moves the label's weight onto the leading components). From features X, the SVD of
+    $\Phi$ with $K = \Phi\Phi^\top$ (`attnverify.numerics.kernel_predictor.principal_components`)."""
     _solved(declaration, solution)
     training_data(data)
-    K = _kernels(data, _matrix(declaration, solution))
-    y = arguments.array("y", data["y"], shape=(K.shape[0],))
+    U = _matrix(declaration, solution)
+    if "X" in data:
+        values, vectors = principal_components(features=lifted_features(_features(data["X"]), factor(U)))
+    else:
+        values, vectors = principal_components(_kernels(data, U))
+    y = arguments.array("y", data["y"], shape=(values.size,))
     largest = float(np.max(np.abs(y)))
     if largest == 0.0:
         raise ValueError("y must not be all zeros: the fractions of |Y|² along the kernel's eigenvectors need |Y| > 0")
     unit = y / largest  # (vᵀY)²/|Y|² is unchanged by Y's scale; rescaled, neither overflows nor underflows
-    values, vectors = np.linalg.eigh(0.5 * (K + K.T))
-    order = np.argsort(values)[::-1]
-    overlaps = (vectors[:, order].T @ unit) ** 2 / float(unit @ unit)
-    return values[order], overlaps
+    return values, (vectors.T @ unit) ** 2 / float(unit @ unit)

@@ -68,11 +68,15 @@ def test_alignment_is_the_eigendecomposition_of_the_kernel():
     values, overlaps = kernel_task_alignment(U, X, y)
     K = np.einsum("ab,pia,qib->pq", U, X, X)
     expected_values, vectors = np.linalg.eigh(K)
-    order = np.argsort(expected_values)[::-1][: len(values)]
-    assert_allclose(values, expected_values[order], rtol=1e-9, atol=1e-12)
-    assert_allclose(overlaps, np.abs(vectors[:, order].T @ y) / np.sqrt(40), rtol=1e-8, atol=1e-10)
+    order = np.argsort(expected_values)[::-1]
+    assert values.shape == (40,)  # all P, those beyond Φ's rank 6 zero
+    assert_allclose(values, expected_values[order], rtol=1e-9, atol=1e-12 * values[0])
+    # each of the 6 leading components' overlap; in the null space of K only their total is defined
+    assert_allclose(overlaps[:6], np.abs(vectors[:, order[:6]].T @ y) / np.sqrt(40), rtol=1e-8, atol=1e-10)
+    null = vectors[:, order[6:]]
+    assert np.sum(overlaps[6:] ** 2) == pytest.approx(np.sum((null.T @ y) ** 2) / 40, rel=1e-10)
     # the overlaps of all P eigenvectors are the coordinates of Y/√P in an orthonormal basis
-    assert np.sum(overlaps**2) <= 1 + 1e-12
+    assert np.sum(overlaps**2) == pytest.approx(y @ y / 40, rel=1e-12)
 
 
 def test_bad_inputs_are_named():

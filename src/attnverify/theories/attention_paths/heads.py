@@ -8,13 +8,14 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ...base import arguments
-from ...numerics.kernel_predictor import factor
+from ...numerics.kernel_predictor import factor, lifted_features, principal_components
 
 
 def kernel_task_alignment(U, X, y, components: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues of K(U) (descending, no temperature) and overlaps |φ_kᵀ Y| / sqrt(P) of its unit
     eigenvectors with the labels (authors' ``PLOT_kernel_alignment.py``; the paper's "cosine
-    similarity"). Computed from the thin SVD of Φ = X(I ⊗ R), K = ΦΦᵀ, without forming C."""
+    similarity"), the first ``components`` of the P. From the features Φ = X(I ⊗ R), K = ΦΦᵀ, without forming C
+    (`principal_components`)."""
     X = arguments.array("X", X, ndim=3)
     y = arguments.array("y", y, shape=(X.shape[0],))
     if components is not None:
@@ -22,10 +23,8 @@ def kernel_task_alignment(U, X, y, components: int | None = None) -> tuple[np.nd
     R = factor(U)
     if R.shape[0] != X.shape[2]:
         raise ValueError(f"U must be {X.shape[2]}×{X.shape[2]} to match the paths of X, got shape {R.shape}")
-    Phi = (X @ R).reshape(X.shape[0], -1)
-    left, singular, _ = np.linalg.svd(Phi, full_matrices=False)
-    eigenvalues = singular**2
-    overlaps = np.abs(left.T @ y) / np.sqrt(len(y))
+    eigenvalues, vectors = principal_components(features=lifted_features(X, R))
+    overlaps = np.abs(vectors.T @ y) / np.sqrt(len(y))
     if components is not None:
         eigenvalues, overlaps = eigenvalues[:components], overlaps[:components]
     return eigenvalues, overlaps
