@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 import sympy
-from scipy.linalg import cho_solve
 from sympy.core.symbol import Str
 
 from ..base.backend import get_backend
@@ -184,29 +183,21 @@ class MatrixAtoms:
         self._identity = np.eye(size)
 
     def evaluate(self, U: np.ndarray):
-        """(a, J = ∂a/∂u, W = U⁻¹) at U; LinAlgError where U has no Cholesky factor (outside the domain)."""
-        R = np.linalg.cholesky(U)
-        W = cho_solve((R, True), np.eye(self.size))
-        W = 0.5 * (W + W.T)
-        values, rows = [], []
-        if self.log_det:
-            values.append(2.0 * float(np.sum(np.log(np.diag(R)))))
-            rows.append(W[self.rows, self.cols] * self._weight)
-        if self.inverse:
-            r, c = self.rows, self.cols
-            # ∂W_ab/∂u_k = −(W B_k W)_ab = −(W_ar W_cb + W_ac W_rb) for k = (r, c), once on the diagonal
-            dW = -(np.einsum("ak,kb->abk", W[:, r], W[c, :])
-                   + np.where(r != c, 1.0, 0.0) * np.einsum("ak,kb->abk", W[:, c], W[r, :]))
-            for i, j in self.inverse:
-                values.append(W[i, j])
-                rows.append(dW[i, j])
-        return np.array(values), np.array(rows).reshape(self.count, -1), W
+        """(a, J = ∂a/∂u, W = U⁻¹) at U (`evaluate_each` of its Cholesky factor); LinAlgError where U has no Cholesky
+        factor (outside the domain)."""
+        a, J, W = self._each(np.linalg.cholesky(U)[None])
+        return a[0], J[0], W[0]
 
     def evaluate_each(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(a (C, count), J = ∂a/∂u (C, count, k)) for a batch of U = RRᵀ given by their lower Cholesky factors R
-        (C, n, n), as `evaluate` matrix by matrix (W = R⁻ᵀR⁻¹ from the factors: `Backend.cholesky_inverse`); NaN for
-        a factor that is not finite or whose diagonal is not above 1e-150 (U there is singular to float64's range:
-        what uses this, HMC on the action, gives such a chain no weight)."""
+        (C, n, n); NaN for a factor that is not finite or whose diagonal is not above 1e-150 (U there is singular to
+        float64's range: what uses this, HMC on the action, gives such a chain no weight)."""
+        return self._each(R)[:2]
+
+    def _each(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(a, J, W = U⁻¹) per factor of the batch: ln det U = 2 Σ ln R_ii and its gradient W (off the diagonal
+        twice, as u counts it), the inverse's entries W_ij and ∂W_ij/∂u_k = −(W B_k W)_ij = −(W_ir W_cj + W_ic W_rj)
+        for k = (r, c) (once on the diagonal); W = R⁻ᵀR⁻¹ from the factors (`Backend.cholesky_inverse`)."""
         chains = R.shape[0]
         diagonal = np.diagonal(R, axis1=1, axis2=2)
         outside = ~(np.all(np.isfinite(R), axis=(1, 2)) & np.all(diagonal > 1e-150, axis=1))
@@ -223,8 +214,8 @@ class MatrixAtoms:
             values.append(W[:, i, j])
             rows.append(-(W[:, i, r] * W[:, c, j] + off * W[:, i, c] * W[:, r, j]))
         a, J = np.stack(values, axis=1), np.stack(rows, axis=1).reshape(chains, self.count, -1)
-        a[outside], J[outside] = np.nan, np.nan
-        return a, J
+        a[outside], J[outside], W[outside] = np.nan, np.nan, np.nan
+        return a, J, W
 
     def curvature(self, W: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
         """Σ_m c_m ∂²a_m/∂u∂u' for the coefficients c_m = ∂𝓛/∂a_m (module docstring)."""
