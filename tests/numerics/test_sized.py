@@ -297,7 +297,7 @@ def test_a_call_whose_draws_the_memory_cannot_hold_is_refused_by_chunk_before_it
 
     monkeypatch.setattr(arguments, "available_memory", lambda: 50 * 2**20)
     with pytest.raises(ValueError, match=r"^chunk = 65536 needs \S+ MiB for a call of heavy\(rng, [\d,]+\), at the "
-                                         r"7\.8\d KiB one draw held in its first call, more than the 50 MiB"):
+                                         r"8,\d\d\d bytes one draw held in its first call, more than the 50 MiB"):
         sized_mean(heavy, _seed(65), resolution=1e-6, budget=10**7)
     assert calls == [1000]
     assert not tracemalloc.is_tracing()

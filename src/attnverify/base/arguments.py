@@ -132,8 +132,7 @@ def available_memory() -> int:
     return available
 
 
-def size_text(nbytes: float) -> str:
-    """``nbytes`` in the largest binary unit that keeps it at least 1 ("2.5 GiB")."""
+def _size_text(nbytes: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
         if abs(nbytes) < 1024 or unit == "EiB":
             return f"{nbytes:.3g} {unit}"
@@ -155,8 +154,8 @@ def fits_in_memory(name: str, nbytes: int | float, what: str, *, value: Any = No
         available, where = available_memory(), ""
     if nbytes > available:
         given = "" if value is None else f" = {_shown(value)}"
-        raise ValueError(f"{name}{given} needs {size_text(nbytes)} for {what}, more than the "
-                         f"{size_text(available)} of memory available{' ' + where if where else ''}; "
+        raise ValueError(f"{name}{given} needs {_size_text(nbytes)} for {what}, more than the "
+                         f"{_size_text(available)} of memory available{' ' + where if where else ''}; "
                          f"give a smaller {name}")
 
 

@@ -310,8 +310,7 @@ def sized_mean(
                 output, per_draw = _measured_call(draw, rng, n)
             else:
                 arguments.fits_in_memory("chunk", per_draw * n, f"a call of {who}(rng, {n:,}), at the "
-                                         f"{arguments.size_text(per_draw)} one draw held in its first call",
-                                         value=chunk)
+                                         f"{per_draw:,.0f} bytes one draw held in its first call", value=chunk)
                 output = draw(rng, n)
             values, xp = _checked_draws(output, n, columns, who)
             if columns is None:
