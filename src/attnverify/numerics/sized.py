@@ -177,9 +177,10 @@ def _checked_draws(values: Any, n: int, columns: int | None, who: str = "draw") 
 
 def _measured_call(draw: Callable[[Any, int], Any], rng: Any, n: int) -> tuple[Any, float]:
     """(``draw(rng, n)``, the host bytes per draw at the call's peak): tracemalloc's peak over the call (numpy's
-    arrays included; a device's memory is not seen), so that a later call of many more draws is refused before it
-    runs where the memory cannot hold it, instead of failing inside the draw. Where something else is tracing
-    already, its trace is kept and only its peak is reset."""
+    arrays included; a device's memory is not seen) above what the call leaves allocated, plus its output, so that
+    what a first call keeps for good (an import, a cache) is not counted as the draws'; a later call of many more
+    draws is then refused before it runs where the memory cannot hold it, instead of failing inside the draw. Where
+    something else is tracing already, its trace is kept and only its peak is reset."""
     tracing = tracemalloc.is_tracing()
     if tracing:
         start = tracemalloc.get_traced_memory()[0]
@@ -189,11 +190,15 @@ def _measured_call(draw: Callable[[Any, int], Any], rng: Any, n: int) -> tuple[A
         tracemalloc.start()
     try:
         output = draw(rng, n)
-        peak = tracemalloc.get_traced_memory()[1]
+        kept, peak = tracemalloc.get_traced_memory()
     finally:
         if not tracing:
             tracemalloc.stop()
-    return output, max(peak - start, 0) / n
+    owner = output  # a view's memory is its base's, kept as long as the output is
+    while isinstance(getattr(owner, "base", None), np.ndarray):
+        owner = owner.base
+    held = peak - max(kept, start) + (owner.nbytes if isinstance(owner, np.ndarray) else 0)
+    return output, max(held, 0) / n
 
 
 def refuse_endless_budget(budget: int, name: str = "budget") -> None:
