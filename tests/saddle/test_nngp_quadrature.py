@@ -98,6 +98,20 @@ def test_the_quadrature_tells_its_progress_in_pairs():
         nngp_kernel(inputs(P=4), activation="tanh", progress="yes")
 
 
+def test_a_long_quadrature_without_progress_tells_the_runs_display(monkeypatch):
+    """Given no progress, a call of PROGRESS_PAIRS pairs or more (lowered here to 10) tells the run's display, and a
+    shorter one says nothing."""
+    from attnverify.execution import tasks
+
+    shown = []
+    monkeypatch.setattr(tasks, "say", shown.append)
+    nngp_kernel(inputs(P=4), activation="tanh")  # 10 pairs, below the default 10,000
+    assert shown == []
+    monkeypatch.setattr(nngp_quadrature, "PROGRESS_PAIRS", 10)
+    nngp_kernel(inputs(P=4), activation="tanh")
+    assert shown and shown[-1].endswith("10 of 10 pairs")
+
+
 @pytest.mark.parametrize("activation, scale", [("relu", 1e200), ("tanh", 1e200), (lambda z: z**3, 1e150),
                                                (lambda z: z**3 + sympy.tanh(z), 1e150)])
 def test_inputs_whose_kernel_overflows_are_refused_by_name(activation, scale):

@@ -128,7 +128,8 @@ def nngp_kernel(X, Y=None, *, activation: Any = "relu", progress: Callable[[str]
     r"""$K_0(x_i, y_j) = \mathbb{E}_w[\varphi(w \cdot x_i)\, \varphi(w \cdot y_j)]$ for $w \sim \mathcal{N}(0, I/d)$:
     the kernel of [`one_hidden_layer`][attnverify.saddle.network.one_hidden_layer]'s units per unit of readout variance
     (`attnverify.saddle.nngp_quadrature.nngp_kernel`, closed forms where they exist; ``progress``, a function of one
-    line of text, is told the quadrature's pairs done where there is none)."""
+    line of text, is told the quadrature's pairs done where there is none; without one, a quadrature of thousands of
+    inputs tells the run's display)."""
     return nngp_quadrature.nngp_kernel(X, Y, activation=activation, progress=progress)
 
 

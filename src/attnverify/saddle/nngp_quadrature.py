@@ -20,6 +20,7 @@ from ..base import arguments
 from ..derivations.gaussian import QuadratureShort
 from ..derivations.gaussian.jumps import jump_lines
 from ..derivations.gaussian.panels import composite_rule
+from ..execution import tasks
 from .activations import Activation, Z, activation, closed_form_kernel
 
 RADIUS = 10.0
@@ -49,6 +50,11 @@ CHUNK = 8
 QUADRATURE_TOLERANCE = 1e-10
 """The largest error estimate [`nngp_kernel`][attnverify.saddle.network.nngp_kernel] accepts, relative to E|φ(u)φ(v)| at
 the same pair."""
+
+PROGRESS_PAIRS = 10_000
+"""A call of at least this many pairs (1–2 ms each on one core: half a minute or more) given no ``progress`` tells the
+run's display (`attnverify.execution.tasks.progress`, nothing outside a run), so that a theorist's data function that
+takes the kernel of thousands of inputs is not silent for hours inside ``verify``."""
 
 
 @lru_cache(maxsize=None)
@@ -176,7 +182,7 @@ def kernel_quadrature(unit: Any, a, b, r, *, progress: Callable[[str], None] | N
     give an infinite estimate. Where $\varphi$ is odd or even (`_flip_symmetric`) the integrand has period $\pi$ in
     $\psi$, and half the circle, twice weighted, is the same integral at half the work. ``progress``: a function of
     one line of text, told the pairs done at most twenty times a call (after every `CHUNK` pairs where there are
-    fewer than twenty chunks)."""
+    fewer than twenty chunks); without one, a call of `PROGRESS_PAIRS` or more tells the run's display."""
     unit = activation(unit)
     arguments.function("progress", progress, "a function of one line of text", optional=True)
     phi, points, half = unit.values, kinks(unit), _flip_symmetric(unit)
@@ -189,6 +195,8 @@ def kernel_quadrature(unit: Any, a, b, r, *, progress: Callable[[str], None] | N
         if outside.any():
             span = "[0, inf)" if high == np.inf else "[-1, 1]"
             raise ValueError(f"{name} must be finite and in {span}, got {float(values[outside][0])!r}")
+    if progress is None and a.size >= PROGRESS_PAIRS:
+        progress = tasks.progress
     values, errors, sizes = (np.empty(a.size) for _ in range(3))
     chunks = -(-a.size // CHUNK)
     with np.errstate(all="ignore"):  # an overflow is reported as an infinite error estimate, below
