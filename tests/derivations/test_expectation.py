@@ -70,6 +70,22 @@ def test_an_expectation_refuses_what_it_cannot_mean():
         Expectation(z, gaussian(z), gaussian(z))
 
 
+def test_a_law_with_a_negative_or_complex_variance_is_refused_and_undefined_where_negative():
+    """N(0, −1) would turn z into i·x and make E[z²] = −1 "hold": a variance known to be negative or non-real, or a
+    non-real mean, is refused by name, by gaussian() and as a tuple; a variance negative at some values of its
+    parameters only (1 − s) leaves the expectation undefined there (no value), defined elsewhere."""
+    for law in (lambda: gaussian(z, 0, -1), lambda: gaussian(z, 0, -s), lambda: gaussian(z, 0, sympy.I),
+                lambda: Expectation(z**2, (z, 0, -1))):
+        with pytest.raises(ValueError, match="^the variance of z must be real and ≥ 0, got"):
+            law()
+    with pytest.raises(ValueError, match="^the mean of z must be real, got I"):
+        gaussian(z, sympy.I, 1)
+    assert gaussian(z, 0, 0) == sympy.Tuple(z, 0, 0)  # a point mass is a law
+    partly = Expectation(z**2 + z**4, gaussian(z, 0, 1 - s))
+    assert partly.value_at({s: Rational(1, 2)}, 100) == pytest.approx(Rational(1, 2) + 3 * Rational(1, 4), rel=1e-25)
+    assert partly.value_at({s: 2}, 100) is None
+
+
 def test_unspecified_laws_are_expanded_by_linearity():
     """E[w(v − E[wv]/E[w])] = E[wv] − E[wv]E[w]/E[w] = 0: inner expectations are constants."""
     w, v, c = sympy.symbols("w v c", real=True)

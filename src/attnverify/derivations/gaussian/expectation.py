@@ -29,7 +29,19 @@ def gaussian(variable: sympy.Symbol, mean=0, variance=1) -> Tuple:
     variables."""
     if not isinstance(variable, sympy.Symbol):
         raise TypeError(f"variable must be a sympy Symbol, got {variable!r}")
-    return Tuple(variable, sympy.sympify(mean), sympy.sympify(variance))
+    return _checked_law(Tuple(variable, sympy.sympify(mean), sympy.sympify(variance)))
+
+
+def _checked_law(law: Tuple) -> Tuple:
+    """A Gaussian law (variable, mean, variance) whose mean is not known to be non-real and whose variance is not
+    known to be negative or non-real; else ValueError naming the variable. (A variance negative only at some values
+    of its parameters is undefined there: `_Template.value`.)"""
+    variable, mean, variance = law
+    if mean.is_extended_real is False:
+        raise ValueError(f"the mean of {variable} must be real, got {mean}")
+    if variance.is_extended_real is False or variance.is_extended_negative:
+        raise ValueError(f"the variance of {variable} must be real and ≥ 0, got {variance}")
+    return law
 
 
 class Expectation(sympy.Expr):
@@ -50,7 +62,7 @@ class Expectation(sympy.Expr):
                 law = Tuple(variable)
             elif isinstance(variable, (tuple, list, Tuple)) and len(variable) in (1, 3) \
                     and isinstance(variable[0], sympy.Symbol):
-                law = Tuple(*variable)
+                law = Tuple(*variable) if len(variable) == 1 else _checked_law(Tuple(*variable))
             else:
                 raise TypeError(f"each variable must be a Symbol or gaussian(symbol, mean, variance), got {variable!r}")
             laws.append(law)
@@ -195,6 +207,8 @@ class _Template:
         self.parameters = sorted(expectation.free_symbols, key=sympy.default_sort_key)
         standard = [sympy.Dummy(f"x{k}", real=True) for k in range(len(expectation.laws))]
         change = {law[0]: law[1] + sympy.sqrt(law[2]) * x for law, x in zip(expectation.laws, standard)}
+        self.variances = sympy.lambdify(self.parameters, [law[2] for law in expectation.laws], modules="mpmath")
+        self.names = [law[0] for law in expectation.laws]
         integrand = expectation.integrand.xreplace(change)
         exact = [x for x in standard if polynomial_in(integrand, x)]
         self.other = [x for x in standard if x not in exact]
@@ -228,6 +242,9 @@ class _Template:
     def value(self, values: list, *, reduced: bool = False) -> tuple[mpmath.mpc, mpmath.mpf]:
         """(the mean at the parameters' ``values`` (mpmath numbers), at the current precision; its error
         estimate). ``reduced``: `standard_estimate` has already conditioned and rotated what it could."""
+        for name, variance in zip(self.names, self.variances(*values)):
+            if mpmath.im(variance) == 0 and mpmath.re(variance) < 0:  # no Gaussian law there: undefined
+                raise ValueError(f"the variance of {name} is {mpmath.nstr(variance, 6)} < 0 at these parameters")
         constants = [*self.constants(*values), *values]
         if not self.other:
             value = mpmath.mpmathify(self.f(*constants))
