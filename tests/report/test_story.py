@@ -75,6 +75,12 @@ def test_a_result_that_held_shows_the_example_nearest_its_tolerance():
     assert "held on all 2 examples; the nearest to its tolerance:" in story_text(story)
     assert "held on its one example:" in story_text(claim_story(_run("held", check)))  # one point: one example
     assert story.key_figures.startswith("3 ≤ 4")  # a bound, with its round-off floor as tolerance
+    assert not any("find a flaw" in note for note in story.notes)  # expected to hold: nothing to say
+    unexpected = claim_story(_run("held", check, expect="refuted", parameters=TWO))
+    # 1 − 0.01^(1/2) = 90%: two examples see with 99% only a flaw on nine tenths of the space
+    assert unexpected.verdict == "UNEXPECTED" and unexpected.notes[-1].startswith(
+        "2 examples find a flaw showing on 90% of the drawn parameters or more with probability 99%")
+    assert unexpected.notes[-1] in story_text(unexpected)
 
 
 def test_the_example_shown_is_the_nearest_its_tolerance_and_custom_evidence_says_how_near_by_its_worst_figure():

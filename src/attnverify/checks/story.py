@@ -270,9 +270,22 @@ def claim_story(result: dict) -> ClaimStory:
         counterexample_standard_error=evidence.get("standard_error") if counter is not None else None,
         shrink_trials=int(result.get("shrink_trials", 0)) if counter is not None else None,
         failure=failed if isinstance(failed, dict) and failed.get("error") else None,
-        needed=needed_text(result.get("needed")), notes=tuple(result.get("notes") or ()), replay=result["replay"],
-        profile=result.get("profile"), backend=result.get("backend"), claim_call=result.get("claim_call") or "claim",
+        needed=needed_text(result.get("needed")), notes=tuple(result.get("notes") or ()) + _missed_flaw(result),
+        replay=result["replay"], profile=result.get("profile"), backend=result.get("backend"), claim_call=result.get("claim_call") or "claim",
         run_seed=result.get("seed") or 0)
+
+
+def _missed_flaw(result: dict) -> tuple[str, ...]:
+    """For a claim expected refuted that held: the part of the parameter space on which a flaw is found with
+    probability 99% by its n distinct examples (q = 1 − 0.01^{1/n}, `attnverify.checks.claim.examples_needed`
+    turned around), so that a holds says what it could have missed."""
+    n = len(result.get("examples") or [])
+    if result.get("expect") != "refuted" or result["status"] != "holds" or n == 0:
+        return ()
+    share = 1.0 - 0.01 ** (1.0 / n)
+    return (f"{n} example{'s' * (n != 1)} find a flaw showing on {share:.0%} of the drawn parameters or more with "
+            "probability 99%; one on less is missed more often: more examples (--examples) or the thorough profile "
+            "may find it",)
 
 
 def summary_line(results: list[dict]) -> str:
