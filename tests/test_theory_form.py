@@ -390,6 +390,26 @@ def test_an_error_in_a_user_check_shows_the_users_frames_and_not_the_tools(tmp_p
     assert "KeyError: 'sigma'" in head and "line 6, in helper" in head and "theory_form.py" not in head
 
 
+def test_verify_prints_an_error_with_the_users_frames_and_the_tools_under_debug(tmp_path, capsys, monkeypatch):
+    """A draw of the wrong shape is refused by the tool in one line naming the user's function; verify prints that
+    line (and the user's frames, here none) and points to --debug for the tool's traceback, which --debug prints.
+    --latex without --report is refused: it would write nothing."""
+    monkeypatch.delenv("ATTNVERIFY_BACKEND", raising=False)
+    path = tmp_path / "shape.py"
+    path.write_text('"""Shape"""\nfrom attnverify import Theory, st\ntheory = Theory("shape")\n\n'
+                    'def draws(rng, n, mu):\n    """mean is mu"""\n    return mu + rng.standard_normal((n, 3))\n\n'
+                    'theory.monte_carlo(draws, expected=lambda mu: mu, resolution=0.1, mu=st.just(0.5))\n')
+    assert cli.main(["verify", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "monte_carlo draws must return its draws of one quantity" in out and "got shape (1000, 3)" in out
+    assert "full traceback:" not in out and "(the full traceback, attnverify's frames too: --debug)" in out
+    assert cli.main(["verify", str(path), "--debug"]) == 1
+    out = capsys.readouterr().out
+    assert "full traceback:" in out and "sized.py" in out
+    assert cli.main(["verify", str(path), "--latex"]) == 2
+    assert "--latex writes the report's LaTeX: it goes with --report DIR" in capsys.readouterr().err
+
+
 def test_the_long_form_figure_refuses_a_nan_theory_curve_by_name(tmp_path):
     from attnverify.report.figures import theory_vs_simulation
 

@@ -99,8 +99,8 @@ def _add_run_options(parser: argparse.ArgumentParser, only_help: str, *, only_me
                             "temporary folder): a rerun with the same DIR, e.g. after an interruption, computes only "
                             "what is not there yet; on a cluster, a folder every worker reaches")
     group.add_argument("--debug", action="store_true",
-                       help="a mistake in your file is shown as its line and your code's frames; --debug shows "
-                            "attnverify's own frames too (the full traceback)")
+                       help="a mistake in your file, or an error of a claim's code, is shown with your code's "
+                            "frames; --debug shows attnverify's own frames too (the full traceback)")
 
 
 def _scheduler(text: str) -> str:

@@ -45,6 +45,7 @@ def run_and_report(
     out: TextIO | None = None,
     err: TextIO | None = None,
     theories: list | None = None,
+    debug: bool = False,
 ) -> int:
     """Run ``claims`` (each of one of ``theories``, default the built-in ones) through the one run path,
     `attnverify.run.claims.run_claims_as_tasks`, with ``settings``: one after another in this process, on their
@@ -54,7 +55,8 @@ def run_and_report(
     there.
 
     ``command`` (default ``attnverify check``) is what the replay lines run. The JSON says which
-    claims have not run yet (``"complete": false``) until the last one is done. Returns the exit status.
+    claims have not run yet (``"complete": false``) until the last one is done. An error of a claim's code is
+    printed with the claim's own frames, and with attnverify's too where ``debug``. Returns the exit status.
     """
     out = out or sys.stdout
     progress = Progress(err or sys.stderr)
@@ -68,14 +70,14 @@ def run_and_report(
                                       on_result=write, command=command)
     finally:
         progress.close()
-    return _print_results(results, out=out, json_path=json_path)
+    return _print_results(results, out=out, json_path=json_path, debug=debug)
 
 
-def _print_results(results: list[dict], *, out: TextIO, json_path: str | None) -> int:
+def _print_results(results: list[dict], *, out: TextIO, json_path: str | None, debug: bool = False) -> int:
     print(results_table(results), file=out)
     for result in results:
         if needs_details(result):
-            print("\n" + result_details(result), file=out)
+            print("\n" + result_details(result, full_traceback=debug), file=out)
     print("\n" + summary_line(results), file=out)
     if json_path:
         print(f"results written to {json_path}", file=out)
@@ -175,7 +177,7 @@ def run_check(args: argparse.Namespace) -> int:
     settings = _settings(args, report=False)
     claims = _chosen(theories.builtin_claims(), args.only, "built in (run `attnverify list` to see them)")
     _prepare_json(args.json, claims)
-    return run_and_report(claims, settings, json_path=args.json)
+    return run_and_report(claims, settings, json_path=args.json, debug=args.debug)
 
 
 def run_verify(args: argparse.Namespace) -> int:
@@ -200,6 +202,8 @@ def run_verify(args: argparse.Namespace) -> int:
             f"{args.file} defines no claims: `theory = Theory(\"name\")` and `@theory.claim(x=st.floats(0, 1))` "
             "(from attnverify import Theory, st), or `@claim(\"theory.name\", parameters={...})` at the top level"
         )
+    if args.latex and not args.report:
+        raise UsageError("--latex writes the report's LaTeX: it goes with --report DIR (DIR/report.tex)")
     if args.report:
         given = [option for option, value in (("--only", args.only), ("--json", args.json)) if value]
         if given:  # a report runs, and writes in DIR/results.json, every claim of the file
@@ -212,7 +216,7 @@ def run_verify(args: argparse.Namespace) -> int:
     claims = _chosen(claims, args.only, f"defined in {args.file}")
     _prepare_json(args.json, claims)
     status = run_and_report(claims, settings, json_path=args.json, command=verify_command(args.file),
-                            theories=_user_theories([args.file], args.debug))
+                            theories=_user_theories([args.file], args.debug), debug=args.debug)
     _say_derivation_cost(module)
     return status
 
@@ -283,7 +287,7 @@ def _build_and_print(out: str, settings: RunSettings, *, debug: bool = False, **
                 print(f"{section['theory']}: error: {error.strip().splitlines()[-1]} (traceback in the report)")
         for warning in section["warnings"]:
             print(f"{section['theory']}: warning: {warning}")
-    status = _print_results(document["claims"], out=sys.stdout, json_path=None)
+    status = _print_results(document["claims"], out=sys.stdout, json_path=None, debug=debug)
     out = Path(out)
     written = [out / "index.html", out / "report.md", out / "report.txt", out / "results.json"] + (
         [out / "report.tex"] if options.get("latex") else [])

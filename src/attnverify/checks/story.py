@@ -271,7 +271,8 @@ def claim_story(result: dict) -> ClaimStory:
         shrink_trials=int(result.get("shrink_trials", 0)) if counter is not None else None,
         failure=failed if isinstance(failed, dict) and failed.get("error") else None,
         needed=needed_text(result.get("needed")), notes=tuple(result.get("notes") or ()) + _missed_flaw(result),
-        replay=result["replay"], profile=result.get("profile"), backend=result.get("backend"), claim_call=result.get("claim_call") or "claim",
+        replay=result["replay"], profile=result.get("profile"), backend=result.get("backend"),
+        claim_call=result.get("claim_call") or "claim",
         run_seed=result.get("seed") or 0)
 
 
@@ -303,7 +304,11 @@ def summary_line(results: list[dict]) -> str:
 class StoryPrinter:
     """One walk over a claim's story (sympy's ``Printer`` as the model): `story` decides what is told and in which
     order; a format overrides the leaves below it. This class tells the story as plain text, the terminal's form:
-    the example a summary shows (`shown_example`) spelled out with its parameters, seed, sides and tolerance."""
+    the example a summary shows (`shown_example`) spelled out with its parameters, seed, sides and tolerance; an
+    error with its full traceback, or (``full_traceback`` False, the command line without ``--debug``) with the
+    frames of the claim's own code only."""
+
+    full_traceback = True
 
     def story(self, story: ClaimStory) -> str:
         parts = [self.story_heading(story), self.statement(story.statement)]
@@ -379,7 +384,10 @@ class StoryPrinter:
                 lines.append(f"  undecided:  {evidence['inconclusive']}")
         if shown.error:
             lines.append("  error:")
-            lines += ["    " + line for line in shown.error.rstrip().splitlines()]
+            text = shown.error.rstrip()
+            if not self.full_traceback and "\nfull traceback:\n" in text:  # the message and the claim's own frames
+                text = text.split("\nfull traceback:\n")[0] + "\n(the full traceback, attnverify's frames too: --debug)"
+            lines += ["    " + line for line in text.splitlines()]
         return "\n".join(lines)
 
     def drawn(self, text: str) -> str:
@@ -407,6 +415,9 @@ class StoryPrinter:
         return text
 
 
-def story_text(story: ClaimStory) -> str:
-    """A claim's story as plain text (`StoryPrinter`): what ``check`` and ``verify`` print and ``print(result)``."""
-    return StoryPrinter().story(story)
+def story_text(story: ClaimStory, *, full_traceback: bool = True) -> str:
+    """A claim's story as plain text (`StoryPrinter`): what ``check`` and ``verify`` print and ``print(result)``;
+    ``full_traceback`` False leaves an error's traceback at the claim's own frames."""
+    printer = StoryPrinter()
+    printer.full_traceback = full_traceback
+    return printer.story(story)

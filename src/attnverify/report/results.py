@@ -47,9 +47,10 @@ def needs_details(result: dict) -> bool:
     return not result["ok"] or result["status"] in ("refuted", "inconclusive")
 
 
-def result_details(result: dict) -> str:
-    """The full story of one result as text: parameters, the two sides, tolerance, note, error, replay."""
-    return story_text(claim_story(result))
+def result_details(result: dict, *, full_traceback: bool = True) -> str:
+    """The full story of one result as text: parameters, the two sides, tolerance, note, error (``full_traceback``
+    False: with the claim's own frames only), replay."""
+    return story_text(claim_story(result), full_traceback=full_traceback)
 
 
 def derivation_dict(derivation) -> dict:
