@@ -21,6 +21,24 @@ def test_the_memory_available_is_a_positive_number_of_bytes():
     assert isinstance(available, int) and 0 < available < 2**63
 
 
+def test_the_memory_available_is_within_the_processs_own_limit():
+    """Under ulimit -v (a soft limit on the address space) what is available is at most what is left below it, so
+    that an allocation the limit refuses is refused by name before numpy's MemoryError."""
+    import resource
+    import subprocess
+    import sys
+
+    limit = 3 * 2**30
+
+    def limited():  # in the child, before it starts
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    code = "from attnverify.base import arguments; print(arguments.available_memory())"
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           preexec_fn=limited)
+    assert 0 < int(child.stdout) < limit
+
+
 def test_fits_in_memory_names_the_argument_the_bytes_and_what_is_available(monkeypatch):
     monkeypatch.setattr(arguments, "available_memory", lambda: 2 * 1024**3)
     arguments.fits_in_memory("n", 2 * 1024**3, "the draws")  # exactly what is there: accepted

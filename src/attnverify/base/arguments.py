@@ -108,7 +108,8 @@ def integer(name: str, value: Any, minimum: int | None = None, maximum: int | No
 
 def available_memory() -> int:
     """Bytes of memory this process may still allocate: the kernel's MemAvailable (else the free pages), less
-    where a cgroup limit (a container's) leaves less."""
+    where a cgroup limit (a container's) or this process's own limits (``ulimit -v``, ``ulimit -d``: what is left
+    of them above its address space and its data) leave less."""
     available = None
     try:
         with open("/proc/meminfo", encoding="ascii") as meminfo:
@@ -129,7 +130,28 @@ def available_memory() -> int:
             available = min(available, max(int(limit) - used, 0))
     except (OSError, ValueError):
         pass
-    return available
+    return min(available, _left_by_process_limits())
+
+
+def _left_by_process_limits() -> int:
+    """Bytes left below the soft limits on this process's address space (VmSize) and data (VmData); 2⁶³ where none
+    is set or nothing says."""
+    left = 2**63
+    try:
+        import resource
+
+        sizes = {}
+        with open("/proc/self/status", encoding="ascii") as status:
+            for row in status:
+                if row.startswith(("VmSize:", "VmData:")):
+                    sizes[row.split(":")[0]] = int(row.split()[1]) * 1024
+        for limit, used in ((resource.RLIMIT_AS, "VmSize"), (resource.RLIMIT_DATA, "VmData")):
+            soft = resource.getrlimit(limit)[0]
+            if soft != resource.RLIM_INFINITY and used in sizes:
+                left = min(left, max(soft - sizes[used], 0))
+    except (ImportError, OSError, ValueError, IndexError):
+        pass
+    return left
 
 
 def _size_text(nbytes: float) -> str:
