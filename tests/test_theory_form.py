@@ -363,6 +363,8 @@ def test_a_derived_function_is_called_by_keyword_and_names_its_symbols(tiny):
     assert m(t=np.array([0.0, 1.0])) == pytest.approx([1.0, math.exp(0.5)], rel=1e-15)
     with pytest.raises(TypeError, match="tiny.moment.m takes t; missing t; no symbol named s"):
         m(s=1.0)
+    with pytest.raises(TypeError, match=r"^tiny.moment.m takes its symbols by keyword: m\(t=…\), got 1 positional"):
+        m(1.0)
     with pytest.raises(KeyError, match="has no result named 'mean'; its results: m"):
         module.moment.evaluator("mean")
 

@@ -73,7 +73,11 @@ class DerivedFunction:
                             + wrong)
         return [values[n] for n in self.names]
 
-    def __call__(self, **values):
+    def __call__(self, *positional, **values):
+        if positional:  # by keyword only: the symbols' order is sympy's, not the reader's
+            raise TypeError(f"{self.derivation_name}.{self.result} takes its symbols by keyword: "
+                            f"{self.result}({', '.join(f'{n}=…' for n in self.names)}), got {len(positional)} "
+                            "positional")
         arguments = self._arguments(values)
         value = self._evaluate(*arguments)
         recording = SCALES.get()
