@@ -61,7 +61,8 @@ def unit_rows(name: str, x: Any, be: Backend, dim: int | None = None, *, batched
         arr = arr[None, :]
     want = 2 if batched else 1
     if arr.ndim != want or (dim is not None and arr.shape[-1] != dim) or arr.shape[-1] < 1:
-        expected = ("(runs, " if batched else "(") + (f"{dim})" if dim is not None else "dim)")
+        size = "dim" if dim is None else str(dim)
+        expected = f"(runs, {size})" if batched else f"({size},)"
         raise ValueError(f"{name} must have shape {expected}, got {tuple(arr.shape)}")
     norms = to_numpy(be.xp.linalg.norm(arr, axis=-1))
     worst = float(np.max(np.abs(norms - 1.0)))
