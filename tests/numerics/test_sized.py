@@ -6,6 +6,7 @@ by a chosen seed.
 """
 
 import math
+import re
 import tracemalloc
 
 import numpy as np
@@ -29,6 +30,10 @@ def _gaussian(rng, n):
 
 def _seed(k: int) -> np.random.Generator:
     return seeded_rng(k)
+
+
+PROBES = 2
+"""sized_mean's first two calls of a draw (of 1 and 2 draws, on copies of rng) measure its memory: not draws."""
 
 
 @pytest.mark.parametrize("k", range(4))
@@ -55,7 +60,7 @@ def test_each_batch_follows_the_stated_rule():
         return seen[-1]
 
     e = sized_mean(draw, _seed(10), resolution=0.02, first_batch=50, budget=400_000, chunk=7_000)
-    values = np.concatenate(seen)
+    values = np.concatenate(seen[PROBES:])
     totals = np.cumsum(e.batches)
     for before, after in zip(totals[:-1], totals[1:]):
         so_far = mean_estimate(values[:before])
@@ -98,7 +103,7 @@ def test_exact_accounting_equals_the_one_pass_estimate_of_the_same_draws():
         return calls[-1]
 
     e = sized_mean(draw, _seed(40), relative_resolution=0.05, reference=2.0, chunk=3_000)
-    values = np.concatenate(calls)
+    values = np.concatenate(calls[PROBES:])
     one = mean_estimate(values)
     assert sum(e.batches) == e.samples == values.size and max(c.size for c in calls) <= 3_000
     assert e.resolution == 0.05 * 2.0 and e.reached
@@ -115,7 +120,7 @@ def test_several_means_of_the_same_draws_are_sized_until_every_one_fits():
         return calls[-1]
 
     first, second = sized_mean(draw, _seed(50), resolution=0.05, reference=[1.0, -2.0], relative_resolution=0.01)
-    values = np.concatenate(calls)
+    values = np.concatenate(calls[PROBES:])
     assert first.samples == second.samples == len(values) and first.batches == second.batches
     assert (first.resolution, second.resolution) == (0.05 + 0.01, 0.05 + 0.02)
     assert first.reached and second.reached and second.draws_needed > first.draws_needed
@@ -160,7 +165,7 @@ def _shape_changes():
 
     def draw(rng, n):
         calls.append(n)
-        return rng.standard_normal(n) if len(calls) == 1 else np.ones((n, 2))
+        return rng.standard_normal(n) if len(calls) <= PROBES + 1 else np.ones((n, 2))
     return draw
 
 
@@ -283,9 +288,10 @@ def test_a_chunk_that_cannot_fit_is_refused_by_name_before_any_draw():
 
 
 def test_a_call_whose_draws_the_memory_cannot_hold_is_refused_by_chunk_before_it_runs(monkeypatch):
-    """Each draw holds a (1,000,) float64 row (8 KB) besides its value: the first call's 1,000 draws are measured
-    (about 8 MB), and with 50 MB said to be available the next batch's call (65,536 draws, 500 MiB) is refused
-    naming chunk and the bytes a draw held, before it runs; tracemalloc is left as it was. Calls of 500 draws fit."""
+    """Each draw holds a (1,000,) float64 row (8 KB) besides its value: measured on copies of rng (calls of 1 and 2
+    draws), with 5 MB said to be available, the first call (1,000 draws, 8 MB) is refused naming chunk and the bytes a
+    draw holds, before it runs; tracemalloc is left as it was. Calls of 500 draws fit, and the draws are the stream's
+    own, untouched by the measuring. What a first call keeps for good (an import, a table) is not a draw's."""
     from attnverify.base import arguments
 
     calls = []
@@ -295,14 +301,17 @@ def test_a_call_whose_draws_the_memory_cannot_hold_is_refused_by_chunk_before_it
         rows = rng.standard_normal((n, 1000))
         return rows[:, 0]
 
-    monkeypatch.setattr(arguments, "available_memory", lambda: 50 * 2**20)
-    with pytest.raises(ValueError, match=r"^chunk = 65536 needs \S+ MiB for a call of heavy\(rng, [\d,]+\), at the "
-                                         r"8,\d\d\d bytes one draw held in its first call, more than the 50 MiB"):
+    monkeypatch.setattr(arguments, "available_memory", lambda: 5 * 2**20)
+    with pytest.raises(ValueError, match=r"^chunk = 65536 needs 7.\d+ MiB for a call of heavy\(rng, 1,000\) "
+                                         r"\(\d+ bytes a call and 8,\d\d\d a draw, measured on copies of rng\), "
+                                         r"more than the 5 MiB"):
         sized_mean(heavy, _seed(65), resolution=1e-6, budget=10**7)
-    assert calls == [1000]
+    assert calls == [1, 2]
     assert not tracemalloc.is_tracing()
     estimate = sized_mean(heavy, _seed(65), resolution=1e-6, budget=3000, chunk=500)
-    assert estimate.samples == 3000  # calls of 500 draws fit: nothing refused
+    rng = _seed(65)  # the draws of the stream itself, untouched by the measuring
+    direct = np.concatenate([rng.standard_normal((500, 1000))[:, 0] for _ in range(6)])
+    assert estimate.samples == 3000 and estimate.mean == pytest.approx(direct.mean(), rel=1e-12)
     kept = []
 
     def caching(rng, n):  # its first call keeps 40 MB for good (an import, a table): not the draws' memory
@@ -310,6 +319,7 @@ def test_a_call_whose_draws_the_memory_cannot_hold_is_refused_by_chunk_before_it
             kept.append(np.ones(5 * 10**6))
         return rng.standard_normal(n)
 
+    monkeypatch.setattr(arguments, "available_memory", lambda: 20 * 2**20)
     assert sized_mean(caching, _seed(66), resolution=1e-6, budget=10**5).samples == 10**5
 
 
@@ -338,3 +348,18 @@ def test_a_long_batch_tells_its_progress_by_draws():
     assert lines[2] == "draw: 20,000,000 of 20,000,000 draws done"
     with pytest.raises(TypeError, match="^progress must be a function of one line of text, or None"):
         sized_mean(lambda rng, n: rng.standard_normal(n), np.random.default_rng(0), resolution=0.1, progress=3)
+
+
+def test_a_short_batch_of_slow_draws_tells_its_draws_as_its_calls_take_time(monkeypatch):
+    """A batch below 10⁷ draws whose calls take PROGRESS_SECONDS (here 0: every call) tells the draws done after each
+    call, with the budget and, past the first batch, the draws needed; the draws are the same as without it."""
+    from attnverify.numerics import sized
+
+    monkeypatch.setattr(sized, "PROGRESS_SECONDS", 0.0)
+    lines = []
+    told = sized_mean(_gaussian, _seed(67), resolution=1e-3, budget=5_000, chunk=2_000, progress=lines.append)
+    assert lines[0] == "_gaussian: 1,000 of 1,000 draws done (a budget of 5,000)" and len(lines) == 3
+    for line, done in zip(lines[1:], ("3,000", "5,000")):  # (5·2/10⁻³)² = 10⁸ needed, at the first batch's spread
+        assert re.fullmatch(rf"_gaussian: {done} of 5,000 draws done \(a budget of 5,000; \d{{2,3}},\d{{3}},\d{{3}} "
+                            r"needed at the spread so far\)", line), line
+    assert told == sized_mean(_gaussian, _seed(67), resolution=1e-3, budget=5_000, chunk=2_000)

@@ -14,7 +14,9 @@ where z·s_n/√n + bias ≤ resolution.
 
 from __future__ import annotations
 
+import copy
 import math
+import time
 import tracemalloc
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -36,6 +38,10 @@ CHUNK = 65_536
 #: A batch of at least this many draws is told to ``progress`` before it starts, and its draws done at every
 #: twentieth of it, at least this many apart (a long example shows what it is doing).
 PROGRESS_DRAWS = 10**7
+
+#: A call of the draw that ends this many seconds after the batch's last line tells ``progress`` the draws done (a
+#: display only: what is drawn never depends on the clock), so that a run of costly draws is not silent.
+PROGRESS_SECONDS = 10.0
 
 #: Each further batch at least adds this fraction of the draws so far (bounds the number of batches) ...
 GROWTH = 1.25
@@ -175,30 +181,39 @@ def _checked_draws(values: Any, n: int, columns: int | None, who: str = "draw") 
     return values, xp
 
 
-def _measured_call(draw: Callable[[Any, int], Any], rng: Any, n: int) -> tuple[Any, float]:
-    """(``draw(rng, n)``, the host bytes per draw at the call's peak): tracemalloc's peak over the call (numpy's
-    arrays included; a device's memory is not seen) above what the call leaves allocated, plus its output, so that
-    what a first call keeps for good (an import, a cache) is not counted as the draws'; a later call of many more
-    draws is then refused before it runs where the memory cannot hold it, instead of failing inside the draw. Where
-    something else is tracing already, its trace is kept and only its peak is reset."""
-    tracing = tracemalloc.is_tracing()
-    if tracing:
-        start = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-    else:
-        start = 0
-        tracemalloc.start()
+def _memory_model(draw: Callable[[Any, int], Any], rng: Any) -> tuple[float, float] | None:
+    """(bytes a call, bytes a draw) that ``draw(rng, n)`` holds at its peak, from calls of 1 and 2 draws on copies of
+    ``rng`` (its own stream untouched): tracemalloc's peak over each call (numpy's arrays included; a device's memory
+    is not seen) above what the call keeps for good (an import, a cache), plus the memory its output holds (a view's
+    base). Every call is then refused before it runs, naming ``chunk``, where the memory cannot hold it, instead of
+    failing inside the draw. None (no refusal) where ``rng`` cannot be copied or a call of 1 or 2 draws fails (the
+    real calls say why). Where something else is tracing already, its trace is kept and only its peak is reset."""
     try:
-        output = draw(rng, n)
-        kept, peak = tracemalloc.get_traced_memory()
+        copies = [copy.deepcopy(rng) for _ in range(2)]
+    except Exception:
+        return None
+    tracing = tracemalloc.is_tracing()
+    held = []
+    try:
+        if not tracing:
+            tracemalloc.start()
+        for copied, n in zip(copies, (1, 2)):
+            start = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            output = draw(copied, n)
+            kept, peak = tracemalloc.get_traced_memory()
+            owner = output  # a view's memory is its base's, kept as long as the output is
+            while isinstance(getattr(owner, "base", None), np.ndarray):
+                owner = owner.base
+            held.append(max(peak - max(kept, start), 0) + (owner.nbytes if isinstance(owner, np.ndarray) else 0))
+            del output, owner
+    except Exception:
+        return None
     finally:
         if not tracing:
             tracemalloc.stop()
-    owner = output  # a view's memory is its base's, kept as long as the output is
-    while isinstance(getattr(owner, "base", None), np.ndarray):
-        owner = owner.base
-    held = peak - max(kept, start) + (owner.nbytes if isinstance(owner, np.ndarray) else 0)
-    return output, max(held, 0) / n
+    per_draw = max(held[1] - held[0], 0)
+    return max(held[0] - per_draw, 0), per_draw
 
 
 def refuse_endless_budget(budget: int, name: str = "budget") -> None:
@@ -245,8 +260,9 @@ def sized_mean(
     $\min(\text{budget}, \max(\lceil 1.25 \cdot n\rceil, \lceil 1.1 \cdot n^*\rceil))$. Each batch is drawn in calls
     of at most ``chunk`` draws and folded into the moments exactly (`RunningMoments`, Chan's pairwise update), so the
     estimate is the one-pass mean and SE of all the draws, and the same ``rng`` state replays the same batches and the
-    same estimate bit for bit. The first call's peak host memory is measured (tracemalloc): a later call whose draws,
-    at that much each, need more memory than is available is refused before it runs, naming ``chunk``.
+    same estimate bit for bit. The peak host memory of a call is measured on copies of ``rng`` (`_memory_model`): a
+    call that needs more memory than is available is refused before it runs, naming ``chunk``. A batch too small for
+    its draws to be told is told every `PROGRESS_SECONDS` that its calls take (a display only).
 
     Effect of the stopping rule on the error bar: the rule looks at the variance, never at the mean. For
     Gaussian draws $\bar{x}$ and $s^2$ are independent, so stopping leaves the mean unbiased and its error bar exact.
@@ -299,25 +315,24 @@ def sized_mean(
     columns: int | None = None  # 0: draws of shape (n,); k: (n, k)
     moments: list[RunningMoments] = []
 
-    per_draw: float | None = None  # the host bytes one draw holds at the peak of the first call (`_measured_call`)
+    memory = _memory_model(draw, rng)  # (bytes a call, bytes a draw) at a call's peak; None: not measured
 
     def take(size: int) -> None:
-        nonlocal columns, moments, per_draw
+        nonlocal columns, moments
         done = 0
         told = progress is not None and size >= PROGRESS_DRAWS
         step = max(PROGRESS_DRAWS, size // 20)  # a line per twentieth of the batch, at least PROGRESS_DRAWS apart
+        spread = f"; {max(needed):,} needed at the spread so far" if total else ""
         if told:
-            progress(f"{who}: drawing {size:,} more ({total + size:,} in all, of a budget of {budget:,}; "
-                     f"{max(needed):,} needed at the spread so far)")
+            progress(f"{who}: drawing {size:,} more ({total + size:,} in all, of a budget of {budget:,}{spread})")
+        last_line = time.monotonic()
         while done < size:
             n = min(chunk, size - done)
-            if per_draw is None:
-                output, per_draw = _measured_call(draw, rng, n)
-            else:
-                arguments.fits_in_memory("chunk", per_draw * n, f"a call of {who}(rng, {n:,}), at the "
-                                         f"{per_draw:,.0f} bytes one draw held in its first call", value=chunk)
-                output = draw(rng, n)
-            values, xp = _checked_draws(output, n, columns, who)
+            if memory is not None:
+                arguments.fits_in_memory("chunk", memory[0] + n * memory[1], f"a call of {who}(rng, {n:,}) "
+                                         f"({memory[0]:,.0f} bytes a call and {memory[1]:,.0f} a draw, measured on "
+                                         "copies of rng)", value=chunk)
+            values, xp = _checked_draws(draw(rng, n), n, columns, who)
             if columns is None:
                 columns = 0 if values.ndim == 1 else int(values.shape[1])
                 if target.ndim and (columns == 0 or target.shape[0] != columns):
@@ -329,6 +344,9 @@ def sized_mean(
             done += n
             if told and (done // step > (done - n) // step or done == size):
                 progress(f"{who}: {total + done:,} of {total + size:,} draws done")
+            elif progress is not None and not told and time.monotonic() - last_line >= PROGRESS_SECONDS:
+                progress(f"{who}: {total + done:,} of {total + size:,} draws done (a budget of {budget:,}{spread})")
+                last_line = time.monotonic()
 
     batches: list[int] = []
     total, goal, needed = 0, first_batch, [first_batch]
