@@ -61,8 +61,15 @@ def on_files(files, config):
     return files
 
 
+_VERBATIM = re.compile(r"(`[^`]*`|\$[^$]*\$)")
+"""Code spans and inline maths: what Markdown's emphasis must not reach, and what must not be escaped."""
+
+
 def _cell(text) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """The tool's text on one line of a Markdown table or list: pipes escaped, and asterisks outside code and maths
+    (k*, v*, T*: the papers' optima) kept as asterisks instead of turning the text between two of them italic."""
+    parts = _VERBATIM.split(" ".join(str(text).split()).replace("|", "\\|"))
+    return "".join(part if k % 2 else part.replace("*", "\\*") for k, part in enumerate(parts))
 
 
 def _theories() -> dict:
