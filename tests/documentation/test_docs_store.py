@@ -159,3 +159,14 @@ def test_the_run_line_says_which_claims_were_read_back():
     assert "2 of its 3 claims were not checked again but read back from its store `build/store/abc`" in hook._run()
     metadata["kept_claims"] = []
     assert "read back" not in hook._run()
+
+
+def test_a_claims_text_keeps_its_asterisks_outside_code_and_maths():
+    """k*, v*, T* (the papers' optima) in a statement or caption stay asterisks on the page instead of italicising
+    the text between two of them; code spans and inline maths are left as written, and pipes cannot split a cell."""
+    pytest.importorskip("mkdocs")
+    spec = importlib.util.spec_from_file_location("attnverify_docs_results_hook", ROOT / "docs/hooks/results.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    assert hook._cell("the oracle T* reaches ±(k*, v*) | `a*b` and $x*y$") == \
+        "the oracle T\\* reaches ±(k\\*, v\\*) \\| `a*b` and $x*y$"
