@@ -100,17 +100,26 @@ def _figures(theory: str, page) -> str:
 
 
 def _summary(page) -> str:
-    """The built-in theories' rows (the run also holds the tutorial's examples)."""
+    """The built-in theories' rows, then what the run's other claims are (the tutorial's examples), so that the
+    table's sum and the run's count agree; what the columns count."""
     from attnverify.theories import builtin
 
     rows = ["| theory | claims | as expected | expected refuted | expected inconclusive |", "|---|---|---|---|---|"]
-    for theory in [t.name for t in builtin()]:
+    builtins = [t.name for t in builtin()]
+    others = [c for c in _RESULTS["claims"] if c["name"].split(".", 1)[0] not in builtins]
+    for theory in builtins:
         claims = [c for c in _RESULTS["claims"] if c["name"].split(".", 1)[0] == theory]
         link = "../" * page.file.src_uri.count("/") + f"theories/{theory}.md"
         rows.append(f"| [`{theory}`]({link}) | {len(claims)} | {sum(c['ok'] for c in claims)} | "
                     f"{sum(c['expect'] == 'refuted' for c in claims)} | "
                     f"{sum(c['expect'] == 'inconclusive' for c in claims)} |")
-    return "\n".join(rows)
+    notes = ("\n\n*Expected refuted*: false variants written on purpose (a dropped factor, a wrong constant), which the "
+             "tool must refute; *as expected*: the verdict the claim states (holds, refuted or inconclusive) was reached.")
+    if others:
+        theories = sorted({c["name"].split(".", 1)[0] for c in others})
+        notes += (f" The run below also checks the {len(others)} claims of the tutorial's examples "
+                  f"({', '.join(f'`{t}`' for t in theories)}), {sum(c['ok'] for c in others)} as expected.")
+    return "\n".join(rows) + notes
 
 
 def _kept() -> str:

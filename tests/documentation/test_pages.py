@@ -115,3 +115,14 @@ def test_the_notebook_tutorial_runs_and_shows_verdicts_and_figure(tmp_path):
     assert any("numerator_matches_monte_carlo: holds (expected holds)" in p for p in plain)
     assert any("numerator_with_the_whole_square: refuted (expected refuted)" in p for p in plain)
     assert any("image/png" in o.get("data", {}) for o in outputs)
+
+
+def test_the_derivation_steps_page_states_the_checkers_numbers_as_the_code_has_them():
+    """`NAME` = value on docs/derivation_steps.md for each number of the numeric check, equal to the constant."""
+    from attnverify.derivations.steps import numeric, points
+
+    page = (ROOT / "docs/derivation_steps.md").read_text(encoding="utf-8")
+    for name, value in (("POINTS", points.POINTS), ("QUADRATURE_POINTS", points.QUADRATURE_POINTS),
+                        ("WORKING_DIGITS", numeric.WORKING_DIGITS), ("AGREEMENT_DIGITS", numeric.AGREEMENT_DIGITS)):
+        stated = re.findall(rf"`{name}` = (\d+)", page)
+        assert stated and all(int(v) == value for v in stated), (name, value, stated)
