@@ -124,7 +124,7 @@ def test_a_user_function_equal_to_a_built_in_is_that_built_in():
     z = sympy.Symbol("q", real=True)
     assert activation(sympy.erf) is activation("erf")
     assert activation(lambda t: sympy.Max(t, 0)) is activation("relu")
-    assert activation(sympy.Lambda(z, z)) is activation("linear")
+    assert activation(lambda t: t) is activation("linear") and activation(z) is activation("linear")
     assert activation(sympy.tanh(z)) is activation("tanh")
     assert activation(lambda t: t**3).closed_form is not None  # a polynomial: Gaussian moments
     assert activation(lambda t: sympy.log(1 + sympy.exp(t))).closed_form is None  # quadrature
@@ -144,6 +144,9 @@ BAD = [(3, "int"), (None, "NoneType"), ("softplus", "the string 'softplus'"),
        (lambda z: sympy.Piecewise((z - 1, z < 2), (z, True)), "which jumps at z = 2"),
        (sympy.Abs(sympy.Symbol("z", positive=True)), "sympy takes to be of one sign"),
        (sympy.Lambda(U_NONNEGATIVE, sympy.tanh(U_NONNEGATIVE)), "of one sign"),
+       # Max(z, 0) of a positive z is z: sympy makes the Lambda the identity, its variable's sign gone with it
+       (sympy.Lambda(sympy.Symbol("z", positive=True), sympy.Max(sympy.Symbol("z", positive=True), 0)),
+        "which sympy reduced to the identity: for linear units give activation=\"linear\""),
        (lambda z: sympy.exp(z**2), "grows like exp(2·z²)"),
        (lambda z: sympy.Max(-1, sympy.Min(1, z)) + sympy.Heaviside(z - 2), "which jumps at z = 2"),
        (lambda z: sympy.Piecewise((z, z**2 < 1), (1, True)), "not affine in z"),

@@ -29,6 +29,7 @@ from typing import Any, Callable
 import numpy as np
 import sympy
 from sympy import Eq, Piecewise, asin, cos, erf, pi, sin, sqrt, tanh
+from sympy.functions.elementary.miscellaneous import IdentityFunction
 
 from ..base.backend import on_device
 from ..derivations.codegen import evaluator
@@ -127,6 +128,10 @@ def _built_in(name: str) -> Activation:
 
 def _expression_of(spec: Any) -> sympy.Expr:
     """φ(`Z`) from a Lambda, a callable or an expression in one symbol; refused by `VALID` otherwise."""
+    if isinstance(spec, IdentityFunction):  # its variable, and so whether it was of one sign, is gone
+        raise ValueError(f"{VALID}; got {spec}, which sympy reduced to the identity: for linear units give "
+                         "activation=\"linear\"; a Lambda whose body sympy simplified to its variable (Max(z, 0) for a "
+                         "positive z) is not linear: declare its variable sympy.Symbol('z', real=True)")
     if isinstance(spec, sympy.Lambda):
         if len(spec.variables) != 1:
             raise ValueError(f"{VALID}; got {spec}, a function of {len(spec.variables)} variables")
