@@ -62,7 +62,8 @@ class Progress:
             return
         if isinstance(event, ClaimStarted):
             self._close_line()
-            self.stream.write(f"[{event.position}/{event.total}] {event.claim} ({event.examples} examples) ... ")
+            count = f"{event.examples} example{'s' * (event.examples != 1)}"
+            self.stream.write(f"[{event.position}/{event.total}] {event.claim} ({count}) ... ")
             self._open = event.claim
         elif isinstance(event, ClaimFinished) and self._open == event.claim:
             self.stream.write(event.outcome + "\n")

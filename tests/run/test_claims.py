@@ -166,3 +166,20 @@ def test_a_users_claims_run_on_worker_processes_as_in_this_one(tmp_path):
         ("parallel.square_is_product", "holds")]
     assert parallel[0]["replay"] == serial[0]["replay"]
     assert parallel[0]["replay"].startswith(f"{verify_command(path)} --only parallel.square_is_product")
+
+
+def test_a_claim_starts_with_the_examples_its_parameters_can_have():
+    """The start line names the examples asked for, or the points a finite parameter space holds where they are
+    fewer (each point is checked once): 1 for st.just, 2 × 3 for a boolean and a sampled_from of three."""
+    from attnverify.run.claims import claim_started
+
+    def made(name, parameters):
+        return claim(f"fake.{name}", parameters=st.fixed_dictionaries(parameters), statement="s",
+                     examples={"quick": 21, "thorough": 90})(lambda p, ctx: at_most(0.0, 1.0))
+
+    settings = RunSettings(profile="quick")
+    assert claim_started(1, 1, made("fixed", {"x": st.just(3.0)}), settings).examples == 1
+    six = made("six", {"b": st.booleans(), "s": st.sampled_from([1, 2, 3])})
+    assert claim_started(1, 1, six, settings).examples == 6
+    assert claim_started(1, 1, made("drawn", {"x": st.floats(0, 1), "n": st.integers(1, 2)}), settings).examples == 21
+    assert claim_started(1, 1, made("wide", {"n": st.integers(1, 100)}), settings).examples == 21

@@ -20,7 +20,7 @@ from hypothesis import strategies as _hypothesis
 from hypothesis.strategies import *  # noqa: F401,F403  (the whole of hypothesis.strategies)
 from hypothesis.strategies import __all__ as _all
 
-__all__ = [*_all, "declared_ranges", "drawing_ends", "range_of"]
+__all__ = [*_all, "declared_ranges", "drawing_ends", "points_in", "range_of"]
 
 #: "low" or "high" while the runner draws a claim's ends (None: draw as hypothesis does)
 _END: contextvars.ContextVar[str | None] = contextvars.ContextVar("attnverify_end", default=None)
@@ -84,6 +84,40 @@ def declared_ranges(parameters: Any) -> dict[str, tuple | None]:
     _, args, kwargs = call
     named = {**dict(args[0] if args else kwargs.get("mapping") or {}), **dict(kwargs.get("optional") or {})}
     return {name: range_of(strategy) for name, strategy in named.items()}
+
+
+def points_in(parameters: Any) -> int | None:
+    """How many distinct points ``st.fixed_dictionaries({...})`` can draw where each entry can draw finitely many
+    values (``just``: 1, ``sampled_from``: its elements, ``booleans``: 2, bounded ``integers``: their count); None
+    where any entry draws from a continuum or the strategy is another (what a claim's examples can be at most)."""
+    call = _lazy_call(parameters)
+    if call is None or call[0] != "fixed_dictionaries":
+        return None
+    _, args, kwargs = call
+    named = {**dict(args[0] if args else kwargs.get("mapping") or {}), **dict(kwargs.get("optional") or {})}
+    count = 1
+    for strategy in named.values():
+        values = _values_of(strategy)
+        if values is None:
+            return None
+        count *= values
+    return count
+
+
+def _values_of(strategy: Any) -> int | None:
+    """How many values one entry's strategy can draw, where it is finite and not mapped or filtered (else None)."""
+    if getattr(strategy, "_transformations", ()):
+        return None
+    kind = type(strategy).__name__
+    if kind == "JustStrategy":
+        return 1
+    if kind == "SampledFromStrategy":
+        return len(strategy.elements)
+    call = _lazy_call(strategy)
+    if call is not None and call[0] == "booleans":
+        return 2
+    bounds = None if call is None or call[0] != "integers" else _range(*call)
+    return None if bounds is None else bounds[1] - bounds[0] + 1
 
 
 @contextlib.contextmanager

@@ -63,7 +63,7 @@ class ClaimStarted(Event):
 
     @staticmethod
     def line(position: int, total: int, claim: str, examples: int) -> str:
-        return f"[{position}/{total}] {claim}: checking ({examples} examples)"
+        return f"[{position}/{total}] {claim}: checking ({examples} example{'s' * (examples != 1)})"
 
 
 class ClaimFinished(Event):

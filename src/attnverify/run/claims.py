@@ -34,6 +34,7 @@ from ..checks.claim import Claim
 from ..checks.runner import ClaimResult, Example, drawn_examples, evaluate, example_key, run_claim
 from ..checks.story import verdict
 from ..checks.saved import SavedChecks
+from ..checks.strategies import points_in
 from ..theories.catalogue import user_file
 
 BATCHES = 8
@@ -140,8 +141,11 @@ def crashed_claim(claim: Claim, outcome: Outcome, settings: RunSettings) -> dict
 
 
 def claim_started(position: int, total: int, claim: Claim, settings: RunSettings) -> ClaimStarted:
-    """The event of a claim that starts (its line: ``[k/n] name: checking (N examples)``)."""
-    return ClaimStarted(position, total, claim.name, settings.examples or claim.examples[settings.profile])
+    """The event of a claim that starts (its line: ``[k/n] name: checking (N examples)``): the examples asked for,
+    or the points its parameters can take where they are fewer (each point is checked once)."""
+    asked = settings.examples or claim.examples[settings.profile]
+    points = points_in(claim.parameters)
+    return ClaimStarted(position, total, claim.name, asked if points is None else min(asked, points))
 
 
 def claim_finished(position: int, total: int, result: dict, kept: bool = False) -> ClaimFinished:
