@@ -49,10 +49,10 @@ def figure3(out_dir: Path, settings: RunSettings, progress: Callable[[str], None
     accuracy = [p.test.accuracy.mean for p in sweep]
     errors = [p.test.accuracy.standard_error for p in sweep]
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    ax.errorbar(widths, accuracy, yerr=errors, color="C0", marker="x", label="theory (FW)")
+    ax.errorbar(widths, accuracy, yerr=2 * np.asarray(errors), color="C0", marker="x", label="theory (FW)")
     ax.axhline(gp.test.accuracy.mean, color="C3", label=f"GP limit (T = {gp.temperature:g})")
     if sampled_accuracy is not None:
-        ax.errorbar([SAMPLED_WIDTH], [sampled_accuracy.mean], yerr=[sampled_accuracy.standard_error], color="k",
+        ax.errorbar([SAMPLED_WIDTH], [sampled_accuracy.mean], yerr=[2 * sampled_accuracy.standard_error], color="k",
                     marker="o", linestyle="none", label="sampled networks")
     sampled_text = ("networks sampled from the posterior at N = {} (black: {:.3f} ± {:.3f})".format(
         SAMPLED_WIDTH, sampled_accuracy.mean, sampled_accuracy.standard_error) if sampled_accuracy is not None
@@ -69,7 +69,7 @@ def figure3(out_dir: Path, settings: RunSettings, progress: Callable[[str], None
         f"the finite-width theory (blue; at each N the temperature with the best accuracy on validation episodes), the "
         f"GP limit (red; T = {gp.temperature:g}, chosen on validation from {experiment.GP_TEMPERATURES}), {sampled_text}, "
         f"and the gradient-descent network whose heads fix the attention "
-        f"(green dashed: {gd:.3f}). Error bars: binomial standard errors over the {test_size} test episodes.",
+        f"(green dashed: {gd:.3f}). Error bars: ± 2 binomial standard errors over the {test_size} test episodes.",
         {"widths": widths, "accuracy": accuracy, "standard_error": errors,
          "temperature": [p.temperature for p in sweep], "validation_accuracy": [p.validation_accuracy for p in sweep],
          "gp": {"temperature": gp.temperature, "accuracy": gp.test.accuracy.as_dict(),
@@ -134,7 +134,7 @@ def figure3(out_dir: Path, settings: RunSettings, progress: Callable[[str], None
     ax.bar(x - 0.2, [shown.scores[h] for h in heads], width=0.4, color="C0", label="head score")
     drop_axis = ax.twinx()
     drop_axis.bar(x + 0.2, [shown.pruning.drops[h].mean for h in heads], width=0.4, color="C3",
-                  yerr=[shown.pruning.drops[h].standard_error for h in heads], label="accuracy drop")
+                  yerr=[2 * shown.pruning.drops[h].standard_error for h in heads], label="accuracy drop")
     ax.set_xticks(x, [_label(h) for h in heads])
     ax.set_xlabel("head (layer-head), in increasing order of score")
     ax.set_ylabel("head score", color="C0")
@@ -142,8 +142,8 @@ def figure3(out_dir: Path, settings: RunSettings, progress: Callable[[str], None
     ax.set_title(f"Fig. 3e: seed {shown.seed}; Spearman ρ over seeds {rho.mean:.2f} ± {rho.standard_error:.2f}", fontsize=10)
     fig_e = save_figure(fig, out_dir, "attention_paths_fig3e.png",
         f"Figure 3e. Head score (blue; from the theory U at N = {SAMPLED_WIDTH}, T = {shown.theory.temperature:g}) and "
-        f"the test accuracy lost when the head alone is pruned from the gradient-descent network (red; paired standard "
-        f"errors), seed {shown.seed}. Spearman rank correlation between score and drop: "
+        f"the test accuracy lost when the head alone is pruned from the gradient-descent network (red; ± 2 paired "
+        f"standard errors), seed {shown.seed}. Spearman rank correlation between score and drop: "
         f"{shown.pruning.rank_correlation:.2f} for this seed, {rho.mean:.2f} ± {rho.standard_error:.2f} over "
         f"{rho.samples} training seeds.",
         {"seeds": {str(a.seed): a.pruning.as_dict() for a in analyses}, "rank_correlation": rho.as_dict()})
