@@ -52,7 +52,8 @@ asymptotic on G2."""
 def rate_errors(*, replicates: int, seed: int) -> dict:
     """Attention's error against E[v | k = q] on G2 at each of ``LENGTHS``, with the desired parameter
     a = Σ⁻¹(q − μ) and with W = I (``replicates`` sequences each), and the weighted fit of log RMSE
-    against log L over ``RATE_LENGTHS`` (SE of log RMSE = SE/(2 MSE))."""
+    against log L over ``RATE_LENGTHS`` (SE of log RMSE = SE/(2 MSE)), with the slope the derived C/L + D/L² has
+    there."""
     replicates = integer("replicates", replicates, 2)
     model = g2_model()
     query = np.array(G2_QUERY)
@@ -66,7 +67,13 @@ def rate_errors(*, replicates: int, seed: int) -> dict:
     rmse_se = np.array([e.mse.standard_error for e in errors]) / (2 * rmse)
     asymptotic = lengths >= min(RATE_LENGTHS)
     fit = fit_line(np.log(lengths[asymptotic]), np.log(rmse[asymptotic]), standard_errors=(rmse_se / rmse)[asymptotic])
-    return {"errors": tuple(errors), "naive_errors": tuple(naive_errors), "fit": fit}
+    # the slope of the derived √(C/L + D/L²) on the fit's grid: what the fit is to be compared with beside −1/2
+    from .claims._common import gaussian_constants
+
+    constants = gaussian_constants(model, model.desired_score(query))
+    grid = np.array(RATE_LENGTHS, dtype=float)
+    derived = fit_line(np.log(grid), 0.5 * np.log(constants["constant"] / grid + constants["second_order"] / grid**2))
+    return {"errors": tuple(errors), "naive_errors": tuple(naive_errors), "fit": fit, "derived_slope": derived.slope}
 
 
 def bandwidth_errors(*, replicates: int, seed: int) -> tuple[dict, ...]:
