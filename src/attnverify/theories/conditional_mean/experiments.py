@@ -68,12 +68,10 @@ def rate_errors(*, replicates: int, seed: int) -> dict:
     asymptotic = lengths >= min(RATE_LENGTHS)
     fit = fit_line(np.log(lengths[asymptotic]), np.log(rmse[asymptotic]), standard_errors=(rmse_se / rmse)[asymptotic])
     # the slope of the derived √(C/L + D/L²) on the fit's grid: what the fit is to be compared with beside −1/2
-    from .claims._common import gaussian_constants
-
-    constants = gaussian_constants(model, model.desired_score(query))
-    grid = np.array(RATE_LENGTHS, dtype=float)
-    derived = fit_line(np.log(grid), 0.5 * np.log(constants["constant"] / grid + constants["second_order"] / grid**2))
-    return {"errors": tuple(errors), "naive_errors": tuple(naive_errors), "fit": fit, "derived_slope": derived.slope}
+    constants = derived.gaussian_error_constants(*model.invariants(model.desired_score(query)))
+    C, D, grid = float(constants["constant"]), float(constants["second_order"]), np.array(RATE_LENGTHS, dtype=float)
+    two_term = fit_line(np.log(grid), 0.5 * np.log(C / grid + D / grid**2))
+    return {"errors": tuple(errors), "naive_errors": tuple(naive_errors), "fit": fit, "derived_slope": two_term.slope}
 
 
 def bandwidth_errors(*, replicates: int, seed: int) -> tuple[dict, ...]:
