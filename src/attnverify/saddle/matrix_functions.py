@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import sympy
+from scipy.linalg import cho_solve
 from sympy.core.symbol import Str
 
 from ..base.backend import get_backend
@@ -183,9 +184,12 @@ class MatrixAtoms:
         self._identity = np.eye(size)
 
     def evaluate(self, U: np.ndarray):
-        """(a, J = ∂a/∂u, W = U⁻¹) at U (`evaluate_each` of its Cholesky factor); LinAlgError where U has no Cholesky
-        factor (outside the domain)."""
-        a, J, W = self._each(np.linalg.cholesky(U)[None])
+        """(a, J = ∂a/∂u, W = U⁻¹) at U (as `evaluate_each`, with W by LAPACK's solves against the Cholesky factor:
+        this is the solver's point, whose gradient must stay accurate down to its tolerance where U is ill-conditioned,
+        more than the batched inverse R⁻ᵀR⁻¹ gives); LinAlgError where U has no Cholesky factor (outside the
+        domain)."""
+        R = np.linalg.cholesky(U)
+        a, J, W = self._each(R[None], cho_solve((R, True), self._identity)[None])
         return a[0], J[0], W[0]
 
     def evaluate_each(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -194,15 +198,17 @@ class MatrixAtoms:
         float64's range: what uses this, HMC on the action, gives such a chain no weight)."""
         return self._each(R)[:2]
 
-    def _each(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _each(self, R: np.ndarray, W: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(a, J, W = U⁻¹) per factor of the batch: ln det U = 2 Σ ln R_ii and its gradient W (off the diagonal
         twice, as u counts it), the inverse's entries W_ij and ∂W_ij/∂u_k = −(W B_k W)_ij = −(W_ir W_cj + W_ic W_rj)
-        for k = (r, c) (once on the diagonal); W = R⁻ᵀR⁻¹ from the factors (`Backend.cholesky_inverse`)."""
+        for k = (r, c) (once on the diagonal); W as given, else R⁻ᵀR⁻¹ from the factors
+        (`Backend.cholesky_inverse`)."""
         chains = R.shape[0]
         diagonal = np.diagonal(R, axis1=1, axis2=2)
         outside = ~(np.all(np.isfinite(R), axis=(1, 2)) & np.all(diagonal > 1e-150, axis=1))
         R = np.where(outside[:, None, None], self._identity, R)
-        W = get_backend("numpy").cholesky_inverse(R, self._identity)
+        if W is None:
+            W = get_backend("numpy").cholesky_inverse(R, self._identity)
         W = 0.5 * (W + W.transpose(0, 2, 1))
         values, rows = [], []
         if self.log_det:
