@@ -78,23 +78,26 @@ def declared_ranges(parameters: Any) -> dict[str, tuple | None]:
     """The declared range of each named parameter of ``st.fixed_dictionaries({...})``, in its order (`range_of`;
     None where the strategy states none); {} for a strategy that draws its dict otherwise (``flatmap``: the names
     are known only as they are drawn)."""
+    return {name: range_of(strategy) for name, strategy in (_named_strategies(parameters) or {}).items()}
+
+
+def _named_strategies(parameters: Any) -> dict[str, Any] | None:
+    """The strategy of each named entry of ``st.fixed_dictionaries({...})`` (its optional ones too), in its order;
+    None for a strategy that draws its dict otherwise."""
     call = _lazy_call(parameters)
     if call is None or call[0] != "fixed_dictionaries":
-        return {}
+        return None
     _, args, kwargs = call
-    named = {**dict(args[0] if args else kwargs.get("mapping") or {}), **dict(kwargs.get("optional") or {})}
-    return {name: range_of(strategy) for name, strategy in named.items()}
+    return {**dict(args[0] if args else kwargs.get("mapping") or {}), **dict(kwargs.get("optional") or {})}
 
 
 def points_in(parameters: Any) -> int | None:
     """How many distinct points ``st.fixed_dictionaries({...})`` can draw where each entry can draw finitely many
     values (``just``: 1, ``sampled_from``: its elements, ``booleans``: 2, bounded ``integers``: their count); None
     where any entry draws from a continuum or the strategy is another (what a claim's examples can be at most)."""
-    call = _lazy_call(parameters)
-    if call is None or call[0] != "fixed_dictionaries":
+    named = _named_strategies(parameters)
+    if named is None:
         return None
-    _, args, kwargs = call
-    named = {**dict(args[0] if args else kwargs.get("mapping") or {}), **dict(kwargs.get("optional") or {})}
     count = 1
     for strategy in named.values():
         values = _values_of(strategy)
