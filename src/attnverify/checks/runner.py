@@ -47,7 +47,7 @@ from ..base.cache import cache_directory
 from .claim import Claim, Context, in_package
 from .drawn import drawn_ranges, unbounded_draws
 from .evidence import Evidence
-from .story import first_line, format_parameters
+from .story import TRACEBACK_HEADING, first_line, format_parameters
 from .strategies import declared_ranges, drawing_ends
 from .warned import warned, warning_notes
 
@@ -269,7 +269,8 @@ def frames_first(error: BaseException, *, detail: str | None = None, own_code: s
     parts = [detail]
     if own:
         parts.append(f"in {own_code} (innermost last):\n" + "".join(traceback.format_list(own)).rstrip())
-    parts.append("full traceback:\n" + "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip())
+    parts.append(f"{TRACEBACK_HEADING}\n"
+                 + "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip())
     return "\n".join(parts)
 
 

@@ -301,6 +301,11 @@ def summary_line(results: list[dict]) -> str:
     return text
 
 
+TRACEBACK_HEADING = "full traceback:"
+"""The line an error's report (`attnverify.checks.runner.frames_first`) puts before its whole traceback, after the
+claim's own frames: where the command line without ``--debug`` cuts it."""
+
+
 class StoryPrinter:
     """One walk over a claim's story (sympy's ``Printer`` as the model): `story` decides what is told and in which
     order; a format overrides the leaves below it. This class tells the story as plain text, the terminal's form:
@@ -385,8 +390,9 @@ class StoryPrinter:
         if shown.error:
             lines.append("  error:")
             text = shown.error.rstrip()
-            if not self.full_traceback and "\nfull traceback:\n" in text:  # the message and the claim's own frames
-                text = text.split("\nfull traceback:\n")[0] + "\n(the full traceback, attnverify's frames too: --debug)"
+            heading = f"\n{TRACEBACK_HEADING}\n"
+            if not self.full_traceback and heading in text:  # the message and the claim's own frames
+                text = text.split(heading)[0] + "\n(the full traceback, attnverify's frames too: --debug)"
             lines += ["    " + line for line in text.splitlines()]
         return "\n".join(lines)
 
