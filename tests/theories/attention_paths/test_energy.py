@@ -91,3 +91,21 @@ def test_the_checks_of_C_leave_the_callers_array_as_it_was(paths):
     kept = C.copy()
     KernelEnergy(C, y, 0.1)
     assert np.array_equal(C, kept)
+
+
+def test_the_step_hessian_is_the_hessian_to_single_precision_round_off():
+    """The kernel space's step Hessian (its trace products Tr(A S_k A S_l) in single precision) against the exact one,
+    within the worst-case bound of those products: A and S_k rounded to single precision (u = 2⁻²⁴ each), a
+    length-P dot product per entry of A S_k (γ_P ≈ P·u), and a length-P² sum in the trace, that is
+    (2(P + 2) + P²)·u·‖|A||S_k|‖·‖|A||S_l|‖; and not equal to it (its products are single precision)."""
+    X, y = random_features(40, 6, 4, seed=seeded(5))
+    energy = KernelEnergy(np.einsum("pia,qib->abpq", X, X), y, 0.05)
+    R = random_factor(4, np.random.default_rng(seeded(6)))
+    exact, step = energy.hessian(R), energy.step_hessian(R)
+    A, S, P = energy._at_point(R)[3], energy.symmetric_kernels, energy.P
+    norms = np.linalg.norm(np.abs(A) @ np.abs(S), axis=(1, 2))
+    u = 2.0 ** -24
+    bound = (2 * (P + 2) + P * P) * u * np.outer(norms, norms)
+    pair = energy.pair
+    assert np.all(np.abs(step - exact) <= bound[pair[:, :, None, None], pair[None, None, :, :]])
+    assert not np.array_equal(step, exact)
