@@ -120,6 +120,22 @@ def test_a_bound_on_a_monte_carlo_estimate_allows_z_standard_errors():
     assert not at_most(0.04558, bound).holds  # without it, an exact bound: noise refutes
 
 
+def test_a_bound_too_wide_for_the_excess_it_must_see_is_inconclusive_and_says_what_would_decide():
+    """A slope 0.0066 ± 0.035 against ≤ 0: not refuted at 5 SE, but an allowance of 0.175 cannot see a slope of 0.06,
+    the resolution asked; at 8 seeds, ⌈8·(0.175/0.06)²⌉ = 69 would. With a resolution the allowance meets, it holds;
+    a slope 6 SE up is refuted whatever the resolution; a tolerance above the resolution no count decides."""
+    wide = at_most(0.0066, 0.0, standard_error=0.035, resolution=0.06, samples=8, unit="seeds")
+    assert wide.status == "inconclusive" and wide.needed == {"seeds": 69} and "69 seeds" in wide.inconclusive
+    assert at_most(0.0066, 0.0, standard_error=0.035, resolution=0.2).holds
+    assert at_most(6 * 0.035, 0.0, standard_error=0.035, resolution=0.05).status == "refuted"
+    hopeless = at_most(0.0, 0.0, tolerance=0.1, standard_error=0.01, resolution=0.05, samples=8)
+    assert hopeless.status == "inconclusive" and hopeless.needed == {} and "no smaller" in hopeless.inconclusive
+    with pytest.raises(EvidenceError, match="standard_error"):
+        at_most(0.0, 0.0, resolution=0.05)
+    with pytest.raises(EvidenceError, match="samples"):
+        at_most(0.0, 0.0, standard_error=0.01, resolution=0.05, samples=0)
+
+
 def test_a_comparison_held_by_a_round_off_floor_above_both_sides_is_vacuous():
     """5 ≤ 0 "holds" under a floor of 16 ulps of 1e300: vacuous, and a claim of such examples alone is
     inconclusive; 0.1 + 0.2 = 0.3 by round-off is evidence (the floor is far below the sides)."""

@@ -569,6 +569,9 @@ def at_most(
     figures: dict | None = None,
     conditions: Mapping[str, bool] | None = None,
     labels: tuple[str, str] = ("value", "bound"),
+    resolution: float | None = None,
+    samples: int | None = None,
+    unit: str = "draws",
 ) -> Evidence:
     r"""Holds when $\text{smaller} \le \text{larger} + \text{tolerance} + z \cdot {}$``standard_error`` + the
     round-off floor (an inequality, e.g. a bound or an optimality). ``standard_error``: that of
@@ -576,15 +579,39 @@ def at_most(
     ($z \ge 5$, as every stochastic tolerance). The floor is
     [`roundoff_floor`][attnverify.checks.roundoff_floor] of both sides and ``scale``, so an equality case computed two
     ways never refutes a $\le$; where the floor alone decides and exceeds both sides, the evidence is vacuous
-    (`floor_vacuity`)."""
+    (`floor_vacuity`).
+
+    ``resolution``: the smallest excess $\text{smaller} - \text{larger}$ the comparison must be able to see (with a
+    ``standard_error``). Where the allowance (tolerance + $z$ SE + floor) is wider, a comparison that is not refuted
+    could have missed such an excess: it is *inconclusive*, and with ``samples`` (the count of ``unit`` behind the
+    standard error, which shrinks as $1/\sqrt{n}$) says how many would resolve it,
+    $\lceil n \cdot \big(z \cdot \mathrm{SE} / (\text{resolution} - \text{tolerance} - \text{floor})\big)^2\rceil$."""
     scale = terms_scale(None if scale is None else _tolerance_part("scale", scale), smaller, larger)
     smaller, larger = _number("smaller side", smaller, optional=False), _number("larger side", larger, optional=False)
-    stated = _tolerance_part("tolerance", tolerance)
+    given = stated = _tolerance_part("tolerance", tolerance)
+    samples = None if samples is None else _count("samples", samples)
+    if not isinstance(unit, str) or not unit:
+        raise EvidenceError(f"unit must be a non-empty string (what the samples are: 'draws', 'seeds'), got {unit!r}")
     if standard_error is not None:
         stated += _claim_z(z) * _tolerance_part("standard_error", standard_error)
+    elif resolution is not None:
+        raise EvidenceError("resolution needs a standard_error: without one the comparison sees every excess")
     floor = roundoff_floor(smaller, larger, scale=scale)
     tolerance = stated + floor
     holds = smaller <= larger + tolerance and all((conditions or {}).values())
+    reason, needed = "", {}
+    if holds and resolution is not None:
+        resolution = _tolerance_part("resolution", resolution)
+        if tolerance > resolution:
+            holds = False
+            reason = (f"the allowance {tolerance:.3g} ({_claim_z(z):g} SE {standard_error:.3g}, tolerance {given:.3g}, "
+                      f"round-off {floor:.3g}) is wider than the excess {resolution:.3g} the comparison must see")
+            margin = resolution - given - floor
+            if margin <= 0:
+                reason += "; the tolerance and round-off alone exceed it, so no smaller standard error decides"
+            elif samples is not None:
+                needed = {unit: draws_to_resolve(samples, stated - given, margin)}
+                reason += f"; about {needed[unit]:,} {unit} (now {samples:,}) would resolve it"
     return Evidence(
         holds=holds,
         theory=smaller,
@@ -593,8 +620,11 @@ def at_most(
         standard_error=standard_error,
         vacuous=floor_vacuity(smaller - larger, stated, floor, smaller, larger) if holds else "",
         note=note + (floor_note(smaller - larger, stated, floor, scale).lstrip("; ") if holds else ""),
-        figures={**({"roundoff_scale": float(scale)} if scale is not None else {}), **dict(figures or {})},
+        figures={**({"roundoff_scale": float(scale)} if scale is not None else {}),
+                 **({"resolution": resolution} if resolution is not None else {}), **dict(figures or {})},
         relation="at_most",
         conditions=dict(conditions or {}),
         labels=labels,
+        inconclusive=reason,
+        needed=needed,
     )

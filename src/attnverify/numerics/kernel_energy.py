@@ -83,7 +83,7 @@ def _symmetric_pairs(H: np.ndarray) -> np.ndarray:
     return 0.5 * (H + H.transpose(2, 3, 0, 1))
 
 
-def hessian_from_feature_blocks(M: np.ndarray, x: np.ndarray) -> np.ndarray:
+def hessian_from_feature_blocks(M: np.ndarray, x: np.ndarray, *, single: bool = False) -> np.ndarray:
     """∂²E/∂U_ab∂U_cd from M = Xᵀ A X (N0, 𝓗, N0, 𝓗) and x = Xᵀ r (N0, 𝓗), A = (K + T I)^{-1}, r = A Y.
 
     Differentiating ∂E/∂U_ab = Tr(A C_ab) − rᵀ C_ab r once more (dA = −A dK A, dr = −A dK r):
@@ -93,11 +93,14 @@ def hessian_from_feature_blocks(M: np.ndarray, x: np.ndarray) -> np.ndarray:
     Cost O(N0² 𝓗⁴). Returned symmetric under a↔b, c↔d and (ab)↔(cd).
 
     As M is symmetric (M[j,b,i,c] = M[i,c,j,b]) the trace term is one Gram matrix through BLAS:
-    Tr(A C_cd A C_ab) = Σ_ij F[ij,cb] F[ij,da] with F[ij,cb] = M[i,c,j,b], a (𝓗² × N0²)·(N0² × 𝓗²) product.
+    Tr(A C_cd A C_ab) = Σ_ij F[ij,cb] F[ij,da] with F[ij,cb] = M[i,c,j,b], a (𝓗² × N0²)·(N0² × 𝓗²) product;
+    ``single``: that product in single precision (`_Energy.step_hessian`).
     """
     N0, paths = x.shape
     F = M.transpose(0, 2, 1, 3).reshape(N0 * N0, paths * paths)
-    trace = (F.T @ F).reshape((paths,) * 4).transpose(3, 1, 0, 2)
+    if single:
+        F = F.astype(np.float32)
+    trace = (F.T @ F).astype(float).reshape((paths,) * 4).transpose(3, 1, 0, 2)
     # Σ_i x[i,a] M[i,b,j,c] as one (𝓗 × N0)·(N0 × 𝓗N0𝓗) product, then Σ_j … x[j,d] as another
     left = (x.T @ M.reshape(N0, -1)).reshape(paths, paths, N0, paths)
     labels = left.transpose(0, 1, 3, 2) @ x
@@ -160,9 +163,12 @@ class _Energy:
         return np.where(failed, np.inf, value), np.where(failed[:, None, None], 0.0, gradient)
 
     def step_hessian(self, R: np.ndarray) -> np.ndarray:
-        """The Hessian a trust-region step far from the minimum is taken with: `hessian`, unless the representation
-        has a cheaper one of nearly the same accuracy."""
-        return self.hessian(R)
+        """The Hessian a trust-region step far from the minimum is taken with: `hessian` with its largest products
+        (those that grow with P or N0) in single precision, half the time of double precision, each entry within a
+        few single-precision units (ε ≈ 6e-8) of the products' norms. A Newton step taken with it differs from the
+        exact one by that relative error times the Hessian's condition: the iteration converges as fast far from
+        the minimum, where the steps are large."""
+        return self.hessian(R, single=True)
 
     def at_temperature(self, temperature: float):
         other = copy.copy(self)
@@ -270,13 +276,6 @@ class KernelEnergy(_Energy):
         pairs = 0.5 * (pairs + pairs.T)
         return pairs[pair[:, :, None, None], pair[None, None, :, :]]
 
-    def step_hessian(self, R: np.ndarray) -> np.ndarray:
-        """`hessian` with its 𝓗² P³/2 trace products in single precision: half the time of the double-precision
-        products, each entry within a few single-precision units (ε ≈ 6e-8) of the product's norms. A Newton step
-        taken with it differs from the exact one by that relative error times the Hessian's condition: the
-        trust-region iteration converges as fast far from the minimum, where the steps are large."""
-        return self.hessian(R, single=True)
-
     @functools.cached_property
     def _single_kernels(self):
         """The symmetric kernels S_k in single precision, made on the first `step_hessian`."""
@@ -347,13 +346,17 @@ class FeatureKernelEnergy(_Energy):
         gradient = xp.swapaxes(Z, 1, 2) @ Z - xp.swapaxes(Xr, 1, 2) @ Xr
         return 2.0 * solved.half_logdet + solved.quadratic, gradient, solved.failed
 
-    def hessian(self, R: np.ndarray) -> np.ndarray:
+    def hessian(self, R: np.ndarray, *, single: bool = False) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd at U = R Rᵀ from M = XᵀAX = ZᵀZ (Z = L^{-1}X) and x = Xᵀr
-        (`hessian_from_feature_blocks`). Cost O(P² N0𝓗 + P (N0𝓗)² + N0² 𝓗⁴)."""
+        (`hessian_from_feature_blocks`). Cost O(P² N0𝓗 + P (N0𝓗)² + N0² 𝓗⁴); ``single``: ZᵀZ and the trace
+        product in single precision (`step_hessian`)."""
         _, _, r, Z = self._at_point(R)
         be = self.backend
-        M = be.to_numpy(Z.T @ Z).reshape(self.N0, self.paths, self.N0, self.paths)
-        return hessian_from_feature_blocks(M, be.to_numpy(r @ self.X.reshape(self.P, -1)).reshape(self.N0, self.paths))
+        if single:
+            Z = Z.astype(np.float32)
+        M = be.to_numpy(Z.T @ Z).astype(float).reshape(self.N0, self.paths, self.N0, self.paths)
+        return hessian_from_feature_blocks(M, be.to_numpy(r @ self.X.reshape(self.P, -1)).reshape(self.N0, self.paths),
+                                           single=single)
 
     def entry_third_derivative(self, R: np.ndarray) -> np.ndarray:
         """∂³E/∂u_k∂u_l∂u_m over the independent entries of U at U = R Rᵀ in the P × P kernel space (here
@@ -439,12 +442,12 @@ class FeatureSpaceEnergy(_Energy):
         grad = _diagonal_blocks(XAX, self.N0, self.paths) - Xr.T @ Xr
         return value, _symmetric(grad)
 
-    def hessian(self, R: np.ndarray) -> np.ndarray:
-        """∂²E/∂U_ab∂U_cd at U = R Rᵀ from XᵀAX and XᵀAY (`hessian_from_feature_blocks`).
-        Cost O(D³ + N0² 𝓗⁴), independent of P."""
+    def hessian(self, R: np.ndarray, *, single: bool = False) -> np.ndarray:
+        """∂²E/∂U_ab∂U_cd at U = R Rᵀ from XᵀAX and XᵀAY (`hessian_from_feature_blocks`; ``single``: its trace
+        product in single precision). Cost O(D³ + N0² 𝓗⁴), independent of P."""
         _, XAX, XAy = self._at_point(R)
         M = XAX.reshape(self.N0, self.paths, self.N0, self.paths)
-        return hessian_from_feature_blocks(M, XAy.reshape(self.N0, self.paths))
+        return hessian_from_feature_blocks(M, XAy.reshape(self.N0, self.paths), single=single)
 
     def entry_third_derivative(self, R: np.ndarray) -> np.ndarray:
         """∂³E/∂u_k∂u_l∂u_m over the independent entries of U at U = R Rᵀ in the D-dimensional feature space:

@@ -1,7 +1,7 @@
 r"""The minimum of a declared saddle-point action: from the GP point (the entropy's own minimum, the $N \to \infty$
 limit) or a given start, by the trust-region Newton method on the exact Hessian (`attnverify.numerics.trust_region`;
 far from the minimum, where $\max \lvert\partial(S/N)/\partial e\rvert > 10^{-3}$, with the energy's
-`step_hessian`, its $P^3$ products in single precision; nearer, and for the minimum test, in double), accepted
+`step_hessian`, its largest products in single precision; nearer, and for the minimum test, in double), accepted
 only where the saddle-point equations hold, $\max \lvert\partial(S/N)/\partial e\rvert \le \text{tolerance}$ over
 the relative entries $e$ of the order parameters ($U \to R(I + E)R^\top$ for $U = RR^\top$, $q \to q(1 + e)$: a
 tolerance no rescaling of an order parameter changes), and the Hessian over the entries is positive definite.
