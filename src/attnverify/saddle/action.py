@@ -24,8 +24,12 @@ from .term import entry_slices
 
 
 STEP_HESSIAN_RESIDUAL = 1e-3
-"""Above this max |∂(S/N)/∂e| a trust-region step is taken with the energy's cheaper step Hessian: there the steps
-are large and a relative error of the Hessian of 1e-5 changes the next residual by far less than the step does."""
+"""Above this max |∂(S/N)/∂e| a trust-region step may be taken with the energy's cheaper step Hessian: there the
+steps are large, and a small relative error of the step changes the next residual by far less than the step does."""
+
+STEP_HESSIAN_CONDITION = 1e4
+"""The largest condition number of the step Hessian a step is taken with: its products' relative error, ~1e-7 in
+single precision, times it bounds the relative error of the Newton step, ~1e-3 here."""
 
 
 class Parametrisation:
@@ -248,6 +252,15 @@ class NumericAction:
 
     def step_hessian(self, theta: np.ndarray) -> np.ndarray:
         """The Hessian a trust-region step from θ is taken with: the energy's `step_hessian` while the saddle-point
-        equations are far from holding (`residual` above `STEP_HESSIAN_RESIDUAL`), the exact one nearer, so that
-        the last steps, and the minimum they reach, are the exact Hessian's to round-off."""
-        return self.hessian(theta, step=self.residual(theta) > STEP_HESSIAN_RESIDUAL)
+        equations are far from holding (`residual` above `STEP_HESSIAN_RESIDUAL`) and its condition number (largest
+        over smallest |eigenvalue|) is at most `STEP_HESSIAN_CONDITION`, the exact one otherwise, so that the last
+        steps, the minimum they reach, and every step along a direction the Hessian barely curves, are the exact
+        Hessian's."""
+        if self.with_energy and self.residual(theta) > STEP_HESSIAN_RESIDUAL:
+            H = self.hessian(theta, step=True)
+            if not np.all(np.isfinite(H)):  # the trust region stops there and says so
+                return H
+            magnitudes = np.abs(np.linalg.eigvalsh(H))
+            if magnitudes.max() <= STEP_HESSIAN_CONDITION * magnitudes.min():
+                return H
+        return self.hessian(theta)

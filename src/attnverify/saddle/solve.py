@@ -38,7 +38,7 @@ class Solution:
     r"""A minimum of $S$: ``order_parameters`` (name → float or symmetric matrix), the action $S$, its energy part
     $\tfrac12 E$ and entropy $\mathcal{L}$, the ``residual`` $\max \lvert\partial(S/N)/\partial e\rvert$ over the
     relative entries, the eigenvalues of $\partial^2(S/N)/\partial u\,\partial u'$, the size of one more Newton step
-    in $u$ (``error_estimate``), and how the solver got there."""
+    in $u$ (``error_estimate``), and how the solver got there (``stopped``: why its iteration ended)."""
 
     order_parameters: dict
     action: float
@@ -55,10 +55,18 @@ class Solution:
     temperature: float | None
     message: str = ""
     entries: np.ndarray = field(default=None, repr=False)
+    stopped: str = ""
 
     @property
     def is_minimum(self) -> bool:
         return bool(self.hessian_eigenvalues.size and self.hessian_eigenvalues.min() > 0)
+
+    @property
+    def at_round_off_floor(self) -> bool:
+        """Whether the iteration stopped where float64's round-off of the gradient keeps the residual from falling
+        further (`trust_region.ROUND_OFF_FLOOR`): the equations hold to that floor, above the tolerance asked, and
+        ``error_estimate`` says how far u may be from the minimum."""
+        return self.stopped == trust_region.ROUND_OFF_FLOOR
 
     def __getitem__(self, name: str):
         return self.order_parameters[name]
@@ -134,7 +142,7 @@ def _solution(action: NumericAction, theta: np.ndarray, result, tolerance: float
                     residual=residual, hessian_eigenvalues=eigenvalues, error_estimate=error, converged=converged,
                     iterations=result.iterations, evaluations=action.evaluations, seconds=time.perf_counter() - t0,
                     parameters=dict(zip(declaration.parameter_names, action.parameters)), temperature=temperature,
-                    message=message, entries=u)
+                    message=message, entries=u, stopped=result.stopped)
 
 
 def domain_point(declaration: SaddlePointAction) -> np.ndarray:

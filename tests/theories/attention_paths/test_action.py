@@ -11,6 +11,7 @@ from theories.attention_paths.problems import random_factor, random_features
 
 from attnverify.saddle import SaddlePointError
 from attnverify.theories.attention_paths import scalar_renormalization
+from seeds import seeded
 from attnverify.theories.attention_paths import derivations as derived
 from attnverify.theories.attention_paths.action import (ActionConfig, attention_paths_action, order_parameters,
                                                         solve_paths)
@@ -115,6 +116,36 @@ def test_single_head_equals_the_scalar_renormalization(depth):
         assert_allclose(matrix["U1"], scalar.order_parameter, rtol=1e-8)
         assert_allclose(matrix["Ua"], scalar.readout_order_parameter, rtol=1e-8)
         assert_allclose(2 * matrix.action, scalar.action, rtol=1e-12)
+
+
+def test_the_scalar_roots_data_sensitivity_is_its_derivative_in_the_kernel():
+    """`data_sensitivity` = ‖∂F/∂K_0‖_F ‖K_0‖₂ / |∂F/∂U_1|: ∂F/∂K_0, from the closed form, against central
+    differences of F along a random symmetric direction, and the whole against the same norm formed in the original
+    basis (Frobenius norms agree in any orthonormal basis: round-off). K_0 has rank 2 here, so F curves on the
+    scale of T = 0.001 along its null directions: the truncation of the differences falls as h² (1e-3 relative at
+    h = 1e-7, 1e-5 at 1e-8, 2e-7 at 1e-9), and their round-off, ε·cond(G)·P/h ≈ 1e-8 relative at h = 1e-9."""
+    X, y = random_features(30, 2, 1, seed=seeded(7))
+    K0, T, n, variances = X[:, :, 0] @ X[:, :, 0].T, 0.001, np.full(4, 2.0), (0.3,) * 4
+    scalar = scalar_renormalization(K0, y, depth=3, width=2, temperature=T, prior_var=variances)
+    U = scalar.order_parameter
+
+    def F(V, K):
+        G = V * K + T * np.eye(len(y))
+        s = np.trace(np.linalg.solve(G, V * K)) - np.linalg.solve(G, y) @ (V * K) @ np.linalg.solve(G, y)
+        return np.log(V) - np.log(np.prod(variances)) - np.sum(np.log(1 - s / n))
+
+    G = U * K0 + T * np.eye(len(y))
+    r = np.linalg.solve(G, y)
+    A = np.linalg.solve(G, np.eye(len(y)))
+    Ar = A @ r
+    dF = np.sum(1 / (n * np.array(scalar.ratios))) * U * (T * A @ A + np.outer(r, r) - T * (np.outer(r, Ar) + np.outer(Ar, r)))
+    E = np.random.default_rng(seeded(8)).normal(size=K0.shape)
+    E = (E + E.T) / 2
+    h = 1e-9
+    assert_allclose((F(U, K0 + h * E) - F(U, K0 - h * E)) / (2 * h), np.sum(dF * E), rtol=1e-5)
+    h = 1e-4  # along U_1 F is smooth on U_1's scale (truncation ~h²); its round-off, ~3e-10, is 1e-6 of the difference
+    slope = (F(U * (1 + h), K0) - F(U * (1 - h), K0)) / (2 * h * U)
+    assert_allclose(scalar.data_sensitivity, np.linalg.norm(dF) * np.linalg.eigvalsh(K0)[-1] / abs(slope), rtol=1e-5)
 
 
 def test_one_width_per_layer_and_equal_widths_are_the_same_action():

@@ -24,13 +24,17 @@ from ...base import arguments
 @dataclass(frozen=True)
 class ScalarRenormalization:
     """U_1 (the kernel's scale), the ratio variables u_0..u_L (u_L is u_a) and U_a;
-    ``error_estimate`` is the round-off error of U_1 (noise of the residual over its slope)."""
+    ``error_estimate`` is the round-off error of U_1 (noise of the residual over its slope);
+    ``data_sensitivity`` the first-order change of U_1 under a change δK_0 of the kernel of norm
+    ‖δK_0‖₂ = ‖K_0‖₂, in its worst direction: ‖∂F/∂K_0‖_F ‖K_0‖₂ / |∂F/∂U_1| for the equation F = 0
+    below, so that a float64 route backward stable in K_0 (error ε‖K_0‖₂) carries ε times it."""
 
     order_parameter: float
     ratios: tuple[float, ...]
     readout_order_parameter: float
     action: float
     error_estimate: float
+    data_sensitivity: float
 
 
 def _energy_terms(K0, y, temperature):
@@ -94,4 +98,25 @@ def scalar_renormalization(K0, y, *, depth: int, width, temperature: float, prio
     slope_of_residual = abs(residual(best + h) - residual(best - h)) / (2 * h)
     return ScalarRenormalization(order_parameter=float(best), ratios=tuple(float(v) for v in u),
                                  readout_order_parameter=float(s2[-1] * u[-1]), action=action(best),
-                                 error_estimate=float(noise / slope_of_residual))
+                                 error_estimate=float(noise / slope_of_residual),
+                                 data_sensitivity=_data_sensitivity(best, lam, z2, T, n, u, slope_of_residual))
+
+
+def _data_sensitivity(U: float, lam: np.ndarray, z2: np.ndarray, T: float, n: np.ndarray, u: np.ndarray,
+                      slope_of_residual: float) -> float:
+    """‖∂F/∂K_0‖_F ‖K_0‖₂ / |∂F/∂U| for F(U) = ln U − ln Πσ² − Σ_m ln(1 − s/n_m), s = U E'(U), at the root U.
+
+    With G = U K_0 + T I, A = G⁻¹ and r = A Y, s = Tr(A U K_0) − rᵀ U K_0 r = P − T Tr A − YᵀAY + T rᵀr, so
+    ∂s/∂K_0 = U (T A² + r rᵀ − T (r (Ar)ᵀ + (Ar) rᵀ)) and ∂F/∂K_0 = −Σ_m ∂s/∂K_0 · ∂ln u_m/∂s =
+    Σ_m ∂s/∂K_0 / (n_m u_m). The Frobenius norm is that of the same matrix in K_0's eigenbasis, where A is
+    diag(1/d) (d = Uλ + T), r is z/d and Ar is z/d²; its entries z_i z_j (…) enter squared, so z² suffices."""
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):  # beyond float64: inf, no budget
+        d = U * lam + T
+        w, v = 1.0 / d, 1.0 / d**2  # r = z·w, Ar = z·v
+        # off the diagonal U z_i z_j (w_i w_j − T (w_i v_j + v_i w_j)); on it U (T v_i + z_i² (w_i² − 2 T w_i v_i))
+        pair = np.outer(w, w) - T * (np.outer(w, v) + np.outer(v, w))
+        off = U**2 * np.outer(z2, z2) * pair**2
+        diagonal = U * (T * v + z2 * (w**2 - 2 * T * w * v))
+        norm = np.sqrt(np.sum(off) - np.sum(np.diag(off)) + np.sum(diagonal**2))
+        sensitivity = float(np.sum(1.0 / (n * u)) * norm * max(float(lam.max()), 0.0) / slope_of_residual)
+    return sensitivity if np.isfinite(sensitivity) else float("inf")
