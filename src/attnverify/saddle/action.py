@@ -184,6 +184,7 @@ class NumericAction:
         self._weight = entry_weights(max(declaration.kernel.size, 1))
         self.evaluations = 0
         self._last = self._last_hessian = None
+        self._step_conditioned = True
 
     def kernel_factor(self, entries: np.ndarray) -> np.ndarray:
         """The factor R of the kernel order parameter at the entries u (U = R Rᵀ; √q for a scalar q)."""
@@ -256,11 +257,12 @@ class NumericAction:
         over smallest |eigenvalue|) is at most `STEP_HESSIAN_CONDITION`, the exact one otherwise, so that the last
         steps, the minimum they reach, and every step along a direction the Hessian barely curves, are the exact
         Hessian's."""
-        if self.with_energy and self.residual(theta) > STEP_HESSIAN_RESIDUAL:
+        if self.with_energy and self._step_conditioned and self.residual(theta) > STEP_HESSIAN_RESIDUAL:
             H = self.hessian(theta, step=True)
             if not np.all(np.isfinite(H)):  # the trust region stops there and says so
                 return H
             magnitudes = np.abs(np.linalg.eigvalsh(H))
             if magnitudes.max() <= STEP_HESSIAN_CONDITION * magnitudes.min():
                 return H
+            self._step_conditioned = False  # an ill-conditioned minimum stays so: no step Hessian made in vain again
         return self.hessian(theta)
