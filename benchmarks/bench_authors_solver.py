@@ -23,10 +23,11 @@ backward passes, stopping when max |∂(S/n)/∂U| < 1e-5 or after 50,000 steps;
 Ours: ``solve_paths(dict(C=C, y=y), heads=(2, 2), width=N, temperature=0.01, tolerance=1e-7)`` (the public call,
 its input checks included) right after their loop, the same solve on an energy prepared once (``solve_energy``:
 their loop takes its input as given), and the public call once more (what a call costs in a sequence of calls, its
-arrays still in the caches; the first call after their loop finds them evicted). At the engine's tolerance of 1e-7 on max |∂(S/N)/∂e| their own gradient at our answer is below
-their 1e-5 (checked by their code at every turn; at 1e-5 it is not at N = 10, where U_a, which they eliminate in
-closed form, enters their gradient). The solvers take turns, ``--repeats`` times, and the least CPU time of each is
-kept: the process's CPU time (all its threads), their cost without the time other jobs of a shared machine take.
+arrays still in the caches; the first call after their loop finds them evicted). At the engine's tolerance of 1e-7
+on max |∂(S/N)/∂e| their own gradient at our answer is below their 1e-5 (checked by their code at every turn; at
+1e-5 it is not at N = 10, where U_a, which they eliminate in closed form, enters their gradient). The solvers take
+turns, ``--repeats`` times, and the least CPU time of each is kept: the process's CPU time (all its threads), their
+cost without the time other jobs of a shared machine take.
 
 The arithmetic of one call (``arithmetic_floor``): the exact Hessians and factorisations the call makes, counted as
 it runs, their flops, and the time of that work alone as bare numpy/scipy calls on the call's own matrices; the
@@ -165,17 +166,16 @@ def their_gradient_at(lib, X, y, width, solution) -> float:
 
 
 def counted_call(call):
-    """``call()`` once, counting the kernel-space energy's Hessians (in double and in single precision: the steps'
-    far from the minimum) and its factorisations at new points (the work that grows as P³): (its result, double
-    Hessians, single Hessians, factorisations)."""
+    """``call()`` once, counting the kernel-space energy's exact Hessians and its factorisations at new points (the
+    work that grows as P³): (its result, Hessians, factorisations)."""
     from attnverify.numerics.kernel_energy import KernelEnergy
 
-    counts = dict(hessian=0, single=0, factorise=0)
+    counts = dict(hessian=0, factorise=0)
     hessian, factorise = KernelEnergy.hessian, KernelEnergy._factorise
 
-    def counted_hessian(self, R, *, single=False):
-        counts["single" if single else "hessian"] += 1
-        return hessian(self, R, single=single)
+    def counted_hessian(self, R):
+        counts["hessian"] += 1
+        return hessian(self, R)
 
     def counted_factorise(self, R):
         counts["factorise"] += 1
@@ -186,7 +186,7 @@ def counted_call(call):
         result = call()
     finally:
         KernelEnergy.hessian, KernelEnergy._factorise = hessian, factorise
-    return result, counts["hessian"], counts["single"], counts["factorise"]
+    return result, counts["hessian"], counts["factorise"]
 
 
 def least_seconds(work, calls: int = 20, turns: int = 7) -> float:
@@ -200,16 +200,15 @@ def least_seconds(work, calls: int = 20, turns: int = 7) -> float:
     return best
 
 
-def arithmetic_floor(C: np.ndarray, y: np.ndarray, solution, hessians: int, singles: int,
-                     factorisations: int) -> dict:
+def arithmetic_floor(C: np.ndarray, y: np.ndarray, solution, hessians: int, factorisations: int) -> dict:
     """The floating-point work of one public call and its time at this machine's BLAS/LAPACK speed, nothing else.
 
     The call's P³-sized work, counted by `counted_call`, on the kernel space's m = 𝓗(𝓗+1)/2 symmetric kernels S_k:
-    per Hessian the products A S_k (2mP³ flops) and the trace Gram matrix Σ (A S_k)∘(A S_l)ᵀ (2m²P²), in double
-    precision, or in single precision for the steps far from the minimum; per factorisation K = Σ w_k u_k S_k
-    (2mP²), its Cholesky factor (P³/3), r by triangular solves (2P²), A = (K + T·I)⁻¹ from the factor (⅔P³) and the
-    gradient ⟨S_k, A − r rᵀ⟩ (2mP²); once per call the check of C, the Cholesky factor of the (𝓗P × 𝓗P) Gram
-    matrix ((𝓗P)³/3; shifted by its round-off allowance, as the check does). Each is timed as the bare numpy/scipy
+    per exact Hessian the products A S_k (2mP³ flops) and the trace Gram matrix Σ (A S_k)∘(A S_l)ᵀ (2m²P²); per
+    factorisation K = Σ w_k u_k S_k (2mP²), its Cholesky factor (P³/3), r by triangular solves (2P²),
+    A = (K + T·I)⁻¹ from the factor (⅔P³) and the gradient ⟨S_k, A − r rᵀ⟩ (2mP²); once per call the check of C,
+    the Cholesky factor of the (𝓗P × 𝓗P) Gram matrix ((𝓗P)³/3; shifted by its round-off allowance, as the check
+    does). Each is timed as the bare numpy/scipy
     calls on the call's own matrices (at the solution), least of several turns; the floor is their counts times
     their times."""
     from scipy.linalg import cho_solve, cholesky
@@ -231,14 +230,8 @@ def arithmetic_floor(C: np.ndarray, y: np.ndarray, solution, hessians: int, sing
     gram = 0.5 * (gram + gram.T)
     gram[np.diag_indices(paths * P)] += 2e-10 * np.sum(np.clip(np.diag(gram), 0.0, None))  # the check's round-off
 
-    single_kernels = S.astype(np.float32)
-
     def hessian():
         AS = A @ S
-        return AS.reshape(m, -1) @ AS.transpose(0, 2, 1).reshape(m, -1).T
-
-    def single():
-        AS = A.astype(np.float32) @ single_kernels
         return AS.reshape(m, -1) @ AS.transpose(0, 2, 1).reshape(m, -1).T
 
     def factorise():
@@ -252,12 +245,11 @@ def arithmetic_floor(C: np.ndarray, y: np.ndarray, solution, hessians: int, sing
     def check():
         return cholesky(gram, lower=True, check_finite=False)
 
-    flops = ((hessians + singles) * (2 * m * P**3 + 2 * m * m * P * P)
+    flops = (hessians * (2 * m * P**3 + 2 * m * m * P * P)
              + factorisations * (4 * m * P * P + P**3 / 3 + 2 * P * P + 2 * P**3 / 3) + (paths * P) ** 3 / 3)
-    seconds = (hessians * least_seconds(hessian) + singles * least_seconds(single)
-               + factorisations * least_seconds(factorise) + least_seconds(check, calls=5))
-    return dict(hessians=hessians, single_hessians=singles, factorisations=factorisations, gigaflops=flops / 1e9,
-                floor_ms=1e3 * seconds)
+    seconds = (hessians * least_seconds(hessian) + factorisations * least_seconds(factorise)
+               + least_seconds(check, calls=5))
+    return dict(hessians=hessians, factorisations=factorisations, gigaflops=flops / 1e9, floor_ms=1e3 * seconds)
 
 
 def main() -> None:
@@ -316,9 +308,9 @@ def main() -> None:
             again.append(time.process_time() - start)
             gradients.append(their_gradient_at(lib, X, y, N, solution))
         gap = float(np.max(np.abs(U1 - solution.matrix("U1"))))
-        _, hessians, singles, factorisations = counted_call(lambda: ours(N))
+        _, hessians, factorisations = counted_call(lambda: ours(N))
         with blas.threads(1):
-            floor = arithmetic_floor(C, y, solution, hessians, singles, factorisations)
+            floor = arithmetic_floor(C, y, solution, hessians, factorisations)
         row = dict(width=N, their_seconds=min(theirs), their_steps=steps, their_final_gradient=residual,
                    call_ms=1e3 * min(calls), call_ratio=min(theirs) / min(calls),
                    call_again_ms=1e3 * min(again), call_again_ratio=min(theirs) / min(again),
@@ -331,8 +323,7 @@ def main() -> None:
         print(f"{N:>6} {row['their_seconds']:>9.3g} {steps:>6} {row['call_ms']:>8.3g} {row['call_ratio']:>6.0f}x "
               f"{row['solve_ms']:>9.3g} {row['solve_ratio']:>6.0f}x {row['their_gradient_at_ours']:>18.2e} "
               f"{gap:>9.1e}", flush=True)
-        print(f"{'':>6} arithmetic of one call: {hessians} Hessians in double and {singles} in single precision, "
-              f"{factorisations} factorisations, "
+        print(f"{'':>6} arithmetic of one call: {hessians} exact Hessians, {factorisations} factorisations, "
               f"{floor['gigaflops']:.3f} Gflop, {floor['floor_ms']:.3g} ms at this BLAS's speed; the call takes "
               f"{row['call_over_floor']:.2g}× that; their time is {row['floor_ratio']:,.0f}× it", flush=True)
     write_record("authors_solver", rows, path=args.json, timed=code_that_runs(lambda: ours(WIDTHS[1])),
@@ -347,8 +338,7 @@ def main() -> None:
                           ("their_gradient_at_ours", "their max abs gradient at our U", "{:.1e}"),
                           ("our_newton_iterations", "our Newton iterations", "{:d}"),
                           ("max_U1_difference", "max abs difference of U₁", "{:.1e}"),
-                          ("hessians", "Hessians per call, double precision", "{:d}"),
-                          ("single_hessians", "single precision (steps far from the minimum)", "{:d}"),
+                          ("hessians", "exact Hessians per call", "{:d}"),
                           ("gigaflops", "the call's arithmetic, Gflop", "{:.3f}"),
                           ("floor_ms", "its time at this BLAS's speed, ms", "{:.3g}"),
                           ("call_over_floor", "call / arithmetic", "{:.2g}×"),

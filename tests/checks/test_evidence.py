@@ -134,6 +134,8 @@ def test_a_bound_too_wide_for_the_excess_it_must_see_is_inconclusive_and_says_wh
         at_most(0.0, 0.0, resolution=0.05)
     with pytest.raises(EvidenceError, match="samples"):
         at_most(0.0, 0.0, standard_error=0.01, resolution=0.05, samples=0)
+    with pytest.raises(EvidenceError, match="resolution"):  # refused even where the comparison is refuted
+        at_most(1.0, 0.0, standard_error=0.01, resolution=float("nan"))
 
 
 def test_a_comparison_held_by_a_round_off_floor_above_both_sides_is_vacuous():

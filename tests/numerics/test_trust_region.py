@@ -77,9 +77,10 @@ def test_minimise_passes_the_round_off_of_a_large_objective_by_the_residual():
 
 def test_a_newton_step_whose_decrease_is_within_the_objectives_noise_is_taken_when_it_halves_the_residual():
     """f = 1 + ½ xᵀAx + a round-off bump of 2e-11 within 1e-8 of the minimum (what summing many terms can leave):
-    from ‖x‖ ≈ 2e-6 the Newton step predicts a decrease of ~6e-12, above the 1e-13·|f| round-off rule, but lands in
-    the bump, so ρ < 0. Within `VALUE_NOISE`·|f| of the objective the residual decides: the step halves it and is
-    taken, and the tolerance 1e-12 on the exact gradient is reached in one step."""
+    from x = (2e-6, −1e-6) the Newton step predicts a decrease of 5e-12, above the 1e-13·|f| round-off rule, but
+    lands in the bump, so ρ < 0. With its predicted decrease and its actual rise within `VALUE_NOISE`·|f| the residual
+    decides: the step halves it and is taken, and the tolerance 1e-12 on the exact gradient is reached in one step.
+    A bump of 1e-9, beyond that noise, is a real rise: the step is refused there."""
     A = np.array([[3.0, 1.0], [1.0, 2.0]])
 
     def objective(x):
@@ -89,6 +90,14 @@ def test_a_newton_step_whose_decrease_is_within_the_objectives_noise_is_taken_wh
     result = minimise(objective, lambda x: A, lambda x: np.abs(A @ x).max(), [2e-6, -1e-6], tolerance=1e-12,
                       max_iterations=20)
     assert result.residual <= 1e-12 and result.iterations == 1 and result.round_off_steps == 1
+
+    def rising(x):
+        value, gradient = objective(x)
+        return value + (1e-9 if np.linalg.norm(x) < 1e-8 else 0.0), gradient
+
+    refused = minimise(rising, lambda x: A, lambda x: np.abs(A @ x).max(), [2e-6, -1e-6], tolerance=1e-12,
+                       max_iterations=1)
+    assert refused.residual > 1e-12 and np.array_equal(refused.x, [2e-6, -1e-6])
 
 
 def test_minimise_stops_at_its_iteration_limit_and_says_so():

@@ -343,38 +343,3 @@ def test_one_width_per_layer_is_scaled_together_and_checked_as_integers_for_netw
         SaddlePointAction(order_parameters={"Q1": Q1, "Q2": Q2}, kernel="Q1", width=(n0, n0),
                           entropy=wishart_entropy(Q1, n0, Q2) + wishart_entropy(Q2, n1, s))
 
-
-def test_steps_far_from_the_minimum_use_the_step_hessian_and_the_last_the_exact_one():
-    """The trust region's Hessian is the energy's single-precision step Hessian where max |∂(S/N)/∂e| is above
-    `STEP_HESSIAN_RESIDUAL` (its accuracy: test_energy.py), and the exact one at or below it: the minimum reached is
-    the exact Hessian's."""
-    from attnverify.saddle.action import STEP_HESSIAN_RESIDUAL
-
-    X, y = synthetic_problem(40, heads=(2, 2), input_width=30, tokens=4, seed=3)
-    C = np.einsum("pia,qib->abpq", X, X)
-    declaration = _paths((2, 2))
-    names = dict(N=20.0, sigma1=1.0, sigma2=1.0, sigma_a=1.0)
-    solution = solve(declaration, dict(C=C, y=y), temperature=0.05, **names)
-    action = NumericAction(declaration, data_energy(dict(C=C, y=y), 0.05), declaration.parameter_values(names))
-    far = action.parametrisation.theta(gp_point(declaration, **names).entries)
-    near = action.parametrisation.theta(solution.entries)
-    assert action.residual(far) > STEP_HESSIAN_RESIDUAL >= action.residual(near)
-    assert not np.array_equal(action.step_hessian(far), action.hessian(far))
-    assert np.array_equal(action.step_hessian(near), action.hessian(near))
-
-
-def test_an_ill_conditioned_step_hessian_gives_way_to_the_exact_one_for_the_rest_of_the_solve(monkeypatch):
-    """Where the step Hessian's condition number exceeds `STEP_HESSIAN_CONDITION` (here set to 1, which every
-    Hessian exceeds), the step is taken with the exact Hessian, and so is every later step of that action."""
-    import attnverify.saddle.action as numeric
-
-    X, y = synthetic_problem(40, heads=(2, 2), input_width=30, tokens=4, seed=3)
-    C = np.einsum("pia,qib->abpq", X, X)
-    declaration = _paths((2, 2))
-    names = dict(N=20.0, sigma1=1.0, sigma2=1.0, sigma_a=1.0)
-    action = NumericAction(declaration, data_energy(dict(C=C, y=y), 0.05), declaration.parameter_values(names))
-    far = action.parametrisation.theta(gp_point(declaration, **names).entries)
-    monkeypatch.setattr(numeric, "STEP_HESSIAN_CONDITION", 1.0)
-    assert np.array_equal(action.step_hessian(far), action.hessian(far))
-    monkeypatch.setattr(numeric, "STEP_HESSIAN_CONDITION", np.inf)
-    assert np.array_equal(action.step_hessian(far), action.hessian(far))

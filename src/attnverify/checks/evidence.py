@@ -596,12 +596,13 @@ def at_most(
         stated += _claim_z(z) * _tolerance_part("standard_error", standard_error)
     elif resolution is not None:
         raise EvidenceError("resolution needs a standard_error: without one the comparison sees every excess")
+    if resolution is not None:
+        resolution = _tolerance_part("resolution", resolution)
     floor = roundoff_floor(smaller, larger, scale=scale)
     tolerance = stated + floor
     holds = smaller <= larger + tolerance and all((conditions or {}).values())
     reason, needed = "", {}
     if holds and resolution is not None:
-        resolution = _tolerance_part("resolution", resolution)
         if tolerance > resolution:
             holds = False
             reason = (f"the allowance {tolerance:.3g} ({_claim_z(z):g} SE {standard_error:.3g}, tolerance {given:.3g}, "

@@ -23,7 +23,6 @@ value, gradient and Hessian on the host:
 from __future__ import annotations
 
 import copy
-import functools
 
 import numpy as np
 from scipy.linalg import cho_solve, cholesky
@@ -83,7 +82,7 @@ def _symmetric_pairs(H: np.ndarray) -> np.ndarray:
     return 0.5 * (H + H.transpose(2, 3, 0, 1))
 
 
-def hessian_from_feature_blocks(M: np.ndarray, x: np.ndarray, *, single: bool = False) -> np.ndarray:
+def hessian_from_feature_blocks(M: np.ndarray, x: np.ndarray) -> np.ndarray:
     """∂²E/∂U_ab∂U_cd from M = Xᵀ A X (N0, 𝓗, N0, 𝓗) and x = Xᵀ r (N0, 𝓗), A = (K + T I)^{-1}, r = A Y.
 
     Differentiating ∂E/∂U_ab = Tr(A C_ab) − rᵀ C_ab r once more (dA = −A dK A, dr = −A dK r):
@@ -93,14 +92,11 @@ def hessian_from_feature_blocks(M: np.ndarray, x: np.ndarray, *, single: bool = 
     Cost O(N0² 𝓗⁴). Returned symmetric under a↔b, c↔d and (ab)↔(cd).
 
     As M is symmetric (M[j,b,i,c] = M[i,c,j,b]) the trace term is one Gram matrix through BLAS:
-    Tr(A C_cd A C_ab) = Σ_ij F[ij,cb] F[ij,da] with F[ij,cb] = M[i,c,j,b], a (𝓗² × N0²)·(N0² × 𝓗²) product;
-    ``single``: that product in single precision (`_Energy.step_hessian`).
+    Tr(A C_cd A C_ab) = Σ_ij F[ij,cb] F[ij,da] with F[ij,cb] = M[i,c,j,b], a (𝓗² × N0²)·(N0² × 𝓗²) product.
     """
     N0, paths = x.shape
     F = M.transpose(0, 2, 1, 3).reshape(N0 * N0, paths * paths)
-    if single:
-        F = F.astype(np.float32)
-    trace = (F.T @ F).astype(float).reshape((paths,) * 4).transpose(3, 1, 0, 2)
+    trace = (F.T @ F).reshape((paths,) * 4).transpose(3, 1, 0, 2)
     # Σ_i x[i,a] M[i,b,j,c] as one (𝓗 × N0)·(N0 × 𝓗N0𝓗) product, then Σ_j … x[j,d] as another
     left = (x.T @ M.reshape(N0, -1)).reshape(paths, paths, N0, paths)
     labels = left.transpose(0, 1, 3, 2) @ x
@@ -161,14 +157,6 @@ class _Energy:
         value, gradient, failed = be.to_numpy(value), be.to_numpy(gradient), be.to_numpy(failed)
         gradient = 0.5 * (gradient + gradient.transpose(0, 2, 1))
         return np.where(failed, np.inf, value), np.where(failed[:, None, None], 0.0, gradient)
-
-    def step_hessian(self, R: np.ndarray) -> np.ndarray:
-        """The Hessian a trust-region step far from the minimum is taken with: `hessian` with its largest products
-        (those that grow with P or N0) in single precision, half the time of double precision, each entry within a
-        few single-precision units (ε ≈ 6e-8) of the products' norms. A Newton step taken with it differs from the
-        exact one by that relative error times the Hessian's condition: the iteration converges as fast far from
-        the minimum, where the steps are large."""
-        return self.hessian(R, single=True)
 
     def at_temperature(self, temperature: float):
         other = copy.copy(self)
@@ -257,29 +245,22 @@ class KernelEnergy(_Energy):
         pairs = solved.energy_gradient(2.0).reshape(chains, P * P) @ self._flat_kernels.T
         return 2.0 * solved.half_logdet + solved.quadratic, pairs[:, self.pair], solved.failed
 
-    def hessian(self, R: np.ndarray, *, single: bool = False) -> np.ndarray:
+    def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd (𝓗, 𝓗, 𝓗, 𝓗) at U = R Rᵀ: −Tr(A C_cd A C_ab) + rᵀC_dc A C_ab r + rᵀC_ab A C_cd r
         (see `hessian_from_feature_blocks`), from C directly, symmetrised as the quadratic form on
         symmetric dU. Only the symmetric combinations S_ab = (C_ab + C_ba)/2, a ≤ b, enter it (K = Σ U_ab S_ab),
-        where it reads −Tr(A S_cd A S_ab) + 2 (S_ab r)ᵀ A (S_cd r). Cost O(𝓗² P³/2 + 𝓗⁴ P²/4), all but
-        O(𝓗² P²) of it in the traces; ``single``: those in single precision (`step_hessian`)."""
+        where it reads −Tr(A S_cd A S_ab) + 2 (S_ab r)ᵀ A (S_cd r). Cost O(𝓗² P³/2 + 𝓗⁴ P²/4)."""
         _, _, r, A = self._at_point(R)
         S, pair = self.symmetric_kernels, self.pair
         m, P = S.shape[0], self.P
-        # A S_k, one batched product
-        AS = A.astype(np.float32) @ self._single_kernels if single else A @ S
+        AS = A @ S  # A S_k, one batched product
         # Tr(A S_k A S_l) = Σ_ij (A S_k)[i,j] (A S_l)[j,i]: one (m × P²)·(P² × m) product
-        trace = (AS.reshape(m, P * P) @ AS.transpose(0, 2, 1).reshape(m, P * P).T).astype(float)
+        trace = AS.reshape(m, P * P) @ AS.transpose(0, 2, 1).reshape(m, P * P).T
         v = S @ r  # S_k r
         labels = v @ A @ v.T  # (S_k r)ᵀ A (S_l r)
         pairs = self.backend.to_numpy(2.0 * labels - trace)
         pairs = 0.5 * (pairs + pairs.T)
         return pairs[pair[:, :, None, None], pair[None, None, :, :]]
-
-    @functools.cached_property
-    def _single_kernels(self):
-        """The symmetric kernels S_k in single precision, made on the first `step_hessian`."""
-        return self.symmetric_kernels.astype(np.float32)
 
     def entry_third_derivative(self, R: np.ndarray) -> np.ndarray:
         """∂³E/∂u_k∂u_l∂u_m over the independent entries of U (m = 𝓗(𝓗+1)/2 of them, triu order) at U = R Rᵀ,
@@ -346,17 +327,13 @@ class FeatureKernelEnergy(_Energy):
         gradient = xp.swapaxes(Z, 1, 2) @ Z - xp.swapaxes(Xr, 1, 2) @ Xr
         return 2.0 * solved.half_logdet + solved.quadratic, gradient, solved.failed
 
-    def hessian(self, R: np.ndarray, *, single: bool = False) -> np.ndarray:
+    def hessian(self, R: np.ndarray) -> np.ndarray:
         """∂²E/∂U_ab∂U_cd at U = R Rᵀ from M = XᵀAX = ZᵀZ (Z = L^{-1}X) and x = Xᵀr
-        (`hessian_from_feature_blocks`). Cost O(P² N0𝓗 + P (N0𝓗)² + N0² 𝓗⁴); ``single``: ZᵀZ and the trace
-        product in single precision (`step_hessian`)."""
+        (`hessian_from_feature_blocks`). Cost O(P² N0𝓗 + P (N0𝓗)² + N0² 𝓗⁴)."""
         _, _, r, Z = self._at_point(R)
         be = self.backend
-        if single:
-            Z = Z.astype(np.float32)
-        M = be.to_numpy(Z.T @ Z).astype(float).reshape(self.N0, self.paths, self.N0, self.paths)
-        return hessian_from_feature_blocks(M, be.to_numpy(r @ self.X.reshape(self.P, -1)).reshape(self.N0, self.paths),
-                                           single=single)
+        M = be.to_numpy(Z.T @ Z).reshape(self.N0, self.paths, self.N0, self.paths)
+        return hessian_from_feature_blocks(M, be.to_numpy(r @ self.X.reshape(self.P, -1)).reshape(self.N0, self.paths))
 
     def entry_third_derivative(self, R: np.ndarray) -> np.ndarray:
         """∂³E/∂u_k∂u_l∂u_m over the independent entries of U at U = R Rᵀ in the P × P kernel space (here
@@ -442,12 +419,12 @@ class FeatureSpaceEnergy(_Energy):
         grad = _diagonal_blocks(XAX, self.N0, self.paths) - Xr.T @ Xr
         return value, _symmetric(grad)
 
-    def hessian(self, R: np.ndarray, *, single: bool = False) -> np.ndarray:
-        """∂²E/∂U_ab∂U_cd at U = R Rᵀ from XᵀAX and XᵀAY (`hessian_from_feature_blocks`; ``single``: its trace
-        product in single precision). Cost O(D³ + N0² 𝓗⁴), independent of P."""
+    def hessian(self, R: np.ndarray) -> np.ndarray:
+        """∂²E/∂U_ab∂U_cd at U = R Rᵀ from XᵀAX and XᵀAY (`hessian_from_feature_blocks`).
+        Cost O(D³ + N0² 𝓗⁴), independent of P."""
         _, XAX, XAy = self._at_point(R)
         M = XAX.reshape(self.N0, self.paths, self.N0, self.paths)
-        return hessian_from_feature_blocks(M, XAy.reshape(self.N0, self.paths), single=single)
+        return hessian_from_feature_blocks(M, XAy.reshape(self.N0, self.paths))
 
     def entry_third_derivative(self, R: np.ndarray) -> np.ndarray:
         """∂³E/∂u_k∂u_l∂u_m over the independent entries of U at U = R Rᵀ in the D-dimensional feature space:

@@ -9,8 +9,8 @@ Steps are accepted on the ratio ρ of actual to predicted decrease (> 0.1), and 
 (Nocedal & Wright, Algorithm 4.1). Near the minimum the predicted decrease drops below the round-off of
 the objective, where ρ is noise: a step is then accepted when it does not raise the objective beyond its
 round-off or it lowers the residual of the stationarity equations, the quantity the caller's tolerance
-is on; a step ρ rejects whose predicted decrease is within `VALUE_NOISE` of the objective is taken when it halves
-the residual. The loop stops at that tolerance, at ``max_iterations``, or when two such round-off steps in a
+is on; a step ρ rejects whose predicted decrease and actual change are within `VALUE_NOISE` of the objective is
+taken when it halves the residual. The loop stops at that tolerance, at ``max_iterations``, or when two such round-off steps in a
 row fail to halve the residual (the round-off floor of the gradient).
 
 A trial point whose objective or gradient is not finite (NaN, ±inf) is rejected like a bad step; a start
@@ -32,9 +32,10 @@ from ..base import arguments
 
 
 VALUE_NOISE = 1e-10
-"""Relative to the objective, the decrease below which a step the ratio test rejects is judged by the residual: an
-objective summed from many terms (a log-determinant of a P × P matrix) can carry round-off of ε·P times its terms,
-1e-12 of it and more, so that ρ of a Newton step near the minimum is noise there."""
+"""Relative to the objective, the predicted decrease and the actual change below which a step the ratio test
+rejects is judged by the residual. An objective summed from many terms (a log-determinant of a P × P matrix, P in
+the hundreds) carries round-off of ε·P times its terms and more: 1e-12 of it was seen to turn ρ of a Newton step
+near the minimum negative (P = 600), and 1e-10 leaves a margin of 100 above that."""
 
 ROUND_OFF_FLOOR = "round-off floor of the gradient (two steps without halving the residual)"
 """Why the loop stopped where the residual cannot be brought lower in float64: ``TrustRegionResult.stopped``."""
@@ -145,9 +146,10 @@ def minimise(
             round_off_steps += accept
         else:
             accept, stalls = ratio > 0.1, 0
-            if not accept and predicted > -VALUE_NOISE * max(1.0, abs(value)):
-                # a decrease this small is within what round-off of a sum of many terms can move the objective
-                # by, and ρ may be noise: a step that halves the residual is taken
+            noise = VALUE_NOISE * max(1.0, abs(value))
+            if not accept and predicted > -noise and actual <= noise:
+                # a decrease this small, and a change this small, are within what round-off of a sum of many
+                # terms can move the objective by, and ρ may be noise: a step that halves the residual is taken
                 trial_residual = residual(trial)
                 accept = trial_residual < 0.5 * current
                 round_off_steps += accept

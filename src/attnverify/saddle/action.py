@@ -23,15 +23,6 @@ from .declaration import OrderParameter, SaddlePointAction
 from .term import entry_slices
 
 
-STEP_HESSIAN_RESIDUAL = 1e-3
-"""Above this max |∂(S/N)/∂e| a trust-region step may be taken with the energy's cheaper step Hessian: there the
-steps are large, and a small relative error of the step changes the next residual by far less than the step does."""
-
-STEP_HESSIAN_CONDITION = 1e4
-"""The largest condition number of the step Hessian a step is taken with: its products' relative error, ~1e-7 in
-single precision, times it bounds the relative error of the Newton step, ~1e-3 here."""
-
-
 class Parametrisation:
     """θ ↔ u for the order parameters, with the Jacobian J = ∂u/∂θ and the second-order term of the chain rule."""
 
@@ -184,7 +175,6 @@ class NumericAction:
         self._weight = entry_weights(max(declaration.kernel.size, 1))
         self.evaluations = 0
         self._last = self._last_hessian = None
-        self._step_conditioned = True
 
     def kernel_factor(self, entries: np.ndarray) -> np.ndarray:
         """The factor R of the kernel order parameter at the entries u (U = R Rᵀ; √q for a scalar q)."""
@@ -227,42 +217,22 @@ class NumericAction:
         _, _, _, g, factors = self.parts(theta)
         return float(np.max(np.abs(self.parametrisation.relative_gradient(g, factors))) / self.scale)
 
-    def entries_hessian(self, theta: np.ndarray, *, step: bool = False) -> np.ndarray:
-        """∂²(S/N)/∂u∂u' at θ; ``step``: with the energy's `step_hessian` (the last θ's is kept, for each: a
-        rejected trust-region step asks again at the same point, and the energy's Hessian costs O(𝓗² P³) in the
-        kernel space)."""
-        last = self._last_hessian
-        if last is not None and last[2] == step and np.array_equal(last[0], theta):
-            return last[1].copy()
+    def entries_hessian(self, theta: np.ndarray) -> np.ndarray:
+        """∂²(S/N)/∂u∂u' at θ (the last θ's is kept: a rejected trust-region step asks again at the same point, and
+        the energy's Hessian costs O(𝓗² P³) in the kernel space)."""
+        if self._last_hessian is not None and np.array_equal(self._last_hessian[0], theta):
+            return self._last_hessian[1].copy()
         u = self.parts(theta)[2]
         H = self.declaration.entropy_hessian(u, self.parameters)
         if self.with_energy:
-            R = self.kernel_factor(u)
-            HE = self.energy.step_hessian(R) if step else self.energy.hessian(R)
+            HE = self.energy.hessian(self.kernel_factor(u))
             # Σ_abcd (B_k)_ab HE_abcd (B_l)_cd for B_k = E_ij + E_ji (E_ii): HE is symmetric within each pair
             block = HE[self._rows, self._cols][:, self._rows, self._cols] * np.outer(self._weight, self._weight)
             H[self.kernel_part, self.kernel_part] += 0.5 * block
         H = H / self.scale
-        self._last_hessian = (np.array(theta, dtype=float), H, step)
+        self._last_hessian = (np.array(theta, dtype=float), H)
         return H.copy()
 
-    def hessian(self, theta: np.ndarray, *, step: bool = False) -> np.ndarray:
-        """∂²(S/N)/∂θ∂θ' at θ, exactly; ``step``: from `entries_hessian`'s step Hessian."""
+    def hessian(self, theta: np.ndarray) -> np.ndarray:
         g = self.parts(theta)[3]
-        return self.parametrisation.chain(theta, g / self.scale, self.entries_hessian(theta, step=step))[1]
-
-    def step_hessian(self, theta: np.ndarray) -> np.ndarray:
-        """The Hessian a trust-region step from θ is taken with: the energy's `step_hessian` while the saddle-point
-        equations are far from holding (`residual` above `STEP_HESSIAN_RESIDUAL`) and its condition number (largest
-        over smallest |eigenvalue|) is at most `STEP_HESSIAN_CONDITION`, the exact one otherwise, so that the last
-        steps, the minimum they reach, and every step along a direction the Hessian barely curves, are the exact
-        Hessian's."""
-        if self.with_energy and self._step_conditioned and self.residual(theta) > STEP_HESSIAN_RESIDUAL:
-            H = self.hessian(theta, step=True)
-            if not np.all(np.isfinite(H)):  # the trust region stops there and says so
-                return H
-            magnitudes = np.abs(np.linalg.eigvalsh(H))
-            if magnitudes.max() <= STEP_HESSIAN_CONDITION * magnitudes.min():
-                return H
-            self._step_conditioned = False  # an ill-conditioned minimum stays so: no step Hessian made in vain again
-        return self.hessian(theta)
+        return self.parametrisation.chain(theta, g / self.scale, self.entries_hessian(theta))[1]

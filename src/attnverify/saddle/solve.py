@@ -1,10 +1,8 @@
 r"""The minimum of a declared saddle-point action: from the GP point (the entropy's own minimum, the $N \to \infty$
-limit) or a given start, by the trust-region Newton method on the exact Hessian (`attnverify.numerics.trust_region`;
-far from the minimum, where $\max \lvert\partial(S/N)/\partial e\rvert > 10^{-3}$, with the energy's
-`step_hessian`, its largest products in single precision; nearer, and for the minimum test, in double), accepted
-only where the saddle-point equations hold, $\max \lvert\partial(S/N)/\partial e\rvert \le \text{tolerance}$ over
-the relative entries $e$ of the order parameters ($U \to R(I + E)R^\top$ for $U = RR^\top$, $q \to q(1 + e)$: a
-tolerance no rescaling of an order parameter changes), and the Hessian over the entries is positive definite.
+limit) or a given start, by the trust-region Newton method on the exact Hessian (`attnverify.numerics.trust_region`),
+accepted only where the saddle-point equations hold, $\max \lvert\partial(S/N)/\partial e\rvert \le \text{tolerance}$
+over the relative entries $e$ of the order parameters ($U \to R(I + E)R^\top$ for $U = RR^\top$, $q \to q(1 + e)$:
+a tolerance no rescaling of an order parameter changes), and the Hessian over the entries is positive definite.
 Where the Newton iteration from the GP point fails, continuation in $N$ brings the solution down from a width near
 the GP limit, and, where that fails too, continuation in $T$ from a temperature near it (both limits leave the
 entropy alone: the GP point).
@@ -116,7 +114,7 @@ def _minimise(action: NumericAction, theta: np.ndarray, tolerance: float, max_it
     # an action unbounded below overflows along the way: the iteration treats non-finite values as undefined,
     # and the solution says where it stopped (`_solution`)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        return trust_region.minimise(action, action.step_hessian, action.residual, theta, tolerance=tolerance,
+        return trust_region.minimise(action, action.hessian, action.residual, theta, tolerance=tolerance,
                                      max_iterations=max_iterations)
 
 

@@ -138,7 +138,8 @@ def test_the_scalar_roots_data_sensitivity_is_its_derivative_in_the_kernel():
     r = np.linalg.solve(G, y)
     A = np.linalg.solve(G, np.eye(len(y)))
     Ar = A @ r
-    dF = np.sum(1 / (n * np.array(scalar.ratios))) * U * (T * A @ A + np.outer(r, r) - T * (np.outer(r, Ar) + np.outer(Ar, r)))
+    ds = U * (T * A @ A + np.outer(r, r) - T * (np.outer(r, Ar) + np.outer(Ar, r)))
+    dF = np.sum(1 / (n * np.array(scalar.ratios))) * ds
     E = np.random.default_rng(seeded(8)).normal(size=K0.shape)
     E = (E + E.T) / 2
     h = 1e-9

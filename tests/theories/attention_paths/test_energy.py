@@ -91,39 +91,3 @@ def test_the_checks_of_C_leave_the_callers_array_as_it_was(paths):
     kept = C.copy()
     KernelEnergy(C, y, 0.1)
     assert np.array_equal(C, kept)
-
-
-def _trace_factor(M, N0, paths):
-    """F[ij, cb] = M[i, c, j, b]: the factor of the trace product in `hessian_from_feature_blocks`."""
-    return np.abs(M).reshape(N0, paths, N0, paths).transpose(0, 2, 1, 3).reshape(N0 * N0, paths * paths)
-
-
-@pytest.mark.parametrize("representation", ["kernel", "features", "feature_space"])
-def test_the_step_hessian_is_the_hessian_to_single_precision_round_off(representation):
-    """Each representation's step Hessian (its largest products in single precision) against the exact one, within
-    the worst-case bound of those products: inputs rounded to single precision (u = 2⁻²⁴ each) and a length-n dot
-    product per entry (γ_n ≈ n·u). Kernel space: A S_k (length P) and the length-P² trace, so
-    (2(P + 2) + P²)·u·‖|A||S_k|‖·‖|A||S_l|‖. Features: M = ZᵀZ (length P) and the trace FᵀF (length N0²), so
-    (2P + N0² + 6)·u·max |F|ᵀ|F| with F from |Z|ᵀ|Z|. Feature space: the trace alone, (N0² + 4)·u·max |F|ᵀ|F|.
-    And not equal to it: its products are single precision."""
-    P, N0, paths = 40, 6 if representation != "feature_space" else 3, 4
-    X, y = random_features(P, N0, paths, seed=seeded(5))
-    energy = {"kernel": lambda: KernelEnergy(np.einsum("pia,qib->abpq", X, X), y, 0.05),
-              "features": lambda: FeatureKernelEnergy(X, y, 0.05),
-              "feature_space": lambda: FeatureSpaceEnergy(X, y, 0.05)}[representation]()
-    R = random_factor(paths, np.random.default_rng(seeded(6)))
-    exact, step = energy.hessian(R), energy.step_hessian(R)
-    u = 2.0 ** -24
-    if representation == "kernel":
-        A, S = energy._at_point(R)[3], energy.symmetric_kernels
-        norms = np.linalg.norm(np.abs(A) @ np.abs(S), axis=(1, 2))
-        bound = (2 * (P + 2) + P * P) * u * np.max(norms) ** 2
-    elif representation == "features":
-        Z = np.abs(energy._at_point(R)[3])
-        F = _trace_factor(Z.T @ Z, N0, paths)
-        bound = (2 * P + N0 * N0 + 6) * u * np.max(F.T @ F)
-    else:
-        F = _trace_factor(energy._at_point(R)[1], N0, paths)
-        bound = (N0 * N0 + 4) * u * np.max(F.T @ F)
-    assert np.max(np.abs(step - exact)) <= bound
-    assert not np.array_equal(step, exact)

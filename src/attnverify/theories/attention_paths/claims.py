@@ -85,7 +85,7 @@ def single_head_reduction(ctx: Context, depth, P, input_width, tokens, width, te
     deep linear network, solved independently in the eigenbasis of K_0 by root bracketing:
     U_1 = σ_a²Πσ_ℓ²·Π_m (1 − U_1E'(U_1)/n_m). The matrix side is solved to 1e-10, or, where the
     gradient's float64 round-off is above that (small T and widths), to that floor, the trust
-    region's own stop. Tolerance: 10× the sum of both sides' error estimates (one more Newton
+    region's own stop, if it is at most 1e-8. Tolerance: 10× the sum of both sides' error estimates (one more Newton
     step; the root's round-off, residual noise over its slope) + the backward-error budget of two
     float64 routes through K_0, each exact for a kernel off by ε‖K_0‖₂: 2ε times U_1's first-order
     sensitivity to such a change (`ScalarRenormalization.data_sensitivity`)."""
@@ -95,7 +95,8 @@ def single_head_reduction(ctx: Context, depth, P, input_width, tokens, width, te
     C = np.einsum("pia,qib->abpq", X, X)
     matrix = solve_paths(dict(C=C, y=y), heads=(1,) * L, width=width, temperature=temperature,
                          prior_var=variances, tolerance=1e-10, backend=ctx.backend, raise_on_failure=False)
-    if not (matrix.is_minimum and (matrix.converged or matrix.at_round_off_floor)):
+    floor_reached = matrix.at_round_off_floor and matrix.residual <= 1e-8
+    if not (matrix.is_minimum and (matrix.converged or floor_reached)):
         raise SaddlePointError(f"the matrix saddle point was not reached: {matrix.message}")
     scalar = scalar_renormalization(C[0, 0], y, depth=L, width=width, temperature=temperature, prior_var=variances)
     # both sides' own error estimates (one more Newton step; the root's round-off) and the
@@ -107,7 +108,7 @@ def single_head_reduction(ctx: Context, depth, P, input_width, tokens, width, te
     same_readout = abs(matrix["Ua"] - scalar.readout_order_parameter) <= rtol * scalar.readout_order_parameter
     # the engine's action is ½E + 𝓛/2 of the scalar's convention E + 𝓛: twice it is comparable
     return close(float(matrix["U1"]), scalar.order_parameter, rtol=rtol,
-                 figures={"U_a_matrix": matrix["Ua"],
+                 figures={"U_a_matrix": matrix["Ua"], "residual_matrix": matrix.residual,
                           "U_a_scalar": scalar.readout_order_parameter,
                           "action_matrix": 2 * matrix.action, "action_scalar": scalar.action,
                           "condition": condition},

@@ -25,9 +25,11 @@ from ...base import arguments
 class ScalarRenormalization:
     """U_1 (the kernel's scale), the ratio variables u_0..u_L (u_L is u_a) and U_a;
     ``error_estimate`` is the round-off error of U_1 (noise of the residual over its slope);
-    ``data_sensitivity`` the first-order change of U_1 under a change δK_0 of the kernel of norm
-    ‖δK_0‖₂ = ‖K_0‖₂, in its worst direction: ‖∂F/∂K_0‖_F ‖K_0‖₂ / |∂F/∂U_1| for the equation F = 0
-    below, so that a float64 route backward stable in K_0 (error ε‖K_0‖₂) carries ε times it."""
+    ``data_sensitivity`` the largest first-order change of U_1 under a change δK_0 of the kernel of
+    Frobenius norm ‖δK_0‖_F = ‖K_0‖₂: ‖∂F/∂K_0‖_F ‖K_0‖₂ / |∂F/∂U_1| for the equation F = 0 below, so
+    that a float64 route exact for a kernel off by ε‖K_0‖₂ in that norm carries ε times it (LAPACK's
+    worst-case backward error of a Cholesky factor or an eigendecomposition is a modest multiple of ε·P
+    times ‖K_0‖; a budget of ε per route assumes the typical, not that worst case)."""
 
     order_parameter: float
     ratios: tuple[float, ...]
@@ -110,7 +112,7 @@ def _data_sensitivity(U: float, lam: np.ndarray, z2: np.ndarray, T: float, n: np
     ∂s/∂K_0 = U (T A² + r rᵀ − T (r (Ar)ᵀ + (Ar) rᵀ)) and ∂F/∂K_0 = −Σ_m ∂s/∂K_0 · ∂ln u_m/∂s =
     Σ_m ∂s/∂K_0 / (n_m u_m). The Frobenius norm is that of the same matrix in K_0's eigenbasis, where A is
     diag(1/d) (d = Uλ + T), r is z/d and Ar is z/d²; its entries z_i z_j (…) enter squared, so z² suffices."""
-    with np.errstate(over="ignore", invalid="ignore", under="ignore"):  # beyond float64: inf, no budget
+    with np.errstate(all="ignore"):  # beyond float64 (or a flat residual): inf, no budget
         d = U * lam + T
         w, v = 1.0 / d, 1.0 / d**2  # r = z·w, Ar = z·v
         # off the diagonal U z_i z_j (w_i w_j − T (w_i v_j + v_i w_j)); on it U (T v_i + z_i² (w_i² − 2 T w_i v_i))
