@@ -10,8 +10,8 @@ Steps are accepted on the ratio ρ of actual to predicted decrease (> 0.1), and 
 the objective, where ρ is noise: a step is then accepted when it does not raise the objective beyond its
 round-off or it lowers the residual of the stationarity equations, the quantity the caller's tolerance
 is on; a step ρ rejects whose predicted decrease and actual change are within `VALUE_NOISE` of the objective is
-taken when it halves the residual. The loop stops at that tolerance, at ``max_iterations``, or when two such round-off steps in a
-row fail to halve the residual (the round-off floor of the gradient).
+taken when it halves the residual. The loop stops at that tolerance, at ``max_iterations``, or when two
+such round-off steps in a row fail to halve the residual (the round-off floor of the gradient).
 
 A trial point whose objective or gradient is not finite (NaN, ±inf) is rejected like a bad step; a start
 whose objective, gradient or residual is not finite is refused (``ValueError``), so that a NaN can never

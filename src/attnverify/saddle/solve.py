@@ -36,7 +36,9 @@ class Solution:
     r"""A minimum of $S$: ``order_parameters`` (name → float or symmetric matrix), the action $S$, its energy part
     $\tfrac12 E$ and entropy $\mathcal{L}$, the ``residual`` $\max \lvert\partial(S/N)/\partial e\rvert$ over the
     relative entries, the eigenvalues of $\partial^2(S/N)/\partial u\,\partial u'$, the size of one more Newton step
-    in $u$ (``error_estimate``), and how the solver got there (``stopped``: why its iteration ended)."""
+    in $u$ (``error_estimate``: the iteration's own error, from the gradient as computed; the gradient's round-off,
+    which sets how low the residual can go, is not in it), and how the solver got there (``stopped``: why its
+    iteration ended)."""
 
     order_parameters: dict
     action: float

@@ -85,10 +85,11 @@ def single_head_reduction(ctx: Context, depth, P, input_width, tokens, width, te
     deep linear network, solved independently in the eigenbasis of K_0 by root bracketing:
     U_1 = σ_a²Πσ_ℓ²·Π_m (1 − U_1E'(U_1)/n_m). The matrix side is solved to 1e-10, or, where the
     gradient's float64 round-off is above that (small T and widths), to that floor, the trust
-    region's own stop, if it is at most 1e-8. Tolerance: 10× the sum of both sides' error estimates (one more Newton
-    step; the root's round-off, residual noise over its slope) + the backward-error budget of two
-    float64 routes through K_0, each exact for a kernel off by ε‖K_0‖₂: 2ε times U_1's first-order
-    sensitivity to such a change (`ScalarRenormalization.data_sensitivity`)."""
+    region's own stop, if it is at most 1e-8. Tolerance: 10× the sum of both sides' error
+    estimates (one more Newton step; the root's round-off, residual noise over its slope) + the
+    backward-error budget of two float64 routes through K_0, each exact for a kernel off by
+    ε‖K_0‖₂: 2ε times U_1's first-order sensitivity to such a change
+    (`ScalarRenormalization.data_sensitivity`)."""
     L = depth
     X, y = synthetic_problem(P, heads=(1,) * L, input_width=input_width, tokens=tokens, seed=seed)
     variances = tuple(variances[: L + 1])
@@ -100,7 +101,7 @@ def single_head_reduction(ctx: Context, depth, P, input_width, tokens, width, te
         raise SaddlePointError(f"the matrix saddle point was not reached: {matrix.message}")
     scalar = scalar_renormalization(C[0, 0], y, depth=L, width=width, temperature=temperature, prior_var=variances)
     # both sides' own error estimates (one more Newton step; the root's round-off) and the
-    # backward-error budget of two routes through K_0: 2ε·∂U_1/∂K_0 in its worst direction
+    # backward-error budget of two routes through K_0: 2ε·∂U_1/∂K_0 in its worst direction (Frobenius)
     top = matrix["U1"] * np.linalg.eigvalsh(C[0, 0])[-1]
     condition = (top + temperature) / temperature
     rtol = (10 * (matrix.error_estimate + scalar.error_estimate)
