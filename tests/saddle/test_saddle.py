@@ -343,3 +343,30 @@ def test_one_width_per_layer_is_scaled_together_and_checked_as_integers_for_netw
         SaddlePointAction(order_parameters={"Q1": Q1, "Q2": Q2}, kernel="Q1", width=(n0, n0),
                           entropy=wishart_entropy(Q1, n0, Q2) + wishart_entropy(Q2, n1, s))
 
+
+def test_a_continuation_that_stops_on_the_way_returns_the_step_where_it_stopped_as_such(problem, monkeypatch):
+    """The solve from the GP point fails, continuation in T starts at 10⁴ T, and its second step fails (both made
+    to, by a minimiser of S that stops where it starts, "at the round-off floor"): the solution returned is that step's,
+    at that step's temperature, unconverged, and says it stopped in the continuation, not at the target's floor."""
+    import sys
+    from attnverify.numerics import trust_region
+
+    solve_module = sys.modules["attnverify.saddle.solve"]
+    real, calls = solve_module._minimise, []
+
+    def failing_first_and_third(action, theta, tolerance, max_iterations):
+        if not action.with_energy:  # the GP point's search (kept between solves): not counted
+            return real(action, theta, tolerance, max_iterations)
+        calls.append(tolerance)
+        if len(calls) in (1, 3):
+            return trust_region.TrustRegionResult(np.array(theta, dtype=float), np.inf, 0, 0,
+                                                  trust_region.ROUND_OFF_FLOOR)
+        return real(action, theta, tolerance, max_iterations)
+
+    monkeypatch.setattr(solve_module, "_minimise", failing_first_and_third)
+    X, y = problem
+    solution = solve(_paths((2,)), dict(X=X[:, :, :2], y=y), temperature=0.01, raise_on_failure=False,
+                     continuation="temperature", N=7.0, sigma1=1.0, sigma_a=1.0)
+    assert len(calls) == 3 and not solution.converged and not solution.at_round_off_floor
+    assert solution.temperature == pytest.approx(0.01 * 10**3.5, rel=1e-12)
+    assert solution.stopped.startswith("continuation in T stopped at T = 31.62")

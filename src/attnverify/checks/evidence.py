@@ -585,7 +585,11 @@ def at_most(
     ``standard_error``). Where the allowance (tolerance + $z$ SE + floor) is wider, a comparison that is not refuted
     could have missed such an excess: it is *inconclusive*, and with ``samples`` (the count of ``unit`` behind the
     standard error, which shrinks as $1/\sqrt{n}$) says how many would resolve it,
-    $\lceil n \cdot \big(z \cdot \mathrm{SE} / (\text{resolution} - \text{tolerance} - \text{floor})\big)^2\rceil$."""
+    $\lceil n \cdot \big(z \cdot \mathrm{SE} / (\text{resolution} - \text{tolerance} - \text{floor})\big)^2\rceil$.
+    At that count an excess of exactly the resolution is refuted about half the time: state a resolution below the
+    excess that matters. The standard error is taken as given; for the mean of draws,
+    [`exceeds`][attnverify.checks.evidence.exceeds] and [`within_error`][attnverify.checks.evidence.within_error] also
+    check that the spread does not rest on a few rare draws (heavy tails)."""
     scale = terms_scale(None if scale is None else _tolerance_part("scale", scale), smaller, larger)
     smaller, larger = _number("smaller side", smaller, optional=False), _number("larger side", larger, optional=False)
     given = stated = _tolerance_part("tolerance", tolerance)

@@ -284,7 +284,8 @@ def _missed_flaw(result: dict) -> tuple[str, ...]:
     if result.get("expect") != "refuted" or result["status"] != "holds" or n == 0:
         return ()
     share = 1.0 - 0.01 ** (1.0 / n)
-    return (f"{n} example{'s' * (n != 1)} find a flaw showing on {share:.0%} of the drawn parameters or more with "
+    return (f"{n} example{'s' * (n != 1)} find{'s' * (n == 1)} a flaw showing on {share:.0%} of the drawn parameters "
+            "or more with "
             "probability 99%; one on less is missed more often: more examples (--examples) or the thorough profile "
             "may find it",)
 

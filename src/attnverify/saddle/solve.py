@@ -324,7 +324,8 @@ def _continued(declaration, problem, target: float, label: str, gp_entries, tole
     """Continuation in N (or T): solve at 10⁴ times the target (near the GP point), then at values a factor √10
     apart down to it, each from the last solution (the intermediate ones only as starts: to 1e-8, or the tolerance
     if looser). ``problem(value, temperature)`` gives the energy and the parameter values there. A step that fails
-    ends the continuation with a solution marked unconverged that names the value where it stopped."""
+    ends the continuation with a solution marked unconverged that is the one where it stopped: its temperature and
+    parameter values are that step's, and ``stopped`` names the step (never the round-off floor of the target)."""
     entries = gp_entries
     ladder = target * 10.0 ** np.arange(4.0, -0.25, -0.5)
     for step, value in enumerate(ladder):
@@ -333,12 +334,11 @@ def _continued(declaration, problem, target: float, label: str, gp_entries, tole
         action = NumericAction(declaration, energy, values)
         goal = tolerance if last else max(tolerance, 1e-8)
         result = _minimise(action, action.parametrisation.theta(entries), goal, max_iterations)
-        solution = _solution(action, result.x, result, goal, t0, temperature)
+        solution = _solution(action, result.x, result, goal, t0, getattr(energy, "temperature", temperature))
         if not (solution.converged and solution.is_minimum):
             if last:
                 return solution
-            return replace(solution, converged=False,
-                           message=f"continuation in {label} stopped at {label} = {value:.4g} (target {target:g}): "
-                                   f"{solution.message}")
+            where = f"continuation in {label} stopped at {label} = {value:.4g} (target {target:g})"
+            return replace(solution, converged=False, stopped=where, message=f"{where}: {solution.message}")
         entries = solution.entries
     return solution
