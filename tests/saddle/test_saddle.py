@@ -215,12 +215,12 @@ def test_continuation_in_n_or_in_t_reaches_the_direct_solution(problem, path):
     values = action.parameter_values(dict(N=10.0, **PRIORS))
     gp = gp_point(action, N=10.0, **PRIORS)
     if path == "width":
-        problem_at = lambda width, t: (data_energy(data, 0.05), scaled_widths(action, values, width))  # noqa: E731
+        problem_at = lambda width: (data_energy(data, 0.05), scaled_widths(action, values, width))  # noqa: E731
         target, label = 10.0, "N"
     else:
-        problem_at = lambda t, _: (data_energy(data, t), values)  # noqa: E731
+        problem_at = lambda t: (data_energy(data, t), values)  # noqa: E731
         target, label = 0.05, "T"
-    continued = _continued(action, problem_at, target, label, gp.entries, 1e-10, 500, 0.0, 0.05)
+    continued = _continued(action, problem_at, target, label, gp.entries, 1e-10, 500, 0.0)
     assert continued.converged and continued.is_minimum, continued.message
     for name in ("U1", "U2"):
         np.testing.assert_allclose(continued[name], direct[name], atol=1e-8)

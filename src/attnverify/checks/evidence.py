@@ -94,6 +94,13 @@ def _count(name: str, value: Any) -> int:
     return int(value)
 
 
+def _unit(value: Any) -> str:
+    """What a comparison's samples are ("draws", "seeds"): the word its count of them is told in."""
+    if not isinstance(value, str) or not value:
+        raise EvidenceError(f"unit must be a non-empty string (what the samples are: 'draws', 'seeds'), got {value!r}")
+    return value
+
+
 def _labels(name: str, value: Any) -> tuple[str, str]:
     labels = tuple(value) if isinstance(value, (tuple, list)) else ()
     if len(labels) != 2 or not all(isinstance(x, str) and x.strip() for x in labels):
@@ -410,8 +417,7 @@ def exceeds(
     z = _claim_z(z)
     if not isinstance(estimate, Estimate):
         raise TypeError(f"estimate must be an Estimate (e.g. from mean_estimate), got {type(estimate).__name__}")
-    if not isinstance(unit, str) or not unit:
-        raise ValueError(f"unit must be a non-empty string (what the samples are: 'draws', 'seeds'), got {unit!r}")
+    unit = _unit(unit)
     mean = _number("estimate.mean", estimate.mean, optional=False)
     scale = terms_scale(None if scale is None else _tolerance_part("scale", scale), bound)
     bound = _number("bound", bound, optional=False)
@@ -594,8 +600,7 @@ def at_most(
     smaller, larger = _number("smaller side", smaller, optional=False), _number("larger side", larger, optional=False)
     given = stated = _tolerance_part("tolerance", tolerance)
     samples = None if samples is None else _count("samples", samples)
-    if not isinstance(unit, str) or not unit:
-        raise EvidenceError(f"unit must be a non-empty string (what the samples are: 'draws', 'seeds'), got {unit!r}")
+    unit = _unit(unit)
     if standard_error is not None:
         stated += _claim_z(z) * _tolerance_part("standard_error", standard_error)
     elif resolution is not None:

@@ -252,13 +252,12 @@ def solve_energy(declaration: SaddlePointAction, energy, values: tuple, *, tempe
         solution = _solution(action, result.x, result, tolerance, t0, temperature)
         failed = start is None and not (solution.converged and solution.is_minimum)
         if failed and continuation in (True, "width"):
-            solution = _continued(declaration, lambda width, t: (energy, scaled_widths(declaration, values, width)),
-                                  declaration.scale(values), "N", start_entries, tolerance, max_iterations, t0,
-                                  temperature)
+            solution = _continued(declaration, lambda width: (energy, scaled_widths(declaration, values, width)),
+                                  declaration.scale(values), "N", start_entries, tolerance, max_iterations, t0)
             failed = not (solution.converged and solution.is_minimum)
         if failed and continuation in (True, "temperature"):
-            solution = _continued(declaration, lambda t, _: (energy.at_temperature(t), values),
-                                  temperature, "T", start_entries, tolerance, max_iterations, t0, temperature)
+            solution = _continued(declaration, lambda t: (energy.at_temperature(t), values),
+                                  temperature, "T", start_entries, tolerance, max_iterations, t0)
     if raise_on_failure and not (solution.converged and solution.is_minimum):
         what = "did not converge" if not solution.converged else "is not a minimum (Hessian not positive definite)"
         raise SaddlePointError(f"the saddle point {what}: {solution.message}")
@@ -319,22 +318,22 @@ def scaled_widths(declaration: SaddlePointAction, values: tuple, width: float) -
     return tuple(v * factor if k in indices else v for k, v in enumerate(values))
 
 
-def _continued(declaration, problem, target: float, label: str, gp_entries, tolerance, max_iterations, t0,
-               temperature) -> Solution:
+def _continued(declaration, problem, target: float, label: str, gp_entries, tolerance, max_iterations,
+               t0) -> Solution:
     """Continuation in N (or T): solve at 10⁴ times the target (near the GP point), then at values a factor √10
     apart down to it, each from the last solution (the intermediate ones only as starts: to 1e-8, or the tolerance
-    if looser). ``problem(value, temperature)`` gives the energy and the parameter values there. A step that fails
+    if looser). ``problem(value)`` gives the energy and the parameter values there. A step that fails
     ends the continuation with a solution marked unconverged that is the one where it stopped: its temperature and
     parameter values are that step's, and ``stopped`` names the step (never the round-off floor of the target)."""
     entries = gp_entries
     ladder = target * 10.0 ** np.arange(4.0, -0.25, -0.5)
     for step, value in enumerate(ladder):
         last = step == len(ladder) - 1
-        energy, values = problem(float(value) if not last else target, temperature)
+        energy, values = problem(float(value) if not last else target)
         action = NumericAction(declaration, energy, values)
         goal = tolerance if last else max(tolerance, 1e-8)
         result = _minimise(action, action.parametrisation.theta(entries), goal, max_iterations)
-        solution = _solution(action, result.x, result, goal, t0, getattr(energy, "temperature", temperature))
+        solution = _solution(action, result.x, result, goal, t0, energy.temperature)
         if not (solution.converged and solution.is_minimum):
             if last:
                 return solution
