@@ -180,17 +180,24 @@ class KernelEnergy(_Energy):
         if C.shape[0] != C.shape[1] or C.shape[2] != C.shape[3]:
             raise ValueError(f"C must have shape (𝓗, 𝓗, P, P), got {C.shape}")
         paths, P = C.shape[0], C.shape[2]
-        # the (𝓗P × 𝓗P) matrix C[(π,μ),(π',ν)]: its symmetry is C[π,π',μ,ν] = C[π',π,ν,μ]
-        gram = C.transpose(0, 2, 1, 3).copy().reshape(paths * P, paths * P)  # a copy: it is worked on in place
-        difference = gram - gram.T
-        asymmetry = np.max(np.abs(difference))
+        # the (𝓗P × 𝓗P) matrix C[(π,μ),(π',ν)], symmetrised: its symmetry is C[π,π',μ,ν] = C[π',π,ν,μ], checked and
+        # imposed block by block (a P × P block's transpose stays in the cache; the whole matrix's does not)
+        gram = np.empty((paths * P, paths * P))
+        blocks = gram.reshape(paths, P, paths, P)  # blocks[a, :, b, :] is the block (a, b), a view
+        asymmetry, diagonal = 0.0, 0.0
+        for a in range(paths):
+            diagonal = max(diagonal, float(np.max(np.abs(np.diagonal(C[a, a])))))
+            for b in range(a, paths):
+                difference = C[a, b] - C[b, a].T
+                asymmetry = max(asymmetry, float(np.max(np.abs(difference))))
+                difference *= 0.5
+                np.subtract(C[a, b], difference, out=blocks[a, :, b, :])  # (C_ab + C_baᵀ)/2
+                blocks[b, :, a, :] = blocks[a, :, b, :].T
         # the diagonal bounds every entry of a positive semi-definite matrix (one that is not fails below)
-        if asymmetry > 1e-10 * max(1.0, float(np.max(np.abs(np.diag(gram))))):
+        if asymmetry > 1e-10 * max(1.0, diagonal):
             condition = "be symmetric, C[μ,ν] = C[ν,μ]" if paths == 1 else \
                 "satisfy C[π,π',μ,ν] = C[π',π,ν,μ] (path-path kernels)"
             raise ValueError(f"C must {condition}; asymmetry {asymmetry:.3g}")
-        difference *= 0.5
-        gram -= difference  # (gram + gramᵀ)/2
         arguments.positive_semidefinite("C", gram, symmetrised=True, scratch=True)
         self.paths, self.P = paths, P
         self.y = _labels(y, self.P, be)
