@@ -18,7 +18,8 @@ import pytest
 
 from attnverify import cli
 from attnverify.checks import Evidence, claim, examples_needed, exceeds, run_claim, st, within_error
-from attnverify.checks.evidence import EvidenceError, draws_to_resolve
+from attnverify.checks.comparisons import draws_to_resolve
+from attnverify.checks.evidence import EvidenceError
 from attnverify.checks.runner import evaluate
 from attnverify.numerics.statistics import Estimate, mean_estimate
 

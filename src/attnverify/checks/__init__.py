@@ -8,7 +8,8 @@ A theorist's own file uses the same pieces as the built-in claims::
 from . import strategies as st
 from .claim import DEFAULT_EXAMPLES, Claim, Context, claim, examples_needed
 from .cases import worst_case
-from .evidence import Evidence, at_most, close, exceeds, within_error
+from .comparisons import at_most, close, exceeds, within_error
+from .evidence import Evidence
 from .roundoff import roundoff_floor
 from .runner import ClaimResult, evaluate, run_claim
 

@@ -9,9 +9,9 @@ through the functions it passes:
     M(number) = |number|,  M(x) = |x|,  M(a + b) = M(a) + M(b),  M(a·b) = M(a)·M(b),
     M(aⁿ) = |a|ⁿ·(M(a)/|a|)^|n|  (n a number),  M(f(u₁, …)) = |f| + Σᵢ |∂f/∂uᵢ|·M(uᵢ).
 
-[`rounding_scale`][attnverify.derivations.codegen.rounding_scale] turns M(e) into a generated evaluator, whose value is
-the ``scale=`` that [`within_error`][attnverify.checks.evidence.within_error], ``close`` and ``at_most`` take for their
-round-off floor; a generated evaluator's results carry it by themselves (`.rounded`).
+[`rounding_scale`][attnverify.derivations.codegen.rounding_scale] turns M(e) into a generated evaluator, whose value
+is the ``scale=`` that [`within_error`][attnverify.checks.comparisons.within_error], ``close`` and ``at_most`` take for
+their round-off floor; a generated evaluator's results carry it by themselves (`.rounded`).
 
 M also counts how a function amplifies the rounding of its inputs (|f′(u)|·M(u)), which belongs in a round-off
 floor but not in the size a relative error is measured against. The *term size* T(e) is M without that part:

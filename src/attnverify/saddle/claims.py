@@ -20,7 +20,8 @@ import sympy
 
 from ..base import arguments
 from ..base.arguments import name_mismatch
-from ..checks.evidence import Evidence, at_most
+from ..checks.comparisons import at_most
+from ..checks.evidence import Evidence
 from .action import NumericAction
 from .declaration import SaddlePointAction
 from .solve import SaddlePointError, data_energy, domain_point, gp_point, solve

@@ -17,7 +17,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..checks.evidence import Evidence, at_most
+from ..checks.comparisons import at_most
+from ..checks.evidence import Evidence
 from .claims import SaddleSetting, against_differences, registration_search, simplest_wrong_draw
 from .declaration import SaddlePointAction
 from .solve import solve

@@ -12,7 +12,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..base.arguments import name_mismatch
-from ..checks.evidence import Evidence, at_most
+from ..checks.comparisons import at_most
+from ..checks.evidence import Evidence
 from .claims import SaddleSetting
 from .network_claims import PREDICTION_SOURCE, SAMPLING, network_at, not_a_network_width, prediction_at, \
     sample_networks

@@ -200,7 +200,7 @@ class Theory:
         unless they cancel)
         ([`sized_mean`][attnverify.numerics.sized.sized_mean], at most ``budget`` draws, itself at most 10¹³; short of
         it the example is inconclusive), then compared within 5 SE and the round-off of the derivations' terms
-        ([`within_error`][attnverify.checks.evidence.within_error] with their rounding scale).
+        ([`within_error`][attnverify.checks.comparisons.within_error] with their rounding scale).
         ``bounds=(low, high)``: the range every draw lies in
         ($\lvert\operatorname{erf} \cdot \operatorname{erf}\rvert \le 1$), where it is known: every draw is
         checked against it, where a few rare draws carry the spread the error bar is one that holds without

@@ -2,7 +2,7 @@
 
 The expected value carries the round-off scale of the derived terms it used (`SCALES`); the draws
 are taken until 5 SE resolve the asked resolution ([`sized_mean`][attnverify.numerics.sized.sized_mean]) and compared
-within 5 SE and that round-off ([`within_error`][attnverify.checks.evidence.within_error]);
+within 5 SE and that round-off ([`within_error`][attnverify.checks.comparisons.within_error]);
 [`sweep`][attnverify.saddle.sweep.sweep] draws the claim's theory-vs-simulation figure along one parameter.
 """
 
@@ -15,7 +15,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..checks.evidence import Evidence, within_error
+from ..checks.comparisons import within_error
+from ..checks.evidence import Evidence
 from ..execution.tasks import progress as run_progress
 from .derived import SCALES
 from .figures import TheoryVsSimulation

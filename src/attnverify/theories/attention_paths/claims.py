@@ -23,7 +23,8 @@ from .synthetic import synthetic_problem
 from ...numerics.statistics import fit_line
 from ...checks import st
 from ...checks.claim import Context
-from ...checks.evidence import Evidence, close
+from ...checks.comparisons import close
+from ...checks.evidence import Evidence
 
 SOURCE = derived.SOURCE
 

@@ -24,7 +24,8 @@ from ...numerics.sized import sized_mean
 from ...numerics.statistics import Estimate, fit_line, mean_estimate
 from ...checks import st
 from ...checks.claim import Context
-from ...checks.evidence import Evidence, at_most, close, within_error
+from ...checks.comparisons import at_most, close, within_error
+from ...checks.evidence import Evidence
 
 from .experiments import GAMMA, PGD_CONFIGS, PGD_DIMENSION, PGD_LENGTH
 

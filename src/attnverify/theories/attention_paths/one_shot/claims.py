@@ -16,7 +16,8 @@ from .experiments import THEORY_SIZES, one_shot_analyses_of, one_shot_networks
 from . import analysis as experiment
 from ....numerics.statistics import mean_estimate
 from ....checks.claim import Context
-from ....checks.evidence import Evidence, exceeds
+from ....checks.comparisons import exceeds
+from ....checks.evidence import Evidence
 
 SOURCE = derived.SOURCE
 

@@ -14,7 +14,8 @@ from ... import conditional_mean as sim
 from ....numerics.statistics import Estimate, fit_line
 from ....checks import st
 from ....checks.claim import Context
-from ....checks.evidence import Evidence, within_error
+from ....checks.comparisons import within_error
+from ....checks.evidence import Evidence
 
 from ._common import (SOURCE, attention_errors, chunk, gaussian_constants, gaussian_model,
                       gaussian_model_parameters, score_with_spread)

@@ -12,7 +12,8 @@ from ....numerics.statistics import fit_line, mean_estimate
 from ....checks import st
 from ....checks.claim import Context
 from ..theory import theory
-from ....checks.evidence import DEFAULT_Z, Evidence, at_most
+from ....checks.comparisons import at_most
+from ....checks.evidence import DEFAULT_Z, Evidence
 
 from ._common import SOURCE, seeds
 

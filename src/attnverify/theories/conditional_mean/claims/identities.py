@@ -18,7 +18,8 @@ from ....theory_form.derived import DerivedFamily
 from ... import conditional_mean as sim
 from ....checks import st
 from ....checks.claim import Context
-from ....checks.evidence import Evidence, at_most
+from ....checks.comparisons import at_most
+from ....checks.evidence import Evidence
 
 from ._common import (SOURCE, gaussian_constants, gaussian_model, gaussian_model_parameters, score_with_spread, seeds,
                       unit_interval)
