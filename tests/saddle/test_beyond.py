@@ -1,10 +1,9 @@
 """attnverify.saddle.posterior_mean: the action's own posterior mean beyond the saddle point.
 
 Closed forms the quadrature must reproduce (χ² and Wishart means, a Gamma-function mean), with data an independent
-30-digit integral, the next order of the
-Laplace expansion against the quadrature (its gap shrinking as 1/N², and within its own stated error), the exact
-third derivatives against finite differences of the exact Hessians, the measure argument refused by name, and the
-independent figures at examples/relu_saddle.py's setting."""
+30-digit integral, the next order of the Laplace expansion against the quadrature (its gap shrinking as 1/N², and
+within its own stated error), the exact third derivatives against finite differences of the exact Hessians, the
+measure argument refused by name, and the independent figures at examples/relu_saddle.py's setting."""
 
 from __future__ import annotations
 
