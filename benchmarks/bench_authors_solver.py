@@ -177,9 +177,9 @@ def counted_call(call):
         counts["hessian"] += 1
         return hessian(self, R)
 
-    def counted_factorise(self, R):
+    def counted_factorise(self, R, order=None):
         counts["factorise"] += 1
-        return factorise(self, R)
+        return factorise(self, R, order)
 
     KernelEnergy.hessian, KernelEnergy._factorise = counted_hessian, counted_factorise
     try:

@@ -148,6 +148,17 @@ class _Energy:
             self._last = (R.copy(), self._factorise(self.backend.asarray(R)))
         return self._last[1]
 
+    def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
+        return self._value_and_gradient(self._at_point(R))
+
+    def reordered(self, R: np.ndarray) -> tuple[float, np.ndarray]:
+        """(E, ∂E/∂U) at U = R Rᵀ as ``self(R)``, with the factorisation's elimination order permuted (a fixed
+        permutation of the examples, or of the features in the feature space: E is invariant under either). Equal
+        to ``self(R)`` in exact arithmetic, so the difference samples the round-off that the factorisation's
+        condition number amplifies, which ``self(R)`` alone cannot show. Not kept as the last point."""
+        order = np.random.default_rng(0).permutation(self._reorderable)
+        return self._value_and_gradient(self._factorise(self.backend.asarray(R), order))
+
     def each(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(E (C,), ∂E/∂U (C, 𝓗, 𝓗)) for a batch of U = RRᵀ given by their lower factors R (C, 𝓗, 𝓗), on the host,
         as the call chain by chain (one batched factorisation: what HMC on the action asks for its chains);
@@ -224,18 +235,31 @@ class KernelEnergy(_Energy):
         U = R @ R.T
         return ((self._weights * U[self._rows, self._cols]) @ self._flat_kernels).reshape(self.P, self.P)
 
-    def _factorise(self, R):
+    @property
+    def _reorderable(self) -> int:
+        return self.P
+
+    def _factorise(self, R, order=None):
         """(ln det(K + T I), Yᵀr, r, A = (K + T I)^{-1}) at U = R Rᵀ. Tr(A C_{ππ'}) needs every entry of A;
-        it is formed from the Cholesky factor (`Backend.cholesky_inverse`)."""
+        it is formed from the Cholesky factor (`Backend.cholesky_inverse`). ``order``: the examples' order to
+        factorise K + T I in (`reordered`); r and A come back in the given one."""
         be, xp = self.backend, self.backend.xp
         G = self.kernel(R) + self.temperature * xp.eye(self.P)
+        y = self.y
+        if order is not None:
+            order = xp.asarray(order)
+            G, y = G[order][:, order], y[order]
         L = lower_cholesky(be, G)
-        r = cholesky_solve(be, L, self.y)
+        r = cholesky_solve(be, L, y)
         A = be.cholesky_inverse(L[None])[0]
-        return 2.0 * xp.sum(xp.log(xp.diag(L))), float(self.y @ r), r, A
+        fit = float(y @ r)
+        if order is not None:
+            back = xp.argsort(order)
+            r, A = r[back], A[back][:, back]
+        return 2.0 * xp.sum(xp.log(xp.diag(L))), fit, r, A
 
-    def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
-        logdet, fit, r, A = self._at_point(R)
+    def _value_and_gradient(self, factorised) -> tuple[float, np.ndarray]:
+        logdet, fit, r, A = factorised
         xp = self.backend.xp
         # on symmetric U only S_ab enters: ∂E/∂U_ab = Tr(A S_ab) − rᵀ S_ab r = ⟨S_ab, A − r rᵀ⟩, symmetric in a ↔ b
         grad = self._flat_kernels @ (A - xp.outer(r, r)).ravel()
@@ -304,17 +328,30 @@ class FeatureKernelEnergy(_Energy):
         Phi = (self.X @ self.backend.asarray(R)).reshape(self.P, -1)
         return Phi @ Phi.T
 
-    def _factorise(self, R):
-        """(ln det(K + T I), Yᵀ r, r, Z = L^{-1}X flattened (P, N0𝓗)) at U = R Rᵀ."""
+    @property
+    def _reorderable(self) -> int:
+        return self.P
+
+    def _factorise(self, R, order=None):
+        """(ln det(K + T I), Yᵀ r, r, Z = L^{-1}X flattened (P, N0𝓗)) at U = R Rᵀ. ``order``: the examples' order
+        to factorise K + T I in (`reordered`); r comes back in the given one, Z's rows in that order (only ZᵀZ,
+        which does not depend on it, is used)."""
         be, xp = self.backend, self.backend.xp
         G = add_to_diagonal(be, self.kernel(R), self.temperature)
+        y, X = self.y, self.X.reshape(self.P, -1)
+        if order is not None:
+            order = xp.asarray(order)
+            G, y, X = G[order][:, order], y[order], X[order]
         L = lower_cholesky(be, G)
-        r = cholesky_solve(be, L, self.y)
-        Z = be.solve_lower(L, self.X.reshape(self.P, -1))
-        return 2.0 * xp.sum(xp.log(xp.diag(L))), float(self.y @ r), r, Z
+        r = cholesky_solve(be, L, y)
+        Z = be.solve_lower(L, X)
+        fit = float(y @ r)
+        if order is not None:
+            r = r[xp.argsort(order)]
+        return 2.0 * xp.sum(xp.log(xp.diag(L))), fit, r, Z
 
-    def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
-        logdet, fit, r, Z = self._at_point(R)
+    def _value_and_gradient(self, factorised) -> tuple[float, np.ndarray]:
+        logdet, fit, r, Z = factorised
         # Σ_{p,i} Z[p,i,a] Z[p,i,b] and Σ_p X[p,i,a] r[p], each one BLAS product on the flattened arrays
         Z = Z.reshape(-1, self.paths)
         Xr = (r @ self.X.reshape(self.P, -1)).reshape(self.N0, self.paths)
@@ -386,18 +423,28 @@ class FeatureSpaceEnergy(_Energy):
         shaped = M.reshape(self.N0, self.paths, -1)
         return self.backend.xp.einsum("ab,iaj->ibj", R, shaped).reshape(self.D, -1)
 
-    def _factorise(self, R) -> tuple[float, np.ndarray, np.ndarray]:
-        """(E, XᵀAX, XᵀAY) by Woodbury at U = R Rᵀ, the last two on the host (D × D and D)."""
+    @property
+    def _reorderable(self) -> int:
+        return self.N0
+
+    def _factorise(self, R, order=None) -> tuple[float, np.ndarray, np.ndarray]:
+        """(E, XᵀAX, XᵀAY) by Woodbury at U = R Rᵀ, the last two on the host (D × D and D). ``order``: the
+        features' order (the N0 of each path) to factorise B in (`reordered`); XᵀAX and XᵀAY come back in that order,
+        which the gradient's sums over the features do not see."""
         be, xp = self.backend, self.backend.xp
         T = self.temperature
-        Q = self._lift(R, self.gram)  # (I ⊗ R)ᵀ Γ
+        gram, Xy = self.gram, self.Xy
+        if order is not None:  # the D rows are (i, π), π fast: the features i permuted, the paths kept
+            rows = xp.asarray((np.asarray(order)[:, None] * self.paths + np.arange(self.paths)).ravel())
+            gram, Xy = gram[rows][:, rows], Xy[rows]
+        Q = self._lift(R, gram)  # (I ⊗ R)ᵀ Γ
         B = self._lift(R, Q.T.copy())  # (I ⊗ R)ᵀ Γ (I ⊗ R)
         B = add_to_diagonal(be, 0.5 * (B + B.T), T)
         LB = lower_cholesky(be, B)
         W = be.solve_triangular(LB, Q, lower=True, check_finite=False)  # L_B^{-1} Q
-        w = be.solve_triangular(LB, (self._lift(R, self.Xy[:, None]))[:, 0], lower=True, check_finite=False)
+        w = be.solve_triangular(LB, (self._lift(R, Xy[:, None]))[:, 0], lower=True, check_finite=False)
         value = (self.P - self.D) * np.log(T) + 2.0 * xp.sum(xp.log(xp.diag(LB))) + (self.yy - w @ w) / T
-        return float(value), be.to_numpy((self.gram - W.T @ W) / T), be.to_numpy((self.Xy - W.T @ w) / T)
+        return float(value), be.to_numpy((gram - W.T @ W) / T), be.to_numpy((Xy - W.T @ w) / T)
 
     def _each(self, R):
         be, xp = self.backend, self.backend.xp
@@ -420,8 +467,8 @@ class FeatureSpaceEnergy(_Energy):
         blocks = xp.einsum("ciaib->cab", XAX.reshape(chains, N0, paths, N0, paths))
         return value, blocks - xp.swapaxes(Xr, 1, 2) @ Xr, solved.failed
 
-    def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
-        value, XAX, XAy = self._at_point(R)
+    def _value_and_gradient(self, factorised) -> tuple[float, np.ndarray]:
+        value, XAX, XAy = factorised
         Xr = XAy.reshape(self.N0, self.paths)
         grad = _diagonal_blocks(XAX, self.N0, self.paths) - Xr.T @ Xr
         return value, _symmetric(grad)

@@ -36,9 +36,9 @@ class Solution:
     r"""A minimum of $S$: ``order_parameters`` (name → float or symmetric matrix), the action $S$, its energy part
     $\tfrac12 E$ and entropy $\mathcal{L}$, the ``residual`` $\max \lvert\partial(S/N)/\partial e\rvert$ over the
     relative entries, the eigenvalues of $\partial^2(S/N)/\partial u\,\partial u'$, the size of one more Newton step
-    in $u$ (``error_estimate``: the iteration's own error, from the gradient as computed; the gradient's round-off,
-    which sets how low the residual can go, is not in it), and how the solver got there (``stopped``: why its
-    iteration ended)."""
+    in $u$ plus the step the gradient's round-off would move it by (``error_estimate``: the iteration's own error,
+    from the gradient as computed, and its round-off, sampled by factorising the kernel in another order), and how
+    the solver got there (``stopped``: why its iteration ended)."""
 
     order_parameters: dict
     action: float
@@ -129,7 +129,9 @@ def _solution(action: NumericAction, theta: np.ndarray, result, tolerance: float
     finite = bool(np.all(np.isfinite(H)))  # an action unbounded below sends the iterate where it overflows
     eigenvalues = np.linalg.eigvalsh(H) if finite else np.full(H.shape[0], np.nan)
     if finite and eigenvalues.min() > 0:
-        error = float(np.max(np.abs(np.linalg.solve(H, g / action.scale))))
+        # one more Newton step, and the step the gradient's round-off (a sample: `roundoff_gradient`) would move u by
+        steps = np.linalg.solve(H, np.stack([g, action.roundoff_gradient(theta)], axis=1) / action.scale)
+        error = float(np.max(np.abs(steps[:, 0])) + np.max(np.abs(steps[:, 1])))
     else:
         error = float("inf")
     declaration = action.declaration

@@ -39,6 +39,28 @@ def test_three_representations_equal_the_direct_evaluation(paths, N0, P, T, seed
         assert_allclose(grad, values[0][1], rtol=0, atol=1e-11 * np.linalg.cond(G) * scale)
 
 
+@settings(max_examples=10)
+@given(paths=st.sampled_from([1, 2, 4]), N0=st.integers(1, 6), P=st.integers(3, 40),
+       T=st.floats(1e-3, 2.0), seed=st.integers(0, 2**16))
+def test_the_reordered_factorisation_gives_the_same_energy_and_gradient(paths, N0, P, T, seed):
+    """`reordered` factorises in a permuted order and maps r, A (XᵀAX) back: the same value and gradient as the
+    call, to the round-off within which the representations agree (a permutation not undone moves them by O(1))."""
+    X, y = random_features(P, N0, paths, seed)
+    R = random_factor(paths, np.random.default_rng(seed + 1))
+    C = np.einsum("pia,qib->abpq", X, X)
+    energies = [KernelEnergy(C, y, T), FeatureKernelEnergy(X, y, T)]
+    if N0 * paths < P:
+        energies.append(FeatureSpaceEnergy(X, y, T))
+    G = np.einsum("ab,abpq->pq", R @ R.T, C) + T * np.eye(P)
+    r = np.linalg.solve(G, y)
+    scale = np.abs(np.einsum("pq,abpq->ab", np.linalg.inv(G), C)).max() + np.abs(np.einsum("p,abpq,q->ab", r, C, r)).max()
+    for energy in energies:
+        (value, grad), (again, regrad) = energy(R), energy.reordered(R)
+        assert_allclose(again, value, rtol=1e-10)
+        assert_allclose(regrad, grad, rtol=0, atol=1e-11 * np.linalg.cond(G) * scale)
+        assert energy(R)[1] is not regrad and np.array_equal(energy(R)[1], grad)  # the call's point is kept
+
+
 @pytest.mark.parametrize("representation", ["kernel", "features", "feature_space"])
 def test_gradient_is_the_derivative(representation):
     """Five-point differences along symmetric directions: truncation O(h⁴) ≈ 1e-10, round-off 1.5 (the stencil's
