@@ -166,8 +166,9 @@ def their_gradient_at(lib, X, y, width, solution) -> float:
 
 
 def counted_call(call):
-    """``call()`` once, counting the kernel-space energy's exact Hessians and its factorisations at new points (the
-    work that grows as P³): (its result, Hessians, factorisations)."""
+    """``call()`` once, counting the kernel-space energy's exact Hessians and its factorisations (the work that grows
+    as P³: one at each new point, and the solution's reordered one that samples the gradient's round-off): (its
+    result, Hessians, factorisations)."""
     from attnverify.numerics.kernel_energy import KernelEnergy
 
     counts = dict(hessian=0, factorise=0)

@@ -134,6 +134,13 @@ def feature_entry_kernels(N0: int, paths: int) -> np.ndarray:
     return np.stack([np.kron(np.eye(N0), b) for b in basis])
 
 
+def reordering(n: int, sample: int = 0) -> np.ndarray:
+    """A fixed permutation of n ≥ 2 indices that moves some of them, one per ``sample`` (seeded by it, so every run
+    reorders alike); the identity for n = 1."""
+    order = np.random.default_rng(sample).permutation(n)
+    return order[::-1].copy() if n > 1 and np.array_equal(order, np.arange(n)) else order
+
+
 class _Energy:
     """What the three representations share: ``at_temperature(T)``, the same energy at another temperature
     sharing every precomputed array (C, X, the Gram matrix Γ = XᵀX), so that a sweep over T pays for them
@@ -151,12 +158,13 @@ class _Energy:
     def __call__(self, R: np.ndarray) -> tuple[float, np.ndarray]:
         return self._value_and_gradient(self._at_point(R))
 
-    def reordered(self, R: np.ndarray) -> tuple[float, np.ndarray]:
-        """(E, ∂E/∂U) at U = R Rᵀ as ``self(R)``, with the factorisation's elimination order permuted (a fixed
-        permutation of the examples, or of the features in the feature space: E is invariant under either). Equal
+    def reordered(self, R: np.ndarray, sample: int = 0) -> tuple[float, np.ndarray]:
+        """(E, ∂E/∂U) at U = R Rᵀ as ``self(R)``, with the factorisation's elimination order permuted (`reordering`
+        of the examples; in the feature space, of the D rows of B: E is invariant under either). Equal
         to ``self(R)`` in exact arithmetic, so the difference samples the round-off that the factorisation's
-        condition number amplifies, which ``self(R)`` alone cannot show. Not kept as the last point."""
-        order = np.random.default_rng(0).permutation(self._reorderable)
+        condition number amplifies, which ``self(R)`` alone cannot show (none where the matrix is 1 × 1); ``sample``
+        picks the permutation. Not kept as the last point."""
+        order = reordering(self._reorderable, sample)
         return self._value_and_gradient(self._factorise(self.backend.asarray(R), order))
 
     def each(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -425,26 +433,26 @@ class FeatureSpaceEnergy(_Energy):
 
     @property
     def _reorderable(self) -> int:
-        return self.N0
+        return self.D
 
     def _factorise(self, R, order=None) -> tuple[float, np.ndarray, np.ndarray]:
-        """(E, XᵀAX, XᵀAY) by Woodbury at U = R Rᵀ, the last two on the host (D × D and D). ``order``: the
-        features' order (the N0 of each path) to factorise B in (`reordered`); XᵀAX and XᵀAY come back in that order,
-        which the gradient's sums over the features do not see."""
+        """(E, XᵀAX, XᵀAY) by Woodbury at U = R Rᵀ, the last two on the host (D × D and D). ``order``: the order of
+        B's D rows to factorise it in (`reordered`), Q's rows and c permuted alike (QᵀB⁻¹Q and cᵀB⁻¹c do not
+        change)."""
         be, xp = self.backend, self.backend.xp
         T = self.temperature
-        gram, Xy = self.gram, self.Xy
-        if order is not None:  # the D rows are (i, π), π fast: the features i permuted, the paths kept
-            rows = xp.asarray((np.asarray(order)[:, None] * self.paths + np.arange(self.paths)).ravel())
-            gram, Xy = gram[rows][:, rows], Xy[rows]
-        Q = self._lift(R, gram)  # (I ⊗ R)ᵀ Γ
+        Q = self._lift(R, self.gram)  # (I ⊗ R)ᵀ Γ
         B = self._lift(R, Q.T.copy())  # (I ⊗ R)ᵀ Γ (I ⊗ R)
         B = add_to_diagonal(be, 0.5 * (B + B.T), T)
+        c = self._lift(R, self.Xy[:, None])[:, 0]  # (I ⊗ R)ᵀ XᵀY
+        if order is not None:
+            order = xp.asarray(order)
+            B, Q, c = B[order][:, order], Q[order], c[order]
         LB = lower_cholesky(be, B)
         W = be.solve_triangular(LB, Q, lower=True, check_finite=False)  # L_B^{-1} Q
-        w = be.solve_triangular(LB, (self._lift(R, Xy[:, None]))[:, 0], lower=True, check_finite=False)
+        w = be.solve_triangular(LB, c, lower=True, check_finite=False)
         value = (self.P - self.D) * np.log(T) + 2.0 * xp.sum(xp.log(xp.diag(LB))) + (self.yy - w @ w) / T
-        return float(value), be.to_numpy((gram - W.T @ W) / T), be.to_numpy((Xy - W.T @ w) / T)
+        return float(value), be.to_numpy((self.gram - W.T @ W) / T), be.to_numpy((self.Xy - W.T @ w) / T)
 
     def _each(self, R):
         be, xp = self.backend, self.backend.xp

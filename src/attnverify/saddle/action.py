@@ -160,6 +160,12 @@ class Parametrisation:
         return grad_theta, 0.5 * (full + full.T)
 
 
+ROUNDOFF_SAMPLES = 2
+"""Reordered factorisations per solution (`NumericAction.roundoff_gradients`): a single sample of a round-off
+difference can fall near zero by chance (where the kernel order parameter has one entry, the sample is one number);
+the larger of two falls below a tenth of its typical size about a hundred times less often."""
+
+
 class NumericAction:
     """S/N over θ for one declaration, one data set, parameter values and temperature: ``(value, gradient)`` on
     call (+inf where θ leaves float64 or K + T·I has no Cholesky factor), ``hessian(θ)``, ``residual(θ)`` =
@@ -200,16 +206,23 @@ class NumericAction:
         self._last = (np.array(theta, dtype=float), parts)
         return parts
 
-    def roundoff_gradient(self, theta: np.ndarray) -> np.ndarray:
-        """∂S/∂u at θ with the energy factorised in another elimination order (`reordered` of the energy) less
-        ∂S/∂u as `parts` computes it: zero in exact arithmetic, so one sample of the round-off of the gradient, which
-        the factorisation's condition number (up to ‖K‖/T) amplifies; the entropy's small matrices add none of
-        note. Zeros without the energy."""
-        E, _, u, _, _ = self.parts(theta)
-        out = np.zeros(self.parametrisation.size)
+    def roundoff_gradients(self, theta: np.ndarray) -> np.ndarray:
+        """(`ROUNDOFF_SAMPLES`, n): ∂S/∂u at θ with the energy factorised in other elimination orders (`reordered`
+        of the energy) less ∂S/∂u as `parts` computes it: zero in exact arithmetic, so samples of the round-off of
+        the gradient, which the factorisation's condition number (up to ‖K‖/T) amplifies; the entropy's small
+        matrices add none of note. Zeros without the energy; +inf where a reordered factorisation fails (K + T·I
+        singular in float64)."""
+        u = self.parts(theta)[2]
+        out = np.zeros((ROUNDOFF_SAMPLES, self.parametrisation.size))
         if self.with_energy:
             R = self.kernel_factor(u)
-            out[self.kernel_part] = 0.5 * entry_gradient(self.energy.reordered(R)[1] - self.energy(R)[1])
+            G = self.energy(R)[1]
+            for sample, row in enumerate(out):
+                try:
+                    reordered = self.energy.reordered(R, sample)[1]
+                except np.linalg.LinAlgError:
+                    return np.full_like(out, np.inf)
+                row[self.kernel_part] = 0.5 * entry_gradient(reordered - G)
         return out
 
     def __call__(self, theta: np.ndarray) -> tuple[float, np.ndarray]:

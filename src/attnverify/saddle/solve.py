@@ -129,9 +129,14 @@ def _solution(action: NumericAction, theta: np.ndarray, result, tolerance: float
     finite = bool(np.all(np.isfinite(H)))  # an action unbounded below sends the iterate where it overflows
     eigenvalues = np.linalg.eigvalsh(H) if finite else np.full(H.shape[0], np.nan)
     if finite and eigenvalues.min() > 0:
-        # one more Newton step, and the step the gradient's round-off (a sample: `roundoff_gradient`) would move u by
-        steps = np.linalg.solve(H, np.stack([g, action.roundoff_gradient(theta)], axis=1) / action.scale)
-        error = float(np.max(np.abs(steps[:, 0])) + np.max(np.abs(steps[:, 1])))
+        # one more Newton step, and the largest step the gradient's round-off (samples: `roundoff_gradients`) would move
+        # u by
+        roundoff = action.roundoff_gradients(theta)
+        if np.all(np.isfinite(roundoff)):
+            steps = np.linalg.solve(H, np.column_stack([g, roundoff.T]) / action.scale)
+            error = float(np.max(np.abs(steps[:, 0])) + np.max(np.abs(steps[:, 1:])))
+        else:
+            error = float("inf")
     else:
         error = float("inf")
     declaration = action.declaration
