@@ -36,9 +36,10 @@ class Solution:
     r"""A minimum of $S$: ``order_parameters`` (name → float or symmetric matrix), the action $S$, its energy part
     $\tfrac12 E$ and entropy $\mathcal{L}$, the ``residual`` $\max \lvert\partial(S/N)/\partial e\rvert$ over the
     relative entries, the eigenvalues of $\partial^2(S/N)/\partial u\,\partial u'$, the size of one more Newton step
-    in $u$ plus the step the gradient's round-off would move it by (``error_estimate``: the iteration's own error,
-    from the gradient as computed, and its round-off, sampled by factorising the kernel in another order), and how
-    the solver got there (``stopped``: why its iteration ended)."""
+    in $u$ plus the step the gradient's round-off would move it by (``error_estimate``, the largest absolute error of
+    the entries $u$: the iteration's own error, from the gradient as computed, and its round-off, sampled by
+    factorising the kernel in other orders; the solver's error, not the $O(1/N)$ of reading the theory at its saddle
+    point, which `posterior_mean` gives), and how the solver got there (``stopped``: why its iteration ended)."""
 
     order_parameters: dict
     action: float
@@ -65,7 +66,8 @@ class Solution:
     def at_round_off_floor(self) -> bool:
         """Whether the iteration stopped where float64's round-off of the gradient keeps the residual from falling
         further (`trust_region.ROUND_OFF_FLOOR`): the equations hold to that floor, above the tolerance asked, and
-        ``error_estimate`` says how far u may be from the minimum."""
+        ``error_estimate`` says how far u may be from the minimum. An action unbounded below stops here too, with a
+        residual that overflows and no minimum (``is_minimum`` False): read ``residual`` beside it."""
         return self.stopped == trust_region.ROUND_OFF_FLOOR
 
     def __getitem__(self, name: str):
@@ -267,7 +269,9 @@ def solve_energy(declaration: SaddlePointAction, energy, values: tuple, *, tempe
                                   temperature, "T", start_entries, tolerance, max_iterations, t0)
     if raise_on_failure and not (solution.converged and solution.is_minimum):
         what = "did not converge" if not solution.converged else "is not a minimum (Hessian not positive definite)"
-        raise SaddlePointError(f"the saddle point {what}: {solution.message}")
+        hint = "" if solution.converged else (" (raise_on_failure=False returns the solution where it stopped, with "
+                                              "its error_estimate; tolerance= sets the test)")
+        raise SaddlePointError(f"the saddle point {what}: {solution.message}{hint}")
     return solution
 
 
