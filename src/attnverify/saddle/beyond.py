@@ -93,7 +93,7 @@ class Prediction:
     r"""The action's own prediction for the order parameters at finite $N$: ``mean`` $\mathbb{E}[u]$ (name → a float,
     or a matrix), its ``error`` (same shapes, per entry: the quadrature's numerical error, the two rules'
     difference; the Laplace expansion's estimated $O(1/N^2)$ term plus the saddle's error, an estimate, not a bound;
-    HMC's z Monte Carlo standard errors, z ≥ 5), ``variance`` (per entry: $\operatorname{Var}(U_{ij})$; exact
+    HMC's $z \ge 5$ Monte Carlo standard errors), ``variance`` (per entry: $\operatorname{Var}(U_{ij})$; exact
     for the quadrature, the leading $H^{-1}$ for the Laplace expansion), the ``saddle`` values beside them, the
     ``method`` used ("quadrature", "laplace" or "hmc"), the ``measure`` (name → its log-density $m(u)$) and ``notes``
     on how."""
