@@ -133,7 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(handler="run_check")
 
     verify = commands.add_parser("verify", help="check the claims defined in your own FILE.py")
-    verify.add_argument("file", metavar="FILE.py", help="a theory file: a Theory (attnverify.Theory) or claims made with @claim")
+    verify.add_argument("file", metavar="FILE.py",
+                        help="a theory file: a Theory (attnverify.Theory) or claims made with @claim")
     _add_run_options(verify, "only the claim named PATTERN, else the claims whose name contains it")
     verify.add_argument("--json", metavar="FILE", type=_not_empty,
                         help="write the results as JSON (rewritten after each claim)")

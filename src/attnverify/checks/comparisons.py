@@ -25,7 +25,6 @@ def _unit(value: Any) -> str:
     return value
 
 
-
 def _tolerance_part(name: str, value: Any) -> float:
     """A finite, non-negative number that goes into a tolerance (rtol, atol, z, a bias budget)."""
     x = real_number(name, value, optional=False)

@@ -104,8 +104,8 @@ def single_head_reduction(ctx: Context, depth, P, input_width, tokens, width, te
     top = matrix["U1"] * np.linalg.eigvalsh(C[0, 0])[-1]
     condition = (top + temperature) / temperature  # shown among the figures
     # both sides' own error estimates (the matrix solve's: one more Newton step and its gradient's round-off; the
-    # scalar root's: its round-off) and the
-    # backward-error budget of two routes through K_0: 2ε·∂U_1/∂K_0 in its worst direction (Frobenius)
+    # scalar root's: its round-off) and the backward-error budget of two routes through K_0: 2ε·∂U_1/∂K_0 in its
+    # worst direction (Frobenius)
     rtol = (10 * (matrix.error_estimate + scalar.error_estimate)
             + 2 * np.finfo(float).eps * scalar.data_sensitivity) / scalar.order_parameter
     same_readout = abs(matrix["Ua"] - scalar.readout_order_parameter) <= rtol * scalar.readout_order_parameter
